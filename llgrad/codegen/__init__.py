@@ -1,0 +1,1 @@
+"""Code generation with llvmlite: kernels, math, the host target."""

@@ -1,0 +1,127 @@
+"""Elementwise kernels: a loop nest over the output's index space around a scalar DAG.
+
+One generator serves eager mode (a DAG of one op plus the casts promotion needs) and fused
+compiled kernels (a DAG of many ops). Sizes and strides are run-time values read from the
+argument block, so one kernel serves every shape of its rank; the innermost stride of each
+operand may be baked in as 1 (contiguous) or 0 (broadcast), which lets LLVM vectorize
+without run-time stride checks.
+
+Argument block: `[lo, hi, size_1 .. size_{r-1}, (ptr, stride_0 .. stride_{r-1}) per operand]`
+with outputs first; the outermost loop runs over `[lo, hi)` so the runtime can split it
+across threads. Strides are in elements.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from llvmlite import ir
+
+from ..ir import registry
+from ..ir.dtypes import DType
+from .loops import I64, for_range, new_kernel
+from .scalar import SV, LLVMScalar, memory_type
+
+
+@dataclass(frozen=True, slots=True)
+class ExprNode:
+    """One op of a scalar DAG; `args` index inputs first (0..n_in-1), then earlier nodes."""
+
+    op: str
+    args: tuple[int, ...]
+    attrs: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Expr:
+    in_dtypes: tuple[DType, ...]
+    nodes: tuple[ExprNode, ...]
+    outputs: tuple[int, ...]                 # refs (input or node)
+
+    def text(self) -> str:
+        """A compact, deterministic spelling (kernel names, logs, cache keys)."""
+        parts = [f"in{i}:{d.short}" for i, d in enumerate(self.in_dtypes)]
+        for j, n in enumerate(self.nodes):
+            a = ",".join(f"{k}={v}" for k, v in n.attrs)
+            parts.append(f"v{len(self.in_dtypes) + j}={n.op}({','.join(map(str, n.args))}"
+                         f"{';' + a if a else ''})")
+        return " ".join(parts) + " -> " + ",".join(map(str, self.outputs))
+
+
+def evaluate(s: LLVMScalar, expr: Expr, inputs: Sequence[SV]) -> list[SV]:
+    """Emit the DAG's scalar code; returns the output values."""
+    values: list[SV] = list(inputs)
+    for node in expr.nodes:
+        rule = registry.get(node.op).scalar
+        assert rule is not None, f"{node.op} has no scalar rule"
+        values.append(rule(s, *(values[a] for a in node.args), **dict(node.attrs)))
+    return [values[o] for o in expr.outputs]
+
+
+def out_dtypes(expr: Expr) -> tuple[DType, ...]:
+    """The dtype each output has (evaluated symbolically through the shape rules)."""
+    from ..ir.types import TensorType
+    types: list[TensorType] = [TensorType(d, ()) for d in expr.in_dtypes]
+    for node in expr.nodes:
+        op = registry.get(node.op)
+        types.append(op.infer(tuple(types[a] for a in node.args), **dict(node.attrs)))
+    return tuple(types[o].dtype for o in expr.outputs)
+
+
+@dataclass(frozen=True, slots=True)
+class ElementwiseKernel:
+    """What identifies a compiled elementwise kernel (the kernel-cache key)."""
+
+    expr: Expr
+    rank: int
+    inner: tuple[int | None, ...]     # per operand (outputs first): 1, 0, or None (run time)
+
+    @property
+    def n_operands(self) -> int:
+        return len(self.expr.outputs) + len(self.expr.in_dtypes)
+
+    @property
+    def n_slots(self) -> int:
+        return 2 + (self.rank - 1) + self.n_operands * (1 + self.rank)
+
+
+def build(spec: ElementwiseKernel, name: str) -> ir.Module:
+    expr, rank = spec.expr, spec.rank
+    module = ir.Module(name=name)
+    fn, b, args = new_kernel(module, name)
+    outs = out_dtypes(expr)
+    dtypes = list(outs) + list(expr.in_dtypes)
+    n_out = len(outs)
+    lo, hi = args.int(0, "lo"), args.int(1, "hi")
+    sizes = [None] + [args.int(1 + d, f"size{d}") for d in range(1, rank)]
+    base = 2 + (rank - 1)
+    ptrs, strides = [], []
+    for k in range(len(dtypes)):
+        slot = base + k * (1 + rank)
+        ptrs.append(args.ptr(slot, f"p{k}"))
+        st = [args.int(slot + 1 + d, f"s{k}_{d}") for d in range(rank)]
+        if spec.inner[k] is not None:
+            st[-1] = I64(spec.inner[k])
+        strides.append(st)
+    s = LLVMScalar(b)
+
+    def nest(depth: int, offsets: list[ir.Value]) -> None:
+        start = lo if depth == 0 else I64(0)
+        stop = hi if depth == 0 else sizes[depth]
+        with for_range(b, start, stop, name=f"i{depth}") as i:
+            here = [b.add(off, b.mul(i, st[depth])) for off, st in zip(offsets, strides)]
+            if depth + 1 < rank:
+                nest(depth + 1, here)
+                return
+            loaded = [s.load(b.gep(ptrs[n_out + j], [here[n_out + j]], inbounds=True,
+                                   source_etype=memory_type(d)), d, name=f"x{j}")
+                      for j, d in enumerate(expr.in_dtypes)]
+            for k, v in enumerate(evaluate(s, expr, loaded)):
+                if v.dtype is not outs[k]:
+                    v = s.cast(v, outs[k])
+                s.store(v, b.gep(ptrs[k], [here[k]], inbounds=True,
+                                 source_etype=memory_type(outs[k])))
+
+    nest(0, [I64(0)] * len(dtypes))
+    b.ret_void()
+    return module

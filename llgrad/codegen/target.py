@@ -1,0 +1,176 @@
+"""The host target: LLVM set-up, the optimization pipeline, and the JIT.
+
+One `Target` per process. `compile` takes an LLVM module (llvmlite IR text), optimizes it
+for the host CPU, turns it into an object, and links the object into an ORC JIT. Objects
+are cached on disk, keyed by the IR text, the llgrad, llvmlite and LLVM versions and the
+CPU; a cache entry carries a checksum and is rebuilt when it does not match.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import llvmlite
+import llvmlite.binding as llvm
+
+from .. import _log
+
+VERSION = "0.1.0"
+
+
+@dataclass
+class Compiled:
+    """A linked module: symbol addresses plus what inspection needs."""
+
+    name: str
+    addresses: dict[str, int]
+    source_ir: str
+    tracker: object = field(repr=False)
+    optimized_ir: str | None = None
+    from_cache: bool = False
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def asm(self) -> str:
+        return get_target().assembly(self.source_ir)
+
+
+class Target:
+    def __init__(self) -> None:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        self.triple = llvm.get_process_triple()
+        self.cpu = llvm.get_host_cpu_name()
+        self.features = llvm.get_host_cpu_features().flatten()
+        target = llvm.Target.from_triple(self.triple)
+        self.machine = target.create_target_machine(cpu=self.cpu, features=self.features,
+                                                    opt=3, reloc="pic", codemodel="default")
+        self.data_layout = str(self.machine.target_data)
+        self.jit = llvm.create_lljit_compiler(self.machine)
+        self._lock = threading.Lock()
+        self._count = 0
+        self._symbols: dict[str, int] = {}
+        self.fingerprint = hashlib.sha256(
+            f"{VERSION}|{llvmlite.__version__}|{llvm.llvm_version_info}|{self.triple}|"
+            f"{self.cpu}|{self.features}".encode()).hexdigest()[:16]
+
+    # -- symbols the generated code may call (BLAS pointers, runtime helpers) ----------
+    def add_symbol(self, name: str, address: int) -> None:
+        llvm.add_symbol(name, address)
+        self._symbols[name] = address
+
+    # -- pipeline -----------------------------------------------------------------------
+    def optimize(self, mod: llvm.ModuleRef) -> None:
+        pto = llvm.create_pipeline_tuning_options(speed_level=3)
+        pto.loop_vectorization = True
+        pto.slp_vectorization = True
+        pto.loop_unrolling = True
+        pb = llvm.create_pass_builder(self.machine, pto)
+        pb.getModulePassManager().run(mod, pb)
+
+    def parse(self, ir_text: str) -> llvm.ModuleRef:
+        mod = llvm.parse_assembly(ir_text)
+        mod.triple = self.triple
+        mod.data_layout = self.data_layout
+        mod.verify()       # an invalid module can crash the optimizer instead of raising
+        return mod
+
+    def assembly(self, ir_text: str) -> str:
+        mod = self.parse(ir_text)
+        self.optimize(mod)
+        return self.machine.emit_assembly(mod)
+
+    def optimized_ir(self, ir_text: str) -> str:
+        mod = self.parse(ir_text)
+        self.optimize(mod)
+        return str(mod)
+
+    def compile(self, ir_text: str, symbols: list[str], name: str = "kernel") -> Compiled:
+        """Optimize, emit an object (or take it from the cache), link it, return addresses."""
+        key = hashlib.sha256((self.fingerprint + ir_text).encode()).hexdigest()
+        seconds: dict[str, float] = {}
+        t0 = time.perf_counter()
+        obj = disk_cache_get(key)
+        from_cache = obj is not None
+        if obj is None:
+            mod = self.parse(ir_text)
+            t1 = time.perf_counter()
+            self.optimize(mod)
+            t2 = time.perf_counter()
+            obj = self.machine.emit_object(mod)
+            t3 = time.perf_counter()
+            seconds = {"parse": t1 - t0, "optimize": t2 - t1, "codegen": t3 - t2}
+            disk_cache_put(key, obj)
+        t4 = time.perf_counter()
+        with self._lock:
+            self._count += 1
+            lib = f"llgrad_{self._count}_{name}"
+            builder = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
+            for s in symbols:
+                builder.export_symbol(s)
+            tracker = builder.link(self.jit, lib)
+        seconds["link"] = time.perf_counter() - t4
+        _log.log("llvm", f"compiled {name} ({'disk cache' if from_cache else 'built'}) "
+                         f"in {1e3 * (time.perf_counter() - t0):.1f} ms")
+        return Compiled(name, {s: tracker[s] for s in symbols}, ir_text, tracker,
+                        from_cache=from_cache, seconds=seconds)
+
+
+@functools.cache
+def get_target() -> Target:
+    return Target()
+
+
+# --------------------------------------------------------------------------------------
+# The on-disk object cache
+# --------------------------------------------------------------------------------------
+
+def cache_dir() -> Path | None:
+    """`LLGRAD_CACHE_DIR`, else the user's cache directory; `LLGRAD_CACHE_DIR=` disables."""
+    env = os.environ.get("LLGRAD_CACHE_DIR")
+    if env is not None:
+        return Path(env) if env else None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "llgrad"
+
+
+_MAGIC = b"LLGRADOBJ1"
+
+
+def disk_cache_get(key: str) -> bytes | None:
+    d = cache_dir()
+    if d is None:
+        return None
+    path = d / key[:2] / key
+    try:
+        blob = path.read_bytes()
+    except OSError:
+        return None
+    head = len(_MAGIC) + 32
+    if len(blob) < head or not blob.startswith(_MAGIC):
+        _log.log("cache", f"corrupt entry {path.name}: bad header; rebuilding")
+        return None
+    digest, body = blob[len(_MAGIC):head], blob[head:]
+    if hashlib.sha256(body).digest() != digest:
+        _log.log("cache", f"corrupt entry {path.name}: checksum mismatch; rebuilding")
+        return None
+    _log.log("cache", f"hit {path.name}")
+    return body
+
+
+def disk_cache_put(key: str, obj: bytes) -> None:
+    d = cache_dir()
+    if d is None:
+        return
+    path = d / key[:2] / key
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_bytes(_MAGIC + hashlib.sha256(obj).digest() + obj)
+        os.replace(tmp, path)         # atomic: readers never see half an entry
+    except OSError as e:
+        _log.log("cache", f"could not write {path}: {e}")

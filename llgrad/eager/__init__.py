@@ -1,0 +1,1 @@
+"""Eager execution: one op at a time on generated kernels."""

@@ -1,0 +1,284 @@
+"""Eager elementwise dispatch: promotion, broadcasting, one kernel launch.
+
+A call builds (once per op, dtypes and attributes) a scalar DAG with the promotion casts
+folded in, picks the kernel for the collapsed rank and stride pattern, and makes one
+foreign call. Python scalars travel by value in a small per-thread scratch area (stride
+0), so `x * 1.01` neither allocates a tensor nor compiles a kernel per constant.
+"""
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+from typing import Any, Sequence
+
+from ..codegen.elementwise import ElementwiseKernel, Expr, ExprNode, build, out_dtypes
+from ..ir import dtypes as dt
+from ..ir import registry
+from ..ir.dtypes import DType
+from ..ir.types import broadcast_shapes
+from ..runtime import cache, launch
+from ..tensor import Tensor
+from .layout import broadcast_strides, collapse
+
+cache.register_builder(ElementwiseKernel, build)
+
+Scalar = bool | int | float
+
+
+def is_scalar(x: object) -> bool:
+    return isinstance(x, (bool, int, float)) and not isinstance(x, Tensor)
+
+
+# --------------------------------------------------------------------------------------
+# dtypes
+# --------------------------------------------------------------------------------------
+
+def promote(operands: Sequence[Any]) -> DType:
+    dims, zero, scalars = [], [], []
+    for o in operands:
+        if isinstance(o, Tensor):
+            (dims if o._shape else zero).append(o._dtype)
+        else:
+            scalars.append(dt.scalar_dtype(o))
+    return dt.result_type(dims, zero, scalars)
+
+
+def compute_dtype(opdef: registry.OpDef, operands: Sequence[Any]) -> list[DType]:
+    """The dtype each operand is converted to before the op's scalar rule runs."""
+    rule = opdef.promotion
+    if rule == "none":
+        return [o._dtype if isinstance(o, Tensor) else dt.scalar_dtype(o) for o in operands]
+    if rule == "bool":
+        return [dt.bool_] * len(operands)
+    if rule == "where":
+        c = operands[0]
+        if not isinstance(c, Tensor) or c._dtype is not dt.bool_:
+            got = c._dtype.name if isinstance(c, Tensor) else type(c).__name__
+            raise TypeError(f"where: expected condition to be a bool tensor, got {got}")
+        d = promote(operands[1:])
+        return [dt.bool_] + [d] * (len(operands) - 1)
+    d = promote(operands)
+    if rule == "float" and d.category < 2:
+        d = dt.get_default_dtype()
+    return [d] * len(operands)
+
+
+def can_cast(src: DType, dst: DType) -> bool:
+    """PyTorch's rule for writing a result into an existing tensor (in-place ops)."""
+    return src.category <= dst.category
+
+
+# --------------------------------------------------------------------------------------
+# expressions
+# --------------------------------------------------------------------------------------
+
+_exprs: dict[tuple, tuple[Expr, DType]] = {}
+
+
+def expression(op: str, stored: tuple[DType, ...], computed: tuple[DType, ...],
+               attrs: tuple[tuple[str, Any], ...]) -> tuple[Expr, DType]:
+    key = (op, stored, computed, attrs)
+    hit = _exprs.get(key)
+    if hit is not None:
+        return hit
+    n = len(stored)
+    nodes: list[ExprNode] = []
+    refs = []
+    for i, (s, c) in enumerate(zip(stored, computed)):
+        if s is c:
+            refs.append(i)
+        else:
+            nodes.append(ExprNode("cast", (i,), (("dtype", c),)))
+            refs.append(n + len(nodes) - 1)
+    nodes.append(ExprNode(op, tuple(refs), attrs))
+    expr = Expr(stored, tuple(nodes), (n + len(nodes) - 1,))
+    result = (expr, out_dtypes(expr)[0])
+    _exprs[key] = result
+    return result
+
+
+# --------------------------------------------------------------------------------------
+# scalars by value
+# --------------------------------------------------------------------------------------
+
+_FORMAT = {"bool": "?", "uint8": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
+           "float16": "e", "float32": "f", "float64": "d"}
+_tls = threading.local()
+
+
+def _scratch() -> tuple[ctypes.Array, int]:
+    try:
+        return _tls.scratch
+    except AttributeError:
+        buf = (ctypes.c_int64 * 16)()
+        _tls.scratch = (buf, ctypes.addressof(buf))
+        return _tls.scratch
+
+
+def _pack_scalar(op: str, value: Scalar, d: DType, slot: int) -> int:
+    buf, addr = _scratch()
+    try:
+        if d is dt.bfloat16:
+            bits = struct.unpack("<I", struct.pack("<f", float(value)))[0]
+            bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+            struct.pack_into("H", buf, 8 * slot, bits & 0xFFFF)
+        elif d.kind in "iu":
+            if isinstance(value, float):
+                value = int(value)
+            struct.pack_into(_FORMAT[d.name], buf, 8 * slot, value)
+        else:
+            struct.pack_into(_FORMAT[d.name], buf, 8 * slot, value)
+    except (struct.error, OverflowError):
+        raise RuntimeError(f"{op}: value cannot be converted to type {d.name} without "
+                           f"overflow: {value!r}") from None
+    return addr + 8 * slot
+
+
+# --------------------------------------------------------------------------------------
+# launch
+# --------------------------------------------------------------------------------------
+
+class Plan:
+    """Everything about a call that depends only on dtypes, shapes and strides."""
+
+    __slots__ = ("kernel", "out_shape", "out_dtype", "template", "ptr_slots", "scalar_dtypes",
+                 "work")
+
+    def __init__(self, kernel: cache.Kernel, out_shape: tuple[int, ...], out_dtype: DType,
+                 template: list[int], ptr_slots: list[int], scalar_dtypes: list[DType],
+                 work: int):
+        self.kernel = kernel
+        self.out_shape = out_shape
+        self.out_dtype = out_dtype
+        self.template = template
+        self.ptr_slots = ptr_slots          # where operand pointers go (output first)
+        self.scalar_dtypes = scalar_dtypes  # per operand: the dtype a scalar is packed as
+        self.work = work
+
+
+_plans: dict[tuple, Plan] = {}
+_PLAN_LIMIT = 8192
+
+
+def _key(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,
+         out: Tensor | None) -> tuple:
+    parts: list[Any] = [op, tuple(attrs.items()) if attrs else None]
+    if out is not None:
+        parts.append((out._dtype, out._shape, out._strides))
+    for o in operands:
+        if isinstance(o, Tensor):
+            parts.append((o._dtype, o._shape, o._strides))
+        else:
+            parts.append(type(o))
+    return tuple(parts)
+
+
+def run(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None = None,
+        out: Tensor | None = None) -> Tensor:
+    """Run elementwise `op` on tensors and Python scalars; returns (or fills) `out`."""
+    try:
+        key = _key(op, operands, attrs, out)
+        plan = _plans.get(key)
+    except TypeError:           # an unhashable attribute: let the slow path explain
+        key, plan = None, None
+    if plan is None:
+        plan = _plan(op, operands, attrs, out)
+        if key is not None:
+            if len(_plans) >= _PLAN_LIMIT:
+                _plans.clear()
+            _plans[key] = plan
+    if out is None:
+        out = Tensor._empty(plan.out_shape, plan.out_dtype)
+    if plan.kernel is None:
+        return out
+    args = plan.template.copy()
+    slots = plan.ptr_slots
+    args[slots[0]] = out._ptr
+    k = 0
+    for i, o in enumerate(operands):
+        if isinstance(o, Tensor):
+            args[slots[i + 1]] = o._ptr
+        else:
+            args[slots[i + 1]] = _pack_scalar(op, o, plan.scalar_dtypes[i], k)
+            k += 1
+    launch.call_split(plan.kernel, args, plan.work)
+    return out
+
+
+def _plan(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,
+          out: Tensor | None) -> Plan:
+    opdef = registry.get(op)
+    norm = opdef.normalize_attrs(attrs or {})
+    for o in operands:
+        if not isinstance(o, Tensor) and not is_scalar(o):
+            raise TypeError(f"{op}: expected Tensor or number operands, got "
+                            f"{type(o).__name__}")
+    computed = compute_dtype(opdef, operands)
+    stored = tuple(o._dtype if isinstance(o, Tensor) else c for o, c in zip(operands, computed))
+    expr, result = expression(op, stored, tuple(computed), norm)
+    shapes = [o._shape for o in operands if isinstance(o, Tensor)]
+    out_shape = broadcast_shapes(*shapes, op=op) if shapes else ()
+    out_strides = None
+    if out is not None:
+        if out._shape != out_shape:
+            raise RuntimeError(f"{op}: output with shape {list(out._shape)} doesn't match the "
+                               f"broadcast shape {list(out_shape)}")
+        if not can_cast(result, out._dtype):
+            raise RuntimeError(f"{op}: result type {result.name} can't be cast to the "
+                               f"desired output type {out._dtype.name}")
+        if result is not out._dtype:
+            last = len(expr.in_dtypes) + len(expr.nodes) - 1
+            expr = Expr(expr.in_dtypes,
+                        expr.nodes + (ExprNode("cast", (last,), (("dtype", out._dtype),)),),
+                        (last + 1,))
+            result = out._dtype
+        out_strides = out._strides
+    return make_plan(expr, out_shape, result, out_strides, operands, computed)
+
+
+def make_plan(expr: Expr, shape: tuple[int, ...], out_dtype: DType,
+              out_strides: tuple[int, ...] | None, operands: Sequence[Any],
+              scalar_dtypes: Sequence[DType]) -> Plan:
+    from .layout import contiguous_strides
+    n = 1
+    for s in shape:
+        n *= s
+    strides = [out_strides if out_strides is not None else contiguous_strides(shape)]
+    for o in operands:
+        if isinstance(o, Tensor):
+            strides.append(broadcast_strides(o._shape, o._strides, shape))
+        else:
+            strides.append((0,) * len(shape))
+    if n == 0:
+        return Plan(None, shape, out_dtype, [], [], list(scalar_dtypes), 0)
+    cshape, cstrides = collapse(shape, strides)
+    rank = len(cshape)
+    inner = tuple(st[-1] if st[-1] in (0, 1) else None for st in cstrides)
+    kernel = cache.get(ElementwiseKernel(expr, rank, inner))
+    template = [0, cshape[0], *cshape[1:]]
+    ptr_slots = []
+    for st in cstrides:
+        ptr_slots.append(len(template))
+        template.append(0)
+        template.extend(st)
+    return Plan(kernel, shape, out_dtype, template, ptr_slots, list(scalar_dtypes), n)
+
+
+def copy_into(dst: Tensor, src: Tensor | Scalar) -> Tensor:
+    """`dst[...] = src` with broadcasting and dtype conversion, in one kernel."""
+    d = src._dtype if isinstance(src, Tensor) else dst._dtype
+    if isinstance(src, Tensor) and broadcast_shapes(src._shape, dst._shape,
+                                                    op="copy_") != dst._shape:
+        raise RuntimeError(f"copy_: source of shape {list(src._shape)} cannot be "
+                           f"broadcast to destination shape {list(dst._shape)}")
+    nodes = () if d is dst._dtype else (ExprNode("cast", (0,), (("dtype", dst._dtype),)),)
+    expr = Expr((d,), nodes, (1 if nodes else 0,))
+    plan = make_plan(expr, dst._shape, dst._dtype, dst._strides, [src], [d])
+    if plan.kernel is not None:
+        args = plan.template.copy()
+        args[plan.ptr_slots[0]] = dst._ptr
+        args[plan.ptr_slots[1]] = src._ptr if isinstance(src, Tensor) else \
+            _pack_scalar("copy_", src, d, 0)
+        launch.call_split(plan.kernel, args, plan.work)
+    return dst

@@ -1,0 +1,9 @@
+"""llgrad's IR: dtypes, types, the op registry, graphs, and their text form."""
+from . import dtypes, registry
+from .dtypes import DType
+from .graph import Builder, Graph, Node
+from .registry import Group, OpDef
+from .types import TensorType
+
+__all__ = ["dtypes", "registry", "DType", "Builder", "Graph", "Node", "Group", "OpDef",
+           "TensorType"]

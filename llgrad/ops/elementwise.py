@@ -1,0 +1,331 @@
+"""Elementwise ops: math, arithmetic, comparisons, logic, where, clamp and casts.
+
+Each entry gives a scalar rule (written in the scalar language of `llgrad.ir.scalar`), a
+NumPy reference and PyTorch's backward node name. Inputs of one op share one dtype: the
+frontend inserts `cast` nodes for promotion, so these rules never mix types.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from ..ir import dtypes as dt
+from ..ir.registry import Attr, AttrKind, Group, OpDef, register
+from ..ir.types import TensorType, broadcast_shapes
+
+FloatRule = Callable[..., Any]
+
+
+# --------------------------------------------------------------------------------------
+# Shape and dtype rules
+# --------------------------------------------------------------------------------------
+
+def _same_dtype(op: str, types: tuple[TensorType, ...]) -> dt.DType:
+    d = types[0].dtype
+    for t in types[1:]:
+        if t.dtype is not d:
+            pretty = ", ".join(str(t) for t in types)
+            raise TypeError(f"{op}: operands must share one dtype in the IR, got {pretty}")
+    return d
+
+
+def _infer_unary(op: str, kinds: str) -> Callable[..., TensorType]:
+    def infer(types: tuple[TensorType, ...], **attrs: Any) -> TensorType:
+        (t,) = types
+        if t.dtype.kind not in kinds:
+            raise TypeError(f"{op}: not defined for {t.dtype.name} (input {t})")
+        return t
+    return infer
+
+
+def _infer_nary(op: str, kinds: str, result: dt.DType | None = None,
+                first_is_condition: bool = False) -> Callable[..., TensorType]:
+    def infer(types: tuple[TensorType, ...], **attrs: Any) -> TensorType:
+        shape = broadcast_shapes(*(t.shape for t in types), op=op)
+        operands = types[1:] if first_is_condition else types
+        if first_is_condition and types[0].dtype is not dt.bool_:
+            raise TypeError(f"{op}: condition must be bool, got {types[0]}")
+        d = _same_dtype(op, operands)
+        if d.kind not in kinds:
+            raise TypeError(f"{op}: not defined for {d.name} (inputs "
+                            f"{', '.join(str(t) for t in types)})")
+        return TensorType(result or d, shape)
+    return infer
+
+
+FLOAT = "f"            # float ops (integers are promoted to float by the frontend)
+NUMERIC = "iuf"
+ANY = "biufc"
+INTLIKE = "biu"
+
+
+def _default_promotion(kinds: str, result: dt.DType | None) -> str:
+    if result is dt.bool_:
+        return "bool" if kinds == "b" else "compare"
+    return "float" if kinds in (FLOAT, "fc") else "same"
+
+
+def unary(name: str, scalar: Callable[..., Any], reference: Callable[..., Any],
+          backward: str | None, kinds: str = FLOAT, attrs: tuple[Attr, ...] = ()) -> OpDef:
+    return register(OpDef(name, Group.UNARY, 1, attrs=attrs, infer=_infer_unary(name, kinds),
+                          reference=reference, scalar=scalar, backward_name=backward,
+                          promotion=_default_promotion(kinds, None)))
+
+
+def binary(name: str, scalar: Callable[..., Any], reference: Callable[..., Any],
+           backward: str | None, kinds: str = NUMERIC, result: dt.DType | None = None) -> OpDef:
+    return register(OpDef(name, Group.BINARY, 2, infer=_infer_nary(name, kinds, result),
+                          reference=reference, scalar=scalar, backward_name=backward,
+                          promotion=_default_promotion(kinds, result)))
+
+
+def _zero(s: Any, x: Any) -> Any:
+    return s.const(0, s.dtype_of(x))
+
+
+def _one(s: Any, x: Any) -> Any:
+    return s.const(1, s.dtype_of(x))
+
+
+# --------------------------------------------------------------------------------------
+# Unary math
+# --------------------------------------------------------------------------------------
+
+def _math(fn: str) -> Callable[..., Any]:
+    return lambda s, x: s.math(fn, x)
+
+
+for _name, _np, _bw in [
+    ("exp", np.exp, "ExpBackward0"), ("exp2", np.exp2, "Exp2Backward0"),
+    ("expm1", np.expm1, "Expm1Backward0"), ("log", np.log, "LogBackward0"),
+    ("log2", np.log2, "Log2Backward0"), ("log10", np.log10, "Log10Backward0"),
+    ("log1p", np.log1p, "Log1PBackward0"), ("sqrt", np.sqrt, "SqrtBackward0"),
+    ("sin", np.sin, "SinBackward0"), ("cos", np.cos, "CosBackward0"),
+    ("tan", np.tan, "TanBackward0"), ("tanh", np.tanh, "TanhBackward0"),
+]:
+    unary(_name, _math(_name), _np, _bw)
+
+
+def _ref_erf(x: np.ndarray) -> np.ndarray:
+    from scipy.special import erf
+    return erf(x).astype(x.dtype)
+
+
+def _ref_erfc(x: np.ndarray) -> np.ndarray:
+    from scipy.special import erfc
+    return erfc(x).astype(x.dtype)
+
+
+def _ref_sigmoid(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return (1.0 / (1.0 + np.exp(-x.astype(np.float64)))).astype(x.dtype)
+
+
+unary("erf", _math("erf"), _ref_erf, "ErfBackward0")
+unary("erfc", _math("erfc"), _ref_erfc, "ErfcBackward0")
+unary("rsqrt", _math("rsqrt"), lambda x: (1 / np.sqrt(x.astype(np.float64))).astype(x.dtype),
+      "RsqrtBackward0")
+unary("sigmoid", _math("sigmoid"), _ref_sigmoid, "SigmoidBackward0")
+
+
+def _scalar_abs(s: Any, x: Any) -> Any:
+    if s.dtype_of(x).is_floating_point:
+        return s.math("abs", x)
+    if s.dtype_of(x) is dt.bool_ or s.dtype_of(x).kind == "u":
+        return x
+    return s.select(s.cmp("lt", x, _zero(s, x)), s.neg(x), x)
+
+
+def _scalar_sign(s: Any, x: Any) -> Any:
+    if s.dtype_of(x) is dt.bool_:
+        return x
+    zero, one = _zero(s, x), _one(s, x)
+    pos = s.select(s.cmp("gt", x, zero), one, zero)
+    neg = s.select(s.cmp("lt", x, zero), s.neg(one), pos)
+    if s.dtype_of(x).is_floating_point:
+        return s.select(s.isnan(x), x, neg)
+    return neg
+
+
+unary("neg", lambda s, x: s.neg(x), np.negative, "NegBackward0", kinds="iufc")
+unary("abs", _scalar_abs, np.abs, "AbsBackward0", kinds="biuf")
+unary("sign", _scalar_sign, np.sign, "SignBackward0", kinds="biuf")
+unary("reciprocal", lambda s, x: s.div(_one(s, x), x), np.reciprocal, "ReciprocalBackward0")
+unary("square", lambda s, x: s.mul(x, x), np.square, "PowBackward0", kinds=NUMERIC)
+for _name, _np in [("floor", np.floor), ("ceil", np.ceil), ("round", np.round),
+                   ("trunc", np.trunc)]:
+    unary(_name, _math(_name), _np, f"{_name.capitalize()}Backward0")
+
+
+def _scalar_relu(s: Any, x: Any) -> Any:
+    zero = _zero(s, x)
+    return s.select(s.cmp("le", x, zero), zero, x)       # relu(nan) = nan
+
+
+def _scalar_silu(s: Any, x: Any) -> Any:
+    return s.mul(x, s.math("sigmoid", x))
+
+
+_SQRT1_2 = 1.0 / math.sqrt(2.0)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def _scalar_gelu(s: Any, x: Any, approximate: str) -> Any:
+    d = s.dtype_of(x)
+    half = s.const(0.5, d)
+    if approximate == "tanh":
+        inner = s.mul(s.const(_SQRT_2_OVER_PI, d),
+                      s.add(x, s.mul(s.const(0.044715, d), s.mul(x, s.mul(x, x)))))
+        return s.mul(s.mul(half, x), s.add(_one(s, x), s.math("tanh", inner)))
+    return s.mul(s.mul(half, x), s.add(_one(s, x), s.math("erf", s.mul(x, s.const(_SQRT1_2, d)))))
+
+
+def _ref_gelu(x: np.ndarray, approximate: str) -> np.ndarray:
+    x64 = x.astype(np.float64)
+    if approximate == "tanh":
+        r = 0.5 * x64 * (1 + np.tanh(_SQRT_2_OVER_PI * (x64 + 0.044715 * x64 ** 3)))
+    else:
+        r = 0.5 * x64 * (1 + _ref_erf(x64 * _SQRT1_2))
+    return r.astype(x.dtype)
+
+
+def _scalar_softplus(s: Any, x: Any, beta: float, threshold: float) -> Any:
+    d = s.dtype_of(x)
+    bx = s.mul(x, s.const(beta, d))
+    soft = s.div(s.math("log1p", s.math("exp", bx)), s.const(beta, d))
+    return s.select(s.cmp("gt", bx, s.const(threshold, d)), x, soft)
+
+
+def _ref_softplus(x: np.ndarray, beta: float, threshold: float) -> np.ndarray:
+    x64 = x.astype(np.float64)
+    with np.errstate(over="ignore"):
+        r = np.where(x64 * beta > threshold, x64, np.log1p(np.exp(beta * x64)) / beta)
+    return r.astype(x.dtype)
+
+
+unary("relu", _scalar_relu, lambda x: np.where(x <= 0, np.zeros_like(x), x), "ReluBackward0",
+      kinds=NUMERIC)
+unary("silu", _scalar_silu, lambda x: (x * _ref_sigmoid(x)).astype(x.dtype), "SiluBackward0")
+unary("gelu", _scalar_gelu, _ref_gelu, "GeluBackward0",
+      attrs=(Attr("approximate", AttrKind.STR, "none"),))
+unary("softplus", _scalar_softplus, _ref_softplus, "SoftplusBackward0",
+      attrs=(Attr("beta", AttrKind.FLOAT, 1.0), Attr("threshold", AttrKind.FLOAT, 20.0)))
+register(OpDef("isnan", Group.UNARY, 1, reference=np.isnan, scalar=lambda s, x: s.isnan(x),
+               infer=lambda types: TensorType(dt.bool_, types[0].shape), promotion="none"))
+register(OpDef("logical_not", Group.UNARY, 1, infer=_infer_unary("logical_not", "b"),
+               reference=np.logical_not, scalar=lambda s, x: s.logical("not", x),
+               promotion="bool"))
+unary("bitwise_not", lambda s, x: s.bitwise("not", x), np.invert, None, kinds=INTLIKE)
+
+
+# --------------------------------------------------------------------------------------
+# Binary arithmetic
+# --------------------------------------------------------------------------------------
+
+def _ref_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.true_divide(a, b).astype(a.dtype)
+
+
+def _ref_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        if a.dtype.kind in "iu":
+            if np.any(b < 0):
+                raise ValueError("pow: integers to negative integer powers are not allowed")
+        return np.power(a, b)
+
+
+def _scalar_pow(s: Any, a: Any, b: Any) -> Any:
+    return s.math("pow", a, b)      # the code generator handles float and integer powers
+
+
+def _ref_floordiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return np.floor_divide(a, b)
+
+
+def _ref_rem(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return np.remainder(a, b)
+
+
+binary("add", lambda s, a, b: s.add(a, b), np.add, "AddBackward0", kinds="iufc")
+binary("sub", lambda s, a, b: s.sub(a, b), np.subtract, "SubBackward0", kinds="iufc")
+binary("mul", lambda s, a, b: s.mul(a, b), np.multiply, "MulBackward0", kinds="biufc")
+binary("div", lambda s, a, b: s.div(a, b), _ref_div, "DivBackward0", kinds="fc")
+binary("pow", _scalar_pow, _ref_pow, "PowBackward1", kinds=NUMERIC)
+binary("maximum", lambda s, a, b: s.max(a, b), np.maximum, "MaximumBackward0", kinds="biuf")
+binary("minimum", lambda s, a, b: s.min(a, b), np.minimum, "MinimumBackward0", kinds="biuf")
+binary("floor_divide", lambda s, a, b: s.floordiv(a, b), _ref_floordiv, None, kinds=NUMERIC)
+binary("remainder", lambda s, a, b: s.rem(a, b), _ref_rem, "RemainderBackward0", kinds=NUMERIC)
+binary("atan2", lambda s, a, b: s.math("atan2", a, b), np.arctan2, "Atan2Backward0", kinds=FLOAT)
+
+for _name, _np in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),
+                   ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)]:
+    binary(_name, (lambda p: lambda s, a, b: s.cmp(p, a, b))(_name), _np, None, kinds=ANY,
+           result=dt.bool_)
+
+for _name, _np in [("and", np.logical_and), ("or", np.logical_or), ("xor", np.logical_xor)]:
+    binary(f"logical_{_name}", (lambda p: lambda s, a, b: s.logical(p, a, b))(_name), _np,
+           None, kinds="b", result=dt.bool_)
+for _name, _np in [("and", np.bitwise_and), ("or", np.bitwise_or), ("xor", np.bitwise_xor)]:
+    binary(f"bitwise_{_name}", (lambda p: lambda s, a, b: s.bitwise(p, a, b))(_name), _np,
+           None, kinds=INTLIKE)
+
+
+# --------------------------------------------------------------------------------------
+# Ternary: where and clamp
+# --------------------------------------------------------------------------------------
+
+register(OpDef("where", Group.TERNARY, 3,
+               infer=_infer_nary("where", ANY, first_is_condition=True),
+               reference=lambda c, a, b: np.where(c, a, b),
+               scalar=lambda s, c, a, b: s.select(c, a, b),
+               backward_name="WhereBackward0", promotion="where"))
+
+
+def _scalar_clamp(s: Any, x: Any, min: Any, max: Any) -> Any:
+    d = s.dtype_of(x)
+    y = x
+    if min is not None:
+        lo = s.const(min, d)
+        y = s.select(s.cmp("lt", y, lo), lo, y)        # NaN stays NaN, as in PyTorch
+    if max is not None:
+        hi = s.const(max, d)
+        y = s.select(s.cmp("gt", y, hi), hi, y)
+    return y
+
+
+def _ref_clamp(x: np.ndarray, min: Any, max: Any) -> np.ndarray:
+    y = x
+    if min is not None:
+        y = np.where(y < min, np.asarray(min, dtype=x.dtype), y)
+    if max is not None:
+        y = np.where(y > max, np.asarray(max, dtype=x.dtype), y)
+    return y.astype(x.dtype)
+
+
+register(OpDef("clamp", Group.UNARY, 1,
+               attrs=(Attr("min", AttrKind.SCALAR), Attr("max", AttrKind.SCALAR)),
+               infer=_infer_unary("clamp", NUMERIC), reference=_ref_clamp,
+               scalar=_scalar_clamp, backward_name="ClampBackward1"))
+
+
+# --------------------------------------------------------------------------------------
+# Casts
+# --------------------------------------------------------------------------------------
+
+def _ref_cast(x: np.ndarray, dtype: dt.DType) -> np.ndarray:
+    target = dt.float32.np if dtype is dt.bfloat16 else dtype.np
+    with np.errstate(all="ignore"):
+        if dtype.kind in "iu" and x.dtype.kind in "fc":
+            x = np.trunc(x.real if x.dtype.kind == "c" else x)
+        return x.astype(target)
+
+
+register(OpDef("cast", Group.CAST, 1, attrs=(Attr("dtype", AttrKind.DTYPE, required=True),),
+               infer=lambda types, dtype: TensorType(dtype, types[0].shape),
+               reference=_ref_cast, scalar=lambda s, x, dtype: s.cast(x, dtype),
+               backward_name="ToCopyBackward0", promotion="none"))

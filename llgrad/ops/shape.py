@@ -1,0 +1,192 @@
+"""Movement ops: reshape, permute, expand, slice, pad, cat, flip.
+
+In eager mode most are views (no data moves); in compiled graphs they are index
+arithmetic that fusion folds into the consumers' loads. Composite shape functions
+(squeeze, unsqueeze, flatten, transpose, stack, split, chunk) are defined in the frontend
+in terms of these.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..ir.registry import Attr, AttrKind, Group, OpDef, register
+from ..ir.types import TensorType, broadcast_shapes, normalize_axis
+
+
+def infer_reshape_shape(numel: int, shape: tuple[int, ...], op: str = "reshape") -> tuple[int, ...]:
+    """Resolve one -1 and check the element count; errors name both shapes."""
+    shape = tuple(shape)
+    unknown = [i for i, s in enumerate(shape) if s == -1]
+    if len(unknown) > 1:
+        raise RuntimeError(f"{op}: only one dimension can be inferred, got {list(shape)}")
+    if any(s < -1 for s in shape):
+        raise RuntimeError(f"{op}: invalid shape dimension in {list(shape)}")
+    known = 1
+    for s in shape:
+        if s != -1:
+            known *= s
+    if unknown:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"{op}: shape {list(shape)} is invalid for input of size {numel}")
+        shape = shape[:unknown[0]] + (numel // known,) + shape[unknown[0] + 1:]
+    elif known != numel:
+        raise RuntimeError(f"{op}: shape {list(shape)} is invalid for input of size {numel}")
+    return shape
+
+
+def _infer_reshape(types: tuple[TensorType, ...], shape: tuple[int, ...]) -> TensorType:
+    (t,) = types
+    return TensorType(t.dtype, infer_reshape_shape(t.numel, shape))
+
+
+def check_permutation(perm: tuple[int, ...], ndim: int, op: str = "permute") -> tuple[int, ...]:
+    if len(perm) != ndim:
+        raise RuntimeError(f"{op}: number of dims don't match in permute: input has {ndim} "
+                           f"dims but {len(perm)} were given ({list(perm)})")
+    norm = tuple(normalize_axis(p, ndim, op) for p in perm)
+    if sorted(norm) != list(range(ndim)):
+        raise RuntimeError(f"{op}: repeated dim in permutation {list(perm)}")
+    return norm
+
+
+def _infer_permute(types: tuple[TensorType, ...], perm: tuple[int, ...]) -> TensorType:
+    (t,) = types
+    p = check_permutation(perm, t.ndim)
+    return TensorType(t.dtype, tuple(t.shape[i] for i in p))
+
+
+def expand_shape(shape: tuple[int, ...], target: tuple[int, ...], op: str = "expand"
+                 ) -> tuple[int, ...]:
+    if len(target) < len(shape):
+        raise RuntimeError(f"{op}: the number of sizes provided ({len(target)}) must be "
+                           f"greater or equal to the number of dimensions in the tensor "
+                           f"({len(shape)})")
+    lead = len(target) - len(shape)
+    out = list(target[:lead])
+    if any(s < 0 for s in out):
+        raise RuntimeError(f"{op}: -1 is not allowed in a leading, non-existing dimension")
+    for s, t in zip(shape, target[lead:]):
+        if t == -1:
+            out.append(s)
+        elif s == 1 or s == t:
+            out.append(t)
+        else:
+            raise RuntimeError(f"{op}: the expanded size of the tensor ({t}) must match the "
+                               f"existing size ({s}) at non-singleton dimension "
+                               f"(shape {list(shape)} to {list(target)})")
+    return tuple(out)
+
+
+def _infer_expand(types: tuple[TensorType, ...], shape: tuple[int, ...]) -> TensorType:
+    (t,) = types
+    return TensorType(t.dtype, expand_shape(t.shape, shape))
+
+
+def slice_length(size: int, start: int, stop: int, step: int) -> int:
+    return max(0, (stop - start + step - 1) // step)
+
+
+def _infer_slice(types: tuple[TensorType, ...], starts: tuple[int, ...], stops: tuple[int, ...],
+                 steps: tuple[int, ...]) -> TensorType:
+    (t,) = types
+    if not len(starts) == len(stops) == len(steps) == t.ndim:
+        raise RuntimeError(f"slice: needs one start/stop/step per dimension of {t}")
+    shape = []
+    for n, a, b, s in zip(t.shape, starts, stops, steps):
+        if s <= 0:
+            raise ValueError(f"slice: step must be positive, got {s}")
+        if not (0 <= a <= n and 0 <= b <= n):
+            raise IndexError(f"slice: bounds [{a}:{b}] outside a dimension of size {n}")
+        shape.append(slice_length(n, a, b, s))
+    return TensorType(t.dtype, tuple(shape))
+
+
+def _ref_slice(x: np.ndarray, starts: tuple[int, ...], stops: tuple[int, ...],
+               steps: tuple[int, ...]) -> np.ndarray:
+    return x[tuple(slice(a, b, s) for a, b, s in zip(starts, stops, steps))]
+
+
+def _infer_pad(types: tuple[TensorType, ...], lows: tuple[int, ...], highs: tuple[int, ...],
+               interior: tuple[int, ...], value: Any) -> TensorType:
+    """Inverse of a strided slice: `interior` zeros between elements, then edges."""
+    (t,) = types
+    shape = []
+    for n, lo, hi, it in zip(t.shape, lows, highs, interior):
+        base = n + max(n - 1, 0) * it if n else 0
+        shape.append(lo + base + hi)
+    return TensorType(t.dtype, tuple(shape))
+
+
+def _ref_pad(x: np.ndarray, lows: tuple[int, ...], highs: tuple[int, ...],
+             interior: tuple[int, ...], value: Any) -> np.ndarray:
+    t = _infer_pad((TensorType(None, x.shape),), lows, highs, interior, value)  # type: ignore
+    out = np.full(t.shape, value, dtype=x.dtype)
+    index = tuple(slice(lo, lo + (n - 1) * (it + 1) + 1 if n else lo, it + 1)
+                  for n, lo, it in zip(x.shape, lows, interior))
+    out[index] = x
+    return out
+
+
+def _infer_cat(types: tuple[TensorType, ...], axis: int) -> TensorType:
+    if not types:
+        raise RuntimeError("cat: expected a non-empty list of Tensors")
+    first = types[0]
+    if first.ndim == 0:
+        raise RuntimeError("cat: zero-dimensional tensor cannot be concatenated")
+    ax = normalize_axis(axis, first.ndim, "cat")
+    total = 0
+    for i, t in enumerate(types):
+        if t.dtype is not first.dtype:
+            raise TypeError(f"cat: all inputs must share one dtype in the IR, got "
+                            f"{', '.join(str(t) for t in types)}")
+        if t.ndim != first.ndim or any(a != b for d, (a, b) in
+                                       enumerate(zip(t.shape, first.shape)) if d != ax):
+            raise RuntimeError(f"cat: sizes of tensors must match except in dimension {ax}: "
+                               f"expected {list(first.shape)} but got {list(t.shape)} for "
+                               f"tensor number {i} in the list")
+        total += t.shape[ax]
+    shape = list(first.shape)
+    shape[ax] = total
+    return TensorType(first.dtype, tuple(shape))
+
+
+def _infer_flip(types: tuple[TensorType, ...], axes: tuple[int, ...]) -> TensorType:
+    for a in axes:
+        normalize_axis(a, types[0].ndim, "flip")
+    return types[0]
+
+
+def _infer_broadcast(types: tuple[TensorType, ...], shape: tuple[int, ...]) -> TensorType:
+    broadcast_shapes(types[0].shape, shape, op="broadcast_to")
+    return _infer_expand(types, shape)
+
+
+register(OpDef("reshape", Group.MOVEMENT, 1, attrs=(Attr("shape", AttrKind.INTS, required=True),),
+               infer=_infer_reshape, reference=lambda x, shape: x.reshape(shape),
+               backward_name="ViewBackward0"))
+register(OpDef("permute", Group.MOVEMENT, 1, attrs=(Attr("perm", AttrKind.INTS, required=True),),
+               infer=_infer_permute, reference=lambda x, perm: np.transpose(x, perm),
+               backward_name="PermuteBackward0"))
+register(OpDef("expand", Group.MOVEMENT, 1, attrs=(Attr("shape", AttrKind.INTS, required=True),),
+               infer=_infer_expand,
+               reference=lambda x, shape: np.broadcast_to(x, expand_shape(x.shape, shape)),
+               backward_name="ExpandBackward0"))
+register(OpDef("slice", Group.MOVEMENT, 1,
+               attrs=(Attr("starts", AttrKind.INTS, required=True),
+                      Attr("stops", AttrKind.INTS, required=True),
+                      Attr("steps", AttrKind.INTS, required=True)),
+               infer=_infer_slice, reference=_ref_slice, backward_name="SliceBackward0"))
+register(OpDef("pad", Group.MOVEMENT, 1,
+               attrs=(Attr("lows", AttrKind.INTS, required=True),
+                      Attr("highs", AttrKind.INTS, required=True),
+                      Attr("interior", AttrKind.INTS, required=True),
+                      Attr("value", AttrKind.SCALAR, 0)),
+               infer=_infer_pad, reference=_ref_pad, backward_name="ConstantPadNdBackward0"))
+register(OpDef("cat", Group.MOVEMENT, -1, attrs=(Attr("axis", AttrKind.INT, 0),),
+               infer=_infer_cat, reference=lambda *xs, axis: np.concatenate(xs, axis=axis),
+               backward_name="CatBackward0"))
+register(OpDef("flip", Group.MOVEMENT, 1, attrs=(Attr("axes", AttrKind.INTS, required=True),),
+               infer=_infer_flip, reference=lambda x, axes: np.flip(x, axes),
+               backward_name="FlipBackward0"))

@@ -1,0 +1,1 @@
+"""Buffers, the kernel cache and kernel launching."""

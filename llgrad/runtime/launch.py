@@ -1,0 +1,96 @@
+"""Calling kernels: pack the argument block, make one foreign call, split big loops.
+
+Each thread packs arguments into its own reusable block, so concurrent callers never
+share one. A loop whose outer range is large is split across a small pool of worker
+threads: ctypes releases the GIL during the call, so the halves run on different cores.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Sequence
+
+from .cache import Kernel
+
+_SLOTS = 1024
+_tls = threading.local()
+_structs: dict[int, struct.Struct] = {}
+
+
+def _block() -> tuple[ctypes.Array, int]:
+    try:
+        return _tls.block
+    except AttributeError:
+        buf = (ctypes.c_int64 * _SLOTS)()
+        _tls.block = (buf, ctypes.addressof(buf))
+        return _tls.block
+
+
+def _packer(n: int) -> struct.Struct:
+    p = _structs.get(n)
+    if p is None:
+        p = _structs[n] = struct.Struct(f"{n}q")
+    return p
+
+
+def num_threads() -> int:
+    env = os.environ.get("LLGRAD_NUM_THREADS")
+    if env:
+        return max(1, int(env))
+    return max(1, min(len(os.sched_getaffinity(0)), 8))
+
+
+_pool: ThreadPoolExecutor | None = None
+_THREADS = num_threads()
+PARALLEL_MIN_WORK = 1 << 17        # elements of work below which one core is faster
+
+
+def _get_pool() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=_THREADS - 1, thread_name_prefix="llgrad")
+    return _pool
+
+
+def call(kernel: Kernel, args: Sequence[int]) -> None:
+    """One foreign call with `args` as the argument block."""
+    if len(args) > _SLOTS:
+        raise ValueError(f"{kernel.name}: {len(args)} kernel arguments exceed {_SLOTS}")
+    buf, addr = _block()
+    _packer(len(args)).pack_into(buf, 0, *args)
+    kernel.fn(addr)
+
+
+def _call_fresh(kernel: Kernel, args: Sequence[int]) -> None:
+    buf = (ctypes.c_int64 * len(args))(*args)
+    kernel.fn(ctypes.addressof(buf))
+
+
+def call_split(kernel: Kernel, args: list[int], work: int) -> None:
+    """Run `[args[0], args[1])`, the kernel's outer loop, split across threads.
+
+    `work` is the number of elements the whole call touches; small calls run inline.
+    """
+    lo, hi = args[0], args[1]
+    parts = min(_THREADS, hi - lo)
+    if parts < 2 or work < PARALLEL_MIN_WORK:
+        call(kernel, args)
+        return
+    step = (hi - lo + parts - 1) // parts
+    futures = []
+    pool = _get_pool()
+    for p in range(1, parts):
+        a, b = lo + p * step, min(hi, lo + (p + 1) * step)
+        if a >= b:
+            continue
+        chunk = list(args)
+        chunk[0], chunk[1] = a, b
+        futures.append(pool.submit(_call_fresh, kernel, chunk))
+    first = list(args)
+    first[1] = min(hi, lo + step)
+    call(kernel, first)
+    for f in futures:
+        f.result()

@@ -1,0 +1,238 @@
+"""The eager `Tensor`: a strided view of a `Storage`, plus autograd state.
+
+Memory is owned by a `Storage` (aligned, addressed once); a tensor is (storage, element
+offset, shape, element strides, dtype). Views share the storage and its version counter.
+All arithmetic runs on generated kernels; NumPy only allocates and converts.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import numpy as np
+
+from .ir import dtypes as dt
+from .ir.dtypes import DType
+from .eager.layout import contiguous_strides, is_contiguous
+from .runtime.storage import Storage, allocate, borrow
+
+
+class Size(tuple):
+    """`tensor.shape`: a tuple that prints like `llgrad.Size([2, 3])`."""
+
+    def __repr__(self) -> str:
+        return f"llgrad.Size({list(self)})"
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+class Tensor:
+    __slots__ = ("_storage", "_offset", "_shape", "_strides", "_dtype", "_requires_grad",
+                 "_grad", "grad_fn", "_retains_grad", "_hooks", "_base", "_output_nr",
+                 "_inference", "__weakref__", "__dict__")
+
+    # -- construction (internal) ----------------------------------------------------------
+    @classmethod
+    def _make(cls, storage: Storage, offset: int, shape: tuple[int, ...],
+              strides: tuple[int, ...], dtype: DType, base: "Tensor | None" = None) -> "Tensor":
+        t = object.__new__(cls)
+        t._storage = storage
+        t._offset = offset
+        t._shape = shape
+        t._strides = strides
+        t._dtype = dtype
+        t._requires_grad = False
+        t._grad = None
+        t.grad_fn = None
+        t._retains_grad = False
+        t._hooks = None
+        t._base = base
+        t._output_nr = 0
+        t._inference = False
+        return t
+
+    @classmethod
+    def _empty(cls, shape: tuple[int, ...], dtype: DType) -> "Tensor":
+        n = 1
+        for s in shape:
+            n *= s
+        return cls._make(allocate(n * dtype.itemsize), 0, shape, contiguous_strides(shape),
+                         dtype)
+
+    @classmethod
+    def _from_numpy(cls, arr: np.ndarray, dtype: DType | None = None) -> "Tensor":
+        """Share `arr`'s memory (no copy)."""
+        d = dtype or dt.from_numpy(arr.dtype)
+        storage, _ = borrow(arr)
+        strides = tuple(s // arr.itemsize for s in arr.strides)
+        return cls._make(storage, 0, tuple(arr.shape), strides, d)
+
+    # -- metadata -------------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._shape)
+
+    def size(self, dim: int | None = None) -> Any:
+        if dim is None:
+            return Size(self._shape)
+        from .ir.types import normalize_axis
+        return self._shape[normalize_axis(dim, len(self._shape), "size")]
+
+    @property
+    def dtype(self) -> DType:
+        return self._dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    def dim(self) -> int:
+        return len(self._shape)
+
+    def numel(self) -> int:
+        n = 1
+        for s in self._shape:
+            n *= s
+        return n
+
+    def nelement(self) -> int:
+        return self.numel()
+
+    def element_size(self) -> int:
+        return self._dtype.itemsize
+
+    def stride(self, dim: int | None = None) -> Any:
+        if dim is None:
+            return self._strides
+        from .ir.types import normalize_axis
+        return self._strides[normalize_axis(dim, len(self._shape), "stride")]
+
+    def storage_offset(self) -> int:
+        return self._offset
+
+    def is_contiguous(self) -> bool:
+        return is_contiguous(self._shape, self._strides)
+
+    @property
+    def is_floating_point_(self) -> bool:
+        return self._dtype.is_floating_point
+
+    def is_floating_point(self) -> bool:
+        return self._dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        return self._dtype.is_complex
+
+    @property
+    def device(self) -> str:
+        return "cpu"
+
+    @property
+    def _ptr(self) -> int:
+        return self._storage.ptr + self._offset * self._dtype.itemsize
+
+    @property
+    def _version(self) -> int:
+        return self._storage.version
+
+    def data_ptr(self) -> int:
+        return self._ptr
+
+    # -- conversions ----------------------------------------------------------------------
+    def _numpy_view(self) -> np.ndarray:
+        """A NumPy array over this tensor's memory (bfloat16 shows as uint16 bits)."""
+        item = self._dtype.itemsize
+        return np.ndarray(self._shape, dtype=self._dtype.np, buffer=self._storage.buffer,
+                          offset=self._offset * item,
+                          strides=tuple(s * item for s in self._strides))
+
+    def _values(self) -> np.ndarray:
+        """Values as a NumPy array (bfloat16 widened to float32); may share memory."""
+        a = self._numpy_view()
+        if self._dtype is dt.bfloat16:
+            return (a.astype(np.uint32) << 16).view(np.float32)
+        return a
+
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
+                               "Use tensor.detach().numpy() instead.")
+        if self._dtype is dt.bfloat16:
+            raise TypeError("Got unsupported ScalarType BFloat16 (NumPy has no bfloat16; "
+                            "convert first, e.g. t.float().numpy())")
+        return self._numpy_view()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self._values()
+        if dtype is not None:
+            a = a.astype(dtype)
+        return a
+
+    def item(self) -> Any:
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted "
+                               f"to Scalar")
+        return self._values().reshape(()).item()
+
+    def tolist(self) -> Any:
+        return self._values().tolist()
+
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._dtype is dt.bfloat16:
+            raise BufferError("__dlpack__: bfloat16 export is not supported through NumPy")
+        return self._numpy_view().__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)   # kDLCPU
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    def __iter__(self) -> Iterator["Tensor"]:
+        if not self._shape:
+            raise TypeError("iteration over a 0-d tensor")
+        for i in range(self._shape[0]):
+            yield self[i]
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is "
+                               f"ambiguous (shape {list(self._shape)})")
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._dtype.is_floating_point or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted "
+                            "to an index")
+        return int(self.item())
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        from ._printing import format_tensor
+        grad_fn = None if self.grad_fn is None else type(self.grad_fn).__name__
+        return format_tensor(self._values(), dtype_name=self._dtype.name,
+                             requires_grad=self._requires_grad, grad_fn_name=grad_fn)
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        return (_rebuild, (self.detach()._values().copy(), self._dtype.name,
+                           self._requires_grad))
+
+
+def _rebuild(values: np.ndarray, dtype_name: str, requires_grad: bool) -> Tensor:
+    from .functions.creation import tensor
+    return tensor(values, dtype=dt.from_name(dtype_name), requires_grad=requires_grad)
