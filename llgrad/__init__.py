@@ -1,6 +1,25 @@
 """llgrad: PyTorch-style tensors and autograd, compiled to native code with llvmlite."""
 from . import ops as _ops  # noqa: F401  (fills the op registry)
-from .ir.dtypes import DType
+from .ir.dtypes import (DType, bfloat16, complex64, complex128, float16, float32, float64,
+                        get_default_dtype, int8, int16, int32, int64, set_default_dtype, uint8)
+from .ir.dtypes import bool_ as bool  # noqa: A001  (PyTorch's name)
 from .tensor import Size, Tensor
+from .functions import *  # noqa: F401,F403
+from .functions import methods as _methods
+from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
+                                 is_inference_mode_enabled, no_grad, set_grad_enabled)
+from . import autograd  # noqa: F401
+from ._printing import set_printoptions, get_printoptions  # noqa: F401
+
+_methods.bind()
+
+float = float32  # noqa: A001
+double = float64
+half = float16
+long = int64
+int = int32  # noqa: A001
+short = int16
+cfloat = complex64
+cdouble = complex128
 
 __version__ = "0.1.0"

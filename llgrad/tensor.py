@@ -141,6 +141,125 @@ class Tensor:
     def data_ptr(self) -> int:
         return self._ptr
 
+    # -- autograd state -------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        if self.grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError("you can only change requires_grad flags of leaf variables. "
+                                   "If you want to use a computed variable in a subgraph that "
+                                   "doesn't require differentiation use var_no_grad = "
+                                   "var.detach().")
+            return self
+        if requires_grad and not (self._dtype.is_floating_point or self._dtype.is_complex):
+            raise RuntimeError("only Tensors of floating point and complex dtype can require "
+                               "gradients")
+        if requires_grad and self._inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def grad(self) -> "Tensor | None":
+        if self.grad_fn is not None and not self._retains_grad and self._grad is None:
+            import warnings
+            warnings.warn("The .grad attribute of a Tensor that is not a leaf Tensor is being "
+                          "accessed. Its .grad attribute won't be populated during "
+                          "autograd.backward(). If you indeed want the .grad field to be "
+                          "populated for a non-leaf Tensor, use .retain_grad() on the non-leaf "
+                          "Tensor.", UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: "Tensor | None") -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got "
+                                f"grad of type {type(value).__name__}")
+            if value._shape != self._shape:
+                raise RuntimeError(f"assigned grad has data of a different size: "
+                                   f"{list(value._shape)} vs the tensor's {list(self._shape)}")
+            if value._dtype is not self._dtype:
+                raise RuntimeError(f"assigned grad has data of a different type: "
+                                   f"{value._dtype.name} vs {self._dtype.name}")
+        self._grad = value
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def retain_grad(self) -> None:
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or self._retains_grad:
+            return
+        import weakref
+        self.grad_fn.metadata.setdefault("retain_grad", {})[self._output_nr] = weakref.ref(self)
+        self._retains_grad = True
+
+    def register_hook(self, hook: Any) -> Any:
+        """Call `hook(grad)` when this tensor's gradient is computed; it may return a new one."""
+        from .autograd.node import RemovableHandle
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
+                               "gradient")
+        if self.grad_fn is not None:
+            table = self.grad_fn.metadata.setdefault("tensor_hooks", {})
+            store = table.setdefault(self._output_nr, {})
+        else:
+            if self._hooks is None:
+                self._hooks = {}
+            store = self._hooks
+        handle = RemovableHandle(store)
+        store[handle.id] = hook
+        return handle
+
+    def register_post_accumulate_grad_hook(self, hook: Any) -> Any:
+        from .autograd.node import RemovableHandle
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                               "tensors")
+        store = self.__dict__.setdefault("_post_accumulate_hooks", {})
+        handle = RemovableHandle(store)
+        store[handle.id] = hook
+        return handle
+
+    def backward(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs: Any = None) -> None:
+        from .autograd.api import backward
+        backward([self], [gradient], retain_graph=retain_graph, create_graph=create_graph,
+                 inputs=inputs)
+
+    def detach(self) -> "Tensor":
+        return Tensor._make(self._storage, self._offset, self._shape, self._strides,
+                            self._dtype, base=self._base)
+
+    def detach_(self) -> "Tensor":
+        self.grad_fn = None
+        self._requires_grad = False
+        return self
+
+    @property
+    def data(self) -> "Tensor":
+        return self.detach()
+
+    @data.setter
+    def data(self, value: "Tensor") -> None:
+        self._storage, self._offset = value._storage, value._offset
+        self._shape, self._strides, self._dtype = value._shape, value._strides, value._dtype
+
     # -- conversions ----------------------------------------------------------------------
     def _numpy_view(self) -> np.ndarray:
         """A NumPy array over this tensor's memory (bfloat16 shows as uint16 bits)."""

@@ -113,6 +113,7 @@ def build(spec: ElementwiseKernel, name: str) -> ir.Module:
             if depth + 1 < rank:
                 nest(depth + 1, here)
                 return
+            s._index = here[0]        # the output's element offset: its linear index
             loaded = [s.load(b.gep(ptrs[n_out + j], [here[n_out + j]], inbounds=True,
                                    source_etype=memory_type(d)), d, name=f"x{j}")
                       for j, d in enumerate(expr.in_dtypes)]

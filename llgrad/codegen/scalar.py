@@ -58,9 +58,20 @@ def _suffix(t: ir.Type) -> str:
 
 
 class LLVMScalar:
-    def __init__(self, builder: ir.IRBuilder):
+    def __init__(self, builder: ir.IRBuilder, index: ir.Value | None = None):
         self.b = builder
         self.module: ir.Module = builder.module
+        self._index = index
+
+    def index(self) -> SV:
+        """The linear index of the element being computed (random number generation)."""
+        if self._index is None:
+            raise TypeError("this kernel has no element index")
+        return SV(self._index, dt.int64)
+
+    def shr(self, a: SV, bits: int) -> SV:
+        """Logical shift right of an integer's bits."""
+        return SV(self.b.lshr(a.value, a.value.type(bits)), a.dtype)
 
     # -- memory ---------------------------------------------------------------------------
     def load(self, ptr: ir.Value, dtype: DType, name: str = "") -> SV:

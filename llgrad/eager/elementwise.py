@@ -219,6 +219,8 @@ def _plan(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,
     expr, result = expression(op, stored, tuple(computed), norm)
     shapes = [o._shape for o in operands if isinstance(o, Tensor)]
     out_shape = broadcast_shapes(*shapes, op=op) if shapes else ()
+    if not shapes and out is not None:
+        out_shape = out._shape                # all-scalar operands fill the whole output
     out_strides = None
     if out is not None:
         if out._shape != out_shape:

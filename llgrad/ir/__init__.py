@@ -7,3 +7,8 @@ from .types import TensorType
 
 __all__ = ["dtypes", "registry", "DType", "Builder", "Graph", "Node", "Group", "OpDef",
            "TensorType"]
+from .interpret import interpret
+from .parser import parse
+from .printer import print_graph
+from .verify import verify
+__all__ += ["parse", "verify", "interpret", "print_graph"]

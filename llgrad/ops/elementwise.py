@@ -329,3 +329,273 @@ register(OpDef("cast", Group.CAST, 1, attrs=(Attr("dtype", AttrKind.DTYPE, requi
                infer=lambda types, dtype: TensorType(dtype, types[0].shape),
                reference=_ref_cast, scalar=lambda s, x, dtype: s.cast(x, dtype),
                backward_name="ToCopyBackward0", promotion="none"))
+
+
+# --------------------------------------------------------------------------------------
+# Derivative rules: `vjp(ctx, g, **attrs)` returns one gradient per operand (None where
+# there is none). `ctx.inputs` / `ctx.output` are the saved tensors (Python scalars stay
+# scalars), `ctx.F` the functions they are written with; reduction of broadcast gradients
+# and dtype casts happen in the engine, once for all ops.
+# --------------------------------------------------------------------------------------
+
+from ..ir.registry import OPS  # noqa: E402
+
+
+def defvjp(name: str, rule: Callable[..., Any], saves: str) -> None:
+    OPS[name].vjp = rule
+    OPS[name].saves = saves
+
+
+def _t(x: Any) -> bool:
+    return not isinstance(x, (int, float, bool))
+
+
+def _vjp_add(ctx: Any, g: Any) -> tuple:
+    return (g, g)
+
+
+def _vjp_sub(ctx: Any, g: Any) -> tuple:
+    return (g, ctx.F.neg(g))
+
+
+def _vjp_mul(ctx: Any, g: Any) -> tuple:
+    a, b = ctx.inputs
+    F = ctx.F
+    ga = F.mul(g, b) if ctx.needs_input_grad[0] else None
+    gb = F.mul(g, a) if ctx.needs_input_grad[1] else None
+    return (ga, gb)
+
+
+def _vjp_div(ctx: Any, g: Any) -> tuple:
+    a, b = ctx.inputs
+    F = ctx.F
+    ga = F.div(g, b) if ctx.needs_input_grad[0] else None
+    gb = F.neg(F.div(F.mul(g, a), F.mul(b, b))) if ctx.needs_input_grad[1] else None
+    return (ga, gb)
+
+
+def _vjp_pow(ctx: Any, g: Any) -> tuple:
+    a, b = ctx.inputs
+    F = ctx.F
+    ga = gb = None
+    if ctx.needs_input_grad[0]:
+        if _t(b):
+            ga = F.where(F.eq(b, 0), F.mul(g, 0.0), F.mul(F.mul(g, b), F.pow(a, F.sub(b, 1))))
+        elif b == 0:
+            ga = F.mul(g, 0.0)
+        else:
+            ga = F.mul(F.mul(g, b), F.pow(a, b - 1))
+    if ctx.needs_input_grad[1]:
+        out = ctx.output
+        if _t(a):
+            mask = F.logical_and(F.eq(a, 0), F.ge(b, 0))
+            gb = F.where(mask, F.mul(g, 0.0), F.mul(F.mul(g, out), F.log(a)))
+        else:
+            gb = F.mul(F.mul(g, out), math.log(a)) if a > 0 else F.mul(g, 0.0)
+    return (ga, gb)
+
+
+def _vjp_exp(ctx: Any, g: Any) -> Any:
+    return ctx.F.mul(g, ctx.output)
+
+
+def _vjp_exp2(ctx: Any, g: Any) -> Any:
+    return ctx.F.mul(g, ctx.F.mul(ctx.output, math.log(2.0)))
+
+
+def _vjp_expm1(ctx: Any, g: Any) -> Any:
+    return ctx.F.mul(g, ctx.F.add(ctx.output, 1))
+
+
+def _vjp_log(ctx: Any, g: Any) -> Any:
+    return ctx.F.div(g, ctx.inputs[0])
+
+
+def _vjp_log2(ctx: Any, g: Any) -> Any:
+    return ctx.F.div(g, ctx.F.mul(ctx.inputs[0], math.log(2.0)))
+
+
+def _vjp_log10(ctx: Any, g: Any) -> Any:
+    return ctx.F.div(g, ctx.F.mul(ctx.inputs[0], math.log(10.0)))
+
+
+def _vjp_log1p(ctx: Any, g: Any) -> Any:
+    return ctx.F.div(g, ctx.F.add(ctx.inputs[0], 1))
+
+
+def _vjp_sqrt(ctx: Any, g: Any) -> Any:
+    return ctx.F.div(g, ctx.F.mul(ctx.output, 2))
+
+
+def _vjp_rsqrt(ctx: Any, g: Any) -> Any:
+    F = ctx.F
+    y = ctx.output
+    return F.mul(F.mul(g, F.mul(F.mul(y, y), y)), -0.5)
+
+
+def _vjp_sin(ctx: Any, g: Any) -> Any:
+    return ctx.F.mul(g, ctx.F.cos(ctx.inputs[0]))
+
+
+def _vjp_cos(ctx: Any, g: Any) -> Any:
+    return ctx.F.neg(ctx.F.mul(g, ctx.F.sin(ctx.inputs[0])))
+
+
+def _vjp_tan(ctx: Any, g: Any) -> Any:
+    y = ctx.output
+    return ctx.F.mul(g, ctx.F.add(ctx.F.mul(y, y), 1))
+
+
+def _vjp_tanh(ctx: Any, g: Any) -> Any:
+    y = ctx.output
+    return ctx.F.mul(g, ctx.F.rsub(ctx.F.mul(y, y), 1))
+
+
+def _vjp_sigmoid(ctx: Any, g: Any) -> Any:
+    y = ctx.output
+    return ctx.F.mul(g, ctx.F.mul(y, ctx.F.rsub(y, 1)))
+
+
+def _vjp_erf(ctx: Any, g: Any) -> Any:
+    x = ctx.inputs[0]
+    F = ctx.F
+    return F.mul(g, F.mul(F.exp(F.neg(F.mul(x, x))), 2.0 / math.sqrt(math.pi)))
+
+
+def _vjp_erfc(ctx: Any, g: Any) -> Any:
+    x = ctx.inputs[0]
+    F = ctx.F
+    return F.mul(g, F.mul(F.exp(F.neg(F.mul(x, x))), -2.0 / math.sqrt(math.pi)))
+
+
+def _vjp_neg(ctx: Any, g: Any) -> Any:
+    return ctx.F.neg(g)
+
+
+def _vjp_abs(ctx: Any, g: Any) -> Any:
+    return ctx.F.mul(g, ctx.F.sign(ctx.inputs[0]))
+
+
+def _vjp_zero(ctx: Any, g: Any, **_: Any) -> Any:
+    return ctx.F.mul(g, 0.0)
+
+
+def _vjp_reciprocal(ctx: Any, g: Any) -> Any:
+    y = ctx.output
+    return ctx.F.neg(ctx.F.mul(g, ctx.F.mul(y, y)))
+
+
+def _vjp_square(ctx: Any, g: Any) -> Any:
+    return ctx.F.mul(g, ctx.F.mul(ctx.inputs[0], 2))
+
+
+def _vjp_relu(ctx: Any, g: Any) -> Any:
+    F = ctx.F
+    y = ctx.output
+    return F.where(F.gt(y, 0), g, F.mul(g, 0.0))
+
+
+def _vjp_silu(ctx: Any, g: Any) -> Any:
+    F = ctx.F
+    x = ctx.inputs[0]
+    s = F.sigmoid(x)
+    return F.mul(g, F.mul(s, F.add(F.mul(x, F.rsub(s, 1)), 1)))
+
+
+def _vjp_gelu(ctx: Any, g: Any, approximate: str) -> Any:
+    F = ctx.F
+    x = ctx.inputs[0]
+    if approximate == "tanh":
+        k = math.sqrt(2.0 / math.pi)
+        inner = F.mul(F.add(x, F.mul(F.mul(F.mul(x, x), x), 0.044715)), k)
+        t = F.tanh(inner)
+        dinner = F.mul(F.add(F.mul(F.mul(x, x), 3 * 0.044715), 1), k)
+        left = F.mul(F.add(t, 1), 0.5)
+        right = F.mul(F.mul(F.mul(x, 0.5), F.rsub(F.mul(t, t), 1)), dinner)
+        return F.mul(g, F.add(left, right))
+    cdf = F.mul(F.add(F.erf(F.mul(x, 1 / math.sqrt(2.0))), 1), 0.5)
+    pdf = F.mul(F.exp(F.mul(F.mul(x, x), -0.5)), 1 / math.sqrt(2 * math.pi))
+    return F.mul(g, F.add(cdf, F.mul(x, pdf)))
+
+
+def _vjp_softplus(ctx: Any, g: Any, beta: float, threshold: float) -> Any:
+    F = ctx.F
+    x = ctx.inputs[0]
+    bx = F.mul(x, beta)
+    return F.where(F.gt(bx, threshold), g, F.mul(g, F.sigmoid(bx)))
+
+
+def _vjp_maximum(ctx: Any, g: Any) -> tuple:
+    return _minmax_vjp(ctx, g, "gt")
+
+
+def _vjp_minimum(ctx: Any, g: Any) -> tuple:
+    return _minmax_vjp(ctx, g, "lt")
+
+
+def _minmax_vjp(ctx: Any, g: Any, pred: str) -> tuple:
+    """Ties split the gradient in half (PyTorch's rule)."""
+    F = ctx.F
+    a, b = ctx.inputs
+    wins = getattr(F, pred)(a, b).to(g._dtype)
+    ties = F.eq(a, b).to(g._dtype)
+    share_a = F.add(wins, F.mul(ties, 0.5))
+    ga = F.mul(g, share_a)
+    gb = F.sub(g, ga)
+    return (ga, gb)
+
+
+def _vjp_where(ctx: Any, g: Any) -> tuple:
+    F = ctx.F
+    c = ctx.inputs[0]
+    zero = F.mul(g, 0.0)
+    return (None, F.where(c, g, zero), F.where(c, zero, g))
+
+
+def _vjp_clamp(ctx: Any, g: Any, min: Any, max: Any) -> Any:
+    F = ctx.F
+    x = ctx.inputs[0]
+    keep = F.ones_like(x, dtype=dt.bool_)
+    if min is not None:
+        keep = F.logical_and(keep, F.ge(x, min))
+    if max is not None:
+        keep = F.logical_and(keep, F.le(x, max))
+    return F.where(keep, g, F.mul(g, 0.0))
+
+
+def _vjp_remainder(ctx: Any, g: Any) -> tuple:
+    F = ctx.F
+    a, b = ctx.inputs
+    gb = F.neg(F.mul(g, F.floor_divide(a, b))) if ctx.needs_input_grad[1] else None
+    return (g, gb)
+
+
+def _vjp_atan2(ctx: Any, g: Any) -> tuple:
+    F = ctx.F
+    a, b = ctx.inputs
+    denom = F.add(F.mul(a, a), F.mul(b, b))
+    return (F.div(F.mul(g, b), denom), F.div(F.neg(F.mul(g, a)), denom))
+
+
+def _vjp_cast(ctx: Any, g: Any, dtype: Any) -> Any:
+    return g.to(ctx.input_meta[0][1])
+
+
+for _name, _rule, _saves in [
+    ("add", _vjp_add, ""), ("sub", _vjp_sub, ""), ("mul", _vjp_mul, "i"),
+    ("div", _vjp_div, "i"), ("pow", _vjp_pow, "io"), ("exp", _vjp_exp, "o"),
+    ("exp2", _vjp_exp2, "o"), ("expm1", _vjp_expm1, "o"), ("log", _vjp_log, "i"),
+    ("log2", _vjp_log2, "i"), ("log10", _vjp_log10, "i"), ("log1p", _vjp_log1p, "i"),
+    ("sqrt", _vjp_sqrt, "o"), ("rsqrt", _vjp_rsqrt, "o"), ("sin", _vjp_sin, "i"),
+    ("cos", _vjp_cos, "i"), ("tan", _vjp_tan, "o"), ("tanh", _vjp_tanh, "o"),
+    ("sigmoid", _vjp_sigmoid, "o"), ("erf", _vjp_erf, "i"), ("erfc", _vjp_erfc, "i"),
+    ("neg", _vjp_neg, ""), ("abs", _vjp_abs, "i"), ("sign", _vjp_zero, ""),
+    ("floor", _vjp_zero, ""), ("ceil", _vjp_zero, ""), ("round", _vjp_zero, ""),
+    ("trunc", _vjp_zero, ""), ("reciprocal", _vjp_reciprocal, "o"),
+    ("square", _vjp_square, "i"), ("relu", _vjp_relu, "o"), ("silu", _vjp_silu, "i"),
+    ("gelu", _vjp_gelu, "i"), ("softplus", _vjp_softplus, "i"),
+    ("maximum", _vjp_maximum, "i"), ("minimum", _vjp_minimum, "i"),
+    ("where", _vjp_where, "i"), ("clamp", _vjp_clamp, "i"),
+    ("remainder", _vjp_remainder, "i"), ("atan2", _vjp_atan2, "i"), ("cast", _vjp_cast, ""),
+]:
+    defvjp(_name, _rule, _saves)

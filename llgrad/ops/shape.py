@@ -190,3 +190,73 @@ register(OpDef("cat", Group.MOVEMENT, -1, attrs=(Attr("axis", AttrKind.INT, 0),)
 register(OpDef("flip", Group.MOVEMENT, 1, attrs=(Attr("axes", AttrKind.INTS, required=True),),
                infer=_infer_flip, reference=lambda x, axes: np.flip(x, axes),
                backward_name="FlipBackward0"))
+
+
+# --------------------------------------------------------------------------------------
+# Derivative rules (see ops/elementwise.py for the conventions)
+# --------------------------------------------------------------------------------------
+
+from ..ir.registry import OPS  # noqa: E402
+
+
+def _vjp_reshape(ctx: Any, g: Any, shape: tuple[int, ...]) -> Any:
+    return ctx.F.reshape(g, ctx.input_meta[0][0])
+
+
+def _vjp_permute(ctx: Any, g: Any, perm: tuple[int, ...]) -> Any:
+    n = len(perm)
+    inverse = [0] * n
+    for i, p in enumerate(perm):
+        inverse[p % n] = i
+    return ctx.F.permute(g, tuple(inverse))
+
+
+def _vjp_expand(ctx: Any, g: Any, shape: tuple[int, ...]) -> Any:
+    return ctx.F.sum_to_size(g, ctx.input_meta[0][0])
+
+
+def _vjp_slice(ctx: Any, g: Any, starts: tuple[int, ...], stops: tuple[int, ...],
+               steps: tuple[int, ...]) -> Any:
+    shape = ctx.input_meta[0][0]
+    lows, highs, interior = [], [], []
+    for n, a, s, m in zip(shape, starts, steps, g._shape):
+        if m == 0:
+            lows.append(n)
+            highs.append(0)
+            interior.append(0)
+            continue
+        last = a + (m - 1) * s
+        lows.append(a)
+        highs.append(n - last - 1)
+        interior.append(s - 1)
+    if any(m == 0 for m in g._shape):
+        return ctx.F.zeros(shape, dtype=g._dtype)
+    return ctx.F.pad_dims(g, lows, highs, interior, 0)
+
+
+def _vjp_pad(ctx: Any, g: Any, lows: tuple[int, ...], highs: tuple[int, ...],
+             interior: tuple[int, ...], value: Any) -> Any:
+    shape = ctx.input_meta[0][0]
+    starts = tuple(lows)
+    stops = tuple(lo + (n - 1) * (it + 1) + 1 if n else lo
+                  for n, lo, it in zip(shape, lows, interior))
+    steps = tuple(it + 1 for it in interior)
+    return ctx.F.slice_all(g, starts, stops, steps)
+
+
+def _vjp_cat(ctx: Any, g: Any, axis: int) -> tuple:
+    F = ctx.F
+    ax = normalize_axis(axis, g.ndim, "cat")
+    sizes = [meta[0][ax] for meta in ctx.input_meta]
+    return tuple(F.split(g, sizes, ax))
+
+
+def _vjp_flip(ctx: Any, g: Any, axes: tuple[int, ...]) -> Any:
+    return ctx.F.flip(g, axes)
+
+
+for _name, _rule in [("reshape", _vjp_reshape), ("permute", _vjp_permute),
+                     ("expand", _vjp_expand), ("slice", _vjp_slice), ("pad", _vjp_pad),
+                     ("cat", _vjp_cat), ("flip", _vjp_flip)]:
+    OPS[_name].vjp = _rule
+    OPS[_name].saves = ""

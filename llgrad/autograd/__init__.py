@@ -1,0 +1,10 @@
+"""Tape-based reverse-mode autograd with PyTorch's semantics."""
+from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
+from .api import backward, grad
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,
+                        set_grad_enabled)
+from .node import Node
+
+__all__ = ["backward", "grad", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
+           "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
+           "Node"]

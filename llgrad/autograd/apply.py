@@ -1,0 +1,63 @@
+"""Running an op eagerly and recording it on the tape.
+
+`apply(op, operands, attrs, forward)` calls the op's eager forward and, when grad mode is
+on and an operand requires grad, attaches a node of the op's PyTorch name to the output.
+Which tensors the node saves is the op's `saves` declaration (PyTorch saves the same), so
+a second backward fails exactly where PyTorch's does.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from ..ir import registry
+from ..tensor import Tensor
+from .grad_mode import is_grad_enabled
+from .node import node_class
+
+
+def needs_grad(operands: Sequence[Any]) -> bool:
+    if not is_grad_enabled():
+        return False
+    for o in operands:
+        if isinstance(o, Tensor) and o._requires_grad:
+            return True
+    return False
+
+
+def record(op: str, operands: Sequence[Any], attrs: dict[str, Any], out: Tensor,
+           name: str | None = None) -> Tensor:
+    opdef = registry.get(op)
+    if not (out._dtype.is_floating_point or out._dtype.is_complex):
+        return out                       # integer and bool results are not differentiable
+    cls = node_class(name or opdef.backward_name or f"{op.capitalize()}Backward0")
+    node = cls(op, tuple(operands), attrs, out, opdef.saves)
+    out._requires_grad = True
+    out.grad_fn = node
+    out._output_nr = 0
+    return out
+
+
+def apply(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,
+          forward: Callable[..., Tensor], name: str | None = None) -> Tensor:
+    out = forward(op, operands, attrs)
+    if needs_grad(operands):
+        record(op, operands, attrs or {}, out, name)
+    return out
+
+
+def apply_composite(op: str, operands: Sequence[Any], attrs: dict[str, Any],
+                    name: str | None = None) -> Tensor:
+    """Run a composite op through its decomposition, recorded as one node of its own.
+
+    The forward runs the decomposition without recording; the node's backward is the op's
+    vjp rule, so `grad_fn` shows PyTorch's single node (`MeanBackward0`, not its parts).
+    """
+    from .. import functions as F
+    from .grad_mode import no_grad
+    opdef = registry.get(op)
+    assert opdef.decompose is not None, f"{op} is not a composite op"
+    with no_grad():
+        out = opdef.decompose(F, *operands, **attrs)
+    if needs_grad(operands):
+        record(op, operands, attrs, out, name)
+    return out

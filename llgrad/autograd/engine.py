@@ -1,0 +1,278 @@
+"""The backward engine.
+
+One walk serves `Tensor.backward`, `autograd.backward` and `autograd.grad`:
+1. discover the graph from the roots iteratively (deep graphs never recurse) and count
+   each node's incoming edges;
+2. keep only nodes that lead to what was asked for (`inputs=`);
+3. run nodes when all their gradients have arrived, newest first (PyTorch's order),
+   reducing each gradient to its input's shape and dtype here, once, for every op;
+4. accumulate into leaves' `.grad` or capture for `autograd.grad`; free saved tensors
+   unless the graph is retained.
+"""
+from __future__ import annotations
+
+import heapq
+from typing import Any, Sequence
+
+from ..tensor import Tensor
+from . import anomaly
+from .grad_mode import set_grad_enabled, no_grad
+from .node import AccumulateGrad, Node, OpNode, edge
+
+Edge = tuple[Node, int]
+
+
+def _check_root(i: int, t: Tensor, g: Tensor | None) -> Tensor:
+    from .. import functions as F
+    if not isinstance(t, Tensor):
+        raise TypeError(f"backward: expected a Tensor, got {type(t).__name__}")
+    if not t._requires_grad:
+        raise RuntimeError(f"element {i} of tensors does not require grad and does not have a "
+                           f"grad_fn")
+    if g is None:
+        if t.numel() != 1:
+            raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        if not t._dtype.is_floating_point and not t._dtype.is_complex:
+            raise RuntimeError(f"grad can be implicitly created only for real scalar outputs "
+                               f"but got {t._dtype.name}")
+        return F.ones_like(t)
+    if not isinstance(g, Tensor):
+        raise TypeError(f"backward: gradient for output {i} must be a Tensor or None, got "
+                        f"{type(g).__name__}")
+    if g._shape != t._shape:
+        raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                           f"{g.shape!r} and output[{i}] has a shape of {t.shape!r}.")
+    return g
+
+
+def _discover(roots: list[Node]) -> tuple[dict[Node, int], list[Node]]:
+    deps: dict[Node, int] = {}
+    order: list[Node] = []
+    seen: set[int] = set()
+    stack = list(roots)
+    for r in roots:
+        seen.add(id(r))
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        for nxt, _ in node.next_functions:
+            if nxt is None:
+                continue
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if id(nxt) not in seen:
+                seen.add(id(nxt))
+                stack.append(nxt)
+    return deps, order
+
+
+def _needed(order: list[Node], targets: set[int]) -> set[int]:
+    """Nodes from which some target is reachable (targets included)."""
+    # `order` lists each node after some node that points to it; sort topologically
+    # (by dependency) with an iterative post-order, then sweep in reverse.
+    index: dict[int, Node] = {id(n): n for n in order}
+    post: list[Node] = []
+    visited: set[int] = set()
+    for start in order:
+        if id(start) in visited:
+            continue
+        stack: list[tuple[Node, int]] = [(start, 0)]
+        visited.add(id(start))
+        while stack:
+            node, i = stack.pop()
+            nexts = node.next_functions
+            if i < len(nexts):
+                stack.append((node, i + 1))
+                nxt = nexts[i][0]
+                if nxt is not None and id(nxt) not in visited and id(nxt) in index:
+                    visited.add(id(nxt))
+                    stack.append((nxt, 0))
+            else:
+                post.append(node)
+    needed: set[int] = set()
+    for node in post:           # children come before parents in post-order
+        if id(node) in targets or any(n is not None and id(n) in needed
+                                      for n, _ in node.next_functions):
+            needed.add(id(node))
+    return needed
+
+
+def _reduce_to_input(node: Node, i: int, g: Tensor) -> Tensor:
+    """Sum broadcast dimensions away and cast to the input's dtype: once, for all ops."""
+    if not isinstance(node, OpNode):
+        return g
+    meta = node.input_meta[i]
+    if meta is None:
+        return g
+    shape, dtype = meta
+    from .. import functions as F
+    if g._shape != shape:
+        g = F.sum_to_size(g, shape)
+    if g._dtype is not dtype:
+        g = g.to(dtype)
+    return g
+
+
+def _add(a: Tensor | None, b: Tensor) -> Tensor:
+    return b if a is None else a + b
+
+
+def _has_nan(g: Tensor) -> bool:
+    from .. import functions as F
+    with no_grad():
+        return bool(F.isnan(g).any().item())
+
+
+def execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_graph: bool,
+            create_graph: bool, capture: Sequence[Tensor] | None = None,
+            accumulate: bool = True) -> list[Tensor | None]:
+    """Run backward from `roots`. With `capture`, return the gradients reaching those
+    tensors (and accumulate nowhere unless `accumulate`)."""
+    root_grads = [_check_root(i, t, g) for i, (t, g) in enumerate(zip(roots, grads))]
+    root_edges = [edge(t) for t in roots]
+    buffers: dict[Node, list[Tensor | None]] = {}
+    for (node, nr), g in zip(root_edges, root_grads):
+        buf = buffers.setdefault(node, [None] * node.num_outputs)
+        buf[nr] = _add(buf[nr], g)
+
+    deps, order = _discover(list({id(n): n for n, _ in root_edges}.values()))
+    capture_edges: list[Edge | None] = []
+    if capture is not None:
+        for t in capture:
+            if not t._requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            e = edge(t)
+            capture_edges.append(e if e[0] is not None else None)
+        needed = _needed(order, {id(e[0]) for e in capture_edges if e is not None})
+    else:
+        needed = {id(n) for n in order}
+    capture_at: dict[tuple[int, int], list[int]] = {}
+    for k, e in enumerate(capture_edges):
+        if e is not None:
+            capture_at.setdefault((id(e[0]), e[1]), []).append(k)
+    captured: list[Tensor | None] = [None] * len(capture_edges)
+
+    ready: list[tuple[int, int, Node]] = []
+    for node in buffers:
+        if deps.get(node, 0) == 0:
+            heapq.heappush(ready, (-node._seq, id(node), node))
+    executed: list[Node] = []
+    check_nan = anomaly.is_anomaly_enabled() and anomaly.is_anomaly_check_nan_enabled()
+
+    with set_grad_enabled(create_graph):
+        while ready:
+            _, _, node = heapq.heappop(ready)
+            in_grads = buffers.pop(node, [None] * node.num_outputs)
+            if id(node) not in needed:
+                continue
+            executed.append(node)
+            in_grads = _tensor_prehooks(node, in_grads)
+            for nr, g in enumerate(in_grads):
+                for k in capture_at.get((id(node), nr), ()):
+                    captured[k] = g
+            if isinstance(node, AccumulateGrad):
+                if in_grads[0] is not None and (capture is None or accumulate):
+                    if capture is None or (id(node), 0) in capture_at:
+                        _accumulate(node.variable, in_grads[0], create_graph)
+                continue
+            if node._prehooks:
+                for hook in list(node._prehooks.values()):
+                    r = hook(tuple(in_grads))
+                    if r is not None:
+                        in_grads = list(r)
+            if all(g is None for g in in_grads):
+                outs: tuple[Tensor | None, ...] = (None,) * len(node.next_functions)
+            else:
+                try:
+                    outs = node.apply(in_grads)
+                except Exception:
+                    anomaly.warn_forward_trace(node)
+                    raise
+            if len(outs) != len(node.next_functions):
+                raise RuntimeError(f"function {node.name()} returned an incorrect number of "
+                                   f"gradients (expected {len(node.next_functions)}, got "
+                                   f"{len(outs)})")
+            if node._hooks:
+                for hook in list(node._hooks.values()):
+                    r = hook(tuple(outs), tuple(in_grads))
+                    if r is not None:
+                        outs = tuple(r)
+            for i, ((nxt, nr), g) in enumerate(zip(node.next_functions, outs)):
+                if nxt is None:
+                    continue
+                if g is not None and id(nxt) in needed:
+                    g = _reduce_to_input(node, i, g)
+                    if check_nan and _has_nan(g):
+                        anomaly.warn_forward_trace(node)
+                        raise RuntimeError(f"Function '{node.name()}' returned nan values in "
+                                           f"its {i}th output.")
+                    buf = buffers.setdefault(nxt, [None] * nxt.num_outputs)
+                    buf[nr] = _add(buf[nr], g)
+                deps[nxt] -= 1
+                if deps[nxt] == 0 and nxt in buffers:
+                    heapq.heappush(ready, (-nxt._seq, id(nxt), nxt))
+                elif deps[nxt] == 0:
+                    buffers[nxt] = [None] * nxt.num_outputs
+                    heapq.heappush(ready, (-nxt._seq, id(nxt), nxt))
+
+    if not retain_graph:
+        for node in executed:
+            node.release()
+    return captured
+
+
+def _tensor_prehooks(node: Node, grads: list[Tensor | None]) -> list[Tensor | None]:
+    """Hooks registered with `Tensor.register_hook` on non-leaf tensors, then retain_grad."""
+    hooks = node.metadata.get("tensor_hooks")
+    if hooks:
+        for nr, table in hooks.items():
+            for fn in list(table.values()):
+                if grads[nr] is None:
+                    continue
+                r = fn(grads[nr])
+                if r is not None:
+                    grads[nr] = r
+    retain = node.metadata.get("retain_grad")
+    if retain:
+        for nr, ref in retain.items():
+            t = ref()
+            g = grads[nr]
+            if t is None or g is None:
+                continue
+            if t._grad is None:
+                t._grad = g.detach().clone() if not g._requires_grad else g
+            else:
+                t._grad = t._grad + g
+    return grads
+
+
+def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
+    if leaf._hooks:
+        for fn in list(leaf._hooks.values()):
+            r = fn(g)
+            if r is not None:
+                g = r
+    if leaf._grad is None:
+        leaf._grad = g if create_graph else g.detach().clone()
+    elif create_graph:
+        leaf._grad = leaf._grad + g
+    else:
+        with no_grad():
+            if leaf._grad._shape != g._shape:
+                raise RuntimeError(f"the gradient of shape {list(g._shape)} does not match "
+                                   f"the existing .grad of shape {list(leaf._grad._shape)}")
+            leaf._grad.add_(g)
+    post = leaf.__dict__.get("_post_accumulate_hooks")
+    if post:
+        for fn in list(post.values()):
+            fn(leaf)
+
+
+def as_list(x: Any, name: str) -> list[Any]:
+    if x is None:
+        return []
+    if isinstance(x, Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return list(x)
+    raise TypeError(f"{name}: expected a Tensor or a sequence of Tensors, got "
+                    f"{type(x).__name__}")

@@ -1,0 +1,239 @@
+"""Backward nodes (`grad_fn` objects) and saved tensors.
+
+An op's node is an instance of a class named as PyTorch names it (`MulBackward0`), made
+once per name. It holds the op, its attributes, the tensors its derivative rule needs
+(saved with their version, so in-place changes are caught) and `next_functions`. The rule
+itself lives in the op registry; a node only supplies the context the rule reads.
+"""
+from __future__ import annotations
+
+import itertools
+import traceback
+from typing import Any, Callable
+
+from ..ir import registry
+from ..tensor import Tensor
+
+_sequence = itertools.count()
+
+FREED = ("Trying to backward through the graph a second time (or directly access saved "
+         "tensors after they have already been freed). Saved intermediate values of the graph "
+         "are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if "
+         "you need to backward through the graph a second time or if you need to access saved "
+         "tensors after calling backward.")
+
+
+class RemovableHandle:
+    _ids = itertools.count()
+
+    def __init__(self, store: dict[int, Callable]):
+        self.id = next(RemovableHandle._ids)
+        self._store = store
+
+    def remove(self) -> None:
+        self._store.pop(self.id, None)
+
+    def __enter__(self) -> "RemovableHandle":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+def _type_name(t: Tensor) -> str:
+    kind = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+            "int64": "Long", "int32": "Int", "bool": "Bool"}.get(t._dtype.name, t._dtype.name)
+    return f"llgrad.{kind}Tensor [{', '.join(map(str, t._shape))}]"
+
+
+class SavedTensor:
+    """A tensor saved for backward, with the version it had when saved.
+
+    A node's own output is saved without a reference to the node (no cycle); unpacking
+    makes a fresh alias whose grad_fn is the node, so higher-order gradients flow.
+    """
+
+    __slots__ = ("data", "version", "is_output", "requires_grad")
+
+    def __init__(self, t: Tensor, is_output: bool = False):
+        self.is_output = is_output
+        self.requires_grad = t._requires_grad
+        self.version = t._storage.version
+        if is_output:
+            self.data = Tensor._make(t._storage, t._offset, t._shape, t._strides, t._dtype)
+        else:
+            self.data = t
+
+    def unpack(self, node: "Node", op_name: str, index: int) -> Tensor:
+        t = self.data
+        if t._storage.version != self.version:
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: [{_type_name(t)}], which is {'output' if self.is_output else 'input'} "
+                f"{index} of {op_name}, is at version {t._storage.version}; expected version "
+                f"{self.version} instead. Hint: the backtrace further above can point at the "
+                f"operation that failed to compute its gradient; enable anomaly detection with "
+                f"llgrad.autograd.set_detect_anomaly(True) to find it.")
+        if self.is_output and self.requires_grad:
+            alias = Tensor._make(t._storage, t._offset, t._shape, t._strides, t._dtype)
+            alias._requires_grad = True
+            alias.grad_fn = node
+            return alias
+        return t
+
+
+class Node:
+    """Base of every grad_fn."""
+
+    __slots__ = ("next_functions", "_hooks", "_prehooks", "_seq", "_trace", "metadata",
+                 "__weakref__")
+
+    def __init__(self, next_functions: tuple[tuple["Node | None", int], ...]):
+        self.next_functions = next_functions
+        self._hooks: dict[int, Callable] | None = None
+        self._prehooks: dict[int, Callable] | None = None
+        self._seq = next(_sequence)
+        self.metadata: dict[str, Any] = {}
+        from .anomaly import is_anomaly_enabled
+        self._trace = traceback.format_stack()[:-3] if is_anomaly_enabled() else None
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} object at {id(self):#x}>"
+
+    @property
+    def num_outputs(self) -> int:
+        return 1
+
+    def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        raise AssertionError(f"{self.name()} does not define apply")
+
+    def __call__(self, *grads: Tensor | None) -> tuple[Tensor | None, ...]:
+        return self.apply(list(grads))
+
+    def register_hook(self, fn: Callable) -> RemovableHandle:
+        """`fn(grad_inputs, grad_outputs)` after the node runs; may return new grad_inputs."""
+        if self._hooks is None:
+            self._hooks = {}
+        h = RemovableHandle(self._hooks)
+        self._hooks[h.id] = fn
+        return h
+
+    def register_prehook(self, fn: Callable) -> RemovableHandle:
+        """`fn(grad_outputs)` before the node runs; may return new grad_outputs."""
+        if self._prehooks is None:
+            self._prehooks = {}
+        h = RemovableHandle(self._prehooks)
+        self._prehooks[h.id] = fn
+        return h
+
+    def release(self) -> None:
+        """Free saved tensors (after a backward without retain_graph)."""
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf: adds the incoming gradient into `variable.grad`."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable: Tensor):
+        super().__init__(())
+        self.variable = variable
+
+
+class OpNode(Node):
+    """A node for one registry op; `ctx` for its vjp rule."""
+
+    __slots__ = ("op", "attrs", "_saved", "_released", "input_meta", "needs_input_grad",
+                 "_scalars")
+
+    def __init__(self, op: str, operands: tuple[Any, ...], attrs: dict[str, Any],
+                 output: Tensor, saves: str):
+        super().__init__(tuple(edge(o) if isinstance(o, Tensor) else (None, 0)
+                               for o in operands))
+        self.op = op
+        self.attrs = attrs
+        self.needs_input_grad = tuple(isinstance(o, Tensor) and o._requires_grad
+                                      for o in operands)
+        self.input_meta = tuple((o._shape, o._dtype) if isinstance(o, Tensor) else None
+                                for o in operands)
+        saved: list[SavedTensor | None] = []
+        if "i" in saves:
+            saved.extend(SavedTensor(o) if isinstance(o, Tensor) else None for o in operands)
+        else:
+            saved.extend(None for _ in operands)
+        saved.append(SavedTensor(output, is_output=True) if "o" in saves else None)
+        self._saved = saved
+        self._scalars = tuple(None if isinstance(o, Tensor) else o for o in operands)
+        self._released = False
+
+    # -- the context a vjp rule reads ------------------------------------------------------
+    @property
+    def inputs(self) -> tuple[Any, ...]:
+        if self._released:
+            raise RuntimeError(FREED)
+        out = []
+        for i, (s, scalar) in enumerate(zip(self._saved[:-1], self._scalars)):
+            out.append(scalar if s is None else s.unpack(self, self.name(), i))
+        return tuple(out)
+
+    @property
+    def output(self) -> Tensor:
+        if self._released:
+            raise RuntimeError(FREED)
+        s = self._saved[-1]
+        assert s is not None, f"{self.op}: its rule reads the output but the op does not save it"
+        return s.unpack(self, self.name(), 0)
+
+    @property
+    def F(self):
+        from .. import functions
+        return functions
+
+    def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        if self._released:
+            raise RuntimeError(FREED)
+        rule = registry.get(self.op).vjp
+        if rule is None:
+            raise RuntimeError(f"the derivative for '{self.op}' is not implemented")
+        out = rule(self, grads[0], **self.attrs)
+        return out if isinstance(out, tuple) else (out,)
+
+    def release(self) -> None:
+        self._released = True
+        self._saved = []
+
+    @property
+    def saved_tensors(self) -> tuple[Tensor, ...]:
+        ts = [s for s in self._saved if s is not None]
+        if self._released:
+            raise RuntimeError(FREED)
+        return tuple(s.unpack(self, self.name(), i) for i, s in enumerate(ts))
+
+
+_classes: dict[str, type] = {}
+
+
+def node_class(name: str, base: type = OpNode) -> type:
+    """The class of a grad_fn called `name` (PyTorch's name), made once."""
+    cls = _classes.get(name)
+    if cls is None:
+        cls = _classes[name] = type(name, (base,), {"__slots__": ()})
+    return cls
+
+
+def edge(t: Tensor) -> tuple[Node | None, int]:
+    """Where a gradient for `t` goes: its grad_fn, or its leaf's AccumulateGrad."""
+    if t.grad_fn is not None:
+        return (t.grad_fn, t._output_nr)
+    if t._requires_grad:
+        acc = t.__dict__.get("_accumulator")
+        node = acc() if acc is not None else None
+        if node is None:
+            import weakref
+            node = AccumulateGrad(t)
+            t.__dict__["_accumulator"] = weakref.ref(node)
+        return (node, 0)
+    return (None, 0)

@@ -1,0 +1,30 @@
+"""The user-facing functions (`lg.exp`, `lg.matmul`, ...), also bound as Tensor methods.
+
+Derivative rules and decompositions in the op registry call these through `ctx.F`, so
+the same rule runs on eager tensors (and records under `create_graph=True`).
+"""
+from .creation import (arange, as_tensor, empty, empty_like, eye, from_dlpack, from_numpy,
+                       full, full_like, initial_seed, iota, linspace, manual_seed, ones,
+                       ones_like, rand, rand_like, randint, randn, randn_like, seed, tensor,
+                       zeros, zeros_like, Generator, default_generator)
+from .elementwise import (abs, absolute, add, atan2, bitwise_and, bitwise_not, bitwise_or,
+                          bitwise_xor, ceil, clamp, clip, cos, div, divide, eq,
+                          erf, erfc, exp, exp2, expm1, floor, floor_divide, fmod, ge, gelu,
+                          greater, greater_equal, gt, isnan, le, lerp, less, less_equal, log,
+                          log10, log1p, log2, logical_and, logical_not, logical_or,
+                          logical_xor, lt, maximum, minimum, mul, multiply, ne, neg, negative,
+                          not_equal, pow, reciprocal, relu, remainder, round, rsqrt, sigmoid,
+                          sign, silu, sin, softplus, sqrt, square, sub, subtract, tan, tanh,
+                          true_divide, trunc, where, xlogy)
+from .indexing import (argwhere, gather, getitem, index_select, masked_fill, nonzero,
+                       take_along_dim)
+from .linalg import bmm, dot, matmul, mm, mv, outer
+from .misc import (allclose, isclose, isfinite, isinf, numel, rsub, slice_all, softmax,
+                   log_softmax, to, type_as, is_tensor, is_floating_point, is_complex,
+                   equal, diag, triu, tril, trace)
+from .reduction import (all, amax, amin, any, argmax, argmin, count_nonzero, logsumexp, max,
+                        mean, min, norm, prod, std, std_mean, sum, sum_to_size, var, var_mean)
+from .shape import (broadcast_tensors, broadcast_to, cat, chunk, clone, concat, concatenate,
+                    contiguous, expand, expand_as, flatten, flip, movedim, narrow, pad_dims,
+                    permute, reshape, select, slice_dim, split, squeeze, stack, swapaxes, t,
+                    transpose, unbind, unsqueeze, view)

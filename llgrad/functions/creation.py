@@ -1,0 +1,370 @@
+"""Tensor creation: `tensor`, `zeros`, `ones`, `full`, `arange`, `rand`, ... and the RNG."""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..eager import elementwise as ew
+from ..ir import dtypes as dt
+from ..ir.dtypes import DType
+from ..tensor import Tensor
+from .shape import shape_arg
+
+
+def _finish(t: Tensor, requires_grad: bool) -> Tensor:
+    if requires_grad:
+        t.requires_grad_(True)
+    from ..autograd.grad_mode import is_inference_mode_enabled
+    if is_inference_mode_enabled():
+        t._inference = True
+    return t
+
+
+def _infer_dtype(arr: np.ndarray, data: Any) -> DType:
+    kind = arr.dtype.kind
+    if kind == "b":
+        return dt.bool_
+    if kind in "iu":
+        if isinstance(data, np.ndarray):
+            return dt.from_numpy(arr.dtype)
+        return dt.int64
+    if kind == "f":
+        if isinstance(data, np.ndarray) or isinstance(data, np.floating):
+            return dt.from_numpy(arr.dtype)
+        return dt.get_default_dtype()
+    if kind == "c":
+        if isinstance(data, np.ndarray):
+            return dt.from_numpy(arr.dtype)
+        return dt.get_default_dtype().to_complex()
+    raise TypeError(f"tensor: could not infer dtype of {type(data).__name__} "
+                    f"(NumPy says {arr.dtype})")
+
+
+def _nested_values(data: Any) -> Any:
+    """Replace llgrad tensors inside nested sequences by their values."""
+    if isinstance(data, Tensor):
+        return data._values()
+    if isinstance(data, (list, tuple)):
+        return [_nested_values(d) for d in data]
+    return data
+
+
+def from_values(arr: np.ndarray, dtype: DType) -> Tensor:
+    """A new tensor holding a copy of `arr`'s values converted to `dtype`."""
+    out = Tensor._empty(tuple(arr.shape), dtype)
+    if dtype is dt.bfloat16:
+        f = np.asarray(arr, dtype=np.float32)
+        bits = f.view(np.uint32).astype(np.uint64)
+        rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+        rounded = np.where(np.isnan(f), np.uint16(0x7FC0), rounded)
+        out._numpy_view()[...] = rounded
+    else:
+        if dtype.kind in "iub" and arr.dtype.kind in "fc":
+            with np.errstate(invalid="ignore"):
+                arr = np.trunc(arr.real if arr.dtype.kind == "c" else arr)
+        out._numpy_view()[...] = arr
+    return out
+
+
+def tensor(data: Any, dtype: DType | None = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    if isinstance(data, Tensor):
+        arr = data._values()
+        d = dtype or data._dtype
+    else:
+        try:
+            arr = np.asarray(_nested_values(data))
+        except ValueError as e:
+            raise ValueError(f"tensor: could not make a tensor from {type(data).__name__}: "
+                             f"{e}") from None
+        if arr.dtype == object:
+            raise TypeError(f"tensor: could not infer dtype of {type(data).__name__} "
+                            f"(nested sequences must be rectangular and numeric)")
+        d = dtype or _infer_dtype(arr, data)
+    if requires_grad and not (d.is_floating_point or d.is_complex):
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                           "gradients")
+    return _finish(from_values(arr, d), requires_grad)
+
+
+as_tensor = tensor
+
+
+def from_numpy(arr: np.ndarray) -> Tensor:
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"from_numpy: expected np.ndarray (got {type(arr).__name__})")
+    return Tensor._from_numpy(arr)
+
+
+def from_dlpack(obj: Any) -> Tensor:
+    """Import a DLPack-capable object (NumPy, PyTorch, ...) without copying."""
+    if isinstance(obj, Tensor):
+        return obj
+    arr = np.from_dlpack(obj)
+    if not arr.flags.writeable:
+        arr = np.ndarray(arr.shape, arr.dtype, buffer=_writable(arr), strides=arr.strides)
+    return Tensor._from_numpy(arr)
+
+
+def _writable(arr: np.ndarray) -> Any:
+    import ctypes
+    n = arr.nbytes
+    addr = arr.__array_interface__["data"][0]
+    return (ctypes.c_char * max(n, 1)).from_address(addr)
+
+
+def _fill(shape: tuple[int, ...], value: Any, dtype: DType | None) -> Tensor:
+    if dtype is None:
+        dtype = dt.scalar_dtype(value) if not isinstance(value, bool) else dt.bool_
+    out = Tensor._empty(shape, dtype)
+    return ew.copy_into(out, value)
+
+
+def _kw(kwargs: dict[str, Any], op: str) -> tuple[DType | None, bool]:
+    dtype = kwargs.pop("dtype", None)
+    rg = kwargs.pop("requires_grad", False)
+    kwargs.pop("device", None)
+    kwargs.pop("layout", None)
+    kwargs.pop("pin_memory", None)
+    if kwargs:
+        raise TypeError(f"{op}() got unexpected keyword arguments {sorted(kwargs)}")
+    if dtype is not None and not isinstance(dtype, DType):
+        raise TypeError(f"{op}(): dtype must be an llgrad dtype, got {dtype!r}")
+    return dtype, rg
+
+
+def _check_grad_dtype(d: DType, rg: bool) -> None:
+    if rg and not (d.is_floating_point or d.is_complex):
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                           "gradients")
+
+
+def _sized(op: str, value: Any, size: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor:
+    shape = shape_arg(size, op)
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"{op}: negative dimension in size {list(shape)}")
+    dtype, rg = _kw(kwargs, op)
+    d = dtype or dt.get_default_dtype()
+    _check_grad_dtype(d, rg)
+    return _finish(_fill(shape, value, d), rg)
+
+
+def zeros(*size: Any, **kwargs: Any) -> Tensor:
+    return _sized("zeros", 0, size, kwargs)
+
+
+def ones(*size: Any, **kwargs: Any) -> Tensor:
+    return _sized("ones", 1, size, kwargs)
+
+
+def empty(*size: Any, **kwargs: Any) -> Tensor:
+    shape = shape_arg(size, "empty")
+    dtype, rg = _kw(kwargs, "empty")
+    d = dtype or dt.get_default_dtype()
+    _check_grad_dtype(d, rg)
+    return _finish(Tensor._empty(shape, d), rg)
+
+
+def full(size: Sequence[int], fill_value: Any, **kwargs: Any) -> Tensor:
+    shape = shape_arg((size,), "full")
+    dtype, rg = _kw(kwargs, "full")
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    d = dtype or (dt.bool_ if isinstance(fill_value, bool) else dt.scalar_dtype(fill_value))
+    _check_grad_dtype(d, rg)
+    return _finish(_fill(shape, fill_value, d), rg)
+
+
+def _like(op: str, input: Tensor, value: Any, kwargs: dict[str, Any]) -> Tensor:
+    dtype, rg = _kw(kwargs, op)
+    d = dtype or input._dtype
+    _check_grad_dtype(d, rg)
+    if value is None:
+        return _finish(Tensor._empty(input._shape, d), rg)
+    return _finish(_fill(input._shape, value, d), rg)
+
+
+def zeros_like(input: Tensor, **kwargs: Any) -> Tensor:
+    return _like("zeros_like", input, 0, kwargs)
+
+
+def ones_like(input: Tensor, **kwargs: Any) -> Tensor:
+    return _like("ones_like", input, 1, kwargs)
+
+
+def empty_like(input: Tensor, **kwargs: Any) -> Tensor:
+    return _like("empty_like", input, None, kwargs)
+
+
+def full_like(input: Tensor, fill_value: Any, **kwargs: Any) -> Tensor:
+    return _like("full_like", input, fill_value, kwargs)
+
+
+def eye(n: int, m: int | None = None, **kwargs: Any) -> Tensor:
+    m = n if m is None else m
+    if n < 0 or m < 0:
+        raise RuntimeError(f"eye: n and m must be non-negative, got n={n}, m={m}")
+    dtype, rg = _kw(kwargs, "eye")
+    d = dtype or dt.get_default_dtype()
+    out = _fill((n, m), 0, d)
+    k = min(n, m)
+    if k:
+        diag = Tensor._make(out._storage, 0, (k,), (m + 1,), d)
+        ew.copy_into(diag, 1)
+    return _finish(out, rg)
+
+
+def iota(n: int, dtype: DType) -> Tensor:
+    """0, 1, ..., n-1 computed from the element index (no data read)."""
+    return ew.run("iota", [], {"dtype": dtype, "shape": (n,)}, out=Tensor._empty((n,), dtype))
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, **kwargs: Any) -> Tensor:
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    start, end, step = vals
+    if step == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    n = max(0, math.ceil((end - start) / step))
+    dtype, rg = _kw(kwargs, "arange")
+    if dtype is None:
+        dtype = dt.int64 if all(isinstance(v, int) for v in vals) else dt.get_default_dtype()
+    out = Tensor._empty((n,), dtype)
+    if n:
+        compute = dt.int64 if dtype.kind in "iu" and isinstance(step, int) and \
+            isinstance(start, int) else dt.float64
+        ew.run("add", [ew.run("mul", [iota(n, compute), step]), start], out=out)
+    return _finish(out, rg)
+
+
+def linspace(start: float, end: float, steps: int, **kwargs: Any) -> Tensor:
+    if steps < 0:
+        raise RuntimeError("linspace: number of steps must be non-negative")
+    dtype, rg = _kw(kwargs, "linspace")
+    d = dtype or dt.get_default_dtype()
+    if steps == 0:
+        return _finish(Tensor._empty((0,), d), rg)
+    if steps == 1:
+        return _finish(_fill((1,), start, d), rg)
+    step = (end - start) / (steps - 1)
+    idx = iota(steps, dt.float64)
+    # PyTorch fills the first half from start and the second half from end (symmetric)
+    half = steps // 2
+    fwd = ew.run("add", [ew.run("mul", [idx, step]), float(start)])
+    bwd = ew.run("sub", [float(end), ew.run("mul", [ew.run("sub", [steps - 1.0, idx]), step])])
+    mask = ew.run("lt", [idx, half])
+    out = Tensor._empty((steps,), d)
+    ew.run("where", [mask, fwd, bwd], out=out)
+    return _finish(out, rg)
+
+
+# --------------------------------------------------------------------------------------
+# Random numbers
+# --------------------------------------------------------------------------------------
+
+class Generator:
+    """The seed and the counter of draws made so far."""
+
+    def __init__(self, seed: int = 0):
+        self.manual_seed(seed)
+
+    def manual_seed(self, seed: int) -> "Generator":
+        self.seed = int(seed) & ((1 << 64) - 1)
+        self.key = _mix(self.seed)
+        self.counter = 0
+        return self
+
+    def initial_seed(self) -> int:
+        return self.seed
+
+    def take(self, n: int) -> tuple[int, int]:
+        c = self.counter
+        self.counter += n
+        return _signed(self.key), _signed(c)
+
+    def get_state(self) -> tuple[int, int]:
+        return (self.seed, self.counter)
+
+    def set_state(self, state: tuple[int, int]) -> None:
+        self.manual_seed(state[0])
+        self.counter = state[1]
+
+
+def _mix(seed: int) -> int:
+    m = (1 << 64) - 1
+    z = (seed + 0x9E3779B97F4A7C15) & m
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
+    return z ^ (z >> 31)
+
+
+def _signed(v: int) -> int:
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+default_generator = Generator(0)
+
+
+def manual_seed(seed: int) -> Generator:
+    return default_generator.manual_seed(seed)
+
+
+def seed() -> int:
+    import random
+    s = random.getrandbits(63)
+    default_generator.manual_seed(s)
+    return s
+
+
+def initial_seed() -> int:
+    return default_generator.initial_seed()
+
+
+def _random(op: str, shape: tuple[int, ...], d: DType, generator: Generator | None) -> Tensor:
+    if not d.is_floating_point:
+        raise TypeError(f"{'rand' if op == 'uniform' else 'randn'}: expected a floating point "
+                        f"dtype, got {d.name}")
+    out = Tensor._empty(shape, d)
+    n = out.numel()
+    key, counter = (generator or default_generator).take(n)
+    return ew.run(op, [key, counter], {"dtype": d, "shape": shape}, out=out)
+
+
+def rand(*size: Any, generator: Generator | None = None, **kwargs: Any) -> Tensor:
+    shape = shape_arg(size, "rand")
+    dtype, rg = _kw(kwargs, "rand")
+    return _finish(_random("uniform", shape, dtype or dt.get_default_dtype(), generator), rg)
+
+
+def randn(*size: Any, generator: Generator | None = None, **kwargs: Any) -> Tensor:
+    shape = shape_arg(size, "randn")
+    dtype, rg = _kw(kwargs, "randn")
+    return _finish(_random("normal", shape, dtype or dt.get_default_dtype(), generator), rg)
+
+
+def rand_like(input: Tensor, **kwargs: Any) -> Tensor:
+    dtype, rg = _kw(kwargs, "rand_like")
+    return _finish(_random("uniform", input._shape, dtype or input._dtype, None), rg)
+
+
+def randn_like(input: Tensor, **kwargs: Any) -> Tensor:
+    dtype, rg = _kw(kwargs, "randn_like")
+    return _finish(_random("normal", input._shape, dtype or input._dtype, None), rg)
+
+
+def randint(low: int, high: int | None = None, size: Sequence[int] = (), **kwargs: Any
+            ) -> Tensor:
+    if high is None:
+        low, high = 0, low
+    if high <= low:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
+                           f"from={low} >= to={high}")
+    dtype, rg = _kw(kwargs, "randint")
+    u = _random("uniform", tuple(size), dt.float64, None)
+    scaled = ew.run("floor", [ew.run("add", [ew.run("mul", [u, float(high - low)]),
+                                             float(low)])])
+    out = Tensor._empty(tuple(size), dtype or dt.int64)
+    return ew.copy_into(out, scaled)

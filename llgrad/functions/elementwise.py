@@ -1,0 +1,219 @@
+"""Elementwise functions: `lg.exp`, `lg.add`, ... and the operators behind `+ - * / **`."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..autograd.apply import apply
+from ..eager import elementwise as ew
+from ..ir import dtypes as dt
+from ..tensor import Tensor
+
+Number = bool | int | float
+
+
+def _forward(op: str, operands: Any, attrs: dict[str, Any] | None) -> Tensor:
+    return ew.run(op, operands, attrs)
+
+
+def _check(op: str, *operands: Any) -> None:
+    if not any(isinstance(o, Tensor) for o in operands):
+        raise TypeError(f"{op}: expected at least one Tensor argument, got "
+                        f"{', '.join(type(o).__name__ for o in operands)}")
+
+
+def elementwise(op: str, *operands: Any, name: str | None = None, **attrs: Any) -> Tensor:
+    _check(op, *operands)
+    return apply(op, operands, attrs or None, _forward, name)
+
+
+def _unary(op: str):
+    def fn(input: Tensor) -> Tensor:
+        return elementwise(op, input)
+    fn.__name__ = op
+    fn.__doc__ = f"Elementwise `{op}` (differentiable; see the op registry for its rule)."
+    return fn
+
+
+exp = _unary("exp")
+exp2 = _unary("exp2")
+expm1 = _unary("expm1")
+log = _unary("log")
+log2 = _unary("log2")
+log10 = _unary("log10")
+log1p = _unary("log1p")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+sin = _unary("sin")
+cos = _unary("cos")
+tan = _unary("tan")
+tanh = _unary("tanh")
+sigmoid = _unary("sigmoid")
+erf = _unary("erf")
+erfc = _unary("erfc")
+neg = _unary("neg")
+negative = neg
+abs = _unary("abs")
+absolute = abs
+sign = _unary("sign")
+reciprocal = _unary("reciprocal")
+square = _unary("square")
+floor = _unary("floor")
+ceil = _unary("ceil")
+round = _unary("round")
+trunc = _unary("trunc")
+relu = _unary("relu")
+silu = _unary("silu")
+isnan = _unary("isnan")
+logical_not = _unary("logical_not")
+bitwise_not = _unary("bitwise_not")
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return elementwise("gelu", input, approximate=approximate)
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    return elementwise("softplus", input, beta=beta, threshold=threshold)
+
+
+def add(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
+    if alpha != 1:
+        other = mul(other, alpha)
+    return elementwise("add", input, other)
+
+
+def sub(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
+    if isinstance(input, Tensor) and input._dtype is dt.bool_ and isinstance(other, Tensor) \
+            and other._dtype is dt.bool_:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if alpha != 1:
+        other = mul(other, alpha)
+    return elementwise("sub", input, other)
+
+
+subtract = sub
+
+
+def mul(input: Any, other: Any) -> Tensor:
+    return elementwise("mul", input, other)
+
+
+multiply = mul
+
+
+def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+    if rounding_mode is None:
+        return elementwise("div", input, other)
+    if rounding_mode == "floor":
+        return elementwise("floor_divide", input, other)
+    if rounding_mode == "trunc":
+        q = elementwise("div", input, other)
+        result = trunc(q)
+        operands = [o for o in (input, other) if isinstance(o, Tensor)]
+        if all(not o._dtype.is_floating_point for o in operands):
+            return result.to(ew.promote([input, other]))
+        return result
+    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+                     f"found {rounding_mode!r}")
+
+
+divide = div
+true_divide = div
+
+
+def floor_divide(input: Any, other: Any) -> Tensor:
+    return elementwise("floor_divide", input, other)
+
+
+def remainder(input: Any, other: Any) -> Tensor:
+    return elementwise("remainder", input, other)
+
+
+def fmod(input: Any, other: Any) -> Tensor:
+    q = trunc(div(input, other))
+    return sub(input, mul(q, other))
+
+
+def pow(input: Any, exponent: Any) -> Tensor:
+    if isinstance(exponent, Tensor) and not isinstance(input, Tensor):
+        name = "PowBackward2"
+    elif isinstance(exponent, Tensor):
+        name = "PowBackward1"
+    else:
+        name = "PowBackward0"
+        if isinstance(input, Tensor) and not input._dtype.is_floating_point and \
+                isinstance(exponent, int) and exponent < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return elementwise("pow", input, exponent, name=name)
+
+
+def atan2(input: Any, other: Any) -> Tensor:
+    return elementwise("atan2", input, other)
+
+
+def maximum(input: Tensor, other: Tensor) -> Tensor:
+    return elementwise("maximum", input, other)
+
+
+def minimum(input: Tensor, other: Tensor) -> Tensor:
+    return elementwise("minimum", input, other)
+
+
+def where(condition: Tensor, input: Any = None, other: Any = None) -> Tensor:
+    if input is None and other is None:
+        from .indexing import nonzero
+        return tuple(nonzero(condition).unbind(1))        # type: ignore[return-value]
+    return elementwise("where", condition, input, other)
+
+
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out = input
+        if min is not None:
+            out = maximum(out, min) if isinstance(min, Tensor) else clamp(out, min=min)
+        if max is not None:
+            out = minimum(out, max) if isinstance(max, Tensor) else clamp(out, max=max)
+        return out
+    if not input._dtype.is_floating_point and any(isinstance(v, float)
+                                                   for v in (min, max) if v is not None):
+        d = ew.promote([input] + [v for v in (min, max) if v is not None])
+        input = input.to(d)
+    return elementwise("clamp", input, min=min, max=max)
+
+
+clip = clamp
+
+
+def _compare(op: str):
+    def fn(input: Any, other: Any) -> Tensor:
+        return elementwise(op, input, other)
+    fn.__name__ = op
+    return fn
+
+
+eq = _compare("eq")
+ne = _compare("ne")
+lt = _compare("lt")
+le = _compare("le")
+gt = _compare("gt")
+ge = _compare("ge")
+less, less_equal, greater, greater_equal, not_equal = lt, le, gt, ge, ne
+logical_and = _compare("logical_and")
+logical_or = _compare("logical_or")
+logical_xor = _compare("logical_xor")
+bitwise_and = _compare("bitwise_and")
+bitwise_or = _compare("bitwise_or")
+bitwise_xor = _compare("bitwise_xor")
+
+
+def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
+    return add(input, mul(weight, sub(end, input)))
+
+
+def xlogy(input: Tensor, other: Any) -> Tensor:
+    return where(eq(input, 0), mul(input, 0.0), mul(input, log(other)))

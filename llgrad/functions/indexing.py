@@ -1,0 +1,135 @@
+"""Indexing: `x[idx]`, `x[idx] = v`, gather, index_select, masked_fill, nonzero.
+
+`x[idx]` records one node whose backward scatters the gradient back to `x`'s shape
+(accumulating repeated indices); that scatter is itself recorded, with `x[idx]` as its
+backward, so indexing is differentiable to any order.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..autograd.apply import needs_grad
+from ..autograd.node import Node, edge, node_class
+from ..ir import dtypes as dt
+from ..tensor import Tensor
+
+
+class IndexNode(Node):
+    """Backward of `x[index]`: scatter the gradient into zeros shaped like `x`."""
+
+    __slots__ = ("index", "shape", "dtype")
+
+    def __init__(self, x: Tensor, index: Any):
+        super().__init__((edge(x),))
+        self.index = index
+        self.shape = x._shape
+        self.dtype = x._dtype
+
+    def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        return (index_backward(grads[0], self.shape, self.index),)
+
+
+class IndexScatterNode(Node):
+    """Backward of the scatter: gather the gradient at the same positions."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, g: Tensor, index: Any):
+        super().__init__((edge(g),))
+        self.index = index
+
+    def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        return (getitem(grads[0], self.index),)
+
+
+def _index_name(index: Any) -> str:
+    items = index if isinstance(index, tuple) else (index,)
+    if any(isinstance(i, (Tensor, list)) for i in items):
+        return "IndexBackward0"
+    last = [i for i in items if i is not None and i is not Ellipsis]
+    if last and isinstance(last[-1], int) and not isinstance(last[-1], bool):
+        return "SelectBackward0"
+    if not last:
+        return "UnsqueezeBackward0" if any(i is None for i in items) else "AliasBackward0"
+    return "SliceBackward0"
+
+
+def getitem(x: Tensor, index: Any, name: str | None = None) -> Tensor:
+    from ..eager import indexing
+    out = indexing.getitem(x, index)
+    if needs_grad([x]) and (out._dtype.is_floating_point or out._dtype.is_complex):
+        node = node_class(name or _index_name(index), IndexNode)(x, index)
+        out = Tensor._make(out._storage, out._offset, out._shape, out._strides, out._dtype,
+                           base=out._base)
+        out._requires_grad = True
+        out.grad_fn = node
+    return out
+
+
+def index_backward(g: Tensor, shape: tuple[int, ...], index: Any) -> Tensor:
+    from ..eager import indexing
+    out = indexing.getitem_backward(shape, g._dtype, index, g)
+    if needs_grad([g]):
+        out._requires_grad = True
+        out.grad_fn = node_class("IndexBackwardBackward0", IndexScatterNode)(g, index)
+    return out
+
+
+def gather(input: Tensor, dim: int, index: Tensor, *, name: str | None = None) -> Tensor:
+    """`out[i][j][k] = input[index[i][j][k]][j][k]` (for dim 0), as torch.gather."""
+    from ..ir.types import normalize_axis
+    from .creation import iota
+    d = normalize_axis(dim, input.ndim, "gather")
+    if not isinstance(index, Tensor) or index._dtype not in (dt.int64, dt.int32):
+        raise RuntimeError("gather(): Expected dtype int64 for index")
+    if index.ndim != input.ndim:
+        raise RuntimeError(f"Index tensor must have the same number of dimensions as input "
+                           f"tensor (index {list(index._shape)}, input {list(input._shape)})")
+    parts = []
+    for k in range(input.ndim):
+        if k == d:
+            parts.append(index)
+        else:
+            shape = [1] * input.ndim
+            shape[k] = index._shape[k]
+            parts.append(iota(index._shape[k], dt.int64).reshape(shape))
+    return getitem(input, tuple(parts), name or "GatherBackward0")
+
+
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    if dim is None:
+        return gather(input.reshape(-1), 0, indices.reshape(-1))
+    return gather(input, dim, indices)
+
+
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    from ..ir.types import normalize_axis
+    d = normalize_axis(dim, input.ndim, "index_select")
+    if index.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    return getitem(input, (slice(None),) * d + (index.reshape(-1),), "IndexSelectBackward0")
+
+
+def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
+    from .elementwise import where
+    if mask._dtype is not dt.bool_:
+        raise RuntimeError(f"masked_fill only supports boolean masks, but got mask with dtype "
+                           f"{mask._dtype.name}")
+    if isinstance(value, Tensor):
+        value = value.to(input._dtype)
+    else:
+        from .creation import full
+        value = full((), value, dtype=input._dtype)
+    return where(mask, value, input)
+
+
+def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
+    from ..eager import indexing
+    out = indexing.nonzero(input)
+    if as_tuple:
+        return tuple(out[:, k] for k in range(input.ndim)) if input.ndim else (out.reshape(-1),)
+    return out
+
+
+def argwhere(input: Tensor) -> Tensor:
+    return nonzero(input)

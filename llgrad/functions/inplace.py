@@ -1,0 +1,317 @@
+"""In-place ops: `add_`, `mul_`, `copy_`, `x[i] = v`, ... with PyTorch's autograd rules.
+
+- In-place on a leaf that requires grad raises at once (in grad mode).
+- Every in-place write bumps the storage's version, so a saved tensor modified later makes
+  backward raise (the check lives in `SavedTensor`).
+- Without autograd the kernel writes straight into the tensor. With autograd the op runs
+  out of place and is recorded, the values are copied in, and the tensor's history is
+  rebased onto the new node. When the tensor is a view, its base's history is rebased too
+  (`CopySlices`): the gradient of the base is split into the written window, which flows
+  to the new values, and the rest, which flows to the base's old history.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..autograd.apply import needs_grad
+from ..autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled, no_grad
+from ..autograd.node import Node, edge, node_class
+from ..eager import elementwise as ew
+from ..tensor import Tensor
+
+
+def check_inplace(t: Tensor) -> None:
+    if is_grad_enabled() and t._requires_grad and t.grad_fn is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    if t._inference and not is_inference_mode_enabled():
+        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
+                           "allowed. You can make a clone to get a normal tensor before doing "
+                           "inplace update.")
+    base = t._base
+    if base is not None and is_grad_enabled() and base._requires_grad and base.grad_fn is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
+
+
+def bump(t: Tensor) -> None:
+    t._storage.version += 1
+
+
+def run_inplace(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, ...],
+                direct: Callable[[], Any], clone_self: bool) -> Tensor:
+    """`direct()` writes without autograd; `functional(t, *args)` is the recorded form."""
+    check_inplace(t)
+    if not needs_grad((t,) + tuple(args)) and not _view_of_grad_base(t):
+        direct()
+        bump(t)
+        return t
+    operand = t.clone() if clone_self else t
+    result = functional(operand, *args)
+    if result._shape != t._shape:
+        raise RuntimeError(f"output with shape {list(t._shape)} doesn't match the broadcast "
+                           f"shape {list(result._shape)}")
+    with no_grad():
+        ew.copy_into(t, result.detach())
+    bump(t)
+    rebase(t, result)
+    return t
+
+
+def _view_of_grad_base(t: Tensor) -> bool:
+    return is_grad_enabled() and t._base is not None and t._base._requires_grad
+
+
+def rebase(t: Tensor, result: Tensor) -> None:
+    """Make `t`'s history end in `result`'s node (and its base's, if `t` is a view)."""
+    base = t._base
+    if base is not None and is_grad_enabled() and (base._requires_grad or result._requires_grad):
+        _rebase_view(base, t, result)
+        return
+    if not result._requires_grad:
+        return
+    t.grad_fn = result.grad_fn
+    t._output_nr = result._output_nr
+    t._requires_grad = True
+
+
+def _rebase_view(base: Tensor, t: Tensor, result: Tensor) -> None:
+    node = node_class("CopySlices", CopySlices)(base, t, result)
+    base.grad_fn = node
+    base._output_nr = 0
+    base._requires_grad = True
+    view_node = node_class("AsStridedBackward0", ViewFromBase)(base, t)
+    t.grad_fn = view_node
+    t._output_nr = 0
+    t._requires_grad = True
+
+
+class _Window:
+    """Where a view sits inside its base, as logical (base-shaped) coordinates."""
+
+    __slots__ = ("base_shape", "offset", "shape", "strides", "linear")
+
+    def __init__(self, base: Tensor, view: Tensor):
+        self.base_shape = base._shape
+        self.shape = view._shape
+        from ..eager.layout import contiguous_strides
+        if base.is_contiguous():
+            self.offset = view._offset - base._offset
+            self.strides = view._strides
+            self.linear = None
+        else:
+            # map storage positions to logical indices through an index image of the base
+            from .creation import iota
+            from ..runtime.storage import allocate
+            from ..ir import dtypes as dt
+            image_storage = allocate(base._storage.nbytes // base._dtype.itemsize * 8 + 8)
+            image = Tensor._make(image_storage, base._offset, base._shape, base._strides, dt.int64)
+            ew.copy_into(image, iota(base.numel(), dt.int64).reshape(base._shape))
+            self.linear = Tensor._make(image_storage, view._offset, view._shape,
+                                       view._strides, dt.int64).clone()
+            self.offset = 0
+            self.strides = contiguous_strides(view._shape)
+
+    def view_of(self, g: Tensor) -> Tensor:
+        """The window of a contiguous, base-shaped tensor `g`."""
+        if self.linear is None:
+            return Tensor._make(g._storage, g._offset + self.offset, self.shape, self.strides,
+                                g._dtype)
+        return g.reshape(-1)[self.linear]
+
+    def zero_window(self, g: Tensor) -> Tensor:
+        out = g.contiguous().clone() if g.is_contiguous() else g.contiguous()
+        if self.linear is None:
+            ew.copy_into(self.view_of(out), 0)
+            return out
+        flat = out.reshape(-1)
+        flat[self.linear] = 0
+        return out
+
+
+class CopySlices(Node):
+    """The base's new history after an in-place write through one of its views."""
+
+    __slots__ = ("window",)
+
+    def __init__(self, base: Tensor, view: Tensor, result: Tensor):
+        super().__init__((edge(base), edge(result)))
+        self.window = _Window(base, view)
+
+    def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = grads[0].contiguous()
+        with no_grad():
+            window = self.window.view_of(g).clone()
+            rest = self.window.zero_window(g)
+        return (rest, window)
+
+
+class ViewFromBase(Node):
+    """A view's history after an in-place write: its gradient lands in the base's window."""
+
+    __slots__ = ("window", "dtype")
+
+    def __init__(self, base: Tensor, view: Tensor):
+        super().__init__((edge(base),))
+        self.window = _Window(base, view)
+        self.dtype = view._dtype
+
+    def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        from .creation import zeros
+        g = grads[0]
+        out = zeros(self.window.base_shape, dtype=g._dtype)
+        with no_grad():
+            if self.window.linear is None:
+                ew.copy_into(self.window.view_of(out), g)
+            else:
+                out.reshape(-1)[self.window.linear] = g
+        return (out,)
+
+
+# --------------------------------------------------------------------------------------
+# The in-place methods
+# --------------------------------------------------------------------------------------
+
+def _binary_inplace(op: str, functional: Callable[..., Tensor], clone_self: bool):
+    def method(self: Tensor, other: Any, **kwargs: Any) -> Tensor:
+        alpha = kwargs.pop("alpha", 1)
+        if kwargs:
+            raise TypeError(f"{op}_() got unexpected keyword arguments {sorted(kwargs)}")
+        if alpha != 1:
+            other = other * alpha
+        return run_inplace(self, functional, (other,),
+                           lambda: ew.run(op, [self, other], None, out=self), clone_self)
+    method.__name__ = f"{op}_"
+    return method
+
+
+def make_inplace_methods() -> dict[str, Callable[..., Any]]:
+    from . import elementwise as E
+    methods = {
+        "add_": _binary_inplace("add", E.add, False),
+        "sub_": _binary_inplace("sub", E.sub, False),
+        "mul_": _binary_inplace("mul", E.mul, True),
+        "div_": _binary_inplace("div", E.div, True),
+        "pow_": _binary_inplace("pow", E.pow, True),
+    }
+
+    def unary_inplace(name: str, fn: Callable[[Tensor], Tensor]):
+        def method(self: Tensor) -> Tensor:
+            return run_inplace(self, fn, (), lambda: ew.run(name, [self], None, out=self), True)
+        method.__name__ = f"{name}_"
+        return method
+
+    for name in ("exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "neg", "abs",
+                 "floor", "ceil", "round", "trunc", "reciprocal", "log1p", "expm1"):
+        methods[f"{name}_"] = unary_inplace(name, getattr(E, name))
+
+    def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
+        return run_inplace(self, lambda x: E.clamp(x, min, max), (),
+                           lambda: ew.run("clamp", [self], {"min": min, "max": max}, out=self),
+                           True)
+
+    def zero_(self: Tensor) -> Tensor:
+        return fill_(self, 0)
+
+    def fill_(self: Tensor, value: Any) -> Tensor:
+        if isinstance(value, Tensor):
+            if value.ndim:
+                raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got "
+                                   f"tensor with {value.ndim} dimensions.")
+            if value._requires_grad:
+                return copy_(self, value.expand(self._shape))
+            value = value.item()
+        from .creation import full, ones_like
+        from ..ir import dtypes as dt
+
+        def functional(x: Tensor) -> Tensor:
+            # `where` keeps x in the graph with a zero gradient (x * 0 would turn NaN into NaN)
+            return E.where(ones_like(x, dtype=dt.bool_), full((), value, dtype=x._dtype), x)
+        return run_inplace(self, functional, (), lambda: ew.copy_into(self, value), False)
+
+    def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
+        from .shape import expand
+        if isinstance(src, Tensor):
+            def functional(x: Tensor, s: Tensor) -> Tensor:
+                y = expand(s, x._shape) if s._shape != x._shape else s
+                return y.to(x._dtype) if y._dtype is not x._dtype else y.clone()
+            return run_inplace(self, functional, (src,), lambda: ew.copy_into(self, src), False)
+        return fill_(self, src)
+
+    methods.update(clamp_=clamp_, clip_=clamp_, zero_=zero_, fill_=fill_, copy_=copy_)
+    return methods
+
+
+def setitem(t: Tensor, index: Any, value: Any) -> None:
+    """`t[index] = value`, differentiable in `t`'s history and in `value`."""
+    from ..eager import indexing
+    from .indexing import getitem
+    check_inplace(t)
+    basic = _is_basic(index)
+    if basic:
+        view = getitem(t, index) if (needs_grad((t, value)) or _view_of_grad_base(t)) \
+            else indexing.getitem(t, index)
+        if view._storage is not t._storage:
+            raise AssertionError("basic indexing must produce a view")
+        if not (needs_grad((t, value)) or _view_of_grad_base(t)):
+            ew.copy_into(view, value)
+            bump(t)
+            return
+        methods = make_inplace_methods()
+        methods["copy_"](view, value) if isinstance(value, Tensor) else \
+            methods["fill_"](view, value)
+        return
+    if not needs_grad((t, value)) and not _view_of_grad_base(t):
+        indexing.setitem(t, index, value)
+        return
+    new = index_put(t, index, value)
+    with no_grad():
+        ew.copy_into(t, new.detach())
+    bump(t)
+    rebase(t, new)
+
+
+def _is_basic(index: Any) -> bool:
+    items = index if isinstance(index, tuple) else (index,)
+    return all(i is None or i is Ellipsis or isinstance(i, (int, slice)) for i in items)
+
+
+class IndexPutNode(Node):
+    """Backward of `index_put(x, index, v)`: x's gradient with the window zeroed; v's is
+    the window, summed over broadcasting (by the engine's rule, applied here)."""
+
+    __slots__ = ("index", "value_shape", "value_dtype")
+
+    def __init__(self, x: Tensor, index: Any, value: Any):
+        super().__init__((edge(x), edge(value) if isinstance(value, Tensor) else (None, 0)))
+        self.index = index
+        self.value_shape = value._shape if isinstance(value, Tensor) else None
+        self.value_dtype = value._dtype if isinstance(value, Tensor) else None
+
+    def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        from .indexing import getitem
+        from .reduction import sum_to_size
+        g = grads[0]
+        gx = g.clone()
+        with no_grad():
+            from ..eager import indexing
+            indexing.setitem(gx, self.index, 0)
+        gv = None
+        if self.value_shape is not None:
+            gv = getitem(g, self.index)
+            if gv._shape != self.value_shape:
+                gv = sum_to_size(gv, self.value_shape)
+            if gv._dtype is not self.value_dtype:
+                gv = gv.to(self.value_dtype)
+        return (gx, gv)
+
+
+def index_put(x: Tensor, index: Any, value: Any) -> Tensor:
+    """Out-of-place `x[index] = value` for advanced indices, recorded for autograd."""
+    from ..eager import indexing
+    out = x.detach().clone()
+    indexing.setitem(out, index, value.detach() if isinstance(value, Tensor) else value)
+    if needs_grad((x, value)):
+        out._requires_grad = True
+        out.grad_fn = node_class("IndexPutBackward0", IndexPutNode)(x, index, value)
+    return out

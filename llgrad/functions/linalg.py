@@ -1,0 +1,82 @@
+"""matmul, mm, bmm, dot: rank handling with differentiable reshapes around one primitive."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..autograd.apply import apply
+from ..eager import elementwise as ew
+from ..tensor import Tensor
+
+
+def _forward(op: str, operands: Any, attrs: Any) -> Tensor:
+    from ..eager import linalg
+    return linalg.matmul(operands[0], operands[1])
+
+
+def _check(op: str, a: Any, b: Any) -> None:
+    for x in (a, b):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{op}: expected Tensors, got {type(x).__name__}")
+    if a.ndim == 0 or b.ndim == 0:
+        raise RuntimeError(f"{op}: both arguments to matmul need to be at least 1D, but they "
+                           f"are {a.ndim}D and {b.ndim}D")
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    _check("matmul", input, other)
+    a, b = input, other
+    d = ew.promote([a, b])
+    a = a if a._dtype is d else a.to(d)
+    b = b if b._dtype is d else b.to(d)
+    if a.ndim == 1 and b.ndim == 1:
+        if a._shape != b._shape:
+            raise RuntimeError(f"inconsistent tensor size, expected tensor [{a._shape[0]}] and "
+                               f"src [{b._shape[0]}] to have the same number of elements, but "
+                               f"got {a._shape[0]} and {b._shape[0]} elements respectively")
+        return dot(a, b)
+    squeeze_a = a.ndim == 1
+    squeeze_b = b.ndim == 1
+    if squeeze_a:
+        a = a.unsqueeze(0)
+    if squeeze_b:
+        b = b.unsqueeze(-1)
+    name = "MmBackward0" if a.ndim == 2 and b.ndim == 2 else "BmmBackward0"
+    out = apply("matmul", (a, b), None, _forward, name)
+    if squeeze_a:
+        out = out.squeeze(-2)
+    if squeeze_b:
+        out = out.squeeze(-1)
+    return out
+
+
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    _check("mm", input, mat2)
+    if input.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError(f"mm: expected 2D tensors, got {input.ndim}D and {mat2.ndim}D")
+    return matmul(input, mat2)
+
+
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    _check("bmm", input, mat2)
+    if input.ndim != 3 or mat2.ndim != 3:
+        raise RuntimeError(f"bmm: expected 3D tensors, got {input.ndim}D and {mat2.ndim}D")
+    if input._shape[0] != mat2._shape[0]:
+        raise RuntimeError(f"bmm: batch sizes must match, got {input._shape[0]} and "
+                           f"{mat2._shape[0]}")
+    return matmul(input, mat2)
+
+
+def dot(input: Tensor, other: Tensor) -> Tensor:
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
+                           f"tensors")
+    out = matmul(input.unsqueeze(0), other.unsqueeze(-1))
+    return out.reshape(())
+
+
+def mv(input: Tensor, vec: Tensor) -> Tensor:
+    return matmul(input, vec)
+
+
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    return input.unsqueeze(-1) * vec2.unsqueeze(0)

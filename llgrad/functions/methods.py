@@ -1,0 +1,121 @@
+"""Tensor methods and operators, bound from the functions (one definition each)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir import dtypes as dt
+from ..tensor import Tensor
+from . import elementwise as E
+from . import indexing, inplace, linalg, misc, reduction, shape
+from .shape import shape_arg
+
+
+def _reflect(fn: Any) -> Any:
+    return lambda self, other: fn(other, self)
+
+
+def _iop(name: str) -> Any:
+    def method(self: Tensor, other: Any) -> Tensor:
+        return getattr(self, name)(other)
+    return method
+
+
+def _size_method(fn: Any) -> Any:
+    def method(self: Tensor, *sizes: Any) -> Tensor:
+        return fn(self, *sizes)
+    return method
+
+
+def _cast_method(d: dt.DType) -> Any:
+    return lambda self: misc.to(self, d)
+
+
+def bind() -> None:
+    T = Tensor
+    ops = {
+        "__add__": E.add, "__radd__": _reflect(E.add), "__sub__": E.sub,
+        "__rsub__": _reflect(E.sub), "__mul__": E.mul, "__rmul__": _reflect(E.mul),
+        "__truediv__": E.div, "__rtruediv__": _reflect(E.div),
+        "__floordiv__": E.floor_divide, "__rfloordiv__": _reflect(E.floor_divide),
+        "__mod__": E.remainder, "__rmod__": _reflect(E.remainder),
+        "__pow__": E.pow, "__rpow__": _reflect(E.pow), "__matmul__": linalg.matmul,
+        "__rmatmul__": _reflect(linalg.matmul), "__neg__": E.neg, "__pos__": lambda s: s,
+        "__abs__": E.abs, "__invert__": lambda s: E.logical_not(s) if s._dtype is dt.bool_
+        else E.bitwise_not(s),
+        "__eq__": E.eq, "__ne__": E.ne, "__lt__": E.lt, "__le__": E.le, "__gt__": E.gt,
+        "__ge__": E.ge,
+        "__and__": lambda a, b: E.logical_and(a, b) if a._dtype is dt.bool_ else
+        E.bitwise_and(a, b),
+        "__or__": lambda a, b: E.logical_or(a, b) if a._dtype is dt.bool_ else
+        E.bitwise_or(a, b),
+        "__xor__": lambda a, b: E.logical_xor(a, b) if a._dtype is dt.bool_ else
+        E.bitwise_xor(a, b),
+        "__getitem__": indexing.getitem, "__setitem__": inplace.setitem,
+        "__iadd__": _iop("add_"), "__isub__": _iop("sub_"), "__imul__": _iop("mul_"),
+        "__itruediv__": _iop("div_"), "__ipow__": _iop("pow_"),
+    }
+    for name, fn in ops.items():
+        setattr(T, name, fn)
+    T.__rand__ = T.__and__
+    T.__ror__ = T.__or__
+    T.__rxor__ = T.__xor__
+    T.__hash__ = lambda self: id(self)
+
+    plain = {}
+    for mod in (E, reduction, shape, linalg, indexing, misc):
+        for name in getattr(mod, "__all__", None) or dir(mod):
+            fn = getattr(mod, name)
+            if callable(fn) and not name.startswith("_") and getattr(fn, "__module__", "") == \
+                    mod.__name__:
+                plain[name] = fn
+    skip = {"elementwise", "shape_arg", "iota", "slice_dim", "pad_dims", "is_tensor",
+            "broadcast_tensors", "cat", "concat", "concatenate", "stack", "getitem",
+            "values_indices", "index_backward", "IndexNode", "IndexScatterNode",
+            "numel", "slice_all"}
+    for name, fn in plain.items():
+        if name in skip or hasattr(T, name) and name in ("shape", "dtype", "ndim"):
+            continue
+        if name in ("reshape", "view", "permute", "expand", "flip"):
+            setattr(T, name, _size_method(fn))
+        else:
+            setattr(T, name, fn)
+    T.size = Tensor.size
+    T.numel = Tensor.numel
+    T.is_floating_point = Tensor.is_floating_point
+    T.is_complex = Tensor.is_complex
+    T.view_as = lambda self, other: shape.view(self, other._shape)
+    T.reshape_as = lambda self, other: shape.reshape(self, other._shape)
+    T.repeat = _repeat
+    T.T = property(lambda self: shape.permute(self, tuple(reversed(range(self.ndim)))))
+    T.mT = property(lambda self: shape.transpose(self, -2, -1))
+    T.H = property(lambda self: shape.transpose(self, -2, -1))
+    for name, d in [("float", dt.float32), ("double", dt.float64), ("half", dt.float16),
+                    ("bfloat16", dt.bfloat16), ("long", dt.int64), ("int", dt.int32),
+                    ("bool", dt.bool_), ("short", dt.int16), ("char", dt.int8),
+                    ("byte", dt.uint8)]:
+        setattr(T, name, _cast_method(d))
+    T.cpu = lambda self: self
+    T.new_zeros = lambda self, *size, **kw: __import__("llgrad").zeros(
+        *size, **({"dtype": self._dtype} | kw))
+    T.new_ones = lambda self, *size, **kw: __import__("llgrad").ones(
+        *size, **({"dtype": self._dtype} | kw))
+    T.new_tensor = lambda self, data, **kw: __import__("llgrad").tensor(
+        data, **({"dtype": self._dtype} | kw))
+    for name, fn in inplace.make_inplace_methods().items():
+        setattr(T, name, fn)
+
+
+def _repeat(self: Tensor, *sizes: Any) -> Tensor:
+    reps = shape_arg(sizes, "repeat")
+    if len(reps) < self.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
+                           "of dimensions of tensor")
+    x = self.reshape((1,) * (len(reps) - self.ndim) + self._shape)
+    # interleave a new axis before each one, expand it, then merge
+    expanded_shape = []
+    view_shape = []
+    for r, n in zip(reps, x._shape):
+        view_shape += [1, n]
+        expanded_shape += [r, n]
+    y = x.reshape(view_shape).expand(expanded_shape)
+    return y.reshape(tuple(r * n for r, n in zip(reps, x._shape)))

@@ -1,0 +1,172 @@
+"""Small functions built from the others: conversions, tests, softmax entry points."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..autograd.apply import apply, apply_composite
+from ..eager import elementwise as ew
+from ..eager import views
+from ..ir import dtypes as dt
+from ..ir.dtypes import DType
+from ..ir.types import normalize_axis
+from ..tensor import Tensor
+from . import elementwise as E
+
+
+def _cast_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
+    return ew.run("cast", operands, attrs)
+
+
+def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """`x.to(dtype)`, `x.to(other)`, `x.to("cpu")`; copies only when the dtype changes."""
+    dtype = kwargs.pop("dtype", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("device", None)
+    kwargs.pop("non_blocking", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, DType):
+            dtype = a
+        elif isinstance(a, Tensor):
+            dtype = a._dtype
+        elif isinstance(a, str) and a.startswith("cpu"):
+            continue
+        else:
+            raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+    if dtype is None or dtype is input._dtype:
+        return input.clone() if copy else input
+    return apply("cast", (input,), {"dtype": dtype}, _cast_forward, "ToCopyBackward0")
+
+
+def type_as(input: Tensor, other: Tensor) -> Tensor:
+    return to(input, other._dtype)
+
+
+def rsub(input: Any, other: Any) -> Tensor:
+    """`other - input` (the reflected subtraction used by derivative rules)."""
+    return E.sub(other, input)
+
+
+def isinf(input: Tensor) -> Tensor:
+    if not input._dtype.is_floating_point:
+        return E.ne(input, input)
+    return E.eq(E.abs(input), math.inf)
+
+
+def isfinite(input: Tensor) -> Tensor:
+    if not input._dtype.is_floating_point:
+        return E.eq(input, input)
+    return E.logical_not(E.logical_or(isinf(input), E.isnan(input)))
+
+
+def isclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8,
+            equal_nan: bool = False) -> Tensor:
+    diff = E.abs(E.sub(input, other))
+    tol = E.add(E.mul(E.abs(other), rtol), atol)
+    close = E.logical_or(E.eq(input, other), E.le(diff, tol))
+    if equal_nan:
+        close = E.logical_or(close, E.logical_and(E.isnan(input), E.isnan(other)))
+    return close
+
+
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8,
+             equal_nan: bool = False) -> bool:
+    from .reduction import all
+    return bool(all(isclose(input, other, rtol, atol, equal_nan)).item())
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    from .reduction import all
+    if input._shape != other._shape:
+        return False
+    return bool(all(E.eq(input, other)).item())
+
+
+def numel(input: Tensor) -> int:
+    return input.numel()
+
+
+def is_tensor(obj: Any) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input: Tensor) -> bool:
+    return input._dtype.is_floating_point
+
+
+def is_complex(input: Tensor) -> bool:
+    return input._dtype.is_complex
+
+
+def slice_all(input: Tensor, starts: tuple[int, ...], stops: tuple[int, ...],
+              steps: tuple[int, ...]) -> Tensor:
+    """A window in every dimension at once (the inverse of `pad_dims`)."""
+    from .shape import _slice_forward
+    return apply("slice", (input,), {"starts": tuple(starts), "stops": tuple(stops),
+                                     "steps": tuple(steps)}, _slice_forward, "SliceBackward0")
+
+
+def _softmax_input(x: Tensor, dtype: DType | None) -> Tensor:
+    if dtype is not None:
+        return to(x, dtype)
+    if not x._dtype.is_floating_point:
+        return to(x, dt.get_default_dtype())
+    return x
+
+
+def softmax(input: Tensor, dim: int, dtype: DType | None = None) -> Tensor:
+    x = _softmax_input(input, dtype)
+    return apply_composite("softmax", (x,), {"dim": normalize_axis(dim, x.ndim, "softmax")},
+                           "SoftmaxBackward0")
+
+
+def log_softmax(input: Tensor, dim: int, dtype: DType | None = None) -> Tensor:
+    x = _softmax_input(input, dtype)
+    return apply_composite("log_softmax", (x,),
+                           {"dim": normalize_axis(dim, x.ndim, "log_softmax")},
+                           "LogSoftmaxBackward0")
+
+
+def _tri(input: Tensor, diagonal: int, upper: bool) -> Tensor:
+    from .creation import iota
+    if input.ndim < 2:
+        raise RuntimeError(f"{'triu' if upper else 'tril'}: input tensor must have at least 2 "
+                           f"dimensions")
+    n, m = input._shape[-2], input._shape[-1]
+    rows = iota(n, dt.int64).reshape(n, 1)
+    cols = iota(m, dt.int64).reshape(1, m)
+    keep = E.ge(E.sub(cols, rows), diagonal) if upper else E.le(E.sub(cols, rows), diagonal)
+    return E.where(keep, input, E.mul(input, 0) if input._dtype is not dt.bool_ else keep)
+
+
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    return _tri(input, diagonal, True)
+
+
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    return _tri(input, diagonal, False)
+
+
+def diag(input: Tensor, diagonal: int = 0) -> Tensor:
+    from .creation import zeros, iota
+    if input.ndim == 1:
+        n = input._shape[0] + abs(diagonal)
+        out = zeros(n, n, dtype=input._dtype)
+        idx = iota(input._shape[0], dt.int64)
+        rows = E.add(idx, max(-diagonal, 0))
+        cols = E.add(idx, max(diagonal, 0))
+        from .inplace import index_put
+        return index_put(out, (rows, cols), input)
+    if input.ndim == 2:
+        n, m = input._shape
+        length = max(0, min(n + min(diagonal, 0), m - max(diagonal, 0)))
+        idx = iota(length, dt.int64)
+        return input[E.add(idx, max(-diagonal, 0)), E.add(idx, max(diagonal, 0))]
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
+
+
+def trace(input: Tensor) -> Tensor:
+    from .reduction import sum
+    return sum(diag(input))

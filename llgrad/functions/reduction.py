@@ -1,0 +1,222 @@
+"""Reductions: sum, mean, max/min (with and without dim), prod, var, std, norm, ..."""
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any, Sequence
+
+from ..autograd.apply import apply, apply_composite
+from ..ir import dtypes as dt
+from ..ir.types import normalize_axis
+from ..tensor import Tensor
+
+values_indices = namedtuple("values_indices", ["values", "indices"])
+
+
+def _axes(dim: Any, ndim: int, op: str) -> tuple[int, ...]:
+    """`dim` as a tuple of normalized axes; None (or an empty list) means all."""
+    if dim is None:
+        return ()
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    norm = tuple(normalize_axis(d, ndim, op) for d in dims)
+    if len(set(norm)) != len(norm):
+        raise RuntimeError(f"{op}: dim {list(dims)} appears multiple times in the list of dims")
+    return norm
+
+
+def _forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
+    from ..eager import reduce
+    return reduce.run(op, operands[0], attrs["axes"], attrs["keepdim"])
+
+
+def _reduce(op: str, x: Tensor, dim: Any, keepdim: bool, name: str | None = None) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    axes = _axes(dim, x.ndim, op)
+    return apply(op, (x,), {"axes": axes, "keepdim": keepdim}, _forward, name)
+
+
+def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: dt.DType | None = None
+        ) -> Tensor:
+    if dtype is not None:
+        input = input.to(dtype)
+    name = "SumBackward0" if dim is None else "SumBackward1"
+    return _reduce("sum", input, dim, keepdim, name)
+
+
+def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
+         dtype: dt.DType | None = None) -> Tensor:
+    if dtype is not None:
+        input = input.to(dtype)
+    name = "ProdBackward0" if dim is None else "ProdBackward1"
+    return _reduce("prod", input, dim, keepdim, name)
+
+
+def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    return _reduce("amax", input, dim if dim != () else None, keepdim, "AmaxBackward0")
+
+
+def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    return _reduce("amin", input, dim if dim != () else None, keepdim, "AminBackward0")
+
+
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    from ..eager import reduce
+    axes = _axes(dim, input.ndim, "argmax")
+    return reduce.run("argmax", input, axes, keepdim and dim is not None)
+
+
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    from ..eager import reduce
+    axes = _axes(dim, input.ndim, "argmin")
+    return reduce.run("argmin", input, axes, keepdim and dim is not None)
+
+
+def _extreme(op: str, input: Tensor, dim: Any, keepdim: bool, other: Any) -> Any:
+    if isinstance(dim, Tensor):          # torch.max(a, b): elementwise
+        from .elementwise import maximum, minimum
+        return (maximum if op == "max" else minimum)(input, dim)
+    if other is not None:
+        from .elementwise import maximum, minimum
+        return (maximum if op == "max" else minimum)(input, other)
+    if dim is None:
+        name = "MaxBackward1" if op == "max" else "MinBackward1"
+        return _reduce("amax" if op == "max" else "amin", input, None, False, name)
+    d = normalize_axis(dim, input.ndim, op)
+    idx = (argmax if op == "max" else argmin)(input, d, keepdim=True)
+    from .indexing import gather
+    values = gather(input, d, idx, name="MaxBackward0" if op == "max" else "MinBackward0")
+    if not keepdim and input.ndim:
+        from .shape import squeeze
+        values = squeeze(values, d)
+        idx = idx.squeeze(d)
+    return values_indices(values, idx)
+
+
+def max(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:
+    return _extreme("max", input, dim, keepdim, other)
+
+
+def min(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:
+    return _extreme("min", input, dim, keepdim, other)
+
+
+def _float_input(op: str, x: Tensor, dtype: dt.DType | None) -> Tensor:
+    if dtype is not None:
+        return x.to(dtype)
+    if not (x._dtype.is_floating_point or x._dtype.is_complex):
+        raise RuntimeError(f"{op}(): could not infer output dtype. Input dtype must be either a "
+                           f"floating point or complex dtype. Got: {x._dtype.name}")
+    return x
+
+
+def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
+         dtype: dt.DType | None = None) -> Tensor:
+    x = _float_input("mean", input, dtype)
+    name = "MeanBackward0" if dim is None else "MeanBackward1"
+    return apply_composite("mean", (x,), {"axes": _axes(dim, x.ndim, "mean"), "keepdim": keepdim},
+                           name)
+
+
+def _correction(unbiased: Any, correction: Any) -> float:
+    if correction is not None:
+        return float(correction)
+    if unbiased is None:
+        return 1.0
+    return 1.0 if unbiased else 0.0
+
+
+def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+        correction: Any = None) -> Tensor:
+    if isinstance(dim, bool):            # var(x, False): the unbiased flag
+        dim, unbiased = None, dim
+    x = _float_input("var", input, None)
+    return apply_composite("var", (x,), {"axes": _axes(dim, x.ndim, "var"), "keepdim": keepdim,
+                                         "correction": _correction(unbiased, correction)},
+                           "VarBackward0")
+
+
+def std(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+        correction: Any = None) -> Tensor:
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    x = _float_input("std", input, None)
+    return apply_composite("std", (x,), {"axes": _axes(dim, x.ndim, "std"), "keepdim": keepdim,
+                                         "correction": _correction(unbiased, correction)},
+                           "StdBackward0")
+
+
+def var_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+             correction: Any = None) -> tuple[Tensor, Tensor]:
+    return (var(input, dim, unbiased, keepdim, correction=correction),
+            mean(input, dim, keepdim))
+
+
+def std_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+             correction: Any = None) -> tuple[Tensor, Tensor]:
+    return (std(input, dim, unbiased, keepdim, correction=correction),
+            mean(input, dim, keepdim))
+
+
+def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    x = _float_input("logsumexp", input.to(dt.get_default_dtype())
+                     if not input._dtype.is_floating_point else input, None)
+    return apply_composite("logsumexp", (x,), {"axes": _axes(dim, x.ndim, "logsumexp"),
+                                               "keepdim": keepdim}, "LogsumexpBackward0")
+
+
+def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
+         dtype: dt.DType | None = None) -> Tensor:
+    x = _float_input("norm", input, dtype)
+    if p in ("fro", None):
+        p = 2.0
+    if p == "nuc":
+        raise RuntimeError("norm: the nuclear norm needs an SVD, which llgrad does not have")
+    return apply_composite("norm", (x,), {"axes": _axes(dim, x.ndim, "norm"),
+                                          "keepdim": keepdim, "p": float(p)},
+                           "NormBackward1" if dim is not None else "NormBackward0")
+
+
+def sum_to_size(input: Tensor, *size: Any) -> Tensor:
+    """Sum broadcast dimensions away so the result has shape `size` (autograd uses it)."""
+    from .shape import reshape, shape_arg
+    shape = shape_arg(size, "sum_to_size")
+    if input._shape == shape:
+        return input
+    lead = input.ndim - len(shape)
+    if lead < 0:
+        raise RuntimeError(f"sum_to_size: size {list(shape)} is not expandable to "
+                           f"{list(input._shape)}")
+    axes = list(range(lead))
+    for i, n in enumerate(shape):
+        if n == 1 and input._shape[lead + i] != 1:
+            axes.append(lead + i)
+        elif n != input._shape[lead + i] and input._shape[lead + i] != 1:
+            raise RuntimeError(f"sum_to_size: size {list(shape)} is not expandable to "
+                               f"{list(input._shape)}")
+    out = sum(input, tuple(axes), keepdim=True) if axes else input
+    return reshape(out, shape) if out._shape != shape else out
+
+
+def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    from .elementwise import eq
+    b = input if input._dtype is dt.bool_ else input.ne(0)
+    return eq(amin(b.to(dt.uint8), dim if dim is not None else (), keepdim), 1) \
+        if b.numel() else _const_bool(True, b, dim, keepdim)
+
+
+def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    from .elementwise import eq
+    b = input if input._dtype is dt.bool_ else input.ne(0)
+    return eq(amax(b.to(dt.uint8), dim if dim is not None else (), keepdim), 1) \
+        if b.numel() else _const_bool(False, b, dim, keepdim)
+
+
+def _const_bool(value: bool, b: Tensor, dim: Any, keepdim: bool) -> Tensor:
+    from .creation import full
+    axes = set(_axes(dim, b.ndim, "all")) or set(range(b.ndim))
+    shape = tuple(1 if i in axes else n for i, n in enumerate(b._shape) if keepdim or i not in axes)
+    return full(shape, value, dtype=dt.bool_)
+
+
+def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
+    return sum(input.ne(0), dim)

@@ -1,0 +1,318 @@
+"""Shape functions. Views in eager mode; each records the registry op it is made of."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..autograd.apply import apply
+from ..eager import elementwise as ew
+from ..eager import views
+from ..ir.types import normalize_axis
+from ..tensor import Tensor
+
+
+def shape_arg(args: tuple[Any, ...], op: str) -> tuple[int, ...]:
+    """Sizes given as varargs (`x.view(2, 3)`) or as one sequence (`x.view((2, 3))`)."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = tuple(args[0])
+    out = []
+    for a in args:
+        if isinstance(a, Tensor):
+            a = int(a)
+        if isinstance(a, bool) or not hasattr(a, "__index__"):
+            raise TypeError(f"{op}: sizes must be integers, got {a!r} ({type(a).__name__})")
+        out.append(a.__index__())
+    return tuple(out)
+
+
+def _check_tensor(op: str, x: Any) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    return x
+
+
+def _reshape_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
+    return views.reshape(operands[0], attrs["shape"])
+
+
+def _view_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
+    return views.reshape(operands[0], attrs["shape"], must_view=True)
+
+
+def reshape(input: Tensor, *shape: Any, name: str = "ViewBackward0") -> Tensor:
+    _check_tensor("reshape", input)
+    s = shape_arg(shape, "reshape")
+    return apply("reshape", (input,), {"shape": s}, _reshape_forward, name)
+
+
+def view(input: Tensor, *shape: Any) -> Tensor:
+    _check_tensor("view", input)
+    if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)) and \
+            hasattr(shape[0], "itemsize"):
+        raise TypeError("view(dtype) is not supported; use .to(dtype)")
+    s = shape_arg(shape, "view")
+    return apply("reshape", (input,), {"shape": s}, _view_forward, "ViewBackward0")
+
+
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    if input.ndim == 0:
+        return reshape(input, (1,))
+    a = normalize_axis(start_dim, input.ndim, "flatten")
+    b = normalize_axis(end_dim, input.ndim, "flatten")
+    if a > b:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    n = 1
+    for s in input._shape[a:b + 1]:
+        n *= s
+    return reshape(input, input._shape[:a] + (n,) + input._shape[b + 1:])
+
+
+def squeeze(input: Tensor, dim: Any = None) -> Tensor:
+    if dim is None:
+        new = tuple(s for s in input._shape if s != 1)
+        return reshape(input, new, name="SqueezeBackward0")
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    norm = {normalize_axis(d, input.ndim, "squeeze") for d in dims}
+    new = tuple(s for i, s in enumerate(input._shape) if not (i in norm and s == 1))
+    return reshape(input, new, name="SqueezeBackward1")
+
+
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    d = normalize_axis(dim, input.ndim + 1, "unsqueeze")
+    new = input._shape[:d] + (1,) + input._shape[d:]
+    return reshape(input, new, name="UnsqueezeBackward0")
+
+
+def _permute_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
+    return views.permute(operands[0], attrs["perm"])
+
+
+def permute(input: Tensor, *dims: Any) -> Tensor:
+    _check_tensor("permute", input)
+    p = shape_arg(dims, "permute")
+    return apply("permute", (input,), {"perm": p}, _permute_forward, "PermuteBackward0")
+
+
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    n = input.ndim
+    a = normalize_axis(dim0, n, "transpose")
+    b = normalize_axis(dim1, n, "transpose")
+    perm = list(range(n))
+    perm[a], perm[b] = perm[b], perm[a]
+    return apply("permute", (input,), {"perm": tuple(perm)}, _permute_forward,
+                 "TransposeBackward0")
+
+
+swapaxes = transpose
+
+
+def t(input: Tensor) -> Tensor:
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                           f"{input.ndim}D")
+    if input.ndim < 2:
+        return input.view_as(input) if input.ndim else input
+    return apply("permute", (input,), {"perm": (1, 0)}, _permute_forward, "TBackward0")
+
+
+def movedim(input: Tensor, source: int, destination: int) -> Tensor:
+    n = input.ndim
+    s = normalize_axis(source, n, "movedim")
+    d = normalize_axis(destination, n, "movedim")
+    order = [i for i in range(n) if i != s]
+    order.insert(d, s)
+    return permute(input, order)
+
+
+def _expand_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
+    return views.expand(operands[0], attrs["shape"])
+
+
+def expand(input: Tensor, *sizes: Any) -> Tensor:
+    _check_tensor("expand", input)
+    s = shape_arg(sizes, "expand")
+    return apply("expand", (input,), {"shape": s}, _expand_forward, "ExpandBackward0")
+
+
+def broadcast_to(input: Tensor, shape: Sequence[int]) -> Tensor:
+    return expand(input, tuple(shape))
+
+
+def expand_as(input: Tensor, other: Tensor) -> Tensor:
+    return expand(input, other._shape)
+
+
+def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
+    from ..ir.types import broadcast_shapes
+    shape = broadcast_shapes(*(t._shape for t in tensors), op="broadcast_tensors")
+    return tuple(expand(t, shape) for t in tensors)
+
+
+def _slice_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
+    return views.slice_dims(operands[0], attrs["starts"], attrs["stops"], attrs["steps"])
+
+
+def slice_dim(input: Tensor, dim: int, start: int, stop: int, step: int = 1) -> Tensor:
+    """`input` restricted to `start:stop:step` along `dim` (already within bounds)."""
+    d = normalize_axis(dim, input.ndim, "slice")
+    starts = [0] * input.ndim
+    stops = list(input._shape)
+    steps = [1] * input.ndim
+    starts[d], stops[d], steps[d] = start, stop, step
+    return apply("slice", (input,), {"starts": tuple(starts), "stops": tuple(stops),
+                                     "steps": tuple(steps)}, _slice_forward, "SliceBackward0")
+
+
+def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    d = normalize_axis(dim, input.ndim, "narrow")
+    n = input._shape[d]
+    if start < 0:
+        start += n
+    if not (0 <= start <= n and 0 <= length and start + length <= n):
+        raise IndexError(f"narrow: start ({start}) + length ({length}) exceeds dimension "
+                         f"size ({n})")
+    return slice_dim(input, d, start, start + length)
+
+
+def select(input: Tensor, dim: int, index: int) -> Tensor:
+    d = normalize_axis(dim, input.ndim, "select")
+    n = input._shape[d]
+    if not -n <= index < n:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(input._shape)} at dimension {d}")
+    index %= n
+    part = slice_dim(input, d, index, index + 1)
+    return reshape(part, input._shape[:d] + input._shape[d + 1:], name="SelectBackward0")
+
+
+def _pad_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
+    from ..ops.shape import _infer_pad
+    from ..ir.types import TensorType
+    x = operands[0]
+    out_t = _infer_pad((TensorType(x._dtype, x._shape),), **attrs)
+    out = Tensor._empty(out_t.shape, x._dtype)
+    ew.copy_into(out, attrs["value"])
+    starts = attrs["lows"]
+    stops = tuple(lo + (n - 1) * (it + 1) + 1 if n else lo
+                  for n, lo, it in zip(x._shape, attrs["lows"], attrs["interior"]))
+    steps = tuple(it + 1 for it in attrs["interior"])
+    ew.copy_into(views.slice_dims(out, starts, stops, steps), x)
+    return out
+
+
+def pad_dims(input: Tensor, lows: Sequence[int], highs: Sequence[int],
+             interior: Sequence[int] | None = None, value: Any = 0) -> Tensor:
+    """Pad every dimension (low, high, and `interior` gaps between elements)."""
+    interior = tuple(interior) if interior is not None else (0,) * input.ndim
+    return apply("pad", (input,), {"lows": tuple(lows), "highs": tuple(highs),
+                                   "interior": interior, "value": value}, _pad_forward,
+                 "ConstantPadNdBackward0")
+
+
+def _cat_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
+    from ..ops.shape import _infer_cat
+    from ..ir.types import TensorType
+    axis = attrs["axis"]
+    d = ew.promote(list(operands))
+    types = tuple(TensorType(d, t._shape) for t in operands)
+    out = Tensor._empty(_infer_cat(types, axis).shape, d)
+    ax = normalize_axis(axis, out.ndim, "cat")
+    offset = 0
+    for t in operands:
+        n = t._shape[ax]
+        starts = [0] * out.ndim
+        stops = list(out._shape)
+        starts[ax], stops[ax] = offset, offset + n
+        ew.copy_into(views.slice_dims(out, tuple(starts), tuple(stops), (1,) * out.ndim), t)
+        offset += n
+    return out
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("cat: expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"cat: expected a sequence of Tensors, but element {i} is "
+                            f"{type(t).__name__}")
+    # PyTorch skips legacy 1-d empty tensors in cat
+    kept = [t for t in tensors if not (t.ndim == 1 and t._shape[0] == 0)] or tensors[:1]
+    return apply("cat", tuple(kept), {"axis": dim}, _cat_forward, "CatBackward0")
+
+
+concat = cat
+concatenate = cat
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    shape = tensors[0]._shape
+    for i, t in enumerate(tensors):
+        if t._shape != shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{list(shape)} at entry 0 and {list(t._shape)} at entry {i}")
+    d = normalize_axis(dim, len(shape) + 1, "stack")
+    return cat([unsqueeze(t, d) for t in tensors], d)
+
+
+def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    d = normalize_axis(dim, tensor.ndim, "split")
+    n = tensor._shape[d]
+    if isinstance(split_size_or_sections, int):
+        size = split_size_or_sections
+        if size <= 0:
+            raise RuntimeError(f"split: split_size must be positive, got {size}")
+        sizes = [size] * (n // size) + ([n % size] if n % size else [])
+        if n == 0:
+            sizes = [0]
+    else:
+        sizes = list(split_size_or_sections)
+        if sum(sizes) != n:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
+                               f"(input tensor's size at dimension {d}), but got "
+                               f"split_sizes={sizes}")
+    out = []
+    start = 0
+    for s in sizes:
+        out.append(slice_dim(tensor, d, start, start + s))
+        start += s
+    return tuple(out)
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    d = normalize_axis(dim, input.ndim, "chunk")
+    n = input._shape[d]
+    size = max(1, -(-n // chunks))
+    return split(input, size, d)
+
+
+def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    d = normalize_axis(dim, input.ndim, "unbind")
+    return tuple(select(input, d, i) for i in range(input._shape[d]))
+
+
+def _flip_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
+    return views.flip_view(operands[0], attrs["axes"])
+
+
+def flip(input: Tensor, dims: Sequence[int]) -> Tensor:
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    return apply("flip", (input,), {"axes": dims}, _flip_forward, "FlipBackward0")
+
+
+def contiguous(input: Tensor) -> Tensor:
+    if input.is_contiguous():
+        return input
+    return clone(input)
+
+
+def _clone_forward(op: str, operands: Any, attrs: Any) -> Tensor:
+    return views.clone(operands[0])
+
+
+def clone(input: Tensor) -> Tensor:
+    return apply("cast", (input,), {"dtype": input._dtype}, _clone_forward, "CloneBackward0")
