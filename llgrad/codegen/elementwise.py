@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 from llvmlite import ir
 
+from ..ir import dtypes as dt
 from ..ir import registry
 from ..ir.dtypes import DType
 from .loops import I64, for_range, new_kernel
@@ -48,13 +49,29 @@ class Expr:
         return " ".join(parts) + " -> " + ",".join(map(str, self.outputs))
 
 
+_HALF = (dt.float16, dt.bfloat16)
+
+
 def evaluate(s: LLVMScalar, expr: Expr, inputs: Sequence[SV]) -> list[SV]:
-    """Emit the DAG's scalar code; returns the output values."""
+    """Emit the DAG's scalar code; returns the output values.
+
+    An op on float16/bfloat16 computes internally in float32 and rounds once, at its
+    result (as PyTorch's kernels do), so e.g. softplus does not overflow in exp().
+    """
     values: list[SV] = list(inputs)
     for node in expr.nodes:
         rule = registry.get(node.op).scalar
         assert rule is not None, f"{node.op} has no scalar rule"
-        values.append(rule(s, *(values[a] for a in node.args), **dict(node.attrs)))
+        args = [values[a] for a in node.args]
+        half = [a.dtype for a in args if a.dtype in _HALF]
+        if half and node.op != "cast":
+            args = [SV(a.value, dt.float32) if a.dtype in _HALF else a for a in args]
+            result = rule(s, *args, **dict(node.attrs))
+            if result.dtype is dt.float32:
+                result = s.cast(result, half[0])
+        else:
+            result = rule(s, *args, **dict(node.attrs))
+        values.append(result)
     return [values[o] for o in expr.outputs]
 
 

@@ -295,10 +295,13 @@ class LLVMScalar:
             y = bd.fpext(x, tt) if st == F32 else bd.fptrunc(x, tt)
             return self._fix(y, to)
         if src.is_floating_point:
-            # saturating conversion: NaN -> 0 and out-of-range clamps, never poison
-            name = "llvm.fptosi.sat" if to.kind == "i" else "llvm.fptoui.sat"
-            fn = intrinsic(self.module, f"{name}.{tt}.{_suffix(x.type)}", tt, [x.type])
-            return SV(bd.call(fn, [x]), to)
+            # saturating conversion to int64 (NaN -> 0, never poison), then wrap into
+            # narrower integers as PyTorch and NumPy do (-2.0 -> 254 for uint8)
+            wide = I64 if tt.width < 32 else tt
+            fn = intrinsic(self.module, f"llvm.fptosi.sat.{wide}.{_suffix(x.type)}", wide,
+                           [x.type])
+            y = bd.call(fn, [x])
+            return SV(bd.trunc(y, tt) if wide is not tt else y, to)
         if to.is_floating_point:
             y = bd.sitofp(x, tt) if src.kind == "i" else bd.uitofp(x, tt)
             return self._fix(y, to)

@@ -43,6 +43,24 @@ def num_threads() -> int:
     return max(1, min(len(os.sched_getaffinity(0)), 8))
 
 
+_recording: list[list[Kernel]] = []
+
+
+class record_kernels:
+    """`with record_kernels() as ks:` collects every kernel launched in the block, in order.
+
+    Each is a `Kernel` with `.llvm_ir` and `.asm()`: the way to see what an eager op runs.
+    """
+
+    def __enter__(self) -> list[Kernel]:
+        self.kernels: list[Kernel] = []
+        _recording.append(self.kernels)
+        return self.kernels
+
+    def __exit__(self, *exc: object) -> None:
+        _recording.remove(self.kernels)
+
+
 _pool: ThreadPoolExecutor | None = None
 _THREADS = num_threads()
 PARALLEL_MIN_WORK = 1 << 17        # elements of work below which one core is faster
@@ -74,6 +92,9 @@ def call_split(kernel: Kernel, args: list[int], work: int) -> None:
 
     `work` is the number of elements the whole call touches; small calls run inline.
     """
+    if _recording:
+        for r in _recording:
+            r.append(kernel)
     lo, hi = args[0], args[1]
     parts = min(_THREADS, hi - lo)
     if parts < 2 or work < PARALLEL_MIN_WORK:

@@ -7,21 +7,53 @@ version counter, which autograd uses to detect in-place changes to saved tensors
 from __future__ import annotations
 
 import ctypes
+import sys
+import threading
 
 import numpy as np
 
 ALIGNMENT = 64
 
+# Large buffers are recycled: a fresh 40 MB block costs ~10k page faults on first touch,
+# which is a large part of an elementwise op on it. Freed blocks wait in a pool keyed by
+# size; a block is only recycled when nothing else (a NumPy view) still refers to it.
+POOL_MIN_BYTES = 1 << 20
+POOL_MAX_BYTES = 1 << 30
+_pool: dict[int, list[np.ndarray]] = {}
+_pool_bytes = [0]
+_pool_lock = threading.Lock()
+
+
+def _bucket(nbytes: int) -> int:
+    return (nbytes + ALIGNMENT + 4095) & ~4095
+
 
 class Storage:
-    __slots__ = ("buffer", "ptr", "nbytes", "version", "owner", "__weakref__")
+    __slots__ = ("buffer", "ptr", "nbytes", "version", "owner", "raw", "__weakref__")
 
-    def __init__(self, buffer: np.ndarray, ptr: int, owner: object = None):
+    def __init__(self, buffer: np.ndarray, ptr: int, owner: object = None,
+                 raw: np.ndarray | None = None):
         self.buffer = buffer            # 1-d uint8 array over exactly this memory
         self.ptr = ptr
         self.nbytes = buffer.nbytes
         self.version = 0
         self.owner = owner              # keeps borrowed memory alive
+        self.raw = raw                  # the pooled block this storage was cut from
+
+    def __del__(self) -> None:
+        raw = self.raw
+        if raw is None:
+            return
+        # expected references to raw: this local, self.raw, self.buffer.base and the
+        # getrefcount argument; to buffer: self.buffer and the argument. Anything more
+        # means a view of the memory is still alive outside llgrad.
+        if sys.getrefcount(self.buffer) > 2 or sys.getrefcount(raw) > 4:
+            return
+        with _pool_lock:
+            if _pool_bytes[0] + raw.nbytes > POOL_MAX_BYTES:
+                return
+            _pool.setdefault(raw.nbytes, []).append(raw)
+            _pool_bytes[0] += raw.nbytes
 
     def __repr__(self) -> str:
         return f"<Storage {self.nbytes} bytes at {self.ptr:#x}>"
@@ -32,10 +64,34 @@ def _address(arr: np.ndarray) -> int:
 
 
 def allocate(nbytes: int) -> Storage:
+    if nbytes >= POOL_MIN_BYTES:
+        return _allocate_pooled(nbytes)
     raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
     addr = _address(raw)
     pad = (-addr) % ALIGNMENT
     return Storage(raw[pad:pad + nbytes], addr + pad)
+
+
+def _allocate_pooled(nbytes: int) -> Storage:
+    size = _bucket(nbytes)
+    raw = None
+    with _pool_lock:
+        blocks = _pool.get(size)
+        if blocks:
+            raw = blocks.pop()
+            _pool_bytes[0] -= size
+    if raw is None:
+        raw = np.empty(size, dtype=np.uint8)
+    addr = _address(raw)
+    pad = (-addr) % ALIGNMENT
+    return Storage(raw[pad:pad + nbytes], addr + pad, raw=raw)
+
+
+def empty_pool() -> None:
+    """Release every cached block to the system."""
+    with _pool_lock:
+        _pool.clear()
+        _pool_bytes[0] = 0
 
 
 def borrow(arr: np.ndarray) -> tuple[Storage, int]:

@@ -1,0 +1,112 @@
+"""SciPy's BLAS for generated code: the addresses of `sgemm`/`dgemm`, and its threads.
+
+`scipy.linalg.cython_blas` exports its wrappers as PyCapsules in `__pyx_capi__`; the
+capsule's pointer is a C function with the Fortran convention (every argument by pointer,
+32-bit integers, column-major matrices):
+
+    void gemm(char *transa, char *transb, int *m, int *n, int *k, T *alpha, T *a, int *lda,
+              T *b, int *ldb, T *beta, T *c, int *ldc)
+
+This is the route Numba takes too: it needs no path to a shared library and no link step,
+and it is the BLAS SciPy itself uses (NumPy's bundled OpenBLAS exports only renamed, 64-bit
+integer symbols). Kernels receive the address in their argument block and call through it,
+so no process address is baked into a (disk-cached) object. (Binding a name with
+`Target.add_symbol` does not reach the ORC JIT: `llvm.add_symbol` is not searched by its
+current-process generator; `JITLibraryBuilder.import_symbol` would be.)
+
+Threads: SciPy's OpenBLAS is built with pthreads and keeps its own pool of
+`OPENBLAS_NUM_THREADS` threads (default: one per CPU; 2 on the reference machine). A gemm
+runs on `min(pool, m*n*k // OPENBLAS_MNK_PER_THREAD)` threads, at least one
+(`SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD = 65536 * 4` in its `interface/gemm.c`;
+measured here: 80x80x80 stays on one thread, 64x128x64 = 524288 uses two). `threads()` asks
+the library itself, so a thread count changed at run time (threadpoolctl) is seen.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+
+from ..ir.dtypes import DType
+
+INT32_MAX = 2**31 - 1
+OPENBLAS_MNK_PER_THREAD = 65536 * 4
+_CAPSULES = {"float32": "sgemm", "float64": "dgemm"}
+
+
+def _capsule_pointer(capsule: object) -> int:
+    """The pointer a PyCapsule holds (its name must be passed back to open it)."""
+    api = ctypes.pythonapi
+    api.PyCapsule_GetName.restype = ctypes.c_char_p
+    api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    name = api.PyCapsule_GetName(capsule)
+    address = api.PyCapsule_GetPointer(capsule, name)
+    if not address:
+        raise RuntimeError("llgrad: a SciPy BLAS capsule holds a null pointer")
+    return int(address)
+
+
+@functools.cache
+def gemm_address(dtype: DType) -> int:
+    """The address of SciPy's `sgemm` (float32) or `dgemm` (float64) wrapper."""
+    if dtype.name not in _CAPSULES:
+        raise TypeError(f"llgrad BLAS: no gemm for {dtype.name}; BLAS covers float32 and "
+                        f"float64")
+    try:
+        from scipy.linalg import cython_blas
+    except ImportError as e:                        # scipy is a declared dependency
+        raise RuntimeError(f"llgrad matmul needs SciPy's BLAS: {e}") from e
+    capsule = cython_blas.__pyx_capi__[_CAPSULES[dtype.name]]
+    return _capsule_pointer(capsule)
+
+
+# --------------------------------------------------------------------------------------
+# OpenBLAS's own thread pool
+# --------------------------------------------------------------------------------------
+
+_GET_THREADS_NAMES = ("scipy_openblas_get_num_threads", "openblas_get_num_threads",
+                      "openblas_get_num_threads_")
+
+
+@functools.cache
+def _threads_function() -> ctypes._CFuncPtr | None:
+    """OpenBLAS's `get_num_threads`, found through cython_blas's own dependencies.
+
+    `dlsym` on the handle of `cython_blas`'s shared object searches that object and the
+    libraries it needs, so this finds the BLAS SciPy really calls (not NumPy's copy).
+    None when SciPy is linked to a BLAS without that function (MKL, reference BLAS).
+    """
+    try:
+        from scipy.linalg import cython_blas
+        lib = ctypes.CDLL(cython_blas.__file__)
+    except (ImportError, OSError):
+        return None
+    for name in _GET_THREADS_NAMES:
+        try:
+            fn = getattr(lib, name)
+        except AttributeError:
+            continue
+        fn.restype = ctypes.c_int
+        fn.argtypes = []
+        return fn
+    return None
+
+
+def threads() -> int | None:
+    """How many threads SciPy's OpenBLAS runs a large gemm on; None if unknown."""
+    fn = _threads_function()
+    if fn is None:
+        return None
+    return max(1, int(fn()))
+
+
+def runs_single_threaded(n: int, m: int, k: int) -> bool:
+    """True when one gemm of this size occupies one core only (so callers may split).
+
+    Unknown BLAS libraries are assumed to thread every call, which never oversubscribes.
+    """
+    t = threads()
+    if t is None:
+        return False
+    return t == 1 or n * m * k < 2 * OPENBLAS_MNK_PER_THREAD

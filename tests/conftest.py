@@ -1,0 +1,54 @@
+"""Shared test helpers: NumPy <-> llgrad conversion and layouts that make views."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import llgrad as lg
+from llgrad.eager import views
+from llgrad.ir import dtypes as dt
+
+
+def to_lg(a: np.ndarray, dtype: dt.DType | None = None) -> lg.Tensor:
+    """A fresh llgrad tensor with `a`'s values (converted to `dtype`)."""
+    if dtype is None:
+        return lg.tensor(a)
+    return lg.tensor(np.asarray(a, dtype=np.float32) if dtype is dt.bfloat16 else a, dtype=dtype)
+
+
+def values(t: lg.Tensor) -> np.ndarray:
+    return np.array(t._values())
+
+
+def bf16_round(a: np.ndarray) -> np.ndarray:
+    f = np.asarray(a, dtype=np.float32)
+    bits = f.view(np.uint32).astype(np.uint64)
+    r = (((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16).astype(np.uint32)
+    out = r.view(np.float32)
+    return np.where(np.isnan(f), np.float32(np.nan), out)
+
+
+def in_layout(t: lg.Tensor, layout: str) -> lg.Tensor:
+    """The same values as `t`, held in a non-contiguous view of another buffer."""
+    if layout == "contiguous" or t.ndim == 0:
+        return t
+    if layout == "transposed":
+        perm = tuple(reversed(range(t.ndim)))
+        holder = t.permute(perm).contiguous()
+        return views.permute(holder, perm)
+    if layout == "strided":
+        big = lg.zeros(*(t.shape[:-1] + (2 * t.shape[-1],)), dtype=t.dtype)
+        v = views.slice_dims(big, (0,) * t.ndim, big.shape, (1,) * (t.ndim - 1) + (2,))
+        from llgrad.eager.elementwise import copy_into
+        copy_into(v, t)
+        return v
+    raise ValueError(layout)
+
+
+LAYOUTS = ("contiguous", "transposed", "strided")
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    lg.manual_seed(0)
+    np.random.seed(0)
