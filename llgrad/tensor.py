@@ -30,7 +30,7 @@ class Size(tuple):
 
 
 class Tensor:
-    __slots__ = ("_storage", "_offset", "_shape", "_strides", "_dtype", "_requires_grad",
+    __slots__ = ("_storage", "_offset", "_shape", "_strides", "_dtype", "_ptr", "_requires_grad",
                  "_grad", "grad_fn", "_retains_grad", "_hooks", "_base", "_output_nr",
                  "_inference", "__weakref__", "__dict__")
 
@@ -44,6 +44,7 @@ class Tensor:
         t._shape = shape
         t._strides = strides
         t._dtype = dtype
+        t._ptr = storage.ptr + offset * dtype.itemsize
         t._requires_grad = False
         t._grad = None
         t.grad_fn = None
@@ -55,12 +56,14 @@ class Tensor:
         return t
 
     @classmethod
-    def _empty(cls, shape: tuple[int, ...], dtype: DType) -> "Tensor":
+    def _empty(cls, shape: tuple[int, ...], dtype: DType,
+               strides: tuple[int, ...] | None = None) -> "Tensor":
+        """A new contiguous tensor (pass `strides` when they are already known)."""
         n = 1
         for s in shape:
             n *= s
-        return cls._make(allocate(n * dtype.itemsize), 0, shape, contiguous_strides(shape),
-                         dtype)
+        return cls._make(allocate(n * dtype.itemsize), 0, shape,
+                         strides if strides is not None else contiguous_strides(shape), dtype)
 
     @classmethod
     def _from_numpy(cls, arr: np.ndarray, dtype: DType | None = None) -> "Tensor":
@@ -129,10 +132,6 @@ class Tensor:
     @property
     def device(self) -> str:
         return "cpu"
-
-    @property
-    def _ptr(self) -> int:
-        return self._storage.ptr + self._offset * self._dtype.itemsize
 
     @property
     def _version(self) -> int:
@@ -259,6 +258,7 @@ class Tensor:
     def data(self, value: "Tensor") -> None:
         self._storage, self._offset = value._storage, value._offset
         self._shape, self._strides, self._dtype = value._shape, value._strides, value._dtype
+        self._ptr = value._ptr
 
     # -- conversions ----------------------------------------------------------------------
     def _numpy_view(self) -> np.ndarray:

@@ -8,3 +8,9 @@ from .node import Node
 __all__ = ["backward", "grad", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
            "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
            "Node"]
+from .function import Function, FunctionCtx, once_differentiable  # noqa: E402
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
+from . import functional  # noqa: E402,F401
+
+__all__ += ["Function", "FunctionCtx", "once_differentiable", "gradcheck", "gradgradcheck",
+            "GradcheckError", "functional"]

@@ -100,10 +100,9 @@ def _reduce_to_input(node: Node, i: int, g: Tensor) -> Tensor:
     """Sum broadcast dimensions away and cast to the input's dtype: once, for all ops."""
     if not isinstance(node, OpNode):
         return g
-    meta = node.input_meta[i]
-    if meta is None:
+    shape, dtype = node._meta[2 * i], node._meta[2 * i + 1]
+    if shape is None:
         return g
-    shape, dtype = meta
     from .. import functions as F
     if g._shape != shape:
         g = F.sum_to_size(g, shape)
@@ -222,7 +221,10 @@ def execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_g
 
 def _tensor_prehooks(node: Node, grads: list[Tensor | None]) -> list[Tensor | None]:
     """Hooks registered with `Tensor.register_hook` on non-leaf tensors, then retain_grad."""
-    hooks = node.metadata.get("tensor_hooks")
+    meta = node._metadata
+    if meta is None:
+        return grads
+    hooks = meta.get("tensor_hooks")
     if hooks:
         for nr, table in hooks.items():
             for fn in list(table.values()):
@@ -231,7 +233,7 @@ def _tensor_prehooks(node: Node, grads: list[Tensor | None]) -> list[Tensor | No
                 r = fn(grads[nr])
                 if r is not None:
                     grads[nr] = r
-    retain = node.metadata.get("retain_grad")
+    retain = meta.get("retain_grad")
     if retain:
         for nr, ref in retain.items():
             t = ref()

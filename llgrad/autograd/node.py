@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from ..ir import registry
 from ..tensor import Tensor
+from .anomaly import is_anomaly_enabled
 
 _sequence = itertools.count()
 
@@ -85,7 +86,7 @@ class SavedTensor:
 class Node:
     """Base of every grad_fn."""
 
-    __slots__ = ("next_functions", "_hooks", "_prehooks", "_seq", "_trace", "metadata",
+    __slots__ = ("next_functions", "_hooks", "_prehooks", "_seq", "_trace", "_metadata",
                  "__weakref__")
 
     def __init__(self, next_functions: tuple[tuple["Node | None", int], ...]):
@@ -93,9 +94,15 @@ class Node:
         self._hooks: dict[int, Callable] | None = None
         self._prehooks: dict[int, Callable] | None = None
         self._seq = next(_sequence)
-        self.metadata: dict[str, Any] = {}
-        from .anomaly import is_anomaly_enabled
+        self._metadata: dict[str, Any] | None = None
         self._trace = traceback.format_stack()[:-3] if is_anomaly_enabled() else None
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """Free-form per-node storage (also where tensor hooks and retain_grad live)."""
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
 
     def name(self) -> str:
         return type(self).__name__
@@ -146,28 +153,47 @@ class AccumulateGrad(Node):
 class OpNode(Node):
     """A node for one registry op; `ctx` for its vjp rule."""
 
-    __slots__ = ("op", "attrs", "_saved", "_released", "input_meta", "needs_input_grad",
-                 "_scalars")
+    __slots__ = ("op", "attrs", "_saved", "_released", "_meta", "_scalars")
 
     def __init__(self, op: str, operands: tuple[Any, ...], attrs: dict[str, Any],
                  output: Tensor, saves: str):
-        super().__init__(tuple(edge(o) if isinstance(o, Tensor) else (None, 0)
-                               for o in operands))
+        edges = []
+        meta: list[Any] = []
+        scalars = None
+        for i, o in enumerate(operands):
+            if isinstance(o, Tensor):
+                edges.append(edge(o))
+                meta.append(o._shape)
+                meta.append(o._dtype)
+            else:
+                edges.append((None, 0))
+                meta.append(None)
+                meta.append(None)
+                if scalars is None:
+                    scalars = [None] * len(operands)
+                scalars[i] = o
+        super().__init__(tuple(edges))
         self.op = op
         self.attrs = attrs
-        self.needs_input_grad = tuple(isinstance(o, Tensor) and o._requires_grad
-                                      for o in operands)
-        self.input_meta = tuple((o._shape, o._dtype) if isinstance(o, Tensor) else None
-                                for o in operands)
-        saved: list[SavedTensor | None] = []
+        self._meta = tuple(meta)        # (shape, dtype) of each operand, flattened
+        self._scalars = scalars
         if "i" in saves:
-            saved.extend(SavedTensor(o) if isinstance(o, Tensor) else None for o in operands)
+            saved = [SavedTensor(o) if isinstance(o, Tensor) else None for o in operands]
         else:
-            saved.extend(None for _ in operands)
+            saved = [None] * len(operands)
         saved.append(SavedTensor(output, is_output=True) if "o" in saves else None)
         self._saved = saved
-        self._scalars = tuple(None if isinstance(o, Tensor) else o for o in operands)
         self._released = False
+
+    @property
+    def needs_input_grad(self) -> tuple[bool, ...]:
+        return tuple(n is not None for n, _ in self.next_functions)
+
+    @property
+    def input_meta(self) -> tuple[tuple[tuple[int, ...], Any] | None, ...]:
+        m = self._meta
+        return tuple(None if m[2 * i] is None else (m[2 * i], m[2 * i + 1])
+                     for i in range(len(m) // 2))
 
     # -- the context a vjp rule reads ------------------------------------------------------
     @property
@@ -175,8 +201,12 @@ class OpNode(Node):
         if self._released:
             raise RuntimeError(FREED)
         out = []
-        for i, (s, scalar) in enumerate(zip(self._saved[:-1], self._scalars)):
-            out.append(scalar if s is None else s.unpack(self, self.name(), i))
+        scalars = self._scalars
+        for i, s in enumerate(self._saved[:-1]):
+            if s is not None:
+                out.append(s.unpack(self, self.name(), i))
+            else:
+                out.append(None if scalars is None else scalars[i])
         return tuple(out)
 
     @property

@@ -143,7 +143,7 @@ class Plan:
     """Everything about a call that depends only on dtypes, shapes and strides."""
 
     __slots__ = ("kernel", "out_shape", "out_dtype", "template", "ptr_slots", "scalar_dtypes",
-                 "work")
+                 "work", "out_strides")
 
     def __init__(self, kernel: cache.Kernel, out_shape: tuple[int, ...], out_dtype: DType,
                  template: list[int], ptr_slots: list[int], scalar_dtypes: list[DType],
@@ -155,6 +155,8 @@ class Plan:
         self.ptr_slots = ptr_slots          # where operand pointers go (output first)
         self.scalar_dtypes = scalar_dtypes  # per operand: the dtype a scalar is packed as
         self.work = work
+        from .layout import contiguous_strides
+        self.out_strides = contiguous_strides(out_shape)
 
 
 _plans: dict[tuple, Plan] = {}
@@ -189,7 +191,7 @@ def run(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None = None,
                 _plans.clear()
             _plans[key] = plan
     if out is None:
-        out = Tensor._empty(plan.out_shape, plan.out_dtype)
+        out = Tensor._empty(plan.out_shape, plan.out_dtype, plan.out_strides)
     if plan.kernel is None:
         return out
     args = plan.template.copy()

@@ -16,9 +16,11 @@ def _forward(op: str, operands: Any, attrs: dict[str, Any] | None) -> Tensor:
 
 
 def _check(op: str, *operands: Any) -> None:
-    if not any(isinstance(o, Tensor) for o in operands):
-        raise TypeError(f"{op}: expected at least one Tensor argument, got "
-                        f"{', '.join(type(o).__name__ for o in operands)}")
+    for o in operands:
+        if isinstance(o, Tensor):
+            return
+    raise TypeError(f"{op}: expected at least one Tensor argument, got "
+                    f"{', '.join(type(o).__name__ for o in operands)}")
 
 
 def elementwise(op: str, *operands: Any, name: str | None = None, **attrs: Any) -> Tensor:

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class DType:
+    """dtypes are singletons: they compare and hash by identity (cheap dict keys)."""
+
     name: str            # "float32"
     short: str           # "f32": the IR spelling
     itemsize: int        # bytes per element as stored

@@ -142,9 +142,9 @@ class _Parser:
             raise self.error(self.peek(), f"expected {wanted}, found {_describe(self.peek())}")
         return self.advance()
 
-    def skip_blank(self, comments: bool = True) -> None:
-        """Skip empty lines (and whole-line comments, which carry no meaning)."""
-        while self.at("NEWLINE") or (comments and self.at("COMMENT")):
+    def skip_blank(self) -> None:
+        """Skip empty lines and whole-line comments (only a trailing comment is a loc)."""
+        while self.at("NEWLINE") or self.at("COMMENT"):
             self.advance()
 
     def end_of_line(self) -> str | None:
@@ -280,6 +280,9 @@ class _Parser:
         self.expect("PUNCT", ":", what="':' and the node's type")
         type_, type_tok = self.type()
         loc = self.end_of_line()
+        if opdef.infer is None:
+            raise self.error(op_tok, f"{opdef.name}: the op has no shape rule, so it cannot "
+                                     f"appear in a graph")
         try:
             node = make_node(opdef.name, tuple(inputs), attrs, loc)
         except (TypeError, ValueError, RuntimeError, IndexError, KeyError,
@@ -379,6 +382,8 @@ class _Parser:
     def check_kind(self, opdef: OpDef, spec: Attr, v: Any, tok: Token) -> Any:
         """The literal if it has the attribute's kind; None (omit) for a `none` default."""
         k = spec.kind
+        if v is None and spec.default is None and not spec.required:
+            return None            # an optional attribute left unset prints as `none`
         ok = {
             AttrKind.INT: _is_int(v),
             AttrKind.OPT_INT: v is None or _is_int(v),
@@ -388,7 +393,7 @@ class _Parser:
             AttrKind.BOOL: isinstance(v, bool),
             AttrKind.DTYPE: isinstance(v, DType),
             AttrKind.STR: isinstance(v, str),
-            AttrKind.SCALAR: _is_scalar(v) or (v is None and spec.default is None),
+            AttrKind.SCALAR: _is_scalar(v),
             AttrKind.VALUE: _is_payload(v),
         }[k]
         if not ok:

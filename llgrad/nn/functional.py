@@ -1,0 +1,517 @@
+"""`llgrad.nn.functional`: PyTorch's functional layers, activations and losses.
+
+Losses and layers that PyTorch records as one autograd node run as composite ops of
+`llgrad.ops.nn` (one node with PyTorch's name, e.g. `NllLossBackward0`); the others are
+built from differentiable functions exactly as PyTorch builds them (`cross_entropy` is
+`nll_loss(log_softmax(x))`, `l1_loss` is `mean(abs(x - y))`, `dropout` multiplies by a
+scaled mask). Every argument is checked here, before any kernel runs, and a bad one raises
+an error naming the function, the shapes and the dtypes.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, Sequence
+
+from .. import functions as lg
+from ..autograd.apply import apply_composite
+from ..autograd.grad_mode import no_grad
+from ..ir import dtypes as dt
+from ..ir import registry
+from ..ir.types import TensorType, normalize_axis
+from ..ops import nn as nnops
+from ..tensor import Tensor
+
+__all__ = ["linear", "relu", "relu_", "gelu", "sigmoid", "tanh", "silu", "softmax",
+           "log_softmax", "cross_entropy", "nll_loss", "binary_cross_entropy",
+           "binary_cross_entropy_with_logits", "mse_loss", "l1_loss", "layer_norm", "dropout",
+           "embedding", "max_pool2d", "conv2d"]
+
+
+# --------------------------------------------------------------------------------------
+# Plumbing
+# --------------------------------------------------------------------------------------
+
+def _tensor(op: str, name: str, v: Any) -> Tensor:
+    if not isinstance(v, Tensor):
+        raise TypeError(f"{op}(): argument '{name}' must be a Tensor, not {type(v).__name__}")
+    return v
+
+
+def _composite(op: str, operands: Sequence[Tensor], attrs: dict[str, Any]) -> Tensor:
+    """Validate `attrs` and the operands' types with the op's own rules, then run it as one
+    recorded node (so errors come from the same place in eager and compiled code)."""
+    opdef = registry.get(op)
+    norm = dict(opdef.normalize_attrs(attrs))
+    opdef.infer(tuple(TensorType(t._dtype, t._shape) for t in operands), **norm)
+    return apply_composite(op, tuple(operands), norm, opdef.backward_name)
+
+
+def _reduction(size_average: bool | None, reduce: bool | None, reduction: str) -> str:
+    """PyTorch's legacy `size_average`/`reduce` flags, translated to `reduction`."""
+    if size_average is None and reduce is None:
+        nnops._check_reduction("loss", reduction)
+        return reduction
+    warnings.warn("size_average and reduce args will be deprecated, please use "
+                  "reduction='mean', 'sum' or 'none' instead.", UserWarning, stacklevel=3)
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if not reduce:
+        return "none"
+    return "mean" if size_average else "sum"
+
+
+def _as_pair(op: str, name: str, v: Any) -> tuple[int, int]:
+    if isinstance(v, bool):
+        raise TypeError(f"{op}(): {name} must be an int or a pair of ints, got {v!r}")
+    if isinstance(v, int):
+        return (v, v)
+    try:
+        vals = tuple(int(x) for x in v)
+    except TypeError:
+        raise TypeError(f"{op}(): {name} must be an int or a pair of ints, got {v!r}") from None
+    if len(vals) == 1:
+        return (vals[0], vals[0])
+    if len(vals) != 2:
+        raise ValueError(f"{op}(): {name} must be an int or a pair of ints, got {list(vals)}")
+    return (vals[0], vals[1])
+
+
+# --------------------------------------------------------------------------------------
+# Activations
+# --------------------------------------------------------------------------------------
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    _tensor("relu", "input", input)
+    return input.relu_() if inplace else lg.relu(input)
+
+
+def relu_(input: Tensor) -> Tensor:
+    return relu(input, inplace=True)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    _tensor("gelu", "input", input)
+    return lg.gelu(input, approximate=approximate)
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    return lg.sigmoid(_tensor("sigmoid", "input", input))
+
+
+def tanh(input: Tensor) -> Tensor:
+    return lg.tanh(_tensor("tanh", "input", input))
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    _tensor("silu", "input", input)
+    out = lg.silu(input)
+    if inplace:
+        return input.copy_(out)
+    return out
+
+
+def _softmax_dim(op: str, ndim: int, dim: int | None) -> int:
+    if dim is not None:
+        return dim
+    warnings.warn(f"Implicit dimension choice for {op} has been deprecated. Change the call "
+                  f"to include dim=X as an argument.", UserWarning, stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+            dtype: dt.DType | None = None) -> Tensor:
+    _tensor("softmax", "input", input)
+    return lg.softmax(input, _softmax_dim("softmax", input.ndim, dim), dtype=dtype)
+
+
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+                dtype: dt.DType | None = None) -> Tensor:
+    _tensor("log_softmax", "input", input)
+    return lg.log_softmax(input, _softmax_dim("log_softmax", input.ndim, dim), dtype=dtype)
+
+
+# --------------------------------------------------------------------------------------
+# Linear
+# --------------------------------------------------------------------------------------
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """`input @ weight.T + bias`, recorded as PyTorch records it: `AddmmBackward0` over a
+    2-D view of the input (with a bias), `MmBackward0` without one."""
+    _tensor("linear", "input", input)
+    _tensor("linear", "weight", weight)
+    if weight.ndim != 2:
+        raise RuntimeError(f"linear(): weight must be 2-D (out_features, in_features), got "
+                           f"shape {list(weight.shape)}")
+    if input.ndim == 0 or input.shape[-1] != weight.shape[1]:
+        raise RuntimeError(f"linear(): mat1 and mat2 shapes cannot be multiplied (input "
+                           f"{list(input.shape)} and weight.T "
+                           f"{[weight.shape[1], weight.shape[0]]})")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and t._dtype is not input._dtype:
+            raise RuntimeError(f"linear(): expected {name} of dtype {input._dtype.name} like "
+                               f"the input, got {t._dtype.name}")
+    if bias is not None:
+        _tensor("linear", "bias", bias)
+        if bias.ndim > 1 or (bias.ndim == 1 and bias.shape[0] not in (1, weight.shape[0])):
+            raise RuntimeError(f"linear(): bias of shape {list(bias.shape)} does not match "
+                               f"out_features {weight.shape[0]}")
+    lead = input.shape[:-1]
+    x2 = input if input.ndim == 2 else lg.reshape(input, (-1, input.shape[-1]))
+    wt = lg.t(weight)
+    if bias is not None:
+        out = _composite("addmm", (bias, x2, wt), {})
+    else:
+        out = lg.matmul(x2, wt)
+    if input.ndim == 2:
+        return out
+    name = "ViewBackward0" if bias is not None else "UnsafeViewBackward0"
+    return lg.reshape(out, tuple(lead) + (weight.shape[0],), name=name)
+
+
+# --------------------------------------------------------------------------------------
+# Losses
+# --------------------------------------------------------------------------------------
+
+def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+             reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    _tensor("mse_loss", "input", input)
+    _tensor("mse_loss", "target", target)
+    if input.shape != target.shape:
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input "
+                      f"size ({input.shape}). This will likely lead to incorrect results due "
+                      f"to broadcasting. Please ensure they have the same size.",
+                      UserWarning, stacklevel=2)
+    return _composite("mse_loss", (input, target),
+                      {"reduction": _reduction(size_average, reduce, reduction)})
+
+
+def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+            reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """`mean(|input - target|)`; PyTorch records it as its parts (MeanBackward0, ...)."""
+    _tensor("l1_loss", "input", input)
+    _tensor("l1_loss", "target", target)
+    r = _reduction(size_average, reduce, reduction)
+    if input.shape != target.shape:
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input "
+                      f"size ({input.shape}). This will likely lead to incorrect results due "
+                      f"to broadcasting. Please ensure they have the same size.",
+                      UserWarning, stacklevel=2)
+    losses = lg.abs(lg.sub(input, target))
+    return nnops.reduce_loss(lg, losses, r)
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
+                                     weight: Tensor | None = None,
+                                     size_average: bool | None = None,
+                                     reduce: bool | None = None, reduction: str = "mean",
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    op = "binary_cross_entropy_with_logits"
+    _tensor(op, "input", input)
+    _tensor(op, "target", target)
+    operands = [input, target]
+    if weight is not None:
+        operands.append(_tensor(op, "weight", weight))
+    if pos_weight is not None:
+        operands.append(_tensor(op, "pos_weight", pos_weight))
+    return _composite(op, operands, {"reduction": _reduction(size_average, reduce, reduction),
+                                     "has_weight": weight is not None,
+                                     "has_pos_weight": pos_weight is not None})
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         size_average: bool | None = None, reduce: bool | None = None,
+                         reduction: str = "mean") -> Tensor:
+    op = "binary_cross_entropy"
+    _tensor(op, "input", input)
+    _tensor(op, "target", target)
+    if input.shape != target.shape:
+        raise ValueError(f"{op}: Using a target size ({list(target.shape)}) that is different "
+                         f"to the input size ({list(input.shape)}) is deprecated. Please "
+                         f"ensure they have the same size.")
+    if input.numel() and input._dtype.is_floating_point:
+        with no_grad():
+            inside = lg.logical_and(lg.ge(input, 0), lg.le(input, 1))
+            if not bool(lg.all(inside).item()):
+                raise RuntimeError(f"{op}: all elements of input should be between 0 and 1 "
+                                   f"(input shape {list(input.shape)})")
+    operands = [input, target]
+    if weight is not None:
+        operands.append(_tensor(op, "weight", weight))
+    return _composite(op, operands, {"reduction": _reduction(size_average, reduce, reduction),
+                                     "has_weight": weight is not None})
+
+
+def _check_targets(op: str, target: Tensor, classes: int, ignore_index: int) -> None:
+    """Class indices must lie in [0, classes) unless they equal ignore_index: checked on
+    the values here, since an index kernel must never see an out-of-range class."""
+    if target.numel() == 0:
+        return
+    with no_grad():
+        bad = lg.logical_and(lg.ne(target, ignore_index),
+                             lg.logical_or(lg.lt(target, 0), lg.ge(target, classes)))
+        if bool(lg.any(bad).item()):
+            first = int(target.reshape(-1)[lg.nonzero(bad.reshape(-1)).reshape(-1)[0]].item())
+            raise IndexError(f"{op}: Target {first} is out of bounds (expected class indices "
+                             f"in [0, {classes}) or ignore_index={ignore_index}; target shape "
+                             f"{list(target.shape)})")
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+             size_average: bool | None = None, ignore_index: int = -100,
+             reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    op = "nll_loss"
+    _tensor(op, "input", input)
+    _tensor(op, "target", target)
+    operands = [input, target]
+    if weight is not None:
+        operands.append(_tensor(op, "weight", weight))
+    attrs = {"reduction": _reduction(size_average, reduce, reduction),
+             "ignore_index": ignore_index, "has_weight": weight is not None}
+    opdef = registry.get(op)
+    opdef.infer(tuple(TensorType(t._dtype, t._shape) for t in operands),
+                **dict(opdef.normalize_attrs(attrs)))
+    _check_targets(op, target, input.shape[nnops.class_dim(input.ndim)], ignore_index)
+    return _composite(op, operands, attrs)
+
+
+def _class_weight_view(weight: Tensor, ndim: int, cd: int) -> Tensor:
+    shape = [1] * ndim
+    shape[cd] = weight.shape[0]
+    return lg.reshape(weight, tuple(shape))
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                  size_average: bool | None = None, ignore_index: int = -100,
+                  reduce: bool | None = None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
+    """`nll_loss(log_softmax(input))` for class indices, `-(log_softmax * p).sum` for class
+    probabilities; label smoothing mixes in the uniform distribution, as PyTorch does."""
+    op = "cross_entropy"
+    _tensor(op, "input", input)
+    _tensor(op, "target", target)
+    r = _reduction(size_average, reduce, reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"{op}: label_smoothing must be between 0.0 and 1.0. Got: "
+                           f"{label_smoothing}")
+    if input.ndim == 0:
+        raise ValueError(f"{op}: input must have at least 1 dimension (C) or (N, C, ...), "
+                         f"got a 0-d tensor")
+    if not input._dtype.is_floating_point:
+        raise TypeError(f"{op}: expected a floating point input, got {input._dtype.name}")
+    cd = nnops.class_dim(input.ndim)
+    classes = input.shape[cd]
+    if weight is not None:
+        _tensor(op, "weight", weight)
+        if weight.shape != (classes,):
+            raise RuntimeError(f"{op}: weight tensor should be defined either for all "
+                               f"{classes} classes or no classes but got weight tensor of "
+                               f"shape: {list(weight.shape)}")
+    if target._dtype.is_floating_point:
+        return _cross_entropy_probs(input, target, weight, r, label_smoothing, cd)
+    if target._dtype not in nnops.INDEX_DTYPES:
+        raise TypeError(f"{op}: expected class indices (int64) or class probabilities "
+                        f"(floating point) as target, got {target._dtype.name}")
+    logp = lg.log_softmax(input, cd)
+    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=r)
+    if label_smoothing == 0.0:
+        return nll
+    valid = lg.ne(target, ignore_index)
+    if weight is not None:
+        smooth = lg.neg(lg.sum(lg.mul(logp, _class_weight_view(weight, input.ndim, cd)), cd))
+    else:
+        smooth = lg.neg(lg.sum(logp, cd))
+    smooth = lg.where(valid, smooth, 0.0)
+    if r == "mean":
+        if weight is not None:
+            safe = lg.where(valid, target, 0)
+            picked = lg.reshape(lg.index_select(weight, 0, lg.reshape(safe, (-1,))),
+                                target.shape)
+            denom = lg.sum(lg.where(valid, picked, 0.0))
+        else:
+            denom = lg.sum(valid)
+        smooth = lg.div(lg.sum(smooth), denom)
+    elif r == "sum":
+        smooth = lg.sum(smooth)
+    return lg.add(lg.mul(nll, 1.0 - label_smoothing),
+                  lg.mul(smooth, label_smoothing / classes))
+
+
+def _cross_entropy_probs(input: Tensor, target: Tensor, weight: Tensor | None, r: str,
+                         label_smoothing: float, cd: int) -> Tensor:
+    op = "cross_entropy"
+    if target.shape != input.shape:
+        raise RuntimeError(f"{op}: with class probabilities the target must have the input's "
+                           f"shape {list(input.shape)}, got {list(target.shape)}")
+    classes = input.shape[cd]
+    logp = lg.log_softmax(input, cd)
+    if label_smoothing > 0.0:
+        target = lg.add(lg.mul(target, 1.0 - label_smoothing), label_smoothing / classes)
+    prod = lg.mul(logp, target)
+    if weight is not None:
+        prod = lg.mul(prod, _class_weight_view(weight, input.ndim, cd))
+    if r == "none":
+        return lg.neg(lg.sum(prod, cd))
+    total = lg.neg(lg.sum(prod))
+    if r == "sum":
+        return total
+    return lg.div(total, input.numel() / classes if input.numel() else math.nan)
+
+
+# --------------------------------------------------------------------------------------
+# Layers
+# --------------------------------------------------------------------------------------
+
+def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int,
+               weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    op = "layer_norm"
+    _tensor(op, "input", input)
+    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    operands = [input]
+    if weight is not None:
+        operands.append(_tensor(op, "weight", weight))
+    if bias is not None:
+        operands.append(_tensor(op, "bias", bias))
+    return _composite(op, operands, {"normalized_shape": ns, "eps": eps,
+                                     "has_weight": weight is not None,
+                                     "has_bias": bias is not None})
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True,
+            inplace: bool = False) -> Tensor:
+    """Zero each element with probability `p` (drawn with `lg.rand`, so `lg.manual_seed`
+    makes it reproducible) and scale the rest by 1/(1-p); identity when not training."""
+    _tensor("dropout", "input", input)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if not input._dtype.is_floating_point:
+        raise TypeError(f"dropout: expected a floating point input, got {input._dtype.name}")
+    if p == 1.0:
+        mask = lg.zeros((), dtype=input._dtype)
+    else:
+        keep = lg.lt(lg.rand(input.shape, dtype=input._dtype), 1.0 - p)
+        mask = lg.div(keep.to(input._dtype), 1.0 - p)
+    return input.mul_(mask) if inplace else lg.mul(input, mask)
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
+              max_norm: float | None = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    op = "embedding"
+    _tensor(op, "input", input)
+    _tensor(op, "weight", weight)
+    if sparse:
+        raise ValueError("embedding: sparse=True asks for a sparse gradient; llgrad has only "
+                         "dense tensors (use sparse=False)")
+    if weight.ndim != 2:
+        raise RuntimeError(f"{op}: 'weight' must be 2-D, got shape {list(weight.shape)}")
+    vocab = weight.shape[0]
+    if padding_idx is not None:
+        if padding_idx >= vocab or padding_idx < -vocab:
+            raise ValueError(f"{op}: padding_idx {padding_idx} must be within num_embeddings "
+                             f"({vocab})")
+        padding_idx %= vocab
+    if input._dtype not in nnops.INDEX_DTYPES:
+        raise TypeError(f"{op}: Expected tensor for argument 'indices' to have one of the "
+                        f"following scalar types: Long, Int; but got {input._dtype.name} "
+                        f"(shape {list(input.shape)})")
+    if input.numel():
+        with no_grad():
+            lo, hi = int(lg.amin(input).item()), int(lg.amax(input).item())
+        if lo < 0 or hi >= vocab:
+            raise IndexError(f"{op}: index {lo if lo < 0 else hi} is out of range for "
+                             f"num_embeddings {vocab} (indices shape {list(input.shape)})")
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    return _composite(op, (weight, input), {"padding_idx": padding_idx,
+                                            "scale_grad_by_freq": scale_grad_by_freq})
+
+
+def _embedding_renorm_(weight: Tensor, indices: Tensor, max_norm: float,
+                       norm_type: float) -> None:
+    """Rescale, in place and outside autograd, the looked-up rows whose norm exceeds
+    `max_norm` (PyTorch's `embedding_renorm_`, same 1e-7 guard)."""
+    with no_grad():
+        rows = lg.reshape(indices, (-1,))
+        used = lg.indexing.index_backward(lg.ones(rows.shape, dtype=weight._dtype),
+                                          (weight.shape[0],), (rows,))
+        norms = lg.norm(weight, norm_type, 1, keepdim=True)
+        over = lg.logical_and(lg.gt(norms, max_norm), lg.gt(lg.unsqueeze(used, 1), 0))
+        scale = lg.where(over, lg.div(max_norm, lg.add(norms, 1e-7)), 1.0)
+        weight.mul_(scale.to(weight._dtype))
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    op = "conv2d"
+    _tensor(op, "input", input)
+    _tensor(op, "weight", weight)
+    unbatched = input.ndim == 3
+    if unbatched:
+        input = lg.unsqueeze(input, 0)
+    s = _as_pair(op, "stride", stride)
+    d = _as_pair(op, "dilation", dilation)
+    if isinstance(padding, str):
+        if padding == "valid":
+            p = (0, 0)
+        elif padding == "same":
+            if s != (1, 1):
+                raise ValueError(f"{op}: padding='same' is not supported for strided "
+                                 f"convolutions (stride {list(s)})")
+            if weight.ndim != 4:
+                raise RuntimeError(f"{op}: expected a 4-D weight, got {list(weight.shape)}")
+            totals = [d[i] * (weight.shape[2 + i] - 1) for i in range(2)]
+            p = (totals[0] // 2, totals[1] // 2)
+            extra = [t - 2 * q for t, q in zip(totals, p)]
+            if any(extra) and input.ndim == 4:       # odd total: pad the far side once more
+                input = lg.pad_dims(input, (0, 0, 0, 0), (0, 0, extra[0], extra[1]))
+        else:
+            raise ValueError(f"{op}: Invalid padding string {padding!r}; expected 'valid' or "
+                             f"'same'")
+    else:
+        p = _as_pair(op, "padding", padding)
+    operands = [input, weight]
+    if bias is not None:
+        operands.append(_tensor(op, "bias", bias))
+    out = _composite(op, operands, {"stride": s, "padding": p, "dilation": d,
+                                    "groups": groups, "has_bias": bias is not None})
+    return lg.squeeze(out, 0) if unbatched else out
+
+
+def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False
+               ) -> Any:
+    op = "max_pool2d"
+    _tensor(op, "input", input)
+    k = _as_pair(op, "kernel_size", kernel_size)
+    s = k if stride is None or (not isinstance(stride, int) and len(stride) == 0) \
+        else _as_pair(op, "stride", stride)
+    p = _as_pair(op, "padding", padding)
+    d = _as_pair(op, "dilation", dilation)
+    unbatched = input.ndim == 3
+    x = lg.unsqueeze(input, 0) if unbatched else input
+    out = _composite(op, (x,), {"kernel_size": k, "stride": s, "padding": p, "dilation": d,
+                                "ceil_mode": ceil_mode})
+    if unbatched:
+        out = lg.squeeze(out, 0)
+    if not return_indices:
+        return out
+    with no_grad():
+        idx = _max_pool2d_indices(x, k, s, p, d, ceil_mode)
+    return out, (lg.squeeze(idx, 0) if unbatched else idx)
+
+
+def _max_pool2d_indices(x: Tensor, k: tuple[int, int], s: tuple[int, int],
+                        p: tuple[int, int], d: tuple[int, int], ceil_mode: bool) -> Tensor:
+    """Each maximum's position in its (H, W) plane, flattened: PyTorch's `indices`."""
+    windows = nnops.pool_windows(lg, x, k, s, p, d, ceil_mode)
+    tap = lg.argmax(windows, 2)                               # (N, C, OH, OW)
+    oh, ow = tap.shape[2:]
+    rows = lg.add(lg.mul(lg.floor_divide(tap, k[1]), d[0]),
+                  lg.reshape(lg.sub(lg.mul(lg.arange(oh), s[0]), p[0]), (oh, 1)))
+    cols = lg.add(lg.mul(lg.remainder(tap, k[1]), d[1]),
+                  lg.sub(lg.mul(lg.arange(ow), s[1]), p[1]))
+    return lg.add(lg.mul(rows, x.shape[3]), cols)

@@ -1,0 +1,113 @@
+"""`Conv2d` and `MaxPool2d`."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ... import functions as lg
+from ...ir.dtypes import DType
+from ...tensor import Tensor
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+
+def _pair(name: str, v: Any) -> tuple[int, int]:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return (v, v)
+    vals = tuple(v)
+    if len(vals) != 2 or not all(isinstance(x, int) for x in vals):
+        raise ValueError(f"Conv2d: {name} must be an int or a pair of ints, got {v!r}")
+    return vals  # type: ignore[return-value]
+
+
+class Conv2d(Module):
+    """2-D convolution (cross-correlation) over (N, C, H, W) inputs, initialized like
+    PyTorch: kaiming_uniform_(a=sqrt(5)) weights, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) bias."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device: Any = None,
+                 dtype: DType | None = None) -> None:
+        super().__init__()
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups:
+            raise ValueError("out_channels must be divisible by groups")
+        if padding_mode != "zeros":
+            raise ValueError(f"Conv2d: padding_mode={padding_mode!r} is not available; llgrad "
+                             f"pads with zeros only (padding_mode='zeros')")
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of "
+                                 f"{{'valid', 'same'}}")
+            if padding == "same" and _pair("stride", stride) != (1, 1):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            self.padding: Any = padding
+        else:
+            self.padding = _pair("padding", padding)
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = _pair("kernel_size", kernel_size)
+        self.stride = _pair("stride", stride)
+        self.dilation = _pair("dilation", dilation)
+        self.groups = groups
+        self.padding_mode = padding_mode
+        self.weight = Parameter(lg.empty((out_channels, in_channels // groups)
+                                         + self.kernel_size, dtype=dtype))
+        if bias:
+            self.bias = Parameter(lg.empty((out_channels,), dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = (self.in_channels // self.groups) * self.kernel_size[0] * \
+                self.kernel_size[1]
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding,
+                        self.dilation, self.groups)
+
+    def extra_repr(self) -> str:
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if self.padding != (0, 0):
+            s += f", padding={self.padding!r}" if isinstance(self.padding, str) \
+                else f", padding={self.padding}"
+        if self.dilation != (1, 1):
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+class MaxPool2d(Module):
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 dilation: Any = 1, return_indices: bool = False,
+                 ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.dilation = dilation
+        self.return_indices = return_indices
+        self.ceil_mode = ceil_mode
+
+    def forward(self, input: Tensor) -> Any:
+        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
