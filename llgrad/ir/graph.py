@@ -74,8 +74,8 @@ class Graph:
     def structure(self) -> tuple:
         """A hashable description of the graph that ignores node identity."""
         index = {n: i for i, n in enumerate(self.nodes)}
-        rows = tuple((n.op, tuple(index[i] for i in n.inputs), n.attrs, n.type, n.loc)
-                     for n in self.nodes)
+        rows = tuple((n.op, tuple(index[i] for i in n.inputs), _canonical(n.attrs), n.type,
+                      n.loc) for n in self.nodes)
         return (self.name, rows, tuple(index[o] for o in self.outputs))
 
     def __str__(self) -> str:
@@ -103,6 +103,21 @@ class Graph:
     def render(self, path: str) -> str:
         from .export import render
         return render(self, path)
+
+
+_NAN = object()
+
+
+def _canonical(value: Any) -> Any:
+    """Attribute values with every NaN replaced by one marker (NaN != NaN otherwise)."""
+    if isinstance(value, float) and value != value:
+        return _NAN
+    if isinstance(value, complex) and value != value:
+        return (_NAN if value.real != value.real else value.real,
+                _NAN if value.imag != value.imag else value.imag)
+    if isinstance(value, tuple):
+        return tuple(_canonical(v) for v in value)
+    return value
 
 
 def topological_order(params: tuple[Node, ...], outputs: tuple[Node, ...]) -> list[Node]:

@@ -130,6 +130,8 @@ def _coerce(op: str, a: Attr, v: Any) -> Any:
                 raise TypeError
             return v
         if k is AttrKind.SCALAR:
+            if v is None and a.default is None:
+                return None
             if isinstance(v, bool):
                 return v
             if isinstance(v, int):
