@@ -11,6 +11,7 @@ from typing import Any, Callable, Sequence
 
 from ..ir import registry
 from ..tensor import Tensor
+from . import forward_ad
 from .grad_mode import is_grad_enabled
 from .node import node_class
 
@@ -42,6 +43,8 @@ def apply(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,
     out = forward(op, operands, attrs)
     if needs_grad(operands):
         record(op, operands, attrs or {}, out, name)
+    if forward_ad._level[0]:
+        forward_ad.propagate(op, operands, attrs or {}, out)
     return out
 
 

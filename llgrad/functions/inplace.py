@@ -299,6 +299,9 @@ class IndexPutNode(Node):
         gv = None
         if self.value_shape is not None:
             gv = getitem(g, self.index)
+            extra = len(self.value_shape) - gv.ndim
+            if extra > 0:           # setitem drops a value's leading size-1 dims
+                gv = gv.reshape((1,) * extra + gv._shape)
             if gv._shape != self.value_shape:
                 gv = sum_to_size(gv, self.value_shape)
             if gv._dtype is not self.value_dtype:

@@ -260,3 +260,25 @@ for _name, _rule in [("reshape", _vjp_reshape), ("permute", _vjp_permute),
                      ("cat", _vjp_cat), ("flip", _vjp_flip)]:
     OPS[_name].vjp = _rule
     OPS[_name].saves = ""
+
+
+# Forward mode: these ops are linear, so a tangent goes through the op itself.
+
+def _tangent(ctx: Any, tangents: tuple, i: int = 0) -> Any:
+    t = tangents[i]
+    if t is None:
+        shape, dtype = ctx.input_meta[i]
+        return ctx.F.zeros(shape, dtype=dtype)
+    return t
+
+
+OPS["reshape"].jvp = lambda ctx, ts, shape: ctx.F.reshape(_tangent(ctx, ts), shape)
+OPS["permute"].jvp = lambda ctx, ts, perm: ctx.F.permute(_tangent(ctx, ts), perm)
+OPS["expand"].jvp = lambda ctx, ts, shape: ctx.F.expand(_tangent(ctx, ts), shape)
+OPS["slice"].jvp = lambda ctx, ts, starts, stops, steps: ctx.F.slice_all(
+    _tangent(ctx, ts), starts, stops, steps)
+OPS["pad"].jvp = lambda ctx, ts, lows, highs, interior, value: ctx.F.pad_dims(
+    _tangent(ctx, ts), lows, highs, interior, 0)
+OPS["cat"].jvp = lambda ctx, ts, axis: ctx.F.cat(
+    [_tangent(ctx, ts, i) for i in range(len(ts))], axis)
+OPS["flip"].jvp = lambda ctx, ts, axes: ctx.F.flip(_tangent(ctx, ts), axes)
