@@ -80,10 +80,12 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
     if not (tensor._dtype.is_floating_point or tensor._dtype.is_complex):
         raise ValueError(f"make_dual: expected a floating point primal, got "
                          f"{tensor._dtype.name}")
-    dual = Tensor._make(tensor._storage, tensor._offset, tensor._shape, tensor._strides,
-                        tensor._dtype, base=tensor._base or tensor)
-    dual._requires_grad = tensor._requires_grad
-    dual.grad_fn = tensor.grad_fn
+    from ..functions.shape import reshape
+    # a recorded alias, so reverse-mode gradients of the dual still reach `tensor`
+    dual = reshape(tensor, tensor._shape, name="AliasBackward0")
+    if dual is tensor or tangent_of(dual) is not None:
+        dual = Tensor._make(tensor._storage, tensor._offset, tensor._shape, tensor._strides,
+                            tensor._dtype, base=tensor._base or tensor)
     set_tangent(dual, tangent.to(tensor._dtype))
     return dual
 
@@ -124,6 +126,8 @@ def _primal(x: Any) -> Any:
 
 def propagate(op: str, operands: Sequence[Any], attrs: dict[str, Any], out: Tensor) -> None:
     """Attach `out`'s tangent when some operand carries one."""
+    if not (out._dtype.is_floating_point or out._dtype.is_complex):
+        return                                  # comparisons, argmax: no tangent
     tangents = [tangent_of(o) for o in operands]
     if all(t is None for t in tangents):
         return

@@ -223,8 +223,8 @@ class OpNode(Node):
         return functions
 
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
-        if self._released:
-            raise RuntimeError(FREED)
+        # a released node still runs if its rule reads no saved tensor (PyTorch's
+        # behaviour: AddBackward0 can be run twice); reading one raises FREED
         rule = registry.get(self.op).vjp
         if rule is None:
             raise RuntimeError(f"the derivative for '{self.op}' is not implemented")

@@ -110,6 +110,8 @@ class Target:
             self._count += 1
             lib = f"llgrad_{self._count}_{name}"
             builder = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
+            for sym, address in self._symbols.items():
+                builder.import_symbol(sym, address)   # add_symbol alone is not seen by ORC
             for s in symbols:
                 builder.export_symbol(s)
             tracker = builder.link(self.jit, lib)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..autograd import forward_ad
 from ..autograd.apply import needs_grad
 from ..autograd.node import Node, edge, node_class
 from ..ir import dtypes as dt
@@ -57,6 +58,12 @@ def _index_name(index: Any) -> str:
 def getitem(x: Tensor, index: Any, name: str | None = None) -> Tensor:
     from ..eager import indexing
     out = indexing.getitem(x, index)
+    if forward_ad._level[0]:
+        t = forward_ad.tangent_of(x)
+        if t is not None:
+            out = Tensor._make(out._storage, out._offset, out._shape, out._strides, out._dtype,
+                               base=out._base)
+            forward_ad.set_tangent(out, getitem(t, index))
     if needs_grad([x]) and (out._dtype.is_floating_point or out._dtype.is_complex):
         node = node_class(name or _index_name(index), IndexNode)(x, index)
         out = Tensor._make(out._storage, out._offset, out._shape, out._strides, out._dtype,

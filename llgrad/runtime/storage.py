@@ -114,5 +114,7 @@ def borrow(arr: np.ndarray) -> tuple[Storage, int]:
         extent += (n - 1) * s
     if extent == 0:
         return allocate(0), 0
-    buf = np.ctypeslib.as_array((ctypes.c_uint8 * extent).from_address(first))
+    window = (ctypes.c_uint8 * extent).from_address(first)
+    window._owner = arr        # every NumPy view of `buf` keeps the original array alive
+    buf = np.ctypeslib.as_array(window)
     return Storage(buf, first, owner=arr), 0

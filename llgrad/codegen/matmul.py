@@ -1,0 +1,280 @@
+"""Matmul kernels: a batch loop around BLAS gemm, or generated loops for other dtypes.
+
+`C[b] = A[b] @ B[b]` over a (broadcast) batch, with `A: n x k`, `B: k x m` and `C: n x m`
+row-major and contiguous. One kernel call does the whole batch; per batch element it adds
+each operand's batch strides to its pointer. Batch strides may be zero (broadcasting), so
+an operand shared by every batch element is never copied.
+
+float32 and float64 call SciPy's `sgemm`/`dgemm`, whose address arrives in the argument
+block (found by `llgrad.runtime.blas`): the module names no process address, so its cached
+object stays valid in every process. BLAS is column-major: the row-major product
+`C = A @ B` is the column-major product `C^T = B^T A^T`, so the kernel passes (B, A) in
+that order. An operand stored row-major is passed with 'N' and its row stride as leading
+dimension; one stored column-major (a transposed view, strides `(1, ld)`) with 'T' and its
+column stride. Fortran takes every argument by pointer, so the characters, sizes and
+scalars live in allocas.
+
+Other dtypes run generated loops in i-k-j order: for each row of C and each block of
+`BLOCK` columns, an accumulator row (in the compute type: float32 for float16/bfloat16) is
+updated with `A[i, kk] * B[kk, j0:j0+BLOCK]` for every kk; the inner loop walks B's row
+contiguously, so it vectorizes. A single output column (matrix @ vector) is a dot product
+per row instead, reduced in registers over k. The outer range is the rows of the whole
+batch, so one large product splits across threads too.
+
+Argument block (strides in elements):
+    [lo, hi, n, m, k, batch_size * R,
+     (ptr, batch_stride * R, row_stride, col_stride) for C, A, B,
+     a_transposed, b_transposed, gemm]
+`[lo, hi)` ranges over batch elements (BLAS) or over `batch * n` rows (loops).
+`x_transposed` is 1 when operand x is passed to BLAS column-major (its leading dimension
+is then its column stride); the loops ignore the flags and read A through both strides,
+and B's column stride is taken to be 1 (the caller copies B otherwise); `gemm` is the
+address of the BLAS function (unused, 0, by the loops).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from ..ir import dtypes as dt
+from ..ir.dtypes import DType
+from .loops import I64, PTR, ArgBlock, accumulate, for_range, new_kernel
+from .scalar import FLAGS, SV, LLVMScalar, llvm_type, memory_type
+
+I8, I32 = ir.IntType(8), ir.IntType(32)
+BLOCK = 256                       # accumulator columns of the loop kernel (one row's slice)
+BLAS_DTYPES: tuple[DType, ...] = (dt.float32, dt.float64)
+# void gemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc): all by pointer
+GEMM_TYPE = ir.FunctionType(ir.VoidType(), [PTR] * 13)
+
+
+def uses_blas(dtype: DType) -> bool:
+    """float32 and float64 run on BLAS; every other dtype on generated loops."""
+    return dtype in BLAS_DTYPES
+
+
+@dataclass(frozen=True, slots=True)
+class MatmulKernel:
+    """What identifies a compiled matmul kernel (the kernel-cache key)."""
+
+    dtype: DType
+    batch_rank: int                 # R: batch dimensions after collapsing
+
+    @property
+    def blas(self) -> bool:
+        return uses_blas(self.dtype)
+
+    @property
+    def n_slots(self) -> int:
+        return 5 + self.batch_rank + 3 * (self.batch_rank + 3) + 3
+
+
+@dataclass
+class _Operand:
+    ptr: ir.Value
+    batch_strides: list[ir.Value]
+    row: ir.Value
+    col: ir.Value
+
+
+class _Args:
+    """The argument block of `MatmulKernel`, read into named values."""
+
+    def __init__(self, args: ArgBlock, rank: int):
+        self.lo, self.hi = args.int(0, "lo"), args.int(1, "hi")
+        self.n, self.m, self.k = args.int(2, "n"), args.int(3, "m"), args.int(4, "k")
+        self.sizes = [args.int(5 + d, f"size{d}") for d in range(rank)]
+        base = 5 + rank
+        self.operands: list[_Operand] = []
+        for x, label in enumerate("cab"):
+            slot = base + x * (rank + 3)
+            self.operands.append(_Operand(
+                args.ptr(slot, f"p{label}"),
+                [args.int(slot + 1 + d, f"{label}_bs{d}") for d in range(rank)],
+                args.int(slot + 1 + rank, f"{label}_rs"),
+                args.int(slot + 2 + rank, f"{label}_cs")))
+        flags = base + 3 * (rank + 3)
+        self.a_transposed = args.int(flags, "a_t")
+        self.b_transposed = args.int(flags + 1, "b_t")
+        self.gemm_slot = flags + 2
+
+
+def _batch_offsets(b: ir.IRBuilder, index: ir.Value, sizes: list[ir.Value],
+                   operands: list[_Operand]) -> list[ir.Value]:
+    """Element offsets of batch element `index` (row-major over `sizes`) per operand."""
+    offsets = [I64(0)] * len(operands)
+    rest = index
+    for d in range(len(sizes) - 1, -1, -1):
+        if d == 0:
+            i = rest
+        else:
+            i = b.urem(rest, sizes[d])
+            rest = b.udiv(rest, sizes[d])
+        offsets = [b.add(off, b.mul(i, op.batch_strides[d]))
+                   for off, op in zip(offsets, operands)]
+    return offsets
+
+
+# --------------------------------------------------------------------------------------
+# BLAS
+# --------------------------------------------------------------------------------------
+
+class _Callee:
+    """A function pointer loaded at run time, as a call target.
+
+    llvmlite's `call` asks its callee for `function_type`; opaque pointers carry none, and
+    a typed pointer would print the pre-opaque syntax LLVM 22 rejects. llvmlite's own
+    `InlineAsm` is a callee of the same shape.
+    """
+
+    def __init__(self, pointer: ir.Value, function_type: ir.FunctionType):
+        self.pointer = pointer
+        self.function_type = function_type
+        self.type = PTR
+
+    def get_reference(self) -> str:
+        return self.pointer.get_reference()
+
+
+def _alloca_store(b: ir.IRBuilder, typ: ir.Type, value: ir.Value, name: str) -> ir.Value:
+    slot = b.alloca(typ, name=name)
+    b.store(value, slot)
+    return slot
+
+
+def _build_blas(spec: MatmulKernel, name: str) -> ir.Module:
+    module = ir.Module(name=name)
+    fn, b, block = new_kernel(module, name)
+    a = _Args(block, spec.batch_rank)
+    gemm = _Callee(block.ptr(a.gemm_slot, "gemm"), GEMM_TYPE)
+    c_op, a_op, b_op = a.operands
+    real = llvm_type(spec.dtype)
+    # Fortran reads every argument through a pointer: park them in the frame.
+    trans_a = b.select(b.icmp_signed("!=", a.a_transposed, I64(0)), I8(ord("T")), I8(ord("N")))
+    trans_b = b.select(b.icmp_signed("!=", a.b_transposed, I64(0)), I8(ord("T")), I8(ord("N")))
+    p_trans_a = _alloca_store(b, I8, trans_a, "trans_a")
+    p_trans_b = _alloca_store(b, I8, trans_b, "trans_b")
+    lda = b.select(b.icmp_signed("!=", a.a_transposed, I64(0)), a_op.col, a_op.row)
+    ldb = b.select(b.icmp_signed("!=", a.b_transposed, I64(0)), b_op.col, b_op.row)
+    ints = {}
+    for label, v in (("m", a.m), ("n", a.n), ("k", a.k), ("lda", lda), ("ldb", ldb),
+                     ("ldc", c_op.row)):
+        ints[label] = _alloca_store(b, I32, b.trunc(v, I32), label)
+    alpha = _alloca_store(b, real, ir.Constant(real, 1.0), "alpha")
+    beta = _alloca_store(b, real, ir.Constant(real, 0.0), "beta")
+    with for_range(b, a.lo, a.hi, name="batch") as t:
+        off_c, off_a, off_b = _batch_offsets(b, t, a.sizes, a.operands)
+        pc = b.gep(c_op.ptr, [off_c], inbounds=True, source_etype=real)
+        pa = b.gep(a_op.ptr, [off_a], inbounds=True, source_etype=real)
+        pb = b.gep(b_op.ptr, [off_b], inbounds=True, source_etype=real)
+        # column-major C^T (m x n) = op(B) (m x k) @ op(A) (k x n)
+        b.call(gemm, [p_trans_b, p_trans_a, ints["m"], ints["n"], ints["k"], alpha,
+                      pb, ints["ldb"], pa, ints["lda"], beta, pc, ints["ldc"]])
+    b.ret_void()
+    return module
+
+
+# --------------------------------------------------------------------------------------
+# Generated loops (float16, bfloat16, integers, bool)
+# --------------------------------------------------------------------------------------
+
+def _multiply_add(b: ir.IRBuilder, dtype: DType, acc: ir.Value, x: ir.Value,
+                  y: ir.Value) -> ir.Value:
+    """acc + x * y in the compute type: wrapping for integers, or-of-ands for bool."""
+    if dtype.is_floating_point:
+        return b.fadd(acc, b.fmul(x, y, flags=FLAGS), flags=FLAGS)
+    if dtype is dt.bool_:
+        return b.or_(acc, b.and_(x, y))
+    return b.add(acc, b.mul(x, y))
+
+
+def _zero(dtype: DType) -> ir.Constant:
+    t = llvm_type(dtype)
+    return ir.Constant(t, 0.0 if dtype.is_floating_point else 0)
+
+
+def _row_start(b: ir.IRBuilder, a: _Args, t: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """Row `t` of the whole batch: element offsets of C's row, A's row and B's matrix."""
+    c_op, a_op, _ = a.operands
+    batch = b.udiv(t, a.n)
+    i = b.urem(t, a.n)
+    off_c, off_a, off_b = _batch_offsets(b, batch, a.sizes, a.operands)
+    return b.add(off_c, b.mul(i, c_op.row)), b.add(off_a, b.mul(i, a_op.row)), off_b
+
+
+def _rows_times_vector(b: ir.IRBuilder, s: LLVMScalar, a: _Args, d: DType) -> None:
+    """m == 1: each C[i, 0] is a dot product over k, reduced in registers.
+
+    The i-k-j order would run a one-iteration j loop per multiply-add; this loop
+    vectorizes over k instead (LLVM versions it for unit strides).
+    """
+    c_op, a_op, b_op = a.operands
+    mem_t = memory_type(d)
+    with for_range(b, a.lo, a.hi, name="vrow") as t:
+        row_c, row_a, off_b = _row_start(b, a, t)
+        with accumulate(b, I64(0), a.k, [_zero(d)], name="dot") as (kk, current, updated):
+            pa = b.gep(a_op.ptr, [b.add(row_a, b.mul(kk, a_op.col))], inbounds=True,
+                       source_etype=mem_t)
+            pb = b.gep(b_op.ptr, [b.add(off_b, b.mul(kk, b_op.row))], inbounds=True,
+                       source_etype=mem_t)
+            x, y = s.load(pa, d, name="a").value, s.load(pb, d, name="b").value
+            updated.append(_multiply_add(b, d, current[0], x, y))
+        s.store(SV(updated[0], d), b.gep(c_op.ptr, [row_c], inbounds=True, source_etype=mem_t))
+
+
+def _rows_times_matrix(b: ir.IRBuilder, s: LLVMScalar, a: _Args, d: DType) -> None:
+    """i-k-j: per row of C and block of BLOCK columns, accumulate A[i, kk] * B[kk, block]."""
+    c_op, a_op, b_op = a.operands
+    acc_t = llvm_type(d)
+    mem_t = memory_type(d)
+    acc = b.alloca(acc_t, size=I64(BLOCK), name="acc")
+    n_blocks = b.udiv(b.add(a.m, I64(BLOCK - 1)), I64(BLOCK))
+
+    def acc_slot(j: ir.Value) -> ir.Value:
+        return b.gep(acc, [j], inbounds=True, source_etype=acc_t)
+
+    with for_range(b, a.lo, a.hi, name="row") as t:
+        row_c, row_a, off_b = _row_start(b, a, t)
+        with for_range(b, I64(0), n_blocks, name="jb") as jb:
+            j0 = b.mul(jb, I64(BLOCK))
+            left = b.sub(a.m, j0)
+            jn = b.select(b.icmp_signed("<", left, I64(BLOCK)), left, I64(BLOCK))
+            with for_range(b, I64(0), jn, name="zero") as j:
+                b.store(_zero(d), acc_slot(j))
+            with for_range(b, I64(0), a.k, name="kk") as kk:
+                pa = b.gep(a_op.ptr, [b.add(row_a, b.mul(kk, a_op.col))], inbounds=True,
+                           source_etype=mem_t)
+                x = s.load(pa, d, name="a").value
+                row_b = b.add(b.add(off_b, b.mul(kk, b_op.row)), j0)
+                brow = b.gep(b_op.ptr, [row_b], inbounds=True, source_etype=mem_t)
+                with for_range(b, I64(0), jn, name="j") as j:
+                    y = s.load(b.gep(brow, [j], inbounds=True, source_etype=mem_t), d,
+                               name="b").value
+                    slot = acc_slot(j)
+                    b.store(_multiply_add(b, d, b.load(slot, typ=acc_t), x, y), slot)
+            crow = b.gep(c_op.ptr, [b.add(row_c, j0)], inbounds=True, source_etype=mem_t)
+            with for_range(b, I64(0), jn, name="out") as j:
+                value = b.load(acc_slot(j), typ=acc_t)
+                s.store(SV(value, d), b.gep(crow, [j], inbounds=True, source_etype=mem_t))
+
+
+def _build_loops(spec: MatmulKernel, name: str) -> ir.Module:
+    module = ir.Module(name=name)
+    fn, b, block = new_kernel(module, name)
+    a = _Args(block, spec.batch_rank)
+    s = LLVMScalar(b)
+    with b.if_else(b.icmp_signed("==", a.m, I64(1))) as (vector, matrix):
+        with vector:
+            _rows_times_vector(b, s, a, spec.dtype)
+        with matrix:
+            _rows_times_matrix(b, s, a, spec.dtype)
+    b.ret_void()
+    return module
+
+
+def build(spec: MatmulKernel, name: str) -> ir.Module:
+    """The kernel for `spec`: a BLAS batch loop for float32/float64, loops otherwise."""
+    if spec.dtype.is_complex:
+        raise TypeError(f"matmul: no kernel for {spec.dtype.name}")
+    return _build_blas(spec, name) if spec.blas else _build_loops(spec, name)
