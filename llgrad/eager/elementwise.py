@@ -19,7 +19,7 @@ from ..ir.dtypes import DType
 from ..ir.types import broadcast_shapes
 from ..runtime import cache, launch
 from ..tensor import Tensor
-from .layout import broadcast_strides, collapse
+from ..codegen.layout import broadcast_strides, collapse
 
 cache.register_builder(ElementwiseKernel, build)
 
@@ -155,7 +155,7 @@ class Plan:
         self.ptr_slots = ptr_slots          # where operand pointers go (output first)
         self.scalar_dtypes = scalar_dtypes  # per operand: the dtype a scalar is packed as
         self.work = work
-        from .layout import contiguous_strides
+        from ..codegen.layout import contiguous_strides
         self.out_strides = contiguous_strides(out_shape)
 
 
@@ -244,7 +244,7 @@ def _plan(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,
 def make_plan(expr: Expr, shape: tuple[int, ...], out_dtype: DType,
               out_strides: tuple[int, ...] | None, operands: Sequence[Any],
               scalar_dtypes: Sequence[DType]) -> Plan:
-    from .layout import contiguous_strides
+    from ..codegen.layout import contiguous_strides
     n = 1
     for s in shape:
         n *= s

@@ -51,7 +51,7 @@ from ..runtime.storage import allocate
 from ..tensor import Tensor
 from . import views
 from .elementwise import copy_into, is_scalar
-from .layout import broadcast_strides, collapse, contiguous_strides
+from ..codegen.layout import broadcast_strides, collapse, contiguous_strides
 
 cache.register_builder(IndexKernel, build_index)
 cache.register_builder(NonzeroKernel, build_nonzero)

@@ -22,7 +22,7 @@ from ..ir.types import TensorType
 from ..runtime import blas, cache, launch
 from ..tensor import Tensor
 from .elementwise import copy_into, promote
-from .layout import broadcast_strides, collapse, contiguous_strides
+from ..codegen.layout import broadcast_strides, collapse, contiguous_strides
 from .views import expand, reshape, slice_dims
 
 cache.register_builder(MatmulKernel, build)

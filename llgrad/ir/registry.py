@@ -143,7 +143,7 @@ def _coerce(op: str, a: Attr, v: Any) -> Any:
             raise TypeError
         if k is AttrKind.VALUE:
             return _freeze(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, AttributeError):
         raise TypeError(f"{op}: attribute {a.name!r} expects {k.value}, "
                         f"got {v!r} ({type(v).__name__})") from None
     raise AssertionError(k)
