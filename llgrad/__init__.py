@@ -13,6 +13,9 @@ from ._printing import set_printoptions, get_printoptions  # noqa: F401
 
 _methods.bind()
 
+from . import nn, optim, utils  # noqa: E402,F401
+from .serialization import load, save  # noqa: E402,F401
+
 float = float32  # noqa: A001
 double = float64
 half = float16

@@ -31,8 +31,8 @@ def record(op: str, operands: Sequence[Any], attrs: dict[str, Any], out: Tensor,
     if not (out._dtype.is_floating_point or out._dtype.is_complex):
         return out                       # integer and bool results are not differentiable
     cls = node_class(name or opdef.backward_name or f"{op.capitalize()}Backward0")
+    out._requires_grad = True      # before the node saves `out`: its alias must carry grad
     node = cls(op, tuple(operands), attrs, out, opdef.saves)
-    out._requires_grad = True
     out.grad_fn = node
     out._output_nr = 0
     return out

@@ -243,14 +243,14 @@ class OpNode(Node):
         return tuple(s.unpack(self, self.name(), i) for i, s in enumerate(ts))
 
 
-_classes: dict[str, type] = {}
+_classes: dict[tuple[str, type], type] = {}
 
 
 def node_class(name: str, base: type = OpNode) -> type:
-    """The class of a grad_fn called `name` (PyTorch's name), made once."""
-    cls = _classes.get(name)
+    """The class of a grad_fn called `name` (PyTorch's name) on `base`, made once."""
+    cls = _classes.get((name, base))
     if cls is None:
-        cls = _classes[name] = type(name, (base,), {"__slots__": ()})
+        cls = _classes[(name, base)] = type(name, (base,), {"__slots__": ()})
     return cls
 
 

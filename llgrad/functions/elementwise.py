@@ -93,7 +93,8 @@ def sub(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
                            "supported. Use the `^` or `logical_xor()` operator instead.")
     if alpha != 1:
         other = mul(other, alpha)
-    return elementwise("sub", input, other)
+    name = "RsubBackward1" if not isinstance(input, Tensor) else None   # `2 - x`
+    return elementwise("sub", input, other, name=name)
 
 
 subtract = sub

@@ -109,9 +109,8 @@ def t(input: Tensor) -> Tensor:
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{input.ndim}D")
-    if input.ndim < 2:
-        return input.view_as(input) if input.ndim else input
-    return apply("permute", (input,), {"perm": (1, 0)}, _permute_forward, "TBackward0")
+    perm = tuple(reversed(range(input.ndim)))
+    return apply("permute", (input,), {"perm": perm}, _permute_forward, "TBackward0")
 
 
 def movedim(input: Tensor, source: int, destination: int) -> Tensor:

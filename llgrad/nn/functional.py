@@ -18,7 +18,7 @@ from ..autograd.apply import apply_composite
 from ..autograd.grad_mode import no_grad
 from ..ir import dtypes as dt
 from ..ir import registry
-from ..ir.types import TensorType, normalize_axis
+from ..ir.types import TensorType
 from ..ops import nn as nnops
 from ..tensor import Tensor
 

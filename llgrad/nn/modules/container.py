@@ -79,7 +79,8 @@ class Sequential(Module):
         n = len(self)
         if not -n <= index <= n:
             raise IndexError(f"Index out of range: {index}")
-        index %= n + 1 if index < 0 else n + 1
+        if index < 0:
+            index += n
         items = list(self._modules.values())
         items.insert(index, module)
         self._modules.clear()

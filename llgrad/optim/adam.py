@@ -1,0 +1,105 @@
+"""Adam and AdamW with PyTorch's update formulas (bias correction, optional AMSGrad)."""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from .. import functions as lg
+from ..autograd.grad_mode import no_grad
+from ..ir import dtypes as dt
+from ..tensor import Tensor
+from .optimizer import Optimizer
+
+
+class Adam(Optimizer):
+    """Per parameter with a gradient, at step t (PyTorch's single-tensor Adam):
+
+        g = -grad if maximize else grad
+        p *= 1 - lr * wd              (decoupled, AdamW)   |   g += wd * p   (Adam)
+        m = lerp(m, g, 1 - beta1);    v = beta2 * v + (1 - beta2) * g * g
+        v_hat = max(v_hat, v)         (amsgrad; then v_hat replaces v below)
+        denom = sqrt(v) / sqrt(1 - beta2**t) + eps
+        p -= (lr / (1 - beta1**t)) * m / denom
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False,
+                 decoupled_weight_decay: bool = False) -> None:
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
+                                      weight_decay=weight_decay, amsgrad=amsgrad,
+                                      maximize=maximize,
+                                      decoupled_weight_decay=decoupled_weight_decay))
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        loss = self._closure_loss(closure)
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p._grad is not None:
+                        self._update(p, group)
+        return loss
+
+    def _init_state(self, p: Tensor, amsgrad: bool) -> dict[str, Any]:
+        state = self.state[p]
+        if not state:
+            state["step"] = lg.tensor(0.0, dtype=dt.float32)
+            state["exp_avg"] = lg.zeros_like(p)
+            state["exp_avg_sq"] = lg.zeros_like(p)
+            if amsgrad:
+                state["max_exp_avg_sq"] = lg.zeros_like(p)
+        elif amsgrad and "max_exp_avg_sq" not in state:
+            state["max_exp_avg_sq"] = lg.zeros_like(p)
+        return state
+
+    def _update(self, p: Tensor, group: dict[str, Any]) -> None:
+        if p._grad.is_complex() or p.is_complex():
+            raise TypeError(f"{type(self).__name__}: complex parameters are not supported "
+                            f"(parameter of shape {list(p.shape)}, dtype {p.dtype.name})")
+        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        wd, amsgrad = group["weight_decay"], group["amsgrad"]
+        state = self._init_state(p, amsgrad)
+        g = lg.neg(p._grad) if group["maximize"] else p._grad
+        step_t = state["step"]
+        step_t.add_(1)
+        if wd != 0:
+            if group["decoupled_weight_decay"]:
+                p.mul_(1 - lr * wd)
+            else:
+                g = lg.add(g, p, alpha=wd)
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        exp_avg.copy_(lg.lerp(exp_avg, g, 1 - beta1))
+        exp_avg_sq.mul_(beta2).add_(lg.mul(lg.mul(g, 1 - beta2), g))
+        step = step_t.item()
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+        step_size = lr / bias_correction1
+        if amsgrad:
+            best = state["max_exp_avg_sq"]
+            best.copy_(lg.maximum(best, exp_avg_sq))
+            second = best
+        else:
+            second = exp_avg_sq
+        denom = lg.add(lg.div(lg.sqrt(second), bias_correction2_sqrt), eps)
+        p.add_(lg.div(lg.mul(exp_avg, -step_size), denom))
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter): `p *= 1 - lr * wd` before the
+    Adam step, instead of adding `wd * p` to the gradient. Default weight_decay 1e-2."""
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *,
+                 maximize: bool = False) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                         decoupled_weight_decay=True)

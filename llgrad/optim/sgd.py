@@ -1,0 +1,61 @@
+"""Stochastic gradient descent with momentum, dampening, Nesterov, weight decay."""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from .. import functions as lg
+from ..autograd.grad_mode import no_grad
+from ..tensor import Tensor
+from .optimizer import Optimizer
+
+
+class SGD(Optimizer):
+    """PyTorch's update, per parameter with a gradient:
+
+        g = -grad if maximize else grad;  g += weight_decay * p
+        buf = g (first step) | momentum * buf + (1 - dampening) * g
+        g = g + momentum * buf if nesterov else buf  (when momentum != 0)
+        p -= lr * g
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0.0,
+                 dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False,
+                 *, maximize: bool = False) -> None:
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
+                                      weight_decay=weight_decay, nesterov=nesterov,
+                                      maximize=maximize))
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        loss = self._closure_loss(closure)
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p._grad is not None:
+                        self._update(p, group)
+        return loss
+
+    def _update(self, p: Tensor, group: dict[str, Any]) -> None:
+        g = p._grad
+        if group["maximize"]:
+            g = lg.neg(g)
+        if group["weight_decay"] != 0:
+            g = lg.add(g, p, alpha=group["weight_decay"])
+        momentum = group["momentum"]
+        if momentum != 0:
+            state = self.state[p]
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = g.detach().clone()
+                state["momentum_buffer"] = buf
+            else:
+                buf.mul_(momentum).add_(g, alpha=1 - group["dampening"])
+            g = lg.add(g, buf, alpha=momentum) if group["nesterov"] else buf
+        p.add_(g, alpha=-group["lr"])
