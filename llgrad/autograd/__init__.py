@@ -1,4 +1,5 @@
 """Tape-based reverse-mode autograd with PyTorch's semantics."""
+from . import forward_ad  # noqa: F401
 from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .api import backward, grad
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,

@@ -326,6 +326,22 @@ def _rebase_dirty(node: BackwardCFunction, t: Tensor, nr: int) -> None:
     rebase(t, proxy)
 
 
+class _SavedOutput(SavedTensor):
+    """A saved output of a multi-output node: unpacks with its own output number."""
+
+    __slots__ = ("output_nr",)
+
+    def __init__(self, t: Tensor):
+        super().__init__(t, is_output=True)
+        self.output_nr = t._output_nr
+
+    def unpack(self, node: Node, op_name: str, index: int) -> Tensor:
+        out = super().unpack(node, op_name, index)
+        if out.grad_fn is node:
+            out._output_nr = self.output_nr
+        return out
+
+
 def _pack_saved(node: BackwardCFunction, outputs: list[Any]) -> None:
     """Turn `ctx.to_save` into SavedTensors; outputs are saved without a cycle to the node."""
     saved: list[SavedTensor | None] = []
@@ -333,7 +349,7 @@ def _pack_saved(node: BackwardCFunction, outputs: list[Any]) -> None:
         if t is None:
             saved.append(None)
         elif t.grad_fn is node:
-            saved.append(SavedTensor(t, is_output=True))
+            saved.append(_SavedOutput(t))
         else:
             saved.append(SavedTensor(t))
     node._saved = saved
@@ -343,8 +359,9 @@ def _pack_saved(node: BackwardCFunction, outputs: list[Any]) -> None:
 # once_differentiable
 # ------------------------------------------------------------------------------------------
 
-class DelayedError(Node):
-    """Stands where a once-differentiable backward's result would need differentiating."""
+class Error(Node):
+    """Stands where a once-differentiable backward's result would need differentiating
+    (PyTorch's DelayedError node, whose class is named `Error`)."""
 
     def __init__(self, msg: str, num_outputs: int):
         super().__init__(())
@@ -372,7 +389,7 @@ def once_differentiable(fn: Callable[..., Any]) -> Callable[..., Any]:
             return outputs
         is_tuple = isinstance(outputs, tuple)
         outs = outputs if is_tuple else (outputs,)
-        err = DelayedError("trying to differentiate twice a function that was marked with "
+        err = Error("trying to differentiate twice a function that was marked with "
                            "@once_differentiable", len(outs))
         wrapped = []
         for nr, o in enumerate(outs):
