@@ -241,9 +241,13 @@ class Tensor:
         backward([self], [gradient], retain_graph=retain_graph, create_graph=create_graph,
                  inputs=inputs)
 
-    def detach(self) -> "Tensor":
+    def _alias(self) -> "Tensor":
+        """Another tensor object over the same values, with no autograd history."""
         return Tensor._make(self._storage, self._offset, self._shape, self._strides,
                             self._dtype, base=self._base)
+
+    def detach(self) -> "Tensor":
+        return self._alias()
 
     def detach_(self) -> "Tensor":
         self.grad_fn = None

@@ -38,8 +38,43 @@ def record(op: str, operands: Sequence[Any], attrs: dict[str, Any], out: Tensor,
     return out
 
 
+class Interpreter:
+    """Something that takes over `apply` for operands it recognizes (a tracer, vmap).
+
+    Interpreters form a stack; the innermost one that `handles` the operands processes the
+    op, and may itself call `apply` again (which then reaches the interpreters below it).
+    """
+
+    def handles(self, operands: Sequence[Any]) -> bool:
+        raise AssertionError("subclass responsibility")
+
+    def process(self, op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,
+                forward: Callable[..., Tensor], name: str | None) -> Tensor:
+        raise AssertionError("subclass responsibility")
+
+    def process_composite(self, op: str, operands: Sequence[Any], attrs: dict[str, Any],
+                          name: str | None) -> Tensor:
+        """Default: run the op's decomposition on the interpreter's values."""
+        from .. import functions as F
+        return registry.get(op).decompose(F, *operands, **attrs)
+
+
+interpreters: list[Interpreter] = []
+
+
+def _interpreter_for(operands: Sequence[Any]) -> Interpreter | None:
+    for interp in reversed(interpreters):
+        if interp.handles(operands):
+            return interp
+    return None
+
+
 def apply(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,
           forward: Callable[..., Tensor], name: str | None = None) -> Tensor:
+    if interpreters:
+        interp = _interpreter_for(operands)
+        if interp is not None:
+            return interp.process(op, operands, attrs, forward, name)
     out = forward(op, operands, attrs)
     if needs_grad(operands):
         record(op, operands, attrs or {}, out, name)
@@ -59,6 +94,10 @@ def apply_composite(op: str, operands: Sequence[Any], attrs: dict[str, Any],
     from .grad_mode import no_grad
     opdef = registry.get(op)
     assert opdef.decompose is not None, f"{op} is not a composite op"
+    if interpreters:
+        interp = _interpreter_for(operands)
+        if interp is not None:
+            return interp.process_composite(op, operands, attrs, name)
     with no_grad():
         out = opdef.decompose(F, *operands, **attrs)
     if needs_grad(operands):

@@ -59,15 +59,12 @@ class SavedTensor:
     def __init__(self, t: Tensor, is_output: bool = False):
         self.is_output = is_output
         self.requires_grad = t._requires_grad
-        self.version = t._storage.version
-        if is_output:
-            self.data = Tensor._make(t._storage, t._offset, t._shape, t._strides, t._dtype)
-        else:
-            self.data = t
+        self.version = t._storage.version if t._storage is not None else 0
+        self.data = t._alias() if is_output else t
 
     def unpack(self, node: "Node", op_name: str, index: int) -> Tensor:
         t = self.data
-        if t._storage.version != self.version:
+        if t._storage is not None and t._storage.version != self.version:
             raise RuntimeError(
                 f"one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: [{_type_name(t)}], which is {'output' if self.is_output else 'input'} "
@@ -76,7 +73,7 @@ class SavedTensor:
                 f"operation that failed to compute its gradient; enable anomaly detection with "
                 f"llgrad.autograd.set_detect_anomaly(True) to find it.")
         if self.is_output and self.requires_grad:
-            alias = Tensor._make(t._storage, t._offset, t._shape, t._strides, t._dtype)
+            alias = t._alias()
             alias._requires_grad = True
             alias.grad_fn = node
             return alias
@@ -179,8 +176,9 @@ class OpNode(Node):
         self._scalars = scalars
         if "i" in saves:
             saved = [SavedTensor(o) if isinstance(o, Tensor) else None for o in operands]
-        else:
-            saved = [None] * len(operands)
+        else:       # digits name single inputs: where saves "0", its condition, only
+            saved = [SavedTensor(o) if isinstance(o, Tensor) and str(i) in saves else None
+                     for i, o in enumerate(operands)]
         saved.append(SavedTensor(output, is_output=True) if "o" in saves else None)
         self._saved = saved
         self._released = False

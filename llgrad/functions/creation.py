@@ -181,6 +181,9 @@ def _like(op: str, input: Tensor, value: Any, kwargs: dict[str, Any]) -> Tensor:
     dtype, rg = _kw(kwargs, op)
     d = dtype or input._dtype
     _check_grad_dtype(d, rg)
+    ctx = getattr(input, "_ctx", None)
+    if ctx is not None:                     # a tracer: the constant becomes part of the graph
+        return ctx.constant(0 if value is None else value, d, input._shape)
     if value is None:
         return _finish(Tensor._empty(input._shape, d), rg)
     return _finish(_fill(input._shape, value, d), rg)

@@ -42,6 +42,8 @@ def run_inplace(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, .
                 direct: Callable[[], Any], clone_self: bool) -> Tensor:
     """`direct()` writes without autograd; `functional(t, *args)` is the recorded form."""
     check_inplace(t)
+    if getattr(t, "_ctx", None) is not None:
+        return _inplace_traced(t, functional(t, *args))
     if not needs_grad((t,) + tuple(args)) and not _view_of_grad_base(t):
         direct()
         bump(t)
@@ -55,6 +57,19 @@ def run_inplace(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, .
         ew.copy_into(t, result.detach())
     bump(t)
     rebase(t, result)
+    return t
+
+
+def _inplace_traced(t: Tensor, result: Tensor) -> Tensor:
+    """In a trace, an in-place op rebinds the tracer to the op's result (functional IR)."""
+    if result._shape != t._shape:
+        raise RuntimeError(f"output with shape {list(t._shape)} doesn't match the broadcast "
+                           f"shape {list(result._shape)}")
+    if result._dtype is not t._dtype:
+        result = result.to(t._dtype)
+    t._node = result._node
+    if result._requires_grad:
+        t.grad_fn, t._output_nr, t._requires_grad = result.grad_fn, result._output_nr, True
     return t
 
 

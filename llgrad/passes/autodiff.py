@@ -1,0 +1,66 @@
+"""Symbolic autodiff: a forward graph -> the joint forward + backward graph.
+
+The pass replays the graph on tracer tensors with the tape on, then runs the eager
+autograd engine on them. The engine applies the registry's vjp rules, which are written
+with llgrad's functions; on tracers those functions emit IR. So the backward graph comes
+from the same rules that eager backward uses: there is no second set of derivatives.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..autograd.engine import execute
+from ..autograd.grad_mode import enable_grad
+from ..ir.graph import Graph, Node, make_node
+from ..tensor import Tensor
+from ..tracer.context import TraceContext
+from ..tracer.tensor import TracerTensor
+
+
+def replay(g: Graph, ctx: TraceContext, params: Sequence[TracerTensor]) -> list[TracerTensor]:
+    """Run `g`'s nodes again through `apply` (so a tape records them); returns outputs."""
+    from ..autograd.apply import apply
+    values: dict[Node, Tensor] = dict(zip(g.params, params))
+    for node in g.nodes:
+        if node in values:
+            continue
+        if not node.inputs:             # const, iota: no operands to dispatch on
+            values[node] = TracerTensor.of(make_node(node.op, (), node.attr_dict, node.loc),
+                                           ctx)
+            continue
+        operands = [values[i] for i in node.inputs]
+        values[node] = apply(node.op, operands, node.attr_dict, _no_eager, None)
+    return [values[o] for o in g.outputs]
+
+
+def _no_eager(op: str, operands: object, attrs: object) -> Tensor:
+    raise AssertionError(f"replay: '{op}' reached eager execution (no tracer operand)")
+
+
+def differentiate(g: Graph, wrt: Sequence[int], name: str | None = None) -> Graph:
+    """The joint graph of `g` with respect to params `wrt`.
+
+    Params: `(*g.params, *cotangents)`, one cotangent per output. Outputs:
+    `(*g.outputs, *grads)`, one gradient per param in `wrt` (zeros when unused). Outputs
+    that are not floating point get a cotangent param too (unused), to keep positions simple.
+    """
+    ctx = TraceContext(name or f"{g.name}_joint")
+    params = [ctx.param(p.type, p.attr("name")) for p in g.params]
+    for i in wrt:
+        params[i]._requires_grad = True
+    with ctx, enable_grad():
+        outs = replay(g, ctx, params)
+        cts = [ctx.param(o.type, f"ct{k}") for k, o in enumerate(g.outputs)]
+        roots, grads = [], []
+        for o, ct in zip(outs, cts):
+            if o._requires_grad:
+                roots.append(o)
+                grads.append(ct)
+        wanted = [params[i] for i in wrt]
+        captured = execute(roots, grads, retain_graph=False, create_graph=False,
+                           capture=wanted, accumulate=False) if roots else [None] * len(wanted)
+        results = []
+        for p, gr in zip(wanted, captured):
+            results.append(gr if gr is not None else ctx.constant(0, p._dtype, p._shape))
+    nodes = [ctx.node_of(o) for o in outs] + [ctx.node_of(r) for r in results]
+    return ctx.graph(nodes)

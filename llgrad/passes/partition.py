@@ -1,0 +1,115 @@
+"""Partition a joint graph into a forward graph and a backward graph.
+
+The forward graph computes the outputs and the residuals the backward needs; the backward
+graph takes the residuals and the cotangents and computes the gradients. A residual that
+is a cheap elementwise function of other residuals or primals is recomputed in the
+backward instead of stored when that saves bytes (AOTAutograd's min-cut idea in its
+simplest greedy form); the report says how many bytes that saved.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir.graph import Graph, Node
+from ..ir.registry import ELEMENTWISE, Group
+
+
+@dataclass
+class Partition:
+    forward: Graph          # params: primals; outputs: (*outputs, *residuals)
+    backward: Graph         # params: (*residuals, *cotangents); outputs: grads
+    n_outputs: int
+    n_residuals: int
+    residual_bytes: int
+    recomputed_bytes: int   # bytes not stored because the backward recomputes them
+
+    def __str__(self) -> str:
+        return (f"partition: {self.n_residuals} residuals, {self.residual_bytes} bytes saved "
+                f"for backward, {self.recomputed_bytes} bytes recomputed instead\n"
+                f"{self.forward}\n{self.backward}")
+
+
+def _nbytes(n: Node) -> int:
+    return n.type.numel * n.type.dtype.itemsize
+
+
+def _recomputable(n: Node) -> bool:
+    return n.group in ELEMENTWISE or n.group in (Group.CONST, Group.MOVEMENT)
+
+
+def partition(joint: Graph, n_primals: int, n_outputs: int) -> Partition:
+    primals = joint.params[:n_primals]
+    cotangents = set(joint.params[n_primals:])
+    # which nodes depend on a cotangent: those belong to the backward
+    backward_side: set[Node] = set(cotangents)
+    for n in joint.nodes:
+        if any(i in backward_side for i in n.inputs):
+            backward_side.add(n)
+    outputs = joint.outputs[:n_outputs]
+    grads = joint.outputs[n_outputs:]
+    users = joint.users()
+    # boundary: forward values that backward nodes read, and grads computed in forward
+    boundary: list[Node] = []
+    seen: set[Node] = set()
+
+    def need(n: Node) -> None:
+        if n not in seen and n not in backward_side:
+            seen.add(n)
+            boundary.append(n)
+
+    for n in joint.nodes:
+        if n in backward_side:
+            for i in n.inputs:
+                need(i)
+    for gr in grads:
+        need(gr)
+    # recompute cheap elementwise residuals from their own inputs when they are bigger
+    recomputed = 0
+    changed = True
+    stored = set(boundary)
+    while changed:
+        changed = False
+        for n in list(stored):
+            if n.group is Group.PARAM or not _recomputable(n) or not n.inputs:
+                continue
+            cost_in = sum(_nbytes(i) for i in n.inputs if i not in stored)
+            if cost_in < _nbytes(n) and all(i.group is not Group.RANDOM for i in n.inputs):
+                stored.remove(n)
+                for i in n.inputs:
+                    stored.add(i)
+                recomputed += _nbytes(n) - cost_in
+                changed = True
+    residuals = [n for n in joint.nodes if n in stored]
+    fwd = Graph(f"{joint.name}_forward", primals, list(outputs) + residuals)
+    # backward graph: residuals become params; everything needed from them is rebuilt
+    mapping: dict[Node, Node] = {}
+    bparams = []
+    for k, r in enumerate(residuals):
+        p = Node("param", (), (("name", f"r{k}"),), r.type)
+        mapping[r] = p
+        bparams.append(p)
+    for k, c in enumerate(joint.params[n_primals:]):
+        p = Node("param", (), (("name", c.attr("name")),), c.type)
+        mapping[c] = p
+        bparams.append(p)
+
+    def rebuild(n: Node) -> Node:
+        stack = [n]
+        while stack:
+            top = stack[-1]
+            if top in mapping:
+                stack.pop()
+                continue
+            missing = [i for i in top.inputs if i not in mapping]
+            if missing:
+                stack.extend(missing)
+                continue
+            stack.pop()
+            mapping[top] = Node(top.op, tuple(mapping[i] for i in top.inputs), top.attrs,
+                                top.type, top.loc)
+        return mapping[n]
+
+    bwd = Graph(f"{joint.name}_backward", bparams, [rebuild(gr) for gr in grads])
+    del users
+    return Partition(fwd, bwd, n_outputs, len(residuals),
+                     sum(_nbytes(r) for r in residuals), recomputed)

@@ -1,0 +1,170 @@
+"""The trace context: turns op applications on tracers into IR nodes.
+
+`emit(op, operands, attrs)` applies the same promotion rules as eager execution (it asks
+`llgrad.eager.elementwise.compute_dtype`), so a traced graph computes what eager code
+computes: Python scalars become `const` nodes of the promoted dtype, promotion casts become
+`cast` nodes, and concrete tensors the function captured (globals, closures, module
+parameters) become extra graph parameters that are read again at every call.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Any, Sequence
+
+from ..autograd.apply import Interpreter, interpreters
+from ..ir import dtypes as dt
+from ..ir import registry
+from ..ir.graph import Graph, Node, make_node
+from ..ir.registry import ELEMENTWISE, Group
+from ..ir.types import TensorType
+from ..tensor import Tensor
+from .tensor import TracerTensor
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_tls = threading.local()
+
+
+def current() -> "TraceContext | None":
+    stack = getattr(_tls, "stack", None)
+    return stack[-1] if stack else None
+
+
+def user_location() -> str | None:
+    """`file.py:line` of the innermost frame outside the llgrad package."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if not os.path.abspath(path).startswith(_PACKAGE_DIR) and "<frozen" not in path:
+            return f"{os.path.basename(path)}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
+class TraceContext:
+    """Collects the nodes of one graph while a Python function runs on tracers."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.params: list[Node] = []
+        self.captured: list[Tensor] = []         # concrete tensors lifted to params
+        self._captured_ids: dict[int, Node] = {}
+        self._names: dict[int, str] = {}
+
+    # -- entering ---------------------------------------------------------------------
+    def __enter__(self) -> "TraceContext":
+        if not hasattr(_tls, "stack"):
+            _tls.stack = []
+        _tls.stack.append(self)
+        interpreters.append(_INTERPRETER)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _tls.stack.remove(self)
+        interpreters.remove(_INTERPRETER)
+
+    # -- values -------------------------------------------------------------------------
+    def param(self, type_: TensorType, name: str) -> TracerTensor:
+        node = Node("param", (), (("name", name),), type_)
+        self.params.append(node)
+        return TracerTensor.of(node, self)
+
+    def node_of(self, x: Any, dtype: dt.DType | None = None) -> Node:
+        """The IR node for an operand: a tracer's node, a lifted tensor, or a constant."""
+        if isinstance(x, TracerTensor):
+            if x._ctx is not self:
+                raise RuntimeError("a traced value from another trace was used here (a tracer "
+                                   "leaked out of the function that created it)")
+            return x._node
+        if isinstance(x, Tensor):
+            node = self._captured_ids.get(id(x))
+            if node is None:
+                node = Node("param", (), (("name", f"c{len(self.captured)}"),),
+                            TensorType(x._dtype, x._shape))
+                self.params.append(node)
+                self.captured.append(x)
+                self._captured_ids[id(x)] = node
+            return node
+        if isinstance(x, (bool, int, float)):
+            d = dtype or dt.scalar_dtype(x)
+            value = x
+            if d.is_floating_point:
+                value = float(x)
+            elif d is dt.bool_:
+                value = bool(x)
+            else:
+                value = int(x)
+            return make_node("const", (), {"value": value, "dtype": d, "shape": ()},
+                             user_location())
+        raise TypeError(f"cannot trace an operand of type {type(x).__name__}")
+
+    def constant(self, value: Any, dtype: dt.DType, shape: tuple[int, ...]) -> TracerTensor:
+        """A `const` node filled with one value (what `zeros_like(tracer)` traces to)."""
+        v = float(value) if dtype.is_floating_point else (bool(value) if dtype is dt.bool_
+                                                          else int(value))
+        node = make_node("const", (), {"value": v, "dtype": dtype, "shape": tuple(shape)},
+                         user_location())
+        return TracerTensor.of(node, self)
+
+    def name_of(self, node: Node) -> str:
+        for p in self.params:
+            if p is node:
+                return p.attr("name")
+        return str(id(node) % 10000)
+
+    # -- ops ----------------------------------------------------------------------------
+    def emit(self, op: str, operands: Sequence[Any], attrs: dict[str, Any] | None) -> TracerTensor:
+        opdef = registry.get(op)
+        attrs = dict(attrs or {})
+        loc = user_location()
+        if opdef.group in ELEMENTWISE or opdef.group is Group.RANDOM:
+            inputs = self._promoted(opdef, operands, loc)
+        elif op == "cat":
+            from ..eager.elementwise import promote
+            d = promote(list(operands))
+            inputs = [self._cast(self.node_of(o), d, loc) for o in operands]
+        else:
+            inputs = [self.node_of(o) for o in operands]
+        node = make_node(op, tuple(inputs), attrs, loc)
+        return TracerTensor.of(node, self)
+
+    def _promoted(self, opdef: registry.OpDef, operands: Sequence[Any],
+                  loc: str | None) -> list[Node]:
+        from ..eager.elementwise import compute_dtype
+        computed = compute_dtype(opdef, operands)
+        return [self._cast(self.node_of(o, c), c, loc) for o, c in zip(operands, computed)]
+
+    def _cast(self, node: Node, d: dt.DType, loc: str | None) -> Node:
+        if node.type.dtype is d:
+            return node
+        return make_node("cast", (node,), {"dtype": d}, loc)
+
+    def graph(self, outputs: Sequence[Node]) -> Graph:
+        return Graph(self.name, self.params, outputs)
+
+
+def any_tracer(operands: Sequence[Any]) -> TracerTensor | None:
+    for o in operands:
+        if isinstance(o, TracerTensor):
+            return o
+    return None
+
+
+
+class TraceInterpreter(Interpreter):
+    """The tracer's entry in `llgrad.autograd.apply.interpreters` (only while tracing)."""
+
+    def handles(self, operands: Sequence[Any]) -> bool:
+        return any_tracer(operands) is not None
+
+    def process(self, op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,
+                forward: Any, name: str | None) -> TracerTensor:
+        from ..autograd.apply import needs_grad, record
+        out = any_tracer(operands)._ctx.emit(op, operands, attrs)
+        if needs_grad(operands):         # the autodiff pass traces with a tape
+            record(op, operands, attrs or {}, out, name)
+        return out
+
+
+_INTERPRETER = TraceInterpreter()

@@ -1,0 +1,100 @@
+"""`TracerTensor`: a tensor that stands for an IR value while a function is traced.
+
+It has a shape and a dtype but no storage. Every llgrad function reaches
+`llgrad.autograd.apply.apply`, which hands ops on tracers to the trace context, so user code
+runs unchanged and builds IR. Asking a tracer for data (`bool()`, `item()`, `numpy()`, ...)
+cannot be answered while tracing: it raises `GraphBreak`, which names the user's line.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..codegen.layout import contiguous_strides
+from ..ir.graph import Node
+from ..tensor import Tensor
+
+
+class GraphBreak(Exception):
+    """Data-dependent Python on a traced value: the function cannot be one graph."""
+
+    def __init__(self, what: str, loc: str | None):
+        self.what = what
+        self.loc = loc
+        where = f" at {loc}" if loc else ""
+        super().__init__(f"{what} on a traced tensor{where} depends on tensor values, which "
+                         f"are unknown while tracing. Compute it outside the compiled "
+                         f"function, make it a tensor operation (e.g. lg.where instead of "
+                         f"`if`), or pass the value as a Python argument.")
+
+
+class TracerTensor(Tensor):
+    __slots__ = ("_node", "_ctx")
+
+    @classmethod
+    def of(cls, node: Node, ctx: Any) -> "TracerTensor":
+        t = object.__new__(cls)
+        t._storage = None
+        t._offset = 0
+        t._shape = node.type.shape
+        t._strides = contiguous_strides(node.type.shape)
+        t._dtype = node.type.dtype
+        t._ptr = 0
+        t._requires_grad = False
+        t._grad = None
+        t.grad_fn = None
+        t._retains_grad = False
+        t._hooks = None
+        t._base = None
+        t._output_nr = 0
+        t._inference = False
+        t._node = node
+        t._ctx = ctx
+        return t
+
+    def _alias(self) -> "TracerTensor":
+        return TracerTensor.of(self._node, self._ctx)
+
+    def _break(self, what: str) -> Any:
+        from .context import user_location
+        raise GraphBreak(what, user_location())
+
+    def item(self) -> Any:
+        return self._break("item()")
+
+    def tolist(self) -> Any:
+        return self._break("tolist()")
+
+    def numpy(self, *, force: bool = False) -> Any:
+        return self._break("numpy()")
+
+    def _values(self) -> Any:
+        return self._break("reading values")
+
+    def _numpy_view(self) -> Any:
+        return self._break("reading values")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        return self._break("conversion to a NumPy array")
+
+    def __bool__(self) -> bool:
+        return self._break("bool()")
+
+    def __float__(self) -> float:
+        return self._break("float()")
+
+    def __int__(self) -> int:
+        return self._break("int()")
+
+    def __index__(self) -> int:
+        return self._break("use as an index")
+
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._break("__dlpack__")
+
+    def data_ptr(self) -> int:
+        return self._break("data_ptr()")
+
+    def __repr__(self) -> str:
+        return f"TracerTensor({self._node.type}, %{self._ctx.name_of(self._node)})"
+
+    __str__ = __repr__
