@@ -58,6 +58,22 @@ class Interpreter:
         from .. import functions as F
         return registry.get(op).decompose(F, *operands, **attrs)
 
+    def process_tangent(self, op: str, operands: Sequence[Any], attrs: dict[str, Any],
+                        out: Tensor) -> None:
+        """Forward mode when some operand's *tangent* is this interpreter's tensor.
+
+        `apply` asks this instead of `forward_ad.propagate` (the default) so that an
+        interpreter whose tensors ride as tangents (vmap's batched tangents in `jacfwd`) can
+        compute Jacobian-vector products that the plain rule cannot express.
+        """
+        forward_ad.propagate(op, operands, attrs, out)
+
+    def process_function(self, fn_name: str, fn: Callable[..., Any], args: tuple[Any, ...],
+                         kwargs: dict[str, Any]) -> Any:
+        """A function outside the op registry (`getitem`, `argmax`, ...) met this
+        interpreter's tensors (see `dispatch_function`). Default: run it unchanged."""
+        return fn(*args, **kwargs)
+
 
 interpreters: list[Interpreter] = []
 
@@ -79,8 +95,33 @@ def apply(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,
     if needs_grad(operands):
         record(op, operands, attrs or {}, out, name)
     if forward_ad._level[0]:
-        forward_ad.propagate(op, operands, attrs or {}, out)
+        _propagate(op, operands, attrs or {}, out)
     return out
+
+
+def _propagate(op: str, operands: Sequence[Any], attrs: dict[str, Any], out: Tensor) -> None:
+    """Forward-mode tangents of `out`; an interpreter owning a tangent computes them."""
+    if interpreters:
+        tangents = [t for t in (forward_ad.tangent_of(o) for o in operands) if t is not None]
+        interp = _interpreter_for(tangents) if tangents else None
+        if interp is not None:
+            interp.process_tangent(op, operands, attrs, out)
+            return
+    forward_ad.propagate(op, operands, attrs, out)
+
+
+def dispatch_function(fn_name: str, tensors: Sequence[Any], fn: Callable[..., Any],
+                      args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Any:
+    """Entry point for functions that do not go through `apply` (they call eager code
+    directly, e.g. indexing): when an interpreter handles one of `tensors`, it runs the
+    call (`Interpreter.process_function`); otherwise `fn(*args, **kwargs)` runs as is.
+    `fn` must not call `dispatch_function` again with the same tensors."""
+    kwargs = kwargs or {}
+    if interpreters:
+        interp = _interpreter_for(tensors)
+        if interp is not None:
+            return interp.process_function(fn_name, fn, args, kwargs)
+    return fn(*args, **kwargs)
 
 
 def apply_composite(op: str, operands: Sequence[Any], attrs: dict[str, Any],

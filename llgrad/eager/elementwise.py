@@ -23,11 +23,11 @@ from ..codegen.layout import broadcast_strides, collapse
 
 cache.register_builder(ElementwiseKernel, build)
 
-Scalar = bool | int | float
+Scalar = bool | int | float | complex
 
 
 def is_scalar(x: object) -> bool:
-    return isinstance(x, (bool, int, float)) and not isinstance(x, Tensor)
+    return isinstance(x, (bool, int, float, complex)) and not isinstance(x, Tensor)
 
 
 # --------------------------------------------------------------------------------------
@@ -103,7 +103,8 @@ def expression(op: str, stored: tuple[DType, ...], computed: tuple[DType, ...],
 # --------------------------------------------------------------------------------------
 
 _FORMAT = {"bool": "?", "uint8": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
-           "float16": "e", "float32": "f", "float64": "d"}
+           "float16": "e", "float32": "f", "float64": "d", "complex64": "ff",
+           "complex128": "dd"}
 _tls = threading.local()
 
 
@@ -118,6 +119,11 @@ def _scratch() -> tuple[ctypes.Array, int]:
 
 def _pack_scalar(op: str, value: Scalar, d: DType, slot: int) -> int:
     buf, addr = _scratch()
+    if isinstance(value, complex) and not d.is_complex:
+        if value.imag != 0 and d is not dt.bool_:
+            raise RuntimeError(f"{op}: value cannot be converted to type {d.name} without "
+                               f"overflow: {value!r}")
+        value = value.real if d is not dt.bool_ else value != 0
     try:
         if d is dt.bfloat16:
             bits = struct.unpack("<I", struct.pack("<f", float(value)))[0]
@@ -127,6 +133,9 @@ def _pack_scalar(op: str, value: Scalar, d: DType, slot: int) -> int:
             if isinstance(value, float):
                 value = int(value)
             struct.pack_into(_FORMAT[d.name], buf, 8 * slot, value)
+        elif d.is_complex:
+            z = complex(value)
+            struct.pack_into(_FORMAT[d.name], buf, 8 * slot, z.real, z.imag)
         else:
             struct.pack_into(_FORMAT[d.name], buf, 8 * slot, value)
     except (struct.error, OverflowError):
@@ -202,8 +211,9 @@ def run(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None = None,
         if isinstance(o, Tensor):
             args[slots[i + 1]] = o._ptr
         else:
-            args[slots[i + 1]] = _pack_scalar(op, o, plan.scalar_dtypes[i], k)
-            k += 1
+            d = plan.scalar_dtypes[i]
+            args[slots[i + 1]] = _pack_scalar(op, o, d, k)
+            k += 2 if d is dt.complex128 else 1      # slots are 8 bytes
     launch.call_split(plan.kernel, args, plan.work)
     return out
 

@@ -16,8 +16,8 @@ from .elementwise import (abs, absolute, add, atan2, bitwise_and, bitwise_not, b
                           not_equal, pow, reciprocal, relu, remainder, round, rsqrt, sigmoid,
                           sign, silu, sin, softplus, sqrt, square, sub, subtract, tan, tanh,
                           true_divide, trunc, where, xlogy)
-from .indexing import (argwhere, gather, getitem, index_select, masked_fill, nonzero,
-                       take_along_dim)
+from .indexing import (argwhere, gather, gather_linear, getitem, index_put_linear,
+                       index_select, masked_fill, nonzero, scatter_add_linear, take_along_dim)
 from .linalg import bmm, dot, matmul, mm, mv, outer
 from .misc import (allclose, isclose, isfinite, isinf, numel, rsub, slice_all, softmax,
                    log_softmax, to, type_as, is_tensor, is_floating_point, is_complex,

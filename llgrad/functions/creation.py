@@ -118,6 +118,10 @@ def _writable(arr: np.ndarray) -> Any:
 def _fill(shape: tuple[int, ...], value: Any, dtype: DType | None) -> Tensor:
     if dtype is None:
         dtype = dt.scalar_dtype(value) if not isinstance(value, bool) else dt.bool_
+    from ..tracer.context import current
+    ctx = current()
+    if ctx is not None:                     # inside a trace: a constant of the graph
+        return ctx.constant(value, dtype, shape)
     out = Tensor._empty(shape, dtype)
     return ew.copy_into(out, value)
 
@@ -235,6 +239,12 @@ def arange(start: Any, end: Any = None, step: Any = 1, **kwargs: Any) -> Tensor:
     dtype, rg = _kw(kwargs, "arange")
     if dtype is None:
         dtype = dt.int64 if all(isinstance(v, int) for v in vals) else dt.get_default_dtype()
+    from ..tracer.context import current
+    ctx = current()
+    if ctx is not None and n:               # inside a trace: start + step * iota
+        compute = dt.int64 if dtype.kind in "iu" and isinstance(step, int) and \
+            isinstance(start, int) else dt.float64
+        return (ctx.iota(n).to(compute) * step + start).to(dtype)
     out = Tensor._empty((n,), dtype)
     if n:
         compute = dt.int64 if dtype.kind in "iu" and isinstance(step, int) and \

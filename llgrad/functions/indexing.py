@@ -56,6 +56,9 @@ def _index_name(index: Any) -> str:
 
 
 def getitem(x: Tensor, index: Any, name: str | None = None) -> Tensor:
+    if getattr(x, "_ctx", None) is not None or _traced_index(index):
+        from ..tracer import indexing as traced
+        return traced.getitem(x, index)
     from ..eager import indexing
     out = indexing.getitem(x, index)
     if forward_ad._level[0]:
@@ -71,6 +74,11 @@ def getitem(x: Tensor, index: Any, name: str | None = None) -> Tensor:
         out._requires_grad = True
         out.grad_fn = node
     return out
+
+
+def _traced_index(index: Any) -> bool:
+    items = index if isinstance(index, tuple) else (index,)
+    return any(getattr(i, "_ctx", None) is not None for i in items)
 
 
 def index_backward(g: Tensor, shape: tuple[int, ...], index: Any) -> Tensor:
@@ -140,3 +148,31 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
 
 def argwhere(input: Tensor) -> Tensor:
     return nonzero(input)
+
+
+# --------------------------------------------------------------------------------------
+# The linear-index primitives (what traced indexing and its gradients are made of)
+# --------------------------------------------------------------------------------------
+
+def _linear_forward(op: str, operands: Any, attrs: Any) -> Tensor:
+    from ..eager import indexing
+    return {"gather": indexing.gather, "scatter_add": indexing.scatter_add,
+            "index_put": indexing.index_put}[op](*operands)
+
+
+def gather_linear(x: Tensor, index: Tensor) -> Tensor:
+    """`x.reshape(-1)[index]` for int64 row-major offsets (the `gather` primitive)."""
+    from ..autograd.apply import apply
+    return apply("gather", (x, index), None, _linear_forward, "IndexBackward0")
+
+
+def scatter_add_linear(base: Tensor, index: Tensor, src: Tensor) -> Tensor:
+    """`base` with `src` added at row-major offsets `index` (duplicates accumulate)."""
+    from ..autograd.apply import apply
+    return apply("scatter_add", (base, index, src), None, _linear_forward, "IndexPutBackward0")
+
+
+def index_put_linear(base: Tensor, index: Tensor, src: Tensor) -> Tensor:
+    """`base` with `src` written at row-major offsets `index`."""
+    from ..autograd.apply import apply
+    return apply("index_put", (base, index, src), None, _linear_forward, "IndexPutBackward0")

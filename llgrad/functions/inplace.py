@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..autograd import forward_ad
 from ..autograd.apply import needs_grad
 from ..autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled, no_grad
 from ..autograd.node import Node, edge, node_class
@@ -44,7 +45,8 @@ def run_inplace(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, .
     check_inplace(t)
     if getattr(t, "_ctx", None) is not None:
         return _inplace_traced(t, functional(t, *args))
-    if not needs_grad((t,) + tuple(args)) and not _view_of_grad_base(t):
+    dual = _dual(t, args)
+    if not needs_grad((t,) + tuple(args)) and not _view_of_grad_base(t) and not dual:
         direct()
         bump(t)
         return t
@@ -57,7 +59,37 @@ def run_inplace(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, .
         ew.copy_into(t, result.detach())
     bump(t)
     rebase(t, result)
+    if dual:
+        write_tangent(t, result)
     return t
+
+
+def _dual(t: Tensor, args: tuple[Any, ...]) -> bool:
+    """Forward mode is on and a tangent is involved (`t`'s, its base's or an operand's)."""
+    if not forward_ad._level[0]:
+        return False
+    return any(forward_ad.tangent_of(a) is not None for a in (t, t._base) + tuple(args))
+
+
+def write_tangent(t: Tensor, result: Tensor) -> None:
+    """Forward mode: `t` now holds `result`'s values, so it takes `result`'s tangent (zero
+    if it has none). A view writes it into its base's tangent (zero if the base had none),
+    and takes the window of that, so base and view agree as their values do."""
+    from .creation import zeros
+    new = forward_ad.tangent_of(result)
+    with no_grad():
+        if new is None:
+            new = zeros(t._shape, dtype=t._dtype)
+        base = t._base
+        if base is None:
+            forward_ad.set_tangent(t, new.clone())
+            return
+        bt = forward_ad.tangent_of(base)
+        bt = zeros(base._shape, dtype=base._dtype) if bt is None else bt.contiguous().clone()
+        window = _Window(base, t)
+        window.write(bt, new)
+        forward_ad.set_tangent(base, bt)
+        forward_ad.set_tangent(t, window.view_of(bt))
 
 
 def _inplace_traced(t: Tensor, result: Tensor) -> Tensor:
@@ -134,6 +166,32 @@ class _Window:
                                 g._dtype)
         return g.reshape(-1)[self.linear]
 
+    def write(self, g: Tensor, values: Tensor) -> None:
+        """Copy `values` into the window of a contiguous, base-shaped tensor `g`."""
+        if self.linear is None:
+            ew.copy_into(self.view_of(g), values)
+        else:
+            flat = g.reshape(-1)
+            flat[self.linear] = values
+
+    def linear_index(self) -> Tensor:
+        """The window's positions in the base's row-major order (int64, the view's shape):
+        what differentiable (recorded) gathers and scatters of the window use."""
+        if self.linear is not None:
+            return self.linear
+        from .creation import iota
+        from ..ir import dtypes as dt
+        n = 1
+        for size in self.base_shape:
+            n *= size
+        image = iota(n, dt.int64)
+        return Tensor._make(image._storage, image._offset + self.offset, self.shape,
+                            self.strides, dt.int64).clone()
+
+    def mask(self) -> Tensor:
+        """A bool tensor of the base's shape, True inside the window."""
+        return written_mask(self.base_shape, (self.linear_index(),), flat=True)
+
     def zero_window(self, g: Tensor) -> Tensor:
         out = g.contiguous().clone() if g.is_contiguous() else g.contiguous()
         if self.linear is None:
@@ -154,7 +212,13 @@ class CopySlices(Node):
         self.window = _Window(base, view)
 
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
-        g = grads[0].contiguous()
+        g = grads[0]
+        if is_grad_enabled() and g._requires_grad:     # create_graph: stay differentiable
+            from .elementwise import where
+            from .indexing import getitem
+            window = getitem(g.reshape(-1), self.window.linear_index())
+            return (where(self.window.mask(), 0.0, g), window)
+        g = g.contiguous()
         with no_grad():
             window = self.window.view_of(g).clone()
             rest = self.window.zero_window(g)
@@ -174,6 +238,14 @@ class ViewFromBase(Node):
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         from .creation import zeros
         g = grads[0]
+        if is_grad_enabled() and g._requires_grad:     # create_graph: stay differentiable
+            from .indexing import index_backward
+            shape = self.window.base_shape
+            n = 1
+            for size in shape:
+                n *= size
+            flat = index_backward(g, (n,), (self.window.linear_index(),))
+            return (flat.reshape(shape),)
         out = zeros(self.window.base_shape, dtype=g._dtype)
         with no_grad():
             if self.window.linear is None:
@@ -263,12 +335,12 @@ def setitem(t: Tensor, index: Any, value: Any) -> None:
     from .indexing import getitem
     check_inplace(t)
     basic = _is_basic(index)
+    recorded = needs_grad((t, value)) or _view_of_grad_base(t) or _dual(t, (value,))
     if basic:
-        view = getitem(t, index) if (needs_grad((t, value)) or _view_of_grad_base(t)) \
-            else indexing.getitem(t, index)
+        view = getitem(t, index) if recorded else indexing.getitem(t, index)
         if view._storage is not t._storage:
             raise AssertionError("basic indexing must produce a view")
-        if not (needs_grad((t, value)) or _view_of_grad_base(t)):
+        if not recorded:
             ew.copy_into(view, value)
             bump(t)
             return
@@ -276,7 +348,7 @@ def setitem(t: Tensor, index: Any, value: Any) -> None:
         methods["copy_"](view, value) if isinstance(value, Tensor) else \
             methods["fill_"](view, value)
         return
-    if not needs_grad((t, value)) and not _view_of_grad_base(t):
+    if not recorded:
         indexing.setitem(t, index, value)
         return
     new = index_put(t, index, value)
@@ -284,6 +356,8 @@ def setitem(t: Tensor, index: Any, value: Any) -> None:
         ew.copy_into(t, new.detach())
     bump(t)
     rebase(t, new)
+    if _dual(t, (value,)):
+        write_tangent(t, new)
 
 
 def _is_basic(index: Any) -> bool:
@@ -304,13 +378,11 @@ class IndexPutNode(Node):
         self.value_dtype = value._dtype if isinstance(value, Tensor) else None
 
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        from .elementwise import where
         from .indexing import getitem
         from .reduction import sum_to_size
         g = grads[0]
-        gx = g.clone()
-        with no_grad():
-            from ..eager import indexing
-            indexing.setitem(gx, self.index, 0)
+        gx = where(written_mask(g._shape, self.index), 0.0, g)     # differentiable in g
         gv = None
         if self.value_shape is not None:
             gv = getitem(g, self.index)
@@ -325,11 +397,32 @@ class IndexPutNode(Node):
 
 
 def index_put(x: Tensor, index: Any, value: Any) -> Tensor:
-    """Out-of-place `x[index] = value` for advanced indices, recorded for autograd."""
+    """Out-of-place `x[index] = value` for advanced indices, recorded for autograd (and
+    for forward mode: the tangent is `index_put` of the tangents)."""
     from ..eager import indexing
     out = x.detach().clone()
     indexing.setitem(out, index, value.detach() if isinstance(value, Tensor) else value)
     if needs_grad((x, value)):
         out._requires_grad = True
         out.grad_fn = node_class("IndexPutBackward0", IndexPutNode)(x, index, value)
+    if forward_ad._level[0]:
+        tx, tv = forward_ad.tangent_of(x), forward_ad.tangent_of(value)
+        if tx is not None or tv is not None:
+            from .creation import zeros
+            tx = tx if tx is not None else zeros(x._shape, dtype=x._dtype)
+            forward_ad.set_tangent(out, index_put(tx, index, tv if tv is not None else 0.0))
     return out
+
+
+def written_mask(shape: tuple[int, ...], index: Any, flat: bool = False) -> Tensor:
+    """A bool tensor of `shape`, True where `x[index] = v` writes (`flat`: `index` addresses
+    the row-major elements, `x.reshape(-1)[index]`)."""
+    from ..eager import indexing
+    from .creation import zeros
+    from ..ir import dtypes as dt
+    n = 1
+    for size in shape:
+        n *= size
+    mask = zeros((n,) if flat else shape, dtype=dt.bool_)
+    indexing.setitem(mask, index, True)
+    return mask.reshape(shape) if flat else mask

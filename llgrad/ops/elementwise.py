@@ -68,10 +68,22 @@ def _default_promotion(kinds: str, result: dt.DType | None) -> str:
 
 
 def unary(name: str, scalar: Callable[..., Any], reference: Callable[..., Any],
-          backward: str | None, kinds: str = FLOAT, attrs: tuple[Attr, ...] = ()) -> OpDef:
-    return register(OpDef(name, Group.UNARY, 1, attrs=attrs, infer=_infer_unary(name, kinds),
+          backward: str | None, kinds: str = FLOAT, attrs: tuple[Attr, ...] = (),
+          infer: Callable[..., TensorType] | None = None) -> OpDef:
+    return register(OpDef(name, Group.UNARY, 1, attrs=attrs,
+                          infer=infer or _infer_unary(name, kinds),
                           reference=reference, scalar=scalar, backward_name=backward,
                           promotion=_default_promotion(kinds, None)))
+
+
+def _infer_to_real(op: str, kinds: str) -> Callable[..., TensorType]:
+    """Ops whose complex results are real (abs, angle, real, imag): complex64 -> float32."""
+    check = _infer_unary(op, kinds)
+
+    def infer(types: tuple[TensorType, ...], **attrs: Any) -> TensorType:
+        t = check(types, **attrs)
+        return TensorType(t.dtype.to_real(), t.shape)
+    return infer
 
 
 def binary(name: str, scalar: Callable[..., Any], reference: Callable[..., Any],
@@ -105,7 +117,7 @@ for _name, _np, _bw in [
     ("sin", np.sin, "SinBackward0"), ("cos", np.cos, "CosBackward0"),
     ("tan", np.tan, "TanBackward0"), ("tanh", np.tanh, "TanhBackward0"),
 ]:
-    unary(_name, _math(_name), _np, _bw)
+    unary(_name, _math(_name), _np, _bw, kinds="fc")
 
 
 def _ref_erf(x: np.ndarray) -> np.ndarray:
@@ -118,20 +130,25 @@ def _ref_erfc(x: np.ndarray) -> np.ndarray:
     return erfc(x).astype(x.dtype)
 
 
+def _wide(x: np.ndarray) -> np.ndarray:
+    """x in float64 (complex128 for complex): references compute in double."""
+    return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+
+
 def _ref_sigmoid(x: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        return (1.0 / (1.0 + np.exp(-x.astype(np.float64)))).astype(x.dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (1.0 / (1.0 + np.exp(-_wide(x)))).astype(x.dtype)
 
 
 unary("erf", _math("erf"), _ref_erf, "ErfBackward0")
 unary("erfc", _math("erfc"), _ref_erfc, "ErfcBackward0")
-unary("rsqrt", _math("rsqrt"), lambda x: (1 / np.sqrt(x.astype(np.float64))).astype(x.dtype),
-      "RsqrtBackward0")
-unary("sigmoid", _math("sigmoid"), _ref_sigmoid, "SigmoidBackward0")
+unary("rsqrt", _math("rsqrt"), lambda x: (1 / np.sqrt(_wide(x))).astype(x.dtype),
+      "RsqrtBackward0", kinds="fc")
+unary("sigmoid", _math("sigmoid"), _ref_sigmoid, "SigmoidBackward0", kinds="fc")
 
 
 def _scalar_abs(s: Any, x: Any) -> Any:
-    if s.dtype_of(x).is_floating_point:
+    if s.dtype_of(x).is_floating_point or s.dtype_of(x).is_complex:
         return s.math("abs", x)
     if s.dtype_of(x) is dt.bool_ or s.dtype_of(x).kind == "u":
         return x
@@ -150,10 +167,12 @@ def _scalar_sign(s: Any, x: Any) -> Any:
 
 
 unary("neg", lambda s, x: s.neg(x), np.negative, "NegBackward0", kinds="iufc")
-unary("abs", _scalar_abs, np.abs, "AbsBackward0", kinds="biuf")
+unary("abs", _scalar_abs, np.abs, "AbsBackward0", kinds="biufc",
+      infer=_infer_to_real("abs", "biufc"))
 unary("sign", _scalar_sign, np.sign, "SignBackward0", kinds="biuf")
-unary("reciprocal", lambda s, x: s.div(_one(s, x), x), np.reciprocal, "ReciprocalBackward0")
-unary("square", lambda s, x: s.mul(x, x), np.square, "PowBackward0", kinds=NUMERIC)
+unary("reciprocal", lambda s, x: s.div(_one(s, x), x), np.reciprocal, "ReciprocalBackward0",
+      kinds="fc")
+unary("square", lambda s, x: s.mul(x, x), np.square, "PowBackward0", kinds="iufc")
 for _name, _np in [("floor", np.floor), ("ceil", np.ceil), ("round", np.round),
                    ("trunc", np.trunc)]:
     unary(_name, _math(_name), _np, f"{_name.capitalize()}Backward0")
@@ -255,7 +274,7 @@ binary("add", lambda s, a, b: s.add(a, b), np.add, "AddBackward0", kinds="iufc")
 binary("sub", lambda s, a, b: s.sub(a, b), np.subtract, "SubBackward0", kinds="iufc")
 binary("mul", lambda s, a, b: s.mul(a, b), np.multiply, "MulBackward0", kinds="biufc")
 binary("div", lambda s, a, b: s.div(a, b), _ref_div, "DivBackward0", kinds="fc")
-binary("pow", _scalar_pow, _ref_pow, "PowBackward1", kinds=NUMERIC)
+binary("pow", _scalar_pow, _ref_pow, "PowBackward1", kinds="iufc")
 binary("maximum", lambda s, a, b: s.max(a, b), np.maximum, "MaximumBackward0", kinds="biuf")
 binary("minimum", lambda s, a, b: s.min(a, b), np.minimum, "MinimumBackward0", kinds="biuf")
 binary("floor_divide", lambda s, a, b: s.floordiv(a, b), _ref_floordiv, None, kinds=NUMERIC)
@@ -264,8 +283,8 @@ binary("atan2", lambda s, a, b: s.math("atan2", a, b), np.arctan2, "Atan2Backwar
 
 for _name, _np in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),
                    ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)]:
-    binary(_name, (lambda p: lambda s, a, b: s.cmp(p, a, b))(_name), _np, None, kinds=ANY,
-           result=dt.bool_)
+    binary(_name, (lambda p: lambda s, a, b: s.cmp(p, a, b))(_name), _np, None,
+           kinds=ANY if _name in ("eq", "ne") else "biuf", result=dt.bool_)   # no complex <
 
 for _name, _np in [("and", np.logical_and), ("or", np.logical_or), ("xor", np.logical_xor)]:
     binary(f"logical_{_name}", (lambda p: lambda s, a, b: s.logical(p, a, b))(_name), _np,
@@ -320,8 +339,10 @@ register(OpDef("clamp", Group.UNARY, 1,
 def _ref_cast(x: np.ndarray, dtype: dt.DType) -> np.ndarray:
     target = dt.float32.np if dtype is dt.bfloat16 else dtype.np
     with np.errstate(all="ignore"):
-        if dtype.kind in "iu" and x.dtype.kind in "fc":
-            x = np.trunc(x.real if x.dtype.kind == "c" else x)
+        if x.dtype.kind == "c" and dtype.kind != "c":
+            x = x.real if dtype is not dt.bool_ else (x != 0)   # PyTorch keeps the real part
+        if dtype.kind in "iu" and x.dtype.kind == "f":
+            x = np.trunc(x)
         return x.astype(target)
 
 
@@ -329,6 +350,69 @@ register(OpDef("cast", Group.CAST, 1, attrs=(Attr("dtype", AttrKind.DTYPE, requi
                infer=lambda types, dtype: TensorType(dtype, types[0].shape),
                reference=_ref_cast, scalar=lambda s, x, dtype: s.cast(x, dtype),
                backward_name="ToCopyBackward0", promotion="none"))
+
+
+# --------------------------------------------------------------------------------------
+# Complex numbers: parts, conjugate, argument, construction
+# --------------------------------------------------------------------------------------
+
+def _scalar_angle(s: Any, x: Any) -> Any:
+    """arg z for complex; for real x, PyTorch's 0 / pi (NaN stays NaN; -0.0 gives 0)."""
+    d = s.dtype_of(x)
+    if d.is_complex:
+        return s.math("atan2", s.imag(x), s.real(x))
+    zero = _zero(s, x)
+    r = s.select(s.cmp("lt", x, zero), s.const(math.pi, d), zero)
+    return s.select(s.isnan(x), x, r)
+
+
+def _ref_angle(x: np.ndarray) -> np.ndarray:
+    if x.dtype.kind == "c":
+        return np.angle(x)
+    return np.where(np.isnan(x), x, np.where(x < 0, np.pi, 0.0)).astype(x.dtype)
+
+
+def _infer_make_complex(op: str) -> Callable[..., TensorType]:
+    """complex(re, im) / polar(abs, angle): two float32 or two float64 tensors."""
+    def infer(types: tuple[TensorType, ...], **attrs: Any) -> TensorType:
+        a, b = types
+        if a.dtype is not b.dtype or a.dtype not in (dt.float32, dt.float64):
+            raise TypeError(f"{op}: expected both inputs to be float32 or float64 of one "
+                            f"dtype (llgrad has no complex32), got {a} and {b}")
+        return TensorType(a.dtype.to_complex(), broadcast_shapes(a.shape, b.shape, op=op))
+    return infer
+
+
+def _ref_make_complex(re: np.ndarray, im: np.ndarray) -> np.ndarray:
+    """Built part by part: `re + 1j * im` would turn an infinite im into a NaN re."""
+    re, im = np.broadcast_arrays(re, im)
+    out = np.empty(re.shape, dtype=np.result_type(re.dtype, np.complex64))
+    out.real, out.imag = re, im
+    return out
+
+
+def _ref_polar(r: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return _ref_make_complex(r * np.cos(theta), r * np.sin(theta))
+
+
+def _scalar_polar(s: Any, r: Any, theta: Any) -> Any:
+    return s.complex(s.mul(r, s.math("cos", theta)), s.mul(r, s.math("sin", theta)))
+
+
+unary("conj", lambda s, x: s.conj(x), np.conj, "ConjBackward0", kinds="c")
+unary("real", lambda s, x: s.real(x), lambda x: np.real(x).copy(), "SelectBackward0",
+      kinds="c", infer=_infer_to_real("real", "c"))
+unary("imag", lambda s, x: s.imag(x), lambda x: np.imag(x).copy(), "SelectBackward0",
+      kinds="c", infer=_infer_to_real("imag", "c"))
+unary("angle", _scalar_angle, _ref_angle, "AngleBackward0", kinds="fc",
+      infer=_infer_to_real("angle", "fc"))
+for _name, _rule, _ref, _bw in [
+    ("complex", lambda s, a, b: s.complex(a, b), _ref_make_complex, "ComplexBackward0"),
+    ("polar", _scalar_polar, _ref_polar, "PolarBackward0"),
+]:
+    register(OpDef(_name, Group.BINARY, 2, infer=_infer_make_complex(_name), reference=_ref,
+                   scalar=_rule, backward_name=_bw, promotion="none"))
 
 
 # --------------------------------------------------------------------------------------
@@ -480,6 +564,12 @@ def _vjp_zero(ctx: Any, g: Any, **_: Any) -> Any:
     return ctx.F.mul(g, 0.0)
 
 
+def _vjp_floor_divide(ctx: Any, g: Any) -> tuple:
+    """Piecewise constant in both operands (PyTorch's div with rounding_mode)."""
+    zero = ctx.F.mul(g, 0.0)
+    return (zero, zero)
+
+
 def _vjp_reciprocal(ctx: Any, g: Any) -> Any:
     y = ctx.output
     return ctx.F.neg(ctx.F.mul(g, ctx.F.mul(y, y)))
@@ -595,7 +685,8 @@ for _name, _rule, _saves in [
     ("square", _vjp_square, "i"), ("relu", _vjp_relu, "o"), ("silu", _vjp_silu, "i"),
     ("gelu", _vjp_gelu, "i"), ("softplus", _vjp_softplus, "i"),
     ("maximum", _vjp_maximum, "i"), ("minimum", _vjp_minimum, "i"),
-    ("where", _vjp_where, "i"), ("clamp", _vjp_clamp, "i"),
-    ("remainder", _vjp_remainder, "i"), ("atan2", _vjp_atan2, "i"), ("cast", _vjp_cast, ""),
+    ("where", _vjp_where, "0"), ("clamp", _vjp_clamp, "i"),
+    ("remainder", _vjp_remainder, "i"), ("floor_divide", _vjp_floor_divide, ""),
+    ("atan2", _vjp_atan2, "i"), ("cast", _vjp_cast, ""),
 ]:
     defvjp(_name, _rule, _saves)

@@ -130,3 +130,41 @@ register(OpDef("nonzero", Group.INDEX, 1, attrs=(Attr("size", AttrKind.OPT_INT),
                doc="int64 (n, ndim) coordinates of the non-zero elements in row-major order",
                extra={"data_dependent_shape": True}))
 
+
+
+# --------------------------------------------------------------------------------------
+# Derivative rules (conventions in ops/elementwise.py): gather and scatter_add are each
+# other's adjoints.
+# --------------------------------------------------------------------------------------
+
+from ..ir.registry import OPS  # noqa: E402
+
+
+def _vjp_gather(ctx: Any, g: Any) -> tuple:
+    F = ctx.F
+    shape, dtype = ctx.input_meta[0]
+    index = ctx.inputs[1]
+    base = F.zeros(shape, dtype=g._dtype)
+    return (F.scatter_add_linear(base, index, g), None)
+
+
+def _vjp_scatter_add(ctx: Any, g: Any) -> tuple:
+    F = ctx.F
+    index = ctx.inputs[1]
+    gs = F.gather_linear(g, index) if ctx.needs_input_grad[2] else None
+    return (g, None, gs)
+
+
+def _vjp_index_put(ctx: Any, g: Any) -> tuple:
+    F = ctx.F
+    index = ctx.inputs[1]
+    gb = F.index_put_linear(g, index, F.zeros(index._shape, dtype=g._dtype)) \
+        if ctx.needs_input_grad[0] else None
+    gs = F.gather_linear(g, index) if ctx.needs_input_grad[2] else None
+    return (gb, None, gs)
+
+
+for _name, _rule in (("gather", _vjp_gather), ("scatter_add", _vjp_scatter_add),
+                     ("index_put", _vjp_index_put)):
+    OPS[_name].vjp = _rule
+    OPS[_name].saves = "i"

@@ -74,7 +74,7 @@ def backward_name(op: str, axes: tuple[int, ...]) -> str | None:
 # --------------------------------------------------------------------------------------
 
 def _check_dtype(op: str, t: TensorType) -> None:
-    if t.dtype.is_complex:
+    if t.dtype.is_complex and op not in ("sum", "prod"):    # complex numbers are not ordered
         raise TypeError(f"{op}: not implemented for {t.dtype.name} (input {t})")
     if op in ARG_REDUCTIONS and t.dtype is dt.bool_:
         raise TypeError(f"{op}(): does not support bool input (input {t})")
@@ -206,7 +206,13 @@ def _jvp_sum(ctx: Any, tangents: tuple, axes: tuple[int, ...], keepdim: bool) ->
 
 
 def _vjp_prod(ctx: Any, g: Any, axes: tuple[int, ...], keepdim: bool) -> Any:
-    """d prod / d x_i = product of the others; exact when some x_i are zero."""
+    """d prod / d x_i = product of the others; exact with zeros, also its derivative.
+
+    A non-zero x_i gets g * out / x_i: with zeros in the slice it is 0, and its derivative
+    (through `out`) is still the product of the others. A zero x_i gets g times the product
+    of the non-zeros (`others`) times the other zero when there are two (`zsum - x_i`, 0
+    but with derivative 1 in that zero), and 0 when there are more.
+    """
     F = ctx.F
     (x,) = ctx.inputs
     dims = axes or None
@@ -217,9 +223,11 @@ def _vjp_prod(ctx: Any, g: Any, axes: tuple[int, ...], keepdim: bool) -> Any:
     safe = F.where(is_zero, F.ones_like(x), x)
     zeros = unreduce(F, F.sum(is_zero, dims, keepdim), shape, axes, keepdim)
     others = unreduce(F, F.prod(safe, dims, keepdim), shape, axes, keepdim)
-    no_zero = F.div(F.mul(g, out), safe)
-    one_zero = F.where(is_zero, F.mul(g, others), F.mul(g, 0.0))
-    return F.where(F.eq(zeros, 0), no_zero, F.where(F.eq(zeros, 1), one_zero, F.mul(g, 0.0)))
+    zsum = unreduce(F, F.sum(F.where(is_zero, x, 0.0), dims, keepdim), shape, axes, keepdim)
+    g_others = F.mul(g, others)
+    at_zero = F.where(F.eq(zeros, 1), g_others,
+                      F.where(F.eq(zeros, 2), F.mul(g_others, F.sub(zsum, x)), F.mul(g, 0.0)))
+    return F.where(is_zero, at_zero, F.div(F.mul(g, out), safe))
 
 
 def _vjp_extreme(ctx: Any, g: Any, axes: tuple[int, ...], keepdim: bool) -> Any:

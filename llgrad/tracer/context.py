@@ -80,7 +80,11 @@ class TraceContext:
         if isinstance(x, Tensor):
             node = self._captured_ids.get(id(x))
             if node is None:
-                node = Node("param", (), (("name", f"c{len(self.captured)}"),),
+                taken = {p.attr("name") for p in self.params}
+                k = len(self.captured)
+                while f"c{k}" in taken:
+                    k += 1
+                node = Node("param", (), (("name", f"c{k}"),),
                             TensorType(x._dtype, x._shape))
                 self.params.append(node)
                 self.captured.append(x)
@@ -105,6 +109,11 @@ class TraceContext:
                                                           else int(value))
         node = make_node("const", (), {"value": v, "dtype": dtype, "shape": tuple(shape)},
                          user_location())
+        return TracerTensor.of(node, self)
+
+    def iota(self, n: int) -> TracerTensor:
+        """0, 1, ..., n-1 (int64) as a node of the graph."""
+        node = make_node("iota", (), {"dtype": dt.int64, "shape": (n,)}, user_location())
         return TracerTensor.of(node, self)
 
     def name_of(self, node: Node) -> str:

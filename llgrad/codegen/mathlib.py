@@ -1,0 +1,1045 @@
+"""Transcendental functions emitted as inline, branch-free LLVM IR.
+
+Why this exists: a libm call (``expf``) or an ``llvm.exp.*`` / ``llvm.sin.*`` intrinsic is
+lowered to a scalar library call, which stops LLVM's loop vectorizer.  Everything here is
+straight-line code made of arithmetic, integer bit manipulation, ``select`` and the
+intrinsics that map to single vector instructions (``llvm.fma``, ``llvm.fabs``,
+``llvm.rint``, ``llvm.floor``, ``llvm.minnum``/``llvm.maxnum``, ``llvm.copysign``,
+``llvm.sqrt``), so a loop that applies one of these functions element-wise vectorizes to
+AVX2/AVX-512 code with no calls.
+
+Public API::
+
+    emit(builder, name, args) -> ir.Value    # one scalar float/double result
+    SUPPORTED                                # the names `emit` accepts
+
+Design rules followed by every function:
+
+* No fast-math flags are ever set: NaN/Inf/-0.0 must behave like NumPy, and the
+  double-word ("hi + lo") tricks below depend on exact IEEE rounding.  Contraction is
+  done explicitly with ``llvm.fma``.
+* Values that feed an ``fptosi`` are clamped first (``fptosi`` of NaN or of an
+  out-of-range value is poison).  ``minnum``/``maxnum`` drop NaN, so every function
+  restores NaN at the end with a ``select`` on the input.
+* Special values (``+-0``, ``+-inf``, NaN, domain errors) are patched with trailing
+  ``select``\\ s, not branches.
+* Subnormal results are produced (gradual underflow, no flush), assuming the default
+  MXCSR (FTZ/DAZ off).
+
+The polynomial coefficients were computed for this module with a weighted Remez exchange
+(relative-error minimax, 60-digit mpmath) and rounded to the target type; the derivation
+is described in docs/mathlib.md.  Measured error bounds are listed there as well.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence, Union
+
+from llvmlite import ir
+
+__all__ = ["SUPPORTED", "emit"]
+
+_I32 = ir.IntType(32)
+Operand = Union[ir.Value, float, int]
+
+# ---------------------------------------------------------------------------------------
+# Constants.  Each entry is (float32 value, float64 value).  "_HI"/"_LO" pairs are a
+# constant split into its value rounded to the type and the rounded remainder, so
+# hi + lo carries about twice the type's precision.
+# ---------------------------------------------------------------------------------------
+_LN2_HI = (0.6931471824645996, 0.6931471805599453)
+_LN2_LO = (-1.9046542121259336e-09, 2.3190468138462996e-17)
+_LOG2E = (1.4426950216293335, 1.4426950408889634)
+_LOG2E_LO = (1.925963033500011e-08, 2.0355273740931033e-17)
+_LOG10E = (0.4342944920063019, 0.4342944819032518)
+_LOG10E_LO = (-1.0103049952192578e-08, 1.098319650216765e-17)
+_LOG10_2 = (0.3010300099849701, 0.3010299956639812)
+_LOG10_2_LO = (-1.432098883924482e-08, -2.8037281277851704e-18)
+_TWO_OVER_PI = (0.6366197466850281, 0.6366197723675814)
+_TWO_OVER_PI_LO = (2.5682552973194106e-08, -3.935735335036497e-17)
+# pi/2 in three pieces for Cody-Waite reduction.
+_PIO2_1 = (1.5707963705062866, 1.5707963267948966)
+_PIO2_2 = (-4.371138828673793e-08, 6.123233995736766e-17)
+_PIO2_3 = (-1.7151245100058819e-15, -1.4973849048591698e-33)
+_PIO2_LO = _PIO2_2
+_PI_HI = (3.1415927410125732, 3.141592653589793)
+_PI_LO = (-8.742277657347586e-08, 1.2246467991473532e-16)
+_PIO4_HI = (0.7853981852531433, 0.7853981633974483)
+_PIO4_LO = (-2.1855694143368964e-08, 3.061616997868383e-17)
+# Largest |x| that sin/cos/tan reduce accurately (float32: checked exhaustively; the
+# three-piece reduction breaks down near 2.6e7 / 7e16).
+_TRIG_MAX = (2.0 ** 24, 2.0 ** 50)
+_TAN_PI_8 = (0.41421356237309503, 0.41421356237309503)
+_TAN_3PI_8 = (2.414213562373095, 2.414213562373095)
+_TWO_OVER_SQRTPI_HI = (1.128379225730896, 1.1283791670955126)
+_TWO_OVER_SQRTPI_LO = (-5.8635382771399236e-08, 1.533545961316588e-17)
+_TWO_THIRDS_HI = 0.6666666666666666     # double only (pow's double-word log)
+_TWO_THIRDS_LO = 3.700743415417188e-17
+
+# Input clamps for exp-like functions: outside these the result is already 0 or inf in
+# the type, and inside them 2^n splits into two normal powers of two (see `_Emitter.ldexp`).
+_EXP_LO = (-110.0, -760.0)
+_EXP_HI = (100.0, 720.0)
+_EXP2_LO = (-160.0, -1100.0)
+_EXP2_HI = (130.0, 1030.0)
+_EXPM1_LO = (-25.0, -50.0)       # expm1(x) rounds to -1 below these
+
+# ---------------------------------------------------------------------------------------
+# Polynomial coefficients (lowest degree first), weighted-minimax fits, see module doc.
+# ---------------------------------------------------------------------------------------
+# (e^r - 1 - r) / r^2 on |r| <= ln2/2, relative error of e^r: 2^-28.3 / 2^-57.9.
+_EXP_32 = (
+    0.4999999403953552, 0.1666652113199234, 0.04166838899254799, 0.008368735201656818,
+    0.0013814554549753666,
+)
+_EXP_64 = (
+    0.5000000000000011, 0.16666666666666413, 0.04166666666652987, 0.008333333333494806,
+    0.0013888888943716395, 0.00019841269506036514, 2.4801492999805966e-05,
+    2.7557586667102555e-06, 2.763028677911527e-07, 2.5000030497029826e-08,
+)
+# R(z)/z with R(z) = 2*(atanh(s)/s - 1), z = s^2 <= 0.0295, since log(1+f) = 2*atanh(s)
+# = 2s + s*R: relative error of the log 2^-30.2 / 2^-59.5.
+_LOG_32 = (
+    0.6666677594184875, 0.39977553486824036, 0.298715204000473,
+)
+_LOG_64 = (
+    0.6666666666666734, 0.39999999999414826, 0.28571428742392757, 0.22222198568840962,
+    0.18183564743244027, 0.15314035165818193, 0.14796149061411987,
+)
+# (R(z)/z - 2/3) / z, the tail of pow's double-word log, weighted so log error <= 2^-66.
+_POWLOG_64 = (
+    0.40000000000002256, 0.28571428570099633, 0.22222222519953705, 0.18181784361039177,
+    0.15386757757541938, 0.13256804630069988, 0.1319647825574124,
+)
+# (sin(r) - r) / r^3 and (cos(r) - 1 + r^2/2) / r^4 in z = r^2 <= 0.72 (|r| <= 0.848,
+# margin over pi/4 for the reduction's rounding): sin 2^-36.4 / 2^-66.9, cos 2^-31.9 / 2^-62.1.
+_SIN_32 = (
+    -0.1666666716337204, 0.008333327248692513, -0.0001983860129257664, 2.711842398639419e-06,
+)
+_SIN_64 = (
+    -0.16666666666666666, 0.008333333333333305, -0.00019841269841237166, 2.755731920554087e-06,
+    -2.5052102809272752e-08, 1.6058116281427366e-10, -7.567078688122341e-13,
+)
+_COS_32 = (
+    0.04166663438081741, -0.001388673554174602, 2.437085822748486e-05,
+)
+_COS_64 = (
+    0.04166666666666648, -0.0013888888888854167, 2.480158727774419e-05, -2.755731115651278e-07,
+    2.0875313535990808e-09, -1.1339618719273745e-11,
+)
+# (tanh(x) - x) / x^3 in z = x^2 <= 0.625^2: 2^-32.6 / 2^-61.2.
+_TANH_32 = (
+    -0.3333333134651184, 0.1333320587873459, -0.05394676327705383, 0.021700702607631683,
+    -0.008177397772669792, 0.0021429613698273897,
+)
+_TANH_64 = (
+    -0.33333333333333315, 0.13333333333329742, -0.05396825396605896, 0.021869488468716468,
+    -0.008863234312590125, 0.003592113999953148, -0.0014557259484042461, 0.0005894517999330421,
+    -0.00023701173203408057, 9.155841393822592e-05, -3.0187221777815392e-05,
+    6.042468559058173e-06,
+)
+# (erf(x)/x - 2/sqrt(pi)) / x^2 in z = x^2 <= 1 (2/sqrt(pi) itself is added as hi + lo):
+# 2^-29.5 / 2^-62.7.
+_ERF_32 = (
+    -0.3761262893676758, 0.11283617466688156, -0.02685491554439068, 0.00519016245380044,
+    -0.0008024818380363286, 7.89869372965768e-05,
+)
+_ERF_64 = (
+    -0.3761263890318375, 0.11283791670954908, -0.026866170645080147, 0.005223977624838848,
+    -0.0008548326981601327, 0.00012055331128925858, -1.4925595497074574e-05,
+    1.646100196443657e-06, -1.6350310434191066e-07, 1.4659665684700647e-08,
+    -1.137213608688383e-09, 5.955577961787852e-11,
+)
+# (1 + 2y) * erfcx(y), erfcx(y) = exp(y^2) erfc(y), in t = (y - 4)/(y + 4) for y in
+# [0.5, ymax], ymax = 10.1 / 27.3 (erfc underflows past these): 2^-28.7 / 2^-58.8.
+# (1 + 2y) makes the function nearly constant (1.13..1.25), so Horner does not cancel.
+_ERFC_32 = (
+    1.2329951524734497, -0.1396210640668869, 0.015379809774458408, 0.06809454411268234,
+    -0.10104427486658096, 0.09376790374517441, -0.06626257300376892, 0.036991994827985764,
+    -0.016573313623666763, 0.005274420138448477,
+)
+_ERFC_64 = (
+    1.2329951186255526, -0.1396211168405625, 0.015379652102619022, 0.06809705425469045,
+    -0.1010390660362532, 0.09373283499844529, -0.06633036581362436, 0.037167515535565875,
+    -0.016197734038026556, 0.005031969999554894, -0.0007577734504288695,
+    -0.00019925684463565155, 0.00015062250247710378, -2.4398533899592792e-05,
+    -1.1224750411447384e-05, 5.70767007940447e-06, 2.995837260156231e-07,
+    -8.212725315566246e-07, 6.700529842589754e-08, 1.0472921218497455e-07,
+    -1.2218389663647962e-08, -1.017627492050586e-08,
+)
+# (atan(t) - t) / t^3 in z = t^2 <= tan(pi/8)^2: 2^-30.5 / 2^-59.4.
+_ATAN_32 = (
+    -0.33333316445350647, 0.19998469948768616, -0.14243516325950623, 0.10593676567077637,
+    -0.06077856197953224,
+)
+_ATAN_64 = (
+    -0.333333333333332, 0.1999999999995318, -0.14285714280159484, 0.1111111078178541,
+    -0.09090897714224823, 0.0769205951490047, -0.0666309683548651, 0.05847841598026558,
+    -0.050391089292428935, 0.03806002522093453, -0.017902678259346046,
+)
+# (asin(x) - x) / x^3 in z = x^2 <= 0.25: 2^-31.8 / 2^-59.9.
+_ASIN_32 = (
+    0.16666659712791443, 0.07500503957271576, 0.04451695457100868, 0.03180772066116333,
+    0.014438589103519917, 0.03751647472381592,
+)
+_ASIN_64 = (
+    0.1666666666666676, 0.07499999999970797, 0.04464285717461376, 0.030381942707712647,
+    0.02237221498920342, 0.017351611992108624, 0.013980820744867438, 0.011398910976189953,
+    0.010780258371138917, 0.003706391263590566, 0.02170748344979444, -0.020999107597077828,
+    0.03262864893697105,
+)
+# (sinh(x) - x) / x^3 in z = x^2 <= 1: 2^-34.2 / 2^-63.3.
+_SINH_32 = (
+    0.1666666716337204, 0.008333349600434303, 0.0001983615948120132, 2.8169511097075883e-06,
+)
+_SINH_64 = (
+    0.16666666666666669, 0.008333333333333148, 0.00019841269841431873, 2.7557319157071967e-06,
+    2.505212313671046e-08, 1.605725976958158e-10, 7.758748778688935e-13,
+)
+_ERFC_K = 4.0
+_ERFC_YMAX = (10.5, 27.5)   # clamp: erfc is 0 in the type beyond ~10.06 / ~27.23
+
+
+# ---------------------------------------------------------------------------------------
+# Emission helpers
+# ---------------------------------------------------------------------------------------
+class _Emitter:
+    """Typed IR helpers for one float type on one builder.
+
+    Python numbers passed as operands become constants of the float type.  No helper
+    sets fast-math flags (see module docstring).  Small integers (exponents, quadrants)
+    are i32 even for double, because float64 <-> i32 conversions vectorize on AVX2
+    while float64 <-> i64 needs AVX-512DQ; bit patterns use the type's own width.
+    """
+
+    def __init__(self, builder: ir.IRBuilder, ty: ir.Type) -> None:
+        self.b = builder
+        self.ty = ty
+        self.is64 = isinstance(ty, ir.DoubleType)
+        self.bty = ir.IntType(64 if self.is64 else 32)   # bit-pattern integer type
+        self.mant = 52 if self.is64 else 23
+        self.bias = 1023 if self.is64 else 127
+        self.suffix = "f64" if self.is64 else "f32"
+
+    # -- constants ------------------------------------------------------------------------
+    def pick(self, pair: tuple[float, float]) -> float:
+        """The float32 or float64 member of a (f32, f64) constant pair."""
+        return pair[1] if self.is64 else pair[0]
+
+    def c(self, value: float) -> ir.Constant:
+        return ir.Constant(self.ty, float(value))
+
+    def v(self, x: Operand) -> ir.Value:
+        return x if isinstance(x, ir.Value) else self.c(x)
+
+    def coef(self, table: tuple[Sequence[float], Sequence[float]]) -> Sequence[float]:
+        return table[1] if self.is64 else table[0]
+
+    # -- arithmetic ----------------------------------------------------------------------
+    def add(self, a: Operand, b: Operand) -> ir.Value:
+        return self.b.fadd(self.v(a), self.v(b))
+
+    def sub(self, a: Operand, b: Operand) -> ir.Value:
+        return self.b.fsub(self.v(a), self.v(b))
+
+    def mul(self, a: Operand, b: Operand) -> ir.Value:
+        return self.b.fmul(self.v(a), self.v(b))
+
+    def div(self, a: Operand, b: Operand) -> ir.Value:
+        return self.b.fdiv(self.v(a), self.v(b))
+
+    def neg(self, a: Operand) -> ir.Value:
+        return self.b.fneg(self.v(a))
+
+    def _intrinsic(self, name: str, *args: Operand) -> ir.Value:
+        # Declared with an explicit signature: llvmlite's declare_intrinsic guesses a
+        # one-argument type for fma/minnum/copysign.
+        module = self.b.module
+        fname = f"llvm.{name}.{self.suffix}"
+        fn = module.globals.get(fname)
+        if fn is None:
+            fn = ir.Function(module, ir.FunctionType(self.ty, [self.ty] * len(args)), fname)
+        return self.b.call(fn, [self.v(a) for a in args])
+
+    def fma(self, a: Operand, b: Operand, c: Operand) -> ir.Value:
+        return self._intrinsic("fma", a, b, c)
+
+    def fabs(self, a: Operand) -> ir.Value:
+        return self._intrinsic("fabs", a)
+
+    def rint(self, a: Operand) -> ir.Value:
+        return self._intrinsic("rint", a)
+
+    def floor(self, a: Operand) -> ir.Value:
+        return self._intrinsic("floor", a)
+
+    def sqrt(self, a: Operand) -> ir.Value:
+        return self._intrinsic("sqrt", a)
+
+    def copysign(self, mag: Operand, sign: Operand) -> ir.Value:
+        return self._intrinsic("copysign", mag, sign)
+
+    def clamp(self, x: Operand, lo: float, hi: float) -> ir.Value:
+        """min(max(x, lo), hi); NaN becomes a bound (callers restore NaN)."""
+        return self._intrinsic("maxnum", self._intrinsic("minnum", x, hi), lo)
+
+    def minnum(self, a: Operand, b: Operand) -> ir.Value:
+        return self._intrinsic("minnum", a, b)
+
+    def maxnum(self, a: Operand, b: Operand) -> ir.Value:
+        return self._intrinsic("maxnum", a, b)
+
+    def poly(self, x: ir.Value, coeffs: Sequence[float]) -> ir.Value:
+        """Horner evaluation with fma, coefficients lowest degree first."""
+        acc: ir.Value = self.c(coeffs[-1])
+        for c in reversed(coeffs[:-1]):
+            acc = self.fma(acc, x, c)
+        return acc
+
+    # -- comparisons and selection -------------------------------------------------------
+    def lt(self, a: Operand, b: Operand) -> ir.Value:
+        return self.b.fcmp_ordered("<", self.v(a), self.v(b))
+
+    def le(self, a: Operand, b: Operand) -> ir.Value:
+        return self.b.fcmp_ordered("<=", self.v(a), self.v(b))
+
+    def gt(self, a: Operand, b: Operand) -> ir.Value:
+        return self.b.fcmp_ordered(">", self.v(a), self.v(b))
+
+    def ge(self, a: Operand, b: Operand) -> ir.Value:
+        return self.b.fcmp_ordered(">=", self.v(a), self.v(b))
+
+    def eq(self, a: Operand, b: Operand) -> ir.Value:
+        return self.b.fcmp_ordered("==", self.v(a), self.v(b))
+
+    def ne(self, a: Operand, b: Operand) -> ir.Value:
+        """Ordered not-equal: false if either side is NaN."""
+        return self.b.fcmp_ordered("!=", self.v(a), self.v(b))
+
+    def isnan(self, a: ir.Value, b: ir.Value | None = None) -> ir.Value:
+        """True if `a` (or `b`) is NaN."""
+        return self.b.fcmp_unordered("uno", a, a if b is None else b)
+
+    def select(self, cond: ir.Value, a: Operand, b: Operand) -> ir.Value:
+        return self.b.select(cond, self.v(a), self.v(b))
+
+    def sign_bit(self, a: ir.Value) -> ir.Value:
+        """True if the sign bit is set (also for -0.0, -inf and negative NaNs)."""
+        return self.b.icmp_signed("<", self.bits(a), ir.Constant(self.bty, 0))
+
+    # -- integers and bit patterns -------------------------------------------------------
+    def bits(self, a: ir.Value) -> ir.Value:
+        return self.b.bitcast(a, self.bty)
+
+    def from_bits(self, n: ir.Value) -> ir.Value:
+        return self.b.bitcast(n, self.ty)
+
+    def to_i32(self, a: ir.Value) -> ir.Value:
+        """fptosi to i32; the caller guarantees |a| < 2^31 and not NaN."""
+        return self.b.fptosi(a, _I32)
+
+    def i32_to_float(self, n: ir.Value) -> ir.Value:
+        return self.b.sitofp(n, self.ty)
+
+    def pow2i(self, n: ir.Value) -> ir.Value:
+        """2^n for an i32 n in the normal exponent range, built from its bit pattern."""
+        wide = self.b.sext(n, self.bty) if self.is64 else n
+        biased = self.b.add(wide, ir.Constant(self.bty, self.bias))
+        return self.from_bits(self.b.shl(biased, ir.Constant(self.bty, self.mant)))
+
+    def ldexp(self, p: ir.Value, n: ir.Value) -> ir.Value:
+        """p * 2^n as p * 2^(n//2) * 2^(n - n//2).
+
+        Both factors are normal for |n| <= 2*(bias-1), and the last multiply rounds only
+        once, so results that overflow give inf and results that underflow are correctly
+        rounded subnormals (or zero).
+        """
+        n1 = self.b.ashr(n, ir.Constant(_I32, 1))
+        n2 = self.b.sub(n, n1)
+        return self.mul(self.mul(p, self.pow2i(n1)), self.pow2i(n2))
+
+
+def _two_sum(e: _Emitter, a: ir.Value, b: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """s + err == a + b exactly (Knuth), for any ordering of |a|, |b|."""
+    s = e.add(a, b)
+    bb = e.sub(s, a)
+    err = e.add(e.sub(a, e.sub(s, bb)), e.sub(b, bb))
+    return s, err
+
+
+def _fast_two_sum(e: _Emitter, a: ir.Value, b: Operand) -> tuple[ir.Value, ir.Value]:
+    """s + err == a + b exactly, provided |a| >= |b| (Dekker)."""
+    s = e.add(a, b)
+    return s, e.sub(b, e.sub(s, a))
+
+
+def _dd_mul(e: _Emitter, a: tuple[ir.Value, ir.Value],
+            b: tuple[ir.Value, ir.Value]) -> tuple[ir.Value, ir.Value]:
+    """Double-word product, relative error ~2^-100 for double."""
+    p = e.mul(a[0], b[0])
+    err = e.fma(a[0], b[0], e.neg(p))
+    err = e.fma(a[0], b[1], err)
+    err = e.fma(a[1], b[0], err)
+    return _fast_two_sum(e, p, err)
+
+
+# ---------------------------------------------------------------------------------------
+# exp family
+# ---------------------------------------------------------------------------------------
+def _exp_reduce(e: _Emitter, x: ir.Value, lo: float,
+                hi: float) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """Clamp x to [lo, hi] and split it as n*ln2 + r_hi + r_lo with |r_hi| <= ln2/2.
+
+    r1 = x - n*LN2_HI is exact: the fma forms n*LN2_HI exactly and the difference is a
+    multiple of ulp(LN2_HI)/2 below 1 in magnitude.  r_lo keeps what rounding r_hi loses,
+    so expm1 keeps full relative accuracy after cancellation.
+    """
+    xc = e.clamp(x, lo, hi)
+    nf = e.rint(e.mul(xc, e.pick(_LOG2E)))
+    r1 = e.fma(nf, -e.pick(_LN2_HI), xc)
+    r_hi = e.fma(nf, -e.pick(_LN2_LO), r1)
+    r_lo = e.fma(nf, -e.pick(_LN2_LO), e.sub(r1, r_hi))
+    return nf, r_hi, r_lo
+
+
+def _expm1_kernel(e: _Emitter, r_hi: ir.Value, r_lo: ir.Value) -> ir.Value:
+    """e^(r_hi + r_lo) - 1 for |r_hi| <= ln2/2 and r_lo a tiny correction.
+
+    r + r^2*Q(r) keeps relative accuracy as r -> 0; r_lo enters to first order as
+    r_lo * (1 + em).
+    """
+    q = e.poly(r_hi, e.coef((_EXP_32, _EXP_64)))
+    em = e.fma(e.mul(r_hi, r_hi), q, r_hi)
+    return e.add(em, e.fma(r_lo, em, r_lo))
+
+
+def _exp_dd(e: _Emitter, hi: ir.Value, lo: ir.Value | None = None,
+            scale: int = 0) -> ir.Value:
+    """e^(hi + lo) * 2^scale for any hi (NaN, +-inf included); lo is an optional small
+    correction to hi (|lo| <= ulp(hi)), used by erf/erfc and pow to carry the rounding
+    error of their argument; scale shifts the exponent without an extra rounding (sinh
+    and cosh need e^x / 2 near the overflow threshold)."""
+    nf, r_hi, r_lo = _exp_reduce(e, hi, e.pick(_EXP_LO), e.pick(_EXP_HI))
+    if lo is not None:
+        r_lo = e.add(r_lo, lo)
+    p = e.add(_expm1_kernel(e, r_hi, r_lo), 1.0)
+    n = e.to_i32(nf)
+    if scale:
+        n = e.b.add(n, ir.Constant(_I32, scale))
+    return e.select(e.isnan(hi), hi, e.ldexp(p, n))
+
+
+def _exp(e: _Emitter, x: ir.Value) -> ir.Value:
+    """e^x: reduction x = n*ln2 + r, minimax polynomial, exponent from bits."""
+    return _exp_dd(e, x)
+
+
+def _exp2(e: _Emitter, x: ir.Value) -> ir.Value:
+    """2^x: x = n + r exactly (|r| <= 1/2), then e^(r*ln2) with r*ln2 as a double word."""
+    xc = e.clamp(x, e.pick(_EXP2_LO), e.pick(_EXP2_HI))
+    nf = e.rint(xc)
+    r = e.sub(xc, nf)
+    t_hi = e.mul(r, e.pick(_LN2_HI))
+    t_lo = e.fma(r, e.pick(_LN2_HI), e.neg(t_hi))
+    t_lo = e.fma(r, e.pick(_LN2_LO), t_lo)
+    p = e.add(_expm1_kernel(e, t_hi, t_lo), 1.0)
+    return e.select(e.isnan(x), x, e.ldexp(p, e.to_i32(nf)))
+
+
+def _expm1(e: _Emitter, x: ir.Value) -> ir.Value:
+    """e^x - 1 = 2^n * em + (2^n - 1) with em = expm1(r).
+
+    For n <= mantissa bits, 2^n - 1 is exact and the fma rounds once, so there is no
+    cancellation beyond what the true result has.  For larger n the -1 only matters in
+    the last place and e^x is scaled as in exp (two powers of two, overflow to inf).
+    """
+    nf, r_hi, r_lo = _exp_reduce(e, x, e.pick(_EXPM1_LO), e.pick(_EXP_HI))
+    em = _expm1_kernel(e, r_hi, r_lo)
+    n = e.to_i32(nf)
+    limit = ir.Constant(_I32, e.mant)
+    small_n = e.b.select(e.b.icmp_signed(">", n, limit), limit, n)
+    s = e.pow2i(small_n)
+    small = e.fma(s, em, e.sub(s, 1.0))
+    big = e.sub(e.ldexp(e.add(em, 1.0), n), 1.0)
+    res = e.b.select(e.b.icmp_signed(">", n, limit), big, small)
+    res = e.select(e.eq(x, 0.0), x, res)                 # keeps -0.0
+    return e.select(e.isnan(x), x, res)
+
+
+# ---------------------------------------------------------------------------------------
+# log family
+# ---------------------------------------------------------------------------------------
+def _log_parts(e: _Emitter, u: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """Split a positive finite u as 2^k * (1 + f) with 1 + f in [sqrt(1/2), sqrt(2)).
+
+    Returns (k as a float, f); f = m - 1 is exact.  Subnormal u is first scaled into the
+    normal range.  Zero, negative, inf and NaN give meaningless (but non-poison) values
+    that the callers replace.  Adding (1.0 - sqrt(1/2)) in bits makes the exponent field
+    roll over exactly at the sqrt(1/2) boundary, so no compare is needed.
+    """
+    b = e.b
+    shift = 54 if e.is64 else 25
+    tiny = e.lt(u, 2.0 ** (1 - e.bias))
+    us = e.select(tiny, e.mul(u, 2.0 ** shift), u)
+    one_bits = e.bias << e.mant
+    sqrth_bits = 0x3FE6A09E667F3BCD if e.is64 else 0x3F3504F3
+    ix = b.add(e.bits(us), ir.Constant(e.bty, one_bits - sqrth_bits))
+    k = b.sub(b.ashr(ix, ir.Constant(e.bty, e.mant)), ir.Constant(e.bty, e.bias))
+    if e.is64:
+        k = b.trunc(k, _I32)
+    k = b.sub(k, b.select(tiny, ir.Constant(_I32, shift), ir.Constant(_I32, 0)))
+    mbits = b.add(b.and_(ix, ir.Constant(e.bty, (1 << e.mant) - 1)),
+                  ir.Constant(e.bty, sqrth_bits))
+    return e.i32_to_float(k), e.sub(e.from_bits(mbits), 1.0)
+
+
+def _log1p_kernel(e: _Emitter, f: ir.Value) -> ir.Value:
+    """log(1 + f) for f in [sqrt(1/2) - 1, sqrt(2) - 1].
+
+    With s = f / (2 + f), log(1 + f) = 2 atanh(s) = f - (hfsq - s*(hfsq + R(s^2))),
+    hfsq = f^2/2: the large terms f and hfsq are exact or nearly so, and the polynomial
+    part is only ~s^3, so its rounding errors are scaled down.
+    """
+    s = e.div(f, e.add(f, 2.0))
+    z = e.mul(s, s)
+    r = e.mul(z, e.poly(z, e.coef((_LOG_32, _LOG_64))))
+    hfsq = e.mul(e.mul(f, f), 0.5)
+    return e.sub(f, e.sub(hfsq, e.mul(s, e.add(hfsq, r))))
+
+
+def _log_combine(e: _Emitter, kf: ir.Value, lm: ir.Value,
+                 corr: ir.Value | None = None) -> ir.Value:
+    """k*ln2 + lm (+ corr), with ln2 as hi + lo and one final rounding."""
+    lo = e.mul(kf, e.pick(_LN2_LO))
+    if corr is not None:
+        lo = e.add(lo, corr)
+    return e.fma(kf, e.pick(_LN2_HI), e.add(lm, lo))
+
+
+def _log_specials(e: _Emitter, x: ir.Value, res: ir.Value, pole: float = 0.0) -> ir.Value:
+    """NumPy's special cases for log-like functions with a pole at `pole`:
+    f(pole) = -inf, f(< pole) = NaN, f(inf) = inf, f(NaN) = NaN."""
+    res = e.select(e.eq(x, math.inf), math.inf, res)
+    res = e.select(e.eq(x, pole), -math.inf, res)
+    res = e.select(e.lt(x, pole), math.nan, res)
+    return e.select(e.isnan(x), x, res)
+
+
+def _log(e: _Emitter, x: ir.Value) -> ir.Value:
+    """Natural log: exponent/mantissa split, then the atanh series of the mantissa."""
+    kf, f = _log_parts(e, x)
+    return _log_specials(e, x, _log_combine(e, kf, _log1p_kernel(e, f)))
+
+
+def _log2(e: _Emitter, x: ir.Value) -> ir.Value:
+    """k + log(m) * log2(e), with log2(e) as hi + lo so only log(m)'s error remains."""
+    kf, f = _log_parts(e, x)
+    lm = _log1p_kernel(e, f)
+    t = e.fma(lm, e.pick(_LOG2E), e.mul(lm, e.pick(_LOG2E_LO)))
+    return _log_specials(e, x, e.add(kf, t))
+
+
+def _log10(e: _Emitter, x: ir.Value) -> ir.Value:
+    """k*log10(2) + log(m)*log10(e), both constants as hi + lo."""
+    kf, f = _log_parts(e, x)
+    lm = _log1p_kernel(e, f)
+    lo = e.fma(lm, e.pick(_LOG10E_LO), e.mul(kf, e.pick(_LOG10_2_LO)))
+    res = e.fma(kf, e.pick(_LOG10_2), e.fma(lm, e.pick(_LOG10E), lo))
+    return _log_specials(e, x, res)
+
+
+def _log1p_parts(e: _Emitter, x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """u = fl(1 + x) and corr = (1 + x - u) / u, so log1p(x) = log(u) + corr.
+
+    The rounding error of 1 + x is recovered exactly (Sterbenz); it carries all the
+    information about x when |x| is tiny.
+    """
+    u = e.add(x, 1.0)
+    c = e.select(e.lt(u, 2.0), e.sub(x, e.sub(u, 1.0)), e.sub(1.0, e.sub(u, x)))
+    return u, e.div(c, u)
+
+
+def _log1p(e: _Emitter, x: ir.Value) -> ir.Value:
+    """log(1 + x), accurate for tiny x (result -> x) and for large x."""
+    u, corr = _log1p_parts(e, x)
+    kf, f = _log_parts(e, u)
+    res = _log_combine(e, kf, _log1p_kernel(e, f), corr)
+    res = e.select(e.eq(x, 0.0), x, res)                 # keeps -0.0
+    return _log_specials(e, x, res, pole=-1.0)
+
+
+def _sqrt(e: _Emitter, x: ir.Value) -> ir.Value:
+    """Correctly rounded square root (a single vsqrt instruction)."""
+    return e.sqrt(x)
+
+
+def _rsqrt(e: _Emitter, x: ir.Value) -> ir.Value:
+    """1/sqrt(x) with two correctly rounded steps (<= 1 ULP); rsqrt(-0) = -inf."""
+    return e.div(1.0, e.sqrt(x))
+
+
+# ---------------------------------------------------------------------------------------
+# Trigonometric functions
+# ---------------------------------------------------------------------------------------
+def _trig_reduce(e: _Emitter, x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """Cody-Waite reduction x = n*pi/2 + r_hi + r_lo, |r_hi| <= pi/4; returns (n mod 4, ...).
+
+    n comes from x*2/pi carried as hi + lo, so it is the nearest integer even where the
+    product's own rounding (ulp 1/2 near 2^22 in float32) would pick the wrong one.
+    x - n*PIO2_1 is exact (the fma forms the product exactly and the difference is a
+    multiple of ulp(PIO2_1)/2 below 2).  Subtracting n*PIO2_2 is done with an exact
+    two-sum so that a result close to a multiple of pi/2 keeps its relative accuracy, and
+    n*PIO2_3 is folded into the low word.  Accurate while n*PIO2_3's own rounding stays
+    below ulp(r) (measured range in docs/mathlib.md).  n mod 4 is computed in floating
+    point, so no huge or NaN value ever reaches fptosi.
+    """
+    c = e.pick(_TWO_OVER_PI)
+    p_hi = e.mul(x, c)
+    p_lo = e.fma(x, e.pick(_TWO_OVER_PI_LO), e.fma(x, c, e.neg(p_hi)))
+    nf = e.rint(p_hi)
+    frac = e.add(e.sub(p_hi, nf), p_lo)
+    nf = e.add(nf, e.select(e.gt(frac, 0.5), 1.0, e.select(e.lt(frac, -0.5), -1.0, 0.0)))
+    r1 = e.fma(nf, -e.pick(_PIO2_1), x)
+    m_hi = e.mul(nf, -e.pick(_PIO2_2))
+    m_lo = e.fma(nf, -e.pick(_PIO2_2), e.neg(m_hi))
+    r_hi, err = _two_sum(e, r1, m_hi)
+    r_lo = e.fma(nf, -e.pick(_PIO2_3), e.add(err, m_lo))
+    quad_f = e.fma(e.floor(e.mul(nf, 0.25)), -4.0, nf)
+    quad = e.to_i32(e.clamp(quad_f, 0.0, 3.0))
+    return quad, r_hi, r_lo
+
+
+def _sin_kernel(e: _Emitter, r: ir.Value, r_lo: ir.Value) -> ir.Value:
+    """sin(r + r_lo) ~ r + (r^3 S(r^2) + r_lo (1 - r^2/2))."""
+    z = e.mul(r, r)
+    t = e.fma(e.mul(r, z), e.poly(z, e.coef((_SIN_32, _SIN_64))),
+              e.fma(r_lo, e.mul(z, -0.5), r_lo))
+    return e.add(r, t)
+
+
+def _cos_kernel(e: _Emitter, r: ir.Value, r_lo: ir.Value) -> ir.Value:
+    """cos(r + r_lo) ~ 1 - r^2/2 + r^4 C(r^2) - r r_lo.
+
+    w = 1 - r^2/2 is rounded, and what the rounding lost, (1 - w) - r^2/2, is computed
+    exactly and added back with the small terms.
+    """
+    z = e.mul(r, r)
+    hz = e.mul(z, 0.5)
+    w = e.sub(1.0, hz)
+    tail = e.fma(e.mul(z, z), e.poly(z, e.coef((_COS_32, _COS_64))), e.neg(e.mul(r, r_lo)))
+    return e.add(w, e.add(e.sub(e.sub(1.0, w), hz), tail))
+
+
+def _sincos_select(e: _Emitter, quad: ir.Value, s: ir.Value, c: ir.Value) -> ir.Value:
+    """sin(n*pi/2 + r) from sin(r), cos(r) and n & 3."""
+    b = e.b
+    odd = b.icmp_unsigned("!=", b.and_(quad, ir.Constant(_I32, 1)), ir.Constant(_I32, 0))
+    neg = b.icmp_unsigned("!=", b.and_(quad, ir.Constant(_I32, 2)), ir.Constant(_I32, 0))
+    res = e.select(odd, c, s)
+    return e.select(neg, e.neg(res), res)
+
+
+def _trig_specials(e: _Emitter, x: ir.Value, res: ir.Value, odd_function: bool) -> ir.Value:
+    """-0.0 for odd functions; NaN for NaN, +-inf and |x| beyond the reduction's range
+    (no Payne-Hanek reduction is implemented: NaN says so instead of a wrong value)."""
+    if odd_function:
+        res = e.select(e.eq(x, 0.0), x, res)             # keeps -0.0
+    too_big = e.b.fcmp_unordered(">", e.fabs(x), e.c(e.pick(_TRIG_MAX)))
+    return e.select(too_big, math.nan, res)
+
+
+def _sin(e: _Emitter, x: ir.Value) -> ir.Value:
+    quad, r, r_lo = _trig_reduce(e, x)
+    res = _sincos_select(e, quad, _sin_kernel(e, r, r_lo), _cos_kernel(e, r, r_lo))
+    return _trig_specials(e, x, res, odd_function=True)
+
+
+def _cos(e: _Emitter, x: ir.Value) -> ir.Value:
+    """cos(x) = sin(x + pi/2): the same kernels with the quadrant advanced by one."""
+    quad, r, r_lo = _trig_reduce(e, x)
+    quad = e.b.add(quad, ir.Constant(_I32, 1))
+    res = _sincos_select(e, quad, _sin_kernel(e, r, r_lo), _cos_kernel(e, r, r_lo))
+    return _trig_specials(e, x, res, odd_function=False)
+
+
+def _tan(e: _Emitter, x: ir.Value) -> ir.Value:
+    """tan = sin(r)/cos(r) in even quadrants, -cos(r)/sin(r) in odd ones (one division)."""
+    quad, r, r_lo = _trig_reduce(e, x)
+    s = _sin_kernel(e, r, r_lo)
+    c = _cos_kernel(e, r, r_lo)
+    odd = e.b.icmp_unsigned("!=", e.b.and_(quad, ir.Constant(_I32, 1)), ir.Constant(_I32, 0))
+    res = e.div(e.select(odd, c, s), e.select(odd, e.neg(s), c))
+    return _trig_specials(e, x, res, odd_function=True)
+
+
+# ---------------------------------------------------------------------------------------
+# Hyperbolic functions, sigmoid
+# ---------------------------------------------------------------------------------------
+def _tanh(e: _Emitter, x: ir.Value) -> ir.Value:
+    """|x| < 0.625: odd minimax polynomial (keeps relative accuracy near 0);
+    otherwise 1 - 2/(e^(2|x|) + 1), no cancellation since the result is > 0.55.
+    |x| is clamped where tanh rounds to 1, so e^(2|x|) never overflows."""
+    y = e.fabs(x)
+    z = e.mul(x, x)
+    small = e.fma(e.mul(x, z), e.poly(z, e.coef((_TANH_32, _TANH_64))), x)
+    big_e = _exp_dd(e, e.mul(e.minnum(y, e.pick((10.0, 20.0))), 2.0))
+    big = e.sub(1.0, e.div(2.0, e.add(big_e, 1.0)))
+    res = e.select(e.lt(y, 0.625), small, e.copysign(big, x))
+    res = e.select(e.eq(x, 0.0), x, res)
+    return e.select(e.isnan(x), x, res)
+
+
+def _sigmoid(e: _Emitter, x: ir.Value) -> ir.Value:
+    """1/(1 + e^-x) computed from t = e^-|x| in (0, 1], which never overflows:
+    x >= 0: 1/(1 + t); x < 0: t/(1 + t) (keeps relative accuracy down to subnormals)."""
+    t = _exp_dd(e, e.neg(e.fabs(x)))
+    d = e.add(t, 1.0)
+    return e.select(e.ge(x, 0.0), e.div(1.0, d), e.div(t, d))
+
+
+def _sinh(e: _Emitter, x: ir.Value) -> ir.Value:
+    """|x| < 1: odd polynomial; otherwise h - 1/(4h) with h = e^|x|/2 computed with the
+    exponent shifted by -1 (no overflow before sinh itself overflows)."""
+    y = e.fabs(x)
+    z = e.mul(x, x)
+    small = e.fma(e.mul(x, z), e.poly(z, e.coef((_SINH_32, _SINH_64))), x)
+    h = _exp_dd(e, y, scale=-1)
+    big = e.copysign(e.sub(h, e.div(0.25, h)), x)
+    return e.select(e.lt(y, 1.0), small, big)
+
+
+def _cosh(e: _Emitter, x: ir.Value) -> ir.Value:
+    """h + 1/(4h) with h = e^|x|/2 (no cancellation anywhere)."""
+    h = _exp_dd(e, e.fabs(x), scale=-1)
+    return e.add(h, e.div(0.25, h))
+
+
+def _asinh(e: _Emitter, x: ir.Value) -> ir.Value:
+    """sign(x) * log1p(y + y^2/(1 + sqrt(1 + y^2))), y = |x| (accurate near 0);
+    for y >= 2^(p/2) the argument is 2y to working precision: log(y) + ln2, with the
+    ln2 added to the exponent so y^2 never overflows."""
+    y = e.fabs(x)
+    big = e.ge(y, e.pick((2.0 ** 13, 2.0 ** 28)))
+    y2 = e.mul(y, y)
+    w = e.add(y, e.div(y2, e.add(e.sqrt(e.add(y2, 1.0)), 1.0)))
+    u1, corr1 = _log1p_parts(e, w)
+    u = e.select(big, y, u1)
+    corr = e.select(big, 0.0, corr1)
+    kf, f = _log_parts(e, u)
+    kf = e.add(kf, e.select(big, 1.0, 0.0))
+    res = _log_combine(e, kf, _log1p_kernel(e, f), corr)
+    res = e.select(e.eq(y, math.inf), math.inf, res)
+    res = e.copysign(res, x)
+    res = e.select(e.eq(x, 0.0), x, res)
+    return e.select(e.isnan(x), x, res)
+
+
+def _acosh(e: _Emitter, x: ir.Value) -> ir.Value:
+    """x < 2: log1p(t + sqrt(2t + t^2)), t = x - 1 exact (accurate near 1);
+    x < 2^(p/2): log(x + sqrt(x^2 - 1)); beyond: log(x) + ln2 via the exponent."""
+    t = e.sub(x, 1.0)
+    w = e.add(t, e.sqrt(e.fma(t, t, e.add(t, t))))
+    u1, corr1 = _log1p_parts(e, w)
+    near = e.lt(x, 2.0)
+    big = e.ge(x, e.pick((2.0 ** 13, 2.0 ** 28)))
+    mid_u = e.add(x, e.sqrt(e.fma(x, x, -1.0)))
+    u = e.select(near, u1, e.select(big, x, mid_u))
+    corr = e.select(near, corr1, 0.0)
+    kf, f = _log_parts(e, u)
+    kf = e.add(kf, e.select(big, 1.0, 0.0))
+    res = _log_combine(e, kf, _log1p_kernel(e, f), corr)
+    res = e.select(e.eq(x, math.inf), math.inf, res)
+    res = e.select(e.lt(x, 1.0), math.nan, res)
+    return e.select(e.isnan(x), x, res)
+
+
+def _atanh(e: _Emitter, x: ir.Value) -> ir.Value:
+    """sign(x) * log1p(2y/(1 - y)) / 2, y = |x|, with 2y/(1-y) written as
+    2y + 2y*y/(1-y) for y < 1/2 so the argument keeps relative accuracy near 0."""
+    y = e.fabs(x)
+    q = e.div(y, e.sub(1.0, y))
+    y2 = e.add(y, y)
+    w = e.select(e.lt(y, 0.5), e.fma(y2, q, y2), e.add(q, q))
+    res = e.copysign(e.mul(_log1p(e, w), 0.5), x)
+    res = e.select(e.eq(x, 0.0), x, res)
+    return e.select(e.isnan(x), x, res)
+
+
+# ---------------------------------------------------------------------------------------
+# erf, erfc
+# ---------------------------------------------------------------------------------------
+def _erf_small(e: _Emitter, x: ir.Value) -> ir.Value:
+    """erf(x) = x*2/sqrt(pi) + x*(lo + x^2 P(x^2)) for |x| <= 1; the leading product is
+    formed exactly inside the fma, so only the small tail's rounding remains."""
+    z = e.mul(x, x)
+    tail = e.fma(z, e.poly(z, e.coef((_ERF_32, _ERF_64))), e.pick(_TWO_OVER_SQRTPI_LO))
+    return e.fma(x, e.pick(_TWO_OVER_SQRTPI_HI), e.mul(x, tail))
+
+
+def _erfc_tail(e: _Emitter, y: ir.Value, precise: bool) -> ir.Value:
+    """erfc(y) for y >= 0.5 as e^(-y^2) * F(t) / (1 + 2y), F a polynomial in
+    t = (y - K)/(y + K) (the Shepherd-Laframboise mapping of [0, inf) onto [-1, 1]).
+
+    y^2 is split exactly into hi + lo with an fma, and the lo part goes into exp's
+    reduced argument: rounding y^2 alone would cost ~y^2 * 2^-p relative error.
+    `precise` (erfc, whose relative error this is) carries F/(1 + 2y) as a double word;
+    otherwise (erf, where the tail is < 0.16 and only perturbs 1 - tail) both quotients
+    share one division.
+    """
+    yc = e.minnum(y, e.pick(_ERFC_YMAX))
+    sq_hi = e.mul(yc, yc)
+    sq_lo = e.fma(yc, yc, e.neg(sq_hi))
+    ex = _exp_dd(e, e.neg(sq_hi), e.neg(sq_lo))
+    coeffs = e.coef((_ERFC_32, _ERFC_64))
+    if not precise:
+        a = e.add(yc, _ERFC_K)
+        d = e.fma(yc, 2.0, 1.0)
+        r = e.div(1.0, e.mul(a, d))
+        f = e.poly(e.mul(e.sub(yc, _ERFC_K), e.mul(r, d)), coeffs)
+        return e.mul(ex, e.mul(f, e.mul(r, a)))
+    f = e.poly(e.div(e.sub(yc, _ERFC_K), e.add(yc, _ERFC_K)), coeffs)
+    # f / (1 + 2y) as q + q_lo: 1 + 2y is split exactly (2y >= 1), the division's
+    # remainder is exact with an fma, so neither rounding reaches the result.
+    two_y = e.add(yc, yc)
+    d_hi = e.add(two_y, 1.0)
+    d_lo = e.sub(two_y, e.sub(d_hi, 1.0))
+    q = e.div(f, d_hi)
+    rem = e.fma(e.neg(q), d_lo, e.fma(e.neg(q), d_hi, f))
+    q_lo = e.div(rem, d_hi)
+    return e.fma(ex, q, e.mul(ex, q_lo))
+
+
+def _erf(e: _Emitter, x: ir.Value) -> ir.Value:
+    """|x| <= 1: odd polynomial; beyond: sign(x) * (1 - erfc(|x|)), where erfc < 0.16
+    so its error is scaled down in the difference."""
+    y = e.fabs(x)
+    big = e.copysign(e.sub(1.0, _erfc_tail(e, y, precise=False)), x)
+    res = e.select(e.le(y, 1.0), _erf_small(e, x), big)
+    res = e.select(e.eq(x, 0.0), x, res)
+    return e.select(e.isnan(x), x, res)
+
+
+def _erfc(e: _Emitter, x: ir.Value) -> ir.Value:
+    """|x| <= 0.5: 1 - erf(x) (no harmful cancellation there); x > 0.5: the tail;
+    x < -0.5: 2 - tail(-x).
+
+    The tail's relative error is the result's, and in float32 its roundings (exp, F,
+    1 + 2y, two divisions) add up to 4 ULP, so float32 erfc is evaluated in double and
+    rounded once.  (erf does not need this: there the tail only perturbs 1 - tail.)
+    """
+    if not e.is64:
+        d = _Emitter(e.b, ir.DoubleType())
+        return e.b.fptrunc(_erfc(d, e.b.fpext(x, d.ty)), e.ty)
+    y = e.fabs(x)
+    tail = _erfc_tail(e, y, precise=True)
+    big = e.select(e.lt(x, 0.0), e.sub(2.0, tail), tail)
+    res = e.select(e.le(y, 0.5), e.sub(1.0, _erf_small(e, x)), big)
+    return e.select(e.isnan(x), x, res)
+
+
+# ---------------------------------------------------------------------------------------
+# Inverse trigonometric functions
+# ---------------------------------------------------------------------------------------
+def _atan_poly(e: _Emitter, t: ir.Value, off_lo: Operand) -> ir.Value:
+    """atan(t) + off_lo for |t| <= tan(pi/8), as t + (t^3 A(t^2) + off_lo)."""
+    z = e.mul(t, t)
+    return e.add(t, e.fma(e.mul(t, z), e.poly(z, e.coef((_ATAN_32, _ATAN_64))), off_lo))
+
+
+def _atan(e: _Emitter, x: ir.Value) -> ir.Value:
+    """atan(|x|) reduced to |t| <= tan(pi/8) with one division:
+    y > tan(3pi/8): pi/2 + atan(-1/y); y > tan(pi/8): pi/4 + atan((y-1)/(y+1));
+    the offsets are hi + lo constants.  NaN falls through all compares and propagates."""
+    y = e.fabs(x)
+    big = e.gt(y, e.pick(_TAN_3PI_8))
+    mid = e.gt(y, e.pick(_TAN_PI_8))
+    num = e.select(big, -1.0, e.select(mid, e.sub(y, 1.0), y))
+    den = e.select(big, y, e.select(mid, e.add(y, 1.0), 1.0))
+    t = e.div(num, den)
+    off_hi = e.select(big, e.pick(_PIO2_1), e.select(mid, e.pick(_PIO4_HI), 0.0))
+    off_lo = e.select(big, e.pick(_PIO2_LO), e.select(mid, e.pick(_PIO4_LO), 0.0))
+    return e.copysign(e.add(off_hi, _atan_poly(e, t, off_lo)), x)
+
+
+def _atan2(e: _Emitter, y: ir.Value, x: ir.Value) -> ir.Value:
+    """atan2(y, x) with C99/NumPy special cases.
+
+    t = min(|x|,|y|)/max(|x|,|y|) in [0, 1] (0/0 -> 0, inf/inf -> 1), reduced once more
+    around 1 as in atan.  The result is k*pi/4 + sign*atan(t') where the integer k in
+    0..4 and the sign come from the octant; k*pi/4 is added as hi + lo with an fma.
+    """
+    b = e.b
+    ax = e.fabs(x)
+    ay = e.fabs(y)
+    swap = e.gt(ay, ax)
+    num = e.select(swap, ax, ay)
+    den = e.select(swap, ay, ax)
+    t = e.div(num, den)
+    t = e.select(e.eq(num, math.inf), 1.0, t)
+    t = e.select(e.eq(den, 0.0), 0.0, t)
+    mid = e.gt(t, e.pick(_TAN_PI_8))
+    tp = e.select(mid, e.div(e.sub(t, 1.0), e.add(t, 1.0)), t)
+    v = _atan_poly(e, tp, 0.0)
+    xneg = e.sign_bit(x)
+    # atan(t) = m*pi/4 + v (m = mid); swapped: pi/2 - that; x < 0: pi - that.
+    m = e.select(mid, 1.0, 0.0)
+    k = e.select(swap, e.sub(2.0, m), m)
+    k = e.select(xneg, e.sub(4.0, k), k)
+    sign = e.select(b.xor(swap, xneg), -1.0, 1.0)
+    sv = e.mul(sign, v)
+    res = e.fma(k, e.pick(_PIO4_HI), e.fma(k, e.pick(_PIO4_LO), sv))
+    res = e.copysign(res, y)
+    return e.select(e.isnan(x, y), e.add(x, y), res)
+
+
+def _asin_parts(e: _Emitter, x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(asin(x) for |x| <= 1/2, asin(s) with s = sqrt((1-|x|)/2)) for the |x| > 1/2 path.
+
+    (1 - |x|)/2 is exact; s is corrected by (z - s^2)/(2s) (computed with an fma) so the
+    square root's rounding does not reach the result.
+    """
+    coeffs = e.coef((_ASIN_32, _ASIN_64))
+    z = e.mul(x, x)
+    small = e.fma(e.mul(x, z), e.poly(z, coeffs), x)
+    zb = e.fma(e.fabs(x), -0.5, 0.5)
+    s = e.sqrt(zb)
+    corr = e.div(e.fma(e.neg(s), s, zb), e.add(s, s))
+    corr = e.select(e.eq(zb, 0.0), 0.0, corr)
+    big = e.add(s, e.fma(e.mul(s, zb), e.poly(zb, coeffs), corr))
+    return small, big
+
+
+def _asin(e: _Emitter, x: ir.Value) -> ir.Value:
+    """|x| <= 1/2: odd polynomial; else pi/2 - 2 asin(sqrt((1-|x|)/2)).
+    |x| > 1 gives sqrt(negative) = NaN."""
+    small, asin_s = _asin_parts(e, x)
+    big = e.sub(e.pick(_PIO2_1), e.sub(e.add(asin_s, asin_s), e.pick(_PIO2_LO)))
+    return e.select(e.le(e.fabs(x), 0.5), small, e.copysign(big, x))
+
+
+def _acos(e: _Emitter, x: ir.Value) -> ir.Value:
+    """|x| <= 1/2: pi/2 - asin(x); x > 1/2: 2 asin(s); x < -1/2: pi - 2 asin(s)."""
+    small, asin_s = _asin_parts(e, x)
+    two_s = e.add(asin_s, asin_s)
+    mid = e.sub(e.pick(_PIO2_1), e.sub(small, e.pick(_PIO2_LO)))
+    neg = e.sub(e.pick(_PI_HI), e.sub(two_s, e.pick(_PI_LO)))
+    res = e.select(e.lt(x, 0.0), neg, two_s)
+    return e.select(e.le(e.fabs(x), 0.5), mid, res)
+
+
+# ---------------------------------------------------------------------------------------
+# pow
+# ---------------------------------------------------------------------------------------
+def _log_dd(e: _Emitter, x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """log(x) as a double word hi + lo (~2^-66 relative) for positive finite double x.
+
+    Same split as `_log`, but s = f/(2+f) is carried as hi + lo (exact remainder via
+    fma), log(1+f) = 2s + s*z*(2/3 + z*Q(z)) is summed in double-word arithmetic, and
+    only z*Q(z), which is < 2% of the 2/3 term, is plain double.  pow needs this: the
+    error of y*log(x) is multiplied by |y*log(x)| (up to ~745) when exponentiated.
+    """
+    kf, f = _log_parts(e, x)
+    d_hi = e.add(f, 2.0)
+    d_lo = e.add(e.sub(2.0, d_hi), f)
+    s_hi = e.div(f, d_hi)
+    rem = e.fma(e.neg(s_hi), d_hi, f)
+    rem = e.fma(e.neg(s_hi), d_lo, rem)
+    s_lo = e.div(rem, d_hi)
+    z_hi = e.mul(s_hi, s_hi)
+    z_lo = e.fma(e.mul(s_hi, 2.0), s_lo, e.fma(s_hi, s_hi, e.neg(z_hi)))
+    tq = e.mul(z_hi, e.poly(z_hi, _POWLOG_64))
+    p_hi, p_lo = _fast_two_sum(e, e.c(_TWO_THIRDS_HI), tq)
+    p_lo = e.add(p_lo, _TWO_THIRDS_LO)
+    sz = _dd_mul(e, (s_hi, s_lo), (z_hi, z_lo))
+    tail_hi, tail_lo = _dd_mul(e, sz, (p_hi, p_lo))
+    l_hi, l_lo = _fast_two_sum(e, e.mul(s_hi, 2.0), tail_hi)
+    l_lo = e.add(l_lo, e.add(e.mul(s_lo, 2.0), tail_lo))
+    k_hi = e.mul(kf, _LN2_HI[1])
+    k_lo = e.fma(kf, _LN2_LO[1], e.fma(kf, _LN2_HI[1], e.neg(k_hi)))
+    hi, lo = _two_sum(e, k_hi, l_hi)
+    return _fast_two_sum(e, hi, e.add(lo, e.add(k_lo, l_lo)))
+
+
+def _pow_core_f64(e: _Emitter, ax: ir.Value, y: ir.Value) -> ir.Value:
+    """|x|^y = e^(y * log|x|) with the product carried as a double word."""
+    l_hi, l_lo = _log_dd(e, ax)
+    l_hi = e.select(e.eq(ax, 0.0), -math.inf, l_hi)
+    l_hi = e.select(e.eq(ax, math.inf), math.inf, l_hi)
+    l_hi = e.select(e.isnan(ax), ax, l_hi)
+    p_hi = e.mul(y, l_hi)
+    p_lo = e.fma(y, l_lo, e.fma(y, l_hi, e.neg(p_hi)))
+    # Where p_hi is huge, infinite or NaN the correction is irrelevant (or NaN): drop it.
+    p_lo = e.select(e.lt(e.fabs(p_hi), 1.0e4), p_lo, 0.0)
+    return _exp_dd(e, p_hi, p_lo)
+
+
+def _pow(e: _Emitter, x: ir.Value, y: ir.Value) -> ir.Value:
+    """x**y with C99 / NumPy special cases.
+
+    float32 evaluates e^(y*log|x|) in double (its rounding errors are then far below
+    float32's); float64 uses a double-word log.  The sign and the special cases are
+    applied afterwards with selects:
+    pow(x, +-0) = 1 and pow(1, y) = 1 even for NaN; pow(-1, +-inf) = 1; x < 0 finite with
+    non-integer y is NaN; a negative x (including -0 and -inf) with odd integer y negates
+    the result; 0 and inf cases follow from log(0) = -inf, log(inf) = inf and exp's
+    handling of +-inf.
+    """
+    ax = e.fabs(x)
+    if e.is64:
+        core = _pow_core_f64(e, ax, y)
+    else:
+        d = _Emitter(e.b, ir.DoubleType())
+        wide = d.mul(e.b.fpext(y, d.ty), _log(d, e.b.fpext(ax, d.ty)))
+        core = e.b.fptrunc(_exp_dd(d, wide), e.ty)
+    b = e.b
+    y_int = e.eq(e.floor(y), y)                           # true for +-inf too
+    half = e.mul(y, 0.5)
+    y_odd = b.and_(y_int, e.ne(e.floor(half), half))      # |y| >= 2^p is even
+    res = e.select(b.and_(e.sign_bit(x), y_odd), e.neg(core), core)
+    finite_neg = b.and_(e.lt(x, 0.0), e.gt(x, -math.inf))
+    res = e.select(b.and_(finite_neg, b.not_(y_int)), math.nan, res)
+    res = e.select(b.and_(e.eq(ax, 1.0), e.eq(e.fabs(y), math.inf)), 1.0, res)
+    return e.select(b.or_(e.eq(x, 1.0), e.eq(y, 0.0)), 1.0, res)
+
+
+# ---------------------------------------------------------------------------------------
+# Public API
+# ---------------------------------------------------------------------------------------
+_Unary = Callable[[_Emitter, ir.Value], ir.Value]
+_Binary = Callable[[_Emitter, ir.Value, ir.Value], ir.Value]
+
+_UNARY: dict[str, _Unary] = {
+    "exp": _exp, "exp2": _exp2, "expm1": _expm1,
+    "log": _log, "log2": _log2, "log10": _log10, "log1p": _log1p,
+    "sqrt": _sqrt, "rsqrt": _rsqrt,
+    "sin": _sin, "cos": _cos, "tan": _tan,
+    "tanh": _tanh, "sigmoid": _sigmoid, "erf": _erf, "erfc": _erfc,
+    "atan": _atan, "asin": _asin, "acos": _acos,
+    "sinh": _sinh, "cosh": _cosh, "asinh": _asinh, "acosh": _acosh, "atanh": _atanh,
+}
+_BINARY: dict[str, _Binary] = {"pow": _pow, "atan2": _atan2}
+
+SUPPORTED: frozenset[str] = frozenset(_UNARY) | frozenset(_BINARY)
+
+
+def emit(builder: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
+    """Emit `name(*args)` at the builder's position and return the scalar result.
+
+    `args` are scalars of one type, ``float`` or ``double``; the result has that type.
+    pow and atan2 take two arguments (``pow(x, y)``, ``atan2(y, x)``), the others one.
+    Intrinsics the code needs are declared in the builder's module on first use.
+    """
+    if name in _UNARY:
+        arity, fn = 1, _UNARY[name]
+    elif name in _BINARY:
+        arity, fn = 2, _BINARY[name]
+    else:
+        raise ValueError(f"mathlib: unsupported function {name!r}")
+    if len(args) != arity:
+        raise ValueError(f"mathlib: {name} takes {arity} argument(s), got {len(args)}")
+    ty = args[0].type
+    if not isinstance(ty, (ir.FloatType, ir.DoubleType)):
+        raise TypeError(f"mathlib: {name} needs float or double arguments, got {ty}")
+    if any(a.type != ty for a in args):
+        raise TypeError(f"mathlib: {name} arguments must share one type")
+    return fn(_Emitter(builder, ty), *args)   # type: ignore[arg-type]

@@ -1,0 +1,733 @@
+"""Fusion: partition a graph's nodes into kernel groups (one kernel, or a few, per group).
+
+`fuse(g)` walks the nodes once, in topological order, and decides greedily:
+
+* **Views cost nothing.** `reshape`, `permute`, `expand` and `slice` are folded into the
+  strides with which their consumers read the underlying buffer (a `Read`: a base node
+  that owns a buffer plus a `Layout` of element offset and strides over it). Every buffer
+  a kernel writes is dense (row-major) in its node's shape, so layouts are static. A
+  reshape that no strides can express (e.g. flattening a transposed view) becomes a copy
+  group.
+* **Elementwise nodes** (groups UNARY, BINARY, TERNARY, CAST and RANDOM) join the group of
+  a producer when that is an open elementwise group and the consumer reads the producer
+  *index-preservingly*: directly or through reshapes only, with the same number of
+  elements (no broadcasting of the producer). A group is one loop over one index space
+  (`space`, the shape of its first node); every member computes the element with the same
+  row-major linear index, so reshapes inside a group are free. When a node reads several
+  such groups it merges all of them (a diamond or a sum of two chains becomes one kernel),
+  as long as the merge keeps the group graph acyclic (no path from a merged group through
+  another group back into the merge) and every read of the merged groups can be expressed
+  over the kept index space. Nodes are never duplicated, so nothing is recomputed: a
+  member that is used outside its group (or is a graph output) is simply one more output
+  of the kernel (an elementwise kernel may have several).
+* **Reductions** absorb their producer's elementwise group as a prologue when every value
+  of that group is used only inside it or by the reduction (and it draws no random
+  numbers, which need an element index that reduction loops do not have); the reduction
+  kernel then evaluates the group's expression where it would load its input
+  (`codegen.reduce.ReduceKernel.prologue`). Otherwise the reduction reads a buffer.
+* **matmul, gather, scatter_add, index_put, cat, pad, flip, nonzero** are groups of their
+  own; their operands are reads (views folded in), their results dense buffers.
+* **Graph outputs** that are not written directly by a kernel (a parameter, a constant, a
+  view, or a value listed twice) get a copy group, so every output has its own buffer.
+
+The result lists groups in an execution order (a topological order of the group graph);
+each group names the IR nodes it computes and the view nodes folded into its reads.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from ..codegen.elementwise import Expr, ExprNode
+from ..codegen.layout import contiguous_strides
+from ..ir.graph import Graph, Node
+from ..ir.printer import format_type, value_names
+from ..ir.registry import ELEMENTWISE, Group
+
+__all__ = ["Layout", "Read", "Kind", "KernelGroup", "FusionPlan", "fuse", "VIEW_OPS",
+           "reshape_strides"]
+
+VIEW_OPS = frozenset({"reshape", "permute", "expand", "slice"})
+FUSIBLE = ELEMENTWISE | {Group.RANDOM}
+_OWN_GROUP = {"matmul": "matmul", "gather": "gather", "scatter_add": "scatter",
+              "index_put": "scatter", "cat": "cat", "pad": "pad", "flip": "flip",
+              "nonzero": "nonzero"}
+
+
+def _numel(shape: Iterable[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+# --------------------------------------------------------------------------------------
+# Layouts: how a consumer walks a dense buffer
+# --------------------------------------------------------------------------------------
+
+def reshape_strides(shape: tuple[int, ...], strides: tuple[int, ...],
+                    new_shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """Strides that walk `new_shape` over the same elements in row-major order, or None.
+
+    The old dimensions are cut into chunks that are contiguous with each other (dimension
+    i and i+1 with `stride_i == stride_{i+1} * size_{i+1}`, which includes broadcast
+    chunks of stride 0); new dimensions, innermost first, must tile each chunk exactly.
+    Size-1 dimensions get stride 0 (they are never stepped).
+    """
+    if _numel(shape) == 0:
+        return contiguous_strides(new_shape)
+    chunks: list[list[int]] = []          # [elements, innermost stride], outermost first
+    for n, s in zip(shape, strides):
+        if n == 1:
+            continue
+        if chunks and chunks[-1][1] == n * s:
+            chunks[-1][0] *= n
+            chunks[-1][1] = s
+        else:
+            chunks.append([n, s])
+    out = [0] * len(new_shape)
+    ci = len(chunks) - 1
+    acc = 1
+    for d in range(len(new_shape) - 1, -1, -1):
+        n = new_shape[d]
+        if n == 1:
+            continue
+        if ci < 0:
+            return None
+        size, inner = chunks[ci]
+        out[d] = inner * acc
+        acc *= n
+        if acc == size:
+            ci -= 1
+            acc = 1
+        elif size % acc:
+            return None
+    return tuple(out) if ci < 0 and acc == 1 else None
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """`shape` walked with element `strides` from element `offset` of a dense buffer."""
+
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int = 0
+
+    @classmethod
+    def dense(cls, shape: tuple[int, ...]) -> "Layout":
+        return cls(tuple(shape), contiguous_strides(tuple(shape)), 0)
+
+    @property
+    def numel(self) -> int:
+        return _numel(self.shape)
+
+    def is_dense(self) -> bool:
+        """Row-major and gap-free (size-1 strides ignored), from any offset."""
+        if self.numel == 0:
+            return True
+        expected = 1
+        for n, s in zip(reversed(self.shape), reversed(self.strides)):
+            if n != 1 and s != expected:
+                return False
+            expected *= n
+        return True
+
+    def permute(self, perm: tuple[int, ...]) -> "Layout":
+        return Layout(tuple(self.shape[p] for p in perm),
+                      tuple(self.strides[p] for p in perm), self.offset)
+
+    def broadcast_to(self, shape: tuple[int, ...]) -> "Layout":
+        """Expand (NumPy broadcasting): new leading dimensions and size-1 ones get stride 0."""
+        lead = len(shape) - len(self.shape)
+        strides = (0,) * lead + tuple(0 if n != t else s for n, s, t in
+                                      zip(self.shape, self.strides, shape[lead:]))
+        return Layout(tuple(shape), strides, self.offset)
+
+    def slice(self, starts: tuple[int, ...], stops: tuple[int, ...],
+              steps: tuple[int, ...], shape: tuple[int, ...]) -> "Layout":
+        if _numel(shape) == 0:
+            return Layout(shape, contiguous_strides(shape), self.offset)
+        offset = self.offset + sum(a * s for a, s in zip(starts, self.strides))
+        return Layout(shape, tuple(s * k for s, k in zip(self.strides, steps)), offset)
+
+    def reshape(self, shape: tuple[int, ...]) -> "Layout | None":
+        strides = reshape_strides(self.shape, self.strides, shape)
+        return None if strides is None else Layout(tuple(shape), strides, self.offset)
+
+    def flip(self, axes: Iterable[int]) -> "Layout":
+        """Reverse `axes`: start at their last element and step backwards."""
+        strides = list(self.strides)
+        offset = self.offset
+        for a in {a % max(len(self.shape), 1) for a in axes}:
+            if self.shape[a] > 0:
+                offset += (self.shape[a] - 1) * strides[a]
+                strides[a] = -strides[a]
+        return Layout(self.shape, tuple(strides), offset)
+
+    def __str__(self) -> str:
+        return (f"[{','.join(map(str, self.shape))}] strides "
+                f"({','.join(map(str, self.strides))}) +{self.offset}")
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """A kernel operand: the buffer of `base` (a param, const or kernel output) via `layout`."""
+
+    base: Node
+    layout: Layout
+
+
+# --------------------------------------------------------------------------------------
+# Groups
+# --------------------------------------------------------------------------------------
+
+class Kind(enum.Enum):
+    ELEMENTWISE = "elementwise"
+    REDUCE = "reduce"
+    MATMUL = "matmul"
+    GATHER = "gather"
+    SCATTER = "scatter"
+    CAT = "cat"
+    PAD = "pad"
+    FLIP = "flip"
+    NONZERO = "nonzero"
+    COPY = "copy"
+
+
+@dataclass(eq=False)
+class KernelGroup:
+    """One kernel group: the IR nodes it computes and the buffers it reads and writes.
+
+    * `nodes`: the IR nodes computed here, in graph order (for a reduction, its prologue
+      and then the reduction; a copy group computes its `root` movement node, or none when
+      it only copies a graph output).
+    * `inputs`: the buffers read. Elementwise groups read them over `space` (the loop's
+      index space); a reduction's prologue reads over the reduction's input shape; other
+      groups read each operand over its own shape, in operand order.
+    * `outputs`: the nodes whose values are written to buffers (dense in their shapes).
+    * `expr`: the scalar DAG of an elementwise group (inputs in `inputs` order, outputs in
+      `outputs` order), or a reduction's prologue (one output: the reduced values).
+    * `views`: movement nodes folded into this group's reads (no kernel of their own).
+    * `output_slot`: for a copy group that fills graph output k (a param, view, const or
+      repeated value), k; else -1.
+    """
+
+    kind: Kind
+    nodes: list[Node]
+    space: tuple[int, ...]
+    inputs: list[Read] = field(default_factory=list)
+    outputs: list[Node] = field(default_factory=list)
+    expr: Expr | None = None
+    root: Node | None = None
+    views: list[Node] = field(default_factory=list)
+    output_slot: int = -1
+    index: int = -1
+    names: dict[Node, str] = field(default_factory=dict, repr=False)
+    # construction state (elementwise groups): per member, its operands: ("node", member)
+    # or ("read", Read over `space`)
+    operands: dict[Node, list[tuple[str, Any]]] = field(default_factory=dict, repr=False)
+    deps: set["KernelGroup"] = field(default_factory=set, repr=False)
+    open: bool = True
+    has_random: bool = False
+    merged_into: "KernelGroup | None" = field(default=None, repr=False)
+
+    def _name(self, n: Node) -> str:
+        return self.names.get(n, f"<{n.op}>")
+
+    def describe(self) -> str:
+        """One line per group: kind, the nodes it computes, what it reads and writes."""
+        nodes = ", ".join(f"{self._name(n)}={n.op}" for n in self.nodes) or "-"
+        reads = ", ".join(f"{self._name(r.base)}{'' if r.layout.is_dense() and r.layout.offset == 0 else ' ' + str(r.layout)}"
+                          for r in self.inputs)
+        if self.output_slot >= 0:
+            writes = f"output {self.output_slot}"
+        else:
+            writes = ", ".join(f"{self._name(o)}: {format_type(o.type)}" for o in self.outputs)
+        views = f" views [{', '.join(self._name(v) for v in self.views)}]" if self.views else ""
+        prologue = " (prologue)" if self.kind is Kind.REDUCE and self.expr is not None else ""
+        return (f"#{self.index} {self.kind.value}{prologue} over [{','.join(map(str, self.space))}]: "
+                f"{nodes} | reads {reads or '-'} | writes {writes}{views}")
+
+    def __str__(self) -> str:
+        return self.describe()
+
+    def __repr__(self) -> str:
+        return f"<KernelGroup #{self.index} {self.kind.value}: {len(self.nodes)} nodes>"
+
+
+@dataclass
+class FusionPlan:
+    """`fuse`'s result: groups in execution order, plus the folded views."""
+
+    graph: Graph
+    groups: list[KernelGroup]
+    views: dict[Node, Read]                    # movement nodes that alias a base buffer
+    materialized: list[Node]                   # every node written to a buffer
+    direct_outputs: dict[int, Node]            # graph output k written by its own kernel
+    names: dict[Node, str]
+
+    @property
+    def n_kernels(self) -> int:
+        return len(self.groups)
+
+    def __str__(self) -> str:
+        lines = [f"fusion of @{self.graph.name}: {len(self.graph.nodes)} nodes -> "
+                 f"{len(self.groups)} kernel groups"]
+        lines += ["  " + g.describe() for g in self.groups]
+        if self.views:
+            lines.append("  views: " + ", ".join(
+                f"{self.names.get(v, v.op)}={v.op} of {self.names.get(r.base, r.base.op)}"
+                for v, r in self.views.items()))
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------
+# The pass
+# --------------------------------------------------------------------------------------
+
+class _Fuser:
+    def __init__(self, g: Graph):
+        self.g = g
+        self.names = value_names(g)
+        self.group_of: dict[Node, KernelGroup] = {}
+        self.view_read: dict[Node, Read] = {}
+        self.view_chain: dict[Node, tuple[Node, bool]] = {}   # view -> (base, reshapes only)
+        self.groups: list[KernelGroup] = []
+        self.order = {n: i for i, n in enumerate(g.nodes)}
+        self.uses = self._uses()
+
+    # -- bookkeeping --------------------------------------------------------------------
+    def _uses(self) -> dict[Node, list[tuple[Node | None, Node]]]:
+        """Per base node: (consumer, the input it reads) through any chain of views."""
+        uses: dict[Node, list[tuple[Node | None, Node]]] = {n: [] for n in self.g.nodes}
+        for n in self.g.nodes:
+            if n.op in VIEW_OPS:
+                continue
+            for x in n.inputs:
+                uses[self._base_of(x)].append((n, x))
+        for o in self.g.outputs:
+            uses[self._base_of(o)].append((None, o))
+        return uses
+
+    @staticmethod
+    def _base_of(x: Node) -> Node:
+        while x.op in VIEW_OPS:
+            x = x.inputs[0]
+        return x
+
+    def find(self, grp: KernelGroup) -> KernelGroup:
+        while grp.merged_into is not None:
+            grp = grp.merged_into
+        return grp
+
+    def group(self, n: Node) -> KernelGroup | None:
+        grp = self.group_of.get(n)
+        return None if grp is None else self.find(grp)
+
+    def new_group(self, kind: Kind, nodes: list[Node], space: tuple[int, ...],
+                  root: Node | None = None) -> KernelGroup:
+        grp = KernelGroup(kind, list(nodes), tuple(space), root=root, names=self.names)
+        self.groups.append(grp)
+        for n in nodes:
+            self.group_of[n] = grp
+        return grp
+
+    def ancestors(self, grp: KernelGroup) -> set[KernelGroup]:
+        seen: set[KernelGroup] = set()
+        stack = [self.find(d) for d in grp.deps]
+        while stack:
+            x = stack.pop()
+            if x in seen:
+                continue
+            seen.add(x)
+            stack.extend(self.find(d) for d in x.deps)
+        return seen
+
+    # -- reads --------------------------------------------------------------------------
+    def read_of(self, x: Node) -> Read:
+        """How a consumer reads value `x` from memory (views folded in)."""
+        if x in self.view_read:
+            return self.view_read[x]
+        if x.op == "const" and not isinstance(x.attr("value"), tuple):
+            return Read(x, Layout(x.shape, (0,) * len(x.shape), 0))   # one stored scalar
+        return Read(x, Layout.dense(x.shape))
+
+    def chain(self, x: Node) -> tuple[Node, bool]:
+        """(base node, whether only reshapes lie between it and `x`)."""
+        return self.view_chain.get(x, (x, True))
+
+    def note_dep(self, grp: KernelGroup, read: Read) -> None:
+        src = self.group(read.base)
+        assert src is not grp, "a kernel never reads a buffer it writes itself"
+        if src is not None:
+            grp.deps.add(src)
+
+    # -- node handlers --------------------------------------------------------------------
+    def run(self) -> FusionPlan:
+        for n in self.g.nodes:
+            if n.dtype.is_complex:
+                raise TypeError(f"fusion: compiled graphs do not support {n.dtype.name} "
+                                f"values ({self.names.get(n, n.op)} = {n.op}: "
+                                f"{format_type(n.type)}{_at(n)})")
+            grp = n.group
+            if grp in (Group.PARAM, Group.CONST):
+                continue
+            if n.op in VIEW_OPS:
+                self.view(n)
+            elif grp in FUSIBLE:
+                self.elementwise(n)
+            elif grp is Group.REDUCE:
+                self.reduce(n)
+            elif n.op in _OWN_GROUP:
+                self.single(n, Kind(_OWN_GROUP[n.op]))
+            elif grp is Group.COMPOSITE:
+                raise TypeError(f"fusion: {self.names[n]} = {n.op} is a composite op; "
+                                f"decompose the graph into primitives before compiling it"
+                                f"{_at(n)}")
+            else:
+                raise TypeError(f"fusion: no kernel lowering for op {n.op!r} (group "
+                                f"{grp.value}){_at(n)}")
+        return self.finish()
+
+    def view(self, n: Node) -> None:
+        (x,) = n.inputs
+        src = self.read_of(x)
+        lay = src.layout
+        if n.op == "reshape":
+            new = lay.reshape(n.shape)
+        elif n.op == "permute":
+            new = lay.permute(tuple(p % max(len(x.shape), 1) for p in n.attr("perm")))
+        elif n.op == "expand":
+            new = lay.broadcast_to(n.shape)
+        else:
+            new = lay.slice(n.attr("starts"), n.attr("stops"), n.attr("steps"), n.shape)
+        if new is None:
+            # no strides express this reshape: copy the input densely (a kernel of its own)
+            grp = self.new_group(Kind.COPY, [n], n.shape, root=n)
+            grp.inputs = [src]
+            self.note_dep(grp, src)
+            grp.open = False
+            return
+        self.view_read[n] = Read(src.base, new)
+        base, only_reshapes = self.chain(x)
+        self.view_chain[n] = (base, only_reshapes and n.op == "reshape")
+
+    def preserving(self, n: Node, x: Node) -> Node | None:
+        """The base node `n` reads index-preservingly through input `x`, if any."""
+        base, only_reshapes = self.chain(x)
+        if only_reshapes and _numel(x.shape) == _numel(n.shape):
+            return base
+        return None
+
+    def elementwise(self, n: Node) -> None:
+        # candidate producer groups: open elementwise groups read index-preservingly only
+        candidates: list[KernelGroup] = []
+        rejected: set[KernelGroup] = set()
+        for x in n.inputs:
+            base, _ = self.chain(x)
+            grp = self.group(base)
+            if grp is None or grp.kind is not Kind.ELEMENTWISE or not grp.open:
+                continue
+            if self.preserving(n, x) is None:
+                rejected.add(grp)          # read through a broadcast or permutation
+            elif grp not in candidates:
+                candidates.append(grp)
+        candidates = [c for c in candidates if c not in rejected]
+        input_groups = {self.group(self.chain(x)[0]) for x in n.inputs} - {None}
+        chosen: list[KernelGroup] = []
+        for c in candidates:
+            trial = chosen + [c]
+            if self.can_merge(trial, input_groups) and self.spaces_fit(trial, n):
+                chosen = trial
+        if not chosen:
+            grp = self.new_group(Kind.ELEMENTWISE, [n], n.shape)
+        else:
+            grp = chosen[0]
+            for other in chosen[1:]:
+                self.absorb(grp, other)
+            grp.nodes.append(n)
+            self.group_of[n] = grp
+        grp.has_random = grp.has_random or n.group is Group.RANDOM
+        ops: list[tuple[str, Any]] = []
+        for x in n.inputs:
+            base = self.preserving(n, x)
+            if base is not None and self.group(base) is grp:
+                ops.append(("node", base))
+                if x is not base:
+                    grp.views.append(x)
+                continue
+            read = self.read_of(x)
+            lay = read.layout.broadcast_to(n.shape).reshape(grp.space)
+            assert lay is not None, "spaces_fit checked this read"
+            r = Read(read.base, lay)
+            ops.append(("read", r))
+            self.note_dep(grp, r)
+            if x in self.view_read:
+                grp.views.append(x)
+        grp.operands[n] = ops
+
+    def can_merge(self, chosen: list[KernelGroup], input_groups: set[KernelGroup]) -> bool:
+        """Merging `chosen` and the new node keeps the group graph acyclic.
+
+        A cycle would run from a chosen group through some group X outside the merge back
+        into the merge (or into the new node): X depends on a chosen group, and the merge
+        (or the node) depends on X.
+        """
+        merge = set(chosen)
+        for grp in chosen:
+            # a member reading another merged group's buffer (through a broadcast or a
+            # permutation) would read values the same loop is still writing
+            if {self.find(d) for d in grp.deps} & merge:
+                return False
+        frontier: set[KernelGroup] = set()
+        for grp in chosen:
+            frontier |= self.ancestors(grp)
+        for grp in input_groups:
+            frontier.add(grp)
+            frontier |= self.ancestors(grp)
+        for x in frontier - merge:
+            if self.ancestors(x) & merge:
+                return False
+        return True
+
+    def spaces_fit(self, chosen: list[KernelGroup], n: Node) -> bool:
+        """Every read of the merged groups and of `n` can be expressed over one space."""
+        space = chosen[0].space
+        if _numel(space) != _numel(n.shape):
+            return False
+        for other in chosen[1:]:
+            if other.space != space:
+                for ops in other.operands.values():
+                    for kind, r in ops:
+                        if kind == "read" and r.layout.reshape(space) is None:
+                            return False
+        for x in n.inputs:
+            base = self.preserving(n, x)
+            if base is not None and self.group(base) in chosen:
+                continue
+            lay = self.read_of(x).layout.broadcast_to(n.shape)
+            if lay.reshape(space) is None:
+                return False
+        return True
+
+    def absorb(self, grp: KernelGroup, other: KernelGroup) -> None:
+        """Move `other`'s members into `grp` (re-expressing its reads over grp's space)."""
+        for m in other.nodes:
+            self.group_of[m] = grp
+        grp.nodes.extend(other.nodes)
+        grp.nodes.sort(key=self.order.__getitem__)
+        for m, ops in other.operands.items():
+            new_ops = []
+            for kind, r in ops:
+                if kind == "read" and other.space != grp.space:
+                    r = Read(r.base, r.layout.reshape(grp.space))
+                new_ops.append((kind, r))
+            grp.operands[m] = new_ops
+        grp.views.extend(other.views)
+        grp.deps |= other.deps
+        grp.has_random = grp.has_random or other.has_random
+        other.merged_into = grp
+        other.nodes = []
+        grp.deps = {self.find(d) for d in grp.deps} - {grp}
+
+    def reduce(self, n: Node) -> None:
+        (x,) = n.inputs
+        base = self.preserving_chain(x)
+        producer = self.group(base) if base is not None else None
+        if (producer is not None and producer.kind is Kind.ELEMENTWISE and producer.open
+                and not producer.has_random and self.only_feeds(producer, n)):
+            reads = self.prologue_reads(producer, x.shape)
+            if reads is not None:
+                self.make_prologue(n, producer, base, x, reads)
+                return
+        grp = self.new_group(Kind.REDUCE, [n], x.shape, root=n)
+        read = self.read_of(x)
+        grp.inputs = [read]
+        self.note_dep(grp, read)
+        if x in self.view_read:
+            grp.views.append(x)
+        grp.open = False
+
+    def preserving_chain(self, x: Node) -> Node | None:
+        base, only_reshapes = self.chain(x)
+        return base if only_reshapes else None
+
+    def only_feeds(self, grp: KernelGroup, r: Node) -> bool:
+        """Every use of every member is inside `grp` or is the reduction `r`."""
+        members = set(grp.nodes)
+        for m in grp.nodes:
+            for consumer, _ in self.uses[m]:
+                if consumer is None or (consumer not in members and consumer is not r):
+                    return False
+        return True
+
+    def prologue_reads(self, grp: KernelGroup, shape: tuple[int, ...]
+                       ) -> dict[Node, list[tuple[str, Any]]] | None:
+        out: dict[Node, list[tuple[str, Any]]] = {}
+        for m, ops in grp.operands.items():
+            new_ops = []
+            for kind, r in ops:
+                if kind == "read":
+                    lay = r.layout.reshape(shape)
+                    if lay is None:
+                        return None
+                    r = Read(r.base, lay)
+                new_ops.append((kind, r))
+            out[m] = new_ops
+        return out
+
+    def make_prologue(self, n: Node, producer: KernelGroup, base: Node, x: Node,
+                      operands: dict[Node, list[tuple[str, Any]]]) -> None:
+        producer.kind = Kind.REDUCE
+        producer.space = x.shape
+        producer.operands = operands
+        producer.root = n
+        producer.open = False
+        producer.nodes.append(n)
+        self.group_of[n] = producer
+        if x is not base:
+            producer.views.append(x)
+        producer.outputs = [base]          # the prologue's single result (see finish)
+
+    def single(self, n: Node, kind: Kind) -> None:
+        grp = self.new_group(kind, [n], n.shape, root=n)
+        for x in n.inputs:
+            read = self.read_of(x)
+            grp.inputs.append(read)
+            self.note_dep(grp, read)
+            if x in self.view_read:
+                grp.views.append(x)
+        grp.open = False
+
+    # -- finishing ----------------------------------------------------------------------
+    def materialized(self, m: Node, grp: KernelGroup) -> bool:
+        for consumer, _ in self.uses[m]:
+            if consumer is None:
+                return True
+            if self.group(consumer) is not grp:
+                return True
+        return False
+
+    def finish(self) -> FusionPlan:
+        live = [grp for grp in self.groups if grp.merged_into is None]
+        direct: dict[int, Node] = {}
+        claimed: set[Node] = set()
+        for k, o in enumerate(self.g.outputs):
+            if o in self.group_of and o not in claimed:
+                direct[k] = o
+                claimed.add(o)
+                continue
+            grp = self.new_group(Kind.COPY, [], o.shape, root=o)
+            grp.output_slot = k
+            read = self.read_of(o)
+            grp.inputs = [read]
+            self.note_dep(grp, read)
+            if o in self.view_read:
+                grp.views.append(o)
+            grp.open = False
+            live.append(grp)
+        for grp in live:
+            if grp.kind is Kind.ELEMENTWISE:
+                self.finish_elementwise(grp)
+            elif grp.kind is Kind.REDUCE and grp.operands:
+                self.finish_prologue(grp)
+            elif grp.output_slot < 0:
+                grp.outputs = [grp.root]
+            grp.views = list(dict.fromkeys(grp.views))
+        ordered = self.schedule(live)
+        materialized = [o for grp in ordered for o in grp.outputs]
+        return FusionPlan(self.g, ordered, dict(self.view_read), materialized, direct,
+                          self.names)
+
+    def finish_elementwise(self, grp: KernelGroup) -> None:
+        inputs: dict[Read, int] = {}
+        ref: dict[Node, int] = {}
+        pending: list[tuple[Node, list[tuple[str, Any]]]] = []
+        for m in grp.nodes:
+            for kind, r in grp.operands[m]:
+                if kind == "read" and r not in inputs:
+                    inputs[r] = len(inputs)
+            pending.append((m, grp.operands[m]))
+        n_in = len(inputs)
+        nodes: list[ExprNode] = []
+        for m, ops in pending:
+            args = tuple(ref[r] if kind == "node" else inputs[r] for kind, r in ops)
+            ref[m] = n_in + len(nodes)
+            nodes.append(ExprNode(m.op, args, m.attrs))
+        grp.outputs = [m for m in grp.nodes if self.materialized(m, grp)]
+        grp.inputs = list(inputs)
+        grp.expr = Expr(tuple(r.base.dtype for r in grp.inputs), tuple(nodes),
+                        tuple(ref[m] for m in grp.outputs))
+
+    def finish_prologue(self, grp: KernelGroup) -> None:
+        """The reduction's prologue DAG; input 0 (which orders the loops) is the read that
+        steps through the most elements (fewest broadcast dimensions)."""
+        result = grp.outputs[0]
+        members = [m for m in grp.nodes if m is not grp.root]
+        reads: list[Read] = []
+        for m in members:
+            for kind, r in grp.operands[m]:
+                if kind == "read" and r not in reads:
+                    reads.append(r)
+        if reads:
+            driver = max(range(len(reads)), key=lambda i: (
+                sum(1 for n, s in zip(reads[i].layout.shape, reads[i].layout.strides)
+                    if s != 0 and n != 1), -i))
+            reads.insert(0, reads.pop(driver))
+        index = {r: i for i, r in enumerate(reads)}
+        ref: dict[Node, int] = {}
+        nodes: list[ExprNode] = []
+        for m in members:
+            args = tuple(ref[r] if kind == "node" else index[r] for kind, r in grp.operands[m])
+            ref[m] = len(reads) + len(nodes)
+            nodes.append(ExprNode(m.op, args, m.attrs))
+        grp.inputs = reads
+        grp.expr = Expr(tuple(r.base.dtype for r in reads), tuple(nodes), (ref[result],))
+        grp.outputs = [grp.root]
+
+    def schedule(self, groups: list[KernelGroup]) -> list[KernelGroup]:
+        """A topological order of the groups (Kahn), earliest graph position first."""
+        deps: dict[KernelGroup, set[KernelGroup]] = {}
+        for grp in groups:
+            found = set()
+            for r in grp.inputs:
+                src = self.group(r.base)
+                if src is not None and src is not grp:
+                    found.add(src)
+            deps[grp] = found
+        users: dict[KernelGroup, list[KernelGroup]] = {grp: [] for grp in groups}
+        for grp, ds in deps.items():
+            for d in ds:
+                users[d].append(grp)
+
+        def first(grp: KernelGroup) -> tuple[int, int]:
+            pos = [self.order[n] for n in grp.nodes] or [len(self.order) + grp.output_slot]
+            return (min(pos), grp.output_slot)
+
+        import heapq
+        waiting = {grp: len(ds) for grp, ds in deps.items()}
+        heap = [(first(grp), i, grp) for i, grp in enumerate(groups) if waiting[grp] == 0]
+        heapq.heapify(heap)
+        ids = {grp: i for i, grp in enumerate(groups)}
+        out: list[KernelGroup] = []
+        while heap:
+            _, _, grp = heapq.heappop(heap)
+            grp.index = len(out)
+            out.append(grp)
+            for u in users[grp]:
+                waiting[u] -= 1
+                if waiting[u] == 0:
+                    heapq.heappush(heap, (first(u), ids[u], u))
+        if len(out) != len(groups):
+            raise AssertionError("fusion: the group graph has a cycle (a fusion bug)")
+        return out
+
+
+def _at(n: Node) -> str:
+    return f" at {n.loc}" if n.loc else ""
+
+
+def fuse(g: Graph) -> FusionPlan:
+    """Partition `g` into kernel groups (see the module docstring for the rules)."""
+    return _Fuser(g).run()

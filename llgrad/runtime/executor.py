@@ -1,0 +1,271 @@
+"""`CompiledGraph`: a graph with static shapes compiled into one native entry point.
+
+Compiling runs the pipeline once: `passes.fusion.fuse` (kernel groups), `codegen.graph.
+lower` (kernel launches with constant argument blocks), `passes.memory.plan_buffers` (one
+arena for every intermediate), `codegen.graph.emit` (one LLVM module) and the target's
+`compile` (optimization, machine code, disk cache). A call then
+
+1. checks every argument against its parameter (a Tensor or NumPy array of the param's
+   dtype and shape; errors name the parameter), before any native code runs; an argument
+   that is not contiguous is copied (the kernels address params as dense buffers);
+2. allocates the outputs (`Tensor._empty`, one per graph output, never shared);
+3. packs `[inputs, outputs, arena, extras]` into a per-thread block and makes one foreign
+   call of `entry` (or, when some launch is big enough to split across cores, one call
+   per stage, a parallel stage's range cut into pieces that run on `runtime.launch`'s
+   worker threads; ctypes releases the GIL during each call);
+4. raises `IndexError` if an index kernel recorded an out-of-range index (the kernels
+   never touch memory outside a buffer; they skip the bad element and record it).
+
+The arena is allocated once per thread and reused by every call, so concurrent calls from
+different threads are safe.
+"""
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import _log
+from ..codegen import graph as cg
+from ..codegen.layout import contiguous_strides, is_contiguous
+from ..codegen.target import get_target
+from ..ir.dtypes import DType, bfloat16
+from ..ir.graph import Graph, Node
+from ..ir.printer import format_type, param_name
+from ..ir.verify import verify
+from ..passes import fusion as fusion_pass
+from ..passes import memory as memory_pass
+from ..tensor import Tensor
+from . import launch
+from .storage import allocate
+
+__all__ = ["CompiledGraph"]
+
+_ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_STAGE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+
+
+class _Param:
+    __slots__ = ("name", "dtype", "shape", "strides", "np_dtype", "node")
+
+    def __init__(self, node: Node):
+        self.node = node
+        self.name = param_name(node)
+        self.dtype = node.dtype
+        self.shape = node.shape
+        self.strides = contiguous_strides(node.shape)
+        self.np_dtype = None if node.dtype is bfloat16 else node.dtype.np
+
+
+class _Stage:
+    __slots__ = ("fn", "parallel", "extent", "symbol")
+
+    def __init__(self, fn: Any, parallel: bool, extent: int, symbol: str):
+        self.fn = fn
+        self.parallel = parallel
+        self.extent = extent
+        self.symbol = symbol
+
+
+class CompiledGraph:
+    """A compiled graph: `cg(*arrays_or_tensors) -> list[Tensor]` (one per graph output).
+
+    Inspection: `kernels` (the fusion groups, each naming the IR nodes it computes),
+    `llvm_ir` (the module's text), `asm()` (its optimized assembly), `plan` (the memory
+    plan with the arena's peak size), `stats` (counts and compile seconds per stage).
+    `inline` chooses how kernels meet the entry: "always" (alwaysinline, the default),
+    "auto" (LLVM decides) or "never"; `threads` caps the threads a call may use.
+    """
+
+    def __init__(self, graph: Graph, *, inline: str = "always", threads: int | None = None,
+                 check: bool = True):
+        if not isinstance(graph, Graph):
+            raise TypeError(f"CompiledGraph expects an llgrad.ir Graph, got "
+                            f"{type(graph).__name__}")
+        self.graph = graph
+        seconds: dict[str, float] = {}
+        t0 = time.perf_counter()
+        if check:
+            verify(graph)
+        t1 = time.perf_counter()
+        self.fusion = fusion_pass.fuse(graph)
+        t2 = time.perf_counter()
+        self.threads = max(1, threads if threads is not None else launch.num_threads())
+        self.program = cg.lower(self.fusion, self.threads)
+        t3 = time.perf_counter()
+        views = {}
+        for v, r in self.fusion.views.items():
+            b = self.program.node_buffers.get(r.base)
+            if b is not None:
+                views[v] = (b, r.layout)
+        self.plan = memory_pass.plan_buffers(self.program.buffers, views, self.fusion.names)
+        t4 = time.perf_counter()
+        self.llvm_ir, symbols, stages = cg.emit(self.program, inline)
+        t5 = time.perf_counter()
+        target = get_target()
+        self.compiled = target.compile(self.llvm_ir, symbols, name=f"graph_{graph.name}")
+        t6 = time.perf_counter()
+        seconds.update(verify=t1 - t0, fusion=t2 - t1, lower=t3 - t2, memory=t4 - t3,
+                       emit=t5 - t4, llvm=t6 - t5)
+        for k, v in self.compiled.seconds.items():
+            seconds[f"llvm.{k}"] = v
+        seconds["total"] = t6 - t0
+        addresses = self.compiled.addresses
+        self._entry = _ENTRY(addresses["entry"])
+        self._stages = [_Stage(_STAGE(addresses[s.symbol]) if s.symbol != "entry" else None,
+                               s.parallel, s.extent, s.symbol) for s in stages]
+        self._staged = any(s.parallel for s in stages)
+        self._params = [_Param(p) for p in graph.params]
+        self._outs = [(o.shape, o.dtype, contiguous_strides(o.shape)) for o in graph.outputs]
+        self._extras = [_extra_address(name) for name in self.program.extras]
+        n_slots = len(self._params) + len(self._outs) + 1 + len(self._extras)
+        self._struct = struct.Struct(f"{n_slots}q")
+        self._errors = [(l.err.offset, l) for l in self.program.errors]
+        self._err_span = (min(o for o, _ in self._errors),
+                          max(o for o, _ in self._errors) + 32) if self._errors else None
+        self._tls = threading.local()
+        self.stats = {
+            "nodes": len(graph.nodes),
+            "kernels": len(self.fusion.groups),
+            "launches": len(self.program.launches),
+            "functions": len({l.spec for l in self.program.launches}),
+            "stages": len(stages),
+            "arena_bytes": self.plan.arena_bytes,
+            "intermediate_bytes": self.plan.total_bytes,
+            "from_cache": self.compiled.from_cache,
+            "seconds": seconds,
+        }
+        _log.log("fusion", str(self.fusion))
+        _log.log("llvm", f"graph @{graph.name}: {self.stats}")
+
+    # -- inspection ---------------------------------------------------------------------
+    @property
+    def kernels(self) -> list[fusion_pass.KernelGroup]:
+        return list(self.fusion.groups)
+
+    def asm(self) -> str:
+        """The optimized module as assembly text (the entry with its kernels inlined)."""
+        return get_target().assembly(self.llvm_ir)
+
+    def optimized_ir(self) -> str:
+        return get_target().optimized_ir(self.llvm_ir)
+
+    def __repr__(self) -> str:
+        return (f"<CompiledGraph @{self.graph.name}: {self.stats['nodes']} nodes, "
+                f"{self.stats['kernels']} kernels, arena {self.stats['arena_bytes']} B>")
+
+    # -- calling ------------------------------------------------------------------------
+    def _scratch(self) -> tuple[ctypes.Array, int, int, Any]:
+        """This thread's argument block and arena (made on first use)."""
+        try:
+            return self._tls.state
+        except AttributeError:
+            block = (ctypes.c_int64 * max(1, self._struct.size // 8))()
+            arena = allocate(max(self.plan.arena_bytes, 64))
+            err = None
+            if self._err_span is not None:
+                lo, hi = self._err_span
+                err = (ctypes.c_int64 * ((hi - lo) // 8)).from_address(arena.ptr + lo)
+            self._tls.state = (block, ctypes.addressof(block), arena.ptr, (arena, err))
+            return self._tls.state
+
+    def __call__(self, *args: Any) -> list[Tensor]:
+        params = self._params
+        if len(args) != len(params):
+            expected = ", ".join(f"{p.name}: {format_type(p.node.type)}" for p in params)
+            raise TypeError(f"graph @{self.graph.name} takes {len(params)} inputs "
+                            f"({expected}), got {len(args)}")
+        ptrs: list[int] = []
+        keep: list[Any] = []
+        for p, x in zip(params, args):
+            if isinstance(x, Tensor) and x._dtype is p.dtype and x._shape == p.shape \
+                    and x._strides == p.strides:
+                ptrs.append(x._ptr)
+            else:
+                x = self._convert(p, x)
+                keep.append(x)
+                ptrs.append(x._ptr)
+        outs = [Tensor._empty(shape, d, st) for shape, d, st in self._outs]
+        block, addr, arena, (_, err) = self._scratch()
+        self._struct.pack_into(block, 0, *ptrs, *(o._ptr for o in outs), arena,
+                               *self._extras)
+        if err is not None:
+            ctypes.memset(ctypes.addressof(err), 0, ctypes.sizeof(err))
+        if self._staged:
+            self._run_stages(addr)
+        else:
+            self._entry(addr)
+        if err is not None:
+            self._check_errors(err)
+        return outs
+
+    def _convert(self, p: _Param, x: Any) -> Tensor:
+        """Validate one argument; return it as a contiguous Tensor (copied if needed)."""
+        where = f"graph @{self.graph.name}: input %{p.name} ({format_type(p.node.type)})"
+        if isinstance(x, np.ndarray):
+            if p.np_dtype is None:
+                raise TypeError(f"{where} is bfloat16, which NumPy cannot hold; pass an "
+                                f"llgrad Tensor")
+            if x.dtype != p.np_dtype:
+                raise TypeError(f"{where} expects a {p.dtype.name} array, got {x.dtype}")
+            if x.shape != p.shape:
+                raise ValueError(f"{where} expects shape {list(p.shape)}, got "
+                                 f"{list(x.shape)}")
+            x = Tensor._from_numpy(np.ascontiguousarray(x) if x.flags.writeable
+                                   else np.array(x, order="C"), p.dtype)
+        elif not isinstance(x, Tensor):
+            raise TypeError(f"{where} expects a Tensor or a NumPy array, got "
+                            f"{type(x).__name__}")
+        if x._dtype is not p.dtype:
+            raise TypeError(f"{where} expects dtype {p.dtype.name}, got {x._dtype.name}")
+        if x._shape != p.shape:
+            raise ValueError(f"{where} expects shape {list(p.shape)}, got {list(x._shape)}")
+        if not is_contiguous(x._shape, x._strides):
+            from ..eager.views import contiguous
+            x = contiguous(x)
+        return x
+
+    def _run_stages(self, addr: int) -> None:
+        pool = None
+        threads = self.threads
+        for st in self._stages:
+            if not st.parallel:
+                st.fn(addr, 0, 0)
+                continue
+            parts = min(threads, st.extent)
+            step = -(-st.extent // parts)
+            futures = []
+            if pool is None:
+                pool = launch._get_pool()
+            for k in range(1, parts):
+                lo, hi = k * step, min(st.extent, (k + 1) * step)
+                if lo < hi:
+                    futures.append(pool.submit(st.fn, addr, lo, hi))
+            st.fn(addr, 0, min(st.extent, step))
+            for f in futures:
+                f.result()
+
+    def _check_errors(self, err: ctypes.Array) -> None:
+        base = self._err_span[0]
+        for offset, l in self._errors:
+            k = (offset - base) // 8
+            if err[k]:
+                node = l.node
+                name = self.fusion.names.get(node, node.op)
+                numel = 1
+                for s in node.inputs[0].shape:
+                    numel *= s
+                loc = f" at {node.loc}" if node.loc else ""
+                raise IndexError(f"{node.op}: index {err[k + 1]} is out of bounds for "
+                                 f"dimension 0 with size {numel} ({name} = {node.op} in "
+                                 f"graph @{self.graph.name}{loc})")
+
+
+def _extra_address(name: str) -> int:
+    from ..ir import dtypes as dt
+    from . import blas
+    return blas.gemm_address({"sgemm": dt.float32, "dgemm": dt.float64}[name])

@@ -1,0 +1,118 @@
+"""`x[index]` on a tracer: basic indices as view ops, advanced ones as one `gather`.
+
+The `gather` primitive reads a row-major tensor at linear element offsets, so advanced
+indexing becomes arithmetic on index tensors: each output element's offset is the sum of
+its coordinate in every dimension times that dimension's stride, where advanced dims take
+their coordinate from the (broadcast, wrapped) index tensors and the other dims from iota.
+NumPy's placement rule holds: adjacent advanced indices stay in place, separated ones move
+their dims to the front. Boolean masks depend on data and are a graph break.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..codegen.layout import contiguous_strides
+from ..ir import dtypes as dt
+from ..ir.types import broadcast_shapes
+from ..tensor import Tensor
+from .tensor import GraphBreak, TracerTensor
+
+
+def _expand_index(x: Tensor, index: Any) -> list[Any]:
+    items = list(index) if isinstance(index, tuple) else [index]
+    used = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if sum(1 for i in items if i is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if used > x.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
+    ellipsis = [k for k, i in enumerate(items) if i is Ellipsis]
+    if ellipsis:
+        k = ellipsis[0]
+        items[k:k + 1] = [slice(None)] * (x.ndim - used)
+    else:
+        items += [slice(None)] * (x.ndim - used)
+    return items
+
+
+def getitem(x: TracerTensor, index: Any) -> Tensor:
+    from .. import functions as F
+    items = _expand_index(x, index)
+    # 1. basic part: ints select, slices narrow, None inserts; advanced kept for step 2
+    out = x
+    dim = 0
+    advanced: list[tuple[int, Tensor]] = []
+    for it in items:
+        if it is None:
+            out = F.unsqueeze(out, dim)
+            dim += 1
+        elif isinstance(it, bool):
+            raise GraphBreak("indexing with a Python bool", None)
+        elif isinstance(it, int):
+            out = F.select(out, dim, it)
+        elif isinstance(it, slice):
+            n = out._shape[dim]
+            start, stop, step = it.indices(n)
+            if step <= 0:
+                raise ValueError("step must be greater than zero")
+            if (start, stop, step) != (0, n, 1):
+                stop = max(stop, start)
+                out = F.slice_dim(out, dim, start, start + ((stop - start + step - 1) // step - 1)
+                                  * step + 1 if stop > start else start, step)
+            dim += 1
+        else:
+            t = it if isinstance(it, Tensor) else F.tensor(it)
+            if t._dtype is dt.bool_:
+                raise GraphBreak("boolean mask indexing (its result size depends on data)",
+                                 None)
+            if t._dtype.kind not in "iu":
+                raise IndexError(f"tensors used as indices must be long, int, byte or bool "
+                                 f"tensors, got {t._dtype.name}")
+            advanced.append((dim, t))
+            dim += 1
+    if not advanced:
+        return out
+    return _gather(out, advanced)
+
+
+def _gather(x: Tensor, advanced: list[tuple[int, Tensor]]) -> Tensor:
+    from .. import functions as F
+    ctx = next(o._ctx for o in [x] + [t for _, t in advanced] if isinstance(o, TracerTensor))
+    dims = [d for d, _ in advanced]
+    index_shape = broadcast_shapes(*(t._shape for _, t in advanced), op="index")
+    adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
+    rest = [d for d in range(x.ndim) if d not in dims]
+    if adjacent:
+        before = [d for d in rest if d < dims[0]]
+        after = [d for d in rest if d > dims[-1]]
+    else:
+        before, after = [], rest
+    out_shape = tuple(x._shape[d] for d in before) + index_shape + \
+        tuple(x._shape[d] for d in after)
+    rank = len(out_shape)
+    strides = contiguous_strides(x._shape)
+    lead = len(before)
+    linear = None
+
+    def place(t: Tensor, at: int, width: int) -> Tensor:
+        shape = [1] * rank
+        shape[at:at + width] = t._shape if t.ndim else []
+        return F.reshape(t, tuple(shape)) if t.ndim else t
+
+    for pos, d in enumerate(before + after):
+        at = pos if pos < lead else pos + len(index_shape)
+        term = F.mul(place(ctx.iota(x._shape[d]), at, 1), strides[d])
+        linear = term if linear is None else F.add(linear, term)
+    for d, t in advanced:
+        n = x._shape[d]
+        t = t.to(dt.int64)
+        wrapped = F.where(F.lt(t, 0), F.add(t, n), t)
+        aligned = F.expand(wrapped, index_shape) if t._shape != index_shape else wrapped
+        term = F.mul(place(aligned, lead, len(index_shape)), strides[d])
+        linear = term if linear is None else F.add(linear, term)
+    linear = F.expand(linear, out_shape) if linear._shape != out_shape else linear
+    from ..autograd.apply import apply
+    return apply("gather", (x, linear), {}, _no_eager, "IndexBackward0")
+
+
+def _no_eager(op: str, operands: Any, attrs: Any) -> Tensor:
+    raise AssertionError("traced gather reached eager execution")
