@@ -86,6 +86,10 @@ def tensor(data: Any, dtype: DType | None = None, device: Any = None,
     if requires_grad and not (d.is_floating_point or d.is_complex):
         raise RuntimeError("Only Tensors of floating point and complex dtype can require "
                            "gradients")
+    from ..tracer.context import current
+    ctx = current()
+    if ctx is not None and not isinstance(data, Tensor) and arr.size <= 4096:
+        return ctx.literal(arr, d)          # inside a trace: literal data is a constant
     return _finish(from_values(arr, d), requires_grad)
 
 

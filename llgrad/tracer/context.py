@@ -111,6 +111,15 @@ class TraceContext:
                          user_location())
         return TracerTensor.of(node, self)
 
+    def literal(self, values: Any, dtype: dt.DType) -> TracerTensor:
+        """A `const` node holding the values of a (small) array, e.g. `lg.tensor([1, 2])`."""
+        import numpy as np
+        arr = np.asarray(values)
+        payload = arr.tolist()
+        node = make_node("const", (), {"value": payload, "dtype": dtype,
+                                       "shape": tuple(arr.shape)}, user_location())
+        return TracerTensor.of(node, self)
+
     def iota(self, n: int) -> TracerTensor:
         """0, 1, ..., n-1 (int64) as a node of the graph."""
         node = make_node("iota", (), {"dtype": dt.int64, "shape": (n,)}, user_location())
