@@ -14,6 +14,9 @@ from ._printing import set_printoptions, get_printoptions  # noqa: F401
 _methods.bind()
 
 from . import nn, optim, utils  # noqa: E402,F401
+from . import ir  # noqa: E402,F401
+from .compiler import compile, disable_compile  # noqa: E402,F401  (lg.compile)
+from .tracer import make_ir  # noqa: E402,F401
 from .serialization import load, save  # noqa: E402,F401
 
 float = float32  # noqa: A001

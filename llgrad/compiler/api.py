@@ -1,0 +1,231 @@
+"""`lg.compile`: trace once per input signature, differentiate, optimize, run native code.
+
+A call flattens its arguments (tuples, lists, dicts, namedtuples; tensors are leaves, other
+values are part of the signature), looks the signature up, traces and compiles on a miss
+(`LLGRAD_LOG=recompiles` says which part changed), and runs one `GraphFunction`. Tensors
+the function captured (globals, closures, module parameters) are extra inputs read at every
+call, so updating a parameter in place is seen by the next call.
+
+Data-dependent Python on a traced value is a graph break: by default that signature runs
+eagerly (the Python function itself), and the break is reported with its file and line
+(`LLGRAD_LOG=graph_breaks`, `inspect()`); with `fullgraph=True` it raises.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from .. import _log
+from ..autograd.grad_mode import is_grad_enabled
+from ..ir.graph import Graph
+from ..tensor import Tensor
+from ..tracer.make_ir import _Leaf, _flatten, _unflatten, trace
+from ..tracer.tensor import GraphBreak
+from .function import GraphFunction
+
+_state = threading.local()
+
+
+def compile_disabled() -> bool:
+    return bool(getattr(_state, "disabled", 0)) or os.environ.get(
+        "LLGRAD_DISABLE_COMPILE", "") not in ("", "0")
+
+
+@contextlib.contextmanager
+def disable_compile() -> Iterator[None]:
+    """Run compiled functions as plain Python (op by op, eagerly) inside the block."""
+    _state.disabled = getattr(_state, "disabled", 0) + 1
+    try:
+        yield
+    finally:
+        _state.disabled -= 1
+
+
+class CompileError(RuntimeError):
+    """A function cannot be compiled as one graph (raised with `fullgraph=True`)."""
+
+
+def _structure_key(x: Any) -> Any:
+    """A hashable description of the argument structure (tensors by signature)."""
+    if isinstance(x, _Leaf):
+        return ("T", x.index)
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__, tuple(_structure_key(v) for v in x))
+    if isinstance(x, dict):
+        return ("dict", tuple((k, _structure_key(v)) for k, v in sorted(x.items(), key=repr)))
+    try:
+        hash(x)
+        return ("C", type(x).__name__, x)
+    except TypeError:
+        return ("C", type(x).__name__, repr(x))
+
+
+def _describe_change(old: tuple, new: tuple) -> str:
+    (s0, t0, g0), (s1, t1, g1) = old, new
+    if s0 != s1:
+        return "the argument structure or a Python constant changed"
+    if g0 != g1:
+        return f"grad mode changed ({g0} -> {g1})"
+    for i, (a, b) in enumerate(zip(t0, t1)):
+        if a != b:
+            what = ["shape", "dtype", "requires_grad"]
+            diffs = [f"{w} {x} -> {y}" for w, x, y in zip(what, a, b) if x != y]
+            return f"tensor argument {i}: " + ", ".join(diffs)
+    return "the number of tensor arguments changed"
+
+
+@dataclass
+class Entry:
+    """One compiled signature."""
+
+    graph: Graph | None
+    function: GraphFunction | None
+    captured: list[Tensor]
+    out_structure: Any
+    graph_break: GraphBreak | None = None
+    trace_seconds: float = 0.0
+
+
+@dataclass
+class Report:
+    """What `cf.inspect(*args)` returns: every stage of the compiled function, printable."""
+
+    graph: Graph
+    backward_graph: Graph | None
+    joint_graph: Graph | None
+    optimized: Graph
+    passes: list[tuple[str, Graph]]
+    kernels: Any
+    llvm_ir: str
+    asm: str
+    stats: dict[str, Any]
+    graph_breaks: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        parts = [f"== traced graph ==\n{self.graph}"]
+        if self.joint_graph is not None:
+            parts.append(f"== joint forward+backward graph ==\n{self.joint_graph}")
+        if self.backward_graph is not None:
+            parts.append(f"== backward graph ==\n{self.backward_graph}")
+        parts.append(f"== optimized forward ==\n{self.optimized}")
+        parts.append("== kernels ==\n" + "\n".join(str(k) for k in self.kernels))
+        parts.append("== stats ==\n" + "\n".join(f"{k}: {v}" for k, v in self.stats.items()))
+        if self.graph_breaks:
+            parts.append("== graph breaks ==\n" + "\n".join(self.graph_breaks))
+        return "\n\n".join(parts)
+
+
+class CompiledFunction:
+    def __init__(self, fn: Callable[..., Any], *, backend: str = "llvm", dynamic: bool = False,
+                 fullgraph: bool = False, cache: bool = True):
+        if backend not in ("llvm", "eager"):
+            raise ValueError(f"compile: unknown backend {backend!r} (use 'llvm' or 'eager')")
+        if dynamic:
+            raise ValueError("compile: dynamic=True is not supported yet; shapes are "
+                             "specialized (each new shape compiles once)")
+        self.fn = fn
+        self.backend = backend
+        self.fullgraph = fullgraph
+        self.use_cache = cache
+        self._entries: dict[tuple, Entry] = {}
+        self._last_key: tuple | None = None
+        self.graph_breaks: list[str] = []
+        functools.update_wrapper(self, fn)
+
+    # -- calling --------------------------------------------------------------------------
+    def _key(self, args: tuple, kwargs: dict) -> tuple[tuple, list[Tensor], Any]:
+        leaves: list[Tensor] = []
+        structure = _flatten((args, kwargs), leaves)
+        sig = tuple((t._shape, t._dtype.name, t._requires_grad) for t in leaves)
+        return (_structure_key(structure), sig, is_grad_enabled()), leaves, structure
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.backend == "eager" or compile_disabled():
+            return self.fn(*args, **kwargs)
+        key, leaves, _ = self._key(args, kwargs)
+        entry = self._entries.get(key) if self.use_cache else None
+        if entry is None:
+            entry = self._compile(key, args, kwargs)
+        if entry.graph_break is not None:
+            return self.fn(*args, **kwargs)
+        outs = entry.function(*leaves, *entry.captured)
+        return _unflatten(entry.out_structure, outs)
+
+    def _compile(self, key: tuple, args: tuple, kwargs: dict) -> Entry:
+        if self._last_key is not None and _log.enabled("recompiles"):
+            _log.log("recompiles", f"{self.__name__}: recompiling because "
+                                   f"{_describe_change(self._last_key, key)}")
+        self._last_key = key
+        t0 = time.perf_counter()
+        try:
+            graph, ctx, out_structure = trace(self.fn, args, kwargs)
+        except GraphBreak as e:
+            msg = f"{self.__name__}: graph break at {e.loc or '?'}: {e.what}"
+            if self.fullgraph:
+                raise CompileError(f"{self.__name__} cannot be compiled as one graph "
+                                   f"(fullgraph=True): {e}") from None
+            _log.log("graph_breaks", msg + " (this signature runs eagerly)")
+            self.graph_breaks.append(msg)
+            entry = Entry(None, None, [], None, graph_break=e)
+            self._entries[key] = entry
+            return entry
+        _log.log("graph", f"traced {self.__name__}:\n{graph}")
+        entry = Entry(graph, GraphFunction(graph), list(ctx.captured), out_structure,
+                      trace_seconds=time.perf_counter() - t0)
+        self._entries[key] = entry
+        return entry
+
+    # -- inspection -----------------------------------------------------------------------
+    def inspect(self, *args: Any, **kwargs: Any) -> Report:
+        """Every stage for these arguments: traced, differentiated, optimized, kernels,
+        LLVM IR, assembly and timings (compiles them if needed)."""
+        key, leaves, _ = self._key(args, kwargs)
+        entry = self._entries.get(key) or self._compile(key, args, kwargs)
+        if entry.graph_break is not None:
+            raise CompileError(f"{self.__name__} does not compile as one graph for these "
+                               f"arguments: {entry.graph_break}")
+        fn = entry.function
+        inputs = list(leaves) + entry.captured
+        wrt = tuple(i for i, x in enumerate(inputs) if x._requires_grad) \
+            if is_grad_enabled() else ()
+        stats: dict[str, Any] = {"traced nodes": len(entry.graph.nodes),
+                                 "trace seconds": round(entry.trace_seconds, 4)}
+        if wrt:
+            d = fn.differentiated(wrt)
+            fwd, bwd, joint = d.forward, d.backward, d.partition
+            stats.update({"joint nodes": len(d.grad_graph.nodes),
+                          "residuals": joint.n_residuals,
+                          "residual bytes": joint.residual_bytes,
+                          "bytes recomputed instead of saved": joint.recomputed_bytes,
+                          "backward nodes": len(bwd.graph.nodes),
+                          "backward nodes after passes": len(bwd.optimized.nodes)})
+            backward_graph, joint_graph = bwd.graph, d.grad_graph
+        else:
+            fwd, backward_graph, joint_graph = fn.plain(), None, None
+        ex = fwd.executable
+        stats.update({"forward nodes after passes": len(fwd.optimized.nodes),
+                      "kernels": len(ex.kernels)})
+        stats.update({f"{k} seconds": round(v, 4) for k, v in fwd.seconds.items()})
+        stats.update({f"codegen {k}": v for k, v in getattr(ex, "stats", {}).items()})
+        return Report(entry.graph, backward_graph, joint_graph, fwd.optimized, fwd.stages,
+                      ex.kernels, ex.llvm_ir, ex.asm(), stats, list(self.graph_breaks))
+
+
+def compile(fn: Callable[..., Any] | None = None, *, backend: str = "llvm",
+            dynamic: bool = False, fullgraph: bool = False, cache: bool = True) -> Any:
+    """`@lg.compile` / `lg.compile(fn, ...)`; a Module compiles its `forward`."""
+    def wrap(f: Callable[..., Any]) -> Any:
+        from ..nn.modules.module import Module
+        if isinstance(f, Module):
+            compiled = CompiledFunction(f.forward, backend=backend, dynamic=dynamic,
+                                        fullgraph=fullgraph, cache=cache)
+            f.forward = compiled
+            return f
+        return CompiledFunction(f, backend=backend, dynamic=dynamic, fullgraph=fullgraph,
+                                cache=cache)
+    return wrap if fn is None else wrap(fn)

@@ -1,0 +1,151 @@
+"""`GraphFunction`: an IR graph compiled to native code, usable as one autograd op.
+
+Calling it runs the compiled forward graph. When an input requires grad, the forward is
+the partitioned one (outputs plus residuals) and the outputs get ONE backward node whose
+`apply` runs the compiled backward graph on the residuals: compiled and eager code mix in
+one tape. Under `create_graph=True` the node instead runs a graph that recomputes the
+forward and applies the backward (`grad_graph`), itself through a `GraphFunction`, so
+gradients of gradients work through compiled code to any order.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from .. import _log
+from ..autograd.grad_mode import is_grad_enabled
+from ..autograd.node import Node, SavedTensor, edge
+from ..ir.graph import Graph
+from ..tensor import Tensor
+
+
+def optimize(graph: Graph) -> tuple[Graph, list[tuple[str, Graph]], float]:
+    """The pass pipeline (simplify, cse, fold, dce); returns (graph, stages, seconds)."""
+    t0 = time.perf_counter()
+    from ..passes.manager import run_pipeline
+    result = run_pipeline(graph)
+    stages = [(s[0], s[1]) for s in result.stages]
+    return result.graph, stages, time.perf_counter() - t0
+
+
+@dataclass
+class Compiled:
+    """A graph after the passes, and its executable."""
+
+    graph: Graph
+    optimized: Graph
+    executable: Any
+    stages: list[tuple[str, Graph]] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def compile_graph(graph: Graph) -> Compiled:
+    from ..runtime.executor import CompiledGraph
+    optimized, stages, t_opt = optimize(graph)
+    t0 = time.perf_counter()
+    executable = CompiledGraph(optimized)
+    seconds = {"passes": t_opt, "codegen": time.perf_counter() - t0}
+    _log.log("graph", f"compiled @{graph.name}: {len(graph.nodes)} nodes -> "
+                      f"{len(optimized.nodes)} after passes")
+    return Compiled(graph, optimized, executable, stages, seconds)
+
+
+@dataclass
+class Differentiated:
+    forward: Compiled          # outputs + residuals
+    backward: Compiled         # (residuals, cotangents) -> grads
+    grad_graph: Graph          # (primals, cotangents) -> grads: for create_graph
+    n_outputs: int
+    partition: Any
+
+
+class GraphFunction:
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self._plain: Compiled | None = None
+        self._diff: dict[tuple[int, ...], Differentiated] = {}
+        self._grad_fns: dict[tuple[int, ...], "GraphFunction"] = {}
+
+    def plain(self) -> Compiled:
+        if self._plain is None:
+            self._plain = compile_graph(self.graph)
+        return self._plain
+
+    def differentiated(self, wrt: tuple[int, ...]) -> Differentiated:
+        d = self._diff.get(wrt)
+        if d is None:
+            from ..passes.autodiff import differentiate
+            from ..passes.partition import partition
+            n_in, n_out = len(self.graph.params), len(self.graph.outputs)
+            joint = differentiate(self.graph, list(wrt))
+            part = partition(joint, n_in, n_out)
+            grad_graph = Graph(f"{self.graph.name}_grad", joint.params, joint.outputs[n_out:])
+            d = Differentiated(compile_graph(part.forward), compile_graph(part.backward),
+                               grad_graph, n_out, part)
+            self._diff[wrt] = d
+        return d
+
+    def __call__(self, *inputs: Tensor) -> list[Tensor]:
+        wrt: tuple[int, ...] = ()
+        if is_grad_enabled():
+            wrt = tuple(i for i, x in enumerate(inputs)
+                        if x._requires_grad and (x._dtype.is_floating_point or
+                                                 x._dtype.is_complex))
+        if not wrt:
+            return list(self.plain().executable(*inputs))
+        d = self.differentiated(wrt)
+        outs = list(d.forward.executable(*inputs))
+        results, residuals = outs[:d.n_outputs], outs[d.n_outputs:]
+        node = CompiledBackward(self, wrt, inputs, residuals, results)
+        for k, r in enumerate(results):
+            if r._dtype.is_floating_point or r._dtype.is_complex:
+                r._requires_grad = True
+                r.grad_fn = node
+                r._output_nr = k
+        return results
+
+    def grad_function(self, wrt: tuple[int, ...]) -> "GraphFunction":
+        fn = self._grad_fns.get(wrt)
+        if fn is None:
+            fn = self._grad_fns[wrt] = GraphFunction(self.differentiated(wrt).grad_graph)
+        return fn
+
+
+class CompiledBackward(Node):
+    """The one backward node of a compiled call."""
+
+    __slots__ = ("function", "wrt", "saved_inputs", "residuals", "output_meta")
+
+    def __init__(self, function: GraphFunction, wrt: tuple[int, ...], inputs: Sequence[Tensor],
+                 residuals: list[Tensor], results: list[Tensor]):
+        super().__init__(tuple(edge(inputs[i]) for i in wrt))
+        self.function = function
+        self.wrt = wrt
+        self.saved_inputs = [SavedTensor(x) for x in inputs]
+        self.residuals = residuals
+        self.output_meta = [(r._shape, r._dtype) for r in results]
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.output_meta)
+
+    def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        from .. import functions as F
+        if self.residuals is None:
+            from ..autograd.node import FREED
+            raise RuntimeError(FREED)
+        cts = [g if g is not None else F.zeros(shape, dtype=dtype)
+               for g, (shape, dtype) in zip(grads, self.output_meta)]
+        cts = [g.to(dtype) if g._dtype is not dtype else g
+               for g, (_, dtype) in zip(cts, self.output_meta)]
+        if is_grad_enabled():
+            # create_graph: recompute through a differentiable compiled graph
+            primals = [s.unpack(self, self.name(), i) for i, s in enumerate(self.saved_inputs)]
+            return tuple(self.function.grad_function(self.wrt)(*primals, *cts))
+        d = self.function.differentiated(self.wrt)
+        return tuple(d.backward.executable(*self.residuals, *cts))
+
+    def release(self) -> None:
+        self.residuals = None
+        self.saved_inputs = []
