@@ -145,8 +145,9 @@ class CompiledFunction:
         return (_structure_key(structure), sig, is_grad_enabled()), leaves, structure
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.backend == "eager" or compile_disabled():
-            return self.fn(*args, **kwargs)
+        from ..tracer.context import current
+        if self.backend == "eager" or compile_disabled() or current() is not None:
+            return self.fn(*args, **kwargs)      # (inside another trace: inline it)
         key, leaves, _ = self._key(args, kwargs)
         entry = self._entries.get(key) if self.use_cache else None
         if entry is None:

@@ -37,6 +37,16 @@ def _no_eager(op: str, operands: object, attrs: object) -> Tensor:
     raise AssertionError(f"replay: '{op}' reached eager execution (no tracer operand)")
 
 
+def _fresh(name: str, taken: set[str]) -> str:
+    """`name`, or `name_2`, `name_3`, ... whichever is not taken yet (then taken)."""
+    candidate, k = name, 1
+    while candidate in taken:
+        k += 1
+        candidate = f"{name}_{k}"
+    taken.add(candidate)
+    return candidate
+
+
 def differentiate(g: Graph, wrt: Sequence[int], name: str | None = None) -> Graph:
     """The joint graph of `g` with respect to params `wrt`.
 
@@ -50,7 +60,8 @@ def differentiate(g: Graph, wrt: Sequence[int], name: str | None = None) -> Grap
         params[i]._requires_grad = True
     with ctx, enable_grad():
         outs = replay(g, ctx, params)
-        cts = [ctx.param(o.type, f"ct{k}") for k, o in enumerate(g.outputs)]
+        taken = {p.attr("name") for p in g.params}
+        cts = [ctx.param(o.type, _fresh(f"ct{k}", taken)) for k, o in enumerate(g.outputs)]
         roots, grads = [], []
         for o, ct in zip(outs, cts):
             if o._requires_grad:

@@ -174,12 +174,16 @@ class TraceInterpreter(Interpreter):
     """The tracer's entry in `llgrad.autograd.apply.interpreters` (only while tracing)."""
 
     def handles(self, operands: Sequence[Any]) -> bool:
-        return any_tracer(operands) is not None
+        # inside a trace every op is traced, also ops on captured concrete tensors
+        # (`weight.t()`): they become graph params at first use, so gradients reach them
+        return any(isinstance(o, Tensor) for o in operands)
 
     def process(self, op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,
                 forward: Any, name: str | None) -> TracerTensor:
         from ..autograd.apply import needs_grad, record
-        out = any_tracer(operands)._ctx.emit(op, operands, attrs)
+        tracer = any_tracer(operands)
+        ctx = tracer._ctx if tracer is not None else current()
+        out = ctx.emit(op, operands, attrs)
         if needs_grad(operands):         # the autodiff pass traces with a tape
             record(op, operands, attrs or {}, out, name)
         return out

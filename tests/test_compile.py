@@ -1,0 +1,141 @@
+"""lg.compile: compiled equals eager (values and gradients), guards, graph breaks, debugging."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import llgrad as lg
+from llgrad.compiler import CompileError
+
+from test_tracer import FUNCTIONS, sample
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+@pytest.mark.parametrize("dtype", [lg.float32, lg.float64], ids=["f32", "f64"])
+def test_compiled_values_and_gradients_match_eager(name, dtype):
+    fn, shapes = FUNCTIONS[name]
+    args = sample(*shapes, dtype=dtype)
+    compiled = lg.compile(fn)
+    rtol = 1e-5 if dtype is lg.float32 else 1e-11
+    np.testing.assert_allclose(compiled(*args).numpy(), fn(*args).numpy(), rtol=rtol,
+                               atol=rtol)
+    a = [x.clone().requires_grad_() for x in args]
+    b = [x.clone().requires_grad_() for x in args]
+    weights = lg.tensor(np.random.default_rng(1).standard_normal(fn(*args).shape), dtype=dtype)
+    (compiled(*a) * weights).sum().backward()
+    (fn(*b) * weights).sum().backward()
+    for x, y in zip(a, b):
+        np.testing.assert_allclose(x.grad.numpy(), y.grad.numpy(), rtol=rtol * 10, atol=rtol)
+
+
+def test_compiled_output_has_one_grad_fn_that_mixes_with_eager():
+    f = lg.compile(lambda x: lg.exp(x) * 2)
+    x = lg.randn(3, requires_grad=True)
+    y = f(x)
+    assert type(y.grad_fn).__name__ == "CompiledBackward"
+    (y.sum() * 3).backward()                 # eager ops after the compiled call
+    np.testing.assert_allclose(x.grad.numpy(), 6 * np.exp(x.detach().numpy()), rtol=1e-6)
+
+
+def test_new_signature_retraces_and_says_why(capfd):
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return x * 2
+    cf = lg.compile(f)
+    from llgrad import _log
+    _log.set_channels("recompiles")
+    try:
+        cf(lg.ones(3))
+        cf(lg.ones(3))
+        assert len(calls) == 1                       # traced once for this signature
+        cf(lg.ones(4))
+        cf(lg.ones(4, dtype=lg.float64))
+    finally:
+        _log.set_channels("")
+    assert len(calls) == 3
+    err = capfd.readouterr().err
+    assert "shape (3,) -> (4,)" in err and "dtype float32 -> float64" in err
+
+
+def test_graph_break_runs_eagerly_and_is_reported():
+    def f(x):
+        if x.sum() > 0:            # data-dependent Python
+            return x * 2
+        return x * 3
+    cf = lg.compile(f)
+    np.testing.assert_allclose(cf(lg.ones(2)).numpy(), [2, 2])
+    np.testing.assert_allclose(cf(-lg.ones(2)).numpy(), [-3, -3])
+    assert any("test_compile.py" in b and "bool()" in b for b in cf.graph_breaks)
+    strict = lg.compile(f, fullgraph=True)
+    with pytest.raises(CompileError, match=r"test_compile.py:\d+"):
+        strict(lg.ones(2))
+
+
+def test_eager_backend_and_disable_compile_run_the_python_body(monkeypatch):
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return x + 1
+    eager = lg.compile(f, backend="eager")
+    eager(lg.ones(2))
+    eager(lg.ones(2))
+    assert len(calls) == 2
+    cf = lg.compile(f)
+    cf(lg.ones(2))
+    cf(lg.ones(2))
+    assert len(calls) == 3
+    with lg.disable_compile():
+        cf(lg.ones(2))
+    assert len(calls) == 4
+    monkeypatch.setenv("LLGRAD_DISABLE_COMPILE", "1")
+    cf(lg.ones(2))
+    assert len(calls) == 5
+
+
+def test_double_backward_through_compiled_code():
+    f = lg.compile(lambda x: (x ** 3).sum())
+    x = lg.tensor([1.0, 2.0, 3.0], dtype=lg.float64, requires_grad=True)
+    (g,) = lg.autograd.grad(f(x), x, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), [3, 12, 27])
+    (gg,) = lg.autograd.grad(g.sum(), x, create_graph=True)
+    np.testing.assert_allclose(gg.detach().numpy(), [6, 12, 18])
+    (ggg,) = lg.autograd.grad(gg.sum(), x)
+    np.testing.assert_allclose(ggg.numpy(), [6, 6, 6])
+
+
+def test_module_parameters_are_captured_and_updated():
+    lg.manual_seed(0)
+    model = lg.nn.Sequential(lg.nn.Linear(4, 8), lg.nn.ReLU(), lg.nn.Linear(8, 3))
+    ref = lg.nn.Sequential(lg.nn.Linear(4, 8), lg.nn.ReLU(), lg.nn.Linear(8, 3))
+    ref.load_state_dict(model.state_dict())
+    forward = lg.compile(model)
+    opt = lg.optim.SGD(model.parameters(), lr=0.1)
+    ref_opt = lg.optim.SGD(ref.parameters(), lr=0.1)
+    x = lg.randn(16, 4)
+    target = lg.randint(0, 3, (16,))
+    for _ in range(4):
+        for m, o in ((forward, opt), (ref, ref_opt)):
+            o.zero_grad()
+            loss = lg.nn.functional.cross_entropy(m(x), target)
+            loss.backward()
+            o.step()
+    for p, q in zip(model.parameters(), ref.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
+
+
+def test_inspect_shows_every_stage():
+    f = lg.compile(lambda x, w: lg.relu(x @ w).sum())
+    x = lg.randn(4, 3, requires_grad=True)
+    w = lg.randn(3, 2, requires_grad=True)
+    report = f.inspect(x, w)
+    text = str(report)
+    for section in ("traced graph", "backward graph", "optimized forward", "kernels", "stats"):
+        assert section in text
+    assert "matmul" in str(report.graph)
+    assert "define" in report.llvm_ir
+    assert report.asm.strip()
+    assert report.stats["residuals"] >= 1
