@@ -139,3 +139,26 @@ def test_inspect_shows_every_stage():
     assert "define" in report.llvm_ir
     assert report.asm.strip()
     assert report.stats["residuals"] >= 1
+
+
+SCALE = 2.0
+
+
+def test_python_globals_are_guarded_not_frozen():
+    global SCALE
+
+    def f(x):
+        return x * SCALE
+    cf = lg.compile(f)
+    np.testing.assert_allclose(cf(lg.ones(2)).numpy(), [2, 2])
+    SCALE = 3.0
+    try:
+        np.testing.assert_allclose(cf(lg.ones(2)).numpy(), [3, 3])
+    finally:
+        SCALE = 2.0
+
+
+def test_closure_constants_are_guarded():
+    def make(k):
+        return lg.compile(lambda x: x + k)
+    assert make(1)(lg.zeros(1)).item() == 1 and make(5)(lg.zeros(1)).item() == 5

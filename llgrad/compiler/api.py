@@ -29,6 +29,7 @@ from ..tracer.tensor import GraphBreak
 from .function import GraphFunction
 
 _state = threading.local()
+_MISSING = object()
 
 
 def compile_disabled() -> bool:
@@ -66,9 +67,12 @@ def _structure_key(x: Any) -> Any:
 
 
 def _describe_change(old: tuple, new: tuple) -> str:
-    (s0, t0, g0), (s1, t1, g1) = old, new
+    ((s0, c0), t0, g0), ((s1, c1), t1, g1) = old, new
+    if c0 != c1:
+        changed = [f"{a[0]} {a[1]!r} -> {b[1]!r}" for a, b in zip(c0, c1) if a != b]
+        return "a Python constant the function reads changed: " + ", ".join(changed)
     if s0 != s1:
-        return "the argument structure or a Python constant changed"
+        return "the argument structure or a Python constant argument changed"
     if g0 != g1:
         return f"grad mode changed ({g0} -> {g1})"
     for i, (a, b) in enumerate(zip(t0, t1)):
@@ -142,7 +146,34 @@ class CompiledFunction:
         leaves: list[Tensor] = []
         structure = _flatten((args, kwargs), leaves)
         sig = tuple((t._shape, t._dtype.name, t._requires_grad) for t in leaves)
-        return (_structure_key(structure), sig, is_grad_enabled()), leaves, structure
+        return ((_structure_key(structure), self._guards()), sig, is_grad_enabled()), \
+            leaves, structure
+
+    def _guards(self) -> tuple:
+        """Python constants the function reads from its globals and closure.
+
+        Tracing bakes them into the graph, so they are part of the signature: changing
+        `SCALE = 2.0` to `3.0` recompiles instead of silently using the old value.
+        (Constants read inside other functions the body calls are not seen.)
+        """
+        fn = getattr(self.fn, "__func__", self.fn)
+        code = getattr(fn, "__code__", None)
+        if code is None:
+            return ()
+        values = []
+        g = getattr(fn, "__globals__", {})
+        for name in code.co_names:
+            v = g.get(name, _MISSING)
+            if isinstance(v, (bool, int, float, complex, str)) or v is None:
+                values.append((name, v))
+        for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or ()):
+            try:
+                v = cell.cell_contents
+            except ValueError:
+                continue
+            if isinstance(v, (bool, int, float, complex, str)) or v is None:
+                values.append((name, v))
+        return tuple(values)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         from ..tracer.context import current
