@@ -32,9 +32,9 @@ def _check_root(i: int, t: Tensor, g: Tensor | None) -> Tensor:
     if g is None:
         if t.numel() != 1:
             raise RuntimeError("grad can be implicitly created only for scalar outputs")
-        if not t._dtype.is_floating_point and not t._dtype.is_complex:
+        if not t._dtype.is_floating_point:        # complex too: PyTorch's rule
             raise RuntimeError(f"grad can be implicitly created only for real scalar outputs "
-                               f"but got {t._dtype.name}")
+                               f"but got {t._dtype}")
         return F.ones_like(t)
     if not isinstance(g, Tensor):
         raise TypeError(f"backward: gradient for output {i} must be a Tensor or None, got "
@@ -253,9 +253,10 @@ def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
             r = fn(g)
             if r is not None:
                 g = r
+    traced = getattr(g, "_ctx", None) is not None     # backward() inside a compiled step
     if leaf._grad is None:
-        leaf._grad = g if create_graph else g.detach().clone()
-    elif create_graph:
+        leaf._grad = g if create_graph or traced else g.detach().clone()
+    elif create_graph or traced:
         leaf._grad = leaf._grad + g
     else:
         with no_grad():

@@ -93,6 +93,8 @@ class Entry:
     out_structure: Any
     graph_break: GraphBreak | None = None
     trace_seconds: float = 0.0
+    n_outputs: int = 0
+    effects: list = field(default_factory=list)
 
 
 @dataclass
@@ -185,8 +187,15 @@ class CompiledFunction:
             entry = self._compile(key, args, kwargs)
         if entry.graph_break is not None:
             return self.fn(*args, **kwargs)
-        outs = entry.function(*leaves, *entry.captured)
-        return _unflatten(entry.out_structure, outs)
+        if not entry.effects:
+            outs = entry.function(*leaves, *entry.captured)
+            return _unflatten(entry.out_structure, outs)
+        # a self-contained step (backward() and updates inside): no autodiff around it
+        from ..autograd.grad_mode import no_grad
+        with no_grad():
+            outs = entry.function(*leaves, *entry.captured)
+        _apply_effects(entry.effects, outs[entry.n_outputs:], leaves)
+        return _unflatten(entry.out_structure, outs[:entry.n_outputs])
 
     def _compile(self, key: tuple, args: tuple, kwargs: dict) -> Entry:
         if self._last_key is not None and _log.enabled("recompiles"):
@@ -201,14 +210,19 @@ class CompiledFunction:
             if self.fullgraph:
                 raise CompileError(f"{self.__name__} cannot be compiled as one graph "
                                    f"(fullgraph=True): {e}") from None
+            entry = Entry(None, None, [], None, graph_break=e)
+            if e.retry:                    # e.g. optimizer state created on the first step
+                _log.log("graph_breaks", msg + " (runs eagerly now; compiles next call)")
+                self._last_key = None
+                return entry
             _log.log("graph_breaks", msg + " (this signature runs eagerly)")
             self.graph_breaks.append(msg)
-            entry = Entry(None, None, [], None, graph_break=e)
             self._entries[key] = entry
             return entry
         _log.log("graph", f"traced {self.__name__}:\n{graph}")
         entry = Entry(graph, GraphFunction(graph), list(ctx.captured), out_structure,
-                      trace_seconds=time.perf_counter() - t0)
+                      trace_seconds=time.perf_counter() - t0, n_outputs=ctx.n_outputs,
+                      effects=ctx.effects)
         self._entries[key] = entry
         return entry
 
@@ -246,6 +260,23 @@ class CompiledFunction:
         stats.update({f"codegen {k}": v for k, v in getattr(ex, "stats", {}).items()})
         return Report(entry.graph, backward_graph, joint_graph, fwd.optimized, fwd.stages,
                       ex.kernels, ex.llvm_ir, ex.asm(), stats, list(self.graph_breaks))
+
+
+def _apply_effects(effects: list, values: list[Tensor], leaves: list[Tensor]) -> None:
+    """Replay a traced call's side effects: in-place writes and `.grad` assignments."""
+    from ..eager.elementwise import copy_into
+    k = 0
+    for e in effects:
+        if e.kind == "write":
+            copy_into(e.target, values[k])
+            e.target._storage.version += 1
+            k += 1
+        elif e.kind == "grad":
+            target = e.target if e.target is not None else leaves[e.leaf]
+            target._grad = values[k]
+            k += 1
+        else:
+            e.target._grad = None
 
 
 def compile(fn: Callable[..., Any] | None = None, *, backend: str = "llvm",

@@ -35,7 +35,7 @@ def _infer_dtype(arr: np.ndarray, data: Any) -> DType:
             return dt.from_numpy(arr.dtype)
         return dt.get_default_dtype()
     if kind == "c":
-        if isinstance(data, np.ndarray):
+        if isinstance(data, (np.ndarray, np.complexfloating)):
             return dt.from_numpy(arr.dtype)
         return dt.get_default_dtype().to_complex()
     raise TypeError(f"tensor: could not infer dtype of {type(data).__name__} "
@@ -124,7 +124,7 @@ def _fill(shape: tuple[int, ...], value: Any, dtype: DType | None) -> Tensor:
         dtype = dt.scalar_dtype(value) if not isinstance(value, bool) else dt.bool_
     from ..tracer.context import current
     ctx = current()
-    if ctx is not None:                     # inside a trace: a constant of the graph
+    if ctx is not None and ctx.constant_creations:     # inside the autodiff pass
         return ctx.constant(value, dtype, shape)
     out = Tensor._empty(shape, dtype)
     return ew.copy_into(out, value)
@@ -245,7 +245,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, **kwargs: Any) -> Tensor:
         dtype = dt.int64 if all(isinstance(v, int) for v in vals) else dt.get_default_dtype()
     from ..tracer.context import current
     ctx = current()
-    if ctx is not None and n:               # inside a trace: start + step * iota
+    if ctx is not None and ctx.constant_creations and n:     # start + step * iota
         compute = dt.int64 if dtype.kind in "iu" and isinstance(step, int) and \
             isinstance(start, int) else dt.float64
         return (ctx.iota(n).to(compute) * step + start).to(dtype)

@@ -35,6 +35,17 @@ def check_inplace(t: Tensor) -> None:
                            "in-place operation.")
 
 
+def check_reinterpreted(t: Tensor, recorded: bool) -> None:
+    """A view with another dtype than its base (`x.real`, `view_as_real(x)`) cannot carry
+    an in-place write into its base's history: CopySlices addresses the base's elements."""
+    base = t._base
+    if recorded and base is not None and base._dtype is not t._dtype:
+        raise RuntimeError(f"in-place write to a {t._dtype.name} view of a {base._dtype.name} "
+                           f"tensor (x.real, x.imag, view_as_real, view_as_complex) while "
+                           f"autograd records it is not supported in llgrad; write to a clone "
+                           f"or build the new values out of place (e.g. lg.complex(re, im))")
+
+
 def bump(t: Tensor) -> None:
     t._storage.version += 1
 
@@ -45,7 +56,13 @@ def run_inplace(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, .
     check_inplace(t)
     if getattr(t, "_ctx", None) is not None:
         return _inplace_traced(t, functional(t, *args))
+    from ..tracer.context import current
+    ctx = current()
+    if ctx is not None:                  # a captured concrete tensor written in a trace
+        ctx.write(t, functional(t, *args))
+        return t
     dual = _dual(t, args)
+    check_reinterpreted(t, needs_grad((t,) + tuple(args)) or _view_of_grad_base(t) or dual)
     if not needs_grad((t,) + tuple(args)) and not _view_of_grad_base(t) and not dual:
         direct()
         bump(t)
@@ -334,8 +351,14 @@ def setitem(t: Tensor, index: Any, value: Any) -> None:
     from ..eager import indexing
     from .indexing import getitem
     check_inplace(t)
+    from ..tracer.context import current
+    ctx = current()
+    if ctx is not None:
+        _setitem_traced(ctx, t, index, value)
+        return
     basic = _is_basic(index)
     recorded = needs_grad((t, value)) or _view_of_grad_base(t) or _dual(t, (value,))
+    check_reinterpreted(t, recorded)
     if basic:
         view = getitem(t, index) if recorded else indexing.getitem(t, index)
         if view._storage is not t._storage:
@@ -358,6 +381,26 @@ def setitem(t: Tensor, index: Any, value: Any) -> None:
     rebase(t, new)
     if _dual(t, (value,)):
         write_tangent(t, new)
+
+
+def _setitem_traced(ctx: Any, t: Tensor, index: Any, value: Any) -> None:
+    """`t[index] = value` in a trace: an index_put at the positions `t[index]` reads."""
+    from .indexing import getitem, index_put_linear
+    from .shape import expand, reshape
+    positions = getitem(reshape(ctx.iota(t.numel()), t._shape), index)
+    if not isinstance(value, Tensor):
+        from .creation import full
+        value = ctx.constant(value, t._dtype, ())
+    v = value.to(t._dtype) if value._dtype is not t._dtype else value
+    if v._shape != positions._shape:
+        while v.ndim > positions.ndim and v._shape[0] == 1:    # leading 1s, as PyTorch
+            v = reshape(v, v._shape[1:])
+        v = expand(v, positions._shape)
+    new = index_put_linear(t, positions, v)
+    if getattr(t, "_ctx", None) is not None:
+        _inplace_traced(t, new)
+    else:
+        ctx.write(t, new)
 
 
 def _is_basic(index: Any) -> bool:

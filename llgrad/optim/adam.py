@@ -51,6 +51,10 @@ class Adam(Optimizer):
 
     def _init_state(self, p: Tensor, amsgrad: bool) -> dict[str, Any]:
         state = self.state[p]
+        if not state or (amsgrad and "max_exp_avg_sq" not in state):
+            from ..tracer.tensor import state_not_ready, tracing
+            if tracing():
+                state_not_ready(f"{type(self).__name__}'s state does not exist yet")
         if not state:
             state["step"] = lg.tensor(0.0, dtype=dt.float32)
             state["exp_avg"] = lg.zeros_like(p)
@@ -79,10 +83,18 @@ class Adam(Optimizer):
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         exp_avg.copy_(lg.lerp(exp_avg, g, 1 - beta1))
         exp_avg_sq.mul_(beta2).add_(lg.mul(lg.mul(g, 1 - beta2), g))
-        step = step_t.item()
-        bias_correction1 = 1 - beta1 ** step
-        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
-        step_size = lr / bias_correction1
+        from ..tracer.tensor import tracing
+        if tracing():
+            # compiled step: the step count is a tensor of the graph, not a Python number
+            step64 = step_t.to(dt.float64)
+            bias_correction1 = lg.rsub(lg.pow(beta1, step64), 1)
+            bias_correction2_sqrt = lg.sqrt(lg.rsub(lg.pow(beta2, step64), 1))
+            step_size = lg.div(lr, bias_correction1)
+        else:
+            step = step_t.item()
+            bias_correction1 = 1 - beta1 ** step
+            bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+            step_size = lr / bias_correction1
         if amsgrad:
             best = state["max_exp_avg_sq"]
             best.copy_(lg.maximum(best, exp_avg_sq))
@@ -90,7 +102,8 @@ class Adam(Optimizer):
         else:
             second = exp_avg_sq
         denom = lg.add(lg.div(lg.sqrt(second), bias_correction2_sqrt), eps)
-        p.add_(lg.div(lg.mul(exp_avg, -step_size), denom))
+        neg_step = -step_size if isinstance(step_size, float) else lg.neg(step_size)
+        p.add_(lg.div(lg.mul(exp_avg, neg_step), denom))
 
 
 class AdamW(Adam):

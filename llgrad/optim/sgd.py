@@ -53,6 +53,9 @@ class SGD(Optimizer):
             state = self.state[p]
             buf = state.get("momentum_buffer")
             if buf is None:
+                from ..tracer.tensor import state_not_ready, tracing
+                if tracing():
+                    state_not_ready("SGD's momentum buffer does not exist yet")
                 buf = g.detach().clone()
                 state["momentum_buffer"] = buf
             else:

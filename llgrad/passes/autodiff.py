@@ -54,7 +54,7 @@ def differentiate(g: Graph, wrt: Sequence[int], name: str | None = None) -> Grap
     `(*g.outputs, *grads)`, one gradient per param in `wrt` (zeros when unused). Outputs
     that are not floating point get a cotangent param too (unused), to keep positions simple.
     """
-    ctx = TraceContext(name or f"{g.name}_joint")
+    ctx = TraceContext(name or f"{g.name}_joint", constant_creations=True)
     params = [ctx.param(p.type, p.attr("name")) for p in g.params]
     for i in wrt:
         params[i]._requires_grad = True

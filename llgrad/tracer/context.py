@@ -45,12 +45,19 @@ def user_location() -> str | None:
 class TraceContext:
     """Collects the nodes of one graph while a Python function runs on tracers."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, *, constant_creations: bool = False):
         self.name = name
         self.params: list[Node] = []
         self.captured: list[Tensor] = []         # concrete tensors lifted to params
         self._captured_ids: dict[int, Node] = {}
         self._names: dict[int, str] = {}
+        # creation functions (`lg.zeros(3)`) inside the trace: graph constants, or concrete
+        # tensors (captured when used). User traces keep them concrete, so state an
+        # optimizer creates inside a compiled step outlives the trace; internal traces
+        # (the autodiff pass) make them constants.
+        self.constant_creations = constant_creations
+        self.mutated: dict[int, tuple[Tensor, Node]] = {}   # in-place writes to captured
+        self.grad_before: dict[int, tuple[Tensor, Any]] = {}  # `.grad` of captured tensors
 
     # -- entering ---------------------------------------------------------------------
     def __enter__(self) -> "TraceContext":
@@ -78,6 +85,9 @@ class TraceContext:
                                    "leaked out of the function that created it)")
             return x._node
         if isinstance(x, Tensor):
+            written = self.mutated.get(id(x))
+            if written is not None:
+                return written[1]
             node = self._captured_ids.get(id(x))
             if node is None:
                 taken = {p.attr("name") for p in self.params}
@@ -89,6 +99,7 @@ class TraceContext:
                 self.params.append(node)
                 self.captured.append(x)
                 self._captured_ids[id(x)] = node
+                self.grad_before.setdefault(id(x), (x, x._grad))
             return node
         if isinstance(x, (bool, int, float)):
             d = dtype or dt.scalar_dtype(x)
@@ -102,6 +113,17 @@ class TraceContext:
             return make_node("const", (), {"value": value, "dtype": d, "shape": ()},
                              user_location())
         raise TypeError(f"cannot trace an operand of type {type(x).__name__}")
+
+    def write(self, target: Tensor, value: TracerTensor) -> None:
+        """An in-place write to a captured concrete tensor: later reads see `value`; after
+        each call the compiled function copies the final value into `target`."""
+        self.node_of(target)                     # its value before the write is an input
+        if value._shape != target._shape:
+            raise RuntimeError(f"in-place write of shape {list(value._shape)} into a tensor "
+                               f"of shape {list(target._shape)}")
+        if value._dtype is not target._dtype:
+            value = value.to(target._dtype)
+        self.mutated[id(target)] = (target, value._node)
 
     def constant(self, value: Any, dtype: dt.DType, shape: tuple[int, ...]) -> TracerTensor:
         """A `const` node filled with one value (what `zeros_like(tracer)` traces to)."""

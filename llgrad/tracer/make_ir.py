@@ -53,9 +53,29 @@ def _param_names(fn: Callable[..., Any], n: int) -> list[str]:
     return names
 
 
+class Effect:
+    """A side effect of a traced call, replayed after each compiled call.
+
+    kind "write": copy the output into `target` (an in-place write to a captured tensor);
+    kind "grad": set `.grad` of `target` (a captured tensor) or of input leaf `leaf`;
+    kind "grad_none": set `target.grad = None` (no output).
+    """
+
+    __slots__ = ("kind", "target", "leaf")
+
+    def __init__(self, kind: str, target: Tensor | None, leaf: int | None = None):
+        self.kind, self.target, self.leaf = kind, target, leaf
+
+
 def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
           name: str | None = None) -> tuple[Graph, TraceContext, Any]:
-    """Trace `fn(*args, **kwargs)`; returns (graph, context, output structure)."""
+    """Trace `fn(*args, **kwargs)`; returns (graph, context, output structure).
+
+    Side effects on tensors outside the trace (in-place writes, `.grad` from a backward()
+    inside `fn`) become extra graph outputs listed in `ctx.effects`, after the function's
+    own outputs; the concrete tensors themselves are left as they were.
+    """
+    from ..autograd.grad_mode import is_grad_enabled
     leaves: list[Tensor] = []
     structure = _flatten((args, kwargs), leaves)
     ctx = TraceContext(name or getattr(fn, "__name__", "fn").strip("<>") or "fn")
@@ -63,13 +83,40 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
     tracers = []
     for i, t in enumerate(leaves):
         base = arg_names[i] if i < len(arg_names) and len(leaves) == len(args) else f"a{i}"
-        tracers.append(ctx.param(TensorType(t._dtype, t._shape), base))
-    with ctx, no_grad():
-        targs, tkwargs = _unflatten(structure, tracers)
-        result = fn(*targs, **tkwargs)
-    outs: list[Tensor] = []
-    out_structure = _flatten(result, outs)
-    nodes = [ctx.node_of(o) for o in outs]
+        tr = ctx.param(TensorType(t._dtype, t._shape), base)
+        tr._requires_grad = t._requires_grad and is_grad_enabled()
+        tracers.append(tr)
+    try:
+        with ctx:
+            targs, tkwargs = _unflatten(structure, tracers)
+            result = fn(*targs, **tkwargs)
+        outs: list[Tensor] = []
+        out_structure = _flatten(result, outs)
+        nodes = [ctx.node_of(o) for o in outs]
+        ctx.n_outputs = len(nodes)
+        ctx.effects = []
+        for target, node in ctx.mutated.values():
+            ctx.effects.append(Effect("write", target))
+            nodes.append(node)
+        for i, tr in enumerate(tracers):
+            if tr._grad is not None:
+                ctx.effects.append(Effect("grad", None, leaf=i))
+                nodes.append(ctx.node_of(tr._grad))
+        for target, before in ctx.grad_before.values():
+            g = target._grad
+            if g is before:
+                continue
+            if g is None:                           # zero_grad(set_to_none=True)
+                ctx.effects.append(Effect("grad_none", target))
+            elif isinstance(g, TracerTensor):
+                ctx.effects.append(Effect("grad", target))
+                nodes.append(ctx.node_of(g))
+            else:
+                raise RuntimeError("a compiled function assigned a concrete tensor to .grad; "
+                                   "assign a computed value instead")
+    finally:
+        for target, before in ctx.grad_before.values():
+            target._grad = before                 # tracers never leak into real tensors
     return ctx.graph(nodes), ctx, out_structure
 
 

@@ -17,14 +17,32 @@ from ..tensor import Tensor
 class GraphBreak(Exception):
     """Data-dependent Python on a traced value: the function cannot be one graph."""
 
-    def __init__(self, what: str, loc: str | None):
+    def __init__(self, what: str, loc: str | None, *, retry: bool = False,
+                 advice: str | None = None):
         self.what = what
         self.loc = loc
+        self.retry = retry          # transient: the next call of this signature traces again
         where = f" at {loc}" if loc else ""
+        if advice is not None:
+            Exception.__init__(self, f"{what}{where}: {advice}")
+            return
         super().__init__(f"{what} on a traced tensor{where} depends on tensor values, which "
                          f"are unknown while tracing. Compute it outside the compiled "
                          f"function, make it a tensor operation (e.g. lg.where instead of "
                          f"`if`), or pass the value as a Python argument.")
+
+
+def tracing() -> bool:
+    """Whether a trace is running on this thread (code that must not leak state checks it)."""
+    from .context import current
+    return current() is not None
+
+
+def state_not_ready(what: str) -> None:
+    """Raise the retryable break for lazily created state (the first optimizer step)."""
+    from .context import user_location
+    raise GraphBreak(what, user_location(), retry=True,
+                     advice="this call runs eagerly to create it, the next call compiles")
 
 
 class TracerTensor(Tensor):
