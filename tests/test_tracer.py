@@ -118,10 +118,11 @@ def test_indexing_traces_to_gather_and_differentiates():
         return -lg.log_softmax(x, -1)[lg.arange(4), t].mean()
     x0 = sample((4, 5))[0]
     t0 = lg.tensor([1, 0, 4, 2])
-    g, _, _ = trace(f, (x0, t0), {})
+    g, ctx, _ = trace(f, (x0, t0), {})
     assert any(n.op == "gather" for n in g.nodes)
-    part = partition(differentiate(g, [0]), 2, 1)
-    fwd = interpret(part.forward, [x0.numpy(), t0.numpy()])
+    captured = [c.numpy() for c in ctx.captured]          # lg.arange(4), made concrete
+    part = partition(differentiate(g, [0]), 2 + len(captured), 1)
+    fwd = interpret(part.forward, [x0.numpy(), t0.numpy()] + captured)
     (gx,) = interpret(part.backward, fwd[1:] + [np.ones(())])
     x = x0.clone().requires_grad_()
     f(x, t0).backward()
