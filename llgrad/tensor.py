@@ -30,7 +30,8 @@ class Size(tuple):
 
 
 class Tensor:
-    __slots__ = ("_storage", "_offset", "_shape", "_strides", "_dtype", "_ptr", "_requires_grad",
+    __slots__ = ("_storage", "_offset", "_shape", "_strides", "_dtype", "_ptr", "_lkey",
+                 "_requires_grad",
                  "_grad", "grad_fn", "_retains_grad", "_hooks", "_base", "_output_nr",
                  "_inference", "__weakref__", "__dict__")
 
@@ -45,6 +46,7 @@ class Tensor:
         t._strides = strides
         t._dtype = dtype
         t._ptr = storage.ptr + offset * dtype.itemsize
+        t._lkey = (dtype, shape, strides)          # what selects a cached launch plan
         t._requires_grad = False
         t._grad = None
         t.grad_fn = None
@@ -263,6 +265,7 @@ class Tensor:
         self._storage, self._offset = value._storage, value._offset
         self._shape, self._strides, self._dtype = value._shape, value._strides, value._dtype
         self._ptr = value._ptr
+        self._lkey = value._lkey
 
     # -- conversions ----------------------------------------------------------------------
     def _numpy_view(self) -> np.ndarray:

@@ -152,7 +152,7 @@ class Plan:
     """Everything about a call that depends only on dtypes, shapes and strides."""
 
     __slots__ = ("kernel", "out_shape", "out_dtype", "template", "ptr_slots", "scalar_dtypes",
-                 "work", "out_strides")
+                 "work", "out_strides", "packer", "serial")
 
     def __init__(self, kernel: cache.Kernel, out_shape: tuple[int, ...], out_dtype: DType,
                  template: list[int], ptr_slots: list[int], scalar_dtypes: list[DType],
@@ -166,6 +166,8 @@ class Plan:
         self.work = work
         from ..codegen.layout import contiguous_strides
         self.out_strides = contiguous_strides(out_shape)
+        self.packer = launch.packer(len(template))
+        self.serial = work < launch.PARALLEL_MIN_WORK       # one thread, no splitting
 
 
 _plans: dict[tuple, Plan] = {}
@@ -174,14 +176,10 @@ _PLAN_LIMIT = 8192
 
 def _key(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,
          out: Tensor | None) -> tuple:
-    parts: list[Any] = [op, tuple(attrs.items()) if attrs else None]
-    if out is not None:
-        parts.append((out._dtype, out._shape, out._strides))
+    parts: list[Any] = [op, tuple(attrs.items()) if attrs else None,
+                        out._lkey if out is not None else None]
     for o in operands:
-        if isinstance(o, Tensor):
-            parts.append((o._dtype, o._shape, o._strides))
-        else:
-            parts.append(type(o))
+        parts.append(o._lkey if isinstance(o, Tensor) else type(o))
     return tuple(parts)
 
 
@@ -214,7 +212,12 @@ def run(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None = None,
             d = plan.scalar_dtypes[i]
             args[slots[i + 1]] = _pack_scalar(op, o, d, k)
             k += 2 if d is dt.complex128 else 1      # slots are 8 bytes
-    launch.call_split(plan.kernel, args, plan.work)
+    if plan.serial and not launch.recording():
+        buf, addr = launch.block()
+        plan.packer.pack_into(buf, 0, *args)
+        plan.kernel.fn(addr)
+    else:
+        launch.call_split(plan.kernel, args, plan.work)
     return out
 
 

@@ -20,7 +20,8 @@ _tls = threading.local()
 _structs: dict[int, struct.Struct] = {}
 
 
-def _block() -> tuple[ctypes.Array, int]:
+def block() -> tuple[ctypes.Array, int]:
+    """This thread's reusable argument block: (buffer, address)."""
     try:
         return _tls.block
     except AttributeError:
@@ -29,7 +30,8 @@ def _block() -> tuple[ctypes.Array, int]:
         return _tls.block
 
 
-def _packer(n: int) -> struct.Struct:
+def packer(n: int) -> struct.Struct:
+    """A cached `struct.Struct` packing n int64 values."""
     p = _structs.get(n)
     if p is None:
         p = _structs[n] = struct.Struct(f"{n}q")
@@ -44,6 +46,10 @@ def num_threads() -> int:
 
 
 _recording: list[list[Kernel]] = []
+
+
+def recording() -> bool:
+    return bool(_recording)
 
 
 class record_kernels:
@@ -77,8 +83,8 @@ def call(kernel: Kernel, args: Sequence[int]) -> None:
     """One foreign call with `args` as the argument block."""
     if len(args) > _SLOTS:
         raise ValueError(f"{kernel.name}: {len(args)} kernel arguments exceed {_SLOTS}")
-    buf, addr = _block()
-    _packer(len(args)).pack_into(buf, 0, *args)
+    buf, addr = block()
+    packer(len(args)).pack_into(buf, 0, *args)
     kernel.fn(addr)
 
 

@@ -57,6 +57,7 @@ class TracerTensor(Tensor):
         t._strides = contiguous_strides(node.type.shape)
         t._dtype = node.type.dtype
         t._ptr = 0
+        t._lkey = None
         t._requires_grad = False
         t._grad = None
         t.grad_fn = None
