@@ -193,12 +193,15 @@ def _check_signature(name: str, before: Graph, after: Graph) -> None:
 
 
 def _report(stage: Stage, before: Graph, dump: TextIO | Callable[[str], None] | None) -> None:
+    logging = _log.enabled("passes")
+    if dump is None and not logging:
+        return                                  # printing a big graph is not free
     changed = stage.graph != before
-    head = (f"{stage.name}: {node_count(before)} -> {stage.nodes} nodes "
-            f"({stage.seconds * 1e3:.2f} ms)" if changed else
-            f"{stage.name}: unchanged, {stage.nodes} nodes ({stage.seconds * 1e3:.2f} ms)")
+    took = f"({stage.seconds * 1e3:.2f} ms)"
+    head = (f"{stage.name}: {node_count(before)} -> {stage.nodes} nodes {took}" if changed
+            else f"{stage.name}: unchanged, {stage.nodes} nodes {took}")
     body = _text(stage.graph) if changed else ""
-    if _log.enabled("passes"):
+    if logging:
         _log.log("passes", head + ("\n" + body.rstrip("\n") if body else ""))
     if dump is not None:
         text = f"== {head} ==\n{body}"

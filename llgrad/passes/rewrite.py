@@ -19,8 +19,9 @@ the rule, reported with the rule's name.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -318,22 +319,37 @@ def const_array(n: Node) -> np.ndarray:
     return run_node(n, [])
 
 
-def uniform_value(n: Node, max_elements: int = 4096) -> np.ndarray | None:
-    """The one value every element of a `const` node holds (a 0-d array), else None.
+MAX_UNIFORM_CHECK = 4096      # nested payloads larger than this are not inspected
+
+
+def uniform_value(n: Node) -> np.ndarray | None:
+    """The one value every element of a `const` node holds (a read-only 0-d array), else
+    None.
 
     A scalar payload is uniform by construction; a nested payload is checked element by
     element (bitwise for floats, so `0.0` and `-0.0` differ) when it is small. Empty
-    constants have no value.
+    constants have no value. Rules ask this of the same constant again and again, so
+    answers are cached (nodes hash by identity and never change).
     """
     if not is_const(n) or n.type.numel == 0:
         return None
+    return _uniform_value(n)
+
+
+@functools.lru_cache(maxsize=4096)
+def _uniform_value(n: Node) -> np.ndarray | None:
     value = n.attr("value")
     if not isinstance(value, tuple):
-        return _scalar_array(value, n.dtype)
-    if n.type.numel > max_elements:
+        out = _scalar_array(value, n.dtype)
+    elif n.type.numel > MAX_UNIFORM_CHECK:
         return None
-    a = const_array(n).reshape(-1)
-    return a[0].reshape(()).copy() if all_same(a) else None
+    else:
+        a = const_array(n).reshape(-1)
+        if not all_same(a):
+            return None
+        out = a[:1].reshape(()).copy()
+    out.flags.writeable = False
+    return out
 
 
 def all_same(a: np.ndarray) -> bool:
@@ -354,12 +370,3 @@ def all_same(a: np.ndarray) -> bool:
         return True
     return bool(np.all(flat == flat[0]))
 
-
-def by_name(rules: Iterable[Rule]) -> Mapping[str, Rule]:
-    """Rules keyed by name (names must be unique: tests and logs refer to them)."""
-    out: dict[str, Rule] = {}
-    for r in rules:
-        if r.name in out:
-            raise ValueError(f"two rules are named {r.name!r}")
-        out[r.name] = r
-    return out

@@ -97,7 +97,7 @@ def is_two(v: np.ndarray, d: DType) -> bool:
 
 def exact_zero(v: np.ndarray, d: DType) -> bool:
     """A zero that annihilates every x: only where x cannot be NaN, inf or signed."""
-    return bool(v == 0)
+    return d.kind in "biu" and bool(v == 0)
 
 
 def _integral(n: Node) -> bool:
