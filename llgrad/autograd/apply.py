@@ -130,7 +130,11 @@ def apply_composite(op: str, operands: Sequence[Any], attrs: dict[str, Any],
 
     The forward runs the decomposition without recording; the node's backward is the op's
     vjp rule, so `grad_fn` shows PyTorch's single node (`MeanBackward0`, not its parts).
+    Under forward mode the decomposition's ops also compute the output's tangent; those
+    are recorded when grad mode is on (reverse-over-forward, e.g. `jacrev(jacfwd(f))`,
+    differentiates the tangent), which records the parts' nodes too (unused by `out`).
     """
+    from contextlib import nullcontext
     from .. import functions as F
     from .grad_mode import no_grad
     opdef = registry.get(op)
@@ -139,7 +143,9 @@ def apply_composite(op: str, operands: Sequence[Any], attrs: dict[str, Any],
         interp = _interpreter_for(operands)
         if interp is not None:
             return interp.process_composite(op, operands, attrs, name)
-    with no_grad():
+    tangents = forward_ad._level[0] and is_grad_enabled() and \
+        any(forward_ad.tangent_of(o) is not None for o in operands)
+    with nullcontext() if tangents else no_grad():
         out = opdef.decompose(F, *operands, **attrs)
     if needs_grad(operands):
         record(op, operands, attrs, out, name)

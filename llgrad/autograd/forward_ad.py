@@ -5,10 +5,13 @@ tangent with the op's Jacobian-vector rule. The rule comes from the registry, wi
 second copy of any derivative:
 1. the op's own `jvp` when it has one (linear ops apply themselves to the tangent; matmul
    is bilinear);
-2. for elementwise ops, the vjp rule: the Jacobian is diagonal, so `vjp(g=t_i)` for
+2. for real elementwise ops, the vjp rule: the Jacobian is diagonal, so `vjp(g=t_i)` for
    input i is exactly `J_i t_i`;
 3. otherwise the vjp's transpose: the vjp is linear in g, so `J t = d<vjp(u), t>/du`
-   (one extra backward through the vjp rule, recorded with create_graph).
+   (one extra backward through the vjp rule, recorded with create_graph). With complex
+   values the vjp is the transpose of the Jacobian of the real and imaginary parts (a
+   complex gradient packs d/dre + i d/dim), not the Jacobian itself, so complex
+   elementwise ops come here too, with the real inner product <a, b> = re(conj(a) b).
 """
 from __future__ import annotations
 
@@ -135,7 +138,7 @@ def propagate(op: str, operands: Sequence[Any], attrs: dict[str, Any], out: Tens
     if opdef.jvp is not None:
         ctx = _JvpContext(operands, out, tuple(t is not None for t in tangents))
         tangent = opdef.jvp(ctx, tuple(tangents), **attrs)
-    elif opdef.group in ELEMENTWISE and opdef.vjp is not None:
+    elif opdef.group in ELEMENTWISE and opdef.vjp is not None and not _complex(operands, out):
         tangent = _elementwise_jvp(opdef, operands, attrs, out, tangents)
     elif opdef.vjp is not None:
         tangent = _transposed_vjp(opdef, operands, attrs, out, tangents)
@@ -145,6 +148,11 @@ def propagate(op: str, operands: Sequence[Any], attrs: dict[str, Any], out: Tens
         if tangent._dtype is not out._dtype:
             tangent = tangent.to(out._dtype)
         set_tangent(out, tangent)
+
+
+def _complex(operands: Sequence[Any], out: Tensor) -> bool:
+    return out._dtype.is_complex or any(isinstance(o, Tensor) and o._dtype.is_complex
+                                        for o in operands)
 
 
 def _elementwise_jvp(opdef: registry.OpDef, operands: Sequence[Any], attrs: dict[str, Any],
@@ -185,7 +193,7 @@ def _transposed_vjp(opdef: registry.OpDef, operands: Sequence[Any], attrs: dict[
             shape = ctx.input_meta[i][0]
             if p._shape != shape:
                 p = F.sum_to_size(p, shape)
-            term = F.sum(F.mul(p, t.to(p._dtype)))
+            term = F.sum(F.real(F.mul(F.conj(p), t.to(p._dtype))))   # re<p, t>
             total = term if total is None else F.add(total, term)
         if total is None or not total._requires_grad:
             return F.zeros(out._shape, dtype=out._dtype)

@@ -7,8 +7,10 @@ from .creation import (arange, as_tensor, empty, empty_like, eye, from_dlpack, f
                        full, full_like, initial_seed, iota, linspace, manual_seed, ones,
                        ones_like, rand, rand_like, randint, randn, randn_like, seed, tensor,
                        zeros, zeros_like, Generator, default_generator)
-from .elementwise import (abs, absolute, add, atan2, bitwise_and, bitwise_not, bitwise_or,
-                          bitwise_xor, ceil, clamp, clip, cos, div, divide, eq,
+from .elementwise import (abs, absolute, add, angle, atan2, bitwise_and, bitwise_not,
+                          bitwise_or, bitwise_xor, ceil, clamp, clip, complex, conj,
+                          conj_physical, cos, div, divide, eq, imag, is_conj, polar, real,
+                          resolve_conj,
                           erf, erfc, exp, exp2, expm1, floor, floor_divide, fmod, ge, gelu,
                           greater, greater_equal, gt, isnan, le, lerp, less, less_equal, log,
                           log10, log1p, log2, logical_and, logical_not, logical_or,
@@ -27,4 +29,4 @@ from .reduction import (all, amax, amin, any, argmax, argmin, count_nonzero, log
 from .shape import (broadcast_tensors, broadcast_to, cat, chunk, clone, concat, concatenate,
                     contiguous, expand, expand_as, flatten, flip, movedim, narrow, pad_dims,
                     permute, reshape, select, slice_dim, split, squeeze, stack, swapaxes, t,
-                    transpose, unbind, unsqueeze, view)
+                    transpose, unbind, unsqueeze, view, view_as_complex, view_as_real)

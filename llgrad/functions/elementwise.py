@@ -1,6 +1,7 @@
 """Elementwise functions: `lg.exp`, `lg.add`, ... and the operators behind `+ - * / **`."""
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from ..autograd.apply import apply
@@ -111,10 +112,10 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     if rounding_mode is None:
         return elementwise("div", input, other)
     if rounding_mode == "floor":
-        return elementwise("floor_divide", input, other)
+        return elementwise("floor_divide", input, other, name="DivBackward2")
     if rounding_mode == "trunc":
         q = elementwise("div", input, other)
-        result = trunc(q)
+        result = elementwise("trunc", q, name="DivBackward2")
         operands = [o for o in (input, other) if isinstance(o, Tensor)]
         if all(not o._dtype.is_floating_point for o in operands):
             return result.to(ew.promote([input, other]))
@@ -128,16 +129,18 @@ true_divide = div
 
 
 def floor_divide(input: Any, other: Any) -> Tensor:
-    return elementwise("floor_divide", input, other)
+    return elementwise("floor_divide", input, other, name="DivBackward2")
 
 
 def remainder(input: Any, other: Any) -> Tensor:
-    return elementwise("remainder", input, other)
+    name = "RemainderBackward1" if isinstance(other, Tensor) else None
+    return elementwise("remainder", input, other, name=name)
 
 
 def fmod(input: Any, other: Any) -> Tensor:
     q = trunc(div(input, other))
-    return sub(input, mul(q, other))
+    name = "FmodBackward1" if isinstance(other, Tensor) else "FmodBackward0"
+    return elementwise("sub", input, mul(q, other), name=name)
 
 
 def pow(input: Any, exponent: Any) -> Tensor:
@@ -176,12 +179,7 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = input
-        if min is not None:
-            out = maximum(out, min) if isinstance(min, Tensor) else clamp(out, min=min)
-        if max is not None:
-            out = minimum(out, max) if isinstance(max, Tensor) else clamp(out, max=max)
-        return out
+        return _clamp_tensors(input, min, max)
     if not input._dtype.is_floating_point and any(isinstance(v, float)
                                                    for v in (min, max) if v is not None):
         d = ew.promote([input] + [v for v in (min, max) if v is not None])
@@ -190,6 +188,25 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
 
 
 clip = clamp
+
+
+def _clamp_tensors(input: Tensor, min: Any, max: Any) -> Tensor:
+    """clamp with tensor bounds as PyTorch's ClampBackward0: a bound is taken only where
+    it is crossed (a tie keeps x and x's gradient), a NaN bound gives NaN; built from
+    `where`, so every derivative order follows."""
+    out = input
+    for bound, crossed in ((min, lt), (max, gt)):
+        if bound is None:
+            continue
+        if not isinstance(bound, Tensor):
+            out = clamp(out, **({"min": bound} if crossed is lt else {"max": bound}))
+            continue
+        take = crossed(out, bound)
+        if bound._dtype.is_floating_point:
+            take = logical_or(take, isnan(bound))
+        last = bound is max or max is None
+        out = elementwise("where", take, bound, out, name="ClampBackward0" if last else None)
+    return out
 
 
 def _compare(op: str):
@@ -215,8 +232,105 @@ bitwise_xor = _compare("bitwise_xor")
 
 
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
-    return add(input, mul(weight, sub(end, input)))
+    name = "LerpBackward1" if isinstance(weight, Tensor) else "LerpBackward0"
+    return elementwise("add", input, mul(weight, sub(end, input)), name=name)
 
 
-def xlogy(input: Tensor, other: Any) -> Tensor:
-    return where(eq(input, 0), mul(input, 0.0), mul(input, log(other)))
+def xlogy(input: Any, other: Any) -> Tensor:
+    if not isinstance(input, Tensor):
+        from .creation import full
+        name = "XlogyBackward1"
+        input = full((), input, dtype=ew.promote([input, other]))
+    else:
+        name = "XlogyBackward0" if isinstance(other, Tensor) else "XlogyBackward2"
+    if isinstance(other, Tensor):
+        log_other: Any = log(other)
+    else:                       # a Python number: its log, with log's 0 and negative cases
+        import math
+        log_other = math.log(other) if other > 0 else -math.inf if other == 0 else math.nan
+    return elementwise("where", eq(input, 0), mul(input, 0.0), mul(input, log_other),
+                       name=name)
+
+
+# --------------------------------------------------------------------------------------
+# Complex numbers
+# --------------------------------------------------------------------------------------
+
+_PYTHON_COMPLEX = builtins.complex
+
+
+def conj(input: Any) -> Any:
+    """The complex conjugate, as a new tensor (llgrad has no lazy conjugate bit).
+
+    Real tensors and real Python numbers come back unchanged, as in PyTorch, so derivative
+    rules conjugate unconditionally and stay exact for real inputs.
+    """
+    if isinstance(input, _PYTHON_COMPLEX):
+        return input.conjugate()
+    if isinstance(input, (bool, int, float)):
+        return input
+    _check("conj", input)
+    if not input._dtype.is_complex:
+        return input
+    return elementwise("conj", input)
+
+
+conj_physical = conj
+
+
+def resolve_conj(input: Tensor) -> Tensor:
+    """Conjugation is never lazy in llgrad: nothing to resolve."""
+    return input
+
+
+def is_conj(input: Tensor) -> bool:
+    return False
+
+
+def _part_forward(op: str, operands: Any, attrs: Any) -> Tensor:
+    """`.real` / `.imag` as views: every other float of the interleaved storage."""
+    from .shape import reinterpret
+    x = operands[0]
+    return reinterpret(x, x._dtype.to_real(), 2 * x._offset + (op == "imag"), x._shape,
+                       tuple(2 * s for s in x._strides))
+
+
+def real(input: Any) -> Any:
+    """The real part: a view for complex tensors, the tensor itself for real ones."""
+    if isinstance(input, (bool, int, float, _PYTHON_COMPLEX)):
+        return input.real
+    _check("real", input)
+    if not input._dtype.is_complex:
+        return input
+    return apply("real", (input,), None, _part_forward, None)
+
+
+def imag(input: Any) -> Any:
+    """The imaginary part: a view; real tensors have none (PyTorch raises too)."""
+    if isinstance(input, (bool, int, float, _PYTHON_COMPLEX)):
+        return input.imag
+    _check("imag", input)
+    if not input._dtype.is_complex:
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    return apply("imag", (input,), None, _part_forward, None)
+
+
+angle = _unary("angle")
+
+
+def _check_parts(op: str, a: Any, b: Any) -> None:
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError(f"{op}: expected two Tensors, got {type(a).__name__} and "
+                        f"{type(b).__name__}")
+
+
+def complex(real: Tensor, imag: Tensor) -> Tensor:
+    """`real + i imag` from two float32 or two float64 tensors (broadcast)."""
+    _check_parts("complex", real, imag)
+    return elementwise("complex", real, imag)
+
+
+def polar(abs: Tensor, angle: Tensor) -> Tensor:
+    """`abs * (cos(angle) + i sin(angle))` from two float32 or two float64 tensors."""
+    _check_parts("polar", abs, angle)
+    return elementwise("polar", abs, angle)

@@ -126,16 +126,17 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
 
 
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
-    from .elementwise import where
+    from . import elementwise as E
     if mask._dtype is not dt.bool_:
         raise RuntimeError(f"masked_fill only supports boolean masks, but got mask with dtype "
                            f"{mask._dtype.name}")
+    name = "MaskedFillBackward1" if isinstance(value, Tensor) else "MaskedFillBackward0"
     if isinstance(value, Tensor):
         value = value.to(input._dtype)
     else:
         from .creation import full
         value = full((), value, dtype=input._dtype)
-    return where(mask, value, input)
+    return E.elementwise("where", mask, value, input, name=name)
 
 
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:

@@ -34,19 +34,32 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
                                f"src [{b._shape[0]}] to have the same number of elements, but "
                                f"got {a._shape[0]} and {b._shape[0]} elements respectively")
         return dot(a, b)
+    return _matmul(a, b, _matmul_name(a.ndim, b.ndim))
+
+
+def _matmul_name(na: int, nb: int) -> str:
+    """PyTorch's node for `matmul` of ranks na, nb: mm and mv are single ops; N-d products
+    end in `_unsafe_view`, a 1-D @ 2-D product in a squeeze."""
+    if na > 2 or nb > 2:
+        return "UnsafeViewBackward0"
+    return {(2, 2): "MmBackward0", (2, 1): "MvBackward0", (1, 2): "SqueezeBackward4"}[(na, nb)]
+
+
+def _matmul(a: Tensor, b: Tensor, name: str) -> Tensor:
+    """The primitive on operands of rank >= 2; 1-D operands become matrices around it. The
+    last node carries `name`."""
+    from .shape import reshape
     squeeze_a = a.ndim == 1
     squeeze_b = b.ndim == 1
     if squeeze_a:
         a = a.unsqueeze(0)
     if squeeze_b:
         b = b.unsqueeze(-1)
-    name = "MmBackward0" if a.ndim == 2 and b.ndim == 2 else "BmmBackward0"
-    out = apply("matmul", (a, b), None, _forward, name)
-    if squeeze_a:
-        out = out.squeeze(-2)
-    if squeeze_b:
-        out = out.squeeze(-1)
-    return out
+    if not (squeeze_a or squeeze_b):
+        return apply("matmul", (a, b), None, _forward, name)
+    out = apply("matmul", (a, b), None, _forward, "MmBackward0")
+    shape = out._shape[:-2] + out._shape[-2:][int(squeeze_a):2 - int(squeeze_b)]
+    return reshape(out, shape, name=name)
 
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
@@ -63,15 +76,18 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     if input._shape[0] != mat2._shape[0]:
         raise RuntimeError(f"bmm: batch sizes must match, got {input._shape[0]} and "
                            f"{mat2._shape[0]}")
-    return matmul(input, mat2)
+    d = ew.promote([input, mat2])
+    return _matmul(input.to(d), mat2.to(d), "BmmBackward0")
 
 
 def dot(input: Tensor, other: Tensor) -> Tensor:
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
                            f"tensors")
-    out = matmul(input.unsqueeze(0), other.unsqueeze(-1))
-    return out.reshape(())
+    from .shape import reshape
+    d = ew.promote([input, other])
+    out = _matmul(input.to(d).unsqueeze(0), other.to(d).unsqueeze(-1), "MmBackward0")
+    return reshape(out, (), name="DotBackward0")
 
 
 def mv(input: Tensor, vec: Tensor) -> Tensor:

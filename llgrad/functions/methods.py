@@ -35,7 +35,7 @@ def bind() -> None:
     ops = {
         "__add__": E.add, "__radd__": _reflect(E.add), "__sub__": E.sub,
         "__rsub__": _reflect(E.sub), "__mul__": E.mul, "__rmul__": _reflect(E.mul),
-        "__truediv__": E.div, "__rtruediv__": _reflect(E.div),
+        "__truediv__": E.div, "__rtruediv__": _rdiv,
         "__floordiv__": E.floor_divide, "__rfloordiv__": _reflect(E.floor_divide),
         "__mod__": E.remainder, "__rmod__": _reflect(E.remainder),
         "__pow__": E.pow, "__rpow__": _reflect(E.pow), "__matmul__": linalg.matmul,
@@ -71,7 +71,8 @@ def bind() -> None:
     skip = {"elementwise", "shape_arg", "iota", "slice_dim", "pad_dims", "is_tensor",
             "broadcast_tensors", "cat", "concat", "concatenate", "stack", "getitem",
             "values_indices", "index_backward", "IndexNode", "IndexScatterNode",
-            "numel", "slice_all"}
+            "numel", "slice_all", "complex", "polar", "reinterpret", "view_as_real",
+            "view_as_complex"}
     for name, fn in plain.items():
         if name in skip or hasattr(T, name) and name in ("shape", "dtype", "ndim"):
             continue
@@ -88,11 +89,14 @@ def bind() -> None:
     T.repeat = _repeat
     T.T = property(lambda self: shape.permute(self, tuple(reversed(range(self.ndim)))))
     T.mT = property(lambda self: shape.transpose(self, -2, -1))
-    T.H = property(lambda self: shape.transpose(self, -2, -1))
+    T.H = property(lambda self: E.conj(shape.transpose(self, -2, -1)))
+    T.mH = property(lambda self: E.conj(shape.transpose(self, -2, -1)))
+    T.real = property(E.real, _set_part("real"))
+    T.imag = property(E.imag, _set_part("imag"))
     for name, d in [("float", dt.float32), ("double", dt.float64), ("half", dt.float16),
                     ("bfloat16", dt.bfloat16), ("long", dt.int64), ("int", dt.int32),
                     ("bool", dt.bool_), ("short", dt.int16), ("char", dt.int8),
-                    ("byte", dt.uint8)]:
+                    ("byte", dt.uint8), ("cfloat", dt.complex64), ("cdouble", dt.complex128)]:
         setattr(T, name, _cast_method(d))
     T.cpu = lambda self: self
     T.new_zeros = lambda self, *size, **kw: __import__("llgrad").zeros(
@@ -103,6 +107,19 @@ def bind() -> None:
         data, **({"dtype": self._dtype} | kw))
     for name, fn in inplace.make_inplace_methods().items():
         setattr(T, name, fn)
+
+
+def _rdiv(self: Tensor, other: Any) -> Tensor:
+    """`2 / x`; PyTorch computes it as `x.reciprocal() * 2` and names its node so."""
+    return E.elementwise("div", other, self, name="MulBackward0")
+
+
+def _set_part(which: str) -> Any:
+    """`x.real = v` / `x.imag = v`: copy into the part's view, as PyTorch does."""
+    def setter(self: Tensor, value: Any) -> None:
+        getattr(E, which)(self).copy_(value) if isinstance(value, Tensor) else \
+            getattr(E, which)(self).fill_(value)
+    return setter
 
 
 def _repeat(self: Tensor, *sizes: Any) -> Tensor:
@@ -118,4 +135,5 @@ def _repeat(self: Tensor, *sizes: Any) -> Tensor:
         view_shape += [1, n]
         expanded_shape += [r, n]
     y = x.reshape(view_shape).expand(expanded_shape)
-    return y.reshape(tuple(r * n for r, n in zip(reps, x._shape)))
+    return shape.reshape(y, tuple(r * n for r, n in zip(reps, x._shape)),
+                         name="RepeatBackward0")

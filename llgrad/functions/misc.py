@@ -50,12 +50,18 @@ def rsub(input: Any, other: Any) -> Tensor:
 
 
 def isinf(input: Tensor) -> Tensor:
+    if input._dtype.is_complex:          # either part infinite
+        from .elementwise import imag, real
+        return E.logical_or(isinf(real(input)), isinf(imag(input)))
     if not input._dtype.is_floating_point:
         return E.ne(input, input)
     return E.eq(E.abs(input), math.inf)
 
 
 def isfinite(input: Tensor) -> Tensor:
+    if input._dtype.is_complex:          # both parts finite
+        from .elementwise import imag, real
+        return E.logical_and(isfinite(real(input)), isfinite(imag(input)))
     if not input._dtype.is_floating_point:
         return E.eq(input, input)
     return E.logical_not(E.logical_or(isinf(input), E.isnan(input)))
@@ -109,6 +115,9 @@ def slice_all(input: Tensor, starts: tuple[int, ...], stops: tuple[int, ...],
 
 
 def _softmax_input(x: Tensor, dtype: DType | None) -> Tensor:
+    if x._dtype.is_complex or (dtype is not None and dtype.is_complex):
+        raise TypeError(f"softmax: not implemented for {x._dtype.name} (complex numbers are "
+                        f"not ordered; PyTorch refuses them too)")
     if dtype is not None:
         return to(x, dtype)
     if not x._dtype.is_floating_point:
@@ -138,7 +147,9 @@ def _tri(input: Tensor, diagonal: int, upper: bool) -> Tensor:
     rows = iota(n, dt.int64).reshape(n, 1)
     cols = iota(m, dt.int64).reshape(1, m)
     keep = E.ge(E.sub(cols, rows), diagonal) if upper else E.le(E.sub(cols, rows), diagonal)
-    return E.where(keep, input, E.mul(input, 0) if input._dtype is not dt.bool_ else keep)
+    return E.elementwise("where", keep, input,
+                         E.mul(input, 0) if input._dtype is not dt.bool_ else keep,
+                         name="TriuBackward0" if upper else "TrilBackward0")
 
 
 def triu(input: Tensor, diagonal: int = 0) -> Tensor:
@@ -168,5 +179,5 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
 
 
 def trace(input: Tensor) -> Tensor:
-    from .reduction import sum
-    return sum(diag(input))
+    from .reduction import _reduce
+    return _reduce("sum", diag(input), None, False, "TraceBackward0")

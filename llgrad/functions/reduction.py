@@ -84,10 +84,11 @@ def _extreme(op: str, input: Tensor, dim: Any, keepdim: bool, other: Any) -> Any
     d = normalize_axis(dim, input.ndim, op)
     idx = (argmax if op == "max" else argmin)(input, d, keepdim=True)
     from .indexing import gather
-    values = gather(input, d, idx, name="MaxBackward0" if op == "max" else "MinBackward0")
+    name = "MaxBackward0" if op == "max" else "MinBackward0"
+    values = gather(input, d, idx, name=name)
     if not keepdim and input.ndim:
-        from .shape import squeeze
-        values = squeeze(values, d)
+        from .shape import reshape
+        values = reshape(values, input._shape[:d] + input._shape[d + 1:], name=name)
         idx = idx.squeeze(d)
     return values_indices(values, idx)
 
@@ -145,19 +146,32 @@ def std(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = Fa
                            "StdBackward0")
 
 
+def _spread_mean(op: str, input: Tensor, dim: Any, unbiased: Any, keepdim: bool,
+                 correction: Any, name: str) -> tuple[Tensor, Tensor]:
+    """(var or std, mean): two nodes, both under PyTorch's one name (`VarMeanBackward0`)."""
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    x = _float_input(f"{op}_mean", input, None)
+    axes = _axes(dim, x.ndim, f"{op}_mean")
+    spread = apply_composite(op, (x,), {"axes": axes, "keepdim": keepdim,
+                                        "correction": _correction(unbiased, correction)}, name)
+    return spread, apply_composite("mean", (x,), {"axes": axes, "keepdim": keepdim}, name)
+
+
 def var_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
              correction: Any = None) -> tuple[Tensor, Tensor]:
-    return (var(input, dim, unbiased, keepdim, correction=correction),
-            mean(input, dim, keepdim))
+    return _spread_mean("var", input, dim, unbiased, keepdim, correction, "VarMeanBackward0")
 
 
 def std_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
              correction: Any = None) -> tuple[Tensor, Tensor]:
-    return (std(input, dim, unbiased, keepdim, correction=correction),
-            mean(input, dim, keepdim))
+    return _spread_mean("std", input, dim, unbiased, keepdim, correction, "StdMeanBackward0")
 
 
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    if input._dtype.is_complex:
+        raise TypeError(f"logsumexp: not implemented for {input._dtype.name} in llgrad "
+                        f"(its max-shift needs ordered values)")
     x = _float_input("logsumexp", input.to(dt.get_default_dtype())
                      if not input._dtype.is_floating_point else input, None)
     return apply_composite("logsumexp", (x,), {"axes": _axes(dim, x.ndim, "logsumexp"),
@@ -171,9 +185,10 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
         p = 2.0
     if p == "nuc":
         raise RuntimeError("norm: the nuclear norm needs an SVD, which llgrad does not have")
+    # PyTorch's norm (any p, any dims) runs linalg.vector_norm, and names its node so
     return apply_composite("norm", (x,), {"axes": _axes(dim, x.ndim, "norm"),
                                           "keepdim": keepdim, "p": float(p)},
-                           "NormBackward1" if dim is not None else "NormBackward0")
+                           "LinalgVectorNormBackward0")
 
 
 def sum_to_size(input: Tensor, *size: Any) -> Tensor:

@@ -150,7 +150,8 @@ def _slice_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
     return views.slice_dims(operands[0], attrs["starts"], attrs["stops"], attrs["steps"])
 
 
-def slice_dim(input: Tensor, dim: int, start: int, stop: int, step: int = 1) -> Tensor:
+def slice_dim(input: Tensor, dim: int, start: int, stop: int, step: int = 1,
+              name: str = "SliceBackward0") -> Tensor:
     """`input` restricted to `start:stop:step` along `dim` (already within bounds)."""
     d = normalize_axis(dim, input.ndim, "slice")
     starts = [0] * input.ndim
@@ -158,7 +159,7 @@ def slice_dim(input: Tensor, dim: int, start: int, stop: int, step: int = 1) -> 
     steps = [1] * input.ndim
     starts[d], stops[d], steps[d] = start, stop, step
     return apply("slice", (input,), {"starts": tuple(starts), "stops": tuple(stops),
-                                     "steps": tuple(steps)}, _slice_forward, "SliceBackward0")
+                                     "steps": tuple(steps)}, _slice_forward, name)
 
 
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
@@ -172,7 +173,7 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     return slice_dim(input, d, start, start + length)
 
 
-def select(input: Tensor, dim: int, index: int) -> Tensor:
+def select(input: Tensor, dim: int, index: int, *, name: str = "SelectBackward0") -> Tensor:
     d = normalize_axis(dim, input.ndim, "select")
     n = input._shape[d]
     if not -n <= index < n:
@@ -180,7 +181,7 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
                          f"{list(input._shape)} at dimension {d}")
     index %= n
     part = slice_dim(input, d, index, index + 1)
-    return reshape(part, input._shape[:d] + input._shape[d + 1:], name="SelectBackward0")
+    return reshape(part, input._shape[:d] + input._shape[d + 1:], name=name)
 
 
 def _pad_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
@@ -253,12 +254,14 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{list(shape)} at entry 0 and {list(t._shape)} at entry {i}")
     d = normalize_axis(dim, len(shape) + 1, "stack")
-    return cat([unsqueeze(t, d) for t in tensors], d)
+    return apply("cat", tuple(unsqueeze(t, d) for t in tensors), {"axis": d}, _cat_forward,
+                 "StackBackward0")
 
 
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
     d = normalize_axis(dim, tensor.ndim, "split")
     n = tensor._shape[d]
+    name = "SplitBackward0"
     if isinstance(split_size_or_sections, int):
         size = split_size_or_sections
         if size <= 0:
@@ -267,6 +270,7 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
         if n == 0:
             sizes = [0]
     else:
+        name = "SplitWithSizesBackward0"
         sizes = list(split_size_or_sections)
         if sum(sizes) != n:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
@@ -275,7 +279,7 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
     out = []
     start = 0
     for s in sizes:
-        out.append(slice_dim(tensor, d, start, start + s))
+        out.append(slice_dim(tensor, d, start, start + s, name=name))
         start += s
     return tuple(out)
 
@@ -291,7 +295,7 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
 
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     d = normalize_axis(dim, input.ndim, "unbind")
-    return tuple(select(input, d, i) for i in range(input._shape[d]))
+    return tuple(select(input, d, i, name="UnbindBackward0") for i in range(input._shape[d]))
 
 
 def _flip_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
@@ -315,3 +319,59 @@ def _clone_forward(op: str, operands: Any, attrs: Any) -> Tensor:
 
 def clone(input: Tensor) -> Tensor:
     return apply("cast", (input,), {"dtype": input._dtype}, _clone_forward, "CloneBackward0")
+
+
+# --------------------------------------------------------------------------------------
+# Complex <-> real views
+# --------------------------------------------------------------------------------------
+
+def reinterpret(x: Tensor, dtype: Any, offset: int, shape: tuple[int, ...],
+                strides: tuple[int, ...]) -> Tensor:
+    """A view of `x`'s memory as another dtype (offset and strides in that dtype's units)."""
+    base = x._base if x._base is not None else x
+    return Tensor._make(x._storage, offset, shape, strides, dtype, base=base)
+
+
+def _as_real_forward(op: str, operands: Any, attrs: Any) -> Tensor:
+    x = operands[0]
+    return reinterpret(x, x._dtype.to_real(), 2 * x._offset, x._shape + (2,),
+                       tuple(2 * s for s in x._strides) + (1,))
+
+
+def _as_complex_forward(op: str, operands: Any, attrs: Any) -> Tensor:
+    x = operands[0]
+    return reinterpret(x, x._dtype.to_complex(), x._offset // 2, x._shape[:-1],
+                       tuple(s // 2 for s in x._strides[:-1]))
+
+
+def view_as_real(input: Tensor) -> Tensor:
+    """A real view `(..., 2)` of a complex tensor: real and imaginary parts, shared memory."""
+    _check_tensor("view_as_real", input)
+    if not input._dtype.is_complex:
+        raise RuntimeError(f"view_as_real is only supported for complex tensors, got "
+                           f"{input._dtype.name}")
+    return apply("view_as_real", (input,), None, _as_real_forward, "ViewAsRealBackward0")
+
+
+def view_as_complex(input: Tensor) -> Tensor:
+    """A complex view of a float32/float64 tensor `(..., 2)`; PyTorch's layout rules."""
+    _check_tensor("view_as_complex", input)
+    d = input._dtype
+    if d.name not in ("float32", "float64"):
+        raise RuntimeError(f"view_as_complex is only supported for float32 and float64 "
+                           f"tensors, but got a tensor of dtype {d.name}")
+    shape, strides = input._shape, input._strides
+    if not shape or shape[-1] != 2:
+        raise RuntimeError(f"Tensor must have a last dimension of size 2 (shape "
+                           f"{list(shape)})")
+    if strides[-1] != 1:
+        raise RuntimeError(f"Tensor must have a last dimension with stride 1 (strides "
+                           f"{list(strides)})")
+    if any(s % 2 for s in strides[:-1]):
+        raise RuntimeError(f"Tensor must have a stride divisible by 2 for all but last "
+                           f"dimension (strides {list(strides)})")
+    if input._offset % 2:
+        raise RuntimeError(f"Tensor must have a storage_offset divisible by 2 (offset "
+                           f"{input._offset})")
+    return apply("view_as_complex", (input,), None, _as_complex_forward,
+                 "ViewAsComplexBackward0")

@@ -82,7 +82,7 @@ class OpDef:
     jvp: Callable[..., Any] | None = None
     backward_name: str | None = None           # PyTorch's grad_fn class name
     promotion: str = "same"                    # frontend dtype rule (see PROMOTIONS)
-    saves: str = "io"                          # what backward keeps: i(nputs), o(utput)
+    saves: str = "io"        # what backward keeps: i(nputs), o(utput), or digits naming inputs
     doc: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -35,6 +35,30 @@ def _infer_reduce(types: tuple[TensorType, ...], axes: tuple[int, ...], keepdim:
     return TensorType(t.dtype, _reduced_shape(t.shape, axes, keepdim))
 
 
+def _infer_reduce_real(types: tuple[TensorType, ...], **attrs: Any) -> TensorType:
+    """var, std, norm: a complex input gives a real result (of |x|^2 sums), as PyTorch."""
+    t = _infer_reduce(types, **attrs)
+    return TensorType(t.dtype.to_real(), t.shape)
+
+
+def _abs_squared(F: Any, x: Any) -> Any:
+    """|x|^2 elementwise: x * x for reals (as before), Re(x conj x) for complex."""
+    if x._dtype.is_complex:
+        return F.real(F.mul(x, F.conj(x)))
+    return F.mul(x, x)
+
+
+def _sign(F: Any, x: Any) -> Any:
+    """sign(x) for reals; x / |x| (0 at 0) for complex: the gradient of |x|."""
+    if x._dtype.is_complex:
+        return F.where(F.eq(x, 0), F.zeros_like(x), F.div(x, F.abs(x)))
+    return F.sign(x)
+
+
+def _real_np(dtype: np.dtype) -> np.dtype:
+    return np.empty((), dtype).real.dtype
+
+
 def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
     n = 1
     for a in _all_axes(axes, len(shape)):
@@ -78,7 +102,7 @@ def _decompose_var(F: Any, x: Any, axes: tuple[int, ...], keepdim: bool,
                    correction: float) -> Any:
     n = _count(x._shape, axes)
     centered = F.sub(x, F.mean(x, axes or None, True))
-    ss = F.sum(F.mul(centered, centered), axes or None, keepdim)
+    ss = F.sum(_abs_squared(F, centered), axes or None, keepdim)
     return F.div(ss, max(n - correction, 0))
 
 
@@ -109,13 +133,14 @@ def _vjp_std(ctx: Any, g: Any, axes: tuple[int, ...], keepdim: bool, correction:
 def _ref_var(x: np.ndarray, axes: tuple[int, ...], keepdim: bool, correction: float
              ) -> np.ndarray:
     with np.errstate(all="ignore"):
-        return np.var(x, axis=axes or None, ddof=correction, keepdims=keepdim).astype(x.dtype)
+        return np.var(x, axis=axes or None, ddof=correction,
+                      keepdims=keepdim).astype(_real_np(x.dtype))
 
 
-register(OpDef("var", Group.COMPOSITE, 1, attrs=VAR_ATTRS, infer=_infer_reduce,
+register(OpDef("var", Group.COMPOSITE, 1, attrs=VAR_ATTRS, infer=_infer_reduce_real,
                reference=_ref_var, decompose=_decompose_var, vjp=_vjp_var,
                backward_name="VarBackward0", saves="i"))
-register(OpDef("std", Group.COMPOSITE, 1, attrs=VAR_ATTRS, infer=_infer_reduce,
+register(OpDef("std", Group.COMPOSITE, 1, attrs=VAR_ATTRS, infer=_infer_reduce_real,
                reference=lambda x, axes, keepdim, correction: np.sqrt(
                    _ref_var(x, axes, keepdim, correction)),
                decompose=_decompose_std, vjp=_vjp_std, backward_name="StdBackward0",
@@ -164,11 +189,11 @@ def _decompose_norm(F: Any, x: Any, axes: tuple[int, ...], keepdim: bool, p: flo
     if p == -math.inf:
         return F.amin(a, dims, keepdim)
     if p == 0:
-        return F.sum(F.ne(a, 0).to(x._dtype), dims, keepdim)
+        return F.sum(F.ne(a, 0).to(a._dtype), dims, keepdim)
     if p == 1:
         return F.sum(a, dims, keepdim)
     if p == 2:
-        return F.sqrt(F.sum(F.mul(x, x), dims, keepdim))
+        return F.sqrt(F.sum(_abs_squared(F, x), dims, keepdim))
     return F.pow(F.sum(F.pow(a, p), dims, keepdim), 1.0 / p)
 
 
@@ -180,16 +205,16 @@ def _vjp_norm(ctx: Any, g: Any, axes: tuple[int, ...], keepdim: bool, p: float) 
     if p == 0:
         return F.mul(x, 0.0)
     if p == 1:
-        return F.mul(g, F.sign(x))
+        return F.mul(g, _sign(F, x))
     if p in (math.inf, -math.inf):
-        mask = F.eq(F.abs(x), out).to(x._dtype)
+        mask = F.eq(F.abs(x), out).to(out._dtype)
         count = unreduce(F, F.sum(mask, axes or None, keepdim), x._shape, axes, keepdim)
-        return F.div(F.mul(F.mul(g, F.sign(x)), mask), count)
+        return F.div(F.mul(F.mul(g, _sign(F, x)), mask), count)
     if p == 2:
         safe = F.where(F.eq(out, 0), F.ones_like(out), out)
         return F.where(F.eq(out, 0), F.mul(x, 0.0), F.div(F.mul(g, x), safe))
     safe = F.where(F.eq(out, 0), F.ones_like(out), out)
-    r = F.mul(F.mul(g, F.sign(x)), F.div(F.pow(F.abs(x), p - 1), F.pow(safe, p - 1)))
+    r = F.mul(F.mul(g, _sign(F, x)), F.div(F.pow(F.abs(x), p - 1), F.pow(safe, p - 1)))
     return F.where(F.eq(out, 0), F.mul(x, 0.0), r)
 
 
@@ -204,10 +229,10 @@ def _ref_norm(x: np.ndarray, axes: tuple[int, ...], keepdim: bool, p: float) -> 
         r = np.sum(a != 0, axis=ax, keepdims=keepdim)
     else:
         r = np.sum(a ** p, axis=ax, keepdims=keepdim) ** (1.0 / p)
-    return np.asarray(r).astype(x.dtype)
+    return np.asarray(r).astype(_real_np(x.dtype))
 
 
-register(OpDef("norm", Group.COMPOSITE, 1, attrs=NORM_ATTRS, infer=_infer_reduce,
+register(OpDef("norm", Group.COMPOSITE, 1, attrs=NORM_ATTRS, infer=_infer_reduce_real,
                reference=_ref_norm, decompose=_decompose_norm, vjp=_vjp_norm,
                backward_name="NormBackward1", saves="io"))
 

@@ -4,7 +4,8 @@
 whose batch dimensions broadcast (NumPy rules, as `torch.matmul` does for N-d inputs).
 Both operands share one dtype: the frontend promotes first, and it reshapes 1-D operands
 into matrices around this primitive, so the IR has one matmul with one shape rule.
-The code generator calls BLAS for float32/float64 and generates loops for the rest.
+The code generator calls BLAS for float32/float64/complex64/complex128 and generates loops
+for the rest.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import numpy as np
 from ..ir.registry import Group, OpDef, get, register
 from ..ir.types import TensorType, broadcast_shapes
 
-MATMUL_KINDS = "biuf"          # bool, integers and floats; no complex kernels
+MATMUL_KINDS = "biufc"         # bool, integers, floats and complex (c/zgemm)
 
 
 def _pretty(t: TensorType) -> str:
@@ -77,8 +78,9 @@ register(OpDef("matmul", Group.LINALG, 2, infer=_infer_matmul, reference=_ref_ma
 def _vjp_matmul(ctx, g):
     a, b = ctx.inputs
     F = ctx.F
-    ga = F.matmul(g, F.transpose(b, -2, -1)) if ctx.needs_input_grad[0] else None
-    gb = F.matmul(F.transpose(a, -2, -1), g) if ctx.needs_input_grad[1] else None
+    # conjugate transposes (PyTorch's convention for complex; conj is a no-op on reals)
+    ga = F.matmul(g, F.transpose(F.conj(b), -2, -1)) if ctx.needs_input_grad[0] else None
+    gb = F.matmul(F.transpose(F.conj(a), -2, -1), g) if ctx.needs_input_grad[1] else None
     return (ga, gb)
 
 

@@ -224,10 +224,11 @@ def _vjp_prod(ctx: Any, g: Any, axes: tuple[int, ...], keepdim: bool) -> Any:
     zeros = unreduce(F, F.sum(is_zero, dims, keepdim), shape, axes, keepdim)
     others = unreduce(F, F.prod(safe, dims, keepdim), shape, axes, keepdim)
     zsum = unreduce(F, F.sum(F.where(is_zero, x, 0.0), dims, keepdim), shape, axes, keepdim)
-    g_others = F.mul(g, others)
+    g_others = F.mul(g, F.conj(others))       # conj: complex inputs (PyTorch's convention)
     at_zero = F.where(F.eq(zeros, 1), g_others,
-                      F.where(F.eq(zeros, 2), F.mul(g_others, F.sub(zsum, x)), F.mul(g, 0.0)))
-    return F.where(is_zero, at_zero, F.div(F.mul(g, out), safe))
+                      F.where(F.eq(zeros, 2), F.mul(g_others, F.conj(F.sub(zsum, x))),
+                              F.mul(g, 0.0)))
+    return F.where(is_zero, at_zero, F.div(F.mul(g, F.conj(out)), F.conj(safe)))
 
 
 def _vjp_extreme(ctx: Any, g: Any, axes: tuple[int, ...], keepdim: bool) -> Any:

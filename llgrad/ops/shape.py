@@ -282,3 +282,54 @@ OPS["pad"].jvp = lambda ctx, ts, lows, highs, interior, value: ctx.F.pad_dims(
 OPS["cat"].jvp = lambda ctx, ts, axis: ctx.F.cat(
     [_tangent(ctx, ts, i) for i in range(len(ts))], axis)
 OPS["flip"].jvp = lambda ctx, ts, axes: ctx.F.flip(_tangent(ctx, ts), axes)
+
+
+# --------------------------------------------------------------------------------------
+# Complex <-> real reinterpretation: (..., ) complex is (..., 2) real in memory
+# --------------------------------------------------------------------------------------
+
+def _infer_view_as_real(types: tuple[TensorType, ...]) -> TensorType:
+    (t,) = types
+    if not t.dtype.is_complex:
+        raise TypeError(f"view_as_real is only supported for complex tensors (input {t})")
+    return TensorType(t.dtype.to_real(), t.shape + (2,))
+
+
+def _infer_view_as_complex(types: tuple[TensorType, ...]) -> TensorType:
+    (t,) = types
+    if t.dtype.name not in ("float32", "float64"):
+        raise TypeError(f"view_as_complex is only supported for float32 and float64 tensors "
+                        f"(input {t})")
+    if not t.shape or t.shape[-1] != 2:
+        raise RuntimeError(f"view_as_complex: Tensor must have a last dimension of size 2 "
+                           f"(input {t})")
+    return TensorType(t.dtype.to_complex(), t.shape[:-1])
+
+
+def _ref_view_as_complex(x: np.ndarray) -> np.ndarray:
+    out = np.empty(x.shape[:-1], dtype=np.result_type(x.dtype, np.complex64))
+    out.real, out.imag = x[..., 0], x[..., 1]
+    return out
+
+
+register(OpDef("view_as_real", Group.MOVEMENT, 1, infer=_infer_view_as_real,
+               reference=lambda x: np.stack([x.real, x.imag], axis=-1),
+               backward_name="ViewAsRealBackward0", saves=""))
+register(OpDef("view_as_complex", Group.MOVEMENT, 1, infer=_infer_view_as_complex,
+               reference=_ref_view_as_complex, backward_name="ViewAsComplexBackward0",
+               saves=""))
+
+
+def _vjp_view_as_real(ctx: Any, g: Any) -> Any:
+    return ctx.F.view_as_complex(ctx.F.contiguous(g))
+
+
+def _vjp_view_as_complex(ctx: Any, g: Any) -> Any:
+    return ctx.F.view_as_real(g)
+
+
+OPS["view_as_real"].vjp = _vjp_view_as_real
+OPS["view_as_complex"].vjp = _vjp_view_as_complex
+OPS["view_as_real"].jvp = lambda ctx, ts: ctx.F.view_as_real(_tangent(ctx, ts))
+OPS["view_as_complex"].jvp = lambda ctx, ts: ctx.F.view_as_complex(
+    ctx.F.contiguous(_tangent(ctx, ts)))
