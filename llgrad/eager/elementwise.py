@@ -214,7 +214,11 @@ def run(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None = None,
             k += 2 if d is dt.complex128 else 1      # slots are 8 bytes
     if plan.serial and not launch.recording():
         buf, addr = launch.block()
-        plan.packer.pack_into(buf, 0, *args)
+        try:
+            plan.packer.pack_into(buf, 0, *args)
+        except struct.error:
+            raise RuntimeError(f"{op}: an operand has no memory (a traced tensor reached "
+                               f"eager execution)") from None
         plan.kernel.fn(addr)
     else:
         launch.call_split(plan.kernel, args, plan.work)

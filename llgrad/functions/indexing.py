@@ -141,6 +141,10 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
 
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     from ..eager import indexing
+    if getattr(input, "_ctx", None) is not None:
+        from ..tracer.tensor import GraphBreak
+        from ..tracer.context import user_location
+        raise GraphBreak("nonzero() (its result size depends on data)", user_location())
     out = indexing.nonzero(input)
     if as_tuple:
         return tuple(out[:, k] for k in range(input.ndim)) if input.ndim else (out.reshape(-1),)

@@ -60,15 +60,15 @@ def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
 
 
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
-    from ..eager import reduce
     axes = _axes(dim, input.ndim, "argmax")
-    return reduce.run("argmax", input, axes, keepdim and dim is not None)
+    return apply("argmax", (input,), {"axes": axes, "keepdim": keepdim and dim is not None},
+                 _forward)
 
 
 def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
-    from ..eager import reduce
     axes = _axes(dim, input.ndim, "argmin")
-    return reduce.run("argmin", input, axes, keepdim and dim is not None)
+    return apply("argmin", (input,), {"axes": axes, "keepdim": keepdim and dim is not None},
+                 _forward)
 
 
 def _extreme(op: str, input: Tensor, dim: Any, keepdim: bool, other: Any) -> Any:

@@ -16,15 +16,22 @@
   row-major linear index, so reshapes inside a group are free. When a node reads several
   such groups it merges all of them (a diamond or a sum of two chains becomes one kernel),
   as long as the merge keeps the group graph acyclic (no path from a merged group through
-  another group back into the merge) and every read of the merged groups can be expressed
-  over the kept index space. Nodes are never duplicated, so nothing is recomputed: a
-  member that is used outside its group (or is a graph output) is simply one more output
-  of the kernel (an elementwise kernel may have several).
+  another group back into the merge), no merged group reads another one's buffer (that
+  read would race with the writes of the same loop), every read of the merged groups can
+  be expressed over the kept index space, and the group stays under `MAX_GROUP_COST`
+  (LLVM's time grows faster than linearly with one loop body). Nodes are never
+  duplicated, so nothing is recomputed: a member that is used outside its group (or is a
+  graph output) is simply one more output of the kernel (an elementwise kernel may have
+  several). A producer read through a broadcast or a permutation is materialized.
+* **Siblings**: at the end, elementwise groups over the same space that read a common
+  (non-constant) buffer and do not depend on each other merge (horizontal fusion).
 * **Reductions** absorb their producer's elementwise group as a prologue when every value
   of that group is used only inside it or by the reduction (and it draws no random
   numbers, which need an element index that reduction loops do not have); the reduction
   kernel then evaluates the group's expression where it would load its input
-  (`codegen.reduce.ReduceKernel.prologue`). Otherwise the reduction reads a buffer.
+  (`codegen.reduce.ReduceKernel.prologue`). When only the group's tail feeds the
+  reduction, the tail is split off and absorbed if that adds no buffer (whatever the tail
+  reads from the rest is written anyway). Otherwise the reduction reads a buffer.
 * **matmul, gather, scatter_add, index_put, cat, pad, flip, nonzero** are groups of their
   own; their operands are reads (views folded in), their results dense buffers.
 * **Graph outputs** that are not written directly by a kernel (a parameter, a constant, a
@@ -50,6 +57,22 @@ __all__ = ["Layout", "Read", "Kind", "KernelGroup", "FusionPlan", "fuse", "VIEW_
 
 VIEW_OPS = frozenset({"reshape", "permute", "expand", "slice"})
 FUSIBLE = ELEMENTWISE | {Group.RANDOM}
+# Fused kernels are one loop body: LLVM's time grows faster than linearly with its size
+# (measured: 128 chained ops compile at ~20 ms per op, 500 at ~60), so a group stops
+# growing at this many cost units, a transcendental (a polynomial of ~40 instructions)
+# counting 8 and any other op 1. A longer chain becomes several kernels that pass an
+# intermediate through memory.
+MAX_GROUP_COST = 512
+_EXPENSIVE = frozenset({"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos",
+                        "tan", "tanh", "erf", "erfc", "sigmoid", "silu", "gelu", "softplus",
+                        "pow", "atan2", "normal"})
+
+
+def op_cost(n: Node) -> int:
+    """A node's share of a fused kernel's code size (see MAX_GROUP_COST)."""
+    return 8 if n.op in _EXPENSIVE else 1
+
+
 _OWN_GROUP = {"matmul": "matmul", "gather": "gather", "scatter_add": "scatter",
               "index_put": "scatter", "cat": "cat", "pad": "pad", "flip": "flip",
               "nonzero": "nonzero"}
@@ -230,6 +253,7 @@ class KernelGroup:
     deps: set["KernelGroup"] = field(default_factory=set, repr=False)
     open: bool = True
     has_random: bool = False
+    cost: int = 0                              # code size estimate (see `op_cost`)
     merged_into: "KernelGroup | None" = field(default=None, repr=False)
 
     def _name(self, n: Node) -> str:
@@ -270,6 +294,16 @@ class FusionPlan:
     @property
     def n_kernels(self) -> int:
         return len(self.groups)
+
+    # the plan reads as the list of its groups
+    def __iter__(self):
+        return iter(self.groups)
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+    def __getitem__(self, i: int) -> KernelGroup:
+        return self.groups[i]
 
     def __str__(self) -> str:
         lines = [f"fusion of @{self.graph.name}: {len(self.graph.nodes)} nodes -> "
@@ -366,10 +400,6 @@ class _Fuser:
     # -- node handlers --------------------------------------------------------------------
     def run(self) -> FusionPlan:
         for n in self.g.nodes:
-            if n.dtype.is_complex:
-                raise TypeError(f"fusion: compiled graphs do not support {n.dtype.name} "
-                                f"values ({self.names.get(n, n.op)} = {n.op}: "
-                                f"{format_type(n.type)}{_at(n)})")
             grp = n.group
             if grp in (Group.PARAM, Group.CONST):
                 continue
@@ -438,6 +468,8 @@ class _Fuser:
         chosen: list[KernelGroup] = []
         for c in candidates:
             trial = chosen + [c]
+            if sum(g.cost for g in trial) + op_cost(n) > MAX_GROUP_COST:
+                continue
             if self.can_merge(trial, input_groups) and self.spaces_fit(trial, n):
                 chosen = trial
         if not chosen:
@@ -449,6 +481,7 @@ class _Fuser:
             grp.nodes.append(n)
             self.group_of[n] = grp
         grp.has_random = grp.has_random or n.group is Group.RANDOM
+        grp.cost += op_cost(n)
         ops: list[tuple[str, Any]] = []
         for x in n.inputs:
             base = self.preserving(n, x)
@@ -527,6 +560,7 @@ class _Fuser:
         grp.views.extend(other.views)
         grp.deps |= other.deps
         grp.has_random = grp.has_random or other.has_random
+        grp.cost += other.cost
         other.merged_into = grp
         other.nodes = []
         grp.deps = {self.find(d) for d in grp.deps} - {grp}
@@ -535,6 +569,9 @@ class _Fuser:
         (x,) = n.inputs
         base = self.preserving_chain(x)
         producer = self.group(base) if base is not None else None
+        if producer is not None and producer.kind is Kind.ELEMENTWISE and producer.open \
+                and not self.only_feeds(producer, n):
+            producer = self.peel(producer, n, base, x.shape)
         if (producer is not None and producer.kind is Kind.ELEMENTWISE and producer.open
                 and not producer.has_random and self.only_feeds(producer, n)):
             reads = self.prologue_reads(producer, x.shape)
@@ -548,6 +585,45 @@ class _Fuser:
         if x in self.view_read:
             grp.views.append(x)
         grp.open = False
+
+    def peel(self, grp: KernelGroup, r: Node, base: Node, shape: tuple[int, ...]
+             ) -> KernelGroup | None:
+        """Split off the members of `grp` that only feed the reduction `r` (its tail).
+
+        Done only when it adds no buffer: every remaining member the tail reads must be
+        written anyway (used outside the group or a graph output), so the reduction can
+        take the tail as its prologue while the rest stays an elementwise kernel. Returns
+        the tail's new group, or None.
+        """
+        members = set(grp.nodes)
+        tail: set[Node] = set()
+        for m in reversed(grp.nodes):
+            if all(c is not None and (c in tail or c is r) for c, _ in self.uses[m]):
+                tail.add(m)
+        rest = [m for m in grp.nodes if m not in tail]
+        if base not in tail or not rest or any(m.group is Group.RANDOM for m in tail):
+            return None
+        space = grp.space
+        for m in tail:
+            for kind, v in grp.operands[m]:
+                if kind == "node" and v not in tail and not any(
+                        c is None or c not in members for c, _ in self.uses[v]):
+                    return None
+                if kind == "read" and v.layout.reshape(shape) is None:
+                    return None
+        new = self.new_group(Kind.ELEMENTWISE, [m for m in grp.nodes if m in tail], space)
+        for m in new.nodes:
+            ops = []
+            for kind, v in grp.operands.pop(m):
+                if kind == "node" and v not in tail:
+                    kind, v = "read", Read(v, Layout.dense(space))
+                ops.append((kind, v))
+            new.operands[m] = ops
+        new.deps = set(grp.deps) | {grp}
+        new.cost = sum(op_cost(m) for m in new.nodes)
+        grp.cost -= new.cost
+        grp.nodes = rest
+        return new
 
     def preserving_chain(self, x: Node) -> Node | None:
         base, only_reshapes = self.chain(x)
@@ -609,7 +685,33 @@ class _Fuser:
                 return True
         return False
 
+    def merge_siblings(self) -> None:
+        """Horizontal fusion: elementwise groups over the same index space that read a
+        common buffer (not a constant) and do not depend on each other become one kernel,
+        which reads the shared input once."""
+        readers: dict[Node, list[KernelGroup]] = {}
+        for grp in self.groups:
+            if grp.merged_into is not None or grp.kind is not Kind.ELEMENTWISE:
+                continue
+            for ops in grp.operands.values():
+                for kind, r in ops:
+                    if kind == "read" and r.base.op != "const":
+                        readers.setdefault(r.base, [])
+                        if grp not in readers[r.base]:
+                            readers[r.base].append(grp)
+        for groups in readers.values():
+            for i, a in enumerate(groups):
+                a = self.find(a)
+                for c in groups[i + 1:]:
+                    c = self.find(c)
+                    if a is c or a.space != c.space or a.cost + c.cost > MAX_GROUP_COST:
+                        continue
+                    if a in self.ancestors(c) or c in self.ancestors(a):
+                        continue
+                    self.absorb(a, c)
+
     def finish(self) -> FusionPlan:
+        self.merge_siblings()
         live = [grp for grp in self.groups if grp.merged_into is None]
         direct: dict[int, Node] = {}
         claimed: set[Node] = set()

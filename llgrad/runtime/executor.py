@@ -25,7 +25,7 @@ import ctypes
 import struct
 import threading
 import time
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +41,7 @@ from ..passes import fusion as fusion_pass
 from ..passes import memory as memory_pass
 from ..tensor import Tensor
 from . import launch
-from .storage import allocate
+from .storage import Storage, allocate
 
 __all__ = ["CompiledGraph"]
 
@@ -77,8 +77,11 @@ class CompiledGraph:
     Inspection: `kernels` (the fusion groups, each naming the IR nodes it computes),
     `llvm_ir` (the module's text), `asm()` (its optimized assembly), `plan` (the memory
     plan with the arena's peak size), `stats` (counts and compile seconds per stage).
-    `inline` chooses how kernels meet the entry: "always" (alwaysinline, the default),
-    "auto" (LLVM decides) or "never"; `threads` caps the threads a call may use.
+    `inline` chooses whether kernels are inlined into their launch wrappers, where every
+    size and stride is a constant: "always" (the default; fastest to compile and to run,
+    see `codegen.graph`), "auto" (LLVM decides) or "never". `threads` caps the threads a
+    call may use (at most `runtime.launch`'s pool); a graph whose launches are all small
+    runs in one foreign call of `entry`.
     """
 
     def __init__(self, graph: Graph, *, inline: str = "always", threads: int | None = None,
@@ -94,7 +97,9 @@ class CompiledGraph:
         t1 = time.perf_counter()
         self.fusion = fusion_pass.fuse(graph)
         t2 = time.perf_counter()
-        self.threads = max(1, threads if threads is not None else launch.num_threads())
+        # at most the threads of runtime.launch's pool, which runs the pieces
+        cap = launch._THREADS
+        self.threads = max(1, min(cap, threads if threads is not None else cap))
         self.program = cg.lower(self.fusion, self.threads)
         t3 = time.perf_counter()
         views = {}
@@ -120,13 +125,15 @@ class CompiledGraph:
                                s.parallel, s.extent, s.symbol) for s in stages]
         self._staged = any(s.parallel for s in stages)
         self._params = [_Param(p) for p in graph.params]
-        self._outs = [(o.shape, o.dtype, contiguous_strides(o.shape)) for o in graph.outputs]
+        self._outs = [(o.shape, o.dtype, contiguous_strides(o.shape),
+                       o.dtype.itemsize * _numel(o.shape)) for o in graph.outputs]
         self._extras = [_extra_address(name) for name in self.program.extras]
         n_slots = len(self._params) + len(self._outs) + 1 + len(self._extras)
         self._struct = struct.Struct(f"{n_slots}q")
-        self._errors = [(l.err.offset, l) for l in self.program.errors]
-        self._err_span = (min(o for o, _ in self._errors),
-                          max(o for o, _ in self._errors) + 32) if self._errors else None
+        self._pack = self._struct.pack_into
+        errors = self.program.error_buffer
+        self._errors = [(l.err.byte_offset, l) for l in self.program.errors]
+        self._err_span = (errors.offset, errors.offset + errors.nbytes) if errors else None
         self._tls = threading.local()
         self.stats = {
             "nodes": len(graph.nodes),
@@ -139,8 +146,10 @@ class CompiledGraph:
             "from_cache": self.compiled.from_cache,
             "seconds": seconds,
         }
-        _log.log("fusion", str(self.fusion))
-        _log.log("llvm", f"graph @{graph.name}: {self.stats}")
+        if _log.enabled("fusion"):
+            _log.log("fusion", f"{self.fusion}\n{self.plan}")
+        if _log.enabled("llvm"):
+            _log.log("llvm", f"graph @{graph.name}: {self.stats}")
 
     # -- inspection ---------------------------------------------------------------------
     @property
@@ -160,7 +169,7 @@ class CompiledGraph:
 
     # -- calling ------------------------------------------------------------------------
     def _scratch(self) -> tuple[ctypes.Array, int, int, Any]:
-        """This thread's argument block and arena (made on first use)."""
+        """This thread's argument block, arena address and error records (made once)."""
         try:
             return self._tls.state
         except AttributeError:
@@ -170,7 +179,9 @@ class CompiledGraph:
             if self._err_span is not None:
                 lo, hi = self._err_span
                 err = (ctypes.c_int64 * ((hi - lo) // 8)).from_address(arena.ptr + lo)
-            self._tls.state = (block, ctypes.addressof(block), arena.ptr, (arena, err))
+                err._arena = arena               # the records live in the arena
+            self._tls.arena = arena               # keeps the arena alive with the thread
+            self._tls.state = (block, ctypes.addressof(block), arena.ptr, err)
             return self._tls.state
 
     def __call__(self, *args: Any) -> list[Tensor]:
@@ -180,27 +191,35 @@ class CompiledGraph:
             raise TypeError(f"graph @{self.graph.name} takes {len(params)} inputs "
                             f"({expected}), got {len(args)}")
         ptrs: list[int] = []
-        keep: list[Any] = []
+        keep: list[Tensor] | None = None
         for p, x in zip(params, args):
-            if isinstance(x, Tensor) and x._dtype is p.dtype and x._shape == p.shape \
+            if x.__class__ is Tensor and x._dtype is p.dtype and x._shape == p.shape \
                     and x._strides == p.strides:
                 ptrs.append(x._ptr)
-            else:
+            else:                           # validation errors, conversions, copies
                 x = self._convert(p, x)
-                keep.append(x)
+                keep = [x] if keep is None else keep + [x]
                 ptrs.append(x._ptr)
-        outs = [Tensor._empty(shape, d, st) for shape, d, st in self._outs]
-        block, addr, arena, (_, err) = self._scratch()
-        self._struct.pack_into(block, 0, *ptrs, *(o._ptr for o in outs), arena,
-                               *self._extras)
-        if err is not None:
-            ctypes.memset(ctypes.addressof(err), 0, ctypes.sizeof(err))
+        outs = [_new_output(shape, d, st, nbytes) for shape, d, st, nbytes in self._outs]
+        for o in outs:
+            ptrs.append(o._ptr)
+        try:
+            block, addr, arena, err = self._tls.state
+        except AttributeError:
+            block, addr, arena, err = self._scratch()
+        self._pack(block, 0, *ptrs, arena, *self._extras)
+        if err is None:
+            if self._staged:
+                self._run_stages(addr)
+            else:
+                self._entry(addr)
+            return outs
+        ctypes.memset(ctypes.addressof(err), 0, ctypes.sizeof(err))
         if self._staged:
             self._run_stages(addr)
         else:
             self._entry(addr)
-        if err is not None:
-            self._check_errors(err)
+        self._check_errors(err)
         return outs
 
     def _convert(self, p: _Param, x: Any) -> Tensor:
@@ -250,9 +269,8 @@ class CompiledGraph:
                 f.result()
 
     def _check_errors(self, err: ctypes.Array) -> None:
-        base = self._err_span[0]
         for offset, l in self._errors:
-            k = (offset - base) // 8
+            k = offset // 8
             if err[k]:
                 node = l.node
                 name = self.fusion.names.get(node, node.op)
@@ -263,6 +281,45 @@ class CompiledGraph:
                 raise IndexError(f"{node.op}: index {err[k + 1]} is out of bounds for "
                                  f"dimension 0 with size {numel} ({name} = {node.op} in "
                                  f"graph @{self.graph.name}{loc})")
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+# --------------------------------------------------------------------------------------
+# Output allocation. A call's cost for a small graph is mostly Python, and a general
+# allocation (`Tensor._empty`: a NumPy block, its address, alignment) is its biggest part.
+# Small outputs are cut from a per-thread slab instead: each gets its own 64-byte-aligned
+# region and its own Storage (so version counters stay per tensor); the slab is freed
+# when the last tensor cut from it dies. A kept tensor pins at most one slab (16 KiB).
+# --------------------------------------------------------------------------------------
+
+SLAB_BYTES = 1 << 14
+SMALL_OUTPUT = 256
+_slabs = threading.local()
+
+
+def _new_output(shape: tuple[int, ...], d: DType, strides: tuple[int, ...],
+                nbytes: int) -> Tensor:
+    if nbytes > SMALL_OUTPUT:
+        return Tensor._empty(shape, d, strides)
+    try:
+        raw, base, used = _slabs.state
+    except AttributeError:
+        raw, base, used = None, 0, SLAB_BYTES
+    if used + SMALL_OUTPUT > SLAB_BYTES:
+        raw = np.empty(SLAB_BYTES + 64, dtype=np.uint8)
+        address = raw.ctypes.data
+        pad = (-address) % 64
+        raw = raw[pad:pad + SLAB_BYTES]
+        base, used = address + pad, 0
+    _slabs.state = (raw, base, used + ((nbytes + 63) & ~63 or 64))
+    storage = Storage(raw[used:used + nbytes], base + used)
+    return Tensor._make(storage, 0, shape, strides, d)
 
 
 def _extra_address(name: str) -> int:

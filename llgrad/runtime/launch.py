@@ -84,12 +84,16 @@ def call(kernel: Kernel, args: Sequence[int]) -> None:
     if len(args) > _SLOTS:
         raise ValueError(f"{kernel.name}: {len(args)} kernel arguments exceed {_SLOTS}")
     buf, addr = block()
-    packer(len(args)).pack_into(buf, 0, *args)
+    try:
+        packer(len(args)).pack_into(buf, 0, *args)
+    except struct.error:
+        raise RuntimeError(f"{kernel.name}: an argument is not a plain integer (a traced "
+                           f"tensor reached eager execution: the op bypassed tracing)") from None
     kernel.fn(addr)
 
 
 def _call_fresh(kernel: Kernel, args: Sequence[int]) -> None:
-    buf = (ctypes.c_int64 * len(args))(*args)
+    buf = (ctypes.c_int64 * len(args))(*args)        # raises TypeError on a non-integer
     kernel.fn(ctypes.addressof(buf))
 
 

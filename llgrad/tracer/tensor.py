@@ -56,7 +56,7 @@ class TracerTensor(Tensor):
         t._shape = node.type.shape
         t._strides = contiguous_strides(node.type.shape)
         t._dtype = node.type.dtype
-        t._ptr = 0
+        t._ptr = None        # packing it into a kernel's argument block fails: never launched
         t._lkey = None
         t._requires_grad = False
         t._grad = None
