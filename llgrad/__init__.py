@@ -17,6 +17,8 @@ from . import nn, optim, utils  # noqa: E402,F401
 from . import ir  # noqa: E402,F401
 from .compiler import compile, disable_compile  # noqa: E402,F401  (lg.compile)
 from .tracer import make_ir  # noqa: E402,F401
+from .transforms import (grad, hessian, jacfwd, jacrev, jvp, value_and_grad,  # noqa: E402,F401
+                         vjp, vmap)
 from .serialization import load, save  # noqa: E402,F401
 
 float = float32  # noqa: A001

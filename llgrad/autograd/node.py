@@ -8,6 +8,7 @@ itself lives in the op registry; a node only supplies the context the rule reads
 from __future__ import annotations
 
 import itertools
+import weakref
 import traceback
 from typing import Any, Callable
 
@@ -47,6 +48,19 @@ def _type_name(t: Tensor) -> str:
     return f"llgrad.{kind}Tensor [{', '.join(map(str, t._shape))}]"
 
 
+def _alias_with_tangent(t: Tensor, source: Tensor | None = None) -> Tensor:
+    """An alias of a saved output that carries the output's forward-mode tangent.
+
+    The tangent is attached after the node is recorded (a tangent rule may read the
+    output's history), so it is looked up on the original output when unpacked.
+    """
+    alias = t._alias()
+    tangent = (source if source is not None else t).__dict__.get("_fw_tangent")
+    if tangent is not None:
+        alias.__dict__["_fw_tangent"] = tangent
+    return alias
+
+
 class SavedTensor:
     """A tensor saved for backward, with the version it had when saved.
 
@@ -54,13 +68,15 @@ class SavedTensor:
     makes a fresh alias whose grad_fn is the node, so higher-order gradients flow.
     """
 
-    __slots__ = ("data", "version", "is_output", "requires_grad")
+    __slots__ = ("data", "version", "is_output", "requires_grad", "source")
 
     def __init__(self, t: Tensor, is_output: bool = False):
         self.is_output = is_output
         self.requires_grad = t._requires_grad
         self.version = t._storage.version if t._storage is not None else 0
         self.data = t._alias() if is_output else t
+        # the output object itself, weakly: forward-mode tangents attach to it later
+        self.source = weakref.ref(t) if is_output else None
 
     def unpack(self, node: "Node", op_name: str, index: int) -> Tensor:
         t = self.data
@@ -73,7 +89,8 @@ class SavedTensor:
                 f"operation that failed to compute its gradient; enable anomaly detection with "
                 f"llgrad.autograd.set_detect_anomaly(True) to find it.")
         if self.is_output and self.requires_grad:
-            alias = t._alias()
+            source = self.source() if self.source is not None else None
+            alias = _alias_with_tangent(t, source)
             alias._requires_grad = True
             alias.grad_fn = node
             return alias

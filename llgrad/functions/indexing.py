@@ -61,18 +61,17 @@ def getitem(x: Tensor, index: Any, name: str | None = None) -> Tensor:
         return traced.getitem(x, index)
     from ..eager import indexing
     out = indexing.getitem(x, index)
-    if forward_ad._level[0]:
-        t = forward_ad.tangent_of(x)
-        if t is not None:
-            out = Tensor._make(out._storage, out._offset, out._shape, out._strides, out._dtype,
-                               base=out._base)
-            forward_ad.set_tangent(out, getitem(t, index))
-    if needs_grad([x]) and (out._dtype.is_floating_point or out._dtype.is_complex):
-        node = node_class(name or _index_name(index), IndexNode)(x, index)
+    tangent = forward_ad.tangent_of(x) if forward_ad._level[0] else None
+    if tangent is not None or (needs_grad([x]) and (out._dtype.is_floating_point or
+                                                    out._dtype.is_complex)):
+        # a new tensor object: a basic index's view must not share autograd state
         out = Tensor._make(out._storage, out._offset, out._shape, out._strides, out._dtype,
                            base=out._base)
+    if needs_grad([x]) and (out._dtype.is_floating_point or out._dtype.is_complex):
         out._requires_grad = True
-        out.grad_fn = node
+        out.grad_fn = node_class(name or _index_name(index), IndexNode)(x, index)
+    if tangent is not None:
+        forward_ad.set_tangent(out, getitem(tangent, index))
     return out
 
 
@@ -87,6 +86,9 @@ def index_backward(g: Tensor, shape: tuple[int, ...], index: Any) -> Tensor:
     if needs_grad([g]):
         out._requires_grad = True
         out.grad_fn = node_class("IndexBackwardBackward0", IndexScatterNode)(g, index)
+    tangent = forward_ad.tangent_of(g) if forward_ad._level[0] else None
+    if tangent is not None:                  # linear in g: the tangent scatters the same way
+        forward_ad.set_tangent(out, index_backward(tangent, shape, index))
     return out
 
 

@@ -229,7 +229,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         raise ValueError(f"{op}: Using a target size ({list(target.shape)}) that is different "
                          f"to the input size ({list(input.shape)}) is deprecated. Please "
                          f"ensure they have the same size.")
-    if input.numel() and input._dtype.is_floating_point:
+    from ..tracer.tensor import tracing
+    if input.numel() and input._dtype.is_floating_point and not tracing():
         with no_grad():
             inside = lg.logical_and(lg.ge(input, 0), lg.le(input, 1))
             if not bool(lg.all(inside).item()):
@@ -421,7 +422,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         raise TypeError(f"{op}: Expected tensor for argument 'indices' to have one of the "
                         f"following scalar types: Long, Int; but got {input._dtype.name} "
                         f"(shape {list(input.shape)})")
-    if input.numel():
+    from ..tracer.tensor import tracing
+    if input.numel() and not tracing():      # compiled: the gather kernel checks bounds
         with no_grad():
             lo, hi = int(lg.amin(input).item()), int(lg.amax(input).item())
         if lo < 0 or hi >= vocab:
