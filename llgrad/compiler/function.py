@@ -41,11 +41,16 @@ class Compiled:
 
 
 def compile_graph(graph: Graph) -> Compiled:
+    from ..passes.decompose import decompose
     from ..runtime.executor import CompiledGraph
-    optimized, stages, t_opt = optimize(graph)
+    t0 = time.perf_counter()
+    lowered = decompose(graph)
+    t_dec = time.perf_counter() - t0
+    optimized, stages, t_opt = optimize(lowered)
+    stages = [("decompose", lowered)] + stages
     t0 = time.perf_counter()
     executable = CompiledGraph(optimized)
-    seconds = {"passes": t_opt, "codegen": time.perf_counter() - t0}
+    seconds = {"decompose": t_dec, "passes": t_opt, "codegen": time.perf_counter() - t0}
     _log.log("graph", f"compiled @{graph.name}: {len(graph.nodes)} nodes -> "
                       f"{len(optimized.nodes)} after passes")
     return Compiled(graph, optimized, executable, stages, seconds)

@@ -54,6 +54,9 @@ def _nested_values(data: Any) -> Any:
 def from_values(arr: np.ndarray, dtype: DType) -> Tensor:
     """A new tensor holding a copy of `arr`'s values converted to `dtype`."""
     out = Tensor._empty(tuple(arr.shape), dtype)
+    if arr.dtype.kind == "c" and not dtype.is_complex:
+        # complex -> real keeps the real part, as the cast does (bool: either part non-zero)
+        arr = (arr != 0) if dtype is dt.bool_ else arr.real
     if dtype is dt.bfloat16:
         f = np.asarray(arr, dtype=np.float32)
         bits = f.view(np.uint32).astype(np.uint64)
@@ -61,9 +64,9 @@ def from_values(arr: np.ndarray, dtype: DType) -> Tensor:
         rounded = np.where(np.isnan(f), np.uint16(0x7FC0), rounded)
         out._numpy_view()[...] = rounded
     else:
-        if dtype.kind in "iub" and arr.dtype.kind in "fc":
+        if dtype.kind in "iub" and arr.dtype.kind == "f":
             with np.errstate(invalid="ignore"):
-                arr = np.trunc(arr.real if arr.dtype.kind == "c" else arr)
+                arr = np.trunc(arr)
         out._numpy_view()[...] = arr
     return out
 
@@ -229,6 +232,10 @@ def eye(n: int, m: int | None = None, **kwargs: Any) -> Tensor:
 
 def iota(n: int, dtype: DType) -> Tensor:
     """0, 1, ..., n-1 computed from the element index (no data read)."""
+    from ..tracer.context import current
+    ctx = current()
+    if ctx is not None:                      # a pure constant: a node of the graph
+        return ctx.iota(n).to(dtype)
     return ew.run("iota", [], {"dtype": dtype, "shape": (n,)}, out=Tensor._empty((n,), dtype))
 
 
@@ -245,7 +252,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, **kwargs: Any) -> Tensor:
         dtype = dt.int64 if all(isinstance(v, int) for v in vals) else dt.get_default_dtype()
     from ..tracer.context import current
     ctx = current()
-    if ctx is not None and ctx.constant_creations and n:     # start + step * iota
+    if ctx is not None and n:                # a pure constant: start + step * iota, traced
         compute = dt.int64 if dtype.kind in "iu" and isinstance(step, int) and \
             isinstance(start, int) else dt.float64
         return (ctx.iota(n).to(compute) * step + start).to(dtype)
@@ -268,6 +275,13 @@ def linspace(start: float, end: float, steps: int, **kwargs: Any) -> Tensor:
         return _finish(_fill((1,), start, d), rg)
     step = (end - start) / (steps - 1)
     idx = iota(steps, dt.float64)
+    from ..tracer.context import current
+    if current() is not None:                # traced: the same formula as graph ops
+        from . import elementwise as E
+        half = steps // 2
+        fwd = E.add(E.mul(idx, step), float(start))
+        bwd = E.sub(float(end), E.mul(E.sub(steps - 1.0, idx), step))
+        return _finish(E.where(E.lt(idx, half), fwd, bwd).to(d), rg)
     # PyTorch fills the first half from start and the second half from end (symmetric)
     half = steps // 2
     fwd = ew.run("add", [ew.run("mul", [idx, step]), float(start)])

@@ -81,6 +81,16 @@ def _traced_index(index: Any) -> bool:
 
 
 def index_backward(g: Tensor, shape: tuple[int, ...], index: Any) -> Tensor:
+    from ..tracer.context import current
+    ctx = current()
+    if ctx is not None:
+        # traced: scatter-add g at the positions `x[index]` reads (an iota indexed alike)
+        n = 1
+        for s in shape:
+            n *= s
+        positions = getitem(ctx.iota(n).reshape(shape), index)
+        zeros = ctx.constant(0, g._dtype, shape)
+        return scatter_add_linear(zeros, positions, g)
     from ..eager import indexing
     out = indexing.getitem_backward(shape, g._dtype, index, g)
     if needs_grad([g]):

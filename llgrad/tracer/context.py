@@ -57,6 +57,7 @@ class TraceContext:
         # (the autodiff pass) make them constants.
         self.constant_creations = constant_creations
         self.mutated: dict[int, tuple[Tensor, Node]] = {}   # in-place writes to captured
+        self.expand_composites = False          # True in the decompose pass
         self.grad_before: dict[int, tuple[Tensor, Any]] = {}  # `.grad` of captured tensors
 
     # -- entering ---------------------------------------------------------------------
@@ -209,6 +210,17 @@ class TraceInterpreter(Interpreter):
         if needs_grad(operands):         # the autodiff pass traces with a tape
             record(op, operands, attrs or {}, out, name)
         return out
+
+    def process_composite(self, op: str, operands: Sequence[Any], attrs: dict[str, Any],
+                          name: str | None) -> TracerTensor:
+        """A composite op stays ONE node until the decompose pass, so autodiff uses its own
+        derivative rule (e.g. embedding's padding row), not its decomposition's."""
+        tracer = any_tracer(operands)
+        ctx = tracer._ctx if tracer is not None else current()
+        if ctx.expand_composites:
+            from .. import functions as F
+            return registry.get(op).decompose(F, *operands, **attrs)
+        return self.process(op, operands, attrs, None, name)
 
 
 _INTERPRETER = TraceInterpreter()
