@@ -193,3 +193,63 @@ def test_whole_training_step_compiles_into_one_graph(opt_name, kw):
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5,
                                    atol=1e-6)
         assert p.grad is not None and not isinstance(p.grad, lg.tracer.TracerTensor)
+
+
+# --------------------------------------------------------------------------------------
+# Random programs: compiled, eager and the NumPy interpreter agree
+# --------------------------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+UNARY_STEPS = ["tanh", "sigmoid", "exp_neg_sq", "relu", "sin", "abs", "square"]
+BINARY_STEPS = ["add", "mul", "sub", "maximum"]
+SHAPE_STEPS = ["transpose", "flip", "sum_keep", "softmax", "mean_keep"]
+
+
+def _program(steps: list[tuple[str, str]]):
+    def f(x, y):
+        for kind, op in steps:
+            if kind == "u":
+                x = {"tanh": lg.tanh, "sigmoid": lg.sigmoid, "relu": lg.relu, "sin": lg.sin,
+                     "abs": lg.abs, "square": lg.square,
+                     "exp_neg_sq": lambda v: lg.exp(-v * v)}[op](x)
+            elif kind == "b":
+                x = getattr(lg, op)(x, y)
+            elif op == "transpose":
+                x, y = x.t(), y.t()
+            elif op == "flip":
+                x = x.flip(0)
+            elif op == "sum_keep":
+                x = x + x.sum(1, keepdim=True) * 0.1
+            elif op == "mean_keep":
+                x = x - x.mean(0, keepdim=True)
+            else:
+                x = lg.softmax(x, 1) * 2
+        return (x * y).sum(), x
+    return f
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(st.one_of(
+    st.tuples(st.just("u"), st.sampled_from(UNARY_STEPS)),
+    st.tuples(st.just("b"), st.sampled_from(BINARY_STEPS)),
+    st.tuples(st.just("s"), st.sampled_from(SHAPE_STEPS))), min_size=1, max_size=6),
+    n=st.integers(2, 5), seed=st.integers(0, 10_000))
+def test_random_programs_agree_compiled_eager_interpreted(steps, n, seed):
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+    f = _program(steps)
+    x, y = lg.tensor(a, requires_grad=True), lg.tensor(b)
+    xe = lg.tensor(a, requires_grad=True)
+    compiled = lg.compile(f)
+    loss_c, out_c = compiled(x, y)
+    loss_e, out_e = f(xe, y)
+    graph = lg.make_ir(f)(lg.tensor(a), y)
+    loss_i, out_i = lg.ir.interpret(graph, [a, b])
+    np.testing.assert_allclose(loss_c.item(), loss_e.item(), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(loss_i, loss_e.item(), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(out_c.detach().numpy(), out_e.detach().numpy(), rtol=1e-10,
+                               atol=1e-12)
+    loss_c.backward()
+    loss_e.backward()
+    np.testing.assert_allclose(x.grad.numpy(), xe.grad.numpy(), rtol=1e-9, atol=1e-11)
