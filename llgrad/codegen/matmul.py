@@ -5,7 +5,8 @@ row-major and contiguous. One kernel call does the whole batch; per batch elemen
 each operand's batch strides to its pointer. Batch strides may be zero (broadcasting), so
 an operand shared by every batch element is never copied.
 
-float32 and float64 call SciPy's `sgemm`/`dgemm`, whose address arrives in the argument
+float32, float64, complex64 and complex128 call SciPy's `sgemm`/`dgemm`/`cgemm`/`zgemm`
+(complex alpha and beta are (re, im) pairs in memory), whose address arrives in the argument
 block (found by `llgrad.runtime.blas`): the module names no process address, so its cached
 object stays valid in every process. BLAS is column-major: the row-major product
 `C = A @ B` is the column-major product `C^T = B^T A^T`, so the kernel passes (B, A) in
@@ -44,13 +45,14 @@ from .scalar import FLAGS, SV, LLVMScalar, llvm_type, memory_type
 
 I8, I32 = ir.IntType(8), ir.IntType(32)
 BLOCK = 256                       # accumulator columns of the loop kernel (one row's slice)
-BLAS_DTYPES: tuple[DType, ...] = (dt.float32, dt.float64)
+BLAS_DTYPES: tuple[DType, ...] = (dt.float32, dt.float64, dt.complex64, dt.complex128)
 # void gemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc): all by pointer
 GEMM_TYPE = ir.FunctionType(ir.VoidType(), [PTR] * 13)
 
 
 def uses_blas(dtype: DType) -> bool:
-    """float32 and float64 run on BLAS; every other dtype on generated loops."""
+    """float32/float64 (s/dgemm) and complex64/complex128 (c/zgemm) run on BLAS; every
+    other dtype on generated loops."""
     return dtype in BLAS_DTYPES
 
 
@@ -143,13 +145,21 @@ def _alloca_store(b: ir.IRBuilder, typ: ir.Type, value: ir.Value, name: str) -> 
     return slot
 
 
+def _scalar_constant(dtype: DType, value: float) -> ir.Constant:
+    """A gemm scalar (alpha, beta) as stored: complex ones as a (re, im) pair."""
+    t = memory_type(dtype)
+    if dtype.is_complex:
+        return ir.Constant(t, [value, 0.0])
+    return ir.Constant(t, value)
+
+
 def _build_blas(spec: MatmulKernel, name: str) -> ir.Module:
     module = ir.Module(name=name)
     fn, b, block = new_kernel(module, name)
     a = _Args(block, spec.batch_rank)
     gemm = _Callee(block.ptr(a.gemm_slot, "gemm"), GEMM_TYPE)
     c_op, a_op, b_op = a.operands
-    real = llvm_type(spec.dtype)
+    real = memory_type(spec.dtype)       # complex: [2 x float], so alpha = {1, 0} in memory
     # Fortran reads every argument through a pointer: park them in the frame.
     trans_a = b.select(b.icmp_signed("!=", a.a_transposed, I64(0)), I8(ord("T")), I8(ord("N")))
     trans_b = b.select(b.icmp_signed("!=", a.b_transposed, I64(0)), I8(ord("T")), I8(ord("N")))
@@ -161,8 +171,8 @@ def _build_blas(spec: MatmulKernel, name: str) -> ir.Module:
     for label, v in (("m", a.m), ("n", a.n), ("k", a.k), ("lda", lda), ("ldb", ldb),
                      ("ldc", c_op.row)):
         ints[label] = _alloca_store(b, I32, b.trunc(v, I32), label)
-    alpha = _alloca_store(b, real, ir.Constant(real, 1.0), "alpha")
-    beta = _alloca_store(b, real, ir.Constant(real, 0.0), "beta")
+    alpha = _alloca_store(b, real, _scalar_constant(spec.dtype, 1.0), "alpha")
+    beta = _alloca_store(b, real, _scalar_constant(spec.dtype, 0.0), "beta")
     with for_range(b, a.lo, a.hi, name="batch") as t:
         off_c, off_a, off_b = _batch_offsets(b, t, a.sizes, a.operands)
         pc = b.gep(c_op.ptr, [off_c], inbounds=True, source_etype=real)
@@ -274,7 +284,5 @@ def _build_loops(spec: MatmulKernel, name: str) -> ir.Module:
 
 
 def build(spec: MatmulKernel, name: str) -> ir.Module:
-    """The kernel for `spec`: a BLAS batch loop for float32/float64, loops otherwise."""
-    if spec.dtype.is_complex:
-        raise TypeError(f"matmul: no kernel for {spec.dtype.name}")
+    """The kernel for `spec`: a BLAS batch loop for float32/float64/complex, loops otherwise."""
     return _build_blas(spec, name) if spec.blas else _build_loops(spec, name)

@@ -28,6 +28,14 @@ out_ptr, out_stride * r` then for arg ops `index_stride * r` (the flat index a r
 step adds), the partial index output pointer, the combine index input pointer, and for
 partial kernels `chunk_step, chunk_out_stride`, and for column kernels the block width.
 Strides are in elements.
+
+Prologue (compiled graphs): a kernel may reduce an elementwise expression of several
+inputs instead of one tensor (`ReduceKernel.prologue`, a `codegen.elementwise.Expr` with
+one output whose dtype is `in_dtype`). Input 0 uses the `in_ptr`/`in_stride` slots and
+drives the loop order; inputs 1.. follow at the end of the block as `(ptr, stride * r)`
+each (`Slots.extra_inputs`), walked by the same loops (`Loops.extra_in_strides`). The
+expression is evaluated where the plain kernel loads its input, so the prologue's values
+never reach memory.
 """
 from __future__ import annotations
 
@@ -37,9 +45,11 @@ from llvmlite import ir
 
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
+from .elementwise import Expr, evaluate, out_dtypes
 from .layout import collapse
 from .loops import I1, I64, accumulate, for_range, new_kernel
-from .scalar import FLAGS, SV, LLVMScalar, intrinsic, llvm_type, memory_type
+from .scalar import (FLAGS, SV, LLVMScalar, component_type, intrinsic, llvm_type,
+                     memory_type)
 
 OPS = ("sum", "prod", "amax", "amin", "argmax", "argmin")
 ARG_OPS = ("argmax", "argmin")
@@ -62,9 +72,11 @@ def wide_dtype(op: str, d: DType) -> DType:
     and bool sums and products in int64; max/min and arg ops keep the compute dtype.
     """
     if op == "sum":
+        if d.is_complex:
+            return dt.complex128
         return dt.float64 if d.is_floating_point else dt.int64
     if op == "prod":
-        return d.compute if d.is_floating_point else dt.int64
+        return d.compute if d.is_floating_point or d.is_complex else dt.int64
     return d.compute
 
 
@@ -95,10 +107,19 @@ class ReduceKernel:
     inner: int | None = None
     mode: str = "full"
     chunk: int = -1
+    prologue: Expr | None = None
 
     def __post_init__(self) -> None:
         if self.op not in OPS or self.mode not in MODES:
             raise ValueError(f"reduce kernel: bad op/mode {self.op!r}/{self.mode!r}")
+        if self.prologue is not None:
+            if len(self.prologue.outputs) != 1 or self.mode == "combine":
+                raise ValueError("reduce kernel: a prologue has one output and is not "
+                                 "allowed in combine mode")
+            if out_dtypes(self.prologue)[0] is not self.in_dtype:
+                raise ValueError(f"reduce kernel: the prologue computes "
+                                 f"{out_dtypes(self.prologue)[0]}, the reduction reads "
+                                 f"{self.in_dtype}")
         r = self.reduced
         first = r.index(True) if True in r else -1
         tail = r[first:-1] if (r and not r[-1]) else r[first:]
@@ -122,6 +143,10 @@ class ReduceKernel:
     @property
     def is_arg(self) -> bool:
         return self.op in ARG_OPS
+
+    @property
+    def n_inputs(self) -> int:
+        return 1 if self.prologue is None else len(self.prologue.in_dtypes)
 
     @property
     def n_slots(self) -> int:
@@ -152,6 +177,9 @@ class Slots:
         self.col_width = -1
         if spec.is_column:
             self.col_width, k = k, k + 1
+        self.extra_inputs = -1          # prologue inputs 1..: (ptr, stride * r) each
+        if spec.n_inputs > 1:
+            self.extra_inputs, k = k, k + (spec.n_inputs - 1) * (1 + r)
         self.total = k
 
 
@@ -168,6 +196,7 @@ class Loops:
     out_strides: tuple[int, ...]
     index_strides: tuple[int, ...]
     reduced: tuple[bool, ...]
+    extra_in_strides: tuple[tuple[int, ...], ...] = ()   # prologue inputs 1..
 
     @property
     def is_column(self) -> bool:
@@ -228,7 +257,7 @@ def _numel(sizes: list[int], which: list[int]) -> int:
 
 def order_loops(shape: tuple[int, ...], in_strides: tuple[int, ...],
                 out_strides: tuple[int, ...], index_strides: tuple[int, ...],
-                reduced: tuple[bool, ...]) -> Loops:
+                reduced: tuple[bool, ...], extra: tuple[tuple[int, ...], ...] = ()) -> Loops:
     """Order and collapse the loops of a non-empty reduction.
 
     Loops go by decreasing input stride (zero strides, i.e. broadcast dimensions, first)
@@ -236,17 +265,19 @@ def order_loops(shape: tuple[int, ...], in_strides: tuple[int, ...],
     (`layout.collapse`). The loop with the smallest stride becomes innermost: kept loops go
     outside the reduced ones, except that a kept innermost loop stays innermost (a column
     kernel). Reduced loops have output stride 0 and kept loops a non-zero one, so merging
-    never mixes the two.
+    never mixes the two. `extra` are the strides of a prologue's other inputs: they follow
+    the same order and only merge loops they walk contiguously too.
     """
     dims = [d for d, n in enumerate(shape) if n != 1]
     dims.sort(key=lambda d: (in_strides[d] != 0, -abs(in_strides[d])))
     sizes: list[int] = []
-    strides: list[list[int]] = [[], [], []]
+    strides: list[list[int]] = [[] for _ in range(3 + len(extra))]
     if dims:
         shp, merged = collapse(tuple(shape[d] for d in dims),
                                [tuple(in_strides[d] for d in dims),
                                 tuple(0 if reduced[d] else out_strides[d] for d in dims),
-                                tuple(index_strides[d] if reduced[d] else 0 for d in dims)])
+                                tuple(index_strides[d] if reduced[d] else 0 for d in dims)]
+                               + [tuple(e[d] for d in dims) for e in extra])
         sizes, strides = list(shp), [list(s) for s in merged]
     is_red = [o == 0 for o in strides[1]]
     kept = [i for i in range(len(sizes)) if not is_red[i]]
@@ -266,19 +297,20 @@ def order_loops(shape: tuple[int, ...], in_strides: tuple[int, ...],
     strides = [[0 if i < 0 else s[i] for i in order] for s in strides]
     sizes, strides = _merge_adjacent(sizes, strides)
     return Loops(tuple(sizes), tuple(strides[0]), tuple(strides[1]), tuple(strides[2]),
-                 tuple(s == 0 for s in strides[1]))
+                 tuple(s == 0 for s in strides[1]), tuple(tuple(s) for s in strides[3:]))
 
 
 def make_spec(op: str, in_dtype: DType, out_dtype: DType, loops: Loops,
-              mode: str = "full", chunk: int = -1) -> ReduceKernel:
+              mode: str = "full", chunk: int = -1,
+              prologue: Expr | None = None) -> ReduceKernel:
     inner = 1 if loops.in_strides[-1] == 1 else None
-    return ReduceKernel(op, in_dtype, out_dtype, loops.reduced, inner, mode, chunk)
+    return ReduceKernel(op, in_dtype, out_dtype, loops.reduced, inner, mode, chunk, prologue)
 
 
 def pack(spec: ReduceKernel, loops: Loops, in_ptr: int, out_ptr: int, *,
          out_index_ptr: int = 0, in_index_ptr: int = 0, chunk_step: int = 0,
-         chunk_stride: int = 0, col_width: int = 0, lo: int = 0, hi: int | None = None
-         ) -> list[int]:
+         chunk_stride: int = 0, col_width: int = 0, lo: int = 0, hi: int | None = None,
+         extra_in_ptrs: tuple[int, ...] = ()) -> list[int]:
     """The argument block of one call; `[lo, hi)` defaults to the whole split loop."""
     sl = Slots(spec)
     if sl.col_width >= 0 and not 0 < col_width <= COLUMN_CAP:
@@ -303,6 +335,17 @@ def pack(spec: ReduceKernel, loops: Loops, in_ptr: int, out_ptr: int, *,
         args[sl.chunk_stride] = chunk_stride
     if sl.col_width >= 0:
         args[sl.col_width] = col_width
+    if sl.extra_inputs >= 0:
+        if len(extra_in_ptrs) != spec.n_inputs - 1 or \
+                len(loops.extra_in_strides) != spec.n_inputs - 1:
+            raise ValueError(f"reduce kernel: the prologue reads {spec.n_inputs} inputs; "
+                             f"got {len(extra_in_ptrs)} extra pointers and "
+                             f"{len(loops.extra_in_strides)} extra stride sets")
+        k = sl.extra_inputs
+        for ptr, st in zip(extra_in_ptrs, loops.extra_in_strides):
+            args[k] = ptr
+            args[k + 1:k + 1 + r] = st
+            k += 1 + r
     return args
 
 
@@ -343,6 +386,18 @@ class _Emitter:
         self.in_st = [args.int(sl.in_strides + d, f"xs{d}") for d in range(r)]
         if spec.inner is not None:
             self.in_st[-1] = I64(spec.inner)
+        # With a prologue every input offset travels together: `in_off` values and
+        # `in_st[d]` are tuples (one entry per input) and `madd` works on them elementwise.
+        self.zero_in: ir.Value | tuple[ir.Value, ...] = I64(0)
+        if spec.prologue is not None:
+            self.in_ptrs = [self.in_ptr]
+            strides = [self.in_st]
+            for j in range(1, spec.n_inputs):
+                slot = sl.extra_inputs + (j - 1) * (1 + r)
+                self.in_ptrs.append(args.ptr(slot, f"x{j}"))
+                strides.append([args.int(slot + 1 + d, f"xs{j}_{d}") for d in range(r)])
+            self.in_st = [tuple(st[d] for st in strides) for d in range(r)]
+            self.zero_in = tuple(I64(0) for _ in range(spec.n_inputs))
         self.out_ptr = args.ptr(sl.out_ptr, "out")
         self.out_st = [args.int(sl.out_strides + d, f"os{d}") for d in range(r)]
         self.idx_st = [args.int(sl.index_strides + d, f"is{d}") for d in range(r)] \
@@ -363,7 +418,9 @@ class _Emitter:
         if spec.is_column:
             t = llvm_type(self.wide)
             self.col_width = args.int(sl.col_width, "col_width")
-            self.col_acc = b.alloca(t, size=I64(COLUMN_CAP), name="acc")
+            self.col_acc = b.alloca(t, size=I64(COLUMN_CAP), name="acc") \
+                if not self.wide.is_complex else \
+                b.alloca(component_type(self.wide), size=I64(2 * COLUMN_CAP), name="acc")
             self.col_idx = b.alloca(I64, size=I64(COLUMN_CAP), name="acc_index") \
                 if spec.is_arg else None
 
@@ -371,19 +428,34 @@ class _Emitter:
     def min(self, a: ir.Value, c: ir.Value) -> ir.Value:
         return self.b.select(self.b.icmp_signed("<", a, c), a, c)
 
-    def madd(self, base: ir.Value, i: ir.Value, stride: ir.Value) -> ir.Value:
+    def madd(self, base, i: ir.Value, stride):
+        """base + i * stride; on tuples (prologue input offsets), entry by entry."""
+        if isinstance(base, tuple):
+            return tuple(self.b.add(o, self.b.mul(i, st)) for o, st in zip(base, stride))
         return self.b.add(base, self.b.mul(i, stride))
 
-    def load_x(self, off: ir.Value) -> SV:
-        d = self.spec.in_dtype
-        p = self.b.gep(self.in_ptr, [off], inbounds=True, source_etype=memory_type(d))
-        return self.s.load(p, d, name="xv")
+    def load_x(self, off) -> SV:
+        """The value being reduced at `off`: a load, or the prologue on its inputs' loads."""
+        prologue = self.spec.prologue
+        if prologue is None:
+            d = self.spec.in_dtype
+            p = self.b.gep(self.in_ptr, [off], inbounds=True, source_etype=memory_type(d))
+            return self.s.load(p, d, name="xv")
+        loaded = [self.s.load(self.b.gep(ptr, [o], inbounds=True, source_etype=memory_type(d)),
+                              d, name=f"x{j}v")
+                  for j, (ptr, o, d) in enumerate(zip(self.in_ptrs, off, prologue.in_dtypes))]
+        (value,) = evaluate(self.s, prologue, loaded)
+        if value.dtype is not self.spec.in_dtype:
+            value = self.s.cast(value, self.spec.in_dtype)
+        return value
 
     def load_index(self, off: ir.Value) -> ir.Value:
         p = self.b.gep(self.in_index_ptr, [off], inbounds=True, source_etype=I64)
         return self.b.load(p, typ=I64, name="xi")
 
     def identity(self) -> list[ir.Value]:
+        if self.wide.is_complex:          # complex sum/prod: (re, im) accumulators
+            return list(self.s.const(1 if self.spec.op == "prod" else 0, self.wide).value)
         init = [_identity(self.spec.op, self.wide)]
         if self.spec.is_arg:
             init.append(I64((1 << 63) - 1))
@@ -403,6 +475,8 @@ class _Emitter:
         """`acc op x` in dtype `to` (default: the wide dtype); arg ops also carry `index`."""
         to = to or self.wide
         b, op = self.b, self.spec.op
+        if to.is_complex:
+            return self.complex_combine(acc, x, to)
         v = self.s.cast(x, to).value
         a = acc[0]
         fp = to.is_floating_point
@@ -413,6 +487,13 @@ class _Emitter:
         if op in ("amax", "amin"):
             return [self.extreme(op == "amax", a, v, to)]
         return self.arg_update(op == "argmax", a, acc[1], v, index, to)
+
+    def complex_combine(self, acc: list[ir.Value], x: SV, to: DType) -> list[ir.Value]:
+        """Complex sum (two reassociable adds, so rows vectorize) or product."""
+        v = self.s.cast(x, to)
+        if self.spec.op == "prod":
+            return list(self.s.mul(SV((acc[0], acc[1]), to), v).value)
+        return [self.b.fadd(a, p, flags=FLAGS) for a, p in zip(acc, v.value)]
 
     def extreme(self, is_max: bool, a: ir.Value, v: ir.Value, d: DType) -> ir.Value:
         b = self.b
@@ -462,7 +543,8 @@ class _Emitter:
             p = b.gep(self.out_ptr, [out_off], inbounds=True, source_etype=I64)
             b.store(acc[1], p)
             return
-        value = s.cast(SV(acc[0], self.wide), spec.out_dtype)
+        acc_value = (acc[0], acc[1]) if self.wide.is_complex else acc[0]
+        value = s.cast(SV(acc_value, self.wide), spec.out_dtype)
         s.store(value, b.gep(self.out_ptr, [out_off], inbounds=True,
                              source_etype=memory_type(spec.out_dtype)))
         if spec.is_arg:
@@ -474,9 +556,9 @@ class _Emitter:
         if self.spec.mode == "partial":
             with for_range(self.b, self.lo, self.hi, name="chunk") as c:
                 self.chunk_id = c
-                self.outer(0, I64(0), self.b.mul(c, self.chunk_stride), split=False)
+                self.outer(0, self.zero_in, self.b.mul(c, self.chunk_stride), split=False)
         else:
-            self.outer(0, I64(0), I64(0), split=True)
+            self.outer(0, self.zero_in, I64(0), split=True)
 
     def outer(self, level: int, in_off: ir.Value, out_off: ir.Value, split: bool) -> None:
         """Kept loops outside the reduction; the first takes `[lo, hi)` when splitting."""
@@ -587,9 +669,18 @@ class _Emitter:
             with for_range(b, I64(0), width, name="fin") as k:
                 self.store(self.col_get(k), self.madd(base, k, self.out_st[d]))
 
+    def col_halves(self, k: ir.Value) -> list[ir.Value]:
+        """Complex accumulators: (re, im) of output k live at 2k and 2k + 1."""
+        t = component_type(self.wide)
+        at = self.b.mul(k, I64(2))
+        return [self.b.gep(self.col_acc, [self.b.add(at, I64(j))], inbounds=True,
+                           source_etype=t) for j in (0, 1)]
+
     def col_get(self, k: ir.Value) -> list[ir.Value]:
         b = self.b
         t = llvm_type(self.wide)
+        if self.wide.is_complex:
+            return [b.load(p, typ=component_type(self.wide)) for p in self.col_halves(k)]
         vals = [b.load(b.gep(self.col_acc, [k], inbounds=True, source_etype=t), typ=t)]
         if self.col_idx is not None:
             vals.append(b.load(b.gep(self.col_idx, [k], inbounds=True, source_etype=I64),
@@ -599,6 +690,10 @@ class _Emitter:
     def col_put(self, k: ir.Value, vals: list[ir.Value]) -> None:
         b = self.b
         t = llvm_type(self.wide)
+        if self.wide.is_complex:
+            for v, p in zip(vals, self.col_halves(k)):
+                b.store(v, p)
+            return
         b.store(vals[0], b.gep(self.col_acc, [k], inbounds=True, source_etype=t))
         if self.col_idx is not None:
             b.store(vals[1], b.gep(self.col_idx, [k], inbounds=True, source_etype=I64))

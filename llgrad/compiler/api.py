@@ -140,16 +140,36 @@ class CompiledFunction:
         self.use_cache = cache
         self._entries: dict[tuple, Entry] = {}
         self._last_key: tuple | None = None
+        self._sources: list[tuple[str, Any, str]] | None = None
         self.graph_breaks: list[str] = []
         functools.update_wrapper(self, fn)
 
     # -- calling --------------------------------------------------------------------------
-    def _key(self, args: tuple, kwargs: dict) -> tuple[tuple, list[Tensor], Any]:
-        leaves: list[Tensor] = []
-        structure = _flatten((args, kwargs), leaves)
+    def _key(self, args: tuple, kwargs: dict) -> tuple[tuple, list[Tensor]]:
+        if not kwargs and all(type(a) is Tensor for a in args):
+            # the common case, without flattening: positional tensors only
+            leaves = list(args)
+            structure = ("fast", len(args))
+        else:
+            leaves = []
+            structure = _structure_key(_flatten((args, kwargs), leaves))
         sig = tuple((t._shape, t._dtype.name, t._requires_grad) for t in leaves)
-        return ((_structure_key(structure), self._guards()), sig, is_grad_enabled()), \
-            leaves, structure
+        return ((structure, self._guards()), sig, is_grad_enabled()), leaves
+
+    def _guard_sources(self) -> list[tuple[str, Any, str]]:
+        """Where the guarded names live: (name, globals dict or closure cell, kind)."""
+        fn = getattr(self.fn, "__func__", self.fn)
+        code = getattr(fn, "__code__", None)
+        if code is None:
+            return []
+        sources: list[tuple[str, Any, str]] = []
+        g = getattr(fn, "__globals__", {})
+        for name in code.co_names:
+            if name in g and not callable(g[name]) and not hasattr(g[name], "__dict__"):
+                sources.append((name, g, "global"))
+        for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or ()):
+            sources.append((name, cell, "cell"))
+        return sources
 
     def _guards(self) -> tuple:
         """Python constants the function reads from its globals and closure.
@@ -158,21 +178,17 @@ class CompiledFunction:
         `SCALE = 2.0` to `3.0` recompiles instead of silently using the old value.
         (Constants read inside other functions the body calls are not seen.)
         """
-        fn = getattr(self.fn, "__func__", self.fn)
-        code = getattr(fn, "__code__", None)
-        if code is None:
-            return ()
+        if self._sources is None:
+            self._sources = self._guard_sources()
         values = []
-        g = getattr(fn, "__globals__", {})
-        for name in code.co_names:
-            v = g.get(name, _MISSING)
-            if isinstance(v, (bool, int, float, complex, str)) or v is None:
-                values.append((name, v))
-        for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or ()):
-            try:
-                v = cell.cell_contents
-            except ValueError:
-                continue
+        for name, where, kind in self._sources:
+            if kind == "global":
+                v = where.get(name, _MISSING)
+            else:
+                try:
+                    v = where.cell_contents
+                except ValueError:
+                    continue
             if isinstance(v, (bool, int, float, complex, str)) or v is None:
                 values.append((name, v))
         return tuple(values)
@@ -181,7 +197,7 @@ class CompiledFunction:
         from ..tracer.context import current
         if self.backend == "eager" or compile_disabled() or current() is not None:
             return self.fn(*args, **kwargs)      # (inside another trace: inline it)
-        key, leaves, _ = self._key(args, kwargs)
+        key, leaves = self._key(args, kwargs)
         entry = self._entries.get(key) if self.use_cache else None
         if entry is None:
             entry = self._compile(key, args, kwargs)
@@ -230,7 +246,7 @@ class CompiledFunction:
     def inspect(self, *args: Any, **kwargs: Any) -> Report:
         """Every stage for these arguments: traced, differentiated, optimized, kernels,
         LLVM IR, assembly and timings (compiles them if needed)."""
-        key, leaves, _ = self._key(args, kwargs)
+        key, leaves = self._key(args, kwargs)
         entry = self._entries.get(key) or self._compile(key, args, kwargs)
         if entry.graph_break is not None:
             raise CompileError(f"{self.__name__} does not compile as one graph for these "

@@ -293,9 +293,15 @@ def copy_into(dst: Tensor, src: Tensor | Scalar) -> Tensor:
                                                     op="copy_") != dst._shape:
         raise RuntimeError(f"copy_: source of shape {list(src._shape)} cannot be "
                            f"broadcast to destination shape {list(dst._shape)}")
-    nodes = () if d is dst._dtype else (ExprNode("cast", (0,), (("dtype", dst._dtype),)),)
-    expr = Expr((d,), nodes, (1 if nodes else 0,))
-    plan = make_plan(expr, dst._shape, dst._dtype, dst._strides, [src], [d])
+    key = ("copy_", dst._lkey, src._lkey if isinstance(src, Tensor) else (type(src), d))
+    plan = _plans.get(key)
+    if plan is None:
+        nodes = () if d is dst._dtype else (ExprNode("cast", (0,), (("dtype", dst._dtype),)),)
+        expr = Expr((d,), nodes, (1 if nodes else 0,))
+        plan = make_plan(expr, dst._shape, dst._dtype, dst._strides, [src], [d])
+        if len(_plans) >= _PLAN_LIMIT:
+            _plans.clear()
+        _plans[key] = plan
     if plan.kernel is not None:
         args = plan.template.copy()
         args[plan.ptr_slots[0]] = dst._ptr

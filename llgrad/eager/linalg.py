@@ -252,9 +252,6 @@ def _promoted(op: str, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
     if a._dtype is b._dtype:
         return a, b          # the primitive's shape rule names unsupported dtypes
     d = promote([a, b])
-    if d.is_complex:
-        raise TypeError(f"{op}: not implemented for {d.name} (inputs {a._dtype.name}"
-                        f"{list(a._shape)} and {b._dtype.name}{list(b._shape)})")
     convert = [x if x._dtype is d else compact_copy(x, d) for x in (a, b)]
     return convert[0], convert[1]
 

@@ -301,6 +301,8 @@ def make_inplace_methods() -> dict[str, Callable[..., Any]]:
 
     def unary_inplace(name: str, fn: Callable[[Tensor], Tensor]):
         def method(self: Tensor) -> Tensor:
+            if name == "abs" and self._dtype.is_complex:       # |z| is real (PyTorch too)
+                raise RuntimeError("In-place abs is not supported for complex tensors.")
             return run_inplace(self, fn, (), lambda: ew.run(name, [self], None, out=self), True)
         method.__name__ = f"{name}_"
         return method

@@ -6,6 +6,7 @@ frontend inserts `cast` nodes for promotion, so these rules never mix types.
 """
 from __future__ import annotations
 
+import cmath
 import math
 from typing import Any, Callable
 
@@ -431,7 +432,7 @@ def defvjp(name: str, rule: Callable[..., Any], saves: str) -> None:
 
 
 def _t(x: Any) -> bool:
-    return not isinstance(x, (int, float, bool))
+    return not isinstance(x, (int, float, bool, complex))
 
 
 def _vjp_add(ctx: Any, g: Any) -> tuple:
@@ -445,16 +446,17 @@ def _vjp_sub(ctx: Any, g: Any) -> tuple:
 def _vjp_mul(ctx: Any, g: Any) -> tuple:
     a, b = ctx.inputs
     F = ctx.F
-    ga = F.mul(g, b) if ctx.needs_input_grad[0] else None
-    gb = F.mul(g, a) if ctx.needs_input_grad[1] else None
+    ga = F.mul(g, F.conj(b)) if ctx.needs_input_grad[0] else None
+    gb = F.mul(g, F.conj(a)) if ctx.needs_input_grad[1] else None
     return (ga, gb)
 
 
 def _vjp_div(ctx: Any, g: Any) -> tuple:
     a, b = ctx.inputs
     F = ctx.F
-    ga = F.div(g, b) if ctx.needs_input_grad[0] else None
-    gb = F.neg(F.div(F.mul(g, a), F.mul(b, b))) if ctx.needs_input_grad[1] else None
+    ga = F.div(g, F.conj(b)) if ctx.needs_input_grad[0] else None
+    gb = F.neg(F.div(F.mul(g, F.conj(a)), F.conj(F.mul(b, b)))) \
+        if ctx.needs_input_grad[1] else None
     return (ga, gb)
 
 
@@ -464,80 +466,89 @@ def _vjp_pow(ctx: Any, g: Any) -> tuple:
     ga = gb = None
     if ctx.needs_input_grad[0]:
         if _t(b):
-            ga = F.where(F.eq(b, 0), F.mul(g, 0.0), F.mul(F.mul(g, b), F.pow(a, F.sub(b, 1))))
+            ga = F.where(F.eq(b, 0), F.mul(g, 0.0),
+                         F.mul(F.mul(g, F.conj(b)), F.conj(F.pow(a, F.sub(b, 1)))))
         elif b == 0:
             ga = F.mul(g, 0.0)
         else:
-            ga = F.mul(F.mul(g, b), F.pow(a, b - 1))
+            ga = F.mul(F.mul(g, F.conj(b)), F.conj(F.pow(a, b - 1)))
     if ctx.needs_input_grad[1]:
         out = ctx.output
+        cx = out._dtype.is_complex          # complex result: the complex log of the base
         if _t(a):
-            mask = F.logical_and(F.eq(a, 0), F.ge(b, 0))
-            gb = F.where(mask, F.mul(g, 0.0), F.mul(F.mul(g, out), F.log(a)))
+            mask = F.logical_and(F.eq(a, 0), F.ge(F.real(b), 0))
+            log_a = F.log(a.to(out._dtype) if cx else a)
+            gb = F.where(mask, F.mul(g, 0.0), F.mul(F.mul(g, F.conj(out)), F.conj(log_a)))
+        elif cx:
+            gb = F.mul(F.mul(g, F.conj(out)), cmath.log(a).conjugate()) if a != 0 else \
+                F.mul(g, 0.0)
         else:
             gb = F.mul(F.mul(g, out), math.log(a)) if a > 0 else F.mul(g, 0.0)
     return (ga, gb)
 
 
+# Holomorphic functions: with PyTorch's convention the gradient is g * conj(f'(z)); `conj`
+# returns real tensors as they are, so real gradients are computed exactly as before.
+
 def _vjp_exp(ctx: Any, g: Any) -> Any:
-    return ctx.F.mul(g, ctx.output)
+    return ctx.F.mul(g, ctx.F.conj(ctx.output))
 
 
 def _vjp_exp2(ctx: Any, g: Any) -> Any:
-    return ctx.F.mul(g, ctx.F.mul(ctx.output, math.log(2.0)))
+    return ctx.F.mul(g, ctx.F.conj(ctx.F.mul(ctx.output, math.log(2.0))))
 
 
 def _vjp_expm1(ctx: Any, g: Any) -> Any:
-    return ctx.F.mul(g, ctx.F.add(ctx.output, 1))
+    return ctx.F.mul(g, ctx.F.conj(ctx.F.add(ctx.output, 1)))
 
 
 def _vjp_log(ctx: Any, g: Any) -> Any:
-    return ctx.F.div(g, ctx.inputs[0])
+    return ctx.F.div(g, ctx.F.conj(ctx.inputs[0]))
 
 
 def _vjp_log2(ctx: Any, g: Any) -> Any:
-    return ctx.F.div(g, ctx.F.mul(ctx.inputs[0], math.log(2.0)))
+    return ctx.F.div(g, ctx.F.conj(ctx.F.mul(ctx.inputs[0], math.log(2.0))))
 
 
 def _vjp_log10(ctx: Any, g: Any) -> Any:
-    return ctx.F.div(g, ctx.F.mul(ctx.inputs[0], math.log(10.0)))
+    return ctx.F.div(g, ctx.F.conj(ctx.F.mul(ctx.inputs[0], math.log(10.0))))
 
 
 def _vjp_log1p(ctx: Any, g: Any) -> Any:
-    return ctx.F.div(g, ctx.F.add(ctx.inputs[0], 1))
+    return ctx.F.div(g, ctx.F.conj(ctx.F.add(ctx.inputs[0], 1)))
 
 
 def _vjp_sqrt(ctx: Any, g: Any) -> Any:
-    return ctx.F.div(g, ctx.F.mul(ctx.output, 2))
+    return ctx.F.div(g, ctx.F.conj(ctx.F.mul(ctx.output, 2)))
 
 
 def _vjp_rsqrt(ctx: Any, g: Any) -> Any:
     F = ctx.F
     y = ctx.output
-    return F.mul(F.mul(g, F.mul(F.mul(y, y), y)), -0.5)
+    return F.mul(F.mul(g, F.conj(F.mul(F.mul(y, y), y))), -0.5)
 
 
 def _vjp_sin(ctx: Any, g: Any) -> Any:
-    return ctx.F.mul(g, ctx.F.cos(ctx.inputs[0]))
+    return ctx.F.mul(g, ctx.F.conj(ctx.F.cos(ctx.inputs[0])))
 
 
 def _vjp_cos(ctx: Any, g: Any) -> Any:
-    return ctx.F.neg(ctx.F.mul(g, ctx.F.sin(ctx.inputs[0])))
+    return ctx.F.neg(ctx.F.mul(g, ctx.F.conj(ctx.F.sin(ctx.inputs[0]))))
 
 
 def _vjp_tan(ctx: Any, g: Any) -> Any:
     y = ctx.output
-    return ctx.F.mul(g, ctx.F.add(ctx.F.mul(y, y), 1))
+    return ctx.F.mul(g, ctx.F.conj(ctx.F.add(ctx.F.mul(y, y), 1)))
 
 
 def _vjp_tanh(ctx: Any, g: Any) -> Any:
     y = ctx.output
-    return ctx.F.mul(g, ctx.F.rsub(ctx.F.mul(y, y), 1))
+    return ctx.F.mul(g, ctx.F.conj(ctx.F.rsub(ctx.F.mul(y, y), 1)))
 
 
 def _vjp_sigmoid(ctx: Any, g: Any) -> Any:
     y = ctx.output
-    return ctx.F.mul(g, ctx.F.mul(y, ctx.F.rsub(y, 1)))
+    return ctx.F.mul(g, ctx.F.conj(ctx.F.mul(y, ctx.F.rsub(y, 1))))
 
 
 def _vjp_erf(ctx: Any, g: Any) -> Any:
@@ -557,7 +568,11 @@ def _vjp_neg(ctx: Any, g: Any) -> Any:
 
 
 def _vjp_abs(ctx: Any, g: Any) -> Any:
-    return ctx.F.mul(g, ctx.F.sign(ctx.inputs[0]))
+    x = ctx.inputs[0]
+    F = ctx.F
+    if x._dtype.is_complex:         # real g times sgn(z) = z / |z| (0 at 0), as PyTorch
+        return F.mul(g, F.where(F.eq(x, 0), F.zeros_like(x), F.div(x, F.abs(x))))
+    return F.mul(g, F.sign(x))
 
 
 def _vjp_zero(ctx: Any, g: Any, **_: Any) -> Any:
@@ -572,11 +587,11 @@ def _vjp_floor_divide(ctx: Any, g: Any) -> tuple:
 
 def _vjp_reciprocal(ctx: Any, g: Any) -> Any:
     y = ctx.output
-    return ctx.F.neg(ctx.F.mul(g, ctx.F.mul(y, y)))
+    return ctx.F.neg(ctx.F.mul(g, ctx.F.conj(ctx.F.mul(y, y))))
 
 
 def _vjp_square(ctx: Any, g: Any) -> Any:
-    return ctx.F.mul(g, ctx.F.mul(ctx.inputs[0], 2))
+    return ctx.F.mul(g, ctx.F.conj(ctx.F.mul(ctx.inputs[0], 2)))
 
 
 def _vjp_relu(ctx: Any, g: Any) -> Any:
@@ -688,5 +703,54 @@ for _name, _rule, _saves in [
     ("where", _vjp_where, "0"), ("clamp", _vjp_clamp, "i"),
     ("remainder", _vjp_remainder, "i"), ("floor_divide", _vjp_floor_divide, ""),
     ("atan2", _vjp_atan2, "i"), ("cast", _vjp_cast, ""),
+]:
+    defvjp(_name, _rule, _saves)
+
+
+# Complex parts. A real-valued function of z receives a real g; its gradient is complex
+# (dL/dRe z + i dL/dIm z), and a real input of a complex op keeps the real part (the
+# engine's cast to the input's dtype does that).
+
+def _vjp_conj(ctx: Any, g: Any) -> Any:
+    return ctx.F.conj(g)
+
+
+def _vjp_real(ctx: Any, g: Any) -> Any:
+    return g.to(ctx.input_meta[0][1])                 # g + 0i
+
+
+def _vjp_imag(ctx: Any, g: Any) -> Any:
+    return ctx.F.complex(ctx.F.zeros_like(g), g)      # 0 + g i
+
+
+def _vjp_angle(ctx: Any, g: Any) -> Any:
+    """d arg z: g * i z / |z|^2, zero at z = 0 (PyTorch); zero for real inputs."""
+    F = ctx.F
+    x = ctx.inputs[0]
+    if not x._dtype.is_complex:
+        return F.mul(g, 0.0)
+    i_z = F.complex(F.neg(F.imag(x)), F.real(x))        # i z, without a complex constant
+    step = F.div(F.mul(g, i_z), F.square(F.abs(x)))
+    return F.where(F.eq(x, 0), F.zeros_like(x), step)
+
+
+def _vjp_complex(ctx: Any, g: Any) -> tuple:
+    return (ctx.F.real(g), ctx.F.imag(g))
+
+
+def _vjp_polar(ctx: Any, g: Any) -> tuple:
+    """out = r e^(i t): dL/dr = Re(g e^(-i t)), dL/dt = r Im(g e^(-i t))."""
+    F = ctx.F
+    r, t = ctx.inputs
+    c, s = F.cos(t), F.sin(t)
+    gr, gi = F.real(g), F.imag(g)
+    ga = F.add(F.mul(gr, c), F.mul(gi, s)) if ctx.needs_input_grad[0] else None
+    gt = F.mul(r, F.sub(F.mul(gi, c), F.mul(gr, s))) if ctx.needs_input_grad[1] else None
+    return (ga, gt)
+
+
+for _name, _rule, _saves in [
+    ("conj", _vjp_conj, ""), ("real", _vjp_real, ""), ("imag", _vjp_imag, ""),
+    ("angle", _vjp_angle, "i"), ("complex", _vjp_complex, ""), ("polar", _vjp_polar, "i"),
 ]:
     defvjp(_name, _rule, _saves)

@@ -312,12 +312,23 @@ def _ref_view_as_complex(x: np.ndarray) -> np.ndarray:
     return out
 
 
-register(OpDef("view_as_real", Group.MOVEMENT, 1, infer=_infer_view_as_real,
+def _decompose_view_as_real(F: Any, x: Any) -> Any:
+    return F.stack([F.real(x), F.imag(x)], -1)
+
+
+def _decompose_view_as_complex(F: Any, x: Any) -> Any:
+    return F.complex(F.select(x, -1, 0), F.select(x, -1, 1))
+
+
+# Eager mode runs these as views of the same memory (functions/shape.py); a compiled graph,
+# whose buffers have one dtype each, gets the decompositions (parts, stack / complex).
+register(OpDef("view_as_real", Group.COMPOSITE, 1, infer=_infer_view_as_real,
                reference=lambda x: np.stack([x.real, x.imag], axis=-1),
-               backward_name="ViewAsRealBackward0", saves=""))
-register(OpDef("view_as_complex", Group.MOVEMENT, 1, infer=_infer_view_as_complex,
-               reference=_ref_view_as_complex, backward_name="ViewAsComplexBackward0",
+               decompose=_decompose_view_as_real, backward_name="ViewAsRealBackward0",
                saves=""))
+register(OpDef("view_as_complex", Group.COMPOSITE, 1, infer=_infer_view_as_complex,
+               reference=_ref_view_as_complex, decompose=_decompose_view_as_complex,
+               backward_name="ViewAsComplexBackward0", saves=""))
 
 
 def _vjp_view_as_real(ctx: Any, g: Any) -> Any:

@@ -21,7 +21,7 @@ class Partition:
     n_outputs: int
     n_residuals: int
     residual_bytes: int
-    recomputed_bytes: int   # bytes not stored because the backward recomputes them
+    recomputed_bytes: int   # bytes of residuals the backward recomputes instead of storing
 
     def __str__(self) -> str:
         return (f"partition: {self.n_residuals} residuals, {self.residual_bytes} bytes saved "
@@ -72,12 +72,17 @@ def partition(joint: Graph, n_primals: int, n_outputs: int) -> Partition:
         for n in list(stored):
             if n.group is Group.PARAM or not _recomputable(n) or not n.inputs:
                 continue
-            cost_in = sum(_nbytes(i) for i in n.inputs if i not in stored)
-            if cost_in < _nbytes(n) and all(i.group is not Group.RANDOM for i in n.inputs):
+            # constants are rebuilt in the backward for free: they are never stored
+            cost_in = sum(_nbytes(i) for i in n.inputs
+                          if i not in stored and i.group is not Group.CONST)
+            # `<=`: an elementwise chain collapses onto its input (AOTAutograd's min-cut
+            # finds the same cut for pointwise chains); the backward fuses the recompute
+            if cost_in <= _nbytes(n) and all(i.group is not Group.RANDOM for i in n.inputs):
                 stored.remove(n)
                 for i in n.inputs:
-                    stored.add(i)
-                recomputed += _nbytes(n) - cost_in
+                    if i.group is not Group.CONST:
+                        stored.add(i)
+                recomputed += _nbytes(n)
                 changed = True
     residuals = [n for n in joint.nodes if n in stored]
     fwd = Graph(f"{joint.name}_forward", primals, list(outputs) + residuals)

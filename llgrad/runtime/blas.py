@@ -1,4 +1,4 @@
-"""SciPy's BLAS for generated code: the addresses of `sgemm`/`dgemm`, and its threads.
+"""SciPy's BLAS for generated code: the addresses of `s/d/c/zgemm`, and its threads.
 
 `scipy.linalg.cython_blas` exports its wrappers as PyCapsules in `__pyx_capi__`; the
 capsule's pointer is a C function with the Fortran convention (every argument by pointer,
@@ -30,7 +30,8 @@ from ..ir.dtypes import DType
 
 INT32_MAX = 2**31 - 1
 OPENBLAS_MNK_PER_THREAD = 65536 * 4
-_CAPSULES = {"float32": "sgemm", "float64": "dgemm"}
+_CAPSULES = {"float32": "sgemm", "float64": "dgemm", "complex64": "cgemm",
+             "complex128": "zgemm"}
 
 
 def _capsule_pointer(capsule: object) -> int:
@@ -49,10 +50,10 @@ def _capsule_pointer(capsule: object) -> int:
 
 @functools.cache
 def gemm_address(dtype: DType) -> int:
-    """The address of SciPy's `sgemm` (float32) or `dgemm` (float64) wrapper."""
+    """The address of SciPy's `sgemm`/`dgemm`/`cgemm`/`zgemm` wrapper for `dtype`."""
     if dtype.name not in _CAPSULES:
-        raise TypeError(f"llgrad BLAS: no gemm for {dtype.name}; BLAS covers float32 and "
-                        f"float64")
+        raise TypeError(f"llgrad BLAS: no gemm for {dtype.name}; BLAS covers float32, "
+                        f"float64, complex64 and complex128")
     try:
         from scipy.linalg import cython_blas
     except ImportError as e:                        # scipy is a declared dependency

@@ -102,11 +102,13 @@ class TraceContext:
                 self._captured_ids[id(x)] = node
                 self.grad_before.setdefault(id(x), (x, x._grad))
             return node
-        if isinstance(x, (bool, int, float)):
+        if isinstance(x, (bool, int, float, complex)):
             d = dtype or dt.scalar_dtype(x)
             value = x
-            if d.is_floating_point:
-                value = float(x)
+            if d.is_complex:
+                value = complex(x)
+            elif d.is_floating_point:
+                value = float(x.real if isinstance(x, complex) else x)
             elif d is dt.bool_:
                 value = bool(x)
             else:
