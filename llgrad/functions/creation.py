@@ -355,6 +355,13 @@ def initial_seed() -> int:
 
 
 def _random(op: str, shape: tuple[int, ...], d: DType, generator: Generator | None) -> Tensor:
+    if d.is_complex and op == "normal":
+        # PyTorch's complex normal: real and imaginary parts each with variance 1/2
+        from .elementwise import complex as make_complex
+        part = d.to_real()
+        re = ew.run("mul", [_random(op, shape, part, generator), 0.5 ** 0.5])
+        im = ew.run("mul", [_random(op, shape, part, generator), 0.5 ** 0.5])
+        return make_complex(re, im)
     if not d.is_floating_point:
         raise TypeError(f"{'rand' if op == 'uniform' else 'randn'}: expected a floating point "
                         f"dtype, got {d.name}")
