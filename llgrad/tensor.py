@@ -47,15 +47,19 @@ class Tensor:
         t._dtype = dtype
         t._ptr = storage.ptr + offset * dtype.itemsize
         t._lkey = (dtype, shape, strides)          # what selects a cached launch plan
-        t._requires_grad = False
-        t._grad = None
-        t.grad_fn = None
-        t._retains_grad = False
-        t._hooks = None
-        t._base = base
-        t._output_nr = 0
-        t._inference = False
+        t._init_state(base)
         return t
+
+    def _init_state(self, base: "Tensor | None" = None) -> None:
+        """The autograd and bookkeeping fields every tensor starts with."""
+        self._requires_grad = False
+        self._grad = None
+        self.grad_fn = None
+        self._retains_grad = False
+        self._hooks = None
+        self._base = base
+        self._output_nr = 0
+        self._inference = False
 
     @classmethod
     def _empty(cls, shape: tuple[int, ...], dtype: DType,
@@ -357,6 +361,52 @@ class Tensor:
     def __reduce__(self):
         return (_rebuild, (self.detach()._values().copy(), self._dtype.name,
                            self._requires_grad))
+
+
+class SymbolicTensor(Tensor):
+    """A tensor without values of its own (a tracer, a vmap batch): every way of reading
+    values goes through `_no_data`, which subclasses turn into their own error."""
+
+    __slots__ = ()
+
+    def _no_data(self, what: str) -> Any:
+        raise AssertionError("subclass responsibility")
+
+    def item(self) -> Any:
+        return self._no_data("item()")
+
+    def tolist(self) -> Any:
+        return self._no_data("tolist()")
+
+    def numpy(self, *, force: bool = False) -> Any:
+        return self._no_data("numpy()")
+
+    def _values(self) -> Any:
+        return self._no_data("reading values")
+
+    def _numpy_view(self) -> Any:
+        return self._no_data("reading values")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        return self._no_data("conversion to a NumPy array")
+
+    def __bool__(self) -> bool:
+        return self._no_data("bool()")
+
+    def __float__(self) -> float:
+        return self._no_data("float()")
+
+    def __int__(self) -> int:
+        return self._no_data("int()")
+
+    def __index__(self) -> int:
+        return self._no_data("use as an index")
+
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._no_data("__dlpack__")
+
+    def data_ptr(self) -> int:
+        return self._no_data("data_ptr()")
 
 
 def _rebuild(values: np.ndarray, dtype_name: str, requires_grad: bool) -> Tensor:

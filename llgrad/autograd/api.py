@@ -1,7 +1,7 @@
 """`backward`, `grad` and the tensor-level autograd methods' engine calls."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 from ..tensor import Tensor
 from .engine import as_list, execute

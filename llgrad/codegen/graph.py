@@ -458,7 +458,7 @@ class _Lowering:
         lay = r.layout
         rs, cs = lay.strides[-2:]
         if use_blas:
-            ok = mm_gemm_layout(rows, cols, rs, cs) is not None
+            ok = mm.gemm_layout(rows, cols, rs, cs) is not None
         else:
             ok = not is_b or cols <= 1 or cs == 1
         if ok:
@@ -484,16 +484,16 @@ class _Lowering:
                    for x, st in strides.items()}
         rows = {"c": c_strides[-2], "a": a.strides[-2], "b": b.strides[-2]}
         cols = {"c": 1, "a": a.strides[-1], "b": b.strides[-1]}
-        folded = _fold_rows(batch, n, strides, rows)
+        folded = mm.fold_rows(batch, n, strides, rows)
         if folded is not None and (not use_blas or (
-                folded[0] <= INT32_MAX and mm_gemm_layout(folded[0], k, folded[1], cols["a"]))):
+                folded[0] <= INT32_MAX and mm.gemm_layout(folded[0], k, folded[1], cols["a"]))):
             n, rows["a"] = folded
             batch, strides = (), {"c": (), "a": (), "b": ()}
         sizes, (cs, as_, bs) = collapse(batch, [strides["c"], strides["a"], strides["b"]])
         flags = [0, 0]
         if use_blas:
             for x, (label, r_, c_) in enumerate((("a", n, k), ("b", k, m))):
-                lay = mm_gemm_layout(r_, c_, rows[label], cols[label])
+                lay = mm.gemm_layout(r_, c_, rows[label], cols[label])
                 assert lay is not None, "operand layouts were fixed above"
                 flags[x] = int(lay[0])
                 rows[label], cols[label] = (1, lay[1]) if lay[0] else (lay[1], 1)
@@ -583,27 +583,6 @@ class _Lowering:
         block: list[Any] = [*r.layout.shape, self.read_ptr(r), *r.layout.strides,
                             Ptr(self.out_buffer(grp)), node.shape[0]]
         self.add(Launch(grp, spec, block, "nonzero", ranged=False, node=node))
-
-
-def mm_gemm_layout(rows: int, cols: int, rs: int, cs: int) -> tuple[bool, int] | None:
-    """How BLAS reads a `rows x cols` matrix with strides (rs, cs) in place (eager's rule)."""
-    if (cs == 1 or cols == 1) and (rows == 1 or max(1, cols) <= rs <= INT32_MAX):
-        return False, rs if rows > 1 else max(1, cols)
-    if (rs == 1 or rows == 1) and (cols == 1 or max(1, rows) <= cs <= INT32_MAX):
-        return True, cs if cols > 1 else max(1, rows)
-    return None
-
-
-def _fold_rows(batch: tuple[int, ...], n: int, strides: dict[str, tuple[int, ...]],
-               rows: dict[str, int]) -> tuple[int, int] | None:
-    """A batch over a shared right operand folds into the rows of one product."""
-    if not batch or any(strides["b"]):
-        return None
-    cshape, cstrides = collapse(batch + (n,), [strides["c"] + (rows["c"],),
-                                               strides["a"] + (rows["a"],)])
-    if len(cshape) != 1:
-        return None
-    return cshape[0], cstrides[1][0]
 
 
 def lower(fusion: FusionPlan, threads: int = 1) -> Program:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..codegen.matmul import MatmulKernel, build, uses_blas
+from ..codegen.matmul import MatmulKernel, build, fold_rows, gemm_layout, uses_blas
 from ..ir import registry
 from ..ir.dtypes import DType
 from ..ir.types import TensorType
@@ -34,21 +34,6 @@ SPLIT_MIN_MACS = 1 << 21       # multiply-adds below which one core finishes soo
 # --------------------------------------------------------------------------------------
 # Operand layouts
 # --------------------------------------------------------------------------------------
-
-def gemm_layout(rows: int, cols: int, rs: int, cs: int) -> tuple[bool, int] | None:
-    """How BLAS can read a `rows x cols` matrix with strides `(rs, cs)` in place.
-
-    Returns `(transposed, ld)`: row-major (`transposed=False`, ld = row stride) or
-    column-major (`True`, ld = column stride), with ld meeting BLAS's lower bound and
-    fitting 32 bits; None when neither layout describes the memory (then it is copied).
-    A dimension of size 1 never constrains its stride.
-    """
-    if (cs == 1 or cols == 1) and (rows == 1 or max(1, cols) <= rs <= INT32_MAX):
-        return False, rs if rows > 1 else max(1, cols)
-    if (rs == 1 or rows == 1) and (cols == 1 or max(1, rows) <= cs <= INT32_MAX):
-        return True, cs if cols > 1 else max(1, rows)
-    return None
-
 
 def _compact_shape(shape: tuple[int, ...], strides: tuple[int, ...], keep: int
                    ) -> tuple[int, ...]:
@@ -116,22 +101,6 @@ def _check_blas_sizes(a: Tensor, b: Tensor, n: int, m: int, k: int) -> None:
                 f"exceeds {INT32_MAX} (shapes {list(a._shape)} and {list(b._shape)})")
 
 
-def _fold_rows(batch: tuple[int, ...], n: int, strides: dict[str, tuple[int, ...]],
-               rows: dict[str, int]) -> tuple[int, int] | None:
-    """When B is shared by the whole batch, `(batch, n)` rows of A and C may be one
-    dimension; returns `(rows, A's row stride)` if both walk it with one stride each.
-
-    This turns `(..., n, k) @ (k, m)` on a contiguous left operand into a single gemm.
-    """
-    if not batch or any(strides["b"]):
-        return None
-    cshape, cstrides = collapse(batch + (n,), [strides["c"] + (rows["c"],),
-                                               strides["a"] + (rows["a"],)])
-    if len(cshape) != 1:
-        return None
-    return cshape[0], cstrides[1][0]
-
-
 def _plan(a: Tensor, b: Tensor) -> _Plan:
     """Validate, choose layouts, copies and the kernel, and fill the argument template.
 
@@ -171,7 +140,7 @@ def _plan(a: Tensor, b: Tensor) -> _Plan:
                for x, st in strides.items()}       # size-1 dimensions never move
     rows = {"c": c_strides[-2], "a": a_strides[-2], "b": b_strides[-2]}
     cols = {"c": 1, "a": a_strides[-1], "b": b_strides[-1]}
-    folded = _fold_rows(batch, n, strides, rows)
+    folded = fold_rows(batch, n, strides, rows)
     if folded is not None and (not use_blas or (  # BLAS: the folded rows stay 32-bit
             folded[0] <= INT32_MAX and gemm_layout(folded[0], k, folded[1], cols["a"]))):
         n, rows["a"] = folded

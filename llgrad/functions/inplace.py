@@ -391,7 +391,6 @@ def _setitem_traced(ctx: Any, t: Tensor, index: Any, value: Any) -> None:
     from .shape import expand, reshape
     positions = getitem(reshape(ctx.iota(t.numel()), t._shape), index)
     if not isinstance(value, Tensor):
-        from .creation import full
         value = ctx.constant(value, t._dtype, ())
     v = value.to(t._dtype) if value._dtype is not t._dtype else value
     if v._shape != positions._shape:

@@ -6,7 +6,6 @@ from typing import Any
 
 from ..autograd.apply import apply, apply_composite
 from ..eager import elementwise as ew
-from ..eager import views
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
 from ..ir.types import normalize_axis

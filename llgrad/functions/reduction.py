@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections import namedtuple
-from typing import Any, Sequence
+from typing import Any
 
 from ..autograd.apply import apply, apply_composite
 from ..ir import dtypes as dt

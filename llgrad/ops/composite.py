@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import dtypes as dt
 from ..ir.registry import Attr, AttrKind, Group, OpDef, register
 from ..ir.types import TensorType, normalize_axis
 

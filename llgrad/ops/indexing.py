@@ -18,6 +18,8 @@ Derivative rules are attached by autograd (`vjp` stays empty here): the gradient
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..ir import dtypes as dt

@@ -1,10 +1,9 @@
 """Adam and AdamW with PyTorch's update formulas (bias correction, optional AMSGrad)."""
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 from .. import functions as lg
-from ..autograd.grad_mode import no_grad
 from ..ir import dtypes as dt
 from ..tensor import Tensor
 from .optimizer import Optimizer
@@ -39,15 +38,6 @@ class Adam(Optimizer):
                                       weight_decay=weight_decay, amsgrad=amsgrad,
                                       maximize=maximize,
                                       decoupled_weight_decay=decoupled_weight_decay))
-
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        loss = self._closure_loss(closure)
-        with no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p._grad is not None:
-                        self._update(p, group)
-        return loss
 
     def _init_state(self, p: Tensor, amsgrad: bool) -> dict[str, Any]:
         state = self.state[p]

@@ -92,9 +92,19 @@ class Optimizer:
                         g.zero_()
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        # As in PyTorch: the base class has no update rule; subclasses define step().
-        raise NotImplementedError(f"{type(self).__name__} does not define step(); subclasses "
-                                  f"of Optimizer implement their update rule there")
+        """Re-evaluate the loss with `closure` if given, then update every parameter that
+        has a gradient with the subclass's `_update(p, group)` (in place, without grad)."""
+        loss = self._closure_loss(closure)
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p._grad is not None:
+                        self._update(p, group)
+        return loss
+
+    def _update(self, p: Tensor, group: dict[str, Any]) -> None:
+        raise TypeError(f"{type(self).__name__} has no update rule: an Optimizer subclass "
+                        f"defines _update(p, group) (or overrides step())")
 
     def _closure_loss(self, closure: Callable[[], Any] | None) -> Any:
         if closure is None:

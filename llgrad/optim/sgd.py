@@ -1,10 +1,9 @@
 """Stochastic gradient descent with momentum, dampening, Nesterov, weight decay."""
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 from .. import functions as lg
-from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
 from .optimizer import Optimizer
 
@@ -32,15 +31,6 @@ class SGD(Optimizer):
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov,
                                       maximize=maximize))
-
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        loss = self._closure_loss(closure)
-        with no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p._grad is not None:
-                        self._update(p, group)
-        return loss
 
     def _update(self, p: Tensor, group: dict[str, Any]) -> None:
         g = p._grad

@@ -5,7 +5,6 @@ import functools
 import inspect
 from typing import Any, Callable
 
-from ..autograd.grad_mode import no_grad
 from ..ir.graph import Graph
 from ..ir.types import TensorType
 from ..tensor import Tensor

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..codegen.layout import contiguous_strides
 from ..ir.graph import Node
-from ..tensor import Tensor
+from ..tensor import SymbolicTensor
 
 
 class GraphBreak(Exception):
@@ -45,7 +45,7 @@ def state_not_ready(what: str) -> None:
                      advice="this call runs eagerly to create it, the next call compiles")
 
 
-class TracerTensor(Tensor):
+class TracerTensor(SymbolicTensor):
     __slots__ = ("_node", "_ctx")
 
     @classmethod
@@ -58,14 +58,7 @@ class TracerTensor(Tensor):
         t._dtype = node.type.dtype
         t._ptr = None        # packing it into a kernel's argument block fails: never launched
         t._lkey = None
-        t._requires_grad = False
-        t._grad = None
-        t.grad_fn = None
-        t._retains_grad = False
-        t._hooks = None
-        t._base = None
-        t._output_nr = 0
-        t._inference = False
+        t._init_state()
         t._node = node
         t._ctx = ctx
         return t
@@ -73,45 +66,9 @@ class TracerTensor(Tensor):
     def _alias(self) -> "TracerTensor":
         return TracerTensor.of(self._node, self._ctx)
 
-    def _break(self, what: str) -> Any:
+    def _no_data(self, what: str) -> Any:
         from .context import user_location
         raise GraphBreak(what, user_location())
-
-    def item(self) -> Any:
-        return self._break("item()")
-
-    def tolist(self) -> Any:
-        return self._break("tolist()")
-
-    def numpy(self, *, force: bool = False) -> Any:
-        return self._break("numpy()")
-
-    def _values(self) -> Any:
-        return self._break("reading values")
-
-    def _numpy_view(self) -> Any:
-        return self._break("reading values")
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
-        return self._break("conversion to a NumPy array")
-
-    def __bool__(self) -> bool:
-        return self._break("bool()")
-
-    def __float__(self) -> float:
-        return self._break("float()")
-
-    def __int__(self) -> int:
-        return self._break("int()")
-
-    def __index__(self) -> int:
-        return self._break("use as an index")
-
-    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._break("__dlpack__")
-
-    def data_ptr(self) -> int:
-        return self._break("data_ptr()")
 
     def __repr__(self) -> str:
         return f"TracerTensor({self._node.type}, %{self._ctx.name_of(self._node)})"

@@ -49,7 +49,7 @@ from ..ir.types import TensorType, broadcast_shapes, normalize_axis
 from ..ops.linalg import matmul_shapes
 from ..ops.reduction import normalize_axes
 from ..ops.shape import check_permutation
-from ..tensor import Tensor
+from ..tensor import SymbolicTensor, Tensor
 
 __all__ = ["BatchedTensor", "BatchingError", "levels", "to_value", "from_value", "lift",
            "unlift", "bottom", "getitem"]
@@ -85,7 +85,7 @@ def _culprit() -> str:
 # the batched tensor
 # --------------------------------------------------------------------------------------
 
-class BatchedTensor(Tensor):
+class BatchedTensor(SymbolicTensor):
     """A batch of tensors inside one vmap: `_value` has the batch at dimension 0."""
 
     __slots__ = ("_value", "_interpreter")
@@ -100,14 +100,7 @@ class BatchedTensor(Tensor):
         t._interpreter = interp
         t._shape = value._shape[1:]
         t._dtype = value._dtype
-        t._requires_grad = False
-        t._grad = None
-        t.grad_fn = None
-        t._retains_grad = False
-        t._hooks = None
-        t._base = None
-        t._output_nr = 0
-        t._inference = False
+        t._init_state()
         return t
 
     # -- no memory of its own ---------------------------------------------------------
@@ -140,38 +133,8 @@ class BatchedTensor(Tensor):
                             f"need one value per batch element; Python control flow on "
                             f"tensor values cannot be batched (use lg.where)")
 
-    def item(self) -> Any:
-        return self._data_dependent("item()")
-
-    def tolist(self) -> Any:
-        return self._data_dependent("tolist()")
-
-    def numpy(self, *, force: bool = False) -> Any:
-        return self._data_dependent("numpy()")
-
-    def _values(self) -> Any:
-        return self._data_dependent("reading the values")
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
-        return self._data_dependent("conversion to a NumPy array")
-
-    def __bool__(self) -> bool:
-        return self._data_dependent("bool()")
-
-    def __float__(self) -> float:
-        return self._data_dependent("float()")
-
-    def __int__(self) -> int:
-        return self._data_dependent("int()")
-
-    def __index__(self) -> int:
-        return self._data_dependent("use as a Python index")
-
-    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._data_dependent("__dlpack__")
-
-    def data_ptr(self) -> int:
-        return self._data_dependent("data_ptr()")
+    def _no_data(self, what: str) -> Any:
+        return self._data_dependent(what)
 
     def is_contiguous(self) -> bool:
         return True            # layout is the value's business; every rule goes through ops
