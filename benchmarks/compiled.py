@@ -142,8 +142,10 @@ def b5(torch: Any, budget: float) -> dict[str, Any]:
     import llgrad as lg
     x0 = np.random.default_rng(0).standard_normal(64)
     xl = lg.tensor(x0)
+    compiled_h = lg.compile(lg.hessian(_rosenbrock))
     fns: dict[str, Callable] = {
-        "llgrad eager": lambda: lg.autograd.functional.hessian(_rosenbrock, xl).numpy()}
+        "llgrad eager": lambda: lg.autograd.functional.hessian(_rosenbrock, xl).numpy(),
+        "llgrad compiled": lambda: compiled_h(xl).numpy()}
     if torch is not None:
         xt = torch.from_numpy(x0.copy())
         fns["torch eager"] = lambda: torch.autograd.functional.hessian(_rosenbrock, xt).numpy()
