@@ -77,6 +77,9 @@ def test_unary_special_values(op):
     got = values(getattr(lg, op)(lg.tensor(specials)))
     with np.errstate(all="ignore"):
         want = _reference(op, [specials], dt.float32)
+    if op in ("sin", "cos", "tan"):
+        # documented (docs/mathlib.md): no full-range reduction; |x| > 2**24 gives NaN
+        want = np.where(np.abs(specials) > 2.0 ** 24, np.float32(np.nan), want)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{op} NaN pattern")
     finite = ~np.isnan(want)
     np.testing.assert_allclose(got[finite], want[finite], rtol=1e-6, atol=1e-37)

@@ -25,6 +25,8 @@ Design rules followed by every function:
   ``select``\\ s, not branches.
 * Subnormal results are produced (gradual underflow, no flush), assuming the default
   MXCSR (FTZ/DAZ off).
+* sin/cos/tan use a Cody-Waite reduction that is accurate for |x| <= 2^24 (float) and
+  2^50 (double); beyond that they return NaN (there is no Payne-Hanek reduction).
 
 The polynomial coefficients were computed for this module with a weighted Remez exchange
 (relative-error minimax, 60-digit mpmath) and rounded to the target type; the derivation
@@ -73,8 +75,8 @@ _TAN_PI_8 = (0.41421356237309503, 0.41421356237309503)
 _TAN_3PI_8 = (2.414213562373095, 2.414213562373095)
 _TWO_OVER_SQRTPI_HI = (1.128379225730896, 1.1283791670955126)
 _TWO_OVER_SQRTPI_LO = (-5.8635382771399236e-08, 1.533545961316588e-17)
-_TWO_THIRDS_HI = 0.6666666666666666     # double only (pow's double-word log)
-_TWO_THIRDS_LO = 3.700743415417188e-17
+_TWO_THIRDS_HI = (0.6666666865348816, 0.6666666666666666)
+_TWO_THIRDS_LO = (-1.9868215517249155e-08, 3.700743415417188e-17)
 
 # Input clamps for exp-like functions: outside these the result is already 0 or inf in
 # the type, and inside them 2^n splits into two normal powers of two (see `_Emitter.ldexp`).
@@ -106,7 +108,11 @@ _LOG_64 = (
     0.6666666666666734, 0.39999999999414826, 0.28571428742392757, 0.22222198568840962,
     0.18183564743244027, 0.15314035165818193, 0.14796149061411987,
 )
-# (R(z)/z - 2/3) / z, the tail of pow's double-word log, weighted so log error <= 2^-66.
+# (R(z)/z - 2/3) / z, the tail of pow's double-word log, weighted so the log's relative
+# error is <= 2^-44 / 2^-66.
+_POWLOG_32 = (
+    0.3999999761581421, 0.28571873903274536, 0.22185014188289642, 0.1946791112422943,
+)
 _POWLOG_64 = (
     0.40000000000002256, 0.28571428570099633, 0.22222222519953705, 0.18181784361039177,
     0.15386757757541938, 0.13256804630069988, 0.1319647825574124,
@@ -457,11 +463,11 @@ def _expm1(e: _Emitter, x: ir.Value) -> ir.Value:
     em = _expm1_kernel(e, r_hi, r_lo)
     n = e.to_i32(nf)
     limit = ir.Constant(_I32, e.mant)
-    small_n = e.b.select(e.b.icmp_signed(">", n, limit), limit, n)
-    s = e.pow2i(small_n)
+    big_n = e.b.icmp_signed(">", n, limit)
+    s = e.pow2i(e.b.select(big_n, limit, n))
     small = e.fma(s, em, e.sub(s, 1.0))
     big = e.sub(e.ldexp(e.add(em, 1.0), n), 1.0)
-    res = e.b.select(e.b.icmp_signed(">", n, limit), big, small)
+    res = e.b.select(big_n, big, small)
     res = e.select(e.eq(x, 0.0), x, res)                 # keeps -0.0
     return e.select(e.isnan(x), x, res)
 
@@ -931,12 +937,13 @@ def _acos(e: _Emitter, x: ir.Value) -> ir.Value:
 # pow
 # ---------------------------------------------------------------------------------------
 def _log_dd(e: _Emitter, x: ir.Value) -> tuple[ir.Value, ir.Value]:
-    """log(x) as a double word hi + lo (~2^-66 relative) for positive finite double x.
+    """log(x) as a double word hi + lo for positive finite x (relative error ~2^-66 in
+    double, ~2^-44 in float, where the polynomial is shorter).
 
     Same split as `_log`, but s = f/(2+f) is carried as hi + lo (exact remainder via
     fma), log(1+f) = 2s + s*z*(2/3 + z*Q(z)) is summed in double-word arithmetic, and
     only z*Q(z), which is < 2% of the 2/3 term, is plain double.  pow needs this: the
-    error of y*log(x) is multiplied by |y*log(x)| (up to ~745) when exponentiated.
+    error of y*log(x) is multiplied by |y*log(x)| (up to ~745 / ~104) when exponentiated.
     """
     kf, f = _log_parts(e, x)
     d_hi = e.add(f, 2.0)
@@ -947,20 +954,20 @@ def _log_dd(e: _Emitter, x: ir.Value) -> tuple[ir.Value, ir.Value]:
     s_lo = e.div(rem, d_hi)
     z_hi = e.mul(s_hi, s_hi)
     z_lo = e.fma(e.mul(s_hi, 2.0), s_lo, e.fma(s_hi, s_hi, e.neg(z_hi)))
-    tq = e.mul(z_hi, e.poly(z_hi, _POWLOG_64))
-    p_hi, p_lo = _fast_two_sum(e, e.c(_TWO_THIRDS_HI), tq)
-    p_lo = e.add(p_lo, _TWO_THIRDS_LO)
+    tq = e.mul(z_hi, e.poly(z_hi, e.coef((_POWLOG_32, _POWLOG_64))))
+    p_hi, p_lo = _fast_two_sum(e, e.c(e.pick(_TWO_THIRDS_HI)), tq)
+    p_lo = e.add(p_lo, e.pick(_TWO_THIRDS_LO))
     sz = _dd_mul(e, (s_hi, s_lo), (z_hi, z_lo))
     tail_hi, tail_lo = _dd_mul(e, sz, (p_hi, p_lo))
     l_hi, l_lo = _fast_two_sum(e, e.mul(s_hi, 2.0), tail_hi)
     l_lo = e.add(l_lo, e.add(e.mul(s_lo, 2.0), tail_lo))
-    k_hi = e.mul(kf, _LN2_HI[1])
-    k_lo = e.fma(kf, _LN2_LO[1], e.fma(kf, _LN2_HI[1], e.neg(k_hi)))
+    k_hi = e.mul(kf, e.pick(_LN2_HI))
+    k_lo = e.fma(kf, e.pick(_LN2_LO), e.fma(kf, e.pick(_LN2_HI), e.neg(k_hi)))
     hi, lo = _two_sum(e, k_hi, l_hi)
     return _fast_two_sum(e, hi, e.add(lo, e.add(k_lo, l_lo)))
 
 
-def _pow_core_f64(e: _Emitter, ax: ir.Value, y: ir.Value) -> ir.Value:
+def _pow_core(e: _Emitter, ax: ir.Value, y: ir.Value) -> ir.Value:
     """|x|^y = e^(y * log|x|) with the product carried as a double word."""
     l_hi, l_lo = _log_dd(e, ax)
     l_hi = e.select(e.eq(ax, 0.0), -math.inf, l_hi)
@@ -976,8 +983,8 @@ def _pow_core_f64(e: _Emitter, ax: ir.Value, y: ir.Value) -> ir.Value:
 def _pow(e: _Emitter, x: ir.Value, y: ir.Value) -> ir.Value:
     """x**y with C99 / NumPy special cases.
 
-    float32 evaluates e^(y*log|x|) in double (its rounding errors are then far below
-    float32's); float64 uses a double-word log.  The sign and the special cases are
+    y*log|x| is formed from a double-word log as a double word and exponentiated with
+    the low word folded into exp's reduced argument.  The sign and the special cases are
     applied afterwards with selects:
     pow(x, +-0) = 1 and pow(1, y) = 1 even for NaN; pow(-1, +-inf) = 1; x < 0 finite with
     non-integer y is NaN; a negative x (including -0 and -inf) with odd integer y negates
@@ -985,12 +992,7 @@ def _pow(e: _Emitter, x: ir.Value, y: ir.Value) -> ir.Value:
     handling of +-inf.
     """
     ax = e.fabs(x)
-    if e.is64:
-        core = _pow_core_f64(e, ax, y)
-    else:
-        d = _Emitter(e.b, ir.DoubleType())
-        wide = d.mul(e.b.fpext(y, d.ty), _log(d, e.b.fpext(ax, d.ty)))
-        core = e.b.fptrunc(_exp_dd(d, wide), e.ty)
+    core = _pow_core(e, ax, y)
     b = e.b
     y_int = e.eq(e.floor(y), y)                           # true for +-inf too
     half = e.mul(y, 0.5)
