@@ -781,3 +781,15 @@ def test_complex_kernels_vectorize_and_call_nothing(dtype: str) -> None:
         asm = kernels[-1].asm()
         assert re.search(packed, asm), kernels[-1].name
         assert "call" not in asm
+
+
+def test_advanced_indexing_backward_and_setitem_on_complex():
+    x = lg.randn(5, dtype=lg.complex64, requires_grad=True)
+    g = lg.tensor(np.array([1 + 2j, 3 - 1j, 0.5j], dtype=np.complex64))
+    x[lg.tensor([0, 2, 2])].backward(g)
+    want = np.zeros(5, np.complex64)
+    np.add.at(want, [0, 2, 2], g.numpy())
+    np.testing.assert_allclose(x.grad.numpy(), want)
+    z = lg.zeros(4, dtype=lg.complex128)
+    z[lg.tensor([1, 3])] = lg.tensor([1 + 1j, 2j])
+    np.testing.assert_array_equal(z.numpy(), [0, 1 + 1j, 0, 2j])

@@ -88,8 +88,8 @@ class IndexKernel:
             raise ValueError("IndexKernel: scatter_add needs dtype and src_dtype")
         if arithmetic and self.mode not in ("put", "scatter_add"):
             raise ValueError(f"IndexKernel: mode {self.mode} moves raw bits; give width")
-        if arithmetic and (self.dtype.is_complex or self.src_dtype is None
-                           or self.src_dtype.is_complex):
+        if arithmetic and (self.src_dtype is None or
+                           (self.src_dtype.is_complex and not self.dtype.is_complex)):
             raise TypeError(f"IndexKernel: {self.mode} arithmetic is not generated for "
                             f"{self.src_dtype} -> {self.dtype}")
         if self.mode in ("gather", "put") and not arithmetic and self.width not in (1, 2, 4,

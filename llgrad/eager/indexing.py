@@ -349,10 +349,9 @@ def _spec_for(mode: str, cstrides: list[tuple[int, ...]], parsed: Parsed,
                        hoist=all(st[-1] == 0 for st in cstrides[2:]),
                        x_inner=_baked(cstrides[1][-1]), data_inner=_baked(cstrides[0][-1]))
     if mode == "scatter_add" or (mode == "put" and data._dtype is not x._dtype):
-        for d in (x._dtype, data._dtype):
-            if d.is_complex:
-                raise TypeError(f"{mode}: {data._dtype.name} values into a {x._dtype.name} "
-                                f"tensor are not supported (complex arithmetic or casts)")
+        if data._dtype.is_complex and not x._dtype.is_complex:
+            raise TypeError(f"{mode}: {data._dtype.name} values cannot be written into a "
+                            f"{x._dtype.name} tensor (complex to real)")
         return IndexKernel(mode, dtype=x._dtype, src_dtype=data._dtype, **layout_keys)
     if mode in ("gather", "put"):
         return IndexKernel(mode, width=x._dtype.itemsize, **layout_keys)
