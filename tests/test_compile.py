@@ -253,3 +253,54 @@ def test_random_programs_agree_compiled_eager_interpreted(steps, n, seed):
     loss_c.backward()
     loss_e.backward()
     np.testing.assert_allclose(x.grad.numpy(), xe.grad.numpy(), rtol=1e-9, atol=1e-11)
+
+
+def test_dynamic_shapes_compile_no_new_native_code():
+    """dynamic=True: kernels take sizes at run time; a new size compiles nothing new."""
+    from llgrad.runtime import cache
+
+    def f(x, w):
+        return (lg.softmax(lg.tanh(x @ w), -1) * lg.sigmoid(x).sum(1, keepdim=True)).sum()
+    cf = lg.compile(f, dynamic=True)
+    results = []
+    for i, n in enumerate((4, 9, 17)):
+        x = lg.randn(n, 3, dtype=lg.float64, requires_grad=True)
+        w = lg.randn(3, 5, dtype=lg.float64, requires_grad=True)
+        before = cache.stats()["kernels"]
+        loss = cf(x, w)
+        loss.backward()
+        new_kernels = cache.stats()["kernels"] - before
+        if i > 0:
+            assert new_kernels == 0, f"size {n} compiled {new_kernels} new kernels"
+        results.append((x, w, loss))
+    for x, w, loss in results:
+        x2, w2 = (t.detach().clone().requires_grad_() for t in (x, w))
+        want = f(x2, w2)
+        want.backward()
+        np.testing.assert_allclose(loss.item(), want.item(), rtol=1e-12)
+        np.testing.assert_allclose(x.grad.numpy(), x2.grad.numpy(), rtol=1e-10)
+        np.testing.assert_allclose(w.grad.numpy(), w2.grad.numpy(), rtol=1e-10)
+
+
+def test_dynamic_training_step_over_batch_sizes():
+    def make():
+        lg.manual_seed(0)
+        m = lg.nn.Sequential(lg.nn.Linear(6, 8), lg.nn.ReLU(), lg.nn.Linear(8, 3))
+        return m, lg.optim.SGD(m.parameters(), lr=0.1)
+
+    def step(model, opt, x, y):
+        opt.zero_grad()
+        loss = lg.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    model, opt = make()
+    ref, ref_opt = make()
+    cstep = lg.compile(step, dynamic=True)
+    for n in (8, 5, 12, 8):
+        x, y = lg.randn(n, 6), lg.randint(0, 3, (n,))
+        np.testing.assert_allclose(cstep(model, opt, x, y).item(),
+                                   step(ref, ref_opt, x, y).item(), rtol=1e-5)
+    for p, q in zip(model.parameters(), ref.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)

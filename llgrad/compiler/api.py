@@ -131,9 +131,7 @@ class CompiledFunction:
                  fullgraph: bool = False, cache: bool = True):
         if backend not in ("llvm", "eager"):
             raise ValueError(f"compile: unknown backend {backend!r} (use 'llvm' or 'eager')")
-        if dynamic:
-            raise ValueError("compile: dynamic=True is not supported yet; shapes are "
-                             "specialized (each new shape compiles once)")
+        self.dynamic = dynamic
         self.fn = fn
         self.backend = backend
         self.fullgraph = fullgraph
@@ -215,7 +213,9 @@ class CompiledFunction:
 
     def _compile(self, key: tuple, args: tuple, kwargs: dict) -> Entry:
         if self._last_key is not None and _log.enabled("recompiles"):
-            _log.log("recompiles", f"{self.__name__}: recompiling because "
+            what = "retracing (dynamic: shape-generic kernels, no new native code)" \
+                if self.dynamic and self._same_ranks(self._last_key, key) else "recompiling"
+            _log.log("recompiles", f"{self.__name__}: {what} because "
                                    f"{_describe_change(self._last_key, key)}")
         self._last_key = key
         t0 = time.perf_counter()
@@ -236,11 +236,18 @@ class CompiledFunction:
             self._entries[key] = entry
             return entry
         _log.log("graph", f"traced {self.__name__}:\n{graph}")
-        entry = Entry(graph, GraphFunction(graph), list(ctx.captured), out_structure,
+        entry = Entry(graph, GraphFunction(graph, self.dynamic), list(ctx.captured),
+                      out_structure,
                       trace_seconds=time.perf_counter() - t0, n_outputs=ctx.n_outputs,
                       effects=ctx.effects)
         self._entries[key] = entry
         return entry
+
+    @staticmethod
+    def _same_ranks(old: tuple, new: tuple) -> bool:
+        (s0, t0, g0), (s1, t1, g1) = old, new
+        return s0 == s1 and g0 == g1 and len(t0) == len(t1) and all(
+            len(a[0]) == len(b[0]) and a[1:] == b[1:] for a, b in zip(t0, t1))
 
     # -- inspection -----------------------------------------------------------------------
     def inspect(self, *args: Any, **kwargs: Any) -> Report:

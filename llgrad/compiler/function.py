@@ -40,7 +40,9 @@ class Compiled:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-def compile_graph(graph: Graph) -> Compiled:
+def compile_graph(graph: Graph, dynamic: bool = False) -> Compiled:
+    """Decompose, optimize and make executable: one native module for the whole graph, or
+    (`dynamic`) a runner over the shape-generic eager kernels."""
     from ..passes.decompose import decompose
     from ..runtime.executor import CompiledGraph
     t0 = time.perf_counter()
@@ -49,7 +51,11 @@ def compile_graph(graph: Graph) -> Compiled:
     optimized, stages, t_opt = optimize(lowered)
     stages = [("decompose", lowered)] + stages
     t0 = time.perf_counter()
-    executable = CompiledGraph(optimized)
+    if dynamic:
+        from ..eager.graph import GraphRunner
+        executable: Any = GraphRunner(optimized)
+    else:
+        executable = CompiledGraph(optimized)
     seconds = {"decompose": t_dec, "passes": t_opt, "codegen": time.perf_counter() - t0}
     _log.log("graph", f"compiled @{graph.name}: {len(graph.nodes)} nodes -> "
                       f"{len(optimized.nodes)} after passes")
@@ -66,15 +72,16 @@ class Differentiated:
 
 
 class GraphFunction:
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, dynamic: bool = False):
         self.graph = graph
+        self.dynamic = dynamic
         self._plain: Compiled | None = None
         self._diff: dict[tuple[int, ...], Differentiated] = {}
         self._grad_fns: dict[tuple[int, ...], "GraphFunction"] = {}
 
     def plain(self) -> Compiled:
         if self._plain is None:
-            self._plain = compile_graph(self.graph)
+            self._plain = compile_graph(self.graph, self.dynamic)
         return self._plain
 
     def differentiated(self, wrt: tuple[int, ...]) -> Differentiated:
@@ -86,8 +93,9 @@ class GraphFunction:
             joint = differentiate(self.graph, list(wrt))
             part = partition(joint, n_in, n_out)
             grad_graph = Graph(f"{self.graph.name}_grad", joint.params, joint.outputs[n_out:])
-            d = Differentiated(compile_graph(part.forward), compile_graph(part.backward),
-                               grad_graph, n_out, part)
+            d = Differentiated(compile_graph(part.forward, self.dynamic),
+                               compile_graph(part.backward, self.dynamic), grad_graph, n_out,
+                               part)
             self._diff[wrt] = d
         return d
 
@@ -113,7 +121,8 @@ class GraphFunction:
     def grad_function(self, wrt: tuple[int, ...]) -> "GraphFunction":
         fn = self._grad_fns.get(wrt)
         if fn is None:
-            fn = self._grad_fns[wrt] = GraphFunction(self.differentiated(wrt).grad_graph)
+            fn = self._grad_fns[wrt] = GraphFunction(self.differentiated(wrt).grad_graph,
+                                                     self.dynamic)
         return fn
 
 
