@@ -140,3 +140,48 @@ def test_traced_indexing_matches_eager(index):
         return x[index]
     g = make_ir(f)(x)
     np.testing.assert_array_equal(interpret(g, [a])[0], f(x).numpy())
+
+
+def _golden_loss(x, w):
+    h = lg.relu(x @ w)
+    return (h * 2.0).sum()
+
+
+def test_golden_traced_ir_text():
+    import inspect
+    first = inspect.getsourcelines(_golden_loss)[1]
+    text = str(make_ir(_golden_loss)(lg.ones(4, 3), lg.ones(3, 2)))
+    a, b = f"test_tracer.py:{first + 1}", f"test_tracer.py:{first + 2}"
+    assert text == f"""graph @_golden_loss(%x: f32[4,3], %w: f32[3,2]) {{
+  %0 = matmul(%x, %w)                        : f32[4,2]   # {a}
+  %1 = relu(%0)                              : f32[4,2]   # {a}
+  %2 = const(value=2.0, dtype=f32, shape=[]) : f32[]      # {b}
+  %3 = mul(%1, %2)                           : f32[4,2]   # {b}
+  %4 = sum(%3, axes=[], keepdim=false)       : f32[]      # {b}
+  return %4
+}}
+"""
+
+
+def _without_locations(text: str) -> str:
+    return "\n".join(line.split("   #")[0].rstrip() for line in text.splitlines())
+
+
+def test_golden_backward_ir_text():
+    """The backward graph: x and relu's mask are the only residuals (constants and the
+    elementwise rest are rebuilt), and the rules are the eager ones (relu's `where`)."""
+    g, _, _ = trace(_golden_loss, (lg.ones(4, 3), lg.ones(3, 2)), {})
+    part = partition(differentiate(g, [1]), 2, 1)
+    assert _without_locations(str(part.backward)) == """\
+graph @_golden_loss_joint_backward(%r0: f32[4,3], %r1: bool[4,2], %ct0: f32[]) {
+  %0 = permute(%r0, perm=[1,0])              : f32[3,4]
+  %1 = reshape(%ct0, shape=[1,1])            : f32[1,1]
+  %2 = expand(%1, shape=[4,2])               : f32[4,2]
+  %3 = const(value=2.0, dtype=f32, shape=[]) : f32[]
+  %4 = mul(%2, %3)                           : f32[4,2]
+  %5 = const(value=0.0, dtype=f32, shape=[]) : f32[]
+  %6 = mul(%4, %5)                           : f32[4,2]
+  %7 = where(%r1, %4, %6)                    : f32[4,2]
+  %8 = matmul(%0, %7)                        : f32[3,2]
+  return %8
+}"""

@@ -53,6 +53,8 @@ def partition(joint: Graph, n_primals: int, n_outputs: int) -> Partition:
     seen: set[Node] = set()
 
     def need(n: Node) -> None:
+        if n.group is Group.CONST:       # rebuilt in the backward graph, never stored
+            return
         if n not in seen and n not in backward_side:
             seen.add(n)
             boundary.append(n)
