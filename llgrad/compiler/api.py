@@ -95,6 +95,7 @@ class Entry:
     trace_seconds: float = 0.0
     n_outputs: int = 0
     effects: list = field(default_factory=list)
+    self_contained: bool = False
 
 
 @dataclass
@@ -204,11 +205,14 @@ class CompiledFunction:
         if not entry.effects:
             outs = entry.function(*leaves, *entry.captured)
             return _unflatten(entry.out_structure, outs)
-        # a self-contained step (backward() and updates inside): no autodiff around it
-        from ..autograd.grad_mode import no_grad
-        with no_grad():
+        if entry.self_contained:
+            # a training step (backward() and updates inside): no autodiff around it
+            from ..autograd.grad_mode import no_grad
+            with no_grad():
+                outs = entry.function(*leaves, *entry.captured)
+        else:
             outs = entry.function(*leaves, *entry.captured)
-        _apply_effects(entry.effects, outs[entry.n_outputs:], leaves)
+        _apply_effects(entry.effects, [o.detach() for o in outs[entry.n_outputs:]], leaves)
         return _unflatten(entry.out_structure, outs[:entry.n_outputs])
 
     def _compile(self, key: tuple, args: tuple, kwargs: dict) -> Entry:
@@ -239,7 +243,7 @@ class CompiledFunction:
         entry = Entry(graph, GraphFunction(graph, self.dynamic), list(ctx.captured),
                       out_structure,
                       trace_seconds=time.perf_counter() - t0, n_outputs=ctx.n_outputs,
-                      effects=ctx.effects)
+                      effects=ctx.effects, self_contained=ctx.self_contained)
         self._entries[key] = entry
         return entry
 

@@ -297,31 +297,59 @@ def linspace(start: float, end: float, steps: int, **kwargs: Any) -> Tensor:
 # --------------------------------------------------------------------------------------
 
 class Generator:
-    """The seed and the counter of draws made so far."""
+    """The key (from the seed) and the counter of draws made so far.
+
+    Both live in a 2-element int64 tensor, so that compiled code can read the state as an
+    input and write the advanced counter back after each call (a traced draw is never
+    frozen into the graph).
+    """
 
     def __init__(self, seed: int = 0):
+        self._state: Tensor | None = None
         self.manual_seed(seed)
+
+    @property
+    def state_tensor(self) -> Tensor:
+        if self._state is None:
+            self._state = Tensor._empty((2,), dt.int64)
+        return self._state
+
+    def _read(self) -> tuple[int, int]:
+        view = self.state_tensor._numpy_view()
+        return int(view[0]), int(view[1])
+
+    def _write(self, key: int, counter: int) -> None:
+        view = self.state_tensor._numpy_view()
+        view[0], view[1] = key, _signed(counter & ((1 << 64) - 1))
 
     def manual_seed(self, seed: int) -> "Generator":
         self.seed = int(seed) & ((1 << 64) - 1)
-        self.key = _mix(self.seed)
-        self.counter = 0
+        self._write(_signed(_mix(self.seed)), 0)
         return self
+
+    @property
+    def key(self) -> int:
+        return self._read()[0]
+
+    @property
+    def counter(self) -> int:
+        return self._read()[1]
 
     def initial_seed(self) -> int:
         return self.seed
 
     def take(self, n: int) -> tuple[int, int]:
-        c = self.counter
-        self.counter += n
-        return _signed(self.key), _signed(c)
+        key, c = self._read()
+        self._write(key, c + n)
+        return key, c
 
     def get_state(self) -> tuple[int, int]:
         return (self.seed, self.counter)
 
     def set_state(self, state: tuple[int, int]) -> None:
         self.manual_seed(state[0])
-        self.counter = state[1]
+        key, _ = self._read()
+        self._write(key, state[1])
 
 
 def _mix(seed: int) -> int:
@@ -365,10 +393,31 @@ def _random(op: str, shape: tuple[int, ...], d: DType, generator: Generator | No
     if not d.is_floating_point:
         raise TypeError(f"{'rand' if op == 'uniform' else 'randn'}: expected a floating point "
                         f"dtype, got {d.name}")
+    gen = generator or default_generator
+    from ..tracer.context import current
+    ctx = current()
+    if ctx is not None:
+        return _traced_random(ctx, op, shape, d, gen)
     out = Tensor._empty(shape, d)
     n = out.numel()
-    key, counter = (generator or default_generator).take(n)
+    key, counter = gen.take(n)
     return ew.run(op, [key, counter], {"dtype": d, "shape": shape}, out=out)
+
+
+def _traced_random(ctx: Any, op: str, shape: tuple[int, ...], d: DType, gen: Generator
+                   ) -> Tensor:
+    """A draw inside a compiled function: the generator's state is a graph input, and the
+    advanced counter is written back after every call, so each call draws new numbers."""
+    from .elementwise import add
+    from .shape import select
+    n = 1
+    for s in shape:
+        n *= s
+    state = gen.state_tensor
+    key, counter = select(state, 0, 0), select(state, 0, 1)
+    out = ctx.emit(op, [key, counter], {"dtype": d, "shape": tuple(shape)})
+    ctx.write(state, add(state, ctx.literal([0, n], dt.int64)))
+    return out
 
 
 def rand(*size: Any, generator: Generator | None = None, **kwargs: Any) -> Tensor:

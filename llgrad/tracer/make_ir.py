@@ -113,6 +113,10 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
             else:
                 raise RuntimeError("a compiled function assigned a concrete tensor to .grad; "
                                    "assign a computed value instead")
+        # a training step (backward() inside, parameters updated) is complete in itself;
+        # other write-backs (the random generator's counter) leave autodiff as usual
+        ctx.self_contained = any(e.kind != "write" or e.target._requires_grad
+                                 for e in ctx.effects)
     finally:
         for target, before in ctx.grad_before.values():
             target._grad = before                 # tracers never leak into real tensors
