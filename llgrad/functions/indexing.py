@@ -59,8 +59,10 @@ def getitem(x: Tensor, index: Any, name: str | None = None) -> Tensor:
     if getattr(x, "_ctx", None) is not None or _traced_index(index):
         from ..tracer import indexing as traced
         return traced.getitem(x, index)
-    from ..eager import indexing
-    out = indexing.getitem(x, index)
+    out = _first_dim_view(x, index)
+    if out is None:
+        from ..eager import indexing
+        out = indexing.getitem(x, index)
     tangent = forward_ad.tangent_of(x) if forward_ad._level[0] else None
     if tangent is not None or (needs_grad([x]) and (out._dtype.is_floating_point or
                                                     out._dtype.is_complex)):
@@ -73,6 +75,28 @@ def getitem(x: Tensor, index: Any, name: str | None = None) -> Tensor:
     if tangent is not None:
         forward_ad.set_tangent(out, getitem(tangent, index))
     return out
+
+
+def _first_dim_view(x: Tensor, index: Any) -> Tensor | None:
+    """`x[a:b:c]` and `x[i]` on the first dimension without the general index parser
+    (the common case; everything else returns None and takes the general path)."""
+    from ..eager import views
+    if not x._shape:
+        return None
+    n = x._shape[0]
+    if type(index) is slice:
+        start, stop, step = index.indices(n)
+        if index.step is not None and index.step <= 0:
+            return None                      # the general path raises PyTorch's error
+        length = max(0, (stop - start + step - 1) // step)
+        offset = x._offset + (start * x._strides[0] if length else 0)
+        return views.view_of(x, offset, (length,) + x._shape[1:],
+                             (x._strides[0] * step,) + x._strides[1:])
+    if type(index) is int:
+        if not -n <= index < n:
+            return None                      # the general path raises IndexError
+        return views.select(x, 0, index)
+    return None
 
 
 def _traced_index(index: Any) -> bool:
