@@ -89,3 +89,22 @@ def _batched(outs: list[Tensor], ins: list[Tensor], gouts: list[Any], retain_gra
         else:
             out.append(F.stack([g if g is not None else F.zeros_like(ins[k]) for g in gs]))
     return tuple(out)
+
+
+def zero_grads(params: Any, set_to_none: bool = True) -> None:
+    """Reset `.grad` of each parameter: to None, or zeroed in place (detached first), the
+    rule of `Module.zero_grad` and `Optimizer.zero_grad`."""
+    from .grad_mode import no_grad
+    for p in params:
+        g = p._grad
+        if g is None:
+            continue
+        if set_to_none:
+            p._grad = None
+            continue
+        if g.grad_fn is not None:
+            g.detach_()
+        else:
+            g.requires_grad_(False)
+        with no_grad():
+            g.zero_()

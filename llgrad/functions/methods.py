@@ -71,7 +71,8 @@ def bind() -> None:
     skip = {"elementwise", "shape_arg", "iota", "slice_dim", "pad_dims", "is_tensor",
             "broadcast_tensors", "cat", "concat", "concatenate", "stack", "getitem",
             "values_indices", "index_backward", "IndexNode", "IndexScatterNode",
-            "numel", "slice_all", "complex", "polar", "reinterpret", "view_as_real",
+            "numel", "slice_all", "parse_to_args", "complex", "polar", "reinterpret",
+            "view_as_real",
             "view_as_complex"}
     for name, fn in plain.items():
         if name in skip or hasattr(T, name) and name in ("shape", "dtype", "ndim"):

@@ -17,8 +17,10 @@ def _cast_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
     return ew.run("cast", operands, attrs)
 
 
-def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-    """`x.to(dtype)`, `x.to(other)`, `x.to("cpu")`; copies only when the dtype changes."""
+def parse_to_args(args: tuple, kwargs: dict[str, Any]) -> tuple[DType | None, bool]:
+    """The arguments of `x.to(...)` / `module.to(...)`: a dtype, a tensor (its dtype) or a
+    device string ("cpu" only); returns (dtype or None, copy)."""
+    kwargs = dict(kwargs)
     dtype = kwargs.pop("dtype", None)
     copy = kwargs.pop("copy", False)
     kwargs.pop("device", None)
@@ -34,6 +36,12 @@ def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
             continue
         else:
             raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+    return dtype, copy
+
+
+def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """`x.to(dtype)`, `x.to(other)`, `x.to("cpu")`; copies only when the dtype changes."""
+    dtype, copy = parse_to_args(args, kwargs)
     if dtype is None or dtype is input._dtype:
         return input.clone() if copy else input
     return apply("cast", (input,), {"dtype": dtype}, _cast_forward, "ToCopyBackward0")

@@ -310,19 +310,8 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        for p in self.parameters():
-            g = p._grad
-            if g is None:
-                continue
-            if set_to_none:
-                p._grad = None
-            else:
-                if g.grad_fn is not None:
-                    g.detach_()
-                else:
-                    g.requires_grad_(False)
-                with no_grad():
-                    g.zero_()
+        from ...autograd.api import zero_grads
+        zero_grads(self.parameters(), set_to_none)
 
     def apply(self, fn: Callable[["Module"], Any]) -> "Module":
         for module in self.children():
@@ -349,20 +338,8 @@ class Module:
 
     def to(self, *args: Any, **kwargs: Any) -> "Module":
         """`to(dtype)`, `to(tensor)` or `to("cpu")`: floating tensors take the dtype."""
-        dtype = kwargs.pop("dtype", None)
-        kwargs.pop("device", None)
-        kwargs.pop("non_blocking", None)
-        if kwargs:
-            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-        for a in args:
-            if isinstance(a, DType):
-                dtype = a
-            elif isinstance(a, Tensor):
-                dtype = a._dtype
-            elif isinstance(a, str) and a.startswith("cpu"):
-                continue
-            else:
-                raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+        from ...functions.misc import parse_to_args
+        dtype, _ = parse_to_args(args, kwargs)
         if dtype is None:
             return self
         if not (dtype.is_floating_point or dtype.is_complex):
