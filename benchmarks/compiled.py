@@ -138,6 +138,109 @@ def workload_grad(name: str, fn: Callable[..., Any], arrays: list[np.ndarray], t
     return {"name": name, "times": _time(fns, budget)}
 
 
+def _libs(torch: Any) -> dict[str, Any]:
+    """Per-library spellings of the few ops B6/B8 need (softmax, layer_norm, matmul)."""
+    import types
+
+    import llgrad as lg
+    out = {"llgrad": types.SimpleNamespace(
+        softmax=lambda x: lg.softmax(x, -1),
+        layer_norm=lambda x: lg.nn.functional.layer_norm(x, (x.shape[-1],), eps=1e-5),
+        t=lambda x: x.transpose(-2, -1))}
+    if torch is not None:
+        out["torch"] = types.SimpleNamespace(
+            softmax=lambda x: torch.softmax(x, -1),
+            layer_norm=lambda x: torch.nn.functional.layer_norm(x, (x.shape[-1],), eps=1e-5),
+            t=lambda x: x.transpose(-2, -1))
+    try:
+        import jax
+        import jax.numpy as jnp
+
+        def ln(x: Any) -> Any:
+            m = x.mean(-1, keepdims=True)
+            v = ((x - m) ** 2).mean(-1, keepdims=True)
+            return (x - m) / jnp.sqrt(v + 1e-5)
+        out["jax"] = types.SimpleNamespace(softmax=lambda x: jax.nn.softmax(x, -1),
+                                           layer_norm=ln, t=lambda x: jnp.swapaxes(x, -2, -1))
+    except ImportError:
+        pass
+    return out
+
+
+def _grad_workload(name: str, make: Callable[[Any, Any], Callable[..., Any]],
+                   arrays: list[np.ndarray], const: np.ndarray, torch: Any,
+                   budget: float) -> dict[str, Any]:
+    """`make(lib_ops, T)` gives the loss function of the differentiable arrays."""
+    libs = _libs(torch)
+    import llgrad as lg
+    fns: dict[str, Callable] = {}
+    t_lg = lg.tensor(const)
+    f_lg = make(libs["llgrad"], t_lg)
+    fns.update(_llgrad_grad_fns(lambda lib, *xs: f_lg(*xs), arrays))
+    if torch is not None:
+        t_t = torch.from_numpy(const.copy())
+        f_t = make(libs["torch"], t_t)
+        fns.update(_torch_grad_fns(torch, lambda lib, *xs: f_t(*xs), arrays))
+    if "jax" in libs:
+        import jax
+        import jax.numpy as jnp
+        f_j = make(libs["jax"], jnp.asarray(const))
+        args = [jnp.asarray(a) for a in arrays]
+        vg = jax.jit(jax.value_and_grad(f_j, argnums=tuple(range(len(args)))))
+
+        def run() -> Any:
+            loss, grads = vg(*args)
+            jax.block_until_ready(grads)
+            return float(loss), grads
+        fns["jax.jit"] = run
+    return {"name": name, "times": _time(fns, budget)}
+
+
+def b6(torch: Any, budget: float, quick: bool) -> dict[str, Any]:
+    rng = np.random.default_rng(0)
+    n, d = (256, 128) if quick else (2048, 1024)
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    g = rng.standard_normal(d).astype(np.float32)
+    b = rng.standard_normal(d).astype(np.float32)
+    t = rng.standard_normal((n, d)).astype(np.float32)
+
+    def make(ops: Any, T: Any) -> Callable[..., Any]:
+        return lambda X, G, B: (ops.layer_norm(ops.softmax(X) * G + B) * T).sum()
+    return _grad_workload(f"B6 sum(layer_norm(softmax(X)*g+b)*T), X {n}x{d}, grads X, g, b",
+                          make, [x, g, b], t, torch, budget)
+
+
+def b8(torch: Any, budget: float, quick: bool) -> dict[str, Any]:
+    rng = np.random.default_rng(0)
+    s, d = (64, 32) if quick else (256, 64)
+    q, k, v = (rng.standard_normal((s, d)).astype(np.float32) for _ in range(3))
+    t = rng.standard_normal((s, d)).astype(np.float32)
+
+    def make(ops: Any, T: Any) -> Callable[..., Any]:
+        return lambda Q, K, V: ((ops.softmax((Q @ ops.t(K)) / 8.0) @ V) * T).sum()
+    return _grad_workload(f"B8 attention softmax(QK^T/8)V, seq {s}, d {d}, grads Q, K, V",
+                          make, [q, k, v], t, torch, budget)
+
+
+def b7(torch: Any, quick: bool) -> dict[str, Any]:
+    """Compile time and steady time of an n-op chain on (1024,) as n grows."""
+    import llgrad as lg
+    sizes = (50, 100) if quick else (250, 500, 1000, 2000)
+    x = lg.tensor(np.random.default_rng(0).standard_normal(1024).astype(np.float32))
+    rows = []
+    for n in sizes:
+        f = lg.compile(lambda x, n=n: _chain(lg, x, n))
+        t0 = time.perf_counter()
+        f(x)
+        compile_s = time.perf_counter() - t0
+        steady = time_calls({"f": lambda: f(x).item()}, warmup=2, min_repeats=5,
+                            max_repeats=50, budget_s=0.3)["f"]
+        rows.append({"ops": n, "compile_s": compile_s,
+                     "steady": steady.to_json() if isinstance(steady, Stats) else None})
+    return {"name": "B7 chain of n elementwise ops on 1024 floats (llgrad compiled)",
+            "rows": rows}
+
+
 def b5(torch: Any, budget: float) -> dict[str, Any]:
     import llgrad as lg
     x0 = np.random.default_rng(0).standard_normal(64)
@@ -270,6 +373,9 @@ def run(quick: bool, torch: Any) -> dict[str, Any]:
         _b1, [rng.standard_normal(n1).astype(np.float32),
               rng.standard_normal(n1).astype(np.float32)], torch, budget))
     results["workloads"].append(b5(torch, budget))
+    results["workloads"].append(b6(torch, budget, quick))
+    results["workloads"].append(b8(torch, budget, quick))
+    results["b7"] = b7(torch, quick)
     results["b2_b4"] = b2_b4(torch, 3 if quick else 20)
     return results
 
@@ -294,6 +400,14 @@ def render(results: dict[str, Any]) -> str:
             ratio = ours["median_s"] / t["median_s"] if ours and "median_s" in ours else None
             lines.append(f"| {lib} | {_ms(t['median_s'])} | {_ms(t['min_s'])}–{_ms(t['max_s'])}"
                          f" | {ratio:.2f}× |" if ratio else f"| {lib} | {_ms(t['median_s'])} | | |")
+        lines.append("")
+    if "b7" in results:
+        lines += [f"### {results['b7']['name']}", "",
+                  "| ops | compile s | steady median ms |", "|---|---|---|"]
+        for r in results["b7"]["rows"]:
+            st = r["steady"]
+            lines.append(f"| {r['ops']} | {r['compile_s']:.2f} | "
+                         f"{_ms(st['median_s']) if st else '–'} |")
         lines.append("")
     lines += ["### B2 (MLP 784-512-512-10 training step, batch 128, SGD) and B4 (cold start)",
               "", "| run | import s | first call s | steady median ms | first − steady (compile) s |",
