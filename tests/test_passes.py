@@ -1179,10 +1179,12 @@ def test_pipeline_golden_and_stages() -> None:
     g = _graph(PIPELINE_INPUT)
     r = run_pipeline(g, verify=True)
     assert print_graph(r.graph) == normalized(PIPELINE_OUTPUT)
-    assert [p.name for p in PIPELINE] == ["simplify", "fold", "cse", "dce"]
+    assert [p.name for p in PIPELINE] == ["simplify", "fold", "cse", "fold_transposed_matmul",
+                                          "dce"]
     names = [s.name for s in r.stages]
-    assert names[:4] == ["simplify", "fold", "cse", "dce"] and r.converged
-    assert names[-4:] == [f"{n}#{r.rounds}" for n in ("simplify", "fold", "cse", "dce")]
+    stages = ("simplify", "fold", "cse", "fold_transposed_matmul", "dce")
+    assert names[:5] == list(stages) and r.converged
+    assert names[-5:] == [f"{n}#{r.rounds}" for n in stages]
     assert r.stages[-1].graph is r.graph
     assert all(s.nodes == node_count(s.graph) and s.seconds >= 0 for s in r.stages)
     assert r.stage("fold").nodes < node_count(g)
@@ -1217,9 +1219,12 @@ def test_pipeline_printing() -> None:
             %1 = mul(%x, %0) : f32[3]
             return %1
           }""")
-        + "== cse: unchanged, 2 nodes ==\n== dce: unchanged, 2 nodes ==\n"
+        + "== cse: unchanged, 2 nodes ==\n"
+        + "== fold_transposed_matmul: unchanged, 2 nodes ==\n== dce: unchanged, 2 nodes ==\n"
         + "== simplify#2: unchanged, 2 nodes ==\n== fold#2: unchanged, 2 nodes ==\n"
-        + "== cse#2: unchanged, 2 nodes ==\n== dce#2: unchanged, 2 nodes ==\n")
+        + "== cse#2: unchanged, 2 nodes ==\n"
+        + "== fold_transposed_matmul#2: unchanged, 2 nodes ==\n"
+        + "== dce#2: unchanged, 2 nodes ==\n")
     assert r.format(times=False) == expected
     text = str(r)
     assert text.count(" ms) ==") == len(r.stages) and "== fold: 4 -> 2 nodes (" in text
@@ -1419,3 +1424,26 @@ def test_random_graphs_keep_their_values(g: Graph) -> None:
     for p in PIPELINE:                          # the result is a fixpoint of every pass
         assert p(r.graph) == r.graph, p.name
     assert parse(print_graph(r.graph)) == r.graph
+
+
+def test_transposed_matmul_is_folded_into_the_product():
+    """permute(matmul(a, b)) -> matmul(b^T, a^T): the transpose is never materialized."""
+    from llgrad.passes.transpose import fold_transposed_matmul
+    g = parse("""
+      graph @f(%a: f32[4,3], %b: f32[3,5]) {
+        %0 = matmul(%a, %b) : f32[4,5]
+        %1 = permute(%0, perm=[1,0]) : f32[5,4]
+        return %1
+      }""")
+    out = fold_transposed_matmul(g)
+    assert [n.op for n in out.nodes if n.op != "param"] == ["permute", "permute", "matmul"]
+    a = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+    b = np.random.default_rng(1).standard_normal((3, 5)).astype(np.float32)
+    np.testing.assert_allclose(interpret(out, [a, b])[0], (a @ b).T, rtol=1e-6)
+    shared = parse("""
+      graph @f(%a: f32[4,3], %b: f32[3,5]) {
+        %0 = matmul(%a, %b) : f32[4,5]
+        %1 = permute(%0, perm=[1,0]) : f32[5,4]
+        return (%0, %1)
+      }""")
+    assert fold_transposed_matmul(shared) is shared       # the product has another user

@@ -28,6 +28,7 @@ from .cse import cse
 from .dce import dce
 from .fold import fold
 from .simplify import simplify
+from .transpose import fold_transposed_matmul
 
 __all__ = ["Pass", "PIPELINE", "Stage", "PipelineResult", "PassError", "run_pipeline",
            "make_pass", "node_count", "MAX_ROUNDS"]
@@ -60,7 +61,8 @@ def make_pass(fn: Callable[[Graph], Graph], name: str | None = None) -> Pass:
     return Pass(name or getattr(fn, "__name__", "pass"), fn, inspect.getdoc(fn) or "")
 
 
-PIPELINE: list[Pass] = [make_pass(simplify), make_pass(fold), make_pass(cse), make_pass(dce)]
+PIPELINE: list[Pass] = [make_pass(simplify), make_pass(fold), make_pass(cse),
+                        make_pass(fold_transposed_matmul), make_pass(dce)]
 
 
 class Stage(NamedTuple):
