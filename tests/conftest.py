@@ -48,6 +48,23 @@ def in_layout(t: lg.Tensor, layout: str) -> lg.Tensor:
 LAYOUTS = ("contiguous", "transposed", "strided")
 
 
+try:
+    import torch
+except ImportError:      # torch is only an oracle
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="torch (oracle) not installed")
+
+
+def t64(values, requires_grad=False):
+    return lg.tensor(np.asarray(values, dtype=np.float64), dtype=lg.float64,
+                     requires_grad=requires_grad)
+
+
+def vals(t):
+    return np.array(t.detach()._values())
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     lg.manual_seed(0)

@@ -10,13 +10,7 @@ from llgrad.utils.checkpoint import (CheckpointError, checkpoint, checkpoint_seq
                                      saved_bytes)
 
 
-def t64(values, requires_grad=False):
-    return lg.tensor(np.asarray(values, dtype=np.float64), dtype=lg.float64,
-                     requires_grad=requires_grad)
-
-
-def vals(t):
-    return np.array(t.detach()._values())
+from conftest import t64, vals
 
 
 RNG = np.random.default_rng(11)

@@ -8,21 +8,7 @@ import llgrad as lg
 from llgrad.autograd import Function, once_differentiable
 from llgrad.autograd.function import BackwardCFunction, FunctionCtx
 
-try:
-    import torch
-except ImportError:      # torch is only an oracle
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="torch (oracle) not installed")
-
-
-def t64(values, requires_grad=False):
-    return lg.tensor(np.asarray(values, dtype=np.float64), dtype=lg.float64,
-                     requires_grad=requires_grad)
-
-
-def vals(t):
-    return np.array(t.detach()._values())
+from conftest import needs_torch, t64, torch, vals
 
 
 # --------------------------------------------------------------------------------------

@@ -7,22 +7,9 @@ import pytest
 import llgrad as lg
 from llgrad.autograd import functional as AF
 
-try:
-    import torch
-    import torch.autograd.functional as TF
-except ImportError:      # torch is only an oracle
-    torch = None
+from conftest import needs_torch, t64, torch, vals
 
-needs_torch = pytest.mark.skipif(torch is None, reason="torch (oracle) not installed")
-
-
-def t64(values, requires_grad=False):
-    return lg.tensor(np.asarray(values, dtype=np.float64), dtype=lg.float64,
-                     requires_grad=requires_grad)
-
-
-def vals(t):
-    return np.array(t.detach()._values())
+TF = torch.autograd.functional if torch is not None else None
 
 
 def assert_same(got, want, path="result"):

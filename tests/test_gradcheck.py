@@ -10,21 +10,7 @@ import llgrad as lg
 from llgrad.autograd import Function, GradcheckError, gradcheck, gradgradcheck
 from llgrad.autograd.gradcheck import get_analytical_jacobian, get_numerical_jacobian
 
-try:
-    import torch
-except ImportError:      # torch is only an oracle
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="torch (oracle) not installed")
-
-
-def t64(values, requires_grad=False):
-    return lg.tensor(np.asarray(values, dtype=np.float64), dtype=lg.float64,
-                     requires_grad=requires_grad)
-
-
-def vals(t):
-    return np.array(t.detach()._values())
+from conftest import needs_torch, t64, torch, vals
 
 
 RNG = np.random.default_rng(42)

@@ -140,7 +140,6 @@ def test_nonscalar_backward_needs_gradient():
 def test_inplace_on_saved_tensor_raises_at_backward():
     x = lg.tensor([1., 2., 3.], requires_grad=True)
     y = x.sigmoid()          # saves its output
-    z = y * 2
     y += 1
     with pytest.raises(RuntimeError, match=r"modified by an inplace operation.*version 1; "
                                            r"expected version 0"):

@@ -191,10 +191,7 @@ def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     with set_grad_enabled(True if create_graph else is_grad_enabled()):
         grad_res = _autograd_grad(outputs, ins, vs, create_graph=create_graph)
         result = _fill_in_zeros(grad_res, ins, strict, create_graph, "back")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(result, is_inputs_tuple))
+    return _finish(outputs, result, create_graph, is_outputs_tuple, is_inputs_tuple)
 
 
 def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
@@ -257,23 +254,38 @@ def _vector_for_inputs(v: Any, ins: tuple[Tensor, ...], is_inputs_tuple: bool, n
     return None
 
 
-def vhp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
-        strict: bool = False) -> tuple[Any, Any]:
-    """`(func(inputs), v^T H)` for a scalar function."""
-    with enable_grad():
-        is_inputs_tuple, ins = _as_tuple(inputs, "inputs", "vhp")
-        ins = _grad_preprocess(ins, create_graph=create_graph, need_graph=True)
-        vs = _vector_for_inputs(v, ins, is_inputs_tuple, "vhp", create_graph)
-        is_outputs_tuple, outputs = _scalar_output(func, ins, "vhp", strict)
-        jac = _autograd_grad(outputs, ins, create_graph=True)
-        _check_requires_grad(jac, "jacobian", strict=strict)
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
-        grad_res = _autograd_grad(jac, ins, vs, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, ins, strict, create_graph, "double_back")
+def _first_derivative(func: Callable[..., Any], inputs: Any, v: Any, name: str,
+                      create_graph: bool, strict: bool) -> tuple:
+    """What vhp and hvp start from (under enable_grad): the inputs, the vector, the scalar
+    output and its gradient, built with a graph so it can be differentiated again."""
+    is_inputs_tuple, ins = _as_tuple(inputs, "inputs", name)
+    ins = _grad_preprocess(ins, create_graph=create_graph, need_graph=True)
+    vs = _vector_for_inputs(v, ins, is_inputs_tuple, name, create_graph)
+    is_outputs_tuple, outputs = _scalar_output(func, ins, name, strict)
+    jac = _autograd_grad(outputs, ins, create_graph=True)
+    _check_requires_grad(jac, "jacobian", strict=strict)
+    return is_inputs_tuple, ins, vs, is_outputs_tuple, outputs, jac
+
+
+def _finish(outputs: Any, result: Any, create_graph: bool, is_outputs_tuple: bool,
+            is_inputs_tuple: bool) -> tuple[Any, Any]:
+    """Detach unless create_graph, and unwrap one-element tuples as the user passed them."""
     outputs = _grad_postprocess(outputs, create_graph)
     result = _grad_postprocess(result, create_graph)
     return (_tuple_postprocess(outputs, is_outputs_tuple),
             _tuple_postprocess(result, is_inputs_tuple))
+
+
+def vhp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
+        strict: bool = False) -> tuple[Any, Any]:
+    """`(func(inputs), v^T H)` for a scalar function."""
+    with enable_grad():
+        is_inputs_tuple, ins, vs, is_outputs_tuple, outputs, jac = _first_derivative(
+            func, inputs, v, "vhp", create_graph, strict)
+    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+        grad_res = _autograd_grad(jac, ins, vs, create_graph=create_graph)
+        result = _fill_in_zeros(grad_res, ins, strict, create_graph, "double_back")
+    return _finish(outputs, result, create_graph, is_outputs_tuple, is_inputs_tuple)
 
 
 def hvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
@@ -281,22 +293,15 @@ def hvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     """`(func(inputs), H v)` for a scalar function, by the double-backward trick."""
     from ..functions.creation import zeros_like
     with enable_grad():
-        is_inputs_tuple, ins = _as_tuple(inputs, "inputs", "hvp")
-        ins = _grad_preprocess(ins, create_graph=create_graph, need_graph=True)
-        vs = _vector_for_inputs(v, ins, is_inputs_tuple, "hvp", create_graph)
-        is_outputs_tuple, outputs = _scalar_output(func, ins, "hvp", strict)
-        jac = _autograd_grad(outputs, ins, create_graph=True)
-        _check_requires_grad(jac, "jacobian", strict=strict)
+        is_inputs_tuple, ins, vs, is_outputs_tuple, outputs, jac = _first_derivative(
+            func, inputs, v, "hvp", create_graph, strict)
         grad_jac = tuple(zeros_like(inp, requires_grad=True) for inp in ins)
         double_back = _autograd_grad(jac, ins, grad_jac, create_graph=True)
         _check_requires_grad(jac, "hessian", strict=strict)
     with set_grad_enabled(True if create_graph else is_grad_enabled()):
         grad_res = _autograd_grad(double_back, grad_jac, vs, create_graph=create_graph)
         result = _fill_in_zeros(grad_res, ins, strict, create_graph, "double_back_trick")
-    outputs = _grad_postprocess(outputs, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(result, is_inputs_tuple))
+    return _finish(outputs, result, create_graph, is_outputs_tuple, is_inputs_tuple)
 
 
 # ------------------------------------------------------------------------------------------

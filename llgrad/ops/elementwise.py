@@ -16,9 +16,6 @@ from ..ir import dtypes as dt
 from ..ir.registry import Attr, AttrKind, Group, OpDef, register
 from ..ir.types import TensorType, broadcast_shapes
 
-FloatRule = Callable[..., Any]
-
-
 # --------------------------------------------------------------------------------------
 # Shape and dtype rules
 # --------------------------------------------------------------------------------------

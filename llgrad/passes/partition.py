@@ -47,7 +47,6 @@ def partition(joint: Graph, n_primals: int, n_outputs: int) -> Partition:
             backward_side.add(n)
     outputs = joint.outputs[:n_outputs]
     grads = joint.outputs[n_outputs:]
-    users = joint.users()
     # boundary: forward values that backward nodes read, and grads computed in forward
     boundary: list[Node] = []
     seen: set[Node] = set()
@@ -117,6 +116,5 @@ def partition(joint: Graph, n_primals: int, n_outputs: int) -> Partition:
         return mapping[n]
 
     bwd = Graph(f"{joint.name}_backward", bparams, [rebuild(gr) for gr in grads])
-    del users
     return Partition(fwd, bwd, n_outputs, len(residuals),
                      sum(_nbytes(r) for r in residuals), recomputed)

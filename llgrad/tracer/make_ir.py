@@ -43,7 +43,7 @@ class _Leaf:
         self.index = index
 
 
-def _param_names(fn: Callable[..., Any], n: int) -> list[str]:
+def _param_names(fn: Callable[..., Any]) -> list[str]:
     try:
         names = [p.name for p in inspect.signature(fn).parameters.values()
                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -78,7 +78,7 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
     leaves: list[Tensor] = []
     structure = _flatten((args, kwargs), leaves)
     ctx = TraceContext(name or getattr(fn, "__name__", "fn").strip("<>") or "fn")
-    arg_names = _param_names(fn, len(args))
+    arg_names = _param_names(fn)
     tracers = []
     for i, t in enumerate(leaves):
         base = arg_names[i] if i < len(arg_names) and len(leaves) == len(args) else f"a{i}"
