@@ -96,9 +96,10 @@ def test_autodiff_and_partition_match_eager_backward(name):
     part = partition(joint, len(args), 1)
     verify(part.forward)
     verify(part.backward)
-    fwd = interpret(part.forward, [a.numpy() for a in args])
+    inputs = [a.numpy() for a in args]
+    fwd = interpret(part.forward, inputs)
     ct = np.ones((), dtype=part.backward.params[-1].type.dtype.np)
-    grads = interpret(part.backward, fwd[1:] + [ct])
+    grads = interpret(part.backward, part.backward_residuals(inputs, fwd[1:]) + [ct])
     leaves = [a.clone().requires_grad_() for a in args]
     fn(*leaves).sum().backward()
     for got, leaf in zip(grads, leaves):
@@ -107,10 +108,21 @@ def test_autodiff_and_partition_match_eager_backward(name):
 
 def test_partition_reports_residuals_and_recomputation():
     args = sample((64, 64), (64, 64))
+    g, _, _ = trace(lambda x, y: (lg.softmax(x, -1) * y).sum(), tuple(args), {})
+    part = partition(differentiate(g, [0, 1]), 2, 1)
+    assert part.residual_bytes > 0           # softmax's output is stored (a reduction)
+    assert "residuals" in str(part)
+
+
+def test_partition_passes_inputs_by_reference():
+    """Inputs the backward needs are never copied into residual outputs; elementwise
+    values of inputs are recomputed in the backward from the inputs themselves."""
+    args = sample((64, 64), (64, 64))
     g, _, _ = trace(lambda x, y: (lg.exp(x) * y).sum(), tuple(args), {})
     part = partition(differentiate(g, [0, 1]), 2, 1)
-    assert part.residual_bytes > 0
-    assert "residuals" in str(part)
+    assert part.residual_bytes == 0 and part.n_residuals == 0
+    assert part.residual_sources == (("in", 0), ("in", 1))
+    assert len(part.forward.outputs) == 1
 
 
 def test_indexing_traces_to_gather_and_differentiates():
@@ -123,7 +135,8 @@ def test_indexing_traces_to_gather_and_differentiates():
     captured = [c.numpy() for c in ctx.captured]          # lg.arange(4), made concrete
     part = partition(differentiate(g, [0]), 2 + len(captured), 1)
     fwd = interpret(part.forward, [x0.numpy(), t0.numpy()] + captured)
-    (gx,) = interpret(part.backward, fwd[1:] + [np.ones(())])
+    primals = [x0.numpy(), t0.numpy()] + captured
+    (gx,) = interpret(part.backward, part.backward_residuals(primals, fwd[1:]) + [np.ones(())])
     x = x0.clone().requires_grad_()
     f(x, t0).backward()
     np.testing.assert_allclose(fwd[0], f(x0, t0).numpy(), rtol=1e-12)

@@ -60,19 +60,22 @@ def evaluate(s: LLVMScalar, expr: Expr, inputs: Sequence[SV]) -> list[SV]:
     """
     values: list[SV] = list(inputs)
     for node in expr.nodes:
-        rule = registry.get(node.op).scalar
-        assert rule is not None, f"{node.op} has no scalar rule"
-        args = [values[a] for a in node.args]
-        half = [a.dtype for a in args if a.dtype in _HALF]
-        if half and node.op != "cast":
-            args = [SV(a.value, dt.float32) if a.dtype in _HALF else a for a in args]
-            result = rule(s, *args, **dict(node.attrs))
-            if result.dtype is dt.float32:
-                result = s.cast(result, half[0])
-        else:
-            result = rule(s, *args, **dict(node.attrs))
-        values.append(result)
+        values.append(apply_node(s, node, [values[a] for a in node.args]))
     return [values[o] for o in expr.outputs]
+
+
+def apply_node(s: LLVMScalar, node: ExprNode, args: Sequence[SV]) -> SV:
+    """One op's scalar code (float16/bfloat16 computed in float32, rounded once)."""
+    rule = registry.get(node.op).scalar
+    assert rule is not None, f"{node.op} has no scalar rule"
+    half = [a.dtype for a in args if a.dtype in _HALF]
+    if half and node.op != "cast":
+        args = [SV(a.value, dt.float32) if a.dtype in _HALF else a for a in args]
+        result = rule(s, *args, **dict(node.attrs))
+        if result.dtype is dt.float32:
+            result = s.cast(result, half[0])
+        return result
+    return rule(s, *args, **dict(node.attrs))
 
 
 def out_dtypes(expr: Expr) -> tuple[DType, ...]:

@@ -59,6 +59,7 @@ from . import elementwise as ew
 from . import gather as gx
 from . import matmul as mm
 from . import reduce as rd
+from . import rowwise as rw
 from .layout import collapse, contiguous_strides
 from .loops import I64, PTR
 from .target import disk_cache_get, disk_cache_put
@@ -75,6 +76,7 @@ _BUILDERS = {
     gx.IndexKernel: gx.build_index,
     gx.NonzeroKernel: gx.build_nonzero,
     mm.MatmulKernel: mm.build,
+    rw.RowKernel: rw.build,
 }
 
 
@@ -307,6 +309,25 @@ class _Lowering:
         ins = [(self.read_ptr(r), r.layout.strides) for r in grp.inputs]
         self.elementwise_launch(grp, grp.expr, space, outs, ins,
                                 f"{len(grp.nodes)} elementwise ops")
+
+    def lower_row(self, grp: KernelGroup) -> None:
+        """One row kernel: rows split across threads, each row's passes in L1."""
+        region = grp.region
+        rows, cols = region.rows, region.cols
+        block: list[Any] = [0, rows, cols]
+        inner: list[int | None] = []
+        for o in grp.outputs:
+            full = o.shape == region.space
+            block += [Ptr(self.buffer_of(o)), cols if full else 1, 1 if full else 0]
+            inner.append(1 if full else 0)
+        for r in grp.inputs:
+            sr, sc = r.layout.strides
+            block += [self.read_ptr(r), sr, sc]
+            inner.append(sc if sc in (0, 1) else None)
+        row_inputs = tuple(r.layout.strides[1] == 0 for r in grp.inputs)
+        spec = rw.RowKernel(grp.expr, row_inputs, tuple(inner), cols)
+        self.add(Launch(grp, spec, block, f"row kernel of {len(grp.nodes)} ops",
+                        extent=rows, split=True, work=rows * cols, node=grp.root))
 
     def lower_copy(self, grp: KernelGroup) -> None:
         (r,) = grp.inputs

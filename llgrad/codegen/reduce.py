@@ -371,6 +371,20 @@ def _identity(op: str, d: DType) -> ir.Constant:
     return ir.Constant(t, -(1 << (bits - 1)) if low else (1 << (bits - 1)) - 1)
 
 
+def extreme(b: ir.IRBuilder, is_max: bool, a: ir.Value, v: ir.Value, d: DType) -> ir.Value:
+    """max/min of an accumulator and a value; a NaN wins (NumPy's and PyTorch's rule)."""
+    if d.is_floating_point:
+        name = "llvm.maximum" if is_max else "llvm.minimum"
+        t = a.type
+        fn = intrinsic(b.module, f"{name}.{'f32' if t == ir.FloatType() else 'f64'}",
+                       t, [t, t])
+        return b.call(fn, [a, v])
+    if d is dt.bool_:
+        return b.or_(a, v) if is_max else b.and_(a, v)
+    cmp = b.icmp_signed if d.kind == "i" else b.icmp_unsigned
+    return b.select(cmp(">" if is_max else "<", v, a), v, a)
+
+
 class _Emitter:
     """Builds one reduction kernel; methods emit the pieces of the loop nest."""
 
@@ -496,17 +510,7 @@ class _Emitter:
         return [self.b.fadd(a, p, flags=FLAGS) for a, p in zip(acc, v.value)]
 
     def extreme(self, is_max: bool, a: ir.Value, v: ir.Value, d: DType) -> ir.Value:
-        b = self.b
-        if d.is_floating_point:
-            name = "llvm.maximum" if is_max else "llvm.minimum"
-            t = a.type
-            fn = intrinsic(b.module, f"{name}.{'f32' if t == ir.FloatType() else 'f64'}",
-                           t, [t, t])
-            return b.call(fn, [a, v])
-        if d is dt.bool_:
-            return b.or_(a, v) if is_max else b.and_(a, v)
-        cmp = b.icmp_signed if d.kind == "i" else b.icmp_unsigned
-        return b.select(cmp(">" if is_max else "<", v, a), v, a)
+        return extreme(self.b, is_max, a, v, d)
 
     def arg_update(self, is_max: bool, best: ir.Value, best_i: ir.Value, v: ir.Value,
                    i: ir.Value, d: DType) -> list[ir.Value]:

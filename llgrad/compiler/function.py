@@ -158,7 +158,13 @@ class CompiledBackward(Node):
             primals = [s.unpack(self, self.name(), i) for i, s in enumerate(self.saved_inputs)]
             return tuple(self.function.grad_function(self.wrt)(*primals, *cts))
         d = self.function.differentiated(self.wrt)
-        return tuple(d.backward.executable(*self.residuals, *cts))
+        saved = []
+        for kind, k in d.partition.residual_sources:
+            if kind == "out":
+                saved.append(self.residuals[k])
+            else:            # an input read by reference: eager's saved-tensor check
+                saved.append(self.saved_inputs[k].unpack(self, self.name(), k))
+        return tuple(d.backward.executable(*saved, *cts))
 
     def release(self) -> None:
         self.residuals = None

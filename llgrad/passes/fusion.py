@@ -216,6 +216,7 @@ class Kind(enum.Enum):
     FLIP = "flip"
     NONZERO = "nonzero"
     COPY = "copy"
+    ROW = "row"
 
 
 @dataclass(eq=False)
@@ -255,6 +256,7 @@ class KernelGroup:
     has_random: bool = False
     cost: int = 0                              # code size estimate (see `op_cost`)
     merged_into: "KernelGroup | None" = field(default=None, repr=False)
+    region: Any = field(default=None, repr=False)   # row groups: the `rows.Region`
 
     def _name(self, n: Node) -> str:
         return self.names.get(n, f"<{n.op}>")
@@ -330,6 +332,9 @@ class _Fuser:
         self.groups: list[KernelGroup] = []
         self.order = {n: i for i, n in enumerate(g.nodes)}
         self.uses = self._uses()
+        from .rows import find_regions
+        self.region_of = {m: r for r in find_regions(g, self.uses) for m in r.members}
+        self.region_groups: dict[int, KernelGroup] = {}
 
     # -- bookkeeping --------------------------------------------------------------------
     def _uses(self) -> dict[Node, list[tuple[Node | None, Node]]]:
@@ -403,7 +408,9 @@ class _Fuser:
             grp = n.group
             if grp in (Group.PARAM, Group.CONST):
                 continue
-            if n.op in VIEW_OPS:
+            if n in self.region_of:
+                self.row_node(n)
+            elif n.op in VIEW_OPS:
                 self.view(n)
             elif grp in FUSIBLE:
                 self.elementwise(n)
@@ -419,6 +426,36 @@ class _Fuser:
                 raise TypeError(f"fusion: no kernel lowering for op {n.op!r} (group "
                                 f"{grp.value}){_at(n)}")
         return self.finish()
+
+    def row_node(self, n: Node) -> None:
+        """A member of a row region joins its region's (one) row group."""
+        from .rows import external_layout, member_read
+        region = self.region_of[n]
+        grp = self.region_groups.get(id(region))
+        if grp is None:
+            grp = self.new_group(Kind.ROW, [], region.space, root=n)
+            grp.region = region
+            grp.open = False
+            self.region_groups[id(region)] = grp
+        grp.nodes.append(n)
+        self.group_of[n] = grp
+        grp.cost += op_cost(n)
+        ops: list[tuple[str, Any]] = []
+        for x in n.inputs:
+            member = member_read(region, n, x)
+            if member is not None:
+                ops.append(("node", member))
+                if x is not member:
+                    grp.views.append(x)
+                continue
+            lay = external_layout(region, n, x)
+            assert lay is not None, "rows.find_regions checked every read"
+            r = Read(self.read_of(x).base, lay)
+            ops.append(("read", r))
+            self.note_dep(grp, r)
+            if x in self.view_read:
+                grp.views.append(x)
+        grp.operands[n] = ops
 
     def view(self, n: Node) -> None:
         (x,) = n.inputs
@@ -715,10 +752,20 @@ class _Fuser:
         live = [grp for grp in self.groups if grp.merged_into is None]
         direct: dict[int, Node] = {}
         claimed: set[Node] = set()
+        outputs = set(self.g.outputs)
         for k, o in enumerate(self.g.outputs):
             if o in self.group_of and o not in claimed:
                 direct[k] = o
                 claimed.add(o)
+                continue
+            # a reshape of a kernel's result that walks it densely is the same bytes: the
+            # kernel writes the output buffer itself (no copy)
+            r = self.view_read.get(o)
+            if r is not None and r.base in self.group_of and r.base not in claimed and \
+                    r.base not in outputs and r.layout.offset == 0 and \
+                    r.layout.numel == _numel(r.base.shape) and r.layout.is_dense():
+                direct[k] = r.base
+                claimed.add(r.base)
                 continue
             grp = self.new_group(Kind.COPY, [], o.shape, root=o)
             grp.output_slot = k
@@ -730,7 +777,7 @@ class _Fuser:
             grp.open = False
             live.append(grp)
         for grp in live:
-            if grp.kind is Kind.ELEMENTWISE:
+            if grp.kind in (Kind.ELEMENTWISE, Kind.ROW):
                 self.finish_elementwise(grp)
             elif grp.kind is Kind.REDUCE and grp.operands:
                 self.finish_prologue(grp)
@@ -756,7 +803,9 @@ class _Fuser:
         for m, ops in pending:
             args = tuple(ref[r] if kind == "node" else inputs[r] for kind, r in ops)
             ref[m] = n_in + len(nodes)
-            nodes.append(ExprNode(m.op, args, m.attrs))
+            # a row group's reductions reduce over the row: their axes are the region's
+            attrs = () if grp.kind is Kind.ROW and m.group is Group.REDUCE else m.attrs
+            nodes.append(ExprNode(m.op, args, attrs))
         grp.outputs = [m for m in grp.nodes if self.materialized(m, grp)]
         grp.inputs = list(inputs)
         grp.expr = Expr(tuple(r.base.dtype for r in grp.inputs), tuple(nodes),
@@ -832,4 +881,5 @@ def _at(n: Node) -> str:
 
 def fuse(g: Graph) -> FusionPlan:
     """Partition `g` into kernel groups (see the module docstring for the rules)."""
-    return _Fuser(g).run()
+    from .rows import split_total_reductions
+    return _Fuser(split_total_reductions(g)).run()

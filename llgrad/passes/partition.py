@@ -5,10 +5,18 @@ graph takes the residuals and the cotangents and computes the gradients. A resid
 is a cheap elementwise function of other residuals or primals is recomputed in the
 backward instead of stored when that saves bytes (AOTAutograd's min-cut idea in its
 simplest greedy form); the report says how many bytes that saved.
+
+Primals are never copied into residuals. A primal the backward needs (or a view of one,
+or an elementwise function of primals that the backward can recompute) is passed to the
+backward graph by reference: `residual_sources` says, for each backward residual
+parameter, whether it is forward output `("out", j)` (j counted among the residual
+outputs) or primal `("in", i)`. The caller keeps those inputs as saved tensors, so an
+in-place change of one before backward raises the same error eager autograd raises.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Sequence
 
 from ..ir.graph import Graph, Node
 from ..ir.registry import ELEMENTWISE, Group
@@ -22,6 +30,21 @@ class Partition:
     n_residuals: int
     residual_bytes: int
     recomputed_bytes: int   # bytes of residuals the backward recomputes instead of storing
+    # per backward residual param: ("out", j) = forward residual output j, or ("in", i) =
+    # primal i passed by reference (never copied)
+    residual_sources: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def input_residuals(self) -> tuple[int, ...]:
+        """The primals the backward reads by reference."""
+        return tuple(i for kind, i in self.residual_sources if kind == "in")
+
+    def backward_residuals(self, primals: Sequence[Any], residual_outputs: Sequence[Any]
+                           ) -> list[Any]:
+        """The backward graph's residual arguments, from the forward's inputs and its
+        residual outputs (the forward outputs after the first `n_outputs`)."""
+        return [residual_outputs[k] if kind == "out" else primals[k]
+                for kind, k in self.residual_sources]
 
     def __str__(self) -> str:
         return (f"partition: {self.n_residuals} residuals, {self.residual_bytes} bytes saved "
@@ -73,9 +96,10 @@ def partition(joint: Graph, n_primals: int, n_outputs: int) -> Partition:
         for n in list(stored):
             if n.group is Group.PARAM or not _recomputable(n) or not n.inputs:
                 continue
-            # constants are rebuilt in the backward for free: they are never stored
+            # constants are rebuilt in the backward for free and primals are passed by
+            # reference: neither costs a stored byte
             cost_in = sum(_nbytes(i) for i in n.inputs
-                          if i not in stored and i.group is not Group.CONST)
+                          if i not in stored and i.group not in (Group.CONST, Group.PARAM))
             # `<=`: an elementwise chain collapses onto its input (AOTAutograd's min-cut
             # finds the same cut for pointwise chains); the backward fuses the recompute
             if cost_in <= _nbytes(n) and all(i.group is not Group.RANDOM for i in n.inputs):
@@ -85,8 +109,14 @@ def partition(joint: Graph, n_primals: int, n_outputs: int) -> Partition:
                         stored.add(i)
                 recomputed += _nbytes(n)
                 changed = True
-    residuals = [n for n in joint.nodes if n in stored]
-    fwd = Graph(f"{joint.name}_forward", primals, list(outputs) + residuals)
+    primal_index = {p: i for i, p in enumerate(primals)}
+    residuals = [p for p in primals if p in stored] + \
+        [n for n in joint.nodes if n in stored and n not in primal_index]
+    stored_outputs = [r for r in residuals if r not in primal_index]
+    out_index = {r: j for j, r in enumerate(stored_outputs)}
+    sources = tuple(("in", primal_index[r]) if r in primal_index else ("out", out_index[r])
+                    for r in residuals)
+    fwd = Graph(f"{joint.name}_forward", primals, list(outputs) + stored_outputs)
     # backward graph: residuals become params; everything needed from them is rebuilt
     mapping: dict[Node, Node] = {}
     bparams = []
@@ -116,5 +146,5 @@ def partition(joint: Graph, n_primals: int, n_outputs: int) -> Partition:
         return mapping[n]
 
     bwd = Graph(f"{joint.name}_backward", bparams, [rebuild(gr) for gr in grads])
-    return Partition(fwd, bwd, n_outputs, len(residuals),
-                     sum(_nbytes(r) for r in residuals), recomputed)
+    return Partition(fwd, bwd, n_outputs, len(stored_outputs),
+                     sum(_nbytes(r) for r in stored_outputs), recomputed, sources)
