@@ -12,7 +12,7 @@ import numpy as np
 
 from .ir import dtypes as dt
 from .ir.dtypes import DType
-from .codegen.layout import contiguous_strides, is_contiguous
+from .schedule.layout import contiguous_strides, is_contiguous
 from .runtime.storage import Storage, allocate, borrow
 
 

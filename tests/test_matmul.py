@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from llgrad.codegen.matmul import MatmulKernel, build, uses_blas
+from llgrad.codegen.matmul import build
+from llgrad.schedule.matmul import MatmulKernel, uses_blas
 from llgrad.eager import linalg, views
 from llgrad.eager.linalg import bmm, gemm_layout, matmul, mm
 from llgrad.ir import dtypes as dt

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import llgrad  # noqa: F401  (fills the op registry)
-from llgrad.codegen import reduce as codegen
+from llgrad.schedule import reduce as codegen
 from llgrad.codegen.target import get_target
 from llgrad.eager import reduce as R
 from llgrad.eager import views

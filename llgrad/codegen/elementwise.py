@@ -12,41 +12,15 @@ across threads. Strides are in elements.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 from llvmlite import ir
 
 from ..ir import dtypes as dt
 from ..ir import registry
-from ..ir.dtypes import DType
+from ..schedule.elementwise import ElementwiseKernel, Expr, ExprNode, out_dtypes
 from .loops import I64, for_range, new_kernel
 from .scalar import SV, LLVMScalar, memory_type
-
-
-@dataclass(frozen=True, slots=True)
-class ExprNode:
-    """One op of a scalar DAG; `args` index inputs first (0..n_in-1), then earlier nodes."""
-
-    op: str
-    args: tuple[int, ...]
-    attrs: tuple[tuple[str, Any], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Expr:
-    in_dtypes: tuple[DType, ...]
-    nodes: tuple[ExprNode, ...]
-    outputs: tuple[int, ...]                 # refs (input or node)
-
-    def text(self) -> str:
-        """A compact, deterministic spelling (kernel names, logs, cache keys)."""
-        parts = [f"in{i}:{d.short}" for i, d in enumerate(self.in_dtypes)]
-        for j, n in enumerate(self.nodes):
-            a = ",".join(f"{k}={v}" for k, v in n.attrs)
-            parts.append(f"v{len(self.in_dtypes) + j}={n.op}({','.join(map(str, n.args))}"
-                         f"{';' + a if a else ''})")
-        return " ".join(parts) + " -> " + ",".join(map(str, self.outputs))
 
 
 _HALF = (dt.float16, dt.bfloat16)
@@ -76,33 +50,6 @@ def apply_node(s: LLVMScalar, node: ExprNode, args: Sequence[SV]) -> SV:
             result = s.cast(result, half[0])
         return result
     return rule(s, *args, **dict(node.attrs))
-
-
-def out_dtypes(expr: Expr) -> tuple[DType, ...]:
-    """The dtype each output has (evaluated symbolically through the shape rules)."""
-    from ..ir.types import TensorType
-    types: list[TensorType] = [TensorType(d, ()) for d in expr.in_dtypes]
-    for node in expr.nodes:
-        op = registry.get(node.op)
-        types.append(op.infer(tuple(types[a] for a in node.args), **dict(node.attrs)))
-    return tuple(types[o].dtype for o in expr.outputs)
-
-
-@dataclass(frozen=True, slots=True)
-class ElementwiseKernel:
-    """What identifies a compiled elementwise kernel (the kernel-cache key)."""
-
-    expr: Expr
-    rank: int
-    inner: tuple[int | None, ...]     # per operand (outputs first): 1, 0, or None (run time)
-
-    @property
-    def n_operands(self) -> int:
-        return len(self.expr.outputs) + len(self.expr.in_dtypes)
-
-    @property
-    def n_slots(self) -> int:
-        return 2 + (self.rank - 1) + self.n_operands * (1 + self.rank)
 
 
 def build(spec: ElementwiseKernel, name: str) -> ir.Module:

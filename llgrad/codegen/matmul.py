@@ -40,36 +40,14 @@ from llvmlite import ir
 
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
+from ..schedule.matmul import MatmulKernel
 from .loops import I64, PTR, ArgBlock, accumulate, for_range, new_kernel
 from .scalar import FLAGS, SV, LLVMScalar, llvm_type, memory_type
 
 I8, I32 = ir.IntType(8), ir.IntType(32)
 BLOCK = 256                       # accumulator columns of the loop kernel (one row's slice)
-BLAS_DTYPES: tuple[DType, ...] = (dt.float32, dt.float64, dt.complex64, dt.complex128)
 # void gemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc): all by pointer
 GEMM_TYPE = ir.FunctionType(ir.VoidType(), [PTR] * 13)
-
-
-def uses_blas(dtype: DType) -> bool:
-    """float32/float64 (s/dgemm) and complex64/complex128 (c/zgemm) run on BLAS; every
-    other dtype on generated loops."""
-    return dtype in BLAS_DTYPES
-
-
-@dataclass(frozen=True, slots=True)
-class MatmulKernel:
-    """What identifies a compiled matmul kernel (the kernel-cache key)."""
-
-    dtype: DType
-    batch_rank: int                 # R: batch dimensions after collapsing
-
-    @property
-    def blas(self) -> bool:
-        return uses_blas(self.dtype)
-
-    @property
-    def n_slots(self) -> int:
-        return 5 + self.batch_rank + 3 * (self.batch_rank + 3) + 3
 
 
 @dataclass
@@ -286,40 +264,3 @@ def _build_loops(spec: MatmulKernel, name: str) -> ir.Module:
 def build(spec: MatmulKernel, name: str) -> ir.Module:
     """The kernel for `spec`: a BLAS batch loop for float32/float64/complex, loops otherwise."""
     return _build_blas(spec, name) if spec.blas else _build_loops(spec, name)
-
-
-# --------------------------------------------------------------------------------------
-# Operand layouts (shared by eager dispatch and whole-graph codegen)
-# --------------------------------------------------------------------------------------
-
-def gemm_layout(rows: int, cols: int, rs: int, cs: int) -> tuple[bool, int] | None:
-    """How BLAS can read a `rows x cols` matrix with strides `(rs, cs)` in place.
-
-    Returns `(transposed, ld)`: row-major (`transposed=False`, ld = row stride) or
-    column-major (`True`, ld = column stride), with ld meeting BLAS's lower bound and
-    fitting 32 bits; None when neither layout describes the memory (then it is copied).
-    A dimension of size 1 never constrains its stride.
-    """
-    int32_max = 2 ** 31 - 1
-    if (cs == 1 or cols == 1) and (rows == 1 or max(1, cols) <= rs <= int32_max):
-        return False, rs if rows > 1 else max(1, cols)
-    if (rs == 1 or rows == 1) and (cols == 1 or max(1, rows) <= cs <= int32_max):
-        return True, cs if cols > 1 else max(1, rows)
-    return None
-
-
-def fold_rows(batch: tuple[int, ...], n: int, strides: dict[str, tuple[int, ...]],
-              rows: dict[str, int]) -> tuple[int, int] | None:
-    """When B is shared by the whole batch, `(batch, n)` rows of A and C may be one
-    dimension; returns `(rows, A's row stride)` if both walk it with one stride each.
-
-    This turns `(..., n, k) @ (k, m)` on a contiguous left operand into a single gemm.
-    """
-    from .layout import collapse
-    if not batch or any(strides["b"]):
-        return None
-    cshape, cstrides = collapse(batch + (n,), [strides["c"] + (rows["c"],),
-                                               strides["a"] + (rows["a"],)])
-    if len(cshape) != 1:
-        return None
-    return cshape[0], cstrides[1][0]

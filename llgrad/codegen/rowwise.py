@@ -25,113 +25,15 @@ runs over `[lo, hi)` so the runtime can split rows across threads. Strides in el
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Sequence
-
 from llvmlite import ir
 
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
-from .elementwise import Expr, ExprNode, apply_node
+from ..schedule.row import REDUCTIONS, RowKernel, plan
+from .elementwise import apply_node
 from .loops import I64, accumulate, for_range, new_kernel
 from .reduce import SUM_BLOCK, extreme
 from .scalar import FLAGS, SV, LLVMScalar, llvm_type, memory_type
-
-REDUCTIONS = ("sum", "amax", "amin")
-CACHE_BYTES = 1 << 16        # most bytes of row buffers one kernel keeps on its stack
-
-
-@dataclass(frozen=True, slots=True)
-class RowKernel:
-    """What identifies a row kernel (the kernel-cache key).
-
-    `expr`: the program; reduction nodes have op in `REDUCTIONS` and reduce one full
-    value over the row. `row_inputs[j]`: input j is one value per row (column stride 0).
-    `inner[k]` per operand (outputs first): the column stride baked in (1 or 0), or None.
-    `cols`: C, the row length (compiled graphs have static shapes; row buffers live on
-    the stack).
-    """
-
-    expr: Expr
-    row_inputs: tuple[bool, ...]
-    inner: tuple[int | None, ...]
-    cols: int
-
-    @property
-    def n_operands(self) -> int:
-        return len(self.expr.outputs) + len(self.expr.in_dtypes)
-
-    @property
-    def n_slots(self) -> int:
-        return 3 + 3 * self.n_operands
-
-
-@dataclass(frozen=True)
-class RowPlan:
-    """The analysis of a row program: which values are row-level, their levels, and
-    what each pass computes, stores and caches."""
-
-    is_row: tuple[bool, ...]          # per ref (inputs, then nodes)
-    level: tuple[int, ...]
-    dtypes: tuple[DType, ...]
-    passes: int
-    cached: tuple[int, ...]           # full node refs kept in row buffers
-
-    def __str__(self) -> str:
-        return (f"{self.passes} passes; cached refs {list(self.cached)}; levels "
-                f"{list(self.level)}")
-
-
-def plan(spec: RowKernel) -> RowPlan:
-    """Row-ness, level and dtype of every value; the passes; the cached values."""
-    from ..ir import registry
-    from ..ir.types import TensorType
-    expr = spec.expr
-    n_in = len(expr.in_dtypes)
-    is_row = list(spec.row_inputs)
-    level = [0] * n_in
-    types = [TensorType(d, ()) for d in expr.in_dtypes]
-    for node in expr.nodes:
-        if node.op in REDUCTIONS:
-            (a,) = node.args
-            if is_row[a]:
-                raise ValueError(f"row kernel: {node.op} of a row-level value")
-            is_row.append(True)
-            level.append(level[a] + 1)
-            types.append(types[a])
-        else:
-            is_row.append(all(is_row[a] for a in node.args))
-            level.append(max((level[a] for a in node.args), default=0))
-            types.append(registry.get(node.op).infer(tuple(types[a] for a in node.args),
-                                                     **dict(node.attrs)))
-    # a full value is computed in the pass of its level; where a later pass reads it
-    # again, it is cached (unless the buffers would not fit CACHE_BYTES)
-    passes = 0
-    needed_in: dict[int, set[int]] = {}
-    for j, node in enumerate(expr.nodes):
-        if node.op in REDUCTIONS:
-            passes = max(passes, level[node.args[0]] + 1)
-    for o in expr.outputs:
-        if not is_row[o]:
-            passes = max(passes, level[o] + 1)
-    for j, node in enumerate(expr.nodes):
-        ref = n_in + j
-        if is_row[ref]:
-            continue
-        for a in node.args:
-            if a >= n_in and not is_row[a] and level[a] < level[ref]:
-                needed_in.setdefault(a, set()).add(level[ref])
-    cached = sorted(a for a in needed_in)
-    nbytes = sum(spec.cols * llvm_bytes(types[a].dtype) for a in cached)
-    if nbytes > CACHE_BYTES:
-        cached = []
-    return RowPlan(tuple(is_row), tuple(level), tuple(t.dtype for t in types), passes,
-                   tuple(cached))
-
-
-def llvm_bytes(d: DType) -> int:
-    """Bytes one value of `d` takes in a row buffer (computed values: compute dtype)."""
-    return d.compute.itemsize if d.is_floating_point else max(d.itemsize, 1)
 
 
 def _acc_dtypes(op: str, d: DType) -> tuple[DType, DType]:
@@ -306,9 +208,3 @@ def build(spec: RowKernel, name: str) -> ir.Module:
     _Emitter(spec, b, args).emit()
     b.ret_void()
     return module
-
-
-def row_dtypes(spec: RowKernel) -> Sequence[DType]:
-    """The dtype of each output."""
-    pl = plan(spec)
-    return [pl.dtypes[o] for o in spec.expr.outputs]

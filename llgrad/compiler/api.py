@@ -108,6 +108,7 @@ class Report:
     optimized: Graph
     passes: list[tuple[str, Graph]]
     kernels: Any
+    schedule: Any
     llvm_ir: str
     asm: str
     stats: dict[str, Any]
@@ -121,6 +122,8 @@ class Report:
             parts.append(f"== backward graph ==\n{self.backward_graph}")
         parts.append(f"== optimized forward ==\n{self.optimized}")
         parts.append("== kernels ==\n" + "\n".join(str(k) for k in self.kernels))
+        if self.schedule is not None:
+            parts.append(f"== schedule ==\n{self.schedule}")
         parts.append("== stats ==\n" + "\n".join(f"{k}: {v}" for k, v in self.stats.items()))
         if self.graph_breaks:
             parts.append("== graph breaks ==\n" + "\n".join(self.graph_breaks))
@@ -285,8 +288,14 @@ class CompiledFunction:
                       "kernels": len(ex.kernels)})
         stats.update({f"{k} seconds": round(v, 4) for k, v in fwd.seconds.items()})
         stats.update({f"codegen {k}": v for k, v in getattr(ex, "stats", {}).items()})
+        if wrt:
+            bex = bwd.executable
+            for k in ("bytes moved", "minimum bytes"):
+                if k in getattr(bex, "stats", {}):
+                    stats[f"backward {k}"] = bex.stats[k]
         return Report(entry.graph, backward_graph, joint_graph, fwd.optimized, fwd.stages,
-                      ex.kernels, ex.llvm_ir, ex.asm(), stats, list(self.graph_breaks))
+                      ex.kernels, getattr(ex, "schedule", None), ex.llvm_ir, ex.asm(), stats,
+                      list(self.graph_breaks))
 
 
 def _apply_effects(effects: list, values: list[Tensor], leaves: list[Tensor]) -> None:

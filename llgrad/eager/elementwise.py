@@ -12,14 +12,15 @@ import struct
 import threading
 from typing import Any, Sequence
 
-from ..codegen.elementwise import ElementwiseKernel, Expr, ExprNode, build, out_dtypes
+from ..codegen.elementwise import build
 from ..ir import dtypes as dt
 from ..ir import registry
 from ..ir.dtypes import DType
 from ..ir.types import broadcast_shapes
 from ..runtime import cache, launch
 from ..tensor import Tensor
-from ..codegen.layout import broadcast_strides, collapse
+from ..schedule.elementwise import ElementwiseKernel, Expr, ExprNode, out_dtypes
+from ..schedule.layout import broadcast_strides, collapse
 
 cache.register_builder(ElementwiseKernel, build)
 
@@ -164,7 +165,7 @@ class Plan:
         self.ptr_slots = ptr_slots          # where operand pointers go (output first)
         self.scalar_dtypes = scalar_dtypes  # per operand: the dtype a scalar is packed as
         self.work = work
-        from ..codegen.layout import contiguous_strides
+        from ..schedule.layout import contiguous_strides
         self.out_strides = contiguous_strides(out_shape)
         self.packer = launch.packer(len(template))
         self.serial = work < launch.PARALLEL_MIN_WORK       # one thread, no splitting
@@ -261,7 +262,7 @@ def _plan(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,
 def make_plan(expr: Expr, shape: tuple[int, ...], out_dtype: DType,
               out_strides: tuple[int, ...] | None, operands: Sequence[Any],
               scalar_dtypes: Sequence[DType]) -> Plan:
-    from ..codegen.layout import contiguous_strides
+    from ..schedule.layout import contiguous_strides
     n = 1
     for s in shape:
         n *= s

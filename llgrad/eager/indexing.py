@@ -41,7 +41,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..codegen.gather import IndexKernel, NonzeroKernel, build_index, build_nonzero
+from ..codegen.gather import build_index, build_nonzero
 from ..ir import dtypes as dt
 from ..ir import registry
 from ..ir.dtypes import DType
@@ -51,7 +51,8 @@ from ..runtime.storage import allocate
 from ..tensor import Tensor
 from . import views
 from .elementwise import copy_into, is_scalar
-from ..codegen.layout import broadcast_strides, collapse, contiguous_strides
+from ..schedule.index import IndexKernel, NonzeroKernel
+from ..schedule.layout import broadcast_strides, collapse, contiguous_strides
 
 cache.register_builder(IndexKernel, build_index)
 cache.register_builder(NonzeroKernel, build_nonzero)

@@ -15,14 +15,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..codegen.matmul import MatmulKernel, build, fold_rows, gemm_layout, uses_blas
+from ..codegen.matmul import build
 from ..ir import registry
 from ..ir.dtypes import DType
 from ..ir.types import TensorType
 from ..runtime import blas, cache, launch
 from ..tensor import Tensor
 from .elementwise import copy_into, promote
-from ..codegen.layout import broadcast_strides, collapse, contiguous_strides
+from ..schedule.layout import broadcast_strides, collapse, contiguous_strides
+from ..schedule.matmul import MatmulKernel, fold_rows, gemm_layout, uses_blas
 from .views import expand, reshape, slice_dims
 
 cache.register_builder(MatmulKernel, build)

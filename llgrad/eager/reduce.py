@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..codegen.reduce import (Loops, ReduceKernel, Slots, build, make_spec, order_loops,
-                              pack, wide_dtype)
+from ..codegen.reduce import build
 from ..ir import dtypes as dt
 from ..ir import registry
 from ..ir.dtypes import DType
@@ -21,7 +20,9 @@ from ..ops.reduction import ARG_REDUCTIONS, normalize_axes
 from ..runtime import cache, launch
 from ..tensor import Tensor
 from .elementwise import copy_into
-from ..codegen.layout import contiguous_strides
+from ..schedule.layout import contiguous_strides
+from ..schedule.reduce import (Loops, ReduceKernel, Slots, make_spec, order_loops, pack,
+                               wide_dtype)
 from .views import reshape
 
 cache.register_builder(ReduceKernel, build)

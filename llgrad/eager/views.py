@@ -10,7 +10,7 @@ from ..ir.types import normalize_axis
 from ..ops.shape import check_permutation, expand_shape, infer_reshape_shape
 from ..tensor import Tensor
 from .elementwise import copy_into
-from ..codegen.layout import contiguous_strides
+from ..schedule.layout import contiguous_strides
 
 
 def view_of(t: Tensor, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> Tensor:

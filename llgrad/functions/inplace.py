@@ -158,7 +158,7 @@ class _Window:
     def __init__(self, base: Tensor, view: Tensor):
         self.base_shape = base._shape
         self.shape = view._shape
-        from ..codegen.layout import contiguous_strides
+        from ..schedule.layout import contiguous_strides
         if base.is_contiguous():
             self.offset = view._offset - base._offset
             self.strides = view._strides

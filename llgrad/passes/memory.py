@@ -24,54 +24,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..ir.graph import Node
+from ..schedule.program import KINDS, Buffer
 from ..ir.printer import format_type
 
 __all__ = ["ALIGNMENT", "Buffer", "MemoryPlan", "plan_buffers", "plan_graph", "align_up"]
 
 ALIGNMENT = 64
-ARENA_KINDS = ("temp", "scratch", "error")
-KINDS = ("input", "output", "const") + ARENA_KINDS
 
 
 def align_up(n: int, alignment: int = ALIGNMENT) -> int:
     return (n + alignment - 1) // alignment * alignment
-
-
-@dataclass(eq=False)
-class Buffer:
-    """A region the compiled code addresses.
-
-    `kind`: "input"/"output" (slot `slot` of the entry's argument block), "const" (bytes
-    `payload` in the module), "temp" (a materialized intermediate value), "scratch" (kernel
-    working space that is no IR value) or "error" (an index kernel's error record); the
-    last three live in the arena at `offset`. `first`/`last` are the launch steps that
-    touch it (-1: never touched).
-    """
-
-    name: str
-    nbytes: int
-    kind: str
-    node: Node | None = None
-    slot: int = -1
-    payload: bytes | None = None
-    first: int = -1
-    last: int = -1
-    offset: int = -1
-
-    def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"Buffer {self.name}: unknown kind {self.kind!r}")
-
-    @property
-    def in_arena(self) -> bool:
-        return self.kind in ARENA_KINDS
-
-    def touch(self, step: int) -> None:
-        self.first = step if self.first < 0 else min(self.first, step)
-        self.last = max(self.last, step)
-
-    def __repr__(self) -> str:
-        return f"<Buffer {self.name} {self.kind} {self.nbytes}B>"
 
 
 @dataclass

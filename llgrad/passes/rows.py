@@ -186,7 +186,8 @@ def _break_cycles(region: Region, uses, order: dict[Node, int]) -> None:
 def read_layout(x: Node):
     """The layout a kernel reads value `x` through (views folded), as the fuser does;
     None when a reshape cannot be expressed with strides."""
-    from .fusion import VIEW_OPS, Layout
+    from ..schedule.layout import Layout
+    from .fusion import VIEW_OPS
     chain = []
     while x.op in VIEW_OPS:
         chain.append(x)
@@ -223,7 +224,7 @@ def external_layout(region: Region, member: Node, x: Node):
     flat = lay.reshape((region.rows,))
     if flat is None:
         return None
-    from .fusion import Layout
+    from ..schedule.layout import Layout
     return Layout((region.rows, region.cols), (flat.strides[0], 0), flat.offset)
 
 

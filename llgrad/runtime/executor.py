@@ -31,7 +31,9 @@ import numpy as np
 
 from .. import _log
 from ..codegen import graph as cg
-from ..codegen.layout import contiguous_strides, is_contiguous
+from ..passes import lower as lower_pass
+from ..schedule.program import traffic
+from ..schedule.layout import contiguous_strides, is_contiguous
 from ..codegen.target import get_target
 from ..ir.dtypes import DType, bfloat16
 from ..ir.graph import Graph, Node
@@ -100,7 +102,8 @@ class CompiledGraph:
         # at most the threads of runtime.launch's pool, which runs the pieces
         cap = launch._THREADS
         self.threads = max(1, min(cap, threads if threads is not None else cap))
-        self.program = cg.lower(self.fusion, self.threads)
+        from . import blas
+        self.program = lower_pass.lower(self.fusion, self.threads, blas.runs_single_threaded)
         t3 = time.perf_counter()
         views = {}
         for v, r in self.fusion.views.items():
@@ -146,6 +149,9 @@ class CompiledGraph:
             "from_cache": self.compiled.from_cache,
             "seconds": seconds,
         }
+        moved = traffic(self.program)
+        self.stats.update({k: moved[k] for k in ("bytes read", "bytes written", "bytes moved",
+                                                 "minimum bytes", "traffic ratio")})
         if _log.enabled("fusion"):
             _log.log("fusion", f"{self.fusion}\n{self.plan}")
         if _log.enabled("llvm"):
@@ -155,6 +161,11 @@ class CompiledGraph:
     @property
     def kernels(self) -> list[fusion_pass.KernelGroup]:
         return list(self.fusion.groups)
+
+    @property
+    def schedule(self):
+        """The schedule IR this graph runs (`schedule.program.Program`; prints readably)."""
+        return self.program
 
     def asm(self) -> str:
         """The optimized module as assembly text (the entry with its kernels inlined)."""

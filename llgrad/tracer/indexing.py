@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..codegen.layout import contiguous_strides
+from ..schedule.layout import contiguous_strides
 from ..ir import dtypes as dt
 from ..ir.types import broadcast_shapes
 from ..tensor import Tensor

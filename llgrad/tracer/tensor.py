@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..codegen.layout import contiguous_strides
+from ..schedule.layout import contiguous_strides
 from ..ir.graph import Node
 from ..tensor import SymbolicTensor
 

@@ -1,0 +1,67 @@
+"""Scalar DAGs and elementwise kernel specs.
+
+An `Expr` is the body of an elementwise (or fused) kernel: a DAG of scalar ops over its
+inputs, named by registry op. `ElementwiseKernel` is what identifies one elementwise kernel:
+its DAG, its loop rank after collapsing, and the innermost strides baked into its code.
+Codegen (`codegen.elementwise`) turns a spec into LLVM IR; eager dispatch and the
+compiler's lowering build specs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..ir import registry
+from ..ir.dtypes import DType
+
+
+@dataclass(frozen=True, slots=True)
+class ExprNode:
+    """One op of a scalar DAG; `args` index inputs first (0..n_in-1), then earlier nodes."""
+
+    op: str
+    args: tuple[int, ...]
+    attrs: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Expr:
+    in_dtypes: tuple[DType, ...]
+    nodes: tuple[ExprNode, ...]
+    outputs: tuple[int, ...]                 # refs (input or node)
+
+    def text(self) -> str:
+        """A compact, deterministic spelling (kernel names, logs, cache keys)."""
+        parts = [f"in{i}:{d.short}" for i, d in enumerate(self.in_dtypes)]
+        for j, n in enumerate(self.nodes):
+            a = ",".join(f"{k}={v}" for k, v in n.attrs)
+            parts.append(f"v{len(self.in_dtypes) + j}={n.op}({','.join(map(str, n.args))}"
+                         f"{';' + a if a else ''})")
+        return " ".join(parts) + " -> " + ",".join(map(str, self.outputs))
+
+
+def out_dtypes(expr: Expr) -> tuple[DType, ...]:
+    """The dtype each output has (evaluated symbolically through the shape rules)."""
+    from ..ir.types import TensorType
+    types: list[TensorType] = [TensorType(d, ()) for d in expr.in_dtypes]
+    for node in expr.nodes:
+        op = registry.get(node.op)
+        types.append(op.infer(tuple(types[a] for a in node.args), **dict(node.attrs)))
+    return tuple(types[o].dtype for o in expr.outputs)
+
+
+@dataclass(frozen=True, slots=True)
+class ElementwiseKernel:
+    """What identifies a compiled elementwise kernel (the kernel-cache key)."""
+
+    expr: Expr
+    rank: int
+    inner: tuple[int | None, ...]     # per operand (outputs first): 1, 0, or None (run time)
+
+    @property
+    def n_operands(self) -> int:
+        return len(self.expr.outputs) + len(self.expr.in_dtypes)
+
+    @property
+    def n_slots(self) -> int:
+        return 2 + (self.rank - 1) + self.n_operands * (1 + self.rank)

@@ -1,0 +1,70 @@
+"""Matmul kernel specs and the operand-layout rules BLAS imposes (shared by eager dispatch
+and the compiler's lowering). The kernels themselves are in `llgrad/codegen/matmul.py`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir import dtypes as dt
+from ..ir.dtypes import DType
+from .layout import collapse
+
+BLAS_DTYPES: tuple[DType, ...] = (dt.float32, dt.float64, dt.complex64, dt.complex128)
+
+
+def uses_blas(dtype: DType) -> bool:
+    """float32/float64 (s/dgemm) and complex64/complex128 (c/zgemm) run on BLAS; every
+    other dtype on generated loops."""
+    return dtype in BLAS_DTYPES
+
+
+@dataclass(frozen=True, slots=True)
+class MatmulKernel:
+    """What identifies a compiled matmul kernel (the kernel-cache key)."""
+
+    dtype: DType
+    batch_rank: int                 # R: batch dimensions after collapsing
+
+    @property
+    def blas(self) -> bool:
+        return uses_blas(self.dtype)
+
+    @property
+    def n_slots(self) -> int:
+        return 5 + self.batch_rank + 3 * (self.batch_rank + 3) + 3
+
+
+# --------------------------------------------------------------------------------------
+# Operand layouts (shared by eager dispatch and whole-graph codegen)
+# --------------------------------------------------------------------------------------
+
+def gemm_layout(rows: int, cols: int, rs: int, cs: int) -> tuple[bool, int] | None:
+    """How BLAS can read a `rows x cols` matrix with strides `(rs, cs)` in place.
+
+    Returns `(transposed, ld)`: row-major (`transposed=False`, ld = row stride) or
+    column-major (`True`, ld = column stride), with ld meeting BLAS's lower bound and
+    fitting 32 bits; None when neither layout describes the memory (then it is copied).
+    A dimension of size 1 never constrains its stride.
+    """
+    int32_max = 2 ** 31 - 1
+    if (cs == 1 or cols == 1) and (rows == 1 or max(1, cols) <= rs <= int32_max):
+        return False, rs if rows > 1 else max(1, cols)
+    if (rs == 1 or rows == 1) and (cols == 1 or max(1, rows) <= cs <= int32_max):
+        return True, cs if cols > 1 else max(1, rows)
+    return None
+
+
+def fold_rows(batch: tuple[int, ...], n: int, strides: dict[str, tuple[int, ...]],
+              rows: dict[str, int]) -> tuple[int, int] | None:
+    """When B is shared by the whole batch, `(batch, n)` rows of A and C may be one
+    dimension; returns `(rows, A's row stride)` if both walk it with one stride each.
+
+    This turns `(..., n, k) @ (k, m)` on a contiguous left operand into a single gemm.
+    """
+    if not batch or any(strides["b"]):
+        return None
+    cshape, cstrides = collapse(batch + (n,), [strides["c"] + (rows["c"],),
+                                               strides["a"] + (rows["a"],)])
+    if len(cshape) != 1:
+        return None
+    return cshape[0], cstrides[1][0]
