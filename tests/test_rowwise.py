@@ -115,3 +115,15 @@ def test_structure_of_fused_programs():
     cf = lg.compile(lambda x: (x - x.mean(-1, keepdim=True)) /
                     (x.var(-1, keepdim=True) + 1.0).sqrt())
     assert _kinds(cf, x).count("row") == 1
+
+
+def test_column_sums_join_the_row_kernel_across_threads():
+    """layer_norm's weight and bias gradients (sums over the rows) accumulate inside the
+    backward's row kernel, in per-thread partial rows; big enough to split the rows."""
+    f, _ = PROGRAMS["layer_norm"]
+    g = lambda x, w, b: F.layer_norm(x, (256,), w, b, eps=1e-5)   # noqa: E731
+    cf, args = _check(g, [(600, 256), (256,), (256,)], np.float32, rtol=2e-4, atol=2e-4)
+    d = next(iter(cf._entries.values())).function.differentiated((0, 1, 2))
+    launches = d.backward.executable.schedule.launches
+    assert [type(l.spec).__name__ for l in launches].count("RowKernel") == 1
+    assert sum(1 for l in launches if l.what == "column sum of the pieces") == 2

@@ -19,9 +19,15 @@ input read once and each output written once.
 Sums of float32 (and half) values add runs of `SUM_BLOCK` elements in float32 (vectorized)
 and the run totals in float64, as reduction kernels do; max/min propagate NaN.
 
-Argument block: `[lo, hi, C, (ptr, row_stride, col_stride) per operand]`, outputs first
-(full outputs dense: strides `(C, 1)`; row outputs: `(1, 0)`), then inputs. The row loop
-runs over `[lo, hi)` so the runtime can split rows across threads. Strides in elements.
+Sums over the rows (`colsum`: the gradients of a bias or a layer_norm weight) accumulate
+in float64 into a partial row per piece of the row range, zeroed when the piece starts,
+while the rows stream by; the pieces are added by a small kernel afterwards.
+
+Argument block: `[lo, hi, C, step, (ptr, row_stride, col_stride) per operand]`, outputs
+first (full outputs dense: strides `(C, 1)`; row outputs: `(1, 0)`; column sums: the
+partial buffer, `(C, 1)` per piece), then inputs. The row loop runs over `[lo, hi)` so the
+runtime can split rows across threads; `step` is the rows per piece (piece = lo // step).
+Strides in elements.
 """
 from __future__ import annotations
 
@@ -29,7 +35,7 @@ from llvmlite import ir
 
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
-from ..schedule.row import REDUCTIONS, RowKernel, plan
+from ..schedule.row import COLUMN_SUM, REDUCTIONS, RowKernel, plan
 from .elementwise import apply_node
 from .loops import I64, accumulate, for_range, new_kernel
 from .reduce import SUM_BLOCK, extreme
@@ -62,9 +68,10 @@ class _Emitter:
         self.out_dtypes = [self.plan.dtypes[o] for o in expr.outputs]
         self.lo, self.hi = args.int(0, "lo"), args.int(1, "hi")
         self.cols = I64(spec.cols)
+        self.piece = b.sdiv(self.lo, args.int(3, "step"), name="piece")
         self.ptrs, self.rs, self.cs = [], [], []
         for k in range(spec.n_operands):
-            slot = 3 + 3 * k
+            slot = 4 + 3 * k
             self.ptrs.append(args.ptr(slot, f"p{k}"))
             self.rs.append(args.int(slot + 1, f"rs{k}"))
             cs = args.int(slot + 2, f"cs{k}")
@@ -131,19 +138,22 @@ class _Emitter:
             reductions = [self.n_in + j for j, n in enumerate(expr.nodes)
                           if n.op in REDUCTIONS and pl.level[n.args[0]] == p]
             stores = [(k, o) for k, o in enumerate(expr.outputs)
-                      if not pl.is_row[o] and pl.level[o] == p]
+                      if not pl.is_row[o] and not pl.is_column[o] and pl.level[o] == p]
+            columns = [(k, o) for k, o in enumerate(expr.outputs)
+                       if pl.is_column[o] and pl.level[o] == p]
             caches = [c for c in pl.cached if pl.level[c] == p]
             # row values this pass reads are computed before its loop (they dominate it)
-            self.pass_loop(p, row, rows, reductions, stores, caches)
+            self.pass_loop(p, row, rows, reductions, stores, caches, columns)
         for k, o in enumerate(expr.outputs):
-            if pl.is_row[o]:
+            if pl.is_row[o] and not pl.is_column[o]:
                 v = self.row_value(o, row, rows)
                 if v.dtype is not self.out_dtypes[k]:
                     v = self.s.cast(v, self.out_dtypes[k])
                 self.s.store(v, self.operand_ptr(k, row, None, self.out_dtypes[k]))
 
     def pass_loop(self, p: int, row: ir.Value, rows: dict[int, SV], reductions: list[int],
-                  stores: list[tuple[int, int]], caches: list[int]) -> None:
+                  stores: list[tuple[int, int]], caches: list[int],
+                  columns: list[tuple[int, int]]) -> None:
         b, s, expr = self.b, self.s, self.spec.expr
         # row values used in this pass, hoisted before the loop
         for ref in range(self.n_in + len(expr.nodes)):
@@ -173,6 +183,12 @@ class _Emitter:
                     buf = self.buffers[ref]
                     b.store(v.value, b.gep(buf, [c], inbounds=True,
                                            source_etype=buf.allocated_type))
+                for k, o in columns:
+                    x = self.full_value(expr.nodes[o - self.n_in].args[0], p, row, c, rows,
+                                        here)
+                    at = self.partial(k, c)
+                    old = b.load(at, typ=ir.DoubleType())
+                    b.store(b.fadd(old, s.cast(x, dt.float64).value, flags=FLAGS), at)
                 for r, op, (narrow, _), acc in zip(reductions, ops, accs, ncur):
                     x = self.full_value(expr.nodes[r - self.n_in].args[0], p, row, c, rows,
                                         here)
@@ -197,7 +213,17 @@ class _Emitter:
             return self.b.fadd(a, v, flags=FLAGS) if d.is_floating_point else self.b.add(a, v)
         return extreme(self.b, op == "amax", a, v, d)
 
+    def partial(self, k: int, col: ir.Value) -> ir.Value:
+        """This piece's float64 partial sum of column `col` for column-sum output k."""
+        off = self.b.add(self.b.mul(self.piece, self.rs[k]), self.b.mul(col, self.cs[k]))
+        return self.b.gep(self.ptrs[k], [off], inbounds=True, source_etype=ir.DoubleType())
+
     def emit(self) -> None:
+        outputs = self.spec.expr.outputs
+        for k, o in enumerate(outputs):
+            if self.plan.is_column[o]:
+                with for_range(self.b, I64(0), self.cols, name=f"zero{k}") as c:
+                    self.b.store(ir.Constant(ir.DoubleType(), 0.0), self.partial(k, c))
         with for_range(self.b, self.lo, self.hi, name="row") as row:
             self.row_body(row)
 

@@ -688,8 +688,10 @@ class _Fuser:
             args = tuple(ref[r] if kind == "node" else inputs[r] for kind, r in ops)
             ref[m] = n_in + len(nodes)
             # a row group's reductions reduce over the row: their axes are the region's
-            attrs = () if grp.kind is Kind.ROW and m.group is Group.REDUCE else m.attrs
-            nodes.append(ExprNode(m.op, args, attrs))
+            op, attrs = m.op, m.attrs
+            if grp.kind is Kind.ROW and m.group is Group.REDUCE:
+                op, attrs = ("colsum" if grp.region.is_column(m) else m.op), ()
+            nodes.append(ExprNode(op, args, attrs))
         grp.outputs = [m for m in grp.nodes if self.materialized(m, grp)]
         grp.inputs = list(inputs)
         grp.expr = Expr(tuple(r.base.dtype for r in grp.inputs), tuple(nodes),

@@ -194,15 +194,32 @@ class _Lowering:
                                 f"{len(grp.nodes)} elementwise ops")
 
     def lower_row(self, grp: KernelGroup) -> None:
-        """One row kernel: rows split across threads, each row's passes in L1."""
+        """One row kernel: rows split across threads, each row's passes in L1; column
+        sums accumulate per piece of rows into float64 partials, then one small
+        reduction adds the pieces into the output."""
         region = grp.region
         rows, cols = region.rows, region.cols
-        block: list[Any] = [0, rows, cols]
+        work = rows * cols
+        pieces = min(self.threads, rows) if (self.threads > 1 and work >= PARALLEL_MIN_WORK
+                                             and rows >= 2) else 1
+        step = -(-rows // pieces)           # as the executor cuts a parallel range
+        pieces = -(-rows // step)
+        block: list[Any] = [0, rows, cols, step]
         inner: list[int | None] = []
+        columns: list[tuple[Node, Buffer]] = []
+        kinds: list[str] = []
         for o in grp.outputs:
+            if region.is_column(o):
+                partial = self.scratch("column_partials", pieces * cols * 8)
+                columns.append((o, partial))
+                block += [Ptr(partial), cols, 1]
+                inner.append(1)
+                kinds.append("column")
+                continue
             full = o.shape == region.space
             block += [Ptr(self.buffer_of(o)), cols if full else 1, 1 if full else 0]
             inner.append(1 if full else 0)
+            kinds.append("full" if full else "row")
         for r in grp.inputs:
             sr, sc = r.layout.strides
             block += [self.read_ptr(r), sr, sc]
@@ -212,16 +229,38 @@ class _Lowering:
         space = (rows, cols)
         pl = rw.plan(spec)
         out_dtypes = [pl.dtypes[o] for o in grp.expr.outputs]
-        accesses = [Access(block[3 + 3 * k], d, space, tuple(block[4 + 3 * k:6 + 3 * k]),
-                           "store") for k, d in enumerate(out_dtypes)]
+        accesses = []
+        for k, (d, kind) in enumerate(zip(out_dtypes, kinds)):
+            ptr, rs, cs = block[4 + 3 * k:7 + 3 * k]
+            if kind == "column":
+                accesses.append(Access(ptr, dt.float64, (pieces, cols), (cols, 1), "update"))
+            else:
+                accesses.append(Access(ptr, d, space, (rs, cs), "store"))
         accesses += [Access(self.read_ptr(r), r.base.dtype, space, r.layout.strides, "load")
                      for r in grp.inputs]
         passes = pl.passes
         self.add(Launch(grp, spec, block, f"row kernel of {len(grp.nodes)} ops, "
                         f"{passes} pass{'es' if passes > 1 else ''} per row",
-                        extent=rows, split=True, work=rows * cols, node=grp.root,
+                        extent=rows, split=True, work=work, node=grp.root,
                         loops=((rows, "par"), (cols, "red")), accesses=tuple(accesses),
                         body=grp.expr.text()))
+        for o, partial in columns:
+            self.add_pieces(grp, o, partial, pieces, cols)
+
+    def add_pieces(self, grp: KernelGroup, o: Node, partial: Buffer, pieces: int,
+                   cols: int) -> None:
+        """out[c] = sum over pieces of partial[piece, c] (float64 -> the output dtype)."""
+        loops = rd.order_loops((pieces, cols), (cols, 1), (0, 1), (0, 0), (True, False))
+        spec = rd.make_spec("sum", dt.float64, o.dtype, loops)
+        out = Ptr(self.buffer_of(o))
+        block = self.reduce_block(spec, loops, [Ptr(partial)], out,
+                                  col_width=loops.column_width(1, False))
+        self.add(Launch(grp, spec, block, "column sum of the pieces", extent=block[1],
+                        split=False, work=pieces * cols, node=o,
+                        loops=((pieces, "red"), (cols, "seq")),
+                        accesses=(Access(Ptr(partial), dt.float64, (pieces, cols), (cols, 1),
+                                         "load"),
+                                  Access(out, o.dtype, (cols,), (1,), "store"))))
 
     def lower_copy(self, grp: KernelGroup) -> None:
         (r,) = grp.inputs

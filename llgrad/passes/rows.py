@@ -4,6 +4,8 @@ A region has an index space `S` whose trailing axes `S[k:]` are reduced (a row o
 `C = prod(S[k:])` elements; `R = prod(S[:k])` rows). Its members are
 
 * reductions `sum`/`amax`/`amin` over exactly the axes `k..` of an `S`-shaped float value;
+* sums over exactly the leading axes `..k` of an `S`-shaped float member (a *column sum*:
+  the gradient of a bias or a layer_norm weight); nothing in the region reads one;
 * elementwise ops (no random draws, no complex values) whose result has shape `S`
   (*full*: one value per element) or `S` with the reduced axes set to 1 (*row*: one
   value per row, as a keepdim reduction gives), reading members legally: a full node reads
@@ -48,7 +50,11 @@ class Region:
         return self.space[:self.k] + (1,) * (len(self.space) - self.k)
 
     def is_row(self, n: Node) -> bool:
-        return n.shape == self.row_shape and n.shape != self.space
+        return n.shape == self.row_shape and n.shape != self.space and \
+            not self.is_column(n)
+
+    def is_column(self, n: Node) -> bool:
+        return n.op == "sum" and n.group is Group.REDUCE and _leading_axes(n) == self.k
 
 
 def _numel(shape) -> int:
@@ -68,6 +74,19 @@ def _suffix_axes(n: Node) -> int | None:
     if not axes or axes != tuple(range(axes[0], rank)) or axes[0] < 1:
         return None
     return axes[0]
+
+
+def _leading_axes(n: Node) -> int | None:
+    """k when `n` reduces exactly the axes ..k-1 of its input (0 < k < rank)."""
+    (x,) = n.inputs
+    rank = len(x.shape)
+    axes = n.attr("axes")
+    if axes is None or tuple(axes) == ():
+        return None
+    axes = tuple(sorted(a % rank for a in axes))
+    if axes != tuple(range(len(axes))) or not 0 < len(axes) < rank:
+        return None
+    return len(axes)
 
 
 def _eligible_reduction(n: Node) -> bool:
@@ -103,6 +122,8 @@ def find_regions(g: Graph, uses: dict[Node, list[tuple[Node | None, Node]]]) -> 
             continue
         _flood(region, seed, uses, taken)
         _break_cycles(region, uses, order)
+        if _absorb_column_sums(region, g, uses, taken):
+            _break_cycles(region, uses, order)
         if _worth_it(region) and sum(_cost(m) for m in region.members) <= MAX_REGION_COST:
             regions.append(region)
             taken |= region.members
@@ -111,6 +132,8 @@ def find_regions(g: Graph, uses: dict[Node, list[tuple[Node | None, Node]]]) -> 
 
 def _fits(region: Region, n: Node) -> bool:
     """`n` can be a member (on its own; edges are checked by `_edge`)."""
+    if region.is_column(n):
+        return n.inputs[0].shape == region.space and n.inputs[0].dtype.is_floating_point
     if _eligible_reduction(n):
         return _suffix_axes(n) == region.k and n.inputs[0].shape == region.space and \
             (n.shape == region.row_shape or n.shape == region.space[:region.k])
@@ -121,6 +144,8 @@ def _fits(region: Region, n: Node) -> bool:
 
 def _edge(region: Region, consumer: Node, producer: Node) -> bool:
     """`consumer` may read member `producer` directly."""
+    if region.is_column(producer):
+        return False                   # complete only after the last row
     if consumer.op in ROW_REDUCTIONS:
         return producer.shape == region.space
     if producer.shape == region.space:
@@ -159,6 +184,31 @@ def _flood(region: Region, seed: Node, uses, taken: set[Node]) -> None:
                     members.discard(m)
                     changed = True
                     break
+
+
+def _absorb_column_sums(region: Region, g: Graph, uses, taken: set[Node]) -> bool:
+    """Column sums of values the region can compute from what it reads anyway join it
+    (a bias gradient `sum(ct, 0)`, a weight gradient `sum(ct * xhat, 0)`): the kernel
+    adds them up in the same pass instead of a second kernel reading the inputs again."""
+    read = {_base(x) for m in region.members for x in m.inputs
+            if _base(x) not in region.members}
+    added = False
+    for n in g.nodes:
+        if n in region.members or n in taken or not region.is_column(n) or \
+                not _fits(region, n):
+            continue
+        (x,) = n.inputs
+        if x in region.members or _base(x) in read:
+            region.members.add(n)
+            added = True
+            continue
+        # one elementwise producer that only this sum reads, of values the region has
+        if _elementwise(x) and x.shape == region.space and x not in taken and \
+                len(uses.get(x, ())) == 1 and all(
+                    y in region.members or _base(y) in read for y in x.inputs):
+            region.members |= {x, n}
+            added = True
+    return added
 
 
 def _break_cycles(region: Region, uses, order: dict[Node, int]) -> None:
@@ -217,7 +267,7 @@ def external_layout(region: Region, member: Node, x: Node):
     lay = read_layout(x)
     if lay is None:
         return None
-    full = member.shape == region.space or member.op in ROW_REDUCTIONS
+    full = member.shape == region.space or member.group is Group.REDUCE
     lay = lay.broadcast_to(region.space if full else member.shape)
     if full:
         return lay.reshape((region.rows, region.cols))
@@ -239,7 +289,7 @@ def member_read(region: Region, m: Node, x: Node) -> Node | None:
     lay = read_layout(x)
     if lay is None or lay.offset != 0:
         return None
-    full = m.shape == region.space or m.op in ROW_REDUCTIONS
+    full = m.shape == region.space or m.group is Group.REDUCE
     lay = lay.broadcast_to(region.space if full else m.shape)
     flat = lay.reshape((region.rows, region.cols) if full else (region.rows,))
     if flat is None:
@@ -277,7 +327,8 @@ def _drop_downstream(region: Region, start: Node, uses) -> None:
 
 def _worth_it(region: Region) -> bool:
     members = region.members
-    reductions = [m for m in members if m.op in ROW_REDUCTIONS and m.group is Group.REDUCE]
+    reductions = [m for m in members if m.op in ROW_REDUCTIONS and m.group is Group.REDUCE
+                  and not region.is_column(m)]
     if not reductions:
         return False
     if len(reductions) >= 2:

@@ -31,6 +31,7 @@ from ..ir.dtypes import DType
 from .elementwise import Expr
 
 REDUCTIONS = ("sum", "amax", "amin")
+COLUMN_SUM = "colsum"        # a sum over the rows (one value per column), not a registry op
 CACHE_BYTES = 1 << 16        # most bytes of row buffers one kernel keeps on its stack
 
 
@@ -39,7 +40,11 @@ class RowKernel:
     """What identifies a row kernel (the kernel-cache key).
 
     `expr`: the program; reduction nodes have op in `REDUCTIONS` and reduce one full
-    value over the row. `row_inputs[j]`: input j is one value per row (column stride 0).
+    value over the row; `colsum` nodes sum one full value over the rows: each is an output
+    whose operand is a float64 partial-sum buffer of one row of C per piece of the row
+    range (`(ptr, C, 1)`; piece = lo // step, so the threads splitting the rows never
+    share a partial row; a small reduction adds the pieces afterwards).
+    `row_inputs[j]`: input j is one value per row (column stride 0).
     `inner[k]` per operand (outputs first): the column stride baked in (1 or 0), or None.
     `cols`: C, the row length (compiled graphs have static shapes; row buffers live on
     the stack).
@@ -56,7 +61,7 @@ class RowKernel:
 
     @property
     def n_slots(self) -> int:
-        return 3 + 3 * self.n_operands
+        return 4 + 3 * self.n_operands
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,7 @@ class RowPlan:
     what each pass computes, stores and caches."""
 
     is_row: tuple[bool, ...]          # per ref (inputs, then nodes)
+    is_column: tuple[bool, ...]       # per ref: a sum over the rows (`colsum`)
     level: tuple[int, ...]
     dtypes: tuple[DType, ...]
     passes: int
@@ -82,17 +88,24 @@ def plan(spec: RowKernel) -> RowPlan:
     expr = spec.expr
     n_in = len(expr.in_dtypes)
     is_row = list(spec.row_inputs)
+    is_column = [False] * n_in
     level = [0] * n_in
     types = [TensorType(d, ()) for d in expr.in_dtypes]
     for node in expr.nodes:
-        if node.op in REDUCTIONS:
+        if node.op in REDUCTIONS or node.op == COLUMN_SUM:
             (a,) = node.args
-            if is_row[a]:
-                raise ValueError(f"row kernel: {node.op} of a row-level value")
-            is_row.append(True)
-            level.append(level[a] + 1)
+            if is_row[a] or is_column[a]:
+                raise ValueError(f"row kernel: {node.op} of a row-level or column value")
+            column = node.op == COLUMN_SUM
+            is_row.append(not column)
+            is_column.append(column)
+            level.append(level[a] + (0 if column else 1))
             types.append(types[a])
         else:
+            if any(is_column[a] for a in node.args):
+                raise ValueError("row kernel: a column sum is complete only after every "
+                                 "row; nothing in the kernel can read it")
+            is_column.append(False)
             is_row.append(all(is_row[a] for a in node.args))
             level.append(max((level[a] for a in node.args), default=0))
             types.append(registry.get(node.op).infer(tuple(types[a] for a in node.args),
@@ -118,8 +131,8 @@ def plan(spec: RowKernel) -> RowPlan:
     nbytes = sum(spec.cols * buffer_bytes(types[a].dtype) for a in cached)
     if nbytes > CACHE_BYTES:
         cached = []
-    return RowPlan(tuple(is_row), tuple(level), tuple(t.dtype for t in types), passes,
-                   tuple(cached))
+    return RowPlan(tuple(is_row), tuple(is_column), tuple(level),
+                   tuple(t.dtype for t in types), passes, tuple(cached))
 
 
 def buffer_bytes(d: DType) -> int:
