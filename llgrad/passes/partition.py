@@ -98,7 +98,7 @@ def partition(joint: Graph, n_primals: int, n_outputs: int) -> Partition:
                 continue
             # constants are rebuilt in the backward for free and primals are passed by
             # reference: neither costs a stored byte
-            cost_in = sum(_nbytes(i) for i in n.inputs
+            cost_in = sum(_nbytes(i) for i in set(n.inputs)
                           if i not in stored and i.group not in (Group.CONST, Group.PARAM))
             # `<=`: an elementwise chain collapses onto its input (AOTAutograd's min-cut
             # finds the same cut for pointwise chains); the backward fuses the recompute
