@@ -171,7 +171,7 @@ def _arg_names(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[str]:
         leaves = flatten(a)[0]
         names += [describe(f"argument {i}" if len(leaves) == 1 else
                            f"argument {i} (leaf {k})", x) for k, x in enumerate(leaves)]
-    for key in sorted(kwargs):
+    for key in kwargs:
         leaves = flatten(kwargs[key])[0]
         names += [describe(f"keyword argument {key!r}" if len(leaves) == 1 else
                            f"keyword argument {key!r} (leaf {k})", x)
