@@ -22,6 +22,7 @@ from .tracer import make_ir  # noqa: E402,F401
 from .transforms import (grad, hessian, jacfwd, jacrev, jvp, value_and_grad,  # noqa: E402,F401
                          vjp, vmap)
 from .serialization import load, save  # noqa: E402,F401
+from . import func  # noqa: E402,F401
 
 dtype = DType
 float = float32  # noqa: A001

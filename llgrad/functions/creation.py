@@ -395,16 +395,42 @@ def initial_seed() -> int:
 
 
 def _random(op: str, shape: tuple[int, ...], d: DType, generator: Generator | None) -> Tensor:
-    if d.is_complex and op == "normal":
+    if not (d.is_floating_point or (d.is_complex and op == "normal")):
+        raise TypeError(f"{'rand' if op == 'uniform' else 'randn'}: expected a floating point "
+                        f"dtype, got {d.name}")
+    from ..autograd.apply import interpreters
+    if interpreters:
+        per_element = _vmap_randomness(interpreters)
+        if per_element:                    # randomness="different": one draw per element
+            from ..transforms.batching import unlift
+            ordered = sorted(per_element, key=lambda i: i.level)
+            full = tuple(i.size for i in ordered) + tuple(shape)
+            return unlift(_draw(op, full, d, generator), ordered)
+    return _draw(op, shape, d, generator)
+
+
+def _vmap_randomness(interpreters: list) -> list:
+    """The active vmaps whose randomness is "different"; raises under "error"."""
+    out = []
+    for interp in interpreters:
+        mode = getattr(interp, "randomness", None)
+        if mode == "error":
+            raise RuntimeError("vmap: called random operation while in randomness error mode. "
+                               "Please either use the 'same' or 'different' randomness flags "
+                               "on vmap or perform the randomness operation out of vmap")
+        if mode == "different":
+            out.append(interp)
+    return out
+
+
+def _draw(op: str, shape: tuple[int, ...], d: DType, generator: Generator | None) -> Tensor:
+    if d.is_complex:
         # PyTorch's complex normal: real and imaginary parts each with variance 1/2
         from .elementwise import complex as make_complex
         part = d.to_real()
-        re = ew.run("mul", [_random(op, shape, part, generator), 0.5 ** 0.5])
-        im = ew.run("mul", [_random(op, shape, part, generator), 0.5 ** 0.5])
+        re = ew.run("mul", [_draw(op, shape, part, generator), 0.5 ** 0.5])
+        im = ew.run("mul", [_draw(op, shape, part, generator), 0.5 ** 0.5])
         return make_complex(re, im)
-    if not d.is_floating_point:
-        raise TypeError(f"{'rand' if op == 'uniform' else 'randn'}: expected a floating point "
-                        f"dtype, got {d.name}")
     gen = generator or default_generator
     from ..tracer.context import current
     ctx = current()
@@ -485,11 +511,10 @@ def randint(*args: Any, size: Any = None, generator: Generator | None = None,
                            f"from={low} >= to={high}")
     shape = shape_arg((size,), "randint")
     dtype, rg = _kw(kwargs, "randint")
+    from . import elementwise as E
     u = _random("uniform", shape, dt.float64, generator)
-    scaled = ew.run("floor", [ew.run("add", [ew.run("mul", [u, float(high - low)]),
-                                             float(low)])])
-    out = Tensor._empty(shape, dtype or dt.int64)
-    return _finish(ew.copy_into(out, scaled), rg)
+    scaled = E.floor(E.add(E.mul(u, float(high - low)), float(low)))
+    return _finish(scaled.to(dtype or dt.int64), rg)
 
 
 def _is_int_like(x: Any) -> bool:
