@@ -34,6 +34,12 @@ def _check_chunk_size(chunk_size: int | None) -> None:
                          f"{chunk_size})")
 
 
+def _check_randomness(randomness: str) -> None:
+    if randomness not in RANDOMNESS:
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or "
+                           f"'same'. Got {randomness}")
+
+
 def grad(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False
          ) -> Callable[..., Any]:
     """The gradient of a scalar-valued `func` with respect to the arguments at `argnums`;
@@ -59,6 +65,7 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0,
     """Vectorize `func` over the `in_dims` axes of its positional arguments; keyword
     arguments are passed through unmapped (torch.func's rule)."""
     _check_chunk_size(chunk_size)
+    _check_randomness(randomness)
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -96,9 +103,7 @@ def jacrev(func: Callable[..., Any], argnums: Any = 0, *, has_aux: bool = False,
 def jacfwd(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False, *,
            randomness: str = "error") -> Callable[..., Any]:
     """The Jacobian of `func` by forward mode (one jvp per input element, vmapped)."""
-    if randomness not in RANDOMNESS:
-        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or "
-                           f"'same'. Got {randomness}")
+    _check_randomness(randomness)
     return _t.jacfwd(func, argnums, has_aux=has_aux)
 
 
