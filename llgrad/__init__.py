@@ -13,6 +13,8 @@ from ._printing import set_printoptions, get_printoptions  # noqa: F401
 
 _methods.bind()
 
+from .device import device, get_default_device, set_default_device  # noqa: E402,F401
+from . import accelerator, backends, cuda  # noqa: E402,F401
 from . import nn, optim, utils  # noqa: E402,F401
 from . import ir  # noqa: E402,F401
 from .compiler import compile, disable_compile  # noqa: E402,F401  (lg.compile)
@@ -20,7 +22,9 @@ from .tracer import make_ir  # noqa: E402,F401
 from .transforms import (grad, hessian, jacfwd, jacrev, jvp, value_and_grad,  # noqa: E402,F401
                          vjp, vmap)
 from .serialization import load, save  # noqa: E402,F401
+from . import func  # noqa: E402,F401
 
+dtype = DType
 float = float32  # noqa: A001
 double = float64
 half = float16

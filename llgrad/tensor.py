@@ -35,6 +35,13 @@ class Tensor:
                  "_grad", "grad_fn", "_retains_grad", "_hooks", "_base", "_output_nr",
                  "_inference", "__weakref__", "__dict__")
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Tensor":
+        """PyTorch's legacy constructor: `Tensor([1, 2])` (data in the default dtype),
+        `Tensor(2, 3)` (uninitialized, of that size), `Tensor()` (empty). Internally
+        tensors are made with `_make`, which never comes here."""
+        from .functions.legacy import legacy_new
+        return legacy_new(None, args, kwargs)
+
     # -- construction (internal) ----------------------------------------------------------
     @classmethod
     def _make(cls, storage: Storage, offset: int, shape: tuple[int, ...],
@@ -48,6 +55,8 @@ class Tensor:
         t._ptr = storage.ptr + offset * dtype.itemsize
         t._lkey = (dtype, shape, strides)          # what selects a cached launch plan
         t._init_state(base)
+        if storage.inference:       # memory made under inference_mode: every view of it
+            t._inference = True     # is an inference tensor, as in PyTorch
         return t
 
     def _init_state(self, base: "Tensor | None" = None) -> None:
@@ -68,7 +77,10 @@ class Tensor:
         n = 1
         for s in shape:
             n *= s
-        return cls._make(allocate(n * dtype.itemsize), 0, shape,
+        storage = allocate(n * dtype.itemsize)
+        if _grad_state.__dict__.get("inference", False):
+            storage.inference = True
+        return cls._make(storage, 0, shape,
                          strides if strides is not None else contiguous_strides(shape), dtype)
 
     @classmethod
@@ -136,8 +148,35 @@ class Tensor:
         return self._dtype.is_complex
 
     @property
-    def device(self) -> str:
-        return "cpu"
+    def device(self) -> Any:
+        """Always `device(type='cpu')`: llgrad's tensors live in host memory."""
+        from .device import CPU
+        return CPU
+
+    @property
+    def is_cpu(self) -> bool:
+        return True
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
+
+    @property
+    def is_meta(self) -> bool:
+        return False
+
+    def get_device(self) -> int:
+        """-1, PyTorch's answer for a CPU tensor."""
+        return -1
+
+    def cpu(self, memory_format: Any = None) -> "Tensor":
+        return self
+
+    def cuda(self, device: Any = None, non_blocking: bool = False, **kwargs: Any) -> "Tensor":
+        from .device import check_device
+        check_device("cuda" if device is None else
+                     (f"cuda:{device}" if isinstance(device, int) else device), "cuda()")
+        return self
 
     @property
     def _version(self) -> int:
@@ -166,7 +205,7 @@ class Tensor:
         if requires_grad and not (self._dtype.is_floating_point or self._dtype.is_complex):
             raise RuntimeError("only Tensors of floating point and complex dtype can require "
                                "gradients")
-        if requires_grad and self._inference:
+        if requires_grad and self._inference and not _grad_state.__dict__.get("inference"):
             raise RuntimeError("Setting requires_grad=True on inference tensor outside "
                                "InferenceMode is not allowed.")
         self._requires_grad = bool(requires_grad)
@@ -412,3 +451,8 @@ class SymbolicTensor(Tensor):
 def _rebuild(values: np.ndarray, dtype_name: str, requires_grad: bool) -> Tensor:
     from .functions.creation import tensor
     return tensor(values, dtype=dt.from_name(dtype_name), requires_grad=requires_grad)
+
+
+# last: the autograd package imports this module (the grad-mode state is read per
+# allocation, to mark memory made under inference_mode)
+from .autograd.grad_mode import _state as _grad_state  # noqa: E402

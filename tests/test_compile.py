@@ -165,7 +165,10 @@ def test_closure_constants_are_guarded():
 
 
 @pytest.mark.parametrize("opt_name,kw", [("SGD", dict(lr=0.1, momentum=0.9, dampening=0.1)),
-                                         ("Adam", dict(lr=0.01)), ("AdamW", dict(lr=0.01))])
+                                         ("Adam", dict(lr=0.01)), ("AdamW", dict(lr=0.01)),
+                                         ("RMSprop", dict(lr=0.01, momentum=0.9,
+                                                          centered=True)),
+                                         ("Adagrad", dict(lr=0.1, lr_decay=0.01))])
 def test_whole_training_step_compiles_into_one_graph(opt_name, kw):
     """zero_grad, forward, backward() and the optimizer update inside one compiled call."""
     def make():

@@ -129,6 +129,68 @@ def test_adam_matches_torch(dtype: str, case: int, kind: str) -> None:
                      lambda p: getattr(torch.optim, kind)(p, **kw), dtype)
 
 
+RMSPROP_CASES = [
+    dict(),
+    dict(lr=0.01, alpha=0.9, eps=1e-6),
+    dict(lr=0.005, momentum=0.9),
+    dict(lr=0.005, centered=True),
+    dict(lr=0.002, momentum=0.5, centered=True, weight_decay=0.1),
+    dict(lr=0.01, maximize=True, weight_decay=0.01),
+]
+
+ADAGRAD_CASES = [
+    dict(),
+    dict(lr=0.1, lr_decay=0.05),
+    dict(lr=0.05, weight_decay=0.1, initial_accumulator_value=0.5, eps=1e-6),
+    dict(lr=0.05, maximize=True, lr_decay=0.01),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kind,kw", [("RMSprop", kw) for kw in RMSPROP_CASES] +
+                         [("Adagrad", kw) for kw in ADAGRAD_CASES],
+                         ids=[f"RMSprop{i}" for i in range(len(RMSPROP_CASES))] +
+                         [f"Adagrad{i}" for i in range(len(ADAGRAD_CASES))])
+def test_rmsprop_adagrad_match_torch(dtype: str, kind: str, kw: dict) -> None:
+    compare_training(lambda p: getattr(optim, kind)(p, **kw),
+                     lambda p: getattr(torch.optim, kind)(p, **kw), dtype, steps=6)
+
+
+@needs_torch
+@pytest.mark.parametrize("kind,kw", [("RMSprop", dict(momentum=0.9, centered=True)),
+                                     ("Adagrad", dict(lr_decay=0.1))])
+def test_rmsprop_adagrad_state_dicts_as_torch(kind: str, kw: dict) -> None:
+    ours, theirs = models("float64")
+    opt_l = getattr(optim, kind)(ours.parameters(), **kw)
+    opt_t = getattr(torch.optim, kind)(theirs.parameters(), **kw)
+    x, t = data("float64")
+    for opt, model, lib, F_ in ((opt_l, ours, lg, F), (opt_t, theirs, torch, TF)):
+        for _ in range(2):
+            opt.zero_grad()
+            F_.cross_entropy(model(lib.tensor(x)), lib.tensor(t)).backward()
+            opt.step()
+    sl, st = opt_l.state_dict(), opt_t.state_dict()
+    assert sorted(sl["state"][0]) == sorted(st["state"][0])
+    for k, v in st["state"][0].items():
+        np.testing.assert_allclose(values(sl["state"][0][k]), values(v), rtol=1e-10)
+    clone = getattr(optim, kind)(ours.parameters(), **kw)
+    clone.load_state_dict(sl)
+    assert clone.state_dict()["param_groups"] == sl["param_groups"]
+
+
+def test_rmsprop_adagrad_reject_bad_hyperparameters() -> None:
+    p = [nn.Parameter(lg.ones(2))]
+    with pytest.raises(ValueError, match="Invalid alpha value"):
+        optim.RMSprop(p, alpha=-0.1)
+    with pytest.raises(ValueError, match="Invalid lr_decay value"):
+        optim.Adagrad(p, lr_decay=-1.0)
+    with pytest.raises(TypeError, match="complex parameters"):
+        q = nn.Parameter(lg.ones(2, dtype=lg.complex64))
+        q.grad = lg.ones(2, dtype=lg.complex64)
+        optim.RMSprop([q]).step()
+
+
 @needs_torch
 def test_adamw_default_weight_decay_matches_torch() -> None:
     compare_training(lambda p: optim.AdamW(p), lambda p: torch.optim.AdamW(p), "float64")

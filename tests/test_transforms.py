@@ -77,9 +77,9 @@ def test_pytree_roundtrip_and_order():
     P = namedtuple("P", "a b")
     tree = {"z": [1, (2, None)], "a": P(3, {"k": 4})}
     leaves, d = pytree.flatten(tree)
-    assert leaves == [3, 4, 1, 2]                   # dict keys sorted, None has no leaf
+    assert leaves == [1, 2, 3, 4]      # dict keys in insertion order, None has no leaf
     back = pytree.unflatten(d, leaves)
-    assert back == tree and isinstance(back["a"], P)
+    assert back == tree and isinstance(back["a"], P) and list(back) == ["z", "a"]
     assert pytree.tree_map(lambda x: x * 10, tree)["z"] == [10, (20, None)]
     with pytest.raises(ValueError, match="4 leaves, got 3"):
         pytree.unflatten(d, [1, 2, 3])
@@ -88,7 +88,9 @@ def test_pytree_roundtrip_and_order():
 def test_pytree_broadcast_prefix():
     args = ({"w": 1, "b": 2}, [3, 4])
     assert pytree.broadcast_prefix((None, 0), args) == [None, None, 0, 0]
-    assert pytree.broadcast_prefix(({"w": 0, "b": None}, 1), args) == [None, 0, 1, 1]
+    assert pytree.broadcast_prefix(({"w": 0, "b": None}, 1), args) == [0, None, 1, 1]
+    # a dict spec matches by key, in the value's (insertion) order
+    assert pytree.broadcast_prefix(({"b": None, "w": 0}, 1), args) == [0, None, 1, 1]
     with pytest.raises(ValueError, match="tree prefix"):
         pytree.broadcast_prefix(({"w": 0}, 1), args)
 

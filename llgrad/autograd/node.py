@@ -196,6 +196,11 @@ class OpNode(Node):
         else:       # digits name single inputs: where saves "0", its condition, only
             saved = [SavedTensor(o) if isinstance(o, Tensor) and str(i) in saves else None
                      for i, o in enumerate(operands)]
+        save_for = registry.get(op).save_for
+        if save_for:
+            for k, readers in save_for.items():
+                if saved[k] is not None and all(edges[r][0] is None for r in readers):
+                    saved[k] = None
         saved.append(SavedTensor(output, is_output=True) if "o" in saves else None)
         self._saved = saved
         self._released = False

@@ -96,6 +96,19 @@ class Entry:
     n_outputs: int = 0
     effects: list = field(default_factory=list)
     self_contained: bool = False
+    guards: dict = field(default_factory=dict)
+    before_call: list = field(default_factory=list)
+
+    def stale(self) -> str | None:
+        """Which value read while tracing has changed since (None: the graph still holds)."""
+        for what, (read, value) in self.guards.items():
+            try:
+                now = read()
+            except (LookupError, AttributeError):
+                return f"{what} no longer exists"
+            if now is not value and now != value:
+                return f"{what} changed: {value!r} -> {now!r}"
+        return None
 
 
 @dataclass
@@ -203,8 +216,16 @@ class CompiledFunction:
         entry = self._entries.get(key) if self.use_cache else None
         if entry is None:
             entry = self._compile(key, args, kwargs)
+        if entry.guards:
+            why = entry.stale()
+            if why is not None:
+                _log.log("recompiles", f"{self.__name__}: retracing because {why}")
+                self._last_key = None
+                entry = self._compile(key, args, kwargs)
         if entry.graph_break is not None:
             return self.fn(*args, **kwargs)
+        for refresh in entry.before_call:
+            refresh()
         if not entry.effects:
             outs = entry.function(*leaves, *entry.captured)
             return _unflatten(entry.out_structure, outs)
@@ -246,7 +267,8 @@ class CompiledFunction:
         entry = Entry(graph, GraphFunction(graph, self.dynamic), list(ctx.captured),
                       out_structure,
                       trace_seconds=time.perf_counter() - t0, n_outputs=ctx.n_outputs,
-                      effects=ctx.effects, self_contained=ctx.self_contained)
+                      effects=ctx.effects, self_contained=ctx.self_contained,
+                      guards=dict(ctx.guards), before_call=list(ctx.before_call.values()))
         self._entries[key] = entry
         return entry
 

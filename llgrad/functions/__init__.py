@@ -20,6 +20,8 @@ from .elementwise import (abs, absolute, add, angle, atan2, bitwise_and, bitwise
                           true_divide, trunc, where, xlogy)
 from .indexing import (argwhere, gather, gather_linear, getitem, index_put_linear,
                        index_select, masked_fill, nonzero, scatter_add_linear, take_along_dim)
+from .legacy import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor,
+                     FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor)
 from .linalg import bmm, dot, matmul, mm, mv, outer
 from .misc import (allclose, isclose, isfinite, isinf, numel, rsub, slice_all, softmax,
                    log_softmax, to, type_as, is_tensor, is_floating_point, is_complex,

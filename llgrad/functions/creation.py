@@ -6,6 +6,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..device import check_device
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
@@ -89,6 +90,7 @@ def tensor(data: Any, dtype: DType | None = None, device: Any = None,
     if requires_grad and not (d.is_floating_point or d.is_complex):
         raise RuntimeError("Only Tensors of floating point and complex dtype can require "
                            "gradients")
+    check_device(device, "tensor")
     from ..tracer.context import current
     ctx = current()
     if ctx is not None and not isinstance(data, Tensor) and arr.size <= 4096:
@@ -136,7 +138,7 @@ def _fill(shape: tuple[int, ...], value: Any, dtype: DType | None) -> Tensor:
 def _kw(kwargs: dict[str, Any], op: str) -> tuple[DType | None, bool]:
     dtype = kwargs.pop("dtype", None)
     rg = kwargs.pop("requires_grad", False)
-    kwargs.pop("device", None)
+    check_device(kwargs.pop("device", None), op)
     kwargs.pop("layout", None)
     kwargs.pop("pin_memory", None)
     if kwargs:
@@ -304,9 +306,19 @@ class Generator:
     frozen into the graph).
     """
 
-    def __init__(self, seed: int = 0):
+    def __init__(self, device: Any = "cpu", seed: int | None = None):
+        """`Generator()` / `Generator(device="cpu")` as in PyTorch (then `manual_seed`);
+        `Generator(7)` seeds at once (an int first argument is the seed)."""
+        if isinstance(device, int) and not isinstance(device, bool):
+            device, seed = "cpu", device
+        check_device(device, "Generator")
         self._state: Tensor | None = None
-        self.manual_seed(seed)
+        self.manual_seed(0 if seed is None else seed)
+
+    @property
+    def device(self) -> Any:
+        from ..device import CPU
+        return CPU
 
     @property
     def state_tensor(self) -> Tensor:
@@ -383,16 +395,42 @@ def initial_seed() -> int:
 
 
 def _random(op: str, shape: tuple[int, ...], d: DType, generator: Generator | None) -> Tensor:
-    if d.is_complex and op == "normal":
+    if not (d.is_floating_point or (d.is_complex and op == "normal")):
+        raise TypeError(f"{'rand' if op == 'uniform' else 'randn'}: expected a floating point "
+                        f"dtype, got {d.name}")
+    from ..autograd.apply import interpreters
+    if interpreters:
+        per_element = _vmap_randomness(interpreters)
+        if per_element:                    # randomness="different": one draw per element
+            from ..transforms.batching import unlift
+            ordered = sorted(per_element, key=lambda i: i.level)
+            full = tuple(i.size for i in ordered) + tuple(shape)
+            return unlift(_draw(op, full, d, generator), ordered)
+    return _draw(op, shape, d, generator)
+
+
+def _vmap_randomness(interpreters: list) -> list:
+    """The active vmaps whose randomness is "different"; raises under "error"."""
+    out = []
+    for interp in interpreters:
+        mode = getattr(interp, "randomness", None)
+        if mode == "error":
+            raise RuntimeError("vmap: called random operation while in randomness error mode. "
+                               "Please either use the 'same' or 'different' randomness flags "
+                               "on vmap or perform the randomness operation out of vmap")
+        if mode == "different":
+            out.append(interp)
+    return out
+
+
+def _draw(op: str, shape: tuple[int, ...], d: DType, generator: Generator | None) -> Tensor:
+    if d.is_complex:
         # PyTorch's complex normal: real and imaginary parts each with variance 1/2
         from .elementwise import complex as make_complex
         part = d.to_real()
-        re = ew.run("mul", [_random(op, shape, part, generator), 0.5 ** 0.5])
-        im = ew.run("mul", [_random(op, shape, part, generator), 0.5 ** 0.5])
+        re = ew.run("mul", [_draw(op, shape, part, generator), 0.5 ** 0.5])
+        im = ew.run("mul", [_draw(op, shape, part, generator), 0.5 ** 0.5])
         return make_complex(re, im)
-    if not d.is_floating_point:
-        raise TypeError(f"{'rand' if op == 'uniform' else 'randn'}: expected a floating point "
-                        f"dtype, got {d.name}")
     gen = generator or default_generator
     from ..tracer.context import current
     ctx = current()
@@ -442,16 +480,50 @@ def randn_like(input: Tensor, **kwargs: Any) -> Tensor:
     return _finish(_random("normal", input._shape, dtype or input._dtype, None), rg)
 
 
-def randint(low: int, high: int | None = None, size: Sequence[int] = (), **kwargs: Any
-            ) -> Tensor:
-    if high is None:
-        low, high = 0, low
+def randint(*args: Any, size: Any = None, generator: Generator | None = None,
+            **kwargs: Any) -> Tensor:
+    """`randint(high, size)`, `randint(low, high, size)` (PyTorch's signatures; `low`,
+    `high` and `size` also by keyword): integers drawn uniformly from [low, high)."""
+    args = list(args)
+    if args and not _is_int_like(args[-1]):
+        if size is not None:
+            raise TypeError("randint() got the size twice (positionally and as size=)")
+        size = args.pop()
+    low = kwargs.pop("low", None)
+    high = kwargs.pop("high", None)
+    ints = [low, high] if low is not None or high is not None else []
+    if ints and args:
+        raise TypeError("randint() got low/high both positionally and by keyword")
+    if not ints:
+        ints = args
+    if len(ints) == 1 or (len(ints) == 2 and ints[0] is None):
+        low, high = 0, ints[-1]
+    elif len(ints) == 2:
+        low, high = ints
+    else:
+        raise TypeError(f"randint() expects (high, size) or (low, high, size), got "
+                        f"{len(args)} positional numbers")
+    if size is None:
+        raise TypeError("randint() missing required argument 'size' (a tuple of ints)")
+    low, high = _as_int("low", low), _as_int("high", high)
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
                            f"from={low} >= to={high}")
+    shape = shape_arg((size,), "randint")
     dtype, rg = _kw(kwargs, "randint")
-    u = _random("uniform", tuple(size), dt.float64, None)
-    scaled = ew.run("floor", [ew.run("add", [ew.run("mul", [u, float(high - low)]),
-                                             float(low)])])
-    out = Tensor._empty(tuple(size), dtype or dt.int64)
-    return ew.copy_into(out, scaled)
+    from . import elementwise as E
+    u = _random("uniform", shape, dt.float64, generator)
+    scaled = E.floor(E.add(E.mul(u, float(high - low)), float(low)))
+    return _finish(scaled.to(dtype or dt.int64), rg)
+
+
+def _is_int_like(x: Any) -> bool:
+    return isinstance(x, int) or (isinstance(x, Tensor) and x.ndim == 0)
+
+
+def _as_int(what: str, v: Any) -> int:
+    if isinstance(v, Tensor):
+        v = v.item()
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"randint(): {what} must be an int, got {v!r}")
+    return v

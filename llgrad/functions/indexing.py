@@ -144,7 +144,17 @@ def gather(input: Tensor, dim: int, index: Tensor, *, name: str | None = None) -
             shape = [1] * input.ndim
             shape[k] = index._shape[k]
             parts.append(iota(index._shape[k], dt.int64).reshape(shape))
-    return getitem(input, tuple(parts), name or "GatherBackward0")
+    # through the interpreter stack, so that vmap batches `input` and `index` (its
+    # indexing rule); plain tensors take `getitem` directly
+    from ..autograd.apply import dispatch_function
+    return dispatch_function("getitem", [input, index], _named_getitem(name or "GatherBackward0"),
+                             (input, tuple(parts)))
+
+
+def _named_getitem(name: str) -> Any:
+    def run(x: Tensor, index: Any) -> Tensor:
+        return getitem(x, index, name)
+    return run
 
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:

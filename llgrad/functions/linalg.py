@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..autograd.apply import apply
-from ..eager import elementwise as ew
 from ..tensor import Tensor
 
 
@@ -20,14 +19,16 @@ def _check(op: str, a: Any, b: Any) -> None:
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(f"{op}: both arguments to matmul need to be at least 1D, but they "
                            f"are {a.ndim}D and {b.ndim}D")
+    if a._dtype is not b._dtype:
+        # PyTorch raises rather than promote (a float64 operand is usually a mistake)
+        raise RuntimeError(f"{op}: expected m1 and m2 to have the same dtype, but got: "
+                           f"{a._dtype.name} != {b._dtype.name} (shapes {list(a._shape)} and "
+                           f"{list(b._shape)}; convert one with .to(dtype))")
 
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     _check("matmul", input, other)
     a, b = input, other
-    d = ew.promote([a, b])
-    a = a if a._dtype is d else a.to(d)
-    b = b if b._dtype is d else b.to(d)
     if a.ndim == 1 and b.ndim == 1:
         if a._shape != b._shape:
             raise RuntimeError(f"inconsistent tensor size, expected tensor [{a._shape[0]}] and "
@@ -76,8 +77,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     if input._shape[0] != mat2._shape[0]:
         raise RuntimeError(f"bmm: batch sizes must match, got {input._shape[0]} and "
                            f"{mat2._shape[0]}")
-    d = ew.promote([input, mat2])
-    return _matmul(input.to(d), mat2.to(d), "BmmBackward0")
+    return _matmul(input, mat2, "BmmBackward0")
 
 
 def dot(input: Tensor, other: Tensor) -> Tensor:
@@ -85,8 +85,8 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
                            f"tensors")
     from .shape import reshape
-    d = ew.promote([input, other])
-    out = _matmul(input.to(d).unsqueeze(0), other.to(d).unsqueeze(-1), "MmBackward0")
+    _check("dot", input, other)
+    out = _matmul(input.unsqueeze(0), other.unsqueeze(-1), "MmBackward0")
     return reshape(out, (), name="DotBackward0")
 
 

@@ -99,20 +99,22 @@ def bind() -> None:
                     ("bool", dt.bool_), ("short", dt.int16), ("char", dt.int8),
                     ("byte", dt.uint8), ("cfloat", dt.complex64), ("cdouble", dt.complex128)]:
         setattr(T, name, _cast_method(d))
-    T.cpu = lambda self: self
     T.new_zeros = lambda self, *size, **kw: __import__("llgrad").zeros(
         *size, **({"dtype": self._dtype} | kw))
     T.new_ones = lambda self, *size, **kw: __import__("llgrad").ones(
         *size, **({"dtype": self._dtype} | kw))
     T.new_tensor = lambda self, data, **kw: __import__("llgrad").tensor(
         data, **({"dtype": self._dtype} | kw))
+    from .legacy import tensor_type
+    T.type = tensor_type
     for name, fn in inplace.make_inplace_methods().items():
         setattr(T, name, fn)
 
 
 def _rdiv(self: Tensor, other: Any) -> Tensor:
-    """`2 / x`; PyTorch computes it as `x.reciprocal() * 2` and names its node so."""
-    return E.elementwise("div", other, self, name="MulBackward0")
+    """`2 / x`, computed as PyTorch does: `x.reciprocal() * 2` (its backward keeps the
+    reciprocal, not x, so a later in-place write to x is legal)."""
+    return E.mul(E.reciprocal(self), other)
 
 
 def _set_part(which: str) -> Any:

@@ -17,25 +17,38 @@ def _cast_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
     return ew.run("cast", operands, attrs)
 
 
-def parse_to_args(args: tuple, kwargs: dict[str, Any]) -> tuple[DType | None, bool]:
+def parse_to_args(args: tuple, kwargs: dict[str, Any], op: str = "to"
+                  ) -> tuple[DType | None, bool]:
     """The arguments of `x.to(...)` / `module.to(...)`: a dtype, a tensor (its dtype) or a
-    device string ("cpu" only); returns (dtype or None, copy)."""
+    device (a string or `lg.device`; only the CPU is accepted); returns (dtype or None,
+    copy)."""
+    from ..device import check_device, device
     kwargs = dict(kwargs)
     dtype = kwargs.pop("dtype", None)
     copy = kwargs.pop("copy", False)
-    kwargs.pop("device", None)
+    check_device(kwargs.pop("device", None), op)
     kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
     if kwargs:
-        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        raise TypeError(f"{op}() got unexpected keyword arguments {sorted(kwargs)}")
+    flags = []                            # PyTorch's positional (non_blocking, copy)
     for a in args:
-        if isinstance(a, DType):
+        if isinstance(a, bool):
+            flags.append(a)
+        elif isinstance(a, DType):
             dtype = a
         elif isinstance(a, Tensor):
             dtype = a._dtype
-        elif isinstance(a, str) and a.startswith("cpu"):
-            continue
+        elif isinstance(a, (str, device)):
+            check_device(a, op)
         else:
-            raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+            raise TypeError(f"{op}() received an invalid combination of arguments: {a!r}")
+    if len(flags) > 2:
+        raise TypeError(f"{op}() received too many positional flags: {args!r}")
+    if len(flags) == 2:
+        copy = flags[1]
+    if dtype is not None and not isinstance(dtype, DType):
+        raise TypeError(f"{op}(): dtype must be an llgrad dtype, got {dtype!r}")
     return dtype, copy
 
 

@@ -83,6 +83,10 @@ class OpDef:
     backward_name: str | None = None           # PyTorch's grad_fn class name
     promotion: str = "same"                    # frontend dtype rule (see PROMOTIONS)
     saves: str = "io"        # what backward keeps: i(nputs), o(utput), or digits naming inputs
+    # input k -> the inputs whose gradients read it: k is saved only when one of them needs
+    # a gradient (PyTorch saves `x` of `x * y` only when y requires grad, so `x * 4` and
+    # `x / 4` keep nothing of x and a later in-place write to x is legal)
+    save_for: dict[int, tuple[int, ...]] = field(default_factory=dict)
     doc: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -251,6 +251,11 @@ def _check_targets(op: str, target: Tensor, classes: int, ignore_index: int) -> 
     from ..tracer.tensor import tracing
     if tracing():      # compiled code: the gather kernels check class indices at run time
         return
+    from ..tensor import SymbolicTensor
+    from ..transforms.batching import bottom
+    target = bottom(target)      # under vmap: check every batch element's targets at once
+    if isinstance(target, SymbolicTensor):
+        return
     with no_grad():
         bad = lg.logical_and(lg.ne(target, ignore_index),
                              lg.logical_or(lg.lt(target, 0), lg.ge(target, classes)))

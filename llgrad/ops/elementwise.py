@@ -703,6 +703,11 @@ for _name, _rule, _saves in [
 ]:
     defvjp(_name, _rule, _saves)
 
+# inputs saved only for the gradients that read them (PyTorch's conditional saving)
+OPS["mul"].save_for = {0: (1,), 1: (0,)}
+OPS["div"].save_for = {0: (1,)}
+OPS["remainder"].save_for = {0: (1,), 1: (1,)}
+
 
 # Complex parts. A real-valued function of z receives a real g; its gradient is complex
 # (dL/dRe z + i dL/dIm z), and a real input of a complex op keeps the real part (the

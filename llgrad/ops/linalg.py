@@ -102,3 +102,4 @@ _MATMUL = get("matmul")
 _MATMUL.vjp = _vjp_matmul
 _MATMUL.jvp = _jvp_matmul
 _MATMUL.saves = "i"
+_MATMUL.save_for = {0: (1,), 1: (0,)}     # each factor only for the other's gradient

@@ -112,9 +112,12 @@ def _np_log_sigmoid(x: np.ndarray) -> np.ndarray:
 
 def _infer_mse(types: tuple[TensorType, ...], reduction: str) -> TensorType:
     x, y = types
-    _check_float("mse_loss", x, y)
+    d = dt.promote_types(x.dtype, y.dtype)       # an integer target promotes, as in PyTorch
+    if not d.is_floating_point:
+        raise TypeError(f"mse_loss: expected floating point tensors (or a floating input with "
+                        f"an integer target), got {_pretty(x)}, {_pretty(y)}")
     shape = broadcast_shapes(x.shape, y.shape, op="mse_loss")
-    return _loss_type("mse_loss", dt.promote_types(x.dtype, y.dtype), shape, reduction)
+    return _loss_type("mse_loss", d, shape, reduction)
 
 
 def _decompose_mse(F: Any, x: Any, y: Any, reduction: str) -> Any:

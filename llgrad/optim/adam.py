@@ -6,7 +6,7 @@ from typing import Any, Iterable
 from .. import functions as lg
 from ..ir import dtypes as dt
 from ..tensor import Tensor
-from .optimizer import Optimizer
+from .optimizer import Optimizer, hyper
 
 
 class Adam(Optimizer):
@@ -59,7 +59,7 @@ class Adam(Optimizer):
         if p._grad.is_complex() or p.is_complex():
             raise TypeError(f"{type(self).__name__}: complex parameters are not supported "
                             f"(parameter of shape {list(p.shape)}, dtype {p.dtype.name})")
-        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        lr, (beta1, beta2), eps = hyper(group, "lr"), hyper(group, "betas"), group["eps"]
         wd, amsgrad = group["weight_decay"], group["amsgrad"]
         state = self._init_state(p, amsgrad)
         g = lg.neg(p._grad) if group["maximize"] else p._grad

@@ -12,6 +12,7 @@ from collections import defaultdict
 from typing import Any, Callable, Iterable
 
 from ..autograd.grad_mode import enable_grad, no_grad
+from ..ir import dtypes as dt
 from ..tensor import Tensor
 
 
@@ -81,14 +82,33 @@ class Optimizer:
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Re-evaluate the loss with `closure` if given, then update every parameter that
-        has a gradient with the subclass's `_update(p, group)` (in place, without grad)."""
+        has a gradient with the subclass's `_update(p, group)` (in place, without grad).
+
+        Inside a compiled function the groups are read through `_TracedGroup`: the
+        values schedulers change (lr, momentum, betas) become graph inputs refreshed
+        before every call, every other hyperparameter read is guarded (a change
+        retraces), and so is the identity of each state tensor."""
+        from ..tracer.context import current
         loss = self._closure_loss(closure)
+        ctx = current()
         with no_grad():
-            for group in self.param_groups:
+            for i, group in enumerate(self.param_groups):
+                view = group if ctx is None else _TracedGroup(self, i, ctx)
                 for p in group["params"]:
                     if p._grad is not None:
-                        self._update(p, group)
+                        self._update(p, view)
+            if ctx is not None:
+                self._guard_state(ctx)
         return loss
+
+    def _guard_state(self, ctx: Any) -> None:
+        """The traced step captured these state tensors: a new one (load_state_dict)
+        must retrace rather than update the old."""
+        for k, (p, state) in enumerate(list(self.state.items())):
+            for name, value in state.items():
+                if isinstance(value, Tensor):
+                    ctx.guard(f"{type(self).__name__}.state[{k}][{name!r}]",
+                              lambda p=p, name=name: id(self.state[p][name]), id(value))
 
     def _update(self, p: Tensor, group: dict[str, Any]) -> None:
         raise TypeError(f"{type(self).__name__} has no update rule: an Optimizer subclass "
@@ -163,6 +183,99 @@ class Optimizer:
                 if key != "params":
                     text += f"    {key}: {group[key]}\n"
         return text + ")"
+
+
+class _TracedGroup:
+    """A parameter group as a traced optimizer step reads it (see `Optimizer.step`).
+
+    `group[key]` returns the Python value and guards it (the graph bakes it in: a change
+    retraces). Update rules read the values schedulers change every step through
+    `hyper(group, key)`, which here returns graph inputs (0-d float64 tensors written from
+    the group before every call: no retrace), and test switches with `is_set(group, key)`,
+    which guards only whether the value is non-zero."""
+
+    def __init__(self, opt: Optimizer, index: int, ctx: Any):
+        self.opt, self.index, self.ctx = opt, index, ctx
+
+    def _live(self, key: str) -> Any:
+        return self.opt.param_groups[self.index][key]
+
+    def _name(self, key: str) -> str:
+        return f"{type(self.opt).__name__}.param_groups[{self.index}][{key!r}]"
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._live(key)
+        if key != "params":
+            self.ctx.guard(self._name(key), lambda: self._live(key), value)
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.opt.param_groups[self.index]
+
+    def is_set(self, key: str) -> bool:
+        value = bool(self._live(key))
+        self.ctx.guard(self._name(key) + " != 0", lambda: bool(self._live(key)), value)
+        return value
+
+    def hyper(self, key: str) -> Any:
+        value = self._live(key)
+        if isinstance(value, tuple):
+            return tuple(self._input(key, k) for k in range(len(value)))
+        return self._input(key, None)
+
+    def _input(self, key: str, k: int | None) -> Any:
+        """A 0-d float64 tensor mirroring `group[key]` (or its k-th entry)."""
+        from ..eager.elementwise import copy_into
+
+        def read() -> Any:
+            v = self._live(key)
+            return v if k is None else v[k]
+
+        value = read()
+        if isinstance(value, Tensor) or not isinstance(value, (int, float)) or \
+                isinstance(value, bool):
+            return self[key] if k is None else self[key][k]
+        name = self._name(key) + ("" if k is None else f"[{k}]")
+        holders = self.opt.__dict__.setdefault("_graph_inputs", {})
+        t = holders.get((self.index, key, k))
+        if t is None:
+            t = holders[(self.index, key, k)] = Tensor._empty((), dt.float64)
+        copy_into(t, float(value))
+        self.ctx.before_call[f"{id(self.opt)}:{name}"] = lambda: copy_into(t, float(read()))
+        # the value must stay a number (a tensor or a new tuple length retraces)
+        self.ctx.guard(name + " is a number", lambda: isinstance(read(), (int, float)), True)
+        return t
+
+
+def hyper(group: Any, key: str) -> Any:
+    """A hyperparameter for arithmetic: the group's number (eager), or a graph input in a
+    compiled step, so schedulers can change it between calls without a retrace."""
+    return group.hyper(key) if isinstance(group, _TracedGroup) else group[key]
+
+
+def is_set(group: Any, key: str) -> bool:
+    """Whether a hyperparameter is non-zero (a switch such as `momentum != 0`)."""
+    return group.is_set(key) if isinstance(group, _TracedGroup) else bool(group[key])
+
+
+def add_scaled(p: Tensor, g: Tensor, scale: Any) -> None:
+    """`p += scale * g` in place, for a number `scale` or a 0-d tensor (a graph input)."""
+    from .. import functions as lg
+    if isinstance(scale, Tensor):
+        p.add_(lg.mul(g, scale))
+    else:
+        p.add_(g, alpha=scale)
+
+
+def plus_scaled(a: Tensor, b: Tensor, scale: Any) -> Tensor:
+    """`a + scale * b`, for a number `scale` or a 0-d tensor."""
+    from .. import functions as lg
+    if isinstance(scale, Tensor):
+        return lg.add(a, lg.mul(b, scale))
+    return lg.add(a, b, alpha=scale)
 
 
 def _cast_state(param: Tensor, name: str, value: Any) -> Any:

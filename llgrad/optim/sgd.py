@@ -5,7 +5,7 @@ from typing import Any, Iterable
 
 from .. import functions as lg
 from ..tensor import Tensor
-from .optimizer import Optimizer
+from .optimizer import Optimizer, add_scaled, hyper, is_set, plus_scaled
 
 
 class SGD(Optimizer):
@@ -32,14 +32,14 @@ class SGD(Optimizer):
                                       weight_decay=weight_decay, nesterov=nesterov,
                                       maximize=maximize))
 
-    def _update(self, p: Tensor, group: dict[str, Any]) -> None:
+    def _update(self, p: Tensor, group: Any) -> None:
         g = p._grad
         if group["maximize"]:
             g = lg.neg(g)
         if group["weight_decay"] != 0:
             g = lg.add(g, p, alpha=group["weight_decay"])
-        momentum = group["momentum"]
-        if momentum != 0:
+        if is_set(group, "momentum"):
+            momentum = hyper(group, "momentum")
             state = self.state[p]
             buf = state.get("momentum_buffer")
             if buf is None:
@@ -50,5 +50,5 @@ class SGD(Optimizer):
                 state["momentum_buffer"] = buf
             else:
                 buf.mul_(momentum).add_(g, alpha=1 - group["dampening"])
-            g = lg.add(g, buf, alpha=momentum) if group["nesterov"] else buf
-        p.add_(g, alpha=-group["lr"])
+            g = plus_scaled(g, buf, momentum) if group["nesterov"] else buf
+        add_scaled(p, g, -hyper(group, "lr"))

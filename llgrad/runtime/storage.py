@@ -30,7 +30,8 @@ def _bucket(nbytes: int) -> int:
 
 
 class Storage:
-    __slots__ = ("buffer", "ptr", "nbytes", "version", "owner", "raw", "__weakref__")
+    __slots__ = ("buffer", "ptr", "nbytes", "version", "owner", "raw", "inference",
+                 "__weakref__")
 
     def __init__(self, buffer: np.ndarray, ptr: int, owner: object = None,
                  raw: np.ndarray | None = None):
@@ -40,6 +41,7 @@ class Storage:
         self.version = 0
         self.owner = owner              # keeps borrowed memory alive
         self.raw = raw                  # the pooled block this storage was cut from
+        self.inference = False          # allocated under inference_mode (see tensor.py)
 
     def __del__(self) -> None:
         raw = self.raw

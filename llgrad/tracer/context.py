@@ -59,6 +59,12 @@ class TraceContext:
         self.mutated: dict[int, tuple[Tensor, Node]] = {}   # in-place writes to captured
         self.expand_composites = False          # True in the decompose pass
         self.grad_before: dict[int, tuple[Tensor, Any]] = {}  # `.grad` of captured tensors
+        # Python values the trace read from live objects (an optimizer's hyperparameters):
+        # (read it again, the value traced, what it is); a call whose reads differ retraces
+        self.guards: dict[str, tuple[Any, Any]] = {}
+        # run before every call of the compiled graph: refresh captured tensors that mirror
+        # Python values (an optimizer's learning rate as a graph input)
+        self.before_call: dict[str, Any] = {}
 
     # -- entering ---------------------------------------------------------------------
     def __enter__(self) -> "TraceContext":
@@ -127,6 +133,11 @@ class TraceContext:
         if value._dtype is not target._dtype:
             value = value.to(target._dtype)
         self.mutated[id(target)] = (target, value._node)
+
+    def guard(self, what: str, read: Any, value: Any) -> None:
+        """The graph assumed `read() == value` (a Python value baked into it); the compiled
+        function checks it before each call and retraces when it no longer holds."""
+        self.guards.setdefault(what, (read, value))
 
     def constant(self, value: Any, dtype: dt.DType, shape: tuple[int, ...]) -> TracerTensor:
         """A `const` node filled with one value (what `zeros_like(tracer)` traces to)."""

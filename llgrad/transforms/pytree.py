@@ -2,9 +2,11 @@
 
 The transforms take and return arbitrary structures of tensors, as JAX's do; they work on
 the flat list of leaves and rebuild the structure afterwards. Conventions follow JAX:
-`None` is a node without children, dict children are ordered by sorted key, namedtuples
-keep their type. `broadcast_prefix` matches an axis specification (`in_dims`) that is a
+`None` is a node without children, namedtuples keep their type. `broadcast_prefix` matches an axis specification (`in_dims`) that is a
 *prefix* of a tree, where an int or None stands for a whole subtree.
+
+Dict children keep their insertion order (PyTorch's pytree convention, where JAX sorts):
+`grads = grad(f)(params)` then pairs with `params.values()` one to one.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ class TreeDef:
     """The shape of a pytree without its leaves."""
 
     kind: str                      # leaf | none | tuple | list | dict | namedtuple
-    meta: Any                      # dict keys (sorted) or the namedtuple class
+    meta: Any                      # dict keys (insertion order) or the namedtuple class
     children: tuple["TreeDef", ...]
     num_leaves: int
 
@@ -58,11 +60,7 @@ def _children(x: Any) -> tuple[str, Any, list[Any]] | None:
     if isinstance(x, list):
         return ("list", None, list(x))
     if isinstance(x, dict):
-        try:
-            keys = tuple(sorted(x))
-        except TypeError:
-            raise TypeError(f"pytree: dict keys must be sortable (JAX's convention), got "
-                            f"{list(x)}") from None
+        keys = tuple(x)
         return ("dict", keys, [x[k] for k in keys])
     return None
 
@@ -149,6 +147,9 @@ def _broadcast(p: Any, x: Any, out: list[Any], spec_leaf: Callable[[Any], bool],
         out.extend([p] * flatten(x)[1].num_leaves)
         return
     pn, xn = _children(p), _children(x)
+    if pn is not None and xn is not None and pn[0] == xn[0] == "dict" and \
+            set(pn[1]) == set(xn[1]):            # dict specs match by key, in x's order
+        pn = ("dict", xn[1], [p[k] for k in xn[1]])
     mismatch = pn is None or xn is None or pn[0] != xn[0] or pn[1] != xn[1] or \
         len(pn[2]) != len(xn[2])
     if mismatch:

@@ -36,10 +36,11 @@ _levels = itertools.count(1)
 class VmapInterpreter(Interpreter):
     """One vmap call: its batch size and its level (inner vmaps have higher levels)."""
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, randomness: str = "same"):
         self.size = size
         self.level = next(_levels)
         self.active = False
+        self.randomness = randomness      # read by random draws (functions/creation.py)
 
     def __repr__(self) -> str:
         return f"VmapInterpreter(level={self.level}, size={self.size})"
@@ -171,7 +172,7 @@ def _arg_names(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[str]:
         leaves = flatten(a)[0]
         names += [describe(f"argument {i}" if len(leaves) == 1 else
                            f"argument {i} (leaf {k})", x) for k, x in enumerate(leaves)]
-    for key in sorted(kwargs):
+    for key in kwargs:
         leaves = flatten(kwargs[key])[0]
         names += [describe(f"keyword argument {key!r}" if len(leaves) == 1 else
                            f"keyword argument {key!r} (leaf {k})", x)
@@ -200,7 +201,11 @@ def _unbatch(o: Any, d: Any, interp: VmapInterpreter) -> Any:
     return F.movedim(v, 0, d) if d else v
 
 
-def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0) -> Callable[..., Any]:
+RANDOMNESS = ("error", "same", "different")
+
+
+def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0,
+         randomness: str = "same") -> Callable[..., Any]:
     """Vectorize `func` over the `in_dims` axes of its positional arguments (JAX's vmap).
 
     `in_dims`: an int or None for every positional argument, or a tuple with one entry per
@@ -208,9 +213,16 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0) -> Calla
     not mapped). Keyword arguments are mapped over axis 0, as in JAX. `out_dims` is an int,
     None or a pytree prefix of the output; an output that does not depend on the mapped
     inputs is broadcast along the new axis (None keeps it unbatched).
+
+    `randomness` (PyTorch's option) says what random draws inside `func` do: "same" (one
+    draw shared by the batch; the default here), "different" (one draw per batch element)
+    or "error" (raise; torch.func.vmap's default).
     """
     if not callable(func):
         raise TypeError(f"vmap: expected a callable, got {type(func).__name__}")
+    if randomness not in RANDOMNESS:
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or "
+                           f"'same'. Got {randomness}")
     if isinstance(in_dims, list):
         raise TypeError(f"vmap in_dims must be an int, None, or a tuple of entries "
                         f"corresponding to the positional arguments passed to the function, "
@@ -232,7 +244,7 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0) -> Calla
         kw_dims = [0 if isinstance(x, Tensor) else None for x in kw_leaves]
         all_leaves, all_dims = leaves + kw_leaves, dims + kw_dims
         size = _batch_size(all_leaves, all_dims, _arg_names(args, kwargs))
-        interp = VmapInterpreter(size)
+        interp = VmapInterpreter(size, randomness)
         interpreters.append(interp)
         interp.active = True
         try:

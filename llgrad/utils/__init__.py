@@ -1,4 +1,4 @@
-"""Utilities: `llgrad.utils.checkpoint` (activation checkpointing)."""
-from . import checkpoint  # noqa: F401
+"""Utilities: `checkpoint` (activation checkpointing), `data` (datasets and loaders)."""
+from . import checkpoint, data  # noqa: F401
 
-__all__ = ["checkpoint"]
+__all__ = ["checkpoint", "data"]

@@ -362,8 +362,15 @@ class Module:
     def cpu(self) -> "Module":
         return self
 
-    def type(self, dst_type: DType) -> "Module":
-        return self._apply(lambda t: t.to(dst_type))
+    def cuda(self, device: Any = None) -> "Module":
+        from ...device import check_device
+        check_device("cuda" if device is None else
+                     (f"cuda:{device}" if isinstance(device, int) else device), "Module.cuda()")
+        return self
+
+    def type(self, dst_type: Any) -> "Module":
+        """Every parameter and buffer to `dst_type` (a dtype, a legacy type or its name)."""
+        return self._apply(lambda t: t.type(dst_type))
 
     # -- state dicts ----------------------------------------------------------------------
     def state_dict(self, *args: Any, destination: Any = None, prefix: str = "",

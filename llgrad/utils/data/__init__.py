@@ -1,0 +1,12 @@
+"""`llgrad.utils.data`: PyTorch's datasets, samplers and `DataLoader`."""
+from .dataloader import (DataLoader, WorkerInfo, default_collate, default_convert,
+                         get_worker_info)
+from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset,
+                      TensorDataset, random_split)
+from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
+                      SubsetRandomSampler)
+
+__all__ = ["DataLoader", "WorkerInfo", "default_collate", "default_convert", "get_worker_info",
+           "ChainDataset", "ConcatDataset", "Dataset", "IterableDataset", "Subset",
+           "TensorDataset", "random_split", "BatchSampler", "RandomSampler", "Sampler",
+           "SequentialSampler", "SubsetRandomSampler"]
