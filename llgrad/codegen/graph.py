@@ -16,9 +16,9 @@ one entry point.
 * When a launch is big enough to use several cores, the launches are also cut into
   *stages*: `void stage<i>(int64_t *args, int64_t lo, int64_t hi)`. A parallel stage holds
   one launch whose split loop runs over `[lo, hi)`; a serial stage runs its launches whole.
-  The executor calls the stages in order and runs a parallel stage's pieces on the thread
-  pool of `runtime.launch` (threads live outside LLVM). `entry` then just calls every
-  stage over its whole range.
+  `entry` calls the serial stages and hands each parallel one to the native thread pool's
+  `parallel_for(stage, args, 0, extent, pieces)` (`codegen.pool`; its address is the extra
+  `parallel_for`), so a call is one foreign call whatever it runs on how many cores.
 
 Inlining (`inline=`), measured on this machine (2 busy cores, so +-30%): kernels inlined
 into their wrappers with every size and stride a constant compile fastest and run
@@ -42,7 +42,7 @@ from ..schedule import index as sgx
 from ..schedule import matmul as smm
 from ..schedule import reduce as srd
 from ..schedule import row as srw
-from ..schedule.program import Buffer, Launch, Program, Ptr, Stage
+from ..schedule.program import PARALLEL_FOR, Buffer, Launch, Program, Ptr, Stage
 from . import elementwise as ew
 from . import gather as gx
 from . import matmul as mm
@@ -98,7 +98,7 @@ def stage_layout(program: Program) -> tuple[list[Stage], list[str]]:
                 else []), ["entry"]
     for i, st in enumerate(stages):
         st.symbol = f"stage{i}"
-    return stages, ["entry"] + [st.symbol for st in stages]
+    return stages, ["entry"]
 
 
 class _Emitter:
@@ -243,13 +243,22 @@ class _Emitter:
                 fn.args[0].add_attribute("noalias")
                 fn.attributes.add("nounwind")
                 fn.attributes.add("noinline")
+                fn.linkage = "internal"
                 lo, hi = fn.args[1], fn.args[2]
                 self.body(fn, st.launches, lo if st.parallel else None,
                           hi if st.parallel else None)
                 fns.append(fn)
             b = ir.IRBuilder(entry.append_basic_block("entry"))
+            slot = self.n_in + self.n_out + 1 + self.p.extras.index(PARALLEL_FOR)
+            at = b.gep(entry.args[0], [I64(slot)], inbounds=True, source_etype=I64)
+            pfor_t = ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64, I64])
+            pfor = b.load(at, typ=pfor_t.as_pointer())
             for st, fn in zip(stages, fns):
-                b.call(fn, [entry.args[0], I64(0), I64(st.extent)])
+                if st.parallel:
+                    pieces = min(self.p.threads, st.extent)
+                    b.call(pfor, [fn, entry.args[0], I64(0), I64(st.extent), I64(pieces)])
+                else:
+                    b.call(fn, [entry.args[0], I64(0), I64(0)])
             b.ret_void()
         return self.link(), symbols, stages
 

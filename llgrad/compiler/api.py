@@ -98,6 +98,7 @@ class Entry:
     self_contained: bool = False
     guards: dict = field(default_factory=dict)
     before_call: list = field(default_factory=list)
+    written: list[int] = field(default_factory=list)    # inputs written in place
 
     def stale(self) -> str | None:
         """Which value read while tracing has changed since (None: the graph still holds)."""
@@ -229,6 +230,10 @@ class CompiledFunction:
         if not entry.effects:
             outs = entry.function(*leaves, *entry.captured)
             return _unflatten(entry.out_structure, outs)
+        if entry.written and _aliases_a_written_input(entry.written, leaves, entry.captured):
+            _log.log("graph_breaks", f"{self.__name__}: an argument shares memory with a "
+                                     f"tensor the function writes in place; runs eagerly")
+            return self.fn(*args, **kwargs)
         if entry.self_contained:
             # a training step (backward() and updates inside): no autodiff around it
             from ..autograd.grad_mode import no_grad
@@ -269,6 +274,8 @@ class CompiledFunction:
                       trace_seconds=time.perf_counter() - t0, n_outputs=ctx.n_outputs,
                       effects=ctx.effects, self_contained=ctx.self_contained,
                       guards=dict(ctx.guards), before_call=list(ctx.before_call.values()))
+        entry.function.write_in_place = _in_place_writes(graph, ctx)
+        entry.written = sorted({i for _, i in entry.function.write_in_place})
         self._entries[key] = entry
         return entry
 
@@ -290,7 +297,7 @@ class CompiledFunction:
         fn = entry.function
         inputs = list(leaves) + entry.captured
         wrt = tuple(i for i, x in enumerate(inputs) if x._requires_grad) \
-            if is_grad_enabled() else ()
+            if is_grad_enabled() and not entry.self_contained else ()   # as __call__ runs it
         stats: dict[str, Any] = {"traced nodes": len(entry.graph.nodes),
                                  "trace seconds": round(entry.trace_seconds, 4)}
         if wrt:
@@ -320,14 +327,48 @@ class CompiledFunction:
                       list(self.graph_breaks))
 
 
+def _in_place_writes(graph: Graph, ctx: Any) -> list[tuple[int, int]]:
+    """(output, input) pairs where an effect writes a captured tensor that the graph also
+    reads as an input: the compiled graph may write the new value in place (see
+    `CompiledGraph.write_in_place`) and `_apply_effects` then has nothing to copy."""
+    n_captured = len(ctx.captured)
+    first = len(graph.params) - n_captured
+    pairs, k = [], ctx.n_outputs
+    for e in ctx.effects:
+        if e.kind == "write" and e.target is None:
+            pairs.append((k, e.leaf))                 # an argument written in place
+        elif e.kind == "write":
+            for c, t in enumerate(ctx.captured):
+                if t is e.target:
+                    pairs.append((k, first + c))
+        if e.kind in ("write", "grad"):
+            k += 1
+    return pairs
+
+
+def _aliases_a_written_input(written: list[int], leaves: list[Tensor],
+                             captured: list[Tensor]) -> bool:
+    """Whether a tensor the graph writes shares memory with another of its inputs (the
+    trace took them for independent values, so the compiled graph would be wrong)."""
+    inputs = list(leaves) + list(captured)
+    for w in written:
+        st = inputs[w]._storage
+        if any(j != w and x._storage is st for j, x in enumerate(inputs)):
+            return True
+    return False
+
+
 def _apply_effects(effects: list, values: list[Tensor], leaves: list[Tensor]) -> None:
     """Replay a traced call's side effects: in-place writes and `.grad` assignments."""
     from ..eager.elementwise import copy_into
     k = 0
     for e in effects:
         if e.kind == "write":
-            copy_into(e.target, values[k])
-            e.target._storage.version += 1
+            v = values[k]
+            target = e.target if e.target is not None else leaves[e.leaf]
+            if v._storage is not target._storage or v._offset != target._offset:
+                copy_into(target, v)            # else the graph wrote it in place
+            target._storage.version += 1
             k += 1
         elif e.kind == "grad":
             target = e.target if e.target is not None else leaves[e.leaf]

@@ -78,10 +78,15 @@ class GraphFunction:
         self._plain: Compiled | None = None
         self._diff: dict[tuple[int, ...], Differentiated] = {}
         self._grad_fns: dict[tuple[int, ...], "GraphFunction"] = {}
+        # (output, input) pairs whose output may be written into the input's memory
+        # when the graph runs without autodiff around it (a training step's updates)
+        self.write_in_place: list[tuple[int, int]] = []
 
     def plain(self) -> Compiled:
         if self._plain is None:
             self._plain = compile_graph(self.graph, self.dynamic)
+            if self.write_in_place and hasattr(self._plain.executable, "write_in_place"):
+                self._plain.executable.write_in_place(self.write_in_place)
         return self._plain
 
     def differentiated(self, wrt: tuple[int, ...]) -> Differentiated:

@@ -53,6 +53,13 @@ def bump(t: Tensor) -> None:
 def run_inplace(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, ...],
                 direct: Callable[[], Any], clone_self: bool) -> Tensor:
     """`direct()` writes without autograd; `functional(t, *args)` is the recorded form."""
+    if getattr(t, "_ctx", None) is not None and t._requires_grad and t._node.op == "param":
+        # an argument of a compiled function that requires grad: eager decides (a leaf
+        # raises; a non-leaf records the write in its history, which a call cannot)
+        from ..tracer.context import user_location
+        from ..tracer.tensor import GraphBreak
+        raise GraphBreak("an in-place write to an argument that requires grad",
+                         user_location(), advice="this signature runs eagerly")
     check_inplace(t)
     if getattr(t, "_ctx", None) is not None:
         return _inplace_traced(t, functional(t, *args))
@@ -110,7 +117,12 @@ def write_tangent(t: Tensor, result: Tensor) -> None:
 
 
 def _inplace_traced(t: Tensor, result: Tensor) -> Tensor:
-    """In a trace, an in-place op rebinds the tracer to the op's result (functional IR)."""
+    """In a trace, an in-place op rebinds the tracer to the op's result (functional IR).
+
+    A tracer that shares its memory with another (a view, its base, an alias) cannot be
+    rebound alone: the other would keep the old values. That write breaks the graph (the
+    call runs eagerly, with eager's semantics)."""
+    t._ctx.check_unshared(t, "an in-place write")
     if result._shape != t._shape:
         raise RuntimeError(f"output with shape {list(t._shape)} doesn't match the broadcast "
                            f"shape {list(result._shape)}")

@@ -32,6 +32,9 @@ class Group(enum.Enum):
     COMPOSITE = "composite"  # defined by a decomposition into other ops
 
 
+# ops whose result is a view of their first input (shares its memory in eager code)
+VIEW_OPS = frozenset({"reshape", "permute", "expand", "slice"})
+
 ELEMENTWISE = frozenset({Group.UNARY, Group.BINARY, Group.TERNARY, Group.CAST})
 
 

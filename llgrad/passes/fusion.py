@@ -50,12 +50,11 @@ from ..schedule.elementwise import Expr, ExprNode
 from ..schedule.layout import Layout, Read, reshape_strides  # noqa: F401
 from ..ir.graph import Graph, Node
 from ..ir.printer import format_type, value_names
-from ..ir.registry import ELEMENTWISE, Group
+from ..ir.registry import ELEMENTWISE, VIEW_OPS, Group
 
 __all__ = ["Layout", "Read", "Kind", "KernelGroup", "FusionPlan", "fuse", "VIEW_OPS",
            "reshape_strides"]
 
-VIEW_OPS = frozenset({"reshape", "permute", "expand", "slice"})
 FUSIBLE = ELEMENTWISE | {Group.RANDOM}
 # Fused kernels are one loop body: LLVM's time grows faster than linearly with its size
 # (measured: 128 chained ops compile at ~20 ms per op, 500 at ~60), so a group stops

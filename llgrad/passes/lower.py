@@ -26,7 +26,8 @@ from ..schedule import matmul as mm
 from ..schedule import reduce as rd
 from ..schedule import row as rw
 from ..schedule.layout import Layout, Read, broadcast_strides, collapse, contiguous_strides
-from ..schedule.program import PARALLEL_MIN_WORK, Access, Buffer, Launch, Program, Ptr
+from ..schedule.program import (PARALLEL_FOR, PARALLEL_MIN_WORK, Access, Buffer, Launch, Program,
+                                Ptr)
 from .fusion import FusionPlan, KernelGroup
 
 SPLIT_MIN_MACS = 1 << 21               # matmul multiply-adds below which one core wins
@@ -181,6 +182,8 @@ class _Lowering:
         if self.error_buffer is not None:   # zeroed before and read after every call
             self.error_buffer.touch(0)
             self.error_buffer.touch(len(self.launches))
+        if any(launch.parallel(self.threads) for launch in self.launches):
+            self.extra(PARALLEL_FOR)        # the native pool's dispatcher (runtime.pool)
         return Program(self.g, self.fusion, self.launches, self.buffers, self.inputs,
                        self.outputs, self.extras, self.node_buffers, self.errors,
                        self.threads, self.error_buffer)

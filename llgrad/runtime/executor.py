@@ -10,9 +10,8 @@ arena for every intermediate), `codegen.graph.emit` (one LLVM module) and the ta
    that is not contiguous is copied (the kernels address params as dense buffers);
 2. allocates the outputs (`Tensor._empty`, one per graph output, never shared);
 3. packs `[inputs, outputs, arena, extras]` into a per-thread block and makes one foreign
-   call of `entry` (or, when some launch is big enough to split across cores, one call
-   per stage, a parallel stage's range cut into pieces that run on `runtime.launch`'s
-   worker threads; ctypes releases the GIL during each call);
+   call of `entry` (ctypes releases the GIL during it); launches big enough to split across
+   cores run on the native thread pool (`runtime.pool`) from inside that call;
 4. raises `IndexError` if an index kernel recorded an out-of-range index (the kernels
    never touch memory outside a buffer; they skip the bad element and record it).
 
@@ -32,7 +31,7 @@ import numpy as np
 from .. import _log
 from ..codegen import graph as cg
 from ..passes import lower as lower_pass
-from ..schedule.program import traffic
+from ..schedule.program import PARALLEL_FOR, can_write_in_place, traffic
 from ..schedule.layout import contiguous_strides, is_contiguous
 from ..codegen.target import get_target
 from ..ir.dtypes import DType, bfloat16
@@ -42,13 +41,12 @@ from ..ir.verify import verify
 from ..passes import fusion as fusion_pass
 from ..passes import memory as memory_pass
 from ..tensor import Tensor
-from . import launch
+from . import launch, pool
 from .storage import Storage, allocate
 
 __all__ = ["CompiledGraph"]
 
 _ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_STAGE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 
 class _Param:
@@ -61,16 +59,6 @@ class _Param:
         self.shape = node.shape
         self.strides = contiguous_strides(node.shape)
         self.np_dtype = None if node.dtype is bfloat16 else node.dtype.np
-
-
-class _Stage:
-    __slots__ = ("fn", "parallel", "extent", "symbol")
-
-    def __init__(self, fn: Any, parallel: bool, extent: int, symbol: str):
-        self.fn = fn
-        self.parallel = parallel
-        self.extent = extent
-        self.symbol = symbol
 
 
 class CompiledGraph:
@@ -122,15 +110,12 @@ class CompiledGraph:
         for k, v in self.compiled.seconds.items():
             seconds[f"llvm.{k}"] = v
         seconds["total"] = t6 - t0
-        addresses = self.compiled.addresses
-        self._entry = _ENTRY(addresses["entry"])
-        self._stages = [_Stage(_STAGE(addresses[s.symbol]) if s.symbol != "entry" else None,
-                               s.parallel, s.extent, s.symbol) for s in stages]
-        self._staged = any(s.parallel for s in stages)
+        self._entry = _ENTRY(self.compiled.addresses["entry"])
+        self._in_place: list[tuple[int, int]] = []
         self._params = [_Param(p) for p in graph.params]
         self._outs = [(o.shape, o.dtype, contiguous_strides(o.shape),
                        o.dtype.itemsize * _numel(o.shape)) for o in graph.outputs]
-        self._extras = [_extra_address(name) for name in self.program.extras]
+        self._extras = [_extra_address(name, self.threads) for name in self.program.extras]
         n_slots = len(self._params) + len(self._outs) + 1 + len(self._extras)
         self._struct = struct.Struct(f"{n_slots}q")
         self._pack = self._struct.pack_into
@@ -178,6 +163,16 @@ class CompiledGraph:
         return (f"<CompiledGraph @{self.graph.name}: {self.stats['nodes']} nodes, "
                 f"{self.stats['kernels']} kernels, arena {self.stats['arena_bytes']} B>")
 
+    def write_in_place(self, pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Let output `j` be written into input `i`'s memory for each `(j, i)` the schedule
+        allows (`schedule.program.can_write_in_place`); returns the pairs accepted. A call
+        then returns input `i`'s own tensor as output `j` when that argument is used as
+        passed (a dense tensor of the parameter's type sharing memory with no other
+        argument); otherwise output `j` is a new tensor as usual."""
+        self._in_place = [(j, i) for j, i in pairs
+                          if can_write_in_place(self.program, j, i)]
+        return list(self._in_place)
+
     # -- calling ------------------------------------------------------------------------
     def _scratch(self) -> tuple[ctypes.Array, int, int, Any]:
         """This thread's argument block, arena address and error records (made once)."""
@@ -212,6 +207,12 @@ class CompiledGraph:
                 keep = [x] if keep is None else keep + [x]
                 ptrs.append(x._ptr)
         outs = [_new_output(shape, d, st, nbytes) for shape, d, st, nbytes in self._outs]
+        for j, i in self._in_place:
+            x = args[i]
+            if isinstance(x, Tensor) and ptrs[i] == x._ptr and not any(
+                    k != i and isinstance(y, Tensor) and y._storage is x._storage
+                    for k, y in enumerate(args)):
+                outs[j] = x
         for o in outs:
             ptrs.append(o._ptr)
         try:
@@ -220,16 +221,10 @@ class CompiledGraph:
             block, addr, arena, err = self._scratch()
         self._pack(block, 0, *ptrs, arena, *self._extras)
         if err is None:
-            if self._staged:
-                self._run_stages(addr)
-            else:
-                self._entry(addr)
+            self._entry(addr)
             return outs
         ctypes.memset(ctypes.addressof(err), 0, ctypes.sizeof(err))
-        if self._staged:
-            self._run_stages(addr)
-        else:
-            self._entry(addr)
+        self._entry(addr)
         self._check_errors(err)
         return outs
 
@@ -258,26 +253,6 @@ class CompiledGraph:
             from ..eager.views import contiguous
             x = contiguous(x)
         return x
-
-    def _run_stages(self, addr: int) -> None:
-        pool = None
-        threads = self.threads
-        for st in self._stages:
-            if not st.parallel:
-                st.fn(addr, 0, 0)
-                continue
-            parts = min(threads, st.extent)
-            step = -(-st.extent // parts)
-            futures = []
-            if pool is None:
-                pool = launch._get_pool()
-            for k in range(1, parts):
-                lo, hi = k * step, min(st.extent, (k + 1) * step)
-                if lo < hi:
-                    futures.append(pool.submit(st.fn, addr, lo, hi))
-            st.fn(addr, 0, min(st.extent, step))
-            for f in futures:
-                f.result()
 
     def _check_errors(self, err: ctypes.Array) -> None:
         for offset, l in self._errors:
@@ -333,7 +308,9 @@ def _new_output(shape: tuple[int, ...], d: DType, strides: tuple[int, ...],
     return Tensor._make(storage, 0, shape, strides, d)
 
 
-def _extra_address(name: str) -> int:
+def _extra_address(name: str, threads: int) -> int:
+    if name == PARALLEL_FOR:
+        return pool.address(threads)
     from ..ir import dtypes as dt
     from . import blas
     return blas.gemm_address({"sgemm": dt.float32, "dgemm": dt.float64}[name])

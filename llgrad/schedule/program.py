@@ -28,6 +28,7 @@ from ..ir.graph import Graph, Node
 ARENA_KINDS = ("temp", "scratch", "error")
 KINDS = ("input", "output", "const") + ARENA_KINDS
 PARALLEL_MIN_WORK = 1 << 17            # elements below which one core is faster (launch.py)
+PARALLEL_FOR = "parallel_for"          # the extra naming the thread pool's dispatcher
 
 
 @dataclass(eq=False)
@@ -176,7 +177,8 @@ def _size(n: int) -> str:
 
 @dataclass
 class Stage:
-    """Launches run by one exported function; a parallel stage holds exactly one."""
+    """Launches run by one function of the module; a parallel stage holds exactly one,
+    whose range the entry hands to the thread pool (`PARALLEL_FOR`)."""
 
     launches: list[Launch]
     parallel: bool
@@ -238,3 +240,40 @@ def traffic(program: Program) -> dict[str, Any]:
             "minimum bytes": minimum,
             "traffic ratio": round((read + written) / minimum, 3) if minimum else 1.0,
             "per launch": per_launch}
+
+
+def can_write_in_place(program: Program, out_slot: int, in_slot: int) -> bool:
+    """Whether output `out_slot` may be written into input `in_slot`'s memory.
+
+    True when exactly one launch touches the output, it is an elementwise launch that
+    reads the input at the same elements (same shape and strides) it stores the output
+    (so each element is read before it is overwritten, by the same iteration), and no
+    later launch reads the input. A training step's parameter update `w - lr * g` then
+    writes the new `w` where the old one was, instead of into a new buffer that is copied
+    back afterwards.
+    """
+    from .elementwise import ElementwiseKernel
+    out_buf = program.outputs[out_slot]
+    in_buf = program.inputs[in_slot]
+    if out_buf.nbytes != in_buf.nbytes:
+        return False
+
+    def touches(launch: Launch, buf: Buffer) -> bool:
+        return any(isinstance(v, Ptr) and v.buffer is buf for v in launch.block)
+
+    writers = [k for k, l in enumerate(program.launches) if touches(l, out_buf)]
+    if len(writers) != 1:
+        return False
+    at = writers[0]
+    launch = program.launches[at]
+    if not isinstance(launch.spec, ElementwiseKernel):
+        return False
+    if any(touches(l, in_buf) for l in program.launches[at + 1:]):
+        return False
+    stores = [a for a in launch.accesses if a.ptr.buffer is out_buf]
+    loads = [a for a in launch.accesses if a.ptr.buffer is in_buf]
+    if len(stores) != 1 or stores[0].mode != "store" or stores[0].ptr.byte_offset != 0:
+        return False
+    s = stores[0]
+    return all(a.mode == "load" and a.ptr.byte_offset == 0 and a.dtype == s.dtype and
+               a.shape == s.shape and a.strides == s.strides for a in loads)

@@ -11,16 +11,17 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import weakref
 from typing import Any, Sequence
 
 from ..autograd.apply import Interpreter, interpreters
 from ..ir import dtypes as dt
 from ..ir import registry
 from ..ir.graph import Graph, Node, make_node
-from ..ir.registry import ELEMENTWISE, Group
+from ..ir.registry import ELEMENTWISE, VIEW_OPS, Group
 from ..ir.types import TensorType
 from ..tensor import Tensor
-from .tensor import TracerTensor
+from .tensor import GraphBreak, TracerTensor
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _tls = threading.local()
@@ -65,6 +66,12 @@ class TraceContext:
         # run before every call of the compiled graph: refresh captured tensors that mirror
         # Python values (an optimizer's learning rate as a graph input)
         self.before_call: dict[str, Any] = {}
+        # tensors that share memory (a view and its base, x.detach() and x), as groups of
+        # weak references: an in-place write to one of them while another is alive cannot
+        # be a rebinding of one tracer, so it breaks the graph (`check_unshared`) instead of
+        # silently losing the write for the other. Captured tensors' groups live here, by id
+        # (they stay alive in `captured`); tracers carry theirs in `_group`.
+        self._groups: dict[int, list] = {}
 
     # -- entering ---------------------------------------------------------------------
     def __enter__(self) -> "TraceContext":
@@ -127,6 +134,7 @@ class TraceContext:
         """An in-place write to a captured concrete tensor: later reads see `value`; after
         each call the compiled function copies the final value into `target`."""
         self.node_of(target)                     # its value before the write is an input
+        self.check_unshared(target, "an in-place write")
         if value._shape != target._shape:
             raise RuntimeError(f"in-place write of shape {list(value._shape)} into a tensor "
                                f"of shape {list(target._shape)}")
@@ -181,7 +189,41 @@ class TraceContext:
         else:
             inputs = [self.node_of(o) for o in operands]
         node = make_node(op, tuple(inputs), attrs, loc)
-        return TracerTensor.of(node, self)
+        out = TracerTensor.of(node, self)
+        if op in VIEW_OPS:
+            self.share(operands[0], out)
+        return out
+
+    # -- memory shared between traced values --------------------------------------------
+    def _group_of(self, x: Tensor) -> list | None:
+        if isinstance(x, TracerTensor):
+            return x._group
+        return self._groups.get(id(x))
+
+    def share(self, base: Any, view: TracerTensor) -> None:
+        """`view` shares `base`'s memory (a view of it, or an alias)."""
+        if not isinstance(base, Tensor):
+            return
+        group = self._group_of(base)
+        if group is None:
+            group = [weakref.ref(base)]
+            if isinstance(base, TracerTensor):
+                base._group = group
+            else:
+                self._groups[id(base)] = group
+        group.append(weakref.ref(view))
+        view._group = group
+
+    def check_unshared(self, t: Tensor, what: str) -> None:
+        """Raise GraphBreak if another live tensor shares `t`'s memory (see `_groups`)."""
+        group = self._group_of(t)
+        if group is None:
+            return
+        if any(r() is not None and r() is not t for r in group):
+            raise GraphBreak(f"{what} of a tensor that shares memory with another (a view, "
+                             f"its base or an alias)", user_location(),
+                             advice="a compiled graph does not write through views of "
+                                    "values; this signature runs eagerly")
 
     def _promoted(self, opdef: registry.OpDef, operands: Sequence[Any],
                   loc: str | None) -> list[Node]:

@@ -55,7 +55,8 @@ def _param_names(fn: Callable[..., Any]) -> list[str]:
 class Effect:
     """A side effect of a traced call, replayed after each compiled call.
 
-    kind "write": copy the output into `target` (an in-place write to a captured tensor);
+    kind "write": copy the output into `target` (an in-place write to a captured tensor),
+      or into input leaf `leaf` (target None: an argument written in place);
     kind "grad": set `.grad` of `target` (a captured tensor) or of input leaf `leaf`;
     kind "grad_none": set `target.grad = None` (no output).
     """
@@ -85,6 +86,7 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
         tr = ctx.param(TensorType(t._dtype, t._shape), base)
         tr._requires_grad = t._requires_grad and is_grad_enabled()
         tracers.append(tr)
+    params = [tr._node for tr in tracers]
     try:
         with ctx:
             targs, tkwargs = _unflatten(structure, tracers)
@@ -97,6 +99,10 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
         for target, node in ctx.mutated.values():
             ctx.effects.append(Effect("write", target))
             nodes.append(node)
+        for i, tr in enumerate(tracers):
+            if tr._node is not params[i]:           # an argument written in place
+                ctx.effects.append(Effect("write", None, leaf=i))
+                nodes.append(tr._node)
         for i, tr in enumerate(tracers):
             if tr._grad is not None:
                 ctx.effects.append(Effect("grad", None, leaf=i))
@@ -115,7 +121,8 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                                    "assign a computed value instead")
         # a training step (backward() inside, parameters updated) is complete in itself;
         # other write-backs (the random generator's counter) leave autodiff as usual
-        ctx.self_contained = any(e.kind != "write" or e.target._requires_grad
+        ctx.self_contained = any(e.kind != "write" or (e.target is not None and
+                                                       e.target._requires_grad)
                                  for e in ctx.effects)
     finally:
         for target, before in ctx.grad_before.values():

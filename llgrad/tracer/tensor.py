@@ -46,7 +46,7 @@ def state_not_ready(what: str) -> None:
 
 
 class TracerTensor(SymbolicTensor):
-    __slots__ = ("_node", "_ctx")
+    __slots__ = ("_node", "_ctx", "_group")
 
     @classmethod
     def of(cls, node: Node, ctx: Any) -> "TracerTensor":
@@ -61,10 +61,13 @@ class TracerTensor(SymbolicTensor):
         t._init_state()
         t._node = node
         t._ctx = ctx
+        t._group = None          # tensors sharing its memory (TraceContext.share)
         return t
 
     def _alias(self) -> "TracerTensor":
-        return TracerTensor.of(self._node, self._ctx)
+        alias = TracerTensor.of(self._node, self._ctx)
+        self._ctx.share(self, alias)
+        return alias
 
     def _no_data(self, what: str) -> Any:
         from .context import user_location
