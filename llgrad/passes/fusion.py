@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..schedule.elementwise import Expr, ExprNode
+from ..schedule.elementwise import op_cost as schedule_op_cost
 from ..schedule.layout import Layout, Read, reshape_strides  # noqa: F401
 from ..ir.graph import Graph, Node
 from ..ir.printer import format_type, value_names
@@ -77,14 +78,9 @@ def max_group_cost(space: tuple[int, ...]) -> int:
     return SMALL_GROUP_COST if _numel(space) <= SMALL_SPACE else MAX_GROUP_COST
 
 
-_EXPENSIVE = frozenset({"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos",
-                        "tan", "tanh", "erf", "erfc", "sigmoid", "silu", "gelu", "softplus",
-                        "pow", "atan2", "normal"})
-
-
 def op_cost(n: Node) -> int:
     """A node's share of a fused kernel's code size (see `max_group_cost`)."""
-    return 8 if n.op in _EXPENSIVE else 1
+    return schedule_op_cost(n.op)
 
 
 _OWN_GROUP = {"matmul": "matmul", "gather": "gather", "scatter_add": "scatter",

@@ -166,8 +166,9 @@ class _Lowering:
                     for (p, _), st, d in zip(outs, cstrides, out_dtypes)]
         accesses += [Access(p, d, cshape, st, "load")
                      for (p, _), st, d in zip(ins, cstrides[len(outs):], expr.in_dtypes)]
-        self.add(Launch(grp, spec, block, what, extent=cshape[0], split=True, work=n,
-                        node=grp.root, loops=_loops(cshape, ()), accesses=tuple(accesses),
+        self.add(Launch(grp, spec, block, what, extent=cshape[0], split=True,
+                        work=n * expr.cost(), node=grp.root, loops=_loops(cshape, ()),
+                        accesses=tuple(accesses),
                         body=expr.text()))
 
     def fill(self, grp: KernelGroup, value: Any, d: DType, dst: Ptr,

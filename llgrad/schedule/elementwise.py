@@ -15,6 +15,19 @@ from ..ir import registry
 from ..ir.dtypes import DType
 
 
+# Ops that cost several times a simple one: a call into (or an inlined) polynomial of the
+# math library. `op_cost` weighs them for fusion's code-size cap and for the work that
+# decides whether a launch is worth splitting across threads.
+EXPENSIVE = frozenset({"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos",
+                       "tan", "tanh", "erf", "erfc", "sigmoid", "silu", "gelu", "softplus",
+                       "pow", "atan2", "normal"})
+
+
+def op_cost(op: str) -> int:
+    """An op's cost in simple-op units (a transcendental counts 8)."""
+    return 8 if op in EXPENSIVE else 1
+
+
 @dataclass(frozen=True, slots=True)
 class ExprNode:
     """One op of a scalar DAG; `args` index inputs first (0..n_in-1), then earlier nodes."""
@@ -29,6 +42,10 @@ class Expr:
     in_dtypes: tuple[DType, ...]
     nodes: tuple[ExprNode, ...]
     outputs: tuple[int, ...]                 # refs (input or node)
+
+    def cost(self) -> int:
+        """Work per element, in simple-op units (at least 1: a copy)."""
+        return max(1, sum(op_cost(n.op) for n in self.nodes))
 
     def text(self) -> str:
         """A compact, deterministic spelling (kernel names, logs, cache keys)."""

@@ -120,7 +120,9 @@ class Launch:
     """One kernel call: its spec, its argument block, and how its range may be split.
 
     `block[0:2]` is `[lo, hi)` of the kernel's outermost loop when `ranged`; `extent` is
-    the whole range. `split`: the pieces of the range may run on different threads.
+    the whole range. `split`: the pieces of the range may run on different threads, which
+    pays when `work` (elements touched, times the per-element op cost for elementwise
+    launches) reaches PARALLEL_MIN_WORK.
     """
 
     group: Any                       # the fusion group it computes (inspection)
