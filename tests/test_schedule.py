@@ -78,6 +78,34 @@ def test_inspect_prints_the_schedule_and_traffic():
     assert r.stats["backward bytes moved"] > 0
 
 
+def _b1_stats() -> dict:
+    rng = np.random.default_rng(0)
+    x, w = (lg.tensor(rng.standard_normal(4_000_000).astype(np.float32), requires_grad=True)
+            for _ in range(2))
+    f = lg.compile(lambda x, w: (lg.tanh(x * w + 0.5) * lg.sigmoid(x) + lg.exp(-x * x)).sum())
+    return f.inspect(x, w).stats
+
+
+def _b6_stats() -> dict:
+    import llgrad.nn.functional as F
+    rng = np.random.default_rng(0)
+    X = lg.tensor(rng.standard_normal((2048, 1024)).astype(np.float32), requires_grad=True)
+    g, b = (lg.tensor(rng.standard_normal(1024).astype(np.float32), requires_grad=True)
+            for _ in range(2))
+    T = lg.tensor(rng.standard_normal((2048, 1024)).astype(np.float32))
+    f = lg.compile(lambda X, g, b, T:
+                   (F.layer_norm(lg.softmax(X, -1) * g + b, (1024,), eps=1e-5) * T).sum())
+    return f.inspect(X, g, b, T).stats
+
+
+def test_b1_and_b6_move_at_most_one_and_a_half_times_their_minimum():
+    """BENCHMARKS.md's B1 and B6 at their real sizes: forward and backward graphs each move
+    at most 1.5x the bytes they must (inputs read once, outputs written once)."""
+    for stats in (_b1_stats(), _b6_stats()):
+        assert stats["codegen bytes moved"] <= 1.5 * stats["codegen minimum bytes"]
+        assert stats["backward bytes moved"] <= 1.5 * stats["backward minimum bytes"]
+
+
 def _imports(path: Path) -> set[str]:
     """The llgrad packages a module imports (relative imports resolved to top level)."""
     out = set()

@@ -60,6 +60,38 @@ def _recomputable(n: Node) -> bool:
     return n.group in ELEMENTWISE or n.group in (Group.CONST, Group.MOVEMENT)
 
 
+FRONTIER_NODES = 64      # elementwise nodes one residual's recompute may span
+
+
+def _frontier(n: Node, stored: set[Node]) -> set[Node] | None:
+    """What `n` is recomputed from: walking up its elementwise (and movement) ancestors,
+    the first nodes that are primals, constants, already stored, or not elementwise (a
+    reduction's small result, say). None if the walk meets a random op (recomputing would
+    draw new numbers) or spans more than FRONTIER_NODES nodes. Walking the whole pointwise
+    cone, not one step, lets `s * (1 - s)` with `s = sigmoid(x)` collapse onto `x`, and a
+    layer_norm's output onto its input and the row statistics."""
+    frontier: set[Node] = set()
+    seen: set[Node] = set()
+    stack = list(n.inputs)
+    walked = 0
+    while stack:
+        i = stack.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        if i.group is Group.RANDOM:
+            return None
+        if i.group in (Group.CONST, Group.PARAM) or i in stored or not _recomputable(i) \
+                or not i.inputs:
+            frontier.add(i)
+            continue
+        walked += 1
+        if walked > FRONTIER_NODES:
+            return None
+        stack.extend(i.inputs)
+    return frontier
+
+
 def partition(joint: Graph, n_primals: int, n_outputs: int) -> Partition:
     primals = joint.params[:n_primals]
     cotangents = set(joint.params[n_primals:])
@@ -87,26 +119,29 @@ def partition(joint: Graph, n_primals: int, n_outputs: int) -> Partition:
                 need(i)
     for gr in grads:
         need(gr)
-    # recompute cheap elementwise residuals from their own inputs when they are bigger
+    # recompute elementwise residuals from what they are computed from when that stores
+    # fewer bytes (see `_frontier`)
     recomputed = 0
     changed = True
     stored = set(boundary)
     while changed:
         changed = False
-        for n in list(stored):
-            if n.group is Group.PARAM or not _recomputable(n) or not n.inputs:
+        for n in sorted(stored, key=lambda m: -_nbytes(m)):
+            if n not in stored or n.group is Group.PARAM or not _recomputable(n) \
+                    or not n.inputs:
+                continue
+            frontier = _frontier(n, stored)
+            if frontier is None:
                 continue
             # constants are rebuilt in the backward for free and primals are passed by
-            # reference: neither costs a stored byte
-            cost_in = sum(_nbytes(i) for i in set(n.inputs)
+            # reference: neither costs a stored byte. `<=`: an elementwise chain collapses
+            # onto its input (AOTAutograd's min-cut finds the same cut for pointwise
+            # chains); the backward fuses the recompute
+            cost_in = sum(_nbytes(i) for i in frontier
                           if i not in stored and i.group not in (Group.CONST, Group.PARAM))
-            # `<=`: an elementwise chain collapses onto its input (AOTAutograd's min-cut
-            # finds the same cut for pointwise chains); the backward fuses the recompute
-            if cost_in <= _nbytes(n) and all(i.group is not Group.RANDOM for i in n.inputs):
+            if cost_in <= _nbytes(n):
                 stored.remove(n)
-                for i in n.inputs:
-                    if i.group is not Group.CONST:
-                        stored.add(i)
+                stored.update(i for i in frontier if i.group is not Group.CONST)
                 recomputed += _nbytes(n)
                 changed = True
     primal_index = {p: i for i, p in enumerate(primals)}
