@@ -67,7 +67,8 @@ def _frontier(n: Node, stored: set[Node]) -> set[Node] | None:
     """What `n` is recomputed from: walking up its elementwise (and movement) ancestors,
     the first nodes that are primals, constants, already stored, or not elementwise (a
     reduction's small result, say). None if the walk meets a random op (recomputing would
-    draw new numbers) or spans more than FRONTIER_NODES nodes. Walking the whole pointwise
+    draw new numbers); `n`'s own inputs if it spans more than FRONTIER_NODES nodes (the
+    caller's loop then collapses a long chain step by step). Walking the whole pointwise
     cone, not one step, lets `s * (1 - s)` with `s = sigmoid(x)` collapse onto `x`, and a
     layer_norm's output onto its input and the row statistics."""
     frontier: set[Node] = set()
@@ -86,8 +87,8 @@ def _frontier(n: Node, stored: set[Node]) -> set[Node] | None:
             frontier.add(i)
             continue
         walked += 1
-        if walked > FRONTIER_NODES:
-            return None
+        if walked > FRONTIER_NODES:         # a long chain: collapse it one step at a time
+            return None if any(i.group is Group.RANDOM for i in n.inputs) else set(n.inputs)
         stack.extend(i.inputs)
     return frontier
 
