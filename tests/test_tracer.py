@@ -125,6 +125,27 @@ def test_partition_passes_inputs_by_reference():
     assert len(part.forward.outputs) == 1
 
 
+def test_partition_recomputes_a_whole_elementwise_cone():
+    """sigmoid'(x) = s * (1 - s) reads two intermediates; both come from x, so nothing is
+    stored."""
+    args = sample((64, 64), (64, 64))
+    g, _, _ = trace(lambda x, w: (lg.tanh(x * w + 0.5) * lg.sigmoid(x)).sum(), tuple(args), {})
+    part = partition(differentiate(g, [0, 1]), 2, 1)
+    assert part.residual_bytes == 0
+
+
+def test_partition_collapses_a_long_chain_step_by_step():
+    (x,) = sample((64,))
+
+    def chain(x):
+        for i in range(300):
+            x = lg.sin(x) if i % 2 else x * 1.01
+        return x.sum()
+    g, _, _ = trace(chain, (x,), {})
+    part = partition(differentiate(g, [0]), 1, 1)
+    assert part.n_residuals == 0
+
+
 def test_indexing_traces_to_gather_and_differentiates():
     def f(x, t):
         return -lg.log_softmax(x, -1)[lg.arange(4), t].mean()
