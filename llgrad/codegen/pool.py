@@ -42,7 +42,7 @@ I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType(I8)
 VOID = ir.VoidType()
 PIECE_T = ir.FunctionType(VOID, [PTR, I64, I64])
-MAX_BLOCK = 64                      # eager argument blocks (runtime.launch._SLOTS)
+MAX_BLOCK = 1024                    # eager argument blocks (runtime.launch._SLOTS)
 YIELD_AFTER = 20_000                # cycles of pure spinning before a spinner yields
 
 # The state lives in one global of 64-byte lines (no false sharing between the
@@ -286,13 +286,12 @@ class _Pool:
         words = b.bitcast(ctx, I64.as_pointer())
         kernel = b.inttoptr(b.load(words), ir.FunctionType(VOID, [PTR]).as_pointer())
         n = b.load(b.gep(words, [I64(1)]))
-        block = b.alloca(ir.ArrayType(I64, MAX_BLOCK))
-        first = b.gep(block, [I32(0), I32(0)])
+        first = b.alloca(I64, size=n)          # the block's own copy, on this stack
         src = b.bitcast(b.gep(words, [I64(2)]), PTR)
         memcpy = self.m.declare_intrinsic("llvm.memcpy", [PTR, PTR, I64])
         b.call(memcpy, [b.bitcast(first, PTR), src, b.mul(n, I64(8)), ir.Constant(ir.IntType(1), 0)])
         b.store(lo, first)
-        b.store(hi, b.gep(block, [I32(0), I32(1)]))
+        b.store(hi, b.gep(first, [I64(1)]))
         b.call(kernel, [b.bitcast(first, PTR)])
         b.ret_void()
 

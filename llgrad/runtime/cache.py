@@ -20,13 +20,14 @@ KERNEL_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 class Kernel:
     """A callable native kernel: `kernel.fn(address_of_arg_block)`."""
 
-    __slots__ = ("spec", "name", "fn", "compiled", "n_slots")
+    __slots__ = ("spec", "name", "fn", "address", "compiled", "n_slots")
 
     def __init__(self, spec: Any, name: str, compiled: Compiled, n_slots: int):
         self.spec = spec
         self.name = name
         self.compiled = compiled
         self.fn = KERNEL_TYPE(compiled.addresses[name])
+        self.address = compiled.addresses[name]
         self.n_slots = n_slots
 
     @property

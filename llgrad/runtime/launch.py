@@ -1,8 +1,8 @@
 """Calling kernels: pack the argument block, make one foreign call, split big loops.
 
 Each thread packs arguments into its own reusable block, so concurrent callers never
-share one. A loop whose outer range is large is split across a small pool of worker
-threads: ctypes releases the GIL during the call, so the halves run on different cores.
+share one. A loop whose outer range is large is split across the native thread pool
+(`runtime.pool`), which runs the pieces on every core from inside one foreign call.
 """
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import ctypes
 import os
 import struct
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 from .cache import Kernel
@@ -67,16 +66,8 @@ class record_kernels:
         _recording.remove(self.kernels)
 
 
-_pool: ThreadPoolExecutor | None = None
 _THREADS = num_threads()
 PARALLEL_MIN_WORK = 1 << 17        # elements of work below which one core is faster
-
-
-def _get_pool() -> ThreadPoolExecutor:
-    global _pool
-    if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=_THREADS - 1, thread_name_prefix="llgrad")
-    return _pool
 
 
 def call(kernel: Kernel, args: Sequence[int]) -> None:
@@ -92,16 +83,10 @@ def call(kernel: Kernel, args: Sequence[int]) -> None:
     kernel.fn(addr)
 
 
-def _call_fresh(kernel: Kernel, args: Sequence[int]) -> None:
-    buf = (ctypes.c_int64 * len(args))(*args)        # raises TypeError on a non-integer
-    kernel.fn(ctypes.addressof(buf))
-
-
 def call_split(kernel: Kernel, args: list[int], work: int) -> None:
-    """Run `[args[0], args[1])`, the kernel's outer loop, split across threads.
-
-    `work` is the number of elements the whole call touches; small calls run inline.
-    """
+    """Run `[args[0], args[1])`, the kernel's outer loop, split across the native thread
+    pool (`runtime.pool`). `work` is the number of elements the whole call touches; small
+    calls run inline."""
     if _recording:
         for r in _recording:
             r.append(kernel)
@@ -110,18 +95,7 @@ def call_split(kernel: Kernel, args: list[int], work: int) -> None:
     if parts < 2 or work < PARALLEL_MIN_WORK:
         call(kernel, args)
         return
-    step = (hi - lo + parts - 1) // parts
-    futures = []
-    pool = _get_pool()
-    for p in range(1, parts):
-        a, b = lo + p * step, min(hi, lo + (p + 1) * step)
-        if a >= b:
-            continue
-        chunk = list(args)
-        chunk[0], chunk[1] = a, b
-        futures.append(pool.submit(_call_fresh, kernel, chunk))
-    first = list(args)
-    first[1] = min(hi, lo + step)
-    call(kernel, first)
-    for f in futures:
-        f.result()
+    if len(args) > _SLOTS:
+        raise ValueError(f"{kernel.name}: {len(args)} kernel arguments exceed {_SLOTS}")
+    from . import pool
+    pool.run_blocks(kernel.address, args, parts)

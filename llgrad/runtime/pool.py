@@ -86,7 +86,7 @@ def run_blocks(kernel_address: int, args: list[int], threads: int) -> None:
     n = len(args)
     if n > pool_code.MAX_BLOCK:
         raise ValueError(f"a kernel block of {n} words exceeds {pool_code.MAX_BLOCK}")
-    ctx = (ctypes.c_int64 * (n + 2))(kernel_address, n, *args)
+    ctx = (ctypes.c_int64 * (n + 2))(kernel_address, n, *args)   # raises on a non-integer
     _state.parallel_for(_state.addresses["llgrad_block_piece"], ctypes.addressof(ctx),
                         args[0], args[1], threads)
 
