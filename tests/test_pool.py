@@ -135,3 +135,38 @@ def test_a_forked_child_runs_parallel_graphs():
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().endswith("child 0")
+
+
+@pytest.mark.parametrize("n,k,m", [(256, 64, 256), (128, 300, 512), (784, 128, 512),
+                                   (255, 64, 255)])
+def test_large_gemms_split_into_panels_on_the_pool(n, k, m):
+    """A big gemm runs as one single-threaded BLAS call per panel of C's rows (or columns)
+    on the pool, OpenBLAS held at one thread meanwhile and restored after."""
+    from llgrad.runtime import blas
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, k)).astype(np.float32)
+    b = rng.standard_normal((k, m)).astype(np.float32)
+    f = lg.compile(lambda a, b: a @ b)
+    before = blas.threads()
+    out = f(lg.tensor(a), lg.tensor(b)).numpy()
+    np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-3)
+    assert blas.threads() == before and blas._holders == 0
+    text = str(f.inspect(lg.tensor(a), lg.tensor(b)).schedule)
+    threads = pool_threads()
+    divisible = n % threads == 0 or m % threads == 0
+    split = threads > 1 and blas.can_hold_single_threaded() and divisible
+    assert (f"[{threads}||" in text) == split
+
+
+def pool_threads() -> int:
+    from llgrad.runtime import launch
+    return launch._THREADS
+
+
+def test_a_transposed_operand_splits_too():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((300, 256)).astype(np.float32)
+    b = rng.standard_normal((300, 512)).astype(np.float32)
+    f = lg.compile(lambda a, b: a.t() @ b)                # A read column-major by BLAS
+    np.testing.assert_allclose(f(lg.tensor(a), lg.tensor(b)).numpy(), a.T @ b, rtol=1e-4,
+                               atol=1e-3)

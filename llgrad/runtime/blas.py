@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import threading
 
 from ..ir.dtypes import DType
 
@@ -68,6 +69,37 @@ def gemm_address(dtype: DType) -> int:
 
 _GET_THREADS_NAMES = ("scipy_openblas_get_num_threads", "openblas_get_num_threads",
                       "openblas_get_num_threads_")
+_SET_THREADS_NAMES = ("scipy_openblas_set_num_threads", "openblas_set_num_threads",
+                      "openblas_set_num_threads_")
+
+
+@functools.cache
+def _blas_library() -> ctypes.CDLL | None:
+    try:
+        from scipy.linalg import cython_blas
+        return ctypes.CDLL(cython_blas.__file__)
+    except (ImportError, OSError):
+        return None
+
+
+def _function(names: tuple[str, ...], restype: object, argtypes: list) -> object:
+    lib = _blas_library()
+    if lib is None:
+        return None
+    for name in names:
+        try:
+            fn = getattr(lib, name)
+        except AttributeError:
+            continue
+        fn.restype = restype
+        fn.argtypes = argtypes
+        return fn
+    return None
+
+
+@functools.cache
+def _set_threads_function() -> ctypes._CFuncPtr | None:
+    return _function(_SET_THREADS_NAMES, None, [ctypes.c_int])
 
 
 @functools.cache
@@ -78,20 +110,7 @@ def _threads_function() -> ctypes._CFuncPtr | None:
     libraries it needs, so this finds the BLAS SciPy really calls (not NumPy's copy).
     None when SciPy is linked to a BLAS without that function (MKL, reference BLAS).
     """
-    try:
-        from scipy.linalg import cython_blas
-        lib = ctypes.CDLL(cython_blas.__file__)
-    except (ImportError, OSError):
-        return None
-    for name in _GET_THREADS_NAMES:
-        try:
-            fn = getattr(lib, name)
-        except AttributeError:
-            continue
-        fn.restype = ctypes.c_int
-        fn.argtypes = []
-        return fn
-    return None
+    return _function(_GET_THREADS_NAMES, ctypes.c_int, [])
 
 
 def threads() -> int | None:
@@ -111,3 +130,46 @@ def runs_single_threaded(n: int, m: int, k: int) -> bool:
     if t is None:
         return False
     return t == 1 or n * m * k < 2 * OPENBLAS_MNK_PER_THREAD
+
+
+# --------------------------------------------------------------------------------------
+# Compiled graphs split large gemms into panels on llgrad's own thread pool, one
+# single-threaded BLAS call per panel (two such calls beat one two-threaded OpenBLAS call
+# by 4-30% at B2's and B8's sizes on the reference machine, and OpenBLAS's own workers stop
+# spinning against ours). While such a graph runs, OpenBLAS is held at one thread; the
+# previous count is restored when the last such call returns. Eager matmuls and other
+# SciPy users keep OpenBLAS's threads outside those calls.
+# --------------------------------------------------------------------------------------
+
+_hold_lock = threading.Lock()
+_holders = 0
+_saved_threads: int | None = None
+
+
+def can_hold_single_threaded() -> bool:
+    """Whether this BLAS's thread count can be set (OpenBLAS: yes)."""
+    return _set_threads_function() is not None and _threads_function() is not None
+
+
+def hold_single_threaded() -> None:
+    global _holders, _saved_threads
+    with _hold_lock:
+        if _holders == 0:
+            _saved_threads = threads()
+            if _saved_threads is not None and _saved_threads != 1:
+                _set_threads_function()(1)
+        _holders += 1
+
+
+def release_single_threaded() -> None:
+    global _holders
+    with _hold_lock:
+        _holders -= 1
+        if _holders == 0 and _saved_threads is not None and _saved_threads != 1:
+            _set_threads_function()(_saved_threads)
+
+
+def splits_gemms(n: int, m: int, k: int) -> bool:
+    """The policy `passes.lower` gets: a gemm may be split across llgrad's threads when
+    the runtime can hold BLAS at one thread meanwhile, or when it runs on one anyway."""
+    return can_hold_single_threaded() or runs_single_threaded(n, m, k)

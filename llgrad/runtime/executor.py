@@ -33,6 +33,7 @@ from ..codegen import graph as cg
 from ..passes import lower as lower_pass
 from ..schedule.program import PARALLEL_FOR, can_write_in_place, traffic
 from ..schedule.layout import contiguous_strides, is_contiguous
+from ..schedule.matmul import MatmulKernel
 from ..codegen.target import get_target
 from ..ir.dtypes import DType, bfloat16
 from ..ir.graph import Graph, Node
@@ -41,7 +42,7 @@ from ..ir.verify import verify
 from ..passes import fusion as fusion_pass
 from ..passes import memory as memory_pass
 from ..tensor import Tensor
-from . import launch, pool
+from . import blas, launch, pool
 from .storage import Storage, allocate
 
 __all__ = ["CompiledGraph"]
@@ -90,8 +91,7 @@ class CompiledGraph:
         # at most the threads of runtime.launch's pool, which runs the pieces
         cap = launch._THREADS
         self.threads = max(1, min(cap, threads if threads is not None else cap))
-        from . import blas
-        self.program = lower_pass.lower(self.fusion, self.threads, blas.runs_single_threaded)
+        self.program = lower_pass.lower(self.fusion, self.threads, blas.splits_gemms)
         t3 = time.perf_counter()
         views = {}
         for v, r in self.fusion.views.items():
@@ -111,6 +111,10 @@ class CompiledGraph:
             seconds[f"llvm.{k}"] = v
         seconds["total"] = t6 - t0
         self._entry = _ENTRY(self.compiled.addresses["entry"])
+        # gemms split across our threads: BLAS is held at one thread during the call
+        self._hold_blas = any(l.parallel(self.threads) and isinstance(l.spec, MatmulKernel)
+                              and "BLAS" in l.what for l in self.program.launches) and \
+            blas.can_hold_single_threaded()
         self._in_place: list[tuple[int, int]] = []
         self._params = [_Param(p) for p in graph.params]
         self._outs = [(o.shape, o.dtype, contiguous_strides(o.shape),
@@ -220,12 +224,18 @@ class CompiledGraph:
         except AttributeError:
             block, addr, arena, err = self._scratch()
         self._pack(block, 0, *ptrs, arena, *self._extras)
-        if err is None:
+        if err is not None:
+            ctypes.memset(ctypes.addressof(err), 0, ctypes.sizeof(err))
+        if self._hold_blas:
+            blas.hold_single_threaded()
+            try:
+                self._entry(addr)
+            finally:
+                blas.release_single_threaded()
+        else:
             self._entry(addr)
-            return outs
-        ctypes.memset(ctypes.addressof(err), 0, ctypes.sizeof(err))
-        self._entry(addr)
-        self._check_errors(err)
+        if err is not None:
+            self._check_errors(err)
         return outs
 
     def _convert(self, p: _Param, x: Any) -> Tensor:
@@ -312,5 +322,4 @@ def _extra_address(name: str, threads: int) -> int:
     if name == PARALLEL_FOR:
         return pool.address(threads)
     from ..ir import dtypes as dt
-    from . import blas
     return blas.gemm_address({"sgemm": dt.float32, "dgemm": dt.float64}[name])
