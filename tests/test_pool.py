@@ -141,7 +141,8 @@ def test_a_forked_child_runs_parallel_graphs():
                                    (255, 64, 255)])
 def test_large_gemms_split_into_panels_on_the_pool(n, k, m):
     """A big gemm runs as one single-threaded BLAS call per panel of C's rows (or columns)
-    on the pool, OpenBLAS held at one thread meanwhile and restored after."""
+    on the pool (sequential MKL, or OpenBLAS held at one thread meanwhile and restored
+    after)."""
     from llgrad.runtime import blas
     rng = np.random.default_rng(0)
     a = rng.standard_normal((n, k)).astype(np.float32)
@@ -154,7 +155,7 @@ def test_large_gemms_split_into_panels_on_the_pool(n, k, m):
     text = str(f.inspect(lg.tensor(a), lg.tensor(b)).schedule)
     threads = pool_threads()
     divisible = n % threads == 0 or m % threads == 0
-    split = threads > 1 and blas.can_hold_single_threaded() and divisible
+    split = threads > 1 and blas.splits_gemms(n, m, k) and divisible
     assert (f"[{threads}||" in text) == split
 
 

@@ -23,7 +23,7 @@ from ..runtime import blas, cache, launch
 from ..tensor import Tensor
 from .elementwise import copy_into, promote
 from ..schedule.layout import broadcast_strides, collapse, contiguous_strides
-from ..schedule.matmul import MatmulKernel, fold_rows, gemm_layout, uses_blas
+from ..schedule.matmul import MatmulKernel, fold_rows, gemm_layout, panels, uses_blas
 from .views import expand, reshape, slice_dims
 
 cache.register_builder(MatmulKernel, build)
@@ -146,6 +146,10 @@ def _plan(a: Tensor, b: Tensor) -> _Plan:
             folded[0] <= INT32_MAX and gemm_layout(folded[0], k, folded[1], cols["a"]))):
         n, rows["a"] = folded
         batch, strides = (), {"c": (), "a": (), "b": ()}
+    threads = launch._THREADS
+    if use_blas and not batch and threads > 1 and n * m * k >= SPLIT_MIN_MACS \
+            and blas.runs_single_threaded(n, m, k):
+        batch, strides, n, m = panels(threads, n, m, rows, cols)   # one panel per thread
     sizes, (cs, as_, bs) = collapse(batch, [strides["c"], strides["a"], strides["b"]])
     flags = [0, 0]
     if use_blas:
@@ -154,7 +158,7 @@ def _plan(a: Tensor, b: Tensor) -> _Plan:
             assert layout is not None, "operand layouts were fixed above"
             flags[x] = int(layout[0])
             rows[label], cols[label] = (1, layout[1]) if layout[0] else (layout[1], 1)
-        rows["c"] = max(1, m)
+        rows["c"] = max(1, rows["c"])
     else:
         cols["b"] = 1
     total = 1

@@ -454,7 +454,7 @@ class _Lowering:
             batch, strides = (), {"c": (), "a": (), "b": ()}
         if use_blas and not batch and self.threads > 1 and n * m * k >= SPLIT_MIN_MACS \
                 and self.gemm_single_threaded(n, m, k):
-            batch, strides, n, m = _panels(self.threads, n, m, rows, cols)
+            batch, strides, n, m = mm.panels(self.threads, n, m, rows, cols)
         sizes, (cs, as_, bs) = collapse(batch, [strides["c"], strides["a"], strides["b"]])
         flags = [0, 0]
         if use_blas:
@@ -574,21 +574,6 @@ class _Lowering:
                                          r.layout.strides, "load"),
                                   Access(Ptr(self.out_buffer(grp)), node.dtype, node.shape,
                                          contiguous_strides(node.shape), "store"))))
-
-
-def _panels(threads: int, n: int, m: int, rows: dict[str, int], cols: dict[str, int]
-            ) -> tuple[tuple[int, ...], dict[str, tuple[int, ...]], int, int]:
-    """One gemm as a batch of `threads` panels of C's rows (or columns), so that the
-    pieces run on the thread pool, one single-threaded BLAS call each: on the reference
-    machine two such calls beat one two-threaded OpenBLAS call by 4-30% at B2's sizes.
-    Returns (batch, batch strides, n, m); no batch when neither dimension divides."""
-    if n % threads == 0 and (n >= m or m % threads):
-        r = n // threads
-        return (threads,), {"c": (r * rows["c"],), "a": (r * rows["a"],), "b": (0,)}, r, m
-    if m % threads == 0:
-        r = m // threads
-        return (threads,), {"c": (r * cols["c"],), "a": (0,), "b": (r * cols["b"],)}, n, r
-    return (), {"c": (), "a": (), "b": ()}, n, m
 
 
 def lower(fusion: FusionPlan, threads: int = 1,

@@ -68,3 +68,18 @@ def fold_rows(batch: tuple[int, ...], n: int, strides: dict[str, tuple[int, ...]
     if len(cshape) != 1:
         return None
     return cshape[0], cstrides[1][0]
+
+
+def panels(threads: int, n: int, m: int, rows: dict[str, int], cols: dict[str, int]
+            ) -> tuple[tuple[int, ...], dict[str, tuple[int, ...]], int, int]:
+    """One gemm as a batch of `threads` panels of C's rows (or columns), so that the
+    pieces run on the thread pool, one single-threaded BLAS call each: on the reference
+    machine two such calls beat one two-threaded OpenBLAS call by 4-30% at B2's sizes.
+    Returns (batch, batch strides, n, m); no batch when neither dimension divides."""
+    if n % threads == 0 and (n >= m or m % threads):
+        r = n // threads
+        return (threads,), {"c": (r * rows["c"],), "a": (r * rows["a"],), "b": (0,)}, r, m
+    if m % threads == 0:
+        r = m // threads
+        return (threads,), {"c": (r * cols["c"],), "a": (0,), "b": (r * cols["b"],)}, n, r
+    return (), {"c": (), "a": (), "b": ()}, n, m
