@@ -121,12 +121,71 @@ def _has_nan(g: Tensor) -> bool:
         return bool(F.isnan(g).any().item())
 
 
+def _direct_node(roots: Sequence[Tensor], create_graph: bool,
+                 capture: Sequence[Tensor] | None) -> Node | None:
+    """The node of a graph that is one node over leaves, when nothing else can run: one
+    root whose grad_fn says it may run `direct` (a compiled call's backward), no hooks,
+    retain_grad or anomaly mode, every next node a leaf's AccumulateGrad without hooks,
+    and every captured tensor one of those leaves."""
+    if len(roots) != 1 or create_graph or anomaly.is_anomaly_enabled():
+        return None
+    root = roots[0]
+    node = getattr(root, "grad_fn", None)
+    if node is None or not node.direct or node._prehooks or node._hooks or node._metadata:
+        return None
+    leaves = set()
+    for nxt, _ in node.next_functions:
+        if nxt is None:
+            continue
+        if type(nxt) is not AccumulateGrad or nxt._prehooks or nxt._hooks or nxt._metadata \
+                or nxt.variable._hooks or nxt.variable.__dict__.get("_post_accumulate_hooks"):
+            return None
+        leaves.add(id(nxt.variable))
+    if capture is not None and any(id(t) not in leaves for t in capture):
+        return None
+    return node
+
+
+def _run_direct(node: Node, root: Tensor, grad: Tensor, retain_graph: bool,
+                capture: Sequence[Tensor] | None, accumulate: bool) -> list[Tensor | None]:
+    """`execute` for a one-node graph (see `_direct_node`): the node's gradients go
+    straight to the leaves; its outputs are new buffers nobody else holds, so a leaf
+    without a .grad takes them as they are (PyTorch's AccumulateGrad steals such too)."""
+    in_grads: list[Tensor | None] = [None] * node.num_outputs
+    in_grads[root._output_nr] = grad
+    with set_grad_enabled(False):
+        outs = node.apply(in_grads)
+    if not retain_graph:
+        node.release()
+    by_leaf: dict[int, Tensor] = {}
+    for (nxt, _), g in zip(node.next_functions, outs):
+        if nxt is None or g is None:
+            continue
+        leaf = nxt.variable
+        if g._dtype is not leaf._dtype:
+            g = g.to(leaf._dtype)
+        prev = by_leaf.get(id(leaf))
+        by_leaf[id(leaf)] = g if prev is None else prev + g
+        if capture is None or accumulate:
+            if capture is None or any(t is leaf for t in capture):
+                if leaf._grad is None and prev is None:
+                    leaf._grad = g
+                else:
+                    _accumulate(leaf, g, False)
+    if capture is None:
+        return []
+    return [by_leaf.get(id(t)) for t in capture]
+
+
 def execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_graph: bool,
             create_graph: bool, capture: Sequence[Tensor] | None = None,
             accumulate: bool = True) -> list[Tensor | None]:
     """Run backward from `roots`. With `capture`, return the gradients reaching those
     tensors (and accumulate nowhere unless `accumulate`)."""
     root_grads = [_check_root(i, t, g) for i, (t, g) in enumerate(zip(roots, grads))]
+    direct = _direct_node(roots, create_graph, capture)
+    if direct is not None:
+        return _run_direct(direct, roots[0], root_grads[0], retain_graph, capture, accumulate)
     root_edges = [edge(t) for t in roots]
     buffers: dict[Node, list[Tensor | None]] = {}
     for (node, nr), g in zip(root_edges, root_grads):

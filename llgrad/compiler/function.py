@@ -136,6 +136,10 @@ class CompiledBackward(Node):
 
     __slots__ = ("function", "wrt", "saved_inputs", "residuals", "output_meta")
 
+    @property
+    def direct(self) -> bool:          # static graphs return new buffers (see Node.direct)
+        return not self.function.dynamic
+
     def __init__(self, function: GraphFunction, wrt: tuple[int, ...], inputs: Sequence[Tensor],
                  residuals: list[Tensor], results: list[Tensor]):
         super().__init__(tuple(edge(inputs[i]) for i in wrt))

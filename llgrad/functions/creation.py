@@ -117,11 +117,14 @@ def from_dlpack(obj: Any) -> Tensor:
     return Tensor._from_numpy(arr)
 
 
-def _writable(arr: np.ndarray) -> Any:
+def _bytes_at(address: int, n: int) -> Any:
+    """A writable buffer over `n` bytes at `address` (for np.ndarray(buffer=...))."""
     import ctypes
-    n = arr.nbytes
-    addr = arr.__array_interface__["data"][0]
-    return (ctypes.c_char * max(n, 1)).from_address(addr)
+    return (ctypes.c_char * max(n, 1)).from_address(address)
+
+
+def _writable(arr: np.ndarray) -> Any:
+    return _bytes_at(arr.__array_interface__["data"][0], arr.nbytes)
 
 
 def _fill(shape: tuple[int, ...], value: Any, dtype: DType | None) -> Tensor:
@@ -132,7 +135,15 @@ def _fill(shape: tuple[int, ...], value: Any, dtype: DType | None) -> Tensor:
     if ctx is not None and ctx.constant_creations:     # inside the autodiff pass
         return ctx.constant(value, dtype, shape)
     out = Tensor._empty(shape, dtype)
+    if out.numel() <= _NUMPY_FILL and dtype.np is not None and dtype is not dt.bfloat16:
+        # a few elements: NumPy fills them faster than a kernel launch (a backward seed)
+        np.ndarray(shape, dtype=dtype.np,
+                   buffer=_bytes_at(out._ptr, out.numel() * dtype.itemsize)).fill(value)
+        return out
     return ew.copy_into(out, value)
+
+
+_NUMPY_FILL = 64
 
 
 def _kw(kwargs: dict[str, Any], op: str) -> tuple[DType | None, bool]:

@@ -230,8 +230,34 @@ class _Fuser:
         from .rows import find_regions
         self.region_of = {m: r for r in find_regions(g, self.uses) for m in r.members}
         self.region_groups: dict[int, KernelGroup] = {}
+        self.feeds = self._feeds()
 
     # -- bookkeeping --------------------------------------------------------------------
+    def _feeds(self) -> dict[Node, frozenset[int]]:
+        """Per node outside every row region: the regions (by id) some member of which
+        reads it, directly or through other nodes outside the region.
+
+        A row group exists from its first member on, but its later members' reads are
+        recorded only as they come; merging a node that will feed a region into a group
+        that already reads that region would close a cycle no check could see yet
+        (`can_merge` asks this map)."""
+        feeds: dict[Node, frozenset[int]] = {}
+        users: dict[Node, list[Node]] = {n: [] for n in self.g.nodes}
+        for n in self.g.nodes:
+            for x in n.inputs:
+                users[x].append(n)
+        for n in reversed(self.g.nodes):
+            out: set[int] = set()
+            for u in users[n]:
+                r = self.region_of.get(u)
+                if r is not None and self.region_of.get(n) is not r:
+                    out.add(id(r))
+                if r is None:
+                    out |= feeds.get(u, frozenset())
+            if out:
+                feeds[n] = frozenset(out)
+        return feeds
+
     def _uses(self) -> dict[Node, list[tuple[Node | None, Node]]]:
         """Per base node: (consumer, the input it reads) through any chain of views."""
         uses: dict[Node, list[tuple[Node | None, Node]]] = {n: [] for n in self.g.nodes}
@@ -412,7 +438,7 @@ class _Fuser:
             trial = chosen + [c]
             if sum(g.cost for g in trial) + op_cost(n) > max_group_cost(n.shape):
                 continue
-            if self.can_merge(trial, input_groups) and self.spaces_fit(trial, n):
+            if self.can_merge(trial, input_groups, n) and self.spaces_fit(trial, n):
                 chosen = trial
         if not chosen:
             grp = self.new_group(Kind.ELEMENTWISE, [n], n.shape)
@@ -442,7 +468,8 @@ class _Fuser:
                 grp.views.append(x)
         grp.operands[n] = ops
 
-    def can_merge(self, chosen: list[KernelGroup], input_groups: set[KernelGroup]) -> bool:
+    def can_merge(self, chosen: list[KernelGroup], input_groups: set[KernelGroup],
+                  n: Node | None = None) -> bool:
         """Merging `chosen` and the new node keeps the group graph acyclic.
 
         A cycle would run from a chosen group through some group X outside the merge back
@@ -454,6 +481,15 @@ class _Fuser:
             # a member reading another merged group's buffer (through a broadcast or a
             # permutation) would read values the same loop is still writing
             if {self.find(d) for d in grp.deps} & merge:
+                return False
+        # a row group that will read the merge later (see `_feeds`) must not reach it now
+        regions = set(self.feeds.get(n, ())) if n is not None else set()
+        for grp in chosen:
+            for m in grp.nodes:
+                regions |= self.feeds.get(m, frozenset())
+        for rid in regions:
+            row = self.region_groups.get(rid)
+            if row is not None and (self.find(row) in merge or self.reaches([row], merge)):
                 return False
         # a path from the merge through an outside group back into the merge, or into
         # a group the new node reads
