@@ -427,6 +427,10 @@ def jax_cold_worker(quick: bool) -> dict:
 def _spawn(args: list[str], env: dict[str, str] | None = None, timeout: float = 900
            ) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "benchmarks.peers", "--worker", *args]
+    env = dict(os.environ if env is None else env)
+    # as on a user's machine: imports read cached bytecode (pip writes it at install;
+    # some sandboxes set PYTHONDONTWRITEBYTECODE, which makes every import compile)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     try:
         p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
                            env=env)

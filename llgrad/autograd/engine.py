@@ -146,6 +146,20 @@ def _direct_node(roots: Sequence[Tensor], create_graph: bool,
     return node
 
 
+_seeds: dict[tuple, Tensor] = {}
+
+
+def _seed(t: Tensor) -> Tensor:
+    """A shared `ones_like(t)` for a one-element root (the direct path only, where no one
+    but the node's backward graph reads it)."""
+    key = (t._dtype, t._shape)
+    s = _seeds.get(key)
+    if s is None:
+        from .. import functions as F
+        s = _seeds[key] = F.ones_like(t.detach())
+    return s
+
+
 def _run_direct(node: Node, root: Tensor, grad: Tensor, retain_graph: bool,
                 capture: Sequence[Tensor] | None, accumulate: bool) -> list[Tensor | None]:
     """`execute` for a one-node graph (see `_direct_node`): the node's gradients go
@@ -182,10 +196,15 @@ def execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_g
             accumulate: bool = True) -> list[Tensor | None]:
     """Run backward from `roots`. With `capture`, return the gradients reaching those
     tensors (and accumulate nowhere unless `accumulate`)."""
-    root_grads = [_check_root(i, t, g) for i, (t, g) in enumerate(zip(roots, grads))]
     direct = _direct_node(roots, create_graph, capture)
     if direct is not None:
-        return _run_direct(direct, roots[0], root_grads[0], retain_graph, capture, accumulate)
+        t, g = roots[0], grads[0]
+        if g is None and t._requires_grad and t._dtype.is_floating_point and t.numel() == 1:
+            g = _seed(t)          # read by the compiled backward only, never handed out
+        else:
+            g = _check_root(0, t, g)
+        return _run_direct(direct, t, g, retain_graph, capture, accumulate)
+    root_grads = [_check_root(i, t, g) for i, (t, g) in enumerate(zip(roots, grads))]
     root_edges = [edge(t) for t in roots]
     buffers: dict[Node, list[Tensor | None]] = {}
     for (node, nr), g in zip(root_edges, root_grads):
