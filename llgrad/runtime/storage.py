@@ -18,7 +18,10 @@ SMALL_BYTES = 512
 # Large buffers are recycled: a fresh 40 MB block costs ~10k page faults on first touch,
 # which is a large part of an elementwise op on it. Freed blocks wait in a pool keyed by
 # size; a block is only recycled when nothing else (a NumPy view) still refers to it.
-POOL_MIN_BYTES = 1 << 20
+# From 64 KB up: glibc serves blocks above its (moving) mmap threshold, 128 KB to 32 MB,
+# with fresh pages, so whether B8's 64-256 KB buffers page-faulted on every call depended
+# on what else the process held (B8 0.32 ms or 0.56 ms from one run to the next).
+POOL_MIN_BYTES = 1 << 16
 POOL_MAX_BYTES = 1 << 30
 _pool: dict[int, list[np.ndarray]] = {}
 _pool_bytes = [0]
