@@ -1,6 +1,6 @@
 """Run llgrad's benchmarks beside NumPy and PyTorch, print a Markdown table, save it.
 
-    python -m benchmarks.run [--quick] [--suite eager|compiled|all] [--out benchmarks/results.md]
+    python -m benchmarks.run [--quick] [--suite eager|all] [--out benchmarks/results.md]
                              [--json PATH] [--no-torch]
 
 One run measures the machine's limits (copy bandwidth, GEMM) and every library on the same
@@ -41,8 +41,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true",
                    help="tiny sizes and few repeats: checks the code runs, numbers mean "
                         "nothing; saves only when --out is given")
-    p.add_argument("--suite", choices=["eager", "compiled", "all"], default="all",
-                   help="which suite to run (default: all)")
+    p.add_argument("--suite", choices=["eager", "all"], default="all",
+                   help="which suite to run (default: all; the compiled workloads against "
+                        "the peers are `python -m benchmarks.peers`, one process per cell)")
     p.add_argument("--out", type=Path, default=None,
                    help=f"Markdown output (default: {DEFAULT_OUT.relative_to(HERE.parent)} "
                         "for a full run, none for --quick)")
@@ -136,9 +137,6 @@ def main(argv: list[str] | None = None) -> int:
     suites: dict[str, Any] = {}
     if args.suite in ("eager", "all"):
         suites["eager"] = eager_ops.run(sizes, torch, limits)
-    if args.suite in ("compiled", "all"):
-        from . import compiled
-        suites["compiled"] = compiled.run(args.quick, torch)
 
     load_end = os.getloadavg()[0]
     if load_start > BUSY_LOAD:
@@ -151,9 +149,6 @@ def main(argv: list[str] | None = None) -> int:
     text = render_header(results)
     if "eager" in suites:
         text += "\n" + eager_ops.render(suites["eager"])
-    if "compiled" in suites:
-        from . import compiled
-        text += "\n" + compiled.render(suites["compiled"])
     print(text)
 
     out = args.out if args.out is not None else (None if args.quick else DEFAULT_OUT)
