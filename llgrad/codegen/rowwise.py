@@ -1,20 +1,7 @@
 """Row-wise (persistent) kernels: reductions over a row and the work that consumes them.
 
-A row kernel runs over an `[R, C]` index space one row at a time. Its program is a scalar
-DAG (`ExprNode`s, inputs first) in which some nodes are reductions over the row (`sum`,
-`amax`, `amin`); every value is either *full* (one per element of the row) or *row*-level
-(one per row: a reduction's result, an input read with column stride 0, or an
-elementwise op of row-level values only). Softmax, layer_norm, log_softmax, logsumexp,
-cross-entropy and their backward graphs are such programs.
-
-A value's *level* is how many reductions lie between it and the inputs: a reduction of a
-level-`p` value is a row value of level `p + 1`. The kernel makes one pass over the row per
-level: pass `p` accumulates every reduction of level-`p` values (several reductions share
-the pass), stores the full outputs of level `p`, and keeps in a stack row buffer the full
-values a later pass needs again (`cache`), so they are computed once (an `exp` is not
-evaluated twice) and re-read from L1. Row values are computed between passes, in
-registers. The row, a few KiB, stays in L1/L2 across its passes, so memory sees each
-input read once and each output written once.
+What a row kernel computes, its levels, passes and cached row values are described in
+`schedule/row.py` (the spec this module generates code for).
 
 Sums of float32 (and half) values add runs of `SUM_BLOCK` elements in float32 (vectorized)
 and the run totals in float64, as reduction kernels do; max/min propagate NaN.

@@ -19,9 +19,7 @@ input read once and each output written once.
 Sums of float32 (and half) values add runs of `SUM_BLOCK` elements in float32 (vectorized)
 and the run totals in float64, as reduction kernels do; max/min propagate NaN.
 
-Argument block: `[lo, hi, C, (ptr, row_stride, col_stride) per operand]`, outputs first
-(full outputs dense: strides `(C, 1)`; row outputs: `(1, 0)`), then inputs. The row loop
-runs over `[lo, hi)` so the runtime can split rows across threads. Strides in elements.
+The kernel's argument block and code are `codegen/rowwise.py`'s.
 """
 from __future__ import annotations
 
