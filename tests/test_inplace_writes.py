@@ -145,3 +145,4 @@ def test_a_dead_temporary_view_does_not_break_the_graph():
     assert cf(lg.ones(4)).item() == 24.0
     (entry,) = cf._entries.values()
     assert entry.graph_break is None
+

@@ -11,7 +11,7 @@ from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
 from ..tensor import Tensor
-from .shape import shape_arg
+from .shape import size_arg
 
 
 def _finish(t: Tensor, requires_grad: bool) -> Tensor:
@@ -166,9 +166,7 @@ def _check_grad_dtype(d: DType, rg: bool) -> None:
 
 
 def _sized(op: str, value: Any, size: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor:
-    shape = shape_arg(size, op)
-    if any(s < 0 for s in shape):
-        raise RuntimeError(f"{op}: negative dimension in size {list(shape)}")
+    shape = size_arg(size, op)
     dtype, rg = _kw(kwargs, op)
     d = dtype or dt.get_default_dtype()
     _check_grad_dtype(d, rg)
@@ -184,7 +182,7 @@ def ones(*size: Any, **kwargs: Any) -> Tensor:
 
 
 def empty(*size: Any, **kwargs: Any) -> Tensor:
-    shape = shape_arg(size, "empty")
+    shape = size_arg(size, "empty")
     dtype, rg = _kw(kwargs, "empty")
     d = dtype or dt.get_default_dtype()
     _check_grad_dtype(d, rg)
@@ -192,7 +190,7 @@ def empty(*size: Any, **kwargs: Any) -> Tensor:
 
 
 def full(size: Sequence[int], fill_value: Any, **kwargs: Any) -> Tensor:
-    shape = shape_arg((size,), "full")
+    shape = size_arg((size,), "full")
     dtype, rg = _kw(kwargs, "full")
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
@@ -470,13 +468,13 @@ def _traced_random(ctx: Any, op: str, shape: tuple[int, ...], d: DType, gen: Gen
 
 
 def rand(*size: Any, generator: Generator | None = None, **kwargs: Any) -> Tensor:
-    shape = shape_arg(size, "rand")
+    shape = size_arg(size, "rand")
     dtype, rg = _kw(kwargs, "rand")
     return _finish(_random("uniform", shape, dtype or dt.get_default_dtype(), generator), rg)
 
 
 def randn(*size: Any, generator: Generator | None = None, **kwargs: Any) -> Tensor:
-    shape = shape_arg(size, "randn")
+    shape = size_arg(size, "randn")
     dtype, rg = _kw(kwargs, "randn")
     return _finish(_random("normal", shape, dtype or dt.get_default_dtype(), generator), rg)
 
@@ -520,7 +518,7 @@ def randint(*args: Any, size: Any = None, generator: Generator | None = None,
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
                            f"from={low} >= to={high}")
-    shape = shape_arg((size,), "randint")
+    shape = size_arg((size,), "randint")
     dtype, rg = _kw(kwargs, "randint")
     from . import elementwise as E
     u = _random("uniform", shape, dt.float64, generator)

@@ -24,6 +24,16 @@ def shape_arg(args: tuple[Any, ...], op: str) -> tuple[int, ...]:
     return tuple(out)
 
 
+def size_arg(args: tuple[Any, ...], op: str) -> tuple[int, ...]:
+    """The size of a tensor to create: `shape_arg`, every dimension at least 0 (the one
+    check every creation function shares; `reshape`'s -1 is not a size)."""
+    shape = shape_arg(args, op)
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"{op}: negative dimension in size {list(shape)}; sizes must be "
+                           f"non-negative")
+    return shape
+
+
 def _check_tensor(op: str, x: Any) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")

@@ -274,9 +274,12 @@ class CompiledGraph:
                 for s in node.inputs[0].shape:
                     numel *= s
                 loc = f" at {node.loc}" if node.loc else ""
+                # (an indexing expression gathers from the flattened tensor; an index
+                # outside its own dimension shows as a position past the end)
                 raise IndexError(f"{node.op}: index {err[k + 1]} is out of bounds for "
                                  f"dimension 0 with size {numel} ({name} = {node.op} in "
-                                 f"graph @{self.graph.name}{loc})")
+                                 f"graph @{self.graph.name}{loc}; for x[i, ...] this is the "
+                                 f"flattened position: some index is outside its dimension)")
 
 
 def _numel(shape: tuple[int, ...]) -> int:

@@ -102,10 +102,19 @@ def _gather(x: Tensor, advanced: list[tuple[int, Tensor]]) -> Tensor:
         at = pos if pos < lead else pos + len(index_shape)
         term = F.mul(place(ctx.iota(x._shape[d]), at, 1), strides[d])
         linear = term if linear is None else F.add(linear, term)
+    numel = 1
+    for size in x._shape:
+        numel *= size
     for d, t in advanced:
         n = x._shape[d]
         t = t.to(dt.int64)
         wrapped = F.where(F.lt(t, 0), F.add(t, n), t)
+        # an index outside [-n, n) must fail, not land on another element of the
+        # flattened tensor: it becomes `numel` times the largest stride, which the gather's
+        # bounds check rejects whatever the other dimensions add
+        bad = F.logical_or(F.lt(wrapped, 0), F.ge(wrapped, n))
+        wrapped = F.where(bad, ctx.constant(numel * max(1, max(strides)), dt.int64, ()),
+                          wrapped)
         aligned = F.expand(wrapped, index_shape) if t._shape != index_shape else wrapped
         term = F.mul(place(aligned, lead, len(index_shape)), strides[d])
         linear = term if linear is None else F.add(linear, term)
