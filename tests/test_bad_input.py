@@ -32,3 +32,20 @@ def test_creation_functions_refuse_negative_sizes():
         with pytest.raises(RuntimeError, match="negative dimension"):
             make()
     assert lg.empty(0).shape == (0,)
+
+
+def test_in_place_on_a_tensor_whose_elements_share_memory_raises_as_torch_does():
+    import pytest
+    overlapping = [lg.zeros(3).expand(2, 3),
+                   lg.from_numpy(np.lib.stride_tricks.as_strided(
+                       np.zeros(5, np.float32), (3, 3), (4, 4)))]
+    for t in overlapping:
+        for write in (lambda: t.add_(1), lambda: t.zero_(), lambda: t.fill_(2.0),
+                      lambda: t.mul_(2), lambda: t.copy_(lg.ones(t.shape))):
+            with pytest.raises(RuntimeError, match="more than one element of the written-to"):
+                write()
+    b = lg.zeros(4, 5)                       # views without overlap stay writable
+    b.t().add_(1)
+    b[:, 1:3].mul_(2)
+    b[::2].add_(1)
+    assert b.sum().item() == 38.0

@@ -21,7 +21,24 @@ from ..eager import elementwise as ew
 from ..tensor import Tensor
 
 
+def overlaps_itself(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Whether two elements of a tensor with these sizes and strides share memory: walking
+    the dimensions by increasing stride, each stride must step past everything the
+    smaller ones reach (an expanded tensor, stride 0, always overlaps)."""
+    reach = 0
+    dims = sorted(((abs(st), n) for n, st in zip(shape, strides) if n > 1))
+    for stride, size in dims:
+        if stride <= reach:
+            return True
+        reach += (size - 1) * stride
+    return False
+
+
 def check_inplace(t: Tensor) -> None:
+    if overlaps_itself(t._shape, t._strides):
+        raise RuntimeError("unsupported operation: more than one element of the written-to "
+                           "tensor refers to a single memory location. Please clone() the "
+                           "tensor before performing the operation.")
     if is_grad_enabled() and t._requires_grad and t.grad_fn is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
