@@ -56,14 +56,14 @@ def _nbytes(n: Node) -> int:
     return n.type.numel * n.type.dtype.itemsize
 
 
-def _recomputable(n: Node) -> bool:
-    return n.group in ELEMENTWISE or n.group in (Group.CONST, Group.MOVEMENT)
+def _recomputable(g: Group) -> bool:
+    return g in ELEMENTWISE or g in (Group.CONST, Group.MOVEMENT)
 
 
 FRONTIER_NODES = 64      # elementwise nodes one residual's recompute may span
 
 
-def _frontier(n: Node, stored: set[Node]) -> set[Node] | None:
+def _frontier(n: Node, stored: set[Node], kind: dict[Node, Group]) -> set[Node] | None:
     """What `n` is recomputed from: walking up its elementwise (and movement) ancestors,
     the first nodes that are primals, constants, already stored, or not elementwise (a
     reduction's small result, say). None if the walk meets a random op (recomputing would
@@ -80,15 +80,16 @@ def _frontier(n: Node, stored: set[Node]) -> set[Node] | None:
         if i in seen:
             continue
         seen.add(i)
-        if i.group is Group.RANDOM:
+        g = kind[i]
+        if g is Group.RANDOM:
             return None
-        if i.group in (Group.CONST, Group.PARAM) or i in stored or not _recomputable(i) \
+        if g is Group.CONST or g is Group.PARAM or i in stored or not _recomputable(g) \
                 or not i.inputs:
             frontier.add(i)
             continue
         walked += 1
         if walked > FRONTIER_NODES:         # a long chain: collapse it one step at a time
-            return None if any(i.group is Group.RANDOM for i in n.inputs) else set(n.inputs)
+            return None if any(kind[i] is Group.RANDOM for i in n.inputs) else set(n.inputs)
         stack.extend(i.inputs)
     return frontier
 
@@ -125,13 +126,14 @@ def partition(joint: Graph, n_primals: int, n_outputs: int) -> Partition:
     recomputed = 0
     changed = True
     stored = set(boundary)
+    kind = {m: m.group for m in joint.nodes}     # (a registry lookup per access otherwise)
     while changed:
         changed = False
         for n in sorted(stored, key=lambda m: -_nbytes(m)):
-            if n not in stored or n.group is Group.PARAM or not _recomputable(n) \
+            if n not in stored or kind[n] is Group.PARAM or not _recomputable(kind[n]) \
                     or not n.inputs:
                 continue
-            frontier = _frontier(n, stored)
+            frontier = _frontier(n, stored, kind)
             if frontier is None:
                 continue
             # constants are rebuilt in the backward for free and primals are passed by
@@ -139,10 +141,10 @@ def partition(joint: Graph, n_primals: int, n_outputs: int) -> Partition:
             # onto its input (AOTAutograd's min-cut finds the same cut for pointwise
             # chains); the backward fuses the recompute
             cost_in = sum(_nbytes(i) for i in frontier
-                          if i not in stored and i.group not in (Group.CONST, Group.PARAM))
+                          if i not in stored and kind[i] not in (Group.CONST, Group.PARAM))
             if cost_in <= _nbytes(n):
                 stored.remove(n)
-                stored.update(i for i in frontier if i.group is not Group.CONST)
+                stored.update(i for i in frontier if kind[i] is not Group.CONST)
                 recomputed += _nbytes(n)
                 changed = True
     primal_index = {p: i for i, p in enumerate(primals)}
