@@ -152,12 +152,11 @@ def _jax_ops(jax: Any, jnp: Any) -> _Ops:
 
 
 # --------------------------------------------------------------------------------------
-# per library: build a zero-argument step returning numpy arrays (loss, grads...)
+# per library: build a zero-argument step returning its outputs (loss, grads...)
 # --------------------------------------------------------------------------------------
 
 def _build_grad(lib: str, workload: str, arrays: dict[str, Any], quick: bool,
                 mode: str = "") -> Callable[[], list[Any]]:
-    import numpy as np
     if lib.startswith("llgrad"):
         import llgrad as lg
         f, wrt, const = loss_fn(workload, _llgrad_ops(lg), quick)
@@ -205,7 +204,6 @@ def _build_grad(lib: str, workload: str, arrays: dict[str, Any], quick: bool,
 
 def _build_b2(lib: str, arrays: dict[str, Any]) -> Callable[[], list[Any]]:
     """One SGD step (lr 0.01) of the MLP; returns the loss and the updated parameters."""
-    import numpy as np
     names = ["w0", "b0", "w1", "b1", "w2", "b2"]
     if lib.startswith("llgrad") or lib.startswith("torch"):
         if lib.startswith("llgrad"):

@@ -3,7 +3,6 @@ assumes, any number of workers, contention, fork, and compiled graphs whose para
 launches run from inside one foreign call."""
 from __future__ import annotations
 
-import ctypes
 import subprocess
 import sys
 import textwrap

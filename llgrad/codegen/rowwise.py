@@ -22,7 +22,7 @@ from llvmlite import ir
 
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
-from ..schedule.row import COLUMN_SUM, REDUCTIONS, RowKernel, plan
+from ..schedule.row import REDUCTIONS, RowKernel, plan
 from .elementwise import apply_node
 from .loops import I64, accumulate, for_range, new_kernel
 from .reduce import SUM_BLOCK, extreme
