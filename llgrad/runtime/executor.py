@@ -43,7 +43,7 @@ from ..passes import fusion as fusion_pass
 from ..passes import memory as memory_pass
 from ..tensor import Tensor
 from . import blas, launch, pool
-from .storage import Storage, allocate
+from .storage import allocate
 
 __all__ = ["CompiledGraph"]
 
@@ -289,36 +289,10 @@ def _numel(shape: tuple[int, ...]) -> int:
     return n
 
 
-# --------------------------------------------------------------------------------------
-# Output allocation. A call's cost for a small graph is mostly Python, and a general
-# allocation (`Tensor._empty`: a NumPy block, its address, alignment) is its biggest part.
-# Small outputs are cut from a per-thread slab instead: each gets its own 64-byte-aligned
-# region and its own Storage (so version counters stay per tensor); the slab is freed
-# when the last tensor cut from it dies. A kept tensor pins at most one slab (16 KiB).
-# --------------------------------------------------------------------------------------
-
-SLAB_BYTES = 1 << 14
-SMALL_OUTPUT = 256
-_slabs = threading.local()
-
-
 def _new_output(shape: tuple[int, ...], d: DType, strides: tuple[int, ...],
                 nbytes: int) -> Tensor:
-    if nbytes > SMALL_OUTPUT:
-        return Tensor._empty(shape, d, strides)
-    try:
-        raw, base, used = _slabs.state
-    except AttributeError:
-        raw, base, used = None, 0, SLAB_BYTES
-    if used + SMALL_OUTPUT > SLAB_BYTES:
-        raw = np.empty(SLAB_BYTES + 64, dtype=np.uint8)
-        address = raw.ctypes.data
-        pad = (-address) % 64
-        raw = raw[pad:pad + SLAB_BYTES]
-        base, used = address + pad, 0
-    _slabs.state = (raw, base, used + ((nbytes + 63) & ~63 or 64))
-    storage = Storage(raw[used:used + nbytes], base + used)
-    return Tensor._make(storage, 0, shape, strides, d)
+    """A graph output (`Tensor._empty`; tiny ones come from a slab, see runtime.storage)."""
+    return Tensor._empty(shape, d, strides)
 
 
 def _extra_address(name: str, threads: int) -> int:

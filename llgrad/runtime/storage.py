@@ -69,9 +69,35 @@ def _address(arr: np.ndarray) -> int:
     return ctypes.addressof(ctypes.c_char.from_buffer(arr))
 
 
+# Tiny buffers are cut from a per-thread slab: a NumPy allocation and asking it for its
+# address cost more than a tiny op's kernel. Each buffer gets its own 64-byte-aligned
+# region and its own Storage (so version counters stay per tensor); the slab is freed when
+# the last buffer cut from it dies, so a kept tiny tensor pins at most one slab (16 KiB).
+SLAB_BYTES = 1 << 14
+SLAB_MAX = 256
+_slabs = threading.local()
+
+
+def _allocate_small(nbytes: int) -> Storage:
+    try:
+        raw, base, used = _slabs.state
+    except AttributeError:
+        raw, base, used = None, 0, SLAB_BYTES
+    if used + SLAB_MAX > SLAB_BYTES:
+        raw = np.empty(SLAB_BYTES + ALIGNMENT, dtype=np.uint8)
+        address = _address(raw)
+        pad = (-address) % ALIGNMENT
+        raw = raw[pad:pad + SLAB_BYTES]
+        base, used = address + pad, 0
+    _slabs.state = (raw, base, used + ((nbytes + 63) & ~63 or 64))
+    return Storage(raw[used:used + nbytes], base + used)
+
+
 def allocate(nbytes: int) -> Storage:
     if nbytes >= POOL_MIN_BYTES:
         return _allocate_pooled(nbytes)
+    if nbytes <= SLAB_MAX:
+        return _allocate_small(nbytes)
     if nbytes <= SMALL_BYTES:
         # small buffers: NumPy's 16-byte alignment is enough, and skipping the slice
         # that realigns saves a fifth of a tiny op's time
