@@ -9,6 +9,7 @@ from llvmlite import ir
 
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
+from ..schedule.elementwise import out_dtypes
 from ..schedule.reduce import (COLUMN_CAP, COLUMN_ROWS, SUM_BLOCK, ReduceKernel, Slots,
                                narrow_dtype, wide_dtype)
 from .elementwise import evaluate
@@ -73,12 +74,14 @@ class _Emitter:
         if spec.prologue is not None:
             self.in_ptrs = [self.in_ptr]
             strides = [self.in_st]
-            for j in range(1, spec.n_inputs):
+            # side outputs ride along as more entries of the offset tuples
+            for j in range(1, 1 + spec.n_extra):
                 slot = sl.extra_inputs + (j - 1) * (1 + r)
                 self.in_ptrs.append(args.ptr(slot, f"x{j}"))
                 strides.append([args.int(slot + 1 + d, f"xs{j}_{d}") for d in range(r)])
             self.in_st = [tuple(st[d] for st in strides) for d in range(r)]
-            self.zero_in = tuple(I64(0) for _ in range(spec.n_inputs))
+            self.zero_in = tuple(I64(0) for _ in range(1 + spec.n_extra))
+            self.side_dtypes = out_dtypes(spec.prologue)[1:]
         self.out_ptr = args.ptr(sl.out_ptr, "out")
         self.out_st = [args.int(sl.out_strides + d, f"os{d}") for d in range(r)]
         self.idx_st = [args.int(sl.index_strides + d, f"is{d}") for d in range(r)] \
@@ -125,7 +128,14 @@ class _Emitter:
         loaded = [self.s.load(self.b.gep(ptr, [o], inbounds=True, source_etype=memory_type(d)),
                               d, name=f"x{j}v")
                   for j, (ptr, o, d) in enumerate(zip(self.in_ptrs, off, prologue.in_dtypes))]
-        (value,) = evaluate(self.s, prologue, loaded)
+        value, *side = evaluate(self.s, prologue, loaded)
+        n_in = len(prologue.in_dtypes)
+        for k, (v, d) in enumerate(zip(side, self.side_dtypes)):   # stored where computed
+            if v.dtype is not d:
+                v = self.s.cast(v, d)
+            p = self.b.gep(self.in_ptrs[n_in + k], [off[n_in + k]], inbounds=True,
+                           source_etype=memory_type(v.dtype))
+            self.s.store(v, p)
         if value.dtype is not self.spec.in_dtype:
             value = self.s.cast(value, self.spec.in_dtype)
         return value

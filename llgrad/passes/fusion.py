@@ -70,6 +70,10 @@ MAX_GROUP_COST = 512
 # Measured on the B7 chain (2000 ops on 1024 floats): cap 512: 6.5 ms per call, 8.2 s
 # compile; cap 12: 2.4 ms, 3.4 s; the B3 chain (64 floats): 3.5 us -> 2.9 us forward.
 SMALL_SPACE = 1 << 15
+# Reductions that may store their prologue's other values (see `merge_reductions`), and
+# the shortest reduced last axis for which a row kernel is a good home for the loop.
+_SIDE_REDUCTIONS = ("sum", "prod", "amax", "amin")
+SIDE_MIN_ROW = 256
 SMALL_GROUP_COST = 12
 
 
@@ -701,8 +705,74 @@ class _Fuser:
                         continue
                     self.absorb(a, c)
 
+    def merge_reductions(self) -> None:
+        """A reduction joins the elementwise group it reads when that group's values are
+        also needed elsewhere: the reduction kernel evaluates the whole group as its
+        prologue and stores those values as side outputs (`schedule.reduce`), so a loss
+        and its gradients come from one pass over the inputs and one evaluation of the
+        shared transcendentals, and the values the reduction reads never reach memory.
+
+        Taken for whole reductions and reductions over a long last axis (kernels that
+        split across threads as well as the elementwise loop did), when the reduction
+        reads the group's values index-preservingly, every read of the group can be
+        expressed over the reduction's input shape, no other path leads from the group
+        to the reduction, and the merged body stays under the cost cap.
+        """
+        for red in list(self.groups):
+            if red.merged_into is not None or red.kind is not Kind.REDUCE or \
+                    red.root.op not in _SIDE_REDUCTIONS or not self.splits_like_a_loop(red):
+                continue
+            reads = [r for ops in red.operands.values() for kind, r in ops if kind == "read"] \
+                if red.operands else list(red.inputs)
+            producers = {self.group(r.base) for r in reads} - {None}
+            for grp in producers:
+                if grp.kind is not Kind.ELEMENTWISE or grp.has_random or \
+                        _numel(grp.space) != _numel(red.space) or \
+                        grp.cost + red.cost + 1 > max_group_cost(grp.space):
+                    continue
+                if any(self.group(r.base) is grp and not (
+                        r.layout.offset == 0 and r.layout.is_dense()) for r in reads):
+                    continue
+                ops = self.prologue_reads(grp, red.space)
+                if ops is None or self.reaches(
+                        [u for u in self.users_of(grp) if u is not red], {red}):
+                    continue
+                self.join_reduction(red, grp, ops)
+                break
+
+    def splits_like_a_loop(self, red: KernelGroup) -> bool:
+        """Whether a reduction kernel over `red.space` splits across threads as well as an
+        elementwise loop: every axis of more than one element reduced (partial kernels
+        split the reduction itself), or a last axis of at least `SIDE_MIN_ROW` elements
+        reduced (a row kernel splits over the rows)."""
+        from ..ops.reduction import normalize_axes
+        shape = red.space
+        axes = set(normalize_axes(red.root.op, red.root.attr("axes"), shape))
+        if all(d in axes for d, n in enumerate(shape) if n != 1):
+            return True
+        return bool(shape) and (len(shape) - 1) in axes and shape[-1] >= SIDE_MIN_ROW
+
+    def join_reduction(self, red: KernelGroup, grp: KernelGroup,
+                       ops: dict[Node, list[tuple[str, Any]]]) -> None:
+        members = set(grp.nodes)
+        if not red.operands:                     # a plain reduction of one of grp's values
+            (read,) = red.inputs
+            red.outputs = [read.base]            # the prologue's result (see finish_prologue)
+            red.inputs = []
+        else:
+            red.operands = {m: [("node", r.base) if kind == "read" and r.base in members
+                                else (kind, r) for kind, r in o]
+                            for m, o in red.operands.items()}
+        grp.operands = ops
+        grp.space = red.space
+        red.deps.discard(grp)
+        self.users.get(grp, set()).discard(red)
+        self.absorb(red, grp)
+        red.operands = {m: red.operands[m] for m in red.nodes if m is not red.root}
+
     def finish(self) -> FusionPlan:
         self.merge_siblings()
+        self.merge_reductions()
         live = [grp for grp in self.groups if grp.merged_into is None]
         direct: dict[int, Node] = {}
         claimed: set[Node] = set()
@@ -789,9 +859,11 @@ class _Fuser:
             args = tuple(ref[r] if kind == "node" else index[r] for kind, r in grp.operands[m])
             ref[m] = len(reads) + len(nodes)
             nodes.append(ExprNode(m.op, args, m.attrs))
+        side = [m for m in members if self.materialized(m, grp)]   # see merge_reductions
         grp.inputs = reads
-        grp.expr = Expr(tuple(r.base.dtype for r in reads), tuple(nodes), (ref[result],))
-        grp.outputs = [grp.root]
+        grp.expr = Expr(tuple(r.base.dtype for r in reads), tuple(nodes),
+                        (ref[result],) + tuple(ref[m] for m in side))
+        grp.outputs = [grp.root] + side
 
     def schedule(self, groups: list[KernelGroup]) -> list[KernelGroup]:
         """A topological order of the groups (Kahn), earliest graph position first."""

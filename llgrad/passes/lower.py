@@ -333,7 +333,9 @@ class _Lowering:
         else:
             index = tuple(0 for _ in x_shape)
         reads = grp.inputs
-        extra = tuple(rd_.layout.strides for rd_ in reads[1:])
+        side = [(Ptr(self.buffer_of(o)), o.dtype) for o in grp.outputs[1:]]
+        dense = contiguous_strides(x_shape)       # side outputs: dense over the input space
+        extra = tuple(rd_.layout.strides for rd_ in reads[1:]) + (dense,) * len(side)
         loops = rd.order_loops(x_shape, reads[0].layout.strides, out_strides, index, reduced,
                                extra)
         in_dtype = r.inputs[0].dtype
@@ -345,7 +347,9 @@ class _Lowering:
                      and loops.split_extent(width) < self.threads and loops.sizes[chunk] >= 2
                      and n_out * self.threads * 4 <= n_in)
         what = f"{op}{' with prologue' if prologue is not None else ''}"
-        ptrs = [self.read_ptr(x) for x in reads]
+        if side:
+            what += f" and {len(side)} side output{'s' if len(side) > 1 else ''}"
+        ptrs = [self.read_ptr(x) for x in reads] + [p for p, _ in side]
         if not two_stage:
             spec = rd.make_spec(op, in_dtype, r.dtype, loops, prologue=prologue)
             block = self.reduce_block(spec, loops, ptrs, Ptr(out), col_width=width)
@@ -377,7 +381,7 @@ class _Lowering:
                                    col_width=loops2.column_width(self.threads, False))
         if index_buf is not None:
             block2[rd.Slots(spec2).in_index_ptr] = Ptr(index_buf)
-        self.add(Launch(grp, spec2, block2, what + " (combine)", extent=block2[1],
+        self.add(Launch(grp, spec2, block2, f"{op} (combine)", extent=block2[1],
                         split=False, work=chunks * n_out, node=r,
                         loops=((chunks, "red"), (n_out, "seq")),
                         accesses=(Access(Ptr(partial), wide, (chunks * n_out,), (1,), "load"),
@@ -604,7 +608,9 @@ def _reduce_view(loops: rd.Loops, reads: list[Read], ptrs: list[Ptr], out: Ptr,
     sizes = loops.sizes
     in_strides = [loops.in_strides] + [tuple(s) for s in loops.extra_in_strides]
     dtypes = [r.base.dtype for r in reads] if prologue is not None else [reads[0].base.dtype]
-    accesses = [Access(p, d, sizes, st, "load") for p, d, st in zip(ptrs, dtypes, in_strides)]
+    side = ew.out_dtypes(prologue)[1:] if prologue is not None else ()
+    accesses = [Access(p, d, sizes, st, "load" if k < len(dtypes) else "store")
+                for k, (p, d, st) in enumerate(zip(ptrs, dtypes + list(side), in_strides))]
     if chunks:
         accesses.append(Access(out, out_dtype, (chunks * n_out,), (1,), "store"))
     else:

@@ -30,12 +30,21 @@ partial kernels `chunk_step, chunk_out_stride`, and for column kernels the block
 Strides are in elements.
 
 Prologue (compiled graphs): a kernel may reduce an elementwise expression of several
-inputs instead of one tensor (`ReduceKernel.prologue`, a `codegen.elementwise.Expr` with
-one output whose dtype is `in_dtype`). Input 0 uses the `in_ptr`/`in_stride` slots and
-drives the loop order; inputs 1.. follow at the end of the block as `(ptr, stride * r)`
-each (`Slots.extra_inputs`), walked by the same loops (`Loops.extra_in_strides`). The
-expression is evaluated where the plain kernel loads its input, so the prologue's values
-never reach memory.
+inputs instead of one tensor (`ReduceKernel.prologue`, a `codegen.elementwise.Expr` whose
+first output, of dtype `in_dtype`, is the value reduced). Input 0 uses the
+`in_ptr`/`in_stride` slots and drives the loop order; inputs 1.. follow at the end of the
+block as `(ptr, stride * r)` each (`Slots.extra_inputs`), walked by the same loops
+(`Loops.extra_in_strides`). The expression is evaluated where the plain kernel loads its
+input, so the prologue's values never reach memory.
+
+Side outputs: the prologue's further outputs (1..) are values of the same elementwise
+expression that the rest of the graph needs (a loss and its gradients computed from one
+set of transcendentals). The kernel stores them where it evaluates the prologue, so each
+is written once, in the same pass that reduces: their `(ptr, stride * r)` pairs follow the
+extra inputs in the block and their strides follow the extra inputs' in
+`Loops.extra_in_strides`. Every element of the reduction's input is visited exactly once by
+row, column and partial kernels, so each side value is stored once; arg reductions (two
+passes over a row) take no side outputs.
 """
 from __future__ import annotations
 
@@ -108,9 +117,11 @@ class ReduceKernel:
         if self.op not in OPS or self.mode not in MODES:
             raise ValueError(f"reduce kernel: bad op/mode {self.op!r}/{self.mode!r}")
         if self.prologue is not None:
-            if len(self.prologue.outputs) != 1 or self.mode == "combine":
-                raise ValueError("reduce kernel: a prologue has one output and is not "
-                                 "allowed in combine mode")
+            if self.mode == "combine":
+                raise ValueError("reduce kernel: a prologue is not allowed in combine mode")
+            if len(self.prologue.outputs) > 1 and self.op in ARG_OPS:
+                raise ValueError("reduce kernel: arg reductions read their rows twice and "
+                                 "take no side outputs")
             if out_dtypes(self.prologue)[0] is not self.in_dtype:
                 raise ValueError(f"reduce kernel: the prologue computes "
                                  f"{out_dtypes(self.prologue)[0]}, the reduction reads "
@@ -144,6 +155,16 @@ class ReduceKernel:
         return 1 if self.prologue is None else len(self.prologue.in_dtypes)
 
     @property
+    def n_side(self) -> int:
+        """How many side outputs the prologue stores (its outputs after the first)."""
+        return 0 if self.prologue is None else len(self.prologue.outputs) - 1
+
+    @property
+    def n_extra(self) -> int:
+        """The `(ptr, stride * r)` pairs after the fixed slots: inputs 1.., side outputs."""
+        return self.n_inputs - 1 + self.n_side
+
+    @property
     def n_slots(self) -> int:
         return Slots(self).total
 
@@ -172,9 +193,9 @@ class Slots:
         self.col_width = -1
         if spec.is_column:
             self.col_width, k = k, k + 1
-        self.extra_inputs = -1          # prologue inputs 1..: (ptr, stride * r) each
-        if spec.n_inputs > 1:
-            self.extra_inputs, k = k, k + (spec.n_inputs - 1) * (1 + r)
+        self.extra_inputs = -1          # prologue inputs 1.., side outputs: (ptr, stride * r)
+        if spec.n_extra:
+            self.extra_inputs, k = k, k + spec.n_extra * (1 + r)
         self.total = k
 
 
@@ -191,7 +212,7 @@ class Loops:
     out_strides: tuple[int, ...]
     index_strides: tuple[int, ...]
     reduced: tuple[bool, ...]
-    extra_in_strides: tuple[tuple[int, ...], ...] = ()   # prologue inputs 1..
+    extra_in_strides: tuple[tuple[int, ...], ...] = ()   # prologue inputs 1.., side outputs
 
     @property
     def is_column(self) -> bool:
@@ -331,11 +352,12 @@ def pack(spec: ReduceKernel, loops: Loops, in_ptr: int, out_ptr: int, *,
     if sl.col_width >= 0:
         args[sl.col_width] = col_width
     if sl.extra_inputs >= 0:
-        if len(extra_in_ptrs) != spec.n_inputs - 1 or \
-                len(loops.extra_in_strides) != spec.n_inputs - 1:
-            raise ValueError(f"reduce kernel: the prologue reads {spec.n_inputs} inputs; "
-                             f"got {len(extra_in_ptrs)} extra pointers and "
-                             f"{len(loops.extra_in_strides)} extra stride sets")
+        if len(extra_in_ptrs) != spec.n_extra or \
+                len(loops.extra_in_strides) != spec.n_extra:
+            raise ValueError(f"reduce kernel: the prologue reads {spec.n_inputs} inputs and "
+                             f"stores {spec.n_side} side outputs; got {len(extra_in_ptrs)} "
+                             f"extra pointers and {len(loops.extra_in_strides)} extra "
+                             f"stride sets")
         k = sl.extra_inputs
         for ptr, st in zip(extra_in_ptrs, loops.extra_in_strides):
             args[k] = ptr
