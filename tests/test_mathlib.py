@@ -336,6 +336,19 @@ def test_accuracy(kernels: Kernels, name: str, dtype: type) -> None:
         assert err <= bound, f"{err:.0f} ULP > {bound}: {where}"
 
 
+# float32 inputs where variants of a function exceeded its bound in an exhaustive search
+# over all 2^32 inputs (e.g. sigmoid as t * (1 / (1 + t)) reaches 3 ULP at -1.0987862)
+HARD_F32 = {"sigmoid": [-1.0987862, -0.00042307389, 8.9406974e-08],
+            "tanh": [0.0006398295, 0.625, -0.625, 0.62499994, 9.0, -9.0]}
+
+
+@pytest.mark.parametrize("name", sorted(HARD_F32))
+def test_float32_hard_cases(kernels: Kernels, name: str) -> None:
+    x = np.array(HARD_F32[name], np.float32)
+    err, where = _max_error(kernels, name, F32, x)
+    assert err <= BOUNDS[name][0], f"{err:.0f} ULP > {BOUNDS[name][0]}: {where}"
+
+
 def _special_inputs(dtype: type) -> np.ndarray:
     fi = np.finfo(dtype)
     v = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0,

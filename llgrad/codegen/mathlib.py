@@ -710,8 +710,8 @@ def _sigmoid(e: _Emitter, x: ir.Value) -> ir.Value:
     """1/(1 + e^-x) computed from t = e^-|x| in (0, 1], which never overflows:
     x >= 0: 1/(1 + t); x < 0: t/(1 + t) (keeps relative accuracy down to subnormals)."""
     t = _exp_dd(e, e.neg(e.fabs(x)))
-    r = e.div(1.0, e.add(t, 1.0))
-    return e.select(e.ge(x, 0.0), r, e.mul(t, r))
+    d = e.add(t, 1.0)
+    return e.select(e.ge(x, 0.0), e.div(1.0, d), e.div(t, d))
 
 
 def _sinh(e: _Emitter, x: ir.Value) -> ir.Value:
