@@ -40,7 +40,9 @@ from llvmlite import ir
 
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
+from ..schedule.elementwise import out_dtypes
 from ..schedule.matmul import MatmulKernel
+from .elementwise import evaluate
 from .loops import I64, PTR, ArgBlock, accumulate, for_range, new_kernel
 from .scalar import FLAGS, SV, LLVMScalar, llvm_type, memory_type
 
@@ -159,8 +161,50 @@ def _build_blas(spec: MatmulKernel, name: str) -> ir.Module:
         # column-major C^T (m x n) = op(B) (m x k) @ op(A) (k x n)
         b.call(gemm, [p_trans_b, p_trans_a, ints["m"], ints["n"], ints["k"], alpha,
                       pb, ints["ldb"], pa, ints["lda"], beta, pc, ints["ldc"]])
+        if spec.epilogue is not None:
+            _epilogue(b, spec, a, block, t, off_c)
     b.ret_void()
     return module
+
+
+def _epilogue(b: ir.IRBuilder, spec: MatmulKernel, a: _Args, block: ArgBlock,
+              t: ir.Value, off_c: ir.Value) -> None:
+    """Pass the n x m block of C that batch element `t`'s gemm call just wrote (still in
+    cache) through the epilogue: rows outside, a vectorizable loop over columns inside."""
+    expr = spec.epilogue
+    assert expr is not None
+    rank = spec.batch_rank
+    ops: list[_Operand] = []
+    slot = 5 + rank + 3 * (rank + 3) + 3
+    for q in range(spec.n_epilogue_operands):
+        col = block.int(slot + 2 + rank, f"e{q}_cs")
+        inner = spec.epilogue_inner[q] if q < len(spec.epilogue_inner) else None
+        ops.append(_Operand(block.ptr(slot, f"e{q}"),
+                            [block.int(slot + 1 + d, f"e{q}_bs{d}") for d in range(rank)],
+                            block.int(slot + 1 + rank, f"e{q}_rs"),
+                            col if inner is None else I64(inner)))
+        slot += rank + 3
+    offs = _batch_offsets(b, t, a.sizes, ops)
+    c_op = a.operands[0]
+    n_out = len(expr.outputs)
+    dtypes = out_dtypes(expr)
+    s = LLVMScalar(b)
+    mem = [memory_type(d) for d in dtypes] + [memory_type(d) for d in expr.in_dtypes[1:]]
+    c_mem = memory_type(spec.dtype)
+    with for_range(b, I64(0), a.n, name="ei") as i:
+        row_c = b.add(off_c, b.mul(i, c_op.row))
+        rows = [b.add(o, b.mul(i, op.row)) for o, op in zip(offs, ops)]
+        with for_range(b, I64(0), a.m, name="ej") as j:
+            at = [b.add(r, b.mul(j, op.col)) for r, op in zip(rows, ops)]
+            loaded = [s.load(b.gep(c_op.ptr, [b.add(row_c, j)], inbounds=True,
+                                   source_etype=c_mem), spec.dtype, name="c")]
+            loaded += [s.load(b.gep(op.ptr, [o], inbounds=True, source_etype=mt), d, name="e")
+                       for op, o, mt, d in zip(ops[n_out:], at[n_out:], mem[n_out:],
+                                               expr.in_dtypes[1:])]
+            for k, v in enumerate(evaluate(s, expr, loaded)):
+                if v.dtype is not dtypes[k]:
+                    v = s.cast(v, dtypes[k])
+                s.store(v, b.gep(ops[k].ptr, [at[k]], inbounds=True, source_etype=mem[k]))
 
 
 # --------------------------------------------------------------------------------------

@@ -770,9 +770,45 @@ class _Fuser:
         self.absorb(red, grp)
         red.operands = {m: red.operands[m] for m in red.nodes if m is not red.root}
 
+    def merge_epilogues(self) -> None:
+        """An elementwise group that reads a 2-D BLAS matmul's result element by element
+        becomes the matmul's epilogue: the matmul kernel applies it to each panel of C
+        right after the gemm call that wrote the panel, while the panel is in cache (bias,
+        activation, the ReLU mask, an optimizer's update of the weight the gemm's gradient
+        feeds). C reaches memory only when something else reads it.
+
+        Taken when the group's index space is C's shape, it reads C densely, every read
+        can be expressed over C's shape, no other path leads from the matmul to the group,
+        and the product is not empty.
+        """
+        from ..schedule.matmul import uses_blas
+        for mm_grp in list(self.groups):
+            root = mm_grp.root
+            if mm_grp.merged_into is not None or mm_grp.kind is not Kind.MATMUL or \
+                    len(root.shape) != 2 or not uses_blas(root.dtype) or root.dtype.is_complex or \
+                    0 in root.shape or root.inputs[0].shape[-1] == 0:
+                continue
+            for grp in sorted(self.users_of(mm_grp), key=lambda g: self.order[g.nodes[0]]
+                              if g.nodes else 0):
+                if grp.kind is not Kind.ELEMENTWISE or grp.has_random or \
+                        grp.space != root.shape:
+                    continue
+                reads = [r for ops in grp.operands.values() for kind, r in ops
+                         if kind == "read" and r.base is root]
+                if not reads or any(r.layout.offset or not r.layout.is_dense()
+                                    for r in reads):
+                    continue
+                if self.reaches([u for u in self.users_of(mm_grp) if u is not grp], {grp}):
+                    continue
+                grp.deps.discard(mm_grp)
+                self.users.get(mm_grp, set()).discard(grp)
+                self.absorb(mm_grp, grp)
+                break
+
     def finish(self) -> FusionPlan:
         self.merge_siblings()
         self.merge_reductions()
+        self.merge_epilogues()
         live = [grp for grp in self.groups if grp.merged_into is None]
         direct: dict[int, Node] = {}
         claimed: set[Node] = set()
@@ -805,6 +841,8 @@ class _Fuser:
                 self.finish_elementwise(grp)
             elif grp.kind is Kind.REDUCE and grp.operands:
                 self.finish_prologue(grp)
+            elif grp.kind is Kind.MATMUL and grp.operands:
+                self.finish_epilogue(grp)
             elif grp.output_slot < 0:
                 grp.outputs = [grp.root]
             grp.views = list(dict.fromkeys(grp.views))
@@ -864,6 +902,31 @@ class _Fuser:
         grp.expr = Expr(tuple(r.base.dtype for r in reads), tuple(nodes),
                         (ref[result],) + tuple(ref[m] for m in side))
         grp.outputs = [grp.root] + side
+
+    def finish_epilogue(self, grp: KernelGroup) -> None:
+        """A matmul's epilogue DAG: input 0 is the product (C), inputs 1.. the other
+        reads, which follow the operands A and B in `grp.inputs`; outputs are the
+        members something outside reads, then C itself when it is read elsewhere."""
+        root = grp.root
+        members = [m for m in grp.nodes if m is not root]
+        reads: list[Read] = []
+        for m in members:
+            for kind, r in grp.operands[m]:
+                if kind == "read" and r.base is not root and r not in reads:
+                    reads.append(r)
+        index = {r: i + 1 for i, r in enumerate(reads)}
+        ref: dict[Node, int] = {}
+        nodes: list[ExprNode] = []
+        for m in members:
+            args = tuple(ref[r] if kind == "node" else 0 if r.base is root else index[r]
+                         for kind, r in grp.operands[m])
+            ref[m] = 1 + len(reads) + len(nodes)
+            nodes.append(ExprNode(m.op, args, m.attrs))
+        outs = [m for m in members if self.materialized(m, grp)]
+        grp.inputs = grp.inputs[:2] + reads
+        grp.expr = Expr((root.dtype,) + tuple(r.base.dtype for r in reads), tuple(nodes),
+                        tuple(ref[m] for m in outs))
+        grp.outputs = outs + ([root] if self.materialized(root, grp) else [])
 
     def schedule(self, groups: list[KernelGroup]) -> list[KernelGroup]:
         """A topological order of the groups (Kahn), earliest graph position first."""

@@ -401,9 +401,16 @@ class _Lowering:
 
     def lower_matmul(self, grp: KernelGroup) -> None:
         n_ = grp.root
-        a_read, b_read = grp.inputs
+        a_read, b_read, *epi_reads = grp.inputs
         d = n_.dtype
-        out = self.out_buffer(grp)
+        epilogue = None
+        if grp.expr is not None:       # C is a buffer of its own only when read elsewhere
+            out = self.buffer_of(n_) if n_ in grp.outputs else \
+                self.scratch("product", d.itemsize * _numel(n_.shape))
+            epilogue = (grp.expr, [Ptr(self.buffer_of(o)) for o in grp.outputs if o is not n_],
+                        epi_reads)
+        else:
+            out = self.out_buffer(grp)
         n, k = a_read.layout.shape[-2:]
         m = b_read.layout.shape[-1]
         use_blas = mm.uses_blas(d)
@@ -418,7 +425,8 @@ class _Lowering:
             return
         a_ptr, a_lay = self.matmul_operand(grp, a_read, n, k, use_blas, is_b=False)
         b_ptr, b_lay = self.matmul_operand(grp, b_read, k, m, use_blas, is_b=True)
-        self.matmul_launch(grp, n_, out, a_ptr, a_lay, b_ptr, b_lay, n, m, k, use_blas)
+        self.matmul_launch(grp, n_, out, a_ptr, a_lay, b_ptr, b_lay, n, m, k, use_blas,
+                           epilogue)
 
     def matmul_operand(self, grp: KernelGroup, r: Read, rows: int, cols: int,
                        use_blas: bool, is_b: bool) -> tuple[Ptr, Layout]:
@@ -439,14 +447,26 @@ class _Lowering:
 
     def matmul_launch(self, grp: KernelGroup, node: Node, out: Buffer, a_ptr: Ptr,
                       a: Layout, b_ptr: Ptr, b: Layout, n: int, m: int, k: int,
-                      use_blas: bool) -> None:
-        """The batch loop around gemm (or the generated loops); as eager's `_plan`."""
+                      use_blas: bool, epilogue: tuple[ew.Expr, list[Ptr], list[Read]] | None
+                      = None) -> None:
+        """The batch loop around gemm (or the generated loops); as eager's `_plan`.
+
+        `epilogue` (2-D BLAS products only, see `fusion.merge_epilogues`): the expression,
+        its output buffers (dense in C's shape) and its other reads; each panel of C is
+        passed through it right after its gemm call."""
         shape = node.shape
         batch = shape[:-2]
         c_strides = contiguous_strides(shape)
         strides = {"c": c_strides[:-2],
                    "a": broadcast_strides(a.shape[:-2], a.strides[:-2], batch),
                    "b": broadcast_strides(b.shape[:-2], b.strides[:-2], batch)}
+        # epilogue operands: outputs, then reads, each (ptr, dtype, row stride, col stride)
+        epi: list[tuple[Ptr, DType, int, int]] = []
+        if epilogue is not None:
+            assert not batch and use_blas, "epilogues are fused into 2-D BLAS products only"
+            expr, out_ptrs, reads = epilogue
+            epi = [(p, d_, m, 1) for p, d_ in zip(out_ptrs, ew.out_dtypes(expr))]
+            epi += [(self.read_ptr(r), r.base.dtype, *r.layout.strides) for r in reads]
         strides = {x: tuple(0 if size == 1 else s for size, s in zip(batch, st))
                    for x, st in strides.items()}
         rows = {"c": c_strides[-2], "a": a.strides[-2], "b": b.strides[-2]}
@@ -456,10 +476,15 @@ class _Lowering:
                 folded[0] <= INT32_MAX and mm.gemm_layout(folded[0], k, folded[1], cols["a"]))):
             n, rows["a"] = folded
             batch, strides = (), {"c": (), "a": (), "b": ()}
+        epi_batch: list[tuple[int, ...]] = [() for _ in epi]
         if use_blas and not batch and self.threads > 1 and n * m * k >= SPLIT_MIN_MACS \
                 and self.gemm_single_threaded(n, m, k):
+            n0 = n
             batch, strides, n, m = mm.panels(self.threads, n, m, rows, cols)
-        sizes, (cs, as_, bs) = collapse(batch, [strides["c"], strides["a"], strides["b"]])
+            if batch:       # a panel of rows (or of columns) of every epilogue operand
+                epi_batch = [((n * rs) if n != n0 else (m * cs),) for _, _, rs, cs in epi]
+        sizes, (cs, as_, bs, *es) = collapse(batch, [strides["c"], strides["a"], strides["b"]]
+                                             + epi_batch)
         flags = [0, 0]
         if use_blas:
             for x, (label, r_, c_) in enumerate((("a", n, k), ("b", k, m))):
@@ -477,7 +502,11 @@ class _Lowering:
             block += [ptr, *bstrides, rows[label], cols[label]]
         gemm = self.extra("sgemm" if node.dtype is dt.float32 else "dgemm") if use_blas else 0
         block += [*flags, gemm]
-        spec = mm.MatmulKernel(node.dtype, len(sizes))
+        for (p, _, rs, cs_), bstrides in zip(epi, es):
+            block += [p, *bstrides, rs, cs_]
+        spec = mm.MatmulKernel(node.dtype, len(sizes),
+                               epilogue[0] if epilogue is not None else None,
+                               tuple(c if c in (0, 1) else None for _, _, _, c in epi))
         macs = total * n * m * k
         split = macs >= SPLIT_MIN_MACS and (not use_blas or self.gemm_single_threaded(n, m, k))
         nb = _numel(sizes)
@@ -486,13 +515,20 @@ class _Lowering:
                     Access(b_ptr, a_lay_dtype(node, 1), (nb, k * m), (1 if any(bs) else 0, 1),
                            "load"),
                     Access(Ptr(out), node.dtype, (nb, n * m), (1, 1), "store"))
-        self.add(Launch(grp, spec, block, "matmul" + (" (BLAS)" if use_blas else ""),
+        what, body = "matmul" + (" (BLAS)" if use_blas else ""), f"C[{n}x{m}] = A[{n}x{k}] @ B[{k}x{m}]"
+        if epilogue is not None:
+            n_out = len(epilogue[1])
+            accesses += tuple(Access(p, d_, shape, (rs, cs_), "store" if j < n_out else "load")
+                              for j, (p, d_, rs, cs_) in enumerate(epi))
+            what += f" with epilogue of {len(epilogue[0].nodes)} ops"
+            body += f"; epilogue {epilogue[0].text()}"
+        self.add(Launch(grp, spec, block, what,
                         extent=extent, split=split,
                         work=PARALLEL_MIN_WORK if split else macs, node=node,
                         loops=tuple((s_, "par" if split and j == 0 else "seq")
                                     for j, s_ in enumerate(sizes)) + ((n, "seq"), (m, "seq"),
                                                                       (k, "red")),
-                        accesses=accesses, body=f"C[{n}x{m}] = A[{n}x{k}] @ B[{k}x{m}]"))
+                        accesses=accesses, body=body))
 
     def lower_gather(self, grp: KernelGroup) -> None:
         node = grp.root

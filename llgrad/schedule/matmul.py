@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
+from .elementwise import Expr
 from .layout import collapse
 
 BLAS_DTYPES: tuple[DType, ...] = (dt.float32, dt.float64, dt.complex64, dt.complex128)
@@ -20,18 +21,40 @@ def uses_blas(dtype: DType) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class MatmulKernel:
-    """What identifies a compiled matmul kernel (the kernel-cache key)."""
+    """What identifies a compiled matmul kernel (the kernel-cache key).
+
+    `epilogue` (float32/float64 BLAS kernels): an elementwise expression applied to each
+    gemm call's block of C while it is in cache. Its input 0 is C's element, inputs 1..
+    and its outputs are operands `(ptr, batch_stride * R, row_stride, col_stride)` after
+    the fixed slots, outputs first (see `codegen/matmul.py`).
+    """
 
     dtype: DType
     batch_rank: int                 # R: batch dimensions after collapsing
+    epilogue: Expr | None = None
+    # per epilogue operand: its column stride when baked in (0 or 1), else None
+    epilogue_inner: tuple[int | None, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.epilogue is not None and (self.dtype not in (dt.float32, dt.float64) or
+                                          self.epilogue.in_dtypes[0] is not self.dtype):
+            raise ValueError(f"matmul kernel: epilogues are for float32/float64 BLAS "
+                             f"products and read C first; got {self.dtype} and "
+                             f"{self.epilogue.in_dtypes}")
 
     @property
     def blas(self) -> bool:
         return uses_blas(self.dtype)
 
     @property
+    def n_epilogue_operands(self) -> int:
+        e = self.epilogue
+        return 0 if e is None else len(e.outputs) + len(e.in_dtypes) - 1
+
+    @property
     def n_slots(self) -> int:
-        return 5 + self.batch_rank + 3 * (self.batch_rank + 3) + 3
+        return 5 + self.batch_rank + 3 * (self.batch_rank + 3) + 3 + \
+            self.n_epilogue_operands * (self.batch_rank + 3)
 
 
 # --------------------------------------------------------------------------------------

@@ -247,14 +247,16 @@ def traffic(program: Program) -> dict[str, Any]:
 def can_write_in_place(program: Program, out_slot: int, in_slot: int) -> bool:
     """Whether output `out_slot` may be written into input `in_slot`'s memory.
 
-    True when exactly one launch touches the output, it is an elementwise launch that
-    reads the input at the same elements (same shape and strides) it stores the output
-    (so each element is read before it is overwritten, by the same iteration), and no
-    later launch reads the input. A training step's parameter update `w - lr * g` then
-    writes the new `w` where the old one was, instead of into a new buffer that is copied
-    back afterwards.
+    True when exactly one launch touches the output, it is an elementwise launch (or a
+    matmul's epilogue) that reads the input at the same elements (same shape and strides)
+    it stores the output (so each element is read before it is overwritten, by the same
+    iteration), and no later launch reads the input. A training step's parameter update
+    `w - lr * g` then writes the new `w` where the old one was, instead of into a new
+    buffer that is copied back afterwards. (A gemm operand has an access of another shape,
+    so a matmul whose A or B is the input never qualifies.)
     """
     from .elementwise import ElementwiseKernel
+    from .matmul import MatmulKernel
     out_buf = program.outputs[out_slot]
     in_buf = program.inputs[in_slot]
     if out_buf.nbytes != in_buf.nbytes:
@@ -268,7 +270,8 @@ def can_write_in_place(program: Program, out_slot: int, in_slot: int) -> bool:
         return False
     at = writers[0]
     launch = program.launches[at]
-    if not isinstance(launch.spec, ElementwiseKernel):
+    if not isinstance(launch.spec, ElementwiseKernel) and not (
+            isinstance(launch.spec, MatmulKernel) and launch.spec.epilogue is not None):
         return False
     if any(touches(l, in_buf) for l in program.launches[at + 1:]):
         return False

@@ -1,0 +1,140 @@
+"""Matmul epilogues: an elementwise group that reads a 2-D BLAS product element by element
+runs inside the matmul kernel, on each panel of C right after the gemm call that wrote it
+(`passes.fusion.merge_epilogues`, `codegen.matmul._epilogue`). Every test compares the
+compiled graph with the NumPy interpreter and checks the kernels it became."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import llgrad as lg
+from llgrad.ir import Builder, TensorType, interpret
+from llgrad.ir import dtypes as dt
+from llgrad.runtime.executor import CompiledGraph
+from llgrad.schedule import elementwise as ew
+from llgrad.schedule.matmul import MatmulKernel
+from llgrad.tensor import Tensor
+
+
+def T(shape, d=dt.float32) -> TensorType:
+    return TensorType(d, tuple(shape))
+
+
+def run(g, inputs, rtol=1e-4, atol=1e-4, threads=None) -> CompiledGraph:
+    cg = CompiledGraph(g) if threads is None else CompiledGraph(g, threads=threads)
+    outs = cg(*[Tensor._from_numpy(np.array(x)) for x in inputs])
+    for k, (o, r) in enumerate(zip(outs, interpret(g, inputs))):
+        assert o.dtype is g.outputs[k].dtype and tuple(o.shape) == r.shape
+        np.testing.assert_allclose(np.asarray(o._values(), np.float64),
+                                   np.asarray(r, np.float64), rtol=rtol, atol=atol,
+                                   err_msg=f"output {k}")
+    return cg
+
+
+def kinds(cg: CompiledGraph) -> list[str]:
+    return [k.kind.value for k in cg.kernels]
+
+
+def randn(*shape, dtype=np.float32):
+    return np.random.default_rng(sum(shape)).standard_normal(shape).astype(dtype)
+
+
+def _linear_relu(n, k, m, d=dt.float32, keep_product=False):
+    b = Builder("linear")
+    x = b.param(T((n, k), d), "x")
+    w = b.param(T((k, m), d), "w")
+    bias = b.param(T((m,), d), "b")
+    h = b.op("matmul", x, w)
+    z = b.op("relu", b.op("add", h, bias))
+    mask = b.op("gt", z, b.op("const", value=0.0, dtype=d, shape=()))
+    outs = (z, mask, h) if keep_product else (z, mask)
+    return b.build(*outs)
+
+
+@pytest.mark.parametrize("n,k,m", [(16, 32, 24),       # one gemm call
+                                   (128, 300, 256),    # panels of rows on two threads
+                                   (127, 300, 256)])   # odd rows: panels of columns
+@pytest.mark.parametrize("d", [dt.float32, dt.float64])
+def test_bias_relu_and_mask_run_in_the_matmul_kernel(n, k, m, d):
+    np_d = np.float32 if d is dt.float32 else np.float64
+    cg = run(_linear_relu(n, k, m, d), [randn(n, k, dtype=np_d), randn(k, m, dtype=np_d),
+                                        randn(m, dtype=np_d)], threads=2)
+    assert kinds(cg) == ["matmul"] and cg.stats["launches"] == 1
+    assert "with epilogue of 3 ops" in str(cg.schedule)
+
+
+def test_product_read_elsewhere_is_also_written():
+    cg = run(_linear_relu(64, 40, 48, keep_product=True),
+             [randn(64, 40), randn(40, 48), randn(48)])
+    assert kinds(cg) == ["matmul"]
+
+
+def test_epilogue_reads_a_transposed_operand():
+    """A read with a column stride other than 1 takes the kernel's run-time stride path."""
+    b = Builder("transposed")
+    x = b.param(T((96, 64)), "x")
+    w = b.param(T((64, 80)), "w")
+    u = b.param(T((80, 96)), "u")
+    y = b.op("mul", b.op("matmul", x, w), b.op("permute", u, perm=(1, 0)))
+    cg = run(b.build(y), [randn(96, 64), randn(64, 80), randn(80, 96)], threads=2)
+    assert kinds(cg) == ["matmul"]
+
+
+def test_no_epilogue_when_the_group_also_needs_a_reduction_of_the_product():
+    """y = C - sum(C): the group reads the sum, which reads C, so folding the group into
+    the matmul would make a cycle; the kernels stay apart and the values are right."""
+    b = Builder("cycle")
+    x = b.param(T((32, 16)), "x")
+    w = b.param(T((16, 300)), "w")
+    c = b.op("matmul", x, w)
+    s = b.op("sum", c, axes=(1,), keepdim=True)
+    cg = run(b.build(b.op("sub", c, s)), [randn(32, 16), randn(16, 300)])
+    assert kinds(cg)[0] == "matmul" and len(kinds(cg)) > 1
+
+
+@pytest.mark.parametrize("d", [dt.int32, dt.float16])
+def test_loop_kernels_keep_their_epilogue_separate(d):
+    np_d = np.int32 if d is dt.int32 else np.float16
+    b = Builder("ints")
+    x = b.param(T((8, 5), d), "x")
+    w = b.param(T((5, 6), d), "w")
+    y = b.op("add", b.op("matmul", x, w), b.op("const", value=1, dtype=d, shape=()))
+    cg = run(b.build(y), [(randn(8, 5) * 3).astype(np_d), (randn(5, 6) * 3).astype(np_d)],
+             rtol=1e-2, atol=1e-2)
+    assert kinds(cg) == ["matmul", "elementwise"]
+
+
+def test_spec_refuses_epilogues_it_cannot_run():
+    e = ew.Expr((dt.float32,), (ew.ExprNode("relu", (0,), ()),), (1,))
+    with pytest.raises(ValueError, match="epilogues"):
+        MatmulKernel(dt.float16, 0, e)
+    with pytest.raises(ValueError, match="epilogues"):
+        MatmulKernel(dt.float64, 0, e)
+
+
+def test_training_step_updates_weights_in_the_gradient_matmul():
+    """An SGD step's `w - lr * (x^T @ dz)` is the weight-gradient matmul's epilogue, writes
+    w in place and equals eager."""
+    def make():
+        lg.manual_seed(0)
+        model = lg.nn.Sequential(lg.nn.Linear(300, 256), lg.nn.ReLU(), lg.nn.Linear(256, 10))
+        return model, lg.optim.SGD(model.parameters(), lr=0.05)
+
+    def step(model, opt, x, y):
+        opt.zero_grad()
+        loss = lg.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    x, y = lg.randn(128, 300), lg.randint(0, 10, (128,))
+    (m1, o1), (m2, o2) = make(), make()
+    cf = lg.compile(step)
+    for _ in range(3):
+        np.testing.assert_allclose(cf(m1, o1, x, y).item(), step(m2, o2, x, y).item(),
+                                   rtol=1e-5)
+    for p, q in zip(m1.parameters(), m2.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
+    sched = str(cf.inspect(m1, o1, x, y).schedule)
+    assert sched.count("with epilogue") >= 3
