@@ -1,4 +1,4 @@
-"""Matmul epilogues: an elementwise group that reads a 2-D BLAS product element by element
+"""Matmul epilogues (opt-in: LLGRAD_MATMUL_EPILOGUES=1): an elementwise group that reads a 2-D BLAS product element by element
 runs inside the matmul kernel, on each panel of C right after the gemm call that wrote it
 (`passes.fusion.merge_epilogues`, `codegen.matmul._epilogue`). Every test compares the
 compiled graph with the NumPy interpreter and checks the kernels it became."""
@@ -14,6 +14,13 @@ from llgrad.runtime.executor import CompiledGraph
 from llgrad.schedule import elementwise as ew
 from llgrad.schedule.matmul import MatmulKernel
 from llgrad.tensor import Tensor
+
+
+@pytest.fixture(autouse=True)
+def epilogues_on(monkeypatch):
+    """Epilogues are opt-in (LLGRAD_MATMUL_EPILOGUES=1, see passes/fusion.py)."""
+    from llgrad.passes import fusion
+    monkeypatch.setattr(fusion, "MATMUL_EPILOGUES", True)
 
 
 def T(shape, d=dt.float32) -> TensorType:

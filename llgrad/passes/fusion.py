@@ -43,6 +43,7 @@ each group names the IR nodes it computes and the view nodes folded into its rea
 from __future__ import annotations
 
 import enum
+import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -70,6 +71,11 @@ MAX_GROUP_COST = 512
 # Measured on the B7 chain (2000 ops on 1024 floats): cap 512: 6.5 ms per call, 8.2 s
 # compile; cap 12: 2.4 ms, 3.4 s; the B3 chain (64 floats): 3.5 us -> 2.9 us forward.
 SMALL_SPACE = 1 << 15
+# Matmul epilogues (`merge_epilogues`) are off unless LLGRAD_MATMUL_EPILOGUES=1: applied
+# to each thread's whole panel of C they made the B2 step 4% slower here (a 784x512 weight
+# update took 170 us inside the matmul kernel against 110 us as its own kernel; the
+# panel's rows are short strided runs that the prefetchers follow worse than one stream).
+MATMUL_EPILOGUES = os.environ.get("LLGRAD_MATMUL_EPILOGUES", "0") == "1"
 # Reductions that may store their prologue's other values (see `merge_reductions`), and
 # the shortest reduced last axis for which a row kernel is a good home for the loop.
 _SIDE_REDUCTIONS = ("sum", "prod", "amax", "amin")
@@ -782,6 +788,8 @@ class _Fuser:
         and the product is not empty.
         """
         from ..schedule.matmul import uses_blas
+        if not MATMUL_EPILOGUES:
+            return
         for mm_grp in list(self.groups):
             root = mm_grp.root
             if mm_grp.merged_into is not None or mm_grp.kind is not Kind.MATMUL or \
