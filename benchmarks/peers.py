@@ -14,8 +14,10 @@ computed by torch in another process (float32 within 1e-3 of the largest value),
 is warmed up and timed: median, min and max of many calls that materialize every result.
 A cell whose check fails shows "wrong" instead of a time.
 
-Workloads are BENCHMARKS.md's: B1 (fused elementwise, 4M), B2 (MLP training step), B3 (30-op
-chain on 64 floats: per-call latency; llgrad also through `lg.compile(lg.value_and_grad(f))`),
+Workloads are BENCHMARKS.md's: B1 (fused elementwise, 4M; llgrad also through
+`lg.compile(lg.value_and_grad(f))`, as jax.jit runs it, and against its bandwidth floor: 16
+bytes per element over the copy bandwidth measured in the same run), B2 (MLP training step),
+B3 (30-op chain on 64 floats: per-call latency; llgrad also through value_and_grad),
 B4 (cold compile of the B2 step in a fresh process with an empty cache, a warm start with
 the cache full, and import time), B6 (softmax + layer_norm), B7 (2000-op chain: steady time,
 and compile time at 250/500/1000/2000 ops), B8 (attention), and eager per-op latency on
@@ -440,6 +442,29 @@ def _spawn(args: list[str], env: dict[str, str] | None = None, timeout: float = 
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def bandwidth_worker(quick: bool) -> dict[str, Any]:
+    """Memory copy bandwidth (bytes read + written per second) of a 160 MB copy into a
+    preallocated buffer: torch's `copy_` on the pinned threads where torch is installed
+    (NumPy's copy runs on one core), else NumPy's."""
+    import numpy as np
+    n = (1 << 20) if quick else 40_000_000
+    if _installed("torch"):
+        import torch
+        a, b = torch.ones(n), torch.empty(n)
+        how = f"torch copy_ of {4 * n / 1e6:.0f} MB, {THREADS} threads"
+
+        def copy() -> None:
+            b.copy_(a)
+    else:
+        a, b = np.ones(n, np.float32), np.empty(n, np.float32)
+        how = f"NumPy copyto of {4 * n / 1e6:.0f} MB, one thread"
+
+        def copy() -> None:
+            np.copyto(b, a)
+    t = time_calls(copy, 0.5 if quick else 2.0)
+    return {"gb_s": 8 * n / t["median"] / 1e9, "how": how, **t}
+
+
 def _installed(name: str) -> bool:
     import importlib.util
     return importlib.util.find_spec(name) is not None
@@ -456,8 +481,8 @@ def plan(only: set[str] | None, libs: set[str]) -> list[tuple[str, str]]:
         for lib in LIBS:
             if lib in libs:
                 cells.append((lib, w))
-        if w == "B3" and "llgrad" in libs:
-            cells.append(("llgrad", "B3/value_and_grad"))
+        if w in ("B1", "B3") and "llgrad" in libs:
+            cells.append(("llgrad", f"{w}/value_and_grad"))
     return cells
 
 
@@ -484,6 +509,9 @@ def run(quick: bool, only: set[str] | None, libs: set[str], budget: float) -> di
         res = _spawn(args + (["--quick"] if quick else []), env)
         out["cells"][f"{w}|{lib}"] = res
         print(_cell(res), file=sys.stderr)
+    if not only or "B1" in only:
+        out["bandwidth"] = _spawn(["bandwidth", "x"] + (["--quick"] if quick else []))
+        print(f"copy bandwidth {out['bandwidth'].get('gb_s')} GB/s", file=sys.stderr)
     if not only or "B4" in only:
         out["B4"] = _b4(quick, libs, tmp)
     if not only or "B7c" in only:
@@ -553,6 +581,16 @@ def render(res: dict[str, Any]) -> str:
         ratio = (f"{mine['median'] / min(peers):.2f}" if peers and "median" in mine
                  and "wrong" not in mine else "–")
         lines.append(f"| {w} | " + " | ".join(row) + f" | {ratio} |")
+    bw = res.get("bandwidth", {})
+    if "gb_s" in bw:
+        n = 1 << 14 if res["quick"] else 4_000_000
+        floor = 16 * n / (bw["gb_s"] * 1e9)
+        lines += ["", f"Copy bandwidth {bw['gb_s']:.1f} GB/s ({bw['how']}); B1's floor (16 "
+                  f"bytes per element) {floor * 1e3:.2f} ms:"]
+        for w in ("B1", "B1/value_and_grad"):
+            r = res["cells"].get(f"{w}|llgrad", {})
+            if "median" in r:
+                lines.append(f"- llgrad {w}: {r['median'] / floor:.2f}x the floor")
     if res.get("B4"):
         lines += ["", "B4 (compiled B2 step, fresh process): first call minus a steady step, s", ""]
         for k, v in res["B4"].items():
@@ -596,6 +634,8 @@ def _worker_main(argv: list[str]) -> int:
                "n": 1}
     elif kind == "eager":
         res = eager_op_worker(argv[1], argv[2], float(argv[3]))
+    elif kind == "bandwidth":
+        res = bandwidth_worker(quick)
     else:
         lib, workload, budget = argv[0], argv[1], float(argv[2])
         ref = argv[argv.index("--ref") + 1] if "--ref" in argv else None

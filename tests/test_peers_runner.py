@@ -35,3 +35,16 @@ def test_a_quick_run_prints_a_table_with_llgrad_cells(tmp_path):
     assert float(rows["B3"][0]) > 0 and float(rows["B3/value_and_grad"][0]) > 0
     assert "[1/2] B3 llgrad" in proc.stderr            # progress
     assert out.with_suffix(".json").exists()
+
+
+def test_b1_reports_value_and_grad_and_the_bandwidth_floor(tmp_path):
+    out = tmp_path / "p.md"
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.peers", "--quick", "--only",
+                           "B1", "--libs", "llgrad", "--out", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = out.read_text()
+    rows = {line.split("|")[1].strip() for line in text.splitlines() if line.startswith("| B")}
+    assert rows == {"B1", "B1/value_and_grad"}
+    assert "Copy bandwidth" in text and "llgrad B1/value_and_grad:" in text
+    assert float(text.split("llgrad B1/value_and_grad: ")[1].split("x")[0]) > 0
