@@ -69,3 +69,24 @@ def vals(t):
 def _seed():
     lg.manual_seed(0)
     np.random.seed(0)
+
+
+def run_graph(g, inputs, rtol=1e-5, atol=1e-6, threads=None):
+    """Compile IR graph `g`, run it on NumPy `inputs` and compare every output (dtype,
+    shape, values) with the NumPy interpreter; returns the `CompiledGraph`."""
+    from llgrad.ir import interpret
+    from llgrad.runtime.executor import CompiledGraph
+    from llgrad.tensor import Tensor
+    cg = CompiledGraph(g) if threads is None else CompiledGraph(g, threads=threads)
+    outs = cg(*[Tensor._from_numpy(np.array(x)) for x in inputs])
+    for k, (o, r) in enumerate(zip(outs, interpret(g, inputs))):
+        assert o.dtype is g.outputs[k].dtype and tuple(o.shape) == r.shape
+        np.testing.assert_allclose(np.asarray(o._values(), np.float64),
+                                   np.asarray(r, np.float64), rtol=rtol, atol=atol,
+                                   err_msg=f"output {k}")
+    return cg
+
+
+def kernel_kinds(cg) -> list[str]:
+    """The kinds of a CompiledGraph's kernel groups, in execution order."""
+    return [k.kind.value for k in cg.kernels]

@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 
 import llgrad as lg
-from llgrad.ir import Builder, TensorType, interpret
+from llgrad.ir import Builder, TensorType
 from llgrad.ir import dtypes as dt
 from llgrad.runtime.executor import CompiledGraph
 from llgrad.schedule import elementwise as ew
 from llgrad.schedule.matmul import MatmulKernel
-from llgrad.tensor import Tensor
+
+from conftest import kernel_kinds, run_graph
 
 
 @pytest.fixture(autouse=True)
@@ -28,18 +29,10 @@ def T(shape, d=dt.float32) -> TensorType:
 
 
 def run(g, inputs, rtol=1e-4, atol=1e-4, threads=None) -> CompiledGraph:
-    cg = CompiledGraph(g) if threads is None else CompiledGraph(g, threads=threads)
-    outs = cg(*[Tensor._from_numpy(np.array(x)) for x in inputs])
-    for k, (o, r) in enumerate(zip(outs, interpret(g, inputs))):
-        assert o.dtype is g.outputs[k].dtype and tuple(o.shape) == r.shape
-        np.testing.assert_allclose(np.asarray(o._values(), np.float64),
-                                   np.asarray(r, np.float64), rtol=rtol, atol=atol,
-                                   err_msg=f"output {k}")
-    return cg
+    return run_graph(g, inputs, rtol, atol, threads)
 
 
-def kinds(cg: CompiledGraph) -> list[str]:
-    return [k.kind.value for k in cg.kernels]
+kinds = kernel_kinds
 
 
 def randn(*shape, dtype=np.float32):

@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 
 import llgrad as lg
-from llgrad.ir import Builder, TensorType, interpret
+from llgrad.ir import Builder, TensorType
 from llgrad.ir import dtypes as dt
 from llgrad.runtime.executor import CompiledGraph
 from llgrad.schedule import elementwise as ew
 from llgrad.schedule.reduce import ReduceKernel
-from llgrad.tensor import Tensor
+
+from conftest import kernel_kinds, run_graph
 
 
 def T(shape, d=dt.float32) -> TensorType:
@@ -22,18 +23,10 @@ def T(shape, d=dt.float32) -> TensorType:
 
 
 def run(g, inputs, rtol=1e-5, atol=1e-6) -> CompiledGraph:
-    cg = CompiledGraph(g)
-    outs = cg(*[Tensor._from_numpy(np.array(x)) for x in inputs])
-    for k, (o, r) in enumerate(zip(outs, interpret(g, inputs))):
-        assert o.dtype is g.outputs[k].dtype and tuple(o.shape) == r.shape
-        np.testing.assert_allclose(np.asarray(o._values(), np.float64),
-                                   np.asarray(r, np.float64), rtol=rtol, atol=atol,
-                                   err_msg=f"output {k}")
-    return cg
+    return run_graph(g, inputs, rtol, atol)
 
 
-def kinds(cg: CompiledGraph) -> list[str]:
-    return [k.kind.value for k in cg.kernels]
+kinds = kernel_kinds
 
 
 def launches(cg: CompiledGraph) -> list[str]:
