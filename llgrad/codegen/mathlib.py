@@ -400,9 +400,13 @@ def _exp_reduce(e: _Emitter, x: ir.Value, lo: float,
     multiple of ulp(LN2_HI)/2 below 1 in magnitude.  r_lo keeps what rounding r_hi loses,
     so expm1 keeps full relative accuracy after cancellation.
     """
-    xc = e.clamp(x, lo, hi)
-    nf = e.rint(e.mul(xc, e.pick(_LOG2E)))
-    r1 = e.fma(nf, -e.pick(_LN2_HI), xc)
+    return _exp_split(e, e.clamp(x, lo, hi))
+
+
+def _exp_split(e: _Emitter, x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """x = n*ln2 + r_hi + r_lo for an x already in range (see `_exp_reduce`)."""
+    nf = e.rint(e.mul(x, e.pick(_LOG2E)))
+    r1 = e.fma(nf, -e.pick(_LN2_HI), x)
     r_hi = e.fma(nf, -e.pick(_LN2_LO), r1)
     r_lo = e.fma(nf, -e.pick(_LN2_LO), e.sub(r1, r_hi))
     return nf, r_hi, r_lo
@@ -443,10 +447,7 @@ def _exp(e: _Emitter, x: ir.Value) -> ir.Value:
 def _exp_small_range(e: _Emitter, x: ir.Value) -> ir.Value:
     """e^x for a finite x in [-40, 40] (callers bound it): no clamp, no NaN patch, and
     2^n is one normal power of two, so the scaling is one multiply."""
-    nf = e.rint(e.mul(x, e.pick(_LOG2E)))
-    r1 = e.fma(nf, -e.pick(_LN2_HI), x)
-    r_hi = e.fma(nf, -e.pick(_LN2_LO), r1)
-    r_lo = e.fma(nf, -e.pick(_LN2_LO), e.sub(r1, r_hi))
+    nf, r_hi, r_lo = _exp_split(e, x)
     p = e.add(_expm1_kernel(e, r_hi, r_lo), 1.0)
     return e.mul(p, e.pow2i(e.to_i32(nf)))
 

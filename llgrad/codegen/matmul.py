@@ -68,18 +68,23 @@ class _Args:
         self.n, self.m, self.k = args.int(2, "n"), args.int(3, "m"), args.int(4, "k")
         self.sizes = [args.int(5 + d, f"size{d}") for d in range(rank)]
         base = 5 + rank
-        self.operands: list[_Operand] = []
-        for x, label in enumerate("cab"):
-            slot = base + x * (rank + 3)
-            self.operands.append(_Operand(
-                args.ptr(slot, f"p{label}"),
-                [args.int(slot + 1 + d, f"{label}_bs{d}") for d in range(rank)],
-                args.int(slot + 1 + rank, f"{label}_rs"),
-                args.int(slot + 2 + rank, f"{label}_cs")))
+        self.operands = [operand(args, base + x * (rank + 3), rank, label)
+                         for x, label in enumerate("cab")]
         flags = base + 3 * (rank + 3)
         self.a_transposed = args.int(flags, "a_t")
         self.b_transposed = args.int(flags + 1, "b_t")
         self.gemm_slot = flags + 2
+        self.epilogue_slot = flags + 3          # epilogue operands, outputs first
+
+
+def operand(args: ArgBlock, slot: int, rank: int, label: str,
+            col: int | None = None) -> _Operand:
+    """The operand `(ptr, batch_stride * rank, row_stride, col_stride)` at `slot`; a
+    known column stride (`col`) is baked in instead of read."""
+    return _Operand(args.ptr(slot, f"p{label}"),
+                    [args.int(slot + 1 + d, f"{label}_bs{d}") for d in range(rank)],
+                    args.int(slot + 1 + rank, f"{label}_rs"),
+                    args.int(slot + 2 + rank, f"{label}_cs") if col is None else I64(col))
 
 
 def _batch_offsets(b: ir.IRBuilder, index: ir.Value, sizes: list[ir.Value],
@@ -174,16 +179,8 @@ def _epilogue(b: ir.IRBuilder, spec: MatmulKernel, a: _Args, block: ArgBlock,
     expr = spec.epilogue
     assert expr is not None
     rank = spec.batch_rank
-    ops: list[_Operand] = []
-    slot = 5 + rank + 3 * (rank + 3) + 3
-    for q in range(spec.n_epilogue_operands):
-        col = block.int(slot + 2 + rank, f"e{q}_cs")
-        inner = spec.epilogue_inner[q] if q < len(spec.epilogue_inner) else None
-        ops.append(_Operand(block.ptr(slot, f"e{q}"),
-                            [block.int(slot + 1 + d, f"e{q}_bs{d}") for d in range(rank)],
-                            block.int(slot + 1 + rank, f"e{q}_rs"),
-                            col if inner is None else I64(inner)))
-        slot += rank + 3
+    ops = [operand(block, a.epilogue_slot + q * (rank + 3), rank, f"e{q}", inner)
+           for q, inner in enumerate(spec.epilogue_inner)]
     offs = _batch_offsets(b, t, a.sizes, ops)
     c_op = a.operands[0]
     n_out = len(expr.outputs)

@@ -771,8 +771,6 @@ class _Fuser:
                             for m, o in red.operands.items()}
         grp.operands = ops
         grp.space = red.space
-        red.deps.discard(grp)
-        self.users.get(grp, set()).discard(red)
         self.absorb(red, grp)
         red.operands = {m: red.operands[m] for m in red.nodes if m is not red.root}
 
@@ -808,8 +806,6 @@ class _Fuser:
                     continue
                 if self.reaches([u for u in self.users_of(mm_grp) if u is not grp], {grp}):
                     continue
-                grp.deps.discard(mm_grp)
-                self.users.get(mm_grp, set()).discard(grp)
                 self.absorb(mm_grp, grp)
                 break
 
@@ -899,17 +895,27 @@ class _Fuser:
                     if s != 0 and n != 1), -i))
             reads.insert(0, reads.pop(driver))
         index = {r: i for i, r in enumerate(reads)}
-        ref: dict[Node, int] = {}
-        nodes: list[ExprNode] = []
-        for m in members:
-            args = tuple(ref[r] if kind == "node" else index[r] for kind, r in grp.operands[m])
-            ref[m] = len(reads) + len(nodes)
-            nodes.append(ExprNode(m.op, args, m.attrs))
+        nodes, ref = self.member_nodes(grp, members, index.__getitem__, len(reads))
         side = [m for m in members if self.materialized(m, grp)]   # see merge_reductions
         grp.inputs = reads
         grp.expr = Expr(tuple(r.base.dtype for r in reads), tuple(nodes),
                         (ref[result],) + tuple(ref[m] for m in side))
         grp.outputs = [grp.root] + side
+
+    @staticmethod
+    def member_nodes(grp: KernelGroup, members: list[Node], input_of, n_inputs: int
+                     ) -> tuple[list[ExprNode], dict[Node, int]]:
+        """The expression nodes of `members` (in order) after `n_inputs` inputs: a
+        member's operand is an earlier member's value or `input_of(read)`; also returns
+        each member's value index."""
+        ref: dict[Node, int] = {}
+        nodes: list[ExprNode] = []
+        for m in members:
+            args = tuple(ref[r] if kind == "node" else input_of(r)
+                         for kind, r in grp.operands[m])
+            ref[m] = n_inputs + len(nodes)
+            nodes.append(ExprNode(m.op, args, m.attrs))
+        return nodes, ref
 
     def finish_epilogue(self, grp: KernelGroup) -> None:
         """A matmul's epilogue DAG: input 0 is the product (C), inputs 1.. the other
@@ -923,13 +929,9 @@ class _Fuser:
                 if kind == "read" and r.base is not root and r not in reads:
                     reads.append(r)
         index = {r: i + 1 for i, r in enumerate(reads)}
-        ref: dict[Node, int] = {}
-        nodes: list[ExprNode] = []
-        for m in members:
-            args = tuple(ref[r] if kind == "node" else 0 if r.base is root else index[r]
-                         for kind, r in grp.operands[m])
-            ref[m] = 1 + len(reads) + len(nodes)
-            nodes.append(ExprNode(m.op, args, m.attrs))
+        nodes, ref = self.member_nodes(grp, members,
+                                       lambda r: 0 if r.base is root else index[r],
+                                       1 + len(reads))
         outs = [m for m in members if self.materialized(m, grp)]
         grp.inputs = grp.inputs[:2] + reads
         grp.expr = Expr((root.dtype,) + tuple(r.base.dtype for r in reads), tuple(nodes),

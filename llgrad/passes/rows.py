@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from ..ir.graph import Graph, Node
 from ..ir.registry import ELEMENTWISE, Group
+from .rewrite import rebuild
 
 ROW_REDUCTIONS = frozenset({"sum", "amax", "amin"})
 MAX_ROW = 1 << 16          # longest row a row kernel takes (its row buffers live in L1/L2)
@@ -377,7 +378,7 @@ def split_total_reductions(g: Graph) -> Graph:
             mapping[n] = Node(n.op, (inner,), n.attrs, n.type, n.loc)
             changed = True
         elif inputs != n.inputs:
-            mapping[n] = Node(n.op, inputs, n.attrs, n.type, n.loc)
+            mapping[n] = rebuild(n, inputs)
     if not changed:
         return g
     return Graph(g.name, g.params, [mapping.get(o, o) for o in g.outputs])

@@ -9,6 +9,7 @@ is the transpose is rewritten (otherwise the product would be computed twice).
 from __future__ import annotations
 
 from ..ir.graph import Graph, Node, make_node
+from .rewrite import rebuild
 
 
 def _swap_last_two(rank: int) -> tuple[int, ...]:
@@ -39,7 +40,7 @@ def fold_transposed_matmul(g: Graph) -> Graph:
             mapping[n] = make_node("matmul", (bt, at), {}, m.loc)
             changed = True
         elif inputs != n.inputs:
-            mapping[n] = Node(n.op, inputs, n.attrs, n.type, n.loc)
+            mapping[n] = rebuild(n, inputs)
     if not changed:
         return g
     return Graph(g.name, g.params, [mapping.get(o, o) for o in g.outputs])

@@ -47,19 +47,29 @@ def collapse(shape: tuple[int, ...], strides: list[tuple[int, ...]]
     dims = [d for d, n in enumerate(shape) if n != 1]
     if not dims:
         return (1,), [(0,) for _ in strides]
-    new_shape = [shape[dims[0]]]
-    new_strides = [[st[dims[0]]] for st in strides]
-    for d in dims[1:]:
-        n = shape[d]
-        if all(ns[-1] == st[d] * n for ns, st in zip(new_strides, strides)):
-            new_shape[-1] *= n
-            for ns, st in zip(new_strides, strides):
-                ns[-1] = st[d]
+    sizes, merged = merge_runs([shape[d] for d in dims], [[st[d] for d in dims]
+                                                          for st in strides])
+    return tuple(sizes), [tuple(ns) for ns in merged]
+
+
+def merge_runs(sizes: list[int], strides: list[list[int]]
+               ) -> tuple[list[int], list[list[int]]]:
+    """Merge neighbouring loops that every stride set walks contiguously; loops of size
+    one stay (and merge with nothing), so a caller may keep placeholder loops."""
+    out_sizes = [sizes[0]]
+    out_strides = [[s[0]] for s in strides]
+    for i in range(1, len(sizes)):
+        n = sizes[i]
+        if n != 1 and out_sizes[-1] != 1 and all(
+                o[-1] == s[i] * n for o, s in zip(out_strides, strides)):
+            out_sizes[-1] *= n
+            for o, s in zip(out_strides, strides):
+                o[-1] = s[i]
         else:
-            new_shape.append(n)
-            for ns, st in zip(new_strides, strides):
-                ns.append(st[d])
-    return tuple(new_shape), [tuple(ns) for ns in new_strides]
+            out_sizes.append(n)
+            for o, s in zip(out_strides, strides):
+                o.append(s[i])
+    return out_sizes, out_strides
 
 
 def is_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:

@@ -41,6 +41,9 @@ class MatmulKernel:
             raise ValueError(f"matmul kernel: epilogues are for float32/float64 BLAS "
                              f"products and read C first; got {self.dtype} and "
                              f"{self.epilogue.in_dtypes}")
+        if len(self.epilogue_inner) != self.n_epilogue_operands:
+            raise ValueError(f"matmul kernel: {self.n_epilogue_operands} epilogue operands, "
+                             f"{len(self.epilogue_inner)} column strides")
 
     @property
     def blas(self) -> bool:

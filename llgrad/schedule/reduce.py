@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
 from .elementwise import Expr, out_dtypes
-from .layout import collapse
+from .layout import collapse, merge_runs
 
 OPS = ("sum", "prod", "amax", "amin", "argmax", "argmin")
 ARG_OPS = ("argmax", "argmin")
@@ -241,29 +241,6 @@ class Loops:
         return width
 
 
-def _merge_adjacent(sizes: list[int], strides: list[list[int]]
-                    ) -> tuple[list[int], list[list[int]]]:
-    """Merge neighbouring loops that every stride set walks contiguously.
-
-    Unlike `layout.collapse` this keeps loops of size one (the placeholder reduced loop).
-    A reduced loop (output stride 0) never merges with a kept one (non-zero stride).
-    """
-    out_sizes = [sizes[0]]
-    out_strides = [[s[0]] for s in strides]
-    for i in range(1, len(sizes)):
-        n = sizes[i]
-        if n != 1 and out_sizes[-1] != 1 and all(
-                o[-1] == s[i] * n for o, s in zip(out_strides, strides)):
-            out_sizes[-1] *= n
-            for o, s in zip(out_strides, strides):
-                o[-1] = s[i]
-        else:
-            out_sizes.append(n)
-            for o, s in zip(out_strides, strides):
-                o.append(s[i])
-    return out_sizes, out_strides
-
-
 def _numel(sizes: list[int], which: list[int]) -> int:
     n = 1
     for i in which:
@@ -311,7 +288,7 @@ def order_loops(shape: tuple[int, ...], in_strides: tuple[int, ...],
         order = kept[:-1] + red + kept[-1:]
     sizes = [1 if i < 0 else sizes[i] for i in order]
     strides = [[0 if i < 0 else s[i] for i in order] for s in strides]
-    sizes, strides = _merge_adjacent(sizes, strides)
+    sizes, strides = merge_runs(sizes, strides)
     return Loops(tuple(sizes), tuple(strides[0]), tuple(strides[1]), tuple(strides[2]),
                  tuple(s == 0 for s in strides[1]), tuple(tuple(s) for s in strides[3:]))
 
