@@ -13,7 +13,8 @@ import numpy as np
 from .ir import dtypes as dt
 from .ir.dtypes import DType
 from .schedule.layout import contiguous_strides, is_contiguous
-from .runtime.storage import Storage, allocate, borrow
+from .runtime.storage import SLAB_MAX, Storage, allocate, allocate_small, borrow
+
 
 
 class Size(tuple):
@@ -27,6 +28,9 @@ class Size(tuple):
         for s in self:
             n *= s
         return n
+
+
+_new = object.__new__
 
 
 class Tensor:
@@ -46,7 +50,7 @@ class Tensor:
     @classmethod
     def _make(cls, storage: Storage, offset: int, shape: tuple[int, ...],
               strides: tuple[int, ...], dtype: DType, base: "Tensor | None" = None) -> "Tensor":
-        t = object.__new__(cls)
+        t = _new(cls)
         t._storage = storage
         t._offset = offset
         t._shape = shape
@@ -54,9 +58,17 @@ class Tensor:
         t._dtype = dtype
         t._ptr = storage.ptr + offset * dtype.itemsize
         t._lkey = (dtype, shape, strides)          # what selects a cached launch plan
-        t._init_state(base)
-        if storage.inference:       # memory made under inference_mode: every view of it
-            t._inference = True     # is an inference tensor, as in PyTorch
+        # the fields of `_init_state`, set here directly (every op makes tensors)
+        t._requires_grad = False
+        t._grad = None
+        t.grad_fn = None
+        t._retains_grad = False
+        t._hooks = None
+        t._base = base
+        t._output_nr = 0
+        # memory made under inference_mode: every view of it is an inference tensor, as
+        # in PyTorch
+        t._inference = storage.inference
         return t
 
     def _init_state(self, base: "Tensor | None" = None) -> None:
@@ -74,11 +86,11 @@ class Tensor:
     def _empty(cls, shape: tuple[int, ...], dtype: DType,
                strides: tuple[int, ...] | None = None) -> "Tensor":
         """A new contiguous tensor (pass `strides` when they are already known)."""
-        n = 1
+        n = dtype.itemsize
         for s in shape:
             n *= s
-        storage = allocate(n * dtype.itemsize)
-        if _grad_state.__dict__.get("inference", False):
+        storage = allocate_small(n) if n <= SLAB_MAX else allocate(n)
+        if _grad_state.inference:
             storage.inference = True
         return cls._make(storage, 0, shape,
                          strides if strides is not None else contiguous_strides(shape), dtype)
@@ -205,7 +217,7 @@ class Tensor:
         if requires_grad and not (self._dtype.is_floating_point or self._dtype.is_complex):
             raise RuntimeError("only Tensors of floating point and complex dtype can require "
                                "gradients")
-        if requires_grad and self._inference and not _grad_state.__dict__.get("inference"):
+        if requires_grad and self._inference and not _grad_state.inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside "
                                "InferenceMode is not allowed.")
         self._requires_grad = bool(requires_grad)

@@ -4,15 +4,22 @@ from __future__ import annotations
 import threading
 import warnings
 
-_state = threading.local()
+
+
+class _State(threading.local):
+    enabled = False          # every thread starts here (read on each recorded node)
+    check_nan = True
+
+
+_state = _State()
 
 
 def is_anomaly_enabled() -> bool:
-    return getattr(_state, "enabled", False)
+    return _state.enabled
 
 
 def is_anomaly_check_nan_enabled() -> bool:
-    return getattr(_state, "check_nan", True)
+    return _state.check_nan
 
 
 class set_detect_anomaly:

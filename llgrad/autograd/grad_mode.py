@@ -10,11 +10,22 @@ import threading
 from typing import Any, Callable, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
-_state = threading.local()
+
+
+class _State(threading.local):
+    """Per-thread modes; the class attributes are every thread's starting values (read
+    as plain attributes: a `getattr` default on a missing thread-local attribute costs
+    ten times as much, and this is read on every op)."""
+
+    enabled = True
+    inference = False
+
+
+_state = _State()
 
 
 def is_grad_enabled() -> bool:
-    return getattr(_state, "enabled", True)
+    return _state.enabled
 
 
 def _set(mode: bool) -> None:
@@ -22,7 +33,7 @@ def _set(mode: bool) -> None:
 
 
 def is_inference_mode_enabled() -> bool:
-    return getattr(_state, "inference", False)
+    return _state.inference
 
 
 class _Mode:

@@ -26,21 +26,37 @@ from ..ir.graph import Graph
 from ..tensor import Tensor
 from ..tracer.make_ir import _Leaf, _flatten, _unflatten, trace
 from ..tracer.tensor import GraphBreak
+from .callpath import MISS, specialize
 from .function import GraphFunction
 
-_state = threading.local()
+
+
+class _State(threading.local):
+    disabled = 0                       # depth of `disable_compile()` blocks in this thread
+
+
+_state = _State()
 _MISSING = object()
+# LLGRAD_DISABLE_COMPILE is read on every call (setting it at run time takes effect), from
+# os.environ's own encoded mapping where there is one: `os.environ.get` re-encodes the
+# key each time, which would cost more than the rest of a small compiled call's checks.
+_ENV_NAME = "LLGRAD_DISABLE_COMPILE"
+try:
+    _environ: Any = os.environ._data                       # type: ignore[attr-defined]
+    _env_key: Any = os.environ.encodekey(_ENV_NAME)        # type: ignore[attr-defined]
+except AttributeError:
+    _environ, _env_key = os.environ, _ENV_NAME
+_ENV_OFF = (None, "", "0", b"", b"0")
 
 
 def compile_disabled() -> bool:
-    return bool(getattr(_state, "disabled", 0)) or os.environ.get(
-        "LLGRAD_DISABLE_COMPILE", "") not in ("", "0")
+    return bool(_state.disabled) or _environ.get(_env_key) not in _ENV_OFF
 
 
 @contextlib.contextmanager
 def disable_compile() -> Iterator[None]:
     """Run compiled functions as plain Python (op by op, eagerly) inside the block."""
-    _state.disabled = getattr(_state, "disabled", 0) + 1
+    _state.disabled += 1
     try:
         yield
     finally:
@@ -99,6 +115,7 @@ class Entry:
     guards: dict = field(default_factory=dict)
     before_call: list = field(default_factory=list)
     written: list[int] = field(default_factory=list)    # inputs written in place
+    fast: Any = None            # the specialized call (`callpath.specialize`), False: none
 
     def stale(self) -> str | None:
         """Which value read while tracing has changed since (None: the graph still holds)."""
@@ -155,6 +172,7 @@ class CompiledFunction:
         self.fullgraph = fullgraph
         self.use_cache = cache
         self._entries: dict[tuple, Entry] = {}
+        self._fast: Callable[[tuple], Any] | None = None    # see `_call`
         self._last_key: tuple | None = None
         self._sources: list[tuple[str, Any, str]] | None = None
         self.graph_breaks: list[str] = []
@@ -187,6 +205,11 @@ class CompiledFunction:
             sources.append((name, cell, "cell"))
         return sources
 
+    def _guard_sources_cached(self) -> list[tuple[str, Any, str]]:
+        if self._sources is None:
+            self._sources = self._guard_sources()
+        return self._sources
+
     def _guards(self) -> tuple:
         """Python constants the function reads from its globals and closure.
 
@@ -194,10 +217,8 @@ class CompiledFunction:
         `SCALE = 2.0` to `3.0` recompiles instead of silently using the old value.
         (Constants read inside other functions the body calls are not seen.)
         """
-        if self._sources is None:
-            self._sources = self._guard_sources()
         values = []
-        for name, where, kind in self._sources:
+        for name, where, kind in self._guard_sources_cached():
             if kind == "global":
                 v = where.get(name, _MISSING)
             else:
@@ -210,6 +231,16 @@ class CompiledFunction:
         return tuple(values)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fast = self._fast
+        if fast is not None and not kwargs:
+            out = fast(args)
+            if out is not MISS:
+                return out
+        return self._call(args, kwargs)
+
+    def _call(self, args: tuple, kwargs: dict) -> Any:
+        """The general call (see the module docstring); it leaves the signature it ran
+        specialized in `_fast` (`callpath.specialize`) for the next call to try first."""
         from ..tracer.context import current
         if self.backend == "eager" or compile_disabled() or current() is not None:
             return self.fn(*args, **kwargs)      # (inside another trace: inline it)
@@ -229,6 +260,10 @@ class CompiledFunction:
             refresh()
         if not entry.effects:
             outs = entry.function(*leaves, *entry.captured)
+            if entry.fast is None and self.use_cache:
+                entry.fast = specialize(entry, key, len(args), self._guard_sources_cached(),
+                                        compile_disabled) or False
+            self._fast = entry.fast or None
             return _unflatten(entry.out_structure, outs)
         if entry.written and _aliases_a_written_input(entry.written, leaves, entry.captured):
             _log.log("graph_breaks", f"{self.__name__}: an argument shares memory with a "

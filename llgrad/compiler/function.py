@@ -105,15 +105,25 @@ class GraphFunction:
         return d
 
     def __call__(self, *inputs: Tensor) -> list[Tensor]:
-        wrt: tuple[int, ...] = ()
-        if is_grad_enabled():
-            wrt = tuple(i for i, x in enumerate(inputs)
-                        if x._requires_grad and (x._dtype.is_floating_point or
-                                                 x._dtype.is_complex))
+        wrt = self.wrt_of(inputs)
         if not wrt:
             return list(self.plain().executable(*inputs))
         d = self.differentiated(wrt)
-        outs = list(d.forward.executable(*inputs))
+        return self.record(d, wrt, inputs, d.forward.executable(*inputs))
+
+    @staticmethod
+    def wrt_of(inputs: Sequence[Tensor]) -> tuple[int, ...]:
+        """The inputs a call differentiates with respect to (none when grad is off)."""
+        if not is_grad_enabled():
+            return ()
+        return tuple(i for i, x in enumerate(inputs)
+                     if x._requires_grad and (x._dtype.is_floating_point or
+                                              x._dtype.is_complex))
+
+    def record(self, d: Differentiated, wrt: tuple[int, ...], inputs: Sequence[Tensor],
+               outs: list[Tensor]) -> list[Tensor]:
+        """Give the results of a differentiable call (`outs`: results then residuals of
+        `d.forward`) their one backward node; returns the results."""
         results, residuals = outs[:d.n_outputs], outs[d.n_outputs:]
         node = CompiledBackward(self, wrt, inputs, residuals, results)
         for k, r in enumerate(results):

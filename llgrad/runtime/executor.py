@@ -116,6 +116,7 @@ class CompiledGraph:
                               and "BLAS" in l.what for l in self.program.launches) and \
             blas.can_hold_single_threaded()
         self._in_place: list[tuple[int, int]] = []
+        self._run: Any = None               # see `runner`
         self._params = [_Param(p) for p in graph.params]
         self._outs = [(o.shape, o.dtype, contiguous_strides(o.shape),
                        o.dtype.itemsize * _numel(o.shape)) for o in graph.outputs]
@@ -175,6 +176,7 @@ class CompiledGraph:
         argument); otherwise output `j` is a new tensor as usual."""
         self._in_place = [(j, i) for j, i in pairs
                           if can_write_in_place(self.program, j, i)]
+        self._run = None                    # the specialized call has no in-place logic
         return list(self._in_place)
 
     # -- calling ------------------------------------------------------------------------
@@ -195,6 +197,26 @@ class CompiledGraph:
             return self._tls.state
 
     def __call__(self, *args: Any) -> list[Tensor]:
+        if len(args) != len(self._params):
+            return self._call(*args)          # raises, naming the parameters
+        run = self._run
+        if run is None:
+            run = self.runner()
+        return run(*args)
+
+    def runner(self) -> Any:
+        """This graph's call specialized to its signature: generated Python source that
+        checks each argument with a few identity and tuple comparisons, allocates the
+        outputs, packs the argument block and makes the foreign call, with every constant
+        (shapes, strides, extras' addresses) in the code. Anything unusual (a NumPy array,
+        a non-contiguous or wrong argument, outputs written in place) goes to `_call`,
+        the general path. Made on the first call; its text is `runner().__source__`."""
+        if self._run is None:
+            self._run = _generate_runner(self)
+        return self._run
+
+    def _call(self, *args: Any) -> list[Tensor]:
+        """The general call: validation with clear errors, conversions, in-place outputs."""
         params = self._params
         if len(args) != len(params):
             expected = ", ".join(f"{p.name}: {format_type(p.node.type)}" for p in params)
@@ -300,3 +322,52 @@ def _extra_address(name: str, threads: int) -> int:
         return pool.address(threads)
     from ..ir import dtypes as dt
     return blas.gemm_address({"sgemm": dt.float32, "dgemm": dt.float64}[name])
+
+
+def _generate_runner(g: CompiledGraph) -> Any:
+    """The source of `g.runner()` (see there), compiled."""
+    n = len(g._params)
+    if g._in_place:
+        return g._call
+    args = [f"a{i}" for i in range(n)]
+    consts: dict[str, Any] = {"Tensor": Tensor, "general": g._call, "empty": Tensor._empty,
+                              "tls": g._tls, "scratch": g._scratch, "pack": g._pack,
+                              "entry": g._entry}
+    checks = []
+    for i, p in enumerate(g._params):
+        consts[f"D{i}"] = p.dtype
+        checks.append(f"a{i}.__class__ is not Tensor or a{i}._dtype is not D{i} or "
+                      f"a{i}._shape != {p.shape!r} or a{i}._strides != {p.strides!r}")
+    outs = [f"o{k}" for k in range(len(g._outs))]
+    lines = [f"def run({', '.join(args)}):"]
+    if checks:
+        lines.append("    if (" + " or\n            ".join(checks) + "):")
+        lines.append(f"        return general({', '.join(args)})")
+    for k, (shape, d, strides, _) in enumerate(g._outs):
+        consts[f"OD{k}"] = d
+        lines.append(f"    o{k} = empty({shape!r}, OD{k}, {strides!r})")
+    lines += ["    try:",
+              "        block, addr, arena, err = tls.state",
+              "    except AttributeError:",
+              "        block, addr, arena, err = scratch()"]
+    ptrs = [f"{a}._ptr" for a in args + outs] + ["arena"] + [str(x) for x in g._extras]
+    lines.append(f"    pack(block, 0, {', '.join(ptrs)})")
+    if g._err_span is not None:
+        consts.update(memset=ctypes.memset, addressof=ctypes.addressof, sizeof=ctypes.sizeof,
+                      check=g._check_errors)
+        lines.append("    memset(addressof(err), 0, sizeof(err))")
+    if g._hold_blas:
+        consts.update(hold=blas.hold_single_threaded, release=blas.release_single_threaded)
+        lines += ["    hold()", "    try:", "        entry(addr)", "    finally:",
+                  "        release()"]
+    else:
+        lines.append("    entry(addr)")
+    if g._err_span is not None:
+        lines.append("    check(err)")
+    lines.append(f"    return [{', '.join(outs)}]")
+    source = "\n".join(lines) + "\n"
+    code = compile(source, f"<llgrad runner @{g.graph.name}>", "exec")
+    exec(code, consts)
+    run = consts["run"]
+    run.__source__ = source
+    return run

@@ -33,18 +33,40 @@ def _bucket(nbytes: int) -> int:
 
 
 class Storage:
-    __slots__ = ("buffer", "ptr", "nbytes", "version", "owner", "raw", "inference",
+    __slots__ = ("_buffer", "ptr", "nbytes", "version", "owner", "raw", "inference",
                  "__weakref__")
 
     def __init__(self, buffer: np.ndarray, ptr: int, owner: object = None,
                  raw: np.ndarray | None = None):
-        self.buffer = buffer            # 1-d uint8 array over exactly this memory
+        self._buffer = buffer           # 1-d uint8 array over exactly this memory
         self.ptr = ptr
         self.nbytes = buffer.nbytes
         self.version = 0
         self.owner = owner              # keeps borrowed memory alive
         self.raw = raw                  # the pooled block this storage was cut from
         self.inference = False          # allocated under inference_mode (see tensor.py)
+
+    @property
+    def buffer(self) -> np.ndarray:
+        """A 1-d uint8 NumPy array over exactly this memory (made on first use for
+        buffers cut from a slab, whose `owner` is the slab)."""
+        b = self._buffer
+        if b is None:
+            slab = self.owner
+            start = self.ptr - _address(slab)
+            b = self._buffer = slab[start:start + self.nbytes]
+        return b
+
+    def __repr__(self) -> str:
+        return f"<Storage {self.nbytes} bytes at {self.ptr:#x}>"
+
+
+class PooledStorage(Storage):
+    """A storage cut from a block of the pool (`raw`): the block goes back to the pool
+    when the storage dies. (Only these have a finalizer; tiny and borrowed storages are
+    freed without running Python code.)"""
+
+    __slots__ = ()
 
     def __del__(self) -> None:
         raw = self.raw
@@ -53,16 +75,13 @@ class Storage:
         # expected references to raw: this local, self.raw, self.buffer.base and the
         # getrefcount argument; to buffer: self.buffer and the argument. Anything more
         # means a view of the memory is still alive outside llgrad.
-        if sys.getrefcount(self.buffer) > 2 or sys.getrefcount(raw) > 4:
+        if sys.getrefcount(self._buffer) > 2 or sys.getrefcount(raw) > 4:
             return
         with _pool_lock:
             if _pool_bytes[0] + raw.nbytes > POOL_MAX_BYTES:
                 return
             _pool.setdefault(raw.nbytes, []).append(raw)
             _pool_bytes[0] += raw.nbytes
-
-    def __repr__(self) -> str:
-        return f"<Storage {self.nbytes} bytes at {self.ptr:#x}>"
 
 
 def _address(arr: np.ndarray) -> int:
@@ -73,31 +92,49 @@ def _address(arr: np.ndarray) -> int:
 # address cost more than a tiny op's kernel. Each buffer gets its own 64-byte-aligned
 # region and its own Storage (so version counters stay per tensor); the slab is freed when
 # the last buffer cut from it dies, so a kept tiny tensor pins at most one slab (16 KiB).
+# Such a storage's NumPy view is made only when something asks for it (`Storage.buffer`):
+# a compiled call's tiny outputs are usually read through llgrad, never through NumPy.
 SLAB_BYTES = 1 << 14
 SLAB_MAX = 256
-_slabs = threading.local()
 
 
-def _allocate_small(nbytes: int) -> Storage:
-    try:
-        raw, base, used = _slabs.state
-    except AttributeError:
-        raw, base, used = None, 0, SLAB_BYTES
-    if used + SLAB_MAX > SLAB_BYTES:
+class _Slab(threading.local):
+    raw: np.ndarray | None = None     # this thread's current slab (64-byte aligned)
+    next = 0                          # address of its first free byte
+    end = 0                           # address past its last byte
+
+
+_slabs = _Slab()
+_new = object.__new__
+
+
+def allocate_small(nbytes: int) -> Storage:
+    slab = _slabs
+    ptr = slab.next
+    if ptr + SLAB_MAX > slab.end:
         raw = np.empty(SLAB_BYTES + ALIGNMENT, dtype=np.uint8)
         address = _address(raw)
         pad = (-address) % ALIGNMENT
-        raw = raw[pad:pad + SLAB_BYTES]
-        base, used = address + pad, 0
-    _slabs.state = (raw, base, used + ((nbytes + 63) & ~63 or 64))
-    return Storage(raw[used:used + nbytes], base + used)
+        slab.raw = raw[pad:pad + SLAB_BYTES]
+        ptr = address + pad
+        slab.end = ptr + SLAB_BYTES
+    slab.next = ptr + ((nbytes + 63) & ~63 or 64)
+    st = _new(Storage)
+    st._buffer = None
+    st.ptr = ptr
+    st.nbytes = nbytes
+    st.version = 0
+    st.owner = slab.raw               # the slab stays alive while a buffer cut from it does
+    st.raw = None
+    st.inference = False
+    return st
 
 
 def allocate(nbytes: int) -> Storage:
     if nbytes >= POOL_MIN_BYTES:
         return _allocate_pooled(nbytes)
     if nbytes <= SLAB_MAX:
-        return _allocate_small(nbytes)
+        return allocate_small(nbytes)
     if nbytes <= SMALL_BYTES:
         # small buffers: NumPy's 16-byte alignment is enough, and skipping the slice
         # that realigns saves a fifth of a tiny op's time
@@ -121,7 +158,7 @@ def _allocate_pooled(nbytes: int) -> Storage:
         raw = np.empty(size, dtype=np.uint8)
     addr = _address(raw)
     pad = (-addr) % ALIGNMENT
-    return Storage(raw[pad:pad + nbytes], addr + pad, raw=raw)
+    return PooledStorage(raw[pad:pad + nbytes], addr + pad, raw=raw)
 
 
 def empty_pool() -> None:

@@ -24,11 +24,18 @@ from ..tensor import Tensor
 from .tensor import GraphBreak, TracerTensor
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_tls = threading.local()
+
+
+class _Stack(threading.local):
+    def __init__(self) -> None:
+        self.stack: list["TraceContext"] = []      # innermost last; one per thread
+
+
+_tls = _Stack()
 
 
 def current() -> "TraceContext | None":
-    stack = getattr(_tls, "stack", None)
+    stack = _tls.stack
     return stack[-1] if stack else None
 
 
@@ -75,8 +82,6 @@ class TraceContext:
 
     # -- entering ---------------------------------------------------------------------
     def __enter__(self) -> "TraceContext":
-        if not hasattr(_tls, "stack"):
-            _tls.stack = []
         _tls.stack.append(self)
         interpreters.append(_INTERPRETER)
         return self

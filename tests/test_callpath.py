@@ -1,0 +1,251 @@
+"""The specialized call paths: `lg.compile`'s per-signature call (`compiler.callpath`) and
+the compiled graph's generated runner (`CompiledGraph.runner`). Every check a specialized
+call makes must send a changed call back to the general path, which recompiles, breaks or
+raises exactly as before."""
+from __future__ import annotations
+
+import collections
+import os
+
+import numpy as np
+import pytest
+
+import llgrad as lg
+from llgrad.compiler.callpath import MISS
+
+SCALE = 2.0
+
+
+def _scaled(x):
+    return (x * SCALE).sin()
+
+
+def test_second_call_takes_the_specialized_path_with_the_same_results():
+    cf = lg.compile(lambda x, y: (x * y).exp().sum())
+    x, y = lg.randn(16), lg.randn(16)
+    first = cf(x, y)
+    assert cf._fast is not None
+    assert cf._fast((x, y)) is not MISS            # the checks pass for the same signature
+    np.testing.assert_allclose(cf(x, y).numpy(), first.numpy(), rtol=1e-6)
+    src = cf._fast.__source__
+    assert "a0._shape != (16,)" in src and "grad_state.enabled is not True" in src
+
+
+@pytest.mark.parametrize("change", ["shape", "dtype", "requires_grad", "no_grad",
+                                    "non_tensor", "arity"])
+def test_any_changed_argument_misses_and_the_general_path_decides(change):
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return (x * 3.0).tanh()
+    cf = lg.compile(f)
+    x = lg.randn(8)
+    cf(x)
+    fast = cf._fast
+    traced = len(calls)
+    if change == "shape":
+        args = (lg.randn(9),)
+    elif change == "dtype":
+        args = (lg.randn(8, dtype=lg.float64),)
+    elif change == "requires_grad":
+        args = (lg.randn(8).requires_grad_(),)
+    elif change == "non_tensor":
+        args = (np.ones(8, np.float32),)
+    else:
+        args = (x,) if change == "no_grad" else (x, x)
+    if change == "no_grad":
+        with lg.no_grad():
+            assert fast(args) is MISS
+    else:
+        assert fast(args) is MISS
+    if change == "arity":
+        with pytest.raises(TypeError):
+            cf(*args)
+        return
+    if change == "non_tensor":
+        out = cf(lg.tensor(args[0]))
+        np.testing.assert_allclose(out.numpy(), np.tanh(3.0 * args[0]), rtol=1e-6)
+        return
+    if change == "no_grad":
+        with lg.no_grad():
+            out = cf(*args)
+    else:
+        out = cf(*args)
+    a = args[0].detach().numpy()
+    np.testing.assert_allclose(out.detach().numpy(), np.tanh(3.0 * a), rtol=1e-5, atol=1e-6)
+    if change in ("shape", "dtype", "requires_grad", "no_grad"):
+        assert len(calls) > traced                  # recompiled for the new signature
+    if change == "requires_grad":
+        (g,) = lg.autograd.grad(out.sum(), args)
+        np.testing.assert_allclose(g.numpy(), 3.0 / np.cosh(3.0 * a) ** 2, rtol=1e-5, atol=1e-6)
+
+
+def test_changed_global_constant_misses_and_recompiles():
+    global SCALE
+    cf = lg.compile(_scaled)
+    x = lg.randn(5)
+    cf(x)
+    cf(x)
+    try:
+        SCALE = 3.0
+        assert cf._fast((x,)) is MISS
+        np.testing.assert_allclose(cf(x).numpy(), np.sin(3.0 * x.numpy()), rtol=1e-6)
+        SCALE = 3                                    # equal, but another class: re-checked
+        np.testing.assert_allclose(cf(x).numpy(), np.sin(3.0 * x.numpy()), rtol=1e-6)
+    finally:
+        SCALE = 2.0
+    np.testing.assert_allclose(cf(x).numpy(), np.sin(2.0 * x.numpy()), rtol=1e-6)
+
+
+def test_changed_closure_value_misses():
+    k = 2.0
+
+    def f(x):
+        return x * k
+    cf = lg.compile(f)
+    x = lg.ones(3)
+    assert cf(x).tolist() == [2.0, 2.0, 2.0]
+    k = 5.0
+    assert cf(x).tolist() == [5.0, 5.0, 5.0]
+    assert cf(x).tolist() == [5.0, 5.0, 5.0]
+
+
+def test_disable_compile_and_the_environment_variable_are_seen(monkeypatch):
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return x + 1
+    cf = lg.compile(f)
+    x = lg.ones(2)
+    cf(x)
+    cf(x)
+    n = len(calls)
+    with lg.disable_compile():
+        cf(x)
+    assert len(calls) == n + 1
+    monkeypatch.setenv("LLGRAD_DISABLE_COMPILE", "1")
+    cf(x)
+    assert len(calls) == n + 2
+    monkeypatch.setenv("LLGRAD_DISABLE_COMPILE", "0")
+    cf(x)
+    assert len(calls) == n + 2
+
+
+def test_inside_another_trace_the_function_is_inlined():
+    inner = lg.compile(lambda x: x.exp())
+    x = lg.randn(4)
+    inner(x)
+    inner(x)                                         # specialized now
+    outer = lg.compile(lambda x: inner(x) * 2)
+    report = outer.inspect(x)
+    assert "exp" in str(report.graph)                # traced through, not called natively
+    np.testing.assert_allclose(outer(x).numpy(), 2 * np.exp(x.numpy()), rtol=1e-6)
+
+
+def test_captured_tensor_requires_grad_is_checked_each_call():
+    w = lg.randn(4)
+
+    def f(x):
+        return (x * w).sum()
+    cf = lg.compile(f)
+    x = lg.randn(4)
+    out = cf(x)
+    cf(x)
+    assert out.grad_fn is None
+    w.requires_grad_()
+    out = cf(x)                                      # must now record a backward node
+    (g,) = lg.autograd.grad(out, [w])
+    np.testing.assert_allclose(g.numpy(), x.numpy(), rtol=1e-6)
+
+
+def test_differentiable_signature_is_specialized_and_gradients_match_eager():
+    def f(x, y):
+        return ((x * y).tanh() + y.sin()).sum()
+    cf = lg.compile(f)
+    xs = [lg.randn(32, dtype=lg.float64).requires_grad_() for _ in range(2)]
+    for _ in range(3):
+        out = cf(*xs)
+        grads = lg.autograd.grad(out, xs)
+    assert "record(" in cf._fast.__source__
+    ref = lg.autograd.grad(f(*xs), xs)
+    for g, r in zip(grads, ref):
+        np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-12)
+
+
+Pair = collections.namedtuple("Pair", "a b")
+
+
+def test_output_structures_are_rebuilt_exactly():
+    def f(x):
+        return {"sum": x.sum(), "parts": [x * 2, (x + 1, 7)], "pair": Pair(x, "tag"),
+                "none": None}
+    cf = lg.compile(f)
+    x = lg.arange(3, dtype=lg.float32)
+    cf(x)
+    out = cf(x)
+    assert cf._fast is not None
+    assert list(out) == ["sum", "parts", "pair", "none"]
+    assert out["sum"].item() == 3.0 and out["none"] is None
+    assert isinstance(out["parts"], list) and isinstance(out["parts"][1], tuple)
+    assert out["parts"][1][1] == 7 and out["parts"][0].tolist() == [0.0, 2.0, 4.0]
+    assert isinstance(out["pair"], Pair) and out["pair"].b == "tag"
+    assert out["pair"].a.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_value_and_grad_call_is_specialized():
+    vg = lg.compile(lg.value_and_grad(lambda x: (x.sin() * 1.5).sum()))
+    x = lg.randn(64)
+    vg(x)
+    v, g = vg(x)
+    assert vg._fast is not None and "run(a0" in vg._fast.__source__
+    np.testing.assert_allclose(g.numpy(), 1.5 * np.cos(x.numpy()), rtol=1e-6)
+    np.testing.assert_allclose(v.item(), 1.5 * np.sin(x.numpy()).sum(), rtol=1e-5)
+
+
+def test_signatures_with_effects_keep_the_general_path():
+    def f(x, buf):
+        buf.add_(x)
+        return x * 2
+    cf = lg.compile(f)
+    x, buf = lg.ones(3), lg.zeros(3)
+    cf(x, buf)
+    cf(x, buf)
+    assert cf._fast is None
+    assert buf.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_runner_falls_back_for_unusual_arguments():
+    cf = lg.compile(lambda x: x * 2)
+    base = lg.arange(12, dtype=lg.float32).reshape(3, 4)
+    cf(base)
+    ex = next(iter(cf._entries.values())).function.plain().executable
+    run = ex.runner()
+    assert "a0._strides != (4, 1)" in run.__source__
+    np.testing.assert_array_equal(run(base)[0].numpy(), 2 * base.numpy())
+    # a non-contiguous view of the right shape and dtype: copied by the general path
+    t = lg.arange(12, dtype=lg.float32).reshape(4, 3).t()
+    np.testing.assert_array_equal(ex(t)[0].numpy(), 2 * t.numpy())
+    np.testing.assert_array_equal(cf(t).numpy(), 2 * t.numpy())
+    # a NumPy array of the parameter's type is accepted
+    np.testing.assert_array_equal(ex(base.numpy())[0].numpy(), 2 * base.numpy())
+    with pytest.raises(ValueError, match="expects shape"):
+        ex(lg.ones(4, 3))
+    with pytest.raises(TypeError, match="expects dtype"):
+        ex(lg.ones(3, 4, dtype=lg.float64))
+    with pytest.raises(TypeError, match="takes 1 inputs"):
+        ex(base, base)
+
+
+def test_tiny_outputs_have_numpy_views_made_on_demand():
+    cf = lg.compile(lambda x: (x + 1, x.sum()))
+    x = lg.arange(4, dtype=lg.float32)
+    cf(x)
+    a, s = cf(x)
+    assert a._storage._buffer is None                # no NumPy view until asked
+    view = a.numpy()
+    view[0] = 42.0
+    assert a.tolist() == [42.0, 2.0, 3.0, 4.0]       # the view shares the tensor's memory
+    assert s.item() == 6.0
+    assert os.environ.get("LLGRAD_DISABLE_COMPILE", "0") in ("", "0")
