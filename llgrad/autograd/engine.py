@@ -15,7 +15,7 @@ import heapq
 from typing import Any, Sequence
 
 from ..tensor import Tensor
-from . import anomaly
+from . import anomaly, grad_mode
 from .grad_mode import set_grad_enabled, no_grad
 from .node import AccumulateGrad, Node, OpNode, edge
 
@@ -121,31 +121,6 @@ def _has_nan(g: Tensor) -> bool:
         return bool(F.isnan(g).any().item())
 
 
-def _direct_node(roots: Sequence[Tensor], create_graph: bool,
-                 capture: Sequence[Tensor] | None) -> Node | None:
-    """The node of a graph that is one node over leaves, when nothing else can run: one
-    root whose grad_fn says it may run `direct` (a compiled call's backward), no hooks,
-    retain_grad or anomaly mode, every next node a leaf's AccumulateGrad without hooks,
-    and every captured tensor one of those leaves."""
-    if len(roots) != 1 or create_graph or anomaly.is_anomaly_enabled():
-        return None
-    root = roots[0]
-    node = getattr(root, "grad_fn", None)
-    if node is None or not node.direct or node._prehooks or node._hooks or node._metadata:
-        return None
-    leaves = set()
-    for nxt, _ in node.next_functions:
-        if nxt is None:
-            continue
-        if type(nxt) is not AccumulateGrad or nxt._prehooks or nxt._hooks or nxt._metadata \
-                or nxt.variable._hooks or nxt.variable.__dict__.get("_post_accumulate_hooks"):
-            return None
-        leaves.add(id(nxt.variable))
-    if capture is not None and any(id(t) not in leaves for t in capture):
-        return None
-    return node
-
-
 _seeds: dict[tuple, Tensor] = {}
 
 
@@ -160,19 +135,53 @@ def _seed(t: Tensor) -> Tensor:
     return s
 
 
-def _run_direct(node: Node, root: Tensor, grad: Tensor, retain_graph: bool,
-                capture: Sequence[Tensor] | None, accumulate: bool) -> list[Tensor | None]:
-    """`execute` for a one-node graph (see `_direct_node`): the node's gradients go
-    straight to the leaves; its outputs are new buffers nobody else holds, so a leaf
-    without a .grad takes them as they are (PyTorch's AccumulateGrad steals such too)."""
+def _run_direct(root: Tensor, grad: Tensor | None, retain_graph: bool,
+                capture: Sequence[Tensor] | None, accumulate: bool
+                ) -> list[Tensor | None] | None:
+    """`execute` for a graph that is one node over leaves, or None when the graph is not
+    that: one root whose grad_fn may run `direct` (a compiled call's backward), no hooks,
+    retain_grad or anomaly mode, every next node a leaf's AccumulateGrad without hooks,
+    and every captured tensor one of those leaves. The node's gradients go straight to
+    the leaves; its outputs are new buffers nobody else holds, so a leaf without a .grad
+    takes them as they are (PyTorch's AccumulateGrad steals such too)."""
+    node = root.grad_fn if root.__class__ is Tensor else None
+    if node is None or not node.direct or node._prehooks or node._hooks or node._metadata \
+            or anomaly._state.enabled:
+        return None
+    nexts = node.next_functions
+    for nxt, _ in nexts:
+        if nxt is not None and (nxt.__class__ is not AccumulateGrad or nxt._prehooks or
+                                nxt._hooks or nxt._metadata or nxt.variable._hooks or
+                                "_post_accumulate_hooks" in nxt.variable.__dict__):
+            return None
+    if capture is not None:
+        for t in capture:
+            if not any(nxt is not None and nxt.variable is t for nxt, _ in nexts):
+                return None
+    if grad is None and root._requires_grad and root._dtype.is_floating_point and \
+            root.numel() == 1:
+        grad = _seed(root)          # read by the compiled backward only, never handed out
+    else:
+        grad = _check_root(0, root, grad)
     in_grads: list[Tensor | None] = [None] * node.num_outputs
     in_grads[root._output_nr] = grad
-    with set_grad_enabled(False):
+    mode = grad_mode._state
+    enabled, mode.enabled = mode.enabled, False
+    try:
         outs = node.apply(in_grads)
+    finally:
+        mode.enabled = enabled
     if not retain_graph:
         node.release()
+    if len(nexts) == 1 and capture is not None and not accumulate:
+        # one leaf, gradients only returned (`lg.autograd.grad`): nothing to add up
+        g = outs[0]
+        leaf = nexts[0][0].variable
+        if g is not None and g._dtype is not leaf._dtype:
+            g = g.to(leaf._dtype)
+        return [g for _ in capture]
     by_leaf: dict[int, Tensor] = {}
-    for (nxt, _), g in zip(node.next_functions, outs):
+    for (nxt, _), g in zip(nexts, outs):
         if nxt is None or g is None:
             continue
         leaf = nxt.variable
@@ -196,14 +205,10 @@ def execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_g
             accumulate: bool = True) -> list[Tensor | None]:
     """Run backward from `roots`. With `capture`, return the gradients reaching those
     tensors (and accumulate nowhere unless `accumulate`)."""
-    direct = _direct_node(roots, create_graph, capture)
-    if direct is not None:
-        t, g = roots[0], grads[0]
-        if g is None and t._requires_grad and t._dtype.is_floating_point and t.numel() == 1:
-            g = _seed(t)          # read by the compiled backward only, never handed out
-        else:
-            g = _check_root(0, t, g)
-        return _run_direct(direct, t, g, retain_graph, capture, accumulate)
+    if len(roots) == 1 and not create_graph:
+        direct = _run_direct(roots[0], grads[0], retain_graph, capture, accumulate)
+        if direct is not None:
+            return direct
     root_grads = [_check_root(i, t, g) for i, (t, g) in enumerate(zip(roots, grads))]
     root_edges = [edge(t) for t in roots]
     buffers: dict[Node, list[Tensor | None]] = {}

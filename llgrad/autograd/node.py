@@ -101,7 +101,7 @@ class Node:
     """Base of every grad_fn."""
 
     # True for a node the engine may run without a graph walk when it is the whole graph
-    # over leaves (`engine._direct_node`): its gradients are new tensors nobody else holds
+    # over leaves (`engine._run_direct`): its gradients are new tensors nobody else holds
     direct = False
 
     __slots__ = ("next_functions", "_hooks", "_prehooks", "_seq", "_trace", "_metadata",

@@ -79,14 +79,11 @@ def specialize(entry: Any, key: tuple, n_args: int, sources: list[tuple[str, Any
                           + entry.captured) if grad_on else ()
     args = ", ".join(inputs)
     if not wrt:
-        executable = function.plain().executable
-        consts["run"] = getattr(executable, "runner", lambda: executable)()
+        consts["run"] = function.plain().runner(n_args)
         lines.append(f"    o = run({args})")
     else:
         d = function.differentiated(wrt)
-        executable = d.forward.executable
-        consts.update(run=getattr(executable, "runner", lambda: executable)(),
-                      record=function.record, d=d)
+        consts.update(run=d.forward.runner(n_args), record=function.record, d=d)
         lines.append(f"    o = record(d, {wrt!r}, ({args}{',' if len(inputs) == 1 else ''}), "
                      f"run({args}))")
     result = _expression(entry.out_structure, consts)

@@ -39,6 +39,18 @@ class Compiled:
     stages: list[tuple[str, Graph]] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
 
+    @property
+    def run(self) -> Any:
+        """The executable's call for arguments of the graph's own signature: a static
+        graph's generated runner (`CompiledGraph.runner`), else the executable."""
+        return self.runner(0)
+
+    def runner(self, verified: int) -> Any:
+        """`run`, for a caller that has checked its first `verified` arguments' class,
+        dtype and shape (see `CompiledGraph.runner`)."""
+        runner = getattr(self.executable, "runner", None)
+        return runner(verified) if runner is not None else self.executable
+
 
 def compile_graph(graph: Graph, dynamic: bool = False) -> Compiled:
     """Decompose, optimize and make executable: one native module for the whole graph, or
@@ -69,6 +81,7 @@ class Differentiated:
     grad_graph: Graph          # (primals, cotangents) -> grads: for create_graph
     n_outputs: int
     partition: Any
+    output_meta: list | None = None     # (shape, dtype) of each result (`CompiledBackward`)
 
 
 class GraphFunction:
@@ -125,7 +138,7 @@ class GraphFunction:
         """Give the results of a differentiable call (`outs`: results then residuals of
         `d.forward`) their one backward node; returns the results."""
         results, residuals = outs[:d.n_outputs], outs[d.n_outputs:]
-        node = CompiledBackward(self, wrt, inputs, residuals, results)
+        node = CompiledBackward(self, wrt, inputs, residuals, results, d)
         for k, r in enumerate(results):
             if r._dtype.is_floating_point or r._dtype.is_complex:
                 r._requires_grad = True
@@ -144,47 +157,70 @@ class GraphFunction:
 class CompiledBackward(Node):
     """The one backward node of a compiled call."""
 
-    __slots__ = ("function", "wrt", "saved_inputs", "residuals", "output_meta")
+    __slots__ = ("function", "wrt", "inputs", "versions", "residuals", "output_meta", "diff")
 
     @property
     def direct(self) -> bool:          # static graphs return new buffers (see Node.direct)
         return not self.function.dynamic
 
     def __init__(self, function: GraphFunction, wrt: tuple[int, ...], inputs: Sequence[Tensor],
-                 residuals: list[Tensor], results: list[Tensor]):
-        super().__init__(tuple(edge(inputs[i]) for i in wrt))
+                 residuals: list[Tensor], results: list[Tensor],
+                 diff: Differentiated | None = None):
+        super().__init__(tuple([edge(inputs[i]) for i in wrt]))
+        d = diff if diff is not None else function.differentiated(wrt)
         self.function = function
         self.wrt = wrt
-        self.saved_inputs = [SavedTensor(x) for x in inputs]
+        # the inputs as saved tensors (read by reference; their versions are checked when
+        # backward reads them, as eager's saved tensors are)
+        self.inputs = inputs
+        self.versions = [x._storage.version for x in inputs]
         self.residuals = residuals
-        self.output_meta = [(r._shape, r._dtype) for r in results]
+        if function.dynamic:
+            self.output_meta = [(r._shape, r._dtype) for r in results]
+        else:                             # a static graph's outputs always look alike
+            if d.output_meta is None:
+                d.output_meta = [(r._shape, r._dtype) for r in results]
+            self.output_meta = d.output_meta
+        self.diff = d
+
+    def saved_input(self, k: int) -> Tensor:
+        """Input `k`, after eager's check that no in-place write changed it since."""
+        x = self.inputs[k]
+        if x._storage.version != self.versions[k]:
+            saved = SavedTensor(x)
+            saved.version = self.versions[k]
+            saved.unpack(self, self.name(), k)          # raises PyTorch's error
+        return x
 
     @property
     def num_outputs(self) -> int:
         return len(self.output_meta)
 
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
-        from .. import functions as F
         if self.residuals is None:
             from ..autograd.node import FREED
             raise RuntimeError(FREED)
-        cts = [g if g is not None else F.zeros(shape, dtype=dtype)
-               for g, (shape, dtype) in zip(grads, self.output_meta)]
-        cts = [g.to(dtype) if g._dtype is not dtype else g
-               for g, (_, dtype) in zip(cts, self.output_meta)]
+        cts = list(grads)
+        for k, (shape, dtype) in enumerate(self.output_meta):
+            g = cts[k]
+            if g is None:
+                from ..functions import zeros
+                cts[k] = zeros(shape, dtype=dtype)
+            elif g._dtype is not dtype:
+                cts[k] = g.to(dtype)
         if is_grad_enabled():
             # create_graph: recompute through a differentiable compiled graph
-            primals = [s.unpack(self, self.name(), i) for i, s in enumerate(self.saved_inputs)]
+            primals = [self.saved_input(k) for k in range(len(self.inputs))]
             return tuple(self.function.grad_function(self.wrt)(*primals, *cts))
-        d = self.function.differentiated(self.wrt)
+        d = self.diff
         saved = []
         for kind, k in d.partition.residual_sources:
             if kind == "out":
                 saved.append(self.residuals[k])
             else:            # an input read by reference: eager's saved-tensor check
-                saved.append(self.saved_inputs[k].unpack(self, self.name(), k))
-        return tuple(d.backward.executable(*saved, *cts))
+                saved.append(self.saved_input(k))
+        return tuple(d.backward.run(*saved, *cts))
 
     def release(self) -> None:
         self.residuals = None
-        self.saved_inputs = []
+        self.inputs = ()

@@ -8,7 +8,7 @@ than the dimensioned tensors.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -23,31 +23,22 @@ class DType:
     kind: str            # "b" bool, "i" signed int, "u" unsigned int, "f" float, "c" complex
     storage: str         # numpy dtype string used to hold the bits ("uint16" for bfloat16)
 
-    @property
-    def is_floating_point(self) -> bool:
-        return self.kind == "f"
+    # derived from `kind` once (read on every op: plain attributes, not properties)
+    is_floating_point: bool = field(init=False, repr=False)
+    is_complex: bool = field(init=False, repr=False)
+    is_signed: bool = field(init=False, repr=False)
+    is_integer: bool = field(init=False, repr=False)
+    category: int = field(init=False, repr=False)     # 0 bool, 1 integer, 2 floating, 3 complex
+    np: np.dtype = field(init=False, repr=False)       # the NumPy dtype storing the bits
 
-    @property
-    def is_complex(self) -> bool:
-        return self.kind == "c"
-
-    @property
-    def is_signed(self) -> bool:
-        return self.kind in "ifc"
-
-    @property
-    def is_integer(self) -> bool:
-        return self.kind in "iu"
-
-    @property
-    def category(self) -> int:
-        """0 bool, 1 integer, 2 floating, 3 complex."""
-        return {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}[self.kind]
-
-    @property
-    def np(self) -> np.dtype:
-        """The NumPy dtype that stores this dtype's bits."""
-        return np.dtype(self.storage)
+    def __post_init__(self) -> None:
+        for name, value in (("is_floating_point", self.kind == "f"),
+                            ("is_complex", self.kind == "c"),
+                            ("is_signed", self.kind in "ifc"),
+                            ("is_integer", self.kind in "iu"),
+                            ("category", {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}[self.kind]),
+                            ("np", np.dtype(self.storage))):
+            object.__setattr__(self, name, value)
 
     @property
     def compute(self) -> "DType":

@@ -117,6 +117,7 @@ class CompiledGraph:
             blas.can_hold_single_threaded()
         self._in_place: list[tuple[int, int]] = []
         self._run: Any = None               # see `runner`
+        self._runners: dict[int, Any] = {}
         self._params = [_Param(p) for p in graph.params]
         self._outs = [(o.shape, o.dtype, contiguous_strides(o.shape),
                        o.dtype.itemsize * _numel(o.shape)) for o in graph.outputs]
@@ -177,6 +178,7 @@ class CompiledGraph:
         self._in_place = [(j, i) for j, i in pairs
                           if can_write_in_place(self.program, j, i)]
         self._run = None                    # the specialized call has no in-place logic
+        self._runners.clear()
         return list(self._in_place)
 
     # -- calling ------------------------------------------------------------------------
@@ -204,13 +206,20 @@ class CompiledGraph:
             run = self.runner()
         return run(*args)
 
-    def runner(self) -> Any:
+    def runner(self, verified: int = 0) -> Any:
         """This graph's call specialized to its signature: generated Python source that
         checks each argument with a few identity and tuple comparisons, allocates the
         outputs, packs the argument block and makes the foreign call, with every constant
         (shapes, strides, extras' addresses) in the code. Anything unusual (a NumPy array,
         a non-contiguous or wrong argument, outputs written in place) goes to `_call`,
-        the general path. Made on the first call; its text is `runner().__source__`."""
+        the general path. Made on the first call; its text is `runner().__source__`.
+        `verified`: the caller has already checked that its first `verified` arguments
+        are Tensors of their parameters' dtypes and shapes (only strides are left)."""
+        if verified:
+            run = self._runners.get(verified)
+            if run is None:
+                run = self._runners[verified] = _generate_runner(self, verified)
+            return run
         if self._run is None:
             self._run = _generate_runner(self)
         return self._run
@@ -324,7 +333,7 @@ def _extra_address(name: str, threads: int) -> int:
     return blas.gemm_address({"sgemm": dt.float32, "dgemm": dt.float64}[name])
 
 
-def _generate_runner(g: CompiledGraph) -> Any:
+def _generate_runner(g: CompiledGraph, verified: int = 0) -> Any:
     """The source of `g.runner()` (see there), compiled."""
     n = len(g._params)
     if g._in_place:
@@ -335,6 +344,9 @@ def _generate_runner(g: CompiledGraph) -> Any:
                               "entry": g._entry}
     checks = []
     for i, p in enumerate(g._params):
+        if i < verified:
+            checks.append(f"a{i}._strides != {p.strides!r}")
+            continue
         consts[f"D{i}"] = p.dtype
         checks.append(f"a{i}.__class__ is not Tensor or a{i}._dtype is not D{i} or "
                       f"a{i}._shape != {p.shape!r} or a{i}._strides != {p.strides!r}")

@@ -99,9 +99,10 @@ SLAB_MAX = 256
 
 
 class _Slab(threading.local):
-    raw: np.ndarray | None = None     # this thread's current slab (64-byte aligned)
-    next = 0                          # address of its first free byte
-    end = 0                           # address past its last byte
+    def __init__(self) -> None:
+        # [slab array (64-byte aligned), address of its first free byte, address past
+        # its end]: one thread-local read per allocation, then list items
+        self.state: list = [None, 0, 0]
 
 
 _slabs = _Slab()
@@ -109,22 +110,22 @@ _new = object.__new__
 
 
 def allocate_small(nbytes: int) -> Storage:
-    slab = _slabs
-    ptr = slab.next
-    if ptr + SLAB_MAX > slab.end:
+    state = _slabs.state
+    ptr = state[1]
+    if ptr + SLAB_MAX > state[2]:
         raw = np.empty(SLAB_BYTES + ALIGNMENT, dtype=np.uint8)
         address = _address(raw)
         pad = (-address) % ALIGNMENT
-        slab.raw = raw[pad:pad + SLAB_BYTES]
+        state[0] = raw[pad:pad + SLAB_BYTES]
         ptr = address + pad
-        slab.end = ptr + SLAB_BYTES
-    slab.next = ptr + ((nbytes + 63) & ~63 or 64)
+        state[2] = ptr + SLAB_BYTES
+    state[1] = ptr + ((nbytes + 63) & ~63 or 64)
     st = _new(Storage)
     st._buffer = None
     st.ptr = ptr
     st.nbytes = nbytes
     st.version = 0
-    st.owner = slab.raw               # the slab stays alive while a buffer cut from it does
+    st.owner = state[0]               # the slab stays alive while a buffer cut from it does
     st.raw = None
     st.inference = False
     return st
