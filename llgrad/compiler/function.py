@@ -82,6 +82,7 @@ class Differentiated:
     n_outputs: int
     partition: Any
     output_meta: list | None = None     # (shape, dtype) of each result (`CompiledBackward`)
+    backward_run: Any = None            # `backward.run`, looked up once
 
 
 class GraphFunction:
@@ -219,7 +220,10 @@ class CompiledBackward(Node):
                 saved.append(self.residuals[k])
             else:            # an input read by reference: eager's saved-tensor check
                 saved.append(self.saved_input(k))
-        return tuple(d.backward.run(*saved, *cts))
+        run = d.backward_run
+        if run is None:
+            run = d.backward_run = d.backward.run
+        return tuple(run(*saved, *cts))
 
     def release(self) -> None:
         self.residuals = None
