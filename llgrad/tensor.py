@@ -58,17 +58,9 @@ class Tensor:
         t._dtype = dtype
         t._ptr = storage.ptr + offset * dtype.itemsize
         t._lkey = (dtype, shape, strides)          # what selects a cached launch plan
-        # the fields of `_init_state`, set here directly (every op makes tensors)
-        t._requires_grad = False
-        t._grad = None
-        t.grad_fn = None
-        t._retains_grad = False
-        t._hooks = None
-        t._base = base
-        t._output_nr = 0
-        # memory made under inference_mode: every view of it is an inference tensor, as
-        # in PyTorch
-        t._inference = storage.inference
+        t._init_state(base)
+        if storage.inference:       # memory made under inference_mode: every view of it
+            t._inference = True     # is an inference tensor, as in PyTorch
         return t
 
     def _init_state(self, base: "Tensor | None" = None) -> None:
