@@ -249,3 +249,25 @@ def test_tiny_outputs_have_numpy_views_made_on_demand():
     assert a.tolist() == [42.0, 2.0, 3.0, 4.0]       # the view shares the tensor's memory
     assert s.item() == 6.0
     assert os.environ.get("LLGRAD_DISABLE_COMPILE", "0") in ("", "0")
+
+
+def test_eager_tensor_ops_use_a_generated_launch_and_still_record_kernels():
+    from llgrad.eager import elementwise as ew
+    from llgrad.runtime.launch import record_kernels
+    x = lg.arange(6, dtype=lg.float32).reshape(2, 3)
+    y = lg.ones(3)                                       # broadcast along rows
+    first = x + y
+    again = x + y
+    plan = ew._plans[ew._key("add", (x, y), None, None)]
+    assert callable(plan.launch)
+    np.testing.assert_array_equal(again.numpy(), x.numpy() + 1)
+    np.testing.assert_array_equal(first.numpy(), again.numpy())
+    with record_kernels() as ks:
+        z = x + y                                        # recording: the general launch
+    assert len(ks) == 1
+    np.testing.assert_array_equal(z.numpy(), x.numpy() + 1)
+    xt = x.t()                                           # another layout: another plan
+    np.testing.assert_array_equal((xt * xt).numpy(), x.numpy().T ** 2)
+    s = x * 2.0                                          # a scalar operand: no generated launch
+    assert ew._plans[ew._key("mul", (x, 2.0), None, None)].launch is False
+    np.testing.assert_array_equal(s.numpy(), 2 * x.numpy())

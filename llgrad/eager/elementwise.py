@@ -153,7 +153,7 @@ class Plan:
     """Everything about a call that depends only on dtypes, shapes and strides."""
 
     __slots__ = ("kernel", "out_shape", "out_dtype", "template", "ptr_slots", "scalar_dtypes",
-                 "work", "out_strides", "packer", "serial")
+                 "work", "out_strides", "packer", "serial", "launch")
 
     def __init__(self, kernel: cache.Kernel, out_shape: tuple[int, ...], out_dtype: DType,
                  template: list[int], ptr_slots: list[int], scalar_dtypes: list[DType],
@@ -169,6 +169,7 @@ class Plan:
         self.out_strides = contiguous_strides(out_shape)
         self.packer = launch.packer(len(template))
         self.serial = work < launch.PARALLEL_MIN_WORK       # one thread, no splitting
+        self.launch: Any = None     # see `_tensor_launch` (False: not made for this plan)
 
 
 _plans: dict[tuple, Plan] = {}
@@ -202,6 +203,11 @@ def run(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None = None,
         out = Tensor._empty(plan.out_shape, plan.out_dtype, plan.out_strides)
     if plan.kernel is None:
         return out
+    go = plan.launch
+    if go is None:
+        go = plan.launch = _tensor_launch(op, plan, operands)
+    if go and go(out, operands):
+        return out
     args = plan.template.copy()
     slots = plan.ptr_slots
     args[slots[0]] = out._ptr
@@ -218,12 +224,45 @@ def run(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None = None,
         try:
             plan.packer.pack_into(buf, 0, *args)
         except struct.error:
-            raise RuntimeError(f"{op}: an operand has no memory (a traced tensor reached "
-                               f"eager execution)") from None
+            raise RuntimeError(f"{op}: {_NO_MEMORY}") from None
         plan.kernel.fn(addr)
     else:
         launch.call_split(plan.kernel, args, plan.work)
     return out
+
+
+_NO_MEMORY = "an operand has no memory (a traced tensor reached eager execution)"
+
+
+def _tensor_launch(op: str, plan: Plan, operands: Sequence[Any]) -> Any:
+    """For a one-thread plan whose operands are all tensors (the key fixes which operands
+    are tensors, so every call of the plan has the same pattern): generated source that
+    packs the plan's constant argument template with the pointers in place and makes the
+    foreign call, instead of copying the template and looping over the operands. It
+    returns False, having done nothing, while kernels are being recorded. False (no
+    launch) for other plans."""
+    if not plan.serial or not all(isinstance(o, Tensor) for o in operands):
+        return False
+    names = ["out"] + [f"a{i}" for i in range(len(operands))]
+    values = [str(v) for v in plan.template]
+    for slot, name in zip(plan.ptr_slots, names):
+        values[slot] = f"{name}._ptr"
+    unpack = f"    {', '.join(names[1:])}, = ops\n" if operands else ""
+    source = (f"def go(out, ops):\n{unpack}"
+              f"    if recording:\n"
+              f"        return False\n"
+              f"    buf, addr = block()\n"
+              f"    try:\n"
+              f"        pack(buf, 0, {', '.join(values)})\n"
+              f"    except struct.error:\n"
+              f"        raise RuntimeError(OP + ': ' + NO_MEMORY) from None\n"
+              f"    fn(addr)\n"
+              f"    return True\n")
+    consts = {"recording": launch._recording, "block": launch.block, "struct": struct,
+              "pack": plan.packer.pack_into, "fn": plan.kernel.fn, "NO_MEMORY": _NO_MEMORY,
+              "OP": op}
+    exec(compile(source, "<llgrad eager launch>", "exec"), consts)
+    return consts["go"]
 
 
 def _plan(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,
