@@ -5,7 +5,6 @@ import threading
 import warnings
 
 
-
 class _State(threading.local):
     enabled = False          # every thread starts here (read on each recorded node)
     check_nan = True

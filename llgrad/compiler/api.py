@@ -30,7 +30,6 @@ from .callpath import MISS, specialize
 from .function import GraphFunction
 
 
-
 class _State(threading.local):
     disabled = 0                       # depth of `disable_compile()` blocks in this thread
 

@@ -252,7 +252,6 @@ def any_tracer(operands: Sequence[Any]) -> TracerTensor | None:
     return None
 
 
-
 class TraceInterpreter(Interpreter):
     """The tracer's entry in `llgrad.autograd.apply.interpreters` (only while tracing)."""
 
