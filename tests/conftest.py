@@ -90,3 +90,13 @@ def run_graph(g, inputs, rtol=1e-5, atol=1e-6, threads=None):
 def kernel_kinds(cg) -> list[str]:
     """The kinds of a CompiledGraph's kernel groups, in execution order."""
     return [k.kind.value for k in cg.kernels]
+
+
+def train_step(model, opt, x, y):
+    """One classification training step (the function the compiled-step tests compile)."""
+    opt.zero_grad()
+    loss = lg.nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss
+

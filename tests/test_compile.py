@@ -8,6 +8,7 @@ import llgrad as lg
 from llgrad.compiler import CompileError
 
 from test_tracer import FUNCTIONS, sample
+from conftest import train_step
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
@@ -176,12 +177,7 @@ def test_whole_training_step_compiles_into_one_graph(opt_name, kw):
         m = lg.nn.Sequential(lg.nn.Linear(6, 16), lg.nn.ReLU(), lg.nn.Linear(16, 3))
         return m, getattr(lg.optim, opt_name)(m.parameters(), **kw)
 
-    def step(model, opt, x, y):
-        opt.zero_grad()
-        loss = lg.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+    step = train_step
     model, opt = make()
     ref, ref_opt = make()
     x, y = lg.randn(32, 6), lg.randint(0, 3, (32,))
@@ -309,12 +305,7 @@ def test_dynamic_training_step_over_batch_sizes():
         m = lg.nn.Sequential(lg.nn.Linear(6, 8), lg.nn.ReLU(), lg.nn.Linear(8, 3))
         return m, lg.optim.SGD(m.parameters(), lr=0.1)
 
-    def step(model, opt, x, y):
-        opt.zero_grad()
-        loss = lg.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+    step = train_step
     model, opt = make()
     ref, ref_opt = make()
     cstep = lg.compile(step, dynamic=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import llgrad as lg
+from conftest import train_step
 
 
 def _executable(cf):
@@ -18,12 +19,7 @@ def _mlp_step():
     opt = lg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     x, y = lg.randn(8, 20), lg.randint(0, 3, (8,))
 
-    def step(model, opt, x, y):
-        opt.zero_grad()
-        loss = lg.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+    step = train_step
     return model, opt, x, y, step
 
 

@@ -14,7 +14,7 @@ from llgrad.runtime.executor import CompiledGraph
 from llgrad.schedule import elementwise as ew
 from llgrad.schedule.matmul import MatmulKernel
 
-from conftest import kernel_kinds, run_graph
+from conftest import kernel_kinds, run_graph, train_step
 
 
 @pytest.fixture(autouse=True)
@@ -120,12 +120,7 @@ def test_training_step_updates_weights_in_the_gradient_matmul():
         model = lg.nn.Sequential(lg.nn.Linear(300, 256), lg.nn.ReLU(), lg.nn.Linear(256, 10))
         return model, lg.optim.SGD(model.parameters(), lr=0.05)
 
-    def step(model, opt, x, y):
-        opt.zero_grad()
-        loss = lg.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+    step = train_step
 
     x, y = lg.randn(128, 300), lg.randint(0, 10, (128,))
     (m1, o1), (m2, o2) = make(), make()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .._source import define
 from ..autograd.grad_mode import _state as grad_state
 from ..tensor import Tensor
 from ..tracer.context import current
@@ -90,11 +91,8 @@ def specialize(entry: Any, key: tuple, n_args: int, sources: list[tuple[str, Any
     if result is None:
         return None
     lines.append(f"    return {result}")
-    source = "\n".join(lines) + "\n"
-    exec(compile(source, f"<llgrad call {entry.graph.name}>", "exec"), consts)
-    call = consts["call"]
-    call.__source__ = source
-    return call
+    return define("\n".join(lines) + "\n", f"<llgrad call {entry.graph.name}>", consts,
+                  "call")
 
 
 def _guard_checks(sources: list[tuple[str, Any, str]], consts: dict[str, Any]

@@ -12,6 +12,7 @@ import struct
 import threading
 from typing import Any, Sequence
 
+from .._source import define
 from ..codegen.elementwise import build
 from ..ir import dtypes as dt
 from ..ir import registry
@@ -261,8 +262,7 @@ def _tensor_launch(op: str, plan: Plan, operands: Sequence[Any]) -> Any:
     consts = {"recording": launch._recording, "block": launch.block, "struct": struct,
               "pack": plan.packer.pack_into, "fn": plan.kernel.fn, "NO_MEMORY": _NO_MEMORY,
               "OP": op}
-    exec(compile(source, "<llgrad eager launch>", "exec"), consts)
-    return consts["go"]
+    return define(source, f"<llgrad eager launch {op}>", consts, "go")
 
 
 def _plan(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,

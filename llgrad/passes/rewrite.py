@@ -34,7 +34,7 @@ from ..ir.printer import format_type
 from ..ir.registry import Group
 
 __all__ = ["Pat", "Rule", "Match", "RewriteError", "pat", "var", "const_pat", "rewrite",
-           "rewrite_counted", "const_array", "uniform_value", "is_const"]
+           "rewrite_counted", "replace_nodes", "const_array", "uniform_value", "is_const"]
 
 
 class RewriteError(RuntimeError):
@@ -287,6 +287,26 @@ def _sweep(g: Graph, table: RuleTable, fired: dict[str, int]) -> tuple[Graph, bo
         new[id(n)] = cur
     outputs = tuple(new[id(o)] for o in g.outputs)
     return Graph(g.name, g.params, outputs), changed
+
+
+def replace_nodes(g: Graph, replace: Callable[[Node, tuple[Node, ...]], Node | None]
+                  ) -> Graph:
+    """One walk in order for passes that replace a few nodes by hand: `replace(n, inputs)`
+    (the inputs already replaced) returns `n`'s replacement, or None to keep `n` (rebuilt
+    on its new inputs). Returns `g` itself when nothing was replaced."""
+    mapping: dict[Node, Node] = {}
+    changed = False
+    for n in g.nodes:
+        inputs = tuple(mapping.get(x, x) for x in n.inputs)
+        new = replace(n, inputs)
+        if new is not None:
+            mapping[n] = new
+            changed = True
+        elif inputs != n.inputs:
+            mapping[n] = rebuild(n, inputs)
+    if not changed:
+        return g
+    return Graph(g.name, g.params, [mapping.get(o, o) for o in g.outputs])
 
 
 def rebuild(n: Node, inputs: tuple[Node, ...]) -> Node:

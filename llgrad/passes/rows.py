@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from ..ir.graph import Graph, Node
 from ..ir.registry import ELEMENTWISE, Group
-from .rewrite import rebuild
+from .rewrite import replace_nodes
 
 ROW_REDUCTIONS = frozenset({"sum", "amax", "amin"})
 MAX_ROW = 1 << 16          # longest row a row kernel takes (its row buffers live in L1/L2)
@@ -362,26 +362,20 @@ def split_total_reductions(g: Graph) -> Graph:
             suffix.setdefault(n.inputs[0].shape, _suffix_axes(n))
     if not suffix:
         return g
-    mapping: dict[Node, Node] = {}
-    changed = False
-    for n in g.nodes:
-        inputs = tuple(mapping.get(x, x) for x in n.inputs)
-        if n.op in ROW_REDUCTIONS and n.group is Group.REDUCE and \
-                n.inputs[0].dtype.is_floating_point and len(n.inputs[0].shape) >= 2 and \
-                n.inputs[0].shape in suffix and _total(n):
-            (x,) = inputs
-            k = suffix[x.shape]
-            rank = len(x.shape)
-            row_shape = x.shape[:k] + (1,) * (rank - k)
-            inner = Node(n.op, (x,), (("axes", tuple(range(k, rank))), ("keepdim", True)),
-                         TensorType(n.dtype, row_shape), n.loc)
-            mapping[n] = Node(n.op, (inner,), n.attrs, n.type, n.loc)
-            changed = True
-        elif inputs != n.inputs:
-            mapping[n] = rebuild(n, inputs)
-    if not changed:
-        return g
-    return Graph(g.name, g.params, [mapping.get(o, o) for o in g.outputs])
+
+    def replace(n: Node, inputs: tuple[Node, ...]) -> Node | None:
+        if not (n.op in ROW_REDUCTIONS and n.group is Group.REDUCE and
+                n.inputs[0].dtype.is_floating_point and len(n.inputs[0].shape) >= 2 and
+                n.inputs[0].shape in suffix and _total(n)):
+            return None
+        (x,) = inputs
+        k = suffix[x.shape]
+        rank = len(x.shape)
+        row_shape = x.shape[:k] + (1,) * (rank - k)
+        inner = Node(n.op, (x,), (("axes", tuple(range(k, rank))), ("keepdim", True)),
+                     TensorType(n.dtype, row_shape), n.loc)
+        return Node(n.op, (inner,), n.attrs, n.type, n.loc)
+    return replace_nodes(g, replace)
 
 
 def _total(n: Node) -> bool:

@@ -9,7 +9,7 @@ is the transpose is rewritten (otherwise the product would be computed twice).
 from __future__ import annotations
 
 from ..ir.graph import Graph, Node, make_node
-from .rewrite import rebuild
+from .rewrite import replace_nodes
 
 
 def _swap_last_two(rank: int) -> tuple[int, ...]:
@@ -26,21 +26,15 @@ def fold_transposed_matmul(g: Graph) -> Graph:
     product has no other user: the transpose is never materialized."""
     users = g.users()
     returned = set(g.outputs)                 # a graph output is a use too
-    mapping: dict[Node, Node] = {}
-    changed = False
-    for n in g.nodes:
-        inputs = tuple(mapping.get(i, i) for i in n.inputs)
+
+    def replace(n: Node, inputs: tuple[Node, ...]) -> Node | None:
         m = n.inputs[0] if n.op == "permute" else None
-        if (m is not None and m.op == "matmul" and _is_last_two_swap(n)
-                and len(users[m]) == 1 and m not in returned
-                and all(x.type.ndim == m.type.ndim for x in m.inputs)):
-            a, b = (mapping.get(x, x) for x in m.inputs)
-            bt = make_node("permute", (b,), {"perm": _swap_last_two(b.type.ndim)}, n.loc)
-            at = make_node("permute", (a,), {"perm": _swap_last_two(a.type.ndim)}, n.loc)
-            mapping[n] = make_node("matmul", (bt, at), {}, m.loc)
-            changed = True
-        elif inputs != n.inputs:
-            mapping[n] = rebuild(n, inputs)
-    if not changed:
-        return g
-    return Graph(g.name, g.params, [mapping.get(o, o) for o in g.outputs])
+        if (m is None or m.op != "matmul" or not _is_last_two_swap(n)
+                or len(users[m]) != 1 or m in returned
+                or any(x.type.ndim != m.type.ndim for x in m.inputs)):
+            return None
+        a, b = inputs[0].inputs          # the product on its (possibly replaced) operands
+        bt = make_node("permute", (b,), {"perm": _swap_last_two(b.type.ndim)}, n.loc)
+        at = make_node("permute", (a,), {"perm": _swap_last_two(a.type.ndim)}, n.loc)
+        return make_node("matmul", (bt, at), {}, m.loc)
+    return replace_nodes(g, replace)

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .. import _log
+from .._source import define
 from ..codegen import graph as cg
 from ..passes import lower as lower_pass
 from ..schedule.program import PARALLEL_FOR, can_write_in_place, traffic
@@ -377,9 +378,4 @@ def _generate_runner(g: CompiledGraph, verified: int = 0) -> Any:
     if g._err_span is not None:
         lines.append("    check(err)")
     lines.append(f"    return [{', '.join(outs)}]")
-    source = "\n".join(lines) + "\n"
-    code = compile(source, f"<llgrad runner @{g.graph.name}>", "exec")
-    exec(code, consts)
-    run = consts["run"]
-    run.__source__ = source
-    return run
+    return define("\n".join(lines) + "\n", f"<llgrad runner @{g.graph.name}>", consts, "run")
