@@ -12,7 +12,7 @@ One walk serves `Tensor.backward`, `autograd.backward` and `autograd.grad`:
 from __future__ import annotations
 
 import heapq
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..tensor import Tensor
 from . import anomaly, grad_mode
@@ -200,15 +200,43 @@ def _run_direct(root: Tensor, grad: Tensor | None, retain_graph: bool,
     return [by_leaf.get(id(t)) for t in capture]
 
 
+_callbacks: list[list[Callable[[], Any]]] = []     # one list per running backward
+
+
+def queue_callback(fn: Callable[[], Any]) -> None:
+    """Run `fn()` once the backward pass that is running now has finished (PyTorch's
+    `Variable._execution_engine.queue_callback`; DDP waits for its all-reduces there)."""
+    if not _callbacks:
+        raise RuntimeError("queue_callback: no backward pass is running (call it from a "
+                           "hook during backward)")
+    _callbacks[-1].append(fn)
+
+
 def execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_graph: bool,
             create_graph: bool, capture: Sequence[Tensor] | None = None,
             accumulate: bool = True) -> list[Tensor | None]:
     """Run backward from `roots`. With `capture`, return the gradients reaching those
-    tensors (and accumulate nowhere unless `accumulate`)."""
-    if len(roots) == 1 and not create_graph:
+    tensors (and accumulate nowhere unless `accumulate`). Callbacks queued during the
+    pass run at its end, in order."""
+    if len(roots) == 1 and not create_graph:     # (runs no hooks, so queues nothing)
         direct = _run_direct(roots[0], grads[0], retain_graph, capture, accumulate)
         if direct is not None:
             return direct
+    _callbacks.append([])
+    try:
+        captured = _execute(roots, grads, retain_graph=retain_graph, create_graph=create_graph,
+                            capture=capture, accumulate=accumulate)
+        queued = _callbacks[-1]
+        while queued:
+            queued.pop(0)()
+    finally:
+        _callbacks.pop()
+    return captured
+
+
+def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_graph: bool,
+             create_graph: bool, capture: Sequence[Tensor] | None,
+             accumulate: bool) -> list[Tensor | None]:
     root_grads = [_check_root(i, t, g) for i, (t, g) in enumerate(zip(roots, grads))]
     root_edges = [edge(t) for t in roots]
     buffers: dict[Node, list[Tensor | None]] = {}

@@ -32,3 +32,4 @@ from .shape import (broadcast_tensors, broadcast_to, cat, chunk, clone, concat, 
                     contiguous, expand, expand_as, flatten, flip, movedim, narrow, pad_dims,
                     permute, reshape, select, slice_dim, split, squeeze, stack, swapaxes, t,
                     transpose, unbind, unsqueeze, view, view_as_complex, view_as_real)
+from . import _collective  # noqa: F401,E402  (the vjp of all_reduce: F._collective)

@@ -29,6 +29,7 @@ class Group(enum.Enum):
     INDEX = "index"          # gather / scatter-add over a linear index
     LINALG = "linalg"        # matmul
     RANDOM = "random"        # random number generation
+    COLLECTIVE = "collective"  # communication across processes (all_reduce)
     COMPOSITE = "composite"  # defined by a decomposition into other ops
 
 

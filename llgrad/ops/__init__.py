@@ -8,3 +8,4 @@ from . import linalg  # noqa: F401
 from . import reduction  # noqa: F401
 from . import composite  # noqa: F401
 from . import nn  # noqa: F401
+from . import collective  # noqa: F401

@@ -32,7 +32,7 @@ __all__ = ["fold", "FOLD_RULES", "MAX_ELEMENTS", "payload_of"]
 
 MAX_ELEMENTS = 1024                 # largest non-uniform result that becomes a literal
 MAX_INPUT_ELEMENTS = 1 << 16        # do not materialize huge inputs to fold a small result
-_NEVER = frozenset({Group.PARAM, Group.CONST, Group.RANDOM})
+_NEVER = frozenset({Group.PARAM, Group.CONST, Group.RANDOM, Group.COLLECTIVE})
 _UNIFORM_VIEWS = frozenset({"reshape", "permute", "expand", "slice", "flip"})
 _ERRORS = (ArithmeticError, ValueError, IndexError, TypeError, RuntimeError, KeyError)
 

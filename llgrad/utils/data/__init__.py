@@ -3,10 +3,11 @@ from .dataloader import (DataLoader, WorkerInfo, default_collate, default_conver
                          get_worker_info)
 from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset,
                       TensorDataset, random_split)
+from .distributed import DistributedSampler
 from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
                       SubsetRandomSampler)
 
 __all__ = ["DataLoader", "WorkerInfo", "default_collate", "default_convert", "get_worker_info",
            "ChainDataset", "ConcatDataset", "Dataset", "IterableDataset", "Subset",
            "TensorDataset", "random_split", "BatchSampler", "RandomSampler", "Sampler",
-           "SequentialSampler", "SubsetRandomSampler"]
+           "SequentialSampler", "SubsetRandomSampler", "DistributedSampler"]

@@ -1,0 +1,43 @@
+"""The differentiable, functional `all_reduce` (the registry op `all_reduce`).
+
+`all_reduce(x, reduce)` returns a new tensor and records its derivative (an all_reduce
+of the cotangent); traced, it is one IR node. `llgrad.distributed.all_reduce` (torch's
+in-place API) and DDP build on it when they run inside a trace. Eagerly it runs MPI on
+the input's and output's own memory (`runtime.mpi`), waiting with the process group's
+timeout.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..autograd.apply import apply
+from ..tensor import Tensor
+
+
+def _forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
+    from ..distributed import _world
+    from ..runtime import mpi
+    x = operands[0].contiguous()
+    out = Tensor._empty(x._shape, x._dtype)
+    d = x._dtype
+    reduce = attrs["reduce"]
+    group = _world("all_reduce")
+    if out.numel():
+        request = mpi.call("all_reduce", group.comm.Iallreduce,
+                           mpi.buffer(x._numpy_view(), d), mpi.buffer(out._numpy_view(), d),
+                           mpi.mpi_op(reduce, d))
+        mpi.Pending(request, (x, out), None, "all_reduce").wait(group.timeout)
+    return out
+
+
+def all_reduce(x: Tensor, reduce: str = "sum") -> Tensor:
+    """Every rank's `x` reduced elementwise (`reduce`: sum, product, max, min, band, bor,
+    bxor); float16 and bfloat16 reduce in float32, rounded once."""
+    from ..runtime import mpi
+    if not isinstance(x, Tensor):
+        raise TypeError(f"all_reduce: expected a Tensor, got {type(x).__name__}")
+    mpi.check_reduction(reduce, x._dtype, "all_reduce")
+    wide = mpi.WIDENED.get(x._dtype)
+    if wide is not None:
+        return all_reduce(x.to(wide), reduce).to(x._dtype)
+    return apply("all_reduce", (x,), {"reduce": reduce}, _forward, "AllReduceBackward")

@@ -1,0 +1,4 @@
+"""`llgrad.nn.parallel`: data parallelism across processes (MPI)."""
+from .distributed import DistributedDataParallel
+
+__all__ = ["DistributedDataParallel"]
