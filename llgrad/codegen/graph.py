@@ -37,12 +37,14 @@ from typing import Any
 
 from llvmlite import ir
 
+from ..schedule import collective as sco
 from ..schedule import elementwise as sew
 from ..schedule import index as sgx
 from ..schedule import matmul as smm
 from ..schedule import reduce as srd
 from ..schedule import row as srw
 from ..schedule.program import PARALLEL_FOR, Buffer, Launch, Program, Ptr, Stage
+from . import collective as co
 from . import elementwise as ew
 from . import gather as gx
 from . import matmul as mm
@@ -60,6 +62,7 @@ _BUILDERS = {
     sgx.NonzeroKernel: gx.build_nonzero,
     smm.MatmulKernel: mm.build,
     srw.RowKernel: rw.build,
+    sco.CollectiveKernel: co.build,
 }
 
 

@@ -32,8 +32,8 @@
   (`codegen.reduce.ReduceKernel.prologue`). When only the group's tail feeds the
   reduction, the tail is split off and absorbed if that adds no buffer (whatever the tail
   reads from the rest is written anyway). Otherwise the reduction reads a buffer.
-* **matmul, gather, scatter_add, index_put, cat, pad, flip, nonzero** are groups of their
-  own; their operands are reads (views folded in), their results dense buffers.
+* **matmul, gather, scatter_add, index_put, cat, pad, flip, nonzero, all_reduce** are
+  groups of their own; their operands are reads (views folded in), their results dense buffers.
 * **Graph outputs** that are not written directly by a kernel (a parameter, a constant, a
   view, or a value listed twice) get a copy group, so every output has its own buffer.
 
@@ -95,7 +95,7 @@ def op_cost(n: Node) -> int:
 
 _OWN_GROUP = {"matmul": "matmul", "gather": "gather", "scatter_add": "scatter",
               "index_put": "scatter", "cat": "cat", "pad": "pad", "flip": "flip",
-              "nonzero": "nonzero"}
+              "nonzero": "nonzero", "all_reduce": "collective"}
 
 
 def _numel(shape: Iterable[int]) -> int:
@@ -119,6 +119,7 @@ class Kind(enum.Enum):
     PAD = "pad"
     FLIP = "flip"
     NONZERO = "nonzero"
+    COLLECTIVE = "collective"
     COPY = "copy"
     ROW = "row"
 
@@ -939,7 +940,9 @@ class _Fuser:
         grp.outputs = outs + ([root] if self.materialized(root, grp) else [])
 
     def schedule(self, groups: list[KernelGroup]) -> list[KernelGroup]:
-        """A topological order of the groups (Kahn), earliest graph position first."""
+        """A topological order of the groups (Kahn), earliest graph position first; a
+        collective goes as soon as its input exists, so that the kernels after it overlap
+        its communication (`passes.lower` waits for it where its result is read)."""
         deps: dict[KernelGroup, set[KernelGroup]] = {}
         for grp in groups:
             found = set()
@@ -954,6 +957,8 @@ class _Fuser:
                 users[d].append(grp)
 
         def first(grp: KernelGroup) -> tuple[int, int]:
+            if grp.kind is Kind.COLLECTIVE:
+                return (-1, 0)
             pos = [self.order[n] for n in grp.nodes] or [len(self.order) + grp.output_slot]
             return (min(pos), grp.output_slot)
 

@@ -20,6 +20,7 @@ from ..ir.dtypes import DType
 from ..ir.graph import Node
 from ..ir.interpret import to_bfloat16_bits
 from ..ir.printer import format_type
+from ..schedule import collective as co
 from ..schedule import elementwise as ew
 from ..schedule import index as gx
 from ..schedule import matmul as mm
@@ -32,6 +33,7 @@ from .fusion import FusionPlan, KernelGroup
 
 SPLIT_MIN_MACS = 1 << 21               # matmul multiply-adds below which one core wins
 INT32_MAX = 2**31 - 1
+_MPI_MAX_COUNT = 1 << 30               # elements per MPI call (its counts are C ints)
 
 
 def _numel(shape: Sequence[int]) -> int:
@@ -59,8 +61,13 @@ def _scalar_bytes(value: Any, d: DType) -> bytes:
 
 class _Lowering:
     def __init__(self, fusion: FusionPlan, threads: int,
-                 gemm_single_threaded: Callable[[int, int, int], bool]):
+                 gemm_single_threaded: Callable[[int, int, int], bool],
+                 mpi_handle_bits: Callable[[], int] | None = None):
         self.gemm_single_threaded = gemm_single_threaded
+        self.mpi_handle_bits = mpi_handle_bits
+        # collectives posted and not yet waited for: their send and receive buffers ->
+        # the function that adds the wait (run before any launch touches either)
+        self.in_flight: dict[Buffer, Callable[[], None]] = {}
         self.fusion = fusion
         self.g = fusion.graph
         self.threads = threads
@@ -124,6 +131,10 @@ class _Lowering:
         return self.buffer_of(grp.outputs[0])
 
     def add(self, launch: Launch) -> None:
+        if self.in_flight:
+            for v in launch.block:
+                if isinstance(v, Ptr) and v.buffer in self.in_flight:
+                    self.in_flight[v.buffer]()
         step = len(self.launches)
         for v in launch.block:
             if isinstance(v, Ptr) and v.buffer is not None:
@@ -180,6 +191,8 @@ class _Lowering:
     def run(self) -> Program:
         for grp in self.fusion.groups:
             getattr(self, f"lower_{grp.kind.value}")(grp)
+        for wait in list(self.in_flight.values()):
+            wait()
         if self.error_buffer is not None:   # zeroed before and read after every call
             self.error_buffer.touch(0)
             self.error_buffer.touch(len(self.launches))
@@ -579,10 +592,7 @@ class _Lowering:
             spec = gx.IndexKernel(mode, dtype=node.dtype, src_dtype=node.dtype, **keys)
         else:
             spec = gx.IndexKernel(mode, width=node.dtype.itemsize, **keys)
-        if self.error_buffer is None:
-            self.error_buffer = self.scratch("errors", 0, kind="error")
-        err = Ptr(self.error_buffer, self.error_buffer.nbytes)
-        self.error_buffer.nbytes += 32
+        err = self.error_record()
         block: list[Any] = [0, cshape[0], *cshape[1:], err, x, *cx, data, *cd,
                             self.read_ptr(idx), x_numel, 1, *ci]
         d = node.dtype
@@ -601,6 +611,64 @@ class _Lowering:
         self.add(launch)
         self.errors.append(launch)
 
+    def error_record(self) -> Ptr:
+        """A new 32-byte error record, zeroed before and read after every call."""
+        if self.error_buffer is None:
+            self.error_buffer = self.scratch("errors", 0, kind="error")
+        err = Ptr(self.error_buffer, self.error_buffer.nbytes)
+        self.error_buffer.nbytes += 32
+        return err
+
+    def lower_collective(self, grp: KernelGroup) -> None:
+        """all_reduce: post MPI_Iallreduce now; the wait goes before the first later launch
+        that touches its send or receive buffer (`add`), or at the end."""
+        n = grp.root
+        (r,) = grp.inputs
+        d = n.dtype
+        if self.mpi_handle_bits is None:
+            raise RuntimeError(f"all_reduce: this graph calls MPI but the runtime lowering it "
+                               f"provides no MPI ({self.names.get(n)} at {n.loc})")
+        bits = self.mpi_handle_bits()
+        count = _numel(n.shape)
+        if count == 0:
+            return
+        out = self.out_buffer(grp)
+        if r.layout.offset == 0 and r.layout.is_dense() and r.layout.numel == count:
+            send = self.read_ptr(r)
+        else:                                       # MPI reads one dense run
+            tmp = self.scratch("send", d.itemsize * count)
+            self.copy(grp, self.read_ptr(r), d, r.layout.strides, Ptr(tmp), d,
+                      contiguous_strides(n.shape), n.shape, "all_reduce operand")
+            send = Ptr(tmp)
+        reduce = n.attr("reduce")
+        handles = [self.extra(f"mpi:type:{d.name}"), self.extra(f"mpi:op:{reduce}:{d.name}"),
+                   self.extra("mpi:comm:world")]
+        for at in range(0, count, _MPI_MAX_COUNT):
+            part = min(_MPI_MAX_COUNT, count - at)
+            off = at * d.itemsize
+            s, o = Ptr(send.buffer, send.byte_offset + off), Ptr(out, off)
+            request = Ptr(self.scratch("request", co.REQUEST_BYTES))
+            err = self.error_record()
+            accesses = (Access(s, d, (part,), (1,), "load"), Access(o, d, (part,), (1,), "store"))
+            start = Launch(grp, co.CollectiveKernel("start", bits),
+                           [s, o, part, self.extra("mpi:fn:MPI_Iallreduce"), *handles,
+                            request, err], f"all_reduce {reduce} start", ranged=False,
+                           err=err, node=n, loops=((part, "seq"),), accesses=accesses)
+            self.add(start)
+            self.errors.append(start)
+            status = Ptr(self.scratch("status", 64))
+
+            def wait(s: Ptr = s, o: Ptr = o, request: Ptr = request, status: Ptr = status,
+                     err: Ptr = err) -> None:
+                self.in_flight.pop(s.buffer, None)
+                self.in_flight.pop(o.buffer, None)
+                self.add(Launch(grp, co.CollectiveKernel("wait", bits),
+                                [self.extra("mpi:fn:MPI_Wait"), request, status, err, s, o],
+                                f"all_reduce {reduce} wait", ranged=False, node=n))
+            if s.buffer in self.in_flight:           # an earlier chunk's wait goes first
+                self.in_flight[s.buffer]()
+            self.in_flight[s.buffer] = self.in_flight[o.buffer] = wait
+
     def lower_nonzero(self, grp: KernelGroup) -> None:
         node = grp.root
         (r,) = grp.inputs
@@ -617,14 +685,16 @@ class _Lowering:
 
 
 def lower(fusion: FusionPlan, threads: int = 1,
-          gemm_single_threaded: Callable[[int, int, int], bool] = lambda n, m, k: False
-          ) -> Program:
+          gemm_single_threaded: Callable[[int, int, int], bool] = lambda n, m, k: False,
+          mpi_handle_bits: Callable[[], int] | None = None) -> Program:
     """Launches and buffers for `fusion` (see the module docstring).
 
     `gemm_single_threaded(n, m, k)`: whether one BLAS call of that size uses one core
     only, so that a batch of them may be split across threads (the runtime knows its
-    BLAS; by default no gemm launch is split, which never oversubscribes)."""
-    return _Lowering(fusion, threads, gemm_single_threaded).run()
+    BLAS; by default no gemm launch is split, which never oversubscribes).
+    `mpi_handle_bits()`: the width of the MPI library's handles, for graphs that hold
+    collectives (the runtime knows its MPI)."""
+    return _Lowering(fusion, threads, gemm_single_threaded, mpi_handle_bits).run()
 
 
 def _loops(shape: tuple[int, ...], reduced: tuple[bool, ...]) -> tuple[tuple[int, str], ...]:

@@ -43,7 +43,7 @@ from ..ir.verify import verify
 from ..passes import fusion as fusion_pass
 from ..passes import memory as memory_pass
 from ..tensor import Tensor
-from . import blas, launch, pool
+from . import blas, launch, mpi, pool
 from .storage import allocate
 
 __all__ = ["CompiledGraph"]
@@ -92,7 +92,8 @@ class CompiledGraph:
         # at most the threads of runtime.launch's pool, which runs the pieces
         cap = launch._THREADS
         self.threads = max(1, min(cap, threads if threads is not None else cap))
-        self.program = lower_pass.lower(self.fusion, self.threads, blas.splits_gemms)
+        self.program = lower_pass.lower(self.fusion, self.threads, blas.splits_gemms,
+                                        mpi.handle_bits)
         t3 = time.perf_counter()
         views = {}
         for v, r in self.fusion.views.items():
@@ -299,6 +300,11 @@ class CompiledGraph:
     def _check_errors(self, err: ctypes.Array) -> None:
         for offset, l in self._errors:
             k = offset // 8
+            if err[k] and l.node.op == "all_reduce":
+                raise mpi.DistError(
+                    f"all_reduce: MPI error {err[k + 1]}: {mpi.error_string(err[k + 1])} "
+                    f"({self.fusion.names.get(l.node, 'all_reduce')} in graph "
+                    f"@{self.graph.name}{f' at {l.node.loc}' if l.node.loc else ''})")
             if err[k]:
                 node = l.node
                 name = self.fusion.names.get(node, node.op)
@@ -330,6 +336,8 @@ def _new_output(shape: tuple[int, ...], d: DType, strides: tuple[int, ...],
 def _extra_address(name: str, threads: int) -> int:
     if name == PARALLEL_FOR:
         return pool.address(threads)
+    if name.startswith("mpi:"):                 # MPI functions and handles (runtime.mpi)
+        return mpi.extra(name[4:])
     from ..ir import dtypes as dt
     return blas.gemm_address({"sgemm": dt.float32, "dgemm": dt.float64}[name])
 
