@@ -33,9 +33,11 @@ def _forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
 def all_reduce(x: Tensor, reduce: str = "sum") -> Tensor:
     """Every rank's `x` reduced elementwise (`reduce`: sum, product, max, min, band, bor,
     bxor); float16 and bfloat16 reduce in float32, rounded once."""
+    from ..distributed import _world
     from ..runtime import mpi
     if not isinstance(x, Tensor):
         raise TypeError(f"all_reduce: expected a Tensor, got {type(x).__name__}")
+    _world("all_reduce")
     mpi.check_reduction(reduce, x._dtype, "all_reduce")
     wide = mpi.WIDENED.get(x._dtype)
     if wide is not None:
