@@ -14,11 +14,14 @@ it reduces the accumulated sum, as in torch. A parameter that received no gradie
 synchronized backward raises torch's error, unless `find_unused_parameters=True`, with
 which its share of the bucket is zeros and its `.grad` is left as it was.
 
-Inside `lg.compile` the same hooks run on the traced gradients: each bucket becomes a
-`cat`, one `all_reduce` op and slices in the graph, and the compiled code posts each
-bucket's MPI_Iallreduce as soon as its gradients exist and waits for it only where the
-update reads it (`passes.lower`), so communication overlaps the rest of backward there
-too.
+Inside `lg.compile` the same hooks run on the traced gradients, and each gradient becomes
+one `all_reduce` op of the graph (no buckets: compiled code has no per-call overhead to
+amortize, and a bucket would cost a copy in and out). The compiled code posts each
+MPI_Iallreduce as soon as its gradient exists and waits for it only where the update
+reads it (`passes.lower`), so communication overlaps the rest of backward there too.
+
+Buckets hold up to `bucket_cap_mb` (25 MB), the first one 1 MB (torch's sizes): the first
+gradients backward produces then start their all-reduce early.
 """
 from __future__ import annotations
 
@@ -32,8 +35,11 @@ from ...tensor import Tensor
 from ..modules.module import Module
 
 
+FIRST_BUCKET_BYTES = 1 << 20     # torch's: the first gradients ready start a small bucket
+
+
 class _Bucket:
-    __slots__ = ("params", "ready", "flat", "work", "numels")
+    __slots__ = ("params", "ready", "flat", "work", "numels", "traced")
 
     def __init__(self, params: list[Any]):
         self.params = params
@@ -41,6 +47,7 @@ class _Bucket:
         self.ready: set[int] = set()
         self.flat: Tensor | None = None
         self.work: Any = None
+        self.traced = False
 
 
 class DistributedDataParallel(Module):
@@ -90,8 +97,9 @@ class DistributedDataParallel(Module):
         size = 0
         for p in reversed(params):
             nbytes = p.numel() * p.element_size()
-            if current and (size + nbytes > self.bucket_bytes_cap or
-                            p.dtype is not current[0].dtype):
+            cap = min(self.bucket_bytes_cap, FIRST_BUCKET_BYTES) if not buckets \
+                else self.bucket_bytes_cap
+            if current and (size + nbytes > cap or p.dtype is not current[0].dtype):
                 buckets.append(_Bucket(current))
                 current, size = [], 0
             current.append(p)
@@ -127,6 +135,15 @@ class DistributedDataParallel(Module):
             engine.queue_callback(self._finish)
         bucket, k = self._bucket_of[id(p)]
         bucket.ready.add(k)
+        if getattr(p.grad, "_ctx", None) is not None:
+            # traced: one all_reduce op per gradient, averaged where the update reads it;
+            # compiled code pays no per-call overhead that buckets would amortize, and
+            # each reduction starts as soon as its gradient exists
+            from ...functions._collective import all_reduce
+            with no_grad():
+                p.grad = all_reduce(p.grad, "sum") / self._group.size()
+            bucket.traced = True
+            return
         if len(bucket.ready) == len(bucket.params) and bucket.work is None:
             self._launch(bucket)
 
@@ -143,7 +160,8 @@ class DistributedDataParallel(Module):
 
     def _finish(self) -> None:
         self._pending = False
-        missing = [b for b in self._buckets if b.work is None]
+        missing = [b for b in self._buckets if b.work is None and
+                   not (b.traced and len(b.ready) == len(b.params))]
         if missing and not self.find_unused_parameters:
             names = {id(p): n for n, p in self.module.named_parameters()}
             unused = [names.get(id(b.params[k]), "?") for b in missing
@@ -151,6 +169,7 @@ class DistributedDataParallel(Module):
             for b in self._buckets:
                 b.ready.clear()
                 b.work = b.flat = None
+                b.traced = False
             raise RuntimeError(
                 "DistributedDataParallel: expected every parameter to receive a gradient in "
                 "backward, but these did not: " + ", ".join(unused) + ". Pass "
@@ -161,16 +180,16 @@ class DistributedDataParallel(Module):
         size = self._group.size()
         with no_grad():
             for b in self._buckets:
+                if b.work is None:                  # reduced per gradient in the trace
+                    b.ready.clear()
+                    b.traced = False
+                    continue
                 b.work.wait()
                 flat = b.flat
                 at = 0
                 for k, (p, n) in enumerate(zip(b.params, b.numels)):
                     if k in b.ready:
-                        avg = flat[at:at + n].reshape(p.shape) / size
-                        if getattr(p.grad, "_ctx", None) is not None:
-                            p.grad = avg             # traced: rebind to the graph's value
-                        else:
-                            p.grad.copy_(avg)
+                        p.grad.copy_(flat[at:at + n].reshape(p.shape) / size)
                     at += n
                 b.ready.clear()
                 b.work = b.flat = None
