@@ -203,8 +203,9 @@ def test_collectives_every_dtype_and_size(tmp_path: Path) -> None:
 
 
 @needs_mpi
-def test_collectives_on_three_ranks(tmp_path: Path) -> None:
+def test_collectives_on_three_and_four_ranks(tmp_path: Path) -> None:
     _ok(run_ranks(3, COLLECTIVES, tmp_path), "COLLECTIVES OK", 3)
+    _ok(run_ranks(4, COLLECTIVES, tmp_path), "COLLECTIVES OK", 4)
 
 
 # --------------------------------------------------------------------------------------
