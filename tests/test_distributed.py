@@ -223,7 +223,7 @@ def _weights(out: str) -> list[float]:
 @needs_mpi
 def test_ddp_example_matches_one_process(tmp_path: Path) -> None:
     """examples/ddp_train.py on 1, 2 and 4 ranks, eager and compiled: the same losses and
-    the same parameters after 2 epochs (48 steps)."""
+    the same parameters after 2 epochs (32 steps)."""
     script = ROOT / "examples" / "ddp_train.py"
     runs = {}
     for n, extra in [(1, ()), (2, ()), (4, ()), (2, ("--compile",))]:

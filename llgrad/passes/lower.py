@@ -656,6 +656,7 @@ class _Lowering:
                            err=err, node=n, loops=((part, "seq"),), accesses=accesses)
             self.add(start)
             self.errors.append(start)
+            # (MPI_Status is 20 bytes in MPICH, 24 in Open MPI; 64 leaves room for others)
             status = Ptr(self.scratch("status", 64))
 
             def wait(s: Ptr = s, o: Ptr = o, request: Ptr = request, status: Ptr = status,

@@ -25,6 +25,7 @@ import ctypes
 import os
 import sys
 import time
+import traceback
 from typing import Any
 
 import numpy as np
@@ -188,10 +189,6 @@ def handle_bits() -> int:
     return 8 * MPI._sizeof(MPI.Comm)
 
 
-def status_bytes() -> int:
-    return _import()._sizeof(_import().Status)
-
-
 def _library() -> Any:
     """The MPI library mpi4py is linked against (symbols resolve through its extension)."""
     global _lib
@@ -241,14 +238,20 @@ def abort_on_uncaught_exception() -> None:
         return
 
     def hook(kind: Any, value: Any, tb: Any) -> None:
-        previous(kind, value, tb)
         try:
-            sys.stderr.flush()
-            sys.stdout.flush()
             c = comm()
-            sys.stderr.write(f"llgrad.distributed: rank {c.Get_rank()} of {c.Get_size()} "
-                             f"failed ({kind.__name__}); aborting the job\n")
+            note = (f"llgrad.distributed: rank {c.Get_rank()} of {c.Get_size()} failed "
+                    f"({kind.__name__}); aborting the job\n")
+            if previous is sys.__excepthook__:
+                # one write, then a pause: mpiexec forwards output through a proxy and
+                # drops what is still in flight when the abort kills the job
+                sys.stdout.flush()
+                sys.stderr.write("".join(traceback.format_exception(kind, value, tb)) + note)
+            else:
+                previous(kind, value, tb)
+                sys.stderr.write(note)
             sys.stderr.flush()
+            time.sleep(0.5)
             c.Abort(1)
         except Exception:
             os._exit(1)
