@@ -4,15 +4,9 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..schedule.collective import CollectiveKernel
-from .loops import I64, PTR, ArgBlock, new_kernel
+from .loops import I64, PTR, new_kernel
 
 I32 = ir.IntType(32)
-
-
-def _function(b: ir.IRBuilder, args: ArgBlock, k: int, fn_t: ir.FunctionType,
-              name: str) -> ir.Value:
-    slot = b.gep(args.pointer, [I64(k)], inbounds=True, source_etype=I64)
-    return b.load(slot, typ=fn_t.as_pointer(), name=name)
 
 
 def build(spec: CollectiveKernel, name: str) -> ir.Module:
@@ -28,7 +22,7 @@ def build(spec: CollectiveKernel, name: str) -> ir.Module:
     if spec.phase == "start":
         fn_t = ir.FunctionType(I32, [PTR, PTR, I32, handle, handle, handle, PTR])
         count = b.trunc(args.int(2, "count"), I32)
-        rc = b.call(_function(b, args, 3, fn_t, "MPI_Iallreduce"),
+        rc = b.call(args.function(3, fn_t, "MPI_Iallreduce"),
                     [args.ptr(0, "send"), args.ptr(1, "recv"), count,
                      load_handle(4, "datatype"), load_handle(5, "op"),
                      load_handle(6, "comm"), args.ptr(7, "request")], name="rc")
@@ -41,7 +35,7 @@ def build(spec: CollectiveKernel, name: str) -> ir.Module:
         call = fn.append_basic_block("call")
         b.cbranch(b.icmp_signed("!=", failed, I64(0)), done, call)
         b.position_at_end(call)
-        rc = b.call(_function(b, args, 0, fn_t, "MPI_Wait"),
+        rc = b.call(args.function(0, fn_t, "MPI_Wait"),
                     [args.ptr(1, "request"), args.ptr(2, "status")], name="rc")
     bad = fn.append_basic_block("bad")
     ok = fn.append_basic_block("ok")

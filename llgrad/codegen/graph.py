@@ -50,7 +50,7 @@ from . import gather as gx
 from . import matmul as mm
 from . import reduce as rd
 from . import rowwise as rw
-from .loops import I64, PTR
+from .loops import I64, PTR, ArgBlock
 from .target import disk_cache_get, disk_cache_put
 
 __all__ = ["emit", "describe", "stage_layout"]
@@ -253,9 +253,8 @@ class _Emitter:
                 fns.append(fn)
             b = ir.IRBuilder(entry.append_basic_block("entry"))
             slot = self.n_in + self.n_out + 1 + self.p.extras.index(PARALLEL_FOR)
-            at = b.gep(entry.args[0], [I64(slot)], inbounds=True, source_etype=I64)
             pfor_t = ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64, I64])
-            pfor = b.load(at, typ=pfor_t.as_pointer())
+            pfor = ArgBlock(b, entry.args[0]).function(slot, pfor_t)
             for st, fn in zip(stages, fns):
                 if st.parallel:
                     pieces = min(self.p.threads, st.extent)

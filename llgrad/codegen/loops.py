@@ -29,6 +29,10 @@ class ArgBlock:
     def ptr(self, k: int, name: str = "") -> ir.Value:
         return self.b.load(self._slot(k), typ=PTR, name=name)
 
+    def function(self, k: int, fn_t: ir.FunctionType, name: str = "") -> ir.Value:
+        """Slot k as a pointer to a function of type `fn_t` (callable with `b.call`)."""
+        return self.b.load(self._slot(k), typ=fn_t.as_pointer(), name=name)
+
 
 def new_kernel(module: ir.Module, name: str) -> tuple[ir.Function, ir.IRBuilder, ArgBlock]:
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), name=name)

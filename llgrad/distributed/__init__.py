@@ -178,12 +178,8 @@ def _reference_all_reduce(x: np.ndarray, reduce: str) -> np.ndarray:
     """The interpreter's all_reduce (`ops.collective`): MPI on NumPy arrays."""
     from ..ir import dtypes as dt
     g = _world("all_reduce")
-    d = dt.from_numpy(x.dtype)
     out = np.empty_like(x)
-    if x.size:
-        req = _mpi.call("all_reduce", g.comm.Iallreduce, _mpi.buffer(x, d),
-                        _mpi.buffer(out, d), _mpi.mpi_op(reduce, d))
-        _mpi.Pending(req, (x, out), None, "all_reduce").wait(g.timeout)
+    _mpi.all_reduce_into(g.comm, x, out, dt.from_numpy(x.dtype), reduce, g.timeout)
     return out
 
 

@@ -19,14 +19,9 @@ def _forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
     from ..runtime import mpi
     x = operands[0].contiguous()
     out = Tensor._empty(x._shape, x._dtype)
-    d = x._dtype
-    reduce = attrs["reduce"]
     group = _world("all_reduce")
-    if out.numel():
-        request = mpi.call("all_reduce", group.comm.Iallreduce,
-                           mpi.buffer(x._numpy_view(), d), mpi.buffer(out._numpy_view(), d),
-                           mpi.mpi_op(reduce, d))
-        mpi.Pending(request, (x, out), None, "all_reduce").wait(group.timeout)
+    mpi.all_reduce_into(group.comm, x._numpy_view(), out._numpy_view(), x._dtype,
+                        attrs["reduce"], group.timeout)
     return out
 
 

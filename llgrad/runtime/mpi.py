@@ -32,10 +32,10 @@ import numpy as np
 
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
+from ..ops.collective import REDUCTIONS
 
 # reductions of the IR op `all_reduce` -> mpi4py's names (avg is sum / world size,
 # applied by the caller; bool tensors reduce logically, as torch's backends do)
-REDUCTIONS = ("sum", "product", "max", "min", "band", "bor", "bxor")
 _MPI_OP = {"sum": "SUM", "product": "PROD", "max": "MAX", "min": "MIN", "band": "BAND",
            "bor": "BOR", "bxor": "BXOR"}
 _BOOL_OP = {"sum": "LOR", "max": "LOR", "bor": "LOR", "product": "LAND", "min": "LAND",
@@ -163,6 +163,16 @@ class Pending:
         then, self.then, self.keep = self.then, None, ()
         if then is not None:
             then()
+
+
+def all_reduce_into(c: Any, send: np.ndarray, recv: np.ndarray, d: DType, reduce: str,
+                    timeout: float) -> None:
+    """recv = every rank's `send` reduced (contiguous arrays holding dtype `d`), waited for
+    with a deadline."""
+    if send.size:
+        request = call("all_reduce", c.Iallreduce, buffer(send, d), buffer(recv, d),
+                       mpi_op(reduce, d))
+        Pending(request, (send, recv), None, "all_reduce").wait(timeout)
 
 
 def call(what: str, fn: Any, *args: Any) -> Any:

@@ -45,6 +45,11 @@ class _Bucket:
         self.params = params
         self.numels = [p.numel() for p in params]
         self.ready: set[int] = set()
+        self.reset()
+
+    def reset(self) -> None:
+        """Ready for the next synchronized backward."""
+        self.ready.clear()
         self.flat: Tensor | None = None
         self.work: Any = None
         self.traced = False
@@ -74,9 +79,7 @@ class DistributedDataParallel(Module):
         if self.bucket_bytes_cap <= 0:
             raise ValueError(f"DistributedDataParallel: bucket_cap_mb must be positive, got "
                              f"{bucket_cap_mb}")
-        params = [p for p in module.parameters() if p.requires_grad]
-        if len({id(p) for p in params}) != len(params):
-            params = list({id(p): p for p in params}.values())
+        params = [p for p in module.parameters() if p.requires_grad]   # (deduplicated)
         self._params = params
         self._sync_module_states()
         self._buckets = self._make_buckets(params)
@@ -167,9 +170,7 @@ class DistributedDataParallel(Module):
             unused = [names.get(id(b.params[k]), "?") for b in missing
                       for k in range(len(b.params)) if k not in b.ready]
             for b in self._buckets:
-                b.ready.clear()
-                b.work = b.flat = None
-                b.traced = False
+                b.reset()
             raise RuntimeError(
                 "DistributedDataParallel: expected every parameter to receive a gradient in "
                 "backward, but these did not: " + ", ".join(unused) + ". Pass "
@@ -181,8 +182,7 @@ class DistributedDataParallel(Module):
         with no_grad():
             for b in self._buckets:
                 if b.work is None:                  # reduced per gradient in the trace
-                    b.ready.clear()
-                    b.traced = False
+                    b.reset()
                     continue
                 b.work.wait()
                 flat = b.flat
@@ -191,8 +191,7 @@ class DistributedDataParallel(Module):
                     if k in b.ready:
                         p.grad.copy_(flat[at:at + n].reshape(p.shape) / size)
                     at += n
-                b.ready.clear()
-                b.work = b.flat = None
+                b.reset()
 
     def __repr__(self) -> str:
         return f"DistributedDataParallel(\n  (module): {self.module!r}\n)"
