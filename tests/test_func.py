@@ -212,6 +212,47 @@ def test_jacobians_match_torch(which, argnums):
 
 
 @needs_torch
+@pytest.mark.parametrize("case", ["jacfwd2", "jacfwd3", "jvp_of_jvp", "grad_of_jacfwd2",
+                                  "vmap_jacfwd2", "requires_grad_input"])
+def test_nested_forward_mode_matches_torch(case):
+    """Forward mode inside forward mode (the inner one by reverse mode over the outer's
+    tangents) gives torch.func's values, and results carry no autograd history unless an
+    input that requires grad reaches them."""
+    a = np.array([0.3, -1.2, 2.0])
+    cube = lambda lib: lambda y: (y ** 3).sum() * lib.sin(y)            # noqa: E731
+    if case == "jacfwd2":
+        run = lambda lib: lambda x: lib.func.jacfwd(lib.func.jacfwd(cube(lib)))(x)  # noqa
+    elif case == "jacfwd3":
+        run = lambda lib: lambda x: lib.func.jacfwd(lib.func.jacfwd(lib.func.jacfwd(  # noqa
+            lambda y: (lib.exp(y) * y).sum())))(x)
+    elif case == "jvp_of_jvp":
+        def run(lib):
+            inner = lambda x: lib.func.jvp(lambda y: lib.tanh(y) * y, (x,),  # noqa: E731
+                                           (lib.ones_like(x),))[1]
+            return lambda x: lib.func.jvp(inner, (x,), (lib.ones_like(x) * 0.5,))[1]
+    elif case == "grad_of_jacfwd2":
+        run = lambda lib: lib.func.grad(lambda x: lib.func.jacfwd(lib.func.jacfwd(  # noqa
+            lambda y: (y ** 4 * lib.cos(y)).sum()))(x).sum())
+    elif case == "vmap_jacfwd2":
+        a = np.linspace(-1, 1, 12).reshape(4, 3)
+        run = lambda lib: lib.func.vmap(lib.func.jacfwd(lib.func.jacfwd(  # noqa: E731
+            lambda y: (lib.sin(y) * y).sum())))
+    else:
+        def run(lib):
+            def f(x):
+                x = x.clone().requires_grad_()
+                h = lib.func.jacfwd(lib.func.jacfwd(lambda y: (y ** 3 * y.sum()).sum()))(x)
+                assert h.requires_grad
+                (g,) = lib.autograd.grad(h.sum(), x)
+                return g
+            return f
+    got = run(lg)(lg.tensor(a, dtype=lg.float64))
+    want = run(torch)(torch.tensor(a))
+    assert not got.requires_grad
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-12)
+
+
+@needs_torch
 def test_vjp_and_jvp_match_torch():
     a = np.array([0.3, -1.2, 0.7])
     f_l = lambda x, y: (lg.exp(x) * y, x.sum())                        # noqa: E731

@@ -6,7 +6,8 @@ cotangents back with `llgrad.autograd.grad`; forward mode makes dual tensors wit
 a stand-in is `x.detach().requires_grad_()`, or a recorded alias of `x` when `x` already
 carries derivative information (it requires grad, or it is dual) so that an enclosing
 transform or tape still sees through the call; this is what makes `grad(grad(f))`,
-`jacrev(jacfwd(f))` and `jacfwd(jacrev(f))` compose.
+`jacrev(jacfwd(f))` and `jacfwd(jacrev(f))` compose. A jvp inside another forward-mode
+transform runs by reverse mode (`_nested_jvp`), so `jacfwd(jacfwd(f))` composes too.
 
 Inside `vmap`, differentiation happens on the plain values with every vmap batch made
 explicit (`batching.lift`): the stand-ins carry one slice per batch element, so a
@@ -326,10 +327,7 @@ def jvp(fun: Callable[..., Any], primals: Any, tangents: Any, has_aux: bool = Fa
                             f"be equal. Got primal dtype {p._dtype.name} and tangent dtype "
                             f"{t._dtype.name}.")
     if forward_ad.active():
-        raise RuntimeError("jvp: nested forward mode (jvp of jvp, jacfwd of jacfwd) is not "
-                           "supported: llgrad's forward-mode AD keeps one tangent per "
-                           "tensor. Mix modes instead: jacfwd(jacrev(f)) or "
-                           "jacrev(jacfwd(f)).")
+        return _nested_jvp(fun, tuple(primals), tuple(tangents), has_aux)
     scope = union_levels(p_leaves)
     with forward_ad.dual_level():
         duals = [unlift(forward_ad.make_dual(lift(p, scope), lift(t, scope)), scope)
@@ -354,6 +352,50 @@ def jvp(fun: Callable[..., Any], primals: Any, tangents: Any, has_aux: bool = Fa
                                      if isinstance(a, Tensor) else a for a in a_leaves])
     res = (unflatten(o_tree, primals_out), unflatten(o_tree, tangents_out))
     return res + (aux,) if has_aux else res
+
+
+def _nested_jvp(fun: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...],
+                has_aux: bool) -> Any:
+    """A jvp inside another forward-mode transform (`jacfwd(jacfwd(f))`, `jvp` of `jvp`).
+
+    A tensor carries one tangent, which belongs to the outer transform, so the inner one is
+    computed by reverse mode instead: the pullback `u -> J^T u` is linear in `u`, and its
+    own pullback applied to the tangents is `J t`. Both pullbacks run as recorded ops, so
+    the outer transform's tangents flow through them like through any other computation
+    (forward over reverse). The result keeps autograd history (and its tangent keeps
+    its own) only where something outside these two linearizations needs it."""
+    lin = Linearized("jvp", fun, primals, tangents, has_aux)
+    seeds = tuple(F.zeros_like(o) for o in lin.out_leaves)
+    pull = Linearized("jvp", lambda *u: lin.pullback(unflatten(lin.out_tree, list(u))),
+                      seeds, (), False)
+    outs = list(pull.pullback(tuple(tangents)))
+    ours = lin.fresh + pull.fresh
+    given = [bottom(x) for x in flatten((primals, tangents))[0] if isinstance(x, Tensor)]
+    differentiable_tangents = any(forward_ad.tangent_of(x) is not None
+                                  and forward_ad.tangent_of(x)._requires_grad for x in given)
+    outs = [_internal_history_dropped(o, ours, differentiable_tangents) for o in outs]
+    result = (lin.outputs(), unflatten(lin.out_tree, outs))
+    return result + (lin.aux_outputs(),) if has_aux else result
+
+
+def _internal_history_dropped(t: Tensor, ours: Sequence[Tensor], keep_tangent: bool
+                              ) -> Tensor:
+    """`t` without the autograd history of the linearizations that made it: kept only when
+    it reaches a tensor beyond `ours` (an enclosing reverse-mode transform's input, a
+    closed-over tensor that requires grad). Its tangent's history goes with it, unless
+    the outer tangents were themselves differentiable (`keep_tangent`); otherwise it only
+    reaches internal stand-ins (`ours`, and the ones transposed jvp rules make)."""
+    b = bottom(t)
+    foreign = b._requires_grad and _foreign_history([b], ours)
+    tangent = forward_ad.tangent_of(b)
+    if tangent is not None and not (foreign or keep_tangent):
+        tangent = tangent.detach()
+    if foreign:
+        return t
+    d = b.detach()
+    if tangent is not None:
+        forward_ad.set_tangent(d, tangent)
+    return unlift(d, levels(t))
 
 
 def transposed_jvp(opdef: Any, operands: Sequence[Any], attrs: dict[str, Any],
