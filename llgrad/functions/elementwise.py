@@ -81,6 +81,17 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     return elementwise("softplus", input, beta=beta, threshold=threshold)
 
 
+def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    return elementwise("leaky_relu", input, negative_slope=float(negative_slope))
+
+
+def elu(input: Tensor, alpha: float = 1.0, scale: float = 1.0, input_scale: float = 1.0
+        ) -> Tensor:
+    """`scale * x` above zero, `scale * alpha * expm1(input_scale * x)` at or below it."""
+    return elementwise("elu", input, alpha=float(alpha), scale=float(scale),
+                       input_scale=float(input_scale))
+
+
 def add(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
     if alpha != 1:
         other = mul(other, alpha)

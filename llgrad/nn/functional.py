@@ -22,10 +22,13 @@ from ..ir.types import TensorType
 from ..ops import nn as nnops
 from ..tensor import Tensor
 
-__all__ = ["linear", "relu", "relu_", "gelu", "sigmoid", "tanh", "silu", "softmax",
+__all__ = ["linear", "relu", "relu_", "gelu", "sigmoid", "tanh", "silu", "softplus",
+           "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "celu", "hardtanh",
+           "hardtanh_", "relu6", "logsigmoid", "mish", "softsign", "softmax",
            "log_softmax", "cross_entropy", "nll_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "mse_loss", "l1_loss", "layer_norm", "dropout",
-           "embedding", "max_pool2d", "conv2d"]
+           "embedding", "max_pool2d", "conv2d", "conv1d", "max_pool1d", "avg_pool1d",
+           "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "batch_norm"]
 
 
 # --------------------------------------------------------------------------------------
@@ -109,6 +112,90 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return input.copy_(out)
     return out
+
+
+def _maybe_inplace(input: Tensor, out: Tensor, inplace: bool) -> Tensor:
+    return input.copy_(out) if inplace else out
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (PyTorch)."""
+    _tensor("softplus", "input", input)
+    return lg.softplus(input, beta=float(beta), threshold=float(threshold))
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    _tensor("leaky_relu", "input", input)
+    return _maybe_inplace(input, lg.leaky_relu(input, negative_slope), inplace)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    _tensor("elu", "input", input)
+    return _maybe_inplace(input, lg.elu(input, alpha), inplace)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return elu(input, alpha, inplace=True)
+
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    _tensor("selu", "input", input)
+    return _maybe_inplace(input, lg.elu(input, SELU_ALPHA, SELU_SCALE), inplace)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """max(0, x) + min(0, alpha (exp(x / alpha) - 1)): elu with input scale 1/alpha."""
+    _tensor("celu", "input", input)
+    if alpha == 0:
+        raise ValueError("celu: ZeroDivisionError, alpha cannot be 0")
+    return _maybe_inplace(input, lg.elu(input, alpha, 1.0, 1.0 / alpha), inplace)
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Tensor:
+    """x clamped to [min_val, max_val]; the gradient is zero at the bounds themselves
+    (PyTorch's hardtanh, unlike clamp, which passes it there)."""
+    _tensor("hardtanh", "input", input)
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val "
+                         f"({max_val})")
+    low = lg.le(input, min_val)
+    high = lg.ge(input, max_val)
+    out = lg.where(low, lg.full_like(input, min_val),
+                   lg.where(high, lg.full_like(input, max_val), input))
+    return _maybe_inplace(input, out, inplace)
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    """log(sigmoid(x)) = -softplus(-x), without overflow for large |x|."""
+    _tensor("logsigmoid", "input", input)
+    return lg.neg(lg.softplus(lg.neg(input)))
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    _tensor("mish", "input", input)
+    return _maybe_inplace(input, lg.mul(input, lg.tanh(lg.softplus(input))), inplace)
+
+
+def softsign(input: Tensor) -> Tensor:
+    _tensor("softsign", "input", input)
+    return lg.div(input, lg.add(lg.abs(input), 1))
 
 
 def _softmax_dim(op: str, ndim: int, dim: int | None) -> int:
@@ -525,3 +612,7 @@ def _max_pool2d_indices(x: Tensor, k: tuple[int, int], s: tuple[int, int],
     cols = lg.add(lg.mul(lg.remainder(tap, k[1]), d[1]),
                   lg.sub(lg.mul(lg.arange(ow), s[1]), p[1]))
     return lg.add(lg.mul(rows, x.shape[3]), cols)
+
+
+from ._layers import (adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d,  # noqa: E402
+                      avg_pool2d, batch_norm, conv1d, max_pool1d)

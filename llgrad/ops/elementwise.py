@@ -229,6 +229,35 @@ unary("gelu", _scalar_gelu, _ref_gelu, "GeluBackward0",
       attrs=(Attr("approximate", AttrKind.STR, "none"),))
 unary("softplus", _scalar_softplus, _ref_softplus, "SoftplusBackward0",
       attrs=(Attr("beta", AttrKind.FLOAT, 1.0), Attr("threshold", AttrKind.FLOAT, 20.0)))
+def _scalar_leaky_relu(s: Any, x: Any, negative_slope: float) -> Any:
+    return s.select(s.cmp("gt", x, _zero(s, x)), x,
+                    s.mul(x, s.const(negative_slope, s.dtype_of(x))))
+
+
+def _ref_leaky_relu(x: np.ndarray, negative_slope: float) -> np.ndarray:
+    return np.where(x > 0, x, x * np.asarray(negative_slope, x.dtype)).astype(x.dtype)
+
+
+def _scalar_elu(s: Any, x: Any, alpha: float, scale: float, input_scale: float) -> Any:
+    """scale * x for x > 0, scale * alpha * expm1(input_scale * x) otherwise (elu, selu
+    and celu are this op with different constants, as in PyTorch)."""
+    d = s.dtype_of(x)
+    neg = s.mul(s.const(scale * alpha, d), s.math("expm1", s.mul(x, s.const(input_scale, d))))
+    return s.select(s.cmp("gt", x, _zero(s, x)), s.mul(x, s.const(scale, d)), neg)
+
+
+def _ref_elu(x: np.ndarray, alpha: float, scale: float, input_scale: float) -> np.ndarray:
+    x64 = x.astype(np.float64)
+    with np.errstate(over="ignore"):
+        r = np.where(x64 > 0, scale * x64, scale * alpha * np.expm1(input_scale * x64))
+    return r.astype(x.dtype)
+
+
+unary("leaky_relu", _scalar_leaky_relu, _ref_leaky_relu, "LeakyReluBackward0",
+      attrs=(Attr("negative_slope", AttrKind.FLOAT, 0.01),))
+unary("elu", _scalar_elu, _ref_elu, "EluBackward0",
+      attrs=(Attr("alpha", AttrKind.FLOAT, 1.0), Attr("scale", AttrKind.FLOAT, 1.0),
+             Attr("input_scale", AttrKind.FLOAT, 1.0)))
 register(OpDef("isnan", Group.UNARY, 1, reference=np.isnan, scalar=lambda s, x: s.isnan(x),
                infer=lambda types: TensorType(dt.bool_, types[0].shape), promotion="none"))
 register(OpDef("logical_not", Group.UNARY, 1, infer=_infer_unary("logical_not", "b"),
@@ -627,6 +656,20 @@ def _vjp_softplus(ctx: Any, g: Any, beta: float, threshold: float) -> Any:
     return F.where(F.gt(bx, threshold), g, F.mul(g, F.sigmoid(bx)))
 
 
+def _vjp_leaky_relu(ctx: Any, g: Any, negative_slope: float) -> Any:
+    F = ctx.F
+    x = ctx.inputs[0]
+    return F.where(F.gt(x, 0), g, F.mul(g, negative_slope))
+
+
+def _vjp_elu(ctx: Any, g: Any, alpha: float, scale: float, input_scale: float) -> Any:
+    """PyTorch's slope: the negative branch's at x = 0 (alpha * scale * input_scale)."""
+    F = ctx.F
+    x = ctx.inputs[0]
+    slope = F.mul(F.exp(F.mul(x, input_scale)), alpha * scale * input_scale)
+    return F.where(F.gt(x, 0), F.mul(g, scale), F.mul(g, slope))
+
+
 def _vjp_maximum(ctx: Any, g: Any) -> tuple:
     return _minmax_vjp(ctx, g, "gt")
 
@@ -696,6 +739,7 @@ for _name, _rule, _saves in [
     ("trunc", _vjp_zero, ""), ("reciprocal", _vjp_reciprocal, "o"),
     ("square", _vjp_square, "i"), ("relu", _vjp_relu, "o"), ("silu", _vjp_silu, "i"),
     ("gelu", _vjp_gelu, "i"), ("softplus", _vjp_softplus, "i"),
+    ("leaky_relu", _vjp_leaky_relu, "i"), ("elu", _vjp_elu, "i"),
     ("maximum", _vjp_maximum, "i"), ("minimum", _vjp_minimum, "i"),
     ("where", _vjp_where, "0"), ("clamp", _vjp_clamp, "i"),
     ("remainder", _vjp_remainder, "i"), ("floor_divide", _vjp_floor_divide, ""),

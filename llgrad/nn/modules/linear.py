@@ -6,6 +6,7 @@ from typing import Any
 
 from ... import functions as lg
 from ...ir.dtypes import DType
+from ...device import check_device
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init
@@ -33,6 +34,7 @@ class Linear(Module):
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
                  device: Any = None, dtype: DType | None = None) -> None:
         super().__init__()
+        check_device(device, "Linear")
         if in_features < 0 or out_features < 0:
             raise ValueError(f"Linear: in_features and out_features must be non-negative, got "
                              f"{in_features} and {out_features}")

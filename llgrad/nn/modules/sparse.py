@@ -6,6 +6,7 @@ from typing import Any
 from ... import functions as lg
 from ...autograd.grad_mode import no_grad
 from ...ir.dtypes import DType
+from ...device import check_device
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init
@@ -23,6 +24,7 @@ class Embedding(Module):
                  _weight: Tensor | None = None, _freeze: bool = False, device: Any = None,
                  dtype: DType | None = None) -> None:
         super().__init__()
+        check_device(device, "Embedding")
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         if padding_idx is not None:
