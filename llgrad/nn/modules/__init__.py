@@ -10,11 +10,13 @@ from .linear import Identity, Linear
 from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module
 from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "Linear", "Identity", "ReLU",
            "GELU", "Tanh", "Sigmoid", "SiLU", "Softmax", "LogSoftmax", "LeakyReLU", "ELU",
            "CELU", "SELU", "Softplus", "Hardtanh", "ReLU6", "LogSigmoid", "Mish", "Softsign", "LayerNorm", "Dropout",
            "Embedding", "Conv2d", "MaxPool2d", "Conv1d", "MaxPool1d", "AvgPool1d", "AvgPool2d",
-           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d", "Flatten", "CrossEntropyLoss", "NLLLoss",
+           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d", "RNNBase",
+           "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell", "Flatten", "CrossEntropyLoss", "NLLLoss",
            "MSELoss", "L1Loss", "BCELoss", "BCEWithLogitsLoss"]
