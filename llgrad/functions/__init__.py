@@ -19,15 +19,18 @@ from .elementwise import (abs, absolute, add, angle, atan2, bitwise_and, bitwise
                           sign, silu, sin, softplus, sqrt, square, sub, subtract, tan, tanh,
                           true_divide, trunc, where, xlogy)
 from .indexing import (argwhere, gather, gather_linear, getitem, index_put_linear,
-                       index_select, masked_fill, nonzero, scatter_add_linear, take_along_dim)
+                       index_select, masked_fill, nonzero, scatter, scatter_add, scatter_add_linear,
+                       take_along_dim)
 from .legacy import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor,
                      FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor)
+from .einsum import einsum
 from .linalg import bmm, dot, matmul, mm, mv, outer
 from .misc import (allclose, isclose, isfinite, isinf, numel, rsub, slice_all, softmax,
                    log_softmax, to, type_as, is_tensor, is_floating_point, is_complex,
                    equal, diag, triu, tril, trace)
 from .reduction import (all, amax, amin, any, argmax, argmin, count_nonzero, logsumexp, max,
                         mean, min, norm, prod, std, std_mean, sum, sum_to_size, var, var_mean)
+from .sorting import argsort, cumprod, cumsum, msort, sort, topk
 from .shape import (broadcast_tensors, broadcast_to, cat, chunk, clone, concat, concatenate,
                     contiguous, expand, expand_as, flatten, flip, movedim, narrow, pad_dims,
                     permute, reshape, select, slice_dim, split, squeeze, stack, swapaxes, t,

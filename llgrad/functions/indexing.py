@@ -227,3 +227,96 @@ def index_put_linear(base: Tensor, index: Tensor, src: Tensor) -> Tensor:
     """`base` with `src` written at row-major offsets `index`."""
     from ..autograd.apply import apply
     return apply("index_put", (base, index, src), None, _linear_forward, "IndexPutBackward0")
+
+
+# --------------------------------------------------------------------------------------
+# torch.scatter / scatter_add: writes along one dimension, on the linear primitives
+# --------------------------------------------------------------------------------------
+
+def _scatter_offsets(op: str, input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """Row-major offsets into `input` of `index`'s positions with dim `dim` replaced by
+    its values. An index outside [0, size) maps to `numel`, which the scatter kernels
+    reject with IndexError (eagerly it is reported here, naming the value)."""
+    from ..ir.types import normalize_axis
+    from ..tracer.tensor import tracing
+    from . import elementwise as E
+    from .creation import iota
+    d = normalize_axis(dim, max(input.ndim, 1), op)
+    if not isinstance(index, Tensor) or index._dtype is not dt.int64:
+        raise RuntimeError(f"{op}(): Expected dtype int64 for index, got "
+                           f"{getattr(getattr(index, '_dtype', None), 'name', type(index).__name__)}")
+    if index.ndim != input.ndim:
+        raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as "
+                           f"self tensor (index {list(index.shape)}, self "
+                           f"{list(input.shape)})")
+    for k in range(index.ndim):
+        if k != d and index.shape[k] > input.shape[k]:
+            raise RuntimeError(f"{op}(): Expected index {list(index.shape)} to be smaller "
+                               f"than self {list(input.shape)} apart from dimension {d}")
+    size = input.shape[d] if input.ndim else 1
+    if index.numel() and not tracing() and getattr(index, "_ctx", None) is None:
+        from ..autograd.grad_mode import no_grad
+        from .reduction import amax, amin
+        with no_grad():
+            lo, hi = int(amin(index).item()), int(amax(index).item())
+        if lo < 0 or hi >= size:
+            raise RuntimeError(f"{op}(): index {lo if lo < 0 else hi} is out of bounds for "
+                               f"dimension {d} with size {size}")
+    offset = None
+    stride = 1
+    for k in reversed(range(input.ndim)):
+        if k == d:
+            coord = index
+        else:
+            shape = [1] * input.ndim
+            shape[k] = index.shape[k]
+            coord = iota(index.shape[k], dt.int64).reshape(shape)
+        term = E.mul(coord, stride) if stride != 1 else coord
+        offset = term if offset is None else E.add(offset, term)
+        stride *= input.shape[k]
+    if offset is None:                                   # 0-d input and index
+        offset = index
+    bad = E.logical_or(E.lt(index, 0), E.ge(index, size))
+    return E.where(bad, input.numel(), offset)
+
+
+def _scatter_source(op: str, input: Tensor, index: Tensor, src: Any) -> Tensor:
+    from .creation import full
+    from .misc import slice_all
+    if not isinstance(src, Tensor):
+        return full(tuple(index.shape), src, dtype=input._dtype)
+    if src._dtype is not input._dtype:
+        raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype (self "
+                           f"{input._dtype.name}, src {src._dtype.name})")
+    if src.ndim != index.ndim or any(i > s for i, s in zip(index.shape, src.shape)):
+        raise RuntimeError(f"{op}(): Expected index {list(index.shape)} to be smaller than "
+                           f"src {list(src.shape)} in every dimension")
+    if tuple(src.shape) != tuple(index.shape):
+        src = slice_all(src, (0,) * src.ndim, tuple(index.shape), (1,) * src.ndim)
+    return src
+
+
+def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
+            reduce: str | None = None) -> Tensor:
+    """A copy of `input` with `src[i][j]` written at `[index[i][j]][j]` (for dim 0); `src`
+    may be a number. With duplicate positions one of the writes wins, as in PyTorch."""
+    op = "scatter"
+    if src is None:
+        src = value
+    if src is None:
+        raise TypeError("scatter(): expected a src tensor or a value")
+    if reduce is not None:
+        if reduce != "add":
+            raise RuntimeError(f"scatter(): reduce={reduce!r} is not supported; use "
+                               f"scatter_add (reduce='add') or scatter_reduce")
+        return scatter_add(input, dim, index, _scatter_source(op, input, index, src))
+    offsets = _scatter_offsets(op, input, dim, index)
+    return index_put_linear(input, offsets, _scatter_source(op, input, index, src))
+
+
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """A copy of `input` with `src[i][j]` added at `[index[i][j]][j]` (for dim 0);
+    duplicate positions accumulate."""
+    op = "scatter_add"
+    offsets = _scatter_offsets(op, input, dim, index)
+    return scatter_add_linear(input, offsets, _scatter_source(op, input, index, src))

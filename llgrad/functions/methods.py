@@ -6,7 +6,7 @@ from typing import Any
 from ..ir import dtypes as dt
 from ..tensor import Tensor
 from . import elementwise as E
-from . import indexing, inplace, linalg, misc, reduction, shape
+from . import indexing, inplace, linalg, misc, reduction, shape, sorting
 from .shape import shape_arg
 
 
@@ -62,7 +62,7 @@ def bind() -> None:
     T.__hash__ = lambda self: id(self)
 
     plain = {}
-    for mod in (E, reduction, shape, linalg, indexing, misc):
+    for mod in (E, reduction, shape, linalg, indexing, misc, sorting):
         for name in getattr(mod, "__all__", None) or dir(mod):
             fn = getattr(mod, name)
             if callable(fn) and not name.startswith("_") and getattr(fn, "__module__", "") == \

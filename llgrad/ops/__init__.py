@@ -7,5 +7,6 @@ from . import indexing  # noqa: F401
 from . import linalg  # noqa: F401
 from . import reduction  # noqa: F401
 from . import composite  # noqa: F401
+from . import scan  # noqa: F401
 from . import nn  # noqa: F401
 from . import collective  # noqa: F401

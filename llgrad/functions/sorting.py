@@ -1,0 +1,130 @@
+"""Sorting and scans: `sort`, `argsort`, `topk`, `msort`, `cumsum`, `cumprod`.
+
+The permutation of a sort is found on the host by NumPy's stable sort (PyTorch's order:
+NaN sorts above every number, ties keep their input order when `stable=True`, and this
+implementation is always stable); the values are then gathered with the generated gather
+kernel, so gradients flow through `gather`'s rule to the positions the values came from.
+Inside `lg.compile` a sort is a graph break (the function is split there and the sort runs
+eagerly); under `vmap` the batch dimensions are sorted independently, as PyTorch.
+
+`cumsum` is the `cumsum` op (a log-step scan that compiles to fused elementwise kernels);
+`cumprod` is the same scan under multiplication built from `mul`, so its gradient,
+including at zeros, is the chain rule through those products.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+
+from ..autograd.apply import apply_composite
+from ..ir import dtypes as dt
+from ..ir.types import normalize_axis
+from ..tensor import Tensor
+from . import elementwise as E
+
+sort_result = namedtuple("sort", ["values", "indices"])
+topk_result = namedtuple("topk", ["values", "indices"])
+
+
+def _check(op: str, input: Any) -> Tensor:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be a Tensor, not "
+                        f"{type(input).__name__}")
+    if input._dtype.is_complex:
+        raise RuntimeError(f"{op}: not implemented for {input._dtype.name} (complex numbers "
+                           f"have no order; shape {list(input.shape)})")
+    return input
+
+
+def _host_argsort(x: Tensor, dim: int, descending: bool) -> Tensor:
+    """Stable argsort along `dim` (NaN largest), computed by NumPy on the host."""
+    from ..tracer.context import user_location
+    from ..tracer.tensor import GraphBreak, tracing
+    from ..transforms.batching import levels, lift, unlift
+    from .creation import from_numpy
+    if tracing():
+        raise GraphBreak("sort/argsort/topk (the permutation is computed on the host)",
+                         user_location())
+    lv = levels(x)
+    plain = lift(x, lv)
+    axis = dim + len(lv)
+    arr = plain.detach().contiguous().numpy()
+    if arr.dtype == np.float16 or plain._dtype is dt.bfloat16:
+        arr = arr.astype(np.float32)
+    if descending:            # stable descending = reversed stable ascending of the reverse
+        rev = np.flip(arr, axis)
+        idx = arr.shape[axis] - 1 - np.flip(np.argsort(rev, axis=axis, kind="stable"), axis)
+    else:
+        idx = np.argsort(arr, axis=axis, kind="stable")
+    return unlift(from_numpy(np.ascontiguousarray(idx.astype(np.int64))), lv)
+
+
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False
+            ) -> Tensor:
+    x = _check("argsort", input)
+    if x.ndim == 0:
+        from .creation import zeros
+        return zeros((), dtype=dt.int64)
+    return _host_argsort(x, normalize_axis(dim, x.ndim, "argsort"), descending)
+
+
+def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False,
+         out: Any = None) -> sort_result:
+    from .indexing import gather
+    x = _check("sort", input)
+    if out is not None:
+        raise TypeError("sort: out= is not supported in llgrad; use the returned tensors")
+    idx = argsort(x, dim, descending)
+    if x.ndim == 0:
+        return sort_result(E.mul(x, 1), idx)
+    return sort_result(gather(x, dim, idx, name="SortBackward0"), idx)
+
+
+def msort(input: Tensor) -> Tensor:
+    return sort(input, 0).values
+
+
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
+         ) -> topk_result:
+    """The k largest (or smallest) elements along `dim` and their positions, in sorted
+    order (`sorted=False` returns them in the same, sorted, order)."""
+    from .indexing import gather
+    from .shape import slice_dim
+    x = _check("topk", input)
+    d = normalize_axis(dim, max(x.ndim, 1), "topk")
+    size = x.shape[d] if x.ndim else 1
+    if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= size:
+        raise RuntimeError(f"topk: selected index k out of range (k={k!r}, size {size} along "
+                           f"dim {dim} of shape {list(x.shape)})")
+    if x.ndim == 0:
+        return topk_result(E.mul(x, 1), argsort(x))
+    idx = slice_dim(_host_argsort(x, d, largest), d, 0, k)
+    return topk_result(gather(x, d, idx, name="TopkBackward0"), idx)
+
+
+def _scan_input(op: str, input: Any, dtype: dt.DType | None) -> Tensor:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be a Tensor, not "
+                        f"{type(input).__name__}")
+    if dtype is not None:
+        return input.to(dtype)
+    if input._dtype.is_integer or input._dtype is dt.bool_:
+        return input.to(dt.int64)                 # PyTorch accumulates integers in int64
+    return input
+
+
+def cumsum(input: Tensor, dim: int, *, dtype: dt.DType | None = None) -> Tensor:
+    x = _scan_input("cumsum", input, dtype)
+    axis = normalize_axis(dim, max(x.ndim, 1), "cumsum") if x.ndim else 0
+    return apply_composite("cumsum", (x,), {"axis": axis}, "CumsumBackward0")
+
+
+def cumprod(input: Tensor, dim: int, *, dtype: dt.DType | None = None) -> Tensor:
+    from ..ops.scan import log_step_scan
+    from .. import functions as F
+    x = _scan_input("cumprod", input, dtype)
+    if x.ndim == 0:
+        return E.mul(x, 1)
+    return log_step_scan(F, x, normalize_axis(dim, x.ndim, "cumprod"), E.mul, 1)
