@@ -504,6 +504,45 @@ row("max_pool2d", lambda m, x: F(m).max_pool2d(x, 2), Arg((1, 1, 2, 4), distinct
 row("max_pool2d-pad-ceil", lambda m, x: F(m).max_pool2d(x, 2, 2, padding=1, ceil_mode=True),
     Arg((1, 2, 3, 2), distinct), ops=("max_pool2d",))
 
+# -- activations, layers and ops of the PyTorch surface (compositions unless `ops=`) --------
+row("leaky_relu", lambda m, x: F(m).leaky_relu(x, 0.2), Arg((2, 3), AWAY0), ops=("leaky_relu",))
+row("elu", lambda m, x: F(m).elu(x, 1.3), Arg((2, 3), AWAY0), ops=("elu",))
+row("selu", lambda m, x: F(m).selu(x), Arg((2, 3), AWAY0), ops=("elu",), grad_fn=False)
+row("celu", lambda m, x: F(m).celu(x, 0.7), Arg((2, 3), AWAY0), ops=("elu",), grad_fn=False,
+    rtol64=1e-7)
+row("softplus-beta", lambda m, x: F(m).softplus(x, 2.0, 3.0), Arg((2, 3), away((1.5,))),
+    ops=("softplus",))
+row("hardtanh", lambda m, x: F(m).hardtanh(x, -0.5, 0.8), Arg((2, 3), away((-0.5, 0.8))),
+    grad_fn=False)
+row("logsigmoid", lambda m, x: F(m).logsigmoid(x), Arg((2, 3)), grad_fn=False)
+row("mish", lambda m, x: F(m).mish(x), Arg((2, 3)), grad_fn=False)
+row("softsign", lambda m, x: F(m).softsign(x), Arg((2, 3), AWAY0), grad_fn=False)
+row("cumsum", lambda m, x: m.cumsum(x, 1), Arg((2, 5)), ops=("cumsum",))
+row("cumsum-dim0", lambda m, x: m.cumsum(x, 0), Arg((3, 2)), ops=("cumsum",))
+row("cumprod", lambda m, x: m.cumprod(x, 1), Arg((2, 5)), grad_fn=False)
+row("sort", lambda m, x: m.sort(x, 1, True).values, Arg((2, 5), distinct), grad_fn=False)
+row("topk", lambda m, x: m.topk(x, 3, 0).values, Arg((4, 2), distinct), grad_fn=False)
+row("einsum", lambda m, a, b: m.einsum("bij,bjk->bik", a, b), Arg((2, 2, 3)), Arg((2, 3, 2)),
+    grad_fn=False)
+row("einsum-diag-ellipsis", lambda m, a, b: m.einsum("...ii,...i->...", a, b), Arg((2, 3, 3)),
+    Arg((2, 3)), grad_fn=False)
+row("scatter", lambda m, x, s: m.scatter(x, 1, m.tensor([[2, 0], [1, 3]]), s), Arg((2, 4)),
+    Arg((2, 2)), grad_fn=False)
+row("scatter_add", lambda m, x, s: m.scatter_add(x, 0, m.tensor([[1, 0, 1], [1, 1, 0]]), s),
+    Arg((2, 3)), Arg((2, 3)), grad_fn=False)
+row("conv1d", lambda m, x, w, b: F(m).conv1d(x, w, b, stride=2, padding=1), Arg((2, 2, 5)),
+    Arg((3, 2, 3)), Arg((3,)), grad_fn=False)
+row("avg_pool2d", lambda m, x: F(m).avg_pool2d(x, 3, 2, padding=1, ceil_mode=True,
+                                                count_include_pad=False),
+    Arg((1, 2, 5, 4)), grad_fn=False)
+row("adaptive_avg_pool2d", lambda m, x: F(m).adaptive_avg_pool2d(x, (2, 3)), Arg((1, 2, 5, 4)),
+    grad_fn=False)
+row("max_pool1d", lambda m, x: F(m).max_pool1d(x, 2), Arg((1, 2, 4), distinct), grad_fn=False)
+row("batch_norm-train", lambda m, x, w, b: F(m).batch_norm(x, None, None, w, b, training=True),
+    Arg((3, 2, 2)), Arg((2,)), Arg((2,)), grad_fn=False)
+row("sdpa-causal", lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v, is_causal=True),
+    Arg((2, 3, 2)), Arg((2, 3, 2)), Arg((2, 3, 2)), grad_fn=False)
+
 
 # --------------------------------------------------------------------------------------
 # Running a row

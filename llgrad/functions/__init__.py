@@ -5,7 +5,8 @@ the same rule runs on eager tensors (and records under `create_graph=True`).
 """
 from .creation import (arange, as_tensor, empty, empty_like, eye, from_dlpack, from_numpy,
                        full, full_like, initial_seed, iota, linspace, manual_seed, ones,
-                       ones_like, rand, rand_like, randint, randn, randn_like, seed, tensor,
+                       ones_like, rand, rand_like, randint, randperm, randn, randn_like, seed,
+                       tensor,
                        zeros, zeros_like, Generator, default_generator)
 from .elementwise import (abs, absolute, add, angle, atan2, bitwise_and, bitwise_not,
                           bitwise_or, bitwise_xor, ceil, clamp, clip, complex, conj,

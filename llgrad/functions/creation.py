@@ -489,6 +489,20 @@ def randn_like(input: Tensor, **kwargs: Any) -> Tensor:
     return _finish(_random("normal", input._shape, dtype or input._dtype, None), rg)
 
 
+def randperm(n: int, *, generator: Generator | None = None, **kwargs: Any) -> Tensor:
+    """A random permutation of 0..n-1: the stable order of n uniform float64 draws (so it
+    is a permutation whatever the draws, and `manual_seed` reproduces it)."""
+    dtype, rg = _kw(kwargs, "randperm")
+    if isinstance(n, bool) or not _is_int_like(n) or int(n) < 0:
+        raise RuntimeError(f"randperm: n must be a non-negative integer, got {n!r}")
+    n = int(n)
+    order = np.zeros(0, dtype=np.int64)
+    if n:
+        keys = rand(n, dtype=dt.float64, generator=generator).numpy()
+        order = np.argsort(keys, kind="stable").astype(np.int64)
+    return _finish(from_numpy(order).to(dtype or dt.int64), rg)
+
+
 def randint(*args: Any, size: Any = None, generator: Generator | None = None,
             **kwargs: Any) -> Tensor:
     """`randint(high, size)`, `randint(low, high, size)` (PyTorch's signatures; `low`,

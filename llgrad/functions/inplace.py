@@ -374,7 +374,65 @@ def make_inplace_methods() -> dict[str, Callable[..., Any]]:
         return fill_(self, src)
 
     methods.update(clamp_=clamp_, clip_=clamp_, zero_=zero_, fill_=fill_, copy_=copy_)
+    methods.update(_rewrites())
     return methods
+
+
+def _rewrite_inplace(name: str, fn: Callable[..., Tensor]) -> Callable[..., Any]:
+    """`t.name_(*args)`: `t` overwritten with `fn(t, *args)`, recorded like any in-place
+    op (the out-of-place function is the recorded form; plain tensors are written
+    directly)."""
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        def functional(x: Tensor, *a: Any) -> Tensor:
+            return fn(x, *a, **kwargs)
+
+        def direct() -> None:
+            with no_grad():
+                ew.copy_into(self, fn(self, *args, **kwargs))
+        return run_inplace(self, functional, args, direct, True)
+    method.__name__ = f"{name}_"
+    return method
+
+
+def _random_fill(name: str, draw: Callable[..., Tensor]) -> Callable[..., Any]:
+    """`t.uniform_(a, b)` / `t.normal_(mean, std)`: fresh values, written as `copy_` writes
+    (so a leaf that requires grad refuses, as in PyTorch)."""
+    def method(self: Tensor, *args: Any, generator: Any = None) -> Tensor:
+        if not self._dtype.is_floating_point:
+            raise TypeError(f"{name}_: expected a floating point tensor, got "
+                            f"{self._dtype.name} (shape {list(self.shape)})")
+        return self.copy_(draw(self, *args, generator=generator))
+    method.__name__ = f"{name}_"
+    return method
+
+
+def _uniform(t: Tensor, low: float = 0.0, high: float = 1.0, *, generator: Any = None
+             ) -> Tensor:
+    from . import elementwise as E
+    from .creation import rand
+    if low > high:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                           f"from={low} > to={high}")
+    u = rand(tuple(t.shape), dtype=t._dtype, generator=generator)
+    return E.add(E.mul(u, high - low), low)
+
+
+def _normal(t: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = None
+            ) -> Tensor:
+    from . import elementwise as E
+    from .creation import randn
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    return E.add(E.mul(randn(tuple(t.shape), dtype=t._dtype, generator=generator), std), mean)
+
+
+def _rewrites() -> dict[str, Callable[..., Any]]:
+    from .indexing import masked_fill, scatter, scatter_add
+    return {"masked_fill_": _rewrite_inplace("masked_fill", masked_fill),
+            "scatter_": _rewrite_inplace("scatter", scatter),
+            "scatter_add_": _rewrite_inplace("scatter_add", scatter_add),
+            "uniform_": _random_fill("uniform", _uniform),
+            "normal_": _random_fill("normal", _normal)}
 
 
 def setitem(t: Tensor, index: Any, value: Any) -> None:

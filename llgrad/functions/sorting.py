@@ -4,8 +4,10 @@ The permutation of a sort is found on the host by NumPy's stable sort (PyTorch's
 NaN sorts above every number, ties keep their input order when `stable=True`, and this
 implementation is always stable); the values are then gathered with the generated gather
 kernel, so gradients flow through `gather`'s rule to the positions the values came from.
-Inside `lg.compile` a sort is a graph break (the function is split there and the sort runs
-eagerly); under `vmap` the batch dimensions are sorted independently, as PyTorch.
+Inside `lg.compile` the permutation is computed by ops instead (each element's rank
+counts the elements before it: O(n^2) comparisons per row, fused), for rows of up to
+`TRACED_SORT_MAX` elements; a longer row is a graph break (the function is split there and
+the sort runs eagerly). Under `vmap` the batch dimensions are sorted independently.
 
 `cumsum` is the `cumsum` op (a log-step scan that compiles to fused elementwise kernels);
 `cumprod` is the same scan under multiplication built from `mul`, so its gradient,
@@ -38,6 +40,37 @@ def _check(op: str, input: Any) -> Tensor:
     return input
 
 
+TRACED_SORT_MAX = 1024
+
+
+def _rank_argsort(x: Tensor, dim: int, descending: bool) -> Tensor:
+    """The stable argsort as ops (what compiled code runs): each element's rank counts
+    the elements that sort before it (smaller, NaN largest, or equal and earlier), and the
+    permutation puts each position at its rank. O(n^2) comparisons per row, all fused
+    elementwise work and one reduction."""
+    from .creation import iota, zeros
+    from .indexing import scatter
+    from .reduction import sum as sum_
+    from .shape import movedim, unsqueeze
+    row = movedim(x, dim, -1)
+    n = row.shape[-1]
+    mine, other = unsqueeze(row, -1), unsqueeze(row, -2)          # (..., i, 1), (..., 1, j)
+    first, second = (mine, other) if descending else (other, mine)
+    ahead = E.lt(first, second)                              # j strictly before i
+    same = E.eq(first, second)
+    if x._dtype.is_floating_point:
+        nan_first, nan_second = E.isnan(first), E.isnan(second)
+        ahead = E.logical_or(ahead, E.logical_and(nan_second, E.logical_not(nan_first)))
+        same = E.logical_or(same, E.logical_and(nan_first, nan_second))
+    j = iota(n, dt.int64)
+    earlier = E.lt(unsqueeze(j, 0), unsqueeze(j, 1))          # [i, j]: j < i
+    before = E.logical_or(ahead, E.logical_and(same, earlier))
+    rank = sum_(before.to(dt.int64), -1)                     # (..., n)
+    positions = E.add(zeros(tuple(rank.shape), dtype=dt.int64), j)
+    perm = scatter(zeros(tuple(rank.shape), dtype=dt.int64), -1, rank, positions)
+    return movedim(perm, -1, dim)
+
+
 def _host_argsort(x: Tensor, dim: int, descending: bool) -> Tensor:
     """Stable argsort along `dim` (NaN largest), computed by NumPy on the host."""
     from ..tracer.context import user_location
@@ -45,8 +78,11 @@ def _host_argsort(x: Tensor, dim: int, descending: bool) -> Tensor:
     from ..transforms.batching import levels, lift, unlift
     from .creation import from_numpy
     if tracing():
-        raise GraphBreak("sort/argsort/topk (the permutation is computed on the host)",
-                         user_location())
+        if x.shape[dim] <= TRACED_SORT_MAX:
+            return _rank_argsort(x, dim, descending)
+        raise GraphBreak(f"sort/argsort/topk over {x.shape[dim]} elements (compiled code "
+                         f"sorts at most {TRACED_SORT_MAX} per row; longer rows are "
+                         f"sorted on the host)", user_location())
     lv = levels(x)
     plain = lift(x, lv)
     axis = dim + len(lv)

@@ -67,6 +67,19 @@ class record_kernels:
 
 
 _THREADS = num_threads()
+
+
+def set_threads(n: int) -> None:
+    """Use `n` threads for eager kernels and for graphs compiled from now on (a compiled
+    function keeps the count it was built with)."""
+    global _THREADS
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"set_num_threads: expected a positive integer, got {n!r}")
+    _THREADS = n
+
+
+def threads() -> int:
+    return _THREADS
 PARALLEL_MIN_WORK = 1 << 17        # elements of work below which one core is faster
 
 

@@ -1,4 +1,5 @@
-"""Utilities: `checkpoint` (activation checkpointing), `data` (datasets and loaders)."""
-from . import checkpoint, data  # noqa: F401
+"""Utilities: `checkpoint` (activation checkpointing), `data` (datasets and loaders),
+`benchmark` (timers)."""
+from . import benchmark, checkpoint, data  # noqa: F401
 
-__all__ = ["checkpoint", "data"]
+__all__ = ["benchmark", "checkpoint", "data"]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator, Sequence, Sized
 
-import numpy as np
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "BatchSampler", "randperm_list"]
@@ -24,14 +23,9 @@ def _generator(generator: Any) -> Any:
 
 
 def randperm_list(n: int, generator: Any = None) -> list[int]:
-    """A random permutation of 0..n-1 as a list (the order of uniform keys, ties broken by
-    position, so it is a permutation whatever the draws)."""
-    from ...functions.creation import rand
-    from ...ir import dtypes as dt
-    if n == 0:
-        return []
-    keys = rand(n, dtype=dt.float64, generator=generator).numpy()
-    return np.argsort(keys, kind="stable").tolist()
+    """A random permutation of 0..n-1 as a list (`lg.randperm`)."""
+    from ...functions.creation import randperm
+    return randperm(n, generator=generator).tolist()
 
 
 class Sampler:
