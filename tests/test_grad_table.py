@@ -540,6 +540,7 @@ row("adaptive_avg_pool2d", lambda m, x: F(m).adaptive_avg_pool2d(x, (2, 3)), Arg
 row("max_pool1d", lambda m, x: F(m).max_pool1d(x, 2), Arg((1, 2, 4), distinct), grad_fn=False)
 row("batch_norm-train", lambda m, x, w, b: F(m).batch_norm(x, None, None, w, b, training=True),
     Arg((3, 2, 2)), Arg((2,)), Arg((2,)), grad_fn=False)
+row("pad-crop", lambda m, x: F(m).pad(x, (1, -1, 2, 0), value=0.5), Arg((2, 3)), grad_fn=False)
 row("sdpa-causal", lambda m, q, k, v: F(m).scaled_dot_product_attention(q, k, v, is_causal=True),
     Arg((2, 3, 2)), Arg((2, 3, 2)), Arg((2, 3, 2)), grad_fn=False)
 

@@ -476,3 +476,25 @@ def test_training_step_compiles_to_one_graph_equal_to_eager(which):
     for k, v in states["eager"][1].items():
         np.testing.assert_allclose(states["compiled"][1][k], v, rtol=1e-4, atol=1e-5,
                                    err_msg=k)
+
+
+@needs_torch
+@pytest.mark.parametrize("amounts", [(1, 2), (1, 1, 2, 0), (0, 0, 1, 1, 2, 2), (-1, 2),
+                                     (1, -2, 0, 1)], ids=str)
+def test_pad_matches_torch(amounts):
+    _both(lambda L, a: L.nn.functional.pad(a, amounts, value=3.0),
+          [RNG.standard_normal((2, 3, 4))])
+    with pytest.raises(ValueError, match="only 'constant'"):
+        lg.nn.functional.pad(lg.ones(2, 2), (1, 1), mode="reflect")
+
+
+@needs_torch
+def test_one_hot_matches_torch():
+    i = np.array([[0, 2], [1, 3]])
+    for n in (-1, 5):
+        np.testing.assert_array_equal(lg.nn.functional.one_hot(lg.tensor(i), n).numpy(),
+                                      torch.nn.functional.one_hot(torch.tensor(i), n).numpy())
+    with pytest.raises(RuntimeError, match="smaller than num_classes"):
+        lg.nn.functional.one_hot(lg.tensor([3]), 3)
+    with pytest.raises(RuntimeError, match="LongTensor"):
+        lg.nn.functional.one_hot(lg.tensor([1.0]))

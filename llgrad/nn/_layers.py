@@ -252,3 +252,60 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     if bias is not None:
         out = lg.add(out, lg.reshape(bias, view))
     return out
+
+
+# --------------------------------------------------------------------------------------
+# pad, one_hot
+# --------------------------------------------------------------------------------------
+
+def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = None
+        ) -> Tensor:
+    """Pad the last len(pad) // 2 dimensions: `pad` lists (before, after) pairs starting
+    from the last dimension, as PyTorch; negative amounts crop. Constant mode only."""
+    op = "pad"
+    _tensor(op, "input", input)
+    if mode != "constant":
+        raise ValueError(f"{op}: mode={mode!r} is not available in llgrad (only 'constant')")
+    amounts = tuple(pad)
+    if len(amounts) % 2 or len(amounts) // 2 > input.ndim or \
+            not all(isinstance(a, int) and not isinstance(a, bool) for a in amounts):
+        raise ValueError(f"{op}: padding length must be an even number of ints, at most twice "
+                         f"the input's {input.ndim} dimensions; got {list(amounts)}")
+    lows, highs = [0] * input.ndim, [0] * input.ndim
+    for k in range(len(amounts) // 2):
+        lows[input.ndim - 1 - k], highs[input.ndim - 1 - k] = amounts[2 * k], amounts[2 * k + 1]
+    x = input
+    if any(v < 0 for v in lows + highs):                         # crop first
+        starts = [max(0, -v) for v in lows]
+        stops = [n - max(0, -v) for n, v in zip(input.shape, highs)]
+        if any(b < a for a, b in zip(starts, stops)):
+            raise RuntimeError(f"{op}: cropping {list(amounts)} leaves a negative size for "
+                               f"shape {list(input.shape)}")
+        x = lg.slice_all(x, tuple(starts), tuple(stops), (1,) * x.ndim)
+    return lg.pad_dims(x, tuple(max(0, v) for v in lows), tuple(max(0, v) for v in highs),
+                       None, 0 if value is None else value)
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot encoding along a new last dimension (classes from the max when -1)."""
+    op = "one_hot"
+    _tensor(op, "tensor", tensor)
+    from ..ir import dtypes as dt
+    if tensor._dtype is not dt.int64:
+        raise RuntimeError(f"{op} is only applicable to index tensor of type LongTensor, got "
+                           f"{tensor._dtype.name}")
+    from ..tracer.tensor import tracing
+    if num_classes == -1:
+        if tracing():
+            raise RuntimeError(f"{op}: inside lg.compile pass num_classes (the number of "
+                               f"classes would depend on the data)")
+        num_classes = int(lg.amax(tensor).item()) + 1 if tensor.numel() else 0
+    if tensor.numel() and not tracing() and getattr(tensor, "_ctx", None) is None:
+        lo, hi = int(lg.amin(tensor).item()), int(lg.amax(tensor).item())
+        if lo < 0:
+            raise RuntimeError(f"{op}: Class values must be non-negative (got {lo})")
+        if hi >= num_classes:
+            raise RuntimeError(f"{op}: Class values must be smaller than num_classes "
+                               f"({num_classes}); got {hi}")
+    classes = lg.iota(num_classes, dt.int64)
+    return lg.eq(lg.unsqueeze(tensor, -1), classes).to(dt.int64)

@@ -29,7 +29,7 @@ __all__ = ["linear", "relu", "relu_", "gelu", "sigmoid", "tanh", "silu", "softpl
            "binary_cross_entropy_with_logits", "mse_loss", "l1_loss", "layer_norm", "dropout",
            "embedding", "max_pool2d", "conv2d", "conv1d", "max_pool1d", "avg_pool1d",
            "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "batch_norm",
-           "scaled_dot_product_attention"]
+           "scaled_dot_product_attention", "pad", "one_hot"]
 
 
 # --------------------------------------------------------------------------------------
@@ -617,4 +617,4 @@ def _max_pool2d_indices(x: Tensor, k: tuple[int, int], s: tuple[int, int],
 
 from ._attention import scaled_dot_product_attention  # noqa: E402
 from ._layers import (adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d,  # noqa: E402
-                      avg_pool2d, batch_norm, conv1d, max_pool1d)
+                      avg_pool2d, batch_norm, conv1d, max_pool1d, one_hot, pad)
