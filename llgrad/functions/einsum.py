@@ -91,21 +91,23 @@ def _diagonals(t: Tensor, labels: list[str]) -> tuple[Tensor, list[str]]:
         if t.shape[i] != t.shape[j]:
             raise RuntimeError(f"einsum(): subscript {c} is repeated for operand but the "
                                f"sizes don't match, {t.shape[i]} != {t.shape[j]}")
-        t = linalg_diagonal(t, i, j)                        # diagonal goes last
+        t = _diagonal(t, i, j)                        # diagonal goes last
         labels = [x for k, x in enumerate(labels) if k not in (i, j)] + [c]
     return t, labels
 
 
-def linalg_diagonal(t: Tensor, i: int, j: int) -> Tensor:
-    """The diagonal over dims i < j of equal size, as the last dim (a gather of
-    positions (k, k))."""
+def _diagonal(t: Tensor, i: int, j: int) -> Tensor:
+    """The diagonal over dims i < j of equal size, as the last dim (a gather of positions
+    (k, k), which vmap batches)."""
     from .creation import arange
-    from .indexing import getitem
+    from .indexing import gather
     n = t.shape[i]
     rest = [d for d in range(t.ndim) if d not in (i, j)]
-    moved = shape.permute(t, tuple(rest) + (i, j))
-    k = arange(n)
-    return getitem(moved, (Ellipsis, k, k))
+    moved = shape.permute(t, tuple(rest) + (i, j))              # (..., n, n)
+    lead = tuple(moved.shape[:-2])
+    rows = shape.expand(shape.reshape(arange(n), (1,) * len(lead) + (n, 1)), lead + (n, 1))
+    picked = gather(moved, -1, rows)                            # (..., n, 1): [.., i, i]
+    return shape.squeeze(picked, -1)
 
 
 def _sum_labels(t: Tensor, labels: list[str], keep: set[str]) -> tuple[Tensor, list[str]]:

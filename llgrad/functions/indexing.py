@@ -168,7 +168,9 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     d = normalize_axis(dim, input.ndim, "index_select")
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
-    return getitem(input, (slice(None),) * d + (index.reshape(-1),), "IndexSelectBackward0")
+    from ..autograd.apply import dispatch_function
+    return dispatch_function("getitem", [input, index], _named_getitem("IndexSelectBackward0"),
+                             (input, (slice(None),) * d + (index.reshape(-1),)))
 
 
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
@@ -239,6 +241,7 @@ def _scatter_offsets(op: str, input: Tensor, dim: int, index: Tensor) -> Tensor:
     reject with IndexError (eagerly it is reported here, naming the value)."""
     from ..ir.types import normalize_axis
     from ..tracer.tensor import tracing
+    from ..transforms.batching import bottom
     from . import elementwise as E
     from .creation import iota
     d = normalize_axis(dim, max(input.ndim, 1), op)
@@ -254,11 +257,12 @@ def _scatter_offsets(op: str, input: Tensor, dim: int, index: Tensor) -> Tensor:
             raise RuntimeError(f"{op}(): Expected index {list(index.shape)} to be smaller "
                                f"than self {list(input.shape)} apart from dimension {d}")
     size = input.shape[d] if input.ndim else 1
-    if index.numel() and not tracing() and getattr(index, "_ctx", None) is None:
+    values = bottom(index)                  # under vmap: every batch element's indices
+    if values.numel() and not tracing() and getattr(values, "_ctx", None) is None:
         from ..autograd.grad_mode import no_grad
         from .reduction import amax, amin
         with no_grad():
-            lo, hi = int(amin(index).item()), int(amax(index).item())
+            lo, hi = int(amin(values).item()), int(amax(values).item())
         if lo < 0 or hi >= size:
             raise RuntimeError(f"{op}(): index {lo if lo < 0 else hi} is out of bounds for "
                                f"dimension {d} with size {size}")

@@ -318,9 +318,11 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                          f"to the input size ({list(input.shape)}) is deprecated. Please "
                          f"ensure they have the same size.")
     from ..tracer.tensor import tracing
-    if input.numel() and input._dtype.is_floating_point and not tracing():
+    from ..transforms.batching import bottom
+    values = bottom(input)                       # under vmap: every batch element's values
+    if values.numel() and input._dtype.is_floating_point and not tracing():
         with no_grad():
-            inside = lg.logical_and(lg.ge(input, 0), lg.le(input, 1))
+            inside = lg.logical_and(lg.ge(values, 0), lg.le(values, 1))
             if not bool(lg.all(inside).item()):
                 raise RuntimeError(f"{op}: all elements of input should be between 0 and 1 "
                                    f"(input shape {list(input.shape)})")

@@ -369,6 +369,34 @@ def rule_matmul(I: Any, op: str, operands: Sequence[Any], attrs: Any,
     return I.wrap(apply(op, args, attrs, forward, name))
 
 
+def _batch_offsets(I: Any, index: Tensor, numel: int) -> Tensor:
+    """A batched linear index into one flat buffer of all batch elements: each element's
+    offsets (negative ones wrapped once, as the primitives do) shifted by its position
+    times `numel`; an offset out of range stays out of range, so the kernel still raises."""
+    idx = I.batched(index)                                        # (n, *index.shape)
+    wrapped = F.where(F.lt(idx, 0), F.add(idx, numel), idx)
+    bad = F.logical_or(F.lt(wrapped, 0), F.ge(wrapped, numel))
+    shift = F.reshape(F.mul(F.arange(I.size), numel), (I.size,) + (1,) * index.ndim)
+    return F.where(bad, I.size * numel, F.add(wrapped, shift))
+
+
+def rule_linear_index(I: Any, op: str, operands: Sequence[Any], attrs: Any,
+                      forward: Callable[..., Tensor], name: str | None) -> Tensor:
+    """gather / scatter_add / index_put over a linear index: the batch elements' buffers
+    laid end to end, each element's offsets shifted into its own part."""
+    registry.get(op).infer(tuple(_tt(o) for o in operands))       # logical checks
+    x, index = operands[0], operands[1]
+    numel = x.numel()
+    flat = F.reshape(I.batched(x), (I.size * numel,))
+    offsets = _batch_offsets(I, index, numel)
+    if op == "gather":
+        return I.wrap(apply(op, (flat, offsets), attrs, forward, name))
+    src = F.expand(I.aligned(operands[2], index.ndim) if I.mine(operands[2])
+                   else operands[2], tuple(offsets._shape))
+    out = apply(op, (flat, offsets, src), attrs, forward, name)
+    return I.wrap(F.reshape(out, (I.size,) + tuple(x._shape)))
+
+
 GROUP_RULES: dict[Group, Callable[..., Tensor]] = {
     Group.UNARY: rule_elementwise,
     Group.BINARY: rule_elementwise,
@@ -386,6 +414,9 @@ OP_RULES: dict[str, Callable[..., Tensor]] = {
     "pad": rule_pad,
     "flip": rule_flip,
     "cat": rule_cat,
+    "gather": rule_linear_index,
+    "scatter_add": rule_linear_index,
+    "index_put": rule_linear_index,
 }
 
 
