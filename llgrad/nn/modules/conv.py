@@ -14,25 +14,29 @@ from ..parameter import Parameter
 from .module import Module
 
 
-def _pair(name: str, v: Any) -> tuple[int, int]:
+def _ints(cls: str, name: str, v: Any, n: int) -> tuple[int, ...]:
+    """An int (repeated) or a tuple of `n` ints."""
     if isinstance(v, int) and not isinstance(v, bool):
-        return (v, v)
+        return (v,) * n
     vals = tuple(v)
-    if len(vals) != 2 or not all(isinstance(x, int) for x in vals):
-        raise ValueError(f"Conv2d: {name} must be an int or a pair of ints, got {v!r}")
-    return vals  # type: ignore[return-value]
+    if len(vals) != n or not all(isinstance(x, int) and not isinstance(x, bool) for x in vals):
+        raise ValueError(f"{cls}: {name} must be an int or a tuple of {n} ints, got {v!r}")
+    return vals
 
 
-class Conv2d(Module):
-    """2-D convolution (cross-correlation) over (N, C, H, W) inputs, initialized like
-    PyTorch: kaiming_uniform_(a=sqrt(5)) weights, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) bias."""
+class _ConvNd(Module):
+    """What Conv1d and Conv2d share: argument checks, parameters of PyTorch's shapes,
+    PyTorch's initialization (kaiming_uniform_(a=sqrt(5)) weights, U(-1/sqrt(fan_in),
+    1/sqrt(fan_in)) bias) and repr."""
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
-                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros", device: Any = None,
-                 dtype: DType | None = None) -> None:
+    _dims = 0
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any,
+                 padding: Any, dilation: Any, groups: int, bias: bool, padding_mode: str,
+                 device: Any, dtype: DType | None) -> None:
         super().__init__()
-        check_device(device, "Conv2d")
+        cls, n = type(self).__name__, self._dims
+        check_device(device, cls)
         if groups <= 0:
             raise ValueError("groups must be a positive integer")
         if in_channels % groups:
@@ -40,22 +44,22 @@ class Conv2d(Module):
         if out_channels % groups:
             raise ValueError("out_channels must be divisible by groups")
         if padding_mode != "zeros":
-            raise ValueError(f"Conv2d: padding_mode={padding_mode!r} is not available; llgrad "
+            raise ValueError(f"{cls}: padding_mode={padding_mode!r} is not available; llgrad "
                              f"pads with zeros only (padding_mode='zeros')")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = _ints(cls, "kernel_size", kernel_size, n)
+        self.stride = _ints(cls, "stride", stride, n)
+        self.dilation = _ints(cls, "dilation", dilation, n)
         if isinstance(padding, str):
             if padding not in ("same", "valid"):
                 raise ValueError(f"Invalid padding string {padding!r}, should be one of "
                                  f"{{'valid', 'same'}}")
-            if padding == "same" and _pair("stride", stride) != (1, 1):
+            if padding == "same" and self.stride != (1,) * n:
                 raise ValueError("padding='same' is not supported for strided convolutions")
             self.padding: Any = padding
         else:
-            self.padding = _pair("padding", padding)
-        self.in_channels = in_channels
-        self.out_channels = out_channels
-        self.kernel_size = _pair("kernel_size", kernel_size)
-        self.stride = _pair("stride", stride)
-        self.dilation = _pair("dilation", dilation)
+            self.padding = _ints(cls, "padding", padding, n)
         self.groups = groups
         self.padding_mode = padding_mode
         self.weight = Parameter(lg.empty((out_channels, in_channels // groups)
@@ -69,29 +73,59 @@ class Conv2d(Module):
     def reset_parameters(self) -> None:
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
-            fan_in = (self.in_channels // self.groups) * self.kernel_size[0] * \
-                self.kernel_size[1]
+            fan_in = (self.in_channels // self.groups) * math.prod(self.kernel_size)
             if fan_in != 0:
                 bound = 1 / math.sqrt(fan_in)
                 init.uniform_(self.bias, -bound, bound)
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding,
-                        self.dilation, self.groups)
-
     def extra_repr(self) -> str:
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
              f"stride={self.stride}")
-        if self.padding != (0, 0):
+        if self.padding != (0,) * self._dims:
             s += f", padding={self.padding!r}" if isinstance(self.padding, str) \
                 else f", padding={self.padding}"
-        if self.dilation != (1, 1):
+        if self.dilation != (1,) * self._dims:
             s += f", dilation={self.dilation}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
         return s
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution (cross-correlation) over (N, C, H, W) inputs."""
+
+    _dims = 2
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device: Any = None,
+                 dtype: DType | None = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, device, dtype)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding,
+                        self.dilation, self.groups)
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution over (N, C, L) inputs."""
+
+    _dims = 1
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device: Any = None,
+                 dtype: DType | None = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, device, dtype)
+
+    def forward(self, input: Tensor) -> Tensor:
+        padding = self.padding if isinstance(self.padding, str) else self.padding[0]
+        return F.conv1d(input, self.weight, self.bias, self.stride[0], padding,
+                        self.dilation[0], self.groups)
 
 
 class MaxPool2d(Module):
@@ -113,85 +147,6 @@ class MaxPool2d(Module):
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
-
-
-class Conv1d(Module):
-    """1-D convolution over (N, C, L) inputs, initialized like PyTorch's Conv1d."""
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
-                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros", device: Any = None,
-                 dtype: DType | None = None) -> None:
-        super().__init__()
-        check_device(device, "Conv1d")
-        if groups <= 0:
-            raise ValueError("groups must be a positive integer")
-        if in_channels % groups:
-            raise ValueError("in_channels must be divisible by groups")
-        if out_channels % groups:
-            raise ValueError("out_channels must be divisible by groups")
-        if padding_mode != "zeros":
-            raise ValueError(f"Conv1d: padding_mode={padding_mode!r} is not available; llgrad "
-                             f"pads with zeros only (padding_mode='zeros')")
-        self.in_channels = in_channels
-        self.out_channels = out_channels
-        self.kernel_size = _single("kernel_size", kernel_size)
-        self.stride = _single("stride", stride)
-        self.dilation = _single("dilation", dilation)
-        if isinstance(padding, str):
-            if padding not in ("same", "valid"):
-                raise ValueError(f"Invalid padding string {padding!r}, should be one of "
-                                 f"{{'valid', 'same'}}")
-            if padding == "same" and self.stride != (1,):
-                raise ValueError("padding='same' is not supported for strided convolutions")
-            self.padding: Any = padding
-        else:
-            self.padding = _single("padding", padding)
-        self.groups = groups
-        self.padding_mode = padding_mode
-        self.weight = Parameter(lg.empty((out_channels, in_channels // groups)
-                                         + self.kernel_size, dtype=dtype))
-        if bias:
-            self.bias = Parameter(lg.empty((out_channels,), dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in = (self.in_channels // self.groups) * self.kernel_size[0]
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
-
-    def forward(self, input: Tensor) -> Tensor:
-        padding = self.padding if isinstance(self.padding, str) else self.padding[0]
-        return F.conv1d(input, self.weight, self.bias, self.stride[0], padding,
-                        self.dilation[0], self.groups)
-
-    def extra_repr(self) -> str:
-        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-             f"stride={self.stride}")
-        if self.padding != (0,):
-            s += f", padding={self.padding!r}" if isinstance(self.padding, str) \
-                else f", padding={self.padding}"
-        if self.dilation != (1,):
-            s += f", dilation={self.dilation}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        if self.bias is None:
-            s += ", bias=False"
-        return s
-
-
-def _single(name: str, v: Any) -> tuple[int]:
-    if isinstance(v, int) and not isinstance(v, bool):
-        return (v,)
-    vals = tuple(v)
-    if len(vals) != 1 or not isinstance(vals[0], int):
-        raise ValueError(f"Conv1d: {name} must be an int or a 1-tuple of ints, got {v!r}")
-    return vals  # type: ignore[return-value]
 
 
 class MaxPool1d(MaxPool2d):
