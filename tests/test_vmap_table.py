@@ -13,9 +13,9 @@ import llgrad as lg
 from test_grad_table import ROWS, Arg, Row, _as_tuple, _lg_inputs
 
 # Rows vmap refuses by design, each with a clear BatchingError (tested in
-# test_transforms.py): `x[...] = v` on a batched tensor (the transforms treat values as
-# immutable, as JAX), and the complex-view functions, which read a tensor's strides.
-VALUE_DEPENDENT = {"nonzero", "setitem", "view_as_complex", "complex", "polar"}
+# test_transforms.py): a data-dependent output size, and `x[...] = v` on a batched tensor
+# (the transforms treat values as immutable, as JAX).
+VALUE_DEPENDENT = {"nonzero", "setitem"}
 
 
 def _batchable(r: Row) -> list[int]:

@@ -366,6 +366,11 @@ def view_as_real(input: Tensor) -> Tensor:
 def view_as_complex(input: Tensor) -> Tensor:
     """A complex view of a float32/float64 tensor `(..., 2)`; PyTorch's layout rules."""
     _check_tensor("view_as_complex", input)
+    from ..autograd.apply import dispatch_function
+    return dispatch_function("view_as_complex", [input], _view_as_complex, (input,))
+
+
+def _view_as_complex(input: Tensor) -> Tensor:
     d = input._dtype
     if d.name not in ("float32", "float64"):
         raise RuntimeError(f"view_as_complex is only supported for float32 and float64 "

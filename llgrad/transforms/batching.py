@@ -397,6 +397,13 @@ def rule_linear_index(I: Any, op: str, operands: Sequence[Any], attrs: Any,
     return I.wrap(F.reshape(out, (I.size,) + tuple(x._shape)))
 
 
+def rule_trailing_pair(I: Any, op: str, operands: Sequence[Any], attrs: Any,
+                       forward: Callable[..., Tensor], name: str | None) -> Tensor:
+    """view_as_real / view_as_complex add or remove a trailing (re, im) dimension, which
+    the leading batch dimension does not touch."""
+    return I.wrap(apply(op, (I.batched(operands[0]),), attrs, forward, name))
+
+
 GROUP_RULES: dict[Group, Callable[..., Tensor]] = {
     Group.UNARY: rule_elementwise,
     Group.BINARY: rule_elementwise,
@@ -417,6 +424,8 @@ OP_RULES: dict[str, Callable[..., Tensor]] = {
     "gather": rule_linear_index,
     "scatter_add": rule_linear_index,
     "index_put": rule_linear_index,
+    "view_as_real": rule_trailing_pair,
+    "view_as_complex": rule_trailing_pair,
 }
 
 

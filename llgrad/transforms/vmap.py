@@ -91,6 +91,8 @@ class VmapInterpreter(Interpreter):
                          kwargs: dict[str, Any]) -> Any:
         if fn_name == "getitem":
             return batching.rule_getitem(self, *args)
+        if fn_name == "view_as_complex":          # the batch leads; the pair dim trails
+            return self.wrap(fn(self.batched(args[0])))
         raise BatchingError(f"vmap: no batching rule for `{fn_name}`")
 
     def process_tangent(self, op: str, operands: Sequence[Any], attrs: dict[str, Any],
