@@ -30,12 +30,11 @@ def _parse(equation: str, operands: Sequence[Tensor]) -> tuple[list[list[str]], 
         lhs, rhs, explicit = eq, "", False
     terms = lhs.split(",")
     if len(terms) != len(operands):
-        raise ValueError(f"einsum(): more operands were provided than specified in the "
-                         f"equation" if len(operands) > len(terms) else
-                         f"einsum(): fewer operands were provided than specified in the "
-                         f"equation ({equation!r} with {len(operands)} operands)")
+        which = "more" if len(operands) > len(terms) else "fewer"
+        raise ValueError(f"einsum(): {which} operands were provided than specified in the "
+                         f"equation ({equation!r} names {len(terms)}, got {len(operands)})")
     ell = 0
-    for term, op in zip(terms, operands):
+    for k, (term, op) in enumerate(zip(terms, operands)):
         if term.count("...") > 1:
             raise ValueError(f"einsum(): more than one '...' in {term!r}")
         named = len(term.replace("...", ""))
@@ -44,7 +43,7 @@ def _parse(equation: str, operands: Sequence[Tensor]) -> tuple[list[list[str]], 
         elif named != op.ndim:
             raise ValueError(f"einsum(): the number of subscripts in the equation ({named}) "
                              f"does not match the number of dimensions ({op.ndim}) for "
-                             f"operand {terms.index(term)} and no ellipsis was given")
+                             f"operand {k} and no ellipsis was given")
     ell_labels = [str(i) for i in range(ell)]
 
     def labels(term: str, ndim: int | None) -> list[str]:

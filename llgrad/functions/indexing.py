@@ -245,9 +245,11 @@ def _scatter_offsets(op: str, input: Tensor, dim: int, index: Tensor) -> Tensor:
     from . import elementwise as E
     from .creation import iota
     d = normalize_axis(dim, max(input.ndim, 1), op)
-    if not isinstance(index, Tensor) or index._dtype is not dt.int64:
-        raise RuntimeError(f"{op}(): Expected dtype int64 for index, got "
-                           f"{getattr(getattr(index, '_dtype', None), 'name', type(index).__name__)}")
+    if not isinstance(index, Tensor):
+        raise RuntimeError(f"{op}(): Expected an int64 Tensor for index, got "
+                           f"{type(index).__name__}")
+    if index._dtype is not dt.int64:
+        raise RuntimeError(f"{op}(): Expected dtype int64 for index, got {index._dtype.name}")
     if index.ndim != input.ndim:
         raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as "
                            f"self tensor (index {list(index.shape)}, self "

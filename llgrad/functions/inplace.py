@@ -413,7 +413,7 @@ def _uniform(t: Tensor, low: float = 0.0, high: float = 1.0, *, generator: Any =
     if low > high:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={low} > to={high}")
-    u = rand(tuple(t.shape), dtype=t._dtype, generator=generator)
+    u = rand(tuple(t.shape), dtype=t._dtype.compute, generator=generator)
     return E.add(E.mul(u, high - low), low)
 
 
@@ -423,7 +423,8 @@ def _normal(t: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = 
     from .creation import randn
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    return E.add(E.mul(randn(tuple(t.shape), dtype=t._dtype, generator=generator), std), mean)
+    z = randn(tuple(t.shape), dtype=t._dtype.compute, generator=generator)
+    return E.add(E.mul(z, std), mean)
 
 
 def _rewrites() -> dict[str, Callable[..., Any]]:

@@ -51,7 +51,7 @@ def _rank_argsort(x: Tensor, dim: int, descending: bool) -> Tensor:
     from .creation import iota, zeros
     from .indexing import scatter
     from .reduction import sum as sum_
-    from .shape import movedim, unsqueeze
+    from .shape import expand, movedim, unsqueeze
     row = movedim(x, dim, -1)
     n = row.shape[-1]
     mine, other = unsqueeze(row, -1), unsqueeze(row, -2)          # (..., i, 1), (..., 1, j)
@@ -66,13 +66,14 @@ def _rank_argsort(x: Tensor, dim: int, descending: bool) -> Tensor:
     earlier = E.lt(unsqueeze(j, 0), unsqueeze(j, 1))          # [i, j]: j < i
     before = E.logical_or(ahead, E.logical_and(same, earlier))
     rank = sum_(before.to(dt.int64), -1)                     # (..., n)
-    positions = E.add(zeros(tuple(rank.shape), dtype=dt.int64), j)
+    positions = expand(j, tuple(rank.shape))
     perm = scatter(zeros(tuple(rank.shape), dtype=dt.int64), -1, rank, positions)
     return movedim(perm, -1, dim)
 
 
-def _host_argsort(x: Tensor, dim: int, descending: bool) -> Tensor:
-    """Stable argsort along `dim` (NaN largest), computed by NumPy on the host."""
+def _argsort_along(x: Tensor, dim: int, descending: bool) -> Tensor:
+    """Stable argsort along `dim` (NaN largest): by NumPy on the host, or by ops when
+    traced."""
     from ..tracer.context import user_location
     from ..tracer.tensor import GraphBreak, tracing
     from ..transforms.batching import levels, lift, unlift
@@ -103,7 +104,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: b
     if x.ndim == 0:
         from .creation import zeros
         return zeros((), dtype=dt.int64)
-    return _host_argsort(x, normalize_axis(dim, x.ndim, "argsort"), descending)
+    return _argsort_along(x, normalize_axis(dim, x.ndim, "argsort"), descending)
 
 
 def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False,
@@ -136,7 +137,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
                            f"dim {dim} of shape {list(x.shape)})")
     if x.ndim == 0:
         return topk_result(E.mul(x, 1), argsort(x))
-    idx = slice_dim(_host_argsort(x, d, largest), d, 0, k)
+    idx = slice_dim(_argsort_along(x, d, largest), d, 0, k)
     return topk_result(gather(x, d, idx, name="TopkBackward0"), idx)
 
 

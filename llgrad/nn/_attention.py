@@ -10,17 +10,10 @@ out*. Float masks are added to the scores in both.
 from __future__ import annotations
 
 import math
-from typing import Any
-
 from .. import functions as lg
 from ..ir import dtypes as dt
 from ..tensor import Tensor
-
-
-def _tensor(op: str, name: str, v: Any) -> Tensor:
-    if not isinstance(v, Tensor):
-        raise TypeError(f"{op}(): argument '{name}' must be a Tensor, not {type(v).__name__}")
-    return v
+from .functional import _tensor
 
 
 def _additive(op: str, mask: Tensor, dtype: dt.DType, masked_when: bool) -> Tensor:

@@ -15,14 +15,10 @@ import numpy as np
 
 from .. import functions as lg
 from ..autograd.grad_mode import no_grad
+from ..ir import dtypes as dt
 from ..ops import nn as nnops
 from ..tensor import Tensor
-
-
-def _tensor(op: str, name: str, v: Any) -> Tensor:
-    if not isinstance(v, Tensor):
-        raise TypeError(f"{op}(): argument '{name}' must be a Tensor, not {type(v).__name__}")
-    return v
+from .functional import _tensor
 
 
 def _ints(op: str, name: str, v: Any, n: int) -> tuple[int, ...]:
@@ -290,7 +286,6 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot encoding along a new last dimension (classes from the max when -1)."""
     op = "one_hot"
     _tensor(op, "tensor", tensor)
-    from ..ir import dtypes as dt
     if tensor._dtype is not dt.int64:
         raise RuntimeError(f"{op} is only applicable to index tensor of type LongTensor, got "
                            f"{tensor._dtype.name}")

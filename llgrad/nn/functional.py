@@ -109,10 +109,7 @@ def tanh(input: Tensor) -> Tensor:
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     _tensor("silu", "input", input)
-    out = lg.silu(input)
-    if inplace:
-        return input.copy_(out)
-    return out
+    return _maybe_inplace(input, lg.silu(input), inplace)
 
 
 def _maybe_inplace(input: Tensor, out: Tensor, inplace: bool) -> Tensor:

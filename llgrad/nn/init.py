@@ -54,11 +54,9 @@ def _fill_from(tensor: Tensor, values: Tensor) -> Tensor:
     return tensor
 
 
-def _random(op: str, tensor: Tensor, normal: bool, generator: Any) -> Tensor:
+def _floating(op: str, tensor: Tensor) -> None:
     if not tensor._dtype.is_floating_point:
         raise TypeError(f"{op}: expected a floating point tensor, got {tensor._dtype.name}")
-    draw = lg.randn if normal else lg.rand
-    return draw(tensor.shape, dtype=tensor._dtype.compute, generator=generator)
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
@@ -81,8 +79,9 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = No
     _check("uniform_", tensor)
     if b < a:
         raise ValueError(f"uniform_: expects a <= b, but got a={a} and b={b}")
-    u = _random("uniform_", tensor, False, generator)
-    return _fill_from(tensor, lg.add(lg.mul(u, b - a), a))
+    _floating("uniform_", tensor)
+    with no_grad():
+        return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any = None
@@ -91,8 +90,9 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any 
     _check("normal_", tensor)
     if std < 0:
         raise ValueError(f"normal_: expects std >= 0.0, but found std {std}")
-    z = _random("normal_", tensor, True, generator)
-    return _fill_from(tensor, lg.add(lg.mul(z, std), mean))
+    _floating("normal_", tensor)
+    with no_grad():
+        return tensor.normal_(mean, std, generator=generator)
 
 
 def eye_(tensor: Tensor) -> Tensor:

@@ -31,9 +31,10 @@ class _ConvNd(Module):
 
     _dims = 0
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any,
-                 padding: Any, dilation: Any, groups: int, bias: bool, padding_mode: str,
-                 device: Any, dtype: DType | None) -> None:
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device: Any = None,
+                 dtype: DType | None = None) -> None:
         super().__init__()
         cls, n = type(self).__name__, self._dims
         check_device(device, cls)
@@ -98,13 +99,6 @@ class Conv2d(_ConvNd):
 
     _dims = 2
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
-                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros", device: Any = None,
-                 dtype: DType | None = None) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, padding_mode, device, dtype)
-
     def forward(self, input: Tensor) -> Tensor:
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding,
                         self.dilation, self.groups)
@@ -114,13 +108,6 @@ class Conv1d(_ConvNd):
     """1-D convolution over (N, C, L) inputs."""
 
     _dims = 1
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
-                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros", device: Any = None,
-                 dtype: DType | None = None) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, padding_mode, device, dtype)
 
     def forward(self, input: Tensor) -> Tensor:
         padding = self.padding if isinstance(self.padding, str) else self.padding[0]

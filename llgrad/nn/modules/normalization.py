@@ -110,13 +110,10 @@ class _BatchNorm(Module):
             self.num_batches_tracked.add_(1)
             if self.momentum is None:
                 factor = 1.0 / float(self.num_batches_tracked.item())
-        use_batch = self.training or self.running_mean is None
-        return F.batch_norm(input,
-                            self.running_mean if not self.training or self.track_running_stats
-                            else None,
-                            self.running_var if not self.training or self.track_running_stats
-                            else None,
-                            self.weight, self.bias, use_batch, factor, self.eps)
+        # without tracked statistics the buffers are None and the batch's own are used
+        return F.batch_norm(input, self.running_mean, self.running_var, self.weight,
+                            self.bias, self.training or self.running_mean is None, factor,
+                            self.eps)
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "

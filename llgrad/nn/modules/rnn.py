@@ -28,21 +28,17 @@ from .module import Module
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
 
-def _linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
-    return F.linear(x, w, b)
-
-
 def _lstm_step(gi: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None
                ) -> tuple[Tensor, Tensor]:
     """One LSTM step from the precomputed input projection `gi` (N, 4H)."""
-    gates = lg.add(gi, _linear(h, w_hh, b_hh))
+    gates = lg.add(gi, F.linear(h, w_hh, b_hh))
     i, f, g, o = lg.chunk(gates, 4, -1)
     c = lg.add(lg.mul(lg.sigmoid(f), c), lg.mul(lg.sigmoid(i), lg.tanh(g)))
     return lg.mul(lg.sigmoid(o), lg.tanh(c)), c
 
 
 def _gru_step(gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
-    gh = _linear(h, w_hh, b_hh)
+    gh = F.linear(h, w_hh, b_hh)
     ir, iz, in_ = lg.chunk(gi, 3, -1)
     hr, hz, hn = lg.chunk(gh, 3, -1)
     r = lg.sigmoid(lg.add(ir, hr))
@@ -53,7 +49,7 @@ def _gru_step(gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tenso
 
 def _rnn_step(gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None, relu: bool
               ) -> Tensor:
-    pre = lg.add(gi, _linear(h, w_hh, b_hh))
+    pre = lg.add(gi, F.linear(h, w_hh, b_hh))
     return lg.relu(pre) if relu else lg.tanh(pre)
 
 
@@ -143,7 +139,7 @@ class RNNBase(Module):
         """One layer in one direction over (L, N, in): the outputs per step (in time
         order) and the last state."""
         w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
-        gi_all = _linear(xs, w_ih, b_ih)                       # (L, N, gates), one matmul
+        gi_all = F.linear(xs, w_ih, b_ih)                       # (L, N, gates), one matmul
         steps = range(xs.shape[0] - 1, -1, -1) if d else range(xs.shape[0])
         outs: list[Tensor] = [None] * xs.shape[0]             # type: ignore[list-item]
         for t in steps:
@@ -315,7 +311,7 @@ class RNNCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         unbatched, x, (h,) = self._prepare(input, hx, 1)
-        h = _rnn_step(_linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
+        h = _rnn_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
                       self.bias_hh, self.nonlinearity == "relu")
         return lg.squeeze(h, 0) if unbatched else h
 
@@ -327,7 +323,7 @@ class LSTMCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx: Any = None) -> tuple[Tensor, Tensor]:
         unbatched, x, (h, c) = self._prepare(input, hx, 2)
-        h, c = _lstm_step(_linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh,
+        h, c = _lstm_step(F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh,
                           self.bias_hh)
         return (lg.squeeze(h, 0), lg.squeeze(c, 0)) if unbatched else (h, c)
 
@@ -339,6 +335,6 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         unbatched, x, (h,) = self._prepare(input, hx, 1)
-        h = _gru_step(_linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
+        h = _gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
                       self.bias_hh)
         return lg.squeeze(h, 0) if unbatched else h
