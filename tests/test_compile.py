@@ -324,6 +324,7 @@ def test_random_draws_in_compiled_code_advance_like_eager():
     f = lg.compile(lambda x: x * lg.rand(3))
     x = lg.ones(3)
     assert f(x).tolist() != f(x).tolist()
+    assert f.graph_breaks == []                  # the draw is in the graph, not eager
     lg.manual_seed(5)
     got = [f(x).tolist() for _ in range(3)]
     lg.manual_seed(5)
@@ -343,6 +344,11 @@ def test_random_draws_in_compiled_code_advance_like_eager():
         ref(xs).sum().backward()
     for p, q in zip(model.parameters(), ref.parameters()):
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)
+    step = lg.compile(lambda x: ref(x).sum())
+    step(xs)
+    assert step.graph_breaks == []               # dropout's draw is in the graph
+    u = lg.compile(lambda x: lg.empty(3).uniform_(-1, 1) + x)
+    assert -1 <= float(u(lg.zeros(3)).min()) and u.graph_breaks == []
 
 
 def test_inputs_needed_by_backward_are_referenced_not_copied():

@@ -463,6 +463,7 @@ def _traced_random(ctx: Any, op: str, shape: tuple[int, ...], d: DType, gen: Gen
     state = gen.state_tensor
     key, counter = select(state, 0, 0), select(state, 0, 1)
     out = ctx.emit(op, [key, counter], {"dtype": d, "shape": tuple(shape)})
+    del key, counter            # views of the state: the write below needs it unshared
     ctx.write(state, add(state, ctx.literal([0, n], dt.int64)))
     return out
 
