@@ -156,10 +156,52 @@ def _allocate_pooled(nbytes: int) -> Storage:
             raw = blocks.pop()
             _pool_bytes[0] -= size
     if raw is None:
-        raw = np.empty(size, dtype=np.uint8)
+        if size >= CHECK_BYTES:
+            _check_available(size)
+        try:
+            raw = np.empty(size, dtype=np.uint8)
+        except MemoryError:
+            raise MemoryError(f"cannot allocate a buffer of {_human(size)} ({size} bytes)") \
+                from None
     addr = _address(raw)
     pad = (-addr) % ALIGNMENT
     return PooledStorage(raw[pad:pad + nbytes], addr + pad, raw=raw)
+
+
+# Linux grants a request larger than free memory (overcommit) and kills the process when
+# the pages are touched, so a buffer this large is checked against what the system can
+# still give before it is made.
+CHECK_BYTES = 1 << 28
+
+
+def available_bytes() -> int | None:
+    """Memory the system can still give this process (RAM + swap), where it can say."""
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            fields = dict(line.split(b":", 1) for line in f.read().splitlines() if b":" in line)
+        kib = int(fields[b"MemAvailable"].split()[0]) + int(fields[b"SwapFree"].split()[0])
+        return kib * 1024
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def _check_available(size: int) -> None:
+    free = available_bytes()
+    if free is None or size <= free:
+        return
+    empty_pool()                      # blocks kept for reuse are memory this can give back
+    free = available_bytes() or 0
+    if size > free:
+        raise MemoryError(f"cannot allocate a buffer of {_human(size)} ({size} bytes): "
+                          f"the system has {_human(free)} available")
+
+
+def _human(nbytes: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if nbytes < 1024 or unit == "TiB":
+            return f"{nbytes:.1f} {unit}" if unit != "bytes" else f"{nbytes} bytes"
+        nbytes /= 1024
+    raise AssertionError
 
 
 def empty_pool() -> None:
