@@ -318,6 +318,9 @@ class Tensor:
     def _numpy_view(self) -> np.ndarray:
         """A NumPy array over this tensor's memory (bfloat16 shows as uint16 bits)."""
         item = self._dtype.itemsize
+        if 0 in self._shape:           # no elements: the offset may lie past the buffer
+            return np.ndarray(self._shape, dtype=self._dtype.np,
+                              buffer=self._storage.buffer[:0])
         return np.ndarray(self._shape, dtype=self._dtype.np, buffer=self._storage.buffer,
                           offset=self._offset * item,
                           strides=tuple(s * item for s in self._strides))

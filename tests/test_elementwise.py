@@ -148,10 +148,19 @@ def test_binary_integers(op, d):
     np.testing.assert_array_equal(got, want)
 
 
-def test_integer_division_by_zero_does_not_crash():
+def test_integer_division_by_zero_raises_as_torch_does():
     a = lg.tensor([5, -5, 0], dtype=lg.int32)
-    b = lg.tensor([0, 0, 0], dtype=lg.int32)
-    assert values(lg.floor_divide(a, b)).tolist() == [0, 0, 0]
+    b = lg.tensor([1, 0, 2], dtype=lg.int32)
+    for divide in (lg.floor_divide, lg.remainder, lg.fmod,
+                   lambda a, b: lg.div(a, b, rounding_mode="trunc")):
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            divide(a, b)
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            divide(a, 0)
+    f = lg.compile(lambda a, b: lg.remainder(a, b) + 1)   # runs eagerly, so it checks too
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        f(a, b)
+    assert values(f(a, lg.tensor([3, 3, 3], dtype=lg.int32))).tolist() == [3, 2, 1]
     m = lg.tensor([-2 ** 31], dtype=lg.int32)
     assert values(lg.floor_divide(m, lg.tensor([-1], dtype=lg.int32))).tolist() == [-2 ** 31]
 

@@ -402,10 +402,10 @@ row("xlogy-scalar-other", lambda m, a: m.xlogy(a, 2.5), Arg((2, 3)), ops=("where
     torch_fn=lambda m, a: m.xlogy(a, 2.5))
 row("xlogy-scalar-input", lambda m, b: m.xlogy(2.5, b), Arg((2, 3), POS), ops=("log",))
 row("fmod", lambda m, a, b: m.fmod(a, b), Arg((2, 3)), Arg((3,)), sample=_remainder_inputs,
-    ops=("sub",))
+    ops=("fmod",))
 row("fmod-scalar", lambda m, a: m.fmod(a, 0.7), Arg((2, 3)),
     sample=lambda rng: [(rng.integers(-3, 3, (2, 3)) + rng.uniform(0.2, 0.8, (2, 3))) * 0.7],
-    ops=("sub",))
+    ops=("fmod",))
 row("div-floor", lambda m, a, b: m.div(a, b, rounding_mode="floor") * a,
     Arg((2, 3)), Arg((3,)), sample=_remainder_inputs, ops=("floor_divide",))
 row("div-trunc", lambda m, a, b: m.div(a, b, rounding_mode="trunc"), Arg((2, 3)), Arg((3,)),

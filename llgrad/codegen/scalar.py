@@ -234,6 +234,23 @@ class LLVMScalar:
         q = bd.select(minus1, bd.neg(a.value), q)
         return SV(bd.select(zero, t(0), q), d)
 
+    def fmod(self, a: SV, b: SV) -> SV:
+        """C's fmod: the remainder of truncated division, with the dividend's sign (exact
+        for floats); an integer divisor of 0 gives 0 (the frontend refuses it first)."""
+        d = a.dtype
+        _real_only("fmod", d)
+        bd = self.b
+        if d.is_floating_point:
+            return self._fix(bd.frem(a.value, b.value), d)
+        if d.kind == "u" or d is dt.bool_:
+            t = b.value.type
+            zero = bd.icmp_unsigned("==", b.value, t(0))
+            r = bd.urem(a.value, bd.select(zero, t(1), b.value))
+            return SV(bd.select(zero, t(0), r), d)
+        safe_b, zero, minus1 = self._safe_divisor(a, b)
+        r = bd.srem(a.value, safe_b)
+        return SV(bd.select(bd.or_(zero, minus1), a.value.type(0), r), d)
+
     def rem(self, a: SV, b: SV) -> SV:
         """Python's modulo: the result has the divisor's sign."""
         d = a.dtype

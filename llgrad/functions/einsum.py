@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 from ..tensor import Tensor
 from . import linalg, reduction, shape
+from ._errors import names_op
 
 _LETTERS = set(string.ascii_letters)
 
@@ -156,6 +157,7 @@ def _contract(a: Tensor, la: list[str], b: Tensor, lb: list[str], needed: set[st
     return shape.reshape(prod, out_shape), batch + rows + cols
 
 
+@names_op("einsum")
 def einsum(equation: str, *operands: Any) -> Tensor:
     """`lg.einsum('bij,bjk->bik', a, b)`; operands may also be passed as one list."""
     if not isinstance(equation, str):

@@ -8,6 +8,7 @@ from ..autograd.apply import apply
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..tensor import Tensor
+from ._errors import names_op
 
 Number = bool | int | float
 
@@ -32,7 +33,7 @@ def elementwise(op: str, *operands: Any, name: str | None = None, **attrs: Any) 
 def _unary(op: str):
     def fn(input: Tensor) -> Tensor:
         return elementwise(op, input)
-    fn.__name__ = op
+    fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = f"Elementwise `{op}` (differentiable; see the op registry for its rule)."
     return fn
 
@@ -119,20 +120,45 @@ def mul(input: Any, other: Any) -> Tensor:
 multiply = mul
 
 
+def _integer_divisor(op: str, input: Any, other: Any) -> None:
+    """Integer division by zero raises, as in PyTorch (the kernels would give 0). A divisor
+    only known when the traced function runs breaks the graph, so eager code checks it."""
+    operands = [o for o in (input, other) if isinstance(o, Tensor)]
+    if not operands or ew.promote([input, other]).is_floating_point or \
+            ew.promote([input, other]).is_complex:
+        return
+    if not isinstance(other, Tensor):
+        if other == 0:
+            raise RuntimeError(f"{op}: ZeroDivisionError (integer division by zero)")
+        return
+    if getattr(other, "_ctx", None) is not None:
+        from ..tracer.context import user_location
+        from ..tracer.tensor import GraphBreak
+        raise GraphBreak(f"{op} of integers by a tensor (a zero divisor must raise)",
+                         user_location())
+    from ..autograd.grad_mode import no_grad
+    from .reduction import any as any_
+    with no_grad():
+        if other.numel() and bool(any_(eq(other, 0)).item()):
+            raise RuntimeError(f"{op}: ZeroDivisionError (integer division by zero; divisor "
+                               f"shape {list(other.shape)}, dtype {other._dtype.name})")
+
+
 def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     if rounding_mode is None:
         return elementwise("div", input, other)
+    if rounding_mode not in ("floor", "trunc"):
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                         f"but found {rounding_mode!r}")
+    _integer_divisor("div", input, other)
     if rounding_mode == "floor":
         return elementwise("floor_divide", input, other, name="DivBackward2")
-    if rounding_mode == "trunc":
-        q = elementwise("div", input, other)
-        result = elementwise("trunc", q, name="DivBackward2")
-        operands = [o for o in (input, other) if isinstance(o, Tensor)]
-        if all(not o._dtype.is_floating_point for o in operands):
-            return result.to(ew.promote([input, other]))
-        return result
-    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
-                     f"found {rounding_mode!r}")
+    if not ew.promote([input, other]).is_floating_point:
+        # exact in integers: (a - fmod(a, b)) / b divides evenly
+        exact = elementwise("sub", input, elementwise("fmod", input, other))
+        return elementwise("floor_divide", exact, other, name="DivBackward2")
+    q = elementwise("div", input, other)
+    return elementwise("trunc", q, name="DivBackward2")
 
 
 divide = div
@@ -140,18 +166,22 @@ true_divide = div
 
 
 def floor_divide(input: Any, other: Any) -> Tensor:
+    _integer_divisor("floor_divide", input, other)
     return elementwise("floor_divide", input, other, name="DivBackward2")
 
 
+@names_op("remainder")
 def remainder(input: Any, other: Any) -> Tensor:
+    _integer_divisor("remainder", input, other)
     name = "RemainderBackward1" if isinstance(other, Tensor) else None
     return elementwise("remainder", input, other, name=name)
 
 
+@names_op("fmod")
 def fmod(input: Any, other: Any) -> Tensor:
-    q = trunc(div(input, other))
+    _integer_divisor("fmod", input, other)
     name = "FmodBackward1" if isinstance(other, Tensor) else "FmodBackward0"
-    return elementwise("sub", input, mul(q, other), name=name)
+    return elementwise("fmod", input, other, name=name)
 
 
 def pow(input: Any, exponent: Any) -> Tensor:
@@ -223,7 +253,7 @@ def _clamp_tensors(input: Tensor, min: Any, max: Any) -> Tensor:
 def _compare(op: str):
     def fn(input: Any, other: Any) -> Tensor:
         return elementwise(op, input, other)
-    fn.__name__ = op
+    fn.__name__ = fn.__qualname__ = op
     return fn
 
 

@@ -13,6 +13,7 @@ from ..autograd.apply import needs_grad
 from ..autograd.node import Node, edge, node_class
 from ..ir import dtypes as dt
 from ..tensor import Tensor
+from ._errors import names_op
 
 
 class IndexNode(Node):
@@ -126,6 +127,7 @@ def index_backward(g: Tensor, shape: tuple[int, ...], index: Any) -> Tensor:
     return out
 
 
+@names_op("gather")
 def gather(input: Tensor, dim: int, index: Tensor, *, name: str | None = None) -> Tensor:
     """`out[i][j][k] = input[index[i][j][k]][j][k]` (for dim 0), as torch.gather."""
     from ..ir.types import normalize_axis
@@ -134,8 +136,20 @@ def gather(input: Tensor, dim: int, index: Tensor, *, name: str | None = None) -
     if not isinstance(index, Tensor) or index._dtype not in (dt.int64, dt.int32):
         raise RuntimeError("gather(): Expected dtype int64 for index")
     if index.ndim != input.ndim:
-        raise RuntimeError(f"Index tensor must have the same number of dimensions as input "
-                           f"tensor (index {list(index._shape)}, input {list(input._shape)})")
+        raise RuntimeError(f"gather(): Index tensor must have the same number of dimensions "
+                           f"as input tensor (index {list(index._shape)}, input "
+                           f"{list(input._shape)})")
+    for k in range(index.ndim):
+        if k != d and index._shape[k] > input._shape[k]:
+            raise RuntimeError(f"gather(): Size does not match at dimension {k} expected "
+                               f"index {list(index._shape)} to be smaller than self "
+                               f"{list(input._shape)} apart from dimension {d}")
+    size = input._shape[d] if input.ndim else 1
+    _check_index_range("gather", index, d, size)
+    if input.ndim == 0:
+        return getitem(input.reshape(1), _no_negative(index.reshape(1), 1), name or
+                       "GatherBackward0").reshape(())
+    index = _no_negative(index, size)
     parts = []
     for k in range(input.ndim):
         if k == d:
@@ -157,22 +171,34 @@ def _named_getitem(name: str) -> Any:
     return run
 
 
+@names_op("take_along_dim")
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
     if dim is None:
         return gather(input.reshape(-1), 0, indices.reshape(-1))
     return gather(input, dim, indices)
 
 
+@names_op("index_select")
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     from ..ir.types import normalize_axis
     d = normalize_axis(dim, input.ndim, "index_select")
+    if not isinstance(index, Tensor) or index._dtype not in (dt.int64, dt.int32):
+        raise TypeError(f"index_select(): Expected dtype int32 or int64 for index, got "
+                        f"{getattr(index, 'dtype', type(index).__name__)}")
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
+    size = input._shape[d] if input.ndim else 1
+    _check_index_range("index_select", index, d, size, IndexError)
+    index = _no_negative(index, size)
+    if input.ndim == 0:
+        out = index_select(input.reshape(1), 0, index)
+        return out.reshape(()) if index.ndim == 0 or index.numel() == 1 else out
     from ..autograd.apply import dispatch_function
     return dispatch_function("getitem", [input, index], _named_getitem("IndexSelectBackward0"),
                              (input, (slice(None),) * d + (index.reshape(-1),)))
 
 
+@names_op("masked_fill")
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     from . import elementwise as E
     if mask._dtype is not dt.bool_:
@@ -195,7 +221,10 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
         raise GraphBreak("nonzero() (its result size depends on data)", user_location())
     out = indexing.nonzero(input)
     if as_tuple:
-        return tuple(out[:, k] for k in range(input.ndim)) if input.ndim else (out.reshape(-1),)
+        if input.ndim == 0:               # a nonzero scalar has one position, 0
+            from .creation import zeros
+            return (zeros(int(bool(input.item())), dtype=dt.int64),)
+        return tuple(out[:, k] for k in range(input.ndim))
     return out
 
 
@@ -235,13 +264,37 @@ def index_put_linear(base: Tensor, index: Tensor, src: Tensor) -> Tensor:
 # torch.scatter / scatter_add: writes along one dimension, on the linear primitives
 # --------------------------------------------------------------------------------------
 
+def _check_index_range(op: str, index: Tensor, d: int, size: int,
+                       error: type = RuntimeError) -> None:
+    """gather, scatter and index_select take indices in [0, size): unlike `x[i]`, a
+    negative index is an error, not counted from the end. Checked here when the values
+    are known; in a traced function the callers map a bad index where the indexing
+    kernel rejects it."""
+    from ..tracer.tensor import tracing
+    from ..transforms.batching import bottom
+    values = bottom(index)                  # under vmap: every batch element's indices
+    if values.numel() and not tracing() and getattr(values, "_ctx", None) is None:
+        from ..autograd.grad_mode import no_grad
+        from .reduction import amax, amin
+        with no_grad():
+            lo, hi = int(amin(values).item()), int(amax(values).item())
+        if lo < 0 or hi >= size:
+            raise error(f"{op}(): index {lo if lo < 0 else hi} is out of bounds for "
+                        f"dimension {d} with size {size}")
+
+
+def _no_negative(index: Tensor, size: int) -> Tensor:
+    """`index` with negative values moved to `size`, past the end, where the indexing
+    kernel's bounds check rejects them (instead of counting them from the end)."""
+    from . import elementwise as E
+    return E.where(E.lt(index, 0), size, index)
+
+
 def _scatter_offsets(op: str, input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Row-major offsets into `input` of `index`'s positions with dim `dim` replaced by
     its values. An index outside [0, size) maps to `numel`, which the scatter kernels
     reject with IndexError (eagerly it is reported here, naming the value)."""
     from ..ir.types import normalize_axis
-    from ..tracer.tensor import tracing
-    from ..transforms.batching import bottom
     from . import elementwise as E
     from .creation import iota
     d = normalize_axis(dim, max(input.ndim, 1), op)
@@ -259,15 +312,7 @@ def _scatter_offsets(op: str, input: Tensor, dim: int, index: Tensor) -> Tensor:
             raise RuntimeError(f"{op}(): Expected index {list(index.shape)} to be smaller "
                                f"than self {list(input.shape)} apart from dimension {d}")
     size = input.shape[d] if input.ndim else 1
-    values = bottom(index)                  # under vmap: every batch element's indices
-    if values.numel() and not tracing() and getattr(values, "_ctx", None) is None:
-        from ..autograd.grad_mode import no_grad
-        from .reduction import amax, amin
-        with no_grad():
-            lo, hi = int(amin(values).item()), int(amax(values).item())
-        if lo < 0 or hi >= size:
-            raise RuntimeError(f"{op}(): index {lo if lo < 0 else hi} is out of bounds for "
-                               f"dimension {d} with size {size}")
+    _check_index_range(op, index, d, size)
     offset = None
     stride = 1
     for k in reversed(range(input.ndim)):
@@ -302,6 +347,7 @@ def _scatter_source(op: str, input: Tensor, index: Tensor, src: Any) -> Tensor:
     return src
 
 
+@names_op("scatter")
 def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
             reduce: str | None = None) -> Tensor:
     """A copy of `input` with `src[i][j]` written at `[index[i][j]][j]` (for dim 0); `src`
@@ -320,6 +366,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
     return index_put_linear(input, offsets, _scatter_source(op, input, index, src))
 
 
+@names_op("scatter_add")
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of `input` with `src[i][j]` added at `[index[i][j]][j]` (for dim 0);
     duplicate positions accumulate."""

@@ -314,7 +314,7 @@ def _binary_inplace(op: str, functional: Callable[..., Tensor], clone_self: bool
             other = other * alpha
         return run_inplace(self, functional, (other,),
                            lambda: ew.run(op, [self, other], None, out=self), clone_self)
-    method.__name__ = f"{op}_"
+    method.__name__ = method.__qualname__ = f"{op}_"
     return method
 
 
@@ -333,7 +333,7 @@ def make_inplace_methods() -> dict[str, Callable[..., Any]]:
             if name == "abs" and self._dtype.is_complex:       # |z| is real (PyTorch too)
                 raise RuntimeError("In-place abs is not supported for complex tensors.")
             return run_inplace(self, fn, (), lambda: ew.run(name, [self], None, out=self), True)
-        method.__name__ = f"{name}_"
+        method.__name__ = method.__qualname__ = f"{name}_"
         return method
 
     for name in ("exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "neg", "abs",
@@ -341,6 +341,8 @@ def make_inplace_methods() -> dict[str, Callable[..., Any]]:
         methods[f"{name}_"] = unary_inplace(name, getattr(E, name))
 
     def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
+        if min is None and max is None:
+            raise RuntimeError("clamp_: at least one of 'min' or 'max' must not be None")
         return run_inplace(self, lambda x: E.clamp(x, min, max), (),
                            lambda: ew.run("clamp", [self], {"min": min, "max": max}, out=self),
                            True)
@@ -375,7 +377,8 @@ def make_inplace_methods() -> dict[str, Callable[..., Any]]:
 
     methods.update(clamp_=clamp_, clip_=clamp_, zero_=zero_, fill_=fill_, copy_=copy_)
     methods.update(_rewrites())
-    return methods
+    from ._errors import names_op
+    return {name: names_op(name)(method) for name, method in methods.items()}
 
 
 def _rewrite_inplace(name: str, fn: Callable[..., Tensor]) -> Callable[..., Any]:
@@ -390,7 +393,7 @@ def _rewrite_inplace(name: str, fn: Callable[..., Tensor]) -> Callable[..., Any]
             with no_grad():
                 ew.copy_into(self, fn(self, *args, **kwargs))
         return run_inplace(self, functional, args, direct, True)
-    method.__name__ = f"{name}_"
+    method.__name__ = method.__qualname__ = f"{name}_"
     return method
 
 
@@ -402,7 +405,7 @@ def _random_fill(name: str, draw: Callable[..., Tensor]) -> Callable[..., Any]:
             raise TypeError(f"{name}_: expected a floating point tensor, got "
                             f"{self._dtype.name} (shape {list(self.shape)})")
         return self.copy_(draw(self, *args, generator=generator))
-    method.__name__ = f"{name}_"
+    method.__name__ = method.__qualname__ = f"{name}_"
     return method
 
 

@@ -5,6 +5,7 @@ from typing import Any
 
 from ..autograd.apply import apply
 from ..tensor import Tensor
+from ._errors import names_op
 
 
 def _forward(op: str, operands: Any, attrs: Any) -> Tensor:
@@ -80,6 +81,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     return _matmul(input, mat2, "BmmBackward0")
 
 
+@names_op("dot")
 def dot(input: Tensor, other: Tensor) -> Tensor:
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
@@ -90,9 +92,11 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
     return reshape(out, (), name="DotBackward0")
 
 
+@names_op("mv")
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     return matmul(input, vec)
 
 
+@names_op("outer")
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
     return input.unsqueeze(-1) * vec2.unsqueeze(0)

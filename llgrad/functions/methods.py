@@ -7,6 +7,7 @@ from ..ir import dtypes as dt
 from ..tensor import Tensor
 from . import elementwise as E
 from . import indexing, inplace, linalg, misc, reduction, shape, sorting
+from ._errors import names_op
 from .shape import shape_arg
 
 
@@ -50,7 +51,7 @@ def bind() -> None:
         E.bitwise_or(a, b),
         "__xor__": lambda a, b: E.logical_xor(a, b) if a._dtype is dt.bool_ else
         E.bitwise_xor(a, b),
-        "__getitem__": indexing.getitem, "__setitem__": inplace.setitem,
+        "__getitem__": indexing.getitem, "__setitem__": names_op("setitem")(inplace.setitem),
         "__iadd__": _iop("add_"), "__isub__": _iop("sub_"), "__imul__": _iop("mul_"),
         "__itruediv__": _iop("div_"), "__ipow__": _iop("pow_"),
     }

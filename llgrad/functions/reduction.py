@@ -8,6 +8,7 @@ from ..autograd.apply import apply, apply_composite
 from ..ir import dtypes as dt
 from ..ir.types import normalize_axis
 from ..tensor import Tensor
+from ._errors import names_op
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
@@ -43,6 +44,7 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: dt.DTyp
     return _reduce("sum", input, dim, keepdim, name)
 
 
+@names_op("prod")
 def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
          dtype: dt.DType | None = None) -> Tensor:
     if dtype is not None:
@@ -126,6 +128,7 @@ def _correction(unbiased: Any, correction: Any) -> float:
     return 1.0 if unbiased else 0.0
 
 
+@names_op("var")
 def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
     if isinstance(dim, bool):            # var(x, False): the unbiased flag
@@ -136,6 +139,7 @@ def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = Fa
                            "VarBackward0")
 
 
+@names_op("std")
 def std(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
     if isinstance(dim, bool):
@@ -168,6 +172,7 @@ def std_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool
     return _spread_mean("std", input, dim, unbiased, keepdim, correction, "StdMeanBackward0")
 
 
+@names_op("logsumexp")
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     if input._dtype.is_complex:
         raise TypeError(f"logsumexp: not implemented for {input._dtype.name} in llgrad "
@@ -178,6 +183,7 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
                                                "keepdim": keepdim}, "LogsumexpBackward0")
 
 
+@names_op("norm")
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
          dtype: dt.DType | None = None) -> Tensor:
     x = _float_input("norm", input, dtype)
@@ -212,6 +218,7 @@ def sum_to_size(input: Tensor, *size: Any) -> Tensor:
     return reshape(out, shape) if out._shape != shape else out
 
 
+@names_op("all")
 def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     from .elementwise import eq
     b = input if input._dtype is dt.bool_ else input.ne(0)
@@ -219,6 +226,7 @@ def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
         if b.numel() else _const_bool(True, b, dim, keepdim)
 
 
+@names_op("any")
 def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     from .elementwise import eq
     b = input if input._dtype is dt.bool_ else input.ne(0)
@@ -233,5 +241,6 @@ def _const_bool(value: bool, b: Tensor, dim: Any, keepdim: bool) -> Tensor:
     return full(shape, value, dtype=dt.bool_)
 
 
+@names_op("count_nonzero")
 def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
     return sum(input.ne(0), dim)

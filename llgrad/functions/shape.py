@@ -8,6 +8,7 @@ from ..eager import elementwise as ew
 from ..eager import views
 from ..ir.types import normalize_axis
 from ..tensor import Tensor
+from ._errors import names_op
 
 
 def shape_arg(args: tuple[Any, ...], op: str) -> tuple[int, ...]:
@@ -64,10 +65,10 @@ def view(input: Tensor, *shape: Any) -> Tensor:
 
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-    if input.ndim == 0:
-        return reshape(input, (1,))
     a = normalize_axis(start_dim, input.ndim, "flatten")
     b = normalize_axis(end_dim, input.ndim, "flatten")
+    if input.ndim == 0:
+        return reshape(input, (1,))
     if a > b:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     n = 1
@@ -98,6 +99,8 @@ def _permute_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
 
 def permute(input: Tensor, *dims: Any) -> Tensor:
     _check_tensor("permute", input)
+    if not dims:
+        raise TypeError("permute() missing 1 required positional argument: 'dims'")
     p = shape_arg(dims, "permute")
     return apply("permute", (input,), {"perm": p}, _permute_forward, "PermuteBackward0")
 
@@ -106,6 +109,9 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     n = input.ndim
     a = normalize_axis(dim0, n, "transpose")
     b = normalize_axis(dim1, n, "transpose")
+    if n == 0:
+        return apply("permute", (input,), {"perm": ()}, _permute_forward,
+                     "TransposeBackward0")
     perm = list(range(n))
     perm[a], perm[b] = perm[b], perm[a]
     return apply("permute", (input,), {"perm": tuple(perm)}, _permute_forward,
@@ -123,6 +129,7 @@ def t(input: Tensor) -> Tensor:
     return apply("permute", (input,), {"perm": perm}, _permute_forward, "TBackward0")
 
 
+@names_op("movedim")
 def movedim(input: Tensor, source: int, destination: int) -> Tensor:
     n = input.ndim
     s = normalize_axis(source, n, "movedim")
@@ -172,7 +179,13 @@ def slice_dim(input: Tensor, dim: int, start: int, stop: int, step: int = 1,
                                      "steps": tuple(steps)}, _slice_forward, name)
 
 
+def _needs_a_dimension(input: Tensor, op: str) -> None:
+    if input.ndim == 0:
+        raise RuntimeError(f"{op}() cannot be applied to a 0-dim tensor (shape [])")
+
+
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    _needs_a_dimension(input, "narrow")
     d = normalize_axis(dim, input.ndim, "narrow")
     n = input._shape[d]
     if start < 0:
@@ -184,6 +197,7 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
 
 
 def select(input: Tensor, dim: int, index: int, *, name: str = "SelectBackward0") -> Tensor:
+    _needs_a_dimension(input, "select")
     d = normalize_axis(dim, input.ndim, "select")
     n = input._shape[d]
     if not -n <= index < n:
@@ -268,6 +282,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                  "StackBackward0")
 
 
+@names_op("split")
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
     d = normalize_axis(dim, tensor.ndim, "split")
     n = tensor._shape[d]
@@ -294,16 +309,22 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
     return tuple(out)
 
 
+@names_op("chunk")
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    _needs_a_dimension(input, "chunk")
     d = normalize_axis(dim, input.ndim, "chunk")
     n = input._shape[d]
+    if n == 0:                        # every chunk is empty, as many as asked for
+        return tuple(slice_dim(input, d, 0, 0, name="SplitBackward0") for _ in range(chunks))
     size = max(1, -(-n // chunks))
     return split(input, size, d)
 
 
+@names_op("unbind")
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    _needs_a_dimension(input, "unbind")
     d = normalize_axis(dim, input.ndim, "unbind")
     return tuple(select(input, d, i, name="UnbindBackward0") for i in range(input._shape[d]))
 
@@ -314,6 +335,11 @@ def _flip_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
 
 def flip(input: Tensor, dims: Sequence[int]) -> Tensor:
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    dims = tuple(normalize_axis(d, input.ndim, "flip") for d in dims)
+    if len(set(dims)) != len(dims):
+        raise RuntimeError(f"flip: dim {list(dims)} appears multiple times in the list of dims")
+    if input.ndim == 0:
+        return apply("permute", (input,), {"perm": ()}, _permute_forward, "FlipBackward0")
     return apply("flip", (input,), {"axes": dims}, _flip_forward, "FlipBackward0")
 
 

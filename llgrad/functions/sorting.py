@@ -25,6 +25,7 @@ from ..ir import dtypes as dt
 from ..ir.types import normalize_axis
 from ..tensor import Tensor
 from . import elementwise as E
+from ._errors import names_op
 
 sort_result = namedtuple("sort", ["values", "indices"])
 topk_result = namedtuple("topk", ["values", "indices"])
@@ -98,6 +99,7 @@ def _argsort_along(x: Tensor, dim: int, descending: bool) -> Tensor:
     return unlift(from_numpy(np.ascontiguousarray(idx.astype(np.int64))), lv)
 
 
+@names_op("argsort")
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False
             ) -> Tensor:
     x = _check("argsort", input)
@@ -107,6 +109,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: b
     return _argsort_along(x, normalize_axis(dim, x.ndim, "argsort"), descending)
 
 
+@names_op("sort")
 def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False,
          out: Any = None) -> sort_result:
     from .indexing import gather
@@ -123,6 +126,7 @@ def msort(input: Tensor) -> Tensor:
     return sort(input, 0).values
 
 
+@names_op("topk")
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
          ) -> topk_result:
     """The k largest (or smallest) elements along `dim` and their positions, in sorted
@@ -152,6 +156,7 @@ def _scan_input(op: str, input: Any, dtype: dt.DType | None) -> Tensor:
     return input
 
 
+@names_op("cumsum")
 def cumsum(input: Tensor, dim: int, *, dtype: dt.DType | None = None) -> Tensor:
     x = _scan_input("cumsum", input, dtype)
     axis = normalize_axis(dim, max(x.ndim, 1), "cumsum") if x.ndim else 0

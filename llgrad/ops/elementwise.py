@@ -297,6 +297,13 @@ def _ref_rem(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.remainder(a, b)
 
 
+def _ref_fmod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        if a.dtype.kind in "iub":
+            return np.where(b == 0, 0, np.fmod(a, np.where(b == 0, 1, b))).astype(a.dtype)
+        return np.fmod(a, b)
+
+
 binary("add", lambda s, a, b: s.add(a, b), np.add, "AddBackward0", kinds="iufc")
 binary("sub", lambda s, a, b: s.sub(a, b), np.subtract, "SubBackward0", kinds="iufc")
 binary("mul", lambda s, a, b: s.mul(a, b), np.multiply, "MulBackward0", kinds="biufc")
@@ -306,6 +313,7 @@ binary("maximum", lambda s, a, b: s.max(a, b), np.maximum, "MaximumBackward0", k
 binary("minimum", lambda s, a, b: s.min(a, b), np.minimum, "MinimumBackward0", kinds="biuf")
 binary("floor_divide", lambda s, a, b: s.floordiv(a, b), _ref_floordiv, None, kinds=NUMERIC)
 binary("remainder", lambda s, a, b: s.rem(a, b), _ref_rem, "RemainderBackward0", kinds=NUMERIC)
+binary("fmod", lambda s, a, b: s.fmod(a, b), _ref_fmod, "FmodBackward1", kinds=NUMERIC)
 binary("atan2", lambda s, a, b: s.math("atan2", a, b), np.arctan2, "Atan2Backward0", kinds=FLOAT)
 
 for _name, _np in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),
@@ -715,6 +723,14 @@ def _vjp_remainder(ctx: Any, g: Any) -> tuple:
     return (g, gb)
 
 
+def _vjp_fmod(ctx: Any, g: Any) -> tuple:
+    """d/da = 1 (everywhere, as PyTorch), d/db = -trunc(a / b)."""
+    F = ctx.F
+    a, b = ctx.inputs
+    gb = F.neg(F.mul(g, F.trunc(F.div(a, b)))) if ctx.needs_input_grad[1] else None
+    return (g, gb)
+
+
 def _vjp_atan2(ctx: Any, g: Any) -> tuple:
     F = ctx.F
     a, b = ctx.inputs
@@ -742,7 +758,8 @@ for _name, _rule, _saves in [
     ("leaky_relu", _vjp_leaky_relu, "i"), ("elu", _vjp_elu, "i"),
     ("maximum", _vjp_maximum, "i"), ("minimum", _vjp_minimum, "i"),
     ("where", _vjp_where, "0"), ("clamp", _vjp_clamp, "i"),
-    ("remainder", _vjp_remainder, "i"), ("floor_divide", _vjp_floor_divide, ""),
+    ("remainder", _vjp_remainder, "i"), ("fmod", _vjp_fmod, "i"),
+    ("floor_divide", _vjp_floor_divide, ""),
     ("atan2", _vjp_atan2, "i"), ("cast", _vjp_cast, ""),
 ]:
     defvjp(_name, _rule, _saves)
@@ -751,6 +768,7 @@ for _name, _rule, _saves in [
 OPS["mul"].save_for = {0: (1,), 1: (0,)}
 OPS["div"].save_for = {0: (1,)}
 OPS["remainder"].save_for = {0: (1,), 1: (1,)}
+OPS["fmod"].save_for = {0: (1,), 1: (1,)}
 
 
 # Complex parts. A real-valued function of z receives a real g; its gradient is complex

@@ -1,0 +1,38 @@
+"""Errors name the function the user called.
+
+A function built from other ops (`index_select` from indexing, `any` from `amax`, an
+in-place method from its out-of-place form) would otherwise report the inner op's name.
+`names_op(op)` rewrites the message of a standard error raised inside to start with the
+user's function: `any: dimension out of range ...`, not `amax: ...`.
+"""
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any, Callable
+
+_STANDARD = (RuntimeError, ValueError, TypeError, IndexError)
+_INNER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*(\(\))?: ")
+
+
+def relabel(error: BaseException, op: str) -> None:
+    """Make `error`'s message start with `op` (replacing an inner op's `name: ` prefix)."""
+    if type(error) not in _STANDARD or not error.args or not isinstance(error.args[0], str):
+        return
+    message = error.args[0]
+    if message.startswith((f"{op}:", f"{op}()", f"{op} ")):
+        return
+    error.args = (f"{op}: {_INNER_NAME.sub('', message, count=1)}",) + error.args[1:]
+
+
+def names_op(op: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def named(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except _STANDARD as e:
+                relabel(e, op)
+                raise
+        return named
+    return wrap

@@ -1,0 +1,214 @@
+"""Runs one batch of fuzz cases in this process and writes a JSON report.
+
+    python -m tests.fuzz.worker --family binary --mode compiled --seed 7 --examples 200 \\
+        --out report.json --current current.txt
+
+Before each case its reproducer is written to `--current`, so when the process dies (a
+crash in native code) or hangs, the parent names the case that did it. Each case is run in
+torch (the oracle) and in llgrad, eagerly or under `lg.compile` (then again with a second
+set of tensors of new shapes, a recompile), and the outcomes are compared.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+import warnings
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, given, seed, settings
+
+from .cases import Case, TSpec, differ, make, resolve, to_numpy
+from .ops import SHAPE_ONLY, STRATEGIES
+
+# exception types that mean "llgrad refused the call"; anything else (AttributeError,
+# KeyError, AssertionError, NotImplementedError, ...) is an internal error
+REFUSALS = (RuntimeError, ValueError, TypeError, IndexError, MemoryError, OverflowError)
+INTERNAL = (NotImplementedError, RecursionError)
+
+
+def op_name(case: Case) -> str:
+    return case.op.lstrip(".")
+
+
+def call(lib: Any, case: Case, args: list) -> Any:
+    name = op_name(case)
+    pos = tuple(resolve(lib, p) for p in case.pos)
+    kw = {k: resolve(lib, v) for k, v in case.kw}
+    if name == "getitem":
+        return args[0][case.pos[0].build(args)]
+    if name == "setitem":
+        args[0][case.pos[0].build(args)] = args[-1]
+        return args[0]
+    if name == "einsum":
+        return lib.einsum(case.extra["equation"], *args)
+    if case.extra.get("list"):
+        return getattr(lib, name)(list(args), *pos, **kw)
+    if case.extra.get("dim_first"):
+        first, rest = args[0], args[1:]
+        if case.op.startswith("."):
+            return getattr(first, name)(*pos, *rest, **kw)
+        return getattr(lib, name)(first, *pos, *rest, **kw)
+    if case.op.startswith("."):
+        return getattr(args[0], name)(*args[1:], *pos, **kw)
+    return getattr(lib, name)(*args, *pos, **kw)
+
+
+def _float_tensors(x: Any, lib: Any) -> list:
+    if isinstance(x, (tuple, list)):
+        return [t for v in x for t in _float_tensors(v, lib)]
+    if isinstance(x, lib.Tensor) and x.requires_grad and x.dtype.is_floating_point:
+        return [x]
+    return []
+
+
+def outcome(lib: Any, case: Case, specs: tuple, compiled: Any = None) -> dict:
+    """Run `case` with tensors `specs` in `lib`; the result as comparable data."""
+    made = [make(lib, s) for s in specs]
+    args = [m[0] for m in made]
+    leaves = [m[1] for m in made]
+    res: dict = {}
+    try:
+        out = compiled(*args) if compiled is not None else call(lib, case, args)
+        res["out"] = to_numpy(out)
+        res["inputs"] = [to_numpy(a) for a in args]
+    except Exception as e:           # noqa: BLE001 - the outcome being compared
+        res["error"] = e
+        return res
+    grads_of = [t for t in leaves if t is not None]
+    outs = _float_tensors(out, lib)
+    if grads_of and outs:
+        try:
+            loss = 0
+            for o in outs:
+                w = lib.arange(o.numel(), dtype=lib.float64).reshape(o.shape) * 0.25 + 1
+                loss = loss + (o.double() * w).sum()
+            loss.backward()
+            res["grads"] = [to_numpy(t.grad) if t.grad is not None else None
+                            for t in grads_of]
+        except Exception as e:       # noqa: BLE001
+            res["grad_error"] = e
+    return res
+
+
+def names_for(case: Case) -> tuple[str, ...]:
+    name = op_name(case)
+    base = name.rstrip("_")
+    extra = {"getitem": ("index",), "setitem": ("index", "setitem", "index_put", "copy"),
+             "concat": ("cat",), "swapaxes": ("transpose",), "true_divide": ("div",),
+             "broadcast_to": ("expand",), "t": ("transpose", "t"),
+             "argsort": ("sort",), "empty_like": ("empty",), "full_like": ("full",),
+             "ones_like": ("ones", "full"), "zeros_like": ("zeros", "full")}.get(base, ())
+    return (name, base) + extra
+
+
+def compare(case: Case, want: dict, got: dict) -> str | None:
+    """What is wrong with llgrad's outcome `got` given torch's `want` (None: nothing)."""
+    terr, lerr = want.get("error"), got.get("error")
+    if lerr is not None and (isinstance(lerr, INTERNAL) or not isinstance(lerr, REFUSALS)):
+        return f"internal error {type(lerr).__name__}: {lerr}"
+    if terr is None and lerr is not None:
+        return f"llgrad raised {type(lerr).__name__}: {lerr} where torch ran"
+    if terr is not None and lerr is None:
+        return f"llgrad ran where torch raised {type(terr).__name__}: {str(terr)[:200]}"
+    if terr is not None:
+        msg = str(lerr)
+        if not any(n in msg for n in names_for(case)):
+            return f"error does not name the op: {type(lerr).__name__}: {msg}"
+        return None
+    values_matter = op_name(case) not in SHAPE_ONLY
+    why = differ(want["out"], got["out"], values_matter)
+    if why:
+        return why
+    why = differ(tuple(want["inputs"]), tuple(got["inputs"]), values_matter, "input")
+    if why:
+        return f"after the call, {why}"
+    tg, lg_ = want.get("grad_error"), got.get("grad_error")
+    if (tg is None) != (lg_ is None):
+        return f"backward: torch {tg!r:.200}, llgrad {lg_!r:.200}"
+    if "grads" in want:
+        if "grads" not in got:
+            return "backward: llgrad computed no gradients"
+        return differ(tuple(want["grads"]), tuple(got["grads"]), True, "grad")
+    return None
+
+
+def run_case(case: Case, mode: str, torch: Any, lg: Any) -> list[str]:
+    problems = []
+    sets = [case.tensors] + ([case.second] if case.second is not None else [])
+    compiled = None
+    if mode == "compiled":
+        positions = [i for i, s in enumerate(case.tensors) if isinstance(s, TSpec)]
+
+        def fn(*ts: Any, _case=case, _positions=positions) -> Any:
+            args = list(_case.tensors)
+            for i, t in zip(_positions, ts):
+                args[i] = t
+            return call(lg, _case, args)
+        compiled = lg.compile(fn)
+    for specs in sets:
+        if compiled is not None and [isinstance(s, TSpec) for s in specs] != \
+                [isinstance(s, TSpec) for s in case.tensors]:
+            continue
+        want = outcome(torch, case, specs)
+        if compiled is not None:
+            positions = [i for i, s in enumerate(specs) if isinstance(s, TSpec)]
+
+            def runner(*args: Any, _positions=positions) -> Any:
+                return compiled(*[args[i] for i in _positions])
+            got = outcome(lg, case, specs, runner)
+        else:
+            got = outcome(lg, case, specs)
+        why = compare(case, want, got)
+        if why:
+            problems.append(why)
+    return problems
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--family", required=True)
+    p.add_argument("--mode", choices=("eager", "compiled"), default="eager")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--examples", type=int, default=100)
+    p.add_argument("--out", required=True)
+    p.add_argument("--current", required=True)
+    a = p.parse_args()
+    warnings.simplefilter("ignore")
+    import torch
+    torch.set_num_threads(1)
+    import llgrad as lg
+
+    fd = os.open(a.current, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    report: dict = {"family": a.family, "mode": a.mode, "seed": a.seed, "cases": 0,
+                    "problems": []}
+    seen: set[str] = set()
+    t0 = time.perf_counter()
+
+    @settings(max_examples=a.examples, database=None, deadline=None,
+              phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    @seed(a.seed)
+    @given(case=STRATEGIES[a.family]())
+    def body(case: Case) -> None:
+        text = repr(case).encode()
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, text, 0)
+        report["cases"] += 1
+        for why in run_case(case, a.mode, torch, lg):
+            short = why.split(":")[0] + op_name(case)
+            if short in seen and len(report["problems"]) > 50:
+                continue
+            seen.add(short)
+            report["problems"].append({"case": repr(case), "problem": why[:600]})
+
+    body()
+    report["seconds"] = time.perf_counter() - t0
+    os.ftruncate(fd, 0)
+    with open(a.out, "w") as f:
+        json.dump(report, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
+
