@@ -306,8 +306,8 @@ def test_result_type_with_complex_matches_torch() -> None:
             ta = torch.zeros(a_shape, dtype=getattr(torch, a))
             tb = torch.zeros(b_shape, dtype=getattr(torch, b))
             want = _torch_result(ta, tb).replace("complex32", "complex64")
-            got = promote([lg.zeros(*a_shape, dtype=dt.from_name(a)),
-                           lg.zeros(*b_shape, dtype=dt.from_name(b))]).name
+            got = promote([lg.zeros(a_shape, dtype=dt.from_name(a)),
+                           lg.zeros(b_shape, dtype=dt.from_name(b))]).name
             assert got == want, (a, a_shape, b, b_shape)
     for a in names:
         for s in (1j, 2.5 + 0j, 2.0, 3, True):

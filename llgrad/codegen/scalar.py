@@ -425,15 +425,36 @@ class LLVMScalar:
         return self._fix(mathlib.emit(self.b, name, [a.value for a in args]), d)
 
     def _int_pow(self, a: SV, e: SV) -> SV:
-        """Binary exponentiation, unrolled over the exponent's bits (branch-free)."""
+        """Binary exponentiation (wrapping, as PyTorch) in a loop that runs while bits of
+        the exponent remain. (Unrolled over all 64 bits it took LLVM -O3 minutes.)"""
         bd = self.b
         t = a.value.type
-        result, base, exp = t(1), a.value, e.value
-        for _ in range(t.width - (1 if a.dtype.kind == "i" else 0)):
-            bit = bd.trunc(exp, I1)
-            result = bd.select(bit, bd.mul(result, base), result)
-            base = bd.mul(base, base)
-            exp = bd.lshr(exp, t(1))
+        fn = bd.function
+        pre = bd.block
+        loop = fn.append_basic_block("ipow.loop")
+        done = fn.append_basic_block("ipow.done")
+        start = bd.select(bd.icmp_signed("<", e.value, t(0)), t(0), e.value) \
+            if a.dtype.kind == "i" else e.value
+        bd.cbranch(bd.icmp_unsigned("!=", start, t(0)), loop, done)
+        bd.position_at_end(loop)
+        acc = bd.phi(t, name="ipow.acc")
+        base = bd.phi(t, name="ipow.base")
+        exp = bd.phi(t, name="ipow.exp")
+        acc.add_incoming(t(1), pre)
+        base.add_incoming(a.value, pre)
+        exp.add_incoming(start, pre)
+        bit = bd.trunc(exp, I1)
+        acc_next = bd.select(bit, bd.mul(acc, base), acc)
+        base_next = bd.mul(base, base)
+        exp_next = bd.lshr(exp, t(1))
+        acc.add_incoming(acc_next, loop)
+        base.add_incoming(base_next, loop)
+        exp.add_incoming(exp_next, loop)
+        bd.cbranch(bd.icmp_unsigned("!=", exp_next, t(0)), loop, done)
+        bd.position_at_end(done)
+        result = bd.phi(t, name="ipow")
+        result.add_incoming(t(1), pre)
+        result.add_incoming(acc_next, loop)
         if a.dtype.kind == "i":
             # negative exponents: 1 for base 1, +-1 for base -1, else 0 (C semantics)
             neg = bd.icmp_signed("<", e.value, t(0))

@@ -11,7 +11,7 @@ import functools
 import re
 from typing import Any, Callable
 
-_STANDARD = (RuntimeError, ValueError, TypeError, IndexError)
+_STANDARD = (RuntimeError, ValueError, TypeError, IndexError, MemoryError)
 _INNER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*(\(\))?: ")
 
 

@@ -11,6 +11,7 @@ from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
 from ..tensor import Tensor
+from ._errors import names_op
 from .shape import size_arg
 
 
@@ -72,6 +73,7 @@ def from_values(arr: np.ndarray, dtype: DType) -> Tensor:
     return out
 
 
+@names_op("tensor")
 def tensor(data: Any, dtype: DType | None = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:
     if isinstance(data, Tensor):
@@ -87,6 +89,11 @@ def tensor(data: Any, dtype: DType | None = None, device: Any = None,
             raise TypeError(f"tensor: could not infer dtype of {type(data).__name__} "
                             f"(nested sequences must be rectangular and numeric)")
         d = dtype or _infer_dtype(arr, data)
+        if d.kind in "iu" and arr.dtype.kind == "f" and arr.size:
+            info = np.iinfo(d.np)
+            if not np.all(np.isfinite(arr)) or arr.max() > info.max or arr.min() < info.min:
+                raise RuntimeError(f"tensor: value cannot be converted to type {d.name} "
+                                   f"without overflow")
     if requires_grad and not (d.is_floating_point or d.is_complex):
         raise RuntimeError("Only Tensors of floating point and complex dtype can require "
                            "gradients")
@@ -173,14 +180,17 @@ def _sized(op: str, value: Any, size: tuple[Any, ...], kwargs: dict[str, Any]) -
     return _finish(_fill(shape, value, d), rg)
 
 
+@names_op("zeros")
 def zeros(*size: Any, **kwargs: Any) -> Tensor:
     return _sized("zeros", 0, size, kwargs)
 
 
+@names_op("ones")
 def ones(*size: Any, **kwargs: Any) -> Tensor:
     return _sized("ones", 1, size, kwargs)
 
 
+@names_op("empty")
 def empty(*size: Any, **kwargs: Any) -> Tensor:
     shape = size_arg(size, "empty")
     dtype, rg = _kw(kwargs, "empty")
@@ -189,6 +199,7 @@ def empty(*size: Any, **kwargs: Any) -> Tensor:
     return _finish(Tensor._empty(shape, d), rg)
 
 
+@names_op("full")
 def full(size: Sequence[int], fill_value: Any, **kwargs: Any) -> Tensor:
     shape = size_arg((size,), "full")
     dtype, rg = _kw(kwargs, "full")
@@ -211,22 +222,27 @@ def _like(op: str, input: Tensor, value: Any, kwargs: dict[str, Any]) -> Tensor:
     return _finish(_fill(input._shape, value, d), rg)
 
 
+@names_op("zeros_like")
 def zeros_like(input: Tensor, **kwargs: Any) -> Tensor:
     return _like("zeros_like", input, 0, kwargs)
 
 
+@names_op("ones_like")
 def ones_like(input: Tensor, **kwargs: Any) -> Tensor:
     return _like("ones_like", input, 1, kwargs)
 
 
+@names_op("empty_like")
 def empty_like(input: Tensor, **kwargs: Any) -> Tensor:
     return _like("empty_like", input, None, kwargs)
 
 
+@names_op("full_like")
 def full_like(input: Tensor, fill_value: Any, **kwargs: Any) -> Tensor:
     return _like("full_like", input, fill_value, kwargs)
 
 
+@names_op("eye")
 def eye(n: int, m: int | None = None, **kwargs: Any) -> Tensor:
     m = n if m is None else m
     if n < 0 or m < 0:
@@ -250,15 +266,21 @@ def iota(n: int, dtype: DType) -> Tensor:
     return ew.run("iota", [], {"dtype": dtype, "shape": (n,)}, out=Tensor._empty((n,), dtype))
 
 
+@names_op("arange")
 def arange(start: Any, end: Any = None, step: Any = 1, **kwargs: Any) -> Tensor:
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     start, end, step = vals
+    dtype, rg = _kw(kwargs, "arange")
+    if dtype is not None and dtype.kind in "iu":   # an integer range counts in integers
+        start, end, step = (int(v) for v in (start, end, step))
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step sign "
+                           f"(start={start}, end={end}, step={step})")
     n = max(0, math.ceil((end - start) / step))
-    dtype, rg = _kw(kwargs, "arange")
     if dtype is None:
         dtype = dt.int64 if all(isinstance(v, int) for v in vals) else dt.get_default_dtype()
     from ..tracer.context import current
@@ -275,6 +297,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, **kwargs: Any) -> Tensor:
     return _finish(out, rg)
 
 
+@names_op("linspace")
 def linspace(start: float, end: float, steps: int, **kwargs: Any) -> Tensor:
     if steps < 0:
         raise RuntimeError("linspace: number of steps must be non-negative")
@@ -468,12 +491,14 @@ def _traced_random(ctx: Any, op: str, shape: tuple[int, ...], d: DType, gen: Gen
     return out
 
 
+@names_op("rand")
 def rand(*size: Any, generator: Generator | None = None, **kwargs: Any) -> Tensor:
     shape = size_arg(size, "rand")
     dtype, rg = _kw(kwargs, "rand")
     return _finish(_random("uniform", shape, dtype or dt.get_default_dtype(), generator), rg)
 
 
+@names_op("randn")
 def randn(*size: Any, generator: Generator | None = None, **kwargs: Any) -> Tensor:
     shape = size_arg(size, "randn")
     dtype, rg = _kw(kwargs, "randn")
@@ -504,6 +529,7 @@ def randperm(n: int, *, generator: Generator | None = None, **kwargs: Any) -> Te
     return _finish(from_numpy(order).to(dtype or dt.int64), rg)
 
 
+@names_op("randint")
 def randint(*args: Any, size: Any = None, generator: Generator | None = None,
             **kwargs: Any) -> Tensor:
     """`randint(high, size)`, `randint(low, high, size)` (PyTorch's signatures; `low`,

@@ -121,7 +121,8 @@ def _size(sizes: dict[str, int], c: str, n: int) -> None:
     if sizes.get(c, 1) != 1 and n != 1 and sizes[c] != n:
         raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes "
                            f"(subscript {c!r} has sizes {sizes[c]} and {n})")
-    sizes[c] = max(sizes.get(c, 1), n) if n != 1 or c not in sizes else sizes[c]
+    if c not in sizes or sizes[c] == 1:        # a size-1 dimension broadcasts (0 does not)
+        sizes[c] = n
 
 
 def _contract(a: Tensor, la: list[str], b: Tensor, lb: list[str], needed: set[str]

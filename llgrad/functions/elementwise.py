@@ -61,10 +61,23 @@ absolute = abs
 sign = _unary("sign")
 reciprocal = _unary("reciprocal")
 square = _unary("square")
-floor = _unary("floor")
-ceil = _unary("ceil")
-round = _unary("round")
-trunc = _unary("trunc")
+def _rounding(op: str):
+    """floor/ceil/round/trunc: integers are already whole (a copy, as in PyTorch)."""
+    def fn(input: Tensor) -> Tensor:
+        if isinstance(input, Tensor) and input._dtype.kind in "iu":
+            return input.clone()
+        if isinstance(input, Tensor) and input._dtype is dt.bool_:
+            raise TypeError(f"{op}: not defined for bool (input bool{list(input.shape)})")
+        return elementwise(op, input)
+    fn.__name__ = fn.__qualname__ = op
+    fn.__doc__ = f"Elementwise `{op}` (integers are returned as a copy)."
+    return fn
+
+
+floor = _rounding("floor")
+ceil = _rounding("ceil")
+trunc = _rounding("trunc")
+round = _rounding("round")
 relu = _unary("relu")
 silu = _unary("silu")
 isnan = _unary("isnan")
@@ -93,19 +106,29 @@ def elu(input: Tensor, alpha: float = 1.0, scale: float = 1.0, input_scale: floa
                        input_scale=float(input_scale))
 
 
+def _scaled(op: str, input: Any, other: Any, alpha: Any) -> Any:
+    """`other * alpha` for add/sub (a Python number stays one)."""
+    if alpha == 1:
+        return other
+    if isinstance(alpha, float) and not ew.promote([input, other]).is_floating_point and \
+            not ew.promote([input, other]).is_complex:
+        raise RuntimeError(f"{op}: for integral input tensors, argument alpha must not be a "
+                           f"floating point number (alpha={alpha})")
+    return mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+
+
 def add(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
-    if alpha != 1:
-        other = mul(other, alpha)
-    return elementwise("add", input, other)
+    _check("add", input, other)
+    return elementwise("add", input, _scaled("add", input, other, alpha))
 
 
 def sub(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
-    if isinstance(input, Tensor) and input._dtype is dt.bool_ and isinstance(other, Tensor) \
-            and other._dtype is dt.bool_:
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
-                           "supported. Use the `^` or `logical_xor()` operator instead.")
-    if alpha != 1:
-        other = mul(other, alpha)
+    _check("sub", input, other)
+    if any(isinstance(o, Tensor) and o._dtype is dt.bool_ for o in (input, other)):
+        raise RuntimeError("sub: subtraction, the `-` operator, with a bool tensor is not "
+                           "supported. If you are trying to invert a mask, use the `~` or "
+                           "`logical_not()` operator instead.")
+    other = _scaled("sub", input, other, alpha)
     name = "RsubBackward1" if not isinstance(input, Tensor) else None   # `2 - x`
     return elementwise("sub", input, other, name=name)
 
@@ -273,6 +296,9 @@ bitwise_xor = _compare("bitwise_xor")
 
 
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
+    if isinstance(end, Tensor) and isinstance(input, Tensor) and end._dtype is not input._dtype:
+        raise RuntimeError(f"lerp: expected dtype {input._dtype.name} for `end` but got dtype "
+                           f"{end._dtype.name}")
     name = "LerpBackward1" if isinstance(weight, Tensor) else "LerpBackward0"
     return elementwise("add", input, mul(weight, sub(end, input)), name=name)
 

@@ -191,6 +191,9 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     _check_index_range("index_select", index, d, size, IndexError)
     index = _no_negative(index, size)
     if input.ndim == 0:
+        if index.numel() != 1:
+            raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
+                               f"{index.numel()} value(s)")
         out = index_select(input.reshape(1), 0, index)
         return out.reshape(()) if index.ndim == 0 or index.numel() == 1 else out
     from ..autograd.apply import dispatch_function

@@ -25,6 +25,9 @@ def _check(op: str, a: Any, b: Any) -> None:
         raise RuntimeError(f"{op}: expected m1 and m2 to have the same dtype, but got: "
                            f"{a._dtype.name} != {b._dtype.name} (shapes {list(a._shape)} and "
                            f"{list(b._shape)}; convert one with .to(dtype))")
+    if a._dtype.name == "bool":
+        raise RuntimeError(f"{op}: not implemented for bool tensors (shapes {list(a._shape)} "
+                           f"and {list(b._shape)}; convert with .to(dtype))")
 
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
@@ -64,6 +67,7 @@ def _matmul(a: Tensor, b: Tensor, name: str) -> Tensor:
     return reshape(out, shape, name=name)
 
 
+@names_op("mm")
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     _check("mm", input, mat2)
     if input.ndim != 2 or mat2.ndim != 2:
@@ -71,6 +75,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     return matmul(input, mat2)
 
 
+@names_op("bmm")
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     _check("bmm", input, mat2)
     if input.ndim != 3 or mat2.ndim != 3:
@@ -94,9 +99,18 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
 
 @names_op("mv")
 def mv(input: Tensor, vec: Tensor) -> Tensor:
+    _check("mv", input, vec)
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"mv: expected a 2-D matrix and a 1-D vector, got {input.ndim}-D "
+                           f"and {vec.ndim}-D (shapes {list(input._shape)} and "
+                           f"{list(vec._shape)})")
     return matmul(input, vec)
 
 
 @names_op("outer")
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    for x, what in ((input, "self"), (vec2, "vec2")):
+        if not isinstance(x, Tensor) or x.ndim != 1:
+            raise RuntimeError(f"outer: expected 1-D argument {what}, but got "
+                               f"{getattr(x, 'ndim', type(x).__name__)}-D")
     return input.unsqueeze(-1) * vec2.unsqueeze(0)

@@ -126,8 +126,13 @@ def _set_part(which: str) -> Any:
     return setter
 
 
+@names_op("repeat")
 def _repeat(self: Tensor, *sizes: Any) -> Tensor:
+    if not sizes:
+        raise TypeError("repeat() missing 1 required positional argument: 'repeats'")
     reps = shape_arg(sizes, "repeat")
+    if any(r < 0 for r in reps):
+        raise RuntimeError(f"repeat: repeats can not be negative, got {list(reps)}")
     if len(reps) < self.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
                            "of dimensions of tensor")

@@ -147,12 +147,18 @@ def _softmax_input(x: Tensor, dtype: DType | None) -> Tensor:
 
 def softmax(input: Tensor, dim: int, dtype: DType | None = None) -> Tensor:
     x = _softmax_input(input, dtype)
+    if x.numel() == 0:                        # nothing to normalize
+        normalize_axis(dim, x.ndim, "softmax")
+        return x.clone()
     return apply_composite("softmax", (x,), {"dim": normalize_axis(dim, x.ndim, "softmax")},
                            "SoftmaxBackward0")
 
 
 def log_softmax(input: Tensor, dim: int, dtype: DType | None = None) -> Tensor:
     x = _softmax_input(input, dtype)
+    if x.numel() == 0:
+        normalize_axis(dim, x.ndim, "log_softmax")
+        return x.clone()
     return apply_composite("log_softmax", (x,),
                            {"dim": normalize_axis(dim, x.ndim, "log_softmax")},
                            "LogSoftmaxBackward0")

@@ -179,8 +179,12 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
                         f"(its max-shift needs ordered values)")
     x = _float_input("logsumexp", input.to(dt.get_default_dtype())
                      if not input._dtype.is_floating_point else input, None)
-    return apply_composite("logsumexp", (x,), {"axes": _axes(dim, x.ndim, "logsumexp"),
-                                               "keepdim": keepdim}, "LogsumexpBackward0")
+    axes = _axes(dim, x.ndim, "logsumexp")
+    if x.ndim and 0 in [x.shape[a] for a in axes]:     # log of an empty sum: -inf
+        from .elementwise import add
+        return add(sum(x, axes, keepdim), float("-inf"))
+    return apply_composite("logsumexp", (x,), {"axes": axes, "keepdim": keepdim},
+                           "LogsumexpBackward0")
 
 
 @names_op("norm")

@@ -28,10 +28,18 @@ def shape_arg(args: tuple[Any, ...], op: str) -> tuple[int, ...]:
 def size_arg(args: tuple[Any, ...], op: str) -> tuple[int, ...]:
     """The size of a tensor to create: `shape_arg`, every dimension at least 0 (the one
     check every creation function shares; `reshape`'s -1 is not a size)."""
+    if not args:
+        raise TypeError(f"{op}() missing 1 required positional argument: 'size'")
     shape = shape_arg(args, op)
     if any(s < 0 for s in shape):
         raise RuntimeError(f"{op}: negative dimension in size {list(shape)}; sizes must be "
                            f"non-negative")
+    numel = 1
+    for s in shape:
+        numel *= s
+    if numel >= 1 << 60:
+        raise MemoryError(f"{op}: size {list(shape)} has {numel} elements, more than any "
+                          f"memory can hold")
     return shape
 
 
@@ -134,6 +142,8 @@ def movedim(input: Tensor, source: int, destination: int) -> Tensor:
     n = input.ndim
     s = normalize_axis(source, n, "movedim")
     d = normalize_axis(destination, n, "movedim")
+    if n == 0:
+        return apply("permute", (input,), {"perm": ()}, _permute_forward, "PermuteBackward0")
     order = [i for i in range(n) if i != s]
     order.insert(d, s)
     return permute(input, order)
@@ -145,6 +155,8 @@ def _expand_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
 
 def expand(input: Tensor, *sizes: Any) -> Tensor:
     _check_tensor("expand", input)
+    if not sizes:
+        raise TypeError("expand() missing 1 required positional argument: 'size'")
     s = shape_arg(sizes, "expand")
     return apply("expand", (input,), {"shape": s}, _expand_forward, "ExpandBackward0")
 

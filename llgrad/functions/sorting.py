@@ -88,8 +88,10 @@ def _argsort_along(x: Tensor, dim: int, descending: bool) -> Tensor:
     lv = levels(x)
     plain = lift(x, lv)
     axis = dim + len(lv)
+    if plain._dtype is dt.bfloat16:          # NumPy has no bfloat16: order its float32 copy
+        plain = plain.float()
     arr = plain.detach().contiguous().numpy()
-    if arr.dtype == np.float16 or plain._dtype is dt.bfloat16:
+    if arr.dtype == np.float16:
         arr = arr.astype(np.float32)
     if descending:            # stable descending = reversed stable ascending of the reverse
         rev = np.flip(arr, axis)
@@ -104,6 +106,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: b
             ) -> Tensor:
     x = _check("argsort", input)
     if x.ndim == 0:
+        normalize_axis(dim, 0, "argsort")
         from .creation import zeros
         return zeros((), dtype=dt.int64)
     return _argsort_along(x, normalize_axis(dim, x.ndim, "argsort"), descending)
@@ -118,7 +121,7 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool
         raise TypeError("sort: out= is not supported in llgrad; use the returned tensors")
     idx = argsort(x, dim, descending)
     if x.ndim == 0:
-        return sort_result(E.mul(x, 1), idx)
+        return sort_result(x.clone(), idx)
     return sort_result(gather(x, dim, idx, name="SortBackward0"), idx)
 
 
@@ -140,7 +143,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
         raise RuntimeError(f"topk: selected index k out of range (k={k!r}, size {size} along "
                            f"dim {dim} of shape {list(x.shape)})")
     if x.ndim == 0:
-        return topk_result(E.mul(x, 1), argsort(x))
+        return topk_result(x.clone(), argsort(x))
     idx = slice_dim(_argsort_along(x, d, largest), d, 0, k)
     return topk_result(gather(x, d, idx, name="TopkBackward0"), idx)
 
@@ -159,7 +162,7 @@ def _scan_input(op: str, input: Any, dtype: dt.DType | None) -> Tensor:
 @names_op("cumsum")
 def cumsum(input: Tensor, dim: int, *, dtype: dt.DType | None = None) -> Tensor:
     x = _scan_input("cumsum", input, dtype)
-    axis = normalize_axis(dim, max(x.ndim, 1), "cumsum") if x.ndim else 0
+    axis = normalize_axis(dim, x.ndim, "cumsum")
     return apply_composite("cumsum", (x,), {"axis": axis}, "CumsumBackward0")
 
 
@@ -168,5 +171,6 @@ def cumprod(input: Tensor, dim: int, *, dtype: dt.DType | None = None) -> Tensor
     from .. import functions as F
     x = _scan_input("cumprod", input, dtype)
     if x.ndim == 0:
+        normalize_axis(dim, 0, "cumprod")
         return E.mul(x, 1)
     return log_step_scan(F, x, normalize_axis(dim, x.ndim, "cumprod"), E.mul, 1)
