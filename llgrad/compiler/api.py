@@ -384,8 +384,11 @@ def _aliases_a_written_input(written: list[int], leaves: list[Tensor],
                              captured: list[Tensor]) -> bool:
     """Whether a tensor the graph writes shares memory with another of its inputs (the
     trace took them for independent values, so the compiled graph would be wrong)."""
+    from ..functions.inplace import overlaps_itself
     inputs = list(leaves) + list(captured)
     for w in written:
+        if overlaps_itself(inputs[w]._shape, inputs[w]._strides):
+            return True                 # eagerly, the write raises PyTorch's error
         st = inputs[w]._storage
         if any(j != w and x._storage is st for j, x in enumerate(inputs)):
             return True

@@ -117,6 +117,14 @@ def _scaled(op: str, input: Any, other: Any, alpha: Any) -> Any:
     return mul(other, alpha) if isinstance(other, Tensor) else other * alpha
 
 
+def no_bool_subtraction(op: str, input: Any, other: Any) -> None:
+    if any(isinstance(o, Tensor) and o._dtype is dt.bool_ or isinstance(o, bool)
+           for o in (input, other)):
+        raise RuntimeError(f"{op}: subtraction, the `-` operator, with a bool tensor is not "
+                           f"supported. If you are trying to invert a mask, use the `~` or "
+                           f"`logical_not()` operator instead.")
+
+
 def add(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
     _check("add", input, other)
     return elementwise("add", input, _scaled("add", input, other, alpha))
@@ -124,10 +132,7 @@ def add(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
 
 def sub(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
     _check("sub", input, other)
-    if any(isinstance(o, Tensor) and o._dtype is dt.bool_ for o in (input, other)):
-        raise RuntimeError("sub: subtraction, the `-` operator, with a bool tensor is not "
-                           "supported. If you are trying to invert a mask, use the `~` or "
-                           "`logical_not()` operator instead.")
+    no_bool_subtraction("sub", input, other)
     other = _scaled("sub", input, other, alpha)
     name = "RsubBackward1" if not isinstance(input, Tensor) else None   # `2 - x`
     return elementwise("sub", input, other, name=name)
@@ -147,6 +152,9 @@ def _integer_divisor(op: str, input: Any, other: Any) -> None:
     """Integer division by zero raises, as in PyTorch (the kernels would give 0). A divisor
     only known when the traced function runs breaks the graph, so eager code checks it."""
     operands = [o for o in (input, other) if isinstance(o, Tensor)]
+    if not all(isinstance(o, (Tensor, bool, int, float, builtins.complex))
+               for o in (input, other)):
+        return                          # the op itself names the bad operand
     if not operands or ew.promote([input, other]).is_floating_point or \
             ew.promote([input, other]).is_complex:
         return
@@ -295,6 +303,7 @@ bitwise_or = _compare("bitwise_or")
 bitwise_xor = _compare("bitwise_xor")
 
 
+@names_op("lerp")
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     if isinstance(end, Tensor) and isinstance(input, Tensor) and end._dtype is not input._dtype:
         raise RuntimeError(f"lerp: expected dtype {input._dtype.name} for `end` but got dtype "

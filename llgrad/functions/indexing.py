@@ -188,6 +188,9 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     size = input._shape[d] if input.ndim else 1
+    if size == 0 and index.numel():
+        raise IndexError(f"index_select(): cannot select {index.numel()} entries along "
+                         f"dimension {d} of size 0 (shape {list(input._shape)})")
     _check_index_range("index_select", index, d, size, IndexError)
     index = _no_negative(index, size)
     if input.ndim == 0:

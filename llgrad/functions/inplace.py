@@ -144,6 +144,9 @@ def _inplace_traced(t: Tensor, result: Tensor) -> Tensor:
         raise RuntimeError(f"output with shape {list(t._shape)} doesn't match the broadcast "
                            f"shape {list(result._shape)}")
     if result._dtype is not t._dtype:
+        if not ew.can_cast(result._dtype, t._dtype):
+            raise RuntimeError(f"result type {result._dtype.name} can't be cast to the desired "
+                               f"output type {t._dtype.name}")
         result = result.to(t._dtype)
     t._node = result._node
     if result._requires_grad:
@@ -310,6 +313,9 @@ def _binary_inplace(op: str, functional: Callable[..., Tensor], clone_self: bool
         alpha = kwargs.pop("alpha", 1)
         if kwargs:
             raise TypeError(f"{op}_() got unexpected keyword arguments {sorted(kwargs)}")
+        if op == "sub":
+            from .elementwise import no_bool_subtraction
+            no_bool_subtraction("sub_", self, other)
         if alpha != 1:
             other = other * alpha
         return run_inplace(self, functional, (other,),

@@ -38,8 +38,8 @@ def size_arg(args: tuple[Any, ...], op: str) -> tuple[int, ...]:
     for s in shape:
         numel *= s
     if numel >= 1 << 60:
-        raise MemoryError(f"{op}: size {list(shape)} has {numel} elements, more than any "
-                          f"memory can hold")
+        raise MemoryError(f"{op}: size {list(shape)} has {numel} elements, at least {numel} "
+                          f"bytes: more than any memory can hold")
     return shape
 
 

@@ -137,6 +137,9 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     from .indexing import gather
     from .shape import slice_dim
     x = _check("topk", input)
+    if x._dtype is dt.bool_:
+        raise RuntimeError(f"topk: does not support bool tensors (shape {list(x.shape)}); "
+                           f"convert with .to(dtype)")
     d = normalize_axis(dim, max(x.ndim, 1), "topk")
     size = x.shape[d] if x.ndim else 1
     if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= size:

@@ -735,7 +735,11 @@ def _vjp_atan2(ctx: Any, g: Any) -> tuple:
     F = ctx.F
     a, b = ctx.inputs
     denom = F.add(F.mul(a, a), F.mul(b, b))
-    return (F.div(F.mul(g, b), denom), F.div(F.neg(F.mul(g, a)), denom))
+    # at the origin both partials are 0, as PyTorch gives (not 0/0)
+    origin = F.eq(denom, 0)
+    safe = F.where(origin, F.ones_like(denom), denom)
+    return (F.where(origin, F.mul(g, 0.0), F.div(F.mul(g, b), safe)),
+            F.where(origin, F.mul(g, 0.0), F.div(F.neg(F.mul(g, a)), safe)))
 
 
 def _vjp_cast(ctx: Any, g: Any, dtype: Any) -> Any:

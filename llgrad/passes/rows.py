@@ -69,6 +69,8 @@ def _suffix_axes(n: Node) -> int | None:
     """k when `n` reduces exactly the axes k.. of its input (k >= 1), else None."""
     (x,) = n.inputs
     rank = len(x.shape)
+    if rank == 0:
+        return None
     axes = n.attr("axes")
     axes = tuple(range(rank)) if axes is None or axes == () else \
         tuple(sorted(a % rank for a in axes))
@@ -82,7 +84,7 @@ def _leading_axes(n: Node) -> int | None:
     (x,) = n.inputs
     rank = len(x.shape)
     axes = n.attr("axes")
-    if axes is None or tuple(axes) == ():
+    if axes is None or tuple(axes) == () or rank == 0:
         return None
     axes = tuple(sorted(a % rank for a in axes))
     if axes != tuple(range(len(axes))) or not 0 < len(axes) < rank:

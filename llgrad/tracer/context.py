@@ -185,14 +185,17 @@ class TraceContext:
         opdef = registry.get(op)
         attrs = dict(attrs or {})
         loc = user_location()
-        if opdef.group in ELEMENTWISE or opdef.group is Group.RANDOM:
-            inputs = self._promoted(opdef, operands, loc)
-        elif op == "cat":
-            from ..eager.elementwise import promote
-            d = promote(list(operands))
-            inputs = [self._cast(self.node_of(o), d, loc) for o in operands]
-        else:
-            inputs = [self.node_of(o) for o in operands]
+        try:
+            if opdef.group in ELEMENTWISE or opdef.group is Group.RANDOM:
+                inputs = self._promoted(opdef, operands, loc)
+            elif op == "cat":
+                from ..eager.elementwise import promote
+                d = promote(list(operands))
+                inputs = [self._cast(self.node_of(o), d, loc) for o in operands]
+            else:
+                inputs = [self.node_of(o) for o in operands]
+        except TypeError as e:              # an operand of a type no op takes
+            raise TypeError(f"{op}: {e}") from None
         node = make_node(op, tuple(inputs), attrs, loc)
         out = TracerTensor.of(node, self)
         if op in VIEW_OPS:

@@ -24,7 +24,7 @@ def _expand_index(x: Tensor, index: Any) -> list[Any]:
     if sum(1 for i in items if i is Ellipsis) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     if used > x.ndim:
-        raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
+        raise IndexError(f"getitem: too many indices for tensor of dimension {x.ndim}")
     ellipsis = [k for k, i in enumerate(items) if i is Ellipsis]
     if ellipsis:
         k = ellipsis[0]
