@@ -187,7 +187,7 @@ def _slice(op: str, cur: Tensor, d: int, s: slice) -> Tensor:
     if step == 0:
         raise ValueError(f"{op}: slice step cannot be zero")
     if step < 0:
-        raise ValueError("step must be greater than zero")
+        raise ValueError(f"{op}: step must be greater than zero")
     n = cur._shape[d]
     start = None if s.start is None else operator.index(s.start)
     stop = None if s.stop is None else operator.index(s.stop)
@@ -237,6 +237,10 @@ def parse(t: Tensor, index: Any, op: str = "getitem") -> Parsed:
         elif kind == "slice":
             cur, d, src = _slice(op, cur, d, value), d + 1, src + 1
         elif kind == "tensor":
+            if cur._shape[d] == 0 and value.numel():   # nothing to index: every index is out
+                first = int(value._values().reshape(-1)[0])
+                raise IndexError(f"{op}: index {first} is out of bounds for dimension {src} "
+                                 f"with size 0")
             advanced.append(Advanced(d, value, src))
             d, src = d + 1, src + 1
         elif value.ndim == 0:                       # 0-d mask: like a bool scalar

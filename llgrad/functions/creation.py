@@ -85,7 +85,7 @@ def tensor(data: Any, dtype: DType | None = None, device: Any = None,
         except ValueError as e:
             raise ValueError(f"tensor: could not make a tensor from {type(data).__name__}: "
                              f"{e}") from None
-        if arr.dtype == object:
+        if arr.dtype == object or arr.dtype.kind in "USV":
             raise TypeError(f"tensor: could not infer dtype of {type(data).__name__} "
                             f"(nested sequences must be rectangular and numeric)")
         d = dtype or _infer_dtype(arr, data)
@@ -205,6 +205,8 @@ def full(size: Sequence[int], fill_value: Any, **kwargs: Any) -> Tensor:
     dtype, rg = _kw(kwargs, "full")
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
+    if not isinstance(fill_value, (bool, int, float, complex)):
+        raise TypeError(f"full: fill_value must be a number, got {type(fill_value).__name__}")
     d = dtype or (dt.bool_ if isinstance(fill_value, bool) else dt.scalar_dtype(fill_value))
     _check_grad_dtype(d, rg)
     return _finish(_fill(shape, fill_value, d), rg)
@@ -321,8 +323,9 @@ def linspace(start: float, end: float, steps: int, **kwargs: Any) -> Tensor:
     fwd = ew.run("add", [ew.run("mul", [idx, step]), float(start)])
     bwd = ew.run("sub", [float(end), ew.run("mul", [ew.run("sub", [steps - 1.0, idx]), step])])
     mask = ew.run("lt", [idx, half])
-    out = Tensor._empty((steps,), d)
-    ew.run("where", [mask, fwd, bwd], out=out)
+    out = ew.run("where", [mask, fwd, bwd])
+    if out._dtype is not d:                  # integer results truncate, as in PyTorch
+        out = ew.run("cast", [out], {"dtype": d})
     return _finish(out, rg)
 
 

@@ -108,12 +108,14 @@ def elu(input: Tensor, alpha: float = 1.0, scale: float = 1.0, input_scale: floa
 
 def _scaled(op: str, input: Any, other: Any, alpha: Any) -> Any:
     """`other * alpha` for add/sub (a Python number stays one)."""
-    if alpha == 1:
-        return other
+    if alpha == 1 or not _numbers_or_tensors(input, other):
+        return other                    # (a bad operand is named by the op itself)
     if isinstance(alpha, float) and not ew.promote([input, other]).is_floating_point and \
             not ew.promote([input, other]).is_complex:
         raise RuntimeError(f"{op}: for integral input tensors, argument alpha must not be a "
                            f"floating point number (alpha={alpha})")
+    if isinstance(other, Tensor) and other._dtype is dt.bool_ and isinstance(alpha, int):
+        alpha = bool(alpha)             # bool arithmetic stays bool, as in PyTorch
     return mul(other, alpha) if isinstance(other, Tensor) else other * alpha
 
 
@@ -148,12 +150,20 @@ def mul(input: Any, other: Any) -> Tensor:
 multiply = mul
 
 
+def _no_grad() -> Any:
+    from ..autograd.grad_mode import no_grad
+    return no_grad()
+
+
+def _numbers_or_tensors(*operands: Any) -> bool:
+    return all(isinstance(o, (Tensor, bool, int, float, builtins.complex)) for o in operands)
+
+
 def _integer_divisor(op: str, input: Any, other: Any) -> None:
     """Integer division by zero raises, as in PyTorch (the kernels would give 0). A divisor
     only known when the traced function runs breaks the graph, so eager code checks it."""
     operands = [o for o in (input, other) if isinstance(o, Tensor)]
-    if not all(isinstance(o, (Tensor, bool, int, float, builtins.complex))
-               for o in (input, other)):
+    if not _numbers_or_tensors(input, other):
         return                          # the op itself names the bad operand
     if not operands or ew.promote([input, other]).is_floating_point or \
             ew.promote([input, other]).is_complex:
@@ -178,6 +188,11 @@ def _integer_divisor(op: str, input: Any, other: Any) -> None:
 def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     if rounding_mode is None:
         return elementwise("div", input, other)
+    return _div_rounded(input, other, rounding_mode)
+
+
+@names_op("div")
+def _div_rounded(input: Any, other: Any, rounding_mode: str) -> Tensor:
     if rounding_mode not in ("floor", "trunc"):
         raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
                          f"but found {rounding_mode!r}")
@@ -188,8 +203,13 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
         # exact in integers: (a - fmod(a, b)) / b divides evenly
         exact = elementwise("sub", input, elementwise("fmod", input, other))
         return elementwise("floor_divide", exact, other, name="DivBackward2")
-    q = elementwise("div", input, other)
-    return elementwise("trunc", q, name="DivBackward2")
+    # trunc(a / b) from floor divisions, whose gradient is 0 (a trunc of the quotient
+    # would pass 0 * inf = NaN back where b is 0)
+    with _no_grad():
+        up = ge(elementwise("div", input, other), 0)
+    down = elementwise("neg", elementwise("floor_divide", elementwise("neg", input), other))
+    return elementwise("where", up, elementwise("floor_divide", input, other), down,
+                       name="DivBackward2")
 
 
 divide = div

@@ -86,9 +86,9 @@ def _first_dim_view(x: Tensor, index: Any) -> Tensor | None:
         return None
     n = x._shape[0]
     if type(index) is slice:
-        start, stop, step = index.indices(n)
         if index.step is not None and index.step <= 0:
             return None                      # the general path raises PyTorch's error
+        start, stop, step = index.indices(n)
         length = max(0, (stop - start + step - 1) // step)
         offset = x._offset + (start * x._strides[0] if length else 0)
         return views.view_of(x, offset, (length,) + x._shape[1:],
@@ -192,6 +192,11 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
         raise IndexError(f"index_select(): cannot select {index.numel()} entries along "
                          f"dimension {d} of size 0 (shape {list(input._shape)})")
     _check_index_range("index_select", index, d, size, IndexError)
+    if input.numel() == 0 and index.numel() and getattr(index, "_ctx", None) is not None:
+        from ..tracer.context import user_location
+        from ..tracer.tensor import GraphBreak
+        raise GraphBreak("index_select from an empty tensor (no kernel would check the "
+                         "indices)", user_location())
     index = _no_negative(index, size)
     if input.ndim == 0:
         if index.numel() != 1:
@@ -307,8 +312,10 @@ def _scatter_offsets(op: str, input: Tensor, dim: int, index: Tensor) -> Tensor:
     if not isinstance(index, Tensor):
         raise RuntimeError(f"{op}(): Expected an int64 Tensor for index, got "
                            f"{type(index).__name__}")
-    if index._dtype is not dt.int64:
+    if index._dtype not in (dt.int64, dt.int32):
         raise RuntimeError(f"{op}(): Expected dtype int64 for index, got {index._dtype.name}")
+    if index._dtype is dt.int32:
+        index = index.to(dt.int64)
     if index.ndim != input.ndim:
         raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as "
                            f"self tensor (index {list(index.shape)}, self "

@@ -34,8 +34,10 @@ def overlaps_itself(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
     return False
 
 
-def check_inplace(t: Tensor) -> None:
-    if overlaps_itself(t._shape, t._strides):
+def check_inplace(t: Tensor, same_value: bool = False) -> None:
+    """Refuse an in-place write PyTorch refuses. `same_value`: every element gets one value
+    (fill_, zero_), which is well defined even when elements share memory."""
+    if not same_value and overlaps_itself(t._shape, t._strides):
         raise RuntimeError("unsupported operation: more than one element of the written-to "
                            "tensor refers to a single memory location. Please clone() the "
                            "tensor before performing the operation.")
@@ -68,7 +70,8 @@ def bump(t: Tensor) -> None:
 
 
 def run_inplace(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, ...],
-                direct: Callable[[], Any], clone_self: bool) -> Tensor:
+                direct: Callable[[], Any], clone_self: bool, same_value: bool = False
+                ) -> Tensor:
     """`direct()` writes without autograd; `functional(t, *args)` is the recorded form."""
     if getattr(t, "_ctx", None) is not None and t._requires_grad and t._node.op == "param":
         # an argument of a compiled function that requires grad: eager decides (a leaf
@@ -77,7 +80,7 @@ def run_inplace(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, .
         from ..tracer.tensor import GraphBreak
         raise GraphBreak("an in-place write to an argument that requires grad",
                          user_location(), advice="this signature runs eagerly")
-    check_inplace(t)
+    check_inplace(t, same_value)
     if getattr(t, "_ctx", None) is not None:
         return _inplace_traced(t, functional(t, *args))
     from ..tracer.context import current
@@ -338,6 +341,9 @@ def make_inplace_methods() -> dict[str, Callable[..., Any]]:
         def method(self: Tensor) -> Tensor:
             if name == "abs" and self._dtype.is_complex:       # |z| is real (PyTorch too)
                 raise RuntimeError("In-place abs is not supported for complex tensors.")
+            if name in ("floor", "ceil", "round", "trunc") and self._dtype.kind in "iu":
+                check_inplace(self)
+                return self                                  # integers are whole already
             return run_inplace(self, fn, (), lambda: ew.run(name, [self], None, out=self), True)
         method.__name__ = method.__qualname__ = f"{name}_"
         return method
@@ -349,6 +355,10 @@ def make_inplace_methods() -> dict[str, Callable[..., Any]]:
     def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
         if min is None and max is None:
             raise RuntimeError("clamp_: at least one of 'min' or 'max' must not be None")
+        if not (self._dtype.is_floating_point or self._dtype.is_complex) and any(
+                isinstance(v, float) for v in (min, max)):
+            raise RuntimeError(f"clamp_: result type float can't be cast to the desired "
+                               f"output type {self._dtype.name}")
         return run_inplace(self, lambda x: E.clamp(x, min, max), (),
                            lambda: ew.run("clamp", [self], {"min": min, "max": max}, out=self),
                            True)
@@ -370,7 +380,8 @@ def make_inplace_methods() -> dict[str, Callable[..., Any]]:
         def functional(x: Tensor) -> Tensor:
             # `where` keeps x in the graph with a zero gradient (x * 0 would turn NaN into NaN)
             return E.where(ones_like(x, dtype=dt.bool_), full((), value, dtype=x._dtype), x)
-        return run_inplace(self, functional, (), lambda: ew.copy_into(self, value), False)
+        return run_inplace(self, functional, (), lambda: ew.copy_into(self, value), False,
+                           same_value=True)
 
     def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
         from .shape import expand

@@ -35,7 +35,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     a, b = input, other
     if a.ndim == 1 and b.ndim == 1:
         if a._shape != b._shape:
-            raise RuntimeError(f"inconsistent tensor size, expected tensor [{a._shape[0]}] and "
+            raise RuntimeError(f"matmul: inconsistent tensor size, expected tensor [{a._shape[0]}] and "
                                f"src [{b._shape[0]}] to have the same number of elements, but "
                                f"got {a._shape[0]} and {b._shape[0]} elements respectively")
         return dot(a, b)

@@ -173,8 +173,9 @@ def _tri(input: Tensor, diagonal: int, upper: bool) -> Tensor:
     rows = iota(n, dt.int64).reshape(n, 1)
     cols = iota(m, dt.int64).reshape(1, m)
     keep = E.ge(E.sub(cols, rows), diagonal) if upper else E.le(E.sub(cols, rows), diagonal)
-    return E.elementwise("where", keep, input,
-                         E.mul(input, 0) if input._dtype is not dt.bool_ else keep,
+    from .creation import full
+    zero = full((), 0, dtype=input._dtype)     # not input * 0: NaN and inf must not leak
+    return E.elementwise("where", keep, input, zero,
                          name="TriuBackward0" if upper else "TrilBackward0")
 
 

@@ -114,6 +114,9 @@ def _float_input(op: str, x: Tensor, dtype: dt.DType | None) -> Tensor:
 
 def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
          dtype: dt.DType | None = None) -> Tensor:
+    if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
+        raise RuntimeError(f"mean(): could not infer output dtype. Optional dtype must be "
+                           f"either a floating point or complex dtype. Got: {dtype.name}")
     x = _float_input("mean", input, dtype)
     name = "MeanBackward0" if dim is None else "MeanBackward1"
     return apply_composite("mean", (x,), {"axes": _axes(dim, x.ndim, "mean"), "keepdim": keepdim},

@@ -59,12 +59,16 @@ def _view_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
 
 def reshape(input: Tensor, *shape: Any, name: str = "ViewBackward0") -> Tensor:
     _check_tensor("reshape", input)
+    if not shape:
+        raise TypeError("reshape() missing 1 required positional argument: 'shape'")
     s = shape_arg(shape, "reshape")
     return apply("reshape", (input,), {"shape": s}, _reshape_forward, name)
 
 
 def view(input: Tensor, *shape: Any) -> Tensor:
     _check_tensor("view", input)
+    if not shape:
+        raise TypeError("view() missing 1 required positional argument: 'size'")
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)) and \
             hasattr(shape[0], "itemsize"):
         raise TypeError("view(dtype) is not supported; use .to(dtype)")

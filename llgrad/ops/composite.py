@@ -125,7 +125,10 @@ def _vjp_std(ctx: Any, g: Any, axes: tuple[int, ...], keepdim: bool, correction:
     out = ctx.output
     n = _count(x._shape, axes)
     centered = F.sub(x, F.mean(x, axes or None, True))
-    gs = unreduce(F, F.div(g, out), x._shape, axes, keepdim)
+    # where std is 0 the gradient is 0, as PyTorch defines it (not 0/0)
+    zero = F.eq(out, 0)
+    scaled = F.where(zero, F.mul(g, 0.0), F.div(g, F.where(zero, F.ones_like(out), out)))
+    gs = unreduce(F, scaled, x._shape, axes, keepdim)
     return F.div(F.mul(gs, centered), max(n - correction, 0))
 
 

@@ -77,7 +77,7 @@ def _ref_gather(x: np.ndarray, index: np.ndarray) -> np.ndarray:
 
 
 def _ref_scatter_add(base: np.ndarray, index: np.ndarray, src: np.ndarray) -> np.ndarray:
-    out = np.array(base, copy=True)
+    out = np.array(base, copy=True, order="C")   # so reshape(-1) is a view, not a copy
     flat = out.reshape(-1)
     idx = _flat_index("scatter_add", index, out.size)
     np.add.at(flat, idx, np.broadcast_to(src, idx.shape).astype(out.dtype))
@@ -85,7 +85,7 @@ def _ref_scatter_add(base: np.ndarray, index: np.ndarray, src: np.ndarray) -> np
 
 
 def _ref_index_put(base: np.ndarray, index: np.ndarray, src: np.ndarray) -> np.ndarray:
-    out = np.array(base, copy=True)
+    out = np.array(base, copy=True, order="C")   # so reshape(-1) is a view, not a copy
     flat = out.reshape(-1)
     idx = _flat_index("index_put", index, out.size)
     flat[idx.reshape(-1)] = np.broadcast_to(src, idx.shape).astype(out.dtype).reshape(-1)

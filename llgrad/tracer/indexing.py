@@ -51,9 +51,10 @@ def getitem(x: TracerTensor, index: Any) -> Tensor:
             out = F.select(out, dim, it)
         elif isinstance(it, slice):
             n = out._shape[dim]
+            if it.step is not None and it.step <= 0:
+                raise ValueError("getitem: slice step cannot be zero" if it.step == 0 else
+                                 "getitem: step must be greater than zero")
             start, stop, step = it.indices(n)
-            if step <= 0:
-                raise ValueError("step must be greater than zero")
             if (start, stop, step) != (0, n, 1):
                 stop = max(stop, start)
                 out = F.slice_dim(out, dim, start, start + ((stop - start + step - 1) // step - 1)
@@ -65,7 +66,7 @@ def getitem(x: TracerTensor, index: Any) -> Tensor:
                 raise GraphBreak("boolean mask indexing (its result size depends on data)",
                                  None)
             if t._dtype.kind not in "iu":
-                raise IndexError(f"tensors used as indices must be long, int, byte or bool "
+                raise IndexError(f"getitem: tensors used as indices must be long, int, byte or bool "
                                  f"tensors, got {t._dtype.name}")
             advanced.append((dim, t))
             dim += 1

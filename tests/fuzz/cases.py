@@ -193,13 +193,20 @@ def to_numpy(x: Any) -> Any:
     return ("other", type(x).__name__)
 
 
+def _real(dtype: str) -> str:
+    return {"complex64": "float32", "complex128": "float64"}.get(dtype, dtype)
+
+
 def tolerance(dtype: str) -> tuple[float, float]:
+    dtype = _real(dtype)
     return {"float16": (2e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2),
             "float32": (2e-5, 1e-5)}.get(dtype, (1e-9, 1e-12))
 
 
-def differ(want: Any, got: Any, values_matter: bool = True, path: str = "out") -> str | None:
-    """Why `got` (llgrad) is not `want` (torch), or None when they agree."""
+def differ(want: Any, got: Any, values_matter: bool = True, path: str = "out",
+           tol: str | None = None) -> str | None:
+    """Why `got` (llgrad) is not `want` (torch), or None when they agree. `tol`: compare
+    with this dtype's tolerance (a float64 gradient of a float32 computation)."""
     if isinstance(want, tuple) and want and want[0] == "array":
         if not (isinstance(got, tuple) and got and got[0] == "array"):
             return f"{path}: torch gives a tensor, llgrad {type(got).__name__}"
@@ -212,7 +219,7 @@ def differ(want: Any, got: Any, values_matter: bool = True, path: str = "out") -
         if not values_matter or aw.size == 0:
             return None
         if aw.dtype.kind in "fc":
-            rtol, atol = tolerance(dw)
+            rtol, atol = tolerance(tol or dw)
             fin = np.isfinite(aw)
             if not np.array_equal(np.isnan(aw), np.isnan(ag)):
                 return f"{path}: NaN where torch has none or the other way ({ag} vs {aw})"
@@ -221,7 +228,7 @@ def differ(want: Any, got: Any, values_matter: bool = True, path: str = "out") -
                 return f"{path}: infinities differ ({ag} vs {aw})"
             a, g = aw[fin], ag[fin]
             if not np.all(np.abs(a - g) <= atol + rtol * np.abs(a)):
-                if not _close_in_ulps(a, g, dw):
+                if not _close_in_ulps(a, g, tol or dw):
                     return f"{path}: values differ: llgrad {ag} torch {aw}"
             return None
         if not np.array_equal(aw, ag):
@@ -233,7 +240,7 @@ def differ(want: Any, got: Any, values_matter: bool = True, path: str = "out") -
         if not isinstance(got, tuple) or len(got) != len(want):
             return f"{path}: {len(want)} results from torch, llgrad gives {got!r:.80}"
         for i, (w, g) in enumerate(zip(want, got)):
-            why = differ(w, g, values_matter, f"{path}[{i}]")
+            why = differ(w, g, values_matter, f"{path}[{i}]", tol)
             if why:
                 return why
         return None
@@ -251,5 +258,6 @@ def differ(want: Any, got: Any, values_matter: bool = True, path: str = "out") -
 def _close_in_ulps(a: np.ndarray, g: np.ndarray, dtype: str) -> bool:
     """Accept results within a few units in the last place of the torch value: both
     libraries round transcendental functions differently near large magnitudes."""
-    eps = {"float64": 2.2e-16, "float32": 1.2e-7, "float16": 9.8e-4, "bfloat16": 7.8e-3}[dtype]
+    eps = {"float64": 2.2e-16, "float32": 1.2e-7, "float16": 9.8e-4,
+           "bfloat16": 7.8e-3}[_real(dtype)]
     return bool(np.all(np.abs(a - g) <= 64 * eps * np.maximum(np.abs(a), np.abs(g))))
