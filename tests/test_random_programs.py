@@ -169,3 +169,15 @@ def test_interpreter_writes_rows_of_a_transposed_value():
         return x
     (got,) = lg.ir.interpret(lg.make_ir(f)(lg.tensor(a)), [a])
     np.testing.assert_allclose(got, f(lg.tensor(a)).numpy())
+
+
+@pytest.mark.parametrize("steps, n, dtype, seed", [
+    (["square", "mean0", "amax_keep"], 2, "float32", 1512623124),
+    (["amax_keep", "sum_keep", "add_y", "tanh", "mul_row", "scalar", "amax_keep"], 2,
+     "float64", 544633320)])
+def test_amax_gradient_compares_the_value_the_forward_reduced(steps, n, dtype, seed):
+    """The partitioner recomputed amax's input in the backward (a cheap elementwise chain)
+    and compared it with the saved maximum; fused differently, the recomputed value
+    differed in the last bit, the equality selected nothing and the gradient lost the
+    max's share. Values compared for equality are now stored, never recomputed."""
+    check_program(steps, n, dtype, seed)

@@ -211,6 +211,13 @@ class LLVMScalar:
         safe_b = bd.select(bad, t(1), b.value)
         return safe_b, zero, minus1
 
+    def _unsigned_divide(self, op: Any, a: SV, b: SV) -> SV:
+        """`op` (udiv or urem) with a divisor of 0 giving 0, no trap."""
+        t = b.value.type
+        zero = self.b.icmp_unsigned("==", b.value, t(0))
+        return SV(self.b.select(zero, t(0), op(a.value, self.b.select(zero, t(1), b.value))),
+                  a.dtype)
+
     def floordiv(self, a: SV, b: SV) -> SV:
         d = a.dtype
         _real_only("floordiv", d)
@@ -219,10 +226,7 @@ class LLVMScalar:
             q = bd.fdiv(a.value, b.value)
             return self._fix(self._call_unary("llvm.floor", q), d)
         if d.kind == "u" or d is dt.bool_:
-            t = b.value.type
-            zero = bd.icmp_unsigned("==", b.value, t(0))
-            q = bd.udiv(a.value, bd.select(zero, t(1), b.value))
-            return SV(bd.select(zero, t(0), q), d)
+            return self._unsigned_divide(bd.udiv, a, b)
         safe_b, zero, minus1 = self._safe_divisor(a, b)
         t = a.value.type
         q = bd.sdiv(a.value, safe_b)
@@ -243,10 +247,7 @@ class LLVMScalar:
         if d.is_floating_point:
             return self._fix(bd.frem(a.value, b.value), d)
         if d.kind == "u" or d is dt.bool_:
-            t = b.value.type
-            zero = bd.icmp_unsigned("==", b.value, t(0))
-            r = bd.urem(a.value, bd.select(zero, t(1), b.value))
-            return SV(bd.select(zero, t(0), r), d)
+            return self._unsigned_divide(bd.urem, a, b)
         safe_b, zero, minus1 = self._safe_divisor(a, b)
         r = bd.srem(a.value, safe_b)
         return SV(bd.select(bd.or_(zero, minus1), a.value.type(0), r), d)
@@ -263,10 +264,7 @@ class LLVMScalar:
                                  bd.fcmp_ordered("<", b.value, r.type(0.0))))
             return self._fix(bd.select(fix, bd.fadd(r, b.value), r), d)
         if d.kind == "u" or d is dt.bool_:
-            t = b.value.type
-            zero = bd.icmp_unsigned("==", b.value, t(0))
-            r = bd.urem(a.value, bd.select(zero, t(1), b.value))
-            return SV(bd.select(zero, t(0), r), d)
+            return self._unsigned_divide(bd.urem, a, b)
         safe_b, zero, minus1 = self._safe_divisor(a, b)
         t = a.value.type
         r = bd.srem(a.value, safe_b)

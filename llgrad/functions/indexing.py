@@ -135,15 +135,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, name: str | None = None) -
     d = normalize_axis(dim, input.ndim, "gather")
     if not isinstance(index, Tensor) or index._dtype not in (dt.int64, dt.int32):
         raise RuntimeError("gather(): Expected dtype int64 for index")
-    if index.ndim != input.ndim:
-        raise RuntimeError(f"gather(): Index tensor must have the same number of dimensions "
-                           f"as input tensor (index {list(index._shape)}, input "
-                           f"{list(input._shape)})")
-    for k in range(index.ndim):
-        if k != d and index._shape[k] > input._shape[k]:
-            raise RuntimeError(f"gather(): Size does not match at dimension {k} expected "
-                               f"index {list(index._shape)} to be smaller than self "
-                               f"{list(input._shape)} apart from dimension {d}")
+    _check_index_shape("gather", input, index, d)
     size = input._shape[d] if input.ndim else 1
     _check_index_range("gather", index, d, size)
     if input.ndim == 0:
@@ -275,6 +267,18 @@ def index_put_linear(base: Tensor, index: Tensor, src: Tensor) -> Tensor:
 # torch.scatter / scatter_add: writes along one dimension, on the linear primitives
 # --------------------------------------------------------------------------------------
 
+def _check_index_shape(op: str, input: Tensor, index: Tensor, d: int) -> None:
+    """gather/scatter: index has input's rank and is no larger outside dimension `d`."""
+    if index.ndim != input.ndim:
+        raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as "
+                           f"self tensor (index {list(index.shape)}, self "
+                           f"{list(input.shape)})")
+    for k in range(index.ndim):
+        if k != d and index.shape[k] > input.shape[k]:
+            raise RuntimeError(f"{op}(): Expected index {list(index.shape)} to be smaller "
+                               f"than self {list(input.shape)} apart from dimension {d}")
+
+
 def _check_index_range(op: str, index: Tensor, d: int, size: int,
                        error: type = RuntimeError) -> None:
     """gather, scatter and index_select take indices in [0, size): unlike `x[i]`, a
@@ -316,14 +320,7 @@ def _scatter_offsets(op: str, input: Tensor, dim: int, index: Tensor) -> Tensor:
         raise RuntimeError(f"{op}(): Expected dtype int64 for index, got {index._dtype.name}")
     if index._dtype is dt.int32:
         index = index.to(dt.int64)
-    if index.ndim != input.ndim:
-        raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as "
-                           f"self tensor (index {list(index.shape)}, self "
-                           f"{list(input.shape)})")
-    for k in range(index.ndim):
-        if k != d and index.shape[k] > input.shape[k]:
-            raise RuntimeError(f"{op}(): Expected index {list(index.shape)} to be smaller "
-                               f"than self {list(input.shape)} apart from dimension {d}")
+    _check_index_shape(op, input, index, d)
     size = input.shape[d] if input.ndim else 1
     _check_index_range(op, index, d, size)
     offset = None

@@ -63,7 +63,8 @@ def _recomputable(g: Group) -> bool:
 FRONTIER_NODES = 64      # elementwise nodes one residual's recompute may span
 
 
-def _frontier(n: Node, stored: set[Node], kind: dict[Node, Group]) -> set[Node] | None:
+def _frontier(n: Node, stored: set[Node], kind: dict[Node, Group],
+              exact: set[Node] = frozenset()) -> set[Node] | None:
     """What `n` is recomputed from: walking up its elementwise (and movement) ancestors,
     the first nodes that are primals, constants, already stored, or not elementwise (a
     reduction's small result, say). None if the walk meets a random op (recomputing would
@@ -84,7 +85,7 @@ def _frontier(n: Node, stored: set[Node], kind: dict[Node, Group]) -> set[Node] 
         if g is Group.RANDOM:
             return None
         if g is Group.CONST or g is Group.PARAM or i in stored or not _recomputable(g) \
-                or not i.inputs:
+                or not i.inputs or i in exact:
             frontier.add(i)
             continue
         walked += 1
@@ -92,6 +93,26 @@ def _frontier(n: Node, stored: set[Node], kind: dict[Node, Group]) -> set[Node] 
             return None if any(kind[i] is Group.RANDOM for i in n.inputs) else set(n.inputs)
         stack.extend(i.inputs)
     return frontier
+
+
+def _compared_exactly(nodes: Sequence[Node], backward_side: set[Node],
+                      kind: dict[Node, Group]) -> set[Node]:
+    """Forward values compared for equality (amax's gradient tests `x == amax(x)`): they
+    are stored, never recomputed, since a recomputation fused differently (an FMA
+    contracted in one kernel and not in the other) can differ in the last bit from the
+    value the forward reduced, and the comparison would then select nothing."""
+    exact: set[Node] = set()
+    for n in nodes:
+        if n.op in ("eq", "ne"):
+            stack = list(n.inputs)
+            while stack:
+                i = stack.pop()
+                if i in exact or i in backward_side or kind[i] is Group.CONST:
+                    continue
+                exact.add(i)
+                if kind[i] is Group.MOVEMENT:
+                    stack.extend(i.inputs)
+    return exact
 
 
 def partition(joint: Graph, n_primals: int, n_outputs: int) -> Partition:
@@ -127,13 +148,14 @@ def partition(joint: Graph, n_primals: int, n_outputs: int) -> Partition:
     changed = True
     stored = set(boundary)
     kind = {m: m.group for m in joint.nodes}     # (a registry lookup per access otherwise)
+    exact = _compared_exactly(joint.nodes, backward_side, kind)
     while changed:
         changed = False
         for n in sorted(stored, key=lambda m: -_nbytes(m)):
             if n not in stored or kind[n] is Group.PARAM or not _recomputable(kind[n]) \
-                    or not n.inputs:
+                    or not n.inputs or n in exact:
                 continue
-            frontier = _frontier(n, stored, kind)
+            frontier = _frontier(n, stored, kind, exact)
             if frontier is None:
                 continue
             # constants are rebuilt in the backward for free and primals are passed by
