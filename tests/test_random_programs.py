@@ -101,7 +101,9 @@ def check_program(steps: list[str], n: int, dtype: str, seed: int) -> None:
     t_loss.backward()
 
     ld = getattr(lg, dtype)
-    rtol, atol = (1e-9, 1e-10) if dtype == "float64" else (3e-4, 3e-5)
+    # float32: chains of up to 20 ops (squares, cancellations in logsumexp/mean0) amplify
+    # rounding, and compiled reductions sum in another order; float64 stays strict
+    rtol, atol = (1e-9, 1e-10) if dtype == "float64" else (3e-3, 3e-4)
 
     def close(got, want, what):
         got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
