@@ -94,6 +94,7 @@ def tensor(data: Any, dtype: DType | None = None, device: Any = None,
             if not np.all(np.isfinite(arr)) or arr.max() > info.max or arr.min() < info.min:
                 raise RuntimeError(f"tensor: value cannot be converted to type {d.name} "
                                    f"without overflow")
+            arr = np.trunc(arr).astype(d.np)       # float data truncates, as in PyTorch
     if requires_grad and not (d.is_floating_point or d.is_complex):
         raise RuntimeError("Only Tensors of floating point and complex dtype can require "
                            "gradients")

@@ -207,7 +207,8 @@ def _div_rounded(input: Any, other: Any, rounding_mode: str) -> Tensor:
     # would pass 0 * inf = NaN back where b is 0)
     with _no_grad():
         up = ge(elementwise("div", input, other), 0)
-    down = elementwise("neg", elementwise("floor_divide", elementwise("neg", input), other))
+    negated = elementwise("neg", input) if isinstance(input, Tensor) else -input
+    down = elementwise("neg", elementwise("floor_divide", negated, other))
     return elementwise("where", up, elementwise("floor_divide", input, other), down,
                        name="DivBackward2")
 

@@ -66,8 +66,11 @@ def getitem(x: TracerTensor, index: Any) -> Tensor:
                 raise GraphBreak("boolean mask indexing (its result size depends on data)",
                                  None)
             if t._dtype.kind not in "iu":
-                raise IndexError(f"getitem: tensors used as indices must be long, int, byte or bool "
-                                 f"tensors, got {t._dtype.name}")
+                raise IndexError(f"getitem: tensors used as indices must be long, int, byte "
+                                 f"or bool tensors, got {t._dtype.name}")
+            if out._shape[dim] == 0 and t.numel():      # no kernel would check them
+                raise IndexError(f"getitem: index is out of bounds for dimension {dim} with "
+                                 f"size 0")
             advanced.append((dim, t))
             dim += 1
     if not advanced:

@@ -97,7 +97,7 @@ def names_for(case: Case) -> tuple[str, ...]:
     name = op_name(case)
     base = name.rstrip("_")
     extra = {"getitem": ("index", "gather"), "index_select": ("gather",), "setitem": ("index", "setitem", "index_put", "copy"),
-             "concat": ("cat",), "view": ("reshape",), "scatter": ("index_put",),
+             "concat": ("cat",), "view": ("reshape",), "norm": ("amax", "amin"), "scatter": ("index_put",),
              "scatter_add": ("index_put", "scatter_add"), "swapaxes": ("transpose",), "true_divide": ("div",),
              "broadcast_to": ("expand",), "t": ("transpose", "t"),
              "argsort": ("sort",), "empty_like": ("empty",), "full_like": ("full",),
@@ -226,7 +226,8 @@ def compare(case: Case, specs: tuple, want: dict, got: dict) -> str | None:
     if "grads" in want:
         if "grads" not in got:
             return "backward: llgrad computed no gradients"
-        loosest = [t.dtype for t in specs if isinstance(t, TSpec) and t.dtype in FLOATS]
+        loosest = [t.dtype for t in specs if isinstance(t, TSpec) and t.dtype in FLOATS] + \
+            [v.name for k, v in case.kw if k == "dtype" and v.name in FLOATS]
         tol = "bfloat16" if any(d in ("float16", "bfloat16") for d in loosest) else \
             "float32" if any(d != "float64" for d in loosest) else None
         return differ(tuple(want["grads"]), tuple(got["grads"]), True, "grad", tol)
