@@ -30,8 +30,15 @@ def elementwise(op: str, *operands: Any, name: str | None = None, **attrs: Any) 
     return apply(op, operands, attrs or None, _forward, name)
 
 
-def _unary(op: str):
+def _unary(op: str, rounding: bool = False):
+    """`lg.<op>(x)`. `rounding` (floor, ceil, round, trunc): integers are whole already and
+    come back as a copy, as in PyTorch; bools are refused."""
     def fn(input: Tensor) -> Tensor:
+        if rounding and isinstance(input, Tensor) and not input._dtype.is_floating_point \
+                and not input._dtype.is_complex:
+            if input._dtype is dt.bool_:
+                raise TypeError(f"{op}: not defined for bool (input bool{list(input.shape)})")
+            return input.clone()
         return elementwise(op, input)
     fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = f"Elementwise `{op}` (differentiable; see the op registry for its rule)."
@@ -61,23 +68,10 @@ absolute = abs
 sign = _unary("sign")
 reciprocal = _unary("reciprocal")
 square = _unary("square")
-def _rounding(op: str):
-    """floor/ceil/round/trunc: integers are already whole (a copy, as in PyTorch)."""
-    def fn(input: Tensor) -> Tensor:
-        if isinstance(input, Tensor) and input._dtype.kind in "iu":
-            return input.clone()
-        if isinstance(input, Tensor) and input._dtype is dt.bool_:
-            raise TypeError(f"{op}: not defined for bool (input bool{list(input.shape)})")
-        return elementwise(op, input)
-    fn.__name__ = fn.__qualname__ = op
-    fn.__doc__ = f"Elementwise `{op}` (integers are returned as a copy)."
-    return fn
-
-
-floor = _rounding("floor")
-ceil = _rounding("ceil")
-trunc = _rounding("trunc")
-round = _rounding("round")
+floor = _unary("floor", rounding=True)
+ceil = _unary("ceil", rounding=True)
+trunc = _unary("trunc", rounding=True)
+round = _unary("round", rounding=True)
 relu = _unary("relu")
 silu = _unary("silu")
 isnan = _unary("isnan")
