@@ -171,9 +171,8 @@ def _integer_divisor(op: str, input: Any, other: Any) -> None:
         from ..tracer.tensor import GraphBreak
         raise GraphBreak(f"{op} of integers by a tensor (a zero divisor must raise)",
                          user_location())
-    from ..autograd.grad_mode import no_grad
     from .reduction import any as any_
-    with no_grad():
+    with _no_grad():
         if other.numel() and bool(any_(eq(other, 0)).item()):
             raise RuntimeError(f"{op}: ZeroDivisionError (integer division by zero; divisor "
                                f"shape {list(other.shape)}, dtype {other._dtype.name})")
