@@ -342,9 +342,19 @@ class Tensor:
         return self._numpy_view()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """NumPy 2's protocol: `copy=True` always copies, `copy=False` never does (and
+        raises when a conversion needs one), `copy=None` shares memory when it can."""
         a = self._values()
-        if dtype is not None:
-            a = a.astype(dtype)
+        if dtype is not None and np.dtype(dtype) != a.dtype:
+            if copy is False:
+                raise ValueError(f"Unable to avoid copy while creating an array as requested "
+                                 f"(dtype {self._dtype.name} to {np.dtype(dtype)})")
+            return a.astype(dtype)
+        if copy:
+            return np.array(a, copy=True)
+        if copy is False and not np.may_share_memory(a, self._storage.buffer):
+            raise ValueError(f"Unable to avoid copy while creating an array as requested "
+                             f"(a {self._dtype.name} tensor has no NumPy view)")
         return a
 
     def item(self) -> Any:

@@ -156,3 +156,22 @@ def test_pickle_round_trip():
     x = lg.tensor([[1.0, 2.0]], dtype=lg.bfloat16)
     y = pickle.loads(pickle.dumps(x))
     assert y.dtype is dt.bfloat16 and y.tolist() == x.tolist()
+
+
+def test_array_protocol_honours_copy():
+    """NumPy 2: copy=True copies (it used to share memory), copy=None shares when it can,
+    copy=False refuses a conversion that needs a copy."""
+    import pytest
+    t = lg.ones(3)
+    a = np.array(t, copy=True)
+    a[0] = 5
+    assert t.tolist() == [1.0, 1.0, 1.0]
+    b = np.asarray(t)
+    b[1] = 7
+    assert t.tolist() == [1.0, 7.0, 1.0]
+    assert np.shares_memory(np.array(t, copy=False), b)
+    assert np.array(t, dtype=np.float64).dtype == np.float64
+    with pytest.raises(ValueError, match="avoid copy"):
+        np.array(t, dtype=np.float64, copy=False)
+    with pytest.raises(ValueError, match="avoid copy"):
+        np.array(lg.ones(2, dtype=lg.bfloat16), copy=False)
