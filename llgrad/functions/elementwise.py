@@ -104,8 +104,7 @@ def _scaled(op: str, input: Any, other: Any, alpha: Any) -> Any:
     """`other * alpha` for add/sub (a Python number stays one)."""
     if alpha == 1 or not _numbers_or_tensors(input, other):
         return other                    # (a bad operand is named by the op itself)
-    if isinstance(alpha, float) and not ew.promote([input, other]).is_floating_point and \
-            not ew.promote([input, other]).is_complex:
+    if isinstance(alpha, float) and ew.promote([input, other]).kind in "iub":
         raise RuntimeError(f"{op}: for integral input tensors, argument alpha must not be a "
                            f"floating point number (alpha={alpha})")
     if isinstance(other, Tensor) and other._dtype is dt.bool_ and isinstance(alpha, int):
@@ -156,12 +155,14 @@ def _numbers_or_tensors(*operands: Any) -> bool:
 def _integer_divisor(op: str, input: Any, other: Any) -> None:
     """Integer division by zero raises, as in PyTorch (the kernels would give 0). A divisor
     only known when the traced function runs breaks the graph, so eager code checks it."""
-    operands = [o for o in (input, other) if isinstance(o, Tensor)]
-    if not _numbers_or_tensors(input, other):
-        return                          # the op itself names the bad operand
-    if not operands or ew.promote([input, other]).is_floating_point or \
-            ew.promote([input, other]).is_complex:
-        return
+    if not (isinstance(input, Tensor) or isinstance(other, Tensor)):
+        return                          # the op itself refuses it
+    for o in (input, other):            # any float or complex operand: a float division
+        if isinstance(o, Tensor):
+            if o._dtype.kind not in "iub":
+                return
+        elif not isinstance(o, (bool, int)):
+            return                      # (a non-number: the op itself names it)
     if not isinstance(other, Tensor):
         if other == 0:
             raise RuntimeError(f"{op}: ZeroDivisionError (integer division by zero)")

@@ -121,11 +121,9 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     n = input.ndim
     a = normalize_axis(dim0, n, "transpose")
     b = normalize_axis(dim1, n, "transpose")
-    if n == 0:
-        return apply("permute", (input,), {"perm": ()}, _permute_forward,
-                     "TransposeBackward0")
     perm = list(range(n))
-    perm[a], perm[b] = perm[b], perm[a]
+    if n:                                   # (a 0-d tensor: dims 0 and -1, nothing to swap)
+        perm[a], perm[b] = perm[b], perm[a]
     return apply("permute", (input,), {"perm": tuple(perm)}, _permute_forward,
                  "TransposeBackward0")
 
@@ -146,10 +144,9 @@ def movedim(input: Tensor, source: int, destination: int) -> Tensor:
     n = input.ndim
     s = normalize_axis(source, n, "movedim")
     d = normalize_axis(destination, n, "movedim")
-    if n == 0:
-        return apply("permute", (input,), {"perm": ()}, _permute_forward, "PermuteBackward0")
     order = [i for i in range(n) if i != s]
-    order.insert(d, s)
+    if n:
+        order.insert(d, s)
     return permute(input, order)
 
 
@@ -354,8 +351,8 @@ def flip(input: Tensor, dims: Sequence[int]) -> Tensor:
     dims = tuple(normalize_axis(d, input.ndim, "flip") for d in dims)
     if len(set(dims)) != len(dims):
         raise RuntimeError(f"flip: dim {list(dims)} appears multiple times in the list of dims")
-    if input.ndim == 0:
-        return apply("permute", (input,), {"perm": ()}, _permute_forward, "FlipBackward0")
+    if input.ndim == 0:                     # dims 0 and -1 of a scalar flip nothing
+        dims = ()
     return apply("flip", (input,), {"axes": dims}, _flip_forward, "FlipBackward0")
 
 

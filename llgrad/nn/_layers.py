@@ -66,16 +66,23 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     return lg.squeeze(out, 0) if unbatched else out
 
 
-def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
-               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False
-               ) -> Any:
-    from .functional import max_pool2d
-    op = "max_pool1d"
+def _pool1d_args(op: str, input: Any, kernel_size: Any, stride: Any, padding: Any
+                 ) -> tuple[int, int, int]:
+    """A 1-d pool's checked input and its kernel, stride (default: the kernel), padding."""
     _tensor(op, "input", input)
     _rank(op, input, 1)
     (k,) = _ints(op, "kernel_size", kernel_size, 1)
     (s,) = (k,) if stride is None or stride == () else _ints(op, "stride", stride, 1)
     (p,) = _ints(op, "padding", padding, 1)
+    return k, s, p
+
+
+def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False
+               ) -> Any:
+    from .functional import max_pool2d
+    op = "max_pool1d"
+    k, s, p = _pool1d_args(op, input, kernel_size, stride, padding)
     (d,) = _ints(op, "dilation", dilation, 1)
     res = max_pool2d(lg.unsqueeze(input, -2), (1, k), (1, s), (0, p), (1, d), ceil_mode,
                      return_indices)
@@ -139,12 +146,7 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
 
 def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
                ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
-    op = "avg_pool1d"
-    _tensor(op, "input", input)
-    _rank(op, input, 1)
-    (k,) = _ints(op, "kernel_size", kernel_size, 1)
-    (s,) = (k,) if stride is None or stride == () else _ints(op, "stride", stride, 1)
-    (p,) = _ints(op, "padding", padding, 1)
+    k, s, p = _pool1d_args("avg_pool1d", input, kernel_size, stride, padding)
     out = avg_pool2d(lg.unsqueeze(input, -2), (1, k), (1, s), (0, p), ceil_mode,
                      count_include_pad)
     return lg.squeeze(out, -2)
