@@ -236,6 +236,12 @@ class _Fuser:
         self.view_chain: dict[Node, tuple[Node, bool]] = {}   # view -> (base, reshapes only)
         self.groups: list[KernelGroup] = []
         self.users: dict[KernelGroup, set[KernelGroup]] = {}   # group -> groups reading it
+        # a topological numbering of the groups (a reader's rank exceeds its sources'),
+        # which bounds the walks of `can_merge`/`reaches`; renumbered on demand when an
+        # edge added since breaks it (see `_edge`)
+        self.rank: dict[KernelGroup, int] = {}
+        self.rank_stale = False
+        self._ranked = 0                       # the highest rank given so far
         self.order = {n: i for i, n in enumerate(g.nodes)}
         self.uses = self._uses()
         from .rows import find_regions
@@ -300,6 +306,8 @@ class _Fuser:
                   root: Node | None = None) -> KernelGroup:
         grp = KernelGroup(kind, list(nodes), tuple(space), root=root, names=self.names)
         self.groups.append(grp)
+        self._ranked += 1
+        self.rank[grp] = self._ranked         # after every group it can read so far
         for n in nodes:
             self.group_of[n] = grp
         return grp
@@ -308,17 +316,54 @@ class _Fuser:
         """The live groups that read a buffer `grp` writes."""
         return {self.find(u) for u in self.users.get(grp, ())} - {grp}
 
+    def _edge(self, src: KernelGroup, dst: KernelGroup) -> None:
+        """Record that `dst` reads a buffer `src` writes."""
+        self.users.setdefault(src, set()).add(dst)
+        if self.rank[src] >= self.rank[dst]:
+            if self.users_of(dst):
+                self.rank_stale = True
+            else:                          # nothing reads `dst` yet: it may go last
+                self._ranked += 1
+                self.rank[dst] = self._ranked
+
+    def ranks(self) -> dict[KernelGroup, int]:
+        """`rank`, renumbered (Kahn's order over the live groups) if an edge broke it."""
+        if self.rank_stale:
+            live = [g for g in self.groups if g.merged_into is None]
+            users = {g: self.users_of(g) for g in live}
+            waiting = {g: 0 for g in live}
+            for us in users.values():
+                for u in us:
+                    waiting[u] += 1
+            ready = [g for g in live if not waiting[g]]
+            k = 0
+            while ready:
+                g = ready.pop()
+                k += 1
+                self.rank[g] = k
+                self._ranked = max(self._ranked, k)
+                for u in users[g]:
+                    waiting[u] -= 1
+                    if not waiting[u]:
+                        ready.append(u)
+            assert k == len(live), "the group graph has a cycle"
+            self.rank_stale = False
+        return self.rank
+
     def reaches(self, sources: Iterable[KernelGroup], stop: set[KernelGroup]) -> bool:
         """Whether a path of reads leads from `sources` (exclusive) to a group in `stop`. Walks forward over users only, so checking a new
         node against the latest groups touches what lies after them, not the whole graph
-        (a chain of n groups fuses in O(n), not O(n^2))."""
+        (a chain of n groups fuses in O(n), not O(n^2)); groups ranked after every group
+        in `stop` are not entered (nothing they lead to can be in `stop`)."""
+        rank = self.ranks()
+        limit = max((rank[g] for g in stop), default=0)
         stack = [u for g in sources for u in self.users_of(g)]
         seen: set[KernelGroup] = set()
         while stack:
             x = stack.pop()
             if x in stop:
                 return True
-            if x in seen:
+            if x in seen or rank[x] > limit:
                 continue
             seen.add(x)
             stack.extend(self.users_of(x))
@@ -342,7 +387,7 @@ class _Fuser:
         assert src is not grp, "a kernel never reads a buffer it writes itself"
         if src is not None:
             grp.deps.add(src)
-            self.users.setdefault(src, set()).add(grp)
+            self._edge(src, grp)
 
     # -- node handlers --------------------------------------------------------------------
     def run(self) -> FusionPlan:
@@ -503,13 +548,15 @@ class _Fuser:
             if row is not None and (self.find(row) in merge or self.reaches([row], merge)):
                 return False
         # a path from the merge through an outside group back into the merge, or into
-        # a group the new node reads
+        # a group the new node reads (no group ranked after all of those is on one)
         outside_inputs = {self.find(g) for g in input_groups} - merge
+        rank = self.ranks()
+        limit = max(rank[g] for g in merge | outside_inputs)
         stack = [u for g in chosen for u in self.users_of(g) if u not in merge]
         seen: set[KernelGroup] = set()
         while stack:
             x = stack.pop()
-            if x in seen:
+            if x in seen or rank[x] > limit:
                 continue
             seen.add(x)
             if x in outside_inputs:
@@ -555,9 +602,12 @@ class _Fuser:
             grp.operands[m] = new_ops
         grp.views.extend(other.views)
         grp.deps |= other.deps
-        self.users.setdefault(grp, set()).update(self.users.pop(other, ()))
+        for u in self.users.pop(other, ()):
+            if self.find(u) is not grp:
+                self._edge(grp, self.find(u))
         for d in other.deps:
-            self.users.setdefault(self.find(d), set()).add(grp)
+            if self.find(d) is not grp:
+                self._edge(self.find(d), grp)
         grp.has_random = grp.has_random or other.has_random
         grp.cost += other.cost
         other.merged_into = grp
@@ -620,7 +670,7 @@ class _Fuser:
             new.operands[m] = ops
         new.deps = set(grp.deps) | {grp}
         for d in new.deps:
-            self.users.setdefault(self.find(d), set()).add(new)
+            self._edge(self.find(d), new)
         new.cost = sum(op_cost(m) for m in new.nodes)
         grp.cost -= new.cost
         grp.nodes = rest

@@ -20,6 +20,8 @@ granularity, which is what the pass reports on its own.
 """
 from __future__ import annotations
 
+import bisect
+import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,28 +81,46 @@ def plan_buffers(buffers: list[Buffer], views: dict[Node, tuple[Buffer, Any]] | 
     """Give every arena buffer an offset (greedy first-fit over liveness intervals)."""
     arena = [b for b in buffers if b.in_arena]
     total = sum(align_up(b.nbytes) for b in arena)
-    live: list[Buffer] = []                # placed and possibly still live, by offset
+    free: list[list[int]] = [[0, _END]]    # the free [start, end) ranges, by start, merged
+    expiring: list[tuple[int, int, Buffer]] = []    # heap of (last use, order, placed)
     peak = 0
-    for b in sorted(arena, key=lambda b: (b.first, -b.nbytes, b.name)):
+    for k, b in enumerate(sorted(arena, key=lambda b: (b.first, -b.nbytes, b.name))):
         if b.nbytes == 0 or b.first < 0:
             b.offset = 0                   # nothing is ever read or written there
             continue
-        live = [a for a in live if a.last >= b.first]
-        b.offset = _first_fit(live, align_up(b.nbytes))
-        live.append(b)
-        live.sort(key=lambda a: a.offset)
+        while expiring and expiring[0][0] < b.first:
+            a = heapq.heappop(expiring)[2]
+            _release(free, a.offset, a.offset + align_up(a.nbytes))
+        b.offset = _first_fit(free, align_up(b.nbytes))
+        heapq.heappush(expiring, (b.last, k, b))
         peak = max(peak, b.offset + align_up(b.nbytes))
     return MemoryPlan(list(buffers), peak, total, dict(views or {}), dict(names or {}))
 
 
-def _first_fit(live: list[Buffer], size: int) -> int:
-    """The lowest aligned offset with `size` free bytes between the live buffers."""
-    start = 0
-    for a in live:
-        if a.offset - start >= size:
+_END = 1 << 62                             # the free range after every placed buffer
+
+
+def _first_fit(free: list[list[int]], size: int) -> int:
+    """Take `size` bytes from the lowest free range that holds them; their offset."""
+    for k, (start, end) in enumerate(free):
+        if end - start >= size:
+            if end - start == size:
+                del free[k]
+            else:
+                free[k][0] = start + size
             return start
-        start = max(start, align_up(a.offset + a.nbytes))
-    return start
+    raise AssertionError("the last free range is unbounded")
+
+
+def _release(free: list[list[int]], start: int, end: int) -> None:
+    """Return [start, end) to the free ranges, merging it with free neighbours."""
+    k = bisect.bisect_left(free, start, key=lambda r: r[0])
+    if k < len(free) and free[k][0] == end:
+        end = free.pop(k)[1]
+    if k > 0 and free[k - 1][1] == start:
+        free[k - 1][1] = end
+    else:
+        free.insert(k, [start, end])
 
 
 def plan_graph(fusion: Any) -> MemoryPlan:

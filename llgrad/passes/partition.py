@@ -68,8 +68,9 @@ def _frontier(n: Node, stored: set[Node], kind: dict[Node, Group],
     """What `n` is recomputed from: walking up its elementwise (and movement) ancestors,
     the first nodes that are primals, constants, already stored, or not elementwise (a
     reduction's small result, say). None if the walk meets a random op (recomputing would
-    draw new numbers); `n`'s own inputs if it spans more than FRONTIER_NODES nodes (the
-    caller's loop then collapses a long chain step by step). Walking the whole pointwise
+    draw new numbers). A walk longer than FRONTIER_NODES nodes stops there and returns the
+    cut it reached (what it found plus the nodes it had not yet expanded), so the caller's
+    loop collapses a long chain FRONTIER_NODES nodes per step. Walking the whole pointwise
     cone, not one step, lets `s * (1 - s)` with `s = sigmoid(x)` collapse onto `x`, and a
     layer_norm's output onto its input and the row statistics."""
     frontier: set[Node] = set()
@@ -89,8 +90,8 @@ def _frontier(n: Node, stored: set[Node], kind: dict[Node, Group],
             frontier.add(i)
             continue
         walked += 1
-        if walked > FRONTIER_NODES:         # a long chain: collapse it one step at a time
-            return None if any(kind[i] is Group.RANDOM for i in n.inputs) else set(n.inputs)
+        if walked > FRONTIER_NODES:         # a long chain: stop at the cut reached so far
+            return frontier | {j for j in i.inputs + tuple(stack) if j not in seen}
         stack.extend(i.inputs)
     return frontier
 
@@ -149,9 +150,13 @@ def partition(joint: Graph, n_primals: int, n_outputs: int) -> Partition:
     stored = set(boundary)
     kind = {m: m.group for m in joint.nodes}     # (a registry lookup per access otherwise)
     exact = _compared_exactly(joint.nodes, backward_side, kind)
+    position = {m: k for k, m in enumerate(joint.nodes)}
     while changed:
         changed = False
-        for n in sorted(stored, key=lambda m: -_nbytes(m)):
+        # largest first; among equal sizes the latest first, so a chain collapses from its
+        # end in one sweep (each walk stops at the stored value just above it) instead of
+        # one step per sweep from an arbitrary place
+        for n in sorted(stored, key=lambda m: (-_nbytes(m), -position[m])):
             if n not in stored or kind[n] is Group.PARAM or not _recomputable(kind[n]) \
                     or not n.inputs or n in exact:
                 continue

@@ -8,6 +8,7 @@ parameters) become extra graph parameters that are read again at every call.
 """
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
@@ -39,13 +40,21 @@ def current() -> "TraceContext | None":
     return stack[-1] if stack else None
 
 
+@functools.lru_cache(maxsize=4096)
+def _user_file(path: str) -> str | None:
+    """The name a location shows for a code object's file; None inside llgrad."""
+    if os.path.abspath(path).startswith(_PACKAGE_DIR) or "<frozen" in path:
+        return None
+    return os.path.basename(path)
+
+
 def user_location() -> str | None:
     """`file.py:line` of the innermost frame outside the llgrad package."""
     frame = sys._getframe(1)
     while frame is not None:
-        path = frame.f_code.co_filename
-        if not os.path.abspath(path).startswith(_PACKAGE_DIR) and "<frozen" not in path:
-            return f"{os.path.basename(path)}:{frame.f_lineno}"
+        name = _user_file(frame.f_code.co_filename)
+        if name is not None:
+            return f"{name}:{frame.f_lineno}"
         frame = frame.f_back
     return None
 
