@@ -581,6 +581,17 @@ def render(res: dict[str, Any]) -> str:
         ratio = (f"{mine['median'] / min(peers):.2f}" if peers and "median" in mine
                  and "wrong" not in mine else "–")
         lines.append(f"| {w} | " + " | ".join(row) + f" | {ratio} |")
+    compiled = [w for w in workloads if f"{w}|llgrad" in res["cells"] and w != "B1/value_and_grad"]
+    if compiled:
+        lines += ["", "First call minus a steady call (trace and compile), s:", "",
+                  "| workload | " + " | ".join(libs) + " | ratio |",
+                  "|---|" + "---|" * (len(libs) + 1)]
+        for w in compiled:
+            got = {lib: res["cells"].get(f"{w}|{lib}", {}).get("compile_s") for lib in libs}
+            peers = [v for lib, v in got.items() if lib in ("torch.compile", "jax.jit") and v]
+            ratio = f"{got['llgrad'] / min(peers):.2f}" if peers and got.get("llgrad") else "–"
+            lines.append(f"| {w} | " + " | ".join("–" if v is None else f"{v:.3g}"
+                                                   for v in got.values()) + f" | {ratio} |")
     bw = res.get("bandwidth", {})
     if "gb_s" in bw:
         n = 1 << 14 if res["quick"] else 4_000_000
