@@ -37,4 +37,4 @@ short = int16
 cfloat = complex64
 cdouble = complex128
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: E402,F401

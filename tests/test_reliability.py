@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import llgrad as lg
-from llgrad.codegen import target
+from llgrad.codegen import diskcache
 from llgrad.runtime import storage
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,8 +37,8 @@ COMPILE_ONE = """
     got = f(x).numpy()
     want = (np.tanh(x.numpy()) * 3.25 + np.exp(x.numpy())).sum({axis})
     np.testing.assert_allclose(got, want, rtol=1e-5)
-    from llgrad.codegen import target
-    print("refused:", sorted(target._refused.values()))
+    from llgrad.codegen import diskcache
+    print("refused:", sorted(diskcache._refused.values()))
 """
 
 
@@ -86,7 +86,7 @@ def test_cache_refuses_entries_others_could_have_written(tmp_path, fault):
         os.chown(victim, 12345, -1)
         expect = "owned by uid 12345"
     for p in entries:                      # every entry is this user's own except the victim
-        assert p == victim or target.untrusted(p, directory=False) is None or \
+        assert p == victim or diskcache.untrusted(p, directory=False) is None or \
             fault == "world-writable folder"
     res = _run(COMPILE_ONE.format(strict=False, axis=0), {"LLGRAD_CACHE_DIR": str(cache)})
     assert res.returncode == 0, res.stderr
@@ -121,11 +121,11 @@ def test_two_processes_compiling_into_one_cache_at_once(tmp_path):
     entries = _entries(cache)
     assert not [p for p in entries if p.name.endswith(".tmp")]
     import hashlib
-    head = len(target._MAGIC) + 32
+    head = len(diskcache._MAGIC) + 32
     for p in entries:                      # every entry is whole and checks out
         blob = p.read_bytes()
-        assert blob.startswith(target._MAGIC)
-        assert hashlib.sha256(blob[head:]).digest() == blob[len(target._MAGIC):head]
+        assert blob.startswith(diskcache._MAGIC)
+        assert hashlib.sha256(blob[head:]).digest() == blob[len(diskcache._MAGIC):head]
     third = _run("""
         import llgrad as lg
         from llgrad.runtime import cache

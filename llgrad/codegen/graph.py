@@ -51,7 +51,7 @@ from . import matmul as mm
 from . import reduce as rd
 from . import rowwise as rw
 from .loops import I64, PTR, ArgBlock
-from .target import disk_cache_get, disk_cache_put
+from . import diskcache
 
 __all__ = ["emit", "describe", "stage_layout"]
 
@@ -307,13 +307,13 @@ def emit(program: Program, inline: str = "always", cache: bool = True
     if cache:
         key = "ir-" + hashlib.sha256((_source_fingerprint() + inline + "|" +
                                       describe(program)).encode()).hexdigest()
-        blob = disk_cache_get(key)
+        blob = diskcache.get(key)
         if blob is not None:
             stages, symbols = stage_layout(program)
             return blob.decode(), symbols, stages
     text, symbols, stages = _Emitter(program, inline).run()
     if key is not None:
-        disk_cache_put(key, text.encode())
+        diskcache.put(key, text.encode())
     return text, symbols, stages
 
 

@@ -11,18 +11,17 @@ import functools
 import hashlib
 import os
 import re
-import stat
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import llvmlite
 import llvmlite.binding as llvm
 
 from .. import _log
+from . import diskcache
 
-VERSION = "0.1.0"
+VERSION = diskcache.VERSION
 
 
 @dataclass
@@ -100,7 +99,7 @@ class Target:
         key = hashlib.sha256((self.fingerprint + ir_text).encode()).hexdigest()
         seconds: dict[str, float] = {}
         t0 = time.perf_counter()
-        obj = disk_cache_get(key)
+        obj = diskcache.get(key)
         from_cache = obj is not None
         if obj is None:
             mod = self.parse(ir_text)
@@ -110,7 +109,7 @@ class Target:
             obj = self.machine.emit_object(mod)
             t3 = time.perf_counter()
             seconds = {"parse": t1 - t0, "optimize": t2 - t1, "codegen": t3 - t2}
-            disk_cache_put(key, obj)
+            diskcache.put(key, obj)
         t4 = time.perf_counter()
         with self._lock:
             self._count += 1
@@ -155,124 +154,3 @@ def vector_width(features: str) -> int | None:
 @functools.cache
 def get_target() -> Target:
     return Target()
-
-
-# --------------------------------------------------------------------------------------
-# The on-disk object cache
-# --------------------------------------------------------------------------------------
-
-def cache_dir() -> Path | None:
-    """`LLGRAD_CACHE_DIR`, else the user's cache directory; `LLGRAD_CACHE_DIR=` disables."""
-    env = os.environ.get("LLGRAD_CACHE_DIR")
-    if env is not None:
-        return Path(env) if env else None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "llgrad"
-
-
-_MAGIC = b"LLGRADOBJ1"
-_refused: dict[str, str] = {}        # directory -> why its entries are not loaded
-
-
-def untrusted(path: Path, directory: bool) -> str | None:
-    """Why native code from `path` must not be loaded (None when it may be).
-
-    Loading an object file runs its code in this process, so every entry and the folders
-    that hold it must be this user's and writable by nobody else; a symlink is refused
-    (it could point anywhere). Platforms without POSIX owners (Windows) rely on the
-    folder's ACL and are not checked here.
-    """
-    if not hasattr(os, "getuid"):
-        return None
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        return f"cannot stat {path}: {e}"
-    if stat.S_ISLNK(st.st_mode):
-        return f"{path} is a symbolic link"
-    if directory != stat.S_ISDIR(st.st_mode):
-        return f"{path} is not a {'directory' if directory else 'regular file'}"
-    if st.st_uid != os.getuid():
-        return f"{path} is owned by uid {st.st_uid}, not by this user (uid {os.getuid()})"
-    if st.st_mode & 0o022:
-        who = "others" if st.st_mode & 0o002 else "its group"
-        return f"{path} is writable by {who} (mode {stat.S_IMODE(st.st_mode):o})"
-    return None
-
-
-def _folders_trusted(d: Path, sub: Path) -> bool:
-    """Whether the cache root and an entry's folder may be used; warns once per folder."""
-    for folder in (d, sub):
-        key = str(folder)
-        if key in _refused:
-            return False
-        why = untrusted(folder, directory=True)
-        if why is not None:
-            _refuse(key, why)
-            return False
-    return True
-
-
-def _refuse(key: str, why: str) -> None:
-    import warnings
-    _refused[key] = why
-    message = (f"llgrad: not using the compiled-code cache at {key}: {why}. Compiled code "
-               f"is built in this process instead; fix the permissions (chmod go-w, chown) "
-               f"or set LLGRAD_CACHE_DIR to a private directory.")
-    _log.log("cache", message)
-    import sys
-    package = os.path.dirname(os.path.dirname(__file__))
-    frame, level = sys._getframe(1), 2       # point the warning at the user's line
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, RuntimeWarning, stacklevel=level)
-
-
-def disk_cache_get(key: str) -> bytes | None:
-    d = cache_dir()
-    if d is None:
-        return None
-    path = d / key[:2] / key
-    if not _folders_trusted(d, path.parent):
-        return None
-    why = untrusted(path, directory=False)
-    if why is not None:
-        _refuse(str(path), why)
-        return None
-    try:
-        blob = path.read_bytes()
-    except OSError:
-        return None
-    head = len(_MAGIC) + 32
-    if len(blob) < head or not blob.startswith(_MAGIC):
-        _log.log("cache", f"corrupt entry {path.name}: bad header; rebuilding")
-        return None
-    digest, body = blob[len(_MAGIC):head], blob[head:]
-    if hashlib.sha256(body).digest() != digest:
-        _log.log("cache", f"corrupt entry {path.name}: checksum mismatch; rebuilding")
-        return None
-    _log.log("cache", f"hit {path.name}")
-    return body
-
-
-def disk_cache_put(key: str, obj: bytes) -> None:
-    """Write an entry atomically (a private temporary file renamed over the entry), so a
-    reader in another process sees either no entry or a whole one."""
-    d = cache_dir()
-    if d is None:
-        return
-    path = d / key[:2] / key
-    try:
-        d.mkdir(mode=0o700, parents=True, exist_ok=True)
-        path.parent.mkdir(mode=0o700, exist_ok=True)
-        if not _folders_trusted(d, path.parent):
-            return
-        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(_MAGIC + hashlib.sha256(obj).digest() + obj)
-        os.replace(tmp, path)         # atomic: readers never see half an entry
-    except OSError as e:
-        _log.log("cache", f"could not write {path}: {e}")

@@ -41,7 +41,16 @@ def num_threads() -> int:
     env = os.environ.get("LLGRAD_NUM_THREADS")
     if env:
         return max(1, int(env))
-    return max(1, min(len(os.sched_getaffinity(0)), 8))
+    return max(1, min(usable_cpus(), 8))
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on: its affinity mask where the platform has one
+    (Linux), else every CPU (macOS, Windows)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    if affinity is not None:
+        return len(affinity(0))
+    return os.cpu_count() or 1
 
 
 _recording: list[list[Kernel]] = []
