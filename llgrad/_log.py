@@ -1,36 +1,93 @@
-"""`LLGRAD_LOG=graph,passes,fusion,llvm,cache,recompiles,graph_breaks`: stage logging.
+"""llgrad's log channels, on Python's `logging`.
 
-`LLGRAD_LOG=all` turns every channel on. Messages go to stderr with the channel name.
+Every channel is a logger under `llgrad`: `llgrad.graph`, `llgrad.passes`,
+`llgrad.fusion`, `llgrad.llvm`, `llgrad.cache`, `llgrad.recompiles`,
+`llgrad.graph_breaks`, `llgrad.kernels`. Messages are INFO records, so nothing is
+printed unless the application asks (the recompile limit also warns through `warnings`):
+
+    logging.basicConfig()
+    logging.getLogger("llgrad.recompiles").setLevel(logging.INFO)
+
+`LLGRAD_LOG=recompiles,graph_breaks` (or `all`) is a shortcut that does this for the named
+channels, printing `[llgrad:channel] message` lines to stderr; `set_channels` does the
+same at run time. A name that is not a channel warns, listing the channels.
 """
 from __future__ import annotations
 
+import logging
 import os
 import sys
+import warnings
 
 CHANNELS = ("graph", "passes", "fusion", "llvm", "cache", "recompiles", "graph_breaks",
             "kernels")
+
+_loggers = {c: logging.getLogger(f"llgrad.{c}") for c in CHANNELS}
+_handler: logging.Handler | None = None
+_shortcut: frozenset[str] = frozenset()       # channels LLGRAD_LOG/set_channels turned on
+
+
+class _Stderr(logging.StreamHandler):
+    """Writes to whatever `sys.stderr` is when a record comes (test capture, redirection)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(_Format())
+
+    @property
+    def stream(self):  # type: ignore[override]
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+class _Format(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return f"[{record.name.replace('.', ':', 1)}] {record.getMessage()}"
 
 
 def _parse(value: str) -> frozenset[str]:
     names = {v.strip() for v in value.split(",") if v.strip()}
     if "all" in names:
         return frozenset(CHANNELS)
-    return frozenset(names)
-
-
-_enabled: frozenset[str] = _parse(os.environ.get("LLGRAD_LOG", ""))
-
-
-def enabled(channel: str) -> bool:
-    return channel in _enabled
+    unknown = sorted(names - set(CHANNELS))
+    if unknown:
+        warnings.warn(f"LLGRAD_LOG: unknown channel{'s' if len(unknown) > 1 else ''} "
+                      f"{', '.join(map(repr, unknown))} (channels: {', '.join(CHANNELS)}, "
+                      f"or all)", RuntimeWarning, stacklevel=3)
+    return frozenset(names & set(CHANNELS))
 
 
 def set_channels(value: str) -> None:
-    """Change the enabled channels at run time (same syntax as the variable)."""
-    global _enabled
-    _enabled = _parse(value)
+    """Turn the named channels on (same syntax as LLGRAD_LOG) and the others that this
+    shortcut turned on before off; loggers the application configured itself are left
+    alone."""
+    global _handler, _shortcut
+    wanted = _parse(value)
+    if _handler is None:
+        _handler = _Stderr()
+    for c in _shortcut - wanted:
+        _loggers[c].setLevel(logging.NOTSET)
+        _loggers[c].removeHandler(_handler)
+    for c in wanted:
+        _loggers[c].setLevel(logging.INFO)
+        if _handler not in _loggers[c].handlers:
+            _loggers[c].addHandler(_handler)
+    _shortcut = wanted
+
+
+def enabled(channel: str) -> bool:
+    """Whether a message on `channel` would be emitted (build costly messages only then)."""
+    return _loggers[channel].isEnabledFor(logging.INFO)
 
 
 def log(channel: str, message: str) -> None:
-    if channel in _enabled:
-        print(f"[llgrad:{channel}] {message}", file=sys.stderr)
+    logger = _loggers[channel]
+    if logger.isEnabledFor(logging.INFO):
+        logger.info(message)
+
+
+if os.environ.get("LLGRAD_LOG"):
+    set_channels(os.environ["LLGRAD_LOG"])

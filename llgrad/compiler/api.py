@@ -160,6 +160,33 @@ class Report:
         return "\n\n".join(parts)
 
 
+RECOMPILE_WARNING = 8       # compiled signatures of one function before a warning
+
+
+@dataclass
+class Explanation:
+    """What `cf.explain(*args)` returns: what these arguments compile to and why."""
+
+    name: str
+    signature: str
+    compiled_before: bool          # a compiled entry for this signature already existed
+    compiles: bool                 # runs as one compiled graph (False: a graph break)
+    nodes: int                     # traced nodes (0 on a graph break)
+    graph_breaks: list[str]        # every break this function met, with file:line
+    recompiles: list[str]          # why each signature after the first was compiled
+    signatures: int                # signatures compiled so far
+
+    def __str__(self) -> str:
+        state = ("seen before" if self.compiled_before else "traced now") + (
+            f", one graph of {self.nodes} nodes" if self.compiles else
+            ", runs eagerly (graph break)")
+        lines = [f"{self.name}: {self.signature}", f"  {state}",
+                 f"  {self.signatures} signature(s) compiled so far"]
+        lines += [f"  recompiled: {r}" for r in self.recompiles]
+        lines += [f"  graph break: {b}" for b in self.graph_breaks]
+        return "\n".join(lines)
+
+
 class CompiledFunction:
     def __init__(self, fn: Callable[..., Any], *, backend: str = "llvm", dynamic: bool = False,
                  fullgraph: bool = False, cache: bool = True):
@@ -174,7 +201,9 @@ class CompiledFunction:
         self._fast: Callable[[tuple], Any] | None = None    # see `_call`
         self._last_key: tuple | None = None
         self._sources: list[tuple[str, Any, str]] | None = None
-        self.graph_breaks: list[str] = []
+        self.graph_breaks: list[str] = []       # each break once, with file:line
+        self.recompiles: list[str] = []         # why each signature after the first came
+        self._warned = False
         functools.update_wrapper(self, fn)
 
     # -- calling --------------------------------------------------------------------------
@@ -279,11 +308,15 @@ class CompiledFunction:
         return _unflatten(entry.out_structure, outs[:entry.n_outputs])
 
     def _compile(self, key: tuple, args: tuple, kwargs: dict) -> Entry:
-        if self._last_key is not None and _log.enabled("recompiles"):
+        if self._last_key is not None:
             what = "retracing (dynamic: shape-generic kernels, no new native code)" \
                 if self.dynamic and self._same_ranks(self._last_key, key) else "recompiling"
-            _log.log("recompiles", f"{self.__name__}: {what} because "
-                                   f"{_describe_change(self._last_key, key)}")
+            why = _describe_change(self._last_key, key)
+            self.recompiles.append(why)
+            _log.log("recompiles", f"{self.__name__}: {what} because {why}")
+            if len(self._entries) + 1 >= RECOMPILE_WARNING and not self._warned:
+                self._warned = True
+                self._warn_recompiles(why)
         self._last_key = key
         t0 = time.perf_counter()
         try:
@@ -299,7 +332,8 @@ class CompiledFunction:
                 self._last_key = None
                 return entry
             _log.log("graph_breaks", msg + " (this signature runs eagerly)")
-            self.graph_breaks.append(msg)
+            if msg not in self.graph_breaks:
+                self.graph_breaks.append(msg)
             self._entries[key] = entry
             return entry
         _log.log("graph", f"traced {self.__name__}:\n{graph}")
@@ -312,6 +346,44 @@ class CompiledFunction:
         entry.written = sorted({i for _, i in entry.function.write_in_place})
         self._entries[key] = entry
         return entry
+
+    def _warn_recompiles(self, why: str) -> None:
+        import warnings
+        hint = ("The shapes change between calls: lg.compile(f, dynamic=True) compiles "
+                "shape-generic kernels once." if why.startswith("tensor argument") and
+                "shape" in why and not self.dynamic else
+                "See cf.explain(*args) and cf.recompiles for what changed.")
+        message = (f"{self.__name__} has been compiled for {RECOMPILE_WARNING} different "
+                   f"signatures (the last because {why}); every new one traces and "
+                   f"compiles again. {hint}")
+        _log.log("recompiles", message)
+        package = os.path.dirname(os.path.dirname(__file__))
+        import sys
+        frame, level = sys._getframe(1), 2        # point at the user's call
+        while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
+            frame, level = frame.f_back, level + 1
+        warnings.warn(message, RuntimeWarning, stacklevel=level)
+
+    def explain(self, *args: Any, **kwargs: Any) -> Explanation:
+        """What these arguments compile to (compiling them if needed, not running them):
+        their signature, whether the result is one graph, every graph break met so far
+        with its file:line, and why each recompile happened."""
+        key, _ = self._key(args, kwargs)
+        before = key in self._entries
+        entry = self._entries.get(key) or self._compile(key, args, kwargs)
+        (_, consts), sig, grad = key
+        tensors = ", ".join(f"{dt}{list(shape)}{'!' if rg else ''}" for shape, dt, rg in sig)
+        signature = f"tensors ({tensors}), grad mode {'on' if grad else 'off'}" + (
+            f", constants {dict(consts)}" if consts else "")
+        ok = entry.graph_break is None
+        breaks = list(self.graph_breaks)
+        if not ok and not any(str(entry.graph_break.what) in b for b in breaks):
+            breaks.append(f"{self.__name__}: graph break at {entry.graph_break.loc or '?'}: "
+                          f"{entry.graph_break.what}")
+        return Explanation(self.__name__, signature, before, ok,
+                           len(entry.graph.nodes) if ok and entry.graph is not None else 0,
+                           breaks, list(self.recompiles),
+                           sum(1 for e in self._entries.values() if e.graph is not None))
 
     @staticmethod
     def _same_ranks(old: tuple, new: tuple) -> bool:
