@@ -1,4 +1,6 @@
-"""`save` and `load`: pickle files holding tensors, state dicts and nested containers.
+"""`save` and `load`: pickle files holding tensors, state dicts and nested containers, and
+safetensors files (`utils/safetensors.py`). Both stream: a file is written as it is made
+and tensors are read into their own memory, so neither direction holds the file twice.
 
 A tensor is pickled as its raw element bytes (contiguous, C order), its shape, its dtype's
 name and its autograd flags, never as a NumPy object: bfloat16 keeps its 16-bit patterns,
@@ -14,7 +16,6 @@ optimizers), for files you trust.
 """
 from __future__ import annotations
 
-import io
 import os
 import pickle
 from typing import Any, BinaryIO
@@ -27,17 +28,21 @@ from .tensor import Tensor
 __all__ = ["save", "load"]
 
 _FORMAT = 1
-DEFAULT_PROTOCOL = 4
+DEFAULT_PROTOCOL = 5
 
 
-def _tensor_payload(t: Tensor) -> tuple[Any, ...]:
+def _tensor_payload(t: Tensor, protocol: int) -> tuple[Any, ...]:
     from .nn.parameter import Parameter
     values = np.ascontiguousarray(t.detach()._numpy_view())
-    return (_FORMAT, t._dtype.name, tuple(t._shape), values.tobytes(), bool(t._requires_grad),
+    if protocol >= 5:       # in-band buffer: written from the tensor's memory, read back
+        data: Any = pickle.PickleBuffer(values if values.flags.writeable else values.copy())
+    else:                   # as a bytearray the new tensor then owns (no second copy)
+        data = values.tobytes()
+    return (_FORMAT, t._dtype.name, tuple(t._shape), data, bool(t._requires_grad),
             isinstance(t, Parameter))
 
 
-def _restore_tensor(fmt: int, dtype_name: str, shape: tuple[int, ...], data: bytes,
+def _restore_tensor(fmt: int, dtype_name: str, shape: tuple[int, ...], data: Any,
                     requires_grad: bool, is_parameter: bool) -> Tensor:
     """Rebuild a saved tensor from its bytes (validated before any memory is touched)."""
     if fmt != _FORMAT:
@@ -46,6 +51,9 @@ def _restore_tensor(fmt: int, dtype_name: str, shape: tuple[int, ...], data: byt
     d = dt.from_name(dtype_name)
     if not isinstance(shape, tuple) or any(not isinstance(s, int) or s < 0 for s in shape):
         raise pickle.UnpicklingError(f"llgrad.load: invalid tensor shape {shape!r}")
+    if not isinstance(data, (bytes, bytearray)):
+        raise pickle.UnpicklingError(f"llgrad.load: tensor data must be bytes, got "
+                                     f"{type(data).__name__}")
     n = 1
     for s in shape:
         n *= s
@@ -53,9 +61,12 @@ def _restore_tensor(fmt: int, dtype_name: str, shape: tuple[int, ...], data: byt
         raise pickle.UnpicklingError(f"llgrad.load: a {d.name} tensor of shape {list(shape)} "
                                      f"needs {n * d.itemsize} bytes, the file holds "
                                      f"{len(data)}")
-    out = Tensor._empty(shape, d)
-    if n:
-        out._numpy_view()[...] = np.frombuffer(data, dtype=d.np).reshape(shape)
+    if isinstance(data, bytearray) and n:    # protocol 5: the tensor takes the buffer
+        out = Tensor._from_numpy(np.frombuffer(data, dtype=d.np).reshape(shape), d)
+    else:
+        out = Tensor._empty(shape, d)
+        if n:
+            out._numpy_view()[...] = np.frombuffer(data, dtype=d.np).reshape(shape)
     if is_parameter:
         from .nn.parameter import Parameter
         return Parameter(out, requires_grad)
@@ -65,9 +76,13 @@ def _restore_tensor(fmt: int, dtype_name: str, shape: tuple[int, ...], data: byt
 
 
 class _Pickler(pickle.Pickler):
+    def __init__(self, file: Any, protocol: int):
+        super().__init__(file, protocol=protocol)
+        self.protocol_number = protocol
+
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, Tensor):
-            return (_restore_tensor, _tensor_payload(obj))
+            return (_restore_tensor, _tensor_payload(obj, self.protocol_number))
         return NotImplemented
 
 
@@ -79,6 +94,7 @@ _SAFE_GLOBALS = {
     ("builtins", "frozenset"),
     ("builtins", "complex"),
     ("builtins", "slice"),
+    ("_codecs", "encode"),        # how protocols 0-2 spell bytes (latin-1 text to bytes)
 }
 
 
@@ -104,21 +120,56 @@ def _open(f: Any, mode: str) -> tuple[BinaryIO, bool]:
     return f, False
 
 
-def save(obj: Any, f: Any, pickle_protocol: int = DEFAULT_PROTOCOL) -> None:
-    """Write `obj` (tensors, state dicts, nested dicts/lists/tuples of them, ...) to `f`,
-    a path or a writable binary file."""
-    buf = io.BytesIO()
-    _Pickler(buf, protocol=pickle_protocol).dump(obj)
+def save(obj: Any, f: Any, pickle_protocol: int = DEFAULT_PROTOCOL, *,
+         format: str | None = None, metadata: dict[str, str] | None = None) -> None:
+    """Write `obj` to `f`, a path or a writable binary file, as it is written (no copy of
+    the whole file in memory).
+
+    `format="pickle"` (the default) holds tensors, state dicts and nested containers;
+    `format="safetensors"` (the default for a path ending in `.safetensors`) holds a flat
+    dict of named tensors, readable by the safetensors library and by PyTorch, with
+    optional string `metadata`."""
+    fmt = _format_for(f, format)
     handle, close = _open(f, "wb")
     try:
-        handle.write(buf.getvalue())
+        if fmt == "safetensors":
+            from .utils.safetensors import write
+            write(obj, handle, metadata)
+        else:
+            if metadata is not None:
+                raise ValueError("save: metadata is written by format='safetensors' only")
+            _Pickler(handle, pickle_protocol).dump(obj)
     finally:
         if close:
             handle.close()
 
 
+def _format_for(f: Any, format: str | None) -> str:
+    if format is None:
+        name = os.fspath(f) if isinstance(f, (str, bytes, os.PathLike)) else ""
+        name = name.decode() if isinstance(name, bytes) else name
+        return "safetensors" if name.endswith(".safetensors") else "pickle"
+    if format not in ("pickle", "safetensors"):
+        raise ValueError(f"save: format must be 'pickle' or 'safetensors', got {format!r}")
+    return format
+
+
+def _sniff(head: bytes) -> str:
+    """Which format a file starting with `head` is in."""
+    if head[:1] == b"\x80":
+        return "pickle"
+    if head[:4] == b"PK\x03\x04":
+        return "zip"
+    if len(head) >= 9 and head[8:9] == b"{" and \
+            int.from_bytes(head[:8], "little") < (1 << 30):
+        return "safetensors"
+    return "unknown"
+
+
 def load(f: Any, map_location: Any = None, weights_only: bool = True) -> Any:
-    """Read an object written by `save`. `map_location` is accepted for PyTorch
+    """Read an object written by `save` (pickle), or a safetensors file (a dict of
+    tensors, whoever wrote it); the format is read from the file's first bytes. Tensors
+    are read straight into their own memory. `map_location` is accepted for PyTorch
     compatibility (everything lives on the CPU)."""
     if map_location not in (None, "cpu") and not callable(map_location) \
             and not isinstance(map_location, dict):
@@ -126,13 +177,34 @@ def load(f: Any, map_location: Any = None, weights_only: bool = True) -> Any:
                          f"CPU), got {map_location!r}")
     handle, close = _open(f, "rb")
     try:
-        data = handle.read()
+        if not handle.seekable():          # a pipe or socket: read it whole
+            import io
+            handle = io.BytesIO(handle.read())
+        start = handle.tell()
+        head = handle.read(9)
+        kind = _sniff(head)
+        if kind == "zip":
+            raise pickle.UnpicklingError(
+                "llgrad.load: this is a PyTorch file (torch.save's zip format), which "
+                "llgrad does not read: in PyTorch, save the state dict with "
+                "safetensors.torch.save_file(model.state_dict(), 'model.safetensors') and "
+                "load that file here")
+        if not head:
+            raise pickle.UnpicklingError("llgrad.load: the file is empty or truncated")
+        if kind == "unknown":
+            raise pickle.UnpicklingError(
+                f"llgrad.load: neither an llgrad file (pickle) nor a safetensors file: it "
+                f"starts with {head[:8]!r}")
+        handle.seek(start)
+        if kind == "safetensors":
+            from .utils.safetensors import read
+            return read(handle)
+        unpickler = _WeightsOnlyUnpickler if weights_only else pickle.Unpickler
+        try:
+            return unpickler(handle).load()
+        except EOFError:
+            raise pickle.UnpicklingError("llgrad.load: the file is empty or truncated") \
+                from None
     finally:
         if close:
             handle.close()
-    unpickler = _WeightsOnlyUnpickler if weights_only else pickle.Unpickler
-    try:
-        return unpickler(io.BytesIO(data)).load()
-    except EOFError:
-        raise pickle.UnpicklingError("llgrad.load: the file is empty or truncated") from None
-

@@ -368,7 +368,8 @@ class Tensor:
 
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
         if self._dtype is dt.bfloat16:
-            raise BufferError("__dlpack__: bfloat16 export is not supported through NumPy")
+            from .runtime.dlpack import export_bfloat16
+            return export_bfloat16(self._numpy_view(), *args, **kwargs)
         return self._numpy_view().__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:

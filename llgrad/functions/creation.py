@@ -116,23 +116,19 @@ def from_numpy(arr: np.ndarray) -> Tensor:
 
 
 def from_dlpack(obj: Any) -> Tensor:
-    """Import a DLPack-capable object (NumPy, PyTorch, ...) without copying."""
+    """Import a DLPack-capable object (NumPy, PyTorch, ...) without copying (bfloat16
+    included); memory its owner marks read-only is copied, so writes never reach it."""
     if isinstance(obj, Tensor):
         return obj
-    arr = np.from_dlpack(obj)
-    if not arr.flags.writeable:
-        arr = np.ndarray(arr.shape, arr.dtype, buffer=_writable(arr), strides=arr.strides)
-    return Tensor._from_numpy(arr)
+    from ..runtime.dlpack import import_array
+    arr, bf16 = import_array(obj)           # read-only memory comes back copied
+    return Tensor._from_numpy(arr, dt.bfloat16) if bf16 else Tensor._from_numpy(arr)
 
 
 def _bytes_at(address: int, n: int) -> Any:
     """A writable buffer over `n` bytes at `address` (for np.ndarray(buffer=...))."""
     import ctypes
     return (ctypes.c_char * max(n, 1)).from_address(address)
-
-
-def _writable(arr: np.ndarray) -> Any:
-    return _bytes_at(arr.__array_interface__["data"][0], arr.nbytes)
 
 
 def _fill(shape: tuple[int, ...], value: Any, dtype: DType | None) -> Tensor:

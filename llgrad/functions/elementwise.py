@@ -9,6 +9,7 @@ from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..tensor import Tensor
 from ._errors import names_op
+from .numpy_interop import plain_numbers
 
 Number = bool | int | float
 
@@ -25,7 +26,14 @@ def _check(op: str, *operands: Any) -> None:
                     f"{', '.join(type(o).__name__ for o in operands)}")
 
 
+_PLAIN = frozenset({Tensor, bool, int, float, complex})
+
+
 def elementwise(op: str, *operands: Any, name: str | None = None, **attrs: Any) -> Tensor:
+    for o in operands:
+        if o.__class__ not in _PLAIN:        # NumPy scalars are Python numbers here
+            operands = plain_numbers(operands)
+            break
     _check(op, *operands)
     return apply(op, operands, attrs or None, _forward, name)
 
@@ -122,11 +130,13 @@ def no_bool_subtraction(op: str, input: Any, other: Any) -> None:
 
 def add(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
     _check("add", input, other)
+    input, other, alpha = plain_numbers((input, other, alpha))
     return elementwise("add", input, _scaled("add", input, other, alpha))
 
 
 def sub(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
     _check("sub", input, other)
+    input, other, alpha = plain_numbers((input, other, alpha))
     no_bool_subtraction("sub", input, other)
     other = _scaled("sub", input, other, alpha)
     name = "RsubBackward1" if not isinstance(input, Tensor) else None   # `2 - x`
@@ -263,6 +273,7 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Tensor:
 
 
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    min, max = plain_numbers((min, max))
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):

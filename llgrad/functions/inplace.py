@@ -19,6 +19,7 @@ from ..autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled, no_
 from ..autograd.node import Node, edge, node_class
 from ..eager import elementwise as ew
 from ..tensor import Tensor
+from .numpy_interop import plain_number
 
 
 def overlaps_itself(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
@@ -313,9 +314,10 @@ class ViewFromBase(Node):
 
 def _binary_inplace(op: str, functional: Callable[..., Tensor], clone_self: bool):
     def method(self: Tensor, other: Any, **kwargs: Any) -> Tensor:
-        alpha = kwargs.pop("alpha", 1)
+        alpha = plain_number(kwargs.pop("alpha", 1))
         if kwargs:
             raise TypeError(f"{op}_() got unexpected keyword arguments {sorted(kwargs)}")
+        other = plain_number(other)
         if op == "sub":
             from .elementwise import no_bool_subtraction
             no_bool_subtraction("sub_", self, other)

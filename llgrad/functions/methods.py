@@ -6,7 +6,7 @@ from typing import Any
 from ..ir import dtypes as dt
 from ..tensor import Tensor
 from . import elementwise as E
-from . import indexing, inplace, linalg, misc, reduction, shape, sorting
+from . import indexing, inplace, linalg, misc, numpy_interop, reduction, shape, sorting
 from ._errors import names_op
 from .shape import shape_arg
 
@@ -61,6 +61,8 @@ def bind() -> None:
     T.__ror__ = T.__or__
     T.__rxor__ = T.__xor__
     T.__hash__ = lambda self: id(self)
+    T.__array_ufunc__ = numpy_interop.array_ufunc
+    T.__array_function__ = numpy_interop.array_function
 
     plain = {}
     for mod in (E, reduction, shape, linalg, indexing, misc, sorting):
