@@ -24,7 +24,7 @@ from .. import _log
 from ..autograd.grad_mode import is_grad_enabled
 from ..ir.graph import Graph
 from ..tensor import Tensor
-from ..tracer.make_ir import _Leaf, _flatten, _unflatten, trace
+from ..tracer.make_ir import Structure, _Leaf, _flatten, _unflatten, trace
 from ..tracer.tensor import GraphBreak
 from .callpath import MISS, specialize
 from .function import GraphFunction
@@ -66,19 +66,24 @@ class CompileError(RuntimeError):
     """A function cannot be compiled as one graph (raised with `fullgraph=True`)."""
 
 
-def _structure_key(x: Any) -> Any:
-    """A hashable description of the argument structure (tensors by signature)."""
-    if isinstance(x, _Leaf):
-        return ("T", x.index)
-    if isinstance(x, (list, tuple)):
-        return (type(x).__name__, tuple(_structure_key(v) for v in x))
-    if isinstance(x, dict):
-        return ("dict", tuple((k, _structure_key(v)) for k, v in sorted(x.items(), key=repr)))
+def _structure_key(s: Structure) -> Any:
+    """A hashable description of the argument structure (tensors by position)."""
+    slots = []
+    for v in s.slots:
+        if isinstance(v, _Leaf):
+            slots.append(("T", v.index))
+            continue
+        try:
+            hash(v)
+            slots.append(("C", type(v).__name__, v))
+        except TypeError:
+            slots.append(("C", type(v).__name__, repr(v)))
     try:
-        hash(x)
-        return ("C", type(x).__name__, x)
-    except TypeError:
-        return ("C", type(x).__name__, repr(x))
+        hash(s.treedef)
+        tree: Any = s.treedef
+    except TypeError:                  # a registered node with an unhashable context
+        tree = repr(s.treedef)
+    return (tree, tuple(slots))
 
 
 def _describe_change(old: tuple, new: tuple) -> str:

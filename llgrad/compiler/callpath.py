@@ -130,34 +130,34 @@ class _Placeholder:
         self._requires_grad, self._dtype = requires_grad, dtype
 
 
-def _expression(x: Any, consts: dict[str, Any]) -> str | None:
-    """Python source rebuilding the output structure `x` from the list `o` of outputs,
-    as `tracer.make_ir._unflatten` does (None for a structure it cannot write)."""
-    if isinstance(x, _Leaf):
-        return f"o[{x.index}]"
-    if isinstance(x, (list, tuple)):
-        items = [_expression(v, consts) for v in x]
+def _expression(s: Any, consts: dict[str, Any]) -> str | None:
+    """Python source rebuilding the output structure `s` (a `make_ir.Structure`) from the
+    list `o` of outputs, as `tracer.make_ir._unflatten` does (None for a structure it
+    does not write: dataclasses and registered nodes take the general path)."""
+    slots = iter(s.slots)
+
+    def const(value: Any) -> str:
+        name = f"K{len(consts)}"
+        consts[name] = value
+        return name
+
+    def walk(d: Any) -> str | None:
+        if d.kind == "leaf":
+            v = next(slots)
+            return f"o[{v.index}]" if isinstance(v, _Leaf) else const(v)
+        if d.kind == "none":
+            return "None"
+        items = [walk(c) for c in d.children]
         if any(i is None for i in items):
             return None
-        if hasattr(x, "_fields") or type(x) not in (list, tuple):
-            name = f"K{len(consts)}"
-            consts[name] = type(x)
-            if hasattr(x, "_fields"):
-                return f"{name}({', '.join(items)})"
-            return f"{name}([{', '.join(items)}])"
-        if type(x) is list:
+        if d.kind == "tuple":
+            return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+        if d.kind == "list":
             return f"[{', '.join(items)}]"
-        return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
-    if isinstance(x, dict):
-        parts = []
-        for k, v in x.items():
-            e = _expression(v, consts)
-            if e is None:
-                return None
-            name = f"K{len(consts)}"
-            consts[name] = k
-            parts.append(f"{name}: {e}")
-        return "{" + ", ".join(parts) + "}"
-    name = f"K{len(consts)}"
-    consts[name] = x
-    return name
+        if d.kind == "namedtuple":
+            return f"{const(d.meta)}({', '.join(items)})"
+        if d.kind == "dict" and d.meta[0] is dict:
+            return "{" + ", ".join(f"{const(k)}: {e}" for k, e in zip(d.meta[1], items)) + "}"
+        return None
+
+    return walk(s.treedef)

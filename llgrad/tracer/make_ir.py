@@ -5,6 +5,7 @@ import functools
 import inspect
 from typing import Any, Callable
 
+from .. import pytree
 from ..ir.graph import Graph
 from ..ir.types import TensorType
 from ..tensor import Tensor
@@ -12,28 +13,33 @@ from .context import TraceContext
 from .tensor import TracerTensor
 
 
-def _flatten(x: Any, out: list[Tensor]) -> Any:
-    """Replace tensors in nested tuples/lists/dicts by their index in `out`."""
-    if isinstance(x, Tensor):
-        out.append(x)
-        return _Leaf(len(out) - 1)
-    if isinstance(x, (list, tuple)):
-        items = [_flatten(v, out) for v in x]
-        return type(x)(items) if not hasattr(x, "_fields") else type(x)(*items)
-    if isinstance(x, dict):
-        return {k: _flatten(v, out) for k, v in x.items()}
-    return x
+class Structure:
+    """Where a call's tensors sit in its arguments or outputs: the pytree structure, and
+    per pytree leaf either `_Leaf(i)` (the i-th tensor) or the non-tensor value itself
+    (a number, a string: part of the structure, so part of the signature)."""
+
+    __slots__ = ("treedef", "slots")
+
+    def __init__(self, treedef: pytree.TreeDef, slots: tuple[Any, ...]):
+        self.treedef, self.slots = treedef, slots
 
 
-def _unflatten(x: Any, leaves: list[Any]) -> Any:
-    if isinstance(x, _Leaf):
-        return leaves[x.index]
-    if isinstance(x, (list, tuple)):
-        items = [_unflatten(v, leaves) for v in x]
-        return type(x)(items) if not hasattr(x, "_fields") else type(x)(*items)
-    if isinstance(x, dict):
-        return {k: _unflatten(v, leaves) for k, v in x.items()}
-    return x
+def _flatten(x: Any, out: list[Tensor]) -> Structure:
+    """The structure of `x`; its tensors are appended to `out` in order."""
+    values, treedef = pytree.flatten(x)
+    slots = []
+    for v in values:
+        if isinstance(v, Tensor):
+            out.append(v)
+            slots.append(_Leaf(len(out) - 1))
+        else:
+            slots.append(v)
+    return Structure(treedef, tuple(slots))
+
+
+def _unflatten(s: Structure, leaves: list[Any]) -> Any:
+    return pytree.unflatten(s.treedef, [leaves[v.index] if isinstance(v, _Leaf) else v
+                                        for v in s.slots])
 
 
 class _Leaf:

@@ -8,7 +8,7 @@ from .batching import BatchedTensor, BatchingError
 from .grad import grad, jvp, value_and_grad, vjp
 from .jacobian import hessian, jacfwd, jacrev
 from .vmap import vmap
-from . import pytree
+from .. import pytree  # noqa: F401  (lg.transforms.pytree, as before)
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap",
            "BatchedTensor", "BatchingError", "pytree"]

@@ -32,7 +32,7 @@ from ..autograd.grad_mode import enable_grad
 from ..autograd.node import AccumulateGrad
 from ..tensor import Tensor
 from .batching import bottom, levels, lift, union_levels, unlift
-from .pytree import TreeDef, flatten, unflatten
+from ..pytree import TreeDef, flatten, unflatten
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp"]
 

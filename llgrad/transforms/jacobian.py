@@ -21,7 +21,7 @@ from .. import functions as F
 from ..tensor import Tensor
 from .batching import BatchingError
 from .grad import Linearized, _argnums, _check_inputs, _partial, jvp
-from .pytree import flatten, unflatten
+from ..pytree import flatten, unflatten
 from .vmap import vmap
 
 __all__ = ["jacrev", "jacfwd", "hessian"]

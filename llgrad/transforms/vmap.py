@@ -26,7 +26,7 @@ from ..ir.registry import ELEMENTWISE
 from ..tensor import Tensor
 from . import batching
 from .batching import BatchedTensor, BatchingError
-from .pytree import broadcast_prefix, flatten, unflatten
+from ..pytree import broadcast_prefix, flatten, unflatten
 
 __all__ = ["vmap", "VmapInterpreter"]
 

@@ -1,27 +1,56 @@
-"""Pytrees: nested tuples, lists, dicts and None around leaves (tensors, numbers).
+"""Pytrees: nested containers around leaves (tensors, numbers), in one place.
 
-The transforms take and return arbitrary structures of tensors, as JAX's do; they work on
-the flat list of leaves and rebuild the structure afterwards. Conventions follow JAX:
-`None` is a node without children, namedtuples keep their type. `broadcast_prefix` matches an axis specification (`in_dims`) that is a
-*prefix* of a tree, where an int or None stands for a whole subtree.
+Everything that takes or returns structures of tensors uses this module: `lg.compile`
+(arguments, outputs and the signature key), the tracer, and the transforms (`grad`,
+`vmap`, `jacrev`, ...), which work on the flat list of leaves and rebuild the structure
+afterwards, as JAX's do.
 
-Dict children keep their insertion order (PyTorch's pytree convention, where JAX sorts):
-`grads = grad(f)(params)` then pairs with `params.values()` one to one.
+Nodes: tuples, lists, dicts (any dict subclass comes back as its own type, e.g.
+OrderedDict), namedtuples (keep their type), dataclass instances (their `init` fields,
+rebuilt through the constructor), None (a node without children), and any type given to
+`register_pytree_node`. Everything else is a leaf.
+
+Dict children keep their insertion order (PyTorch's convention, where JAX sorts keys):
+`grads = grad(f)(params)` then pairs with `params.values()` one to one, and two dicts
+with the same keys in another order are different structures.
+
+`broadcast_prefix` matches an axis specification (`in_dims`) that is a *prefix* of a
+tree, where an int or None stands for a whole subtree.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
-__all__ = ["TreeDef", "flatten", "unflatten", "tree_map", "broadcast_prefix", "leaves"]
+__all__ = ["TreeDef", "flatten", "unflatten", "tree_map", "broadcast_prefix", "leaves",
+           "register_pytree_node"]
+
+# type -> (flatten: x -> (children, context), unflatten: (children, context) -> x)
+_REGISTRY: dict[type, tuple[Callable[[Any], tuple[Any, Any]],
+                            Callable[[list[Any], Any], Any]]] = {}
+
+
+def register_pytree_node(cls: type, flatten_fn: Callable[[Any], tuple[Any, Any]],
+                         unflatten_fn: Callable[[list[Any], Any], Any]) -> None:
+    """Make instances of `cls` pytree nodes: `flatten_fn(x)` returns `(children, context)`
+    and `unflatten_fn(children, context)` rebuilds an instance (torch.utils._pytree's
+    convention). The context is part of the structure, so it should be hashable and
+    comparable (it becomes part of `lg.compile`'s signature key)."""
+    if not isinstance(cls, type):
+        raise TypeError(f"register_pytree_node: expected a class, got {cls!r}")
+    if cls in _REGISTRY or cls in (tuple, list, dict, type(None)):
+        raise ValueError(f"register_pytree_node: {cls.__name__} is already a pytree node")
+    _REGISTRY[cls] = (flatten_fn, unflatten_fn)
 
 
 @dataclass(frozen=True)
 class TreeDef:
     """The shape of a pytree without its leaves."""
 
-    kind: str                      # leaf | none | tuple | list | dict | namedtuple
-    meta: Any                      # dict keys (insertion order) or the namedtuple class
+    kind: str          # leaf | none | tuple | list | dict | namedtuple | dataclass | custom
+    meta: Any          # dict: (type, keys, default_factory); namedtuple: its class; dataclass: (class,
+                       # field names); custom: (class, context)
     children: tuple["TreeDef", ...]
     num_leaves: int
 
@@ -36,8 +65,13 @@ class TreeDef:
         if self.kind == "list":
             return f"[{inner}]"
         if self.kind == "dict":
-            return "{" + ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.meta, self.children)) \
+            return "{" + ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.meta[1], self.children)) \
                 + "}"
+        if self.kind == "dataclass":
+            return f"{self.meta[0].__name__}(" + ", ".join(
+                f"{k}={c!r}" for k, c in zip(self.meta[1], self.children)) + ")"
+        if self.kind == "custom":
+            return f"{self.meta[0].__name__}[{self.meta[1]!r}]({inner})"
         return f"{self.meta.__name__}({inner})"
 
 
@@ -53,6 +87,10 @@ def _children(x: Any) -> tuple[str, Any, list[Any]] | None:
     """(kind, meta, children) of a container node, or None for a leaf."""
     if x is None:
         return ("none", None, [])
+    custom = _REGISTRY.get(type(x))
+    if custom is not None:
+        kids, context = custom[0](x)
+        return ("custom", (type(x), context), list(kids))
     if _is_namedtuple(x):
         return ("namedtuple", type(x), list(x))
     if isinstance(x, tuple):
@@ -61,7 +99,11 @@ def _children(x: Any) -> tuple[str, Any, list[Any]] | None:
         return ("list", None, list(x))
     if isinstance(x, dict):
         keys = tuple(x)
-        return ("dict", keys, [x[k] for k in keys])
+        factory = getattr(x, "default_factory", None)        # a defaultdict's
+        return ("dict", (type(x), keys, factory), [x[k] for k in keys])
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        names = tuple(f.name for f in dataclasses.fields(x) if f.init)
+        return ("dataclass", (type(x), names), [getattr(x, n) for n in names])
     return None
 
 
@@ -112,8 +154,21 @@ def _build(d: TreeDef, it: Any) -> Any:
     if d.kind == "list":
         return kids
     if d.kind == "dict":
-        return dict(zip(d.meta, kids))
+        cls, keys, factory = d.meta
+        if cls is dict:
+            return dict(zip(keys, kids))
+        from collections import defaultdict
+        if issubclass(cls, defaultdict):
+            return cls(factory, zip(keys, kids))
+        return cls(zip(keys, kids))
+    if d.kind == "dataclass":
+        cls, names = d.meta
+        return cls(**dict(zip(names, kids)))
+    if d.kind == "custom":
+        cls, context = d.meta
+        return _REGISTRY[cls][1](kids, context)
     return d.meta(*kids)
+
 
 
 def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
@@ -148,8 +203,8 @@ def _broadcast(p: Any, x: Any, out: list[Any], spec_leaf: Callable[[Any], bool],
         return
     pn, xn = _children(p), _children(x)
     if pn is not None and xn is not None and pn[0] == xn[0] == "dict" and \
-            set(pn[1]) == set(xn[1]):            # dict specs match by key, in x's order
-        pn = ("dict", xn[1], [p[k] for k in xn[1]])
+            set(pn[1][1]) == set(xn[1][1]):      # dict specs match by key, in x's order
+        pn = ("dict", xn[1], [p[k] for k in xn[1][1]])
     mismatch = pn is None or xn is None or pn[0] != xn[0] or pn[1] != xn[1] or \
         len(pn[2]) != len(xn[2])
     if mismatch:
