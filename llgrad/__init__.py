@@ -23,6 +23,7 @@ from .transforms import (grad, hessian, jacfwd, jacrev, jvp, value_and_grad,  # 
                          vjp, vmap)
 from .serialization import load, save  # noqa: E402,F401
 from . import func  # noqa: E402,F401
+from . import debug  # noqa: E402,F401
 from .typeinfo import finfo, iinfo  # noqa: E402,F401
 from .runtime.launch import set_threads as set_num_threads  # noqa: E402,F401
 from .runtime.launch import threads as get_num_threads  # noqa: E402,F401
