@@ -619,6 +619,43 @@ def render(res: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def chart(res: dict[str, Any], path: Path) -> None:
+    """A bar chart of one run: per workload, each library's median over the fastest
+    library's (1.0 is the fastest; lower is better), saved as PNG."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise SystemExit("--chart needs matplotlib (pip install -e '.[examples]')") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    libs = [l for l in LIBS if l in res["libs"]]
+    workloads = sorted({k.split("|")[0] for k in res["cells"]}, key=lambda w: (w[:2], w))
+    rows = []
+    for w in workloads:
+        med = {l: res["cells"].get(f"{w}|{l}", {}).get("median") for l in libs}
+        med = {l: v for l, v in med.items()
+               if v and "wrong" not in res["cells"].get(f"{w}|{l}", {})}
+        if med:
+            best = min(med.values())
+            rows.append((w, {l: v / best for l, v in med.items()}))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.4 * len(rows)), 4))
+    width = 0.8 / max(1, len(libs))
+    for k, lib in enumerate(libs):
+        xs = [i + k * width for i, (_, r) in enumerate(rows) if lib in r]
+        ys = [r[lib] for _, r in rows if lib in r]
+        ax.bar(xs, ys, width, label=lib)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(rows))])
+    ax.set_xticklabels([w for w, _ in rows])
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_yscale("log")
+    ax.set_ylabel("median / fastest (lower is better)")
+    ax.set_title(f"llgrad and its peers, {res['date']}, {res['threads']} threads")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def _worker_main(argv: list[str]) -> int:
     pin_threads(THREADS)
     quick = "--quick" in argv
@@ -666,7 +703,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--libs", default=",".join(LIBS), help="comma list of " + ", ".join(LIBS))
     p.add_argument("--budget", type=float, default=None, help="seconds of timing per cell")
     p.add_argument("--out", type=Path, default=None, help="Markdown file (also .json)")
+    p.add_argument("--chart", type=Path, default=None, help="bar chart of the run (PNG)")
+    p.add_argument("--from-json", type=Path, default=None,
+                   help="render (and chart) a saved run instead of measuring")
     args = p.parse_args(argv)
+    if args.from_json:
+        res = json.loads(args.from_json.read_text())
+        print(render(res))
+        if args.chart:
+            chart(res, args.chart)
+        return 0
     only = set(args.only.split(",")) - {""} or None
     libs = set(args.libs.split(",")) - {""}
     budget = args.budget if args.budget is not None else (0.2 if args.quick else 2.0)
@@ -676,6 +722,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         args.out.write_text(text, encoding="utf-8")
         args.out.with_suffix(".json").write_text(json.dumps(res, indent=1) + "\n")
+    if args.chart:
+        chart(res, args.chart)
+        print(f"chart: {args.chart}", file=sys.stderr)
     return 0
 
 

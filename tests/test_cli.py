@@ -220,3 +220,22 @@ def test_import_without_sched_getaffinity():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "6.0", r.stderr
+
+
+def test_bench_renders_and_charts_a_saved_run(tmp_path):
+    pytest.importorskip("matplotlib")
+    import json
+    run = {"date": "2026-01-01 00:00", "threads": 2, "quick": True,
+           "libs": ["llgrad", "torch", "jax.jit"],
+           "cells": {"B1|llgrad": {"median": 0.002, "compile_s": 0.1},
+                     "B1|torch": {"median": 0.004},
+                     "B1|jax.jit": {"median": 0.003, "compile_s": 0.2},
+                     "B3|llgrad": {"median": 1e-5}, "B3|torch": {"wrong": "bad values"}}}
+    saved = tmp_path / "run.json"
+    saved.write_text(json.dumps(run))
+    png = tmp_path / "chart.png"
+    r = llgrad("bench", "--from-json", str(saved), "--chart", str(png))
+    assert r.returncode == 0, r.stderr
+    assert "| B1 | 2 | 4 | 3 | 0.67 |" in r.stdout and "| B3 | 0.01 | wrong | – | – |" in r.stdout
+    assert "| B1 | 0.1 | – | 0.2 | 0.50 |" in r.stdout        # compile times, same run
+    assert png.read_bytes()[:4] == b"\x89PNG"
