@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import _log
+from .._warnings import warn_at_user
 from .._version import __version__ as VERSION
 
 __all__ = ["root", "folder", "get", "put", "info", "clear", "prune", "size_limit",
@@ -137,17 +138,12 @@ def _folders_trusted(*folders: Path) -> bool:
 
 
 def _refuse(key: str, why: str) -> None:
-    import warnings
     _refused[key] = why
     message = (f"llgrad: not using the compiled-code cache at {key}: {why}. Compiled code "
                f"is built in this process instead; fix the permissions (chmod go-w, chown) "
                f"or set LLGRAD_CACHE_DIR to a private directory.")
     _log.log("cache", message)
-    package = os.path.dirname(os.path.dirname(__file__))
-    frame, level = sys._getframe(1), 2       # point the warning at the user's line
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, RuntimeWarning, stacklevel=level)
+    warn_at_user(message)
 
 
 # -- entries ----------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from .. import _log
+from .._warnings import warn_at_user
 from ..autograd.grad_mode import is_grad_enabled
 from ..ir.graph import Graph
 from ..tensor import Tensor
@@ -353,7 +354,6 @@ class CompiledFunction:
         return entry
 
     def _warn_recompiles(self, why: str) -> None:
-        import warnings
         hint = ("The shapes change between calls: lg.compile(f, dynamic=True) compiles "
                 "shape-generic kernels once." if why.startswith("tensor argument") and
                 "shape" in why and not self.dynamic else
@@ -362,12 +362,7 @@ class CompiledFunction:
                    f"signatures (the last because {why}); every new one traces and "
                    f"compiles again. {hint}")
         _log.log("recompiles", message)
-        package = os.path.dirname(os.path.dirname(__file__))
-        import sys
-        frame, level = sys._getframe(1), 2        # point at the user's call
-        while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
-            frame, level = frame.f_back, level + 1
-        warnings.warn(message, RuntimeWarning, stacklevel=level)
+        warn_at_user(message)
 
     def explain(self, *args: Any, **kwargs: Any) -> Explanation:
         """What these arguments compile to (compiling them if needed, not running them):
