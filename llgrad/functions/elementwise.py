@@ -130,13 +130,15 @@ def no_bool_subtraction(op: str, input: Any, other: Any) -> None:
 
 def add(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
     _check("add", input, other)
-    input, other, alpha = plain_numbers((input, other, alpha))
+    if other.__class__ not in _PLAIN or input.__class__ not in _PLAIN or alpha != 1:
+        input, other, alpha = plain_numbers((input, other, alpha))
     return elementwise("add", input, _scaled("add", input, other, alpha))
 
 
 def sub(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
     _check("sub", input, other)
-    input, other, alpha = plain_numbers((input, other, alpha))
+    if other.__class__ not in _PLAIN or input.__class__ not in _PLAIN or alpha != 1:
+        input, other, alpha = plain_numbers((input, other, alpha))
     no_bool_subtraction("sub", input, other)
     other = _scaled("sub", input, other, alpha)
     name = "RsubBackward1" if not isinstance(input, Tensor) else None   # `2 - x`
