@@ -20,6 +20,7 @@ import llvmlite.binding as llvm
 
 from .. import _log
 from . import diskcache
+from .worker import CompileWorker, enabled as worker_enabled
 
 VERSION = diskcache.VERSION
 
@@ -60,6 +61,13 @@ class Target:
         self.fingerprint = hashlib.sha256(
             f"{VERSION}|{llvmlite.__version__}|{llvm.llvm_version_info}|{self.triple}|"
             f"{self.cpu}|{self.features}|{self.vector_width}".encode()).hexdigest()[:16]
+        # optimization and code generation run in a helper process (see codegen.worker)
+        self.worker: CompileWorker | None = None
+        if worker_enabled():
+            self.worker = CompileWorker({"triple": self.triple, "cpu": self.cpu,
+                                         "features": self.features,
+                                         "data_layout": self.data_layout})
+            self.worker.start()
 
     # -- symbols the generated code may call (BLAS pointers, runtime helpers) ----------
     def add_symbol(self, name: str, address: int) -> None:
@@ -75,10 +83,12 @@ class Target:
         pb = llvm.create_pass_builder(self.machine, pto)
         pb.getModulePassManager().run(mod, pb)
 
+    def _widen(self, ir_text: str) -> str:
+        """The text with the preferred vector width on every definition."""
+        return _DEFINE.sub(self._width_attribute, ir_text) if self.vector_width else ir_text
+
     def parse(self, ir_text: str) -> llvm.ModuleRef:
-        if self.vector_width:
-            ir_text = _DEFINE.sub(self._width_attribute, ir_text)
-        mod = llvm.parse_assembly(ir_text)
+        mod = llvm.parse_assembly(self._widen(ir_text))
         mod.triple = self.triple
         mod.data_layout = self.data_layout
         mod.verify()       # an invalid module can crash the optimizer instead of raising
@@ -101,6 +111,11 @@ class Target:
         t0 = time.perf_counter()
         obj = diskcache.get(key)
         from_cache = obj is not None
+        if obj is None and self.worker is not None:
+            obj = self.worker.compile(self._widen(ir_text))
+            if obj is not None:
+                seconds = {"worker": time.perf_counter() - t0}
+                diskcache.put(key, obj)
         if obj is None:
             mod = self.parse(ir_text)
             t1 = time.perf_counter()
