@@ -52,6 +52,7 @@ from . import reduce as rd
 from . import rowwise as rw
 from .loops import I64, PTR, ArgBlock
 from . import diskcache
+from .target import PART_MARKER
 
 __all__ = ["emit", "describe", "stage_layout"]
 
@@ -75,6 +76,18 @@ INLINE_MODES = ("always", "auto", "never")
 
 
 _PLACEHOLDER = "llgrad.kernel.placeholder"
+SPLIT_BYTES = 48_000     # kernel text above which a graph's launches go into two modules
+
+
+def parts_for(program: Program, inline: str) -> int:
+    """Two modules for a graph whose kernels' text exceeds SPLIT_BYTES and that has two
+    threads (each module is optimized by its own compile worker), else one."""
+    specs = {launch.spec for launch in program.launches}
+    if program.threads < 2 or len(specs) < 2:
+        return 1
+    size = sum(len(_kernel_text(spec, "k", inline)) for spec in specs)
+    return 2 if size > SPLIT_BYTES else 1
+
 _kernel_texts: dict[tuple[Any, str], str] = {}
 
 
@@ -105,27 +118,48 @@ def stage_layout(program: Program) -> tuple[list[Stage], list[str]]:
 
 
 class _Emitter:
-    def __init__(self, program: Program, inline: str):
+    def __init__(self, program: Program, inline: str, parts: int = 1):
         if inline not in INLINE_MODES:
             raise ValueError(f"emit: inline must be one of {INLINE_MODES}, got {inline!r}")
         self.p = program
         self.inline = inline
         self.module = ir.Module(name=program.graph.name)
+        # part 0 is `module` (entry, stages, constants); launches' wrappers are spread over
+        # the parts by the size of their kernels' text, so the parts optimize in parallel
+        self.modules = [self.module] + [ir.Module(name=f"{program.graph.name}.{i}")
+                                        for i in range(1, parts)]
+        self.part_bytes = [0] * parts
+        self.part_kernels: list[set[str]] = [set() for _ in range(parts)]
         self.kernel_names: dict[Any, str] = {}
-        self.kernel_fns: dict[str, ir.Function] = {}
+        self.kernel_fns: dict[tuple[int, str], ir.Function] = {}
         self.globals: dict[Buffer, ir.GlobalVariable] = {}
         self.n_in = len(program.inputs)
         self.n_out = len(program.outputs)
         self.n_wrappers = 0
         self.wrappers: dict[Any, ir.Function] = {}
 
-    def kernel(self, spec: Any) -> ir.Function:
+    def kernel(self, spec: Any, part: int = 0) -> ir.Function:
         name = self.kernel_names.get(spec)
         if name is None:
             name = self.kernel_names[spec] = f"k{len(self.kernel_names)}_{type(spec).__name__.lower()}"
-            self.kernel_fns[name] = ir.Function(
-                self.module, ir.FunctionType(ir.VoidType(), [PTR]), name=name)
-        return self.kernel_fns[name]
+        fn = self.kernel_fns.get((part, name))
+        if fn is None:
+            fn = self.kernel_fns[part, name] = ir.Function(
+                self.modules[part], ir.FunctionType(ir.VoidType(), [PTR]), name=name)
+            self.part_kernels[part].add(name)
+        return fn
+
+    def _part_for(self, spec: Any) -> int:
+        """The part a new wrapper goes to: the lightest so far, counting its kernel's text
+        only where that part does not already hold the kernel."""
+        if len(self.modules) == 1:
+            return 0
+        size = len(_kernel_text(spec, "k", self.inline))
+        name = self.kernel_names.get(spec)
+        cost = [0 if name in held else size for held in self.part_kernels]
+        part = min(range(len(self.modules)), key=lambda i: self.part_bytes[i] + cost[i])
+        self.part_bytes[part] += cost[part] + 200       # a wrapper's own text, roughly
+        return part
 
     def global_of(self, b: Buffer) -> ir.GlobalVariable:
         gv = self.globals.get(b)
@@ -184,10 +218,18 @@ class _Emitter:
             return fn
         slots = [j for j, v in enumerate(launch.block) if isinstance(v, Ptr)]
         params: list[ir.Type] = [PTR] * len(slots) + ([I64, I64] if ranged else [])
-        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), params),
-                         name=f"launch{self.n_wrappers}")
+        part = self._part_for(launch.spec)
+        fnty = ir.FunctionType(ir.VoidType(), params)
+        name = f"launch{self.n_wrappers}"
+        fn = ir.Function(self.modules[part], fnty, name=name)
         self.n_wrappers += 1
-        fn.linkage = "internal"
+        if part == 0:
+            fn.linkage = "internal"
+        else:                          # defined in another part: called by its name (the
+            declared = ir.Function(self.module, fnty, name=name)   # parts share one dylib)
+            for j, a in zip(slots, declared.args):
+                if not launch.block[j].extra:
+                    a.add_attribute("noalias")
         fn.attributes.add("nounwind")
         fn.attributes.add("noinline")
         for j, a in zip(slots, fn.args):
@@ -207,10 +249,11 @@ class _Emitter:
             slot = b.gep(blk, [I64(j)], inbounds=True, source_etype=I64)
             slot.type = PTR           # an opaque pointer: the slot holds an i64 or a ptr
             b.store(value, slot)
-        b.call(self.kernel(launch.spec), [blk])
+        b.call(self.kernel(launch.spec, part), [blk])
         b.ret_void()
-        self.wrappers[key] = fn
-        return fn
+        result = fn if part == 0 else declared
+        self.wrappers[key] = result
+        return result
 
     def pointer(self, b: ir.IRBuilder, p: Ptr, base) -> ir.Value:
         if p.extra:
@@ -265,11 +308,15 @@ class _Emitter:
         return self.link(), symbols, stages
 
     def link(self) -> str:
-        """The entry module's text with every kernel's definition spliced in."""
-        defined = set(self.kernel_fns)
+        """Each part's text with its kernels' definitions spliced in, the parts joined
+        by PART_MARKER."""
+        return PART_MARKER.join(self._link_part(i) for i in range(len(self.modules)))
+
+    def _link_part(self, part: int) -> str:
+        defined = self.part_kernels[part]
         declares: dict[str, str] = {}
         body: list[str] = []
-        for line in str(self.module).splitlines():
+        for line in str(self.modules[part]).splitlines():
             if line.startswith("declare"):
                 name = _declared_name(line)
                 if name in defined:
@@ -278,6 +325,8 @@ class _Emitter:
                 continue
             body.append(line)
         for spec, name in self.kernel_names.items():
+            if name not in defined:
+                continue
             for line in _kernel_text(spec, name, self.inline).splitlines():
                 if line.startswith(("; ModuleID", "target triple", "target datalayout")):
                     continue
@@ -311,7 +360,7 @@ def emit(program: Program, inline: str = "always", cache: bool = True
         if blob is not None:
             stages, symbols = stage_layout(program)
             return blob.decode(), symbols, stages
-    text, symbols, stages = _Emitter(program, inline).run()
+    text, symbols, stages = _Emitter(program, inline, parts_for(program, inline)).run()
     if key is not None:
         diskcache.put(key, text.encode())
     return text, symbols, stages

@@ -20,9 +20,16 @@ import llvmlite.binding as llvm
 
 from .. import _log
 from . import diskcache
-from .worker import CompileWorker, enabled as worker_enabled
+from .worker import CompileWorker, compile_many, enabled as worker_enabled
 
 VERSION = diskcache.VERSION
+# Between the module texts of one graph emitted as several modules (codegen.graph.emit)
+PART_MARKER = "; ---- llgrad: next module of this graph ----\n"
+
+
+def split_parts(text: str) -> list[str]:
+    """The module texts `emit` joined (one for a graph emitted as one module)."""
+    return text.split(PART_MARKER)
 
 
 @dataclass
@@ -61,13 +68,16 @@ class Target:
         self.fingerprint = hashlib.sha256(
             f"{VERSION}|{llvmlite.__version__}|{llvm.llvm_version_info}|{self.triple}|"
             f"{self.cpu}|{self.features}|{self.vector_width}".encode()).hexdigest()[:16]
-        # optimization and code generation run in a helper process (see codegen.worker)
-        self.worker: CompileWorker | None = None
+        # optimization and code generation run in helper processes (see codegen.worker):
+        # one per core up to two, so the two modules of a big graph build at once
+        self.workers: list[CompileWorker] = []
         if worker_enabled():
-            self.worker = CompileWorker({"triple": self.triple, "cpu": self.cpu,
-                                         "features": self.features,
-                                         "data_layout": self.data_layout})
-            self.worker.start()
+            from ..runtime.launch import usable_cpus
+            settings = {"triple": self.triple, "cpu": self.cpu, "features": self.features,
+                        "data_layout": self.data_layout}
+            # started at the first compile the disk cache cannot answer (a warm start
+            # never needs them)
+            self.workers = [CompileWorker(settings) for _ in range(min(2, usable_cpus()))]
 
     # -- symbols the generated code may call (BLAS pointers, runtime helpers) ----------
     def add_symbol(self, name: str, address: int) -> None:
@@ -95,41 +105,60 @@ class Target:
         return mod
 
     def assembly(self, ir_text: str) -> str:
-        mod = self.parse(ir_text)
-        self.optimize(mod)
-        return self.machine.emit_assembly(mod)
+        out = []
+        for part in split_parts(ir_text):
+            mod = self.parse(part)
+            self.optimize(mod)
+            out.append(self.machine.emit_assembly(mod))
+        return PART_MARKER.join(out)
 
     def optimized_ir(self, ir_text: str) -> str:
-        mod = self.parse(ir_text)
-        self.optimize(mod)
-        return str(mod)
+        out = []
+        for part in split_parts(ir_text):
+            mod = self.parse(part)
+            self.optimize(mod)
+            out.append(str(mod))
+        return PART_MARKER.join(out)
 
     def compile(self, ir_text: str, symbols: list[str], name: str = "kernel") -> Compiled:
         """Optimize, emit an object (or take it from the cache), link it, return addresses."""
-        key = hashlib.sha256((self.fingerprint + ir_text).encode()).hexdigest()
+        parts = split_parts(ir_text)      # a big graph comes as modules to build at once
+        keys = [hashlib.sha256((self.fingerprint + p).encode()).hexdigest() for p in parts]
         seconds: dict[str, float] = {}
         t0 = time.perf_counter()
-        obj = diskcache.get(key)
-        from_cache = obj is not None
-        if obj is None and self.worker is not None:
-            obj = self.worker.compile(self._widen(ir_text))
-            if obj is not None:
-                seconds = {"worker": time.perf_counter() - t0}
-                diskcache.put(key, obj)
-        if obj is None:
-            mod = self.parse(ir_text)
-            t1 = time.perf_counter()
-            self.optimize(mod)
-            t2 = time.perf_counter()
-            obj = self.machine.emit_object(mod)
-            t3 = time.perf_counter()
-            seconds = {"parse": t1 - t0, "optimize": t2 - t1, "codegen": t3 - t2}
-            diskcache.put(key, obj)
+        objs = [diskcache.get(k) for k in keys]
+        from_cache = all(o is not None for o in objs)
+        todo = [i for i, o in enumerate(objs) if o is None]
+        if todo and self.workers:
+            for w in self.workers:
+                w.start_once()
+            built = compile_many(self.workers, [self._widen(parts[i]) for i in todo])
+            for i, obj in zip(todo, built):
+                if obj is not None:
+                    objs[i] = obj
+                    diskcache.put(keys[i], obj)
+            if any(objs[i] is not None for i in todo):
+                seconds["worker"] = time.perf_counter() - t0
+        for i, part in enumerate(parts):
+            if objs[i] is None:
+                t1 = time.perf_counter()
+                mod = self.parse(part)
+                t2 = time.perf_counter()
+                self.optimize(mod)
+                t3 = time.perf_counter()
+                objs[i] = obj = self.machine.emit_object(mod)
+                t4 = time.perf_counter()
+                for k, v in (("parse", t2 - t1), ("optimize", t3 - t2), ("codegen", t4 - t3)):
+                    seconds[k] = seconds.get(k, 0.0) + v
+                diskcache.put(keys[i], obj)
         t4 = time.perf_counter()
         with self._lock:
             self._count += 1
             lib = f"llgrad_{self._count}_{name}"
-            builder = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
+            builder = llvm.JITLibraryBuilder()
+            for obj in objs:
+                builder.add_object_img(obj)
+            builder.add_current_process()
             for sym, address in self._symbols.items():
                 builder.import_symbol(sym, address)   # add_symbol alone is not seen by ORC
             for s in symbols:

@@ -101,6 +101,7 @@ class CompileWorker:
         self.failed = False
         self.compiled = 0                # objects this process got from children
         self._restart_here = False
+        self._started = False
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=self._forget)
 
@@ -109,6 +110,12 @@ class CompileWorker:
         self._lock = threading.Lock()
         self._proc, self._ready = None, threading.Event()
         self._restart_here = not self.failed
+
+    def start_once(self) -> None:
+        """Start the first child (later ones are started by recycling and restarts)."""
+        if not self._started:
+            self._started = True
+            self.start()
 
     def start(self) -> None:
         """Start a child without waiting for it (its first byte sets `_ready`)."""
@@ -136,36 +143,48 @@ class CompileWorker:
         threading.Thread(target=wait, daemon=True, name="llgrad-compile-worker").start()
 
     def compile(self, ir_text: str) -> bytes | None:
+        return compile_many([self], [ir_text])[0]
+
+    def _usable(self) -> bool:
+        """Whether a request can go to the child now (call with `_lock` held)."""
         if self.failed:
+            return False
+        if self._restart_here:           # first compile after a fork
+            self._restart_here = False
+            self.start()
+        return self._proc is not None and self._ready.is_set()
+
+    def _send(self, ir_text: str) -> bool:
+        proc = self._proc
+        try:
+            data = ir_text.encode()
+            assert proc is not None and proc.stdin is not None
+            proc.stdin.write(_LEN.pack(len(data)) + data)
+            proc.stdin.flush()
+            return True
+        except (OSError, ValueError):
+            self._restart()
+            return False
+
+    def _receive(self) -> bytes | None:
+        proc = self._proc
+        try:
+            assert proc is not None and proc.stdout is not None
+            head = _read_exact(proc.stdout, 1 + _LEN.size)
+            payload = None if head is None else \
+                _read_exact(proc.stdout, _LEN.unpack(head[1:])[0])
+            if head is None or payload is None:
+                raise OSError("the compile worker exited")
+        except (OSError, ValueError):
+            self._restart()              # a fresh child for the next request
             return None
-        with self._lock:
-            if self._restart_here:       # first compile after a fork
-                self._restart_here = False
-                self.start()
-            proc = self._proc
-            if proc is None or not self._ready.is_set():
-                return None              # not started yet: the caller compiles in-process
-            try:
-                data = ir_text.encode()
-                assert proc.stdin is not None and proc.stdout is not None
-                proc.stdin.write(_LEN.pack(len(data)) + data)
-                proc.stdin.flush()
-                head = _read_exact(proc.stdout, 1 + _LEN.size)
-                if head is None:
-                    raise OSError("the compile worker exited")
-                payload = _read_exact(proc.stdout, _LEN.unpack(head[1:])[0])
-                if payload is None:
-                    raise OSError("the compile worker exited")
-            except (OSError, ValueError):
-                self._restart()          # a fresh child for the next request
-                return None
-            self._count += 1
-            if self._count >= RECYCLE:   # give back what the child leaked
-                self._restart()
-            if head[:1] != b"\0":
-                return None
-            self.compiled += 1
-            return payload
+        self._count += 1
+        if self._count >= RECYCLE:       # give back what the child leaked
+            self._restart()
+        if head[:1] != b"\0":
+            return None
+        self.compiled += 1
+        return payload
 
     def _restart(self) -> None:
         """Replace the child and wait for the new one (~50 ms, once per RECYCLE compiles):
@@ -189,6 +208,31 @@ class CompileWorker:
     def close(self) -> None:
         with self._lock:
             self._stop()
+
+
+def compile_many(workers: list[CompileWorker], texts: list[str]) -> list[bytes | None]:
+    """Objects for `texts`, text i on worker i (mod the count); None where a text must be
+    compiled in-process (that worker is not ready, or failed on it). One request per child
+    is in flight at a time, all sent before any answer is read, so the children work at
+    once (a second request queued behind an answer nobody reads could deadlock the pipes)."""
+    out: list[bytes | None] = [None] * len(texts)
+    used = sorted({i % len(workers) for i in range(len(texts))})
+    for w in used:
+        workers[w]._lock.acquire()
+    try:
+        n = len(workers)
+        for start in range(0, len(texts), n):
+            sent = []
+            for i in range(start, min(start + n, len(texts))):
+                w = workers[i % n]
+                if w._usable() and w._send(texts[i]):
+                    sent.append((i, w))
+            for i, w in sent:
+                out[i] = w._receive()
+    finally:
+        for w in used:
+            workers[w]._lock.release()
+    return out
 
 
 def _child_env() -> dict[str, str]:
