@@ -20,7 +20,8 @@ import llvmlite.binding as llvm
 
 from .. import _log
 from . import diskcache
-from .worker import CompileWorker, compile_many, enabled as worker_enabled
+from .worker import (CompileWorker, compile_many, enabled as worker_enabled, optimize,
+                     target_machine)
 
 VERSION = diskcache.VERSION
 # Between the module texts of one graph emitted as several modules (codegen.graph.emit)
@@ -55,9 +56,7 @@ class Target:
         self.triple = llvm.get_process_triple()
         self.cpu = llvm.get_host_cpu_name()
         self.features = llvm.get_host_cpu_features().flatten()
-        target = llvm.Target.from_triple(self.triple)
-        self.machine = target.create_target_machine(cpu=self.cpu, features=self.features,
-                                                    opt=3, reloc="pic", codemodel="default")
+        self.machine = target_machine(self.triple, self.cpu, self.features)
         self.data_layout = str(self.machine.target_data)
         self.jit = llvm.create_lljit_compiler(self.machine)
         self._lock = threading.Lock()
@@ -86,12 +85,7 @@ class Target:
 
     # -- pipeline -----------------------------------------------------------------------
     def optimize(self, mod: llvm.ModuleRef) -> None:
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        pto.loop_vectorization = True
-        pto.slp_vectorization = True
-        pto.loop_unrolling = True
-        pb = llvm.create_pass_builder(self.machine, pto)
-        pb.getModulePassManager().run(mod, pb)
+        optimize(self.machine, mod)
 
     def _widen(self, ir_text: str) -> str:
         """The text with the preferred vector width on every definition."""

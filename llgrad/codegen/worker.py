@@ -47,6 +47,25 @@ def _read_exact(f: Any, n: int) -> bytes | None:
     return data
 
 
+def target_machine(triple: str, cpu: str, features: str) -> Any:
+    """The target machine llgrad compiles for (here and in the parent alike)."""
+    import llvmlite.binding as llvm
+    return llvm.Target.from_triple(triple).create_target_machine(
+        cpu=cpu, features=features, opt=3, reloc="pic", codemodel="default")
+
+
+def optimize(machine: Any, mod: Any) -> None:
+    """llgrad's LLVM pipeline (O3 with loop and SLP vectorization and unrolling), run on
+    `mod` for `machine`: here and in the parent's in-process path alike."""
+    import llvmlite.binding as llvm
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_unrolling = True
+    pb = llvm.create_pass_builder(machine, pto)
+    pb.getModulePassManager().run(mod, pb)
+
+
 def _child() -> None:
     import llvmlite.binding as llvm
     inp, out = sys.stdin.buffer, sys.stdout.buffer
@@ -56,9 +75,7 @@ def _child() -> None:
     cfg = json.loads(_read_exact(inp, _LEN.unpack(head)[0]) or b"{}")
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
-    target = llvm.Target.from_triple(cfg["triple"])
-    machine = target.create_target_machine(cpu=cfg["cpu"], features=cfg["features"], opt=3,
-                                           reloc="pic", codemodel="default")
+    machine = target_machine(cfg["triple"], cfg["cpu"], cfg["features"])
     out.write(b"R")
     out.flush()
     while True:
@@ -71,12 +88,7 @@ def _child() -> None:
             mod.triple = cfg["triple"]
             mod.data_layout = cfg["data_layout"]
             mod.verify()
-            pto = llvm.create_pipeline_tuning_options(speed_level=3)
-            pto.loop_vectorization = True
-            pto.slp_vectorization = True
-            pto.loop_unrolling = True
-            pb = llvm.create_pass_builder(machine, pto)
-            pb.getModulePassManager().run(mod, pb)
+            optimize(machine, mod)
             status, payload = b"\0", machine.emit_object(mod)
         except Exception as e:          # the parent redoes it in-process for the real error
             status, payload = b"\1", f"{type(e).__name__}: {e}".encode()
