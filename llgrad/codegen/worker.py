@@ -204,7 +204,8 @@ class CompileWorker:
         optimization's one-time allocations (tens of MB) behind."""
         self._stop()
         self.start()
-        self._ready.wait(10)
+        if not self.failed and not self._ready.wait(10):
+            self.failed = True           # a child that does not come up: compile here
 
     def _stop(self) -> None:
         proc, self._proc = self._proc, None
