@@ -554,3 +554,18 @@ print("ok")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env=env, timeout=300)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_mkl_is_initialized_on_a_helper_thread():
+    """Loading MKL starts its one-time initialization (a 2x2 sgemm) on a helper thread;
+    the thread finishes and later gemms are unaffected."""
+    from llgrad.runtime import blas
+    lib = blas._mkl()
+    if lib is None:
+        pytest.skip("MKL is not the BLAS here")
+    thread = blas._initialize_in_background(lib)
+    thread.join(30)
+    assert not thread.is_alive()
+    a, b = np.random.rand(64, 48).astype(np.float32), np.random.rand(48, 32).astype(np.float32)
+    import llgrad as lg
+    np.testing.assert_allclose((lg.tensor(a) @ lg.tensor(b)).numpy(), a @ b, rtol=1e-5)

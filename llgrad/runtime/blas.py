@@ -98,7 +98,31 @@ def _mkl() -> ctypes.CDLL | None:
     if lib is None and choice == "mkl":
         raise RuntimeError("LLGRAD_BLAS=mkl but MKL's runtime library (libmkl_rt) was not "
                            "found; install it with `pip install mkl` (llgrad[mkl])")
+    if lib is not None:
+        _initialize_in_background(lib)
     return lib
+
+
+def _initialize_in_background(lib: ctypes.CDLL) -> threading.Thread:
+    """MKL's first gemm call initializes the library (CPU dispatch, kernel selection):
+    ~10 ms here. MKL is loaded when a graph with a matmul is being compiled or an eager
+    matmul is planned, so a 2x2 sgemm on a helper thread (ctypes releases the GIL) does
+    that work while the compile goes on, instead of inside the first real call."""
+
+    def run() -> None:
+        two, one, zero = ctypes.c_int(2), ctypes.c_float(1.0), ctypes.c_float(0.0)
+        a, b, c = (ctypes.c_float * 4)(1, 2, 3, 4), (ctypes.c_float * 4)(1, 0, 0, 1), \
+            (ctypes.c_float * 4)()
+        n = ctypes.c_char_p(b"N")
+        try:
+            lib.sgemm_(n, n, ctypes.byref(two), ctypes.byref(two), ctypes.byref(two),
+                       ctypes.byref(one), a, ctypes.byref(two), b, ctypes.byref(two),
+                       ctypes.byref(zero), c, ctypes.byref(two))
+        except (OSError, AttributeError):
+            pass
+    thread = threading.Thread(target=run, daemon=True, name="llgrad-mkl-init")
+    thread.start()
+    return thread
 
 
 def backend() -> str:
