@@ -266,6 +266,19 @@ def test_eager_tensor_ops_use_a_generated_launch_and_still_record_kernels():
     np.testing.assert_array_equal(z.numpy(), x.numpy() + 1)
     xt = x.t()                                           # another layout: another plan
     np.testing.assert_array_equal((xt * xt).numpy(), x.numpy().T ** 2)
-    s = x * 2.0                                          # a scalar operand: no generated launch
-    assert ew._plans[ew._key("mul", (x, 2.0), None, None)].launch is False
+    s = x * 2.0                                          # a float operand: packed inline
+    s = x * 2.0
+    assert callable(ew._plans[ew._key("mul", (x, 2.0), None, None)].launch)
     np.testing.assert_array_equal(s.numpy(), 2 * x.numpy())
+    np.testing.assert_array_equal((1.5 - x).numpy(), 1.5 - x.numpy())
+    np.testing.assert_array_equal((1.5 - x).numpy(), 1.5 - x.numpy())
+    for _ in range(2):                                   # a number that does not pack as
+        big = x * 1e300                                  # float32: the general path, inf
+        assert np.isinf(big.numpy()[1:]).all()          # as in PyTorch
+    i = lg.arange(4)
+    for _ in range(2):                                   # an integer slot: no generated
+        np.testing.assert_array_equal((i * 3).numpy(), np.arange(4) * 3)    # launch
+    assert ew._plans[ew._key("mul", (i, 3), None, None)].launch is False
+    for _ in range(2):
+        z = x * (2 + 1j)                                 # complex: the general path too
+    np.testing.assert_allclose(z.numpy(), x.numpy() * (2 + 1j))

@@ -235,23 +235,45 @@ def run(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None = None,
 _NO_MEMORY = "an operand has no memory (a traced tensor reached eager execution)"
 
 
+_SCALAR_FORMATS = {d: _FORMAT[d] for d in ("float32", "float64")}   # packed inline
+
+
 def _tensor_launch(op: str, plan: Plan, operands: Sequence[Any]) -> Any:
-    """For a one-thread plan whose operands are all tensors (the key fixes which operands
-    are tensors, so every call of the plan has the same pattern): generated source that
-    packs the plan's constant argument template with the pointers in place and makes the
-    foreign call, instead of copying the template and looping over the operands. It
-    returns False, having done nothing, while kernels are being recorded. False (no
-    launch) for other plans."""
-    if not plan.serial or not all(isinstance(o, Tensor) for o in operands):
+    """For a one-thread plan (the key fixes which operands are tensors and which are
+    numbers, so every call of the plan has the same pattern): generated source that packs
+    the plan's constant argument template with the pointers in place, and a float32 or
+    float64 number into this thread's scalar slots, and makes the foreign call, instead
+    of copying the template and looping over the operands. It returns False, having done
+    nothing, while kernels are being recorded or when a number does not pack (the general
+    path then raises its error). False (no launch) for other plans, e.g. with an integer
+    or complex scalar slot."""
+    if not plan.serial:
         return False
     names = ["out"] + [f"a{i}" for i in range(len(operands))]
     values = [str(v) for v in plan.template]
-    for slot, name in zip(plan.ptr_slots, names):
-        values[slot] = f"{name}._ptr"
+    scalars = []
+    k = 0
+    for i, (slot, name) in enumerate(zip(plan.ptr_slots, names)):
+        if i == 0 or isinstance(operands[i - 1], Tensor):
+            values[slot] = f"{name}._ptr"
+            continue
+        fmt = _SCALAR_FORMATS.get(plan.scalar_dtypes[i - 1].name)
+        if fmt is None:
+            return False
+        scalars.append(f"        spack({fmt!r}, sbuf, {8 * k}, {name})\n")
+        values[slot] = f"saddr + {8 * k}"
+        k += 1
     unpack = f"    {', '.join(names[1:])}, = ops\n" if operands else ""
+    numbers = ""
+    if scalars:
+        numbers = (f"    sbuf, saddr = scratch()\n"
+                   f"    try:\n{''.join(scalars)}"
+                   f"    except (struct.error, TypeError, OverflowError):\n"
+                   f"        return False\n")
     source = (f"def go(out, ops):\n{unpack}"
               f"    if recording:\n"
               f"        return False\n"
+              f"{numbers}"
               f"    buf, addr = block()\n"
               f"    try:\n"
               f"        pack(buf, 0, {', '.join(values)})\n"
@@ -261,7 +283,7 @@ def _tensor_launch(op: str, plan: Plan, operands: Sequence[Any]) -> Any:
               f"    return True\n")
     consts = {"recording": launch._recording, "block": launch.block, "struct": struct,
               "pack": plan.packer.pack_into, "fn": plan.kernel.fn, "NO_MEMORY": _NO_MEMORY,
-              "OP": op}
+              "OP": op, "scratch": _scratch, "spack": struct.pack_into}
     return define(source, f"<llgrad eager launch {op}>", consts, "go")
 
 
