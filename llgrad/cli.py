@@ -128,8 +128,9 @@ def _cache(ns: argparse.Namespace) -> int:
     if diskcache.root() is None:
         print("compiled-code cache: off (LLGRAD_CACHE_DIR is empty); nothing to do")
         return 0
+    from llgrad._units import human_bytes
     n, nbytes = diskcache.clear() if ns.action == "clear" else diskcache.prune()
-    print(f"removed {n} entries ({diskcache._human(nbytes)}) from {diskcache.root()}")
+    print(f"removed {n} entries ({human_bytes(nbytes)}) from {diskcache.root()}")
     return 0
 
 
@@ -139,6 +140,8 @@ def environment() -> dict[str, Any]:
     import llvmlite
     import llvmlite.binding as llvm
     import llgrad
+    from importlib.metadata import PackageNotFoundError, version
+    from llgrad._units import human_bytes
     from llgrad.codegen import diskcache
     from llgrad.codegen.target import get_target
     from llgrad.runtime import blas
@@ -153,7 +156,7 @@ def environment() -> dict[str, Any]:
         "platform": platform.platform(),
         "cpu": f"{t.cpu} ({t.triple})",
         "cpu features": " ".join(f for f in wanted if f in features) or "(none of note)",
-        "vector width": f"{t.vector_width or 'LLVM default'} bits",
+        "vector width": f"{t.vector_width} bits" if t.vector_width else "LLVM's default",
         "logical cpus": os.cpu_count(),
         "usable cpus": usable_cpus(),
         "llgrad threads": f"{num_threads()} (LLGRAD_NUM_THREADS)",
@@ -164,9 +167,8 @@ def environment() -> dict[str, Any]:
     }
     for name in ("scipy", "networkx", "torch", "jax", "mpi4py", "safetensors"):
         try:
-            from importlib.metadata import version
             info[name] = version(name)
-        except Exception:
+        except PackageNotFoundError:
             info[name] = "not installed"
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                 "LLGRAD_LOG", "LLGRAD_CACHE_DIR", "LLGRAD_DISABLE_COMPILE"):
@@ -174,8 +176,8 @@ def environment() -> dict[str, Any]:
             info[var] = os.environ[var]
     c = diskcache.info()
     info["cache"] = ("off" if c.root is None else
-                     f"{c.root} ({c.entries} entries, {diskcache._human(c.bytes)} of "
-                     f"{diskcache._human(c.limit)})")
+                     f"{c.root} ({c.entries} entries, {human_bytes(c.bytes)} of "
+                     f"{human_bytes(c.limit)})")
     return info
 
 

@@ -194,3 +194,15 @@ def test_dlpack_bfloat16_both_ways_without_copies():
     assert y.dtype == torch.bfloat16
     y.add_(1)
     np.testing.assert_array_equal(x.float().numpy(), [1.5, 2.0, -2.0])
+
+
+def test_numpy_arguments_llgrad_does_not_take_are_never_ignored():
+    """`out=`, `dtype=` and other arguments an llgrad equivalent does not take send the
+    call to NumPy (no gradient at stake) or refuse it, instead of being dropped."""
+    t = lg.arange(6.0).reshape(2, 3)
+    out = np.zeros((2, 3))
+    np.clip(t, 1, 4, out=out)
+    np.testing.assert_array_equal(out, np.clip(np.arange(6.0).reshape(2, 3), 1, 4))
+    assert isinstance(np.sum(t, dtype=np.float64), np.floating)
+    with pytest.raises(TypeError, match=r"np\.dot: llgrad does not take these arguments"):
+        np.dot(lg.ones(2, requires_grad=True), lg.ones(2), out=np.zeros(()))

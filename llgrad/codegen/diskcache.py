@@ -35,6 +35,7 @@ from pathlib import Path
 
 from .. import _log
 from .._warnings import warn_at_user
+from .._units import human_bytes
 from .._version import __version__ as VERSION
 
 __all__ = ["root", "folder", "get", "put", "info", "clear", "prune", "size_limit",
@@ -46,7 +47,10 @@ _FOLDER = re.compile(r"\d[\w.+-]*-llvm\d+(\.\d+)*")
 DEFAULT_SIZE = 1 << 30
 _refused: dict[str, str] = {}        # directory -> why its entries are not loaded
 _lock = threading.Lock()
-_usage: list[int] = []               # bytes in the current folder (scanned on first write)
+# bytes the cache holds: None until a scan (started by the first write, on a helper thread:
+# a cache of 10,000 entries takes ~75 ms to walk) has counted them; then kept up to date
+_usage: list[int | None] = [None]
+_scanning = [False]
 
 
 def default_root() -> Path:
@@ -202,12 +206,23 @@ def put(key: str, obj: bytes) -> None:
         return
     limit = size_limit()
     with _lock:
-        if not _usage:
-            _usage.append(sum(e.size for e in _entries(r)))
-        else:
-            _usage[0] += len(obj) + len(_MAGIC) + 32
-        over = _usage[0] > limit
-    if over:
+        total = _usage[0]
+        if total is not None:
+            total = _usage[0] = total + len(obj) + len(_MAGIC) + 32
+        elif not _scanning[0]:
+            _scanning[0] = True
+            threading.Thread(target=_count, args=(r, limit), daemon=True,
+                             name="llgrad-cache-scan").start()
+    if total is not None and total > limit:
+        prune(int(0.8 * limit))
+
+
+def _count(r: Path, limit: int) -> None:
+    """Count the cache's bytes (off the compile's path); prune if over the cap."""
+    total = sum(e.size for e in _entries(r))
+    with _lock:
+        _usage[0], _scanning[0] = total, False
+    if total > limit:
         prune(int(0.8 * limit))
 
 
@@ -262,11 +277,11 @@ class CacheInfo:
         if self.root is None:
             return "compiled-code cache: off (LLGRAD_CACHE_DIR is empty)"
         lines = [f"compiled-code cache: {self.root}",
-                 f"  {self.entries} entries, {_human(self.bytes)} of {_human(self.limit)} "
+                 f"  {self.entries} entries, {human_bytes(self.bytes)} of {human_bytes(self.limit)} "
                  f"(LLGRAD_CACHE_SIZE)"]
         for tag, (n, b) in sorted(self.folders.items()):
             mark = "  (this version)" if tag == self.current else "  (other version)"
-            lines.append(f"  {tag}: {n} entries, {_human(b)}{mark}")
+            lines.append(f"  {tag}: {n} entries, {human_bytes(b)}{mark}")
         for where, why in self.refused.items():
             lines.append(f"  refused: {where}: {why}")
         return "\n".join(lines)
@@ -317,7 +332,7 @@ def clear() -> tuple[int, int]:
     with _lock:
         done = _remove(_entries(r))
         _remove_empty_folders(r)
-        _usage.clear()
+        _usage[0] = None
     _log.log("cache", f"cleared {done[0]} entries ({done[1]} bytes) from {r}")
     return done
 
@@ -342,14 +357,6 @@ def prune(limit: int | None = None) -> tuple[int, int]:
             total -= e.size
         done = _remove(stale + drop)
         _remove_empty_folders(r)
-        _usage[:] = [total]
+        _usage[0] = total
     _log.log("cache", f"pruned {done[0]} entries ({done[1]} bytes) from {r}")
     return done
-
-
-def _human(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"

@@ -85,7 +85,7 @@ def parts_for(program: Program, inline: str) -> int:
     specs = {launch.spec for launch in program.launches}
     if program.threads < 2 or len(specs) < 2:
         return 1
-    size = sum(len(_kernel_text(spec, "k", inline)) for spec in specs)
+    size = sum(len(_kernel_template(spec, inline)) for spec in specs)
     return 2 if size > SPLIT_BYTES else 1
 
 _kernel_texts: dict[tuple[Any, str], str] = {}
@@ -93,6 +93,11 @@ _kernel_texts: dict[tuple[Any, str], str] = {}
 
 def _kernel_text(spec: Any, name: str, inline: str) -> str:
     """A kernel's module text under `name` (built once per process per spec)."""
+    return _kernel_template(spec, inline).replace(f'@"{_PLACEHOLDER}"', f'@"{name}"')
+
+
+def _kernel_template(spec: Any, inline: str) -> str:
+    """A kernel's module text with its function named `_PLACEHOLDER` (cached)."""
     text = _kernel_texts.get((spec, inline))
     if text is None:
         module = _BUILDERS[type(spec)](spec, _PLACEHOLDER)
@@ -103,7 +108,7 @@ def _kernel_text(spec: Any, name: str, inline: str) -> str:
         elif inline == "never":
             fn.attributes.add("noinline")
         text = _kernel_texts[(spec, inline)] = str(module)
-    return text.replace(f'@"{_PLACEHOLDER}"', f'@"{name}"')
+    return text
 
 
 def stage_layout(program: Program) -> tuple[list[Stage], list[str]]:
@@ -154,7 +159,7 @@ class _Emitter:
         only where that part does not already hold the kernel."""
         if len(self.modules) == 1:
             return 0
-        size = len(_kernel_text(spec, "k", self.inline))
+        size = len(_kernel_template(spec, self.inline))
         name = self.kernel_names.get(spec)
         cost = [0 if name in held else size for held in self.part_kernels]
         part = min(range(len(self.modules)), key=lambda i: self.part_bytes[i] + cost[i])

@@ -128,17 +128,23 @@ def no_bool_subtraction(op: str, input: Any, other: Any) -> None:
                            f"`logical_not()` operator instead.")
 
 
+def _scaled_operands(input: Any, other: Any, alpha: Any) -> tuple[Any, Any, Any]:
+    """add/sub's operands with NumPy scalars as Python numbers (a class check first: the
+    common tensor-and-number call pays nothing more)."""
+    if other.__class__ not in _PLAIN or input.__class__ not in _PLAIN or alpha != 1:
+        return plain_numbers((input, other, alpha))
+    return input, other, alpha
+
+
 def add(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
     _check("add", input, other)
-    if other.__class__ not in _PLAIN or input.__class__ not in _PLAIN or alpha != 1:
-        input, other, alpha = plain_numbers((input, other, alpha))
+    input, other, alpha = _scaled_operands(input, other, alpha)
     return elementwise("add", input, _scaled("add", input, other, alpha))
 
 
 def sub(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
     _check("sub", input, other)
-    if other.__class__ not in _PLAIN or input.__class__ not in _PLAIN or alpha != 1:
-        input, other, alpha = plain_numbers((input, other, alpha))
+    input, other, alpha = _scaled_operands(input, other, alpha)
     no_bool_subtraction("sub", input, other)
     other = _scaled("sub", input, other, alpha)
     name = "RsubBackward1" if not isinstance(input, Tensor) else None   # `2 - x`

@@ -15,10 +15,12 @@
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 import numpy as np
 
+from .. import pytree
 from ..tensor import Tensor
 
 __all__ = ["plain_number", "plain_numbers", "array_ufunc", "array_function", "UFUNCS",
@@ -26,12 +28,8 @@ __all__ = ["plain_number", "plain_numbers", "array_ufunc", "array_function", "UF
 
 
 def plain_number(x: Any) -> Any:
-    """A NumPy scalar as the Python number it holds; anything else unchanged."""
-    if isinstance(x, np.generic) and not isinstance(x, (np.str_, np.bytes_, np.void)):
-        if isinstance(x, np.datetime64) or isinstance(x, np.timedelta64):
-            return x
-        return x.item()
-    return x
+    """A NumPy scalar number as the Python number it holds; anything else unchanged."""
+    return x.item() if isinstance(x, (np.number, np.bool_)) else x
 
 
 def plain_numbers(operands: tuple) -> tuple:
@@ -45,7 +43,6 @@ def _lg() -> Any:
 
 def _ufuncs() -> dict[Any, Callable[..., Any]]:
     lg = _lg()
-    F = lg.nn.functional
     table = {
         np.add: lg.add, np.subtract: lg.sub, np.multiply: lg.mul, np.divide: lg.div,
         np.true_divide: lg.div, np.floor_divide: lg.floor_divide, np.power: lg.pow,
@@ -73,7 +70,6 @@ def _ufuncs() -> dict[Any, Callable[..., Any]]:
                      ("logaddexp", "logaddexp"), ("fmax", "fmax"), ("fmin", "fmin")):
         if hasattr(lg, fn):
             table[getattr(np, name)] = getattr(lg, fn)
-    del F
     return table
 
 
@@ -91,31 +87,11 @@ def _as_tensor(x: Any) -> Any:
 
 
 def _tensors_need_grad(values: Any) -> bool:
-    found = []
-
-    def walk(v: Any) -> None:
-        if isinstance(v, Tensor):
-            found.append(v.requires_grad)
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                walk(x)
-        elif isinstance(v, dict):
-            for x in v.values():
-                walk(x)
-    walk(values)
-    return any(found)
+    return any(isinstance(v, Tensor) and v.requires_grad for v in pytree.leaves(values))
 
 
 def _to_numpy(values: Any) -> Any:
-    if isinstance(values, Tensor):
-        return values.numpy()
-    if isinstance(values, list):
-        return [_to_numpy(v) for v in values]
-    if isinstance(values, tuple):
-        return tuple(_to_numpy(v) for v in values)
-    if isinstance(values, dict):
-        return {k: _to_numpy(v) for k, v in values.items()}
-    return values
+    return pytree.tree_map(lambda v: v.numpy() if isinstance(v, Tensor) else v, values)
 
 
 def _refuse(what: str, why: str) -> TypeError:
@@ -135,15 +111,8 @@ def array_ufunc(self: Tensor, ufunc: Any, method: str, *inputs: Any, **kwargs: A
         return fn(*[_as_tensor(x) for x in inputs])
     if method == "reduce" and ufunc in _REDUCE and set(kwargs) <= {"axis", "keepdims"}:
         (x,) = inputs
-        axis = kwargs.get("axis", 0)
-        keep = bool(kwargs.get("keepdims", False))
-        t = _as_tensor(x)
-        op = getattr(_lg(), _REDUCE[ufunc])
-        if axis is None:
-            out = op(t)
-            return out.reshape([1] * t.ndim) if keep else out
-        return op(t, axis, keepdim=keep) if _REDUCE[ufunc] not in ("prod",) else \
-            _prod(t, axis, keep)
+        return _reduction(_REDUCE[ufunc])(x, kwargs.get("axis", 0),
+                                          bool(kwargs.get("keepdims", False)))
     if _tensors_need_grad((inputs, kwargs)):
         why = ("llgrad has no equivalent of this call" if fn is None and method == "__call__"
                else f"llgrad does not run {'out=/where= arguments' if method == '__call__' else 'this ufunc method'}")
@@ -151,33 +120,21 @@ def array_ufunc(self: Tensor, ufunc: Any, method: str, *inputs: Any, **kwargs: A
     return getattr(ufunc, method)(*_to_numpy(inputs), **_to_numpy(kwargs))
 
 
-def _prod(t: Tensor, axis: Any, keep: bool) -> Tensor:
-    axes = axis if isinstance(axis, tuple) else (axis,)
-    for a in sorted((a % t.ndim for a in axes), reverse=True):
-        t = _lg().prod(t, a, keepdim=keep)
-    return t
-
-
-def _axis_kwargs(kwargs: dict) -> dict:
-    out = dict(kwargs)
-    if "axis" in out:
-        out["dim"] = out.pop("axis")
-    if "keepdims" in out:
-        out["keepdim"] = out.pop("keepdims")
-    return out
-
-
 def _reduction(name: str) -> Callable[..., Any]:
-    def run(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
-            keepdims: bool = False, **rest: Any) -> Any:
-        if out is not None or rest:
-            raise NotImplementedError
+    """NumPy's `f(a, axis=None, keepdims=False)` on llgrad's reduction `name` (prod, which
+    takes one axis, reduces a tuple of axes one at a time)."""
+    def run(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
         t = _as_tensor(a)
         fn = getattr(_lg(), name)
         if axis is None:
             r = fn(t)
             return r.reshape([1] * t.ndim) if keepdims else r
-        return fn(t, axis, keepdim=keepdims)
+        if name != "prod":
+            return fn(t, axis, keepdim=keepdims)
+        for ax in sorted((ax % t.ndim for ax in (axis if isinstance(axis, tuple) else
+                                                  (axis,))), reverse=True):
+            t = fn(t, ax, keepdim=keepdims)
+        return t
     return run
 
 
@@ -185,15 +142,12 @@ def _functions() -> dict[Any, Callable[..., Any]]:
     lg = _lg()
 
     def seq(fn: Callable[..., Any]) -> Callable[..., Any]:
-        return lambda arrays, axis=0, **kw: fn([_as_tensor(a) for a in arrays], axis)
+        return lambda arrays, axis=0: fn([_as_tensor(a) for a in arrays], axis)
 
-    def shape_fn(fn: Callable[..., Any]) -> Callable[..., Any]:
-        return lambda a, *args, **kw: fn(_as_tensor(a), *args, **_axis_kwargs(kw))
-
-    table = {
-        np.sum: _reduction("sum"), np.mean: _reduction("mean"),
-        np.prod: lambda a, axis=None, keepdims=False: lg.prod(_as_tensor(a)) if axis is None
-        else _prod(_as_tensor(a), axis, keepdims),
+    # only the arguments each entry names are taken: any other (out=, dtype=, order=, ...)
+    # makes `array_function` fall back instead of being ignored
+    return {
+        np.sum: _reduction("sum"), np.mean: _reduction("mean"), np.prod: _reduction("prod"),
         np.max: _reduction("amax"), np.amax: _reduction("amax"), np.min: _reduction("amin"),
         np.amin: _reduction("amin"), np.all: _reduction("all"), np.any: _reduction("any"),
         np.concatenate: seq(lg.cat), np.stack: seq(lg.stack),
@@ -202,32 +156,43 @@ def _functions() -> dict[Any, Callable[..., Any]]:
         else NotImplemented,
         np.transpose: lambda a, axes=None: _as_tensor(a).permute(
             *(axes if axes is not None else reversed(range(_as_tensor(a).ndim)))),
-        np.reshape: lambda a, shape, **kw: _as_tensor(a).reshape(shape),
+        np.reshape: lambda a, shape: _as_tensor(a).reshape(shape),
         np.squeeze: lambda a, axis=None: lg.squeeze(_as_tensor(a)) if axis is None
         else lg.squeeze(_as_tensor(a), axis),
         np.expand_dims: lambda a, axis: lg.unsqueeze(_as_tensor(a), axis),
-        np.dot: lambda a, b, out=None: lg.matmul(_as_tensor(a), _as_tensor(b)),
-        np.clip: lambda a, a_min=None, a_max=None, **kw: lg.clamp(
+        np.dot: lambda a, b: lg.matmul(_as_tensor(a), _as_tensor(b)),
+        np.clip: lambda a, a_min=None, a_max=None: lg.clamp(
             _as_tensor(a), plain_number(a_min), plain_number(a_max)),
-        np.cumsum: lambda a, axis=None, **kw: lg.cumsum(_as_tensor(a).reshape(-1), 0)
+        np.cumsum: lambda a, axis=None: lg.cumsum(_as_tensor(a).reshape(-1), 0)
         if axis is None else lg.cumsum(_as_tensor(a), axis),
-        np.argmax: lambda a, axis=None, **kw: lg.argmax(_as_tensor(a), axis),
-        np.argmin: lambda a, axis=None, **kw: lg.argmin(_as_tensor(a), axis),
-        np.einsum: lambda eq, *ops, **kw: lg.einsum(eq, *[_as_tensor(o) for o in ops]),
+        np.argmax: lambda a, axis=None: lg.argmax(_as_tensor(a), axis),
+        np.argmin: lambda a, axis=None: lg.argmin(_as_tensor(a), axis),
+        np.einsum: lambda eq, *ops: lg.einsum(eq, *[_as_tensor(o) for o in ops]),
         np.shape: lambda a: tuple(_as_tensor(a).shape),
         np.ndim: lambda a: _as_tensor(a).ndim,
         np.size: lambda a, axis=None: _as_tensor(a).numel() if axis is None
         else _as_tensor(a).shape[axis],
+        np.var: lambda a, axis=None, ddof=0, keepdims=False: lg.var(
+            _as_tensor(a), axis, correction=ddof, keepdim=keepdims),
+        np.std: lambda a, axis=None, ddof=0, keepdims=False: lg.std(
+            _as_tensor(a), axis, correction=ddof, keepdim=keepdims),
     }
-    if hasattr(np, "var"):
-        table[np.var] = lambda a, axis=None, ddof=0, keepdims=False: lg.var(
-            _as_tensor(a), axis, correction=ddof, keepdim=keepdims)
-        table[np.std] = lambda a, axis=None, ddof=0, keepdims=False: lg.std(
-            _as_tensor(a), axis, correction=ddof, keepdim=keepdims)
-    return table
 
 
 FUNCTIONS: dict[Any, Callable[..., Any]] = {}
+_SIGNATURES: dict[Any, inspect.Signature] = {}
+
+
+def _takes(fn: Callable[..., Any], args: tuple, kwargs: dict) -> bool:
+    """Whether `fn` takes these arguments (an argument it does not name: fall back)."""
+    sig = _SIGNATURES.get(fn)
+    if sig is None:
+        sig = _SIGNATURES[fn] = inspect.signature(fn)
+    try:
+        sig.bind(*args, **kwargs)
+    except TypeError:
+        return False
+    return True
 
 
 def array_function(self: Tensor, func: Any, types: tuple, args: tuple, kwargs: dict) -> Any:
@@ -235,14 +200,8 @@ def array_function(self: Tensor, func: Any, types: tuple, args: tuple, kwargs: d
     if not FUNCTIONS:
         FUNCTIONS.update(_functions())
     fn = FUNCTIONS.get(func)
-    if fn is not None:
-        try:
-            got = fn(*args, **kwargs)
-        except (NotImplementedError, TypeError) as e:
-            if isinstance(e, TypeError) and "unexpected keyword" not in str(e) and \
-                    "positional argument" not in str(e):
-                raise
-            got = NotImplemented
+    if fn is not None and _takes(fn, args, kwargs):
+        got = fn(*args, **kwargs)
         if got is not NotImplemented:
             return got
     if _tensors_need_grad((args, kwargs)):

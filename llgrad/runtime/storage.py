@@ -12,6 +12,8 @@ import threading
 
 import numpy as np
 
+from .._units import human_bytes
+
 ALIGNMENT = 64
 SMALL_BYTES = 512
 
@@ -161,8 +163,8 @@ def _allocate_pooled(nbytes: int) -> Storage:
         try:
             raw = np.empty(size, dtype=np.uint8)
         except MemoryError:
-            raise MemoryError(f"cannot allocate a buffer of {_human(size)} ({size} bytes)") \
-                from None
+            raise MemoryError(f"cannot allocate a buffer of {human_bytes(size)} "
+                              f"({size} bytes)") from None
     addr = _address(raw)
     pad = (-addr) % ALIGNMENT
     return PooledStorage(raw[pad:pad + nbytes], addr + pad, raw=raw)
@@ -192,16 +194,8 @@ def _check_available(size: int) -> None:
     empty_pool()                      # blocks kept for reuse are memory this can give back
     free = available_bytes() or 0
     if size > free:
-        raise MemoryError(f"cannot allocate a buffer of {_human(size)} ({size} bytes): "
-                          f"the system has {_human(free)} available")
-
-
-def _human(nbytes: int) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
-        if nbytes < 1024 or unit == "TiB":
-            return f"{nbytes:.1f} {unit}" if unit != "bytes" else f"{nbytes} bytes"
-        nbytes /= 1024
-    raise AssertionError
+        raise MemoryError(f"cannot allocate a buffer of {human_bytes(size)} ({size} bytes): "
+                          f"the system has {human_bytes(free)} available")
 
 
 def empty_pool() -> None:
