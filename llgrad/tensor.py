@@ -420,6 +420,13 @@ class Tensor:
                            self._requires_grad))
 
 
+# Classes whose instances are plain tensors with data (Tensor, nn.Parameter): generated
+# call code (a compiled graph's runner, a compiled function's specialized call) accepts an
+# argument by checking that its class is one of these, instead of an isinstance walk.
+# A subclass joins by adding itself; one that overrides metadata or holds no data must not.
+DENSE_CLASSES: set[type] = {Tensor}
+
+
 class SymbolicTensor(Tensor):
     """A tensor without values of its own (a tracer, a vmap batch): every way of reading
     values goes through `_no_data`, which subclasses turn into their own error."""

@@ -351,6 +351,7 @@ class Tensor:
 
 
 Any: Any
+DENSE_CLASSES: Any
 DType: Any
 def Iterator(*args: Any, **kwargs: Any) -> Any: ...
 SLAB_MAX: Any

@@ -203,16 +203,104 @@ def test_value_and_grad_call_is_specialized():
     np.testing.assert_allclose(v.item(), 1.5 * np.sin(x.numpy()).sum(), rtol=1e-5)
 
 
-def test_signatures_with_effects_keep_the_general_path():
+def test_signatures_with_effects_are_specialized_and_aliasing_misses():
     def f(x, buf):
         buf.add_(x)
         return x * 2
     cf = lg.compile(f)
     x, buf = lg.ones(3), lg.zeros(3)
     cf(x, buf)
-    cf(x, buf)
-    assert cf._fast is None
-    assert buf.tolist() == [2.0, 2.0, 2.0]
+    version = buf._storage.version
+    out = cf(x, buf)
+    assert cf._fast is not None and "_storage.version += 1" in cf._fast.__source__
+    assert buf.tolist() == [2.0, 2.0, 2.0] and out.tolist() == [2.0, 2.0, 2.0]
+    assert buf._storage.version == version + 1
+    assert cf._fast((x, buf)) is not MISS and buf.tolist() == [3.0, 3.0, 3.0]
+    # the written argument is the other one too: the general path runs f eagerly
+    y = lg.ones(3)
+    assert cf._fast((y, y)) is MISS and y.tolist() == [1.0, 1.0, 1.0]
+    assert cf(y, y).tolist() == [4.0, 4.0, 4.0] and y.tolist() == [2.0, 2.0, 2.0]
+    # a written argument that is not dense: missed, then copied back by the general path
+    base = lg.zeros(3, 2)
+    col = base[:, 0]
+    assert cf._fast((x, col)) is MISS
+    cf(x, col)
+    assert base.tolist() == [[1.0, 0.0]] * 3
+
+
+def _sgd_step(model, opt, x, y):
+    opt.zero_grad()
+    loss = lg.nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def _tiny_model(seed):
+    lg.manual_seed(seed)
+    return lg.nn.Sequential(lg.nn.Linear(6, 5), lg.nn.ReLU(), lg.nn.Linear(5, 3))
+
+
+def test_a_training_step_takes_the_specialized_path_and_matches_eager():
+    x, y = lg.randn(8, 6), lg.tensor([0, 1, 2, 0, 1, 2, 0, 1])
+    runs = {}
+    for mode in ("compiled", "eager"):
+        model = _tiny_model(0)
+        opt = lg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        step = lg.compile(_sgd_step) if mode == "compiled" else _sgd_step
+        losses = [step(model, opt, x, y).item() for _ in range(6)]
+        if mode == "compiled":
+            src = step._fast.__source__
+            assert "a0 is not K0" in src and "a1 is not K1" in src     # module, optimizer
+            assert "grad_state.enabled = False" in src and "._grad = o[" in src
+            out = step._fast((model, opt, x, y))             # a seventh step
+            assert out is not MISS
+            losses.append(out.item())
+            # another model of the same shapes is another signature: missed, then compiled
+            other = _tiny_model(1)
+            other_opt = lg.optim.SGD(other.parameters(), lr=0.1, momentum=0.9)
+            assert step._fast((other, other_opt, x, y)) is MISS
+        else:
+            losses.append(step(model, opt, x, y).item())
+        runs[mode] = (losses, [p.detach().numpy().copy() for p in model.parameters()],
+                      [p.grad.numpy().copy() for p in model.parameters()])
+    (lc, pc, gc), (le, pe, ge) = runs["compiled"], runs["eager"]
+    np.testing.assert_allclose(lc, le, rtol=1e-5)
+    for a, b in zip(pc + gc, pe + ge):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_changing_the_learning_rate_reaches_the_specialized_step():
+    x, y = lg.randn(8, 6), lg.tensor([0, 1, 2, 0, 1, 2, 0, 1])
+    model = _tiny_model(0)
+    opt = lg.optim.SGD(model.parameters(), lr=0.1)
+    step = lg.compile(_sgd_step)
+    step(model, opt, x, y)
+    step(model, opt, x, y)
+    before = [p.detach().numpy().copy() for p in model.parameters()]
+    opt.param_groups[0]["lr"] = 0.0
+    step(model, opt, x, y)
+    assert step._fast is not None
+    for p, b in zip(model.parameters(), before):
+        np.testing.assert_array_equal(p.detach().numpy(), b)
+
+
+def test_runner_writes_in_place_only_when_no_argument_shares_memory():
+    def f(x, w):
+        w.sub_(x * 0.5)
+        return x.sum()
+    cf = lg.compile(f)
+    x, w = lg.ones(4), lg.full((4,), 3.0)
+    cf(x, w)
+    ex = next(iter(cf._entries.values())).function.plain().executable
+    run = ex.runner()
+    assert "len({a0._storage, a1._storage}) != 2" in run.__source__
+    outs = run(x, w)
+    assert outs[1] is w and w.tolist() == [2.0] * 4       # written into w's own memory
+    outs = run(w, w)                                       # shared: a new output tensor
+    assert outs[1] is not w
+    p = lg.nn.Parameter(lg.full((4,), 3.0))                # a Parameter passes the checks
+    assert run(x, p)[1] is p and p.tolist() == [2.5] * 4
 
 
 def test_runner_falls_back_for_unusual_arguments():

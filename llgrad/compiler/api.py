@@ -294,10 +294,7 @@ class CompiledFunction:
             refresh()
         if not entry.effects:
             outs = entry.function(*leaves, *entry.captured)
-            if entry.fast is None and self.use_cache:
-                entry.fast = specialize(entry, key, len(args), self._guard_sources_cached(),
-                                        compile_disabled) or False
-            self._fast = entry.fast or None
+            self._specialize(entry, key, args, kwargs)
             return _unflatten(entry.out_structure, outs)
         if entry.written and _aliases_a_written_input(entry.written, leaves, entry.captured):
             _log.log("graph_breaks", f"{self.__name__}: an argument shares memory with a "
@@ -311,7 +308,16 @@ class CompiledFunction:
         else:
             outs = entry.function(*leaves, *entry.captured)
         _apply_effects(entry.effects, [o.detach() for o in outs[entry.n_outputs:]], leaves)
+        self._specialize(entry, key, args, kwargs)
         return _unflatten(entry.out_structure, outs[:entry.n_outputs])
+
+    def _specialize(self, entry: Entry, key: tuple, args: tuple, kwargs: dict) -> None:
+        """Leave this signature's specialized call (made once) for the next call to try."""
+        if entry.fast is None and self.use_cache:
+            entry.fast = not kwargs and specialize(entry, key, args,
+                                                   self._guard_sources_cached(),
+                                                   compile_disabled) or False
+        self._fast = entry.fast or None
 
     def _compile(self, key: tuple, args: tuple, kwargs: dict) -> Entry:
         if self._last_key is not None:

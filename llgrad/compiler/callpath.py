@@ -12,8 +12,10 @@ shape, dtype, requires_grad; captured tensors' requires_grad; grad mode; no trac
 
 Any check that fails returns `MISS` and the caller takes the general path, which is what
 decides everything (recompiles, graph breaks, logs); the specialized call never decides
-anything itself. Signatures with side effects (in-place writes, `.grad` updates,
-training steps) keep the general path.
+anything itself. Arguments that are not tensors (a module, an optimizer, a number) are
+checked by identity (numbers and strings by class and value). Side effects (in-place
+writes, `.grad` updates: a whole training step) are written out as statements after the
+call, as `api._apply_effects` would replay them.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from typing import Any, Callable
 
 from .._source import define
 from ..autograd.grad_mode import _state as grad_state
-from ..tensor import Tensor
+from ..tensor import DENSE_CLASSES
 from ..tracer.context import current
 from ..tracer.make_ir import _Leaf
 
@@ -32,26 +34,36 @@ _SIMPLE = (bool, int, float, complex, str, type(None))     # guarded values (see
 _MISSING = object()
 
 
-def specialize(entry: Any, key: tuple, n_args: int, sources: list[tuple[str, Any, str]],
+def specialize(entry: Any, key: tuple, args: tuple, sources: list[tuple[str, Any, str]],
                disabled: Callable[[], bool]) -> Callable[[tuple], Any] | None:
-    """The specialized call for `entry` (an `api.Entry`) under signature `key`, or None
-    when the signature needs the general path. `sources` are where the guarded Python
-    constants live (`CompiledFunction._guard_sources`; the key holds the values they had);
-    `disabled` is `api.compile_disabled`."""
+    """The specialized call for `entry` (an `api.Entry`) under signature `key`, made from
+    the positional `args` that produced the key, or None when the signature needs the
+    general path. `sources` are where the guarded Python constants live
+    (`CompiledFunction._guard_sources`; the key holds the values they had); `disabled` is
+    `api.compile_disabled`."""
     (structure, _), sig, grad_on = key
-    if entry.graph_break is not None or entry.effects or entry.self_contained or \
-            structure != ("fast", n_args):
+    n_args = len(args)
+    if entry.graph_break is not None or not _flat(structure, args):
         return None
     function = entry.function
-    inputs = [f"a{i}" for i in range(n_args)] + [f"c{j}" for j in range(len(entry.captured))]
-    consts: dict[str, Any] = {"MISS": MISS, "Tensor": Tensor, "grad_state": grad_state,
+    n_leaves = len(sig)
+    names = [f"a{i}" for i in range(n_args)]
+    tensors = [names[i] for i in range(n_args) if args[i].__class__ in DENSE_CLASSES]
+    inputs = tensors + [f"c{j}" for j in range(len(entry.captured))]
+    consts: dict[str, Any] = {"MISS": MISS, "DENSE": DENSE_CLASSES, "grad_state": grad_state,
                               "current": current, "disabled": disabled}
     checks = []
     params = entry.graph.params                 # the arguments', then the captured tensors
-    for i, (shape, _, requires_grad) in enumerate(sig):
+    for i, (a, (shape, _, requires_grad)) in enumerate(zip(tensors, sig)):
         consts[f"D{i}"] = params[i].dtype
-        checks.append(f"a{i}.__class__ is not Tensor or a{i}._shape != {shape!r} or "
-                      f"a{i}._dtype is not D{i} or a{i}._requires_grad is not {requires_grad}")
+        checks.append(f"{a}.__class__ not in DENSE or {a}._shape != {shape!r} or "
+                      f"{a}._dtype is not D{i} or {a}._requires_grad is not {requires_grad}")
+    for i, a in enumerate(args):
+        if a.__class__ in DENSE_CLASSES:
+            continue
+        consts[f"K{i}"] = a
+        checks.append(f"a{i}.__class__ is not K{i}.__class__ or a{i} != K{i}"
+                      if a.__class__ in _SIMPLE else f"a{i} is not K{i}")
     for j, c in enumerate(entry.captured):
         consts[f"c{j}"] = c
         checks.append(f"c{j}._requires_grad is not {c._requires_grad}")
@@ -61,7 +73,7 @@ def specialize(entry: Any, key: tuple, n_args: int, sources: list[tuple[str, Any
              f"    if len(args) != {n_args}:",
              "        return MISS"]
     if n_args:
-        lines.append(f"    {', '.join(inputs[:n_args])}, = args")
+        lines.append(f"    {', '.join(names)}, = args")
     lines.append("    if (" + " or\n            ".join(checks) + "):")
     lines.append("        return MISS")
     guard_lines = _guard_checks(sources, consts)
@@ -72,27 +84,120 @@ def specialize(entry: Any, key: tuple, n_args: int, sources: list[tuple[str, Any
     if entry.guards:
         consts["stale"] = entry.stale
         lines += ["    if stale() is not None:", "        return MISS"]
+    if entry.written:
+        written = _written_checks(entry, args, inputs, consts)
+        if written is None:
+            return None
+        lines += written
     for k, refresh in enumerate(entry.before_call):
         consts[f"before{k}"] = refresh
         lines.append(f"    before{k}()")
     # the same captured tensors' requires_grad and grad mode as when the key was made
     wrt = function.wrt_of([_Placeholder(rg, p.dtype) for (_, _, rg), p in zip(sig, params)]
-                          + entry.captured) if grad_on else ()
-    args = ", ".join(inputs)
+                          + entry.captured) if grad_on and not entry.self_contained else ()
+    call = ", ".join(inputs)
     if not wrt:
-        consts["run"] = function.plain().runner(n_args)
-        lines.append(f"    o = run({args})")
+        consts["run"] = function.plain().runner(n_leaves)
+        run = f"run({call})"
     else:
         d = function.differentiated(wrt)
-        consts.update(run=d.forward.runner(n_args), record=function.record, d=d)
-        lines.append(f"    o = record(d, {wrt!r}, ({args}{',' if len(inputs) == 1 else ''}), "
-                     f"run({args}))")
+        consts.update(run=d.forward.runner(n_leaves), record=function.record, d=d)
+        run = f"record(d, {wrt!r}, ({call}{',' if len(inputs) == 1 else ''}), run({call}))"
+    if entry.self_contained and grad_on:
+        # a training step (backward() and updates inside): no autodiff around it
+        lines += ["    grad_state.enabled = False", "    try:", f"        o = {run}",
+                  "    finally:", "        grad_state.enabled = True"]
+    else:
+        lines.append(f"    o = {run}")
+    effects = _effect_lines(entry, tensors, consts)
+    if effects is None:
+        return None
+    lines += effects
     result = _expression(entry.out_structure, consts)
     if result is None:
         return None
     lines.append(f"    return {result}")
     return define("\n".join(lines) + "\n", f"<llgrad call {entry.graph.name}>", consts,
                   "call")
+
+
+def _flat(structure: Any, args: tuple) -> bool:
+    """Whether the key's argument structure is `args` itself, each argument one pytree
+    leaf: a tensor, or a constant the specialized call can check by identity or (numbers,
+    strings) by class and value."""
+    if structure == ("fast", len(args)):
+        return True
+    if structure[0] == "fast":
+        return False
+    slots = structure[1]
+    if len(slots) != len(args):
+        return False
+    n = 0
+    for a, slot in zip(args, slots):
+        if a.__class__ in DENSE_CLASSES:
+            if slot != ("T", n):
+                return False
+            n += 1
+        elif slot[0] != "C" or slot[2] is not a:
+            return False
+    return True
+
+
+def _written_checks(entry: Any, args: tuple, inputs: list[str], consts: dict[str, Any]
+                    ) -> list[str] | None:
+    """Lines that return MISS when a tensor the graph writes in place overlaps itself or
+    shares memory with another input (the general path then runs the function eagerly,
+    see `api._aliases_a_written_input`); None when that is already so."""
+    from ..schedule.layout import contiguous_strides
+    values = [a for a in args if a.__class__ in DENSE_CLASSES] + list(entry.captured)
+    if len({id(x._storage) for x in values}) != len(values):
+        return None
+    lines = []
+    for w in entry.written:
+        x = values[w]
+        strides = contiguous_strides(x._shape)
+        if x._strides != strides:
+            return None
+        lines.append(f"    if {inputs[w]}._strides != {strides!r}:")
+        lines.append("        return MISS")
+    if len(values) > 1:
+        lines.append(f"    if len({{{', '.join(f'{v}._storage' for v in inputs)}}}) != "
+                     f"{len(values)}:")
+        lines.append("        return MISS")
+    return lines
+
+
+def _effect_lines(entry: Any, tensors: list[str], consts: dict[str, Any]
+                  ) -> list[str] | None:
+    """The entry's side effects written out (what `api._apply_effects` does for them):
+    in-place writes (nothing to copy when the graph wrote the target's own memory) and
+    `.grad` assignments, from the outputs after the function's own."""
+    from ..eager.elementwise import copy_into
+    lines, k = [], entry.n_outputs
+    for n, e in enumerate(entry.effects):
+        if e.target is not None:
+            consts[f"E{n}"] = e.target
+            target = f"E{n}"
+        elif e.kind != "grad_none" and e.leaf < len(tensors):
+            target = tensors[e.leaf]
+        else:
+            return None
+        if e.kind == "write":
+            consts["copy_into"] = copy_into
+            lines += [f"    v = o[{k}]",
+                      f"    if v._storage is not {target}._storage or "
+                      f"v._offset != {target}._offset:",
+                      f"        copy_into({target}, v.detach())",
+                      f"    {target}._storage.version += 1"]
+            k += 1
+        elif e.kind == "grad":
+            # a self-contained step's outputs are fresh tensors outside autograd
+            lines.append(f"    {target}._grad = o[{k}]" if entry.self_contained else
+                         f"    {target}._grad = o[{k}].detach()")
+            k += 1
+        else:
+            lines.append(f"    {target}._grad = None")
+    return lines
 
 
 def _guard_checks(sources: list[tuple[str, Any, str]], consts: dict[str, Any]

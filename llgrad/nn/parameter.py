@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..tensor import Tensor
+from ..tensor import DENSE_CLASSES, Tensor
 
 
 class Parameter(Tensor):
@@ -46,6 +46,9 @@ class Parameter(Tensor):
                 result._grad = self._grad.detach().clone()
         memo[id(self)] = result
         return result
+
+
+DENSE_CLASSES.add(Parameter)
 
 
 def _rebuild_parameter(data: Tensor, requires_grad: bool) -> Parameter:

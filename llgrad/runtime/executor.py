@@ -42,7 +42,7 @@ from ..ir.printer import format_type, param_name
 from ..ir.verify import verify
 from ..passes import fusion as fusion_pass
 from ..passes import memory as memory_pass
-from ..tensor import Tensor
+from ..tensor import DENSE_CLASSES, Tensor
 from . import blas, launch, mpi, pool
 from .storage import allocate
 
@@ -179,7 +179,7 @@ class CompiledGraph:
         argument); otherwise output `j` is a new tensor as usual."""
         self._in_place = [(j, i) for j, i in pairs
                           if can_write_in_place(self.program, j, i)]
-        self._run = None                    # the specialized call has no in-place logic
+        self._run = None                    # made again with the in-place outputs
         self._runners.clear()
         return list(self._in_place)
 
@@ -236,7 +236,7 @@ class CompiledGraph:
         ptrs: list[int] = []
         keep: list[Tensor] | None = None
         for p, x in zip(params, args):
-            if x.__class__ is Tensor and x._dtype is p.dtype and x._shape == p.shape \
+            if x.__class__ in DENSE_CLASSES and x._dtype is p.dtype and x._shape == p.shape \
                     and x._strides == p.strides:
                 ptrs.append(x._ptr)
             else:                           # validation errors, conversions, copies
@@ -345,28 +345,32 @@ def _extra_address(name: str, threads: int) -> int:
 def _generate_runner(g: CompiledGraph, verified: int = 0) -> Any:
     """The source of `g.runner()` (see there), compiled."""
     n = len(g._params)
-    if g._in_place:
-        return g._call
     args = [f"a{i}" for i in range(n)]
-    consts: dict[str, Any] = {"Tensor": Tensor, "general": g._call, "empty": Tensor._empty,
-                              "tls": g._tls, "scratch": g._scratch, "pack": g._pack,
-                              "entry": g._entry}
+    consts: dict[str, Any] = {"DENSE": DENSE_CLASSES, "general": g._call,
+                              "empty": Tensor._empty, "tls": g._tls, "scratch": g._scratch,
+                              "pack": g._pack, "entry": g._entry}
     checks = []
     for i, p in enumerate(g._params):
         if i < verified:
             checks.append(f"a{i}._strides != {p.strides!r}")
             continue
         consts[f"D{i}"] = p.dtype
-        checks.append(f"a{i}.__class__ is not Tensor or a{i}._dtype is not D{i} or "
+        checks.append(f"a{i}.__class__ not in DENSE or a{i}._dtype is not D{i} or "
                       f"a{i}._shape != {p.shape!r} or a{i}._strides != {p.strides!r}")
-    outs = [f"o{k}" for k in range(len(g._outs))]
+    if g._in_place and n > 1:
+        # an output written into an input's memory: only when no other argument shares
+        # that memory (as `_call` decides; arguments sharing any storage go there)
+        checks.append(f"len({{{', '.join(f'{a}._storage' for a in args)}}}) != {n}")
+    in_place = dict(g._in_place)
+    outs = [f"a{in_place[k]}" if k in in_place else f"o{k}" for k in range(len(g._outs))]
     lines = [f"def run({', '.join(args)}):"]
     if checks:
         lines.append("    if (" + " or\n            ".join(checks) + "):")
         lines.append(f"        return general({', '.join(args)})")
     for k, (shape, d, strides, _) in enumerate(g._outs):
-        consts[f"OD{k}"] = d
-        lines.append(f"    o{k} = empty({shape!r}, OD{k}, {strides!r})")
+        if k not in in_place:
+            consts[f"OD{k}"] = d
+            lines.append(f"    o{k} = empty({shape!r}, OD{k}, {strides!r})")
     lines += ["    try:",
               "        block, addr, arena, err = tls.state",
               "    except AttributeError:",
