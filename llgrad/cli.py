@@ -95,6 +95,8 @@ def _stage(report: Any, stage: str) -> str:
               "schedule": report.schedule, "llvm": report.llvm_ir, "asm": report.asm,
               "stats": "\n".join(f"{k}: {v}" for k, v in report.stats.items())}
     got = pieces[stage]
+    if got is None and stage == "backward" and "gradients" in report.stats:
+        return f"(no backward stage: the gradients are {report.stats['gradients']})"
     if got is None:
         return f"(no {stage} stage for these arguments: nothing requires gradients)"
     return str(got)

@@ -167,7 +167,7 @@ def test_differentiable_signature_is_specialized_and_gradients_match_eager():
     for _ in range(3):
         out = cf(*xs)
         grads = lg.autograd.grad(out, xs)
-    assert "record(" in cf._fast.__source__
+    assert "dcall(" in cf._fast.__source__
     ref = lg.autograd.grad(f(*xs), xs)
     for g, r in zip(grads, ref):
         np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-12)

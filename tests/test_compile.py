@@ -129,7 +129,7 @@ def test_module_parameters_are_captured_and_updated():
 
 
 def test_inspect_shows_every_stage():
-    f = lg.compile(lambda x, w: lg.relu(x @ w).sum())
+    f = lg.compile(lambda x, w: lg.relu(x @ w) * 2.0)
     x = lg.randn(4, 3, requires_grad=True)
     w = lg.randn(3, 2, requires_grad=True)
     report = f.inspect(x, w)
@@ -140,6 +140,10 @@ def test_inspect_shows_every_stage():
     assert "define" in report.llvm_ir
     assert report.asm.strip()
     assert report.stats["residuals"] >= 1
+    # a scalar loss computes its gradients in the forward: no backward graph to show
+    report = lg.compile(lambda x, w: lg.relu(x @ w).sum()).inspect(x, w)
+    assert report.backward_graph is None and "gradients" in report.stats
+    assert "joint forward+backward graph" in str(report)
 
 
 SCALE = 2.0

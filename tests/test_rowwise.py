@@ -105,6 +105,25 @@ def test_region_that_would_form_a_cycle_is_cut():
     _check(f, [(6, 6), (6, 6)])
 
 
+def test_merging_a_node_that_reads_the_row_group_into_a_group_that_feeds_it():
+    """The loss and gradient of a weighted, smoothed cross-entropy in one graph: the
+    weight sum feeds the region's gradient member, and the gathered target log-probs
+    (read from the region) were once merged into the weight sum's group, closing a cycle
+    through groups that no graph path has."""
+    t = lg.tensor([0, 3, 1])
+    w = lg.tensor([0.5, 1.5, 1.0, 2.0], dtype=lg.float64)
+
+    def f(x):
+        return F.cross_entropy(x, t, w, label_smoothing=0.2)
+    x = lg.tensor(np.random.default_rng(0).standard_normal((3, 4)))
+    value, grad = lg.compile(lg.value_and_grad(f))(x)
+    xe = x.detach().requires_grad_()
+    ref = f(xe)
+    (ref_grad,) = lg.autograd.grad(ref, [xe])
+    np.testing.assert_allclose(value.item(), ref.item(), rtol=1e-12)
+    np.testing.assert_allclose(grad.numpy(), ref_grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
 def test_structure_of_fused_programs():
     """softmax + layer_norm: one row kernel for the forward (its loss a small reduction
     of per-row partials), one for the backward's row work."""

@@ -135,6 +135,11 @@ def _seed(t: Tensor) -> Tensor:
     return s
 
 
+def is_seed(g: Tensor) -> bool:
+    """Whether `g` is one of `_seed`'s shared ones (so every element is exactly 1)."""
+    return _seeds.get((g._dtype, g._shape)) is g
+
+
 def _run_direct(root: Tensor, grad: Tensor | None, retain_graph: bool,
                 capture: Sequence[Tensor] | None, accumulate: bool
                 ) -> list[Tensor | None] | None:

@@ -412,7 +412,13 @@ class CompiledFunction:
             if is_grad_enabled() and not entry.self_contained else ()   # as __call__ runs it
         stats: dict[str, Any] = {"traced nodes": len(entry.graph.nodes),
                                  "trace seconds": round(entry.trace_seconds, 4)}
-        if wrt:
+        spec = fn.speculation(wrt) if wrt else None
+        if spec is not None:
+            # a scalar loss: one graph computes it and its gradients (function.py)
+            fwd, backward_graph, joint_graph = spec.forward, None, spec.forward.graph
+            stats["gradients"] = ("computed by the forward for cotangent 1; another "
+                                  "cotangent recomputes them from the inputs")
+        elif wrt:
             d = fn.differentiated(wrt)
             fwd, bwd, joint = d.forward, d.backward, d.partition
             stats.update({"joint nodes": len(d.grad_graph.nodes),
@@ -429,7 +435,7 @@ class CompiledFunction:
                       "kernels": len(ex.kernels)})
         stats.update({f"{k} seconds": round(v, 4) for k, v in fwd.seconds.items()})
         stats.update({f"codegen {k}": v for k, v in getattr(ex, "stats", {}).items()})
-        if wrt:
+        if wrt and spec is None:
             bex = bwd.executable
             for k in ("bytes moved", "minimum bytes"):
                 if k in getattr(bex, "stats", {}):

@@ -100,9 +100,8 @@ def specialize(entry: Any, key: tuple, args: tuple, sources: list[tuple[str, Any
         consts["run"] = function.plain().runner(n_leaves)
         run = f"run({call})"
     else:
-        d = function.differentiated(wrt)
-        consts.update(run=d.forward.runner(n_leaves), record=function.record, d=d)
-        run = f"record(d, {wrt!r}, ({call}{',' if len(inputs) == 1 else ''}), run({call}))"
+        consts["dcall"] = function.diff_call(wrt, n_leaves)
+        run = f"dcall({call})"
     if entry.self_contained and grad_on:
         # a training step (backward() and updates inside): no autodiff around it
         lines += ["    grad_state.enabled = False", "    try:", f"        o = {run}",

@@ -6,6 +6,18 @@ the partitioned one (outputs plus residuals) and the outputs get ONE backward no
 one tape. Under `create_graph=True` the node instead runs a graph that recomputes the
 forward and applies the backward (`grad_graph`), itself through a `GraphFunction`, so
 gradients of gradients work through compiled code to any order.
+
+Gradients in the forward. When the graph's one floating-point output is a scalar (a
+loss), its backward is almost always started with the cotangent 1 (`loss.backward()`,
+`lg.autograd.grad(loss, ...)`). Such a call then runs one graph that computes the loss
+and its gradients at once (`differentiate(..., unit_cotangents=True)`: one pass over the
+inputs instead of a forward, residuals and a backward that reads them again), and the node
+hands those gradients out when its cotangent is exactly 1 and no input the gradients read
+was changed in place since. Any other backward (another cotangent, a second backward with
+`retain_graph`, `create_graph`) recomputes through `grad_graph` from the inputs, as
+`create_graph` always does: the same values eager autograd gives, or its errors. A
+function whose results are mostly not differentiated that way stops computing gradients
+ahead (see `_Speculation`) and runs the partitioned forward and backward instead.
 """
 from __future__ import annotations
 
@@ -14,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from .. import _log
+from ..autograd.engine import is_seed
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.node import Node, SavedTensor, edge
 from ..ir.graph import Graph
@@ -85,12 +98,85 @@ class Differentiated:
     backward_run: Any = None            # `backward.run`, looked up once
 
 
+# Whether scalar-loss calls compute their gradients in the forward (module docstring);
+# False: always the partitioned forward and backward (for comparisons and tests).
+GRADIENTS_IN_FORWARD = True
+
+
+class _Speculation:
+    """Gradients computed in the forward for one `wrt` of a scalar-loss graph.
+
+    `forward` returns the graph's outputs, then the gradients for cotangent 1. `needed`:
+    the inputs those gradients read (a backward checks their versions, as eager's saved
+    tensors are checked). The policy: a node whose gradients are not taken as they are
+    (another cotangent, or the node outlived without a backward while more than
+    `MAX_PENDING` were made) counts against it; after `MAX_MISSES` of those, or with more
+    than `MAX_PENDING` nodes made and not yet backpropagated, `on` turns False for good
+    and calls run the partitioned forward and backward."""
+
+    MAX_MISSES = 2
+    MAX_PENDING = 16
+
+    def __init__(self, forward: Compiled, needed: tuple[int, ...]):
+        self.forward = forward
+        self.needed = needed
+        self.on = True
+        self.pending = 0              # nodes made whose backward has not run yet
+        self.misses = 0
+
+    def made(self) -> None:
+        self.pending += 1
+        if self.pending > self.MAX_PENDING:
+            self.on = False
+
+    def used(self, hit: bool) -> None:
+        self.pending -= 1
+        if not hit:
+            self.misses += 1
+            if self.misses >= self.MAX_MISSES:
+                self.on = False
+
+
+class DiffCall:
+    """`function` run differentiably with respect to `wrt` (recording its one backward
+    node): the speculative graph while its policy holds, else the partitioned forward.
+    `verified`: as `Compiled.runner`. Made once per (wrt, verified) by `diff_call`."""
+
+    __slots__ = ("function", "wrt", "verified", "spec", "spec_run", "d", "run")
+
+    def __init__(self, function: "GraphFunction", wrt: tuple[int, ...], verified: int):
+        self.function, self.wrt, self.verified = function, wrt, verified
+        self.spec = function.speculation(wrt)
+        self.spec_run = self.spec.forward.runner(verified) if self.spec is not None else None
+        self.d: Differentiated | None = None
+        self.run: Any = None
+        if self.spec is None:
+            self._partitioned()
+
+    def _partitioned(self) -> None:
+        self.spec = None
+        self.d = self.function.differentiated(self.wrt)
+        self.run = self.d.forward.runner(self.verified)
+
+    def __call__(self, *inputs: Tensor) -> list[Tensor]:
+        spec = self.spec
+        if spec is not None:
+            if spec.on:
+                return self.function.record_speculative(spec, self.wrt, inputs,
+                                                        self.spec_run(*inputs))
+            self._partitioned()
+        return self.function.record(self.d, self.wrt, inputs, self.run(*inputs))
+
+
 class GraphFunction:
     def __init__(self, graph: Graph, dynamic: bool = False):
         self.graph = graph
         self.dynamic = dynamic
         self._plain: Compiled | None = None
+        self._joint: dict[tuple[int, ...], Graph] = {}
         self._diff: dict[tuple[int, ...], Differentiated] = {}
+        self._spec: dict[tuple[int, ...], _Speculation | None] = {}
+        self._calls: dict[tuple[tuple[int, ...], int], DiffCall] = {}
         self._grad_fns: dict[tuple[int, ...], "GraphFunction"] = {}
         # (output, input) pairs whose output may be written into the input's memory
         # when the graph runs without autodiff around it (a training step's updates)
@@ -103,27 +189,65 @@ class GraphFunction:
                 self._plain.executable.write_in_place(self.write_in_place)
         return self._plain
 
+    def joint(self, wrt: tuple[int, ...]) -> Graph:
+        """The joint forward+backward graph (`passes.autodiff.differentiate`)."""
+        j = self._joint.get(wrt)
+        if j is None:
+            from ..passes.autodiff import differentiate
+            j = self._joint[wrt] = differentiate(self.graph, list(wrt))
+        return j
+
+    def grad_graph(self, wrt: tuple[int, ...]) -> Graph:
+        """(primals, cotangents) -> gradients: what a recomputing backward runs."""
+        joint = self.joint(wrt)
+        return Graph(f"{self.graph.name}_grad", joint.params,
+                     joint.outputs[len(self.graph.outputs):])
+
     def differentiated(self, wrt: tuple[int, ...]) -> Differentiated:
         d = self._diff.get(wrt)
         if d is None:
-            from ..passes.autodiff import differentiate
             from ..passes.partition import partition
             n_in, n_out = len(self.graph.params), len(self.graph.outputs)
-            joint = differentiate(self.graph, list(wrt))
+            joint = self.joint(wrt)
             part = partition(joint, n_in, n_out)
-            grad_graph = Graph(f"{self.graph.name}_grad", joint.params, joint.outputs[n_out:])
             d = Differentiated(compile_graph(part.forward, self.dynamic),
-                               compile_graph(part.backward, self.dynamic), grad_graph, n_out,
-                               part)
+                               compile_graph(part.backward, self.dynamic),
+                               self.grad_graph(wrt), n_out, part)
             self._diff[wrt] = d
         return d
+
+    def speculation(self, wrt: tuple[int, ...]) -> _Speculation | None:
+        """The gradients-in-the-forward graph for `wrt` (see the module docstring), or
+        None when the graph is not a scalar loss or the policy turned it off."""
+        if wrt not in self._spec:
+            self._spec[wrt] = None
+            floats = [o for o in self.graph.outputs if o.dtype.is_floating_point
+                      or o.dtype.is_complex]
+            if GRADIENTS_IN_FORWARD and len(floats) == 1 and \
+                    floats[0].dtype.is_floating_point and \
+                    _numel(floats[0].shape) == 1:
+                from ..passes.autodiff import differentiate
+                fused = differentiate(self.graph, list(wrt), f"{self.graph.name}_value_grad",
+                                      unit_cotangents=True)
+                grads = self.grad_graph(wrt)
+                reads = _reads(grads)
+                needed = tuple(k for k, p in enumerate(grads.params[:len(self.graph.params)])
+                               if p in reads)
+                self._spec[wrt] = _Speculation(compile_graph(fused, self.dynamic), needed)
+        s = self._spec[wrt]
+        return s if s is not None and s.on else None
+
+    def diff_call(self, wrt: tuple[int, ...], verified: int = 0) -> DiffCall:
+        c = self._calls.get((wrt, verified))
+        if c is None:
+            c = self._calls[(wrt, verified)] = DiffCall(self, wrt, verified)
+        return c
 
     def __call__(self, *inputs: Tensor) -> list[Tensor]:
         wrt = self.wrt_of(inputs)
         if not wrt:
             return list(self.plain().executable(*inputs))
-        d = self.differentiated(wrt)
-        return self.record(d, wrt, inputs, d.forward.executable(*inputs))
+        return self.diff_call(wrt)(*inputs)
 
     @staticmethod
     def wrt_of(inputs: Sequence[Tensor]) -> tuple[int, ...]:
@@ -147,18 +271,57 @@ class GraphFunction:
                 r._output_nr = k
         return results
 
+    def record_speculative(self, spec: _Speculation, wrt: tuple[int, ...],
+                           inputs: Sequence[Tensor], outs: list[Tensor]) -> list[Tensor]:
+        """`record` for a call of `spec.forward` (results, then gradients)."""
+        n = len(self.graph.outputs)
+        results = outs[:n]
+        node = CompiledBackward(self, wrt, inputs, [], results, spec=spec,
+                                precomputed=outs[n:])
+        spec.made()
+        for k, r in enumerate(results):
+            if r._dtype.is_floating_point:
+                r._requires_grad = True
+                r.grad_fn = node
+                r._output_nr = k
+        return results
+
     def grad_function(self, wrt: tuple[int, ...]) -> "GraphFunction":
         fn = self._grad_fns.get(wrt)
         if fn is None:
-            fn = self._grad_fns[wrt] = GraphFunction(self.differentiated(wrt).grad_graph,
-                                                     self.dynamic)
+            fn = self._grad_fns[wrt] = GraphFunction(self.grad_graph(wrt), self.dynamic)
         return fn
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _reads(g: Graph) -> set:
+    """The params of `g` that its outputs depend on."""
+    seen: set = set()
+    stack = list(g.outputs)
+    while stack:
+        n = stack.pop()
+        if n not in seen:
+            seen.add(n)
+            stack.extend(n.inputs)
+    return {p for p in g.params if p in seen}
+
+
+def _is_one(g: Tensor) -> bool:
+    """Whether a one-element cotangent is exactly 1 (read without autograd)."""
+    return is_seed(g) or g._values().reshape(-1)[0] == 1
 
 
 class CompiledBackward(Node):
     """The one backward node of a compiled call."""
 
-    __slots__ = ("function", "wrt", "inputs", "versions", "residuals", "output_meta", "diff")
+    __slots__ = ("function", "wrt", "inputs", "versions", "residuals", "output_meta", "diff",
+                 "spec", "precomputed")
 
     @property
     def direct(self) -> bool:          # static graphs return new buffers (see Node.direct)
@@ -166,9 +329,9 @@ class CompiledBackward(Node):
 
     def __init__(self, function: GraphFunction, wrt: tuple[int, ...], inputs: Sequence[Tensor],
                  residuals: list[Tensor], results: list[Tensor],
-                 diff: Differentiated | None = None):
+                 diff: Differentiated | None = None, spec: _Speculation | None = None,
+                 precomputed: list[Tensor] | None = None):
         super().__init__(tuple([edge(inputs[i]) for i in wrt]))
-        d = diff if diff is not None else function.differentiated(wrt)
         self.function = function
         self.wrt = wrt
         # the inputs as saved tensors (read by reference; their versions are checked when
@@ -176,6 +339,14 @@ class CompiledBackward(Node):
         self.inputs = inputs
         self.versions = [x._storage.version for x in inputs]
         self.residuals = residuals
+        # gradients for cotangent 1 made by the forward (`_Speculation`), handed out once
+        self.spec = spec
+        self.precomputed = precomputed
+        if spec is not None:
+            self.output_meta = [(r._shape, r._dtype) for r in results]
+            self.diff = None
+            return
+        d = diff if diff is not None else function.differentiated(wrt)
         if function.dynamic:
             self.output_meta = [(r._shape, r._dtype) for r in results]
         else:                             # a static graph's outputs always look alike
@@ -209,9 +380,23 @@ class CompiledBackward(Node):
                 cts[k] = zeros(shape, dtype=dtype)
             elif g._dtype is not dtype:
                 cts[k] = g.to(dtype)
-        if is_grad_enabled():
-            # create_graph: recompute through a differentiable compiled graph
-            primals = [self.saved_input(k) for k in range(len(self.inputs))]
+        if self.spec is not None:
+            pre, self.precomputed = self.precomputed, None
+            if pre is not None:
+                hit = not is_grad_enabled() and all(
+                    _is_one(g) for g, (_, dtype) in zip(cts, self.output_meta)
+                    if dtype.is_floating_point) and all(
+                    self.inputs[k]._storage.version == self.versions[k]
+                    for k in self.spec.needed)
+                self.spec.used(hit)
+                if hit:
+                    return tuple(pre)
+        if is_grad_enabled() or self.spec is not None:
+            # create_graph, or no gradients made ahead for this cotangent: recompute
+            # through a (differentiable) compiled graph from the inputs
+            needed = self.spec.needed if self.spec is not None else None
+            primals = [self.saved_input(k) if needed is None or k in needed
+                       else self.inputs[k] for k in range(len(self.inputs))]
             return tuple(self.function.grad_function(self.wrt)(*primals, *cts))
         d = self.diff
         saved = []
@@ -226,5 +411,8 @@ class CompiledBackward(Node):
         return tuple(run(*saved, *cts))
 
     def release(self) -> None:
+        if self.precomputed is not None:          # made, never used
+            self.precomputed = None
+            self.spec.used(False)
         self.residuals = None
         self.inputs = ()

@@ -47,12 +47,15 @@ def _fresh(name: str, taken: set[str]) -> str:
     return candidate
 
 
-def differentiate(g: Graph, wrt: Sequence[int], name: str | None = None) -> Graph:
+def differentiate(g: Graph, wrt: Sequence[int], name: str | None = None, *,
+                  unit_cotangents: bool = False) -> Graph:
     """The joint graph of `g` with respect to params `wrt`.
 
     Params: `(*g.params, *cotangents)`, one cotangent per output. Outputs:
     `(*g.outputs, *grads)`, one gradient per param in `wrt` (zeros when unused). Outputs
     that are not floating point get a cotangent param too (unused), to keep positions simple.
+    With `unit_cotangents`, every cotangent is the constant 1 instead of a param (params:
+    `g.params` only): a scalar loss's value and gradients in one graph.
     """
     ctx = TraceContext(name or f"{g.name}_joint", constant_creations=True)
     params = [ctx.param(p.type, p.attr("name")) for p in g.params]
@@ -61,7 +64,8 @@ def differentiate(g: Graph, wrt: Sequence[int], name: str | None = None) -> Grap
     with ctx, enable_grad():
         outs = replay(g, ctx, params)
         taken = {p.attr("name") for p in g.params}
-        cts = [ctx.param(o.type, _fresh(f"ct{k}", taken)) for k, o in enumerate(g.outputs)]
+        cts = [ctx.constant(1, o.dtype, o.shape) if unit_cotangents else
+               ctx.param(o.type, _fresh(f"ct{k}", taken)) for k, o in enumerate(g.outputs)]
         roots, grads = [], []
         for o, ct in zip(outs, cts):
             if o._requires_grad:

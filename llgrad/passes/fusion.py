@@ -538,18 +538,22 @@ class _Fuser:
             # permutation) would read values the same loop is still writing
             if {self.find(d) for d in grp.deps} & merge:
                 return False
-        # a row group that will read the merge later (see `_feeds`) must not reach it now
+        # a row group that will read the merge later (see `_feeds`) must not reach it
+        # now, nor reach a group the new node reads (the merged group would then read
+        # the row group and feed it, though neither the node nor the rest does alone)
+        outside_inputs = {self.find(g) for g in input_groups} - merge
         regions = set(self.feeds.get(n, ())) if n is not None else set()
         for grp in chosen:
             for m in grp.nodes:
                 regions |= self.feeds.get(m, frozenset())
+        depends = merge | outside_inputs
         for rid in regions:
             row = self.region_groups.get(rid)
-            if row is not None and (self.find(row) in merge or self.reaches([row], merge)):
+            if row is not None and (self.find(row) in depends or
+                                    self.reaches([row], depends)):
                 return False
         # a path from the merge through an outside group back into the merge, or into
         # a group the new node reads (no group ranked after all of those is on one)
-        outside_inputs = {self.find(g) for g in input_groups} - merge
         rank = self.ranks()
         limit = max(rank[g] for g in merge | outside_inputs)
         stack = [u for g in chosen for u in self.users_of(g) if u not in merge]
