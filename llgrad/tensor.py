@@ -13,7 +13,8 @@ import numpy as np
 from .ir import dtypes as dt
 from .ir.dtypes import DType
 from .schedule.layout import contiguous_strides, is_contiguous
-from .runtime.storage import SLAB_MAX, Storage, allocate, allocate_small, borrow
+from .runtime.storage import (SLAB_MAX, Storage, allocate, allocate_small,
+                              allocate_small_source, borrow)
 
 
 
@@ -88,6 +89,34 @@ class Tensor:
                          strides if strides is not None else contiguous_strides(shape), dtype)
 
     @classmethod
+    def _empty_maker(cls, shape: tuple[int, ...], dtype: DType,
+                     strides: tuple[int, ...]) -> Any:
+        """A function of no arguments doing `Tensor._empty(shape, dtype, strides)`, for
+        generated code that makes outputs of one layout over and over (eager direct
+        launches): a tiny output's slab allocation and the tensor's fields are written out
+        with the layout as constants (fresh fields as `_init_state` sets them)."""
+        n = dtype.itemsize
+        for s in shape:
+            n *= s
+        if cls is not Tensor or n > SLAB_MAX:
+            return lambda: cls._empty(shape, dtype, strides)
+        lines, consts = allocate_small_source(n)
+        fresh = _new(Tensor)
+        fresh._init_state(None)
+        state = [(k, getattr(fresh, k)) for k in Tensor.__slots__ if hasattr(fresh, k)
+                 and not k.startswith("__")]
+        consts.update(new=_new, Tensor=Tensor, grad_state=_grad_state, SHAPE=shape,
+                      STRIDES=strides, DTYPE=dtype, LKEY=(dtype, shape, strides))
+        body = ["t = new(Tensor)", "t._storage = st", "t._offset = 0", "t._shape = SHAPE",
+                "t._strides = STRIDES", "t._dtype = DTYPE", "t._ptr = ptr", "t._lkey = LKEY"]
+        body += [f"t.{k} = {v!r}" for k, v in state]
+        body += ["if grad_state.inference:", "    st.inference = True",
+                 "    t._inference = True", "return t"]
+        from ._source import define
+        source = "def make():\n" + "".join(f"    {l}\n" for l in lines + body)
+        return define(source, f"<llgrad output {dtype.name}{list(shape)}>", consts, "make")
+
+    @classmethod
     def _from_numpy(cls, arr: np.ndarray, dtype: DType | None = None) -> "Tensor":
         """Share `arr`'s memory (no copy)."""
         d = dtype or dt.from_numpy(arr.dtype)
@@ -150,6 +179,10 @@ class Tensor:
 
     def is_complex(self) -> bool:
         return self._dtype.is_complex
+
+    def is_inference(self) -> bool:
+        """Whether this tensor was made under `inference_mode` (PyTorch's method)."""
+        return self._inference
 
     @property
     def device(self) -> Any:

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator
 from .. import _log
 from .._warnings import warn_at_user
 from ..autograd.grad_mode import is_grad_enabled
+from ..ir.dtypes import get_default_dtype
 from ..ir.graph import Graph
 from ..tensor import Tensor
 from ..tracer.make_ir import Structure, _Leaf, _flatten, _unflatten, trace
@@ -249,9 +250,10 @@ class CompiledFunction:
 
         Tracing bakes them into the graph, so they are part of the signature: changing
         `SCALE = 2.0` to `3.0` recompiles instead of silently using the old value.
-        (Constants read inside other functions the body calls are not seen.)
+        (Constants read inside other functions the body calls are not seen.) The default
+        dtype is one of them too (it decides a Python number's dtype).
         """
-        values = []
+        values = [("default dtype", get_default_dtype().name)]
         for name, where, kind in self._guard_sources_cached():
             if kind == "global":
                 v = where.get(name, _MISSING)

@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from .._source import define
 from ..autograd.grad_mode import _state as grad_state
+from ..ir import dtypes as dt
 from ..tensor import DENSE_CLASSES
 from ..tracer.context import current
 from ..tracer.make_ir import _Leaf
@@ -67,6 +68,8 @@ def specialize(entry: Any, key: tuple, args: tuple, sources: list[tuple[str, Any
     for j, c in enumerate(entry.captured):
         consts[f"c{j}"] = c
         checks.append(f"c{j}._requires_grad is not {c._requires_grad}")
+    consts.update(default_dtype=dt._default_dtype, DEFAULT=dt.get_default_dtype())
+    checks.append("default_dtype[0] is not DEFAULT")
     checks.append(f"grad_state.enabled is not {bool(grad_on)}")
     checks.append("current() is not None or disabled()")
     lines = ["def call(args):",

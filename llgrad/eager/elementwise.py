@@ -174,6 +174,8 @@ class Plan:
 
 
 _plans: dict[tuple, Plan] = {}
+# a number's dtype, and so a plan, can follow the default dtype
+dt.on_default_dtype_change(_plans.clear)
 _PLAN_LIMIT = 8192
 
 
@@ -247,6 +249,20 @@ def _tensor_launch(op: str, plan: Plan, operands: Sequence[Any]) -> Any:
     nothing, while kernels are being recorded or when a number does not pack (the general
     path then raises its error). False (no launch) for other plans, e.g. with an integer
     or complex scalar slot."""
+    return _generate_launch(op, plan, operands, direct=False)
+
+
+def direct_launch(op: str, plan: Plan, operands: Sequence[Any]) -> Any:
+    """`_tensor_launch`'s code as a whole call: `direct(*operands)` allocates the output,
+    packs, calls and returns the output, or returns None having done nothing (kernels
+    being recorded, a number that does not pack). None when the plan has no such launch.
+    For `functions.fastpath`, which decides when a call may skip the general path."""
+    if plan.kernel is None:
+        return None
+    return _generate_launch(op, plan, operands, direct=True) or None
+
+
+def _generate_launch(op: str, plan: Plan, operands: Sequence[Any], direct: bool) -> Any:
     if not plan.serial:
         return False
     names = ["out"] + [f"a{i}" for i in range(len(operands))]
@@ -263,28 +279,39 @@ def _tensor_launch(op: str, plan: Plan, operands: Sequence[Any]) -> Any:
         scalars.append(f"        spack({fmt!r}, sbuf, {8 * k}, {name})\n")
         values[slot] = f"saddr + {8 * k}"
         k += 1
-    unpack = f"    {', '.join(names[1:])}, = ops\n" if operands else ""
+    fail, done = ("None", "out") if direct else ("False", "True")
+    if direct:
+        head = f"def direct({', '.join(names[1:])}):\n"
+    else:
+        head = "def go(out, ops):\n" + (f"    {', '.join(names[1:])}, = ops\n" if operands
+                                          else "")
     numbers = ""
     if scalars:
         numbers = (f"    sbuf, saddr = scratch()\n"
                    f"    try:\n{''.join(scalars)}"
                    f"    except (struct.error, TypeError, OverflowError):\n"
-                   f"        return False\n")
-    source = (f"def go(out, ops):\n{unpack}"
+                   f"        return {fail}\n")
+    overflow = (f"        return None\n" if direct else
+                f"        raise RuntimeError(OP + ': ' + NO_MEMORY) from None\n")
+    source = (f"{head}"
               f"    if recording:\n"
-              f"        return False\n"
+              f"        return {fail}\n"
               f"{numbers}"
+              + (f"    out = make_output()\n" if direct else "") +
               f"    buf, addr = block()\n"
               f"    try:\n"
               f"        pack(buf, 0, {', '.join(values)})\n"
               f"    except struct.error:\n"
-              f"        raise RuntimeError(OP + ': ' + NO_MEMORY) from None\n"
+              f"{overflow}"
               f"    fn(addr)\n"
-              f"    return True\n")
+              f"    return {done}\n")
     consts = {"recording": launch._recording, "block": launch.block, "struct": struct,
               "pack": plan.packer.pack_into, "fn": plan.kernel.fn, "NO_MEMORY": _NO_MEMORY,
-              "OP": op, "scratch": _scratch, "spack": struct.pack_into}
-    return define(source, f"<llgrad eager launch {op}>", consts, "go")
+              "OP": op, "scratch": _scratch, "spack": struct.pack_into,
+              "make_output": Tensor._empty_maker(plan.out_shape, plan.out_dtype,
+                                                 plan.out_strides) if direct else None}
+    kind = "direct" if direct else "launch"
+    return define(source, f"<llgrad eager {kind} {op}>", consts, "direct" if direct else "go")
 
 
 def _plan(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,

@@ -8,8 +8,10 @@ computed on every core, then one small call that reduces the partials.
 """
 from __future__ import annotations
 
-from typing import Sequence
+import struct
+from typing import Any, Sequence
 
+from .._source import define
 from ..codegen.reduce import build
 from ..ir import dtypes as dt
 from ..ir import registry
@@ -98,6 +100,8 @@ class Plan:
 
 
 _plans: dict[tuple, Plan] = {}
+# a number's dtype, and so a plan, can follow the default dtype
+dt.on_default_dtype_change(_plans.clear)
 _PLAN_LIMIT = 4096
 
 
@@ -115,6 +119,37 @@ def run(op: str, x: Tensor, axes: Sequence[int] = (), keepdim: bool = False) -> 
                 _plans.clear()
             _plans[key] = plan
     return plan.execute(x)
+
+
+def direct_launch(op: str, x: Tensor, axes: Sequence[int], keepdim: bool) -> Any:
+    """The call `run(op, x, axes, keepdim)` made before, as generated code: `direct(x)`
+    allocates the output, packs the plan's one-thread kernel call and makes it, or
+    returns None having done nothing (kernels being recorded, a pointer that does not
+    pack). None when there is no such plan (not run yet, or a plan of two stages, a fill,
+    a call split across threads). For `functions.fastpath`."""
+    plan = _plans.get((op, x._dtype, x._shape, x._strides, tuple(axes), keepdim))
+    if plan is None or plan.kind != "one" or plan.stages[0].split and \
+            plan.stages[0].work >= launch.PARALLEL_MIN_WORK:
+        return None
+    stage = plan.stages[0]
+    values = [str(v) for v in stage.template]
+    values[stage.in_slot], values[stage.out_slot] = "a0._ptr", "out._ptr"
+    consts = {"make_output": Tensor._empty_maker(plan.out_shape, plan.out_dtype,
+                                                 contiguous_strides(plan.out_shape)),
+              "block": launch.block, "pack": launch.packer(len(values)).pack_into,
+              "fn": stage.kernel.fn, "struct": struct, "recording": launch._recording}
+    source = ("def direct(a0):\n"
+              "    if recording:\n"
+              "        return None\n"
+              "    out = make_output()\n"
+              "    buf, addr = block()\n"
+              "    try:\n"
+              f"        pack(buf, 0, {', '.join(values)})\n"
+              "    except struct.error:\n"
+              "        return None\n"
+              "    fn(addr)\n"
+              "    return out\n")
+    return define(source, f"<llgrad eager direct {op}>", consts, "direct")
 
 
 def _plan(op: str, x: Tensor, axes: Sequence[int], keepdim: bool) -> Plan:

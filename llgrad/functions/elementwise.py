@@ -8,6 +8,7 @@ from ..autograd.apply import apply
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..tensor import Tensor
+from . import fastpath
 from ._errors import names_op
 from .numpy_interop import plain_numbers
 
@@ -50,7 +51,7 @@ def _unary(op: str, rounding: bool = False):
         return elementwise(op, input)
     fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = f"Elementwise `{op}` (differentiable; see the op registry for its rule)."
-    return fn
+    return fn if rounding else fastpath.unary(op, fn)
 
 
 exp = _unary("exp")

@@ -6,6 +6,7 @@ from typing import Any
 from ..ir import dtypes as dt
 from ..tensor import Tensor
 from . import elementwise as E
+from . import fastpath
 from . import indexing, inplace, linalg, misc, numpy_interop, reduction, shape, sorting
 from ._errors import names_op
 from .shape import shape_arg
@@ -34,9 +35,10 @@ def _cast_method(d: dt.DType) -> Any:
 def bind() -> None:
     T = Tensor
     ops = {
-        "__add__": E.add, "__radd__": _reflect(E.add), "__sub__": E.sub,
-        "__rsub__": _reflect(E.sub), "__mul__": E.mul, "__rmul__": _reflect(E.mul),
-        "__truediv__": E.div, "__rtruediv__": _rdiv,
+        "__add__": fastpath.binary("add", E.add), "__radd__": _reflect(E.add),
+        "__sub__": fastpath.binary("sub", E.sub), "__rsub__": _reflect(E.sub),
+        "__mul__": fastpath.binary("mul", E.mul), "__rmul__": _reflect(E.mul),
+        "__truediv__": fastpath.binary("div", E.div), "__rtruediv__": _rdiv,
         "__floordiv__": E.floor_divide, "__rfloordiv__": _reflect(E.floor_divide),
         "__mod__": E.remainder, "__rmod__": _reflect(E.remainder),
         "__pow__": E.pow, "__rpow__": _reflect(E.pow), "__matmul__": linalg.matmul,

@@ -8,6 +8,7 @@ from ..autograd.apply import apply, apply_composite
 from ..ir import dtypes as dt
 from ..ir.types import normalize_axis
 from ..tensor import Tensor
+from . import fastpath
 from ._errors import names_op
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
@@ -59,6 +60,13 @@ def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
 
 def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     return _reduce("amin", input, dim if dim != () else None, keepdim, "AminBackward0")
+
+
+# `x.sum()` and friends over every axis of a small tensor: a direct launch (fastpath.py)
+sum = fastpath.reduction("sum", sum)
+prod = fastpath.reduction("prod", prod)
+amax = fastpath.reduction("amax", amax)
+amin = fastpath.reduction("amin", amin)
 
 
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:

@@ -9,6 +9,7 @@ than the dimensioned tensors.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -180,7 +181,19 @@ def get_default_dtype() -> DType:
     return _default_dtype[0]
 
 
+_default_dtype_listeners: list[Callable[[], None]] = []
+
+
+def on_default_dtype_change(fn: Callable[[], None]) -> None:
+    """Call `fn()` whenever the default dtype changes (caches of plans whose result dtype
+    depends on it clear themselves)."""
+    _default_dtype_listeners.append(fn)
+
+
 def set_default_dtype(d: DType) -> None:
     if d not in (float32, float64, float16, bfloat16):
         raise TypeError(f"set_default_dtype: only floating point dtypes are allowed, got {d}")
-    _default_dtype[0] = d
+    if d is not _default_dtype[0]:
+        _default_dtype[0] = d
+        for fn in _default_dtype_listeners:
+            fn()

@@ -133,6 +133,30 @@ def allocate_small(nbytes: int) -> Storage:
     return st
 
 
+def allocate_small_source(nbytes: int, st: str = "st", ptr: str = "ptr"
+                          ) -> tuple[list[str], dict[str, Any]]:
+    """`allocate_small(nbytes)` written out for generated code (`Tensor._empty_maker`):
+    source lines binding `st` to the storage and `ptr` to its address, and the names they
+    use. It must make the same storage as `allocate_small` (a test compares them)."""
+    lines = [f"state = slabs.state",
+             f"{ptr} = state[1]",
+             f"if {ptr} + {SLAB_MAX} > state[2]:",
+             f"    {st} = allocate_small({nbytes})",
+             f"    {ptr} = {st}.ptr",
+             f"else:",
+             f"    state[1] = {ptr} + {(nbytes + 63) & ~63 or 64}",
+             f"    {st} = new_storage(Storage)",
+             f"    {st}._buffer = None",
+             f"    {st}.ptr = {ptr}",
+             f"    {st}.nbytes = {nbytes}",
+             f"    {st}.version = 0",
+             f"    {st}.owner = state[0]",
+             f"    {st}.raw = None",
+             f"    {st}.inference = False"]
+    return lines, {"slabs": _slabs, "allocate_small": allocate_small,
+                   "new_storage": _new, "Storage": Storage}
+
+
 def allocate(nbytes: int) -> Storage:
     if nbytes >= POOL_MIN_BYTES:
         return _allocate_pooled(nbytes)

@@ -1,0 +1,147 @@
+"""Direct eager calls: `x + y`, `x * 2.0`, `lg.exp(x)` on small tensors without the layers.
+
+The general path of an elementwise op (`add` -> `elementwise` -> `autograd.apply` ->
+`eager.elementwise.run`) checks and converts its operands, looks its plan up by a key
+built from them, allocates the output, launches, and records autograd and forward-mode
+history: about ten Python calls around a foreign call. Once a call has gone through it
+successfully, `learn` files that call's generated launch (`eager.elementwise.direct_launch`:
+allocate, pack, call) under the operands' layout keys; the next call with the same
+(dtype, shape, strides) operands runs it directly when nothing else is due: no operand
+requires grad while grad mode is on, no transform interpreter (vmap, tracing) is active,
+no forward-mode level is open, and the operands are plain tensors and Python floats or
+ints. Anything else, and any call the direct launch declines (kernels being recorded, a
+number that does not pack), takes the general path, which also raises every error.
+
+Only ops whose function is exactly `elementwise(op, *operands)`, and whole reductions
+(`x.sum()`: `eager.reduce.direct_launch`), get a direct path (the tables are filled after
+their general call returned, so the function accepted the operands); the eager plan caches
+are cleared together with these when the default dtype changes (a number's dtype follows
+it).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..autograd import forward_ad
+from ..autograd.apply import interpreters
+from ..autograd.grad_mode import _state as grad_state
+from ..eager import elementwise as ew
+from ..ir import dtypes as dt
+from ..tensor import Tensor
+
+_NUMBERS = (float, int)
+_tables: list[dict] = []            # every direct table (cleared with the eager plans)
+
+
+def _learn(table: dict, op: str, operands: tuple, key: tuple) -> None:
+    """File the direct launch of the call that just succeeded with `operands`."""
+    if interpreters or forward_ad._level[0] or len(table) >= 256:
+        return
+    plan = ew._plans.get(ew._key(op, operands, None, None))
+    if plan is None:
+        return
+    direct = ew.direct_launch(op, plan, operands)
+    if direct is not None:
+        table[key] = direct
+
+
+def binary(op: str, general: Callable[[Any, Any], Tensor]) -> Callable[[Any, Any], Tensor]:
+    """`general(a, b)` (an operator such as `Tensor.__add__`) with a direct path."""
+    table: dict[tuple, Any] = {}
+    _tables.append(table)
+
+    def method(a: Any, b: Any) -> Tensor:
+        if a.__class__ is Tensor:
+            c = b.__class__
+            if c is Tensor:
+                key = (a._lkey, b._lkey)
+                if not (grad_state.enabled and (a._requires_grad or b._requires_grad)):
+                    go = table.get(key)
+                    if go is not None and not interpreters and not forward_ad._level[0]:
+                        out = go(a, b)
+                        if out is not None:
+                            return out
+                out = general(a, b)
+                if key not in table:
+                    _learn(table, op, (a, b), key)
+                return out
+            if c in _NUMBERS:
+                key = (a._lkey, c)
+                if not (grad_state.enabled and a._requires_grad):
+                    go = table.get(key)
+                    if go is not None and not interpreters and not forward_ad._level[0]:
+                        out = go(a, b)
+                        if out is not None:
+                            return out
+                out = general(a, b)
+                if key not in table:
+                    _learn(table, op, (a, b), key)
+                return out
+        return general(a, b)
+    return _like(method, general, op)
+
+
+def unary(op: str, general: Callable[[Any], Tensor]) -> Callable[[Any], Tensor]:
+    """`general(x)` (such as `lg.exp`) with a direct path."""
+    table: dict[tuple, Any] = {}
+    _tables.append(table)
+
+    def fn(input: Any) -> Tensor:
+        if input.__class__ is Tensor:
+            key = input._lkey
+            if not (grad_state.enabled and input._requires_grad):
+                go = table.get(key)
+                if go is not None and not interpreters and not forward_ad._level[0]:
+                    out = go(input)
+                    if out is not None:
+                        return out
+            out = general(input)
+            if key not in table:
+                _learn(table, op, (input,), key)
+            return out
+        return general(input)
+    return _like(fn, general, op)
+
+
+def reduction(op: str, general: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """`general(x, dim=None, keepdim=False, ...)` (such as `lg.sum`) with a direct path for
+    the whole reduction `general(x)`."""
+    from ..eager import reduce
+    table: dict[tuple, Any] = {}
+    _tables.append(table)
+
+    def fn(input: Any, *args: Any, **kwargs: Any) -> Tensor:
+        if input.__class__ is Tensor and not args and not kwargs:
+            key = input._lkey
+            if not (grad_state.enabled and input._requires_grad):
+                go = table.get(key)
+                if go is not None and not interpreters and not forward_ad._level[0]:
+                    out = go(input)
+                    if out is not None:
+                        return out
+            out = general(input)
+            if key not in table and not interpreters and not forward_ad._level[0] and \
+                    len(table) < 256:
+                direct = reduce.direct_launch(op, input, (), False)
+                if direct is not None:
+                    table[key] = direct
+            return out
+        return general(input, *args, **kwargs)
+    return _like(fn, general, op)
+
+
+def _like(fn: Any, general: Any, op: str) -> Any:
+    """`fn` named, documented and placed (module) as `general`, which it wraps."""
+    fn.__name__ = fn.__qualname__ = getattr(general, "__name__", op)
+    fn.__doc__, fn.__module__ = general.__doc__, general.__module__
+    fn.__wrapped__ = general
+    return fn
+
+
+def clear() -> None:
+    """Forget every direct launch (with the eager plans they were made from)."""
+    for t in _tables:
+        t.clear()
+
+
+dt.on_default_dtype_change(clear)
