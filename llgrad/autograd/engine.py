@@ -12,6 +12,7 @@ One walk serves `Tensor.backward`, `autograd.backward` and `autograd.grad`:
 from __future__ import annotations
 
 import heapq
+import sys
 from typing import Any, Callable, Sequence
 
 from ..tensor import Tensor
@@ -281,13 +282,14 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
                 continue
             executed.append(node)
             in_grads = _tensor_prehooks(node, in_grads)
-            for nr, g in enumerate(in_grads):
+            for nr in range(len(in_grads)):
                 for k in capture_at.get((id(node), nr), ()):
-                    captured[k] = g
+                    captured[k] = in_grads[nr]
             if isinstance(node, AccumulateGrad):
                 if in_grads[0] is not None and (capture is None or accumulate):
                     if capture is None or (id(node), 0) in capture_at:
-                        _accumulate(node.variable, in_grads[0], create_graph)
+                        # hand the gradient over as its only holder (`_accumulate_owned`)
+                        _accumulate_owned(node.variable, [in_grads.pop()], create_graph)
                 continue
             if node._prehooks:
                 for hook in list(node._prehooks.values()):
@@ -328,6 +330,8 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
                 elif deps[nxt] == 0:
                     buffers[nxt] = [None] * nxt.num_outputs
                     heapq.heappush(ready, (-nxt._seq, id(nxt), nxt))
+            # the gradients now live in `buffers` only (`_accumulate_owned` counts on it)
+            outs = in_grads = g = None
 
     if not retain_graph:
         for node in executed:
@@ -361,6 +365,47 @@ def _tensor_prehooks(node: Node, grads: list[Tensor | None]) -> list[Tensor | No
             else:
                 t._grad = t._grad + g
     return grads
+
+
+def _refs(box: list) -> int:
+    """References to `box[0]`, counted the same way for the calibration below and for a
+    gradient handed over in a box (`_accumulate_owned`)."""
+    g = box[0]
+    return sys.getrefcount(g)
+
+
+_OWNED_REFS = _refs([object()])         # an object nothing but its box refers to
+
+
+def _accumulate_owned(leaf: Tensor, box: list, create_graph: bool) -> None:
+    """`_accumulate(leaf, box[0])`, where the engine holds the gradient only in `box`.
+
+    A leaf without `.grad` keeps the gradient's memory itself, instead of a copy, when
+    nothing else can reach it: no other reference to the tensor (another leaf's pending
+    gradient, the user's `grad_output`, a hook that kept it, `autograd.grad`'s captured
+    results) nor to its memory (another view, a NumPy view), stored in the leaf's own
+    layout. PyTorch's AccumulateGrad steals such a buffer by the same reference count. A
+    gradient that is a view (the transpose that gives a linear layer's weight its
+    gradient in the weight's layout, see `ops.linalg.product_like`) qualifies when its base
+    is held by nothing else; `.grad` is then a plain tensor on that memory."""
+    g = box[0]
+    base = g._base
+    if leaf._grad is None and not create_graph and not leaf._hooks and \
+            g.__class__ is Tensor and not g._requires_grad and g._offset == 0 and \
+            g._dtype is leaf._dtype and g._shape == leaf._shape and \
+            g._strides == leaf._strides and "_post_accumulate_hooks" not in leaf.__dict__ \
+            and (base is None or base._base is None and base.__class__ is Tensor):
+        del g
+        st = box[0]._storage
+        holders = 1 if base is None else 2          # tensors known to hold `st`
+        if _refs(box) <= _OWNED_REFS and (base is None or sys.getrefcount(base) <= 3) \
+                and sys.getrefcount(st) <= holders + 2 and (
+                    st._buffer is None or sys.getrefcount(st._buffer) <= 2):
+            g = box.pop()
+            leaf._grad = g if base is None else \
+                Tensor._make(st, 0, g._shape, g._strides, g._dtype)
+            return
+    _accumulate(leaf, box.pop(), create_graph)
 
 
 def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool) -> None:

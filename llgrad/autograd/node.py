@@ -171,7 +171,7 @@ class AccumulateGrad(Node):
 class OpNode(Node):
     """A node for one registry op; `ctx` for its vjp rule."""
 
-    __slots__ = ("op", "attrs", "_saved", "_released", "_meta", "_scalars")
+    __slots__ = ("op", "attrs", "_saved", "_released", "_meta", "_scalars", "_layouts")
 
     def __init__(self, op: str, operands: tuple[Any, ...], attrs: dict[str, Any],
                  output: Tensor, saves: str):
@@ -200,7 +200,10 @@ class OpNode(Node):
         else:       # digits name single inputs: where saves "0", its condition, only
             saved = [SavedTensor(o) if isinstance(o, Tensor) and str(i) in saves else None
                      for i, o in enumerate(operands)]
-        save_for = registry.get(op).save_for
+        opdef = registry.get(op)
+        self._layouts = tuple(o._strides if isinstance(o, Tensor) else None
+                              for o in operands) if opdef.keeps_layout else None
+        save_for = opdef.save_for
         if save_for:
             for k, readers in save_for.items():
                 if saved[k] is not None and all(edges[r][0] is None for r in readers):
@@ -218,6 +221,12 @@ class OpNode(Node):
         m = self._meta
         return tuple(None if m[2 * i] is None else (m[2 * i], m[2 * i + 1])
                      for i in range(len(m) // 2))
+
+    @property
+    def input_strides(self) -> tuple[tuple[int, ...] | None, ...] | None:
+        """Each operand's strides when the call was recorded (ops with `keeps_layout`;
+        None for others): metadata only, so reading it never holds an input alive."""
+        return self._layouts
 
     # -- the context a vjp rule reads ------------------------------------------------------
     @property

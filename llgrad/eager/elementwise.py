@@ -375,6 +375,28 @@ def make_plan(expr: Expr, shape: tuple[int, ...], out_dtype: DType,
     return Plan(kernel, shape, out_dtype, template, ptr_slots, list(scalar_dtypes), n)
 
 
+def scaled_add_into(dst: Tensor, y: Tensor, alpha: float) -> Tensor:
+    """`dst += alpha * y` in one kernel (an optimizer's `p.add_(g, alpha=-lr)`), for
+    float32/float64 `dst` and a `y` of its dtype and shape; `alpha` is packed in that
+    dtype, as `y * alpha` would pack it."""
+    d = dst._dtype
+    key = ("scaled_add", dst._lkey, y._lkey)
+    plan = _plans.get(key)
+    if plan is None:
+        expr = Expr((d, d, d), (ExprNode("mul", (1, 2)), ExprNode("add", (0, 3))), (4,))
+        plan = make_plan(expr, dst._shape, d, dst._strides, [dst, y, alpha], [d, d, d])
+        if len(_plans) >= _PLAN_LIMIT:
+            _plans.clear()
+        _plans[key] = plan
+    if plan.kernel is not None:
+        args = plan.template.copy()
+        slots = plan.ptr_slots
+        args[slots[0]], args[slots[1]], args[slots[2]] = dst._ptr, dst._ptr, y._ptr
+        args[slots[3]] = _pack_scalar("add_", alpha, d, 0)
+        launch.call_split(plan.kernel, args, plan.work)
+    return dst
+
+
 def copy_into(dst: Tensor, src: Tensor | Scalar) -> Tensor:
     """`dst[...] = src` with broadcasting and dtype conversion, in one kernel."""
     d = src._dtype if isinstance(src, Tensor) else dst._dtype

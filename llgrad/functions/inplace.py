@@ -18,6 +18,7 @@ from ..autograd.apply import needs_grad
 from ..autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled, no_grad
 from ..autograd.node import Node, edge, node_class
 from ..eager import elementwise as ew
+from ..ir import dtypes as dt
 from ..tensor import Tensor
 from .numpy_interop import plain_number
 
@@ -321,6 +322,14 @@ def _binary_inplace(op: str, functional: Callable[..., Tensor], clone_self: bool
         if op == "sub":
             from .elementwise import no_bool_subtraction
             no_bool_subtraction("sub_", self, other)
+        if alpha != 1 and op in ("add", "sub") and isinstance(other, Tensor) and \
+                other._dtype is self._dtype and \
+                self._dtype in (dt.float32, dt.float64) and other._shape == self._shape and \
+                alpha.__class__ in (int, float):
+            # `p.add_(g, alpha=-lr)`: one pass, no `g * alpha` temporary
+            scale = alpha if op == "add" else -alpha
+            return run_inplace(self, lambda t, o: functional(t, o, alpha=alpha), (other,),
+                               lambda: ew.scaled_add_into(self, other, scale), clone_self)
         if alpha != 1:
             other = other * alpha
         return run_inplace(self, functional, (other,),

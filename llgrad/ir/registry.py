@@ -91,6 +91,9 @@ class OpDef:
     # a gradient (PyTorch saves `x` of `x * y` only when y requires grad, so `x * 4` and
     # `x / 4` keep nothing of x and a later in-place write to x is legal)
     save_for: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    # the backward reads its inputs' strides (`ctx.input_strides`): matmul makes a
+    # gradient in its input's memory layout, as PyTorch does
+    keeps_layout: bool = False
     doc: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -75,12 +75,35 @@ register(OpDef("matmul", Group.LINALG, 2, infer=_infer_matmul, reference=_ref_ma
 # dimensions away.
 # --------------------------------------------------------------------------------------
 
+def column_major(shape: tuple[int, ...], strides: tuple[int, ...] | None) -> bool:
+    """Whether a matrix is stored column-major (a transposed view, as `weight.t()` in a
+    linear layer): its gradient is then made in the same layout (`product_like`)."""
+    return len(shape) == 2 and shape[0] > 1 and shape[1] > 1 and strides == (1, shape[0])
+
+
+def product_like(F, ctx, k: int, left, right):
+    """`left @ right`, the gradient of the node's matrix input `k`, in that input's memory
+    layout: a column-major input gets `(right^T @ left^T)^T` (PyTorch's rule: the transpose
+    back to a parameter is then the parameter's own contiguous layout, which `.grad` keeps
+    without a copy)."""
+    layouts = getattr(ctx, "input_strides", None)
+    meta = ctx.input_meta[k] if layouts is not None else None
+    if meta is not None and column_major(meta[0], layouts[k]):
+        return F.transpose(F.matmul(F.transpose(right, 0, 1), F.transpose(left, 0, 1)), 0, 1)
+    return F.matmul(left, right)
+
+
 def _vjp_matmul(ctx, g):
     a, b = ctx.inputs
     F = ctx.F
+    need = ctx.needs_input_grad
+    if g.ndim == 2 and all(m is None or len(m[0]) == 2 for m in ctx.input_meta):
+        ga = product_like(F, ctx, 0, g, F.transpose(F.conj(b), 0, 1)) if need[0] else None
+        gb = product_like(F, ctx, 1, F.transpose(F.conj(a), 0, 1), g) if need[1] else None
+        return (ga, gb)
     # conjugate transposes (PyTorch's convention for complex; conj is a no-op on reals)
-    ga = F.matmul(g, F.transpose(F.conj(b), -2, -1)) if ctx.needs_input_grad[0] else None
-    gb = F.matmul(F.transpose(F.conj(a), -2, -1), g) if ctx.needs_input_grad[1] else None
+    ga = F.matmul(g, F.transpose(F.conj(b), -2, -1)) if need[0] else None
+    gb = F.matmul(F.transpose(F.conj(a), -2, -1), g) if need[1] else None
     return (ga, gb)
 
 
@@ -103,3 +126,4 @@ _MATMUL.vjp = _vjp_matmul
 _MATMUL.jvp = _jvp_matmul
 _MATMUL.saves = "i"
 _MATMUL.save_for = {0: (1,), 1: (0,)}     # each factor only for the other's gradient
+_MATMUL.keeps_layout = True

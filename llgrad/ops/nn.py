@@ -25,6 +25,7 @@ import numpy as np
 from ..ir import dtypes as dt
 from ..ir.registry import Attr, AttrKind, Group, OpDef, register
 from ..ir.types import TensorType, broadcast_shapes
+from .linalg import product_like
 
 REDUCTIONS = ("none", "mean", "sum")
 REDUCTION = Attr("reduction", AttrKind.STR, "mean")
@@ -642,15 +643,16 @@ def _vjp_addmm(ctx: Any, g: Any, beta: float, alpha: float) -> tuple:
     need = ctx.needs_input_grad
     ga = F.mul(g, alpha) if alpha != 1.0 else g
     gb = (F.mul(g, beta) if beta != 1.0 else g) if need[0] else None
-    g1 = F.matmul(ga, F.transpose(m2, 0, 1)) if need[1] else None
-    g2 = F.matmul(F.transpose(m1, 0, 1), ga) if need[2] else None
+    g1 = product_like(F, ctx, 1, ga, F.transpose(m2, 0, 1)) if need[1] else None
+    g2 = product_like(F, ctx, 2, F.transpose(m1, 0, 1), ga) if need[2] else None
     return (gb, g1, g2)
 
 
 register(OpDef("addmm", Group.COMPOSITE, 3, attrs=ADDMM_ATTRS, infer=_infer_addmm,
                reference=lambda b, m1, m2, beta, alpha: beta * b + alpha * (m1 @ m2),
                decompose=_decompose_addmm, vjp=_vjp_addmm, backward_name="AddmmBackward0",
-               saves="i", doc="beta * bias + alpha * (mat1 @ mat2): the 2-D linear layer"))
+               saves="i", keeps_layout=True,
+               doc="beta * bias + alpha * (mat1 @ mat2): the 2-D linear layer"))
 
 
 # --------------------------------------------------------------------------------------
