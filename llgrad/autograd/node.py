@@ -25,6 +25,18 @@ FREED = ("Trying to backward through the graph a second time (or directly access
          "tensors after calling backward.")
 
 
+def _functions():
+    """`llgrad.functions` (what a rule's `ctx.F` is), imported once on first use."""
+    global _functions_module
+    if _functions_module is None:
+        from .. import functions
+        _functions_module = functions
+    return _functions_module
+
+
+_functions_module = None
+
+
 class RemovableHandle:
     _ids = itertools.count()
 
@@ -252,8 +264,7 @@ class OpNode(Node):
 
     @property
     def F(self):
-        from .. import functions
-        return functions
+        return _functions()
 
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         # a released node still runs if its rule reads no saved tensor (PyTorch's

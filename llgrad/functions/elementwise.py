@@ -159,6 +159,8 @@ def mul(input: Any, other: Any) -> Tensor:
     return elementwise("mul", input, other)
 
 
+_mul_operator = fastpath.binary("mul", mul)
+mul = fastpath.binary("mul", mul, keywords=True)
 multiply = mul
 
 
@@ -226,6 +228,8 @@ def _div_rounded(input: Any, other: Any, rounding_mode: str) -> Tensor:
                        name="DivBackward2")
 
 
+_div_operator = fastpath.binary("div", div)
+div = fastpath.binary("div", div, keywords=True)
 divide = div
 true_divide = div
 

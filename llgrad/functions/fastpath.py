@@ -30,7 +30,7 @@ from ..ir import dtypes as dt
 from ..tensor import Tensor
 
 _NUMBERS = (float, int)
-_tables: list[dict] = []            # every direct table (cleared with the eager plans)
+_tables: dict[Any, dict] = {}      # every direct table (cleared with the eager plans)
 
 
 def _learn(table: dict, op: str, operands: tuple, key: tuple) -> None:
@@ -45,10 +45,20 @@ def _learn(table: dict, op: str, operands: tuple, key: tuple) -> None:
         table[key] = direct
 
 
-def binary(op: str, general: Callable[[Any, Any], Tensor]) -> Callable[[Any, Any], Tensor]:
-    """`general(a, b)` (an operator such as `Tensor.__add__`) with a direct path."""
-    table: dict[tuple, Any] = {}
-    _tables.append(table)
+def _table(op: str) -> dict:
+    """The direct table of `op` (shared by its function and its operator)."""
+    t = _tables.get(op)
+    if t is None:
+        t = _tables[op] = {}
+    return t
+
+
+def binary(op: str, general: Callable[..., Tensor], keywords: bool = False
+           ) -> Callable[..., Tensor]:
+    """`general(a, b)` (an operator such as `Tensor.__add__`, or with `keywords` a
+    function such as `lg.mul` whose keyword arguments always take `general`) with a
+    direct path."""
+    table = _table(op)
 
     def method(a: Any, b: Any) -> Tensor:
         if a.__class__ is Tensor:
@@ -78,13 +88,18 @@ def binary(op: str, general: Callable[[Any, Any], Tensor]) -> Callable[[Any, Any
                     _learn(table, op, (a, b), key)
                 return out
         return general(a, b)
-    return _like(method, general, op)
+
+    if not keywords:
+        return _like(method, general, op)
+
+    def function(input: Any, other: Any, **kwargs: Any) -> Tensor:
+        return general(input, other, **kwargs) if kwargs else method(input, other)
+    return _like(function, general, op)
 
 
 def unary(op: str, general: Callable[[Any], Tensor]) -> Callable[[Any], Tensor]:
     """`general(x)` (such as `lg.exp`) with a direct path."""
-    table: dict[tuple, Any] = {}
-    _tables.append(table)
+    table = _table(("unary", op))
 
     def fn(input: Any) -> Tensor:
         if input.__class__ is Tensor:
@@ -107,8 +122,7 @@ def reduction(op: str, general: Callable[..., Tensor]) -> Callable[..., Tensor]:
     """`general(x, dim=None, keepdim=False, ...)` (such as `lg.sum`) with a direct path for
     the whole reduction `general(x)`."""
     from ..eager import reduce
-    table: dict[tuple, Any] = {}
-    _tables.append(table)
+    table = _table(("reduction", op))
 
     def fn(input: Any, *args: Any, **kwargs: Any) -> Tensor:
         if input.__class__ is Tensor and not args and not kwargs:
@@ -140,7 +154,7 @@ def _like(fn: Any, general: Any, op: str) -> Any:
 
 def clear() -> None:
     """Forget every direct launch (with the eager plans they were made from)."""
-    for t in _tables:
+    for t in _tables.values():
         t.clear()
 
 

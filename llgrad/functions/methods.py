@@ -37,8 +37,8 @@ def bind() -> None:
     ops = {
         "__add__": fastpath.binary("add", E.add), "__radd__": _reflect(E.add),
         "__sub__": fastpath.binary("sub", E.sub), "__rsub__": _reflect(E.sub),
-        "__mul__": fastpath.binary("mul", E.mul), "__rmul__": _reflect(E.mul),
-        "__truediv__": fastpath.binary("div", E.div), "__rtruediv__": _rdiv,
+        "__mul__": E._mul_operator, "__rmul__": _reflect(E.mul),
+        "__truediv__": E._div_operator, "__rtruediv__": _rdiv,
         "__floordiv__": E.floor_divide, "__rfloordiv__": _reflect(E.floor_divide),
         "__mod__": E.remainder, "__rmod__": _reflect(E.remainder),
         "__pow__": E.pow, "__rpow__": _reflect(E.pow), "__matmul__": linalg.matmul,
