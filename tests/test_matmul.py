@@ -261,7 +261,7 @@ def test_transposed_operands_are_not_copied(rng: np.random.Generator) -> None:
         plan = linalg._plan(_layout(tensor(a, dt.float32), la),
                             _layout(tensor(b, dt.float32), lb))
         assert not plan.copy_a and not plan.copy_b
-        flags = plan.template[-3:-1]
+        flags = plan.template[-5:-3]
         assert flags == [int(la == "T"), int(lb == "T")]
     plan = linalg._plan(_layout(tensor(a, dt.float32), "step"), tensor(b, dt.float32))
     assert plan.copy_a and not plan.copy_b
@@ -569,3 +569,44 @@ def test_mkl_is_initialized_on_a_helper_thread():
     a, b = np.random.rand(64, 48).astype(np.float32), np.random.rand(48, 32).astype(np.float32)
     import llgrad as lg
     np.testing.assert_allclose((lg.tensor(a) @ lg.tensor(b)).numpy(), a @ b, rtol=1e-5)
+
+
+# --------------------------------------------------------------------------------------
+# Matrix-vector products call gemv
+# --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [dt.float32, dt.float64, dt.complex64, dt.complex128])
+@pytest.mark.parametrize("kind", ["contig", "T", "block"])
+@pytest.mark.parametrize("shape", [((7, 300), (300, 1)), ((1, 300), (300, 9)),
+                                   ((1, 300), (300, 1)), ((5, 1, 40), (5, 40, 6))])
+def test_matrix_vector_products_through_gemv(rng: np.random.Generator, dtype, kind,
+                                             shape) -> None:
+    """One row or one column (vector @ matrix, matrix @ vector, a dot, a batch of row
+    vectors): the kernel calls gemv with each operand's layout, eager and compiled."""
+    import llgrad as lg
+    (sa, sb) = shape
+    a = random_values(rng, sa, dtype)
+    b = random_values(rng, sb, dtype)
+    ta = _layout(tensor(a, dtype), kind) if len(sa) == 2 else tensor(a, dtype)
+    tb = _layout(tensor(b, dtype), kind) if len(sb) == 2 else tensor(b, dtype)
+    want = a.astype(np.complex128 if dtype.is_complex else np.float64) @ b
+    tol = 2e-4 if dtype in (dt.float32, dt.complex64) else 1e-10
+    np.testing.assert_allclose(matmul(ta, tb)._values(), want, rtol=tol, atol=tol)
+    plan = linalg._plan(ta, tb)
+    assert plan.template[-2] == blas.gemv_address(dtype)
+    if not dtype.is_complex:
+        got = lg.compile(lambda x, y: x @ y)(ta, tb)
+        np.testing.assert_allclose(got.numpy(), want, rtol=tol, atol=tol)
+
+
+def test_strided_vectors_reach_gemv_with_their_increment(rng: np.random.Generator) -> None:
+    import llgrad as lg
+    m = random_values(rng, (64, 50), dt.float64)
+    v = random_values(rng, (100,), dt.float64)
+    tm, tv = tensor(m, dt.float64), tensor(v, dt.float64)
+    x = tv[::2]                                       # stride 2
+    np.testing.assert_allclose((tm @ x).numpy(), m @ v[::2], rtol=1e-12)
+    np.testing.assert_allclose((x @ tm.t()).numpy(), v[::2] @ m.T, rtol=1e-12)
+    np.testing.assert_allclose(lg.mv(tm, x).numpy(), m @ v[::2], rtol=1e-12)
+    np.testing.assert_allclose(lg.compile(lambda a, b: a @ b)(tm, x).numpy(), m @ v[::2],
+                               rtol=1e-12)

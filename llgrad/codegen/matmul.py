@@ -22,10 +22,15 @@ contiguously, so it vectorizes. A single output column (matrix @ vector) is a do
 per row instead, reduced in registers over k. The outer range is the rows of the whole
 batch, so one large product splits across threads too.
 
+A product with one row or one column (`n == 1` or `m == 1`: vector @ matrix, matrix @
+vector) calls `gemv` instead, with the matrix operand's transpose flag and leading
+dimension and the vector's stride as increment. `alpha` scales the product (a scalar
+factor of an operand folded into the call: `(x * s) @ w` reads x once).
+
 Argument block (strides in elements):
     [lo, hi, n, m, k, batch_size * R,
      (ptr, batch_stride * R, row_stride, col_stride) for C, A, B,
-     a_transposed, b_transposed, gemm]
+     a_transposed, b_transposed, gemm, gemv, alpha (float64 bits)]
 `[lo, hi)` ranges over batch elements (BLAS) or over `batch * n` rows (loops).
 `x_transposed` is 1 when operand x is passed to BLAS column-major (its leading dimension
 is then its column stride); the loops ignore the flags and read A through both strides,
@@ -50,6 +55,8 @@ I8, I32 = ir.IntType(8), ir.IntType(32)
 BLOCK = 256                       # accumulator columns of the loop kernel (one row's slice)
 # void gemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc): all by pointer
 GEMM_TYPE = ir.FunctionType(ir.VoidType(), [PTR] * 13)
+# void gemv(trans, m, n, alpha, a, lda, x, incx, beta, y, incy)
+GEMV_TYPE = ir.FunctionType(ir.VoidType(), [PTR] * 11)
 
 
 @dataclass
@@ -74,7 +81,9 @@ class _Args:
         self.a_transposed = args.int(flags, "a_t")
         self.b_transposed = args.int(flags + 1, "b_t")
         self.gemm_slot = flags + 2
-        self.epilogue_slot = flags + 3          # epilogue operands, outputs first
+        self.gemv_slot = flags + 3
+        self.alpha_slot = flags + 4
+        self.epilogue_slot = flags + 5          # epilogue operands, outputs first
 
 
 def operand(args: ArgBlock, slot: int, rank: int, label: str,
@@ -156,20 +165,77 @@ def _build_blas(spec: MatmulKernel, name: str) -> ir.Module:
     for label, v in (("m", a.m), ("n", a.n), ("k", a.k), ("lda", lda), ("ldb", ldb),
                      ("ldc", c_op.row)):
         ints[label] = _alloca_store(b, I32, b.trunc(v, I32), label)
-    alpha = _alloca_store(b, real, _scalar_constant(spec.dtype, 1.0), "alpha")
+    alpha = _alloca_store(b, real, _alpha(b, spec.dtype, a, block), "alpha")
     beta = _alloca_store(b, real, _scalar_constant(spec.dtype, 0.0), "beta")
+    vector = _gemv_arguments(b, a, block, ints)
     with for_range(b, a.lo, a.hi, name="batch") as t:
         off_c, off_a, off_b = _batch_offsets(b, t, a.sizes, a.operands)
         pc = b.gep(c_op.ptr, [off_c], inbounds=True, source_etype=real)
         pa = b.gep(a_op.ptr, [off_a], inbounds=True, source_etype=real)
         pb = b.gep(b_op.ptr, [off_b], inbounds=True, source_etype=real)
-        # column-major C^T (m x n) = op(B) (m x k) @ op(A) (k x n)
-        b.call(gemm, [p_trans_b, p_trans_a, ints["m"], ints["n"], ints["k"], alpha,
-                      pb, ints["ldb"], pa, ints["lda"], beta, pc, ints["ldc"]])
+        use_gemv, row_vector, gemv, args = vector
+        with b.if_else(use_gemv) as (then, otherwise):
+            with then:
+                # C (1 x m) = a (1 x k) @ B: y = op(B) x; C (n x 1) = A @ b: y = op(A)^T x
+                with b.if_else(row_vector) as (row, column):
+                    with row:
+                        b.call(gemv, [args["b_trans"], args["b_rows"], args["b_cols"], alpha,
+                                      pb, ints["ldb"], pa, args["a_inc"], beta, pc,
+                                      args["one"]])
+                    with column:
+                        b.call(gemv, [args["a_trans"], args["a_rows"], args["a_cols"], alpha,
+                                      pa, ints["lda"], pb, args["b_inc"], beta, pc,
+                                      ints["ldc"]])
+            with otherwise:
+                # column-major C^T (m x n) = op(B) (m x k) @ op(A) (k x n)
+                b.call(gemm, [p_trans_b, p_trans_a, ints["m"], ints["n"], ints["k"], alpha,
+                              pb, ints["ldb"], pa, ints["lda"], beta, pc, ints["ldc"]])
         if spec.epilogue is not None:
             _epilogue(b, spec, a, block, t, off_c)
     b.ret_void()
     return module
+
+
+def _alpha(b: ir.IRBuilder, dtype: DType, a: _Args, block: ArgBlock) -> ir.Value:
+    """The alpha slot (float64 bits) as the gemm scalar of `dtype`."""
+    value = b.bitcast(block.int(a.alpha_slot, "alpha_bits"), ir.DoubleType())
+    real: ir.Type = ir.DoubleType()
+    if dtype in (dt.float32, dt.complex64):
+        real = ir.FloatType()
+        value = b.fptrunc(value, real)
+    if dtype.is_complex:
+        pair = ir.Constant(memory_type(dtype), ir.Undefined)
+        pair = b.insert_value(pair, value, 0)
+        return b.insert_value(pair, ir.Constant(real, 0.0), 1)
+    return value
+
+
+def _gemv_arguments(b: ir.IRBuilder, a: _Args, block: ArgBlock,
+                    ints: dict[str, ir.Value]) -> tuple[ir.Value, ir.Value, _Callee, dict]:
+    """Whether this call is a matrix-vector product (and a gemv address was given),
+    whether the vector is A's row (n == 1) rather than B's column (m == 1), the gemv
+    callee and its by-pointer arguments for both cases."""
+    gemv_ptr = block.ptr(a.gemv_slot, "gemv")
+    given = b.icmp_unsigned("!=", b.ptrtoint(gemv_ptr, I64), I64(0))
+    row_vector = b.icmp_signed("==", a.n, I64(1))
+    use = b.and_(given, b.or_(row_vector, b.icmp_signed("==", a.m, I64(1))))
+    a_t = b.icmp_signed("!=", a.a_transposed, I64(0))
+    b_t = b.icmp_signed("!=", a.b_transposed, I64(0))
+    _, a_op, b_op = a.operands
+    args = {
+        # B as stored column-major: m x k ('N') or, transposed, k x m ('T')
+        "b_trans": _alloca_store(b, I8, b.select(b_t, I8(ord("T")), I8(ord("N"))), "v_bt"),
+        "b_rows": _alloca_store(b, I32, b.trunc(b.select(b_t, a.k, a.m), I32), "v_brows"),
+        "b_cols": _alloca_store(b, I32, b.trunc(b.select(b_t, a.m, a.k), I32), "v_bcols"),
+        # A as stored column-major: k x n ('T' gives A @ x) or, transposed, n x k ('N')
+        "a_trans": _alloca_store(b, I8, b.select(a_t, I8(ord("N")), I8(ord("T"))), "v_at"),
+        "a_rows": _alloca_store(b, I32, b.trunc(b.select(a_t, a.n, a.k), I32), "v_arows"),
+        "a_cols": _alloca_store(b, I32, b.trunc(b.select(a_t, a.k, a.n), I32), "v_acols"),
+        "a_inc": _alloca_store(b, I32, b.trunc(a_op.col, I32), "v_ainc"),
+        "b_inc": _alloca_store(b, I32, b.trunc(b_op.row, I32), "v_binc"),
+        "one": _alloca_store(b, I32, I32(1), "v_one"),
+    }
+    return use, row_vector, _Callee(gemv_ptr, GEMV_TYPE), args
 
 
 def _epilogue(b: ir.IRBuilder, spec: MatmulKernel, a: _Args, block: ArgBlock,

@@ -23,7 +23,8 @@ from ..runtime import blas, cache, launch
 from ..tensor import Tensor
 from .elementwise import copy_into, promote
 from ..schedule.layout import broadcast_strides, collapse, contiguous_strides
-from ..schedule.matmul import MatmulKernel, fold_rows, gemm_layout, panels, uses_blas
+from ..schedule.matmul import (ALPHA_ONE, MatmulKernel, fold_rows, gemm_layout, panels,
+                               uses_blas)
 from .views import expand, reshape, slice_dims
 
 cache.register_builder(MatmulKernel, build)
@@ -169,7 +170,8 @@ def _plan(a: Tensor, b: Tensor) -> _Plan:
     for label, bstrides in (("c", cs), ("a", as_), ("b", bs)):
         slots.append(len(template))
         template += [0, *bstrides, rows[label], cols[label]]
-    template += [*flags, blas.gemm_address(d) if use_blas else 0]
+    template += [*flags, blas.gemm_address(d) if use_blas else 0,
+                 blas.gemv_address(d) if use_blas else 0, ALPHA_ONE]
     plan.kernel = cache.get(MatmulKernel(d, len(sizes)))
     plan.template = template
     plan.slots = (slots[0], slots[1], slots[2])

@@ -47,12 +47,15 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+import numpy as np
+
 from ..schedule.elementwise import Expr, ExprNode
 from ..schedule.elementwise import op_cost as schedule_op_cost
 from ..schedule.layout import Layout, Read, reshape_strides  # noqa: F401
 from ..ir.graph import Graph, Node
 from ..ir.printer import format_type, value_names
 from ..ir.registry import ELEMENTWISE, VIEW_OPS, Group
+from .rewrite import uniform_value
 
 __all__ = ["Layout", "Read", "Kind", "KernelGroup", "FusionPlan", "fuse", "VIEW_OPS",
            "reshape_strides"]
@@ -161,6 +164,7 @@ class KernelGroup:
     has_random: bool = False
     cost: int = 0                              # code size estimate (see `op_cost`)
     merged_into: "KernelGroup | None" = field(default=None, repr=False)
+    alpha: float = 1.0                          # matmul: scale folded into gemm's alpha
     region: Any = field(default=None, repr=False)   # row groups: the `rows.Region`
 
     def _name(self, n: Node) -> str:
@@ -247,6 +251,9 @@ class _Fuser:
         from .rows import find_regions
         self.region_of = {m: r for r in find_regions(g, self.uses) for m in r.members}
         self.region_groups: dict[int, KernelGroup] = {}
+        # scaled operands of products folded into alpha: node -> (read of y, factor), or
+        # () when the node cannot be folded (`fold_scale`)
+        self.folded: dict[Node, Any] = {}
         self.feeds = self._feeds()
 
     # -- bookkeeping --------------------------------------------------------------------
@@ -725,11 +732,67 @@ class _Fuser:
         grp = self.new_group(kind, [n], n.shape, root=n)
         for x in n.inputs:
             read = self.read_of(x)
+            if kind is Kind.MATMUL:
+                folded = self.fold_scale(read)
+                if folded is not None:
+                    read, factor = folded
+                    grp.alpha *= factor
             grp.inputs.append(read)
             self.note_dep(grp, read)
             if x in self.view_read:
                 grp.views.append(x)
         grp.open = False
+
+    def fold_scale(self, read: Read) -> tuple[Read, float] | None:
+        """A BLAS product's operand `y * c` (or `y / c`, c a power of two) of a scalar
+        constant: the product reads `y` instead and multiplies by `c` through gemm's
+        alpha, so the scaled copy of `y` is never written. Taken when the scaled value is
+        a kernel of its own (its group computes nothing else) that only products read,
+        and `y` is dense in the same shape; every such product then folds it."""
+        base = read.base
+        known = self.folded.get(base)
+        if known is None:
+            known = self.folded[base] = self._scale_of(base)
+            if known:
+                self.drop(self.group(base))
+        if not known:
+            return None
+        y_read, factor = known
+        return Read(y_read.base, read.layout), factor
+
+    def _scale_of(self, base: Node) -> tuple[Read, float] | tuple[()]:
+        from ..schedule.matmul import uses_blas
+        grp = self.group(base)
+        if base.op not in ("mul", "div") or grp is None or grp.kind is not Kind.ELEMENTWISE \
+                or grp.nodes != [base] or not uses_blas(base.dtype) or base.dtype.is_complex \
+                or any(c is None or c.op != "matmul" for c, _ in self.uses[base]):
+            return ()
+        for k, other in ((1, 0), (0, 1)) if base.op == "mul" else ((1, 0),):
+            c = uniform_value(self._base_of(base.inputs[k]))
+            y = base.inputs[other]
+            if c is None or y.shape != base.shape or y.dtype is not base.dtype:
+                continue
+            factor = float(c)
+            if base.op == "div":
+                if factor == 0 or not np.isfinite(factor) or \
+                        np.frexp(abs(factor))[0] != 0.5:       # 1/c exact: a power of two
+                    return ()
+                factor = 1.0 / factor
+            y_read = self.read_of(y)
+            if y_read.layout != Layout.dense(base.shape) or not np.isfinite(factor):
+                return ()
+            return y_read, factor
+        return ()
+
+    def drop(self, grp: KernelGroup) -> None:
+        """Remove a group whose values no one reads any more (see `fold_scale`)."""
+        self.groups.remove(grp)
+        for m in grp.nodes:
+            self.group_of.pop(m, None)
+        for d in grp.deps:
+            self.users.get(d, set()).discard(grp)
+        self.users.pop(grp, None)
+        self.rank.pop(grp, None)
 
     # -- finishing ----------------------------------------------------------------------
     def materialized(self, m: Node, grp: KernelGroup) -> bool:

@@ -439,7 +439,7 @@ class _Lowering:
         a_ptr, a_lay = self.matmul_operand(grp, a_read, n, k, use_blas, is_b=False)
         b_ptr, b_lay = self.matmul_operand(grp, b_read, k, m, use_blas, is_b=True)
         self.matmul_launch(grp, n_, out, a_ptr, a_lay, b_ptr, b_lay, n, m, k, use_blas,
-                           epilogue)
+                           epilogue, grp.alpha)
 
     def matmul_operand(self, grp: KernelGroup, r: Read, rows: int, cols: int,
                        use_blas: bool, is_b: bool) -> tuple[Ptr, Layout]:
@@ -461,7 +461,7 @@ class _Lowering:
     def matmul_launch(self, grp: KernelGroup, node: Node, out: Buffer, a_ptr: Ptr,
                       a: Layout, b_ptr: Ptr, b: Layout, n: int, m: int, k: int,
                       use_blas: bool, epilogue: tuple[ew.Expr, list[Ptr], list[Read]] | None
-                      = None) -> None:
+                      = None, alpha: float = 1.0) -> None:
         """The batch loop around gemm (or the generated loops); as eager's `_plan`.
 
         `epilogue` (2-D BLAS products only, see `fusion.merge_epilogues`): the expression,
@@ -513,8 +513,10 @@ class _Lowering:
         block: list[Any] = [0, extent, n, m, k, *sizes]
         for label, ptr, bstrides in (("c", Ptr(out), cs), ("a", a_ptr, as_), ("b", b_ptr, bs)):
             block += [ptr, *bstrides, rows[label], cols[label]]
-        gemm = self.extra("sgemm" if node.dtype is dt.float32 else "dgemm") if use_blas else 0
-        block += [*flags, gemm]
+        prefix = "s" if node.dtype is dt.float32 else "d"
+        gemm = self.extra(prefix + "gemm") if use_blas else 0
+        gemv = self.extra(prefix + "gemv") if use_blas else 0
+        block += [*flags, gemm, gemv, mm.alpha_bits(alpha)]
         for (p, _, rs, cs_), bstrides in zip(epi, es):
             block += [p, *bstrides, rs, cs_]
         spec = mm.MatmulKernel(node.dtype, len(sizes),
@@ -528,7 +530,9 @@ class _Lowering:
                     Access(b_ptr, a_lay_dtype(node, 1), (nb, k * m), (1 if any(bs) else 0, 1),
                            "load"),
                     Access(Ptr(out), node.dtype, (nb, n * m), (1, 1), "store"))
-        what, body = "matmul" + (" (BLAS)" if use_blas else ""), f"C[{n}x{m}] = A[{n}x{k}] @ B[{k}x{m}]"
+        what = "matmul" + (" (BLAS)" if use_blas else "")
+        scale = "" if alpha == 1.0 else f"{alpha!r} * "
+        body = f"C[{n}x{m}] = {scale}A[{n}x{k}] @ B[{k}x{m}]"
         if epilogue is not None:
             n_out = len(epilogue[1])
             accesses += tuple(Access(p, d_, shape, (rs, cs_), "store" if j < n_out else "load")

@@ -134,18 +134,29 @@ def backend() -> str:
 def gemm_address(dtype: DType) -> int:
     """The address of the `sgemm`/`dgemm`/`cgemm`/`zgemm` (Fortran convention) for
     `dtype`: MKL's when it is the backend, else SciPy's wrapper."""
+    return _routine_address(dtype, "gemm")
+
+
+@functools.cache
+def gemv_address(dtype: DType) -> int:
+    """The address of the `sgemv`/`dgemv`/`cgemv`/`zgemv` for `dtype` (matrix-vector
+    products; same source as `gemm_address`)."""
+    return _routine_address(dtype, "gemv")
+
+
+def _routine_address(dtype: DType, routine: str) -> int:
     if dtype.name not in _CAPSULES:
-        raise TypeError(f"llgrad BLAS: no gemm for {dtype.name}; BLAS covers float32, "
+        raise TypeError(f"llgrad BLAS: no {routine} for {dtype.name}; BLAS covers float32, "
                         f"float64, complex64 and complex128")
+    name = _CAPSULES[dtype.name][0] + routine           # "s" + "gemv"
     mkl = _mkl()
     if mkl is not None:
-        return ctypes.cast(getattr(mkl, _CAPSULES[dtype.name] + "_"), ctypes.c_void_p).value
+        return ctypes.cast(getattr(mkl, name + "_"), ctypes.c_void_p).value
     try:
         from scipy.linalg import cython_blas
     except ImportError as e:                        # scipy is a declared dependency
         raise RuntimeError(f"llgrad matmul needs SciPy's BLAS: {e}") from e
-    capsule = cython_blas.__pyx_capi__[_CAPSULES[dtype.name]]
-    return _capsule_pointer(capsule)
+    return _capsule_pointer(cython_blas.__pyx_capi__[name])
 
 
 # --------------------------------------------------------------------------------------

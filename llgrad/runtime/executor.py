@@ -339,7 +339,8 @@ def _extra_address(name: str, threads: int) -> int:
     if name.startswith("mpi:"):                 # MPI functions and handles (runtime.mpi)
         return mpi.extra(name[4:])
     from ..ir import dtypes as dt
-    return blas.gemm_address({"sgemm": dt.float32, "dgemm": dt.float64}[name])
+    dtype = {"s": dt.float32, "d": dt.float64}[name[0]]
+    return blas.gemv_address(dtype) if name.endswith("gemv") else blas.gemm_address(dtype)
 
 
 def _generate_runner(g: CompiledGraph, verified: int = 0) -> Any:

@@ -3,6 +3,7 @@ and the compiler's lowering). The kernels themselves are in `llgrad/codegen/matm
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 from ..ir import dtypes as dt
@@ -56,8 +57,16 @@ class MatmulKernel:
 
     @property
     def n_slots(self) -> int:
-        return 5 + self.batch_rank + 3 * (self.batch_rank + 3) + 3 + \
+        return 5 + self.batch_rank + 3 * (self.batch_rank + 3) + 5 + \
             self.n_epilogue_operands * (self.batch_rank + 3)
+
+
+def alpha_bits(alpha: float) -> int:
+    """A gemm's alpha as its argument-block slot holds it: the float64's bits."""
+    return struct.unpack("<q", struct.pack("<d", float(alpha)))[0]
+
+
+ALPHA_ONE = alpha_bits(1.0)
 
 
 # --------------------------------------------------------------------------------------
