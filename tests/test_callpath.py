@@ -12,6 +12,8 @@ import pytest
 import llgrad as lg
 from llgrad.compiler.callpath import MISS
 
+from conftest import train_step
+
 SCALE = 2.0
 
 
@@ -228,14 +230,6 @@ def test_signatures_with_effects_are_specialized_and_aliasing_misses():
     assert base.tolist() == [[1.0, 0.0]] * 3
 
 
-def _sgd_step(model, opt, x, y):
-    opt.zero_grad()
-    loss = lg.nn.functional.cross_entropy(model(x), y)
-    loss.backward()
-    opt.step()
-    return loss
-
-
 def _tiny_model(seed):
     lg.manual_seed(seed)
     return lg.nn.Sequential(lg.nn.Linear(6, 5), lg.nn.ReLU(), lg.nn.Linear(5, 3))
@@ -247,7 +241,7 @@ def test_a_training_step_takes_the_specialized_path_and_matches_eager():
     for mode in ("compiled", "eager"):
         model = _tiny_model(0)
         opt = lg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-        step = lg.compile(_sgd_step) if mode == "compiled" else _sgd_step
+        step = lg.compile(train_step) if mode == "compiled" else train_step
         losses = [step(model, opt, x, y).item() for _ in range(6)]
         if mode == "compiled":
             src = step._fast.__source__
@@ -274,7 +268,7 @@ def test_changing_the_learning_rate_reaches_the_specialized_step():
     x, y = lg.randn(8, 6), lg.tensor([0, 1, 2, 0, 1, 2, 0, 1])
     model = _tiny_model(0)
     opt = lg.optim.SGD(model.parameters(), lr=0.1)
-    step = lg.compile(_sgd_step)
+    step = lg.compile(train_step)
     step(model, opt, x, y)
     step(model, opt, x, y)
     before = [p.detach().numpy().copy() for p in model.parameters()]

@@ -61,33 +61,27 @@ def binary(op: str, general: Callable[..., Tensor], keywords: bool = False
     table = _table(op)
 
     def method(a: Any, b: Any) -> Tensor:
-        if a.__class__ is Tensor:
-            c = b.__class__
-            if c is Tensor:
-                key = (a._lkey, b._lkey)
-                if not (grad_state.enabled and (a._requires_grad or b._requires_grad)):
-                    go = table.get(key)
-                    if go is not None and not interpreters and not forward_ad._level[0]:
-                        out = go(a, b)
-                        if out is not None:
-                            return out
-                out = general(a, b)
-                if key not in table:
-                    _learn(table, op, (a, b), key)
-                return out
-            if c in _NUMBERS:
-                key = (a._lkey, c)
-                if not (grad_state.enabled and a._requires_grad):
-                    go = table.get(key)
-                    if go is not None and not interpreters and not forward_ad._level[0]:
-                        out = go(a, b)
-                        if out is not None:
-                            return out
-                out = general(a, b)
-                if key not in table:
-                    _learn(table, op, (a, b), key)
-                return out
-        return general(a, b)
+        if a.__class__ is not Tensor:
+            return general(a, b)
+        c = b.__class__
+        if c is Tensor:
+            key = (a._lkey, b._lkey)
+            recorded = grad_state.enabled and (a._requires_grad or b._requires_grad)
+        elif c in _NUMBERS:
+            key = (a._lkey, c)
+            recorded = grad_state.enabled and a._requires_grad
+        else:
+            return general(a, b)
+        if not recorded:
+            go = table.get(key)
+            if go is not None and not interpreters and not forward_ad._level[0]:
+                out = go(a, b)
+                if out is not None:
+                    return out
+        out = general(a, b)
+        if key not in table:
+            _learn(table, op, (a, b), key)
+        return out
 
     if not keywords:
         return _like(method, general, op)
