@@ -291,13 +291,13 @@ def _generate_launch(op: str, plan: Plan, operands: Sequence[Any], direct: bool)
                    f"    try:\n{''.join(scalars)}"
                    f"    except (struct.error, TypeError, OverflowError):\n"
                    f"        return {fail}\n")
-    overflow = (f"        return None\n" if direct else
-                f"        raise RuntimeError(OP + ': ' + NO_MEMORY) from None\n")
+    overflow = ("        return None\n" if direct else
+                "        raise RuntimeError(OP + ': ' + NO_MEMORY) from None\n")
     source = (f"{head}"
               f"    if recording:\n"
               f"        return {fail}\n"
               f"{numbers}"
-              + (f"    out = make_output()\n" if direct else "") +
+              + ("    out = make_output()\n" if direct else "") +
               f"    buf, addr = block()\n"
               f"    try:\n"
               f"        pack(buf, 0, {', '.join(values)})\n"

@@ -33,16 +33,20 @@ _NUMBERS = (float, int)
 _tables: dict[Any, dict] = {}      # every direct table (cleared with the eager plans)
 
 
-def _learn(table: dict, op: str, operands: tuple, key: tuple) -> None:
-    """File the direct launch of the call that just succeeded with `operands`."""
+def _learn(table: dict, key: Any, make: Callable[[], Any]) -> None:
+    """File `make()` (the direct launch of the call that just succeeded, or None)."""
     if interpreters or forward_ad._level[0] or len(table) >= 256:
         return
-    plan = ew._plans.get(ew._key(op, operands, None, None))
-    if plan is None:
-        return
-    direct = ew.direct_launch(op, plan, operands)
+    direct = make()
     if direct is not None:
         table[key] = direct
+
+
+def _elementwise_launch(op: str, operands: tuple) -> Callable[[], Any]:
+    def make() -> Any:
+        plan = ew._plans.get(ew._key(op, operands, None, None))
+        return None if plan is None else ew.direct_launch(op, plan, operands)
+    return make
 
 
 def _table(op: str) -> dict:
@@ -80,7 +84,7 @@ def binary(op: str, general: Callable[..., Tensor], keywords: bool = False
                     return out
         out = general(a, b)
         if key not in table:
-            _learn(table, op, (a, b), key)
+            _learn(table, key, _elementwise_launch(op, (a, b)))
         return out
 
     if not keywords:
@@ -93,22 +97,11 @@ def binary(op: str, general: Callable[..., Tensor], keywords: bool = False
 
 def unary(op: str, general: Callable[[Any], Tensor]) -> Callable[[Any], Tensor]:
     """`general(x)` (such as `lg.exp`) with a direct path."""
-    table = _table(("unary", op))
+    call = _one_operand(_table(("unary", op)), general,
+                        lambda x: _elementwise_launch(op, (x,)))
 
     def fn(input: Any) -> Tensor:
-        if input.__class__ is Tensor:
-            key = input._lkey
-            if not (grad_state.enabled and input._requires_grad):
-                go = table.get(key)
-                if go is not None and not interpreters and not forward_ad._level[0]:
-                    out = go(input)
-                    if out is not None:
-                        return out
-            out = general(input)
-            if key not in table:
-                _learn(table, op, (input,), key)
-            return out
-        return general(input)
+        return call(input) if input.__class__ is Tensor else general(input)
     return _like(fn, general, op)
 
 
@@ -116,26 +109,32 @@ def reduction(op: str, general: Callable[..., Tensor]) -> Callable[..., Tensor]:
     """`general(x, dim=None, keepdim=False, ...)` (such as `lg.sum`) with a direct path for
     the whole reduction `general(x)`."""
     from ..eager import reduce
-    table = _table(("reduction", op))
+    call = _one_operand(_table(("reduction", op)), general,
+                        lambda x: lambda: reduce.direct_launch(op, x, (), False))
 
     def fn(input: Any, *args: Any, **kwargs: Any) -> Tensor:
         if input.__class__ is Tensor and not args and not kwargs:
-            key = input._lkey
-            if not (grad_state.enabled and input._requires_grad):
-                go = table.get(key)
-                if go is not None and not interpreters and not forward_ad._level[0]:
-                    out = go(input)
-                    if out is not None:
-                        return out
-            out = general(input)
-            if key not in table and not interpreters and not forward_ad._level[0] and \
-                    len(table) < 256:
-                direct = reduce.direct_launch(op, input, (), False)
-                if direct is not None:
-                    table[key] = direct
-            return out
+            return call(input)
         return general(input, *args, **kwargs)
     return _like(fn, general, op)
+
+
+def _one_operand(table: dict, general: Callable[[Any], Tensor],
+                 launch_of: Callable[[Tensor], Callable[[], Any]]) -> Callable[[Tensor], Tensor]:
+    """The direct-or-general call of a one-tensor op on a plain tensor."""
+    def call(input: Tensor) -> Tensor:
+        key = input._lkey
+        if not (grad_state.enabled and input._requires_grad):
+            go = table.get(key)
+            if go is not None and not interpreters and not forward_ad._level[0]:
+                out = go(input)
+                if out is not None:
+                    return out
+        out = general(input)
+        if key not in table:
+            _learn(table, key, launch_of(input))
+        return out
+    return call
 
 
 def _like(fn: Any, general: Any, op: str) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import sys
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -138,12 +139,12 @@ def allocate_small_source(nbytes: int, st: str = "st", ptr: str = "ptr"
     """`allocate_small(nbytes)` written out for generated code (`Tensor._empty_maker`):
     source lines binding `st` to the storage and `ptr` to its address, and the names they
     use. It must make the same storage as `allocate_small` (a test compares them)."""
-    lines = [f"state = slabs.state",
+    lines = ["state = slabs.state",
              f"{ptr} = state[1]",
              f"if {ptr} + {SLAB_MAX} > state[2]:",
              f"    {st} = allocate_small({nbytes})",
              f"    {ptr} = {st}.ptr",
-             f"else:",
+             "else:",
              f"    state[1] = {ptr} + {(nbytes + 63) & ~63 or 64}",
              f"    {st} = new_storage(Storage)",
              f"    {st}._buffer = None",
