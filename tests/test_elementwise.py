@@ -322,3 +322,48 @@ def test_random_expressions(shape, ops, seed):
             a = {"add": np.add, "mul": np.multiply, "sub": np.subtract,
                  "maximum": np.maximum}[op](a, b)
     np.testing.assert_allclose(values(x), a, rtol=1e-12, atol=1e-12)
+
+
+# --------------------------------------------------------------------------------------
+# In-place writes read the written operand through the output's pointer
+# --------------------------------------------------------------------------------------
+
+def _in_place_plan(op, operands, out):
+    from llgrad.eager import elementwise as ew
+    return ew._plans[ew._key(op, operands, None, out)]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_in_place_kernels_read_through_the_output(layout):
+    """`p.add_(g)`, `p.mul_(s)`, `p.add_(g, alpha=)` compile kernels whose written operand
+    is the output itself (`ElementwiseKernel.in_place`), with the values NumPy gives, for
+    contiguous and transposed `p` and a broadcast `g`."""
+    rng = np.random.default_rng(3)
+    base = rng.standard_normal((37, 53)).astype(np.float32)
+    g_np = rng.standard_normal(53 if layout == "contiguous" else 37).astype(np.float32)
+    p = lg.tensor(base) if layout == "contiguous" else lg.tensor(base.T.copy()).t()
+    ref = base.copy()
+    g = lg.tensor(g_np)
+    gb = g_np if layout == "contiguous" else g_np[:, None]
+    if layout == "transposed":
+        g = g.reshape(37, 1)
+    p.add_(g)
+    ref = ref + gb
+    assert _in_place_plan("add", (p, g), p).kernel.spec.in_place == (0,)
+    p.mul_(0.5)
+    ref = ref * np.float32(0.5)
+    p.add_(g, alpha=-2.0)
+    ref = ref - 2 * gb
+    np.testing.assert_allclose(p.numpy(), ref, rtol=1e-6, atol=1e-6)
+
+
+def test_an_integer_in_place_write_and_a_view_of_the_output():
+    """An int64 in-place op, and an operand that is another view of the written memory
+    (not the output object itself: the general kernel with its overlap check)."""
+    a = lg.arange(10)
+    a.add_(3)
+    np.testing.assert_array_equal(a.numpy(), np.arange(10) + 3)
+    x = lg.arange(6, dtype=lg.float32)
+    v = x[:]
+    x.add_(v)
+    np.testing.assert_array_equal(x.numpy(), 2 * np.arange(6, dtype=np.float32))

@@ -81,7 +81,8 @@ def build(spec: ElementwiseKernel, name: str) -> ir.Module:
                 nest(depth + 1, here)
                 return
             s._index = here[0]        # the output's element offset: its linear index
-            loaded = [s.load(b.gep(ptrs[n_out + j], [here[n_out + j]], inbounds=True,
+            own = [0 if j in spec.in_place else n_out + j for j in range(len(expr.in_dtypes))]
+            loaded = [s.load(b.gep(ptrs[own[j]], [here[own[j]]], inbounds=True,
                                    source_etype=memory_type(d)), d, name=f"x{j}")
                       for j, d in enumerate(expr.in_dtypes)]
             for k, v in enumerate(evaluate(s, expr, loaded)):

@@ -185,7 +185,14 @@ def _key(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,
                         out._lkey if out is not None else None]
     for o in operands:
         parts.append(o._lkey if isinstance(o, Tensor) else type(o))
+    if out is not None:
+        parts.append(_in_place(operands, out))
     return tuple(parts)
+
+
+def _in_place(operands: Sequence[Any], out: Tensor | None) -> tuple[int, ...]:
+    """The operands that are `out` itself (see `ElementwiseKernel.in_place`)."""
+    return () if out is None else tuple(i for i, o in enumerate(operands) if o is out)
 
 
 def run(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None = None,
@@ -344,12 +351,14 @@ def _plan(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,
                         (last + 1,))
             result = out._dtype
         out_strides = out._strides
-    return make_plan(expr, out_shape, result, out_strides, operands, computed)
+    return make_plan(expr, out_shape, result, out_strides, operands, computed,
+                     _in_place(operands, out))
 
 
 def make_plan(expr: Expr, shape: tuple[int, ...], out_dtype: DType,
               out_strides: tuple[int, ...] | None, operands: Sequence[Any],
-              scalar_dtypes: Sequence[DType]) -> Plan:
+              scalar_dtypes: Sequence[DType], in_place: tuple[int, ...] = ()) -> Plan:
+    """`in_place`: the operands that are the output itself (`ElementwiseKernel.in_place`)."""
     from ..schedule.layout import contiguous_strides
     n = 1
     for s in shape:
@@ -365,7 +374,7 @@ def make_plan(expr: Expr, shape: tuple[int, ...], out_dtype: DType,
     cshape, cstrides = collapse(shape, strides)
     rank = len(cshape)
     inner = tuple(st[-1] if st[-1] in (0, 1) else None for st in cstrides)
-    kernel = cache.get(ElementwiseKernel(expr, rank, inner))
+    kernel = cache.get(ElementwiseKernel(expr, rank, inner, in_place))
     template = [0, cshape[0], *cshape[1:]]
     ptr_slots = []
     for st in cstrides:
@@ -384,7 +393,8 @@ def scaled_add_into(dst: Tensor, y: Tensor, alpha: float) -> Tensor:
     plan = _plans.get(key)
     if plan is None:
         expr = Expr((d, d, d), (ExprNode("mul", (1, 2)), ExprNode("add", (0, 3))), (4,))
-        plan = make_plan(expr, dst._shape, d, dst._strides, [dst, y, alpha], [d, d, d])
+        plan = make_plan(expr, dst._shape, d, dst._strides, [dst, y, alpha], [d, d, d],
+                         (0,))
         if len(_plans) >= _PLAN_LIMIT:
             _plans.clear()
         _plans[key] = plan
