@@ -300,7 +300,8 @@ def test_dynamic_shapes_compile_no_new_native_code():
         want.backward()
         np.testing.assert_allclose(loss.item(), want.item(), rtol=1e-12)
         np.testing.assert_allclose(x.grad.numpy(), x2.grad.numpy(), rtol=1e-10)
-        np.testing.assert_allclose(w.grad.numpy(), w2.grad.numpy(), rtol=1e-10)
+        # the exact gradient of w is 0 (each softmax row sums to 1): rounding noise only
+        np.testing.assert_allclose(w.grad.numpy(), w2.grad.numpy(), rtol=1e-10, atol=1e-15)
 
 
 def test_dynamic_training_step_over_batch_sizes():

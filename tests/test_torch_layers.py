@@ -474,7 +474,11 @@ def test_training_step_compiles_to_one_graph_equal_to_eager(which):
                                  for k, v in model.state_dict().items()})
     np.testing.assert_allclose(states["compiled"][0], states["eager"][0], rtol=1e-5)
     for k, v in states["eager"][1].items():
-        np.testing.assert_allclose(states["compiled"][1][k], v, rtol=1e-4, atol=1e-5,
+        # the key projection's bias has an exact gradient of 0 (a shift of every key moves
+        # each query's scores by one constant, which softmax ignores): what Adam makes of
+        # its rounding noise differs between any two evaluation orders
+        atol = 1e-4 if k == "attn.in_proj_bias" else 1e-5
+        np.testing.assert_allclose(states["compiled"][1][k], v, rtol=1e-4, atol=atol,
                                    err_msg=k)
 
 

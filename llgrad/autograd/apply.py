@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from ..ir import registry
-from ..tensor import Tensor
+from ..tensor import DENSE_CLASSES, Tensor
 from . import forward_ad
 from .grad_mode import is_grad_enabled
 from .node import node_class
@@ -26,11 +26,13 @@ def needs_grad(operands: Sequence[Any]) -> bool:
 
 
 def record(op: str, operands: Sequence[Any], attrs: dict[str, Any], out: Tensor,
-           name: str | None = None) -> Tensor:
+           name: str | None = None, base: type | None = None) -> Tensor:
+    """Attach `op`'s node (of class `base`, default `OpNode`, named as PyTorch names it)."""
     opdef = registry.get(op)
     if not (out._dtype.is_floating_point or out._dtype.is_complex):
         return out                       # integer and bool results are not differentiable
-    cls = node_class(name or opdef.backward_name or f"{op.capitalize()}Backward0")
+    cls = node_class(name or opdef.backward_name or f"{op.capitalize()}Backward0",
+                     *(() if base is None else (base,)))
     out._requires_grad = True      # before the node saves `out`: its alias must carry grad
     node = cls(op, tuple(operands), attrs, out, opdef.saves)
     out.grad_fn = node
@@ -145,8 +147,18 @@ def apply_composite(op: str, operands: Sequence[Any], attrs: dict[str, Any],
             return interp.process_composite(op, operands, attrs, name)
     tangents = forward_ad._level[0] and is_grad_enabled() and \
         any(forward_ad.tangent_of(o) is not None for o in operands)
-    with nullcontext() if tangents else no_grad():
-        out = opdef.decompose(F, *operands, **attrs)
+    hot = compiled_composites if opdef.eager_compile and not forward_ad._level[0] and \
+        compiled_composites.ENABLED and \
+        all(o.__class__ in DENSE_CLASSES for o in operands) else None
+    out = hot.forward(op, operands, attrs) if hot is not None else None
+    if out is None:
+        with nullcontext() if tangents else no_grad():
+            out = opdef.decompose(F, *operands, **attrs)
     if needs_grad(operands):
-        record(op, operands, attrs, out, name)
+        record(op, operands, attrs, out, name,
+               hot.CompiledRuleNode if hot is not None else None)
     return out
+
+
+# `llgrad.compiler.hot` (set when the compiler is imported): hot composites run compiled
+compiled_composites: Any = None

@@ -141,12 +141,12 @@ def _ref_var(x: np.ndarray, axes: tuple[int, ...], keepdim: bool, correction: fl
 
 register(OpDef("var", Group.COMPOSITE, 1, attrs=VAR_ATTRS, infer=_infer_reduce_real,
                reference=_ref_var, decompose=_decompose_var, vjp=_vjp_var,
-               backward_name="VarBackward0", saves="i"))
+               backward_name="VarBackward0", saves="i", eager_compile=True))
 register(OpDef("std", Group.COMPOSITE, 1, attrs=VAR_ATTRS, infer=_infer_reduce_real,
                reference=lambda x, axes, keepdim, correction: np.sqrt(
                    _ref_var(x, axes, keepdim, correction)),
                decompose=_decompose_std, vjp=_vjp_std, backward_name="StdBackward0",
-               saves="io"))
+               saves="io", eager_compile=True))
 
 
 # -- logsumexp ---------------------------------------------------------------------------
@@ -175,7 +175,7 @@ def _ref_logsumexp(x: np.ndarray, axes: tuple[int, ...], keepdim: bool) -> np.nd
 
 register(OpDef("logsumexp", Group.COMPOSITE, 1, attrs=AXES, infer=_infer_reduce,
                reference=_ref_logsumexp, decompose=_decompose_logsumexp, vjp=_vjp_logsumexp,
-               backward_name="LogsumexpBackward0", saves="io"))
+               backward_name="LogsumexpBackward0", saves="io", eager_compile=True))
 
 
 # -- norm --------------------------------------------------------------------------------
@@ -236,7 +236,7 @@ def _ref_norm(x: np.ndarray, axes: tuple[int, ...], keepdim: bool, p: float) -> 
 
 register(OpDef("norm", Group.COMPOSITE, 1, attrs=NORM_ATTRS, infer=_infer_reduce_real,
                reference=_ref_norm, decompose=_decompose_norm, vjp=_vjp_norm,
-               backward_name="NormBackward1", saves="io"))
+               backward_name="NormBackward1", saves="io", eager_compile=True))
 
 
 # -- softmax / log_softmax ----------------------------------------------------------------
@@ -286,7 +286,9 @@ def _ref_log_softmax(x: np.ndarray, dim: int) -> np.ndarray:
 
 register(OpDef("softmax", Group.COMPOSITE, 1, attrs=DIM, infer=_infer_same,
                reference=_ref_softmax, decompose=_decompose_softmax, vjp=_vjp_softmax,
-               backward_name="SoftmaxBackward0", saves="o"))
+               backward_name="SoftmaxBackward0", saves="o",
+               eager_compile=True))
 register(OpDef("log_softmax", Group.COMPOSITE, 1, attrs=DIM, infer=_infer_same,
                reference=_ref_log_softmax, decompose=_decompose_log_softmax,
-               vjp=_vjp_log_softmax, backward_name="LogSoftmaxBackward0", saves="o"))
+               vjp=_vjp_log_softmax, backward_name="LogSoftmaxBackward0", saves="o",
+               eager_compile=True))

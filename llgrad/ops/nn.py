@@ -146,7 +146,8 @@ def _ref_mse(x: np.ndarray, y: np.ndarray, reduction: str) -> np.ndarray:
 register(OpDef("mse_loss", Group.COMPOSITE, 2, attrs=(REDUCTION,), infer=_infer_mse,
                reference=_ref_mse, decompose=_decompose_mse, vjp=_vjp_mse,
                backward_name="MseLossBackward0", saves="i",
-               doc="mean/sum/none of (input - target)**2; input and target broadcast"))
+               doc="mean/sum/none of (input - target)**2; input and target broadcast",
+               eager_compile=True))
 
 
 # --------------------------------------------------------------------------------------
@@ -271,7 +272,8 @@ register(OpDef("binary_cross_entropy_with_logits", Group.COMPOSITE, -1,
                attrs=BCE_LOGITS_ATTRS, infer=_infer_bce_logits, reference=_ref_bce_logits,
                decompose=_decompose_bce_logits, vjp=_vjp_bce_logits,
                backward_name="BinaryCrossEntropyWithLogitsBackward0", saves="i",
-               doc="(x, y[, weight][, pos_weight]): sigmoid + binary cross entropy, stable"))
+               doc="(x, y[, weight][, pos_weight]): sigmoid + binary cross entropy, stable",
+               eager_compile=True))
 
 
 # --------------------------------------------------------------------------------------
@@ -343,7 +345,8 @@ def _ref_bce(x: np.ndarray, y: np.ndarray, *rest: np.ndarray, reduction: str,
 register(OpDef("binary_cross_entropy", Group.COMPOSITE, -1, attrs=BCE_ATTRS,
                infer=_infer_bce, reference=_ref_bce, decompose=_decompose_bce, vjp=_vjp_bce,
                backward_name="BinaryCrossEntropyBackward0", saves="i",
-               doc="(p, y[, weight]): -w (y log p + (1 - y) log(1 - p)), logs clamped at -100"))
+               doc="(p, y[, weight]): -w (y log p + (1 - y) log(1 - p)), logs clamped at -100",
+               eager_compile=True))
 
 
 # --------------------------------------------------------------------------------------
@@ -450,7 +453,8 @@ register(OpDef("nll_loss", Group.COMPOSITE, -1, attrs=NLL_ATTRS, infer=_infer_nl
                reference=_ref_nll, decompose=_decompose_nll, vjp=_vjp_nll,
                backward_name="NllLossBackward0", saves="i",
                doc="(logp, target[, weight]): -w[t] * logp[t] per item; mean divides by the "
-                   "total weight of the items not equal to ignore_index"))
+                   "total weight of the items not equal to ignore_index",
+               eager_compile=True))
 
 
 # --------------------------------------------------------------------------------------
@@ -540,7 +544,8 @@ register(OpDef("layer_norm", Group.COMPOSITE, -1, attrs=LN_ATTRS, infer=_infer_l
                reference=_ref_layer_norm, decompose=_decompose_layer_norm,
                vjp=_vjp_layer_norm, backward_name="NativeLayerNormBackward0", saves="i",
                doc="(x[, weight][, bias]): normalize over the trailing normalized_shape "
-                   "(biased variance), then scale and shift"))
+                   "(biased variance), then scale and shift",
+               eager_compile=True))
 
 
 # --------------------------------------------------------------------------------------

@@ -1,0 +1,177 @@
+"""Eager composites run compiled.
+
+A composite op (softmax, log_softmax, layer_norm, nll_loss, ...) runs eagerly as its
+decomposition: `log_softmax` on a 128x10 batch is eight kernels and ~60 us of Python, its
+backward as many again, where PyTorch has one kernel each way. For ops whose registry entry
+sets `eager_compile`, eager mode compiles, on the first call of each key (op, attributes,
+the operands' dtype, shape and strides), the decomposition into one graph, and on the first
+backward of each key the node's derivative rule into another. Nothing else changes: the
+forward still records the op's own node (PyTorch's name, the tensors PyTorch saves, the
+same version checks and errors), and the rule reads the same saved tensors.
+
+A key's choice is made once and kept, so a call gives the same bits every time it runs in
+a process (a compiled graph may round differently from the decomposition's kernels, so
+switching after a few calls would make the third call differ from the first). Compiling
+costs 20-80 ms per key and direction; to bound that for shapes that keep changing, at most
+`SHAPES_PER_FAMILY` keys per (op, attributes, dtypes, ranks) and `LIMIT` keys in all are
+compiled, and later keys run the decomposition. A key whose trace or compile fails runs
+eagerly (logged on the `graph_breaks` channel). A backward with `create_graph=True` runs
+the rule eagerly (its result must be differentiable). `LLGRAD_EAGER_COMPILE=0` turns the
+stage off.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Sequence
+
+from .. import _log
+from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..autograd.node import OpNode
+from ..ir import dtypes as dt
+from ..ir import registry
+from ..tensor import Tensor
+
+SHAPES_PER_FAMILY = 8        # keys compiled per (op, attributes, dtypes, ranks)
+LIMIT = 512                  # keys compiled in all
+ENABLED = os.environ.get("LLGRAD_EAGER_COMPILE", "1") != "0"
+
+_COLD = object()             # a key whose trace or compile failed: eager for good
+_compiled: dict[tuple, Any] = {}
+_families: dict[tuple, int] = {}
+
+
+def _lookup(key: tuple, family: tuple, build: Callable[[], Any]) -> Any:
+    """The compiled callable of `key` (built on its first call), or None: the key runs
+    eagerly. Which it is never changes for a key: compiled keys are kept, and the counts
+    that send a new key to eager (`SHAPES_PER_FAMILY`, `LIMIT`) only grow."""
+    fn = _compiled.get(key)
+    if fn is not None:
+        return None if fn is _COLD else fn
+    if _families.get(family, 0) >= SHAPES_PER_FAMILY or len(_compiled) >= LIMIT:
+        return None
+    _families[family] = _families.get(family, 0) + 1
+    try:
+        fn = build()
+    except Exception as e:            # noqa: BLE001 - the eager path stays correct
+        _log.log("graph_breaks", f"eager {key[1]}: not compiled ({type(e).__name__}: {e}); "
+                                 f"runs its decomposition")
+        fn = _COLD
+    _compiled[key] = fn
+    return None if fn is _COLD else fn
+
+
+def clear() -> None:
+    _compiled.clear()
+    _families.clear()
+
+
+dt.on_default_dtype_change(clear)        # a decomposition's constants follow it
+
+
+def _traced(fn: Callable[..., Any], args: tuple[Any, ...], name: str) -> Callable[..., Any]:
+    """`fn` traced on `args` (tensors, or None/numbers kept as they are) and compiled
+    without autodiff: a callable of the tensor arguments that returns `fn`'s structure."""
+    from ..tracer.make_ir import _unflatten, trace
+    from .function import GraphFunction
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    slots = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+
+    def on_tensors(*ts: Any) -> Any:
+        full = list(args)
+        for i, t in zip(slots, ts):
+            full[i] = t
+        return fn(*full)
+    on_tensors.__name__ = name
+    with no_grad():
+        graph, ctx, structure = trace(on_tensors, tuple(tensors), {})
+    if ctx.effects or ctx.guards:
+        raise RuntimeError("the trace has side effects or guards")
+    run = GraphFunction(graph).plain().run
+    captured = tuple(ctx.captured)
+
+    def call(*ts: Tensor) -> Any:
+        with no_grad():
+            return _unflatten(structure, list(run(*ts, *captured)))
+    return call
+
+
+# --------------------------------------------------------------------------------------
+# forward
+# --------------------------------------------------------------------------------------
+
+def forward(op: str, operands: Sequence[Any], attrs: dict[str, Any]) -> Tensor | None:
+    """The op's output from its compiled decomposition once the key is hot, else None
+    (the caller runs the decomposition). Operands must all be plain tensors."""
+    key = ("forward", op, tuple(attrs.items()), tuple(o._lkey for o in operands))
+    family = key[:3] + (tuple((o._dtype, len(o._shape)) for o in operands),)
+    opdef = registry.get(op)
+
+    def build() -> Any:
+        from .. import functions as F
+        return _traced(lambda *xs: opdef.decompose(F, *xs, **attrs), tuple(operands), op)
+    try:
+        fn = _lookup(key, family, build)
+    except TypeError:                  # an unhashable attribute
+        return None
+    return None if fn is None else fn(*operands)
+
+
+# --------------------------------------------------------------------------------------
+# backward: the derivative rule
+# --------------------------------------------------------------------------------------
+
+class _RuleContext:
+    """What a rule reads from its node (`OpNode`'s context), over traced values."""
+
+    def __init__(self, inputs: tuple[Any, ...], output: Any, needs: tuple[bool, ...],
+                 meta: Any, strides: Any):
+        from .. import functions
+        self.inputs, self._output, self.needs_input_grad = inputs, output, needs
+        self.input_meta, self.input_strides, self.F = meta, strides, functions
+
+    @property
+    def output(self) -> Any:
+        if self._output is None:
+            raise RuntimeError("the rule reads an output that is not saved")
+        return self._output
+
+
+class CompiledRuleNode(OpNode):
+    """An op node whose rule runs compiled once its key is hot (see the module docstring);
+    `node_class(name, CompiledRuleNode)` gives it PyTorch's name."""
+
+    __slots__ = ()
+
+    def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = grads[0]
+        if not ENABLED or is_grad_enabled() or g is None or g.__class__ is not Tensor or \
+                self._released:
+            return super().apply(grads)
+        inputs = self.inputs                     # version checks, as the eager rule's
+        saved_out = self._saved[-1]
+        output = saved_out.unpack(self, self.name(), 0) if saved_out is not None else None
+        if not all(x is None or isinstance(x, (Tensor, int, float)) for x in inputs):
+            return super().apply(grads)
+        needs = self.needs_input_grad
+        key = ("rule", self.op, tuple(self.attrs.items()), g._lkey, needs,
+               tuple(x._lkey if isinstance(x, Tensor) else x for x in inputs),
+               None if output is None else output._lkey)
+        family = key[:5] + (tuple(None if m is None else (m[1], len(m[0]))
+                                  for m in self.input_meta),)
+        op, attrs, meta, strides = self.op, self.attrs, self.input_meta, self.input_strides
+
+        def build() -> Any:
+            rule = registry.get(op).vjp
+
+            def run(g: Any, out: Any, *xs: Any) -> Any:
+                r = rule(_RuleContext(xs, out, needs, meta, strides), g, **attrs)
+                return r if isinstance(r, tuple) else (r,)
+            return _traced(run, (g, output, *inputs), f"{op}_vjp")
+        try:
+            fn = _lookup(key, family, build)
+        except TypeError:
+            fn = None
+        if fn is None:
+            return super().apply(grads)
+        return tuple(fn(g, *([] if output is None else [output]),
+                        *[x for x in inputs if isinstance(x, Tensor)]))

@@ -1,0 +1,149 @@
+"""Eager composites run compiled (`llgrad.compiler.hot`): same values, gradients, nodes and
+errors as their decompositions, the same bits on every call of a key."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import llgrad as lg
+from llgrad.compiler import hot
+
+F = lg.nn.functional
+
+
+@pytest.fixture
+def fresh(monkeypatch):
+    """Empty compiled-key tables, so each test decides its keys itself."""
+    monkeypatch.setattr(hot, "_compiled", {})
+    monkeypatch.setattr(hot, "_families", {})
+    return hot
+
+
+def _x(*shape, seed=0):
+    return lg.tensor(np.random.default_rng(seed).standard_normal(shape), dtype=lg.float64)
+
+
+_target = lg.tensor(np.array([0, 3, 1, 4, 2, -100, 3]))
+_probs = lg.tensor(np.random.default_rng(1).uniform(0.1, 0.9, (7, 5)))
+CASES = {
+    "softmax": (lambda x: F.softmax(x, 1), "SoftmaxBackward0"),
+    "log_softmax": (lambda x: F.log_softmax(x, 0), "LogSoftmaxBackward0"),
+    "logsumexp": (lambda x: lg.logsumexp(x, 1), "LogsumexpBackward0"),
+    "var": (lambda x: lg.var(x, 0), "VarBackward0"),
+    "std": (lambda x: lg.std(x, 1, keepdim=True), "StdBackward0"),
+    "norm": (lambda x: lg.norm(x, 3.0, dim=1), "LinalgVectorNormBackward0"),
+    "layer_norm": (lambda x: F.layer_norm(x, (5,), _x(5, seed=2), _x(5, seed=3)),
+                   "NativeLayerNormBackward0"),
+    "nll_loss": (lambda x: F.nll_loss(x, _target, weight=_x(5, seed=4).abs()),
+                 "NllLossBackward0"),
+    "cross_entropy": (lambda x: F.cross_entropy(x, _target), "NllLossBackward0"),
+    "mse_loss": (lambda x: F.mse_loss(x, _probs, reduction="sum"), "MseLossBackward0"),
+    "bce": (lambda x: F.binary_cross_entropy(lg.sigmoid(x), _probs),
+            "BinaryCrossEntropyBackward0"),
+    "bce_with_logits": (lambda x: F.binary_cross_entropy_with_logits(x, _probs),
+                        "BinaryCrossEntropyWithLogitsBackward0"),
+}
+
+
+def _run(fn, x):
+    x = x.detach().clone().requires_grad_()
+    out = fn(x)
+    g = lg.tensor(np.random.default_rng(5).standard_normal(out.shape), dtype=out.dtype)
+    (gx,) = lg.autograd.grad(out, [x], g)
+    return out, gx
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_compiled_composites_match_their_decompositions(case, fresh, monkeypatch):
+    """Forward and backward compiled (their keys are in the table) give the values and
+    gradients the decomposition and its rule give eagerly, the same node name, and the
+    node's edges (None for an operand that needs no gradient)."""
+    fn, name = CASES[case]
+    x = _x(7, 5)
+    out, gx = _run(fn, x)
+    compiled = [k for k, v in fresh._compiled.items() if v is not hot._COLD]
+    assert any(k[0] == "forward" for k in compiled), compiled
+    assert any(k[0] == "rule" for k in compiled), compiled
+    node = fn(x.detach().clone().requires_grad_()).grad_fn
+    if name is not None:
+        assert type(node).__name__ == name
+    assert isinstance(node, hot.CompiledRuleNode)
+    monkeypatch.setattr(hot, "ENABLED", False)
+    want, want_gx = _run(fn, x)
+    assert not isinstance(fn(x.detach().clone().requires_grad_()).grad_fn,
+                          hot.CompiledRuleNode)
+    np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), rtol=1e-12,
+                               atol=1e-12)
+    np.testing.assert_allclose(gx.numpy(), want_gx.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_every_call_of_a_key_gives_the_same_bits(fresh):
+    """A key is compiled on its first call and stays so: the first call and the fifth
+    give identical values and gradients (gradcheck's reentrancy check needs this)."""
+    x = lg.randn(64, 33)
+    results = [_run(lambda t: F.log_softmax(t, 1), x) for _ in range(5)]
+    for out, gx in results[1:]:
+        np.testing.assert_array_equal(out.detach().numpy(), results[0][0].detach().numpy())
+        np.testing.assert_array_equal(gx.numpy(), results[0][1].numpy())
+    assert lg.autograd.gradcheck(lambda t: F.softmax(t, 1), (_x(4, 6).requires_grad_(),))
+
+
+def test_the_saved_tensor_rules_are_pytorchs(fresh):
+    """softmax saves its output: writing to it in place before backward raises PyTorch's
+    error. log_softmax does not save its input: writing to the input is legal, and the
+    gradient is the one PyTorch gives."""
+    import torch
+    x = _x(4, 6).requires_grad_()
+    for _ in range(2):                           # the second call is surely compiled
+        y = F.softmax(x, 1)
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+    base = _x(4, 6)
+    a = base.clone().requires_grad_()
+    h = a * 1.0
+    out = F.log_softmax(h, 1)
+    with lg.no_grad():
+        h.add_(100.0)
+    (out * _x(4, 6, seed=7)).sum().backward()
+    t = torch.tensor(base.numpy(), requires_grad=True)
+    th = t * 1.0
+    tout = torch.log_softmax(th, 1)
+    with torch.no_grad():
+        th.add_(100.0)
+    (tout * torch.tensor(_x(4, 6, seed=7).numpy())).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-12)
+
+
+def test_double_backward_and_freed_graphs(fresh):
+    """create_graph=True runs the rule eagerly (differentiable); a second backward
+    without retain_graph raises PyTorch's error."""
+    assert lg.autograd.gradgradcheck(lambda t: F.log_softmax(t, 1), (_x(3, 5).requires_grad_(),))
+    x = _x(3, 5).requires_grad_()
+    loss = F.layer_norm(x, (5,)).pow(3).sum()
+    loss.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        loss.backward()
+
+
+def test_changing_shapes_stop_compiling_after_a_family_limit(fresh, monkeypatch):
+    """Past `SHAPES_PER_FAMILY` shapes of one (op, attributes, dtypes, ranks), new shapes
+    run the decomposition (still correct); shapes compiled before stay compiled."""
+    monkeypatch.setattr(hot, "SHAPES_PER_FAMILY", 2)
+    for n in (3, 4, 5, 3):
+        x = _x(n, 4)
+        np.testing.assert_allclose(lg.softmax(x, 1).numpy(),
+                                   np.exp(x.numpy()) / np.exp(x.numpy()).sum(1, keepdims=True),
+                                   rtol=1e-12)
+    shapes = sorted(k[3][0][1] for k in fresh._compiled if k[:2] == ("forward", "softmax"))
+    assert shapes == [(3, 4), (4, 4)]
+
+
+def test_switched_off(fresh, monkeypatch):
+    monkeypatch.setattr(hot, "ENABLED", False)
+    x = _x(5, 5).requires_grad_()
+    F.log_softmax(x, 1).sum().backward()
+    assert fresh._compiled == {}
+    node = F.log_softmax(x, 1).grad_fn
+    assert type(node).__name__ == "LogSoftmaxBackward0"
+    assert not isinstance(node, hot.CompiledRuleNode)
