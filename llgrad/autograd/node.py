@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from ..ir import registry
 from ..tensor import Tensor
-from .anomaly import is_anomaly_enabled
+from .anomaly import _state as _anomaly
 
 _sequence = itertools.count()
 
@@ -125,7 +125,7 @@ class Node:
         self._prehooks: dict[int, Callable] | None = None
         self._seq = next(_sequence)
         self._metadata: dict[str, Any] | None = None
-        self._trace = traceback.format_stack()[:-3] if is_anomaly_enabled() else None
+        self._trace = traceback.format_stack()[:-3] if _anomaly.enabled else None
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -187,40 +187,46 @@ class OpNode(Node):
 
     def __init__(self, op: str, operands: tuple[Any, ...], attrs: dict[str, Any],
                  output: Tensor, saves: str):
+        # (every operand on the tape's hot path: Node.__init__ and `edge` inlined)
+        plan = _save_plans.get((op, saves))
+        if plan is None:
+            plan = _save_plan(op, saves)
+        save_all, save_digits, save_for, keeps_layout, save_out = plan
         edges = []
         meta: list[Any] = []
+        saved: list[SavedTensor | None] = []
         scalars = None
         for i, o in enumerate(operands):
             if isinstance(o, Tensor):
-                edges.append(edge(o))
+                fn = o.grad_fn
+                edges.append((fn, o._output_nr) if fn is not None else
+                             edge(o) if o._requires_grad else _NO_EDGE)
                 meta.append(o._shape)
                 meta.append(o._dtype)
+                saved.append(SavedTensor(o) if save_all or i in save_digits else None)
             else:
-                edges.append((None, 0))
+                edges.append(_NO_EDGE)
                 meta.append(None)
                 meta.append(None)
+                saved.append(None)
                 if scalars is None:
                     scalars = [None] * len(operands)
                 scalars[i] = o
-        super().__init__(tuple(edges))
+        self.next_functions = tuple(edges)
+        self._hooks = self._prehooks = self._metadata = None
+        self._seq = next(_sequence)
+        self._trace = traceback.format_stack()[:-2] if _anomaly.enabled else None
         self.op = op
         self.attrs = attrs
         self._meta = tuple(meta)        # (shape, dtype) of each operand, flattened
         self._scalars = scalars
-        if "i" in saves:
-            saved = [SavedTensor(o) if isinstance(o, Tensor) else None for o in operands]
-        else:       # digits name single inputs: where saves "0", its condition, only
-            saved = [SavedTensor(o) if isinstance(o, Tensor) and str(i) in saves else None
-                     for i, o in enumerate(operands)]
-        opdef = registry.get(op)
         self._layouts = tuple(o._strides if isinstance(o, Tensor) else None
-                              for o in operands) if opdef.keeps_layout else None
-        save_for = opdef.save_for
+                              for o in operands) if keeps_layout else None
         if save_for:
             for k, readers in save_for.items():
                 if saved[k] is not None and all(edges[r][0] is None for r in readers):
                     saved[k] = None
-        saved.append(SavedTensor(output, is_output=True) if "o" in saves else None)
+        saved.append(SavedTensor(output, is_output=True) if save_out else None)
         self._saved = saved
         self._released = False
 
@@ -285,6 +291,21 @@ class OpNode(Node):
         if self._released:
             raise RuntimeError(FREED)
         return tuple(s.unpack(self, self.name(), i) for i, s in enumerate(ts))
+
+
+_NO_EDGE: tuple[None, int] = (None, 0)
+_save_plans: dict[tuple[str, str], tuple] = {}
+
+
+def _save_plan(op: str, saves: str) -> tuple:
+    """(save every input, the inputs saved by number, `save_for`, `keeps_layout`, save
+    the output) of `op` with `saves` ("i": every input; digits name single inputs, "0"
+    for where's condition; "o": the output), made once per (op, saves)."""
+    opdef = registry.get(op)
+    plan = ("i" in saves, frozenset(int(c) for c in saves if c.isdigit()),
+            dict(opdef.save_for), opdef.keeps_layout, "o" in saves)
+    _save_plans[(op, saves)] = plan
+    return plan
 
 
 _classes: dict[tuple[str, type], type] = {}

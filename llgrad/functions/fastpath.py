@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..autograd import forward_ad
-from ..autograd.apply import interpreters
+from ..autograd import anomaly, forward_ad
+from ..autograd.apply import interpreters, record
 from ..autograd.grad_mode import _state as grad_state
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
@@ -76,12 +76,12 @@ def binary(op: str, general: Callable[..., Tensor], keywords: bool = False
             recorded = grad_state.enabled and a._requires_grad
         else:
             return general(a, b)
-        if not recorded:
-            go = table.get(key)
-            if go is not None and not interpreters and not forward_ad._level[0]:
-                out = go(a, b)
-                if out is not None:
-                    return out
+        go = table.get(key)
+        if go is not None and not interpreters and not forward_ad._level[0] and \
+                not (recorded and anomaly._state.enabled):
+            out = go(a, b)
+            if out is not None:
+                return record(op, (a, b), {}, out) if recorded else out
         out = general(a, b)
         if key not in table:
             _learn(table, key, _elementwise_launch(op, (a, b)))
@@ -98,7 +98,7 @@ def binary(op: str, general: Callable[..., Tensor], keywords: bool = False
 def unary(op: str, general: Callable[[Any], Tensor]) -> Callable[[Any], Tensor]:
     """`general(x)` (such as `lg.exp`) with a direct path."""
     call = _one_operand(_table(("unary", op)), general,
-                        lambda x: _elementwise_launch(op, (x,)))
+                        lambda x: _elementwise_launch(op, (x,)), op, True)
 
     def fn(input: Any) -> Tensor:
         return call(input) if input.__class__ is Tensor else general(input)
@@ -110,7 +110,7 @@ def reduction(op: str, general: Callable[..., Tensor]) -> Callable[..., Tensor]:
     the whole reduction `general(x)`."""
     from ..eager import reduce
     call = _one_operand(_table(("reduction", op)), general,
-                        lambda x: lambda: reduce.direct_launch(op, x, (), False))
+                        lambda x: lambda: reduce.direct_launch(op, x, (), False), op, False)
 
     def fn(input: Any, *args: Any, **kwargs: Any) -> Tensor:
         if input.__class__ is Tensor and not args and not kwargs:
@@ -120,16 +120,20 @@ def reduction(op: str, general: Callable[..., Tensor]) -> Callable[..., Tensor]:
 
 
 def _one_operand(table: dict, general: Callable[[Any], Tensor],
-                 launch_of: Callable[[Tensor], Callable[[], Any]]) -> Callable[[Tensor], Tensor]:
-    """The direct-or-general call of a one-tensor op on a plain tensor."""
+                 launch_of: Callable[[Tensor], Callable[[], Any]], op: str,
+                 records: bool) -> Callable[[Tensor], Tensor]:
+    """The direct-or-general call of a one-tensor op on a plain tensor; with `records`,
+    a call that autograd records runs directly too, recording `op`'s node as the general
+    path does (`apply` with no attributes)."""
     def call(input: Tensor) -> Tensor:
         key = input._lkey
-        if not (grad_state.enabled and input._requires_grad):
-            go = table.get(key)
-            if go is not None and not interpreters and not forward_ad._level[0]:
-                out = go(input)
-                if out is not None:
-                    return out
+        recorded = grad_state.enabled and input._requires_grad
+        go = table.get(key)
+        if go is not None and not interpreters and not forward_ad._level[0] and \
+                not (recorded and (anomaly._state.enabled or not records)):
+            out = go(input)
+            if out is not None:
+                return record(op, (input,), {}, out) if recorded else out
         out = general(input)
         if key not in table:
             _learn(table, key, launch_of(input))

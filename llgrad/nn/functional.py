@@ -14,13 +14,16 @@ import warnings
 from typing import Any, Sequence
 
 from .. import functions as lg
-from ..autograd.apply import apply_composite
+from ..autograd import anomaly, forward_ad
+from ..autograd.apply import apply_composite, interpreters, needs_grad, record
+from ..eager import elementwise as ew
+from ..eager.linalg import run_matmul
 from ..autograd.grad_mode import no_grad
 from ..ir import dtypes as dt
 from ..ir import registry
 from ..ir.types import TensorType
 from ..ops import nn as nnops
-from ..tensor import Tensor
+from ..tensor import DENSE_CLASSES, Tensor
 
 __all__ = ["linear", "relu", "relu_", "gelu", "sigmoid", "tanh", "silu", "softplus",
            "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "celu", "hardtanh",
@@ -245,13 +248,35 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     x2 = input if input.ndim == 2 else lg.reshape(input, (-1, input.shape[-1]))
     wt = lg.t(weight)
     if bias is not None:
-        out = _composite("addmm", (bias, x2, wt), {})
+        out = _addmm_direct(bias, x2, wt)
+        if out is None:
+            out = _composite("addmm", (bias, x2, wt), {})
     else:
         out = lg.matmul(x2, wt)
     if input.ndim == 2:
         return out
     name = "ViewBackward0" if bias is not None else "UnsafeViewBackward0"
     return lg.reshape(out, tuple(lead) + (weight.shape[0],), name=name)
+
+
+_ADDMM_ATTRS = {"beta": 1.0, "alpha": 1.0}
+
+
+def _addmm_direct(bias: Tensor, x: Tensor, wt: Tensor) -> Tensor | None:
+    """`linear`'s `bias + x @ wt` for plain float tensors (checked by `linear`): the
+    product, the bias added into it in place, and the one `AddmmBackward0` node the
+    composite records; None (the composite runs) under a transform, forward mode or
+    anomaly mode."""
+    if interpreters or forward_ad._level[0] or anomaly._state.enabled or \
+            not x._dtype.is_floating_point or \
+            not all(t.__class__ in DENSE_CLASSES for t in (bias, x, wt)):
+        return None
+    with no_grad():
+        out = run_matmul(x, wt)
+        ew.run("add", (out, bias), None, out)
+    if needs_grad((bias, x, wt)):
+        record("addmm", (bias, x, wt), _ADDMM_ATTRS, out, "AddmmBackward0")
+    return out
 
 
 # --------------------------------------------------------------------------------------
