@@ -46,7 +46,10 @@ def _check_root(i: int, t: Tensor, g: Tensor | None) -> Tensor:
     return g
 
 
-def _discover(roots: list[Node]) -> tuple[dict[Node, int], list[Node]]:
+def _discover(roots: list[Node], parents: dict[int, list[Node]] | None = None
+              ) -> tuple[dict[Node, int], list[Node]]:
+    """Every node reachable from `roots` (each after some node that points to it), and
+    each node's count of incoming edges; with `parents`, also who points to whom (by id)."""
     deps: dict[Node, int] = {}
     order: list[Node] = []
     seen: set[int] = set()
@@ -60,40 +63,28 @@ def _discover(roots: list[Node]) -> tuple[dict[Node, int], list[Node]]:
             if nxt is None:
                 continue
             deps[nxt] = deps.get(nxt, 0) + 1
+            if parents is not None:
+                ps = parents.get(id(nxt))
+                if ps is None:
+                    parents[id(nxt)] = [node]
+                else:
+                    ps.append(node)
             if id(nxt) not in seen:
                 seen.add(id(nxt))
                 stack.append(nxt)
     return deps, order
 
 
-def _needed(order: list[Node], targets: set[int]) -> set[int]:
-    """Nodes from which some target is reachable (targets included)."""
-    # `order` lists each node after some node that points to it; sort topologically
-    # (by dependency) with an iterative post-order, then sweep in reverse.
-    index: dict[int, Node] = {id(n): n for n in order}
-    post: list[Node] = []
-    visited: set[int] = set()
-    for start in order:
-        if id(start) in visited:
-            continue
-        stack: list[tuple[Node, int]] = [(start, 0)]
-        visited.add(id(start))
-        while stack:
-            node, i = stack.pop()
-            nexts = node.next_functions
-            if i < len(nexts):
-                stack.append((node, i + 1))
-                nxt = nexts[i][0]
-                if nxt is not None and id(nxt) not in visited and id(nxt) in index:
-                    visited.add(id(nxt))
-                    stack.append((nxt, 0))
-            else:
-                post.append(node)
-    needed: set[int] = set()
-    for node in post:           # children come before parents in post-order
-        if id(node) in targets or any(n is not None and id(n) in needed
-                                      for n, _ in node.next_functions):
-            needed.add(id(node))
+def _needed(parents: dict[int, list[Node]], targets: list[Node]) -> set[int]:
+    """Nodes from which some target is reachable (targets included): a walk from the
+    targets back along the edges."""
+    needed = {id(t) for t in targets}
+    stack = list(targets)
+    while stack:
+        for p in parents.get(id(stack.pop()), ()):
+            if id(p) not in needed:
+                needed.add(id(p))
+                stack.append(p)
     return needed
 
 
@@ -250,7 +241,8 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
         buf = buffers.setdefault(node, [None] * node.num_outputs)
         buf[nr] = _add(buf[nr], g)
 
-    deps, order = _discover(list({id(n): n for n, _ in root_edges}.values()))
+    parents: dict[int, list[Node]] | None = {} if capture is not None else None
+    deps, order = _discover(list({id(n): n for n, _ in root_edges}.values()), parents)
     capture_edges: list[Edge | None] = []
     if capture is not None:
         for t in capture:
@@ -258,13 +250,15 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             e = edge(t)
             capture_edges.append(e if e[0] is not None else None)
-        needed = _needed(order, {id(e[0]) for e in capture_edges if e is not None})
+        needed: set[int] | None = _needed(parents, [e[0] for e in capture_edges
+                                                   if e is not None])
     else:
-        needed = {id(n) for n in order}
+        needed = None                     # every node
     capture_at: dict[tuple[int, int], list[int]] = {}
     for k, e in enumerate(capture_edges):
         if e is not None:
             capture_at.setdefault((id(e[0]), e[1]), []).append(k)
+    capture_ids = {key[0] for key in capture_at}
     captured: list[Tensor | None] = [None] * len(capture_edges)
 
     ready: list[tuple[int, int, Node]] = []
@@ -273,20 +267,26 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
             heapq.heappush(ready, (-node._seq, id(node), node))
     executed: list[Node] = []
     check_nan = anomaly.is_anomaly_enabled() and anomaly.is_anomaly_check_nan_enabled()
+    accumulate_leaves = capture is None or accumulate
+    push, pop = heapq.heappush, heapq.heappop
 
     with set_grad_enabled(create_graph):
         while ready:
-            _, _, node = heapq.heappop(ready)
-            in_grads = buffers.pop(node, [None] * node.num_outputs)
-            if id(node) not in needed:
+            node = pop(ready)[2]
+            in_grads = buffers.pop(node, None)
+            if in_grads is None:
+                in_grads = [None] * node.num_outputs
+            if needed is not None and id(node) not in needed:
                 continue
             executed.append(node)
-            in_grads = _tensor_prehooks(node, in_grads)
-            for nr in range(len(in_grads)):
-                for k in capture_at.get((id(node), nr), ()):
-                    captured[k] = in_grads[nr]
-            if isinstance(node, AccumulateGrad):
-                if in_grads[0] is not None and (capture is None or accumulate):
+            if node._metadata is not None:
+                in_grads = _tensor_prehooks(node, in_grads)
+            if id(node) in capture_ids:
+                for nr in range(len(in_grads)):
+                    for k in capture_at.get((id(node), nr), ()):
+                        captured[k] = in_grads[nr]
+            if node.__class__ is AccumulateGrad or isinstance(node, AccumulateGrad):
+                if in_grads[0] is not None and accumulate_leaves:
                     if capture is None or (id(node), 0) in capture_at:
                         # hand the gradient over as its only holder (`_accumulate_owned`)
                         _accumulate_owned(node.variable, [in_grads.pop()], create_graph)
@@ -296,42 +296,53 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
                     r = hook(tuple(in_grads))
                     if r is not None:
                         in_grads = list(r)
-            if all(g is None for g in in_grads):
-                outs: tuple[Tensor | None, ...] = (None,) * len(node.next_functions)
+            nexts = node.next_functions
+            if (in_grads[0] is None if len(in_grads) == 1 else
+                    all(g is None for g in in_grads)):
+                outs: tuple[Tensor | None, ...] = (None,) * len(nexts)
             else:
                 try:
                     outs = node.apply(in_grads)
                 except Exception:
                     anomaly.warn_forward_trace(node)
                     raise
-            if len(outs) != len(node.next_functions):
+            if len(outs) != len(nexts):
                 raise RuntimeError(f"function {node.name()} returned an incorrect number of "
-                                   f"gradients (expected {len(node.next_functions)}, got "
-                                   f"{len(outs)})")
+                                   f"gradients (expected {len(nexts)}, got {len(outs)})")
             if node._hooks:
                 for hook in list(node._hooks.values()):
                     r = hook(tuple(outs), tuple(in_grads))
                     if r is not None:
                         outs = tuple(r)
-            for i, ((nxt, nr), g) in enumerate(zip(node.next_functions, outs)):
+            meta = node._meta if isinstance(node, OpNode) else None
+            i = -1
+            for (nxt, nr), g in zip(nexts, outs):
+                i += 1
                 if nxt is None:
                     continue
-                if g is not None and id(nxt) in needed:
-                    g = _reduce_to_input(node, i, g)
+                if g is not None and (needed is None or id(nxt) in needed):
+                    if meta is not None:          # `_reduce_to_input`, inlined
+                        shape = meta[2 * i]
+                        if shape is not None and (g._shape != shape or
+                                                  g._dtype is not meta[2 * i + 1]):
+                            g = _reduce_to_input(node, i, g)
                     if check_nan and _has_nan(g):
                         anomaly.warn_forward_trace(node)
                         raise RuntimeError(f"Function '{node.name()}' returned nan values in "
                                            f"its {i}th output.")
-                    buf = buffers.setdefault(nxt, [None] * nxt.num_outputs)
-                    buf[nr] = _add(buf[nr], g)
-                deps[nxt] -= 1
-                if deps[nxt] == 0 and nxt in buffers:
-                    heapq.heappush(ready, (-nxt._seq, id(nxt), nxt))
-                elif deps[nxt] == 0:
-                    buffers[nxt] = [None] * nxt.num_outputs
-                    heapq.heappush(ready, (-nxt._seq, id(nxt), nxt))
+                    buf = buffers.get(nxt)
+                    if buf is None:
+                        buf = buffers[nxt] = [None] * nxt.num_outputs
+                    prev = buf[nr]
+                    buf[nr] = g if prev is None else prev + g
+                left = deps[nxt] - 1
+                deps[nxt] = left
+                if left == 0:
+                    if nxt not in buffers:
+                        buffers[nxt] = [None] * nxt.num_outputs
+                    push(ready, (-nxt._seq, id(nxt), nxt))
             # the gradients now live in `buffers` only (`_accumulate_owned` counts on it)
-            outs = in_grads = g = None
+            outs = in_grads = g = prev = None
 
     if not retain_graph:
         for node in executed:

@@ -13,8 +13,10 @@ import traceback
 from typing import Any, Callable
 
 from ..ir import registry
+from ..ir.registry import OPS as _OPS
 from ..tensor import Tensor
 from .anomaly import _state as _anomaly
+from .grad_mode import _state as _grad_state
 
 _sequence = itertools.count()
 
@@ -275,10 +277,20 @@ class OpNode(Node):
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         # a released node still runs if its rule reads no saved tensor (PyTorch's
         # behaviour: AddBackward0 can be run twice); reading one raises FREED
-        rule = registry.get(self.op).vjp
+        opdef = _OPS[self.op]
+        rule = opdef.vjp
         if rule is None:
             raise RuntimeError(f"the derivative for '{self.op}' is not implemented")
-        out = rule(self, grads[0], **self.attrs)
+        g = grads[0]
+        if opdef.group in _ELEMENTWISE and g.__class__ is Tensor and not self._released \
+                and not _grad_state.enabled:
+            global _fused_apply
+            if _fused_apply is None:
+                from .fused import apply as _fused_apply
+            fused = _fused_apply(self, g)     # the rule as one kernel (`autograd.fused`)
+            if fused is not None:
+                return fused
+        out = rule(self, g, **self.attrs)
         return out if isinstance(out, tuple) else (out,)
 
     def release(self) -> None:
@@ -293,7 +305,25 @@ class OpNode(Node):
         return tuple(s.unpack(self, self.name(), i) for i, s in enumerate(ts))
 
 
+class RuleContext:
+    """What a derivative rule reads from its node (`OpNode`'s context), over other
+    values: traced tensors (`compiler.hot`) or symbolic ones (`autograd.fused`)."""
+
+    def __init__(self, inputs: tuple[Any, ...], output: Any, needs: tuple[bool, ...],
+                 meta: Any, strides: Any):
+        self.inputs, self._output, self.needs_input_grad = inputs, output, needs
+        self.input_meta, self.input_strides, self.F = meta, strides, _functions()
+
+    @property
+    def output(self) -> Any:
+        if self._output is None:
+            raise RuntimeError("the rule reads an output that is not saved")
+        return self._output
+
+
 _NO_EDGE: tuple[None, int] = (None, 0)
+_ELEMENTWISE = frozenset({registry.Group.UNARY, registry.Group.BINARY, registry.Group.TERNARY})
+_fused_apply: Callable[..., Any] | None = None
 _save_plans: dict[tuple[str, str], tuple] = {}
 
 

@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 
 from .. import _log
 from ..autograd.grad_mode import is_grad_enabled, no_grad
-from ..autograd.node import OpNode
+from ..autograd.node import OpNode, RuleContext
 from ..ir import dtypes as dt
 from ..ir import registry
 from ..tensor import Tensor
@@ -120,22 +120,6 @@ def forward(op: str, operands: Sequence[Any], attrs: dict[str, Any]) -> Tensor |
 # backward: the derivative rule
 # --------------------------------------------------------------------------------------
 
-class _RuleContext:
-    """What a rule reads from its node (`OpNode`'s context), over traced values."""
-
-    def __init__(self, inputs: tuple[Any, ...], output: Any, needs: tuple[bool, ...],
-                 meta: Any, strides: Any):
-        from .. import functions
-        self.inputs, self._output, self.needs_input_grad = inputs, output, needs
-        self.input_meta, self.input_strides, self.F = meta, strides, functions
-
-    @property
-    def output(self) -> Any:
-        if self._output is None:
-            raise RuntimeError("the rule reads an output that is not saved")
-        return self._output
-
-
 class CompiledRuleNode(OpNode):
     """An op node whose rule runs compiled once its key is hot (see the module docstring);
     `node_class(name, CompiledRuleNode)` gives it PyTorch's name."""
@@ -164,7 +148,7 @@ class CompiledRuleNode(OpNode):
             rule = registry.get(op).vjp
 
             def run(g: Any, out: Any, *xs: Any) -> Any:
-                r = rule(_RuleContext(xs, out, needs, meta, strides), g, **attrs)
+                r = rule(RuleContext(xs, out, needs, meta, strides), g, **attrs)
                 return r if isinstance(r, tuple) else (r,)
             return _traced(run, (g, output, *inputs), f"{op}_vjp")
         try:

@@ -39,24 +39,39 @@ def is_scalar(x: object) -> bool:
 def promote(operands: Sequence[Any]) -> DType:
     dims, zero, scalars = [], [], []
     for o in operands:
-        if isinstance(o, Tensor):
+        if isinstance(o, _TENSORS):
             (dims if o._shape else zero).append(o._dtype)
         else:
             scalars.append(dt.scalar_dtype(o))
     return dt.result_type(dims, zero, scalars)
 
 
+class Operand:
+    """What promotion reads of a tensor operand: its dtype, and whether it has dimensions
+    (a 0-d tensor promotes like a number of its kind). `compute_dtype` takes these in
+    place of tensors for values that exist only symbolically (`autograd.fused`)."""
+
+    __slots__ = ("_dtype", "_shape")
+
+    def __init__(self, dtype: DType, shape: tuple[int, ...]):
+        self._dtype, self._shape = dtype, shape
+
+
+_TENSORS = (Tensor, Operand)
+
+
 def compute_dtype(opdef: registry.OpDef, operands: Sequence[Any]) -> list[DType]:
-    """The dtype each operand is converted to before the op's scalar rule runs."""
+    """The dtype each operand (a tensor, an `Operand` or a number) is converted to before
+    the op's scalar rule runs."""
     rule = opdef.promotion
     if rule == "none":
-        return [o._dtype if isinstance(o, Tensor) else dt.scalar_dtype(o) for o in operands]
+        return [o._dtype if isinstance(o, _TENSORS) else dt.scalar_dtype(o) for o in operands]
     if rule == "bool":
         return [dt.bool_] * len(operands)
     if rule == "where":
         c = operands[0]
-        if not isinstance(c, Tensor) or c._dtype is not dt.bool_:
-            got = c._dtype.name if isinstance(c, Tensor) else type(c).__name__
+        if not isinstance(c, _TENSORS) or c._dtype is not dt.bool_:
+            got = c._dtype.name if isinstance(c, _TENSORS) else type(c).__name__
             raise TypeError(f"where: expected condition to be a bool tensor, got {got}")
         d = promote(operands[1:])
         return [dt.bool_] + [d] * (len(operands) - 1)
@@ -209,6 +224,13 @@ def run(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None = None,
             if len(_plans) >= _PLAN_LIMIT:
                 _plans.clear()
             _plans[key] = plan
+    return launch_plan(op, plan, operands, out)
+
+
+def launch_plan(op: str, plan: Plan, operands: Sequence[Any], out: Tensor | None = None
+                ) -> Tensor:
+    """Run `plan` (made for operands of these layouts) on `operands`: into `out`, or a new
+    tensor; `op` names the call in errors."""
     if out is None:
         out = Tensor._empty(plan.out_shape, plan.out_dtype, plan.out_strides)
     if plan.kernel is None:

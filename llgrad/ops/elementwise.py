@@ -474,7 +474,7 @@ def _vjp_add(ctx: Any, g: Any) -> tuple:
 
 
 def _vjp_sub(ctx: Any, g: Any) -> tuple:
-    return (g, ctx.F.neg(g))
+    return (g, ctx.F.neg(g) if ctx.needs_input_grad[1] else None)
 
 
 def _vjp_mul(ctx: Any, g: Any) -> tuple:
@@ -694,8 +694,8 @@ def _minmax_vjp(ctx: Any, g: Any, pred: str) -> tuple:
     ties = F.eq(a, b).to(g._dtype)
     share_a = F.add(wins, F.mul(ties, 0.5))
     ga = F.mul(g, share_a)
-    gb = F.sub(g, ga)
-    return (ga, gb)
+    need = ctx.needs_input_grad
+    return (ga if need[0] else None, F.sub(g, ga) if need[1] else None)
 
 
 def _vjp_where(ctx: Any, g: Any) -> tuple:

@@ -1,0 +1,230 @@
+"""Fused derivative rules: an elementwise op's rule as one kernel.
+
+The rule of `tanh` is `g * conj(1 - y * y)`: run as written, three kernels, three
+allocations and about ten Python calls, where PyTorch runs one `tanh_backward` kernel.
+When a backward (without `create_graph`) runs a node whose tensors (the incoming gradient,
+the saved inputs and output) all have one shape, the rule is first evaluated once on
+symbolic values: each `ctx.F` call that is an elementwise op (`mul`, `sub`, `cos`, `where`,
+comparisons, ...) adds its nodes, with the promotion casts the eager op would add
+(`eager.elementwise.expression`), to one scalar expression, and Python numbers become
+scalar operands. If the rule gives one gradient computed that way, the expression becomes
+one eager kernel (`eager.elementwise.make_plan`) and every later backward of the same key
+(op, attributes, numbers, which inputs need a gradient, the tensors' dtypes, shapes and
+strides) is one launch. Anything else (a call that is not such an op, a complex value, a
+rule that raises, two gradients) marks the key as not fusable and the rule runs as
+written; the choice is made once per key, so a key always gives the same bits.
+`LLGRAD_FUSED_RULES=0` turns fusion off.
+
+Values are the ones the unfused rule gives up to the last bit: each node rounds to its
+dtype as the separate kernels did, but products and sums may contract to fused
+multiply-adds in one kernel (as in every kernel llgrad compiles).
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+from ..eager import elementwise as ew
+from ..ir import dtypes as dt
+from ..ir import registry
+from ..schedule.elementwise import Expr, ExprNode
+from ..tensor import Tensor
+from .node import OpNode, RuleContext
+
+_UNARY = frozenset({"neg", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "sin", "cos",
+                    "tan", "tanh", "sigmoid", "erf", "erfc", "abs", "sign", "reciprocal",
+                    "square", "relu", "silu", "logical_not"})
+_BINARY = frozenset({"mul", "div", "add", "sub", "eq", "ne", "lt", "le", "gt", "ge",
+                     "logical_and", "logical_or", "maximum", "minimum"})
+_NUMBERS = (bool, int, float)
+LIMIT = 4096                    # keys remembered (both kinds); then the table starts over
+ENABLED = os.environ.get("LLGRAD_FUSED_RULES", "1") != "0"
+
+_NOT_FUSABLE = object()
+_keys: dict[tuple, Any] = {}
+dt.on_default_dtype_change(_keys.clear)      # a number's dtype follows it
+
+
+class _NotFusable(Exception):
+    pass
+
+
+class _Value:
+    """A symbolic elementwise value: `ref` ("t", k) tensor operand k, ("s", k) number k,
+    ("n", k) node k of the expression being built."""
+
+    __slots__ = ("ref", "_dtype", "_shape", "_builder")
+
+    def __init__(self, ref: tuple[str, int], dtype: Any, shape: tuple[int, ...],
+                 builder: "_Builder"):
+        self.ref, self._dtype, self._shape, self._builder = ref, dtype, shape, builder
+
+    def to(self, dtype: Any) -> "_Value":
+        """`Tensor.to(dtype)`: a cast node (none when the dtype is already that)."""
+        if not isinstance(dtype, dt.DType):
+            raise _NotFusable("to")
+        return self if dtype is self._dtype else self._builder.cast(self, dtype)
+
+    # what rules read of a tensor besides its values
+    dtype = property(lambda self: self._dtype)
+    shape = property(lambda self: self._shape)
+    ndim = property(lambda self: len(self._shape))
+
+
+class _Builder:
+    def __init__(self, shape: tuple[int, ...]):
+        self.shape = shape
+        self.numbers: list[tuple[Any, Any]] = []          # (value, dtype it is packed as)
+        self.nodes: list[tuple[str, tuple, tuple]] = []
+
+    def call(self, op: str, operands: tuple[Any, ...]) -> _Value:
+        if not any(isinstance(o, _Value) for o in operands):
+            raise _NotFusable(op)
+        described = []
+        for o in operands:
+            if isinstance(o, _Value):
+                if o.dtype.is_complex:
+                    raise _NotFusable("complex")
+                described.append(ew.Operand(o.dtype, self.shape))
+            elif o.__class__ in _NUMBERS:
+                described.append(o)
+            else:
+                raise _NotFusable(type(o).__name__)
+        if op == "sub" and any(isinstance(o, bool) or isinstance(o, _Value) and
+                               o.dtype is dt.bool_ for o in operands):
+            raise _NotFusable("bool subtraction")           # the eager op raises
+        computed = ew.compute_dtype(registry.get(op), described)
+        stored = tuple(o.dtype if isinstance(o, _Value) else c
+                       for o, c in zip(operands, computed))
+        sub, result = ew.expression(op, stored, tuple(computed), ())
+        local: list[tuple[str, int]] = []
+        for o, c in zip(operands, computed):
+            if isinstance(o, _Value):
+                local.append(o.ref)
+            else:
+                self.numbers.append((o, c))
+                local.append(("s", len(self.numbers) - 1))
+        for node in sub.nodes:
+            self.nodes.append((node.op, tuple(local[a] for a in node.args), node.attrs))
+            local.append(("n", len(self.nodes) - 1))
+        return _Value(local[sub.outputs[0]], result, self.shape, self)
+
+
+    def cast(self, x: _Value, dtype: Any) -> _Value:
+        self.nodes.append(("cast", (x.ref,), (("dtype", dtype),)))
+        return _Value(("n", len(self.nodes) - 1), dtype, self.shape, self)
+
+
+class _Functions:
+    """`ctx.F` over symbolic values: the elementwise functions, nothing else."""
+
+    def __init__(self, b: _Builder):
+        self._b = b
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        b = self._b
+        if name in _UNARY:
+            return lambda x: b.call(name, (x,))
+        if name in _BINARY:
+            return lambda x, y: b.call(name, (x, y))
+        if name == "rsub":
+            return lambda x, y: b.call("sub", (y, x))
+        if name == "where":
+            return lambda c, x, y: b.call("where", (c, x, y))
+        if name == "conj":
+            return _conj
+        raise _NotFusable(name)
+
+
+def _conj(x: Any) -> Any:
+    if isinstance(x, _Value) and not x.dtype.is_complex or x.__class__ in _NUMBERS:
+        return x                        # real: unchanged, as F.conj returns it
+    raise _NotFusable("conj")
+
+
+def _build(node: OpNode, g: Tensor, inputs: tuple[Any, ...], output: Tensor | None,
+           tensors: list[Tensor]) -> Any:
+    """(launch, gradient slot) for the node's key, or _NOT_FUSABLE."""
+    b = _Builder(g._shape)
+    k = iter(range(len(tensors)))
+    gv = _Value(("t", next(k)), g._dtype, g._shape, b)
+    xs = tuple(_Value(("t", next(k)), x._dtype, x._shape, b) if isinstance(x, Tensor) else x
+               for x in inputs)
+    ov = _Value(("t", next(k)), output._dtype, g._shape, b) if output is not None else None
+    ctx = RuleContext(xs, ov, node.needs_input_grad, node.input_meta, node.input_strides)
+    ctx.F = _Functions(b)
+    try:
+        r = registry.get(node.op).vjp(ctx, gv, **node.attrs)
+    except Exception:               # noqa: BLE001 - not fusable; the rule runs as written
+        return _NOT_FUSABLE
+    r = r if isinstance(r, tuple) else (r,)
+    slots = [i for i, v in enumerate(r) if v is not None]
+    if len(r) != len(node.next_functions) or len(slots) != 1 or \
+            not isinstance(r[slots[0]], _Value) or r[slots[0]].ref[0] != "n":
+        return _NOT_FUSABLE
+    n_t, n_in = len(tensors), len(tensors) + len(b.numbers)
+
+    def index(ref: tuple[str, int]) -> int:
+        kind, i = ref
+        return i if kind == "t" else n_t + i if kind == "s" else n_in + i
+    result = r[slots[0]]
+    expr = Expr(tuple(t._dtype for t in tensors) + tuple(d for _, d in b.numbers),
+                tuple(ExprNode(op, tuple(index(a) for a in args), attrs)
+                      for op, args, attrs in b.nodes),
+                (index(result.ref),))
+    numbers = [v for v, _ in b.numbers]
+    operands = [*tensors, *numbers]
+    name = f"{node.op}_backward"
+    try:
+        plan = ew.make_plan(expr, g._shape, result.dtype, None, operands,
+                            [t._dtype for t in tensors] + [d for _, d in b.numbers])
+        direct = ew.direct_launch(name, plan, operands)
+    except Exception:               # noqa: BLE001 - e.g. a dtype the kernels lack
+        return _NOT_FUSABLE
+
+    def launch(*ts: Tensor) -> Tensor:
+        out = direct(*ts, *numbers) if direct is not None else None
+        return out if out is not None else ew.launch_plan(name, plan, [*ts, *numbers])
+    return launch, slots[0]
+
+
+def apply(node: OpNode, g: Tensor) -> tuple[Tensor | None, ...] | None:
+    """The node's gradients from its fused rule, or None (the rule runs as written)."""
+    if not ENABLED:
+        return None
+    inputs = node.inputs                    # version checks, as the rule's own reads
+    saved = node._saved[-1]
+    output = saved.unpack(node, node.name(), 0) if saved is not None else None
+    shape = g._shape
+    tensors = [g]
+    numbers: list[Any] = []
+    for x in inputs:
+        if x.__class__ is Tensor:
+            if x._shape != shape:
+                return None
+            tensors.append(x)
+        elif x is None or x.__class__ in _NUMBERS:
+            numbers.append(x)
+        else:
+            return None
+    if output is not None:
+        if output._shape != shape:
+            return None
+        tensors.append(output)
+    needs = node.needs_input_grad
+    try:
+        key = (node.op, tuple(node.attrs.items()), needs, tuple(numbers),
+               tuple(t._lkey for t in tensors), output is not None)
+        entry = _keys.get(key)
+    except TypeError:                       # an unhashable attribute
+        return None
+    if entry is None:
+        if len(_keys) >= LIMIT:
+            _keys.clear()
+        entry = _keys[key] = _build(node, g, inputs, output, tensors)
+    if entry is _NOT_FUSABLE:
+        return None
+    launch, slot = entry
+    grads: list[Tensor | None] = [None] * len(needs)
+    grads[slot] = launch(*tensors)
+    return tuple(grads)
