@@ -41,7 +41,23 @@ def _infer_reshape(types: tuple[TensorType, ...], shape: tuple[int, ...]) -> Ten
     return TensorType(t.dtype, infer_reshape_shape(t.numel, shape))
 
 
+_permutations: dict[tuple[tuple[int, ...], int], tuple[int, ...]] = {}
+
+
 def check_permutation(perm: tuple[int, ...], ndim: int, op: str = "permute") -> tuple[int, ...]:
+    """`perm` with negative dims made positive; raises if it is no permutation of ndim
+    dims. (Valid ones are remembered: transposes run in every linear layer's backward.)"""
+    try:
+        return _permutations[(perm, ndim)]
+    except (KeyError, TypeError):
+        pass
+    norm = _check_permutation(perm, ndim, op)
+    if len(_permutations) < 4096 and all(p.__class__ is int for p in perm):
+        _permutations[(perm, ndim)] = norm
+    return norm
+
+
+def _check_permutation(perm: tuple[int, ...], ndim: int, op: str) -> tuple[int, ...]:
     if len(perm) != ndim:
         raise RuntimeError(f"{op}: number of dims don't match in permute: input has {ndim} "
                            f"dims but {len(perm)} were given ({list(perm)})")
