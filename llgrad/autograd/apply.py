@@ -28,16 +28,22 @@ def needs_grad(operands: Sequence[Any]) -> bool:
 def record(op: str, operands: Sequence[Any], attrs: dict[str, Any], out: Tensor,
            name: str | None = None, base: type | None = None) -> Tensor:
     """Attach `op`'s node (of class `base`, default `OpNode`, named as PyTorch names it)."""
-    opdef = registry.get(op)
-    if not (out._dtype.is_floating_point or out._dtype.is_complex):
+    if not out._dtype.differentiable:
         return out                       # integer and bool results are not differentiable
-    cls = node_class(name or opdef.backward_name or f"{op.capitalize()}Backward0",
-                     *(() if base is None else (base,)))
+    key = (op, name, base)
+    made = _node_classes.get(key)
+    if made is None:
+        opdef = registry.get(op)
+        made = _node_classes[key] = (
+            node_class(name or opdef.backward_name or f"{op.capitalize()}Backward0",
+                       *(() if base is None else (base,))), opdef.saves)
     out._requires_grad = True      # before the node saves `out`: its alias must carry grad
-    node = cls(op, tuple(operands), attrs, out, opdef.saves)
-    out.grad_fn = node
+    out.grad_fn = made[0](op, tuple(operands), attrs, out, made[1])
     out._output_nr = 0
     return out
+
+
+_node_classes: dict[tuple, tuple[type, str]] = {}     # (op, name, base) -> (class, saves)
 
 
 class Interpreter:

@@ -62,39 +62,55 @@ def _type_name(t: Tensor) -> str:
     return f"llgrad.{kind}Tensor [{', '.join(map(str, t._shape))}]"
 
 
-def _alias_with_tangent(t: Tensor, source: Tensor | None = None) -> Tensor:
-    """An alias of a saved output that carries the output's forward-mode tangent.
-
-    The tangent is attached after the node is recorded (a tangent rule may read the
-    output's history), so it is looked up on the original output when unpacked.
-    """
-    alias = t._alias()
-    tangent = (source if source is not None else t).__dict__.get("_fw_tangent")
-    if tangent is not None:
-        alias.__dict__["_fw_tangent"] = tangent
-    return alias
-
-
 class SavedTensor:
     """A tensor saved for backward, with the version it had when saved.
 
-    A node's own output is saved without a reference to the node (no cycle); unpacking
-    makes a fresh alias whose grad_fn is the node, so higher-order gradients flow.
+    A node's own output is saved without a reference to the node (no cycle): only its
+    storage and layout are kept (`data`, an alias without history, is made when asked
+    for); unpacking makes a fresh alias whose grad_fn is the node, so higher-order
+    gradients flow.
     """
 
-    __slots__ = ("data", "version", "is_output", "requires_grad", "source")
+    __slots__ = ("_data", "version", "is_output", "requires_grad", "source", "_layout")
 
     def __init__(self, t: Tensor, is_output: bool = False):
         self.is_output = is_output
         self.requires_grad = t._requires_grad
-        self.version = t._storage.version if t._storage is not None else 0
-        self.data = t._alias() if is_output else t
+        st = t._storage
+        self.version = st.version if st is not None else 0
+        self._layout = None
+        if not is_output:
+            self._data: Tensor | None = t
+            self.source = None
+            return
+        if t.__class__ is Tensor and st is not None:
+            self._data = None
+            self._layout = (st, t._offset, t._shape, t._strides, t._dtype, t._base)
+        else:
+            self._data = t._alias()
         # the output object itself, weakly: forward-mode tangents attach to it later
-        self.source = weakref.ref(t) if is_output else None
+        self.source = weakref.ref(t)
+
+    def _alias(self) -> Tensor:
+        """A new tensor over the saved values, without history."""
+        layout = self._layout
+        if layout is None:
+            return self._data._alias()
+        st, offset, shape, strides, dtype, base = layout
+        return Tensor._make(st, offset, shape, strides, dtype, base=base)
+
+    @property
+    def data(self) -> Tensor:
+        t = self._data
+        if t is None:
+            t = self._data = self._alias()
+        return t
 
     def unpack(self, node: "Node", op_name: str, index: int) -> Tensor:
-        t = self.data
-        if t._storage is not None and t._storage.version != self.version:
+        layout = self._layout
+        st = layout[0] if layout is not None else self._data._storage
+        if st is not None and st.version != self.version:
+            t = self.data
             raise RuntimeError(
                 f"one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: [{_type_name(t)}], which is {'output' if self.is_output else 'input'} "
@@ -103,12 +119,17 @@ class SavedTensor:
                 f"operation that failed to compute its gradient; enable anomaly detection with "
                 f"llgrad.autograd.set_detect_anomaly(True) to find it.")
         if self.is_output and self.requires_grad:
-            source = self.source() if self.source is not None else None
-            alias = _alias_with_tangent(t, source)
+            alias = self._alias()
+            # the tangent is attached to the output after the node is recorded (a tangent
+            # rule may read the output's history), so it is looked up there
+            source = self.source()
+            tangent = (source if source is not None else alias).__dict__.get("_fw_tangent")
+            if tangent is not None:
+                alias.__dict__["_fw_tangent"] = tangent
             alias._requires_grad = True
             alias.grad_fn = node
             return alias
-        return t
+        return self.data
 
 
 class Node:

@@ -29,6 +29,7 @@ class DType:
     is_complex: bool = field(init=False, repr=False)
     is_signed: bool = field(init=False, repr=False)
     is_integer: bool = field(init=False, repr=False)
+    differentiable: bool = field(init=False, repr=False)    # floating point or complex
     category: int = field(init=False, repr=False)     # 0 bool, 1 integer, 2 floating, 3 complex
     np: np.dtype = field(init=False, repr=False)       # the NumPy dtype storing the bits
 
@@ -37,6 +38,7 @@ class DType:
                             ("is_complex", self.kind == "c"),
                             ("is_signed", self.kind in "ifc"),
                             ("is_integer", self.kind in "iu"),
+                            ("differentiable", self.kind in "fc"),
                             ("category", {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}[self.kind]),
                             ("np", np.dtype(self.storage))):
             object.__setattr__(self, name, value)
