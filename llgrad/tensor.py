@@ -93,14 +93,18 @@ class Tensor:
                      strides: tuple[int, ...]) -> Any:
         """A function of no arguments doing `Tensor._empty(shape, dtype, strides)`, for
         generated code that makes outputs of one layout over and over (eager direct
-        launches): a tiny output's slab allocation and the tensor's fields are written out
-        with the layout as constants (fresh fields as `_init_state` sets them)."""
+        launches): the allocation (a tiny output's slab cut inline) and the tensor's fields
+        are written out with the layout as constants (fresh fields as `_init_state` sets
+        them)."""
         n = dtype.itemsize
         for s in shape:
             n *= s
-        if cls is not Tensor or n > SLAB_MAX:
+        if cls is not Tensor:
             return lambda: cls._empty(shape, dtype, strides)
-        lines, consts = allocate_small_source(n)
+        if n <= SLAB_MAX:
+            lines, consts = allocate_small_source(n)
+        else:
+            lines, consts = ["st = allocate(N)", "ptr = st.ptr"], {"allocate": allocate, "N": n}
         fresh = _new(Tensor)
         fresh._init_state(None)
         state = [(k, getattr(fresh, k)) for k in Tensor.__slots__ if hasattr(fresh, k)

@@ -46,44 +46,46 @@ def _check_root(i: int, t: Tensor, g: Tensor | None) -> Tensor:
     return g
 
 
-def _discover(roots: list[Node], parents: dict[int, list[Node]] | None = None
+def _discover(roots: list[Node], parents: dict[Node, list[Node]] | None = None
               ) -> tuple[dict[Node, int], list[Node]]:
     """Every node reachable from `roots` (each after some node that points to it), and
-    each node's count of incoming edges; with `parents`, also who points to whom (by id)."""
+    each node's count of incoming edges; with `parents`, also who points to whom. (Nodes
+    hash by identity.)"""
     deps: dict[Node, int] = {}
     order: list[Node] = []
-    seen: set[int] = set()
+    roots_seen = set(roots)
     stack = list(roots)
-    for r in roots:
-        seen.add(id(r))
     while stack:
         node = stack.pop()
         order.append(node)
         for nxt, _ in node.next_functions:
             if nxt is None:
                 continue
-            deps[nxt] = deps.get(nxt, 0) + 1
+            d = deps.get(nxt)
+            if d is not None:
+                deps[nxt] = d + 1
+            else:
+                deps[nxt] = 1
+                if nxt not in roots_seen:         # (a root is walked from already)
+                    stack.append(nxt)
             if parents is not None:
-                ps = parents.get(id(nxt))
+                ps = parents.get(nxt)
                 if ps is None:
-                    parents[id(nxt)] = [node]
+                    parents[nxt] = [node]
                 else:
                     ps.append(node)
-            if id(nxt) not in seen:
-                seen.add(id(nxt))
-                stack.append(nxt)
     return deps, order
 
 
-def _needed(parents: dict[int, list[Node]], targets: list[Node]) -> set[int]:
+def _needed(parents: dict[Node, list[Node]], targets: list[Node]) -> set[Node]:
     """Nodes from which some target is reachable (targets included): a walk from the
     targets back along the edges."""
-    needed = {id(t) for t in targets}
+    needed = set(targets)
     stack = list(targets)
     while stack:
-        for p in parents.get(id(stack.pop()), ()):
-            if id(p) not in needed:
-                needed.add(id(p))
+        for p in parents.get(stack.pop(), ()):
+            if p not in needed:
+                needed.add(p)
                 stack.append(p)
     return needed
 
@@ -241,7 +243,7 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
         buf = buffers.setdefault(node, [None] * node.num_outputs)
         buf[nr] = _add(buf[nr], g)
 
-    parents: dict[int, list[Node]] | None = {} if capture is not None else None
+    parents: dict[Node, list[Node]] | None = {} if capture is not None else None
     deps, order = _discover(list({id(n): n for n, _ in root_edges}.values()), parents)
     capture_edges: list[Edge | None] = []
     if capture is not None:
@@ -250,7 +252,7 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             e = edge(t)
             capture_edges.append(e if e[0] is not None else None)
-        needed: set[int] | None = _needed(parents, [e[0] for e in capture_edges
+        needed: set[Node] | None = _needed(parents, [e[0] for e in capture_edges
                                                    if e is not None])
     else:
         needed = None                     # every node
@@ -276,7 +278,7 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
             in_grads = buffers.pop(node, None)
             if in_grads is None:
                 in_grads = [None] * node.num_outputs
-            if needed is not None and id(node) not in needed:
+            if needed is not None and node not in needed:
                 continue
             executed.append(node)
             if node._metadata is not None:
@@ -320,7 +322,7 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
                 i += 1
                 if nxt is None:
                     continue
-                if g is not None and (needed is None or id(nxt) in needed):
+                if g is not None and (needed is None or nxt in needed):
                     if meta is not None:          # `_reduce_to_input`, inlined
                         shape = meta[2 * i]
                         if shape is not None and (g._shape != shape or

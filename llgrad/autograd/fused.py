@@ -192,36 +192,47 @@ def apply(node: OpNode, g: Tensor) -> tuple[Tensor | None, ...] | None:
     """The node's gradients from its fused rule, or None (the rule runs as written)."""
     if not ENABLED:
         return None
-    inputs = node.inputs                    # version checks, as the rule's own reads
-    saved = node._saved[-1]
-    output = saved.unpack(node, node.name(), 0) if saved is not None else None
+    saved = node._saved
+    scalars = node._scalars
     shape = g._shape
     tensors = [g]
     numbers: list[Any] = []
-    for x in inputs:
-        if x.__class__ is Tensor:
-            if x._shape != shape:
+    inputs: list[Any] = []
+    name = None
+    for i in range(len(saved) - 1):     # `node.inputs`, with its version checks
+        s = saved[i]
+        if s is not None:
+            if name is None:
+                name = node.name()
+            x = s.unpack(node, name, i)
+            if x.__class__ is not Tensor or x._shape != shape:
                 return None
             tensors.append(x)
-        elif x is None or x.__class__ in _NUMBERS:
-            numbers.append(x)
         else:
-            return None
-    if output is not None:
+            x = None if scalars is None else scalars[i]
+            if x is not None and x.__class__ not in _NUMBERS:
+                return None
+            numbers.append(x)
+        inputs.append(x)
+    s = saved[-1]
+    output = None
+    if s is not None:
+        output = s.unpack(node, node.name(), 0)
         if output._shape != shape:
             return None
         tensors.append(output)
-    needs = node.needs_input_grad
+    needs = tuple([e[0] is not None for e in node.next_functions])
+    attrs = node.attrs
     try:
-        key = (node.op, tuple(node.attrs.items()), needs, tuple(numbers),
-               tuple(t._lkey for t in tensors), output is not None)
+        key = (node.op, tuple(attrs.items()) if attrs else (), needs, tuple(numbers),
+               tuple([t._lkey for t in tensors]), output is not None)
         entry = _keys.get(key)
     except TypeError:                       # an unhashable attribute
         return None
     if entry is None:
         if len(_keys) >= LIMIT:
             _keys.clear()
-        entry = _keys[key] = _build(node, g, inputs, output, tensors)
+        entry = _keys[key] = _build(node, g, tuple(inputs), output, tensors)
     if entry is _NOT_FUSABLE:
         return None
     launch, slot = entry
