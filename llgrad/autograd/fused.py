@@ -42,7 +42,15 @@ ENABLED = os.environ.get("LLGRAD_FUSED_RULES", "1") != "0"
 
 _NOT_FUSABLE = object()
 _keys: dict[tuple, Any] = {}
-dt.on_default_dtype_change(_keys.clear)      # a number's dtype follows it
+_unfusable: set[tuple] = set()        # keys without layouts whose rule does not fuse
+
+
+def _clear() -> None:
+    _keys.clear()
+    _unfusable.clear()
+
+
+dt.on_default_dtype_change(_clear)          # a number's dtype follows it
 
 
 class _NotFusable(Exception):
@@ -194,6 +202,15 @@ def apply(node: OpNode, g: Tensor) -> tuple[Tensor | None, ...] | None:
         return None
     saved = node._saved
     scalars = node._scalars
+    attrs = node.attrs
+    needs = tuple([e[0] is not None for e in node.next_functions])
+    try:        # what decides whether the rule fuses (not the layouts: those pick a plan)
+        shape_key = (node.op, tuple(attrs.items()) if attrs else (), needs, g._lkey,
+                     node._meta, tuple(scalars) if scalars else None)
+        if shape_key in _unfusable:
+            return None
+    except TypeError:                       # an unhashable attribute or number
+        return None
     shape = g._shape
     tensors = [g]
     numbers: list[Any] = []
@@ -221,18 +238,15 @@ def apply(node: OpNode, g: Tensor) -> tuple[Tensor | None, ...] | None:
         if output._shape != shape:
             return None
         tensors.append(output)
-    needs = tuple([e[0] is not None for e in node.next_functions])
-    attrs = node.attrs
-    try:
-        key = (node.op, tuple(attrs.items()) if attrs else (), needs, tuple(numbers),
-               tuple([t._lkey for t in tensors]), output is not None)
-        entry = _keys.get(key)
-    except TypeError:                       # an unhashable attribute
-        return None
+    key = (shape_key, tuple([t._lkey for t in tensors]), output is not None)
+    entry = _keys.get(key)
     if entry is None:
         if len(_keys) >= LIMIT:
             _keys.clear()
+            _unfusable.clear()
         entry = _keys[key] = _build(node, g, tuple(inputs), output, tensors)
+        if entry is _NOT_FUSABLE:
+            _unfusable.add(shape_key)
     if entry is _NOT_FUSABLE:
         return None
     launch, slot = entry
