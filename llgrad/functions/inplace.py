@@ -14,19 +14,34 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..autograd import forward_ad
-from ..autograd.apply import needs_grad
+from ..autograd.apply import interpreters, needs_grad
+from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled, no_grad
 from ..autograd.node import Node, edge, node_class
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
-from ..tensor import Tensor
+from ..tensor import DENSE_CLASSES, Tensor
+from ..tracer.context import current as _trace_context
 from .numpy_interop import plain_number
+
+
+_overlaps: dict[tuple, bool] = {}
 
 
 def overlaps_itself(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
     """Whether two elements of a tensor with these sizes and strides share memory: walking
     the dimensions by increasing stride, each stride must step past everything the
     smaller ones reach (an expanded tensor, stride 0, always overlaps)."""
+    key = (shape, strides)
+    hit = _overlaps.get(key)
+    if hit is None:
+        hit = _overlaps_itself(shape, strides)
+        if len(_overlaps) < 4096:
+            _overlaps[key] = hit
+    return hit
+
+
+def _overlaps_itself(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
     reach = 0
     dims = sorted(((abs(st), n) for n, st in zip(shape, strides) if n > 1))
     for stride, size in dims:
@@ -313,6 +328,16 @@ class ViewFromBase(Node):
 # The in-place methods
 # --------------------------------------------------------------------------------------
 
+def _plain_write(t: Tensor, other: Any) -> bool:
+    """Whether `t op= other` writes straight into `t` with nothing else to do (what
+    `run_inplace` finds after its checks, decided up front for the common case: an
+    optimizer's update under no_grad): grad mode off, plain tensors or a Python number,
+    no trace, no forward mode, no transform."""
+    return not _grad_state.enabled and t.__class__ in DENSE_CLASSES and \
+        (other.__class__ in DENSE_CLASSES or other.__class__ in (int, float)) and \
+        not forward_ad._level[0] and not interpreters and _trace_context() is None
+
+
 def _binary_inplace(op: str, functional: Callable[..., Tensor], clone_self: bool):
     def method(self: Tensor, other: Any, **kwargs: Any) -> Tensor:
         alpha = plain_number(kwargs.pop("alpha", 1))
@@ -322,12 +347,22 @@ def _binary_inplace(op: str, functional: Callable[..., Tensor], clone_self: bool
         if op == "sub":
             from .elementwise import no_bool_subtraction
             no_bool_subtraction("sub_", self, other)
+        if alpha == 1 and _plain_write(self, other):
+            check_inplace(self)
+            ew.run(op, [self, other], None, out=self)
+            self._storage.version += 1
+            return self
         if alpha != 1 and op in ("add", "sub") and isinstance(other, Tensor) and \
                 other._dtype is self._dtype and \
                 self._dtype in (dt.float32, dt.float64) and other._shape == self._shape and \
                 alpha.__class__ in (int, float):
             # `p.add_(g, alpha=-lr)`: one pass, no `g * alpha` temporary
             scale = alpha if op == "add" else -alpha
+            if _plain_write(self, other):
+                check_inplace(self)
+                ew.scaled_add_into(self, other, scale)
+                self._storage.version += 1
+                return self
             return run_inplace(self, lambda t, o: functional(t, o, alpha=alpha), (other,),
                                lambda: ew.scaled_add_into(self, other, scale), clone_self)
         if alpha != 1:
