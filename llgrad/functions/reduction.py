@@ -229,7 +229,11 @@ def sum_to_size(input: Tensor, *size: Any) -> Tensor:
         elif n != input._shape[lead + i] and input._shape[lead + i] != 1:
             raise RuntimeError(f"sum_to_size: size {list(shape)} is not expandable to "
                                f"{list(input._shape)}")
-    out = sum(input, tuple(axes), keepdim=True) if axes else input
+    if not axes:
+        return reshape(input, shape) if input._shape != shape else input
+    if axes[-1] < lead:                 # only leading dimensions go: no reshape after
+        return sum(input, tuple(axes))
+    out = sum(input, tuple(axes), keepdim=True)
     return reshape(out, shape) if out._shape != shape else out
 
 

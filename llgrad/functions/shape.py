@@ -3,11 +3,13 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..autograd.apply import apply
+from ..autograd import forward_ad
+from ..autograd.apply import apply, interpreters
+from ..autograd.grad_mode import _state as _grad_state
 from ..eager import elementwise as ew
 from ..eager import views
 from ..ir.types import normalize_axis
-from ..tensor import Tensor
+from ..tensor import DENSE_CLASSES, Tensor
 from ._errors import names_op
 
 
@@ -117,6 +119,14 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
     return apply("permute", (input,), {"perm": p}, _permute_forward, "PermuteBackward0")
 
 
+def _unrecorded(input: Any) -> bool:
+    """Whether a view of `input` is all there is to do: a plain tensor that autograd does
+    not record, no transform and no forward mode (what `apply` would find; derivative
+    rules transpose a lot)."""
+    return input.__class__ in DENSE_CLASSES and not interpreters and \
+        not forward_ad._level[0] and not (_grad_state.enabled and input._requires_grad)
+
+
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     n = input.ndim
     a = normalize_axis(dim0, n, "transpose")
@@ -124,6 +134,8 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     perm = list(range(n))
     if n:                                   # (a 0-d tensor: dims 0 and -1, nothing to swap)
         perm[a], perm[b] = perm[b], perm[a]
+    if _unrecorded(input):
+        return views.permute(input, tuple(perm))
     return apply("permute", (input,), {"perm": tuple(perm)}, _permute_forward,
                  "TransposeBackward0")
 
@@ -136,6 +148,8 @@ def t(input: Tensor) -> Tensor:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{input.ndim}D")
     perm = tuple(reversed(range(input.ndim)))
+    if _unrecorded(input):
+        return views.permute(input, perm)
     return apply("permute", (input,), {"perm": perm}, _permute_forward, "TBackward0")
 
 
