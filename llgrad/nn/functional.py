@@ -228,24 +228,24 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     2-D view of the input (with a bias), `MmBackward0` without one."""
     _tensor("linear", "input", input)
     _tensor("linear", "weight", weight)
-    if weight.ndim != 2:
+    xs, ws = input._shape, weight._shape
+    if len(ws) != 2:
         raise RuntimeError(f"linear(): weight must be 2-D (out_features, in_features), got "
-                           f"shape {list(weight.shape)}")
-    if input.ndim == 0 or input.shape[-1] != weight.shape[1]:
+                           f"shape {list(ws)}")
+    if not xs or xs[-1] != ws[1]:
         raise RuntimeError(f"linear(): mat1 and mat2 shapes cannot be multiplied (input "
-                           f"{list(input.shape)} and weight.T "
-                           f"{[weight.shape[1], weight.shape[0]]})")
+                           f"{list(xs)} and weight.T {[ws[1], ws[0]]})")
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and t._dtype is not input._dtype:
             raise RuntimeError(f"linear(): expected {name} of dtype {input._dtype.name} like "
                                f"the input, got {t._dtype.name}")
     if bias is not None:
         _tensor("linear", "bias", bias)
-        if bias.ndim > 1 or (bias.ndim == 1 and bias.shape[0] not in (1, weight.shape[0])):
-            raise RuntimeError(f"linear(): bias of shape {list(bias.shape)} does not match "
-                               f"out_features {weight.shape[0]}")
-    lead = input.shape[:-1]
-    x2 = input if input.ndim == 2 else lg.reshape(input, (-1, input.shape[-1]))
+        bs = bias._shape
+        if len(bs) > 1 or (len(bs) == 1 and bs[0] not in (1, ws[0])):
+            raise RuntimeError(f"linear(): bias of shape {list(bs)} does not match "
+                               f"out_features {ws[0]}")
+    x2 = input if len(xs) == 2 else lg.reshape(input, (-1, xs[-1]))
     wt = lg.t(weight)
     if bias is not None:
         out = _addmm_direct(bias, x2, wt)
@@ -253,10 +253,10 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             out = _composite("addmm", (bias, x2, wt), {})
     else:
         out = lg.matmul(x2, wt)
-    if input.ndim == 2:
+    if len(xs) == 2:
         return out
     name = "ViewBackward0" if bias is not None else "UnsafeViewBackward0"
-    return lg.reshape(out, tuple(lead) + (weight.shape[0],), name=name)
+    return lg.reshape(out, tuple(xs[:-1]) + (ws[0],), name=name)
 
 
 _ADDMM_ATTRS = {"beta": 1.0, "alpha": 1.0}

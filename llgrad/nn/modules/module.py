@@ -64,15 +64,22 @@ class Module:
                                   f'"forward" function')
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        for hook in list(self._forward_pre_hooks.values()):
-            result = hook(self, args)
-            if result is not None:
-                args = result if isinstance(result, tuple) else (result,)
+        d = self.__dict__
+        if "_forward_hooks" not in d:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute "
+                                 f"'_forward_hooks' (did its __init__ call "
+                                 f"super().__init__()?)")
+        if d["_forward_pre_hooks"]:
+            for hook in list(d["_forward_pre_hooks"].values()):
+                result = hook(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
         out = self.forward(*args, **kwargs)
-        for hook in list(self._forward_hooks.values()):
-            result = hook(self, args, out)
-            if result is not None:
-                out = result
+        if d["_forward_hooks"]:
+            for hook in list(d["_forward_hooks"].values()):
+                result = hook(self, args, out)
+                if result is not None:
+                    out = result
         return out
 
     def _add_hook(self, table_name: str, hook: Callable, prepend: bool) -> RemovableHandle:
