@@ -83,6 +83,12 @@ def permute(t: Tensor, perm: tuple[int, ...]) -> Tensor:
     return view_of(t, t._offset, tuple(t._shape[i] for i in p), tuple(t._strides[i] for i in p))
 
 
+def transpose_matrix(t: Tensor) -> Tensor:
+    """`permute(t, (1, 0))` of a 2-D tensor."""
+    (n, m), (a, b) = t._shape, t._strides
+    return view_of(t, t._offset, (m, n), (b, a))
+
+
 def expand(t: Tensor, shape: tuple[int, ...]) -> Tensor:
     new_shape = expand_shape(t._shape, tuple(shape))
     lead = len(new_shape) - t.ndim

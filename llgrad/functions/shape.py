@@ -116,6 +116,8 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
     if not dims:
         raise TypeError("permute() missing 1 required positional argument: 'dims'")
     p = shape_arg(dims, "permute")
+    if _unrecorded(input):
+        return views.permute(input, p)
     return apply("permute", (input,), {"perm": p}, _permute_forward, "PermuteBackward0")
 
 
@@ -129,6 +131,8 @@ def _unrecorded(input: Any) -> bool:
 
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     n = input.ndim
+    if n == 2 and dim0 in (0, -2) and dim1 in (1, -1) and _unrecorded(input):
+        return views.transpose_matrix(input)          # (derivative rules' usual call)
     a = normalize_axis(dim0, n, "transpose")
     b = normalize_axis(dim1, n, "transpose")
     perm = list(range(n))
