@@ -267,20 +267,23 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
     for node in buffers:
         if deps.get(node, 0) == 0:
             heapq.heappush(ready, (-node._seq, id(node), node))
-    executed: list[Node] = []
     check_nan = anomaly.is_anomaly_enabled() and anomaly.is_anomaly_check_nan_enabled()
     accumulate_leaves = capture is None or accumulate
     push, pop = heapq.heappush, heapq.heappop
 
+    release = not retain_graph
     with set_grad_enabled(create_graph):
-        while ready:
-            node = pop(ready)[2]
+        follow = None                 # the one node this one made ready, run next directly
+        while ready or follow is not None:
+            if follow is not None:
+                node, follow = follow, None
+            else:
+                node = pop(ready)[2]
             in_grads = buffers.pop(node, None)
             if in_grads is None:
                 in_grads = [None] * node.num_outputs
             if needed is not None and node not in needed:
                 continue
-            executed.append(node)
             if node._metadata is not None:
                 in_grads = _tensor_prehooks(node, in_grads)
             if id(node) in capture_ids:
@@ -316,7 +319,10 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
                     r = hook(tuple(outs), tuple(in_grads))
                     if r is not None:
                         outs = tuple(r)
+            if release:
+                node.release()            # as PyTorch does, once the node and its hooks ran
             meta = node._meta if isinstance(node, OpNode) else None
+            made_ready = None
             i = -1
             for (nxt, nr), g in zip(nexts, outs):
                 i += 1
@@ -342,13 +348,18 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
                 if left == 0:
                     if nxt not in buffers:
                         buffers[nxt] = [None] * nxt.num_outputs
-                    push(ready, (-nxt._seq, id(nxt), nxt))
+                    if made_ready is None:
+                        made_ready = nxt
+                    else:
+                        push(ready, (-nxt._seq, id(nxt), nxt))
+            if made_ready is not None:
+                if ready:                 # others wait: the newest runs first
+                    push(ready, (-made_ready._seq, id(made_ready), made_ready))
+                else:                     # a chain: nothing to order
+                    follow = made_ready
             # the gradients now live in `buffers` only (`_accumulate_owned` counts on it)
             outs = in_grads = g = prev = None
 
-    if not retain_graph:
-        for node in executed:
-            node.release()
     return captured
 
 
