@@ -147,3 +147,19 @@ def test_switched_off(fresh, monkeypatch):
     node = F.log_softmax(x, 1).grad_fn
     assert type(node).__name__ == "LogSoftmaxBackward0"
     assert not isinstance(node, hot.CompiledRuleNode)
+
+
+def test_rule_shapes_count_against_the_family_limit_too(fresh, monkeypatch):
+    """The rule's compiled keys are bounded per (op, attributes, dtypes, ranks) as the
+    forward's are: new shapes past the limit run the rule as written, still right."""
+    monkeypatch.setattr(hot, "SHAPES_PER_FAMILY", 2)
+    for n in (3, 4, 5, 6):
+        x = _x(n, 4).requires_grad_()
+        y = F.log_softmax(x, 1)
+        (y * _x(n, 4, seed=9)).sum().backward()
+        t = _x(n, 4, seed=9).numpy()
+        p = np.exp(y.detach().numpy())
+        np.testing.assert_allclose(x.grad.numpy(), t - p * t.sum(1, keepdims=True),
+                                   rtol=1e-12, atol=1e-12)
+    rules = [k for k in fresh._compiled if k[:2] == ("rule", "log_softmax")]
+    assert len(rules) == 2, rules

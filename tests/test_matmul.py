@@ -614,3 +614,30 @@ def test_strided_vectors_reach_gemv_with_their_increment(rng: np.random.Generato
     np.testing.assert_allclose(lg.mv(tm, x).numpy(), m @ v[::2], rtol=1e-12)
     np.testing.assert_allclose(lg.compile(lambda a, b: a @ b)(tm, x).numpy(), m @ v[::2],
                                rtol=1e-12)
+
+
+def test_openblas_is_opened_without_importing_scipy_linalg():
+    """SciPy's bundled OpenBLAS is opened directly (importing `scipy.linalg.cython_blas`
+    took 150 ms of a warm start): a matmul on OpenBLAS leaves `scipy.linalg` unimported
+    and calls the library's `scipy_sgemm_`."""
+    import subprocess
+    import sys
+    script = """
+import sys, ctypes, numpy as np, llgrad as lg
+from llgrad.runtime import blas
+from llgrad.ir import dtypes as dt
+lib = blas._scipy_openblas()
+if lib is None:
+    print("no bundled openblas"); sys.exit(0)
+a, b = np.random.rand(64, 48).astype(np.float32), np.random.rand(48, 32).astype(np.float32)
+np.testing.assert_allclose((lg.tensor(a) @ lg.tensor(b)).numpy(), a @ b, rtol=1e-5)
+assert blas.gemm_address(dt.float32) == ctypes.cast(lib.scipy_sgemm_, ctypes.c_void_p).value
+assert blas.threads() is not None
+assert "scipy.linalg" not in sys.modules, "scipy.linalg was imported"
+print("ok")
+"""
+    env = dict(os.environ, LLGRAD_BLAS="openblas")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() in ("ok", "no bundled openblas"), out.stdout

@@ -100,8 +100,8 @@ def _traced(fn: Callable[..., Any], args: tuple[Any, ...], name: str) -> Callabl
 # --------------------------------------------------------------------------------------
 
 def forward(op: str, operands: Sequence[Any], attrs: dict[str, Any]) -> Tensor | None:
-    """The op's output from its compiled decomposition once the key is hot, else None
-    (the caller runs the decomposition). Operands must all be plain tensors."""
+    """The op's output from its compiled decomposition, or None when the key runs
+    eagerly (the caller runs the decomposition). Operands must all be plain tensors."""
     key = ("forward", op, tuple(attrs.items()), tuple(o._lkey for o in operands))
     family = key[:3] + (tuple((o._dtype, len(o._shape)) for o in operands),)
     opdef = registry.get(op)
@@ -121,7 +121,7 @@ def forward(op: str, operands: Sequence[Any], attrs: dict[str, Any]) -> Tensor |
 # --------------------------------------------------------------------------------------
 
 class CompiledRuleNode(OpNode):
-    """An op node whose rule runs compiled once its key is hot (see the module docstring);
+    """An op node whose rule runs compiled when its key is (see the module docstring);
     `node_class(name, CompiledRuleNode)` gives it PyTorch's name."""
 
     __slots__ = ()
@@ -140,8 +140,8 @@ class CompiledRuleNode(OpNode):
         key = ("rule", self.op, tuple(self.attrs.items()), g._lkey, needs,
                tuple(x._lkey if isinstance(x, Tensor) else x for x in inputs),
                None if output is None else output._lkey)
-        family = key[:5] + (tuple(None if m is None else (m[1], len(m[0]))
-                                  for m in self.input_meta),)
+        family = ("rule", self.op, key[2], (g._dtype, len(g._shape)), needs,
+                  tuple(None if m is None else (m[1], len(m[0])) for m in self.input_meta))
         op, attrs, meta, strides = self.op, self.attrs, self.input_meta, self.input_strides
 
         def build() -> Any:

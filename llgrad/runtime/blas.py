@@ -169,6 +169,12 @@ def _routine_address(dtype: DType, routine: str) -> int:
     mkl = _mkl()
     if mkl is not None:
         return ctypes.cast(getattr(mkl, name + "_"), ctypes.c_void_p).value
+    bundled = _scipy_openblas()
+    if bundled is not None:
+        try:
+            return ctypes.cast(getattr(bundled, f"scipy_{name}_"), ctypes.c_void_p).value
+        except AttributeError:
+            pass
     try:
         from scipy.linalg import cython_blas
     except ImportError as e:                        # scipy is a declared dependency
@@ -187,7 +193,35 @@ _SET_THREADS_NAMES = ("scipy_openblas_set_num_threads", "openblas_set_num_thread
 
 
 @functools.cache
+def _scipy_openblas() -> ctypes.CDLL | None:
+    """The OpenBLAS that SciPy's wheels bundle (`scipy.libs/libscipy_openblas*`, 32-bit
+    integers, routines named `scipy_sgemm_`), opened directly: importing
+    `scipy.linalg.cython_blas` costs 150 ms here (SciPy's array-API layer), most of a warm
+    start's first compiled call. None when SciPy links another BLAS (then `cython_blas`'s
+    capsules are used)."""
+    import glob
+    import importlib.util
+    import os
+    spec = importlib.util.find_spec("scipy")       # (finds, does not import)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    root = os.path.dirname(list(spec.submodule_search_locations)[0])
+    for folder in ("scipy.libs", os.path.join("scipy", ".dylibs")):
+        for path in sorted(glob.glob(os.path.join(root, folder, "libscipy_openblas*"))):
+            if "64_" in os.path.basename(path):     # a 64-bit-integer build: other ABI
+                continue
+            try:
+                return ctypes.CDLL(path)
+            except OSError:
+                continue
+    return None
+
+
+@functools.cache
 def _blas_library() -> ctypes.CDLL | None:
+    bundled = _scipy_openblas()
+    if bundled is not None:
+        return bundled
     try:
         from scipy.linalg import cython_blas
         return ctypes.CDLL(cython_blas.__file__)
