@@ -491,7 +491,8 @@ def run(quick: bool, only: set[str] | None, libs: set[str], budget: float) -> di
     libs = {l for l in libs if not ((l.startswith("torch") and not have_torch)
                                     or (l == "jax.jit" and not _installed("jax")))}
     out: dict[str, Any] = {"cells": {}, "libs": sorted(libs), "quick": quick,
-                           "threads": THREADS, "date": time.strftime("%Y-%m-%d %H:%M")}
+                           "threads": THREADS, "date": time.strftime("%Y-%m-%d %H:%M"),
+                           "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE")}
     cells = plan(only, libs)
     refs: dict[str, str] = {}
     tmp = tempfile.mkdtemp(prefix="llgrad-peers-")
@@ -566,7 +567,10 @@ def render(res: dict[str, Any]) -> str:
              f"{res['date']}, {res['threads']} threads for every library"
              + (" (QUICK MODE: tiny sizes, numbers mean nothing)" if res["quick"] else "")
              + ". Median ms of one iteration (loss and gradients; B2: one training step);"
-               " 'ratio' is llgrad compiled over the fastest peer.", "",
+               " 'ratio' is llgrad compiled over the fastest peer."
+             + (f" OPENBLAS_CORETYPE={res['openblas_coretype']} is set in the environment:"
+                " llgrad's gemm (SciPy's OpenBLAS) runs those kernels; torch and jax bring"
+                " their own gemm." if res.get("openblas_coretype") else ""), "",
              "| workload | " + " | ".join(libs) + " | ratio |",
              "|---|" + "---|" * (len(libs) + 1)]
     workloads = sorted({k.split("|")[0] for k in res["cells"]}, key=lambda w: (w[:2], w))
