@@ -120,3 +120,16 @@ def test_every_backward_of_a_key_gives_the_same_bits(fresh):
         grads.append(xr.grad.numpy())
     for g in grads[1:]:
         np.testing.assert_array_equal(g, grads[0])
+
+
+@pytest.mark.parametrize("base", [-2, 0, 0.0, 2, -1.5])
+def test_pow_of_a_number_gives_pytorchs_exponent_gradient(base):
+    """`pow(number, t)`'s gradient for the exponent is `out * log(base)`: NaN for a
+    negative base, and for a zero base 0 where t >= 0 and -inf elsewhere (PyTorch's rule;
+    it was 0 for every base <= 0). Found by the slow fuzz run."""
+    e = np.array([-1.0, 0.0, 0.5, 2.0])
+    t = lg.tensor(e, requires_grad=True)
+    (g,) = lg.autograd.grad(lg.pow(base, t).sum(), [t])
+    tt = torch.tensor(e, requires_grad=True)
+    (gt,) = torch.autograd.grad(torch.pow(base, tt).sum(), [tt])
+    np.testing.assert_allclose(g.numpy(), gt.numpy(), rtol=1e-12, equal_nan=True)

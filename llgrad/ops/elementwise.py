@@ -516,8 +516,10 @@ def _vjp_pow(ctx: Any, g: Any) -> tuple:
         elif cx:
             gb = F.mul(F.mul(g, F.conj(out)), cmath.log(a).conjugate()) if a != 0 else \
                 F.mul(g, 0.0)
-        else:
-            gb = F.mul(F.mul(g, out), math.log(a)) if a > 0 else F.mul(g, 0.0)
+        elif a == 0:        # 0 ** b: no gradient where b >= 0, PyTorch's -inf elsewhere
+            gb = F.where(F.ge(b, 0), F.mul(g, 0.0), F.mul(F.mul(g, out), -math.inf))
+        else:               # log of a negative base is NaN, as in PyTorch
+            gb = F.mul(F.mul(g, out), math.log(a) if a > 0 else math.nan)
     return (ga, gb)
 
 
