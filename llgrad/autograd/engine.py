@@ -3,11 +3,12 @@
 One walk serves `Tensor.backward`, `autograd.backward` and `autograd.grad`:
 1. discover the graph from the roots iteratively (deep graphs never recurse) and count
    each node's incoming edges;
-2. keep only nodes that lead to what was asked for (`inputs=`);
-3. run nodes when all their gradients have arrived, newest first (PyTorch's order),
-   reducing each gradient to its input's shape and dtype here, once, for every op;
-4. accumulate into leaves' `.grad` or capture for `autograd.grad`; free saved tensors
-   unless the graph is retained.
+2. keep only nodes that lead to what was asked for (`inputs=`): one walk back from them;
+3. run nodes when all their gradients have arrived, newest first (PyTorch's order; a node
+   that makes exactly one other ready while none wait hands it on directly), reducing
+   each gradient to its input's shape and dtype here, once, for every op;
+4. accumulate into leaves' `.grad` or capture for `autograd.grad`; free each node's saved
+   tensors once it ran, unless the graph is retained.
 """
 from __future__ import annotations
 
@@ -47,17 +48,15 @@ def _check_root(i: int, t: Tensor, g: Tensor | None) -> Tensor:
 
 
 def _discover(roots: list[Node], parents: dict[Node, list[Node]] | None = None
-              ) -> tuple[dict[Node, int], list[Node]]:
-    """Every node reachable from `roots` (each after some node that points to it), and
-    each node's count of incoming edges; with `parents`, also who points to whom. (Nodes
+              ) -> dict[Node, int]:
+    """The count of incoming edges of every node reachable from `roots` (roots have none
+    unless another root points to them); with `parents`, also who points to whom. (Nodes
     hash by identity.)"""
     deps: dict[Node, int] = {}
-    order: list[Node] = []
     roots_seen = set(roots)
     stack = list(roots)
     while stack:
         node = stack.pop()
-        order.append(node)
         for nxt, _ in node.next_functions:
             if nxt is None:
                 continue
@@ -74,7 +73,7 @@ def _discover(roots: list[Node], parents: dict[Node, list[Node]] | None = None
                     parents[nxt] = [node]
                 else:
                     ps.append(node)
-    return deps, order
+    return deps
 
 
 def _needed(parents: dict[Node, list[Node]], targets: list[Node]) -> set[Node]:
@@ -244,7 +243,7 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
         buf[nr] = _add(buf[nr], g)
 
     parents: dict[Node, list[Node]] | None = {} if capture is not None else None
-    deps, order = _discover(list({id(n): n for n, _ in root_edges}.values()), parents)
+    deps = _discover(list({id(n): n for n, _ in root_edges}.values()), parents)
     capture_edges: list[Edge | None] = []
     if capture is not None:
         for t in capture:

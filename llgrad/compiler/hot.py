@@ -32,7 +32,7 @@ from ..ir import registry
 from ..tensor import Tensor
 
 SHAPES_PER_FAMILY = 8        # keys compiled per (op, attributes, dtypes, ranks)
-LIMIT = 512                  # keys compiled in all
+LIMIT = 256                  # keys compiled in all (~100 KB of code and data each)
 ENABLED = os.environ.get("LLGRAD_EAGER_COMPILE", "1") != "0"
 
 _COLD = object()             # a key whose trace or compile failed: eager for good
