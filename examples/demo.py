@@ -71,15 +71,21 @@ b = lg.randn(3, requires_grad=True)
 report = compiled.inspect(x, w, b)
 print("-- traced IR --")
 print(report.graph)
-print("-- backward graph (from the same derivative rules eager autograd uses) --")
-print(report.backward_graph)
+if report.backward_graph is not None:
+    print("-- backward graph (from the same derivative rules eager autograd uses) --")
+    print(report.backward_graph)
+else:   # a scalar loss: one graph computes the loss and its gradients
+    print("-- loss and gradients in one graph (from the same derivative rules eager "
+          "autograd uses) --")
+    print(report.joint_graph)
 print(f"-- {len(report.kernels)} fused kernels; the first: --")
 print(report.kernels[0])
 vector_lines = [ln for ln in report.asm.splitlines() if "%ymm" in ln or "%zmm" in ln]
 print(f"-- {len(vector_lines)} AVX instructions in the module's assembly --")
 for key in ("traced nodes", "forward nodes after passes", "backward nodes", "residuals",
-            "kernels"):
-    print(f"   {key}: {report.stats[key]}")
+            "kernels", "gradients"):
+    if key in report.stats:          # a scalar loss computes its gradients in the forward
+        print(f"   {key}: {report.stats[key]}")
 
 loss = compiled(x, w, b)
 loss.backward()
