@@ -215,37 +215,48 @@ class OpNode(Node):
         if plan is None:
             plan = _save_plan(op, saves)
         save_all, save_digits, save_for, keeps_layout, save_out = plan
-        edges = []
-        meta: list[Any] = []
-        saved: list[SavedTensor | None] = []
         scalars = None
-        for i, o in enumerate(operands):
-            if isinstance(o, Tensor):
-                fn = o.grad_fn
-                edges.append((fn, o._output_nr) if fn is not None else
-                             edge(o) if o._requires_grad else _NO_EDGE)
-                meta.append(o._shape)
-                meta.append(o._dtype)
-                saved.append(SavedTensor(o) if save_all or i in save_digits else None)
-            else:
-                edges.append(_NO_EDGE)
-                meta.append(None)
-                meta.append(None)
-                saved.append(None)
-                if scalars is None:
-                    scalars = [None] * len(operands)
-                scalars[i] = o
-        self.next_functions = tuple(edges)
+        o = operands[0] if len(operands) == 1 else None
+        if o.__class__ is Tensor:                  # one tensor operand: a unary op
+            fn = o.grad_fn
+            self.next_functions = ((fn, o._output_nr) if fn is not None else
+                                   edge(o) if o._requires_grad else _NO_EDGE,)
+            meta: Any = (o._shape, o._dtype)
+            saved: list[SavedTensor | None] = [
+                SavedTensor(o) if save_all or 0 in save_digits else None]
+        else:
+            edges = []
+            meta = []
+            saved = []
+            for i, o in enumerate(operands):
+                if isinstance(o, Tensor):
+                    fn = o.grad_fn
+                    edges.append((fn, o._output_nr) if fn is not None else
+                                 edge(o) if o._requires_grad else _NO_EDGE)
+                    meta.append(o._shape)
+                    meta.append(o._dtype)
+                    saved.append(SavedTensor(o) if save_all or i in save_digits else None)
+                else:
+                    edges.append(_NO_EDGE)
+                    meta.append(None)
+                    meta.append(None)
+                    saved.append(None)
+                    if scalars is None:
+                        scalars = [None] * len(operands)
+                    scalars[i] = o
+            self.next_functions = tuple(edges)
+            meta = tuple(meta)
         self._hooks = self._prehooks = self._metadata = None
         self._seq = next(_sequence)
         self._trace = traceback.format_stack()[:-2] if _anomaly.enabled else None
         self.op = op
         self.attrs = attrs
-        self._meta = tuple(meta)        # (shape, dtype) of each operand, flattened
+        self._meta = meta               # (shape, dtype) of each operand, flattened
         self._scalars = scalars
         self._layouts = tuple(o._strides if isinstance(o, Tensor) else None
                               for o in operands) if keeps_layout else None
         if save_for:
+            edges = self.next_functions
             for k, readers in save_for.items():
                 if saved[k] is not None and all(edges[r][0] is None for r in readers):
                     saved[k] = None
