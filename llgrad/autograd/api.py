@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..tensor import Tensor
+from . import engine
 from .engine import as_list, execute
 
 
@@ -33,6 +34,14 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
          create_graph: bool = False, only_inputs: bool = True, allow_unused: bool | None = None,
          is_grads_batched: bool = False, materialize_grads: bool = False
          ) -> tuple[Tensor | None, ...]:
+    if outputs.__class__ is Tensor and grad_outputs is None and not create_graph and \
+            not is_grads_batched and not materialize_grads and \
+            inputs.__class__ in (list, tuple) and inputs:
+        # one output, default arguments: a graph of one compiled call over leaves runs
+        # without the engine's walk (`engine._run_direct`; None when it is not that)
+        direct = engine._run_direct(outputs, None, bool(retain_graph), inputs, False)
+        if direct is not None:
+            return _results(list(inputs), direct, allow_unused, materialize_grads)
     outs = as_list(outputs, "grad")
     ins = as_list(inputs, "grad")
     if not ins:
@@ -53,6 +62,14 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
                         materialize_grads)
     captured = execute(outs, gouts, retain_graph=retain_graph, create_graph=create_graph,
                        capture=ins, accumulate=False)
+    return _results(ins, captured, allow_unused, materialize_grads)
+
+
+def _results(ins: list[Tensor], captured: list[Tensor | None], allow_unused: bool | None,
+             materialize_grads: bool) -> tuple[Tensor | None, ...]:
+    """`grad`'s answer: the captured gradients, with its rules for unused inputs."""
+    if allow_unused is None:
+        allow_unused = materialize_grads
     result: list[Tensor | None] = []
     for t, g in zip(ins, captured):
         if g is None:

@@ -147,14 +147,22 @@ def _run_direct(root: Tensor, grad: Tensor | None, retain_graph: bool,
             or anomaly._state.enabled:
         return None
     nexts = node.next_functions
+    leaves = []
     for nxt, _ in nexts:
-        if nxt is not None and (nxt.__class__ is not AccumulateGrad or nxt._prehooks or
-                                nxt._hooks or nxt._metadata or nxt.variable._hooks or
-                                "_post_accumulate_hooks" in nxt.variable.__dict__):
-            return None
+        if nxt is not None:
+            if nxt.__class__ is not AccumulateGrad or nxt._prehooks or nxt._hooks or \
+                    nxt._metadata:
+                return None
+            v = nxt.variable
+            if v._hooks or getattr(v, "_post_accumulate_hooks", None):
+                return None
+            leaves.append(v)
     if capture is not None:
         for t in capture:
-            if not any(nxt is not None and nxt.variable is t for nxt, _ in nexts):
+            for v in leaves:
+                if v is t:
+                    break
+            else:
                 return None
     if grad is None and root._requires_grad and root._dtype.is_floating_point and \
             root.numel() == 1:

@@ -383,11 +383,18 @@ class CompiledBackward(Node):
         if self.spec is not None:
             pre, self.precomputed = self.precomputed, None
             if pre is not None:
-                hit = not is_grad_enabled() and all(
-                    _is_one(g) for g, (_, dtype) in zip(cts, self.output_meta)
-                    if dtype.is_floating_point) and all(
-                    self.inputs[k]._storage.version == self.versions[k]
-                    for k in self.spec.needed)
+                hit = not is_grad_enabled()
+                if hit:                   # every float cotangent is exactly 1 ...
+                    for g, (_, dtype) in zip(cts, self.output_meta):
+                        if dtype.is_floating_point and not _is_one(g):
+                            hit = False
+                            break
+                if hit:                   # ... and no input it read was written since
+                    inputs, versions = self.inputs, self.versions
+                    for k in self.spec.needed:
+                        if inputs[k]._storage.version != versions[k]:
+                            hit = False
+                            break
                 self.spec.used(hit)
                 if hit:
                     return tuple(pre)
