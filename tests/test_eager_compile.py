@@ -1,4 +1,4 @@
-"""Eager composites run compiled (`llgrad.compiler.hot`): same values, gradients, nodes and
+"""Eager composites run compiled (`llgrad.compiler.composites`): same values, gradients, nodes and
 errors as their decompositions, the same bits on every call of a key."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import llgrad as lg
-from llgrad.compiler import hot
+from llgrad.compiler import composites
 
 F = lg.nn.functional
 
@@ -14,9 +14,9 @@ F = lg.nn.functional
 @pytest.fixture
 def fresh(monkeypatch):
     """Empty compiled-key tables, so each test decides its keys itself."""
-    monkeypatch.setattr(hot, "_compiled", {})
-    monkeypatch.setattr(hot, "_families", {})
-    return hot
+    monkeypatch.setattr(composites, "_compiled", {})
+    monkeypatch.setattr(composites, "_families", {})
+    return composites
 
 
 def _x(*shape, seed=0):
@@ -61,17 +61,17 @@ def test_compiled_composites_match_their_decompositions(case, fresh, monkeypatch
     fn, name = CASES[case]
     x = _x(7, 5)
     out, gx = _run(fn, x)
-    compiled = [k for k, v in fresh._compiled.items() if v is not hot._COLD]
+    compiled = [k for k, v in fresh._compiled.items() if v is not composites._COLD]
     assert any(k[0] == "forward" for k in compiled), compiled
     assert any(k[0] == "rule" for k in compiled), compiled
     node = fn(x.detach().clone().requires_grad_()).grad_fn
     if name is not None:
         assert type(node).__name__ == name
-    assert isinstance(node, hot.CompiledRuleNode)
-    monkeypatch.setattr(hot, "ENABLED", False)
+    assert isinstance(node, composites.CompiledRuleNode)
+    monkeypatch.setattr(composites, "ENABLED", False)
     want, want_gx = _run(fn, x)
     assert not isinstance(fn(x.detach().clone().requires_grad_()).grad_fn,
-                          hot.CompiledRuleNode)
+                          composites.CompiledRuleNode)
     np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), rtol=1e-12,
                                atol=1e-12)
     np.testing.assert_allclose(gx.numpy(), want_gx.numpy(), rtol=1e-10, atol=1e-12)
@@ -129,7 +129,7 @@ def test_double_backward_and_freed_graphs(fresh):
 def test_changing_shapes_stop_compiling_after_a_family_limit(fresh, monkeypatch):
     """Past `SHAPES_PER_FAMILY` shapes of one (op, attributes, dtypes, ranks), new shapes
     run the decomposition (still correct); shapes compiled before stay compiled."""
-    monkeypatch.setattr(hot, "SHAPES_PER_FAMILY", 2)
+    monkeypatch.setattr(composites, "SHAPES_PER_FAMILY", 2)
     for n in (3, 4, 5, 3):
         x = _x(n, 4)
         np.testing.assert_allclose(lg.softmax(x, 1).numpy(),
@@ -140,19 +140,19 @@ def test_changing_shapes_stop_compiling_after_a_family_limit(fresh, monkeypatch)
 
 
 def test_switched_off(fresh, monkeypatch):
-    monkeypatch.setattr(hot, "ENABLED", False)
+    monkeypatch.setattr(composites, "ENABLED", False)
     x = _x(5, 5).requires_grad_()
     F.log_softmax(x, 1).sum().backward()
     assert fresh._compiled == {}
     node = F.log_softmax(x, 1).grad_fn
     assert type(node).__name__ == "LogSoftmaxBackward0"
-    assert not isinstance(node, hot.CompiledRuleNode)
+    assert not isinstance(node, composites.CompiledRuleNode)
 
 
 def test_rule_shapes_count_against_the_family_limit_too(fresh, monkeypatch):
     """The rule's compiled keys are bounded per (op, attributes, dtypes, ranks) as the
     forward's are: new shapes past the limit run the rule as written, still right."""
-    monkeypatch.setattr(hot, "SHAPES_PER_FAMILY", 2)
+    monkeypatch.setattr(composites, "SHAPES_PER_FAMILY", 2)
     for n in (3, 4, 5, 6):
         x = _x(n, 4).requires_grad_()
         y = F.log_softmax(x, 1)

@@ -153,18 +153,19 @@ def apply_composite(op: str, operands: Sequence[Any], attrs: dict[str, Any],
             return interp.process_composite(op, operands, attrs, name)
     tangents = forward_ad._level[0] and is_grad_enabled() and \
         any(forward_ad.tangent_of(o) is not None for o in operands)
-    hot = compiled_composites if opdef.eager_compile and not forward_ad._level[0] and \
+    compiled = compiled_composites if opdef.eager_compile and not forward_ad._level[0] and \
         compiled_composites.ENABLED and \
         all(o.__class__ in DENSE_CLASSES for o in operands) else None
-    out = hot.forward(op, operands, attrs) if hot is not None else None
+    out = compiled.forward(op, operands, attrs) if compiled is not None else None
     if out is None:
         with nullcontext() if tangents else no_grad():
             out = opdef.decompose(F, *operands, **attrs)
     if needs_grad(operands):
         record(op, operands, attrs, out, name,
-               hot.CompiledRuleNode if hot is not None else None)
+               compiled.CompiledRuleNode if compiled is not None else None)
     return out
 
 
-# `llgrad.compiler.hot` (set when the compiler is imported): hot composites run compiled
+# `llgrad.compiler.composites` (set when the compiler is imported): eager composites run
+# as compiled graphs
 compiled_composites: Any = None

@@ -339,7 +339,7 @@ class OpNode(Node):
 
 class RuleContext:
     """What a derivative rule reads from its node (`OpNode`'s context), over other
-    values: traced tensors (`compiler.hot`) or symbolic ones (`autograd.fused`)."""
+    values: traced tensors (`compiler.composites`) or symbolic ones (`autograd.fused`)."""
 
     def __init__(self, inputs: tuple[Any, ...], output: Any, needs: tuple[bool, ...],
                  meta: Any, strides: Any):

@@ -94,8 +94,8 @@ class OpDef:
     # the backward reads its inputs' strides (`ctx.input_strides`): matmul makes a
     # gradient in its input's memory layout, as PyTorch does
     keeps_layout: bool = False
-    # composite: eager mode runs its decomposition and rule compiled once a call
-    # signature is hot (`compiler.hot`)
+    # composite: eager mode runs its decomposition and its rule as compiled graphs, one
+    # per call signature (`compiler.composites`)
     eager_compile: bool = False
     doc: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
