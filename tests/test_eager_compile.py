@@ -163,3 +163,12 @@ def test_rule_shapes_count_against_the_family_limit_too(fresh, monkeypatch):
                                    rtol=1e-12, atol=1e-12)
     rules = [k for k in fresh._compiled if k[:2] == ("rule", "log_softmax")]
     assert len(rules) == 2, rules
+
+
+def test_disable_compile_keeps_new_keys_eager(fresh):
+    """Under `disable_compile` (bisecting numerics against eager), a new key runs its
+    decomposition and compiles nothing."""
+    with lg.compiler.disable_compile():
+        x = _x(3, 9).requires_grad_()
+        F.softmax(x, 1).sum().backward()
+    assert fresh._compiled == {}

@@ -17,7 +17,8 @@ costs 20-80 ms per key and direction; to bound that for shapes that keep changin
 compiled, and later keys run the decomposition. A key whose trace or compile fails runs
 eagerly (logged on the `graph_breaks` channel). A backward with `create_graph=True` runs
 the rule eagerly (its result must be differentiable). `LLGRAD_EAGER_COMPILE=0` turns the
-stage off.
+stage off; under `lg.compiler.disable_compile()` (or `LLGRAD_DISABLE_COMPILE=1`) new keys
+run eagerly too (keys compiled before stay compiled: a key's choice is kept).
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from ..autograd.node import OpNode, RuleContext
 from ..ir import dtypes as dt
 from ..ir import registry
 from ..tensor import Tensor
+from .api import compile_disabled
 
 SHAPES_PER_FAMILY = 8        # keys compiled per (op, attributes, dtypes, ranks)
 LIMIT = 256                  # keys compiled in all (~100 KB of code and data each)
@@ -47,7 +49,8 @@ def _lookup(key: tuple, family: tuple, build: Callable[[], Any]) -> Any:
     fn = _compiled.get(key)
     if fn is not None:
         return None if fn is _COLD else fn
-    if _families.get(family, 0) >= SHAPES_PER_FAMILY or len(_compiled) >= LIMIT:
+    if _families.get(family, 0) >= SHAPES_PER_FAMILY or len(_compiled) >= LIMIT or \
+            compile_disabled():
         return None
     _families[family] = _families.get(family, 0) + 1
     try:
