@@ -117,7 +117,6 @@ class _Builder:
             local.append(("n", len(self.nodes) - 1))
         return _Value(local[sub.outputs[0]], result, self.shape, self)
 
-
     def cast(self, x: _Value, dtype: Any) -> _Value:
         self.nodes.append(("cast", (x.ref,), (("dtype", dtype),)))
         return _Value(("n", len(self.nodes) - 1), dtype, self.shape, self)

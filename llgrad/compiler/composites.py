@@ -107,11 +107,11 @@ def forward(op: str, operands: Sequence[Any], attrs: dict[str, Any]) -> Tensor |
     eagerly (the caller runs the decomposition). Operands must all be plain tensors."""
     key = ("forward", op, tuple(attrs.items()), tuple(o._lkey for o in operands))
     family = key[:3] + (tuple((o._dtype, len(o._shape)) for o in operands),)
-    opdef = registry.get(op)
 
     def build() -> Any:
         from .. import functions as F
-        return _traced(lambda *xs: opdef.decompose(F, *xs, **attrs), tuple(operands), op)
+        decompose = registry.get(op).decompose
+        return _traced(lambda *xs: decompose(F, *xs, **attrs), tuple(operands), op)
     try:
         fn = _lookup(key, family, build)
     except TypeError:                  # an unhashable attribute

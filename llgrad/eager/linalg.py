@@ -13,7 +13,6 @@ makes one kernel call (split across threads when that cannot oversubscribe BLAS)
 """
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 from ..codegen.matmul import build
@@ -80,7 +79,7 @@ class _Plan:
     """
 
     __slots__ = ("out_shape", "dtype", "kernel", "template", "slots", "work", "copy_a",
-                 "copy_b", "fill", "make_output", "packer")
+                 "copy_b", "fill", "make_output")
 
     def __init__(self, out_shape: tuple[int, ...], dtype: DType) -> None:
         self.out_shape = out_shape
@@ -91,7 +90,6 @@ class _Plan:
         self.work = 0
         self.copy_a = self.copy_b = self.fill = False
         self.make_output = Tensor._empty_maker(out_shape, dtype, contiguous_strides(out_shape))
-        self.packer: Any = None         # one-thread calls: the argument block's packer
 
 
 _plans: dict[tuple, _Plan] = {}
@@ -177,7 +175,6 @@ def _plan(a: Tensor, b: Tensor) -> _Plan:
                  blas.gemv_address(d) if use_blas else 0, ALPHA_ONE]
     plan.kernel = cache.get(MatmulKernel(d, len(sizes)))
     plan.template = template
-    plan.packer = launch.packer(len(template))
     plan.slots = (slots[0], slots[1], slots[2])
     # Split the outer loop across threads only when every piece runs on one core: the
     # loops always do; BLAS does when OpenBLAS would not thread this size itself.
@@ -214,14 +211,8 @@ def run_matmul(a: Tensor, b: Tensor) -> Tensor:
     args[sc], args[sa], args[sb] = out._ptr, a._ptr, b._ptr
     if plan.work or launch._recording:
         launch.call_split(plan.kernel, args, plan.work)
-    else:                                   # one thread: `launch.call` without its checks
-        buf, addr = launch.block()
-        try:
-            plan.packer.pack_into(buf, 0, *args)
-        except struct.error:
-            raise RuntimeError("matmul: an operand has no memory (a traced tensor reached "
-                               "eager execution)") from None
-        plan.kernel.fn(addr)
+    else:                                   # one thread: what call_split would come to
+        launch.call(plan.kernel, args)
     return out
 
 

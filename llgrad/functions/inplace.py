@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..autograd import forward_ad
-from ..autograd.apply import interpreters, needs_grad
+from ..autograd.apply import needs_grad
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled, no_grad
 from ..autograd.node import Node, edge, node_class
@@ -90,6 +90,14 @@ def run_inplace(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, .
                 direct: Callable[[], Any], clone_self: bool, same_value: bool = False
                 ) -> Tensor:
     """`direct()` writes without autograd; `functional(t, *args)` is the recorded form."""
+    if not _grad_state.enabled and t.__class__ in DENSE_CLASSES and \
+            not forward_ad._level[0] and _trace_context() is None:
+        # what the steps below come to for a plain tensor without grad mode, a trace or
+        # forward mode (an optimizer's update), decided up front
+        check_inplace(t, same_value)
+        direct()
+        bump(t)
+        return t
     if getattr(t, "_ctx", None) is not None and t._requires_grad and t._node.op == "param":
         # an argument of a compiled function that requires grad: eager decides (a leaf
         # raises; a non-leaf records the write in its history, which a call cannot)
@@ -100,8 +108,7 @@ def run_inplace(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, .
     check_inplace(t, same_value)
     if getattr(t, "_ctx", None) is not None:
         return _inplace_traced(t, functional(t, *args))
-    from ..tracer.context import current
-    ctx = current()
+    ctx = _trace_context()
     if ctx is not None:                  # a captured concrete tensor written in a trace
         ctx.write(t, functional(t, *args))
         return t
@@ -328,16 +335,6 @@ class ViewFromBase(Node):
 # The in-place methods
 # --------------------------------------------------------------------------------------
 
-def _plain_write(t: Tensor, other: Any) -> bool:
-    """Whether `t op= other` writes straight into `t` with nothing else to do (what
-    `run_inplace` finds after its checks, decided up front for the common case: an
-    optimizer's update under no_grad): grad mode off, plain tensors or a Python number,
-    no trace, no forward mode, no transform."""
-    return not _grad_state.enabled and t.__class__ in DENSE_CLASSES and \
-        (other.__class__ in DENSE_CLASSES or other.__class__ in (int, float)) and \
-        not forward_ad._level[0] and not interpreters and _trace_context() is None
-
-
 def _binary_inplace(op: str, functional: Callable[..., Tensor], clone_self: bool):
     def method(self: Tensor, other: Any, **kwargs: Any) -> Tensor:
         alpha = plain_number(kwargs.pop("alpha", 1))
@@ -347,22 +344,12 @@ def _binary_inplace(op: str, functional: Callable[..., Tensor], clone_self: bool
         if op == "sub":
             from .elementwise import no_bool_subtraction
             no_bool_subtraction("sub_", self, other)
-        if alpha == 1 and _plain_write(self, other):
-            check_inplace(self)
-            ew.run(op, [self, other], None, out=self)
-            self._storage.version += 1
-            return self
         if alpha != 1 and op in ("add", "sub") and isinstance(other, Tensor) and \
                 other._dtype is self._dtype and \
                 self._dtype in (dt.float32, dt.float64) and other._shape == self._shape and \
                 alpha.__class__ in (int, float):
             # `p.add_(g, alpha=-lr)`: one pass, no `g * alpha` temporary
             scale = alpha if op == "add" else -alpha
-            if _plain_write(self, other):
-                check_inplace(self)
-                ew.scaled_add_into(self, other, scale)
-                self._storage.version += 1
-                return self
             return run_inplace(self, lambda t, o: functional(t, o, alpha=alpha), (other,),
                                lambda: ew.scaled_add_into(self, other, scale), clone_self)
         if alpha != 1:

@@ -123,12 +123,18 @@ def allocate_small(nbytes: int) -> Storage:
         ptr = address + pad
         state[2] = ptr + SLAB_BYTES
     state[1] = ptr + ((nbytes + 63) & ~63 or 64)
+    return _cut(state[0], ptr, nbytes)  # the slab stays alive while a buffer cut from it does
+
+
+def _cut(owner: np.ndarray, ptr: int, nbytes: int) -> Storage:
+    """A storage of `nbytes` at `ptr` inside `owner` (a block llgrad allocated), whose
+    NumPy view is made only when asked for (`Storage.buffer`)."""
     st = _new(Storage)
     st._buffer = None
     st.ptr = ptr
     st.nbytes = nbytes
     st.version = 0
-    st.owner = state[0]               # the slab stays alive while a buffer cut from it does
+    st.owner = owner
     st.raw = None
     st.inference = False
     return st
@@ -167,15 +173,7 @@ def allocate(nbytes: int) -> Storage:
     # when asked for (`Storage.buffer`), as a slab buffer's is (1.0 -> 0.5 us for 4 KB)
     raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
     addr = _address(raw)
-    st = _new(Storage)
-    st._buffer = None
-    st.ptr = addr + (-addr) % ALIGNMENT
-    st.nbytes = nbytes
-    st.version = 0
-    st.owner = raw
-    st.raw = None
-    st.inference = False
-    return st
+    return _cut(raw, addr + (-addr) % ALIGNMENT, nbytes)
 
 
 def _allocate_pooled(nbytes: int) -> Storage:
