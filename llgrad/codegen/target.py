@@ -14,14 +14,15 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import llvmlite
 import llvmlite.binding as llvm
 
 from .. import _log
 from . import diskcache
-from .worker import (CompileWorker, compile_many, enabled as worker_enabled, optimize,
-                     target_machine)
+from .worker import (HAND_VECTORIZED, CompileWorker, compile_many, enabled as worker_enabled,
+                     optimize, target_machine)
 
 VERSION = diskcache.VERSION
 # Between the module texts of one graph emitted as several modules (codegen.graph.emit)
@@ -84,8 +85,9 @@ class Target:
         self._symbols[name] = address
 
     # -- pipeline -----------------------------------------------------------------------
-    def optimize(self, mod: llvm.ModuleRef) -> None:
-        optimize(self.machine, mod)
+    def optimize(self, mod: llvm.ModuleRef, text: str = "") -> None:
+        """The pipeline for `mod`, whose IR is `text` (light for a hand-vectorized one)."""
+        optimize(self.machine, mod, light=text.startswith(HAND_VECTORIZED))
 
     def _widen(self, ir_text: str) -> str:
         """The text with the preferred vector width on every definition."""
@@ -102,7 +104,7 @@ class Target:
         out = []
         for part in split_parts(ir_text):
             mod = self.parse(part)
-            self.optimize(mod)
+            self.optimize(mod, part)
             out.append(self.machine.emit_assembly(mod))
         return PART_MARKER.join(out)
 
@@ -110,23 +112,47 @@ class Target:
         out = []
         for part in split_parts(ir_text):
             mod = self.parse(part)
-            self.optimize(mod)
+            self.optimize(mod, part)
             out.append(str(mod))
         return PART_MARKER.join(out)
 
     def compile(self, ir_text: str, symbols: list[str], name: str = "kernel") -> Compiled:
         """Optimize, emit an object (or take it from the cache), link it, return addresses."""
         parts = split_parts(ir_text)      # a big graph comes as modules to build at once
+        t0 = time.perf_counter()
+        objs, from_cache, seconds = self._objects(parts, self.workers)
+        return self._link(objs, symbols, name, ir_text, from_cache, seconds, t0)
+
+    def compile_generated(self, source_key: str, make_text: Callable[[], str],
+                          symbols: list[str], name: str) -> Compiled:
+        """`compile` for a module that a generator makes and `source_key` identifies (a
+        hash of the generator's source and settings): a disk-cache hit skips making the
+        text (the gemm module's takes 20-30 ms of Python). Built on the last compile
+        worker, so a graph compiling meanwhile keeps the first."""
+        t0 = time.perf_counter()
+        key = hashlib.sha256(f"{self.fingerprint}|generated|{source_key}".encode()).hexdigest()
+        obj = diskcache.get(key)
+        if obj is not None:
+            return self._link([obj], symbols, name, "", True, {}, t0)
+        text = make_text()
+        objs, from_cache, seconds = self._objects([text], self.workers[-1:])
+        diskcache.put(key, objs[0])
+        return self._link(objs, symbols, name, text, from_cache, seconds, t0)
+
+    def _objects(self, parts: list[str], workers: list[CompileWorker]
+                 ) -> tuple[list[bytes], bool, dict[str, float]]:
+        """Objects of the module texts `parts` (from the disk cache, the compile workers,
+        or built here), whether all came from the cache, and the seconds spent."""
         keys = [hashlib.sha256((self.fingerprint + p).encode()).hexdigest() for p in parts]
         seconds: dict[str, float] = {}
         t0 = time.perf_counter()
         objs = [diskcache.get(k) for k in keys]
         from_cache = all(o is not None for o in objs)
         todo = [i for i, o in enumerate(objs) if o is None]
-        if todo and self.workers:
-            for w in self.workers:
+        if todo and workers:
+            for w in workers:
                 w.start_once()
-            built = compile_many(self.workers, [self._widen(parts[i]) for i in todo])
+            built = compile_many(workers, [self._widen(parts[i]) for i in todo])
             for i, obj in zip(todo, built):
                 if obj is not None:
                     objs[i] = obj
@@ -138,13 +164,17 @@ class Target:
                 t1 = time.perf_counter()
                 mod = self.parse(part)
                 t2 = time.perf_counter()
-                self.optimize(mod)
+                self.optimize(mod, part)
                 t3 = time.perf_counter()
                 objs[i] = obj = self.machine.emit_object(mod)
                 t4 = time.perf_counter()
                 for k, v in (("parse", t2 - t1), ("optimize", t3 - t2), ("codegen", t4 - t3)):
                     seconds[k] = seconds.get(k, 0.0) + v
                 diskcache.put(keys[i], obj)
+        return objs, from_cache, seconds   # type: ignore[return-value]
+
+    def _link(self, objs: list[bytes], symbols: list[str], name: str, ir_text: str,
+              from_cache: bool, seconds: dict[str, float], t0: float) -> Compiled:
         t4 = time.perf_counter()
         with self._lock:
             self._count += 1

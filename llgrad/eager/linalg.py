@@ -150,7 +150,7 @@ def _plan(a: Tensor, b: Tensor) -> _Plan:
         batch, strides = (), {"c": (), "a": (), "b": ()}
     threads = launch._THREADS
     if use_blas and not batch and threads > 1 and n * m * k >= SPLIT_MIN_MACS \
-            and blas.runs_single_threaded(n, m, k):
+            and blas.runs_single_threaded(n, m, k, d):
         batch, strides, n, m = panels(threads, n, m, rows, cols)   # one panel per thread
     sizes, (cs, as_, bs) = collapse(batch, [strides["c"], strides["a"], strides["b"]])
     flags = [0, 0]
@@ -179,7 +179,7 @@ def _plan(a: Tensor, b: Tensor) -> _Plan:
     # Split the outer loop across threads only when every piece runs on one core: the
     # loops always do; BLAS does when OpenBLAS would not thread this size itself.
     macs = total * n * m * k
-    if macs >= SPLIT_MIN_MACS and (not use_blas or blas.runs_single_threaded(n, m, k)):
+    if macs >= SPLIT_MIN_MACS and (not use_blas or blas.runs_single_threaded(n, m, k, d)):
         plan.work = launch.PARALLEL_MIN_WORK
     return plan
 

@@ -61,7 +61,7 @@ def _scalar_bytes(value: Any, d: DType) -> bytes:
 
 class _Lowering:
     def __init__(self, fusion: FusionPlan, threads: int,
-                 gemm_single_threaded: Callable[[int, int, int], bool],
+                 gemm_single_threaded: Callable[[int, int, int, DType], bool],
                  mpi_handle_bits: Callable[[], int] | None = None):
         self.gemm_single_threaded = gemm_single_threaded
         self.mpi_handle_bits = mpi_handle_bits
@@ -491,7 +491,7 @@ class _Lowering:
             batch, strides = (), {"c": (), "a": (), "b": ()}
         epi_batch: list[tuple[int, ...]] = [() for _ in epi]
         if use_blas and not batch and self.threads > 1 and n * m * k >= SPLIT_MIN_MACS \
-                and self.gemm_single_threaded(n, m, k):
+                and self.gemm_single_threaded(n, m, k, node.dtype):
             n0 = n
             batch, strides, n, m = mm.panels(self.threads, n, m, rows, cols)
             if batch:       # a panel of rows (or of columns) of every epilogue operand
@@ -523,7 +523,8 @@ class _Lowering:
                                epilogue[0] if epilogue is not None else None,
                                tuple(c if c in (0, 1) else None for _, _, _, c in epi))
         macs = total * n * m * k
-        split = macs >= SPLIT_MIN_MACS and (not use_blas or self.gemm_single_threaded(n, m, k))
+        split = macs >= SPLIT_MIN_MACS and (not use_blas or self.gemm_single_threaded(n, m, k,
+                                                                             node.dtype))
         nb = _numel(sizes)
         accesses = (Access(a_ptr, a_lay_dtype(node, 0), (nb, n * k), (1 if any(as_) else 0, 1),
                            "load"),
@@ -690,11 +691,12 @@ class _Lowering:
 
 
 def lower(fusion: FusionPlan, threads: int = 1,
-          gemm_single_threaded: Callable[[int, int, int], bool] = lambda n, m, k: False,
+          gemm_single_threaded: Callable[[int, int, int, DType], bool] =
+          lambda n, m, k, d: False,
           mpi_handle_bits: Callable[[], int] | None = None) -> Program:
     """Launches and buffers for `fusion` (see the module docstring).
 
-    `gemm_single_threaded(n, m, k)`: whether one BLAS call of that size uses one core
+    `gemm_single_threaded(n, m, k, dtype)`: whether one BLAS call of that size uses one core
     only, so that a batch of them may be split across threads (the runtime knows its
     BLAS; by default no gemm launch is split, which never oversubscribes).
     `mpi_handle_bits()`: the width of the MPI library's handles, for graphs that hold

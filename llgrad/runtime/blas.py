@@ -1,5 +1,5 @@
-"""BLAS for generated code: the addresses of `s/d/c/zgemm` (MKL's or SciPy's OpenBLAS),
-and OpenBLAS's threads.
+"""BLAS for generated code: the addresses of `s/d/c/zgemm` (llgrad's own float32/float64
+gemm, MKL's or SciPy's OpenBLAS), and OpenBLAS's threads.
 
 `scipy.linalg.cython_blas` exports its wrappers as PyCapsules in `__pyx_capi__`; the
 capsule's pointer is a C function with the Fortran convention (every argument by pointer,
@@ -94,12 +94,25 @@ def _intel_cpu() -> bool:
 
 
 @functools.cache
-def _mkl() -> ctypes.CDLL | None:
-    """MKL's runtime library, set to sequential, or None (not installed or not chosen)."""
+def _choice() -> str:
+    """`LLGRAD_BLAS`, checked: "", "llgrad", "mkl" or "openblas"."""
     import os
     choice = os.environ.get("LLGRAD_BLAS", "").lower()
-    if choice not in ("", "mkl", "openblas"):
-        raise ValueError(f"LLGRAD_BLAS must be 'mkl' or 'openblas', got {choice!r}")
+    if choice not in ("", "llgrad", "mkl", "openblas"):
+        raise ValueError(f"LLGRAD_BLAS must be 'llgrad', 'mkl' or 'openblas', got {choice!r}")
+    return choice
+
+
+def _mkl() -> ctypes.CDLL | None:
+    """MKL's runtime library, set to sequential, or None (not installed or not chosen)."""
+    choice = _choice()
+    if choice == "llgrad":
+        return None
+    return _load_mkl(choice)
+
+
+@functools.cache
+def _load_mkl(choice: str) -> ctypes.CDLL | None:
     if choice == "openblas" or (choice == "" and not _intel_cpu()):
         return None
     path = _find_mkl()
@@ -142,15 +155,136 @@ def _initialize_in_background(lib: ctypes.CDLL) -> threading.Thread:
     return thread
 
 
-def backend() -> str:
-    """"mkl" or "openblas": the BLAS whose gemm compiled and eager matmuls call."""
+# --------------------------------------------------------------------------------------
+# llgrad's own gemm (`codegen/gemm.py`) for float32 and float64, where the CPU has 256- or
+# 512-bit vectors with FMA. Measured on an AMD EPYC (Zen 5, AVX-512), one core, float32:
+# 200-230 GFLOP/s on B2's and B8's shapes, where SciPy's OpenBLAS ran 220-245 with its own
+# kernel choice and 125 with the AVX2 kernels `OPENBLAS_CORETYPE=Haswell` selects. It is
+# the default there unless MKL is chosen (on an Intel CPU with MKL installed, as before);
+# `LLGRAD_BLAS=openblas|mkl` chooses a library, `LLGRAD_BLAS=llgrad` insists on it.
+# Complex products and matrix-vector products (gemv) always call the library.
+# --------------------------------------------------------------------------------------
+
+_OWN_DTYPES = ("float32", "float64")
+
+
+def _own_vector_bits() -> int | None:
+    """The register width llgrad's gemm is generated for, or None (no such CPU)."""
+    from ..codegen.target import get_target
+    features = get_target().features.split(",")
+    if "+avx512f" in features:
+        return 512
+    if "+avx2" in features and "+fma" in features:
+        return 256
+    return None
+
+
+def _own(dtype: DType) -> bool:
+    """Whether `dtype`'s gemm is llgrad's own."""
+    if dtype.name not in _OWN_DTYPES:
+        return False
+    choice = _choice()
+    if choice in ("openblas", "mkl"):
+        return False
+    if choice == "" and _mkl() is not None:
+        return False
+    bits = _own_vector_bits()
+    if bits is None and choice == "llgrad":
+        raise RuntimeError("LLGRAD_BLAS=llgrad needs a CPU with AVX2 and FMA or AVX-512; "
+                           "use 'openblas' or 'mkl'")
+    return bits is not None
+
+
+_own_modules: list[object] = []          # the linked gemm objects live with the process
+_own_lock = threading.Lock()
+_own_futures: dict[str, "_Future"] = {}
+
+
+class _Future:
+    """One gemm module's compile, run by whichever thread asks first."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.address = 0
+        self.error: BaseException | None = None
+
+
+def _source_key(bits: int, prefix: str) -> str:
+    """What the generated gemm module depends on: its generator's source, the helpers it
+    uses and the settings (the target's fingerprint adds the versions and the CPU)."""
+    import hashlib
+    import os
+    from ..codegen import gemm, loops, worker
+    digest = hashlib.sha256(f"{bits}|{prefix}".encode())
+    for module in (gemm, loops, worker):
+        with open(os.path.abspath(module.__file__), "rb") as f:
+            digest.update(f.read())
+    return digest.hexdigest()
+
+
+def _build_own(prefix: str, future: _Future) -> None:
+    from ..codegen import gemm
+    from ..codegen.target import get_target
+    try:
+        bits = _own_vector_bits()
+        assert bits is not None
+        symbol = f"llgrad_{prefix}gemm"
+        compiled = get_target().compile_generated(
+            _source_key(bits, prefix), lambda: gemm.build(bits, prefix), [symbol], symbol)
+        _own_modules.append(compiled)
+        future.address = compiled.addresses[symbol]
+    except BaseException as e:          # re-raised in every thread that waits for it
+        future.error = e
+    finally:
+        future.done.set()
+
+
+def _own_future(prefix: str, background: bool) -> _Future:
+    with _own_lock:
+        future = _own_futures.get(prefix)
+        start = future is None
+        if start:
+            future = _own_futures[prefix] = _Future()
+    assert future is not None
+    if start:
+        if background:
+            threading.Thread(target=_build_own, args=(prefix, future), daemon=True,
+                             name=f"llgrad-{prefix}gemm").start()
+        else:
+            _build_own(prefix, future)
+    return future
+
+
+def prepare(dtype: DType) -> None:
+    """Start building `dtype`'s gemm in the background if it will be llgrad's own (a graph
+    with a matmul calls this before its own compile, so the two overlap)."""
+    if _own(dtype):
+        _own_future(_CAPSULES[dtype.name][0], background=True)
+
+
+def _own_address(prefix: str) -> int:
+    future = _own_future(prefix, background=False)
+    future.done.wait()
+    if future.error is not None:
+        raise future.error
+    return future.address
+
+
+def backend(dtype: DType | None = None) -> str:
+    """"llgrad", "mkl" or "openblas": whose gemm compiled and eager matmuls of `dtype`
+    call (float32 when no dtype is given)."""
+    from ..ir import dtypes as dt
+    if _own(dtype or dt.float32):
+        return "llgrad"
     return "mkl" if _mkl() is not None else "openblas"
 
 
 @functools.cache
 def gemm_address(dtype: DType) -> int:
     """The address of the `sgemm`/`dgemm`/`cgemm`/`zgemm` (Fortran convention) for
-    `dtype`: MKL's when it is the backend, else SciPy's wrapper."""
+    `dtype`: llgrad's own, MKL's or SciPy's."""
+    if _own(dtype):
+        return _own_address(_CAPSULES[dtype.name][0])
     return _routine_address(dtype, "gemm")
 
 
@@ -268,11 +402,13 @@ def threads() -> int | None:
     return max(1, int(fn()))
 
 
-def runs_single_threaded(n: int, m: int, k: int) -> bool:
-    """True when one gemm of this size occupies one core only (so callers may split).
-
-    Unknown BLAS libraries are assumed to thread every call, which never oversubscribes.
+def runs_single_threaded(n: int, m: int, k: int, dtype: DType | None = None) -> bool:
+    """True when one gemm of this size and dtype occupies one core only (so callers may
+    split). Unknown BLAS libraries are assumed to thread every call, which never
+    oversubscribes.
     """
+    if dtype is not None and _own(dtype):
+        return True                         # llgrad's gemm is single-threaded
     if _mkl() is not None:
         return True                         # sequential MKL
     t = threads()
@@ -319,7 +455,14 @@ def release_single_threaded() -> None:
             _set_threads_function()(_saved_threads)
 
 
-def splits_gemms(n: int, m: int, k: int) -> bool:
+def splits_gemms(n: int, m: int, k: int, dtype: DType | None = None) -> bool:
     """The policy `passes.lower` gets: a gemm may be split across llgrad's threads when
     the runtime can hold BLAS at one thread meanwhile, or when it runs on one anyway."""
-    return can_hold_single_threaded() or runs_single_threaded(n, m, k)
+    return (dtype is not None and _own(dtype)) or can_hold_single_threaded() or \
+        runs_single_threaded(n, m, k)
+
+
+def holds_library(dtype: DType) -> bool:
+    """Whether a split gemm of `dtype` needs the library held at one thread (not for
+    llgrad's own gemm, which never threads)."""
+    return not _own(dtype) and can_hold_single_threaded()

@@ -84,6 +84,9 @@ class CompiledGraph:
         self.graph = graph
         seconds: dict[str, float] = {}
         t0 = time.perf_counter()
+        # llgrad's own gemm (compiled once per process) builds while this graph does
+        for d in {n.dtype for n in graph.nodes if n.op == "matmul"}:
+            blas.prepare(d)
         if check:
             verify(graph)
         t1 = time.perf_counter()
@@ -115,8 +118,8 @@ class CompiledGraph:
         self._entry = _ENTRY(self.compiled.addresses["entry"])
         # gemms split across our threads: BLAS is held at one thread during the call
         self._hold_blas = any(l.parallel(self.threads) and isinstance(l.spec, MatmulKernel)
-                              and "BLAS" in l.what for l in self.program.launches) and \
-            blas.can_hold_single_threaded()
+                              and "BLAS" in l.what and blas.holds_library(l.spec.dtype)
+                              for l in self.program.launches)
         self._in_place: list[tuple[int, int]] = []
         self._run: Any = None               # see `runner`
         self._runners: dict[int, Any] = {}
