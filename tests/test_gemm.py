@@ -26,19 +26,30 @@ DTYPES = {"s": (np.float32, ctypes.c_float, dt.float32),
           "d": (np.float64, ctypes.c_double, dt.float64)}
 
 
-def _fn(prefix: str) -> ctypes._CFuncPtr:
-    return _GEMM(blas._own_address(prefix))
+_modules: dict[tuple[int, str], object] = {}
+
+
+def _fn(prefix: str, bits: int | None = None) -> ctypes._CFuncPtr:
+    """The runtime's gemm, or (`bits`) the module for that register width built here."""
+    if bits is None:
+        return _GEMM(blas._own_address(prefix))
+    from llgrad.codegen.target import get_target
+    if (bits, prefix) not in _modules:
+        _modules[bits, prefix] = get_target().compile(
+            gemm.build(bits, prefix), [f"llgrad_{prefix}gemm"], name=f"test_{prefix}{bits}")
+    return _GEMM(_modules[bits, prefix].addresses[f"llgrad_{prefix}gemm"])
 
 
 def call(prefix: str, ta: str, tb: str, m: int, n: int, k: int, alpha: float, a: np.ndarray,
-         lda: int, b: np.ndarray, ldb: int, beta: float, c: np.ndarray, ldc: int) -> None:
+         lda: int, b: np.ndarray, ldb: int, beta: float, c: np.ndarray, ldc: int,
+         bits: int | None = None) -> None:
     """The Fortran call on column-major (order='F') arrays."""
     _, scalar, _ = DTYPES[prefix]
     chars = [ctypes.c_char(ta.encode()), ctypes.c_char(tb.encode())]
     ints = [ctypes.c_int(v) for v in (m, n, k, lda, ldb, ldc)]
     al, be = scalar(alpha), scalar(beta)
     p = ctypes.addressof
-    _fn(prefix)(p(chars[0]), p(chars[1]), p(ints[0]), p(ints[1]), p(ints[2]), p(al),
+    _fn(prefix, bits)(p(chars[0]), p(chars[1]), p(ints[0]), p(ints[1]), p(ints[2]), p(al),
                 a.ctypes.data, p(ints[3]), b.ctypes.data, p(ints[4]), p(be), c.ctypes.data,
                 p(ints[5]))
 
@@ -62,6 +73,19 @@ SIZES = [(1, 1, 1), (5, 3, 7), (33, 13, 300), (32, 12, 16), (64, 24, 256), (100,
 @pytest.mark.parametrize("prefix", ["s", "d"])
 @pytest.mark.parametrize("m,n,k", SIZES)
 def test_against_numpy(prefix: str, m: int, n: int, k: int) -> None:
+    _check_against_numpy(prefix, m, n, k, None)
+
+
+@pytest.mark.parametrize("prefix", ["s", "d"])
+@pytest.mark.parametrize("m,n,k", [(33, 13, 300), (10, 128, 512), (130, 11, 1),
+                                   (257, 129, 513)])
+def test_256_bit_module(prefix: str, m: int, n: int, k: int) -> None:
+    """The AVX2 blocking (2 x 6 vectors of 256 bits), built and run here whatever the
+    runtime's own choice is (this CPU runs 256-bit code if it runs the gemm at all)."""
+    _check_against_numpy(prefix, m, n, k, 256)
+
+
+def _check_against_numpy(prefix: str, m: int, n: int, k: int, bits: int | None) -> None:
     dtype, _, _ = DTYPES[prefix]
     rng = np.random.default_rng(m * 10007 + n * 101 + k)
     tol = 2e-5 if prefix == "s" else 1e-12
@@ -73,7 +97,7 @@ def test_against_numpy(prefix: str, m: int, n: int, k: int) -> None:
             c0 = np.asfortranarray(rng.standard_normal((m + 1, n)).astype(dtype))
             for alpha, beta in ((1.0, 0.0), (1.5, 0.5), (-0.25, 1.0)):
                 c = c0.copy(order="F")
-                call(prefix, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, m + 1)
+                call(prefix, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, m + 1, bits)
                 want = alpha * (opa @ opb) + beta * c0[:m].astype(np.float64)
                 scale = max(1.0, float(np.abs(want).max()))
                 np.testing.assert_allclose(c[:m], want, rtol=0, atol=tol * scale * max(1, k),

@@ -231,27 +231,47 @@ class CompileWorker:
 
 
 def compile_many(workers: list[CompileWorker], texts: list[str]) -> list[bytes | None]:
-    """Objects for `texts`, text i on worker i (mod the count); None where a text must be
-    compiled in-process (that worker is not ready, or failed on it). One request per child
-    is in flight at a time, all sent before any answer is read, so the children work at
-    once (a second request queued behind an answer nobody reads could deadlock the pipes)."""
+    """Objects for `texts`; None where a text must be compiled in-process (its worker is
+    not ready, or failed on it).
+
+    Each worker takes the next text as soon as it is free, so a module compiling in the
+    background on one of them (the gemm's) holds up only what the other worker cannot
+    take over. A worker has one request in flight at a time (a second request queued
+    behind an answer nobody reads could deadlock the pipes).
+    """
     out: list[bytes | None] = [None] * len(texts)
-    used = sorted({i % len(workers) for i in range(len(texts))})
-    for w in used:
-        workers[w]._lock.acquire()
-    try:
-        n = len(workers)
-        for start in range(0, len(texts), n):
-            sent = []
-            for i in range(start, min(start + n, len(texts))):
-                w = workers[i % n]
+    if not texts:
+        return out
+    pending = list(range(len(texts)))
+    state = threading.Condition()
+    left = [len(texts)]
+
+    def take() -> int | None:
+        with state:
+            return pending.pop(0) if pending else None
+
+    def finished() -> None:
+        with state:
+            left[0] -= 1
+            state.notify_all()
+
+    def serve(w: CompileWorker) -> None:
+        with w._lock:
+            while (i := take()) is not None:
                 if w._usable() and w._send(texts[i]):
-                    sent.append((i, w))
-            for i, w in sent:
-                out[i] = w._receive()
-    finally:
-        for w in used:
-            workers[w]._lock.release()
+                    out[i] = w._receive()
+                finished()
+
+    wanted = workers[:len(texts)]
+    if not wanted:
+        return out
+    if len(wanted) == 1 and not wanted[0]._lock.locked():
+        serve(wanted[0])                # the common case, without a thread
+        return out
+    for w in wanted:
+        threading.Thread(target=serve, args=(w,), daemon=True, name="llgrad-compile").start()
+    with state:
+        state.wait_for(lambda: left[0] == 0)
     return out
 
 

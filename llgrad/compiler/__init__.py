@@ -3,8 +3,20 @@ from .api import CompileError, CompiledFunction, Report, compile, disable_compil
 from .function import GraphFunction
 from . import composites as _composites
 from ..autograd import apply as _apply
+from ..tracer import context as _context
 
 _apply.compiled_composites = _composites
+
+
+def _prepare_gemm(operands: object) -> None:
+    from ..runtime import blas
+    from ..tensor import Tensor
+    for x in operands:                   # type: ignore[attr-defined]
+        if isinstance(x, Tensor):
+            blas.prepare(x.dtype)
+
+
+_context.on_first_trace["matmul"] = _prepare_gemm
 
 __all__ = ["compile", "disable_compile", "CompiledFunction", "CompileError", "Report",
            "GraphFunction"]

@@ -24,6 +24,11 @@ from ..ir.types import TensorType
 from ..tensor import Tensor
 from .tensor import GraphBreak, TracerTensor
 
+# op name -> a callback run with the operands the first time the op is traced in this
+# process (the compiler registers one for matmul that starts building the runtime's gemm
+# while the trace and the passes go on)
+on_first_trace: dict[str, Any] = {}
+
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -191,6 +196,10 @@ class TraceContext:
 
     # -- ops ----------------------------------------------------------------------------
     def emit(self, op: str, operands: Sequence[Any], attrs: dict[str, Any] | None) -> TracerTensor:
+        if op in on_first_trace:
+            hook = on_first_trace.pop(op, None)      # (None: another thread ran it)
+            if hook is not None:
+                hook(operands)
         opdef = registry.get(op)
         attrs = dict(attrs or {})
         loc = user_location()
