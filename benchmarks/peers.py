@@ -486,13 +486,26 @@ def plan(only: set[str] | None, libs: set[str]) -> list[tuple[str, str]]:
     return cells
 
 
+def _llgrad_gemm() -> str:
+    """Whose float32 gemm llgrad calls here ("llgrad", "mkl" or "openblas"), asked in a
+    child process (this one runs no library)."""
+    code = "from llgrad.runtime import blas; print(blas.backend())"
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             timeout=120)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
 def run(quick: bool, only: set[str] | None, libs: set[str], budget: float) -> dict[str, Any]:
     have_torch = _installed("torch")
     libs = {l for l in libs if not ((l.startswith("torch") and not have_torch)
                                     or (l == "jax.jit" and not _installed("jax")))}
     out: dict[str, Any] = {"cells": {}, "libs": sorted(libs), "quick": quick,
                            "threads": THREADS, "date": time.strftime("%Y-%m-%d %H:%M"),
-                           "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE")}
+                           "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
+                           "llgrad_gemm": _llgrad_gemm()}
     cells = plan(only, libs)
     refs: dict[str, str] = {}
     tmp = tempfile.mkdtemp(prefix="llgrad-peers-")
@@ -568,9 +581,13 @@ def render(res: dict[str, Any]) -> str:
              + (" (QUICK MODE: tiny sizes, numbers mean nothing)" if res["quick"] else "")
              + ". Median ms of one iteration (loss and gradients; B2: one training step);"
                " 'ratio' is llgrad compiled over the fastest peer."
-             + (f" OPENBLAS_CORETYPE={res['openblas_coretype']} is set in the environment:"
-                " llgrad's gemm (SciPy's OpenBLAS) runs those kernels; torch and jax bring"
-                " their own gemm." if res.get("openblas_coretype") else ""), "",
+             + (f" llgrad's float32 gemm: {res['llgrad_gemm']}." if res.get("llgrad_gemm")
+                else "")
+             + (f" OPENBLAS_CORETYPE={res['openblas_coretype']} is set in the environment"
+                " (it selects SciPy's OpenBLAS kernels, which llgrad calls for complex"
+                " products and gemv, and for float gemms when its gemm is 'openblas');"
+                " torch and jax bring their own gemm." if res.get("openblas_coretype")
+                else ""), "",
              "| workload | " + " | ".join(libs) + " | ratio |",
              "|---|" + "---|" * (len(libs) + 1)]
     workloads = sorted({k.split("|")[0] for k in res["cells"]}, key=lambda w: (w[:2], w))
