@@ -222,3 +222,44 @@ def test_blocking_fits_registers() -> None:
             assert blk.mr % blk.lanes == 0
             assert blk.mr_vectors * blk.nr + blk.mr_vectors + 1 <= registers
             assert blk.mc % blk.mr == 0 and blk.nc % blk.nr == 0
+
+
+_TILE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                         ctypes.c_int64, ctypes.c_int64)
+_GEMM_EX = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 15)
+
+
+@pytest.mark.parametrize("m,n,k", [(100, 50, 600), (10, 128, 40), (1000, 30, 20),
+                                   (33, 7, 300)])
+def test_tile_callback_sees_each_finished_tile_once(m: int, n: int, k: int) -> None:
+    """`gemm_ex` hands every element of C to the tile function exactly once, after its
+    last k slab (the values are final when it is called), in BLAS's indices, also when the
+    product runs transposed (10 x 128) or in several blocks of rows (1000)."""
+    rng = np.random.default_rng(m + n + k)
+    a = np.asfortranarray(rng.standard_normal((m, k)).astype(np.float32))
+    b = np.asfortranarray(rng.standard_normal((k, n)).astype(np.float32))
+    c = np.zeros((m, n), np.float32, order="F")
+    want = a.astype(np.float64) @ b
+    seen = np.zeros((m, n), np.int64)
+    errors: list[str] = []
+
+    def tile(ctx: int, m0: int, n0: int, rows: int, cols: int) -> None:
+        block = c[m0:m0 + rows, n0:n0 + cols]
+        if block.shape != (rows, cols):
+            errors.append(f"block ({m0}, {n0}, {rows}, {cols}) outside C")
+            return
+        seen[m0:m0 + rows, n0:n0 + cols] += 1
+        if np.abs(block - want[m0:m0 + rows, n0:n0 + cols]).max() > 1e-3 * np.sqrt(k):
+            errors.append(f"block ({m0}, {n0}) not final")
+
+    callback = _TILE(tile)
+    chars = [ctypes.c_char(b"N"), ctypes.c_char(b"N")]
+    ints = [ctypes.c_int(v) for v in (m, n, k, m, k, m)]
+    alpha, beta = ctypes.c_float(1.0), ctypes.c_float(0.0)
+    p = ctypes.addressof
+    _GEMM_EX(blas._own_address("s", ex=True))(
+        p(chars[0]), p(chars[1]), p(ints[0]), p(ints[1]), p(ints[2]), p(alpha), a.ctypes.data,
+        p(ints[3]), b.ctypes.data, p(ints[4]), p(beta), c.ctypes.data, p(ints[5]),
+        ctypes.cast(callback, ctypes.c_void_p), None)
+    assert not errors, errors[:3]
+    np.testing.assert_array_equal(seen, 1)

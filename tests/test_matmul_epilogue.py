@@ -1,7 +1,8 @@
 """Matmul epilogues (opt-in: LLGRAD_MATMUL_EPILOGUES=1): an elementwise group that reads a 2-D BLAS product element by element
-runs inside the matmul kernel, on each panel of C right after the gemm call that wrote it
-(`passes.fusion.merge_epilogues`, `codegen.matmul._epilogue`). Every test compares the
-compiled graph with the NumPy interpreter and checks the kernels it became."""
+runs inside the matmul kernel (`passes.fusion.merge_epilogues`,
+`codegen.matmul._tile_function`): tile by tile inside llgrad's own gemm (`gemm_ex`), or on
+each panel of C right after a library's gemm call. Every test compares the compiled graph
+with the NumPy interpreter and checks the kernels it became."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 import llgrad as lg
 from llgrad.ir import Builder, TensorType
 from llgrad.ir import dtypes as dt
+from llgrad.runtime import blas
 from llgrad.runtime.executor import CompiledGraph
 from llgrad.schedule import elementwise as ew
 from llgrad.schedule.matmul import MatmulKernel
@@ -133,3 +135,34 @@ def test_training_step_updates_weights_in_the_gradient_matmul():
                                    atol=1e-6)
     sched = str(cf.inspect(m1, o1, x, y).schedule)
     assert sched.count("with epilogue") >= 3
+
+
+@pytest.fixture(params=["tiles", "panels"])
+def epilogue_mode(request, monkeypatch):
+    """Both ways an epilogue runs: per tile inside llgrad's gemm (where it is the gemm),
+    and over the block after the gemm call (as with a library's gemm)."""
+    if request.param == "tiles" and not blas.tile_epilogues(dt.float32):
+        pytest.skip("llgrad's gemm is not the float32 gemm here")
+    if request.param == "panels":
+        monkeypatch.setattr(blas, "tile_epilogues", lambda d: False)
+    return request.param
+
+
+@pytest.mark.parametrize("n,k,m", [(10, 64, 200),      # few rows: the gemm runs transposed
+                                   (200, 64, 10),      # few columns
+                                   (96, 700, 80),      # three k slabs: only the last one
+                                   (40, 30, 1000),     # several blocks of rows in the gemm
+                                   (1, 50, 300),       # a row vector: gemv, then the block
+                                   (300, 50, 1)])      # a column vector
+def test_epilogue_modes_agree_with_numpy(epilogue_mode, n, k, m):
+    cg = run(_linear_relu(n, k, m), [randn(n, k), randn(k, m), randn(m)], threads=1)
+    assert kinds(cg) == ["matmul"]
+    specs = [l.spec for l in cg.program.launches if isinstance(l.spec, MatmulKernel)]
+    assert [s.tile_epilogue for s in specs] == [epilogue_mode == "tiles"]
+
+
+def test_tile_epilogue_on_panels_of_two_threads(epilogue_mode):
+    """Each thread's panel has its own context (pointers at its batch offsets)."""
+    cg = run(_linear_relu(130, 90, 256), [randn(130, 90), randn(90, 256), randn(256)],
+             threads=2)
+    assert "[2||" in str(cg.schedule)

@@ -9,6 +9,13 @@ so a matmul kernel calls them exactly as it calls a library's `sgemm` (the addre
 in its argument block). They are single-threaded: llgrad splits a large product into
 panels on its own thread pool.
 
+`llgrad_sgemm_ex` / `llgrad_dgemm_ex` take two more arguments, by value: a function
+`tile(ctx, m0, n0, rows, cols)` and its `ctx`. Each column of tiles of C (up to MC x NR),
+right after its last k slab is stored (while it is in L1), is handed to `tile` in BLAS's
+indices: that is how a
+matmul kernel runs its elementwise epilogue (bias, activation, an optimizer's update)
+tile by tile instead of in a second pass over C. A null `tile` is the plain gemm.
+
 The loop nest is the one every fast gemm uses (Goto's; BLIS names the loops):
 
     for jc in n, step NC:                 B's block of NC columns
@@ -38,14 +45,18 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from .loops import I1, I64, PTR, accumulate, for_range
+from .loops import I1, I64, PTR, Callee, accumulate, for_range
 from .worker import HAND_VECTORIZED
 
 I8, I32 = ir.IntType(8), ir.IntType(32)
 VOID = ir.VoidType()
 # void gemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc): all by pointer
 FORTRAN_GEMM = ir.FunctionType(VOID, [PTR] * 13)
-SYMBOLS = ["llgrad_sgemm", "llgrad_dgemm"]
+# gemm_ex: the same thirteen, then `tile` and `ctx` (see `TILE`), by value
+GEMM_EX = ir.FunctionType(VOID, [PTR] * 15)
+# void tile(ctx, m0, n0, rows, cols): C[m0:m0+rows, n0:n0+cols] (column-major, BLAS's
+# indices) is final; called once per tile right after the tile is stored
+TILE = ir.FunctionType(VOID, [PTR, I64, I64, I64, I64])
 SMALL_KC = 64                  # k slab of the fallback (packing buffers on the stack)
 
 
@@ -367,19 +378,26 @@ class _Gemm:
 
     # -- the blocked product -------------------------------------------------------------
     def blocked(self) -> ir.Function:
-        """`blocked(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, rs, ldc, a_pack,
-        b_pack, mc_block, nc_block, kc_block)`: the loop nest over the given packing
-        buffers, which hold `mc_block * kc_block` and `nc_block * kc_block` elements; C's
-        element (i, j) is `c[i * rs + j * ldc]`."""
+        """`blocked(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, rs, ldc, tile, ctx,
+        swapped, a_pack, b_pack, mc_block, nc_block, kc_block)`: the loop nest over the
+        given packing buffers, which hold `mc_block * kc_block` and `nc_block * kc_block`
+        elements; C's element (i, j) is `c[i * rs + j * ldc]`. A non-null `tile` gets each
+        finished column of tiles (mc x NR), in the caller's indices (`swapped`: this product is the caller's
+        transposed)."""
         blk = self.k
         micro, pack = self.micro_kernel(), self.pack()
         fn, b = self._internal("blocked", [I1, I1, I64, I64, I64, blk.element, PTR, I64,
                                            PTR, I64, blk.element, PTR, I64, I64, PTR, PTR,
-                                           I64, I64, I64])
-        (ta, tb, m, n, k, alpha, a, lda, bm, ldb, beta, c, rs, ldc, a_pack, b_pack,
-         mc_block, nc_block, kc_block) = fn.args
-        # k slabs of balanced size (784 = 4 x 196, not 3 x 256 + 16)
+                                           I1, PTR, PTR, I64, I64, I64])
+        (ta, tb, m, n, k, alpha, a, lda, bm, ldb, beta, c, rs, ldc, tile, ctx, swapped,
+         a_pack, b_pack, mc_block, nc_block, kc_block) = fn.args
+        has_tile = b.icmp_unsigned("!=", b.ptrtoint(tile, I64), I64(0))
+        # k slabs of balanced size (784 = 4 x 196, not 3 x 256 + 16); blocks of rows too,
+        # in whole micro-panels (392 = 224 + 168, not 384 + 8)
         slabs = _ceil_div(b, k, kc_block)
+        blocks_m = _ceil_div(b, m, mc_block)
+        mc_even = _min(b, b.mul(_ceil_div(b, _ceil_div(b, m, blocks_m), blk.mr), I64(blk.mr)),
+                       mc_block)
         kc_max = _ceil_div(b, k, slabs)
         with for_range(b, I64(0), _ceil_div(b, n, nc_block), name="jc") as jq:
             jc = b.mul(jq, nc_block)
@@ -388,13 +406,14 @@ class _Gemm:
                 pc = b.mul(pq, kc_max)
                 kc = _min(b, b.sub(k, pc), kc_max)
                 first = b.icmp_signed("==", pq, I64(0))
+                last = b.icmp_signed("==", b.add(pq, I64(1)), slabs)
                 # op(B)[pc + p, jc + j]: b[p + j * ldb] ('N'), b[j + p * ldb] ('T')
                 b_src = self._at(b, bm, b.select(tb, b.add(jc, b.mul(pc, ldb)),
                                                  b.add(pc, b.mul(jc, ldb))))
                 b.call(pack, [b_src, tb, ldb, nc, kc, b_pack, I64(blk.nr)])
-                with for_range(b, I64(0), _ceil_div(b, m, mc_block), name="ic") as iq:
-                    ic = b.mul(iq, mc_block)
-                    mc = _min(b, b.sub(m, ic), mc_block)
+                with for_range(b, I64(0), blocks_m, name="ic") as iq:
+                    ic = b.mul(iq, mc_even)
+                    mc = _min(b, b.sub(m, ic), mc_even)
                     # op(A)[ic + i, pc + p]: a[i + p * lda] ('N'), a[p + i * lda] ('T')
                     a_src = self._at(b, a, b.select(ta, b.add(pc, b.mul(ic, lda)),
                                                     b.add(ic, b.mul(pc, lda))))
@@ -412,6 +431,12 @@ class _Gemm:
                                                       b.mul(b.add(jc, j0), ldc)))
                             b.call(micro, [kc, ap, bp, ct, rs, ldc, rows, cols, alpha,
                                            beta, first])
+                        # the column of tiles just finished (mc x NR, in L1): one call
+                        with b.if_then(b.and_(last, has_tile)):
+                            c0 = b.add(jc, j0)
+                            b.call(Callee(tile, TILE),
+                                   [ctx, b.select(swapped, c0, ic), b.select(swapped, ic, c0),
+                                    b.select(swapped, cols, mc), b.select(swapped, mc, cols)])
         b.ret_void()
         return fn
 
@@ -423,13 +448,24 @@ class _Gemm:
 
     # -- the entry ----------------------------------------------------------------------
     def entry(self) -> ir.Function:
-        blk = self.k
-        blocked, scale = self.blocked(), self.scale()
+        """`llgrad_?gemm_ex`, and `llgrad_?gemm` calling it without a tile function."""
+        ex = self.entry_ex()
         fn = ir.Function(self.m, FORTRAN_GEMM, f"llgrad_{self.p}gemm")
         fn.attributes.add("nounwind")
         b = ir.IRBuilder(fn.append_basic_block("entry"))
+        null = ir.Constant(PTR, None)
+        b.call(ex, list(fn.args) + [null, null])
+        b.ret_void()
+        return fn
+
+    def entry_ex(self) -> ir.Function:
+        blk = self.k
+        blocked, scale = self.blocked(), self.scale()
+        fn = ir.Function(self.m, GEMM_EX, f"llgrad_{self.p}gemm_ex")
+        fn.attributes.add("nounwind")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
         (p_ta, p_tb, p_m, p_n, p_k, p_alpha, a, p_lda, bm, p_ldb, p_beta, c,
-         p_ldc) = fn.args
+         p_ldc, tile, ctx) = fn.args
 
         def integer(ptr: ir.Value) -> ir.Value:
             return b.sext(b.load(ptr, typ=I32), I64)
@@ -456,6 +492,8 @@ class _Gemm:
                            b.fcmp_ordered("==", alpha, self._zero()))
         with b.if_then(no_product):
             b.call(scale, [m, n, beta, c, ldc])
+            with b.if_then(b.icmp_unsigned("!=", b.ptrtoint(tile, I64), I64(0))):
+                b.call(Callee(tile, TILE), [ctx, I64(0), I64(0), m, n])
             b.ret_void()
         kc_max = _ceil_div(b, k, _ceil_div(b, k, I64(blk.kc)))
         # (either orientation's rows fit: the blocks are sized for the larger side)
@@ -477,7 +515,8 @@ class _Gemm:
         a_, b_ = b.select(swap, bm, a), b.select(swap, a, bm)
         lda_, ldb_ = b.select(swap, ldb, lda), b.select(swap, lda, ldb)
         rs, cs = b.select(swap, ldc, I64(1)), b.select(swap, I64(1), ldc)
-        common = [ta_, tb_, m_, n_, k, alpha, a_, lda_, b_, ldb_, beta, c, rs, cs]
+        common = [ta_, tb_, m_, n_, k, alpha, a_, lda_, b_, ldb_, beta, c, rs, cs, tile, ctx,
+                  swap]
         with b.if_else(b.icmp_unsigned("==", b.ptrtoint(raw, I64), I64(0))) as (no, yes):
             with no:
                 b.call(blocked, common + [small_a, small_b, I64(blk.mr), I64(blk.nr),

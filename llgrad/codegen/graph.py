@@ -92,8 +92,9 @@ _kernel_texts: dict[tuple[Any, str], str] = {}
 
 
 def _kernel_text(spec: Any, name: str, inline: str) -> str:
-    """A kernel's module text under `name` (built once per process per spec)."""
-    return _kernel_template(spec, inline).replace(f'@"{_PLACEHOLDER}"', f'@"{name}"')
+    """A kernel's module text under `name` (built once per process per spec); a helper
+    function named after the kernel (`<placeholder>_tile`) is renamed with it."""
+    return _kernel_template(spec, inline).replace(f'@"{_PLACEHOLDER}', f'@"{name}')
 
 
 def _kernel_template(spec: Any, inline: str) -> str:

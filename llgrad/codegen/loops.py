@@ -34,6 +34,23 @@ class ArgBlock:
         return self.b.load(self._slot(k), typ=fn_t.as_pointer(), name=name)
 
 
+class Callee:
+    """A function pointer loaded at run time, as a call target.
+
+    llvmlite's `call` asks its callee for `function_type`; opaque pointers carry none, and
+    a typed pointer would print the pre-opaque syntax LLVM 22 rejects. llvmlite's own
+    `InlineAsm` is a callee of the same shape.
+    """
+
+    def __init__(self, pointer: ir.Value, function_type: ir.FunctionType):
+        self.pointer = pointer
+        self.function_type = function_type
+        self.type = PTR
+
+    def get_reference(self) -> str:
+        return self.pointer.get_reference()
+
+
 def new_kernel(module: ir.Module, name: str) -> tuple[ir.Function, ir.IRBuilder, ArgBlock]:
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), name=name)
     fn.args[0].name = "args"

@@ -30,12 +30,14 @@ factor of an operand folded into the call: `(x * s) @ w` reads x once).
 Argument block (strides in elements):
     [lo, hi, n, m, k, batch_size * R,
      (ptr, batch_stride * R, row_stride, col_stride) for C, A, B,
-     a_transposed, b_transposed, gemm, gemv, alpha (float64 bits)]
+     a_transposed, b_transposed, gemm, gemv, alpha (float64 bits),
+     (ptr, batch_stride * R, row_stride, col_stride) per epilogue operand, outputs first]
 `[lo, hi)` ranges over batch elements (BLAS) or over `batch * n` rows (loops).
 `x_transposed` is 1 when operand x is passed to BLAS column-major (its leading dimension
 is then its column stride); the loops ignore the flags and read A through both strides,
 and B's column stride is taken to be 1 (the caller copies B otherwise); `gemm` is the
-address of the BLAS function (unused, 0, by the loops).
+address of the BLAS function (unused, 0, by the loops): of llgrad's `gemm_ex` for a
+kernel whose epilogue runs per tile (`_tile_function`).
 """
 from __future__ import annotations
 
@@ -48,7 +50,8 @@ from ..ir.dtypes import DType
 from ..schedule.elementwise import out_dtypes
 from ..schedule.matmul import MatmulKernel
 from .elementwise import evaluate
-from .loops import I64, PTR, ArgBlock, accumulate, for_range, new_kernel
+from .gemm import GEMM_EX, TILE
+from .loops import I64, PTR, ArgBlock, Callee, accumulate, for_range, new_kernel
 from .scalar import FLAGS, SV, LLVMScalar, llvm_type, memory_type
 
 I8, I32 = ir.IntType(8), ir.IntType(32)
@@ -116,23 +119,6 @@ def _batch_offsets(b: ir.IRBuilder, index: ir.Value, sizes: list[ir.Value],
 # BLAS
 # --------------------------------------------------------------------------------------
 
-class _Callee:
-    """A function pointer loaded at run time, as a call target.
-
-    llvmlite's `call` asks its callee for `function_type`; opaque pointers carry none, and
-    a typed pointer would print the pre-opaque syntax LLVM 22 rejects. llvmlite's own
-    `InlineAsm` is a callee of the same shape.
-    """
-
-    def __init__(self, pointer: ir.Value, function_type: ir.FunctionType):
-        self.pointer = pointer
-        self.function_type = function_type
-        self.type = PTR
-
-    def get_reference(self) -> str:
-        return self.pointer.get_reference()
-
-
 def _alloca_store(b: ir.IRBuilder, typ: ir.Type, value: ir.Value, name: str) -> ir.Value:
     slot = b.alloca(typ, name=name)
     b.store(value, slot)
@@ -149,9 +135,14 @@ def _scalar_constant(dtype: DType, value: float) -> ir.Constant:
 
 def _build_blas(spec: MatmulKernel, name: str) -> ir.Module:
     module = ir.Module(name=name)
+    tile = _tile_function(module, spec, f"{name}_tile") if spec.epilogue is not None \
+        else None
     fn, b, block = new_kernel(module, name)
     a = _Args(block, spec.batch_rank)
-    gemm = _Callee(block.ptr(a.gemm_slot, "gemm"), GEMM_TYPE)
+    gemm_ptr = block.ptr(a.gemm_slot, "gemm")
+    gemm = Callee(gemm_ptr, GEMM_TYPE)
+    ctx = b.alloca(I64, size=I64(2 + 3 * spec.n_epilogue_operands), name="ctx") \
+        if tile is not None else None
     c_op, a_op, b_op = a.operands
     real = memory_type(spec.dtype)       # complex: [2 x float], so alpha = {1, 0} in memory
     # Fortran reads every argument through a pointer: park them in the frame.
@@ -188,10 +179,21 @@ def _build_blas(spec: MatmulKernel, name: str) -> ir.Module:
                                       ints["ldc"]])
             with otherwise:
                 # column-major C^T (m x n) = op(B) (m x k) @ op(A) (k x n)
-                b.call(gemm, [p_trans_b, p_trans_a, ints["m"], ints["n"], ints["k"], alpha,
-                              pb, ints["ldb"], pa, ints["lda"], beta, pc, ints["ldc"]])
-        if spec.epilogue is not None:
-            _epilogue(b, spec, a, block, t, off_c)
+                args = [p_trans_b, p_trans_a, ints["m"], ints["n"], ints["k"], alpha,
+                        pb, ints["ldb"], pa, ints["lda"], beta, pc, ints["ldc"]]
+                if spec.tile_epilogue:
+                    assert tile is not None and ctx is not None
+                    _fill_context(b, ctx, spec, a, block, t, pc)
+                    b.call(Callee(gemm_ptr, GEMM_EX), args + [tile, ctx])
+                else:
+                    b.call(gemm, args)
+        if tile is not None:
+            assert ctx is not None
+            # after a library's gemm (or a gemv): the epilogue over the whole block
+            after = use_gemv if spec.tile_epilogue else ir.Constant(ir.IntType(1), 1)
+            with b.if_then(after):
+                _fill_context(b, ctx, spec, a, block, t, pc)
+                b.call(tile, [ctx, I64(0), I64(0), a.m, a.n])
     b.ret_void()
     return module
 
@@ -211,7 +213,7 @@ def _alpha(b: ir.IRBuilder, dtype: DType, a: _Args, block: ArgBlock) -> ir.Value
 
 
 def _gemv_arguments(b: ir.IRBuilder, a: _Args, block: ArgBlock,
-                    ints: dict[str, ir.Value]) -> tuple[ir.Value, ir.Value, _Callee, dict]:
+                    ints: dict[str, ir.Value]) -> tuple[ir.Value, ir.Value, Callee, dict]:
     """Whether this call is a matrix-vector product (and a gemv address was given),
     whether the vector is A's row (n == 1) rather than B's column (m == 1), the gemv
     callee and its by-pointer arguments for both cases."""
@@ -235,31 +237,73 @@ def _gemv_arguments(b: ir.IRBuilder, a: _Args, block: ArgBlock,
         "b_inc": _alloca_store(b, I32, b.trunc(b_op.row, I32), "v_binc"),
         "one": _alloca_store(b, I32, I32(1), "v_one"),
     }
-    return use, row_vector, _Callee(gemv_ptr, GEMV_TYPE), args
+    return use, row_vector, Callee(gemv_ptr, GEMV_TYPE), args
 
 
-def _epilogue(b: ir.IRBuilder, spec: MatmulKernel, a: _Args, block: ArgBlock,
-              t: ir.Value, off_c: ir.Value) -> None:
-    """Pass the n x m block of C that batch element `t`'s gemm call just wrote (still in
-    cache) through the epilogue: rows outside, a vectorizable loop over columns inside."""
+def _tile_function(module: ir.Module, spec: MatmulKernel, name: str) -> ir.Function:
+    """`tile(ctx, m0, n0, cols, rows)`: the epilogue over C's block of `rows` rows from
+    `n0` and `cols` columns from `m0` (row-major indices; the arguments come in BLAS's
+    column-major order, as `codegen.gemm.TILE`), rows outside, a vectorizable loop over
+    columns inside. `ctx` holds int64s: C's pointer and row stride, then per epilogue
+    operand (outputs first) its pointer, row stride and column stride, all at this batch
+    element. llgrad's gemm calls it per column of tiles while they are in L1
+    (`tile_epilogue`); after a library's gemm (or a gemv) the kernel calls it once over
+    the whole block."""
     expr = spec.epilogue
     assert expr is not None
-    rank = spec.batch_rank
-    ops = [operand(block, a.epilogue_slot + q * (rank + 3), rank, f"e{q}", inner)
-           for q, inner in enumerate(spec.epilogue_inner)]
-    offs = _batch_offsets(b, t, a.sizes, ops)
-    c_op = a.operands[0]
+    fn = ir.Function(module, TILE, name=name)
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    ctx, m0, n0, cols, rows = fn.args
+    ctx.add_attribute("noalias")
+    block = ArgBlock(b, ctx)
+    n_ops = spec.n_epilogue_operands
+    # the loop is a function of its own whose pointers are `noalias` arguments, inlined
+    # here: LLVM then vectorizes it without run-time overlap checks, which an optimizer
+    # update written in place (W - lr * dW into W, an exact alias the schedule allows:
+    # each element is read before the same iteration writes it) would fail into the
+    # scalar loop
+    body = _tile_body(module, spec, f"{name}_body")
+    args = [block.ptr(0, "c"), block.int(1, "c_rs")]
+    for q, inner in enumerate(spec.epilogue_inner):
+        args += [block.ptr(2 + 3 * q, f"e{q}"), block.int(3 + 3 * q, f"e{q}_rs"),
+                 block.int(4 + 3 * q, f"e{q}_cs") if inner is None else I64(inner)]
+    assert len(args) == 2 + 3 * n_ops
+    b.call(body, args + [m0, n0, cols, rows])
+    b.ret_void()
+    return fn
+
+
+def _tile_body(module: ir.Module, spec: MatmulKernel, name: str) -> ir.Function:
+    """The tile function's loop over (c, c_rs, (ptr, rs, cs) per operand, m0, n0, cols,
+    rows), every pointer `noalias`."""
+    expr = spec.epilogue
+    assert expr is not None
+    n_ops = spec.n_epilogue_operands
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, I64] + [PTR, I64, I64] *
+                                             n_ops + [I64] * 4), name=name)
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    fn.attributes.add("alwaysinline")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    c_ptr, c_row = fn.args[0], fn.args[1]
+    ops = [_Operand(fn.args[2 + 3 * q], [], fn.args[3 + 3 * q], fn.args[4 + 3 * q])
+           for q in range(n_ops)]
+    m0, n0, cols, rows = fn.args[2 + 3 * n_ops:]
+    for arg in [c_ptr] + [op.ptr for op in ops]:
+        arg.add_attribute("noalias")
     n_out = len(expr.outputs)
     dtypes = out_dtypes(expr)
     s = LLVMScalar(b)
     mem = [memory_type(d) for d in dtypes] + [memory_type(d) for d in expr.in_dtypes[1:]]
     c_mem = memory_type(spec.dtype)
-    with for_range(b, I64(0), a.n, name="ei") as i:
-        row_c = b.add(off_c, b.mul(i, c_op.row))
-        rows = [b.add(o, b.mul(i, op.row)) for o, op in zip(offs, ops)]
-        with for_range(b, I64(0), a.m, name="ej") as j:
-            at = [b.add(r, b.mul(j, op.col)) for r, op in zip(rows, ops)]
-            loaded = [s.load(b.gep(c_op.ptr, [b.add(row_c, j)], inbounds=True,
+    with for_range(b, n0, b.add(n0, rows), name="ei") as i:
+        row_c = b.mul(i, c_row)
+        at_row = [b.mul(i, op.row) for op in ops]
+        with for_range(b, m0, b.add(m0, cols), name="ej") as j:
+            at = [b.add(r, b.mul(j, op.col)) for r, op in zip(at_row, ops)]
+            loaded = [s.load(b.gep(c_ptr, [b.add(row_c, j)], inbounds=True,
                                    source_etype=c_mem), spec.dtype, name="c")]
             loaded += [s.load(b.gep(op.ptr, [o], inbounds=True, source_etype=mt), d, name="e")
                        for op, o, mt, d in zip(ops[n_out:], at[n_out:], mem[n_out:],
@@ -268,6 +312,30 @@ def _epilogue(b: ir.IRBuilder, spec: MatmulKernel, a: _Args, block: ArgBlock,
                 if v.dtype is not dtypes[k]:
                     v = s.cast(v, dtypes[k])
                 s.store(v, b.gep(ops[k].ptr, [at[k]], inbounds=True, source_etype=mem[k]))
+    b.ret_void()
+    return fn
+
+
+def _fill_context(b: ir.IRBuilder, ctx: ir.Value, spec: MatmulKernel, a: _Args,
+                  block: ArgBlock, t: ir.Value, pc: ir.Value) -> None:
+    """The tile function's context for batch element `t` (C at `pc`)."""
+    rank = spec.batch_rank
+    ops = [operand(block, a.epilogue_slot + q * (rank + 3), rank, f"e{q}")
+           for q in range(spec.n_epilogue_operands)]
+    offs = _batch_offsets(b, t, a.sizes, ops)
+    values = [b.ptrtoint(pc, I64), a.operands[0].row]
+    for op, off, d in zip(ops, offs, _epilogue_memory_types(spec)):
+        values += [b.ptrtoint(b.gep(op.ptr, [off], inbounds=True, source_etype=d), I64),
+                   op.row, op.col]
+    for k, v in enumerate(values):
+        b.store(v, b.gep(ctx, [I64(k)], inbounds=True, source_etype=I64))
+
+
+def _epilogue_memory_types(spec: MatmulKernel) -> list[ir.Type]:
+    expr = spec.epilogue
+    assert expr is not None
+    return [memory_type(d) for d in out_dtypes(expr)] + \
+        [memory_type(d) for d in expr.in_dtypes[1:]]
 
 
 # --------------------------------------------------------------------------------------

@@ -75,9 +75,11 @@ MAX_GROUP_COST = 512
 # compile; cap 12: 2.4 ms, 3.4 s; the B3 chain (64 floats): 3.5 us -> 2.9 us forward.
 SMALL_SPACE = 1 << 15
 # Matmul epilogues (`merge_epilogues`) are off unless LLGRAD_MATMUL_EPILOGUES=1: applied
-# to each thread's whole panel of C they made the B2 step 4% slower here (a 784x512 weight
-# update took 170 us inside the matmul kernel against 110 us as its own kernel; the
-# panel's rows are short strided runs that the prefetchers follow worse than one stream).
+# to each thread's whole panel of C after a library's gemm they made the B2 step 4% slower
+# here (a 784x512 weight update took 170 us inside the matmul kernel against 110 us as its
+# own kernel; the panel's rows are short strided runs that the prefetchers follow worse
+# than one stream); run tile by tile inside llgrad's own gemm they measured level on each
+# of B2's products and 1-8% slower on the whole step (docs/compiler.md, "Matmul").
 MATMUL_EPILOGUES = os.environ.get("LLGRAD_MATMUL_EPILOGUES", "0") == "1"
 # Reductions that may store their prologue's other values (see `merge_reductions`), and
 # the shortest reduced last axis for which a row kernel is a good home for the loop.

@@ -62,8 +62,10 @@ def _scalar_bytes(value: Any, d: DType) -> bytes:
 class _Lowering:
     def __init__(self, fusion: FusionPlan, threads: int,
                  gemm_single_threaded: Callable[[int, int, int, DType], bool],
-                 mpi_handle_bits: Callable[[], int] | None = None):
+                 mpi_handle_bits: Callable[[], int] | None = None,
+                 tile_epilogues: Callable[[DType], bool] = lambda d: False):
         self.gemm_single_threaded = gemm_single_threaded
+        self.tile_epilogues = tile_epilogues
         self.mpi_handle_bits = mpi_handle_bits
         # collectives posted and not yet waited for: their send and receive buffers ->
         # the function that adds the wait (run before any launch touches either)
@@ -514,14 +516,16 @@ class _Lowering:
         for label, ptr, bstrides in (("c", Ptr(out), cs), ("a", a_ptr, as_), ("b", b_ptr, bs)):
             block += [ptr, *bstrides, rows[label], cols[label]]
         prefix = "s" if node.dtype is dt.float32 else "d"
-        gemm = self.extra(prefix + "gemm") if use_blas else 0
+        tile = epilogue is not None and self.tile_epilogues(node.dtype)
+        gemm = self.extra(prefix + ("gemm_ex" if tile else "gemm")) if use_blas else 0
         gemv = self.extra(prefix + "gemv") if use_blas else 0
         block += [*flags, gemm, gemv, mm.alpha_bits(alpha)]
         for (p, _, rs, cs_), bstrides in zip(epi, es):
             block += [p, *bstrides, rs, cs_]
         spec = mm.MatmulKernel(node.dtype, len(sizes),
                                epilogue[0] if epilogue is not None else None,
-                               tuple(c if c in (0, 1) else None for _, _, _, c in epi))
+                               tuple(c if c in (0, 1) else None for _, _, _, c in epi),
+                               tile)
         macs = total * n * m * k
         split = macs >= SPLIT_MIN_MACS and (not use_blas or self.gemm_single_threaded(n, m, k,
                                                                              node.dtype))
@@ -693,15 +697,18 @@ class _Lowering:
 def lower(fusion: FusionPlan, threads: int = 1,
           gemm_single_threaded: Callable[[int, int, int, DType], bool] =
           lambda n, m, k, d: False,
-          mpi_handle_bits: Callable[[], int] | None = None) -> Program:
+          mpi_handle_bits: Callable[[], int] | None = None,
+          tile_epilogues: Callable[[DType], bool] = lambda d: False) -> Program:
     """Launches and buffers for `fusion` (see the module docstring).
 
     `gemm_single_threaded(n, m, k, dtype)`: whether one BLAS call of that size uses one core
     only, so that a batch of them may be split across threads (the runtime knows its
     BLAS; by default no gemm launch is split, which never oversubscribes).
     `mpi_handle_bits()`: the width of the MPI library's handles, for graphs that hold
-    collectives (the runtime knows its MPI)."""
-    return _Lowering(fusion, threads, gemm_single_threaded, mpi_handle_bits).run()
+    collectives (the runtime knows its MPI). `tile_epilogues(dtype)`: whether a matmul's
+    epilogue runs per tile inside the runtime's gemm (its `gemm_ex` extra)."""
+    return _Lowering(fusion, threads, gemm_single_threaded, mpi_handle_bits,
+                     tile_epilogues).run()
 
 
 def _loops(shape: tuple[int, ...], reduced: tuple[bool, ...]) -> tuple[tuple[int, str], ...]:

@@ -205,7 +205,7 @@ class _Future:
 
     def __init__(self) -> None:
         self.done = threading.Event()
-        self.address = 0
+        self.addresses: dict[str, int] = {}
         self.error: BaseException | None = None
 
 
@@ -228,11 +228,11 @@ def _build_own(prefix: str, future: _Future) -> None:
     try:
         bits = _own_vector_bits()
         assert bits is not None
-        symbol = f"llgrad_{prefix}gemm"
+        symbols = [f"llgrad_{prefix}gemm", f"llgrad_{prefix}gemm_ex"]
         compiled = get_target().compile_generated(
-            _source_key(bits, prefix), lambda: gemm.build(bits, prefix), [symbol], symbol)
+            _source_key(bits, prefix), lambda: gemm.build(bits, prefix), symbols, symbols[0])
         _own_modules.append(compiled)
-        future.address = compiled.addresses[symbol]
+        future.addresses = dict(compiled.addresses)
     except BaseException as e:          # re-raised in every thread that waits for it
         future.error = e
     finally:
@@ -262,12 +262,27 @@ def prepare(dtype: DType) -> None:
         _own_future(_CAPSULES[dtype.name][0], background=True)
 
 
-def _own_address(prefix: str) -> int:
+def _own_address(prefix: str, ex: bool = False) -> int:
+    """The address of `llgrad_?gemm` (or, `ex`, of `llgrad_?gemm_ex`)."""
     future = _own_future(prefix, background=False)
     future.done.wait()
     if future.error is not None:
         raise future.error
-    return future.address
+    return future.addresses[f"llgrad_{prefix}gemm" + ("_ex" if ex else "")]
+
+
+def tile_epilogues(dtype: DType) -> bool:
+    """Whether a matmul of `dtype` runs its epilogue tile by tile inside the gemm (llgrad's
+    own gemm: `gemm_ex_address`); otherwise an epilogue runs over each panel after it."""
+    return _own(dtype)
+
+
+def gemm_ex_address(dtype: DType) -> int:
+    """`llgrad_sgemm_ex` / `llgrad_dgemm_ex` (only where `tile_epilogues(dtype)`)."""
+    if not _own(dtype):
+        raise RuntimeError(f"llgrad BLAS: no tile-epilogue gemm for {dtype.name} with the "
+                           f"{backend(dtype)} backend")
+    return _own_address(_CAPSULES[dtype.name][0], ex=True)
 
 
 def backend(dtype: DType | None = None) -> str:

@@ -96,7 +96,7 @@ class CompiledGraph:
         cap = launch._THREADS
         self.threads = max(1, min(cap, threads if threads is not None else cap))
         self.program = lower_pass.lower(self.fusion, self.threads, blas.splits_gemms,
-                                        mpi.handle_bits)
+                                        mpi.handle_bits, blas.tile_epilogues)
         t3 = time.perf_counter()
         views = {}
         for v, r in self.fusion.views.items():
@@ -343,6 +343,8 @@ def _extra_address(name: str, threads: int) -> int:
         return mpi.extra(name[4:])
     from ..ir import dtypes as dt
     dtype = {"s": dt.float32, "d": dt.float64}[name[0]]
+    if name.endswith("gemm_ex"):
+        return blas.gemm_ex_address(dtype)
     return blas.gemv_address(dtype) if name.endswith("gemv") else blas.gemm_address(dtype)
 
 

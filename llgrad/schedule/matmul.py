@@ -25,7 +25,8 @@ class MatmulKernel:
     """What identifies a compiled matmul kernel (the kernel-cache key).
 
     `epilogue` (float32/float64 BLAS kernels): an elementwise expression applied to each
-    gemm call's block of C while it is in cache. Its input 0 is C's element, inputs 1..
+    gemm call's block of C while it is in cache (per tile inside llgrad's gemm when
+    `tile_epilogue`, else over the block after the call). Its input 0 is C's element, inputs 1..
     and its outputs are operands `(ptr, batch_stride * R, row_stride, col_stride)` after
     the fixed slots, outputs first (see `codegen/matmul.py`).
     """
@@ -35,6 +36,9 @@ class MatmulKernel:
     epilogue: Expr | None = None
     # per epilogue operand: its column stride when baked in (0 or 1), else None
     epilogue_inner: tuple[int | None, ...] = ()
+    # the epilogue runs per tile inside the gemm (llgrad's `gemm_ex`, whose address the
+    # gemm slot then holds) instead of over the whole block after the call
+    tile_epilogue: bool = False
 
     def __post_init__(self) -> None:
         if self.epilogue is not None and (self.dtype not in (dt.float32, dt.float64) or
@@ -42,6 +46,8 @@ class MatmulKernel:
             raise ValueError(f"matmul kernel: epilogues are for float32/float64 BLAS "
                              f"products and read C first; got {self.dtype} and "
                              f"{self.epilogue.in_dtypes}")
+        if self.tile_epilogue and self.epilogue is None:
+            raise ValueError("matmul kernel: a tile epilogue needs an epilogue")
         if len(self.epilogue_inner) != self.n_epilogue_operands:
             raise ValueError(f"matmul kernel: {self.n_epilogue_operands} epilogue operands, "
                              f"{len(self.epilogue_inner)} column strides")
