@@ -263,3 +263,34 @@ def test_tile_callback_sees_each_finished_tile_once(m: int, n: int, k: int) -> N
         ctypes.cast(callback, ctypes.c_void_p), None)
     assert not errors, errors[:3]
     np.testing.assert_array_equal(seen, 1)
+
+
+def test_fork_during_a_background_build() -> None:
+    """A child forked while the parent builds the gemm in the background builds its own
+    (the parent's thread does not exist in the child, so waiting for it would hang)."""
+    if not hasattr(os, "fork"):
+        pytest.skip("needs os.fork")
+    code = textwrap.dedent("""
+        import os, threading, numpy as np
+        from llgrad.runtime import blas
+        future = blas._Future()                 # a build the parent never finishes
+        blas._own_futures["d"] = future
+        pid = os.fork()
+        if pid == 0:
+            try:
+                import llgrad as lg
+                a = lg.tensor(np.eye(3)); b = lg.tensor(np.arange(9.0).reshape(3, 3))
+                ok = np.array_equal((a @ b).numpy(), np.arange(9.0).reshape(3, 3))
+                os._exit(0 if ok else 1)
+            except BaseException:
+                os._exit(2)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+    """)
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the forked child waited for the parent's build")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "0"

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
 import threading
 
 from ..ir.dtypes import DType
@@ -68,7 +69,6 @@ def _find_mkl() -> str | None:
     system's. (In that order: `ctypes.util.find_library` runs ldconfig and a compiler in
     subprocesses, 13 ms of the first compiled call's warm start here.)"""
     import ctypes.util
-    import os
     import sys
     for prefix in dict.fromkeys((sys.prefix, sys.base_prefix)):
         for version in ("3", "2", "1"):
@@ -96,7 +96,6 @@ def _intel_cpu() -> bool:
 @functools.cache
 def _choice() -> str:
     """`LLGRAD_BLAS`, checked: "", "llgrad", "mkl" or "openblas"."""
-    import os
     choice = os.environ.get("LLGRAD_BLAS", "").lower()
     if choice not in ("", "llgrad", "mkl", "openblas"):
         raise ValueError(f"LLGRAD_BLAS must be 'llgrad', 'mkl' or 'openblas', got {choice!r}")
@@ -213,7 +212,6 @@ def _source_key(bits: int, prefix: str) -> str:
     """What the generated gemm module depends on: its generator's source, the helpers it
     uses and the settings (the target's fingerprint adds the versions and the CPU)."""
     import hashlib
-    import os
     from ..codegen import gemm, loops, worker
     digest = hashlib.sha256(f"{bits}|{prefix}".encode())
     for module in (gemm, loops, worker):
@@ -237,6 +235,20 @@ def _build_own(prefix: str, future: _Future) -> None:
         future.error = e
     finally:
         future.done.set()
+
+
+def _forget_unfinished() -> None:
+    """In a forked child: a build that was running in the parent has no thread here, so
+    its future would never finish; the child builds (or loads) the module itself."""
+    global _own_lock
+    _own_lock = threading.Lock()
+    for prefix, future in list(_own_futures.items()):
+        if not future.done.is_set():
+            del _own_futures[prefix]
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_unfinished)
 
 
 def _own_future(prefix: str, background: bool) -> _Future:
@@ -350,7 +362,6 @@ def _scipy_openblas() -> ctypes.CDLL | None:
     capsules are used)."""
     import glob
     import importlib.util
-    import os
     spec = importlib.util.find_spec("scipy")       # (finds, does not import)
     if spec is None or not spec.submodule_search_locations:
         return None
