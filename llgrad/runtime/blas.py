@@ -269,8 +269,10 @@ def _own_future(prefix: str, background: bool) -> _Future:
 
 def prepare(dtype: DType) -> None:
     """Start building `dtype`'s gemm in the background if it will be llgrad's own (a graph
-    with a matmul calls this before its own compile, so the two overlap)."""
-    if _own(dtype):
+    with a matmul calls this before its own compile, so the two overlap). Only with
+    compile workers: in-process, LLVM would run in two threads on one target machine."""
+    from ..codegen.target import get_target
+    if _own(dtype) and get_target().workers:
         _own_future(_CAPSULES[dtype.name][0], background=True)
 
 
