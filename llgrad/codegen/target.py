@@ -61,6 +61,7 @@ class Target:
         self.data_layout = str(self.machine.target_data)
         self.jit = llvm.create_lljit_compiler(self.machine)
         self._lock = threading.Lock()
+        self._llvm_lock = threading.RLock()
         self._count = 0
         self._symbols: dict[str, int] = {}
         self.vector_width = vector_width(self.features)
@@ -103,17 +104,19 @@ class Target:
     def assembly(self, ir_text: str) -> str:
         out = []
         for part in split_parts(ir_text):
-            mod = self.parse(part)
-            self.optimize(mod, part)
-            out.append(self.machine.emit_assembly(mod))
+            with self._llvm_lock:
+                mod = self.parse(part)
+                self.optimize(mod, part)
+                out.append(self.machine.emit_assembly(mod))
         return PART_MARKER.join(out)
 
     def optimized_ir(self, ir_text: str) -> str:
         out = []
         for part in split_parts(ir_text):
-            mod = self.parse(part)
-            self.optimize(mod, part)
-            out.append(str(mod))
+            with self._llvm_lock:
+                mod = self.parse(part)
+                self.optimize(mod, part)
+                out.append(str(mod))
         return PART_MARKER.join(out)
 
     def compile(self, ir_text: str, symbols: list[str], name: str = "kernel") -> Compiled:
@@ -161,13 +164,16 @@ class Target:
                 seconds["worker"] = time.perf_counter() - t0
         for i, part in enumerate(parts):
             if objs[i] is None:
-                t1 = time.perf_counter()
-                mod = self.parse(part)
-                t2 = time.perf_counter()
-                self.optimize(mod, part)
-                t3 = time.perf_counter()
-                objs[i] = obj = self.machine.emit_object(mod)
-                t4 = time.perf_counter()
+                # one in-process compile at a time: LLVM's target machine is not safe to
+                # share between threads (a background gemm build may run beside a graph's)
+                with self._llvm_lock:
+                    t1 = time.perf_counter()
+                    mod = self.parse(part)
+                    t2 = time.perf_counter()
+                    self.optimize(mod, part)
+                    t3 = time.perf_counter()
+                    objs[i] = obj = self.machine.emit_object(mod)
+                    t4 = time.perf_counter()
                 for k, v in (("parse", t2 - t1), ("optimize", t3 - t2), ("codegen", t4 - t3)):
                     seconds[k] = seconds.get(k, 0.0) + v
                 diskcache.put(keys[i], obj)

@@ -511,7 +511,9 @@ def _vjp_pow(ctx: Any, g: Any) -> tuple:
         cx = out._dtype.is_complex          # complex result: the complex log of the base
         if _t(a):
             mask = F.logical_and(F.eq(a, 0), F.ge(F.real(b), 0))
-            log_a = F.log(a.to(out._dtype) if cx else a)
+            # in the result's dtype, as PyTorch: an int32 or float32 base of a float64
+            # power takes its log in float64 (float32 lost 1e-8 of the gradient)
+            log_a = F.log(a.to(out._dtype) if a._dtype is not out._dtype else a)
             gb = F.where(mask, F.mul(g, 0.0), F.mul(F.mul(g, F.conj(out)), F.conj(log_a)))
         elif cx:
             gb = F.mul(F.mul(g, F.conj(out)), cmath.log(a).conjugate()) if a != 0 else \
