@@ -162,7 +162,9 @@ def environment() -> dict[str, Any]:
         "logical cpus": os.cpu_count(),
         "usable cpus": usable_cpus(),
         "llgrad threads": f"{num_threads()} (LLGRAD_NUM_THREADS)",
-        "blas": f"{blas.backend()} (threads: {blas.threads()})",
+        "gemm": f"float32/float64: {blas.backend()}; complex and gemv: OpenBLAS "
+                f"(threads: {blas.threads()})" if blas.backend() == "llgrad" else
+                f"{blas.backend()} (threads: {blas.threads()})",
         "numpy": numpy.__version__,
         "llvmlite": llvmlite.__version__,
         "llvm": ".".join(map(str, llvm.llvm_version_info)),
