@@ -162,7 +162,7 @@ def environment() -> dict[str, Any]:
         "logical cpus": os.cpu_count(),
         "usable cpus": usable_cpus(),
         "llgrad threads": f"{num_threads()} (LLGRAD_NUM_THREADS)",
-        "gemm": f"float32/float64: {blas.backend()}; complex and gemv: OpenBLAS "
+        "blas": f"gemm float32/float64: {blas.backend()}; complex, gemv: OpenBLAS "
                 f"(threads: {blas.threads()})" if blas.backend() == "llgrad" else
                 f"{blas.backend()} (threads: {blas.threads()})",
         "numpy": numpy.__version__,
