@@ -172,7 +172,7 @@ def _plan(a: Tensor, b: Tensor) -> _Plan:
         slots.append(len(template))
         template += [0, *bstrides, rows[label], cols[label]]
     template += [*flags, blas.gemm_address(d) if use_blas else 0,
-                 blas.gemv_address(d) if use_blas else 0, ALPHA_ONE]
+                 blas.gemv_address(d) if use_blas and 1 in (n, m) else 0, ALPHA_ONE]
     plan.kernel = cache.get(MatmulKernel(d, len(sizes)))
     plan.template = template
     plan.slots = (slots[0], slots[1], slots[2])

@@ -518,7 +518,9 @@ class _Lowering:
         prefix = "s" if node.dtype is dt.float32 else "d"
         tile = epilogue is not None and self.tile_epilogues(node.dtype)
         gemm = self.extra(prefix + ("gemm_ex" if tile else "gemm")) if use_blas else 0
-        gemv = self.extra(prefix + "gemv") if use_blas else 0
+        # (gemv only for a vector: otherwise the kernel never calls it, and asking for
+        # its address would load a library whose threads then spin for nothing)
+        gemv = self.extra(prefix + "gemv") if use_blas and 1 in (n, m) else 0
         block += [*flags, gemm, gemv, mm.alpha_bits(alpha)]
         for (p, _, rs, cs_), bstrides in zip(epi, es):
             block += [p, *bstrides, rs, cs_]
