@@ -367,3 +367,27 @@ def test_an_integer_in_place_write_and_a_view_of_the_output():
     v = x[:]
     x.add_(v)
     np.testing.assert_array_equal(x.numpy(), 2 * np.arange(6, dtype=np.float32))
+
+
+@pytest.mark.parametrize("d", [np.float32, np.float64, np.float16])
+def test_float_floor_division_is_pythons(d):
+    """`a // b` on floats is Python's (and NumPy's and PyTorch's) floor division, not
+    `floor(a / b)`: -2.5 // inf is -1, 1 // 0.1 is 9, a zero quotient keeps the sign of
+    a / b, a zero divisor gives a / b. Eager, compiled and `div(rounding_mode='floor')`.
+    Found by the slow fuzz run (llgrad gave -0.0 for -2.5 // inf)."""
+    pairs = [(-2.5, math.inf), (2.5, -math.inf), (-0.0, math.inf), (1.0, 0.1), (-1.0, 0.1),
+             (5.0, 0.0), (-5.0, 0.0), (0.0, 0.0), (math.nan, 2.0), (math.inf, 2.0),
+             (7.0, -2.0), (-7.0, 2.0), (0.0, -3.0), (3.0, 1.5), (math.inf, math.inf),
+             (-3.0, math.nan), (0.1257, -1.0)]
+    a = np.array([p[0] for p in pairs], dtype=d)
+    b = np.array([p[1] for p in pairs], dtype=d)
+    with np.errstate(all="ignore"):
+        want = np.floor_divide(a, b)
+    compiled = lg.compile(lambda x, y: x // y)
+    for got in (lg.tensor(a) // lg.tensor(b),
+                lg.div(lg.tensor(a), lg.tensor(b), rounding_mode="floor"),
+                compiled(lg.tensor(a), lg.tensor(b))):
+        g = got.numpy()
+        np.testing.assert_array_equal(g, want)
+        finite = ~np.isnan(want)
+        np.testing.assert_array_equal(np.signbit(g[finite]), np.signbit(want[finite]))

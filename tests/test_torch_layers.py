@@ -311,6 +311,23 @@ def test_einsum_matches_torch(eq, ops):
                                rtol=1e-12, atol=1e-12)
 
 
+@needs_torch
+@pytest.mark.parametrize("dtype", ["int32", "float64"])
+@pytest.mark.parametrize("eq,sa,sb", [("ij,kj->ik", (3, 3), (3, 1)), ("ij,kj->ik", (3, 1), (4, 3)),
+                                      ("bij,bjk->bik", (2, 3, 1), (2, 4, 5)),
+                                      ("bij,bjk->bik", (2, 3, 4), (2, 1, 5))])
+def test_einsum_size_one_contraction_as_torch(eq, sa, sb, dtype):
+    """A contracted label of size 1 in one operand: torch sums the other operand over it
+    first, so int32 operands give int64 (its sum's dtype); llgrad gave int32. Found by
+    the slow fuzz run."""
+    a = (RNG.standard_normal(sa) * 3).astype(dtype)
+    b = (RNG.standard_normal(sb) * 3).astype(dtype)
+    want = torch.einsum(eq, torch.tensor(a), torch.tensor(b))
+    got = lg.einsum(eq, lg.tensor(a), lg.tensor(b))
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+
+
 def test_einsum_errors():
     with pytest.raises(ValueError, match="subscripts"):
         lg.einsum("ij,jk", lg.ones(2, 3), lg.ones(3))

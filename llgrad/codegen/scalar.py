@@ -223,8 +223,7 @@ class LLVMScalar:
         _real_only("floordiv", d)
         bd = self.b
         if d.is_floating_point:
-            q = bd.fdiv(a.value, b.value)
-            return self._fix(self._call_unary("llvm.floor", q), d)
+            return self._fix(self._float_floordiv(a.value, b.value), d)
         if d.kind == "u" or d is dt.bool_:
             return self._unsigned_divide(bd.udiv, a, b)
         safe_b, zero, minus1 = self._safe_divisor(a, b)
@@ -237,6 +236,29 @@ class LLVMScalar:
         q = bd.sub(q, bd.zext(adjust, t))
         q = bd.select(minus1, bd.neg(a.value), q)
         return SV(bd.select(zero, t(0), q), d)
+
+    def _float_floordiv(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        """Python's (and PyTorch's) float floor division, not `floor(a / b)`: the quotient
+        of `a - fmod(a, b)` (exact), one less when the remainder's sign differs from the
+        divisor's, rounded to the nearest integer; a zero quotient takes the sign of
+        `a / b`; a zero divisor gives `a / b`. So `-2.5 // inf` is -1 (not -0.0) and
+        `1 // 0.1` is 9 (not 10). No fast-math flags: every step is exact or IEEE."""
+        bd = self.b
+        t = a.type
+        zero, one = ir.Constant(t, 0.0), ir.Constant(t, 1.0)
+        mod = bd.frem(a, b)
+        div = bd.fdiv(bd.fsub(a, mod), b)
+        differ = bd.xor(bd.fcmp_ordered("<", b, zero), bd.fcmp_ordered("<", mod, zero))
+        adjust = bd.and_(bd.fcmp_unordered("!=", mod, zero), differ)
+        div = bd.select(adjust, bd.fsub(div, one), div)
+        floor = self._call_unary("llvm.floor", div)
+        floor = bd.select(bd.fcmp_ordered(">", bd.fsub(div, floor), ir.Constant(t, 0.5)),
+                          bd.fadd(floor, one), floor)
+        quotient = bd.fdiv(a, b)
+        copysign = intrinsic(self.module, f"llvm.copysign.{_suffix(t)}", t, [t, t])
+        out = bd.select(bd.fcmp_ordered("==", div, zero), bd.call(copysign, [zero, quotient]),
+                        floor)
+        return bd.select(bd.fcmp_ordered("==", b, zero), quotient, out)
 
     def fmod(self, a: SV, b: SV) -> SV:
         """C's fmod: the remainder of truncated division, with the dividend's sign (exact

@@ -14,6 +14,7 @@ from __future__ import annotations
 import string
 from typing import Any, Sequence
 
+from ..ir.dtypes import promote_types
 from ..tensor import Tensor
 from . import linalg, reduction, shape
 from ._errors import names_op
@@ -127,6 +128,20 @@ def _size(sizes: dict[str, int], c: str, n: int) -> None:
 
 def _contract(a: Tensor, la: list[str], b: Tensor, lb: list[str], needed: set[str]
               ) -> tuple[Tensor, list[str]]:
+    # a contracted label of size 1 in one operand only broadcasts: as PyTorch does, the
+    # other operand is summed over it first (so an integer operand's sum is int64, as
+    # torch's, and float results round as torch's do)
+    same_dtype = a.dtype is b.dtype        # (mixed operand dtypes raise in matmul, as torch)
+    for c in [c for c in la if c in lb and c not in needed]:
+        na, nb = a.shape[la.index(c)], b.shape[lb.index(c)]
+        if (na == 1) != (nb == 1):
+            one, lo, other, lt = (a, la, b, lb) if na == 1 else (b, lb, a, la)
+            other, lt = reduction.sum(other, (lt.index(c),)), [x for x in lt if x != c]
+            one, lo = shape.squeeze(one, lo.index(c)), [x for x in lo if x != c]
+            (a, la, b, lb) = (one, lo, other, lt) if na == 1 else (other, lt, one, lo)
+    if same_dtype and a.dtype is not b.dtype:      # an integer sum above is int64
+        d = promote_types(a.dtype, b.dtype)
+        a, b = a.to(d), b.to(d)
     sizes: dict[str, int] = {}
     for t, ls in ((a, la), (b, lb)):
         for c, n in zip(ls, t.shape):
