@@ -12,9 +12,9 @@ panels on its own thread pool.
 `llgrad_sgemm_ex` / `llgrad_dgemm_ex` take two more arguments, by value: a function
 `tile(ctx, m0, n0, rows, cols)` and its `ctx`. Each column of tiles of C (up to MC x NR),
 right after its last k slab is stored (while it is in L1), is handed to `tile` in BLAS's
-indices: that is how a
-matmul kernel runs its elementwise epilogue (bias, activation, an optimizer's update)
-tile by tile instead of in a second pass over C. A null `tile` is the plain gemm.
+indices: that is how a matmul kernel runs its elementwise epilogue (bias, activation, an
+optimizer's update) tile by tile instead of in a second pass over C. A null `tile` is the
+plain gemm.
 
 The loop nest is the one every fast gemm uses (Goto's; BLIS names the loops):
 
@@ -55,7 +55,7 @@ FORTRAN_GEMM = ir.FunctionType(VOID, [PTR] * 13)
 # gemm_ex: the same thirteen, then `tile` and `ctx` (see `TILE`), by value
 GEMM_EX = ir.FunctionType(VOID, [PTR] * 15)
 # void tile(ctx, m0, n0, rows, cols): C[m0:m0+rows, n0:n0+cols] (column-major, BLAS's
-# indices) is final; called once per tile right after the tile is stored
+# indices) is final; called once per column of tiles right after it is stored
 TILE = ir.FunctionType(VOID, [PTR, I64, I64, I64, I64])
 SMALL_KC = 64                  # k slab of the fallback (packing buffers on the stack)
 
