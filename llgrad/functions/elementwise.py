@@ -218,13 +218,15 @@ def _div_rounded(input: Any, other: Any, rounding_mode: str) -> Tensor:
         # exact in integers: (a - fmod(a, b)) / b divides evenly
         exact = elementwise("sub", input, elementwise("fmod", input, other))
         return elementwise("floor_divide", exact, other, name="DivBackward2")
-    # trunc(a / b) from floor divisions, whose gradient is 0 (a trunc of the quotient
-    # would pass 0 * inf = NaN back where b is 0)
+    # the value is trunc(a / b) (infinities included: 3 / -inf is -0.0, -inf / 2 is
+    # -inf), computed without a gradient; the result's node reaches a and b through a
+    # floor division in a branch `where` never takes, so both get PyTorch's zero
+    # gradient (a trunc of the quotient would pass 0 * inf = NaN back where b is 0)
     with _no_grad():
-        up = ge(elementwise("div", input, other), 0)
-    negated = elementwise("neg", input) if isinstance(input, Tensor) else -input
-    down = elementwise("neg", elementwise("floor_divide", negated, other))
-    return elementwise("where", up, elementwise("floor_divide", input, other), down,
+        value = elementwise("trunc", elementwise("div", input, other))
+        never = elementwise("ne", value, value)
+        never = elementwise("logical_and", never, False)
+    return elementwise("where", never, elementwise("floor_divide", input, other), value,
                        name="DivBackward2")
 
 
