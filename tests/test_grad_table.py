@@ -408,8 +408,8 @@ row("fmod-scalar", lambda m, a: m.fmod(a, 0.7), Arg((2, 3)),
     ops=("fmod",))
 row("div-floor", lambda m, a, b: m.div(a, b, rounding_mode="floor") * a,
     Arg((2, 3)), Arg((3,)), sample=_remainder_inputs, ops=("floor_divide",))
-row("div-trunc", lambda m, a, b: m.div(a, b, rounding_mode="trunc"), Arg((2, 3)), Arg((3,)),
-    sample=_remainder_inputs, ops=("floor_divide",))
+row("div-trunc", lambda m, a, b: m.div(a, b, rounding_mode="trunc") * a, Arg((2, 3)),
+    Arg((3,)), sample=_remainder_inputs, ops=("trunc_divide",))
 row("clamp-tensor-min", lambda m, x, lo: m.clamp(x, min=lo), Arg((2, 3)), Arg((3,)),
     sample=lambda rng: [np.array([[-1.0, 0.2, 1.5], [0.1, -0.3, 0.6]]),
                         np.array([-0.5, 0.0, -0.1])], ops=("where",))

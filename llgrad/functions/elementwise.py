@@ -218,16 +218,10 @@ def _div_rounded(input: Any, other: Any, rounding_mode: str) -> Tensor:
         # exact in integers: (a - fmod(a, b)) / b divides evenly
         exact = elementwise("sub", input, elementwise("fmod", input, other))
         return elementwise("floor_divide", exact, other, name="DivBackward2")
-    # the value is trunc(a / b) (infinities included: 3 / -inf is -0.0, -inf / 2 is
-    # -inf), computed without a gradient; the result's node reaches a and b through a
-    # floor division in a branch `where` never takes, so both get PyTorch's zero
-    # gradient (a trunc of the quotient would pass 0 * inf = NaN back where b is 0)
-    with _no_grad():
-        value = elementwise("trunc", elementwise("div", input, other))
-        never = elementwise("ne", value, value)
-        never = elementwise("logical_and", never, False)
-    return elementwise("where", never, elementwise("floor_divide", input, other), value,
-                       name="DivBackward2")
+    # trunc(a / b), infinities included (3 / -inf is -0.0, -inf / 2 is -inf), with
+    # PyTorch's zero gradients (a trunc of the quotient would pass 0 * inf = NaN back
+    # where b is 0)
+    return elementwise("trunc_divide", input, other, name="DivBackward2")
 
 
 _div_operator = fastpath.binary("div", div)

@@ -292,6 +292,11 @@ def _ref_floordiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.floor_divide(a, b)
 
 
+def _ref_truncdiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return np.trunc(np.true_divide(a, b)).astype(np.result_type(a, b))
+
+
 def _ref_rem(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
         return np.remainder(a, b)
@@ -312,6 +317,9 @@ binary("pow", _scalar_pow, _ref_pow, "PowBackward1", kinds="iufc")
 binary("maximum", lambda s, a, b: s.max(a, b), np.maximum, "MaximumBackward0", kinds="biuf")
 binary("minimum", lambda s, a, b: s.min(a, b), np.minimum, "MinimumBackward0", kinds="biuf")
 binary("floor_divide", lambda s, a, b: s.floordiv(a, b), _ref_floordiv, None, kinds=NUMERIC)
+# float division rounded toward zero (div's rounding_mode="trunc"), infinities included
+binary("trunc_divide", lambda s, a, b: s.math("trunc", s.div(a, b)), _ref_truncdiv, None,
+       kinds=FLOAT)
 binary("remainder", lambda s, a, b: s.rem(a, b), _ref_rem, "RemainderBackward0", kinds=NUMERIC)
 binary("fmod", lambda s, a, b: s.fmod(a, b), _ref_fmod, "FmodBackward1", kinds=NUMERIC)
 binary("atan2", lambda s, a, b: s.math("atan2", a, b), np.arctan2, "Atan2Backward0", kinds=FLOAT)
@@ -767,7 +775,7 @@ for _name, _rule, _saves in [
     ("maximum", _vjp_maximum, "i"), ("minimum", _vjp_minimum, "i"),
     ("where", _vjp_where, "0"), ("clamp", _vjp_clamp, "i"),
     ("remainder", _vjp_remainder, "i"), ("fmod", _vjp_fmod, "i"),
-    ("floor_divide", _vjp_floor_divide, ""),
+    ("floor_divide", _vjp_floor_divide, ""), ("trunc_divide", _vjp_floor_divide, ""),
     ("atan2", _vjp_atan2, "i"), ("cast", _vjp_cast, ""),
 ]:
     defvjp(_name, _rule, _saves)
