@@ -139,8 +139,10 @@ class _Gemm:
         return b.gep(base, [index], inbounds=True, source_etype=self.k.element)
 
     def _splat(self, b: ir.IRBuilder, x: ir.Value) -> ir.Value:
-        one = b.insert_element(ir.Constant(self.vec, ir.Undefined), x, I32(0))
-        return b.shuffle_vector(one, ir.Constant(self.vec, ir.Undefined),
+        """`x` in every lane of a V-lane vector of its type."""
+        t = ir.VectorType(x.type, self.k.lanes)
+        one = b.insert_element(ir.Constant(t, ir.Undefined), x, I32(0))
+        return b.shuffle_vector(one, ir.Constant(t, ir.Undefined),
                                 ir.Constant(ir.VectorType(I32, self.k.lanes), None))
 
     def _internal(self, name: str, args: list[ir.Type]) -> tuple[ir.Function, ir.IRBuilder]:
@@ -186,22 +188,18 @@ class _Gemm:
         for q, value in enumerate(out):
             b.store(value, b.gep(tile, [I64(q)], inbounds=True, source_etype=vec)).align = \
                 blk.size * blk.lanes
-        lane = ir.Constant(ir.VectorType(I64, blk.lanes), list(range(blk.lanes)))
-        masks = [b.icmp_signed("<", b.add(lane, ir.Constant(lane.type, [v * blk.lanes] *
-                                                              blk.lanes)),
-                               self._splat_i64(b, rows))
+        masks = [self._lanes_below(b, b.sub(rows, I64(v * blk.lanes)))
                  for v in range(blk.mr_vectors)]
-        va = self._splat(b, alpha)
-        # beta is 0 on the first slab of a plain product: C is then written, never read
+        # beta is 0 on the first slab of a plain product: C is then written, never read;
+        # later slabs add to it
         read_c = b.or_(b.not_(first), b.fcmp_ordered("!=", beta, self._zero()))
-        vb = self._splat(b, b.select(first, beta, ir.Constant(blk.element, 1.0)))
+        beta = b.select(first, beta, ir.Constant(blk.element, 1.0))
         with b.if_else(b.icmp_signed("==", rs, I64(1))) as (columns, elements):
             with columns:
-                self._store_columns(b, tile, c, ldc, cols, masks, va, vb, read_c)
+                self._store_columns(b, tile, c, ldc, cols, masks, self._splat(b, alpha),
+                                    self._splat(b, beta), read_c)
             with elements:
-                self._store_elements(b, tile, c, rs, ldc, rows, cols, alpha,
-                                     b.select(first, beta, ir.Constant(blk.element, 1.0)),
-                                     read_c)
+                self._store_elements(b, tile, c, rs, ldc, rows, cols, alpha, beta, read_c)
         b.ret_void()
         return fn
 
@@ -243,17 +241,11 @@ class _Gemm:
                 with b.if_then(b.not_(read_c)):
                     b.store(value, ptr)
 
-    def _splat_i64(self, b: ir.IRBuilder, x: ir.Value) -> ir.Value:
-        t = ir.VectorType(I64, self.k.lanes)
-        one = b.insert_element(ir.Constant(t, ir.Undefined), x, I32(0))
-        return b.shuffle_vector(one, ir.Constant(t, ir.Undefined),
-                                ir.Constant(ir.VectorType(I32, self.k.lanes), None))
-
     # -- packing ------------------------------------------------------------------------
     def _lanes_below(self, b: ir.IRBuilder, count: ir.Value) -> ir.Value:
         """The mask of lanes `< count`."""
         lane = ir.Constant(ir.VectorType(I64, self.k.lanes), list(range(self.k.lanes)))
-        return b.icmp_signed("<", lane, self._splat_i64(b, count))
+        return b.icmp_signed("<", lane, self._splat(b, count))
 
     def _transpose(self, b: ir.IRBuilder, rows: list[ir.Value]) -> list[ir.Value]:
         """The V x V transpose of `rows` (V vectors): log2(V) stages of two-source

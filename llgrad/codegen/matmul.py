@@ -50,14 +50,12 @@ from ..ir.dtypes import DType
 from ..schedule.elementwise import out_dtypes
 from ..schedule.matmul import MatmulKernel
 from .elementwise import evaluate
-from .gemm import GEMM_EX, TILE
+from .gemm import FORTRAN_GEMM, GEMM_EX, TILE
 from .loops import I64, PTR, ArgBlock, Callee, accumulate, for_range, new_kernel
 from .scalar import FLAGS, SV, LLVMScalar, llvm_type, memory_type
 
 I8, I32 = ir.IntType(8), ir.IntType(32)
 BLOCK = 256                       # accumulator columns of the loop kernel (one row's slice)
-# void gemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc): all by pointer
-GEMM_TYPE = ir.FunctionType(ir.VoidType(), [PTR] * 13)
 # void gemv(trans, m, n, alpha, a, lda, x, incx, beta, y, incy)
 GEMV_TYPE = ir.FunctionType(ir.VoidType(), [PTR] * 11)
 
@@ -140,7 +138,7 @@ def _build_blas(spec: MatmulKernel, name: str) -> ir.Module:
     fn, b, block = new_kernel(module, name)
     a = _Args(block, spec.batch_rank)
     gemm_ptr = block.ptr(a.gemm_slot, "gemm")
-    gemm = Callee(gemm_ptr, GEMM_TYPE)
+    gemm = Callee(gemm_ptr, FORTRAN_GEMM)
     ctx = b.alloca(I64, size=I64(2 + 3 * spec.n_epilogue_operands), name="ctx") \
         if tile is not None else None
     c_op, a_op, b_op = a.operands
@@ -164,6 +162,8 @@ def _build_blas(spec: MatmulKernel, name: str) -> ir.Module:
         pc = b.gep(c_op.ptr, [off_c], inbounds=True, source_etype=real)
         pa = b.gep(a_op.ptr, [off_a], inbounds=True, source_etype=real)
         pb = b.gep(b_op.ptr, [off_b], inbounds=True, source_etype=real)
+        if tile is not None:
+            _fill_context(b, ctx, spec, a, block, t, pc)
         use_gemv, row_vector, gemv, args = vector
         with b.if_else(use_gemv) as (then, otherwise):
             with then:
@@ -182,17 +182,13 @@ def _build_blas(spec: MatmulKernel, name: str) -> ir.Module:
                 args = [p_trans_b, p_trans_a, ints["m"], ints["n"], ints["k"], alpha,
                         pb, ints["ldb"], pa, ints["lda"], beta, pc, ints["ldc"]]
                 if spec.tile_epilogue:
-                    assert tile is not None and ctx is not None
-                    _fill_context(b, ctx, spec, a, block, t, pc)
                     b.call(Callee(gemm_ptr, GEMM_EX), args + [tile, ctx])
                 else:
                     b.call(gemm, args)
         if tile is not None:
-            assert ctx is not None
             # after a library's gemm (or a gemv): the epilogue over the whole block
             after = use_gemv if spec.tile_epilogue else ir.Constant(ir.IntType(1), 1)
             with b.if_then(after):
-                _fill_context(b, ctx, spec, a, block, t, pc)
                 b.call(tile, [ctx, I64(0), I64(0), a.m, a.n])
     b.ret_void()
     return module
@@ -296,7 +292,7 @@ def _tile_body(module: ir.Module, spec: MatmulKernel, name: str) -> ir.Function:
     n_out = len(expr.outputs)
     dtypes = out_dtypes(expr)
     s = LLVMScalar(b)
-    mem = [memory_type(d) for d in dtypes] + [memory_type(d) for d in expr.in_dtypes[1:]]
+    mem = _epilogue_memory_types(spec)
     c_mem = memory_type(spec.dtype)
     with for_range(b, n0, b.add(n0, rows), name="ei") as i:
         row_c = b.mul(i, c_row)

@@ -8,10 +8,10 @@ from ..tracer import context as _context
 _apply.compiled_composites = _composites
 
 
-def _prepare_gemm(operands: object) -> None:
+def _prepare_gemm(operands: tuple) -> None:
     from ..runtime import blas
     from ..tensor import Tensor
-    for x in operands:                   # type: ignore[attr-defined]
+    for x in operands:
         if isinstance(x, Tensor):
             blas.prepare(x.dtype)
 

@@ -118,6 +118,11 @@ def _sum_labels(t: Tensor, labels: list[str], keep: set[str]) -> tuple[Tensor, l
     return reduction.sum(t, tuple(drop)), [c for c in labels if c in keep]
 
 
+def _squeeze_label(t: Tensor, labels: list[str], c: str) -> tuple[Tensor, list[str]]:
+    """Drop label `c`, a dimension of size 1."""
+    return shape.squeeze(t, labels.index(c)), [x for x in labels if x != c]
+
+
 def _size(sizes: dict[str, int], c: str, n: int) -> None:
     if sizes.get(c, 1) != 1 and n != 1 and sizes[c] != n:
         raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes "
@@ -134,11 +139,10 @@ def _contract(a: Tensor, la: list[str], b: Tensor, lb: list[str], needed: set[st
     same_dtype = a.dtype is b.dtype        # (mixed operand dtypes raise in matmul, as torch)
     for c in [c for c in la if c in lb and c not in needed]:
         na, nb = a.shape[la.index(c)], b.shape[lb.index(c)]
-        if (na == 1) != (nb == 1):
-            one, lo, other, lt = (a, la, b, lb) if na == 1 else (b, lb, a, la)
-            other, lt = reduction.sum(other, (lt.index(c),)), [x for x in lt if x != c]
-            one, lo = shape.squeeze(one, lo.index(c)), [x for x in lo if x != c]
-            (a, la, b, lb) = (one, lo, other, lt) if na == 1 else (other, lt, one, lo)
+        if na == 1 and nb != 1:
+            (a, la), (b, lb) = _squeeze_label(a, la, c), _sum_labels(b, lb, set(lb) - {c})
+        elif nb == 1 and na != 1:
+            (a, la), (b, lb) = _sum_labels(a, la, set(la) - {c}), _squeeze_label(b, lb, c)
     if same_dtype and a.dtype is not b.dtype:      # an integer sum above is int64
         d = promote_types(a.dtype, b.dtype)
         a, b = a.to(d), b.to(d)

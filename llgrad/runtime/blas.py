@@ -102,17 +102,11 @@ def _choice() -> str:
     return choice
 
 
+@functools.cache
 def _mkl() -> ctypes.CDLL | None:
     """MKL's runtime library, set to sequential, or None (not installed or not chosen)."""
     choice = _choice()
-    if choice == "llgrad":
-        return None
-    return _load_mkl(choice)
-
-
-@functools.cache
-def _load_mkl(choice: str) -> ctypes.CDLL | None:
-    if choice == "openblas" or (choice == "" and not _intel_cpu()):
+    if choice in ("llgrad", "openblas") or (choice == "" and not _intel_cpu()):
         return None
     path = _find_mkl()
     lib = None
@@ -167,6 +161,7 @@ def _initialize_in_background(lib: ctypes.CDLL) -> threading.Thread:
 _OWN_DTYPES = ("float32", "float64")
 
 
+@functools.cache
 def _own_vector_bits() -> int | None:
     """The register width llgrad's gemm is generated for, or None (no such CPU)."""
     from ..codegen.target import get_target
@@ -178,8 +173,10 @@ def _own_vector_bits() -> int | None:
     return None
 
 
+@functools.cache
 def _own(dtype: DType) -> bool:
-    """Whether `dtype`'s gemm is llgrad's own."""
+    """Whether `dtype`'s gemm is llgrad's own (decided once per process, as the choice of
+    library is)."""
     if dtype.name not in _OWN_DTYPES:
         return False
     choice = _choice()
