@@ -326,6 +326,16 @@ SIMPLIFY_ROWS: list[tuple[str, str, str]] = [
      graph @f(%x: u8[3]) {
        return %x
      }"""),
+    ("stop-gradient", """
+     graph @f(%x: f32[3]) {
+       %0 = stop_gradient(%x) : f32[3]
+       %1 = mul(%0, %x) : f32[3]
+       return %1
+     }""", """
+     graph @f(%x: f32[3]) {
+       %0 = mul(%x, %x) : f32[3]
+       return %0
+     }"""),
     ("clamp-none", """
      graph @f(%x: f32[3]) {
        %0 = clamp(%x, min=none, max=none) : f32[3]

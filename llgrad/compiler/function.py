@@ -178,6 +178,7 @@ class GraphFunction:
         self._spec: dict[tuple[int, ...], _Speculation | None] = {}
         self._calls: dict[tuple[tuple[int, ...], int], DiffCall] = {}
         self._grad_fns: dict[tuple[int, ...], "GraphFunction"] = {}
+        self._carries: dict[tuple[int, ...], tuple[bool, ...]] = {}
         # (output, input) pairs whose output may be written into the input's memory
         # when the graph runs without autodiff around it (a training step's updates)
         self.write_in_place: list[tuple[int, int]] = []
@@ -258,14 +259,31 @@ class GraphFunction:
                      if x._requires_grad and (x._dtype.is_floating_point or
                                               x._dtype.is_complex))
 
+    def carries_gradient(self, wrt: tuple[int, ...]) -> tuple[bool, ...]:
+        """Which outputs require grad when params `wrt` do: eager autograd's rule on the
+        graph (a floating-point or complex value computed from one that requires grad,
+        not through a `stop_gradient`), so `x.detach() * 2` does not require grad compiled
+        either."""
+        flags = self._carries.get(wrt)
+        if flags is None:
+            params = self.graph.params
+            live = {params[i] for i in wrt}
+            for n in self.graph.nodes:
+                if n.op != "stop_gradient" and n.dtype.differentiable and \
+                        any(i in live for i in n.inputs):
+                    live.add(n)
+            flags = self._carries[wrt] = tuple(o in live for o in self.graph.outputs)
+        return flags
+
     def record(self, d: Differentiated, wrt: tuple[int, ...], inputs: Sequence[Tensor],
                outs: list[Tensor]) -> list[Tensor]:
         """Give the results of a differentiable call (`outs`: results then residuals of
         `d.forward`) their one backward node; returns the results."""
         results, residuals = outs[:d.n_outputs], outs[d.n_outputs:]
         node = CompiledBackward(self, wrt, inputs, residuals, results, d)
+        carries = self.carries_gradient(wrt)
         for k, r in enumerate(results):
-            if r._dtype.is_floating_point or r._dtype.is_complex:
+            if carries[k]:
                 r._requires_grad = True
                 r.grad_fn = node
                 r._output_nr = k
@@ -279,8 +297,9 @@ class GraphFunction:
         node = CompiledBackward(self, wrt, inputs, [], results, spec=spec,
                                 precomputed=outs[n:])
         spec.made()
+        carries = self.carries_gradient(wrt)
         for k, r in enumerate(results):
-            if r._dtype.is_floating_point:
+            if carries[k]:
                 r._requires_grad = True
                 r.grad_fn = node
                 r._output_nr = k

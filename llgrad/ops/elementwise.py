@@ -443,6 +443,12 @@ def _scalar_polar(s: Any, r: Any, theta: Any) -> Any:
     return s.complex(s.mul(r, s.math("cos", theta)), s.mul(r, s.math("sin", theta)))
 
 
+# The identity through which no gradient flows: what `x.detach()`, `x.data` and an op run
+# under `no_grad` on a value that requires grad become inside a traced function, so the
+# autodiff pass (which replays it without recording) differentiates what eager autograd
+# does. It has no derivative rule; `passes.simplify` removes it after autodiff, so it
+# never reaches a kernel of a compiled function. Eager `detach()` stays an alias.
+unary("stop_gradient", lambda s, x: x, lambda x: x.copy(), None, kinds="biufc")
 unary("conj", lambda s, x: s.conj(x), np.conj, "ConjBackward0", kinds="c")
 unary("real", lambda s, x: s.real(x), lambda x: np.real(x).copy(), "SelectBackward0",
       kinds="c", infer=_infer_to_real("real", "c"))

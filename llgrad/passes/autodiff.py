@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..autograd.engine import execute
-from ..autograd.grad_mode import enable_grad
+from ..autograd.grad_mode import enable_grad, no_grad
 from ..ir.graph import Graph, Node, make_node
 from ..tensor import Tensor
 from ..tracer.context import TraceContext
@@ -29,6 +29,10 @@ def replay(g: Graph, ctx: TraceContext, params: Sequence[TracerTensor]) -> list[
                                            ctx)
             continue
         operands = [values[i] for i in node.inputs]
+        if node.op == "stop_gradient":       # a gradient cut: not on the tape
+            with no_grad():
+                values[node] = apply(node.op, operands, node.attr_dict, _no_eager, None)
+            continue
         values[node] = apply(node.op, operands, node.attr_dict, _no_eager, None)
     return [values[o] for o in g.outputs]
 

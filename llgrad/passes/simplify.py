@@ -319,6 +319,8 @@ SIMPLIFY_RULES: tuple[Rule, ...] = (
           "not(not x) -> x"),
     _rule("bitnot-bitnot", pat("bitwise_not", pat("bitwise_not", var("x"))), keep("x"),
           "~~x -> x"),
+    _rule("stop-gradient", pat("stop_gradient", var("x")), keep("x"),
+          "stop_gradient(x) -> x (autodiff, which reads it, has run)"),
     _rule("clamp-none", pat("clamp", var("x"), min=None, max=None), keep("x"),
           "clamp without bounds -> x"),
     # select

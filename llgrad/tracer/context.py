@@ -78,6 +78,9 @@ class TraceContext:
         # optimizer creates inside a compiled step outlives the trace; internal traces
         # (the autodiff pass) make them constants.
         self.constant_creations = constant_creations
+        # user traces turn `detach()` and ops under `no_grad` on values that require grad
+        # into `stop_gradient` nodes; internal traces replay graphs that have them already
+        self.cuts_gradients = not constant_creations
         self.mutated: dict[int, tuple[Tensor, Node]] = {}   # in-place writes to captured
         self.expand_composites = False          # True in the decompose pass
         self.grad_before: dict[int, tuple[Tensor, Any]] = {}  # `.grad` of captured tensors
@@ -220,6 +223,14 @@ class TraceContext:
             self.share(operands[0], out)
         return out
 
+    def stop_gradient(self, t: TracerTensor) -> TracerTensor:
+        """`t`'s values through which the autodiff pass sends no gradient (an alias of
+        `t`: it shares its memory, as `detach()` does)."""
+        node = make_node("stop_gradient", (t._node,), {}, user_location())
+        out = TracerTensor.of(node, self)
+        self.share(t, out)
+        return out
+
     # -- memory shared between traced values --------------------------------------------
     def _group_of(self, x: Tensor) -> list | None:
         if isinstance(x, TracerTensor):
@@ -289,6 +300,9 @@ class TraceInterpreter(Interpreter):
         out = ctx.emit(op, operands, attrs)
         if needs_grad(operands):         # the autodiff pass traces with a tape
             record(op, operands, attrs or {}, out, name)
+        elif ctx.cuts_gradients and any(isinstance(o, Tensor) and o._requires_grad
+                                        for o in operands):
+            out = ctx.stop_gradient(out)  # grad mode is off: no gradient flows through
         return out
 
     def process_composite(self, op: str, operands: Sequence[Any], attrs: dict[str, Any],

@@ -69,6 +69,30 @@ class TracerTensor(SymbolicTensor):
         self._ctx.share(self, alias)
         return alias
 
+    def detach(self) -> "TracerTensor":
+        """Without history, as eager's; in a user trace a value that requires grad goes
+        through a `stop_gradient` node, so the compiled gradient stops there too."""
+        if self._requires_grad and self._ctx.cuts_gradients:
+            return self._ctx.stop_gradient(self)
+        return self._alias()
+
+    def detach_(self) -> "TracerTensor":
+        if self._requires_grad and self._ctx.cuts_gradients:
+            self._cut_in_place("detach_()")
+        return super().detach_()
+
+    def requires_grad_(self, requires_grad: bool = True) -> "TracerTensor":
+        if not requires_grad and self._requires_grad and self._ctx.cuts_gradients and \
+                self.grad_fn is None:
+            self._cut_in_place("requires_grad_(False)")
+        return super().requires_grad_(requires_grad)
+
+    def _cut_in_place(self, what: str) -> None:
+        from .context import user_location
+        raise GraphBreak(what, user_location(),
+                         advice="turning off gradients of a traced value in place is not "
+                                "traced (use x = x.detach()); this signature runs eagerly")
+
     def _no_data(self, what: str) -> Any:
         from .context import user_location
         raise GraphBreak(what, user_location())
