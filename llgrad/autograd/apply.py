@@ -30,13 +30,7 @@ def record(op: str, operands: Sequence[Any], attrs: dict[str, Any], out: Tensor,
     """Attach `op`'s node (of class `base`, default `OpNode`, named as PyTorch names it)."""
     if not out._dtype.differentiable:
         return out                       # integer and bool results are not differentiable
-    key = (op, name, base)
-    made = _node_classes.get(key)
-    if made is None:
-        opdef = registry.get(op)
-        made = _node_classes[key] = (
-            node_class(name or opdef.backward_name or f"{op.capitalize()}Backward0",
-                       *(() if base is None else (base,))), opdef.saves)
+    made = _node_classes.get((op, name, base)) or _node_class(op, name, base)
     out._requires_grad = True      # before the node saves `out`: its alias must carry grad
     out.grad_fn = made[0](op, tuple(operands), attrs, out, made[1])
     out._output_nr = 0
@@ -44,6 +38,102 @@ def record(op: str, operands: Sequence[Any], attrs: dict[str, Any], out: Tensor,
 
 
 _node_classes: dict[tuple, tuple[type, str]] = {}     # (op, name, base) -> (class, saves)
+
+
+def _node_class(op: str, name: str | None, base: type | None) -> tuple[type, str]:
+    opdef = registry.get(op)
+    made = _node_classes[(op, name, base)] = (
+        node_class(name or opdef.backward_name or f"{op.capitalize()}Backward0",
+                   *(() if base is None else (base,))), opdef.saves)
+    return made
+
+
+class DirectPlan:
+    """What the nodes one `direct_recorder` makes share: the needs-input-grad flags when
+    the operand kinds fix them (None: read from the node), and the node's fused rule per
+    (incoming gradient layout, numbers), filled by `autograd.fused`."""
+
+    __slots__ = ("needs", "fused")
+
+    def __init__(self, needs: tuple[bool, ...] | None):
+        self.needs = needs
+        self.fused: dict[Any, Any] = {}
+
+
+def direct_recorder(op: str, operands: Sequence[Any], out: Tensor) -> Callable[..., Tensor]:
+    """`rec(*operands, out)`: `record(op, operands, {}, out)` for calls whose operands have
+    these kinds (tensor or number per position) and layouts and whose output has `out`'s
+    dtype, written out as code (`OpNode.__init__` with the save plan, the operands' shapes
+    and dtypes and the numbers' positions as constants). For `functions.fastpath`'s direct
+    calls, which run it only with grad mode on, no interpreter, anomaly mode or forward
+    level, on plain tensors and Python numbers. The node is the same as `record` makes."""
+    from .node import SavedTensor, _NO_EDGE, _save_plan, _save_plans, _sequence, edge
+    import weakref
+    n = len(operands)
+    args = [f"a{i}" for i in range(n)] + ["out"]
+    if not out._dtype.differentiable:
+        from .._source import define
+        return define(f"def rec({', '.join(args)}):\n    return out\n",
+                      f"<llgrad record {op}>", {}, "rec")
+    cls, saves = _node_classes.get((op, None, None)) or _node_class(op, None, None)
+    save_all, digits, save_for, keeps_layout, save_out = \
+        _save_plans.get((op, saves)) or _save_plan(op, saves)
+    tensor = [isinstance(o, Tensor) for o in operands]
+    meta: list[Any] = []
+    for o in operands:
+        meta += [o._shape, o._dtype] if isinstance(o, Tensor) else [None, None]
+    lines = ["node = new(CLS)"]
+    for i in range(n):
+        if tensor[i]:
+            lines += [f"fn = a{i}.grad_fn",
+                      f"e{i} = (fn, a{i}._output_nr) if fn is not None else edge(a{i}) "
+                      f"if a{i}._requires_grad else NO_EDGE"]
+    edges = [f"e{i}" if tensor[i] else "NO_EDGE" for i in range(n)]
+    lines += [f"node.next_functions = ({', '.join(edges)},)",
+              "node._hooks = node._prehooks = node._metadata = node._trace = None",
+              "node._seq = next(sequence)", "node.op = OP", "node.attrs = {}",
+              "node._meta = META", "node._layouts = LAYOUTS", "node._plan = PLAN",
+              "node._released = False",
+              "node._scalars = " + ("None" if all(tensor) else
+                                    "(" + "".join(f"a{i}, " if not tensor[i] else "None, "
+                                                  for i in range(n)) + ")")]
+    saved = []
+    for i in range(n):
+        if not tensor[i] or not (save_all or i in digits):
+            saved.append("None")
+            continue
+        readers = [r for r in save_for.get(i, ()) if tensor[r]]
+        if i in save_for and not readers:
+            saved.append("None")            # only numbers read it: nothing needs it
+            continue
+        cond = " or ".join(f"e{r}[0] is not None" for r in readers) if i in save_for else ""
+        body = [f"s{i} = new(Saved)", f"s{i}.is_output = False",
+                f"s{i}.requires_grad = a{i}._requires_grad",
+                f"s{i}.version = a{i}._storage.version", f"s{i}._layout = None",
+                f"s{i}._data = a{i}", f"s{i}.source = None"]
+        if cond:
+            lines += [f"if {cond}:"] + ["    " + b for b in body] + ["else:", f"    s{i} = None"]
+        else:
+            lines += body
+        saved.append(f"s{i}")
+    if save_out:
+        lines += ["out._requires_grad = True", "so = new(Saved)", "so.is_output = True",
+                  "so.requires_grad = True", "st = out._storage", "so.version = st.version",
+                  "so._data = None",
+                  "so._layout = (st, out._offset, out._shape, out._strides, out._dtype, "
+                  "out._base)", "so.source = ref(out)"]
+    saved.append("so" if save_out else "None")
+    lines += [f"node._saved = [{', '.join(saved)}]", "out._requires_grad = True",
+              "out.grad_fn = node", "out._output_nr = 0", "return out"]
+    needs = None if sum(tensor) > 1 else tuple(tensor)
+    consts = {"new": object.__new__, "CLS": cls, "Saved": SavedTensor, "edge": edge,
+              "NO_EDGE": _NO_EDGE, "sequence": _sequence, "OP": op, "META": tuple(meta),
+              "LAYOUTS": tuple(o._strides if isinstance(o, Tensor) else None
+                               for o in operands) if keeps_layout else None,
+              "PLAN": DirectPlan(needs), "ref": weakref.ref}
+    from .._source import define
+    source = f"def rec({', '.join(args)}):\n" + "".join(f"    {l}\n" for l in lines)
+    return define(source, f"<llgrad record {op}>", consts, "rec")
 
 
 class Interpreter:

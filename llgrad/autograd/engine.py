@@ -261,13 +261,15 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
             capture_edges.append(e if e[0] is not None else None)
         needed: set[Node] | None = _needed(parents, [e[0] for e in capture_edges
                                                    if e is not None])
+        if len(needed) == len(deps) + sum(1 for n in buffers if n not in deps):
+            needed = None                 # every node leads to what is asked for
     else:
         needed = None                     # every node
-    capture_at: dict[tuple[int, int], list[int]] = {}
+    capture_at: dict[tuple[Node, int], list[int]] = {}
     for k, e in enumerate(capture_edges):
         if e is not None:
-            capture_at.setdefault((id(e[0]), e[1]), []).append(k)
-    capture_ids = {key[0] for key in capture_at}
+            capture_at.setdefault((e[0], e[1]), []).append(k)
+    capture_nodes = {key[0] for key in capture_at}
     captured: list[Tensor | None] = [None] * len(capture_edges)
 
     ready: list[tuple[int, int, Node]] = []
@@ -293,13 +295,13 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
                 continue
             if node._metadata is not None:
                 in_grads = _tensor_prehooks(node, in_grads)
-            if id(node) in capture_ids:
+            if node in capture_nodes:
                 for nr in range(len(in_grads)):
-                    for k in capture_at.get((id(node), nr), ()):
+                    for k in capture_at.get((node, nr), ()):
                         captured[k] = in_grads[nr]
-            if node.__class__ is AccumulateGrad or isinstance(node, AccumulateGrad):
+            if node.accumulates:
                 if in_grads[0] is not None and accumulate_leaves:
-                    if capture is None or (id(node), 0) in capture_at:
+                    if capture is None or (node, 0) in capture_at:
                         # hand the gradient over as its only holder (`_accumulate_owned`)
                         _accumulate_owned(node.variable, [in_grads.pop()], create_graph)
                 continue
@@ -328,7 +330,7 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
                         outs = tuple(r)
             if release:
                 node.release()            # as PyTorch does, once the node and its hooks ran
-            meta = node._meta if isinstance(node, OpNode) else None
+            meta = node._meta
             made_ready = None
             i = -1
             for (nxt, nr), g in zip(nexts, outs):

@@ -165,9 +165,15 @@ def _build(node: OpNode, g: Tensor, inputs: tuple[Any, ...], output: Tensor | No
     except Exception:               # noqa: BLE001 - not fusable; the rule runs as written
         return _NOT_FUSABLE
     r = r if isinstance(r, tuple) else (r,)
-    slots = [i for i, v in enumerate(r) if v is not None]
-    if len(r) != len(node.next_functions) or len(slots) != 1 or \
-            not isinstance(r[slots[0]], _Value) or r[slots[0]].ref[0] != "n":
+    edges = node.next_functions
+    if len(r) != len(edges):
+        return _NOT_FUSABLE
+    slots = [i for i, v in enumerate(r) if v is not None and edges[i][0] is not None]
+    if len(slots) != 1 or not isinstance(r[slots[0]], _Value):
+        return _NOT_FUSABLE
+    if r[slots[0]] is gv:
+        return None, slots[0]       # the gradient passes through (add, sub of a number)
+    if r[slots[0]].ref[0] != "n":
         return _NOT_FUSABLE
     n_t, n_in = len(tensors), len(tensors) + len(b.numbers)
 
@@ -199,15 +205,55 @@ def apply(node: OpNode, g: Tensor) -> tuple[Tensor | None, ...] | None:
     """The node's gradients from its fused rule, or None (the rule runs as written)."""
     if not ENABLED:
         return None
+    plan = node._plan
+    if plan is None:
+        return _apply(node, g, tuple([e[0] is not None for e in node.next_functions]), None)
+    # a direct call's node (`apply.direct_recorder`): the plan remembers what the full
+    # lookup decided per (needs, gradient layout, numbers), with the saved tensors' layouts
+    needs = plan.needs or tuple([e[0] is not None for e in node.next_functions])
+    key = (needs, g._lkey, node._scalars)
+    known = plan.fused.get(key)
+    if known is None:
+        return _apply(node, g, needs, (plan.fused, key))
+    entry, lkeys = known
+    if entry is _NOT_FUSABLE:
+        return None
+    tensors = [g]
+    if lkeys:
+        k = 0
+        saved = node._saved
+        for i, s in enumerate(saved):       # `node.inputs` and `node.output`: version checks
+            if s is not None:
+                t = s.unpack(node, node.name(), 0 if s.is_output else i)
+                if k == len(lkeys) or t._lkey != lkeys[k]:
+                    return _apply(node, g, needs, None)     # (its `.data` was set)
+                tensors.append(t)
+                k += 1
+        if k != len(lkeys):
+            return _apply(node, g, needs, None)
+    return _gradients(entry, g, tensors, len(needs))
+
+
+def _gradients(entry: Any, g: Tensor, tensors: list[Tensor], n: int
+               ) -> tuple[Tensor | None, ...]:
+    launch, slot = entry
+    grads: list[Tensor | None] = [None] * n
+    grads[slot] = launch(*tensors) if launch is not None else g
+    return tuple(grads)
+
+
+def _apply(node: OpNode, g: Tensor, needs: tuple[bool, ...], memo: tuple[dict, Any] | None
+           ) -> tuple[Tensor | None, ...] | None:
+    """`apply` by the full key; with `memo` (a plan's table and key), what it decided is
+    filed there too."""
     saved = node._saved
     scalars = node._scalars
     attrs = node.attrs
-    needs = tuple([e[0] is not None for e in node.next_functions])
     try:        # what decides whether the rule fuses (not the layouts: those pick a plan)
         shape_key = (node.op, tuple(attrs.items()) if attrs else (), needs, g._lkey,
                      node._meta, tuple(scalars) if scalars else None)
         if shape_key in _unfusable:
-            return None
+            return _decided(memo, _NOT_FUSABLE, ())
     except TypeError:                       # an unhashable attribute or number
         return None
     shape = g._shape
@@ -222,7 +268,7 @@ def apply(node: OpNode, g: Tensor) -> tuple[Tensor | None, ...] | None:
                 name = node.name()
             x = s.unpack(node, name, i)
             if x.__class__ is not Tensor or x._shape != shape:
-                return None
+                return _decided(memo, _NOT_FUSABLE, ())
             tensors.append(x)
         else:
             x = None if scalars is None else scalars[i]
@@ -235,7 +281,7 @@ def apply(node: OpNode, g: Tensor) -> tuple[Tensor | None, ...] | None:
     if s is not None:
         output = s.unpack(node, node.name(), 0)
         if output._shape != shape:
-            return None
+            return _decided(memo, _NOT_FUSABLE, ())
         tensors.append(output)
     key = (shape_key, tuple([t._lkey for t in tensors]), output is not None)
     entry = _keys.get(key)
@@ -246,9 +292,13 @@ def apply(node: OpNode, g: Tensor) -> tuple[Tensor | None, ...] | None:
         entry = _keys[key] = _build(node, g, tuple(inputs), output, tensors)
         if entry is _NOT_FUSABLE:
             _unfusable.add(shape_key)
-    if entry is _NOT_FUSABLE:
+    if _decided(memo, entry, tuple([t._lkey for t in tensors[1:]])) is None:
         return None
-    launch, slot = entry
-    grads: list[Tensor | None] = [None] * len(needs)
-    grads[slot] = launch(*tensors)
-    return tuple(grads)
+    return _gradients(entry, g, tensors, len(needs))
+
+
+def _decided(memo: tuple[dict, Any] | None, entry: Any, lkeys: tuple) -> Any:
+    """File `entry` in `memo` (when given and not full); None when it is not fusable."""
+    if memo is not None and len(memo[0]) < 64:
+        memo[0][memo[1]] = (entry, lkeys)
+    return None if entry is _NOT_FUSABLE else entry

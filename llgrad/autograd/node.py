@@ -16,6 +16,7 @@ from ..ir import registry
 from ..ir.registry import OPS as _OPS
 from ..tensor import Tensor
 from .anomaly import _state as _anomaly
+from .forward_ad import _level as _forward_level
 from .grad_mode import _state as _grad_state
 
 _sequence = itertools.count()
@@ -138,6 +139,12 @@ class Node:
     # True for a node the engine may run without a graph walk when it is the whole graph
     # over leaves (`engine._run_direct`): its gradients are new tensors nobody else holds
     direct = False
+    # what the engine reads of every node as plain class attributes (no property call):
+    # a leaf's AccumulateGrad; the (shape, dtype) of each input (OpNode's slot); how many
+    # gradients the node receives (a property where it varies)
+    accumulates = False
+    _meta: Any = None
+    num_outputs = 1
 
     __slots__ = ("next_functions", "_hooks", "_prehooks", "_seq", "_trace", "_metadata",
                  "__weakref__")
@@ -162,10 +169,6 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} object at {id(self):#x}>"
-
-    @property
-    def num_outputs(self) -> int:
-        return 1
 
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         raise AssertionError(f"{self.name()} does not define apply")
@@ -197,6 +200,7 @@ class AccumulateGrad(Node):
     """The node of a leaf: adds the incoming gradient into `variable.grad`."""
 
     __slots__ = ("variable",)
+    accumulates = True
 
     def __init__(self, variable: Tensor):
         super().__init__(())
@@ -206,7 +210,8 @@ class AccumulateGrad(Node):
 class OpNode(Node):
     """A node for one registry op; `ctx` for its vjp rule."""
 
-    __slots__ = ("op", "attrs", "_saved", "_released", "_meta", "_scalars", "_layouts")
+    __slots__ = ("op", "attrs", "_saved", "_released", "_meta", "_scalars", "_layouts",
+                 "_plan")
 
     def __init__(self, op: str, operands: tuple[Any, ...], attrs: dict[str, Any],
                  output: Tensor, saves: str):
@@ -263,6 +268,7 @@ class OpNode(Node):
         saved.append(SavedTensor(output, is_output=True) if save_out else None)
         self._saved = saved
         self._released = False
+        self._plan = None
 
     @property
     def needs_input_grad(self) -> tuple[bool, ...]:
@@ -315,7 +321,10 @@ class OpNode(Node):
             raise RuntimeError(f"the derivative for '{self.op}' is not implemented")
         g = grads[0]
         if opdef.group in _ELEMENTWISE and g.__class__ is Tensor and not self._released \
-                and not _grad_state.enabled:
+                and not _grad_state.enabled and not _forward_level[0]:
+            # (a fused kernel carries no forward-mode tangents: with a level open the rule
+            # runs as written. `self._plan`, set by `apply.direct_recorder`, caches the
+            # fused rule per node layout, so `fused.apply` finds it without its full key)
             global _fused_apply
             if _fused_apply is None:
                 from .fused import apply as _fused_apply

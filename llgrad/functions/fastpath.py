@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..autograd import anomaly, forward_ad
-from ..autograd.apply import interpreters, record
+from ..autograd.apply import direct_recorder, interpreters
 from ..autograd.grad_mode import _state as grad_state
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
@@ -63,6 +63,7 @@ def binary(op: str, general: Callable[..., Tensor], keywords: bool = False
     function such as `lg.mul` whose keyword arguments always take `general`) with a
     direct path."""
     table = _table(op)
+    recorders = _table(("record", op))
 
     def method(a: Any, b: Any) -> Tensor:
         if a.__class__ is not Tensor:
@@ -81,7 +82,12 @@ def binary(op: str, general: Callable[..., Tensor], keywords: bool = False
                 not (recorded and anomaly._state.enabled):
             out = go(a, b)
             if out is not None:
-                return record(op, (a, b), {}, out) if recorded else out
+                if not recorded:
+                    return out
+                rec = recorders.get(key)
+                if rec is None:
+                    rec = _recorder(recorders, key, op, (a, b), out)
+                return rec(a, b, out)
         out = general(a, b)
         if key not in table:
             _learn(table, key, _elementwise_launch(op, (a, b)))
@@ -98,7 +104,7 @@ def binary(op: str, general: Callable[..., Tensor], keywords: bool = False
 def unary(op: str, general: Callable[[Any], Tensor]) -> Callable[[Any], Tensor]:
     """`general(x)` (such as `lg.exp`) with a direct path."""
     call = _one_operand(_table(("unary", op)), general,
-                        lambda x: _elementwise_launch(op, (x,)), op, True)
+                        lambda x: _elementwise_launch(op, (x,)), op, _table(("record", op)))
 
     def fn(input: Any) -> Tensor:
         return call(input) if input.__class__ is Tensor else general(input)
@@ -110,7 +116,7 @@ def reduction(op: str, general: Callable[..., Tensor]) -> Callable[..., Tensor]:
     the whole reduction `general(x)`."""
     from ..eager import reduce
     call = _one_operand(_table(("reduction", op)), general,
-                        lambda x: lambda: reduce.direct_launch(op, x, (), False), op, False)
+                        lambda x: lambda: reduce.direct_launch(op, x, (), False), op, None)
 
     def fn(input: Any, *args: Any, **kwargs: Any) -> Tensor:
         if input.__class__ is Tensor and not args and not kwargs:
@@ -121,24 +127,38 @@ def reduction(op: str, general: Callable[..., Tensor]) -> Callable[..., Tensor]:
 
 def _one_operand(table: dict, general: Callable[[Any], Tensor],
                  launch_of: Callable[[Tensor], Callable[[], Any]], op: str,
-                 records: bool) -> Callable[[Tensor], Tensor]:
-    """The direct-or-general call of a one-tensor op on a plain tensor; with `records`,
-    a call that autograd records runs directly too, recording `op`'s node as the general
-    path does (`apply` with no attributes)."""
+                 recorders: dict | None) -> Callable[[Tensor], Tensor]:
+    """The direct-or-general call of a one-tensor op on a plain tensor; with `recorders`
+    (its table of recorders), a call that autograd records runs directly too, recording
+    `op`'s node as the general path does (`apply` with no attributes)."""
     def call(input: Tensor) -> Tensor:
         key = input._lkey
         recorded = grad_state.enabled and input._requires_grad
         go = table.get(key)
         if go is not None and not interpreters and not forward_ad._level[0] and \
-                not (recorded and (anomaly._state.enabled or not records)):
+                not (recorded and (anomaly._state.enabled or recorders is None)):
             out = go(input)
             if out is not None:
-                return record(op, (input,), {}, out) if recorded else out
+                if not recorded:
+                    return out
+                rec = recorders.get(key)
+                if rec is None:
+                    rec = _recorder(recorders, key, op, (input,), out)
+                return rec(input, out)
         out = general(input)
         if key not in table:
             _learn(table, key, launch_of(input))
         return out
     return call
+
+
+def _recorder(recorders: dict, key: Any, op: str, operands: tuple, out: Tensor) -> Any:
+    """The recorder of `op`'s direct calls with `key` (`autograd.apply.direct_recorder`),
+    made on the first recorded call and filed (like the direct launches, at most 256)."""
+    rec = direct_recorder(op, operands, out)
+    if len(recorders) < 256:
+        recorders[key] = rec
+    return rec
 
 
 def _like(fn: Any, general: Any, op: str) -> Any:
