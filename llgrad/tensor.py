@@ -13,8 +13,8 @@ import numpy as np
 from .ir import dtypes as dt
 from .ir.dtypes import DType
 from .schedule.layout import contiguous_strides, is_contiguous
-from .runtime.storage import (SLAB_MAX, Storage, allocate, allocate_small,
-                              allocate_small_source, borrow)
+from .runtime.storage import (BLOCK_MAX, SLAB_MAX, Storage, allocate, allocate_block_source,
+                              allocate_small, allocate_small_source, borrow)
 
 
 
@@ -103,6 +103,8 @@ class Tensor:
             return lambda: cls._empty(shape, dtype, strides)
         if n <= SLAB_MAX:
             lines, consts = allocate_small_source(n)
+        elif n <= BLOCK_MAX:
+            lines, consts = allocate_block_source(n)
         else:
             lines, consts = ["st = allocate(N)", "ptr = st.ptr"], {"allocate": allocate, "N": n}
         fresh = _new(Tensor)

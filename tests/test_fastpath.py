@@ -4,6 +4,8 @@ layers do for other calls (autograd, forward mode, vmap, tracing, inference mode
 recording, errors, NumPy scalars) still happens."""
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -11,7 +13,7 @@ import llgrad as lg
 from llgrad.eager import elementwise as ew
 from llgrad.eager import reduce
 from llgrad.runtime import launch
-from llgrad.runtime.storage import allocate_small
+from llgrad.runtime.storage import BLOCK_MAX, allocate, allocate_small
 from llgrad.tensor import Tensor
 
 CALLS = {
@@ -140,3 +142,14 @@ def test_output_maker_builds_what_empty_builds():
         assert make().is_inference() and make()._storage.inference
     big = Tensor._empty_maker((1000,), lg.float64, (1,))()
     assert big.shape == (1000,) and big._storage.nbytes == 8000
+    # a block of its own (below BLOCK_MAX): the same storage as `allocate` makes
+    ref = allocate(8000)
+    s = big._storage
+    for k in ("_buffer", "nbytes", "version", "raw", "inference"):
+        assert getattr(s, k) == getattr(ref, k), k
+    assert type(s.owner) is type(ref.owner) and s.ptr % 64 == 0
+    assert 0 <= s.ptr - ctypes.addressof(s.owner) < 64
+    big.numpy()[:] = np.arange(1000.0)
+    assert big.tolist() == list(np.arange(1000.0)) and big.numpy().ctypes.data == s.ptr
+    huge = Tensor._empty_maker((BLOCK_MAX + 1,), lg.uint8, (1,))()    # NumPy's block
+    assert huge._storage.owner.__class__ is np.ndarray and huge._ptr % 64 == 0

@@ -224,7 +224,7 @@ def apply(node: OpNode, g: Tensor) -> tuple[Tensor | None, ...] | None:
         saved = node._saved
         for i, s in enumerate(saved):       # `node.inputs` and `node.output`: version checks
             if s is not None:
-                t = s.unpack(node, node.name(), 0 if s.is_output else i)
+                t = s.values(node, node.name(), 0 if s.is_output else i)
                 if k == len(lkeys) or t._lkey != lkeys[k]:
                     return _apply(node, g, needs, None)     # (its `.data` was set)
                 tensors.append(t)

@@ -107,6 +107,16 @@ class SavedTensor:
             t = self._data = self._alias()
         return t
 
+    def values(self, node: "Node", op_name: str, index: int) -> Tensor:
+        """`unpack` for a reader of the values only (a fused rule's kernel): the same
+        version check, but a saved output comes back without the alias that carries
+        grad (and its forward-mode tangent)."""
+        layout = self._layout
+        st = layout[0] if layout is not None else self._data._storage
+        if st is not None and st.version != self.version:
+            return self.unpack(node, op_name, index)            # (raises)
+        return self.data
+
     def unpack(self, node: "Node", op_name: str, index: int) -> Tensor:
         layout = self._layout
         st = layout[0] if layout is not None else self._data._storage

@@ -178,11 +178,7 @@ def allocate(nbytes: int) -> Storage:
     # Up to BLOCK_MAX the block is a ctypes array: making one and reading its address
     # cost 0.1 us for 4 KB, a NumPy array and its address 0.38 us.
     if nbytes <= BLOCK_MAX:
-        size = (nbytes + 2 * ALIGNMENT - 1) & ~(ALIGNMENT - 1)
-        kind = _blocks.get(size)
-        if kind is None:
-            kind = _blocks[size] = ctypes.c_char * size
-        raw = kind()
+        raw = _block_type(nbytes)()
         addr = ctypes.addressof(raw)
     else:
         raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
@@ -193,6 +189,34 @@ def allocate(nbytes: int) -> Storage:
 # (ctypes zero-fills its arrays: from 32 KB on, NumPy's uninitialized block is cheaper)
 BLOCK_MAX = 1 << 15
 _blocks: dict[int, type] = {}       # block size -> its ctypes array type
+
+
+def _block_type(nbytes: int) -> type:
+    """The ctypes array type of the block holding `nbytes` aligned (sizes rounded up to
+    64 bytes, so there are at most BLOCK_MAX / 64 such types)."""
+    size = (nbytes + 2 * ALIGNMENT - 1) & ~(ALIGNMENT - 1)
+    kind = _blocks.get(size)
+    if kind is None:
+        kind = _blocks[size] = ctypes.c_char * size
+    return kind
+
+
+def allocate_block_source(nbytes: int, st: str = "st", ptr: str = "ptr"
+                          ) -> tuple[list[str], dict[str, Any]]:
+    """`allocate(nbytes)` for SLAB_MAX < nbytes <= BLOCK_MAX written out for generated
+    code, as `allocate_small_source` is (a test compares the storages they make)."""
+    lines = ["raw = Block()", "address = addressof(raw)",
+             f"{ptr} = address + (-address) % {ALIGNMENT}",
+             f"{st} = new_storage(Storage)",
+             f"{st}._buffer = None",
+             f"{st}.ptr = {ptr}",
+             f"{st}.nbytes = {nbytes}",
+             f"{st}.version = 0",
+             f"{st}.owner = raw",
+             f"{st}.raw = None",
+             f"{st}.inference = False"]
+    return lines, {"Block": _block_type(nbytes), "addressof": ctypes.addressof,
+                   "new_storage": _new, "Storage": Storage}
 
 
 def _allocate_pooled(nbytes: int) -> Storage:
