@@ -258,6 +258,11 @@ class _Recomputed:
                                f"{v._storage.version}; expected version {self.version} instead.")
         return v
 
+    def values(self, node: Node, op_name: str, index: int) -> Tensor:
+        """`SavedTensor.values`: the recomputed values, without history."""
+        self.frame.recompute()
+        return self._tensor()
+
     def unpack(self, node: Node, op_name: str, index: int) -> Tensor:
         self.frame.recompute()
         t = self._tensor()
