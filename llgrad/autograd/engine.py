@@ -47,19 +47,22 @@ def _check_root(i: int, t: Tensor, g: Tensor | None) -> Tensor:
     return g
 
 
-def _discover(roots: list[Node], parents: dict[Node, list[Node]] | None = None
-              ) -> dict[Node, int]:
+def _discover(roots: list[Node], parents: dict[Node, list[Node]] | None = None,
+              sinks: list[Node] | None = None) -> dict[Node, int]:
     """The count of incoming edges of every node reachable from `roots` (roots have none
-    unless another root points to them); with `parents`, also who points to whom. (Nodes
+    unless another root points to them); with `parents`, also who points to whom; with
+    `sinks`, the nodes that send no gradient on (leaves' AccumulateGrad, mostly). (Nodes
     hash by identity.)"""
     deps: dict[Node, int] = {}
     roots_seen = set(roots)
     stack = list(roots)
     while stack:
         node = stack.pop()
+        sink = True
         for nxt, _ in node.next_functions:
             if nxt is None:
                 continue
+            sink = False
             d = deps.get(nxt)
             if d is not None:
                 deps[nxt] = d + 1
@@ -73,6 +76,8 @@ def _discover(roots: list[Node], parents: dict[Node, list[Node]] | None = None
                     parents[nxt] = [node]
                 else:
                     ps.append(node)
+        if sink and sinks is not None:
+            sinks.append(node)
     return deps
 
 
@@ -250,21 +255,24 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
         buf = buffers.setdefault(node, [None] * node.num_outputs)
         buf[nr] = _add(buf[nr], g)
 
-    parents: dict[Node, list[Node]] | None = {} if capture is not None else None
-    deps = _discover(list({id(n): n for n, _ in root_edges}.values()), parents)
+    starts = list({id(n): n for n, _ in root_edges}.values())
+    sinks: list[Node] | None = [] if capture is not None else None
+    deps = _discover(starts, None, sinks)
     capture_edges: list[Edge | None] = []
+    needed: set[Node] | None = None       # None: every node
     if capture is not None:
         for t in capture:
             if not t._requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             e = edge(t)
             capture_edges.append(e if e[0] is not None else None)
-        needed: set[Node] | None = _needed(parents, [e[0] for e in capture_edges
-                                                   if e is not None])
-        if len(needed) == len(deps) + sum(1 for n in buffers if n not in deps):
-            needed = None                 # every node leads to what is asked for
-    else:
-        needed = None                     # every node
+        targets = {e[0] for e in capture_edges if e is not None}
+        # every node leads to some sink, so when every sink is asked for, every node is
+        # needed (`grad(loss, params)` over all the graph's leaves): no walk back
+        if any(n not in targets for n in sinks):
+            parents: dict[Node, list[Node]] = {}
+            _discover(starts, parents)
+            needed = _needed(parents, list(targets))
     capture_at: dict[tuple[Node, int], list[int]] = {}
     for k, e in enumerate(capture_edges):
         if e is not None:

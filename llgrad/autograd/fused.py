@@ -172,7 +172,7 @@ def _build(node: OpNode, g: Tensor, inputs: tuple[Any, ...], output: Tensor | No
     if len(slots) != 1 or not isinstance(r[slots[0]], _Value):
         return _NOT_FUSABLE
     if r[slots[0]] is gv:
-        return None, slots[0]       # the gradient passes through (add, sub of a number)
+        return None, slots[0], None     # the gradient passes through (add, sub of a number)
     if r[slots[0]].ref[0] != "n":
         return _NOT_FUSABLE
     n_t, n_in = len(tensors), len(tensors) + len(b.numbers)
@@ -198,7 +198,9 @@ def _build(node: OpNode, g: Tensor, inputs: tuple[Any, ...], output: Tensor | No
     def launch(*ts: Tensor) -> Tensor:
         out = direct(*ts, *numbers) if direct is not None else None
         return out if out is not None else ew.launch_plan(name, plan, [*ts, *numbers])
-    return launch, slots[0]
+    # (launch, the gradient's slot, the direct launch itself when it takes the tensors
+    # only: the hot path calls it without the closure)
+    return launch, slots[0], direct if not numbers else None
 
 
 def apply(node: OpNode, g: Tensor) -> tuple[Tensor | None, ...] | None:
@@ -231,12 +233,20 @@ def apply(node: OpNode, g: Tensor) -> tuple[Tensor | None, ...] | None:
                 k += 1
         if k != len(lkeys):
             return _apply(node, g, needs, None)
-    return _gradients(entry, g, tensors, len(needs))
+    launch, slot, direct = entry
+    out = direct(*tensors) if direct is not None else None
+    if out is None:
+        out = launch(*tensors) if launch is not None else g
+    if len(needs) == 1:
+        return (out,)
+    grads: list[Tensor | None] = [None] * len(needs)
+    grads[slot] = out
+    return tuple(grads)
 
 
 def _gradients(entry: Any, g: Tensor, tensors: list[Tensor], n: int
                ) -> tuple[Tensor | None, ...]:
-    launch, slot = entry
+    launch, slot, _ = entry
     grads: list[Tensor | None] = [None] * n
     grads[slot] = launch(*tensors) if launch is not None else g
     return tuple(grads)

@@ -325,19 +325,21 @@ class OpNode(Node):
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         # a released node still runs if its rule reads no saved tensor (PyTorch's
         # behaviour: AddBackward0 can be run twice); reading one raises FREED
+        if self._plan is not None and not self._released and not _grad_state.enabled and \
+                grads[0].__class__ is Tensor and not _forward_level[0]:
+            fused = _fused_apply(self, grads[0])    # (a direct call's node: elementwise)
+            if fused is not None:
+                return fused
         opdef = _OPS[self.op]
         rule = opdef.vjp
         if rule is None:
             raise RuntimeError(f"the derivative for '{self.op}' is not implemented")
         g = grads[0]
-        if opdef.group in _ELEMENTWISE and g.__class__ is Tensor and not self._released \
-                and not _grad_state.enabled and not _forward_level[0]:
+        if self._plan is None and opdef.group in _ELEMENTWISE and g.__class__ is Tensor and \
+                not self._released and not _grad_state.enabled and not _forward_level[0]:
             # (a fused kernel carries no forward-mode tangents: with a level open the rule
             # runs as written. `self._plan`, set by `apply.direct_recorder`, caches the
             # fused rule per node layout, so `fused.apply` finds it without its full key)
-            global _fused_apply
-            if _fused_apply is None:
-                from .fused import apply as _fused_apply
             fused = _fused_apply(self, g)     # the rule as one kernel (`autograd.fused`)
             if fused is not None:
                 return fused
@@ -374,7 +376,15 @@ class RuleContext:
 
 _NO_EDGE: tuple[None, int] = (None, 0)
 _ELEMENTWISE = frozenset({registry.Group.UNARY, registry.Group.BINARY, registry.Group.TERNARY})
-_fused_apply: Callable[..., Any] | None = None
+
+
+def _fused_apply(node: OpNode, g: Tensor) -> tuple[Tensor | None, ...] | None:
+    """`autograd.fused.apply` (imported on first use: it needs the eager kernels), which
+    then takes this name's place."""
+    global _fused_apply
+    from .fused import apply
+    _fused_apply = apply
+    return apply(node, g)
 _save_plans: dict[tuple[str, str], tuple] = {}
 
 
