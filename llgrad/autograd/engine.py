@@ -82,9 +82,11 @@ def _discover(roots: list[Node], parents: dict[Node, list[Node]] | None = None,
 
 
 def _needed(parents: dict[Node, list[Node]], targets: list[Node]) -> set[Node]:
-    """Nodes from which some target is reachable (targets included): a walk from the
-    targets back along the edges."""
-    needed = set(targets)
+    """The nodes that must run: those from which some target is reachable by at least
+    one edge (a walk from the targets back along the edges), and the targets that are
+    leaves' AccumulateGrad (they accumulate). Another target's gradient is captured
+    without running its node, as PyTorch does (its hooks do not fire)."""
+    needed = {t for t in targets if t.accumulates}
     stack = list(targets)
     while stack:
         for p in parents.get(stack.pop(), ()):
@@ -299,7 +301,8 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
             in_grads = buffers.pop(node, None)
             if in_grads is None:
                 in_grads = [None] * node.num_outputs
-            if needed is not None and node not in needed:
+            skip = needed is not None and node not in needed
+            if skip and node not in capture_nodes:
                 continue
             if node._metadata is not None:
                 in_grads = _tensor_prehooks(node, in_grads)
@@ -307,6 +310,8 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
                 for nr in range(len(in_grads)):
                     for k in capture_at.get((node, nr), ()):
                         captured[k] = in_grads[nr]
+                if skip:                  # only its gradient is asked for
+                    continue
             if node.accumulates:
                 if in_grads[0] is not None and accumulate_leaves:
                     if capture is None or (node, 0) in capture_at:
@@ -345,7 +350,8 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
                 i += 1
                 if nxt is None:
                     continue
-                if g is not None and (needed is None or nxt in needed):
+                if g is not None and (needed is None or nxt in needed or
+                                      nxt in capture_nodes):
                     if meta is not None:          # `_reduce_to_input`, inlined
                         shape = meta[2 * i]
                         if shape is not None and (g._shape != shape or
