@@ -6,11 +6,15 @@ built from them, allocates the output, launches, and records autograd and forwar
 history: about ten Python calls around a foreign call. Once a call has gone through it
 successfully, `learn` files that call's generated launch (`eager.elementwise.direct_launch`:
 allocate, pack, call) under the operands' layout keys; the next call with the same
-(dtype, shape, strides) operands runs it directly when nothing else is due: no operand
-requires grad while grad mode is on, no transform interpreter (vmap, tracing) is active,
-no forward-mode level is open, and the operands are plain tensors and Python floats or
-ints. Anything else, and any call the direct launch declines (kernels being recorded, a
-number that does not pack), takes the general path, which also raises every error.
+(dtype, shape, strides) operands runs it directly when nothing else is due: no transform
+interpreter (vmap, tracing) is active, no forward-mode level is open, anomaly mode is off
+when the call is recorded, and the operands are plain tensors and Python floats or ints.
+A call that autograd records (grad mode on, an operand requires grad) runs directly too
+and records its node through the entry's recorder (`autograd.apply.direct_recorder`,
+generated on the entry's first recorded call): the same node the general path records.
+Whole reductions run directly only when not recorded. Anything else, and any call the
+direct launch declines (kernels being recorded, a number that does not pack), takes the
+general path, which also raises every error.
 
 Only ops whose function is exactly `elementwise(op, *operands)`, and whole reductions
 (`x.sum()`: `eager.reduce.direct_launch`), get a direct path (the tables are filled after
@@ -34,12 +38,14 @@ _tables: dict[Any, dict] = {}      # every direct table (cleared with the eager 
 
 
 def _learn(table: dict, key: Any, make: Callable[[], Any]) -> None:
-    """File `make()` (the direct launch of the call that just succeeded, or None)."""
+    """File `make()` (the direct launch of the call that just succeeded, or None) as the
+    entry `[launch, recorder]` (the recorder, `autograd.apply.direct_recorder`, is made
+    by the first recorded call of the entry)."""
     if interpreters or forward_ad._level[0] or len(table) >= 256:
         return
     direct = make()
     if direct is not None:
-        table[key] = direct
+        table[key] = [direct, None]
 
 
 def _elementwise_launch(op: str, operands: tuple) -> Callable[[], Any]:
@@ -63,7 +69,6 @@ def binary(op: str, general: Callable[..., Tensor], keywords: bool = False
     function such as `lg.mul` whose keyword arguments always take `general`) with a
     direct path."""
     table = _table(op)
-    recorders = _table(("record", op))
 
     def method(a: Any, b: Any) -> Tensor:
         if a.__class__ is not Tensor:
@@ -77,16 +82,16 @@ def binary(op: str, general: Callable[..., Tensor], keywords: bool = False
             recorded = grad_state.enabled and a._requires_grad
         else:
             return general(a, b)
-        go = table.get(key)
-        if go is not None and not interpreters and not forward_ad._level[0] and \
+        entry = table.get(key)
+        if entry is not None and not interpreters and not forward_ad._level[0] and \
                 not (recorded and anomaly._state.enabled):
-            out = go(a, b)
+            out = entry[0](a, b)
             if out is not None:
                 if not recorded:
                     return out
-                rec = recorders.get(key)
+                rec = entry[1]
                 if rec is None:
-                    rec = _recorder(recorders, key, op, (a, b), out)
+                    rec = entry[1] = direct_recorder(op, (a, b), out)
                 return rec(a, b, out)
         out = general(a, b)
         if key not in table:
@@ -104,7 +109,7 @@ def binary(op: str, general: Callable[..., Tensor], keywords: bool = False
 def unary(op: str, general: Callable[[Any], Tensor]) -> Callable[[Any], Tensor]:
     """`general(x)` (such as `lg.exp`) with a direct path."""
     call = _one_operand(_table(("unary", op)), general,
-                        lambda x: _elementwise_launch(op, (x,)), op, _table(("record", op)))
+                        lambda x: _elementwise_launch(op, (x,)), op, True)
 
     def fn(input: Any) -> Tensor:
         return call(input) if input.__class__ is Tensor else general(input)
@@ -116,7 +121,7 @@ def reduction(op: str, general: Callable[..., Tensor]) -> Callable[..., Tensor]:
     the whole reduction `general(x)`."""
     from ..eager import reduce
     call = _one_operand(_table(("reduction", op)), general,
-                        lambda x: lambda: reduce.direct_launch(op, x, (), False), op, None)
+                        lambda x: lambda: reduce.direct_launch(op, x, (), False), op, False)
 
     def fn(input: Any, *args: Any, **kwargs: Any) -> Tensor:
         if input.__class__ is Tensor and not args and not kwargs:
@@ -127,38 +132,29 @@ def reduction(op: str, general: Callable[..., Tensor]) -> Callable[..., Tensor]:
 
 def _one_operand(table: dict, general: Callable[[Any], Tensor],
                  launch_of: Callable[[Tensor], Callable[[], Any]], op: str,
-                 recorders: dict | None) -> Callable[[Tensor], Tensor]:
-    """The direct-or-general call of a one-tensor op on a plain tensor; with `recorders`
-    (its table of recorders), a call that autograd records runs directly too, recording
-    `op`'s node as the general path does (`apply` with no attributes)."""
+                 records: bool) -> Callable[[Tensor], Tensor]:
+    """The direct-or-general call of a one-tensor op on a plain tensor; with `records`,
+    a call that autograd records runs directly too, recording `op`'s node as the general
+    path does (`apply` with no attributes)."""
     def call(input: Tensor) -> Tensor:
         key = input._lkey
         recorded = grad_state.enabled and input._requires_grad
-        go = table.get(key)
-        if go is not None and not interpreters and not forward_ad._level[0] and \
-                not (recorded and (anomaly._state.enabled or recorders is None)):
-            out = go(input)
+        entry = table.get(key)
+        if entry is not None and not interpreters and not forward_ad._level[0] and \
+                not (recorded and (anomaly._state.enabled or not records)):
+            out = entry[0](input)
             if out is not None:
                 if not recorded:
                     return out
-                rec = recorders.get(key)
+                rec = entry[1]
                 if rec is None:
-                    rec = _recorder(recorders, key, op, (input,), out)
+                    rec = entry[1] = direct_recorder(op, (input,), out)
                 return rec(input, out)
         out = general(input)
         if key not in table:
             _learn(table, key, launch_of(input))
         return out
     return call
-
-
-def _recorder(recorders: dict, key: Any, op: str, operands: tuple, out: Tensor) -> Any:
-    """The recorder of `op`'s direct calls with `key` (`autograd.apply.direct_recorder`),
-    made on the first recorded call and filed (like the direct launches, at most 256)."""
-    rec = direct_recorder(op, operands, out)
-    if len(recorders) < 256:
-        recorders[key] = rec
-    return rec
 
 
 def _like(fn: Any, general: Any, op: str) -> Any:
