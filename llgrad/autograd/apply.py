@@ -93,10 +93,19 @@ def direct_recorder(op: str, operands: Sequence[Any], out: Tensor) -> Callable[.
               "node._hooks = node._prehooks = node._metadata = node._trace = None",
               "node._seq = next(sequence)", "node.op = OP", "node.attrs = {}",
               "node._meta = META", "node._layouts = LAYOUTS", "node._plan = PLAN",
-              "node._released = False",
-              "node._scalars = " + ("None" if all(tensor) else
-                                    "(" + "".join(f"a{i}, " if not tensor[i] else "None, "
-                                                  for i in range(n)) + ")")]
+              "node._released = False"]
+    if all(tensor):
+        lines.append("node._scalars = None")
+    else:
+        # the numbers, as a tuple shared while the same number objects come (a literal in
+        # a loop: one object), so most calls make no new tuple
+        same = " and ".join(f"last[{i}] is a{i}" for i in range(n) if not tensor[i])
+        lines += ["last = LAST[0]",
+                  f"if {same}:",
+                  "    node._scalars = last",
+                  "else:",
+                  "    node._scalars = LAST[0] = (" + "".join(
+                      f"a{i}, " if not tensor[i] else "None, " for i in range(n)) + ")"]
     saved = []
     for i in range(n):
         if not tensor[i] or not (save_all or i in digits):
@@ -123,14 +132,18 @@ def direct_recorder(op: str, operands: Sequence[Any], out: Tensor) -> Callable[.
                   "so._layout = (st, out._offset, out._shape, out._strides, out._dtype, "
                   "out._base)", "so.source = ref(out)"]
     saved.append("so" if save_out else "None")
-    lines += [f"node._saved = [{', '.join(saved)}]", "out._requires_grad = True",
+    # (a node that saves nothing shares one tuple of Nones: `_saved` is only ever read or
+    # rebound, and checkpoint replaces saved tensors only)
+    lines += [f"node._saved = [{', '.join(saved)}]" if any(x != "None" for x in saved) else
+              "node._saved = NOTHING_SAVED", "out._requires_grad = True",
               "out.grad_fn = node", "out._output_nr = 0", "return out"]
     needs = None if sum(tensor) > 1 else tuple(tensor)
     consts = {"new": object.__new__, "CLS": cls, "Saved": SavedTensor, "edge": edge,
               "NO_EDGE": _NO_EDGE, "sequence": _sequence, "OP": op, "META": tuple(meta),
               "LAYOUTS": tuple(o._strides if isinstance(o, Tensor) else None
                                for o in operands) if keeps_layout else None,
-              "PLAN": DirectPlan(needs), "ref": weakref.ref}
+              "PLAN": DirectPlan(needs), "ref": weakref.ref,
+              "LAST": [tuple(None for _ in range(n))], "NOTHING_SAVED": (None,) * (n + 1)}
     from .._source import define
     source = f"def rec({', '.join(args)}):\n" + "".join(f"    {l}\n" for l in lines)
     return define(source, f"<llgrad record {op}>", consts, "rec")
