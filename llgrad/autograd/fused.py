@@ -233,22 +233,21 @@ def apply(node: OpNode, g: Tensor) -> tuple[Tensor | None, ...] | None:
                 k += 1
         if k != len(lkeys):
             return _apply(node, g, needs, None)
-    launch, slot, direct = entry
-    out = direct(*tensors) if direct is not None else None
-    if out is None:
-        out = launch(*tensors) if launch is not None else g
-    if len(needs) == 1:
-        return (out,)
-    grads: list[Tensor | None] = [None] * len(needs)
-    grads[slot] = out
-    return tuple(grads)
+    return _gradients(entry, g, tensors, len(needs))
 
 
 def _gradients(entry: Any, g: Tensor, tensors: list[Tensor], n: int
                ) -> tuple[Tensor | None, ...]:
-    launch, slot, _ = entry
+    """The node's `n` gradients from `entry` (see `_build`) on `tensors` (the incoming
+    gradient, then the saved tensors)."""
+    launch, slot, direct = entry
+    out = direct(*tensors) if direct is not None else None
+    if out is None:
+        out = launch(*tensors) if launch is not None else g
+    if n == 1:
+        return (out,)
     grads: list[Tensor | None] = [None] * n
-    grads[slot] = launch(*tensors) if launch is not None else g
+    grads[slot] = out
     return tuple(grads)
 
 

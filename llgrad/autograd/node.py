@@ -338,8 +338,8 @@ class OpNode(Node):
         if self._plan is None and opdef.group in _ELEMENTWISE and g.__class__ is Tensor and \
                 not self._released and not _grad_state.enabled and not _forward_level[0]:
             # (a fused kernel carries no forward-mode tangents: with a level open the rule
-            # runs as written. `self._plan`, set by `apply.direct_recorder`, caches the
-            # fused rule per node layout, so `fused.apply` finds it without its full key)
+            # runs as written. A node with `_plan`, made by `apply.direct_recorder`, went
+            # to its fused rule above, where the plan caches it per layout)
             fused = _fused_apply(self, g)     # the rule as one kernel (`autograd.fused`)
             if fused is not None:
                 return fused
@@ -385,6 +385,8 @@ def _fused_apply(node: OpNode, g: Tensor) -> tuple[Tensor | None, ...] | None:
     from .fused import apply
     _fused_apply = apply
     return apply(node, g)
+
+
 _save_plans: dict[tuple[str, str], tuple] = {}
 
 
