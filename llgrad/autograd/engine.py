@@ -291,6 +291,8 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
     push, pop = heapq.heappush, heapq.heappop
 
     release = not retain_graph
+    # the nodes a gradient is sent to: needed ones and targets (None: every node)
+    receives = None if needed is None else needed | capture_nodes
     with set_grad_enabled(create_graph):
         follow = None                 # the one node this one made ready, run next directly
         while ready or follow is not None:
@@ -350,8 +352,8 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
                 i += 1
                 if nxt is None:
                     continue
-                if g is not None and (needed is None or nxt in needed or
-                                      nxt in capture_nodes):
+                buf = None
+                if g is not None and (receives is None or nxt in receives):
                     if meta is not None:          # `_reduce_to_input`, inlined
                         shape = meta[2 * i]
                         if shape is not None and (g._shape != shape or
@@ -369,7 +371,7 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0:
-                    if nxt not in buffers:
+                    if buf is None and nxt not in buffers:
                         buffers[nxt] = [None] * nxt.num_outputs
                     if made_ready is None:
                         made_ready = nxt
@@ -381,7 +383,7 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
                 else:                     # a chain: nothing to order
                     follow = made_ready
             # the gradients now live in `buffers` only (`_accumulate_owned` counts on it)
-            outs = in_grads = g = prev = None
+            outs = in_grads = g = prev = buf = None
 
     return captured
 
