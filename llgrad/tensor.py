@@ -93,14 +93,25 @@ class Tensor:
                      strides: tuple[int, ...]) -> Any:
         """A function of no arguments doing `Tensor._empty(shape, dtype, strides)`, for
         generated code that makes outputs of one layout over and over (eager direct
-        launches): the allocation (a tiny output's slab cut inline) and the tensor's fields
-        are written out with the layout as constants (fresh fields as `_init_state` sets
-        them)."""
+        launches): `_empty_source`'s lines as a function."""
+        if cls is not Tensor:
+            return lambda: cls._empty(shape, dtype, strides)
+        lines, consts = Tensor._empty_source(shape, dtype, strides, "t")
+        from ._source import define
+        source = "def make():\n" + "".join(f"    {l}\n" for l in lines + ["return t"])
+        return define(source, f"<llgrad output {dtype.name}{list(shape)}>", consts, "make")
+
+    @staticmethod
+    def _empty_source(shape: tuple[int, ...], dtype: DType, strides: tuple[int, ...],
+                      name: str) -> tuple[list[str], dict[str, Any]]:
+        """Source lines binding `name` to `Tensor._empty(shape, dtype, strides)`, and the
+        constants they read: the allocation (a tiny output's slab cut, a small one's block,
+        inline) and the tensor's fields written out with the layout as constants (fresh
+        fields as `_init_state` sets them). They also bind `st`, `ptr`, `state`, `raw` and
+        `address`."""
         n = dtype.itemsize
         for s in shape:
             n *= s
-        if cls is not Tensor:
-            return lambda: cls._empty(shape, dtype, strides)
         if n <= SLAB_MAX:
             lines, consts = allocate_small_source(n)
         elif n <= BLOCK_MAX:
@@ -113,14 +124,14 @@ class Tensor:
                  and not k.startswith("__")]
         consts.update(new=_new, Tensor=Tensor, grad_state=_grad_state, SHAPE=shape,
                       STRIDES=strides, DTYPE=dtype, LKEY=(dtype, shape, strides))
-        body = ["t = new(Tensor)", "t._storage = st", "t._offset = 0", "t._shape = SHAPE",
-                "t._strides = STRIDES", "t._dtype = DTYPE", "t._ptr = ptr", "t._lkey = LKEY"]
-        body += [f"t.{k} = {v!r}" for k, v in state]
+        t = name
+        body = [f"{t} = new(Tensor)", f"{t}._storage = st", f"{t}._offset = 0",
+                f"{t}._shape = SHAPE", f"{t}._strides = STRIDES", f"{t}._dtype = DTYPE",
+                f"{t}._ptr = ptr", f"{t}._lkey = LKEY"]
+        body += [f"{t}.{k} = {v!r}" for k, v in state]
         body += ["if grad_state.inference:", "    st.inference = True",
-                 "    t._inference = True", "return t"]
-        from ._source import define
-        source = "def make():\n" + "".join(f"    {l}\n" for l in lines + body)
-        return define(source, f"<llgrad output {dtype.name}{list(shape)}>", consts, "make")
+                 f"    {t}._inference = True"]
+        return lines + body, consts
 
     @classmethod
     def _from_numpy(cls, arr: np.ndarray, dtype: DType | None = None) -> "Tensor":

@@ -300,7 +300,7 @@ def _generate_launch(op: str, plan: Plan, operands: Sequence[Any], direct: bool)
     k = 0
     for i, (slot, name) in enumerate(zip(plan.ptr_slots, names)):
         if i == 0 or isinstance(operands[i - 1], Tensor):
-            values[slot] = f"{name}._ptr"
+            values[slot] = "ptr" if i == 0 and direct else f"{name}._ptr"
             continue
         fmt = _SCALAR_FORMATS.get(plan.scalar_dtypes[i - 1].name)
         if fmt is None:
@@ -322,11 +322,17 @@ def _generate_launch(op: str, plan: Plan, operands: Sequence[Any], direct: bool)
                    f"        return {fail}\n")
     overflow = ("        return None\n" if direct else
                 "        raise RuntimeError(OP + ': ' + NO_MEMORY) from None\n")
+    consts: dict[str, Any] = {}
+    make = ""
+    if direct:          # the output's allocation and fields, written out here
+        lines, consts = Tensor._empty_source(plan.out_shape, plan.out_dtype,
+                                             plan.out_strides, "out")
+        make = "".join(f"    {l}\n" for l in lines)
     source = (f"{head}"
               f"    if recording:\n"
               f"        return {fail}\n"
               f"{numbers}"
-              + ("    out = make_output()\n" if direct else "") +
+              f"{make}" +
               f"    buf, addr = block()\n"
               f"    try:\n"
               f"        pack(buf, 0, {', '.join(values)})\n"
@@ -334,11 +340,10 @@ def _generate_launch(op: str, plan: Plan, operands: Sequence[Any], direct: bool)
               f"{overflow}"
               f"    fn(addr)\n"
               f"    return {done}\n")
-    consts = {"recording": launch._recording, "block": launch.block, "struct": struct,
-              "pack": plan.packer.pack_into, "fn": plan.kernel.fn, "NO_MEMORY": _NO_MEMORY,
-              "OP": op, "scratch": _scratch, "spack": struct.pack_into,
-              "make_output": Tensor._empty_maker(plan.out_shape, plan.out_dtype,
-                                                 plan.out_strides) if direct else None}
+    consts.update({"recording": launch._recording, "block": launch.block, "struct": struct,
+                   "pack": plan.packer.pack_into, "fn": plan.kernel.fn,
+                   "NO_MEMORY": _NO_MEMORY, "OP": op, "scratch": _scratch,
+                   "spack": struct.pack_into})
     kind = "direct" if direct else "launch"
     return define(source, f"<llgrad eager {kind} {op}>", consts, "direct" if direct else "go")
 
