@@ -191,16 +191,15 @@ def _build(node: OpNode, g: Tensor, inputs: tuple[Any, ...], output: Tensor | No
     try:
         plan = ew.make_plan(expr, g._shape, result.dtype, None, operands,
                             [t._dtype for t in tensors] + [d for _, d in b.numbers])
-        direct = ew.direct_launch(name, plan, operands)
+        direct = ew.direct_launch(name, plan, operands, bind_numbers=True)
     except Exception:               # noqa: BLE001 - e.g. a dtype the kernels lack
         return _NOT_FUSABLE
 
     def launch(*ts: Tensor) -> Tensor:
-        out = direct(*ts, *numbers) if direct is not None else None
-        return out if out is not None else ew.launch_plan(name, plan, [*ts, *numbers])
-    # (launch, the gradient's slot, the direct launch itself when it takes the tensors
-    # only: the hot path calls it without the closure)
-    return launch, slots[0], direct if not numbers else None
+        return ew.launch_plan(name, plan, [*ts, *numbers])
+    # (the general launch, the gradient's slot, and the direct launch, which takes the
+    # tensors only (the numbers are its constants) and declines while kernels are recorded)
+    return launch, slots[0], direct
 
 
 def apply(node: OpNode, g: Tensor) -> tuple[Tensor | None, ...] | None:

@@ -281,20 +281,27 @@ def _tensor_launch(op: str, plan: Plan, operands: Sequence[Any]) -> Any:
     return _generate_launch(op, plan, operands, direct=False)
 
 
-def direct_launch(op: str, plan: Plan, operands: Sequence[Any]) -> Any:
+def direct_launch(op: str, plan: Plan, operands: Sequence[Any],
+                  bind_numbers: bool = False) -> Any:
     """`_tensor_launch`'s code as a whole call: `direct(*operands)` allocates the output,
     packs, calls and returns the output, or returns None having done nothing (kernels
     being recorded, a number that does not pack). None when the plan has no such launch.
-    For `functions.fastpath`, which decides when a call may skip the general path."""
+    For `functions.fastpath`, which decides when a call may skip the general path. With
+    `bind_numbers`, the numbers among `operands` are constants of the function, which
+    takes the tensors only (`autograd.fused`: a rule's numbers belong to its key)."""
     if plan.kernel is None:
         return None
-    return _generate_launch(op, plan, operands, direct=True) or None
+    return _generate_launch(op, plan, operands, direct=True, bind_numbers=bind_numbers) \
+        or None
 
 
-def _generate_launch(op: str, plan: Plan, operands: Sequence[Any], direct: bool) -> Any:
+def _generate_launch(op: str, plan: Plan, operands: Sequence[Any], direct: bool,
+                     bind_numbers: bool = False) -> Any:
     if not plan.serial:
         return False
     names = ["out"] + [f"a{i}" for i in range(len(operands))]
+    params = [n for n, o in zip(names[1:], operands)
+              if not bind_numbers or isinstance(o, Tensor)]
     values = [str(v) for v in plan.template]
     scalars = []
     k = 0
@@ -310,7 +317,7 @@ def _generate_launch(op: str, plan: Plan, operands: Sequence[Any], direct: bool)
         k += 1
     fail, done = ("None", "out") if direct else ("False", "True")
     if direct:
-        head = f"def direct({', '.join(names[1:])}):\n"
+        head = f"def direct({', '.join(params)}):\n"
     else:
         head = "def go(out, ops):\n" + (f"    {', '.join(names[1:])}, = ops\n" if operands
                                           else "")
@@ -340,6 +347,8 @@ def _generate_launch(op: str, plan: Plan, operands: Sequence[Any], direct: bool)
               f"{overflow}"
               f"    fn(addr)\n"
               f"    return {done}\n")
+    if bind_numbers:
+        consts.update({n: o for n, o in zip(names[1:], operands) if not isinstance(o, Tensor)})
     consts.update({"recording": launch._recording, "block": launch.block, "struct": struct,
                    "pack": plan.packer.pack_into, "fn": plan.kernel.fn,
                    "NO_MEMORY": _NO_MEMORY, "OP": op, "scratch": _scratch,
