@@ -165,3 +165,18 @@ def test_tables_are_cleared_with_the_direct_launches():
     fastpath.clear()
     assert not any(t for t in fastpath._tables.values())
     assert (x * 2.0).grad_fn is not None
+
+
+def test_saved_tensor_source_lines_build_what_saved_tensor_builds():
+    from llgrad.autograd.node import SavedTensor
+    import weakref
+    t = lg.randn(4) * 1.0
+    for is_output in (False, True):
+        ns = {"new": object.__new__, "Saved": SavedTensor, "ref": weakref.ref, "t": t}
+        exec("\n".join(SavedTensor.source_lines("s", "t", is_output)), ns)
+        made, want = ns["s"], SavedTensor(t, is_output)
+        for k in SavedTensor.__slots__:
+            a, b = getattr(made, k), getattr(want, k)
+            if k == "source" and a is not None:
+                a, b = a(), b()
+            assert a is b or (not isinstance(a, lg.Tensor) and a == b), k

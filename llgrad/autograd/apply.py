@@ -13,7 +13,8 @@ from ..ir import registry
 from ..tensor import DENSE_CLASSES, Tensor
 from . import forward_ad
 from .grad_mode import is_grad_enabled
-from .node import node_class
+from .node import (_NO_EDGE, SavedTensor, _save_plan, _save_plans, _sequence, edge,
+                   node_class)
 
 
 def needs_grad(operands: Sequence[Any]) -> bool:
@@ -67,12 +68,11 @@ def direct_recorder(op: str, operands: Sequence[Any], out: Tensor) -> Callable[.
     and dtypes and the numbers' positions as constants). For `functions.fastpath`'s direct
     calls, which run it only with grad mode on, no interpreter, anomaly mode or forward
     level, on plain tensors and Python numbers. The node is the same as `record` makes."""
-    from .node import SavedTensor, _NO_EDGE, _save_plan, _save_plans, _sequence, edge
     import weakref
+    from .._source import define
     n = len(operands)
     args = [f"a{i}" for i in range(n)] + ["out"]
     if not out._dtype.differentiable:
-        from .._source import define
         return define(f"def rec({', '.join(args)}):\n    return out\n",
                       f"<llgrad record {op}>", {}, "rec")
     cls, saves = _node_classes.get((op, None, None)) or _node_class(op, None, None)
@@ -116,21 +116,14 @@ def direct_recorder(op: str, operands: Sequence[Any], out: Tensor) -> Callable[.
             saved.append("None")            # only numbers read it: nothing needs it
             continue
         cond = " or ".join(f"e{r}[0] is not None" for r in readers) if i in save_for else ""
-        body = [f"s{i} = new(Saved)", f"s{i}.is_output = False",
-                f"s{i}.requires_grad = a{i}._requires_grad",
-                f"s{i}.version = a{i}._storage.version", f"s{i}._layout = None",
-                f"s{i}._data = a{i}", f"s{i}.source = None"]
+        body = SavedTensor.source_lines(f"s{i}", f"a{i}", False)
         if cond:
             lines += [f"if {cond}:"] + ["    " + b for b in body] + ["else:", f"    s{i} = None"]
         else:
             lines += body
         saved.append(f"s{i}")
-    if save_out:
-        lines += ["out._requires_grad = True", "so = new(Saved)", "so.is_output = True",
-                  "so.requires_grad = True", "st = out._storage", "so.version = st.version",
-                  "so._data = None",
-                  "so._layout = (st, out._offset, out._shape, out._strides, out._dtype, "
-                  "out._base)", "so.source = ref(out)"]
+    if save_out:        # (`out` requires grad before it is saved, as `record` orders it)
+        lines += ["out._requires_grad = True"] + SavedTensor.source_lines("so", "out", True)
     saved.append("so" if save_out else "None")
     # (a node that saves nothing shares one tuple of Nones: `_saved` is only ever read or
     # rebound, and checkpoint replaces saved tensors only)
@@ -144,7 +137,6 @@ def direct_recorder(op: str, operands: Sequence[Any], out: Tensor) -> Callable[.
                                for o in operands) if keeps_layout else None,
               "PLAN": DirectPlan(needs), "ref": weakref.ref,
               "LAST": [tuple(None for _ in range(n))], "NOTHING_SAVED": (None,) * (n + 1)}
-    from .._source import define
     source = f"def rec({', '.join(args)}):\n" + "".join(f"    {l}\n" for l in lines)
     return define(source, f"<llgrad record {op}>", consts, "rec")
 

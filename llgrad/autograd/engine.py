@@ -81,7 +81,7 @@ def _discover(roots: list[Node], parents: dict[Node, list[Node]] | None = None,
     return deps
 
 
-def _needed(parents: dict[Node, list[Node]], targets: list[Node]) -> set[Node]:
+def _needed(parents: dict[Node, list[Node]], targets: set[Node]) -> set[Node]:
     """The nodes that must run: those from which some target is reachable by at least
     one edge (a walk from the targets back along the edges), and the targets that are
     leaves' AccumulateGrad (they accumulate). Another target's gradient is captured
@@ -274,7 +274,7 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
         if any(n not in targets for n in sinks):
             parents: dict[Node, list[Node]] = {}
             _discover(starts, parents)
-            needed = _needed(parents, list(targets))
+            needed = _needed(parents, targets)
     capture_at: dict[tuple[Node, int], list[int]] = {}
     for k, e in enumerate(capture_edges):
         if e is not None:

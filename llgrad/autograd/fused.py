@@ -208,10 +208,10 @@ def apply(node: OpNode, g: Tensor) -> tuple[Tensor | None, ...] | None:
         return None
     plan = node._plan
     if plan is None:
-        return _apply(node, g, tuple([e[0] is not None for e in node.next_functions]), None)
+        return _apply(node, g, node.needs_input_grad, None)
     # a direct call's node (`apply.direct_recorder`): the plan remembers what the full
     # lookup decided per (needs, gradient layout, numbers), with the saved tensors' layouts
-    needs = plan.needs or tuple([e[0] is not None for e in node.next_functions])
+    needs = plan.needs or node.needs_input_grad
     key = (needs, g._lkey, node._scalars)
     known = plan.fused.get(key)
     if known is None:

@@ -92,6 +92,23 @@ class SavedTensor:
         # the output object itself, weakly: forward-mode tangents attach to it later
         self.source = weakref.ref(t)
 
+    @staticmethod
+    def source_lines(var: str, t: str, is_output: bool) -> list[str]:
+        """`var = SavedTensor(<t>, is_output)` written out for generated code (a direct
+        call's recorder, `apply.direct_recorder`) where `<t>` is a plain `Tensor` with a
+        storage; it reads the names `new`, `Saved` and `ref` (`object.__new__`, this
+        class, `weakref.ref`)."""
+        lines = [f"{var} = new(Saved)", f"{var}.is_output = {is_output}",
+                 f"{var}.requires_grad = {t}._requires_grad",
+                 f"{var}.version = {t}._storage.version"]
+        if not is_output:
+            return lines + [f"{var}._layout = None", f"{var}._data = {t}",
+                            f"{var}.source = None"]
+        return lines + [f"{var}._data = None",
+                        f"{var}._layout = ({t}._storage, {t}._offset, {t}._shape, "
+                        f"{t}._strides, {t}._dtype, {t}._base)",
+                        f"{var}.source = ref({t})"]
+
     def _alias(self) -> Tensor:
         """A new tensor over the saved values, without history."""
         layout = self._layout
@@ -325,24 +342,20 @@ class OpNode(Node):
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         # a released node still runs if its rule reads no saved tensor (PyTorch's
         # behaviour: AddBackward0 can be run twice); reading one raises FREED
-        if self._plan is not None and not self._released and not _grad_state.enabled and \
-                grads[0].__class__ is Tensor and not _forward_level[0]:
-            fused = _fused_apply(self, grads[0])    # (a direct call's node: elementwise)
+        g = grads[0]
+        opdef = _OPS[self.op]
+        # an elementwise rule as one kernel (`autograd.fused`; a direct call's node, with a
+        # `_plan`, is elementwise and finds it there first). A fused kernel carries no
+        # forward-mode tangents: with a level open the rule runs as written
+        if g.__class__ is Tensor and not self._released and not _grad_state.enabled and \
+                not _forward_level[0] and (self._plan is not None or
+                                           opdef.group in _ELEMENTWISE):
+            fused = _fused_apply(self, g)
             if fused is not None:
                 return fused
-        opdef = _OPS[self.op]
         rule = opdef.vjp
         if rule is None:
             raise RuntimeError(f"the derivative for '{self.op}' is not implemented")
-        g = grads[0]
-        if self._plan is None and opdef.group in _ELEMENTWISE and g.__class__ is Tensor and \
-                not self._released and not _grad_state.enabled and not _forward_level[0]:
-            # (a fused kernel carries no forward-mode tangents: with a level open the rule
-            # runs as written. A node with `_plan`, made by `apply.direct_recorder`, went
-            # to its fused rule above, where the plan caches it per layout)
-            fused = _fused_apply(self, g)     # the rule as one kernel (`autograd.fused`)
-            if fused is not None:
-                return fused
         out = rule(self, g, **self.attrs)
         return out if isinstance(out, tuple) else (out,)
 
