@@ -103,31 +103,34 @@ class Tensor:
 
     @staticmethod
     def _empty_source(shape: tuple[int, ...], dtype: DType, strides: tuple[int, ...],
-                      name: str) -> tuple[list[str], dict[str, Any]]:
+                      name: str, tag: str = "") -> tuple[list[str], dict[str, Any]]:
         """Source lines binding `name` to `Tensor._empty(shape, dtype, strides)`, and the
         constants they read: the allocation (a tiny output's slab cut, a small one's block,
         inline) and the tensor's fields written out with the layout as constants (fresh
         fields as `_init_state` sets them). They also bind `st`, `ptr`, `state`, `raw` and
-        `address`."""
+        `address`. `tag` ends the names of the layout's constants, so one function can
+        make several outputs (each with its own tag)."""
         n = dtype.itemsize
         for s in shape:
             n *= s
         if n <= SLAB_MAX:
             lines, consts = allocate_small_source(n)
         elif n <= BLOCK_MAX:
-            lines, consts = allocate_block_source(n)
+            lines, consts = allocate_block_source(n, tag=tag)
         else:
-            lines, consts = ["st = allocate(N)", "ptr = st.ptr"], {"allocate": allocate, "N": n}
+            lines = [f"st = allocate(N{tag})", "ptr = st.ptr"]
+            consts = {"allocate": allocate, f"N{tag}": n}
         fresh = _new(Tensor)
         fresh._init_state(None)
         state = [(k, getattr(fresh, k)) for k in Tensor.__slots__ if hasattr(fresh, k)
                  and not k.startswith("__")]
-        consts.update(new=_new, Tensor=Tensor, grad_state=_grad_state, SHAPE=shape,
-                      STRIDES=strides, DTYPE=dtype, LKEY=(dtype, shape, strides))
+        consts.update({"new": _new, "Tensor": Tensor, "grad_state": _grad_state,
+                       f"SHAPE{tag}": shape, f"STRIDES{tag}": strides, f"DTYPE{tag}": dtype,
+                       f"LKEY{tag}": (dtype, shape, strides)})
         t = name
         body = [f"{t} = new(Tensor)", f"{t}._storage = st", f"{t}._offset = 0",
-                f"{t}._shape = SHAPE", f"{t}._strides = STRIDES", f"{t}._dtype = DTYPE",
-                f"{t}._ptr = ptr", f"{t}._lkey = LKEY"]
+                f"{t}._shape = SHAPE{tag}", f"{t}._strides = STRIDES{tag}",
+                f"{t}._dtype = DTYPE{tag}", f"{t}._ptr = ptr", f"{t}._lkey = LKEY{tag}"]
         body += [f"{t}.{k} = {v!r}" for k, v in state]
         body += ["if grad_state.inference:", "    st.inference = True",
                  f"    {t}._inference = True"]

@@ -180,3 +180,31 @@ def test_saved_tensor_source_lines_build_what_saved_tensor_builds():
             if k == "source" and a is not None:
                 a, b = a(), b()
             assert a is b or (not isinstance(a, lg.Tensor) and a == b), k
+
+
+def _leaf_hook_program(T):
+    """Gradients of leaves with `register_hook` hooks, through `autograd.grad` and
+    `backward` (PyTorch runs a leaf's hooks before the gradient is captured or
+    accumulated, once)."""
+    out = []
+    b = T.tensor([1.0, 2.0, 3.0], dtype=T.float64, requires_grad=True)
+    b.register_hook(lambda g: g * 3.0)
+    out.append(T.autograd.grad((b * b).sum(), [b])[0].tolist())
+    (b * b).sum().backward()
+    out.append(b.grad.tolist())
+    c = T.tensor([0.5, -1.0], dtype=T.float64, requires_grad=True)
+    c.register_hook(lambda g: g + 1.0)
+    c.register_hook(lambda g: g * 2.0)
+    y = c * 4.0
+    gc, gy = T.autograd.grad((y * c).sum(), [c, y])
+    out += [gc.tolist(), gy.tolist()]
+    y = c * 4.0
+    (y * c).sum().backward(inputs=[c])
+    out.append(c.grad.tolist())
+    return out
+
+
+def test_leaf_hooks_run_before_grad_captures_as_in_torch():
+    torch = pytest.importorskip("torch")
+    assert _leaf_hook_program(lg) == _leaf_hook_program(torch)
+    assert _leaf_hook_program(lg)[0] == [6.0, 12.0, 18.0]

@@ -179,3 +179,84 @@ def test_float32_training_loop_matches_eager_and_the_partitioned_graphs(monkeypa
     partitioned = train(lg.compile(loss_fn))
     np.testing.assert_allclose(ahead, eager, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(ahead, partitioned, rtol=1e-5, atol=1e-6)
+
+
+def test_the_generated_call_makes_the_node_record_speculative_makes():
+    x, w = _inputs(8)
+    cf = lg.compile(_loss)
+    cf(x, w)                                   # the general path, then the generated one
+    fast = cf(x, w)
+    (entry,) = cf._entries.values()
+    fn = entry.function
+    call = fn.diff_call((0, 1), 2)
+    assert call.fast is not call and "speculative call" in call.fast.__code__.co_filename
+    made = fn.record_speculative(call.spec, (0, 1), (x, w), call.spec_run(x, w))[0]
+    a, b = fast.grad_fn, made.grad_fn
+    for field in function.CompiledBackward.__slots__:
+        va, vb = getattr(a, field), getattr(b, field)
+        if field == "precomputed":
+            assert [t.tolist() for t in va] == [t.tolist() for t in vb]
+        else:
+            assert va == vb, field
+    for field in ("_hooks", "_prehooks", "_metadata", "_trace"):
+        assert getattr(a, field) == getattr(b, field), field
+    assert a.next_functions == b.next_functions and a._seq < b._seq
+    assert (fast._requires_grad, fast._output_nr, fast.tolist()) == \
+        (made._requires_grad, made._output_nr, made.tolist())
+
+
+def _declines(loss, inputs):
+    return loss.grad_fn.direct_grads(loss, inputs, False) is None
+
+
+@pytest.mark.parametrize("case", ["reordered", "repeated", "subset", "leaf_hook",
+                                  "post_accumulate_hook", "accumulator_hook", "anomaly"])
+def test_the_node_answers_grad_alone_only_when_nothing_else_is_asked(case):
+    """`CompiledBackward.direct_grads` declines every case the engine must decide, and
+    `lg.autograd.grad` then gives eager's answer."""
+    x, w = _inputs(9)
+    cf = lg.compile(_loss)
+    want = dict(zip("xw", _eager_grads(_loss, [x, w])))
+    seen = []
+    if case == "leaf_hook":
+        x.register_hook(lambda g: seen.append(1))
+    elif case == "post_accumulate_hook":
+        x.register_post_accumulate_grad_hook(lambda t: seen.append(1))
+    loss = cf(x, w)
+    if case == "accumulator_hook":
+        loss.grad_fn.next_functions[0][0].register_hook(lambda *a: seen.append(1))
+    inputs, names = {"reordered": ([w, x], "wx"), "repeated": ([x, x], "xx"),
+                     "subset": ([w], "w")}.get(case, ([x, w], "xw"))
+    with lg.autograd.set_detect_anomaly(case == "anomaly"):
+        assert _declines(loss, inputs)
+        got = lg.autograd.grad(loss, inputs)
+    for g, n in zip(got, names):
+        np.testing.assert_allclose(g.numpy(), want[n], rtol=1e-12, atol=1e-14)
+    if case == "leaf_hook":
+        assert seen == [1]
+
+
+def test_the_node_answer_with_retain_graph_keeps_the_graph():
+    x, w = _inputs(10)
+    cf = lg.compile(_loss)
+    want = _eager_grads(_loss, [x, w])
+    loss = cf(x, w)
+    first = lg.autograd.grad(loss, [x, w], retain_graph=True)
+    assert loss.grad_fn.precomputed is None and loss.grad_fn.inputs == (x, w)
+    second = lg.autograd.grad(loss, [x, w])         # recomputed from the inputs
+    for a, b, c in zip(first, second, want):
+        np.testing.assert_allclose(a.numpy(), c, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(b.numpy(), c, rtol=1e-12, atol=1e-14)
+    with pytest.raises(RuntimeError) as e:
+        lg.autograd.grad(loss, [x, w])
+    assert str(e.value) == FREED
+
+
+def test_the_node_declines_after_an_input_changed_and_grad_raises_eagers_error():
+    x, w = _inputs(11)
+    loss = lg.compile(_loss)(x, w)
+    with lg.no_grad():
+        w.mul_(2.0)
+    assert _declines(loss, [x, w])
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        lg.autograd.grad(loss, [x, w])

@@ -38,7 +38,13 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
             not is_grads_batched and not materialize_grads and \
             inputs.__class__ in (list, tuple) and inputs:
         # one output, default arguments: a graph of one compiled call over leaves runs
-        # without the engine's walk (`engine._run_direct`; None when it is not that)
+        # without the engine's walk (its node's `direct_grads`, then
+        # `engine._run_direct`; each None when the graph is not theirs)
+        node = outputs.grad_fn
+        if node is not None and node.direct_grads is not None:
+            direct = node.direct_grads(outputs, inputs, bool(retain_graph))
+            if direct is not None:
+                return direct
         direct = engine._run_direct(outputs, None, bool(retain_graph), inputs, False)
         if direct is not None:
             return _results(list(inputs), direct, allow_unused, materialize_grads)

@@ -308,6 +308,10 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
                 continue
             if node._metadata is not None:
                 in_grads = _tensor_prehooks(node, in_grads)
+            if node.accumulates and node.variable._hooks and in_grads[0] is not None:
+                # a leaf's own hooks, before `autograd.grad` captures its gradient and
+                # before it accumulates (PyTorch runs them as AccumulateGrad's pre-hooks)
+                in_grads[0] = _leaf_hooks(node.variable, in_grads[0])
             if node in capture_nodes:
                 for nr in range(len(in_grads)):
                     for k in capture_at.get((node, nr), ()):
@@ -457,12 +461,17 @@ def _accumulate_owned(leaf: Tensor, box: list, create_graph: bool) -> None:
     _accumulate(leaf, box.pop(), create_graph)
 
 
+def _leaf_hooks(leaf: Tensor, g: Tensor) -> Tensor:
+    """`g` through the hooks registered on the leaf with `Tensor.register_hook`."""
+    for fn in list(leaf._hooks.values()):
+        r = fn(g)
+        if r is not None:
+            g = r
+    return g
+
+
 def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
-    if leaf._hooks:
-        for fn in list(leaf._hooks.values()):
-            r = fn(g)
-            if r is not None:
-                g = r
+    """Add `g` (already through the leaf's own hooks, `_leaf_hooks`) into `leaf.grad`."""
     traced = getattr(g, "_ctx", None) is not None     # backward() inside a compiled step
     if leaf._grad is None:
         leaf._grad = g if create_graph or traced else g.detach().clone()

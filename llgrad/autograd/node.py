@@ -172,6 +172,9 @@ class Node:
     accumulates = False
     _meta: Any = None
     num_outputs = 1
+    # `direct_grads(root, inputs, retain_graph)`: a node that can answer
+    # `autograd.grad(root, inputs)` alone, or None when it cannot (`autograd.api.grad`)
+    direct_grads: Any = None
 
     __slots__ = ("next_functions", "_hooks", "_prehooks", "_seq", "_trace", "_metadata",
                  "__weakref__")
@@ -433,7 +436,6 @@ def edge(t: Tensor) -> tuple[Node | None, int]:
         acc = t.__dict__.get("_accumulator")
         node = acc() if acc is not None else None
         if node is None:
-            import weakref
             node = AccumulateGrad(t)
             t.__dict__["_accumulator"] = weakref.ref(node)
         return (node, 0)

@@ -103,7 +103,7 @@ def specialize(entry: Any, key: tuple, args: tuple, sources: list[tuple[str, Any
         consts["run"] = function.plain().runner(n_leaves)
         run = f"run({call})"
     else:
-        consts["dcall"] = function.diff_call(wrt, n_leaves)
+        consts["dcall"] = function.diff_call(wrt, n_leaves).fast
         run = f"dcall({call})"
     if entry.self_contained and grad_on:
         # a training step (backward() and updates inside): no autodiff around it

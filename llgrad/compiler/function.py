@@ -26,9 +26,11 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from .. import _log
+from .._source import define
+from ..autograd.anomaly import _state as _anomaly
 from ..autograd.engine import is_seed
 from ..autograd.grad_mode import is_grad_enabled
-from ..autograd.node import Node, SavedTensor, edge
+from ..autograd.node import AccumulateGrad, Node, SavedTensor, _sequence, edge
 from ..ir.graph import Graph
 from ..tensor import Tensor
 
@@ -140,9 +142,11 @@ class _Speculation:
 class DiffCall:
     """`function` run differentiably with respect to `wrt` (recording its one backward
     node): the speculative graph while its policy holds, else the partitioned forward.
-    `verified`: as `Compiled.runner`. Made once per (wrt, verified) by `diff_call`."""
+    `verified`: as `Compiled.runner`. Made once per (wrt, verified) by `diff_call`.
+    `fast`: the same call with the speculative node's construction written out for this
+    graph (`_speculative_call`), which the per-signature call path calls."""
 
-    __slots__ = ("function", "wrt", "verified", "spec", "spec_run", "d", "run")
+    __slots__ = ("function", "wrt", "verified", "spec", "spec_run", "d", "run", "fast")
 
     def __init__(self, function: "GraphFunction", wrt: tuple[int, ...], verified: int):
         self.function, self.wrt, self.verified = function, wrt, verified
@@ -150,8 +154,11 @@ class DiffCall:
         self.spec_run = self.spec.forward.runner(verified) if self.spec is not None else None
         self.d: Differentiated | None = None
         self.run: Any = None
+        self.fast: Any = self
         if self.spec is None:
             self._partitioned()
+        elif not function.dynamic:
+            self.fast = _speculative_call(self)
 
     def _partitioned(self) -> None:
         self.spec = None
@@ -166,6 +173,51 @@ class DiffCall:
                                                         self.spec_run(*inputs))
             self._partitioned()
         return self.function.record(self.d, self.wrt, inputs, self.run(*inputs))
+
+
+def _speculative_call(call: DiffCall) -> Any:
+    """`call(*inputs)` while its speculation is on, as generated source: the forward's
+    runner, then the `CompiledBackward` that `record_speculative` makes, its fields
+    written out (`CompiledBackward.__init__`'s, for a static graph: the outputs' shapes
+    and dtypes are constants) and the results' autograd fields set. With the speculation
+    off, or anomaly mode on (the node records its stack), it is `call` itself."""
+    function, spec, wrt = call.function, call.spec, call.wrt
+    n_in, n_out = len(function.graph.params), len(function.graph.outputs)
+    args = ", ".join(f"a{i}" for i in range(n_in))
+    consts: dict[str, Any] = {
+        "spec": spec, "slow": call, "anomaly": _anomaly, "run": call.spec_run,
+        "new": object.__new__, "Backward": CompiledBackward, "edge": edge,
+        "sequence": _sequence, "function": function, "WRT": wrt,
+        "META": [(o.shape, o.dtype) for o in function.graph.outputs]}
+    lines = [f"def call({args}):",
+             "    if not spec.on or anomaly.enabled:",
+             f"        return slow({args})",
+             f"    outs = run({args})",
+             "    node = new(Backward)",
+             f"    node.next_functions = ({''.join(f'edge(a{i}), ' for i in wrt)})",
+             "    node._hooks = None",
+             "    node._prehooks = None",
+             "    node._seq = next(sequence)",
+             "    node._metadata = None",
+             "    node._trace = None",
+             "    node.function = function",
+             "    node.wrt = WRT",
+             f"    node.inputs = ({args}{',' if n_in == 1 else ''})",
+             f"    node.versions = [{', '.join(f'a{i}._storage.version' for i in range(n_in))}]",
+             "    node.residuals = []",
+             "    node.spec = spec",
+             "    node.precomputed = outs[N:]",
+             "    node.output_meta = META",
+             "    node.diff = None",
+             "    spec.made()"]
+    consts["N"] = n_out
+    for k, carries in enumerate(function.carries_gradient(wrt)):
+        if carries:
+            lines += [f"    r = outs[{k}]", "    r._requires_grad = True",
+                      "    r.grad_fn = node", f"    r._output_nr = {k}"]
+    lines.append("    return outs[:N]")
+    return define("\n".join(lines) + "\n", f"<llgrad speculative call @{function.graph.name}>",
+                  consts, "call")
 
 
 class GraphFunction:
@@ -435,6 +487,41 @@ class CompiledBackward(Node):
         if run is None:
             run = d.backward_run = d.backward.run
         return tuple(run(*saved, *cts))
+
+    def direct_grads(self, root: Tensor, inputs: Sequence[Tensor], retain_graph: bool
+                     ) -> tuple[Tensor, ...] | None:
+        """`autograd.grad(root, inputs)` with default arguments, answered from the
+        gradients the forward made when that is all it takes: they are still here, `root`
+        is this node's loss, neither the node nor the leaves' AccumulateGrad nodes nor the
+        leaves have hooks (anomaly mode off), `inputs` are exactly those leaves, in order,
+        each once, with the gradients' dtypes, and no input the gradients read was written
+        since. The node is then used as `apply` uses it (released unless
+        `retain_graph`). None otherwise: the engine decides, with the same answer or its
+        error."""
+        pre = self.precomputed
+        if pre is None or self._prehooks or self._hooks or self._metadata or \
+                _anomaly.enabled or root.__class__ is not Tensor or \
+                not root._dtype.is_floating_point or self.function.dynamic:
+            return None
+        nexts = self.next_functions
+        if len(inputs) != len(nexts):
+            return None
+        for (acc, _), t, g in zip(nexts, inputs, pre):
+            if acc.__class__ is not AccumulateGrad or acc.variable is not t or \
+                    acc._prehooks or acc._hooks or acc._metadata or t._hooks or \
+                    t.__dict__.get("_post_accumulate_hooks") or g._dtype is not t._dtype:
+                return None
+        if len(inputs) > 1 and len({id(t) for t in inputs}) != len(inputs):
+            return None
+        own, versions = self.inputs, self.versions
+        for k in self.spec.needed:
+            if own[k]._storage.version != versions[k]:
+                return None
+        self.precomputed = None
+        self.spec.used(True)
+        if not retain_graph:
+            self.release()
+        return tuple(pre)
 
     def release(self) -> None:
         if self.precomputed is not None:          # made, never used

@@ -353,7 +353,7 @@ def _generate_runner(g: CompiledGraph, verified: int = 0) -> Any:
     n = len(g._params)
     args = [f"a{i}" for i in range(n)]
     consts: dict[str, Any] = {"DENSE": DENSE_CLASSES, "general": g._call,
-                              "empty": Tensor._empty, "tls": g._tls, "scratch": g._scratch,
+                              "tls": g._tls, "scratch": g._scratch,
                               "pack": g._pack, "entry": g._entry}
     checks = []
     for i, p in enumerate(g._params):
@@ -374,9 +374,10 @@ def _generate_runner(g: CompiledGraph, verified: int = 0) -> Any:
         lines.append("    if (" + " or\n            ".join(checks) + "):")
         lines.append(f"        return general({', '.join(args)})")
     for k, (shape, d, strides, _) in enumerate(g._outs):
-        if k not in in_place:
-            consts[f"OD{k}"] = d
-            lines.append(f"    o{k} = empty({shape!r}, OD{k}, {strides!r})")
+        if k not in in_place:       # `Tensor._empty` written out, one tag per output
+            make, names = Tensor._empty_source(shape, d, strides, f"o{k}", tag=f"_{k}")
+            consts.update(names)
+            lines += [f"    {line}" for line in make]
     lines += ["    try:",
               "        block, addr, arena, err = tls.state",
               "    except AttributeError:",

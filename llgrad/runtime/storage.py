@@ -201,11 +201,12 @@ def _block_type(nbytes: int) -> type:
     return kind
 
 
-def allocate_block_source(nbytes: int, st: str = "st", ptr: str = "ptr"
+def allocate_block_source(nbytes: int, st: str = "st", ptr: str = "ptr", tag: str = ""
                           ) -> tuple[list[str], dict[str, Any]]:
     """`allocate(nbytes)` for SLAB_MAX < nbytes <= BLOCK_MAX written out for generated
-    code, as `allocate_small_source` is (a test compares the storages they make)."""
-    lines = ["raw = Block()", "address = addressof(raw)",
+    code, as `allocate_small_source` is (a test compares the storages they make). `tag`
+    ends the name of the block type's constant (several allocations in one function)."""
+    lines = [f"raw = Block{tag}()", "address = addressof(raw)",
              f"{ptr} = address + (-address) % {ALIGNMENT}",
              f"{st} = new_storage(Storage)",
              f"{st}._buffer = None",
@@ -215,7 +216,7 @@ def allocate_block_source(nbytes: int, st: str = "st", ptr: str = "ptr"
              f"{st}.owner = raw",
              f"{st}.raw = None",
              f"{st}.inference = False"]
-    return lines, {"Block": _block_type(nbytes), "addressof": ctypes.addressof,
+    return lines, {f"Block{tag}": _block_type(nbytes), "addressof": ctypes.addressof,
                    "new_storage": _new, "Storage": Storage}
 
 
