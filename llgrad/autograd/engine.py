@@ -308,22 +308,27 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
                 continue
             if node._metadata is not None:
                 in_grads = _tensor_prehooks(node, in_grads)
-            if node.accumulates and node.variable._hooks and in_grads[0] is not None:
-                # a leaf's own hooks, before `autograd.grad` captures its gradient and
-                # before it accumulates (PyTorch runs them as AccumulateGrad's pre-hooks)
-                in_grads[0] = _leaf_hooks(node.variable, in_grads[0])
+            if node.accumulates:
+                g = in_grads[0]
+                if g is not None and node.variable._hooks:
+                    # a leaf's own hooks, before `autograd.grad` captures its gradient
+                    # and before it accumulates (PyTorch: AccumulateGrad's pre-hooks)
+                    in_grads[0] = g = _leaf_hooks(node.variable, g)
+                if node in capture_nodes:
+                    for k in capture_at.get((node, 0), ()):
+                        captured[k] = g
+                g = None
+                if not skip and in_grads[0] is not None and accumulate_leaves and \
+                        (capture is None or (node, 0) in capture_at):
+                    # hand the gradient over as its only holder (`_accumulate_owned`)
+                    _accumulate_owned(node.variable, [in_grads.pop()], create_graph)
+                continue
             if node in capture_nodes:
                 for nr in range(len(in_grads)):
                     for k in capture_at.get((node, nr), ()):
                         captured[k] = in_grads[nr]
                 if skip:                  # only its gradient is asked for
                     continue
-            if node.accumulates:
-                if in_grads[0] is not None and accumulate_leaves:
-                    if capture is None or (node, 0) in capture_at:
-                        # hand the gradient over as its only holder (`_accumulate_owned`)
-                        _accumulate_owned(node.variable, [in_grads.pop()], create_graph)
-                continue
             if node._prehooks:
                 for hook in list(node._prehooks.values()):
                     r = hook(tuple(in_grads))
