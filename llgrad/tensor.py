@@ -340,8 +340,8 @@ class Tensor:
     def backward(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,
                  create_graph: bool = False, inputs: Any = None) -> None:
         from .autograd.api import backward
-        backward([self], [gradient], retain_graph=retain_graph, create_graph=create_graph,
-                 inputs=inputs)
+        backward(self, gradient if gradient is None else [gradient],
+                 retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
 
     def _alias(self) -> "Tensor":
         """Another tensor object over the same values, with no autograd history."""

@@ -260,3 +260,50 @@ def test_the_node_declines_after_an_input_changed_and_grad_raises_eagers_error()
     assert _declines(loss, [x, w])
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         lg.autograd.grad(loss, [x, w])
+
+
+@pytest.mark.parametrize("case", ["plain", "existing_grad", "leaf_hook", "post_accumulate_hook",
+                                  "gradient", "inputs"])
+def test_backward_through_the_node_accumulates_as_the_engine_does(case):
+    """`loss.backward()` of a compiled loss: the node accumulates its gradients alone
+    when nothing else is asked (`direct_grads` with inputs None), else the engine runs;
+    `.grad` and every hook end as eager autograd leaves them."""
+    def run(f):
+        x, w = _inputs(12)
+        seen = []
+        if case == "existing_grad":
+            x.grad = lg.ones(300, dtype=lg.float64)
+        elif case == "leaf_hook":
+            x.register_hook(lambda g: g * 2.0)
+        elif case == "post_accumulate_hook":
+            w.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.sum().item()))
+        loss = f(x, w)
+        if case == "gradient":
+            loss.backward(lg.tensor(0.5, dtype=lg.float64))
+        elif case == "inputs":
+            loss.backward(inputs=[w])
+        else:
+            loss.backward()
+        return [None if t.grad is None else t.grad.numpy().copy() for t in (x, w)], seen
+    got, got_seen = run(lg.compile(_loss))
+    want, want_seen = run(_loss)
+    for a, b in zip(got, want):
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got_seen, want_seen, rtol=1e-12)
+    assert len(got_seen) == (1 if case == "post_accumulate_hook" else 0)
+
+
+def test_backward_through_the_node_takes_the_new_buffer_then_adds_in_place():
+    x, w = _inputs(13)
+    cf = lg.compile(_loss)
+    loss = cf(x, w)
+    made = loss.grad_fn.precomputed[0]
+    loss.backward()
+    assert x.grad is made                        # a new buffer nobody else holds
+    grad = x.grad
+    cf(x, w).backward()
+    assert x.grad is grad                        # accumulated in place
+    np.testing.assert_allclose(x.grad.numpy(), 2 * _eager_grads(_loss, [x, w])[0],
+                               rtol=1e-12, atol=1e-14)

@@ -11,6 +11,13 @@ from .engine import as_list, execute
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
              create_graph: bool = False, grad_variables: Any = None,
              inputs: Any = None) -> None:
+    if tensors.__class__ is Tensor and grad_tensors is None and grad_variables is None and \
+            not create_graph and inputs is None:
+        # a loss whose node can accumulate its gradients alone (`Node.direct_grads`)
+        node = tensors.grad_fn
+        if node is not None and node.direct_grads is not None and \
+                node.direct_grads(tensors, None, bool(retain_graph)) is not None:
+            return
     roots = as_list(tensors, "backward")
     grads = as_list(grad_tensors if grad_tensors is not None else grad_variables,
                     "backward") or [None] * len(roots)

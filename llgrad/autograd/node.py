@@ -173,7 +173,8 @@ class Node:
     _meta: Any = None
     num_outputs = 1
     # `direct_grads(root, inputs, retain_graph)`: a node that can answer
-    # `autograd.grad(root, inputs)` alone, or None when it cannot (`autograd.api.grad`)
+    # `autograd.grad(root, inputs)` (inputs None: `root.backward()`) alone, or None when
+    # it cannot (`autograd.api.grad` and `backward`)
     direct_grads: Any = None
 
     __slots__ = ("next_functions", "_hooks", "_prehooks", "_seq", "_trace", "_metadata",

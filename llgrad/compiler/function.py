@@ -28,7 +28,7 @@ from typing import Any, Sequence
 from .. import _log
 from .._source import define
 from ..autograd.anomaly import _state as _anomaly
-from ..autograd.engine import is_seed
+from ..autograd.engine import _accumulate, is_seed
 from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.node import AccumulateGrad, Node, SavedTensor, _sequence, edge
 from ..ir.graph import Graph
@@ -488,30 +488,35 @@ class CompiledBackward(Node):
             run = d.backward_run = d.backward.run
         return tuple(run(*saved, *cts))
 
-    def direct_grads(self, root: Tensor, inputs: Sequence[Tensor], retain_graph: bool
+    def direct_grads(self, root: Tensor, inputs: Sequence[Tensor] | None, retain_graph: bool
                      ) -> tuple[Tensor, ...] | None:
-        """`autograd.grad(root, inputs)` with default arguments, answered from the
-        gradients the forward made when that is all it takes: they are still here, `root`
-        is this node's loss, neither the node nor the leaves' AccumulateGrad nodes nor the
-        leaves have hooks (anomaly mode off), `inputs` are exactly those leaves, in order,
-        each once, with the gradients' dtypes, and no input the gradients read was written
-        since. The node is then used as `apply` uses it (released unless
-        `retain_graph`). None otherwise: the engine decides, with the same answer or its
-        error."""
+        """`autograd.grad(root, inputs)` with default arguments, or with `inputs` None
+        `root.backward()`, answered from the gradients the forward made when that is all
+        it takes: they are still here, `root` is this node's loss, neither the node nor
+        the leaves' AccumulateGrad nodes nor the leaves have hooks (anomaly mode off), the
+        leaves are distinct and have the gradients' dtypes, `inputs` are exactly those
+        leaves in order, and no input the gradients read was written since. The node is
+        then used as `apply` uses it (released unless `retain_graph`), and the gradients
+        are returned, or for `backward()` accumulated (a leaf without `.grad` takes the
+        new buffer, as `engine._run_direct` does) and `()` returned. None otherwise: the
+        engine decides, with the same answer or its error."""
         pre = self.precomputed
         if pre is None or self._prehooks or self._hooks or self._metadata or \
                 _anomaly.enabled or root.__class__ is not Tensor or \
                 not root._dtype.is_floating_point or self.function.dynamic:
             return None
         nexts = self.next_functions
-        if len(inputs) != len(nexts):
+        if inputs is not None and len(inputs) != len(nexts):
             return None
-        for (acc, _), t, g in zip(nexts, inputs, pre):
-            if acc.__class__ is not AccumulateGrad or acc.variable is not t or \
-                    acc._prehooks or acc._hooks or acc._metadata or t._hooks or \
-                    t.__dict__.get("_post_accumulate_hooks") or g._dtype is not t._dtype:
+        for k, ((acc, _), g) in enumerate(zip(nexts, pre)):
+            if acc.__class__ is not AccumulateGrad:
                 return None
-        if len(inputs) > 1 and len({id(t) for t in inputs}) != len(inputs):
+            t = acc.variable
+            if inputs is not None and inputs[k] is not t or acc._prehooks or acc._hooks or \
+                    acc._metadata or t._hooks or t.__dict__.get("_post_accumulate_hooks") or \
+                    g._dtype is not t._dtype:
+                return None
+        if len(nexts) > 1 and len({id(acc) for acc, _ in nexts}) != len(nexts):
             return None
         own, versions = self.inputs, self.versions
         for k in self.spec.needed:
@@ -521,7 +526,15 @@ class CompiledBackward(Node):
         self.spec.used(True)
         if not retain_graph:
             self.release()
-        return tuple(pre)
+        if inputs is not None:
+            return tuple(pre)
+        for (acc, _), g in zip(nexts, pre):
+            leaf = acc.variable
+            if leaf._grad is None:
+                leaf._grad = g
+            else:
+                _accumulate(leaf, g, False)
+        return ()
 
     def release(self) -> None:
         if self.precomputed is not None:          # made, never used
