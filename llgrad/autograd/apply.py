@@ -7,8 +7,10 @@ a second backward fails exactly where PyTorch's does.
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable, Sequence
 
+from .._source import define
 from ..ir import registry
 from ..tensor import DENSE_CLASSES, Tensor
 from . import forward_ad
@@ -68,8 +70,6 @@ def direct_recorder(op: str, operands: Sequence[Any], out: Tensor) -> Callable[.
     and dtypes and the numbers' positions as constants). For `functions.fastpath`'s direct
     calls, which run it only with grad mode on, no interpreter, anomaly mode or forward
     level, on plain tensors and Python numbers. The node is the same as `record` makes."""
-    import weakref
-    from .._source import define
     n = len(operands)
     args = [f"a{i}" for i in range(n)] + ["out"]
     if not out._dtype.differentiable:

@@ -140,6 +140,28 @@ def is_seed(g: Tensor) -> bool:
     return _seeds.get((g._dtype, g._shape)) is g
 
 
+def plain_leaf(node: Node) -> Tensor | None:
+    """The leaf whose AccumulateGrad `node` is, when a gradient may go to it without the
+    engine: neither the node nor the leaf has hooks (None otherwise, or for any other
+    node)."""
+    if node.__class__ is not AccumulateGrad or node._prehooks or node._hooks or \
+            node._metadata:
+        return None
+    v = node.variable
+    if v._hooks or v.__dict__.get("_post_accumulate_hooks"):
+        return None
+    return v
+
+
+def hand_over(leaf: Tensor, g: Tensor) -> None:
+    """`g` into `leaf.grad` on a direct path, where `g` is a new buffer nobody else holds:
+    a leaf without `.grad` takes it as it is, else it is added in place (`_accumulate`)."""
+    if leaf._grad is None:
+        leaf._grad = g
+    else:
+        _accumulate(leaf, g, False)
+
+
 def _run_direct(root: Tensor, grad: Tensor | None, retain_graph: bool,
                 capture: Sequence[Tensor] | None, accumulate: bool
                 ) -> list[Tensor | None] | None:
@@ -157,11 +179,8 @@ def _run_direct(root: Tensor, grad: Tensor | None, retain_graph: bool,
     leaves = []
     for nxt, _ in nexts:
         if nxt is not None:
-            if nxt.__class__ is not AccumulateGrad or nxt._prehooks or nxt._hooks or \
-                    nxt._metadata:
-                return None
-            v = nxt.variable
-            if v._hooks or getattr(v, "_post_accumulate_hooks", None):
+            v = plain_leaf(nxt)
+            if v is None:
                 return None
             leaves.append(v)
     if capture is not None:
@@ -204,10 +223,7 @@ def _run_direct(root: Tensor, grad: Tensor | None, retain_graph: bool,
         by_leaf[id(leaf)] = g if prev is None else prev + g
         if capture is None or accumulate:
             if capture is None or any(t is leaf for t in capture):
-                if leaf._grad is None and prev is None:
-                    leaf._grad = g
-                else:
-                    _accumulate(leaf, g, False)
+                hand_over(leaf, g)
     if capture is None:
         return []
     return [by_leaf.get(id(t)) for t in capture]

@@ -28,9 +28,9 @@ from typing import Any, Sequence
 from .. import _log
 from .._source import define
 from ..autograd.anomaly import _state as _anomaly
-from ..autograd.engine import _accumulate, is_seed
+from ..autograd.engine import hand_over, is_seed, plain_leaf
 from ..autograd.grad_mode import is_grad_enabled
-from ..autograd.node import AccumulateGrad, Node, SavedTensor, _sequence, edge
+from ..autograd.node import Node, SavedTensor, _sequence, edge
 from ..ir.graph import Graph
 from ..tensor import Tensor
 
@@ -333,13 +333,7 @@ class GraphFunction:
         `d.forward`) their one backward node; returns the results."""
         results, residuals = outs[:d.n_outputs], outs[d.n_outputs:]
         node = CompiledBackward(self, wrt, inputs, residuals, results, d)
-        carries = self.carries_gradient(wrt)
-        for k, r in enumerate(results):
-            if carries[k]:
-                r._requires_grad = True
-                r.grad_fn = node
-                r._output_nr = k
-        return results
+        return self._attach(node, wrt, results)
 
     def record_speculative(self, spec: _Speculation, wrt: tuple[int, ...],
                            inputs: Sequence[Tensor], outs: list[Tensor]) -> list[Tensor]:
@@ -349,6 +343,12 @@ class GraphFunction:
         node = CompiledBackward(self, wrt, inputs, [], results, spec=spec,
                                 precomputed=outs[n:])
         spec.made()
+        return self._attach(node, wrt, results)
+
+    def _attach(self, node: "CompiledBackward", wrt: tuple[int, ...],
+                results: list[Tensor]) -> list[Tensor]:
+        """Make `node` the grad_fn of the results that carry a gradient
+        (`carries_gradient`); returns the results."""
         carries = self.carries_gradient(wrt)
         for k, r in enumerate(results):
             if carries[k]:
@@ -509,11 +509,8 @@ class CompiledBackward(Node):
         if inputs is not None and len(inputs) != len(nexts):
             return None
         for k, ((acc, _), g) in enumerate(zip(nexts, pre)):
-            if acc.__class__ is not AccumulateGrad:
-                return None
-            t = acc.variable
-            if inputs is not None and inputs[k] is not t or acc._prehooks or acc._hooks or \
-                    acc._metadata or t._hooks or t.__dict__.get("_post_accumulate_hooks") or \
+            t = plain_leaf(acc)
+            if t is None or inputs is not None and inputs[k] is not t or \
                     g._dtype is not t._dtype:
                 return None
         if len(nexts) > 1 and len({id(acc) for acc, _ in nexts}) != len(nexts):
@@ -529,11 +526,7 @@ class CompiledBackward(Node):
         if inputs is not None:
             return tuple(pre)
         for (acc, _), g in zip(nexts, pre):
-            leaf = acc.variable
-            if leaf._grad is None:
-                leaf._grad = g
-            else:
-                _accumulate(leaf, g, False)
+            hand_over(acc.variable, g)
         return ()
 
     def release(self) -> None:
