@@ -16,6 +16,10 @@ _methods.bind()
 from .device import device, get_default_device, set_default_device  # noqa: E402,F401
 from . import accelerator, backends, cuda  # noqa: E402,F401
 from . import nn, optim, utils  # noqa: E402,F401
+from . import fft, special  # noqa: E402,F401
+import importlib as _importlib  # noqa: E402
+# (`from . import linalg` would find functions.linalg, which the star import above binds)
+linalg = _importlib.import_module(".linalg", __name__)
 from . import ir  # noqa: E402,F401
 from .compiler import compile, disable_compile  # noqa: E402,F401  (lg.compile)
 from .tracer import make_ir  # noqa: E402,F401

@@ -37,3 +37,18 @@ from .shape import (broadcast_tensors, broadcast_to, cat, chunk, clone, concat, 
                     permute, reshape, select, slice_dim, split, squeeze, stack, swapaxes, t,
                     transpose, unbind, unsqueeze, view, view_as_complex, view_as_real)
 from . import _collective  # noqa: F401,E402  (the vjp of all_reduce: F._collective)
+
+# Families added to complete PyTorch's surface: each module lists its functions in `__all__`
+# and its Tensor methods in `METHODS` (bound by methods.bind()).
+from . import (layout, matrix, pointwise, sampling, selection, spectral,  # noqa: E402
+               statistics, tensor_extras)
+from .layout import *  # noqa: F401,F403,E402
+from .matrix import *  # noqa: F401,F403,E402
+from .pointwise import *  # noqa: F401,F403,E402
+from .sampling import *  # noqa: F401,F403,E402
+from .selection import *  # noqa: F401,F403,E402
+from .spectral import *  # noqa: F401,F403,E402
+from .statistics import *  # noqa: F401,F403,E402
+from .tensor_extras import *  # noqa: F401,F403,E402
+
+FAMILIES = (pointwise, matrix, statistics, spectral, selection, layout, sampling, tensor_extras)

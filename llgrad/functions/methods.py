@@ -114,6 +114,10 @@ def bind() -> None:
     T.type = tensor_type
     for name, fn in inplace.make_inplace_methods().items():
         setattr(T, name, fn)
+    from . import FAMILIES
+    for family in FAMILIES:
+        for name, fn in family.METHODS.items():
+            setattr(T, name, fn)
 
 
 def _rdiv(self: Tensor, other: Any) -> Tensor:

@@ -1,0 +1,1 @@
+"""`llgrad.fft`: PyTorch's `torch.fft` (discrete Fourier transforms with gradients)."""

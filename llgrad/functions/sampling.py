@@ -1,0 +1,9 @@
+"""Random sampling: multinomial, bernoulli, poisson, normal overloads, random fills and generator state."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+__all__: list[str] = []
+
+# Tensor methods this module defines: name -> function (bound by methods.bind()).
+METHODS: dict[str, Callable[..., Any]] = {}

@@ -1,0 +1,1 @@
+"""`llgrad.linalg`: PyTorch's `torch.linalg` (LAPACK through SciPy, with derivative rules)."""

@@ -1,0 +1,1 @@
+"""`llgrad.special`: PyTorch's `torch.special` (special functions as vectorized scalar rules)."""
