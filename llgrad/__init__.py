@@ -6,12 +6,14 @@ from .ir.dtypes import bool_ as bool  # noqa: A001  (PyTorch's name)
 from .tensor import Size, Tensor
 from .functions import *  # noqa: F401,F403
 from .functions import methods as _methods
+from .functions._out import add_out as _add_out
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
 from . import autograd  # noqa: F401
 from ._printing import set_printoptions, get_printoptions  # noqa: F401
 
 _methods.bind()
+_add_out(globals())      # PyTorch's `out=` on the functions that take it
 
 from .device import device, get_default_device, set_default_device  # noqa: E402,F401
 from . import accelerator, backends, cuda  # noqa: E402,F401

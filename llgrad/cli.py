@@ -186,6 +186,9 @@ def environment() -> dict[str, Any]:
 
 
 def _env(ns: argparse.Namespace) -> int:
+    if ns.coverage:
+        from ._api_coverage import main as coverage
+        return coverage([])
     info = environment()
     width = max(map(len, info))
     for k, v in info.items():
@@ -222,7 +225,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     pc.add_argument("--size", help="cap for this command, e.g. 500M (LLGRAD_CACHE_SIZE)")
     sub.add_parser("bench", help="the benchmark runner (options: llgrad bench --help)",
                    add_help=False)
-    sub.add_parser("env", help="CPU, threads, BLAS, versions, cache")
+    pe = sub.add_parser("env", help="CPU, threads, BLAS, versions, cache")
+    pe.add_argument("--coverage", action="store_true",
+                    help="PyTorch API coverage per namespace (needs torch installed)")
     if argv[:1] == ["bench"]:
         return _bench(p.parse_args(argv[:1]), argv[1:])
     ns = p.parse_args(argv)

@@ -113,12 +113,10 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: b
 
 
 @names_op("sort")
-def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False,
-         out: Any = None) -> sort_result:
+def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False
+         ) -> sort_result:
     from .indexing import gather
     x = _check("sort", input)
-    if out is not None:
-        raise TypeError("sort: out= is not supported in llgrad; use the returned tensors")
     idx = argsort(x, dim, descending)
     if x.ndim == 0:
         return sort_result(x.clone(), idx)
