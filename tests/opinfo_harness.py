@@ -1,0 +1,488 @@
+"""torch's OpInfo database as llgrad's oracle: convert each sample, run both, compare.
+
+`torch.testing._internal.common_methods_invocations.op_db` lists, for every op of torch's
+test suite, sample inputs (shapes, dtypes, broadcasting, non-contiguous and empty cases,
+keyword arguments), error inputs and whether the op supports autograd. This module runs
+an OpInfo's samples through llgrad and through torch and compares:
+- values: shapes, dtypes and values of every tensor output (random ops: shapes and dtypes);
+- gradients: for float64 samples of ops torch differentiates, the vector-Jacobian product of
+  every output with a fixed cotangent, against torch's;
+- compiled: the first sample under `lg.compile` against llgrad's eager result;
+- errors: each error input raises an exception of torch's type (or a subclass of it).
+
+Used by tests/test_opinfo.py (a sample of every OpInfo in CI, the full sweep under the
+slow mark) and tools/opinfo_sweep.py (writes tests/opinfo_status.json and docs/opinfo.md).
+"""
+from __future__ import annotations
+
+import math
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+import llgrad as lg
+
+import torch
+
+# namespaces of op_db outside the coverage table (prototype or other packages)
+OUTSIDE = {"masked": "torch.masked (prototype masked reductions)",
+           "sparse": "torch.sparse (sparse layouts)",
+           "signal": "torch.signal.windows (not in the coverage table)"}
+
+TOL = {"float64": (1e-7, 1e-7), "float32": (1e-4, 1e-5), "complex128": (1e-7, 1e-7),
+       "complex64": (1e-4, 1e-5), "float16": (1e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2)}
+
+
+# sampling ops whose OpInfo hides the seed inside a torch-only wrapper
+RANDOM_OPS = {"randn", "rand", "randint", "randn_like", "rand_like", "randint_like",
+              "bernoulli", "multinomial", "normal", "poisson", "nn.functional.rrelu",
+              "nn.functional.dropout", "nn.functional.dropout2d", "nn.functional.dropout3d",
+              "nn.functional.alpha_dropout", "nn.functional.feature_alpha_dropout",
+              "cauchy", "exponential", "geometric", "log_normal", "uniform", "randperm"}
+
+
+class Unsupported(Exception):
+    """A sample holds something llgrad has no counterpart of (a layout, a device)."""
+
+
+@dataclass
+class OpResult:
+    """What one OpInfo did: counts per check and the first failure of each kind."""
+    key: str
+    status: str = "pass"            # pass | fail | missing | outside
+    reason: str = ""
+    samples: int = 0
+    passed: int = 0
+    grad_samples: int = 0
+    grad_passed: int = 0
+    compiled: str = ""              # pass | fail | "" (not run)
+    errors: int = 0                 # error inputs tried (their failures are listed, but
+                                    # the status counts values, gradients and compiled)
+    errors_passed: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    def fail(self, what: str) -> None:
+        self.failures.append(what)
+        if self.status == "pass":
+            self.status, self.reason = "fail", what
+
+
+def key_of(op: Any) -> str:
+    return op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
+
+
+def lg_dtype(d: torch.dtype) -> Any:
+    name = str(d).split(".")[1]
+    if name == "bool":
+        return lg.bool
+    got = getattr(lg, name, None)
+    if got is None:
+        raise Unsupported(f"dtype {name}")
+    return got
+
+
+def to_lg(x: Any, requires_grad: bool | None = None) -> Any:
+    """A torch value (tensors anywhere in lists, tuples, dicts) as llgrad's."""
+    if isinstance(x, torch.Tensor):
+        if x.layout != torch.strided or x.is_quantized:
+            raise Unsupported(f"layout {x.layout}")
+        if x.dim() > 32:
+            raise Unsupported(f"{x.dim()} dimensions (NumPy holds at most 64)")
+        if x._is_zerotensor():
+            x = torch.zeros(x.shape, dtype=x.dtype)
+        t = x.detach()
+        d = lg_dtype(t.dtype)
+        if t.dtype in (torch.bfloat16, torch.float16):
+            out = lg.tensor(t.float().numpy()).to(d)
+        else:
+            out = lg.tensor(t.resolve_conj().resolve_neg().numpy().copy(), dtype=d)
+        if not t.is_contiguous() and t.dim() >= 2 and hasattr(lg, "as_strided") and t.numel():
+            out = _strided_like(t, out)
+        if (x.requires_grad if requires_grad is None else requires_grad):
+            out.requires_grad_(True)
+        return out
+    if isinstance(x, torch.dtype):
+        return lg_dtype(x)
+    if isinstance(x, torch.Size):
+        return tuple(x)
+    if isinstance(x, torch.device):
+        return lg.device(str(x))
+    if isinstance(x, torch.memory_format):
+        got = getattr(lg, str(x).split(".")[1], None)
+        if got is None:
+            raise Unsupported(f"memory format {x}")
+        return got
+    if isinstance(x, torch.Generator):
+        raise Unsupported("torch.Generator argument")
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return type(x)(*(to_lg(v) for v in x))
+    if isinstance(x, (list, tuple)):
+        return type(x)(to_lg(v) for v in x)
+    if isinstance(x, dict):
+        return {k: to_lg(v) for k, v in x.items()}
+    if callable(x) and getattr(x, "__module__", "").startswith("torch"):
+        raise Unsupported(f"torch callable argument {x}")
+    return x
+
+
+def _strided_like(t: torch.Tensor, dense: Any) -> Any:
+    """`dense`'s values laid out with `t`'s strides (a non-contiguous llgrad tensor)."""
+    order = sorted(range(t.dim()), key=lambda i: -t.stride(i))
+    perm = dense.permute(order).contiguous()
+    inverse = [order.index(i) for i in range(t.dim())]
+    return perm.permute(inverse)
+
+
+def to_np(x: Any) -> Any:
+    if isinstance(x, torch.Tensor):
+        t = x.detach().resolve_conj().resolve_neg()
+        if t._is_zerotensor():
+            t = torch.zeros(t.shape, dtype=t.dtype)
+        if t.dtype in (torch.bfloat16, torch.float16):
+            return t.float().numpy(), str(t.dtype).split(".")[1]
+        return t.numpy(), str(t.dtype).split(".")[1]
+    if isinstance(x, lg.Tensor):
+        t = x.detach()
+        name = t.dtype.name if hasattr(t.dtype, "name") else str(t.dtype)
+        name = {"bool_": "bool"}.get(name, name)
+        if name in ("bfloat16", "float16"):
+            return t.float().numpy(), name
+        return t.numpy(), name
+    raise TypeError(type(x))
+
+
+def flatten(x: Any) -> list[Any]:
+    if isinstance(x, (torch.Tensor, lg.Tensor)):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [v for item in x for v in flatten(item)]
+    return [x]
+
+
+def compare(mine: Any, theirs: Any, random: bool = False) -> str | None:
+    """None when llgrad's output equals torch's, else what differs."""
+    a, b = flatten(mine), flatten(theirs)
+    if len(a) != len(b):
+        return f"{len(a)} outputs, torch {len(b)}"
+    for i, (m, t) in enumerate(zip(a, b)):
+        if isinstance(t, torch.Tensor):
+            if not isinstance(m, lg.Tensor):
+                return f"output {i}: {type(m).__name__}, torch a Tensor"
+            mv, md = to_np(m)
+            tv, td = to_np(t)
+            if md != td:
+                return f"output {i}: dtype {md}, torch {td}"
+            if mv.shape != tv.shape:
+                return f"output {i}: shape {list(mv.shape)}, torch {list(tv.shape)}"
+            if random or not mv.size:
+                continue
+            rtol, atol = TOL.get(td, (0, 0))
+            if td in ("bool",) or td.startswith(("int", "uint")):
+                ok = np.array_equal(mv, tv)
+            else:
+                ok = np.allclose(mv, tv, rtol=rtol, atol=atol, equal_nan=True)
+            if not ok:
+                with np.errstate(all="ignore"):
+                    err = np.nanmax(np.abs(mv.astype(np.complex128) - tv))
+                return f"output {i}: values differ (max abs err {err:.3g})"
+        elif isinstance(t, (bool, int, float, complex)) and not isinstance(t, bool) and \
+                isinstance(m, (int, float, complex)):
+            if not (m == t or (isinstance(t, float) and math.isnan(t) and math.isnan(m))) \
+                    and not math.isclose(complex(m).real, complex(t).real, rel_tol=1e-5):
+                return f"output {i}: {m!r}, torch {t!r}"
+        elif type(t) is torch.Size:
+            if tuple(m) != tuple(t):
+                return f"output {i}: {m!r}, torch {t!r}"
+        elif t is not None and not isinstance(t, (torch.Tensor,)) and m != t:
+            return f"output {i}: {m!r}, torch {t!r}"
+    return None
+
+
+def resolve(op: Any) -> tuple[Callable[..., Any] | None, str]:
+    """llgrad's callable for an OpInfo: ('function' path, or a method call), or None."""
+    name = op.name
+    head = name.split(".")[0]
+    if head in OUTSIDE:
+        return None, "outside"
+    target: Any = lg
+    tobj: Any = torch
+    for part in name.split("."):
+        target = getattr(target, part, None) if target is not None else None
+        tobj = getattr(tobj, part, None) if tobj is not None else None
+    if tobj is not None and callable(tobj) and (op.op is tobj or "." in name
+                                                or getattr(op.op, "__name__", "") == name):
+        return (target, "function") if target is not None else (None, "missing")
+    if hasattr(torch.Tensor, name):
+        if not hasattr(lg.Tensor, name):
+            return None, "missing"
+        if isinstance(getattr(torch.Tensor, name), property) or \
+                type(getattr(torch.Tensor, name)).__name__ == "getset_descriptor":
+            return (lambda x: getattr(x, name)), "attribute"
+        if name.endswith("_") and not name.endswith("__"):
+            # torch's OpInfos of in-place methods write into a clone of the sample
+            return (lambda x, *a, **k: getattr(x.clone(), name)(*a, **k)), "method"
+        return (lambda x, *a, **k: getattr(x, name)(*a, **k)), "method"
+    if tobj is not None and callable(tobj):
+        return (target, "function") if target is not None else (None, "missing")
+    return None, "missing"
+
+
+def _torch_call(op: Any, sample: Any) -> Any:
+    return op.op(sample.input, *sample.args, **sample.kwargs)
+
+
+def is_random(op: Any, sample: Any) -> bool:
+    """Whether torch's result is random or uninitialized memory (a sampling op, `empty`):
+    torch's own result changes with the seed, or its OpInfo fixes the seed itself."""
+    code = getattr(op.op, "__code__", None)
+    if code is not None and "wrapper_set_seed" in code.co_names or "empty" in op.name \
+            or op.name in RANDOM_OPS:
+        return True
+    try:
+        torch.manual_seed(0)
+        a = _torch_call(op, sample)
+        torch.manual_seed(1)
+        b = _torch_call(op, sample)
+    except Exception:
+        return False
+    fa, fb = flatten(a), flatten(b)
+    return any(isinstance(x, torch.Tensor) and x.numel() and x.shape == y.shape and
+               not torch.equal(x.detach(), y.detach()) for x, y in zip(fa, fb))
+
+
+def _describe(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {lines[0][:160] if lines else ''}"
+
+
+def run_values(op: Any, fn: Callable[..., Any], sample: Any, res: OpResult) -> Any:
+    res.samples += 1
+    try:
+        want = _torch_call(op, sample)
+    except Exception:
+        res.samples -= 1          # torch itself refuses this sample on the CPU
+        return None
+    try:
+        args = (to_lg(sample.input), to_lg(sample.args), to_lg(sample.kwargs))
+    except Unsupported as e:
+        res.samples -= 1
+        return None
+    try:
+        got = fn(args[0], *args[1], **args[2])
+    except Exception as e:
+        res.fail(f"values: raised {_describe(e)}")
+        return None
+    diff = compare(got, want, random=is_random(op, sample))
+    if diff:
+        res.fail(f"values: {diff}")
+        return None
+    res.passed += 1
+    return args
+
+
+def run_grad(op: Any, fn: Callable[..., Any], sample: Any, res: OpResult) -> None:
+    """The VJP of every differentiable output with a fixed cotangent, against torch's
+    (not for random ops, whose gradients depend on the draws)."""
+    if is_random(op, sample):
+        return
+    leaves_t = [t for t in flatten([sample.input, list(sample.args),
+                                    list(sample.kwargs.values())])
+                if isinstance(t, torch.Tensor) and t.requires_grad]
+    if not leaves_t:
+        return
+    try:
+        out_t = _torch_call(op, sample)
+    except Exception:
+        return
+    outs_t = [o for o in flatten(out_t) if isinstance(o, torch.Tensor) and o.requires_grad]
+    if not outs_t:
+        return
+    gen = np.random.default_rng(0)
+    cots = [torch.tensor(gen.standard_normal(o.shape), dtype=o.dtype) if not o.is_complex()
+            else torch.tensor(gen.standard_normal(o.shape) + 1j * gen.standard_normal(o.shape),
+                              dtype=o.dtype) for o in outs_t]
+    try:
+        want = torch.autograd.grad(outs_t, leaves_t, cots, allow_unused=True)
+    except Exception:
+        return
+    res.grad_samples += 1
+    try:
+        conv = {}
+        def conv_tensor(t: Any) -> Any:
+            if isinstance(t, torch.Tensor):
+                if id(t) not in conv:
+                    conv[id(t)] = to_lg(t)
+                return conv[id(t)]
+            if isinstance(t, (list, tuple)) and not hasattr(t, "_fields"):
+                return type(t)(conv_tensor(v) for v in t)
+            if isinstance(t, dict):
+                return {k: conv_tensor(v) for k, v in t.items()}
+            return to_lg(t)
+        x = conv_tensor(sample.input)
+        a = conv_tensor(sample.args)
+        k = conv_tensor(sample.kwargs)
+        leaves = [conv[id(t)] for t in leaves_t]
+    except Unsupported:
+        res.grad_samples -= 1
+        return
+    try:
+        out = fn(x, *a, **k)
+        outs = [o for o in flatten(out) if isinstance(o, lg.Tensor) and o.requires_grad]
+        if len(outs) != len(outs_t):
+            res.fail(f"grad: {len(outs)} outputs require grad, torch {len(outs_t)}")
+            return
+        got = lg.autograd.grad(outs, leaves, [to_lg(c) for c in cots], allow_unused=True)
+    except Exception as e:
+        res.fail(f"grad: raised {_describe(e)}")
+        return
+    for i, (g, w) in enumerate(zip(got, want)):
+        if w is None:
+            continue
+        if g is None:
+            g = lg.zeros(*w.shape, dtype=lg_dtype(w.dtype))
+        mv, _ = to_np(g)
+        wv, wd = to_np(w)
+        rtol, atol = TOL.get(wd, (1e-6, 1e-6))
+        if mv.shape != wv.shape or not np.allclose(mv, wv, rtol=max(rtol, 1e-6),
+                                                   atol=max(atol, 1e-6), equal_nan=True):
+            res.fail(f"grad: input {i} gradient differs")
+            return
+    res.grad_passed += 1
+
+
+def run_compiled(fn: Callable[..., Any], args: Any, res: OpResult, random: bool = False
+                 ) -> None:
+    """The first sample under lg.compile against eager llgrad (shapes and dtypes only for
+    random ops)."""
+    x, a, k = args
+    tensors = [t for t in flatten([x, list(a), list(k.values())]) if isinstance(t, lg.Tensor)]
+    if not tensors:
+        return
+    try:
+        eager = fn(x, *a, **k)
+    except Exception:
+        return
+
+    def call(*ts: Any) -> Any:
+        it = iter(ts)
+        swap = {id(t): next(it) for t in tensors}
+
+        def sub(v: Any) -> Any:
+            if isinstance(v, lg.Tensor):
+                return swap.get(id(v), v)
+            if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
+                return type(v)(sub(u) for u in v)
+            if isinstance(v, dict):
+                return {kk: sub(u) for kk, u in v.items()}
+            return v
+        return fn(sub(x), *sub(a), **sub(k))
+
+    try:
+        got = lg.compile(call)(*tensors)
+    except Exception as e:
+        res.compiled = "fail"
+        res.fail(f"compiled: raised {_describe(e)}")
+        return
+    a_, b_ = flatten(got), flatten(eager)
+    for m, e in zip(a_, b_):
+        if isinstance(e, lg.Tensor):
+            mv, md = to_np(m)
+            ev, ed = to_np(e)
+            rtol, atol = TOL.get(ed, (0, 0))
+            if md != ed or mv.shape != ev.shape or (mv.size and not random and not (
+                    np.array_equal(mv, ev) if ed == "bool" or ed.startswith(("int", "uint"))
+                    else np.allclose(mv, ev, rtol=rtol * 10, atol=atol * 10, equal_nan=True))):
+                res.compiled = "fail"
+                res.fail("compiled: differs from eager")
+                return
+    res.compiled = "pass"
+
+
+def run_errors(op: Any, fn: Callable[..., Any], res: OpResult, limit: int | None) -> None:
+    try:
+        errors = list(op.error_inputs("cpu"))
+    except Exception:
+        return
+    for e in errors[:limit]:
+        s = e.sample_input
+        try:
+            args = (to_lg(s.input), to_lg(s.args), to_lg(s.kwargs))
+        except Unsupported:
+            continue
+        res.errors += 1
+        try:
+            fn(args[0], *args[1], **args[2])
+        except e.error_type:
+            res.errors_passed += 1
+        except Exception as got:
+            res.failures.append(f"error input: raised {type(got).__name__}, torch "
+                                f"{e.error_type.__name__} ({e.error_regex[:60]!r})")
+        else:
+            res.failures.append(f"error input: no error, torch raises "
+                                f"{e.error_type.__name__} ({e.error_regex[:60]!r})")
+
+
+def run_op(op: Any, max_samples: int | None = None, grad_samples: int | None = None,
+           compiled: bool = True, errors: int | None = None,
+           dtypes: tuple[torch.dtype, ...] = (torch.float32,)) -> OpResult:
+    """Run one OpInfo; `max_samples`/`grad_samples`/`errors` cap the samples per check."""
+    res = OpResult(key_of(op))
+    fn, how = resolve(op)
+    if fn is None:
+        res.status = how
+        res.reason = OUTSIDE.get(op.name.split(".")[0], "llgrad has no such function")
+        return res
+    supported = op.supported_dtypes("cpu")
+    first_args = None
+    first_sample = None
+    for d in dtypes:
+        if d not in supported:
+            continue
+        torch.manual_seed(0)
+        try:
+            samples = list(op.sample_inputs("cpu", d))
+        except Exception:
+            continue
+        for s in samples[:max_samples]:
+            try:
+                args = run_values(op, fn, s, res)
+            except Exception as e:       # a defect of the harness must not pass silently
+                res.fail(f"harness: {_describe(e)} {traceback.format_exc(limit=-1)[-200:]}")
+                args = None
+            if args is not None and first_args is None:
+                first_args, first_sample = args, s
+    if not any(d in supported for d in dtypes):
+        d = next(iter(sorted(supported, key=str)), None)
+        if d is not None:
+            try:
+                for s in list(op.sample_inputs("cpu", d))[:max_samples]:
+                    args = run_values(op, fn, s, res)
+                    if args is not None and first_args is None:
+                        first_args, first_sample = args, s
+            except Exception as e:
+                res.fail(f"harness: {_describe(e)}")
+    if op.supports_autograd and torch.float64 in supported:
+        torch.manual_seed(0)
+        try:
+            gsamples = list(op.sample_inputs("cpu", torch.float64, requires_grad=True))
+        except Exception:
+            gsamples = []
+        for s in gsamples[:grad_samples]:
+            try:
+                run_grad(op, fn, s, res)
+            except Exception as e:
+                res.fail(f"harness: {_describe(e)}")
+    if compiled and first_args is not None and res.status == "pass":
+        run_compiled(fn, first_args, res, random=is_random(op, first_sample))
+    if errors != 0:
+        run_errors(op, fn, res, errors)
+    if res.samples == 0 and res.status == "pass":
+        res.status, res.reason = "fail", "no sample could be converted"
+    return res
+
+
+def cpu_ops() -> list[Any]:
+    from torch.testing._internal.common_methods_invocations import op_db
+    return [op for op in op_db if op.supported_dtypes("cpu")]
