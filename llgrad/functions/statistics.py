@@ -1,9 +1,1052 @@
 """Statistics, scans and order statistics: nan-reductions, median, quantile, mode, cummax, histograms, cov."""
 from __future__ import annotations
 
+import warnings
+from collections import namedtuple
 from typing import Any, Callable
+
+from ..ir import dtypes as dt
+from ..tensor import Tensor
 
 __all__: list[str] = []
 
 # Tensor methods this module defines: name -> function (bound by methods.bind()).
 METHODS: dict[str, Callable[..., Any]] = {}
+
+
+def write_out(op: str, out: Any, result: Tensor) -> Tensor:
+    """Copy `result` into `out` (PyTorch's `out=`): `out` is resized when its shape
+    differs (with PyTorch's warning when it held elements), the result must be castable
+    to its dtype, and no argument may require grad while grad mode is on."""
+    from ..autograd.grad_mode import is_grad_enabled, no_grad
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op}(): argument 'out' must be a Tensor, not {type(out).__name__}")
+    if is_grad_enabled() and (result._requires_grad or out._requires_grad):
+        raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic "
+                           f"differentiation, but one of the arguments requires grad.")
+    r, o = result._dtype, out._dtype
+    if o.category < r.category or (o is dt.bool_ and r is not dt.bool_):
+        raise RuntimeError(f"{op}: result type {r.name} can't be cast to the desired output "
+                           f"type {o.name}")
+    if out._shape != result._shape:
+        if out.numel():
+            warnings.warn(f"{op}: An output with one or more elements was resized since it "
+                          f"had shape {list(out._shape)}, which does not match the required "
+                          f"output shape {list(result._shape)}. This behavior is deprecated, "
+                          f"and in a future PyTorch release outputs will not be resized "
+                          f"unless they have zero elements. You can explicitly reuse an out "
+                          f"tensor t by resizing it, inplace, to zero elements with "
+                          f"t.resize_(0).", UserWarning, stacklevel=3)
+        fresh = Tensor._empty(result._shape, o)
+        out._storage, out._offset = fresh._storage, 0
+        out._shape, out._strides = fresh._shape, fresh._strides
+        out._ptr, out._lkey = fresh._ptr, fresh._lkey
+    with no_grad():
+        out.copy_(result)
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Shared helpers
+# --------------------------------------------------------------------------------------
+
+def _tensor(op: str, x: Any, name: str = "input") -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument '{name}' must be a Tensor, not {type(x).__name__}")
+    return x
+
+
+def _no_complex(op: str, x: Tensor) -> Tensor:
+    if x._dtype.is_complex:
+        raise RuntimeError(f"{op}(): not implemented for {x._dtype.name} (complex numbers "
+                           f"have no order; shape {list(x.shape)})")
+    return x
+
+
+def _host_values(op: str, *tensors: Any) -> list[Any]:
+    """NumPy values of `tensors` for a host computation; inside `lg.compile` a graph break
+    (the function is split there and this part runs eagerly)."""
+    from ..tracer.context import user_location
+    from ..tracer.tensor import GraphBreak, tracing
+    if tracing() or any(getattr(t, "_ctx", None) is not None for t in tensors):
+        raise GraphBreak(f"{op}() computes on the host (its result depends on the data)",
+                         user_location())
+    out = []
+    for t in tensors:
+        out.append(None if t is None else t.detach()._values())
+    return out
+
+
+def _keep(x: Tensor, d: int, keepdim: bool) -> Tensor:
+    """`x` (reduced with keepdim) with dim `d` dropped unless `keepdim`."""
+    from .shape import squeeze
+    return x if keepdim else squeeze(x, d)
+
+
+def _results(kind: Any, out: Any, op: str, *values: Tensor) -> Any:
+    """A namedtuple result, written into `out` (a tuple of tensors) when given."""
+    if out is not None:
+        if not isinstance(out, (tuple, list)) or len(out) != len(values):
+            raise TypeError(f"{op}(): argument 'out' must be a tuple of {len(values)} Tensors")
+        values = tuple(write_out(op, o, v) for o, v in zip(out, values))
+    return kind(*values)
+
+
+def _reduced_dim(op: str, x: Tensor, dim: int) -> int:
+    """`dim` normalized; a dimension of size zero raises as PyTorch's reductions without
+    identity do."""
+    from ..ir.types import normalize_axis
+    d = normalize_axis(dim, x.ndim, op)
+    if x.ndim and x._shape[d] == 0:
+        raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
+    return d
+
+
+def _int64_of(arr: Any) -> Tensor:
+    import numpy as np
+    from .creation import from_numpy
+    return from_numpy(np.ascontiguousarray(arr, dtype=np.int64))
+
+
+# --------------------------------------------------------------------------------------
+# cummax, cummin, logcumsumexp, in-place scans
+# --------------------------------------------------------------------------------------
+
+cummax_result = namedtuple("cummax", ["values", "indices"])
+cummin_result = namedtuple("cummin", ["values", "indices"])
+
+
+def _cum_extreme(op: str, input: Tensor, dim: int, largest: bool, out: Any) -> Any:
+    import numpy as np
+    from ..ir.types import normalize_axis
+    from .creation import zeros
+    from .indexing import gather
+    x = _no_complex(op, _tensor(op, input))
+    kind = cummax_result if largest else cummin_result
+    name = "CummaxBackward0" if largest else "CumminBackward0"
+    d = normalize_axis(dim, x.ndim, op)
+    if x.ndim == 0 or x.numel() == 0:
+        idx = zeros(x._shape, dtype=dt.int64)
+        values = x.clone() if x.ndim == 0 else gather(x, d, idx, name=name)
+        return _results(kind, out, op, values, idx)
+    a, = _host_values(op, x)
+    if a.dtype == np.bool_:
+        a = a.astype(np.uint8)
+    run = (np.maximum if largest else np.minimum).accumulate(a, axis=d)
+    mark = a == run                       # ties: the latest position (as PyTorch)
+    if a.dtype.kind == "f":
+        mark |= np.isnan(a)               # a NaN holds from where it appears
+    shape = [1] * a.ndim
+    shape[d] = a.shape[d]
+    pos = np.arange(a.shape[d]).reshape(shape)
+    idx = _int64_of(np.maximum.accumulate(np.where(mark, pos, 0), axis=d))
+    return _results(kind, out, op, gather(x, d, idx, name=name), idx)
+
+
+def cummax(input: Tensor, dim: int, *, out: Any = None) -> Any:
+    """Running maximum along `dim` and the position of each: `(values, indices)`.
+
+    A NaN propagates from where it appears; ties take the latest position (PyTorch's
+    choices). Gradients flow to the positions in `indices`. Computed on the host: a graph
+    break inside `lg.compile`.
+    """
+    return _cum_extreme("cummax", input, dim, True, out)
+
+
+def cummin(input: Tensor, dim: int, *, out: Any = None) -> Any:
+    """Running minimum along `dim` and its positions; as `cummax`."""
+    return _cum_extreme("cummin", input, dim, False, out)
+
+
+def _logaddexp(a: Tensor, b: Tensor) -> Tensor:
+    """log(exp(a) + exp(b)) without overflow; -inf with -inf gives -inf."""
+    from . import elementwise as E
+    m = E.maximum(a, b)
+    delta = E.where(E.eq(a, b), 0.0, E.sub(a, b))
+    return E.add(m, E.log1p(E.exp(E.neg(E.abs(delta)))))
+
+
+def logcumsumexp(input: Tensor, dim: int, *, out: Any = None) -> Tensor:
+    """log(cumsum(exp(input), dim)) computed stably: a log-step scan of a two-term
+    log-sum-exp (so it compiles and differentiates by composition).
+
+    Args: `dim` the scanned dimension; `out` receives the result. Integer inputs raise as
+    in PyTorch.
+    """
+    from ..ir.types import normalize_axis
+    from ..ops.scan import log_step_scan
+    from .. import functions as F
+    x = _tensor("logcumsumexp", input)
+    if not (x._dtype.is_floating_point or x._dtype.is_complex):
+        raise RuntimeError(f"logcumsumexp(): not implemented for {x._dtype.name}; use a "
+                           f"floating point input")
+    if x._dtype.is_complex:
+        raise RuntimeError(f"logcumsumexp(): not implemented for {x._dtype.name} in llgrad")
+    d = normalize_axis(dim, x.ndim, "logcumsumexp")
+    if x.ndim == 0:
+        res = x.clone()
+    else:
+        res = log_step_scan(F, x, d, _logaddexp, float("-inf"))
+        if res is x:
+            res = x.clone()
+    return write_out("logcumsumexp", out, res) if out is not None else res
+
+
+def _cumsum_(self: Tensor, dim: int, *, dtype: dt.DType | None = None) -> Tensor:
+    from .sorting import cumsum
+    return cumsum(self, dim, dtype=dtype)
+
+
+def _cumprod_(self: Tensor, dim: int, *, dtype: dt.DType | None = None) -> Tensor:
+    from .sorting import cumprod
+    return cumprod(self, dim, dtype=dtype)
+
+
+# --------------------------------------------------------------------------------------
+# Order statistics: kthvalue, median, nanmedian, mode, quantile, nanquantile
+# --------------------------------------------------------------------------------------
+
+kthvalue_result = namedtuple("kthvalue", ["values", "indices"])
+median_result = namedtuple("median", ["values", "indices"])
+nanmedian_result = namedtuple("nanmedian", ["values", "indices"])
+mode_result = namedtuple("mode", ["values", "indices"])
+
+
+def _pick(x: Tensor, d: int, k: Tensor, keepdim: bool, name: str) -> tuple[Tensor, Tensor]:
+    """The element of sorted rank `k` (int64, keepdim shape) along `d`: (value, index)."""
+    from .indexing import gather
+    from .sorting import _argsort_along
+    order = _argsort_along(x, d, False)                 # NaN last, stable
+    idx = gather(order, d, k)
+    values = gather(x, d, idx, name=name)
+    return _keep(values, d, keepdim), _keep(idx, d, keepdim)
+
+
+def _rank_shape(x: Tensor, d: int) -> tuple[int, ...]:
+    return tuple(1 if i == d else n for i, n in enumerate(x._shape))
+
+
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,
+             out: Any = None) -> Any:
+    """The k-th smallest element along `dim` and its position: `(values, indices)`.
+
+    NaN counts as larger than every number. Among equal values the index is the first
+    in input order (PyTorch leaves which one unspecified).
+    """
+    from .creation import full, zeros
+    x = _no_complex("kthvalue", _tensor("kthvalue", input))
+    from ..ir.types import normalize_axis
+    d = normalize_axis(dim, x.ndim, "kthvalue")
+    n = x._shape[d] if x.ndim else 1
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d} "
+                           f"(k={k!r}, size {n})")
+    if x.ndim == 0:
+        return _results(kthvalue_result, out, "kthvalue", x.clone(),
+                        zeros((), dtype=dt.int64))
+    v, i = _pick(x, d, full(_rank_shape(x, d), k - 1, dtype=dt.int64), keepdim,
+                 "KthvalueBackward0")
+    return _results(kthvalue_result, out, "kthvalue", v, i)
+
+
+def _median(op: str, input: Tensor, dim: Any, keepdim: bool, out: Any, ignore_nan: bool,
+            kind: Any, names: tuple[str, str]) -> Any:
+    from .creation import full, zeros
+    x = _no_complex(op, _tensor(op, input))
+    if dim is None:
+        if x.numel() == 0:
+            if not x._dtype.is_floating_point:
+                raise RuntimeError(f"{op}(): cannot compute the median of an empty "
+                                   f"{x._dtype.name} tensor")
+            res = full((), float("nan"), dtype=x._dtype)
+            return write_out(op, out, res) if out is not None else res
+        v, _ = _median_rank(x.reshape(-1), 0, True, ignore_nan, names[0])
+        v = v.reshape(())
+        return write_out(op, out, v) if out is not None else v
+    d = _reduced_dim(op, x, dim)
+    if x.ndim == 0:
+        return _results(kind, out, op, x.clone(), zeros((), dtype=dt.int64))
+    v, i = _median_rank(x, d, keepdim, ignore_nan, names[1])
+    return _results(kind, out, op, v, i)
+
+
+def _median_rank(x: Tensor, d: int, keepdim: bool, ignore_nan: bool, name: str
+                 ) -> tuple[Tensor, Tensor]:
+    """The lower median along `d`; with NaN present, median takes the first NaN and
+    nanmedian the lower median of the other values."""
+    from . import elementwise as E
+    from .creation import full
+    from .reduction import sum as sum_
+    n = x._shape[d]
+    if not x._dtype.is_floating_point:
+        return _pick(x, d, full(_rank_shape(x, d), (n - 1) // 2, dtype=dt.int64), keepdim,
+                     name)
+    count = sum_(E.logical_not(E.isnan(x)).to(dt.int64), d, keepdim=True)
+    if ignore_nan:
+        k = E.clamp(E.floor_divide(E.sub(count, 1), 2), min=0)
+    else:
+        k = E.where(E.lt(count, n), count, (n - 1) // 2)
+    return _pick(x, d, k, keepdim, name)
+
+
+def median(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
+    """The lower median (of all elements, or along `dim` with its index:
+    `(values, indices)`); any NaN makes the result NaN (the index of the first NaN).
+
+    Among equal values the index is the first in input order (PyTorch leaves it
+    unspecified). Sorted by ops, so it compiles (rows up to 1024 elements).
+    """
+    return _median("median", input, dim, keepdim, out, False, median_result,
+                   ("MedianBackward0", "MedianBackward1"))
+
+
+def nanmedian(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = None
+              ) -> Any:
+    """`median` ignoring NaN values (NaN only where a row holds nothing else)."""
+    return _median("nanmedian", input, dim, keepdim, out, True, nanmedian_result,
+                   ("NanmedianBackward0", "NanmedianBackward1"))
+
+
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out: Any = None) -> Any:
+    """The most frequent value along `dim` and an index of it: `(values, indices)`.
+
+    Ties between counts go to the smallest value; the index is the last position of that
+    value; NaNs never equal each other (PyTorch's rules). Computed on the host: a graph
+    break inside `lg.compile`.
+    """
+    import numpy as np
+    from .creation import zeros
+    from .indexing import gather
+    from .shape import movedim
+    x = _no_complex("mode", _tensor("mode", input))
+    d = _reduced_dim("mode", x, dim)
+    if x.ndim == 0:
+        return _results(mode_result, out, "mode", x.clone(), zeros((), dtype=dt.int64))
+    a, = _host_values("mode", x)
+    a2 = np.moveaxis(a, d, -1)
+    lead = a2.shape[:-1]
+    n = a2.shape[-1]
+    rows = a2.reshape(-1, n)
+    perm = np.argsort(rows, axis=1, kind="stable")
+    s = np.take_along_axis(rows, perm, axis=1)
+    starts = np.ones(s.shape, dtype=bool)
+    starts[:, 1:] = s[:, 1:] != s[:, :-1]
+    run = np.cumsum(starts, axis=1) - 1
+    r = rows.shape[0]
+    counts = np.bincount((np.arange(r)[:, None] * n + run).ravel(),
+                         minlength=r * n).reshape(r, n)
+    best = np.argmax(counts, axis=1)
+    last = n - 1 - np.argmax((run == best[:, None])[:, ::-1], axis=1)
+    pos = perm[np.arange(r), last].reshape(lead + (1,))
+    idx = movedim(_int64_of(pos), -1, d)
+    values = gather(x, d, idx, name="ModeBackward0")
+    return _results(mode_result, out, "mode", _keep(values, d, keepdim),
+                    _keep(idx, d, keepdim))
+
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(op: str, input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str,
+              out: Any, ignore_nan: bool) -> Tensor:
+    from ..ir.types import normalize_axis
+    from . import elementwise as E
+    from .creation import tensor
+    from .indexing import gather
+    from .reduction import any as any_, sum as sum_
+    from .shape import movedim, reshape
+    from .sorting import sort
+    x = _tensor(op, input)
+    if x._dtype not in (dt.float32, dt.float64):
+        raise RuntimeError(f"{op}() input tensor must be either float or double dtype "
+                           f"(got {x._dtype.name})")
+    if interpolation not in _INTERPOLATIONS:
+        raise ValueError(f"{op}() interpolation must be one of linear, lower, higher, "
+                         f"midpoint or nearest. Got {interpolation}")
+    if x.numel() == 0:
+        raise RuntimeError(f"{op}() input tensor must be non-empty")
+    scalar_q = not isinstance(q, Tensor)
+    if scalar_q:
+        if not isinstance(q, (int, float)) or isinstance(q, bool):
+            raise TypeError(f"{op}(): q must be a float or a Tensor, not {type(q).__name__}")
+        qs = tensor([float(q)], dtype=x._dtype)
+    else:
+        if q.ndim > 1:
+            raise RuntimeError(f"{op}() q must be a scalar or 1D tensor (got shape "
+                               f"{list(q.shape)})")
+        if q._dtype is not x._dtype:
+            raise RuntimeError(f"{op}() q tensor must be same dtype as the input tensor "
+                               f"(q {q._dtype.name}, input {x._dtype.name})")
+        scalar_q = q.ndim == 0
+        qs = q.reshape(-1).detach()
+    if getattr(qs, "_ctx", None) is None:
+        qv, = _host_values(op, qs) if not scalar_q or isinstance(q, Tensor) else \
+            (qs._values(),)
+        if qv.size and not ((qv >= 0) & (qv <= 1)).all():
+            raise ValueError(f"{op}() q values must be in the range [0, 1]")
+    if dim is None:
+        xs = x.reshape(-1)
+        d = 0
+    else:
+        d = normalize_axis(dim, x.ndim, op)
+        xs = movedim(x, d, -1) if x.ndim else x.reshape(1)
+    srt = sort(xs, -1).values
+    n = srt._shape[-1]
+    if ignore_nan:
+        count = sum_(E.logical_not(E.isnan(srt)), -1, keepdim=True).to(x._dtype)
+        ranks = E.mul(qs, E.sub(count, 1))
+        ranks = E.where(E.lt(ranks, 0), 0.0, ranks)
+    else:
+        ranks = E.mul(qs, float(n - 1))
+        ranks = E.where(any_(E.isnan(srt), -1, keepdim=True), float(n - 1), ranks)
+    if interpolation == "lower":
+        ranks = E.floor(ranks)
+    elif interpolation == "higher":
+        ranks = E.ceil(ranks)
+    elif interpolation == "nearest":
+        ranks = E.round(ranks)
+    below = ranks.to(dt.int64)
+    values = gather(srt, -1, below)
+    if interpolation in ("linear", "midpoint"):
+        weights = E.sub(ranks, below.to(x._dtype)) if interpolation == "linear" else 0.5
+        above = gather(srt, -1, E.ceil(ranks).to(dt.int64))
+        values = E.lerp(values, above, weights)
+    res = movedim(values, -1, 0)                       # (nq, *reduced)
+    if keepdim:
+        if dim is None:
+            res = reshape(res, (res._shape[0],) + (1,) * x.ndim)
+        elif x.ndim:
+            res = res.unsqueeze(d + 1)
+    if scalar_q:
+        res = res.squeeze(0)
+    return write_out(op, out, res) if out is not None else res
+
+
+def quantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
+             interpolation: str = "linear", out: Tensor | None = None) -> Tensor:
+    """The q-th quantiles of `input` (flattened, or along `dim`).
+
+    Args: `q` a float or a 0-d/1-D tensor of values in [0, 1] (a 1-D q adds a leading
+    dimension); `interpolation` between the two nearest ranks: linear, lower, higher,
+    midpoint or nearest (round half to even); a NaN in a row makes its quantiles NaN.
+    """
+    return _quantile("quantile", input, q, dim, keepdim, interpolation, out, False)
+
+
+def nanquantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
+                interpolation: str = "linear", out: Tensor | None = None) -> Tensor:
+    """`quantile` ignoring NaN values (NaN only for a row of NaNs)."""
+    return _quantile("nanquantile", input, q, dim, keepdim, interpolation, out, True)
+
+
+# --------------------------------------------------------------------------------------
+# NaN-ignoring reductions and aminmax
+# --------------------------------------------------------------------------------------
+
+def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *,
+           dtype: dt.DType | None = None) -> Tensor:
+    """Sum treating NaN as zero (their gradient is zero). Args as `sum`."""
+    from . import elementwise as E
+    from .reduction import sum as sum_
+    x = _tensor("nansum", input)
+    if x._dtype.is_complex:
+        raise RuntimeError("nansum does not support complex inputs")
+    if x._dtype.is_floating_point:
+        x = E.where(E.isnan(x), 0.0, x)
+    return sum_(x, dim, keepdim, dtype=dtype)
+
+
+def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
+            dtype: dt.DType | None = None, out: Tensor | None = None) -> Tensor:
+    """Mean of the non-NaN elements (NaN where there are none). Args as `mean`."""
+    from . import elementwise as E
+    from .reduction import sum as sum_
+    x = _tensor("nanmean", input)
+    if not (x._dtype.is_floating_point or x._dtype.is_complex):
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
+                           f"dtype but got {x._dtype.name}")
+    if dtype is not None:
+        x = x.to(dtype)
+    count = sum_(E.logical_not(E.isnan(x)), dim, keepdim)
+    res = E.div(nansum(x, dim, keepdim), count)
+    return write_out("nanmean", out, res) if out is not None else res
+
+
+aminmax_result = namedtuple("aminmax", ["min", "max"])
+
+
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False,
+            out: Any = None) -> Any:
+    """`(amin, amax)` over all elements or along `dim`, as a namedtuple (min, max)."""
+    from ..ir.types import normalize_axis
+    from .reduction import amax, amin
+    x = _no_complex("aminmax", _tensor("aminmax", input))
+    if dim is not None:
+        d = normalize_axis(dim, x.ndim, "aminmax")
+        empty = x.ndim > 0 and x._shape[d] == 0
+    else:
+        d = None
+        empty = x.numel() == 0
+    if empty:
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                           "operation has no identity.")
+    if d is None:
+        lo, hi = amin(x, (), keepdim), amax(x, (), keepdim)
+    else:
+        lo, hi = amin(x, d, keepdim), amax(x, d, keepdim)
+    return _results(aminmax_result, out, "aminmax", lo, hi)
+
+
+# --------------------------------------------------------------------------------------
+# Histograms and bincount (host computations: graph breaks inside lg.compile)
+# --------------------------------------------------------------------------------------
+
+histogram_result = namedtuple("histogram", ["hist", "bin_edges"])
+histogramdd_result = namedtuple("histogramdd", ["hist", "bin_edges"])
+
+
+def _float_only(op: str, x: Tensor) -> Tensor:
+    if x._dtype not in (dt.float32, dt.float64, dt.float16, dt.bfloat16):
+        raise RuntimeError(f"{op}(): not implemented for {x._dtype.name} (expected a floating "
+                           f"point input)")
+    return x
+
+
+def histc(input: Tensor, bins: int = 100, min: Any = 0, max: Any = 0, *,
+          out: Tensor | None = None) -> Tensor:
+    """A histogram of `bins` equal-width bins between `min` and `max` (both 0: the data's
+    min and max, widened by 1 each way when they are equal); elements outside are ignored,
+    the last bin includes `max`. The result has the input's dtype; no gradient (as
+    PyTorch)."""
+    import numpy as np
+    from .creation import from_numpy
+    x = _float_only("histc", _tensor("histc", input))
+    if not isinstance(bins, int) or isinstance(bins, bool) or bins <= 0:
+        raise RuntimeError(f"histc(): bins must be > 0, but got {bins} for dimension 0")
+    a, = _host_values("histc", x)
+    a = a.reshape(-1)
+    kind = a.dtype.type
+    lo, hi = kind(min), kind(max)
+    if lo == hi and a.size:
+        lo, hi = a.min(), a.max()
+    if lo == hi:
+        lo, hi = kind(lo - 1), kind(hi + 1)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise RuntimeError(f"histc(): range of [{lo}, {hi}] is not finite")
+    if lo > hi:
+        raise RuntimeError(f"histc(): max must be larger than min (min {min}, max {max})")
+    keep = (a >= lo) & (a <= hi)
+    v = a[keep]
+    pos = ((v - lo) * kind(bins) / (hi - lo)).astype(np.int64)
+    pos[pos == bins] = bins - 1
+    hist = np.bincount(pos, minlength=bins).astype(a.dtype)
+    res = from_numpy(hist).to(x._dtype)
+    return write_out("histc", out, res) if out is not None else res
+
+
+def _edges(op: str, a: Any, bins: Any, rng: Any, np_dtype: Any, k: int | None = None
+           ) -> Any:
+    """Bin edges of one dimension: a tensor of edges, or `bins` equal bins over `rng` (or
+    the data's min and max, widened by 0.5 when equal)."""
+    import numpy as np
+    if isinstance(bins, Tensor):
+        e = bins.detach()._values().astype(np_dtype).reshape(-1)
+        if bins.ndim != 1 or e.size < 1:
+            raise RuntimeError(f"{op}(): bins tensor should have one dimension and at least "
+                               f"1 element")
+        if e.size > 1 and (np.diff(e) < 0).any():
+            raise ValueError(f"{op}(): bin edges must be non-decreasing")
+        return e
+    if not isinstance(bins, int) or isinstance(bins, bool) or bins <= 0:
+        raise RuntimeError(f"{op}(): bins must be > 0, but got {bins} for dimension "
+                           f"{k or 0}")
+    if rng is not None:
+        lo, hi = np_dtype.type(rng[0]), np_dtype.type(rng[1])
+        if lo > hi:
+            raise RuntimeError(f"{op}(): min should not exceed max, but got min {rng[0]} max "
+                               f"{rng[1]} for dimension {k or 0}")
+    elif a.size:
+        lo, hi = a.min(), a.max()
+    else:
+        lo, hi = np_dtype.type(0), np_dtype.type(0)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise RuntimeError(f"{op}(): range of [{lo}, {hi}] is not finite")
+    if lo == hi:
+        lo, hi = np_dtype.type(lo - 0.5), np_dtype.type(hi + 0.5)
+    return np.linspace(lo, hi, bins + 1, dtype=np_dtype)
+
+
+def _bin_index(a: Any, e: Any) -> Any:
+    """Each value's bin among edges `e` (the last bin closed); -1 outside."""
+    import numpy as np
+    nb = e.size - 1
+    pos = np.searchsorted(e, a, side="right") - 1
+    pos[a == e[-1]] = nb - 1
+    bad = (a < e[0]) | (a > e[-1]) | np.isnan(a) | (nb < 1)
+    pos[bad] = -1
+    return pos
+
+
+def histogramdd(input: Tensor, bins: Any = 10, *, range: Any = None, weight: Any = None,
+                density: bool = False) -> Any:
+    """A D-dimensional histogram of the rows of `input` (shape (..., D)).
+
+    Args: `bins` an int, a list of D ints, or a list of D tensors of edges; `range` a flat
+    list of D (min, max) pairs; `weight` one weight per row; `density` normalizes to a
+    density. Returns `(hist, bin_edges)` (a list of D edge tensors)."""
+    import numpy as np
+    from .creation import from_numpy
+    x = _float_only("histogramdd", _tensor("histogramdd", input))
+    if x.ndim < 1:
+        raise RuntimeError("histogramdd(): input should have at least 1 dimension")
+    D = x._shape[-1]
+    if weight is not None:
+        _tensor("histogramdd", weight, "weight")
+        if weight._dtype is not x._dtype:
+            raise RuntimeError(f"histogramdd(): expected weight to have the same dtype as "
+                               f"input ({x._dtype.name}), got {weight._dtype.name}")
+        if tuple(weight._shape) != tuple(x._shape[:-1]):
+            raise RuntimeError(f"histogramdd(): weight should have the same shape as input "
+                               f"excluding its innermost dimension ({list(x._shape[:-1])}), "
+                               f"got {list(weight._shape)}")
+    a, w = _host_values("histogramdd", x, weight)
+    dtype = a.dtype
+    pts = a.reshape(-1, D)
+    if isinstance(bins, (int, Tensor)):
+        bins_list = [bins] * D
+    else:
+        bins_list = list(bins)
+        if len(bins_list) != D:
+            raise RuntimeError(f"histogramdd(): expected {D} sequences of bin edges for each "
+                               f"of the {D} dimensions of input, got {len(bins_list)}")
+    if range is not None:
+        flat = [float(r) for r in range]
+        if len(flat) != 2 * D:
+            raise RuntimeError(f"histogramdd(): expected {2 * D} values for range, got "
+                               f"{len(flat)}")
+    edges = [_edges("histogramdd", pts[:, k], b, None if range is None else
+                    flat[2 * k:2 * k + 2] if not isinstance(b, Tensor) else None, dtype, k)
+             for k, b in enumerate(bins_list)]
+    shape = tuple(e.size - 1 for e in edges)
+    pos = [_bin_index(pts[:, k], e) for k, e in enumerate(edges)]
+    ok = np.ones(pts.shape[0], dtype=bool)
+    for p in pos:
+        ok &= p >= 0
+    flat_index = np.zeros(pts.shape[0], dtype=np.int64)
+    for p, n in zip(pos, shape):
+        flat_index = flat_index * n + np.where(ok, p, 0)
+    wv = None if w is None else w.reshape(-1)[ok].astype(np.float64)
+    total = int(np.prod(shape)) if shape else 1
+    hist = np.bincount(flat_index[ok], weights=wv, minlength=total)[:total].reshape(shape)
+    if density:
+        s = hist.sum()
+        widths = np.ones(shape)
+        for k, e in enumerate(edges):
+            view = [1] * D
+            view[k] = shape[k]
+            widths = widths * np.diff(e.astype(np.float64)).reshape(view)
+        hist = hist / (s * widths)
+    hist_t = from_numpy(np.ascontiguousarray(hist.astype(dtype))).to(x._dtype)
+    edge_ts = [from_numpy(np.ascontiguousarray(e)).to(x._dtype) for e in edges]
+    return histogramdd_result(hist_t, edge_ts)
+
+
+def histogram(input: Tensor, bins: Any = 100, *, range: Any = None, weight: Any = None,
+              density: bool = False, out: Any = None) -> Any:
+    """A histogram of all of `input`'s values: `(hist, bin_edges)`.
+
+    Args: `bins` an int (equal bins over `range`, default the data's min and max) or a
+    1-D tensor of non-decreasing edges; `weight` a tensor like `input`; `density`
+    normalizes so the histogram integrates to 1. The last bin includes its right edge.
+    """
+    x = _float_only("histogram", _tensor("histogram", input))
+    if isinstance(bins, Tensor) and bins._dtype is not x._dtype:
+        raise RuntimeError(f"histogram(): input tensor and bins tensors should have the same "
+                           f"dtype, but got input {x._dtype.name} and bins {bins._dtype.name}")
+    if weight is not None and tuple(_tensor("histogram", weight, "weight")._shape) != \
+            tuple(x._shape):
+        raise RuntimeError(f"histogram(): weight should have the same shape as input "
+                           f"({list(x._shape)}), got {list(weight._shape)}")
+    h, edges = histogramdd(x.reshape(-1, 1), [bins], range=range,
+                           weight=None if weight is None else weight.reshape(-1),
+                           density=density)
+    return _results(histogram_result, out, "histogram", h, edges[0])
+
+
+def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
+    """How often each value 0..max occurs in a 1-D non-negative integer tensor (at least
+    `minlength` bins); with `weights`, their sums per value (float32 weights give
+    float32, other weights float64, as PyTorch)."""
+    import numpy as np
+    from .creation import from_numpy
+    x = _tensor("bincount", input)
+    if x._dtype.is_floating_point or x._dtype.is_complex or x._dtype is dt.bool_:
+        raise RuntimeError(f"bincount(): only integral input is supported, got "
+                           f"{x._dtype.name}")
+    if x.ndim != 1:
+        raise RuntimeError(f"bincount(): input should be 1-d, got shape {list(x.shape)}")
+    if minlength < 0:
+        raise RuntimeError(f"bincount(): minlength should be >= 0, got {minlength}")
+    if weights is not None and (_tensor("bincount", weights, "weights").ndim != 1 or
+                                weights._shape != x._shape):
+        raise RuntimeError(f"bincount(): weights should be 1-d and have the same length as "
+                           f"input (input {list(x.shape)}, weights {list(weights.shape)})")
+    a, w = _host_values("bincount", x, weights)
+    if a.size and a.min() < 0:
+        raise RuntimeError("bincount(): input should contain only non-negative values")
+    if w is None:
+        return from_numpy(np.bincount(a.astype(np.int64), minlength=minlength)
+                          .astype(np.int64))
+    res = np.bincount(a.astype(np.int64), weights=w.astype(np.float64), minlength=minlength)
+    kind = dt.float32 if weights._dtype is dt.float32 else dt.float64
+    return from_numpy(np.ascontiguousarray(res)).to(kind)
+
+
+# --------------------------------------------------------------------------------------
+# Integration and differences (compositions: they compile and differentiate)
+# --------------------------------------------------------------------------------------
+
+def _spacing_along(x: Tensor, d: int, y: Tensor) -> Tensor:
+    """x's differences along `d`, shaped to broadcast against y's slices (x 1-D or like y)."""
+    from .shape import slice_dim
+    from . import elementwise as E
+    if x.ndim == 1:
+        n = x._shape[0]
+        if n != y._shape[d]:
+            raise RuntimeError(f"trapezoid: There must be one `x` value for each sample point "
+                               f"(x has {n}, y has {y._shape[d]} along dim {d})")
+        dx = E.sub(x[1:], x[:-1])
+        shape = [1] * y.ndim
+        shape[d] = n - 1
+        return dx.reshape(shape)
+    from ..ir.types import normalize_axis
+    dd = normalize_axis(d - y.ndim, x.ndim, "trapezoid")
+    return E.sub(slice_dim(x, dd, 1, x._shape[dd]), slice_dim(x, dd, 0, x._shape[dd] - 1))
+
+
+def trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Tensor:
+    """The trapezoidal rule along `dim`: with sample points `x` (1-D, or broadcastable to
+    `y`) or a constant spacing `dx` (default 1)."""
+    from ..ir.types import normalize_axis
+    from . import elementwise as E
+    from .reduction import sum as sum_
+    from .shape import select, slice_dim
+    y = _tensor("trapezoid", y, "y")
+    if x is not None and dx is not None:
+        raise TypeError("trapezoid(): received both x and dx; pass only one")
+    d = normalize_axis(dim, y.ndim, "trapezoid")
+    if y.ndim == 0:
+        raise IndexError("trapezoid: Dimension out of range (y has no dimensions)")
+    n = y._shape[d]
+    if isinstance(x, Tensor):
+        if n == 0:
+            return sum_(E.mul(y, 0), d)
+        spacing = _spacing_along(x, d, y)
+        pair = E.add(slice_dim(y, d, 1, n), slice_dim(y, d, 0, n - 1))
+        return E.div(sum_(E.mul(spacing, pair), d), 2)
+    step = 1 if dx is None and x is None else (dx if dx is not None else x)
+    if n == 0:
+        return sum_(E.mul(y, 0), d)
+    ends = E.add(select(y, d, 0), select(y, d, n - 1))
+    return E.mul(E.sub(sum_(y, d), E.mul(ends, 0.5)), step)
+
+
+def trapz(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Tensor:
+    """Alias of `trapezoid` (`trapz(y, x, dim=)` or `trapz(y, dx=, dim=)`)."""
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
+def cumulative_trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1
+                         ) -> Tensor:
+    """The running trapezoidal integral along `dim` (one element shorter than `y`)."""
+    from ..ir.types import normalize_axis
+    from . import elementwise as E
+    from .shape import slice_dim
+    from .sorting import cumsum
+    y = _tensor("cumulative_trapezoid", y, "y")
+    if x is not None and dx is not None:
+        raise TypeError("cumulative_trapezoid(): received both x and dx; pass only one")
+    if y.ndim == 0:
+        raise IndexError("cumulative_trapezoid: Dimension out of range (y has no dimensions)")
+    d = normalize_axis(dim, y.ndim, "cumulative_trapezoid")
+    n = y._shape[d]
+    if n == 0:
+        return E.mul(y, 0)
+    pair = E.add(slice_dim(y, d, 1, n), slice_dim(y, d, 0, n - 1))
+    if isinstance(x, Tensor):
+        return cumsum(E.div(E.mul(_spacing_along(x, d, y), pair), 2), d)
+    step = 1 if dx is None and x is None else (dx if dx is not None else x)
+    return cumsum(E.mul(pair, step / 2), d)
+
+
+def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
+         append: Tensor | None = None) -> Tensor:
+    """The n-th forward difference along `dim` (`out[i] = x[i+1] - x[i]`; bool: xor),
+    after concatenating `prepend` and `append` along `dim`."""
+    from ..ir.types import normalize_axis
+    from . import elementwise as E
+    from .shape import cat, slice_dim
+    x = _tensor("diff", input)
+    if x.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if not isinstance(n, int) or n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = normalize_axis(dim, x.ndim, "diff")
+    parts = []
+    for extra, which in ((prepend, "prepend"), (x, None), (append, "append")):
+        if extra is None:
+            continue
+        if which is not None:
+            _tensor("diff", extra, which)
+            if extra.ndim == 0:
+                shape = list(x._shape)
+                shape[d] = 1
+                extra = extra.expand(tuple(shape))
+            if extra.ndim != x.ndim:
+                raise RuntimeError(f"diff expects prepend or append to be the same dimension "
+                                   f"as input (input {x.ndim}-d, {which} {extra.ndim}-d)")
+        parts.append(extra)
+    if len(parts) > 1:
+        x = cat(parts, d)
+    for _ in range(n):
+        m = x._shape[d]
+        if m == 0:
+            break
+        hi, lo = slice_dim(x, d, 1, m), slice_dim(x, d, 0, m - 1)
+        x = E.logical_xor(hi, lo) if x._dtype is dt.bool_ else E.sub(hi, lo)
+    if n == 0:
+        x = x.clone()
+    return x
+
+
+def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None, edge_order: int = 1
+             ) -> tuple[Tensor, ...]:
+    """Estimated derivatives of `input` along each of `dim` (default all) by central
+    differences inside and one-sided differences of order `edge_order` (1 or 2) at the
+    ends.
+
+    Args: `spacing` a number, a list of numbers (one per dim), or a list of 1-D
+    coordinate tensors (one per dim, non-uniform spacing). Returns one tensor per dim.
+    """
+    from ..ir.types import normalize_axis
+    from . import elementwise as E
+    from .shape import cat, slice_dim
+    x = _tensor("gradient", input)
+    if edge_order not in (1, 2):
+        raise RuntimeError(f"torch.gradient only supports edge_order=1 and edge_order=2 "
+                           f"(got {edge_order})")
+    if dim is None:
+        dims = list(range(x.ndim))
+    else:
+        raw = [dim] if isinstance(dim, int) else list(dim)
+        dims = [normalize_axis(d, x.ndim, "gradient") for d in raw]
+    if isinstance(spacing, (list, tuple)):
+        sp = list(spacing)
+        if len(sp) != len(dims):
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar "
+                               f"or it's spacing and dim arguments to have the same length, "
+                               f"but got a spacing argument of length {len(sp)} and a dim "
+                               f"argument of length {len(dims)}.")
+    elif isinstance(spacing, Tensor) and spacing.ndim > 0:
+        sp = [spacing] if len(dims) == 1 else None
+        if sp is None:
+            raise RuntimeError("torch.gradient expected spacing to be a list with one entry "
+                               "per dimension")
+    else:
+        sp = [spacing.item() if isinstance(spacing, Tensor) else spacing] * len(dims)
+    if not x._dtype.is_floating_point and not x._dtype.is_complex:
+        x = x.to(dt.get_default_dtype())
+    for d in dims:
+        if x._shape[d] < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least "
+                               "edge_order+1")
+    out = []
+    for d, h in zip(dims, sp):
+        n = x._shape[d]
+
+        def s(a: int, b: int) -> Tensor:
+            return slice_dim(x, d, a, b)
+        if isinstance(h, Tensor) and h.ndim > 0:
+            if h.ndim != 1 or h._shape[0] != n:
+                raise RuntimeError(f"torch.gradient expected each tensor to be on the same "
+                                   f"size as the dimension it describes (size {n} along "
+                                   f"dim {d}, spacing {list(h.shape)})")
+            shape = [1] * x.ndim
+            shape[d] = n - 1
+            dxs = E.sub(h[1:], h[:-1]).reshape(shape).to(x._dtype)
+            a = slice_dim(dxs, d, 0, n - 2)                 # x[i] - x[i-1]
+            b = slice_dim(dxs, d, 1, n - 1)                 # x[i+1] - x[i]
+            interior = E.div(E.add(E.sub(E.mul(E.mul(a, a), s(2, n)),
+                                         E.mul(E.mul(b, b), s(0, n - 2))),
+                                   E.mul(E.sub(E.mul(b, b), E.mul(a, a)), s(1, n - 1))),
+                             E.mul(E.mul(a, b), E.add(a, b)))
+            if edge_order == 1:
+                first = E.div(E.sub(s(1, 2), s(0, 1)), slice_dim(dxs, d, 0, 1))
+                last = E.div(E.sub(s(n - 1, n), s(n - 2, n - 1)),
+                             slice_dim(dxs, d, n - 2, n - 1))
+            else:
+                a0, b0 = slice_dim(dxs, d, 0, 1), slice_dim(dxs, d, 1, 2)
+                c0 = E.add(a0, b0)
+                first = E.add(E.add(E.mul(s(0, 1), E.neg(E.div(E.add(E.mul(a0, 2), b0),
+                                                                  E.mul(a0, c0)))),
+                                    E.mul(s(1, 2), E.div(c0, E.mul(a0, b0)))),
+                              E.mul(s(2, 3), E.neg(E.div(a0, E.mul(b0, c0)))))
+                a1, b1 = slice_dim(dxs, d, n - 3, n - 2), slice_dim(dxs, d, n - 2, n - 1)
+                c1 = E.add(a1, b1)
+                last = E.add(E.add(E.mul(s(n - 3, n - 2), E.div(b1, E.mul(a1, c1))),
+                                   E.mul(s(n - 2, n - 1), E.neg(E.div(c1, E.mul(a1, b1))))),
+                             E.mul(s(n - 1, n), E.div(E.add(E.mul(b1, 2), a1),
+                                                      E.mul(b1, c1))))
+        else:
+            hv = float(h) if not isinstance(h, Tensor) else h.item()
+            interior = E.div(E.sub(s(2, n), s(0, n - 2)), 2 * hv)
+            if edge_order == 1:
+                first = E.div(E.sub(s(1, 2), s(0, 1)), hv)
+                last = E.div(E.sub(s(n - 1, n), s(n - 2, n - 1)), hv)
+            else:
+                first = E.div(E.add(E.add(E.mul(s(0, 1), -1.5), E.mul(s(1, 2), 2.0)),
+                                    E.mul(s(2, 3), -0.5)), hv)
+                last = E.div(E.add(E.add(E.mul(s(n - 3, n - 2), 0.5),
+                                         E.mul(s(n - 2, n - 1), -2.0)),
+                                   E.mul(s(n - 1, n), 1.5)), hv)
+        out.append(cat([first, interior, last], d))
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------------------
+# cov, corrcoef, renorm
+# --------------------------------------------------------------------------------------
+
+def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
+        aweights: Tensor | None = None) -> Tensor:
+    """The covariance matrix of the variables in the rows of `input` (a 1-D input is one
+    variable), observations in its columns.
+
+    Args: `correction` subtracted from the (weighted) number of observations; `fweights`
+    integer frequency weights and `aweights` observation weights (1-D, one per column).
+    """
+    from . import elementwise as E
+    from .linalg import mm
+    from .reduction import mean, sum as sum_
+    x = _tensor("cov", input)
+    if x.ndim > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got "
+                           f"an input with {x.ndim} dimensions")
+    if x._dtype is dt.bool_:
+        raise RuntimeError("cov(): bool input is not supported")
+    if not (x._dtype.is_floating_point or x._dtype.is_complex):
+        x = x.to(dt.get_default_dtype())
+    if x.ndim < 2:
+        x = x.reshape(1, -1)
+    nobs = x._shape[1]
+    w = None
+    for wt, name in ((fweights, "fweights"), (aweights, "aweights")):
+        if wt is None:
+            continue
+        _tensor("cov", wt, name)
+        if wt.ndim > 1:
+            raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but "
+                               f"got {name} with {wt.ndim} dimensions")
+        if wt.numel() != nobs:
+            raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
+                               f"observations in the input but got {wt.numel()} != {nobs}")
+        if name == "fweights" and (wt._dtype.is_floating_point or wt._dtype.is_complex):
+            raise RuntimeError(f"cov(): expected fweights to have integral dtype but got "
+                               f"fweights with {wt._dtype.name} dtype")
+        if name == "aweights" and not wt._dtype.is_floating_point:
+            raise RuntimeError(f"cov(): expected aweights to have floating point dtype but "
+                               f"got aweights with {wt._dtype.name} dtype")
+        if getattr(wt, "_ctx", None) is None and wt.numel():
+            from ..autograd.grad_mode import no_grad
+            with no_grad():
+                if float(wt.detach().min().item()) < 0:
+                    raise RuntimeError(f"cov(): {name} cannot be negative")
+        w = wt.reshape(-1) if w is None else E.mul(w, wt.reshape(-1))
+    if w is None:
+        avg = mean(x, 1)
+        w_sum: Any = nobs
+        norm: Any = nobs - correction
+    else:
+        w_sum = sum_(w)
+        avg = E.div(sum_(E.mul(x, w), 1), w_sum)
+        if correction == 0:
+            norm = w_sum
+        elif aweights is None:
+            norm = E.sub(w_sum, correction)
+        else:
+            norm = E.sub(w_sum, E.div(E.mul(sum_(E.mul(w, aweights.reshape(-1))),
+                                            correction), w_sum))
+    if isinstance(norm, Tensor):
+        norm = E.clamp(norm, min=0)
+    elif norm <= 0:
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
+                      "than the number of observations.", UserWarning, stacklevel=2)
+        norm = 0
+    xm = E.sub(x, avg.unsqueeze(1))
+    xw = xm if w is None else E.mul(xm, w)
+    c = mm(xm, E.conj(xw.t()))
+    res = E.div(c, norm)
+    return res.squeeze() if res._shape == (1, 1) else res
+
+
+def corrcoef(input: Tensor) -> Tensor:
+    """Pearson correlation coefficients of the rows of `input` (values clipped to
+    [-1, 1]; the real and imaginary parts separately for complex inputs)."""
+    from . import elementwise as E
+    from .misc import diag
+    x = _tensor("corrcoef", input)
+    c = cov(x)
+    if c.ndim == 0:
+        return E.div(c, c)
+    d = diag(c)
+    if d._dtype.is_complex:
+        d = E.real(d)
+    sd = E.sqrt(d)
+    c = E.div(E.div(c, sd.unsqueeze(1)), sd.unsqueeze(0))
+    if c._dtype.is_complex:
+        return E.complex(E.clamp(E.real(c), -1, 1), E.clamp(E.imag(c), -1, 1))
+    return E.clamp(c, -1, 1)
+
+
+def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
+    """Each slice of `input` along `dim` whose p-norm exceeds `maxnorm` scaled down to
+    norm `maxnorm` (PyTorch's factor `maxnorm / (norm + 1e-7)`)."""
+    from ..ir.types import normalize_axis
+    from . import elementwise as E
+    from .reduction import norm as norm_
+    x = _tensor("renorm", input)
+    if x._dtype.is_complex:
+        raise RuntimeError("renorm: complex inputs are not supported")
+    if not x._dtype.is_floating_point:
+        raise RuntimeError(f"renorm(): expected a floating point input, got {x._dtype.name}")
+    if p <= 0:
+        raise RuntimeError(f"renorm(): non-positive-norm not supported (p={p})")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm(): expected maxnorm to be >= 0 but got {maxnorm}")
+    if x.ndim <= 1:
+        raise RuntimeError(f"renorm(): input needs at least 2 dimensions, got {x.ndim} "
+                           f"dimensions")
+    d = normalize_axis(dim, x.ndim, "renorm")
+    others = tuple(i for i in range(x.ndim) if i != d)
+    nrm = norm_(x, p, others, keepdim=True)
+    factor = E.where(E.gt(nrm, maxnorm), E.div(maxnorm, E.add(nrm, 1e-7)), 1.0)
+    return E.mul(x, factor.to(x._dtype))
+
+
+def _inplace_methods() -> dict[str, Callable[..., Any]]:
+    from ._errors import names_op
+    from .inplace import _rewrite_inplace
+    return {name + "_": names_op(name + "_")(_rewrite_inplace(name, fn))
+            for name, fn in (("renorm", renorm), ("cumsum", _cumsum_), ("cumprod", _cumprod_))}
+
+
+__all__ += ["cummax", "cummin", "logcumsumexp", "kthvalue", "median", "nanmedian", "mode",
+            "quantile", "nanquantile", "nansum", "nanmean", "aminmax", "histc", "histogram",
+            "histogramdd", "bincount", "trapezoid", "trapz", "cumulative_trapezoid", "diff",
+            "gradient", "cov", "corrcoef", "renorm"]
+
+METHODS.update({name: globals()[name] for name in (
+    "cummax", "cummin", "logcumsumexp", "kthvalue", "median", "nanmedian", "mode",
+    "quantile", "nanquantile", "nansum", "nanmean", "aminmax", "histc", "histogram",
+    "bincount", "diff", "cov", "corrcoef", "renorm")})
+METHODS.update(_inplace_methods())

@@ -1,0 +1,408 @@
+"""The `lg.linalg` functions built from llgrad's differentiable ops: norms, powers and
+products of matrices, cross products, Vandermonde matrices, tensor inverses and solves.
+
+They record the nodes of the ops they are made of and compile into a graph under
+`lg.compile`, except where they call a LAPACK-backed op (matrix 2-norms and nuclear
+norms need singular values; `cond`, `matrix_rank`, `tensorinv`, `tensorsolve` and a
+negative `matrix_power` need a factorization): those parts are graph breaks.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import functions as F
+from ..ir import dtypes as dt
+from ..ir.types import normalize_axis
+from ..tensor import Tensor
+from . import _decomp as D
+from ._host import (check_float, check_matrix, check_square, check_tensor, diagonal as
+                    _diag_last, _torch_name)
+
+
+def _out(result: Any, out: Any, op: str) -> Any:
+    if out is None:
+        return result
+    from ..functions._out import store
+    return store(op, result, out)
+
+
+# ======================================================================================
+# norms
+# ======================================================================================
+
+def _norm_dtype(op: str, x: Tensor, dtype: dt.DType | None) -> Tensor:
+    if dtype is not None:
+        if not (dtype.is_floating_point or dtype.is_complex):
+            raise RuntimeError(f"{op}: dtype should be floating point or complex. Got "
+                               f"{_torch_name(dtype)}")
+        if x._dtype.is_complex and not dtype.is_complex:
+            raise RuntimeError(f"{op}: dtype should be complex for a complex input. Got "
+                               f"{_torch_name(dtype)}")
+        return x.to(dtype)
+    if not (x._dtype.is_floating_point or x._dtype.is_complex):
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. "
+                           f"Got {_torch_name(x._dtype)}")
+    return x
+
+
+def vector_norm(x: Tensor, ord: float = 2, dim: Any = None, keepdim: bool = False, *,
+                dtype: dt.DType | None = None, out: Any = None) -> Tensor:
+    """The vector `ord`-norm of `x` over `dim` (all elements when None), as
+    torch.linalg.vector_norm (ord: any real number, inf, -inf; 0 counts nonzeros)."""
+    op = "linalg.vector_norm"
+    check_tensor(op, x, "x")
+    if isinstance(ord, str):
+        raise RuntimeError(f"{op}: Expected a number as ord, got '{ord}'")
+    x = _norm_dtype(op, x, dtype)
+    if isinstance(dim, (list, tuple)) and len(dim) == 0:
+        dim = None
+    if x.numel() == 0 and (ord < 0 or ord == math.inf) and dim is None:
+        raise RuntimeError(f"{op}: Expected a non-empty tensor for ord={ord} (the norm "
+                           f"reduces over an empty dimension)")
+    from ..functions.reduction import norm
+    return _out(norm(x, float(ord), dim, keepdim), out, op)
+
+
+def _two_dims(op: str, A: Tensor, dim: Any) -> tuple[int, int]:
+    if isinstance(dim, int) or len(dim) != 2:
+        raise RuntimeError(f"{op}: dim must be a 2-tuple. Got {dim}")
+    d0, d1 = (normalize_axis(d, A.ndim, op) for d in dim)
+    if d0 == d1:
+        raise RuntimeError(f"{op}: dims must be different. Got ({dim[0]}, {dim[1]})")
+    return d0, d1
+
+
+def _restore(r: Tensor, d0: int, d1: int, keepdim: bool) -> Tensor:
+    """A reduction over both matrix dims with keepdim put back at (d0, d1)."""
+    if not keepdim:
+        return r
+    for d in sorted((d0, d1)):
+        r = F.unsqueeze(r, d)
+    return r
+
+
+def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False, *,
+                dtype: dt.DType | None = None, out: Any = None) -> Tensor:
+    """The matrix norm `ord` ('fro', 'nuc', inf, -inf, 1, -1, 2, -2) of the matrices over
+    `dim`, as torch.linalg.matrix_norm ('nuc' and +-2 use the singular values)."""
+    op = "linalg.matrix_norm"
+    check_tensor(op, A)
+    check_matrix(op, A)
+    A = _norm_dtype(op, A, dtype)
+    d0, d1 = _two_dims(op, A, dim)
+    if isinstance(ord, str):
+        if ord == "fro":
+            return _out(vector_norm(A, 2, (d0, d1), keepdim), out, op)
+        if ord != "nuc":
+            raise RuntimeError(f"{op}: Order {ord} not supported.")
+        S = D.svdvals(F.movedim(A, (d0, d1), (-2, -1)))
+        return _out(_restore(F.sum(S, -1), d0, d1, keepdim), out, op)
+    if ord not in (1, -1, 2, -2, math.inf, -math.inf):
+        raise RuntimeError(f"{op}: Order {ord} not supported.")
+    if A.numel() == 0 and ord in (-1, -2, -math.inf, 2, 1, math.inf):
+        raise RuntimeError(f"{op}: Expected a non-empty tensor for ord={ord}")
+    if ord in (2, -2):
+        S = D.svdvals(F.movedim(A, (d0, d1), (-2, -1)))
+        r = F.amax(S, -1) if ord == 2 else F.amin(S, -1)
+        return _out(_restore(r, d0, d1, keepdim), out, op)
+    absA = F.abs(A)
+    if ord in (1, -1):          # column sums, then the max (min) over columns
+        s = F.sum(absA, d0, keepdim=True)
+        r = F.amax(s, d1, keepdim=True) if ord == 1 else F.amin(s, d1, keepdim=True)
+    else:                       # row sums
+        s = F.sum(absA, d1, keepdim=True)
+        r = F.amax(s, d0, keepdim=True) if ord > 0 else F.amin(s, d0, keepdim=True)
+    if not keepdim:
+        r = F.squeeze(F.squeeze(r, max(d0, d1)), min(d0, d1))
+    return _out(r, out, op)
+
+
+def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *,
+         out: Any = None, dtype: dt.DType | None = None) -> Tensor:
+    """A vector or matrix norm, as torch.linalg.norm: with `dim` an int (or 1-tuple) a
+    vector norm, a 2-tuple a matrix norm; with `dim` None the 2-norm of all elements when
+    `ord` is None, else the vector (1-D) or matrix (2-D) norm of `ord`."""
+    op = "linalg.norm"
+    check_tensor(op, A)
+    if dim is not None:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        if len(dims) == 1:
+            return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype,
+                               out=out)
+        if len(dims) == 2:
+            return matrix_norm(A, "fro" if ord is None else ord, dims, keepdim, dtype=dtype,
+                               out=out)
+        raise RuntimeError(f"{op}: If dim is specified, it must be of length 1 or 2. Got "
+                           f"{list(dims)}")
+    if ord is None:
+        return vector_norm(A, 2, None, keepdim, dtype=dtype, out=out)
+    if A.ndim == 2:
+        return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype, out=out)
+    if A.ndim == 1:
+        if isinstance(ord, str):
+            raise RuntimeError(f"{op}: Expected a number as ord for a vector norm, got "
+                               f"'{ord}'")
+        return vector_norm(A, ord, None, keepdim, dtype=dtype, out=out)
+    raise RuntimeError(f"{op}: If dim is not specified but ord is, the input must be 1D or "
+                       f"2D. Got {A.ndim}D.")
+
+
+def cond(A: Tensor, p: Any = None, *, out: Any = None) -> Tensor:
+    """The condition number of each matrix in the norm `p` (None: the 2-norm, the ratio
+    of the extreme singular values), as torch.linalg.cond; other norms need square
+    matrices and give inf for singular ones."""
+    op = "linalg.cond"
+    check_tensor(op, A)
+    check_matrix(op, A)
+    check_float(op, A)
+    if p is None or p in (2, -2):
+        S = D.svdvals(A)
+        hi, lo = F.amax(S, -1), F.amin(S, -1)
+        r = F.div(hi, lo) if p in (None, 2) else F.div(lo, hi)
+        return _out(r, out, op)
+    if p not in ("fro", "nuc", 1, -1, math.inf, -math.inf):
+        raise RuntimeError(f"{op} got an invalid norm type: {p}")
+    check_square(op, A)
+    Ainv, info = D.inv_ex(A)
+    r = F.mul(matrix_norm(A, p), matrix_norm(Ainv, p))
+    bad = F.ne(info, 0)
+    r = F.where(bad, F.full((), math.inf, dtype=r._dtype), r)
+    return _out(r, out, op)
+
+
+def matrix_rank(A: Tensor, tol: Any = None, hermitian: bool = False, *, atol: Any = None,
+                rtol: Any = None, out: Any = None) -> Tensor:
+    """The number of singular values (|eigenvalues| with hermitian=True) above
+    max(atol, rtol * the largest), as torch.linalg.matrix_rank (`tol` is the older name
+    of atol, with rtol 0)."""
+    op = "linalg.matrix_rank"
+    check_tensor(op, A)
+    check_matrix(op, A)
+    check_float(op, A)
+    if tol is not None:
+        if atol is not None or rtol is not None:
+            raise RuntimeError(f"{op}: tol cannot be combined with atol or rtol")
+        atol, rtol = tol, 0.0
+    from ..autograd.grad_mode import no_grad
+    with no_grad():
+        S = F.abs(D.eigvalsh(A)) if hermitian else D.svdvals(A)
+        a, r = D._tolerances(op, A, atol, rtol)
+        Sv = S._numpy_view()
+        smax = Sv.max(-1) if Sv.shape[-1] else np.zeros(Sv.shape[:-1])
+        thresh = np.maximum(a, r * smax)
+        rank = np.sum(Sv > np.asarray(thresh)[..., None], axis=-1).astype(np.int64)
+    from ._host import from_numpy
+    return _out(from_numpy(rank, dt.int64), out, op)
+
+
+# ======================================================================================
+# products
+# ======================================================================================
+
+def matrix_power(A: Tensor, n: int, *, out: Any = None) -> Tensor:
+    """A to the integer power n (n = 0: the identity; n < 0: the inverse's power), by
+    repeated squaring with matmul, as torch.linalg.matrix_power."""
+    op = "linalg.matrix_power"
+    check_tensor(op, A)
+    check_square(op, A)
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise TypeError(f"{op}: n must be an int, got {type(n).__name__}")
+    n = int(n)
+    if n == 0:
+        eye = F.eye(A._shape[-1], dtype=A._dtype)
+        return _out(F.expand(eye, A._shape) if A.ndim > 2 else eye, out, op)
+    if n < 0:
+        A = D.inv(A)
+        n = -n
+    result = None
+    base = A
+    while n:
+        if n & 1:
+            result = base if result is None else F.matmul(result, base)
+        n >>= 1
+        if n:
+            base = F.matmul(base, base)
+    if result is A:
+        result = F.clone(A)
+    return _out(result, out, op)
+
+
+def _chain_order(dims: Sequence[int]) -> list[list[int]]:
+    """The matrix-chain split points minimizing scalar multiplications."""
+    n = len(dims) - 1
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            best = None
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if best is None or c < best:
+                    best, split[i][j] = c, k
+            cost[i][j] = best
+    return split
+
+
+def multi_dot(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
+    """The product of a chain of matrices in the cheapest order (the first may be a row
+    vector, the last a column vector when 1-D), as torch.linalg.multi_dot."""
+    op = "linalg.multi_dot"
+    ts = list(tensors)
+    if len(ts) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(ts)}")
+    for i, t in enumerate(ts):
+        check_tensor(op, t, f"tensors[{i}]")
+    first_vec = ts[0].ndim == 1
+    last_vec = ts[-1].ndim == 1
+    if ts[0].ndim not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the first tensor must be 1D or 2D but got "
+                           f"{ts[0].ndim}D")
+    if ts[-1].ndim not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got "
+                           f"{ts[-1].ndim}D")
+    for i, t in enumerate(ts[1:-1], 1):
+        if t.ndim != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
+    for t in ts[1:]:
+        if t._dtype is not ts[0]._dtype:
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but "
+                               f"tensor 0 is {_torch_name(ts[0]._dtype)} and tensor "
+                               f"{ts.index(t)} {_torch_name(t._dtype)}")
+    if first_vec:
+        ts[0] = F.unsqueeze(ts[0], 0)
+    if last_vec:
+        ts[-1] = F.unsqueeze(ts[-1], -1)
+    for i in range(len(ts) - 1):
+        if ts[i]._shape[1] != ts[i + 1]._shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes "
+                               f"{list(ts[i]._shape)} and {list(ts[i + 1]._shape)} cannot be "
+                               f"multiplied")
+    dims = [ts[0]._shape[0]] + [t._shape[1] for t in ts]
+    split = _chain_order(dims)
+
+    def product(i: int, j: int) -> Tensor:
+        if i == j:
+            return ts[i]
+        k = split[i][j]
+        return F.matmul(product(i, k), product(k + 1, j))
+
+    r = product(0, len(ts) - 1)
+    if first_vec:
+        r = F.squeeze(r, 0)
+    if last_vec:
+        r = F.squeeze(r, -1)
+    return _out(r, out, op)
+
+
+def cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
+    """The cross product of 3-vectors along `dim` (inputs broadcast), as
+    torch.linalg.cross."""
+    op = "linalg.cross"
+    check_tensor(op, input, "input")
+    check_tensor(op, other, "other")
+    if input.ndim != other.ndim:
+        raise RuntimeError(f"{op}: inputs must have the same number of dimensions.")
+    if input._dtype is not other._dtype:
+        raise RuntimeError(f"{op}: Expected input and other to have the same dtype, but got "
+                           f"{_torch_name(input._dtype)} and {_torch_name(other._dtype)}")
+    d = normalize_axis(dim, input.ndim, op)
+    if input._shape[d] != 3 or other._shape[d] != 3:
+        raise RuntimeError(f"{op}: inputs dimension {dim} must have length 3. Got "
+                           f"{input._shape[d]} and {other._shape[d]}")
+    a, b = F.broadcast_tensors(input, other)
+
+    def part(x: Tensor, i: int) -> Tensor:
+        return F.narrow(x, d, i, 1)
+
+    a0, a1, a2 = part(a, 0), part(a, 1), part(a, 2)
+    b0, b1, b2 = part(b, 0), part(b, 1), part(b, 2)
+    c = F.cat([F.sub(F.mul(a1, b2), F.mul(a2, b1)), F.sub(F.mul(a2, b0), F.mul(a0, b2)),
+               F.sub(F.mul(a0, b1), F.mul(a1, b0))], d)
+    return _out(c, out, op)
+
+
+def vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
+    """sum(conj(x) * y) along `dim` (inputs broadcast), as torch.linalg.vecdot."""
+    op = "linalg.vecdot"
+    check_tensor(op, x, "x")
+    check_tensor(op, y, "y")
+    if x._dtype is not y._dtype:
+        raise RuntimeError(f"{op}: Expected x and y to have the same dtype, but found x of "
+                           f"type {_torch_name(x._dtype)} and y of type "
+                           f"{_torch_name(y._dtype)} instead")
+    xc = F.conj(x) if x._dtype.is_complex else x
+    return _out(F.sum(F.mul(xc, y), dim), out, op)
+
+
+def vander(x: Tensor, *, N: int | None = None) -> Tensor:
+    """The Vandermonde matrices of `x` (..., n): columns x^0, x^1, ..., x^(N-1) (N
+    defaults to n), as torch.linalg.vander."""
+    op = "linalg.vander"
+    check_tensor(op, x, "x")
+    if x.ndim == 0:
+        raise RuntimeError(f"{op}: x must have at least one dimension")
+    n = x._shape[-1]
+    N = n if N is None else N
+    if N < 0:
+        raise RuntimeError(f"{op}: N must be non-negative, got {N}")
+    x = x.to(dt.int64) if x._dtype is dt.bool_ else x
+    ones = F.ones(x._shape + (1,), dtype=x._dtype)
+    if N <= 1:
+        return ones[..., :N]
+    reps = F.expand(F.unsqueeze(x, -1), x._shape + (N - 1,))
+    return F.cumprod(F.cat([ones, reps], -1), -1)
+
+
+def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """The diagonal `offset` of the matrices over (dim1, dim2), in a new last dimension,
+    as torch.linalg.diagonal (llgrad returns a copy, torch a view)."""
+    op = "linalg.diagonal"
+    check_tensor(op, A)
+    if A.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
+    d1, d2 = normalize_axis(dim1, A.ndim, op), normalize_axis(dim2, A.ndim, op)
+    if d1 == d2:
+        raise RuntimeError(f"{op}: diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return _diag_last(F.movedim(A, (d1, d2), (-2, -1)), offset)
+
+
+def tensorinv(A: Tensor, ind: int = 2, *, out: Any = None) -> Tensor:
+    """The tensor inverse of A over its first `ind` dims (prod(shape[:ind]) must equal
+    prod(shape[ind:])): the result has shape shape[ind:] + shape[:ind], as
+    torch.linalg.tensorinv."""
+    op = "linalg.tensorinv"
+    check_tensor(op, A)
+    if ind <= 0:
+        raise RuntimeError(f"{op}: Expected a strictly positive integer for 'ind', but got "
+                           f"{ind}")
+    lead, rest = A._shape[:ind], A._shape[ind:]
+    p1, p2 = int(np.prod(lead)), int(np.prod(rest))
+    if p1 != p2:
+        raise RuntimeError(f"{op}: Expected self to satisfy the requirement "
+                           f"prod(self.shape[ind:]) == prod(self.shape[:ind]), but got "
+                           f"{p2} != {p1}")
+    M = D.inv(F.reshape(A, (p1, p2)))
+    return _out(F.reshape(M, rest + lead), out, op)
+
+
+def tensorsolve(A: Tensor, B: Tensor, dims: Any = None, *, out: Any = None) -> Tensor:
+    """The X with tensordot(A, X, X.ndim) = B (A's dims `dims` moved to the end first),
+    as torch.linalg.tensorsolve."""
+    op = "linalg.tensorsolve"
+    check_tensor(op, A)
+    check_tensor(op, B, "B")
+    if dims is not None:
+        ds = [normalize_axis(d, A.ndim, op) for d in dims]
+        A = F.movedim(A, ds, list(range(A.ndim - len(ds), A.ndim)))
+    rest = A._shape[B.ndim:]
+    nb = int(np.prod(B._shape)) if B.ndim else 1
+    nr = int(np.prod(rest))
+    if int(np.prod(A._shape)) != nb * nr or nb != nr:
+        raise RuntimeError(f"{op}: Expected self to satisfy the requirement "
+                           f"prod(result_shape) == prod(other.shape), but got {nr} != {nb}")
+    X = D.solve(F.reshape(A, (nb, nr)), F.reshape(B, (nb,)))
+    return _out(F.reshape(X, rest), out, op)

@@ -1,0 +1,1561 @@
+"""The LAPACK-backed ops of `lg.linalg`: factorizations, inverses, solvers, spectra.
+
+Each runs on the host through NumPy's batched LAPACK loops (`numpy.linalg`) or SciPy's
+LAPACK/BLAS wrappers (`scipy.linalg.lapack`, `scipy.linalg.blas`) called per matrix of
+the batch, and records one node (`_host.host_op`) whose derivative rule is written with
+llgrad's functions (the published rules, as PyTorch's derivatives.yaml lists them).
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+
+from .. import functions as F
+from ..ir import dtypes as dt
+from ..tensor import Tensor
+from ._host import (LinAlgError, check_float, check_matrix, check_square, check_tensor,
+                    diag_embed, diagonal, first_bad, from_numpy, host_op, mH, mT,
+                    same_dtype, square_float, values)
+
+inv_ex_result = namedtuple("linalg_inv_ex", ["inverse", "info"])
+solve_ex_result = namedtuple("linalg_solve_ex", ["result", "info"])
+cholesky_ex_result = namedtuple("linalg_cholesky_ex", ["L", "info"])
+slogdet_result = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
+qr_result = namedtuple("linalg_qr", ["Q", "R"])
+eigh_result = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+eig_result = namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
+svd_result = namedtuple("linalg_svd", ["U", "S", "Vh"])
+lstsq_result = namedtuple("linalg_lstsq", ["solution", "residuals", "rank",
+                                           "singular_values"])
+lu_factor_result = namedtuple("linalg_lu_factor", ["LU", "pivots"])
+lu_factor_ex_result = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+lu_result = namedtuple("linalg_lu", ["P", "L", "U"])
+ldl_factor_result = namedtuple("linalg_ldl_factor", ["LD", "pivots"])
+ldl_factor_ex_result = namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
+
+
+def _lapack(prefix_of: np.dtype, name: str) -> Any:
+    import scipy.linalg.lapack as lapack
+    p = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}[np.dtype(
+        prefix_of).name]
+    return getattr(lapack, p + name)
+
+
+def _blas(prefix_of: np.dtype, name: str) -> Any:
+    import scipy.linalg.blas as blas
+    p = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}[np.dtype(
+        prefix_of).name]
+    return getattr(blas, p + name)
+
+
+def _check_errors(op: str, info: Tensor, kind: str) -> None:
+    bad = first_bad(values(info))
+    if bad is None:
+        return
+    where, v = bad
+    if kind == "inv":
+        raise LinAlgError(f"{op}: {where}The diagonal element {v} is zero, the inversion "
+                          f"could not be completed because the input matrix is singular.")
+    if kind == "solve":
+        raise LinAlgError(f"{op}: {where}The solver failed because the input matrix is "
+                          f"singular.")
+    if kind == "cholesky":
+        raise LinAlgError(f"{op}: {where}The factorization could not be completed because "
+                          f"the input is not positive-definite (the leading minor of order "
+                          f"{v} is not positive-definite).")
+    if kind == "lu":
+        raise LinAlgError(f"{op}: {where}The factorization could not be completed because "
+                          f"the input is singular (U[{v}, {v}] is zero).")
+    if kind == "ldl":
+        raise LinAlgError(f"{op}: {where}The factorization could not be completed (info = "
+                          f"{v}).")
+    raise LinAlgError(f"{op}: {where}failed to converge (info = {v}).")
+
+
+def _real_dtype(d: dt.DType) -> dt.DType:
+    return d.to_real() if d.is_complex else d
+
+
+def _complex_dtype(d: dt.DType) -> dt.DType:
+    return d if d.is_complex else (dt.complex64 if d is dt.float32 else dt.complex128)
+
+
+def _wants_derivative(A: Tensor) -> bool:
+    """Whether a call must compute what its derivative reads (the vectors of svdvals and
+    eigvalsh): it records a node, or carries a forward-mode tangent."""
+    from ..autograd import forward_ad
+    from ..autograd.apply import needs_grad
+    from ..transforms.batching import bottom
+    return needs_grad([bottom(A)]) or (forward_ad._level[0] > 0 and
+                                       forward_ad.tangent_of(A) is not None)
+
+
+# ======================================================================================
+# inv
+# ======================================================================================
+
+def _lu_info(a: np.ndarray) -> np.ndarray:
+    """getrf's info for each matrix of the batch (first zero pivot, 1-based; 0: none)."""
+    getrf = _lapack(a.dtype, "getrf")
+    batch = a.shape[:-2]
+    info = np.zeros(batch, np.int32)
+    for idx in np.ndindex(*batch):
+        if a.shape[-1] == 0:
+            continue
+        info[idx] = getrf(np.array(a[idx]))[2]
+    return info
+
+
+def _inv_compute(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        return np.linalg.inv(a), np.zeros(a.shape[:-2], np.int32)
+    except np.linalg.LinAlgError:
+        pass
+    getrf, getri = _lapack(a.dtype, "getrf"), _lapack(a.dtype, "getri")
+    out = np.empty_like(a)
+    info = np.zeros(a.shape[:-2], np.int32)
+    for idx in np.ndindex(*a.shape[:-2]):
+        lu, piv, inf = getrf(np.array(a[idx]))
+        info[idx] = inf
+        # a singular matrix has no inverse: its entries are NaN (torch leaves them
+        # unspecified)
+        out[idx] = getri(lu, piv)[0] if inf == 0 else np.full(a.shape[-2:], np.nan, a.dtype)
+    return out, info
+
+
+def _inv_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
+    g = grads[0]
+    if g is None:
+        return [None]
+    X = ctx.outputs[0]
+    Xh = mH(X)
+    return [F.neg(F.matmul(Xh, F.matmul(g, Xh)))]
+
+
+def _inv_jvp(primals: list[Tensor], outs: list[Tensor], tangents: list[Tensor | None],
+             attrs: dict[str, Any]) -> list[Tensor | None]:
+    X = outs[0]
+    return [F.neg(F.matmul(X, F.matmul(tangents[0], X))), None]
+
+
+def inv_ex(A: Tensor, *, check_errors: bool = False, out: Any = None) -> Any:
+    """The inverse of each square matrix of `A` and LAPACK's `info` (0, or the 1-based
+    index of the first zero pivot of the LU factorization), as torch.linalg.inv_ex."""
+    op = "linalg.inv_ex"
+    square_float(op, A)
+    inv, info = host_op(op, "LinalgInvExBackward0", (A,), _inv_compute, _inv_rule,
+                        out_dtypes=(A._dtype, dt.int32), save_inputs=False,
+                        save_outputs=(True, False), jvp=_inv_jvp)
+    if check_errors:
+        _check_errors("linalg.inv", info, "inv")
+    return _out(inv_ex_result(inv, info), out)
+
+
+def inv(A: Tensor, *, out: Any = None) -> Tensor:
+    """The inverse of each square matrix of `A` (float or complex); raises
+    `LinAlgError` for a singular matrix, as torch.linalg.inv."""
+    op = "linalg.inv"
+    square_float(op, A)
+    res, info = host_op(op, "LinalgInvExBackward0", (A,), _inv_compute, _inv_rule,
+                        out_dtypes=(A._dtype, dt.int32), save_inputs=False,
+                        save_outputs=(True, False), jvp=_inv_jvp)
+    _check_errors(op, info, "inv")
+    return _out(res, out)
+
+
+def _out(result: Any, out: Any, op: str = "linalg") -> Any:
+    """Copy `result` into `out` (a tensor, or a tuple of tensors) when given (torch's
+    `out=`: no autograd through it)."""
+    if out is None:
+        return result
+    from ..functions._out import store
+    return store(op, result, out)
+
+
+# ======================================================================================
+# det, slogdet
+# ======================================================================================
+
+def _det_compute(a: np.ndarray) -> tuple[np.ndarray]:
+    if a.shape[-1] == 0:
+        return (np.ones(a.shape[:-2], a.dtype),)
+    return (np.linalg.det(a).astype(a.dtype),)
+
+
+def _adjugate_h(A: Tensor) -> Tensor:
+    """adj(A)^H for every matrix (singular ones included), from the SVD:
+    adj(A) = det(U) det(Vh) V diag(prod_{j != i} s_j) U^H."""
+    U, S, Vh = svd(A, full_matrices=False)
+    n = S._shape[-1]
+    ones = F.ones(S._shape[:-1] + (1,), dtype=S._dtype)
+    left = F.cumprod(F.cat([ones, S[..., :n - 1]], -1), -1)
+    right = F.flip(F.cumprod(F.flip(F.cat([S[..., 1:], ones], -1), [-1]), -1), [-1])
+    others = F.mul(left, right).to(A._dtype)
+    phase = F.mul(det(U), det(Vh))
+    adj_h = F.matmul(F.mul(U, F.unsqueeze(others, -2)), Vh)      # U diag(others) V^H
+    return F.mul(adj_h, F.unsqueeze(F.unsqueeze(F.conj(phase) if phase._dtype.is_complex
+                                                else phase, -1), -1))
+
+
+def _det_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
+    g = grads[0]
+    if g is None:
+        return [None]
+    (A,) = ctx.inputs
+    (d,) = ctx.outputs
+    if A._shape[-1] == 0:
+        return [F.zeros(A._shape, dtype=A._dtype)]
+    Ainv, info = inv_ex(A)
+    if not np.any(values(info)):
+        scale = F.mul(g, F.conj(d)) if d._dtype.is_complex else F.mul(g, d)
+        return [F.mul(mH(Ainv), F.unsqueeze(F.unsqueeze(scale, -1), -1))]
+    return [F.mul(_adjugate_h(A), F.unsqueeze(F.unsqueeze(g, -1), -1))]
+
+
+def _det_jvp(primals: list[Tensor], outs: list[Tensor], tangents: list[Tensor | None],
+             attrs: dict[str, Any]) -> list[Tensor | None]:
+    A, dA = primals[0], tangents[0]
+    # d det = det * tr(A^{-1} dA)
+    tr = F.sum(diagonal(solve(A, dA)), -1)
+    return [F.mul(outs[0], tr)]
+
+
+def det(A: Tensor, *, out: Any = None) -> Tensor:
+    """The determinant of each square matrix of `A`, as torch.linalg.det (LU on the
+    host; the gradient uses A^{-1}, or the SVD where A is singular)."""
+    op = "linalg.det"
+    square_float(op, A)
+    (d,) = host_op(op, "LinalgDetBackward0", (A,), _det_compute, _det_rule,
+                   out_dtypes=(A._dtype,), jvp=_det_jvp)
+    return _out(d, out)
+
+
+def _slogdet_compute(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if a.shape[-1] == 0:
+        return np.ones(a.shape[:-2], a.dtype), np.zeros(a.shape[:-2], a.real.dtype)
+    s, l = np.linalg.slogdet(a)
+    return s.astype(a.dtype), l.astype(a.real.dtype)
+
+
+def _slogdet_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
+    gs, gl = grads
+    (A,) = ctx.inputs
+    sign = ctx.outputs[0]
+    complex_ = A._dtype.is_complex
+    if gl is None and (gs is None or not complex_):
+        return [None]
+    if gl is None:
+        gl = F.zeros(sign._shape, dtype=_real_dtype(A._dtype))
+    scale: Tensor = gl
+    if complex_:
+        scale = gl.to(A._dtype)
+        if gs is not None:
+            scale = F.add(scale, F.mul(F.imag(F.mul(gs, F.conj(sign))).to(A._dtype), 1j))
+    # d log|det| = Re tr(A^{-1} dA): the gradient is scale * A^{-H}
+    Ainv = inv(A)
+    return [F.mul(mH(Ainv), F.unsqueeze(F.unsqueeze(scale.to(A._dtype), -1), -1))]
+
+
+def slogdet(A: Tensor, *, out: Any = None) -> Any:
+    """(sign, log|det|) of each square matrix of `A`, as torch.linalg.slogdet (for
+    complex `A` the sign is det/|det|)."""
+    op = "linalg.slogdet"
+    square_float(op, A)
+    sign, logabs = host_op(op, "LinalgSlogdetBackward0", (A,), _slogdet_compute,
+                           _slogdet_rule, out_dtypes=(A._dtype, _real_dtype(A._dtype)),
+                           save_outputs=(True, False))
+    return _out(slogdet_result(sign, logabs), out)
+
+
+# ======================================================================================
+# solve
+# ======================================================================================
+
+def _broadcast_batch(op: str, A: Tensor, B: Tensor, nA: int = 2, nB: int = 2
+                     ) -> tuple[Tensor, Tensor]:
+    """Expand A and B to their common batch shape (A's last nA dims, B's last nB are the
+    matrix part)."""
+    ba, bb = A._shape[:A.ndim - nA], B._shape[:B.ndim - nB]
+    try:
+        batch = tuple(np.broadcast_shapes(ba, bb))
+    except ValueError:
+        raise RuntimeError(f"{op}: The batch dimensions of A {list(ba)} and B {list(bb)} "
+                           f"are not broadcastable") from None
+    if ba != batch:
+        A = F.expand(A, batch + A._shape[A.ndim - nA:])
+    if bb != batch:
+        B = F.expand(B, batch + B._shape[B.ndim - nB:])
+    return A, B
+
+
+def _solve_compute(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if a.shape[-1] == 0 or b.shape[-1] == 0:
+        return np.zeros(b.shape, a.dtype), np.zeros(a.shape[:-2], np.int32)
+    try:
+        return np.linalg.solve(a, b), np.zeros(a.shape[:-2], np.int32)
+    except np.linalg.LinAlgError:
+        pass
+    info = _lu_info(a)
+    out = np.full(b.shape, np.nan, a.dtype)
+    for idx in np.ndindex(*a.shape[:-2]):
+        if info[idx] == 0:
+            out[idx] = np.linalg.solve(a[idx], b[idx])
+    return out, info
+
+
+def _solve_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
+    g = grads[0]
+    if g is None:
+        return [None, None]
+    A, _ = ctx.inputs
+    X = ctx.outputs[0]
+    gB = solve(mH(A), g)
+    gA = F.neg(F.matmul(gB, mH(X))) if ctx.needs[0] else None
+    return [gA, gB]
+
+
+def _solve_jvp(primals: list[Tensor], outs: list[Tensor], tangents: list[Tensor | None],
+               attrs: dict[str, Any]) -> list[Tensor | None]:
+    A = primals[0]
+    X = outs[0]
+    dA, dB = tangents
+    rhs = dB if dB is not None else None
+    if dA is not None:
+        t = F.neg(F.matmul(dA, X))
+        rhs = t if rhs is None else F.add(rhs, t)
+    return [solve(A, rhs), None]
+
+
+def _solve_prim(op: str, A: Tensor, B: Tensor) -> tuple[Tensor, Tensor]:
+    """The primitive: A (..., n, n), B (..., n, k) with the same batch shape."""
+    return host_op(op, "LinalgSolveExBackward0", (A, B), _solve_compute, _solve_rule,
+                   out_dtypes=(A._dtype, dt.int32), save_inputs=(True, False),
+                   save_outputs=(True, False), jvp=_solve_jvp)
+
+
+def _solve_common(op: str, A: Tensor, B: Tensor, left: bool) -> tuple[Tensor, Tensor]:
+    check_tensor(op, A, "A")
+    check_tensor(op, B, "B")
+    check_square(op, A)
+    check_float(op, A)
+    same_dtype(op, A, B)
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and B._shape == A._shape[:-1])
+    if not left:
+        if vector:
+            raise RuntimeError(f"{op}: Vector broadcasting of the left hand side is not "
+                               f"supported for left=False. In this case linalg.solve is "
+                               f"equivalent to B / A.squeeze(-1)")
+        X, info = _solve_common(op, mT(A), mT(B), True)
+        return mT(X), info
+    Bm = F.unsqueeze(B, -1) if vector else B
+    n = A._shape[-1]
+    if Bm._shape[-2] != n:
+        raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation AX = B "
+                           f"({A._shape[-2]}x{n} and {Bm._shape[-2]}x{Bm._shape[-1]})")
+    A2, B2 = _broadcast_batch(op, A, Bm)
+    X, info = _solve_prim(op, A2, B2)
+    if vector:
+        X = F.squeeze(X, -1)
+    return X, info
+
+
+def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False,
+             out: Any = None) -> Any:
+    """The solution of A X = B (X A = B with left=False) and LAPACK's info, as
+    torch.linalg.solve_ex."""
+    X, info = _solve_common("linalg.solve_ex", A, B, left)
+    if check_errors:
+        _check_errors("linalg.solve_ex", info, "solve")
+    return _out(solve_ex_result(X, info), out)
+
+
+def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor:
+    """The solution X of A X = B (X A = B with left=False) for square A, broadcasting
+    over batch dims; B may be a (batch of) vector(s), as torch.linalg.solve."""
+    X, info = _solve_common("linalg.solve", A, B, left)
+    _check_errors("torch.linalg.solve", info, "solve")
+    return _out(X, out)
+
+
+# ======================================================================================
+# cholesky
+# ======================================================================================
+
+def _cholesky_compute(a: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray]:
+    info = np.zeros(a.shape[:-2], np.int32)
+    if a.shape[-1] == 0:
+        return np.zeros(a.shape, a.dtype), info
+    try:
+        L = np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        potrf = _lapack(a.dtype, "potrf")
+        L = np.zeros(a.shape, a.dtype)
+        for idx in np.ndindex(*a.shape[:-2]):
+            c, inf = potrf(np.array(a[idx]), lower=1, clean=1)
+            info[idx] = inf
+            L[idx] = np.tril(c)
+    if upper:
+        L = np.conj(np.swapaxes(L, -1, -2))
+    return L, info
+
+
+def _cholesky_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
+    g = grads[0]
+    if g is None:
+        return [None]
+    upper = ctx.attrs["upper"]
+    L = ctx.outputs[0]
+    if upper:
+        L, g = mH(L), mH(g)
+    P = F.tril(F.matmul(mH(L), g))
+    P = F.mul(F.add(P, mH(F.tril(P, -1))), 0.5)
+    gA = solve_triangular(mH(L), P, upper=True)
+    gA = solve_triangular(L, gA, upper=False, left=False)
+    return [gA]
+
+
+def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False,
+                out: Any = None) -> Any:
+    """The Cholesky factor (lower L with A = L L^H, or upper U = L^H) of each Hermitian
+    positive-definite matrix of `A` (its lower triangle is read) and LAPACK's info (the
+    order of the first leading minor that is not positive-definite), as
+    torch.linalg.cholesky_ex."""
+    op = "linalg.cholesky_ex"
+    square_float(op, A)
+    L, info = host_op(op, "LinalgCholeskyExBackward0", (A,),
+                      lambda a: _cholesky_compute(a, upper), _cholesky_rule,
+                      out_dtypes=(A._dtype, dt.int32), save_inputs=False,
+                      save_outputs=(True, False), attrs={"upper": upper})
+    if check_errors:
+        _check_errors("linalg.cholesky", info, "cholesky")
+    return _out(cholesky_ex_result(L, info), out)
+
+
+def cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
+    """The Cholesky factor of each Hermitian positive-definite matrix of `A`; raises
+    `LinAlgError` when one is not positive-definite, as torch.linalg.cholesky."""
+    op = "linalg.cholesky"
+    square_float(op, A)
+    L, info = host_op(op, "LinalgCholeskyExBackward0", (A,),
+                      lambda a: _cholesky_compute(a, upper), _cholesky_rule,
+                      out_dtypes=(A._dtype, dt.int32), save_inputs=False,
+                      save_outputs=(True, False), attrs={"upper": upper})
+    _check_errors(op, info, "cholesky")
+    return _out(L, out)
+
+
+# ======================================================================================
+# solve_triangular
+# ======================================================================================
+
+def _trsm_compute(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool
+                  ) -> tuple[np.ndarray]:
+    out = np.empty(b.shape, a.dtype)
+    if b.size == 0:
+        return (out,)
+    trsm = _blas(a.dtype, "trsm")
+    for idx in np.ndindex(*a.shape[:-2]):
+        out[idx] = trsm(1.0, np.asfortranarray(a[idx]), np.asfortranarray(b[idx]),
+                        lower=0 if upper else 1, diag=1 if unit else 0)
+    return (out,)
+
+
+def _trsm_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
+    g = grads[0]
+    if g is None:
+        return [None, None]
+    upper, unit = ctx.attrs["upper"], ctx.attrs["unit"]
+    A, _ = ctx.inputs
+    X = ctx.outputs[0]
+    gB = solve_triangular(mH(A), g, upper=not upper, unitriangular=unit)
+    gA = None
+    if ctx.needs[0]:
+        full = F.neg(F.matmul(gB, mH(X)))
+        off = 1 if unit else 0
+        gA = F.triu(full, off) if upper else F.tril(full, -off)
+    return [gA, gB]
+
+
+def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
+                     unitriangular: bool = False, out: Any = None) -> Tensor:
+    """The solution of A X = B (X A = B with left=False) for triangular A (only the
+    triangle named by `upper` is read; `unitriangular`: its diagonal is taken as ones),
+    broadcasting batch dims, as torch.linalg.solve_triangular."""
+    op = "linalg.solve_triangular"
+    check_tensor(op, A, "A")
+    check_tensor(op, B, "B")
+    check_matrix(op, A)
+    check_matrix(op, B, "B")
+    check_square(op, A)
+    check_float(op, A)
+    same_dtype(op, A, B)
+    if not left:
+        X = solve_triangular(mT(A), mT(B), upper=not upper, left=True,
+                             unitriangular=unitriangular)
+        return _out(mT(X), out)
+    if B._shape[-2] != A._shape[-1]:
+        raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation AX = B "
+                           f"({A._shape[-2]}x{A._shape[-1]} and {B._shape[-2]}x"
+                           f"{B._shape[-1]})")
+    A2, B2 = _broadcast_batch(op, A, B)
+    (X,) = host_op(op, "LinalgSolveTriangularBackward0", (A2, B2),
+                   lambda a, b: _trsm_compute(a, b, upper, unitriangular), _trsm_rule,
+                   out_dtypes=(A._dtype,), save_inputs=(True, False),
+                   attrs={"upper": upper, "unit": unitriangular})
+    return _out(X, out)
+
+
+# ======================================================================================
+# cholesky_solve (torch.cholesky_solve; its gradient treats L as a full matrix, as torch)
+# ======================================================================================
+
+def _potrs_compute(b: np.ndarray, c: np.ndarray, upper: bool) -> tuple[np.ndarray]:
+    out = np.empty(b.shape, c.dtype)
+    if b.size == 0:
+        return (out,)
+    potrs = _lapack(c.dtype, "potrs")
+    for idx in np.ndindex(*c.shape[:-2]):
+        x, _ = potrs(np.array(c[idx]), np.array(b[idx]), lower=0 if upper else 1)
+        out[idx] = x
+    return (out,)
+
+
+def _potrs_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
+    g = grads[0]
+    if g is None:
+        return [None, None]
+    upper = ctx.attrs["upper"]
+    _, L = ctx.inputs
+    X = ctx.outputs[0]
+    gB = cholesky_solve(g, L, upper)
+    gL = None
+    if ctx.needs[1]:
+        common = F.matmul(gB, mH(X))
+        common = F.add(common, mH(common))
+        gL = F.neg(F.matmul(L, common) if upper else F.matmul(common, L))
+    return [gB, gL]
+
+
+def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
+    """The solution of A X = B given A's Cholesky factor (lower L with A = L L^H, or
+    upper U with A = U^H U), as torch.cholesky_solve (LAPACK potrs); batch dims
+    broadcast."""
+    op = "cholesky_solve"
+    check_tensor(op, B, "B")
+    check_tensor(op, L, "L")
+    check_matrix(op, B, "B")
+    check_square(op, L, "L")
+    check_float(op, L)
+    same_dtype(op, B, L, "B", "L")
+    if B._shape[-2] != L._shape[-1]:
+        raise RuntimeError(f"{op}: Incompatible matrix sizes for cholesky_solve: each A "
+                           f"matrix is {L._shape[-1]} by {L._shape[-1]} but each b matrix is "
+                           f"{B._shape[-2]} by {B._shape[-1]}")
+    L2, B2 = _broadcast_batch(op, L, B)
+    (X,) = host_op(op, "CholeskySolveBackward0", (B2, L2),
+                   lambda b, c: _potrs_compute(b, c, upper), _potrs_rule,
+                   out_dtypes=(B._dtype,), save_inputs=(False, True),
+                   attrs={"upper": upper})
+    return X
+
+
+# ======================================================================================
+# qr
+# ======================================================================================
+
+def _qr_compute(a: np.ndarray, mode: str) -> tuple[np.ndarray, np.ndarray]:
+    m, n = a.shape[-2:]
+    if a.size == 0:
+        k = m if mode == "complete" else min(m, n)
+        q = np.zeros(a.shape[:-2] + (m, k), a.dtype)
+        if k and m:
+            q[...] = np.eye(m, k, dtype=a.dtype)
+        r = np.zeros(a.shape[:-2] + ((m if mode == "complete" else min(m, n)), n), a.dtype)
+        return (q if mode != "r" else np.zeros((0,), a.dtype)), r
+    if mode == "r":
+        return np.zeros((0,), a.dtype), np.linalg.qr(a, mode="r").astype(a.dtype)
+    q, r = np.linalg.qr(a, mode=mode)
+    return q.astype(a.dtype), r.astype(a.dtype)
+
+
+def _copyltu(M: Tensor) -> Tensor:
+    """tril(M) copied Hermitian-wise to the upper triangle, the diagonal's real part."""
+    low = F.tril(M, -1)
+    d = diagonal(M)
+    d = F.real(d).to(M._dtype) if M._dtype.is_complex else d
+    return F.add(F.add(low, mH(low)), diag_embed(d))
+
+
+def _qr_core(Q: Tensor, R: Tensor, gQ: Tensor | None, gR: Tensor | None) -> Tensor:
+    """The gradient of A = QR for m >= n (Q m x n, R n x n upper)."""
+    M = None
+    if gR is not None:
+        M = F.matmul(R, mH(gR))
+    if gQ is not None:
+        t = F.matmul(mH(gQ), Q)
+        M = F.neg(t) if M is None else F.sub(M, t)
+    b = F.matmul(Q, _copyltu(M))
+    if gQ is not None:
+        b = F.add(b, gQ)
+    return solve_triangular(mH(R), b, upper=False, left=False)
+
+
+def _qr_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
+    gQ, gR = grads
+    if gQ is None and gR is None:
+        return [None]
+    mode = ctx.attrs["mode"]
+    if mode == "r":
+        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed "
+                           "when mode='r'. Please use linalg.qr(A, mode='reduced') if you are "
+                           "going to differentiate through linalg.qr.")
+    Q, R = ctx.outputs
+    m, n = Q._shape[-2], R._shape[-1]
+    if mode == "complete" and m > n:
+        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' "
+                           "and nrows > ncols.")
+    if m >= n:
+        return [_qr_core(Q, R, gQ, gR)]
+    # wide: A = [X | Y] with X = Q U, Y = Q V
+    U, V = R[..., :, :m], R[..., :, m:]
+    gU = gR[..., :, :m] if gR is not None else None
+    gV = gR[..., :, m:] if gR is not None else None
+    if gV is not None:
+        extra = F.matmul(F.matmul(Q, V), mH(gV))
+        gQ = extra if gQ is None else F.add(gQ, extra)
+    gX = _qr_core(Q, U, gQ, gU)
+    gY = F.matmul(Q, gV) if gV is not None else F.zeros(V._shape[:-2] + (m, n - m),
+                                                        dtype=Q._dtype)
+    return [F.cat([gX, gY], -1)]
+
+
+def qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> Any:
+    """The QR decomposition of each matrix of `A`: mode 'reduced' (Q m x k, R k x n,
+    k = min(m, n)), 'complete' (Q m x m) or 'r' (R only, Q empty), as torch.linalg.qr.
+    Householder QR (LAPACK geqrf); R's diagonal signs are LAPACK's."""
+    op = "linalg.qr"
+    check_tensor(op, A)
+    check_matrix(op, A)
+    check_float(op, A)
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
+                           f"'reduced' (default), 'r', or 'complete'")
+    Q, R = host_op(op, "LinalgQrBackward0", (A,), lambda a: _qr_compute(a, mode), _qr_rule,
+                   out_dtypes=(A._dtype, A._dtype), save_inputs=False,
+                   attrs={"mode": mode})
+    return _out(qr_result(Q, R), out)
+
+
+# ======================================================================================
+# eigh, eigvalsh, eig, eigvals
+# ======================================================================================
+
+def _uplo(op: str, UPLO: str) -> str:
+    if UPLO not in ("L", "U", "l", "u"):
+        raise RuntimeError(f"{op}: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    return UPLO.upper()
+
+
+def _eigh_compute(a: np.ndarray, UPLO: str, vectors: bool) -> tuple[np.ndarray, ...]:
+    n = a.shape[-1]
+    if n == 0:
+        return (np.zeros(a.shape[:-1], a.real.dtype), np.zeros(a.shape, a.dtype))
+    if vectors:
+        w, v = np.linalg.eigh(a, UPLO=UPLO)
+        return w.astype(a.real.dtype), v.astype(a.dtype)
+    w = np.linalg.eigvalsh(a, UPLO=UPLO)
+    return w.astype(a.real.dtype), np.zeros((0,), a.dtype)
+
+
+def _gauge_check(op: str, d: Tensor) -> None:
+    vals = values(F.imag(d))
+    if vals.size and not np.allclose(vals, 0.0, rtol=1e-2, atol=1e-2):
+        raise RuntimeError(f"{op}: The eigenvectors in the complex case are specified up to "
+                           f"multiplication by e^{{i phi}}. The specified loss function "
+                           f"depends on this quantity, so it is ill-defined.")
+
+
+def _eig_common_rule(L: Tensor, V: Tensor, gL: Tensor | None, gV: Tensor | None,
+                     hermitian: bool) -> Tensor:
+    """The gradient of A = V diag(L) V^{-1} (V^H for Hermitian A)."""
+    n = L._shape[-1]
+    Lc = F.conj(L) if L._dtype.is_complex else L
+    E = F.sub(F.unsqueeze(Lc, -2), F.unsqueeze(Lc, -1))          # E_ij = L_j - L_i
+    E = F.add(E, F.eye(n, dtype=E._dtype))                       # diagonal: 1
+    if gV is not None:
+        W = F.matmul(mH(V), gV)
+        dW = diagonal(W)
+        if V._dtype.is_complex:
+            _gauge_check("linalg_eigh_backward" if hermitian else "linalg_eig_backward", dW)
+        if hermitian:
+            W = F.mul(F.sub(W, mH(W)), 0.5)
+        else:
+            re = F.real(dW) if dW._dtype.is_complex else dW
+            W = F.sub(W, F.matmul(mH(V), F.mul(V, F.unsqueeze(re.to(V._dtype), -2))))
+        ret = F.div(W, E.to(W._dtype))
+        ret = F.sub(ret, diag_embed(diagonal(ret)))
+        if gL is not None:
+            ret = F.add(ret, diag_embed(gL.to(ret._dtype)))
+    else:
+        ret = diag_embed(gL.to(V._dtype))
+    if hermitian:
+        return F.matmul(V, F.matmul(ret, mH(V)))
+    return solve(mH(V), F.matmul(ret, mH(V)))
+
+
+def _eigh_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
+    gL, gV = grads
+    if gL is None and gV is None:
+        return [None]
+    L, V = ctx.outputs
+    return [_eig_common_rule(L, V, gL, gV, True)]
+
+
+def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Any:
+    """Eigenvalues (ascending, real) and orthonormal eigenvectors of each Hermitian matrix
+    of `A` (only the triangle `UPLO` is read), as torch.linalg.eigh (LAPACK syevd/heevd;
+    each eigenvector's sign or phase is LAPACK's)."""
+    op = "linalg.eigh"
+    square_float(op, A)
+    UPLO = _uplo(op, UPLO)
+    L, V = host_op(op, "LinalgEighBackward0", (A,), lambda a: _eigh_compute(a, UPLO, True),
+                   _eigh_rule, out_dtypes=(_real_dtype(A._dtype), A._dtype),
+                   save_inputs=False)
+    return _out(eigh_result(L, V), out)
+
+
+def eigvalsh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Tensor:
+    """The eigenvalues (ascending) of each Hermitian matrix of `A`, as
+    torch.linalg.eigvalsh."""
+    op = "linalg.eigvalsh"
+    square_float(op, A)
+    UPLO = _uplo(op, UPLO)
+    if _wants_derivative(A):
+        L, _ = host_op(op, "LinalgEighBackward0", (A,),
+                       lambda a: _eigh_compute(a, UPLO, True), _eigh_rule,
+                       out_dtypes=(_real_dtype(A._dtype), A._dtype), save_inputs=False)
+    else:
+        L, _ = host_op(op, "LinalgEighBackward0", (A,),
+                       lambda a: _eigh_compute(a, UPLO, False), None,
+                       out_dtypes=(_real_dtype(A._dtype), A._dtype))
+    return _out(L, out)
+
+
+def _eig_compute(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    cd = np.result_type(a.dtype, np.complex64)
+    if a.shape[-1] == 0:
+        return np.zeros(a.shape[:-1], cd), np.zeros(a.shape, cd)
+    if not np.all(np.isfinite(a)):
+        raise LinAlgError("linalg.eig: the input contains infinite or NaN values")
+    w, v = np.linalg.eig(a)
+    return w.astype(cd), v.astype(cd)
+
+
+def _eig_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
+    gL, gV = grads
+    if gL is None and gV is None:
+        return [None]
+    L, V = ctx.outputs
+    return [_eig_common_rule(L, V, gL, gV, False)]
+
+
+def eig(A: Tensor, *, out: Any = None) -> Any:
+    """Eigenvalues and eigenvectors (complex; each of norm 1, as LAPACK geev gives them)
+    of each square matrix of `A`, as torch.linalg.eig."""
+    op = "linalg.eig"
+    square_float(op, A)
+    cd = _complex_dtype(A._dtype)
+    L, V = host_op(op, "LinalgEigBackward0", (A,), _eig_compute, _eig_rule,
+                   out_dtypes=(cd, cd), save_inputs=False)
+    return _out(eig_result(L, V), out)
+
+
+def eigvals(A: Tensor, *, out: Any = None) -> Tensor:
+    """The (complex) eigenvalues of each square matrix of `A`, as torch.linalg.eigvals."""
+    op = "linalg.eigvals"
+    square_float(op, A)
+    cd = _complex_dtype(A._dtype)
+    L, _ = host_op(op, "LinalgEigBackward0", (A,), _eig_compute, _eig_rule,
+                   out_dtypes=(cd, cd), save_inputs=False)
+    return _out(L, out)
+
+
+# ======================================================================================
+# svd, svdvals
+# ======================================================================================
+
+def _svd_compute(a: np.ndarray, full: bool, uv: bool) -> tuple[np.ndarray, ...]:
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    rd = a.real.dtype
+    if a.size == 0:
+        mu, nv = (m, n) if full else (k, k)
+        u = np.zeros(a.shape[:-2] + (m, mu), a.dtype)
+        vh = np.zeros(a.shape[:-2] + (nv, n), a.dtype)
+        if m:
+            u[...] = np.eye(m, mu, dtype=a.dtype)
+        if n:
+            vh[...] = np.eye(nv, n, dtype=a.dtype)
+        return u, np.zeros(a.shape[:-2] + (k,), rd), vh
+    if not np.all(np.isfinite(a)):
+        raise LinAlgError("linalg.svd: The algorithm failed to converge because the input "
+                          "matrix contained non-finite values.")
+    if not uv:
+        s = np.linalg.svd(a, compute_uv=False)
+        return np.zeros((0,), a.dtype), s.astype(rd), np.zeros((0,), a.dtype)
+    u, s, vh = np.linalg.svd(a, full_matrices=full)
+    return u.astype(a.dtype), s.astype(rd), vh.astype(a.dtype)
+
+
+def _svd_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
+    gU, gS, gVh = grads
+    if gU is None and gS is None and gVh is None:
+        return [None]
+    U, S, Vh = ctx.outputs
+    full = ctx.attrs["full"]
+    m, n = U._shape[-2], Vh._shape[-1]
+    k = S._shape[-1]
+    if full and (gU is not None or gVh is not None) and m != n:
+        # only the first k columns of U and rows of Vh depend on A smoothly
+        raise RuntimeError("linalg.svd: The derivative of linalg.svd is not implemented "
+                           "when full_matrices=True and the matrix is not square; use "
+                           "full_matrices=False")
+    if full:
+        U, Vh = U[..., :, :k], Vh[..., :k, :]
+        gU = gU[..., :, :k] if gU is not None else None
+        gVh = gVh[..., :k, :] if gVh is not None else None
+    Sd = S.to(U._dtype)
+    if gU is None and gVh is None:
+        return [F.matmul(F.mul(U, F.unsqueeze(gS.to(U._dtype), -2)), Vh)]
+    V = mH(Vh)
+    gV = mH(gVh) if gVh is not None else None
+
+    def skew(X: Tensor) -> Tensor:
+        return F.sub(X, mH(X))
+
+    UhgU = skew(F.matmul(mH(U), gU)) if gU is not None else None
+    VhgV = skew(F.matmul(mH(V), gV)) if gV is not None else None
+    if U._dtype.is_complex:
+        total = UhgU if VhgV is None else (VhgV if UhgU is None else F.add(UhgU, VhgV))
+        vals = values(F.imag(diagonal(total)))
+        if vals.size and not np.allclose(vals, 0.0, rtol=1e-2, atol=1e-2):
+            raise RuntimeError("svd_backward: The singular vectors in the complex case are "
+                               "specified up to multiplication by e^{i phi}. The specified "
+                               "loss function depends on this phase term, making it "
+                               "ill-defined.")
+    S2 = F.mul(S, S)
+    E = F.add(F.sub(F.unsqueeze(S2, -2), F.unsqueeze(S2, -1)), F.eye(k, dtype=S._dtype))
+    E = E.to(U._dtype)
+    if UhgU is not None and VhgV is not None:
+        ret = F.div(F.add(F.mul(UhgU, F.unsqueeze(Sd, -2)), F.mul(F.unsqueeze(Sd, -1), VhgV)),
+                    E)
+    elif UhgU is not None:
+        ret = F.mul(F.div(UhgU, E), F.unsqueeze(Sd, -2))
+    else:
+        ret = F.mul(F.unsqueeze(Sd, -1), F.div(VhgV, E))
+    ret = F.sub(ret, diag_embed(diagonal(ret)))
+    if gS is not None:
+        ret = F.add(ret, diag_embed(gS.to(U._dtype)))
+    if U._dtype.is_complex and UhgU is not None:
+        im = F.div(F.imag(diagonal(UhgU)), F.mul(S, 2.0))
+        ret = F.add(ret, diag_embed(F.mul(im.to(U._dtype), 1j)))
+    gA = F.matmul(U, F.matmul(ret, Vh))
+    if m > k and gU is not None:
+        gUS = F.div(gU, F.unsqueeze(Sd, -2))
+        gA = F.add(gA, F.matmul(F.sub(gUS, F.matmul(U, F.matmul(mH(U), gUS))), Vh))
+    if n > k and gV is not None:
+        gVS = F.div(gV, F.unsqueeze(Sd, -2))
+        gA = F.add(gA, F.matmul(U, mH(F.sub(gVS, F.matmul(V, F.matmul(mH(V), gVS))))))
+    return [gA]
+
+
+def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None,
+        out: Any = None) -> Any:
+    """The singular value decomposition A = U diag(S) Vh of each matrix of `A` (S
+    descending), as torch.linalg.svd (LAPACK gesdd; the singular vectors' signs or phases
+    are LAPACK's). `driver` is accepted for compatibility (CUDA-only in torch)."""
+    op = "linalg.svd"
+    check_tensor(op, A)
+    check_matrix(op, A)
+    check_float(op, A)
+    if driver is not None:
+        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported "
+                           "on CUDA inputs with cuSOLVER backend.")
+    rd = _real_dtype(A._dtype)
+    U, S, Vh = host_op(op, "LinalgSvdBackward0", (A,),
+                       lambda a: _svd_compute(a, full_matrices, True), _svd_rule,
+                       out_dtypes=(A._dtype, rd, A._dtype), save_inputs=False,
+                       attrs={"full": full_matrices})
+    return _out(svd_result(U, S, Vh), out)
+
+
+def svdvals(A: Tensor, *, driver: str | None = None, out: Any = None) -> Tensor:
+    """The singular values (descending) of each matrix of `A`, as torch.linalg.svdvals."""
+    op = "linalg.svdvals"
+    check_tensor(op, A)
+    check_matrix(op, A)
+    check_float(op, A)
+    rd = _real_dtype(A._dtype)
+    uv = _wants_derivative(A)
+    _, S, _ = host_op(op, "LinalgSvdBackward0", (A,), lambda a: _svd_compute(a, False, uv),
+                      _svd_rule if uv else None, out_dtypes=(A._dtype, rd, A._dtype),
+                      save_inputs=False, attrs={"full": False})
+    return _out(S, out)
+
+
+# ======================================================================================
+# pinv, lstsq
+# ======================================================================================
+
+def _tolerances(op: str, A: Tensor, atol: Any, rtol: Any) -> tuple[np.ndarray, np.ndarray]:
+    """atol and rtol as arrays broadcastable to the batch (torch's defaults: rtol =
+    eps * max(m, n) when neither is given or atol is zero, else 0)."""
+    def value(x: Any) -> np.ndarray | None:
+        if x is None:
+            return None
+        if isinstance(x, Tensor):
+            if x._dtype.is_complex:
+                raise RuntimeError(f"{op}: atol and rtol tensors must not be complex")
+            return np.asarray(x.detach()._numpy_view(), np.float64)
+        return np.asarray(float(x))
+    a, r = value(atol), value(rtol)
+    eps = np.finfo(_real_dtype(A._dtype).np).eps
+    if r is None:
+        if a is None or np.all(a <= 0):
+            r = np.asarray(eps * max(A._shape[-2], A._shape[-1]))
+        else:
+            r = np.asarray(0.0)
+    if a is None:
+        a = np.asarray(0.0)
+    return a, r
+
+
+def _pinv_compute(x: np.ndarray, atol: np.ndarray, rtol: np.ndarray, hermitian: bool
+                  ) -> tuple[np.ndarray]:
+    m, n = x.shape[-2:]
+    if x.size == 0:
+        return (np.zeros(x.shape[:-2] + (n, m), x.dtype),)
+    if hermitian:
+        w, v = np.linalg.eigh(x)
+        mag = np.abs(w)
+        smax = mag.max(-1, keepdims=True)
+        thresh = np.maximum(atol[..., None] if atol.ndim else atol,
+                            (rtol[..., None] if rtol.ndim else rtol) * smax)
+        winv = np.where(mag > thresh, 1.0 / np.where(w == 0, 1, w), 0.0)
+        p = (v * winv[..., None, :]) @ np.conj(np.swapaxes(v, -1, -2))
+        return (p.astype(x.dtype),)
+    u, s, vh = np.linalg.svd(x, full_matrices=False)
+    smax = s[..., :1]
+    thresh = np.maximum(atol[..., None] if atol.ndim else atol,
+                        (rtol[..., None] if rtol.ndim else rtol) * smax)
+    sinv = np.where(s > thresh, 1.0 / np.where(s == 0, 1, s), 0.0)
+    p = (np.conj(np.swapaxes(vh, -1, -2)) * sinv[..., None, :]) @ \
+        np.conj(np.swapaxes(u, -1, -2))
+    return (p.astype(x.dtype),)
+
+
+def _pinv_grad(A: Tensor, P: Tensor, gP: Tensor) -> Tensor:
+    """The gradient of P = pinv(A) (constant rank):
+    -P^H gP P^H + (I - A P) gP^H P P^H + P^H P gP^H (I - P A)."""
+    Ph = mH(P)
+    gPh = mH(gP)
+    t1 = F.neg(F.matmul(Ph, F.matmul(gP, Ph)))
+    AP = F.matmul(A, P)
+    PA = F.matmul(P, A)
+    Im = F.eye(A._shape[-2], dtype=A._dtype)
+    In = F.eye(A._shape[-1], dtype=A._dtype)
+    t2 = F.matmul(F.sub(Im, AP), F.matmul(gPh, F.matmul(P, Ph)))
+    t3 = F.matmul(F.matmul(Ph, P), F.matmul(gPh, F.sub(In, PA)))
+    return F.add(F.add(t1, t2), t3)
+
+
+def _pinv_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
+    g = grads[0]
+    if g is None:
+        return [None]
+    (A,) = ctx.inputs
+    (P,) = ctx.outputs
+    return [_pinv_grad(A, P, g)]
+
+
+def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False,
+         out: Any = None, rcond: Any = None) -> Tensor:
+    """The Moore-Penrose pseudo-inverse of each matrix of `A` (singular values at or below
+    max(atol, rtol * largest) are treated as zero), as torch.linalg.pinv; `rcond` is the
+    older name of rtol."""
+    op = "linalg.pinv"
+    check_tensor(op, A)
+    check_matrix(op, A)
+    check_float(op, A)
+    if rcond is not None:
+        if rtol is not None:
+            raise RuntimeError(f"{op}: rcond and rtol cannot both be given")
+        rtol = rcond
+    if hermitian:
+        check_square(op, A)
+    a, r = _tolerances(op, A, atol, rtol)
+    (P,) = host_op(op, "LinalgPinvBackward0", (A,),
+                   lambda x: _pinv_compute(x, a, r, hermitian), _pinv_rule,
+                   out_dtypes=(A._dtype,))
+    return _out(P, out)
+
+
+def _lstsq_compute(a: np.ndarray, b: np.ndarray, rcond: float | None, driver: str
+                   ) -> tuple[np.ndarray, ...]:
+    import scipy.linalg
+    m, n = a.shape[-2:]
+    k = b.shape[-1]
+    batch = a.shape[:-2]
+    rd = a.real.dtype
+    sol = np.zeros(batch + (n, k), a.dtype)
+    ranks = np.zeros(batch, np.int64)
+    svals = np.zeros(batch + (min(m, n),), rd)
+    full = True
+    for idx in np.ndindex(*batch):
+        ai, bi = np.array(a[idx]), np.array(b[idx])
+        if ai.size == 0 or k == 0:
+            ranks[idx] = 0
+            full = full and min(m, n) == 0
+            continue
+        if driver == "gels":
+            gels = _lapack(a.dtype, "gels")
+            bb = np.zeros((max(m, n), k), a.dtype)
+            bb[:m] = bi
+            res = gels(ai, bb)
+            sol[idx] = res[1][:n]
+            ranks[idx] = min(m, n)
+        else:
+            x, _, rk, sv = scipy.linalg.lstsq(ai, bi, cond=rcond, lapack_driver=driver,
+                                              check_finite=False)
+            sol[idx] = x
+            ranks[idx] = rk
+            if sv is not None:
+                svals[idx] = sv
+        full = full and ranks[idx] == min(m, n)
+    if m > n and driver != "gelsy" and full:
+        r = np.einsum("...ij,...jk->...ik", a, sol) - b
+        residuals = np.sum(np.abs(r) ** 2, axis=-2).astype(rd)
+    else:
+        residuals = np.zeros((0,), rd)
+    rank_out = ranks if driver != "gels" else np.zeros((0,), np.int64)
+    sv_out = svals if driver in ("gelsd", "gelss") else np.zeros((0,), rd)
+    return sol, residuals, rank_out, sv_out
+
+
+def _lstsq_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
+    g = grads[0]
+    if g is None:
+        return [None, None]
+    A, B = ctx.inputs
+    P = pinv(A)
+    gB = F.matmul(mH(P), g) if ctx.needs[1] else None
+    # X = pinv(A) B: the pinv rule applied to gP = g B^H
+    gA = _pinv_grad(A, P, F.matmul(g, mH(B))) if ctx.needs[0] else None
+    return [gA, gB]
+
+
+def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None
+          ) -> Any:
+    """The least-squares solution of A X = B for each (batch of) matrix, with the
+    residuals, rank and singular values LAPACK's driver computes, as torch.linalg.lstsq
+    (drivers 'gelsy' (default), 'gelsd', 'gelss', 'gels'). The gradient flows through
+    the solution, as pinv(A) @ B."""
+    op = "linalg.lstsq"
+    check_tensor(op, A)
+    check_tensor(op, B, "B")
+    check_matrix(op, A)
+    check_float(op, A)
+    same_dtype(op, A, B)
+    driver = "gelsy" if driver is None else driver
+    if driver not in ("gels", "gelsy", "gelsd", "gelss"):
+        raise RuntimeError(f"{op}: parameter `driver` should be one of (gels, gelsy, gelsd, "
+                           f"gelss)")
+    vector = B.ndim == A.ndim - 1
+    Bm = F.unsqueeze(B, -1) if vector else B
+    if Bm.ndim < 2 or Bm._shape[-2] != A._shape[-2]:
+        raise RuntimeError(f"{op}: input.size(-2) should match other.size(-2) (A "
+                           f"{list(A._shape)}, B {list(B._shape)})")
+    A2, B2 = _broadcast_batch(op, A, Bm)
+    if rcond is None:
+        rcond = float(np.finfo(_real_dtype(A._dtype).np).eps * max(A._shape[-2],
+                                                                     A._shape[-1]))
+    rd = _real_dtype(A._dtype)
+    X, res, rank, sv = host_op(op, "LinalgLstsqBackward0", (A2, B2),
+                               lambda a, b: _lstsq_compute(a, b, rcond, driver), _lstsq_rule,
+                               out_dtypes=(A._dtype, rd, dt.int64, rd),
+                               differentiable=(True, False, False, False),
+                               save_outputs=False)
+    if vector:
+        X = F.squeeze(X, -1)
+    return lstsq_result(X, res, rank, sv)
+
+
+# ======================================================================================
+# matrix_exp
+# ======================================================================================
+
+def _expm_compute(a: np.ndarray) -> tuple[np.ndarray]:
+    import scipy.linalg
+    if a.size == 0:
+        return (np.zeros(a.shape, a.dtype),)
+    return (np.asarray(scipy.linalg.expm(a)).astype(a.dtype),)
+
+
+def _expm_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
+    g = grads[0]
+    if g is None:
+        return [None]
+    (A,) = ctx.inputs
+    n = A._shape[-1]
+    Ah = mH(A)
+    zero = F.zeros(A._shape, dtype=A._dtype)
+    M = F.cat([F.cat([Ah, g], -1), F.cat([zero, Ah], -1)], -2)
+    return [matrix_exp(M)[..., :n, n:]]
+
+
+def matrix_exp(A: Tensor) -> Tensor:
+    """The matrix exponential of each square matrix of `A` (SciPy's scaling and squaring
+    Pade approximant), as torch.linalg.matrix_exp; the gradient is the exponential of
+    the block matrix [[A^H, G], [0, A^H]] (its upper right block)."""
+    op = "linalg.matrix_exp"
+    check_tensor(op, A)
+    check_square(op, A)
+    check_float(op, A)
+    (E,) = host_op(op, "LinalgMatrixExpBackward0", (A,), _expm_compute, _expm_rule,
+                   out_dtypes=(A._dtype,), save_outputs=False)
+    return E
+
+
+# ======================================================================================
+# LU
+# ======================================================================================
+
+def _getrf_compute(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    lu = np.array(a, copy=True)
+    piv = np.zeros(a.shape[:-2] + (k,), np.int32)
+    info = np.zeros(a.shape[:-2], np.int32)
+    if a.size == 0:
+        piv[...] = np.arange(1, k + 1, dtype=np.int32)
+        return lu, piv, info
+    getrf = _lapack(a.dtype, "getrf")
+    for idx in np.ndindex(*a.shape[:-2]):
+        l, p, inf = getrf(np.array(a[idx]))
+        lu[idx] = l
+        piv[idx] = p + 1
+        info[idx] = inf
+    return lu, piv, info
+
+
+def _perm_from_pivots(piv: np.ndarray, m: int) -> np.ndarray:
+    """The permutation matrices P (A = P L U) of LAPACK's 1-based row interchanges."""
+    batch = piv.shape[:-1]
+    P = np.zeros(batch + (m, m))
+    for idx in np.ndindex(*batch):
+        perm = np.arange(m)
+        for i, p in enumerate(piv[idx]):
+            j = int(p) - 1
+            perm[i], perm[j] = perm[j], perm[i]
+        P[idx + (perm, np.arange(m))] = 1.0
+    return P
+
+
+def _lu_unpack_factors(LU: Tensor) -> tuple[Tensor, Tensor]:
+    m, n = LU._shape[-2:]
+    k = min(m, n)
+    L = F.add(F.tril(LU, -1)[..., :, :k], F.eye(m, k, dtype=LU._dtype))
+    U = F.triu(LU)[..., :k, :]
+    return L, U
+
+
+def _lu_square_grad(L: Tensor, U: Tensor, gL: Tensor | None, gU: Tensor | None) -> Tensor:
+    """L^{-H} [tril(L^H gL, -1) + triu(gU U^H)] U^{-H} (without P)."""
+    phi = None
+    if gL is not None:
+        phi = F.tril(F.matmul(mH(L), gL), -1)
+    if gU is not None:
+        t = F.triu(F.matmul(gU, mH(U)))
+        phi = t if phi is None else F.add(phi, t)
+    X = solve_triangular(mH(L), phi, upper=True, unitriangular=True)
+    return solve_triangular(mH(U), X, upper=False, left=False)
+
+
+def _lu_grad(P: Tensor, L: Tensor, U: Tensor, gL: Tensor | None, gU: Tensor | None
+             ) -> Tensor:
+    """The gradient of A = P L U (L m x k unit lower, U k x n upper)."""
+    m, k = L._shape[-2:]
+    n = U._shape[-1]
+    if m == n:
+        core = _lu_square_grad(L, U, gL, gU)
+        return F.matmul(P, core)
+    if m < n:
+        U1, U2 = U[..., :, :m], U[..., :, m:]
+        gU1 = gU[..., :, :m] if gU is not None else None
+        gU2 = gU[..., :, m:] if gU is not None else None
+        gL2 = gL
+        if gU2 is not None:
+            extra = F.neg(F.matmul(solve_triangular(mH(L), gU2, upper=True,
+                                                    unitriangular=True), mH(U2)))
+            gL2 = extra if gL2 is None else F.add(gL2, extra)
+        gA1 = _lu_square_grad(L, U1, gL2, gU1)
+        gA2 = solve_triangular(mH(L), gU2, upper=True, unitriangular=True) \
+            if gU2 is not None else F.zeros(U2._shape, dtype=U._dtype)
+        return F.matmul(P, F.cat([gA1, gA2], -1))
+    L1, L2 = L[..., :n, :], L[..., n:, :]
+    gL1 = gL[..., :n, :] if gL is not None else None
+    gL2 = gL[..., n:, :] if gL is not None else None
+    gU2 = gU
+    if gL2 is not None:
+        # L2 = (P^T A)_2 U^{-1}: U gets -L2^H gL2 U^{-H}
+        extra = F.neg(F.matmul(mH(L2), solve_triangular(mH(U), gL2, upper=False,
+                                                        left=False)))
+        gU2 = extra if gU2 is None else F.add(gU2, extra)
+    gA1 = _lu_square_grad(L1, U, gL1, gU2)
+    gA2 = solve_triangular(mH(U), gL2, upper=False, left=False) if gL2 is not None else \
+        F.zeros(L2._shape, dtype=L._dtype)
+    return F.matmul(P, F.cat([gA1, gA2], -2))
+
+
+def _lu_factor_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
+    g = grads[0]
+    if g is None:
+        return [None]
+    LU, piv = ctx.outputs[0], ctx.outputs[1]
+    m, n = LU._shape[-2:]
+    k = min(m, n)
+    L, U = _lu_unpack_factors(LU)
+    P = from_numpy(_perm_from_pivots(values(piv), m), LU._dtype)
+    gL = F.tril(g, -1)[..., :, :k]
+    gU = F.triu(g)[..., :k, :]
+    return [_lu_grad(P, L, U, gL, gU)]
+
+
+def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False,
+                 out: Any = None) -> Any:
+    """The packed LU factorization with partial pivoting of each matrix of `A` (LU,
+    1-based int32 pivots, LAPACK's info: the first zero pivot), as
+    torch.linalg.lu_factor_ex."""
+    op = "linalg.lu_factor_ex"
+    check_tensor(op, A)
+    check_matrix(op, A)
+    check_float(op, A)
+    if not pivot:
+        raise RuntimeError(f"{op}: LU without pivoting is not implemented on the CPU")
+    LU, piv, info = host_op(op, "LinalgLuFactorExBackward0", (A,), _getrf_compute,
+                            _lu_factor_rule, out_dtypes=(A._dtype, dt.int32, dt.int32),
+                            save_inputs=False, save_outputs=(True, True, False))
+    if check_errors:
+        _check_errors("linalg.lu_factor", info, "lu")
+    return _out(lu_factor_ex_result(LU, piv, info), out)
+
+
+def lu_factor(A: Tensor, *, pivot: bool = True, out: Any = None) -> Any:
+    """The packed LU factorization of each matrix of `A` and its 1-based pivots, as
+    torch.linalg.lu_factor (raises LinAlgError for a singular matrix, as torch)."""
+    LU, piv, info = lu_factor_ex(A, pivot=pivot)
+    _check_errors("torch.linalg.lu_factor", info, "lu")
+    return _out(lu_factor_result(LU, piv), out)
+
+
+def _lu_compute(a: np.ndarray) -> tuple[np.ndarray, ...]:
+    lu, piv, _ = _getrf_compute(a)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    P = _perm_from_pivots(piv, m).astype(a.dtype)
+    L = np.tril(lu, -1)[..., :, :k] + np.eye(m, k, dtype=a.dtype)
+    U = np.triu(lu)[..., :k, :]
+    return P, L, U
+
+
+def _lu_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
+    _, gL, gU = grads
+    if gL is None and gU is None:
+        return [None]
+    P, L, U = ctx.outputs
+    if gL is not None:
+        gL = F.tril(gL, -1)
+    if gU is not None:
+        gU = F.triu(gU)
+    return [_lu_grad(P, L, U, gL, gU)]
+
+
+def lu(A: Tensor, *, pivot: bool = True, out: Any = None) -> Any:
+    """The LU decomposition A = P L U with partial pivoting (P a permutation matrix, L
+    unit lower m x k, U upper k x n), as torch.linalg.lu."""
+    op = "linalg.lu"
+    check_tensor(op, A)
+    check_matrix(op, A)
+    check_float(op, A)
+    if not pivot:
+        raise RuntimeError(f"{op}: LU without pivoting is not implemented on the CPU")
+    P, L, U = host_op(op, "LinalgLuBackward0", (A,), _lu_compute, _lu_rule,
+                      out_dtypes=(A._dtype, A._dtype, A._dtype),
+                      differentiable=(False, True, True), save_inputs=False)
+    return _out(lu_result(P, L, U), out)
+
+
+def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
+              unpack_pivots: bool = True, *, out: Any = None) -> Any:
+    """(P, L, U) from a packed LU factorization and its pivots, as torch.lu_unpack
+    (L and U are differentiable functions of LU_data)."""
+    op = "lu_unpack"
+    check_tensor(op, LU_data, "LU_data")
+    check_matrix(op, LU_data, "LU_data")
+    if LU_pivots._dtype is not dt.int32:
+        raise RuntimeError(f"{op}: LU_pivots is expected to be a contiguous tensor of "
+                           f"torch.int32 dtype. Note: this function is intended to be used "
+                           f"with the output produced by torch.linalg.lu_factor")
+    m, n = LU_data._shape[-2:]
+    if unpack_data:
+        L, U = _lu_unpack_factors(LU_data)
+    else:
+        L = F.zeros((0,), dtype=LU_data._dtype)
+        U = F.zeros((0,), dtype=LU_data._dtype)
+    if unpack_pivots:
+        P = from_numpy(_perm_from_pivots(values(LU_pivots), m), LU_data._dtype)
+    else:
+        P = F.zeros((0,), dtype=LU_data._dtype)
+    return _out(lu_result(P, L, U), out)
+
+
+def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
+             adjoint: bool = False, out: Any = None) -> Tensor:
+    """The solution of A X = B (X A = B with left=False; A^H with adjoint=True) given
+    A's packed LU factorization, as torch.linalg.lu_solve; made of triangular solves, so
+    it is differentiable in LU and B."""
+    op = "linalg.lu_solve"
+    check_tensor(op, LU, "LU")
+    check_tensor(op, B, "B")
+    check_square(op, LU, "LU")
+    check_float(op, LU)
+    same_dtype(op, LU, B, "LU", "B")
+    n = LU._shape[-1]
+    if (B._shape[-2] if left else B._shape[-1]) != n:
+        raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({n}x{n} and "
+                           f"{B._shape[-2]}x{B._shape[-1]})")
+    P, L, U = lu_unpack(LU, pivots)
+    if left and not adjoint:
+        Y = F.matmul(mT(P), B)
+        Y = solve_triangular(L, Y, upper=False, unitriangular=True)
+        X = solve_triangular(U, Y, upper=True)
+    elif left:
+        Y = solve_triangular(mH(U), B, upper=False)
+        Y = solve_triangular(mH(L), Y, upper=True, unitriangular=True)
+        X = F.matmul(P, Y)
+    elif not adjoint:
+        Y = solve_triangular(U, B, upper=True, left=False)
+        Y = solve_triangular(L, Y, upper=False, unitriangular=True, left=False)
+        X = F.matmul(Y, mT(P))
+    else:
+        Y = F.matmul(B, P)
+        Y = solve_triangular(mH(L), Y, upper=True, unitriangular=True, left=False)
+        X = solve_triangular(mH(U), Y, upper=False, left=False)
+    return _out(X, out)
+
+
+# ======================================================================================
+# Householder: householder_product (orgqr), ormqr, geqrf
+# ======================================================================================
+
+def _reflector(A: Tensor, i: int) -> Tensor:
+    """v_i = [0, ..., 0, 1, A[i+1:, i]] of each matrix (differentiable in A)."""
+    m = A._shape[-2]
+    col = A[..., :, i]
+    mask = np.zeros(m)
+    mask[i + 1:] = 1.0
+    unit = np.zeros(m)
+    unit[i] = 1.0
+    return F.add(F.mul(col, from_numpy(mask, A._dtype)), from_numpy(unit, A._dtype))
+
+
+def householder_product(A: Tensor, tau: Tensor, *, out: Any = None) -> Tensor:
+    """The first n columns of the product of Householder reflectors H_1 ... H_k, H_i =
+    I - tau_i v_i v_i^H (v_i below the diagonal of A's column i), as
+    torch.linalg.householder_product (LAPACK orgqr); computed with llgrad's ops (so it is
+    differentiable and compiles)."""
+    op = "linalg.householder_product"
+    check_tensor(op, A)
+    check_tensor(op, tau, "tau")
+    check_matrix(op, A)
+    check_float(op, A)
+    same_dtype(op, A, tau, "input", "tau")
+    m, n = A._shape[-2:]
+    k = tau._shape[-1] if tau.ndim else 0
+    if m < n:
+        raise RuntimeError(f"{op}: input.shape[-2] must be greater than or equal to "
+                           f"input.shape[-1]")
+    if k > n:
+        raise RuntimeError(f"{op}: input.shape[-1] must be greater than or equal to "
+                           f"tau.shape[-1]")
+    if tau.ndim != A.ndim - 1 or tau._shape[:-1] != A._shape[:-2]:
+        raise RuntimeError(f"{op}: Expected batch dimensions of tau to be equal to "
+                           f"input.shape[:-2], but got {list(tau._shape[:-1])}")
+    Q = F.expand(F.eye(m, n, dtype=A._dtype), A._shape[:-2] + (m, n))
+    for i in reversed(range(k)):
+        Q = _apply_reflector(Q, _reflector(A, i), tau[..., i], left=True)
+    return _out(Q, out)
+
+
+def _apply_reflector(C: Tensor, v: Tensor, t: Tensor, *, left: bool) -> Tensor:
+    """H C (left) or C H with H = I - t v v^H."""
+    t2 = F.unsqueeze(F.unsqueeze(t, -1), -1)
+    if left:
+        vH = F.conj(v) if v._dtype.is_complex else v
+        w = F.matmul(F.unsqueeze(vH, -2), C)                          # v^H C: (1, n)
+        return F.sub(C, F.mul(t2, F.mul(F.unsqueeze(v, -1), w)))
+    w = F.matmul(C, F.unsqueeze(v, -1))                               # C v: (m, 1)
+    vH = F.conj(v) if v._dtype.is_complex else v
+    return F.sub(C, F.mul(t2, F.mul(w, F.unsqueeze(vH, -2))))
+
+
+def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True,
+          transpose: bool = False, *, out: Any = None) -> Tensor:
+    """Q @ other (other @ Q with left=False; Q^H with transpose=True) for the Q of a
+    Householder factorization (geqrf's output), as torch.ormqr; computed with llgrad's
+    ops, one reflector at a time."""
+    op = "ormqr"
+    check_tensor(op, input)
+    check_tensor(op, other, "other")
+    check_matrix(op, input)
+    check_float(op, input)
+    same_dtype(op, input, other, "input", "other")
+    same_dtype(op, input, tau, "input", "tau")
+    k = tau._shape[-1]
+    size = other._shape[-2] if left else other._shape[-1]
+    if input._shape[-2] != size:
+        raise RuntimeError(f"{op}: input.shape[-2] must be equal to other.shape"
+                           f"[{-2 if left else -1}] ({input._shape[-2]} and {size})")
+    C = other
+    order = list(range(k))
+    # Q = H_1 ... H_k: Q C applies H_k first; Q^H C applies H_1^H first
+    if left != transpose:
+        order.reverse()
+    for i in order:
+        t = tau[..., i]
+        if transpose and t._dtype.is_complex:
+            t = F.conj(t)
+        C = _apply_reflector(C, _reflector(input, i), t, left=left)
+    return _out(C, out)
+
+
+def _geqrf_compute(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    qr_ = np.array(a, copy=True)
+    tau = np.zeros(a.shape[:-2] + (k,), a.dtype)
+    if a.size == 0:
+        return qr_, tau
+    geqrf_ = _lapack(a.dtype, "geqrf")
+    for idx in np.ndindex(*a.shape[:-2]):
+        q, t, _, _ = geqrf_(np.array(a[idx]))
+        qr_[idx] = q
+        tau[idx] = t[:k]
+    return qr_, tau
+
+
+def _not_differentiable(op: str) -> Any:
+    def rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
+        raise RuntimeError(f"the derivative for '{op}' is not implemented.")
+    return rule
+
+
+geqrf_result = namedtuple("geqrf", ["a", "tau"])
+
+
+def geqrf(input: Tensor, *, out: Any = None) -> Any:
+    """LAPACK's geqrf: R on and above the diagonal, the Householder vectors below it, and
+    their scalars tau, as torch.geqrf (not differentiable, as in torch)."""
+    op = "geqrf"
+    check_tensor(op, input)
+    check_matrix(op, input)
+    check_float(op, input)
+    a, tau = host_op(op, "GeqrfBackward0", (input,), _geqrf_compute, _not_differentiable(op),
+                     out_dtypes=(input._dtype, input._dtype), save_inputs=False,
+                     save_outputs=False)
+    return _out(geqrf_result(a, tau), out)
+
+
+# ======================================================================================
+# LDL
+# ======================================================================================
+
+def _ldl_compute(a: np.ndarray, hermitian: bool) -> tuple[np.ndarray, ...]:
+    ld = np.array(a, copy=True)
+    piv = np.zeros(a.shape[:-1], np.int32)
+    info = np.zeros(a.shape[:-2], np.int32)
+    if a.size == 0:
+        return ld, piv, info
+    name = "hetrf" if hermitian and np.iscomplexobj(a) else "sytrf"
+    fn = _lapack(a.dtype, name)
+    for idx in np.ndindex(*a.shape[:-2]):
+        l, p, inf = fn(np.array(a[idx]), lower=1)
+        ld[idx] = np.tril(l)
+        piv[idx] = p
+        info[idx] = inf
+    return ld, piv, info
+
+
+def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False,
+                  out: Any = None) -> Any:
+    """The compact LDL factorization (Bunch-Kaufman, LAPACK sytrf/hetrf, lower triangle)
+    of each symmetric (Hermitian with hermitian=True) matrix, with LAPACK's pivots and
+    info, as torch.linalg.ldl_factor_ex (not differentiable, as in torch)."""
+    op = "linalg.ldl_factor_ex"
+    square_float(op, A)
+    LD, piv, info = host_op(op, "LinalgLdlFactorExBackward0", (A,),
+                            lambda a: _ldl_compute(a, hermitian), None,
+                            out_dtypes=(A._dtype, dt.int32, dt.int32))
+    if check_errors:
+        _check_errors("torch.linalg.ldl_factor_ex", info, "ldl")
+    return _out(ldl_factor_ex_result(LD, piv, info), out)
+
+
+def ldl_factor(A: Tensor, *, hermitian: bool = False, out: Any = None) -> Any:
+    """(LD, pivots) of the LDL factorization, as torch.linalg.ldl_factor (raises
+    LinAlgError when LAPACK reports an error)."""
+    LD, piv, info = ldl_factor_ex(A, hermitian=hermitian)
+    _check_errors("torch.linalg.ldl_factor", info, "ldl")
+    return _out(ldl_factor_result(LD, piv), out)
+
+
+def _ldl_solve_compute(ld: np.ndarray, piv: np.ndarray, b: np.ndarray, hermitian: bool
+                       ) -> tuple[np.ndarray]:
+    out = np.empty(b.shape, b.dtype)
+    if b.size == 0:
+        return (out,)
+    name = "hetrs" if hermitian and np.iscomplexobj(ld) else "sytrs"
+    fn = _lapack(ld.dtype, name)
+    for idx in np.ndindex(*ld.shape[:-2]):
+        x, inf = fn(np.array(ld[idx]), np.array(piv[idx]), np.array(b[idx]), lower=1)
+        out[idx] = x
+    return (out,)
+
+
+def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False,
+              out: Any = None) -> Tensor:
+    """The solution of A X = B from A's LDL factorization (ldl_factor's output), as
+    torch.linalg.ldl_solve (not differentiable, as in torch)."""
+    op = "linalg.ldl_solve"
+    check_tensor(op, LD, "LD")
+    check_tensor(op, B, "B")
+    check_square(op, LD, "LD")
+    check_float(op, LD)
+    same_dtype(op, LD, B, "LD", "B")
+    if pivots._dtype is not dt.int32:
+        raise RuntimeError(f"{op}: Expected LD.dtype and pivots.dtype to be int32, got "
+                           f"{pivots._dtype.name}")
+    if B._shape[-2] != LD._shape[-1]:
+        raise RuntimeError(f"{op}: Incompatible shapes of LD and B ({LD._shape[-1]} and "
+                           f"{B._shape[-2]})")
+    LD2, B2 = _broadcast_batch(op, LD, B)
+    piv2 = F.expand(pivots, LD2._shape[:-1]) if pivots._shape != LD2._shape[:-1] else pivots
+    (X,) = host_op(op, "LinalgLdlSolveBackward0", (LD2, piv2, B2),
+                   lambda l, p, b: _ldl_solve_compute(l, p, b, hermitian), None,
+                   out_dtypes=(B._dtype,))
+    return _out(X, out)
+
+
