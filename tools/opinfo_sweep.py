@@ -1,6 +1,6 @@
 """Run torch's OpInfo database through llgrad (tests/opinfo_harness.py) and record the result.
 
-    python tools/opinfo_sweep.py                   # every CPU OpInfo, every sample
+    python tools/opinfo_sweep.py                   # every CPU OpInfo, up to 24 samples per dtype
     python tools/opinfo_sweep.py --quick           # the CI sample: 2 samples, 1 grad sample
     python tools/opinfo_sweep.py --only add,linalg.solve
 
@@ -29,8 +29,8 @@ warnings.filterwarnings("ignore")
 import opinfo_harness as H  # noqa: E402
 
 
-class Timeout(Exception):
-    pass
+class Timeout(BaseException):
+    """Raised by the alarm; a BaseException so that the harness's handlers let it through."""
 
 
 def _alarm(signum: int, frame: object) -> None:
@@ -42,6 +42,8 @@ def main() -> int:
     p.add_argument("--quick", action="store_true", help="the CI sample only")
     p.add_argument("--only", help="comma-separated OpInfo keys")
     p.add_argument("--timeout", type=int, default=60, help="seconds per OpInfo")
+    p.add_argument("--samples", type=int, default=24,
+                   help="samples per dtype in the full sweep (gradient samples: half)")
     p.add_argument("--no-write", action="store_true")
     ns = p.parse_args()
     ops = H.cpu_ops()
@@ -57,8 +59,9 @@ def main() -> int:
             if ns.quick:
                 r = H.run_op(op, max_samples=2, grad_samples=1, errors=3)
             else:
-                r = H.run_op(op, dtypes=(H.torch.float32, H.torch.float64, H.torch.int64,
-                                         H.torch.bool, H.torch.complex64))
+                r = H.run_op(op, max_samples=ns.samples, grad_samples=ns.samples // 2,
+                             dtypes=(H.torch.float32, H.torch.float64, H.torch.int64,
+                                     H.torch.bool, H.torch.complex64))
         except Timeout:
             r = H.OpResult(H.key_of(op), status="fail", reason=f"timeout ({ns.timeout} s)")
         except Exception as e:           # noqa: BLE001
