@@ -1,8 +1,9 @@
-"""Convolutions (`Conv1d`, `Conv2d`) and pooling layers (max, average, adaptive average)."""
+"""Convolutions: `Conv1d/2d/3d` and `ConvTranspose1d/2d/3d` (the pooling layers live in
+`pooling.py` and are re-exported here for older imports)."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Sequence
 
 from ... import functions as lg
 from ...ir.dtypes import DType
@@ -10,8 +11,16 @@ from ...device import check_device
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init
+from .._conv import same_padding, transposed_output_size
 from ..parameter import Parameter
 from .module import Module
+from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d,  # noqa: F401
+                      AvgPool2d, MaxPool1d, MaxPool2d)
+
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+           "ConvTranspose3d"]
+
+_PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
 
 
 def _ints(cls: str, name: str, v: Any, n: int) -> tuple[int, ...]:
@@ -25,16 +34,18 @@ def _ints(cls: str, name: str, v: Any, n: int) -> tuple[int, ...]:
 
 
 class _ConvNd(Module):
-    """What Conv1d and Conv2d share: argument checks, parameters of PyTorch's shapes,
+    """What the convolutions share: argument checks, parameters of PyTorch's shapes,
     PyTorch's initialization (kaiming_uniform_(a=sqrt(5)) weights, U(-1/sqrt(fan_in),
-    1/sqrt(fan_in)) bias) and repr."""
+    1/sqrt(fan_in)) bias with fan_in from the weight's dims 1 and up), padding modes and
+    repr."""
 
     _dims = 0
+    _transposed = False
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
                  padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
                  padding_mode: str = "zeros", device: Any = None,
-                 dtype: DType | None = None) -> None:
+                 dtype: DType | None = None, output_padding: Any = 0) -> None:
         super().__init__()
         cls, n = type(self).__name__, self._dims
         check_device(device, cls)
@@ -44,9 +55,9 @@ class _ConvNd(Module):
             raise ValueError("in_channels must be divisible by groups")
         if out_channels % groups:
             raise ValueError("out_channels must be divisible by groups")
-        if padding_mode != "zeros":
-            raise ValueError(f"{cls}: padding_mode={padding_mode!r} is not available; llgrad "
-                             f"pads with zeros only (padding_mode='zeros')")
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"padding_mode must be one of {_PADDING_MODES}, but got "
+                             f"padding_mode='{padding_mode}'")
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.kernel_size = _ints(cls, "kernel_size", kernel_size, n)
@@ -61,10 +72,23 @@ class _ConvNd(Module):
             self.padding: Any = padding
         else:
             self.padding = _ints(cls, "padding", padding, n)
+        self.output_padding = _ints(cls, "output_padding", output_padding, n)
         self.groups = groups
         self.padding_mode = padding_mode
-        self.weight = Parameter(lg.empty((out_channels, in_channels // groups)
-                                         + self.kernel_size, dtype=dtype))
+        # F.pad's (before, after) amounts, last dimension first, for the non-zero modes
+        if self.padding == "valid":
+            lo = hi = (0,) * n
+        elif self.padding == "same":
+            lo, hi = same_padding(self.kernel_size, self.dilation)
+        else:
+            lo = hi = self.padding
+        self._reversed_padding_repeated_twice = [
+            v for i in reversed(range(n)) for v in (lo[i], hi[i])]
+        if self._transposed:
+            shape = (in_channels, out_channels // groups) + self.kernel_size
+        else:
+            shape = (out_channels, in_channels // groups) + self.kernel_size
+        self.weight = Parameter(lg.empty(shape, dtype=dtype))
         if bias:
             self.bias = Parameter(lg.empty((out_channels,), dtype=dtype))
         else:
@@ -74,116 +98,115 @@ class _ConvNd(Module):
     def reset_parameters(self) -> None:
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
-            fan_in = (self.in_channels // self.groups) * math.prod(self.kernel_size)
+            fan_in = self.weight.shape[1] * math.prod(self.kernel_size)
             if fan_in != 0:
                 bound = 1 / math.sqrt(fan_in)
                 init.uniform_(self.bias, -bound, bound)
 
     def extra_repr(self) -> str:
+        n = self._dims
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
              f"stride={self.stride}")
-        if self.padding != (0,) * self._dims:
-            s += f", padding={self.padding!r}" if isinstance(self.padding, str) \
-                else f", padding={self.padding}"
-        if self.dilation != (1,) * self._dims:
+        if self.padding != (0,) * n:
+            s += f", padding={self.padding}"
+        if self.dilation != (1,) * n:
             s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * n:
+            s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
         return s
 
-
-class Conv2d(_ConvNd):
-    """2-D convolution (cross-correlation) over (N, C, H, W) inputs."""
-
-    _dims = 2
+    def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        conv = (F.conv1d, F.conv2d, F.conv3d)[self._dims - 1]
+        if self.padding_mode != "zeros":
+            padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+            return conv(padded, weight, bias, self.stride, 0, self.dilation, self.groups)
+        return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding,
-                        self.dilation, self.groups)
+        return self._conv_forward(input, self.weight, self.bias)
 
 
 class Conv1d(_ConvNd):
-    """1-D convolution over (N, C, L) inputs."""
-
+    """1-D convolution (cross-correlation) over (N, C, L) or (C, L) inputs; weight
+    (out_channels, in_channels / groups, k)."""
     _dims = 1
 
-    def forward(self, input: Tensor) -> Tensor:
-        padding = self.padding if isinstance(self.padding, str) else self.padding[0]
-        return F.conv1d(input, self.weight, self.bias, self.stride[0], padding,
-                        self.dilation[0], self.groups)
+
+class Conv2d(_ConvNd):
+    """2-D convolution (cross-correlation) over (N, C, H, W) or (C, H, W) inputs; weight
+    (out_channels, in_channels / groups, kH, kW)."""
+    _dims = 2
 
 
-class MaxPool2d(Module):
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
-                 dilation: Any = 1, return_indices: bool = False,
-                 ceil_mode: bool = False) -> None:
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding = padding
-        self.dilation = dilation
-        self.return_indices = return_indices
-        self.ceil_mode = ceil_mode
-
-    def forward(self, input: Tensor) -> Any:
-        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
-
-    def extra_repr(self) -> str:
-        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+class Conv3d(_ConvNd):
+    """3-D convolution over (N, C, D, H, W) or (C, D, H, W) inputs; weight
+    (out_channels, in_channels / groups, kD, kH, kW)."""
+    _dims = 3
 
 
-class MaxPool1d(MaxPool2d):
-    def forward(self, input: Tensor) -> Any:
-        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+class _ConvTransposeNd(_ConvNd):
+    """Transposed convolution: weight (in_channels, out_channels / groups, *kernel);
+    `forward(input, output_size=None)` picks output_padding from a requested size."""
+
+    _transposed = True
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, output_padding: Any = 0, groups: int = 1,
+                 bias: bool = True, dilation: Any = 1, padding_mode: str = "zeros",
+                 device: Any = None, dtype: DType | None = None) -> None:
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for '
+                             f'{type(self).__name__}')
+        if isinstance(padding, str):
+            raise ValueError(f"{type(self).__name__}: padding must be an int or a tuple of "
+                             f"ints, got {padding!r}")
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, device, dtype, output_padding)
+
+    def _output_padding(self, input: Tensor, output_size: Sequence[int] | None
+                        ) -> tuple[int, ...]:
+        n = self._dims
+        if output_size is None:
+            return self.output_padding
+        lead = 2 if input.ndim == n + 2 else 1
+        size = [int(v) for v in output_size]
+        if len(size) == lead + n:
+            size = size[lead:]
+        if len(size) != n:
+            raise ValueError(f"ConvTranspose{n}D: for {input.ndim}D input, output_size must "
+                             f"have {n} or {lead + n} elements (got {len(size)})")
+        mins = transposed_output_size(input.shape[lead:], self.kernel_size, self.stride,
+                                      self.padding, self.dilation, (0,) * n)
+        maxs = tuple(m + s - 1 for m, s in zip(mins, self.stride))
+        for v, lo, hi in zip(size, mins, maxs):
+            if not lo <= v <= hi:
+                raise ValueError(f"requested an output size of {size}, but valid sizes range "
+                                 f"from {list(mins)} to {list(maxs)} (for an input of "
+                                 f"{list(input.shape[lead:])})")
+        return tuple(v - m for v, m in zip(size, mins))
+
+    def forward(self, input: Tensor, output_size: Sequence[int] | None = None) -> Tensor:
+        fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[self._dims - 1]
+        return fn(input, self.weight, self.bias, self.stride, self.padding,
+                  self._output_padding(input, output_size), self.groups, self.dilation)
 
 
-class AvgPool2d(Module):
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
-                 ceil_mode: bool = False, count_include_pad: bool = True,
-                 divisor_override: int | None = None) -> None:
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding = padding
-        self.ceil_mode = ceil_mode
-        self.count_include_pad = count_include_pad
-        self.divisor_override = divisor_override
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
-
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+class ConvTranspose1d(_ConvTransposeNd):
+    """1-D transposed convolution over (N, C_in, L) or (C_in, L) inputs."""
+    _dims = 1
 
 
-class AvgPool1d(AvgPool2d):
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
-                 ceil_mode: bool = False, count_include_pad: bool = True) -> None:
-        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad)
+class ConvTranspose2d(_ConvTransposeNd):
+    """2-D transposed convolution over (N, C_in, H, W) or (C_in, H, W) inputs."""
+    _dims = 2
 
 
-class AdaptiveAvgPool2d(Module):
-    def __init__(self, output_size: Any) -> None:
-        super().__init__()
-        self.output_size = output_size
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.adaptive_avg_pool2d(input, self.output_size)
-
-    def extra_repr(self) -> str:
-        return f"output_size={self.output_size}"
-
-
-class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
-    def forward(self, input: Tensor) -> Tensor:
-        return F.adaptive_avg_pool1d(input, self.output_size)
+class ConvTranspose3d(_ConvTransposeNd):
+    """3-D transposed convolution over (N, C_in, D, H, W) or (C_in, D, H, W) inputs."""
+    _dims = 3

@@ -1,0 +1,306 @@
+"""Convolutions and transposed convolutions over 1, 2 and 3 spatial dimensions.
+
+`conv2d` runs the registered `conv2d` composite op (one `ConvolutionBackward0` node whose
+rule is written with llgrad functions, so double backward works); `conv1d` is that op over
+a height-1 plane and `conv3d` sums one `conv2d` per kernel depth tap over the matching
+depth slices (folded into the batch). The transposed convolutions multiply the input by the
+weight matrix (one matmul per group) and scatter every kernel tap's values into the output
+with strided zero-padding (`pad_dims` with interior gaps: the adjoint of a convolution's
+window reads), then crop `padding`; their gradients, forward-mode rules and compiled code
+come from those ops. Semantics (output sizes, 'same' padding with an odd total, groups,
+dilation, output_padding, unbatched inputs) are PyTorch's.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+from .. import functions as lg
+from ..tensor import Tensor
+from ._layers import _ints
+from .functional import _composite, _tensor
+
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+           "conv_transpose3d"]
+
+_SPATIAL = {1: "L", 2: "H, W", 3: "D, H, W"}
+
+
+def _unbatched(op: str, x: Tensor, n: int) -> bool:
+    """Check an (N, C, *spatial) or unbatched (C, *spatial) input; True when unbatched."""
+    if x.ndim not in (n + 1, n + 2):
+        raise RuntimeError(f"{op}: Expected {n + 1}D (unbatched) or {n + 2}D (batched) input "
+                           f"(C, {_SPATIAL[n]}) or (N, C, {_SPATIAL[n]}), but got input of "
+                           f"size: {list(x.shape)}")
+    return x.ndim == n + 1
+
+
+def _check_operands(op: str, x: Tensor, w: Tensor, b: Tensor | None, n: int) -> None:
+    if w.ndim != n + 2:
+        raise RuntimeError(f"{op}: expected a {n + 2}-D weight, got weight of size "
+                           f"{list(w.shape)}")
+    for name, t in (("weight", w), ("bias", b)):
+        if t is not None and t._dtype is not x._dtype:
+            raise TypeError(f"{op}: Input type ({x._dtype.name}) and {name} type "
+                            f"({t._dtype.name}) should be the same")
+    if not x._dtype.is_floating_point:
+        raise TypeError(f"{op}: expected a floating point input, got {x._dtype.name} "
+                        f"(shape {list(x.shape)})")
+
+
+def same_padding(kernel: Sequence[int], dilation: Sequence[int]
+                 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """'same' padding per dimension as (before, after): the total d (k - 1) split with the
+    odd element after, as PyTorch."""
+    totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
+    return tuple(t // 2 for t in totals), tuple(t - t // 2 for t in totals)
+
+
+def _conv_padding(op: str, padding: Any, n: int, kernel: Sequence[int], stride: Sequence[int],
+                  dilation: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(symmetric padding, extra padding after) for an int/tuple/'same'/'valid' padding."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return (0,) * n, (0,) * n
+        if padding == "same":
+            if any(s != 1 for s in stride):
+                raise ValueError(f"{op}: padding='same' is not supported for strided "
+                                 f"convolutions (stride {list(stride)})")
+            lo, hi = same_padding(kernel, dilation)
+            return lo, tuple(h - l for l, h in zip(lo, hi))
+        raise ValueError(f"{op}: Invalid padding string {padding!r}, should be one of "
+                         f"{{'valid', 'same'}}")
+    p = _ints(op, "padding", padding, n)
+    if any(v < 0 for v in p):
+        raise RuntimeError(f"{op}: negative padding is not supported, got {list(p)}")
+    return p, (0,) * n
+
+
+def _convnd(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
+            padding: Any, dilation: Any, groups: int) -> Tensor:
+    _tensor(op, "input", input)
+    _tensor(op, "weight", weight)
+    if bias is not None:
+        _tensor(op, "bias", bias)
+    unbatched = _unbatched(op, input, n)
+    _check_operands(op, input, weight, bias, n)
+    x = lg.unsqueeze(input, 0) if unbatched else input
+    s = _ints(op, "stride", stride, n)
+    d = _ints(op, "dilation", dilation, n)
+    if any(v <= 0 for v in s):
+        raise RuntimeError(f"{op}: non-positive stride is not supported, got {list(s)}")
+    if any(v <= 0 for v in d):
+        raise RuntimeError(f"{op}: dilation should be greater than zero, got {list(d)}")
+    if not isinstance(groups, int) or groups <= 0:
+        raise RuntimeError(f"{op}: non-positive groups is not supported, got {groups}")
+    k = tuple(weight.shape[2:])
+    p, extra = _conv_padding(op, padding, n, k, s, d)
+    c, oc = x.shape[1], weight.shape[0]
+    if c != weight.shape[1] * groups:
+        raise RuntimeError(f"{op}: Given groups={groups}, weight of size {list(weight.shape)}, "
+                           f"expected input{list(x.shape)} to have {weight.shape[1] * groups} "
+                           f"channels, but got {c} channels instead")
+    if oc % groups:
+        raise RuntimeError(f"{op}: Given groups={groups}, expected weight to be divisible by "
+                           f"{groups} at dimension 0, but got weight of size "
+                           f"{list(weight.shape)} instead")
+    if bias is not None and tuple(bias.shape) != (oc,):
+        raise RuntimeError(f"{op}: Given weight of size {list(weight.shape)}, expected bias to "
+                           f"be 1-dimensional with {oc} elements, but got bias of size "
+                           f"{list(bias.shape)} instead")
+    padded = [x.shape[2 + i] + 2 * p[i] + extra[i] for i in range(n)]
+    eff = [d[i] * (k[i] - 1) + 1 for i in range(n)]
+    if any(e > q for e, q in zip(eff, padded)):
+        raise RuntimeError(f"{op}: Calculated padded input size per channel: "
+                           f"({' x '.join(map(str, padded))}). Kernel size: "
+                           f"({' x '.join(map(str, eff))}). Kernel size can't be greater than "
+                           f"actual input size; output size is too small")
+    if any(extra):
+        x = lg.pad_dims(x, (0,) * (n + 2), (0, 0) + tuple(extra))
+    if n == 2:
+        out = _conv2d_op(x, weight, bias, s, p, d, groups)
+    elif n == 1:
+        out = lg.squeeze(_conv2d_op(lg.unsqueeze(x, 2), lg.unsqueeze(weight, 2), bias,
+                                    (1, s[0]), (0, p[0]), (1, d[0]), groups), 2)
+    else:
+        out = _conv3d_by_depth(x, weight, bias, s, p, d, groups)
+    return lg.squeeze(out, 0) if unbatched else out
+
+
+def _conv2d_op(x: Tensor, w: Tensor, b: Tensor | None, s: Sequence[int], p: Sequence[int],
+               d: Sequence[int], groups: int) -> Tensor:
+    operands = [x, w] if b is None else [x, w, b]
+    return _composite("conv2d", operands, {"stride": tuple(s), "padding": tuple(p),
+                                           "dilation": tuple(d), "groups": groups,
+                                           "has_bias": b is not None})
+
+
+def _conv3d_by_depth(x: Tensor, w: Tensor, b: Tensor | None, s: Sequence[int],
+                     p: Sequence[int], d: Sequence[int], groups: int) -> Tensor:
+    """sum over kernel depth taps kd of conv2d(x[:, :, kd d + od s], w[:, :, kd]), with the
+    output depths od folded into the batch."""
+    n, c, depth = x.shape[:3]
+    kd = w.shape[2]
+    od = (depth + 2 * p[0] - d[0] * (kd - 1) - 1) // s[0] + 1
+    xp = x if p[0] == 0 else lg.pad_dims(x, (0, 0, p[0], 0, 0), (0, 0, p[0], 0, 0))
+    xp = lg.permute(xp, (0, 2, 1, 3, 4))                           # (N, Dp, C, H, W)
+    total = None
+    for t in range(kd):
+        start = t * d[0]
+        rows = lg.slice_dim(xp, 1, start, start + s[0] * (od - 1) + 1, s[0])
+        rows = lg.reshape(rows, (n * od, c) + tuple(x.shape[3:]))
+        part = _conv2d_op(rows, lg.select(w, 2, t), None, s[1:], p[1:], d[1:], groups)
+        total = part if total is None else lg.add(total, part)
+    assert total is not None
+    out = lg.permute(lg.reshape(total, (n, od) + tuple(total.shape[1:])), (0, 2, 1, 3, 4))
+    if b is not None:
+        out = lg.add(out, lg.reshape(b, (1, -1, 1, 1, 1)))
+    return out
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """1-D cross-correlation of an (N, C, L) or (C, L) input with an (out, C/groups, k)
+    weight. `padding`: an int, a 1-tuple, 'valid' or 'same' (stride 1)."""
+    return _convnd("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """2-D cross-correlation of an (N, C, H, W) or (C, H, W) input with an
+    (out, C/groups, kH, kW) weight; recorded as one `ConvolutionBackward0` node."""
+    return _convnd("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """3-D cross-correlation of an (N, C, D, H, W) or (C, D, H, W) input with an
+    (out, C/groups, kD, kH, kW) weight. Built from one 2-D convolution per kernel depth tap,
+    so `grad_fn` names the last op (PyTorch: ConvolutionBackward0)."""
+    return _convnd("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+
+
+# --------------------------------------------------------------------------------------
+# Transposed convolutions
+# --------------------------------------------------------------------------------------
+
+def transposed_output_size(size: Sequence[int], kernel: Sequence[int], stride: Sequence[int],
+                           padding: Sequence[int], dilation: Sequence[int],
+                           output_padding: Sequence[int]) -> tuple[int, ...]:
+    """(I - 1) s - 2 p + d (k - 1) + output_padding + 1 per spatial dimension."""
+    return tuple((i - 1) * s - 2 * p + d * (k - 1) + op + 1 for i, k, s, p, d, op
+                 in zip(size, kernel, stride, padding, dilation, output_padding))
+
+
+def _conv_transposend(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None,
+                      stride: Any, padding: Any, output_padding: Any, groups: int,
+                      dilation: Any) -> Tensor:
+    _tensor(op, "input", input)
+    _tensor(op, "weight", weight)
+    if bias is not None:
+        _tensor(op, "bias", bias)
+    unbatched = _unbatched(op, input, n)
+    _check_operands(op, input, weight, bias, n)
+    x = lg.unsqueeze(input, 0) if unbatched else input
+    if isinstance(padding, str):
+        raise ValueError(f"{op}: padding must be an int or a tuple of ints (no 'same'/'valid' "
+                         f"for transposed convolutions), got {padding!r}")
+    s = _ints(op, "stride", stride, n)
+    p = _ints(op, "padding", padding, n)
+    op_ = _ints(op, "output_padding", output_padding, n)
+    d = _ints(op, "dilation", dilation, n)
+    if any(v <= 0 for v in s):
+        raise RuntimeError(f"{op}: non-positive stride is not supported, got {list(s)}")
+    if any(v <= 0 for v in d):
+        raise RuntimeError(f"{op}: dilation should be greater than zero, got {list(d)}")
+    if any(v < 0 for v in p + op_):
+        raise RuntimeError(f"{op}: negative padding is not supported, got padding {list(p)}, "
+                           f"output_padding {list(op_)}")
+    if any(o >= max(a, b) for o, a, b in zip(op_, s, d)):
+        raise RuntimeError(f"{op}: output padding must be smaller than either stride or "
+                           f"dilation, but got output_padding={list(op_)}, stride={list(s)}, "
+                           f"dilation={list(d)}")
+    if not isinstance(groups, int) or groups <= 0:
+        raise RuntimeError(f"{op}: non-positive groups is not supported, got {groups}")
+    cin, cout_g = weight.shape[:2]
+    k = tuple(weight.shape[2:])
+    if x.shape[1] != cin:
+        raise RuntimeError(f"{op}: Given transposed=1, weight of size {list(weight.shape)}, "
+                           f"expected input{list(x.shape)} to have {cin} channels, but got "
+                           f"{x.shape[1]} channels instead")
+    if cin % groups:
+        raise RuntimeError(f"{op}: Given groups={groups}, expected weight to be divisible by "
+                           f"{groups} at dimension 0, but got weight of size "
+                           f"{list(weight.shape)} instead")
+    cout = cout_g * groups
+    if bias is not None and tuple(bias.shape) != (cout,):
+        raise RuntimeError(f"{op}: Given transposed=1, weight of size {list(weight.shape)}, "
+                           f"expected bias to be 1-dimensional with {cout} elements, but got "
+                           f"bias of size {list(bias.shape)} instead")
+    size = tuple(x.shape[2:])
+    out_size = transposed_output_size(size, k, s, p, d, op_)
+    if any(o <= 0 for o in out_size):
+        raise RuntimeError(f"{op}: Given input size per channel: ({' x '.join(map(str, size))})"
+                           f". Calculated output size per channel: "
+                           f"({' x '.join(map(str, out_size))}). Output size is too small")
+    nb = x.shape[0]
+    taps = math.prod(k)
+    spatial = math.prod(size)
+    # cols[n, o, tap, i] = sum_c x[n, c, i] w[c, o, tap] within each group
+    xm = lg.reshape(x, (nb, groups, cin // groups, spatial))
+    wm = lg.transpose(lg.reshape(weight, (groups, cin // groups, cout_g * taps)), 1, 2)
+    cols = lg.reshape(lg.matmul(wm, xm), (nb, cout, taps) + size)
+    full = tuple(o + 2 * q for o, q in zip(out_size, p))       # before cropping `padding`
+    total = None
+    for t in range(taps):
+        tap = _unravel(t, k)
+        lows = tuple(a * b for a, b in zip(tap, d))
+        highs = tuple(f - (lo + st * (i - 1) + 1) for f, lo, st, i in zip(full, lows, s, size))
+        piece = lg.pad_dims(lg.select(cols, 2, t), (0, 0) + lows, (0, 0) + highs,
+                            (0, 0) + tuple(v - 1 for v in s))
+        total = piece if total is None else lg.add(total, piece)
+    assert total is not None
+    out = total
+    if any(p):
+        out = lg.slice_all(out, (0, 0) + tuple(p),
+                           (nb, cout) + tuple(q + o for q, o in zip(p, out_size)),
+                           (1,) * (n + 2))
+    if bias is not None:
+        out = lg.add(out, lg.reshape(bias, (1, cout) + (1,) * n))
+    return lg.squeeze(out, 0) if unbatched else out
+
+
+def _unravel(flat: int, shape: Sequence[int]) -> tuple[int, ...]:
+    out = []
+    for size in reversed(shape):
+        out.append(flat % size)
+        flat //= size
+    return tuple(reversed(out))
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
+                     groups: int = 1, dilation: Any = 1) -> Tensor:
+    """1-D transposed convolution (the gradient of conv1d with respect to its input) of an
+    (N, C_in, L) or (C_in, L) input with a (C_in, C_out/groups, k) weight."""
+    return _conv_transposend("conv_transpose1d", 1, input, weight, bias, stride, padding,
+                             output_padding, groups, dilation)
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
+                     groups: int = 1, dilation: Any = 1) -> Tensor:
+    """2-D transposed convolution of an (N, C_in, H, W) or (C_in, H, W) input with a
+    (C_in, C_out/groups, kH, kW) weight. Built from a matmul and strided pads, so `grad_fn`
+    names the last op (PyTorch: ConvolutionBackward0)."""
+    return _conv_transposend("conv_transpose2d", 2, input, weight, bias, stride, padding,
+                             output_padding, groups, dilation)
+
+
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
+                     groups: int = 1, dilation: Any = 1) -> Tensor:
+    """3-D transposed convolution of an (N, C_in, D, H, W) or (C_in, D, H, W) input with a
+    (C_in, C_out/groups, kD, kH, kW) weight."""
+    return _conv_transposend("conv_transpose3d", 3, input, weight, bias, stride, padding,
+                             output_padding, groups, dilation)
