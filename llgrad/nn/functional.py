@@ -68,22 +68,6 @@ def _reduction(size_average: bool | None, reduce: bool | None, reduction: str) -
     return "mean" if size_average else "sum"
 
 
-def _as_pair(op: str, name: str, v: Any) -> tuple[int, int]:
-    if isinstance(v, bool):
-        raise TypeError(f"{op}(): {name} must be an int or a pair of ints, got {v!r}")
-    if isinstance(v, int):
-        return (v, v)
-    try:
-        vals = tuple(int(x) for x in v)
-    except TypeError:
-        raise TypeError(f"{op}(): {name} must be an int or a pair of ints, got {v!r}") from None
-    if len(vals) == 1:
-        return (vals[0], vals[0])
-    if len(vals) != 2:
-        raise ValueError(f"{op}(): {name} must be an int or a pair of ints, got {list(vals)}")
-    return (vals[0], vals[1])
-
-
 # --------------------------------------------------------------------------------------
 # Activations
 # --------------------------------------------------------------------------------------
@@ -112,11 +96,20 @@ def tanh(input: Tensor) -> Tensor:
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     _tensor("silu", "input", input)
-    return _maybe_inplace(input, lg.silu(input), inplace)
+    return _act("silu", lg.silu, input, inplace)
 
 
 def _maybe_inplace(input: Tensor, out: Tensor, inplace: bool) -> Tensor:
     return input.copy_(out) if inplace else out
+
+
+def _act(name: str, fn: Any, input: Tensor, inplace: bool, *args: Any) -> Tensor:
+    """`fn(input, *args)`, or with `inplace` written into `input` and recorded as torch's
+    in-place op (the node saves what it needs before the write; versions are checked)."""
+    if not inplace:
+        return fn(input, *args)
+    from ..functions.inplace import _rewrite_inplace
+    return _rewrite_inplace(name, fn)(input, *args)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -127,7 +120,7 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     _tensor("leaky_relu", "input", input)
-    return _maybe_inplace(input, lg.leaky_relu(input, negative_slope), inplace)
+    return _act("leaky_relu", lg.leaky_relu, input, inplace, negative_slope)
 
 
 def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
@@ -136,7 +129,7 @@ def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     _tensor("elu", "input", input)
-    return _maybe_inplace(input, lg.elu(input, alpha), inplace)
+    return _act("elu", lg.elu, input, inplace, alpha)
 
 
 def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
@@ -149,7 +142,7 @@ SELU_SCALE = 1.0507009873554804934193349852946
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     _tensor("selu", "input", input)
-    return _maybe_inplace(input, lg.elu(input, SELU_ALPHA, SELU_SCALE), inplace)
+    return _act("selu", lg.elu, input, inplace, SELU_ALPHA, SELU_SCALE)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
@@ -157,7 +150,7 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     _tensor("celu", "input", input)
     if alpha == 0:
         raise ValueError("celu: ZeroDivisionError, alpha cannot be 0")
-    return _maybe_inplace(input, lg.elu(input, alpha, 1.0, 1.0 / alpha), inplace)
+    return _act("celu", lg.elu, input, inplace, alpha, 1.0, 1.0 / alpha)
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
@@ -168,11 +161,10 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
     if min_val > max_val:
         raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val "
                          f"({max_val})")
-    low = lg.le(input, min_val)
-    high = lg.ge(input, max_val)
-    out = lg.where(low, lg.full_like(input, min_val),
-                   lg.where(high, lg.full_like(input, max_val), input))
-    return _maybe_inplace(input, out, inplace)
+    def clip(x: Tensor) -> Tensor:
+        return lg.where(lg.le(x, min_val), lg.full_like(x, min_val),
+                        lg.where(lg.ge(x, max_val), lg.full_like(x, max_val), x))
+    return _act("hardtanh", clip, input, inplace)
 
 
 def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
@@ -191,7 +183,7 @@ def logsigmoid(input: Tensor) -> Tensor:
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     _tensor("mish", "input", input)
-    return _maybe_inplace(input, lg.mul(input, lg.tanh(lg.softplus(input))), inplace)
+    return _act("mish", lambda x: lg.mul(x, lg.tanh(lg.softplus(x))), input, inplace)
 
 
 def softsign(input: Tensor) -> Tensor:
@@ -565,79 +557,63 @@ def _embedding_renorm_(weight: Tensor, indices: Tensor, max_norm: float,
         weight.mul_(scale.to(weight._dtype))
 
 
-def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
-           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
-    op = "conv2d"
-    _tensor(op, "input", input)
-    _tensor(op, "weight", weight)
-    unbatched = input.ndim == 3
-    if unbatched:
-        input = lg.unsqueeze(input, 0)
-    s = _as_pair(op, "stride", stride)
-    d = _as_pair(op, "dilation", dilation)
-    if isinstance(padding, str):
-        if padding == "valid":
-            p = (0, 0)
-        elif padding == "same":
-            if s != (1, 1):
-                raise ValueError(f"{op}: padding='same' is not supported for strided "
-                                 f"convolutions (stride {list(s)})")
-            if weight.ndim != 4:
-                raise RuntimeError(f"{op}: expected a 4-D weight, got {list(weight.shape)}")
-            totals = [d[i] * (weight.shape[2 + i] - 1) for i in range(2)]
-            p = (totals[0] // 2, totals[1] // 2)
-            extra = [t - 2 * q for t, q in zip(totals, p)]
-            if any(extra) and input.ndim == 4:       # odd total: pad the far side once more
-                input = lg.pad_dims(input, (0, 0, 0, 0), (0, 0, extra[0], extra[1]))
-        else:
-            raise ValueError(f"{op}: Invalid padding string {padding!r}; expected 'valid' or "
-                             f"'same'")
-    else:
-        p = _as_pair(op, "padding", padding)
-    operands = [input, weight]
-    if bias is not None:
-        operands.append(_tensor(op, "bias", bias))
-    out = _composite(op, operands, {"stride": s, "padding": p, "dilation": d,
-                                    "groups": groups, "has_bias": bias is not None})
-    return lg.squeeze(out, 0) if unbatched else out
-
-
-def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
-               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False
-               ) -> Any:
-    op = "max_pool2d"
-    _tensor(op, "input", input)
-    k = _as_pair(op, "kernel_size", kernel_size)
-    s = k if stride is None or (not isinstance(stride, int) and len(stride) == 0) \
-        else _as_pair(op, "stride", stride)
-    p = _as_pair(op, "padding", padding)
-    d = _as_pair(op, "dilation", dilation)
-    unbatched = input.ndim == 3
-    x = lg.unsqueeze(input, 0) if unbatched else input
-    out = _composite(op, (x,), {"kernel_size": k, "stride": s, "padding": p, "dilation": d,
-                                "ceil_mode": ceil_mode})
-    if unbatched:
-        out = lg.squeeze(out, 0)
-    if not return_indices:
-        return out
-    with no_grad():
-        idx = _max_pool2d_indices(x, k, s, p, d, ceil_mode)
-    return out, (lg.squeeze(idx, 0) if unbatched else idx)
-
-
-def _max_pool2d_indices(x: Tensor, k: tuple[int, int], s: tuple[int, int],
-                        p: tuple[int, int], d: tuple[int, int], ceil_mode: bool) -> Tensor:
-    """Each maximum's position in its (H, W) plane, flattened: PyTorch's `indices`."""
-    windows = nnops.pool_windows(lg, x, k, s, p, d, ceil_mode)
-    tap = lg.argmax(windows, 2)                               # (N, C, OH, OW)
-    oh, ow = tap.shape[2:]
-    rows = lg.add(lg.mul(lg.floor_divide(tap, k[1]), d[0]),
-                  lg.reshape(lg.sub(lg.mul(lg.arange(oh), s[0]), p[0]), (oh, 1)))
-    cols = lg.add(lg.mul(lg.remainder(tap, k[1]), d[1]),
-                  lg.sub(lg.mul(lg.arange(ow), s[1]), p[1]))
-    return lg.add(lg.mul(rows, x.shape[3]), cols)
-
-
 from ._attention import scaled_dot_product_attention  # noqa: E402
-from ._layers import (adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d,  # noqa: E402
-                      avg_pool2d, batch_norm, conv1d, max_pool1d, one_hot, pad)
+from ._layers import batch_norm, one_hot  # noqa: E402
+# Convolution, pooling, normalization, padding, resampling and channel dropout (conv/pool
+# engineer's files); conv2d, max_pool2d, pad and the pools above are defined there.
+from ._conv import (conv1d, conv2d, conv3d, conv_transpose1d,  # noqa: E402
+                    conv_transpose2d, conv_transpose3d)
+from ._dropout import (alpha_dropout, dropout1d, dropout2d, dropout3d,  # noqa: E402
+                       feature_alpha_dropout)
+from ._norm import (group_norm, instance_norm, local_response_norm, normalize,  # noqa: E402
+                    rms_norm)
+from ._padding import pad  # noqa: E402
+from ._pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d,  # noqa: E402
+                       adaptive_avg_pool3d, adaptive_max_pool1d, adaptive_max_pool1d_with_indices,
+                       adaptive_max_pool2d, adaptive_max_pool2d_with_indices,
+                       adaptive_max_pool3d, adaptive_max_pool3d_with_indices, avg_pool1d,
+                       avg_pool2d, avg_pool3d, fractional_max_pool2d,
+                       fractional_max_pool2d_with_indices, fractional_max_pool3d,
+                       fractional_max_pool3d_with_indices, lp_pool1d, lp_pool2d, lp_pool3d,
+                       max_pool1d, max_pool1d_with_indices, max_pool2d,
+                       max_pool2d_with_indices, max_pool3d, max_pool3d_with_indices,
+                       max_unpool1d, max_unpool2d, max_unpool3d)
+from ._resample import (affine_grid, fold, grid_sample, interpolate,  # noqa: E402
+                        pixel_shuffle, pixel_unshuffle, unfold, upsample, upsample_bilinear,
+                        upsample_nearest)
+
+__all__ += ["conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+            "alpha_dropout", "dropout1d", "dropout2d", "dropout3d", "feature_alpha_dropout",
+            "group_norm", "instance_norm", "local_response_norm", "normalize", "rms_norm",
+            "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool1d_with_indices",
+            "adaptive_max_pool2d", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d",
+            "adaptive_max_pool3d_with_indices", "avg_pool3d", "fractional_max_pool2d",
+            "fractional_max_pool2d_with_indices", "fractional_max_pool3d",
+            "fractional_max_pool3d_with_indices", "lp_pool1d", "lp_pool2d", "lp_pool3d",
+            "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d",
+            "max_pool3d_with_indices", "max_unpool1d", "max_unpool2d", "max_unpool3d",
+            "affine_grid", "fold", "grid_sample", "interpolate", "pixel_shuffle",
+            "pixel_unshuffle", "unfold", "upsample", "upsample_bilinear", "upsample_nearest"]
+
+# Activations, losses, distances and misc layers (nn engineer's files).
+from ._activations import (celu_, glu, hardshrink, hardsigmoid, hardswish,  # noqa: E402
+                           prelu, rrelu, rrelu_, selu_, softmin, softshrink, tanhshrink,
+                           threshold, threshold_)
+from ._extra_layers import (bilinear, channel_shuffle, embedding_bag,  # noqa: E402
+                            native_channel_shuffle)
+from ._losses import (cosine_embedding_loss, cosine_similarity, ctc_loss,  # noqa: E402
+                      gaussian_nll_loss, hinge_embedding_loss, huber_loss, kl_div,
+                      margin_ranking_loss, multi_margin_loss, multilabel_margin_loss,
+                      multilabel_soft_margin_loss, pairwise_distance, pdist, poisson_nll_loss,
+                      smooth_l1_loss, soft_margin_loss, triplet_margin_loss,
+                      triplet_margin_with_distance_loss)
+
+__all__ += ["celu_", "glu", "hardshrink", "hardsigmoid", "hardswish", "prelu", "rrelu",
+            "rrelu_", "selu_", "softmin", "softshrink", "tanhshrink", "threshold",
+            "threshold_", "bilinear", "channel_shuffle", "embedding_bag",
+            "native_channel_shuffle", "cosine_embedding_loss", "cosine_similarity",
+            "ctc_loss", "gaussian_nll_loss", "hinge_embedding_loss", "huber_loss", "kl_div",
+            "margin_ranking_loss", "multi_margin_loss", "multilabel_margin_loss",
+            "multilabel_soft_margin_loss", "pairwise_distance", "pdist", "poisson_nll_loss",
+            "smooth_l1_loss", "soft_margin_loss", "triplet_margin_loss",
+            "triplet_margin_with_distance_loss"]

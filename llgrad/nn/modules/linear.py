@@ -1,4 +1,4 @@
-"""`Linear` and `Identity`."""
+"""`Linear`, `Bilinear` and `Identity`."""
 from __future__ import annotations
 
 import math
@@ -60,3 +60,36 @@ class Linear(Module):
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+class Bilinear(Module):
+    """`y = x1^T A x2 + b`: weight (out_features, in1_features, in2_features), bias
+    (out_features,), both initialized from U(-1/sqrt(in1), 1/sqrt(in1)) as PyTorch."""
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int,
+                 bias: bool = True, device: Any = None, dtype: DType | None = None) -> None:
+        super().__init__()
+        check_device(device, "Bilinear")
+        self.in1_features = in1_features
+        self.in2_features = in2_features
+        self.out_features = out_features
+        self.weight = Parameter(lg.empty((out_features, in1_features, in2_features),
+                                         dtype=dtype))
+        if bias:
+            self.bias = Parameter(lg.empty((out_features,), dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        bound = 1 / math.sqrt(self.weight.shape[1]) if self.weight.shape[1] > 0 else 0
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")

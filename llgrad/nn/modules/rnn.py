@@ -56,8 +56,9 @@ def _rnn_step(gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None, relu: bo
 def _check_input(name: str, input: Any, input_size: int, batched_ndim: int) -> bool:
     """True when `input` is unbatched."""
     if not isinstance(input, Tensor):
-        raise TypeError(f"{name}: expected a Tensor input, got {type(input).__name__} "
-                        f"(packed sequences are not supported; pad the batch instead)")
+        raise TypeError(f"{name}: expected a Tensor input or a PackedSequence (packed "
+                        f"sequences come from nn.utils.rnn.pack_sequence), got "
+                        f"{type(input).__name__}")
     if input.ndim not in (batched_ndim - 1, batched_ndim):
         raise ValueError(f"{name}: Expected input to be {batched_ndim - 1}D or "
                          f"{batched_ndim}D, got {input.ndim}D instead (shape "
@@ -66,6 +67,18 @@ def _check_input(name: str, input: Any, input_size: int, batched_ndim: int) -> b
         raise RuntimeError(f"{name}: input.size(-1) must be equal to input_size. Expected "
                            f"{input_size}, got {input.shape[-1]}")
     return input.ndim == batched_ndim - 1
+
+
+def _repack(out: Tensor, like: Any) -> Any:
+    """(L, N, H) outputs in the original batch order as a PackedSequence with `like`'s
+    batch sizes and indices."""
+    from ..utils.rnn import PackedSequence
+    if like.sorted_indices is not None:
+        out = lg.index_select(out, 1, like.sorted_indices)
+    sizes = [int(b) for b in like.batch_sizes.numpy()]
+    data = lg.cat([lg.slice_dim(lg.select(out, 0, t), 0, 0, b) for t, b in enumerate(sizes)],
+                  0)
+    return PackedSequence(data, like.batch_sizes, like.sorted_indices, like.unsorted_indices)
 
 
 def _check_hidden(name: str, h: Any, shape: tuple[int, ...], what: str) -> None:
@@ -134,27 +147,49 @@ class RNNBase(Module):
         get = lambda n: getattr(self, n + sfx) if self.bias or "weight" in n else None  # noqa
         return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh")
 
-    def _run_direction(self, xs: Tensor, h: Tensor, c: Tensor | None, layer: int, d: int
+    def _run_direction(self, xs: Tensor, h: Tensor, c: Tensor | None, layer: int, d: int,
+                       lengths: Tensor | None = None
                        ) -> tuple[list[Tensor], Tensor, Tensor | None]:
         """One layer in one direction over (L, N, in): the outputs per step (in time
-        order) and the last state."""
+        order) and the last state. With `lengths` (packed input), a sequence's state
+        changes only at its own steps (the reverse direction starts at its last one) and
+        its outputs past its end are zero."""
         w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
         gi_all = F.linear(xs, w_ih, b_ih)                       # (L, N, gates), one matmul
         steps = range(xs.shape[0] - 1, -1, -1) if d else range(xs.shape[0])
         outs: list[Tensor] = [None] * xs.shape[0]             # type: ignore[list-item]
         for t in steps:
             gi = lg.select(gi_all, 0, t)
+            c_new = None
             if self.mode == "LSTM":
-                h, c = _lstm_step(gi, h, c, w_hh, b_hh)          # type: ignore[arg-type]
+                h_new, c_new = _lstm_step(gi, h, c, w_hh, b_hh)  # type: ignore[arg-type]
             elif self.mode == "GRU":
-                h = _gru_step(gi, h, w_hh, b_hh)
+                h_new = _gru_step(gi, h, w_hh, b_hh)
             else:
-                h = _rnn_step(gi, h, w_hh, b_hh, self.mode == "RNN_RELU")
-            outs[t] = h
+                h_new = _rnn_step(gi, h, w_hh, b_hh, self.mode == "RNN_RELU")
+            if lengths is None:
+                h = h_new
+                if c_new is not None:
+                    c = c_new
+                outs[t] = h
+                continue
+            live = lg.unsqueeze(lg.gt(lengths, t), 1)             # (N, 1): step t exists
+            h = lg.where(live, h_new, h)
+            if c_new is not None:
+                c = lg.where(live, c_new, c)
+            outs[t] = lg.where(live, h_new, lg.zeros_like(h_new))
         return outs, h, c
 
     def forward(self, input: Tensor, hx: Any = None) -> Any:
+        """Run the layers over `input` ((L, N, in), batch first, unbatched (L, in), or a
+        PackedSequence, which gives a PackedSequence output with the same batch sizes and
+        indices and the last state of each sequence at its own length)."""
+        from ..utils.rnn import PackedSequence, pad_packed_sequence
         name = self._name()
+        packed = input if isinstance(input, PackedSequence) else None
+        lengths = None
+        if packed is not None:
+            input, lengths = pad_packed_sequence(packed, batch_first=self.batch_first)
         unbatched = _check_input(name, input, self.input_size, 3)
         x = lg.unsqueeze(input, 1) if unbatched else \
             (lg.transpose(input, 0, 1) if self.batch_first else input)   # (L, N, in)
@@ -188,7 +223,7 @@ class RNNBase(Module):
                 k = layer * dirs + d
                 outs, h, c = self._run_direction(layer_in, lg.select(h0, 0, k),
                                                  lg.select(c0, 0, k) if lstm else None,
-                                                 layer, d)
+                                                 layer, d, lengths)
                 per_dir.append(lg.stack(outs, 0))
                 h_n.append(h)
                 if lstm:
@@ -199,7 +234,9 @@ class RNNBase(Module):
         out = layer_in
         hn = lg.stack(h_n, 0)
         cn = lg.stack(c_n, 0) if lstm else None
-        if unbatched:
+        if packed is not None:
+            out = _repack(out, packed)
+        elif unbatched:
             out = lg.squeeze(out, 1)
             hn = lg.squeeze(hn, 1)
             cn = lg.squeeze(cn, 1) if cn is not None else None

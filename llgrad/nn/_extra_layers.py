@@ -1,0 +1,194 @@
+"""Functional layers: `bilinear`, `embedding_bag`, `channel_shuffle`.
+
+Compositions of differentiable functions (matmul, index_select, reductions), so their
+gradients and compiled code come from those ops; re-exported by `llgrad.nn.functional`.
+"""
+from __future__ import annotations
+
+
+import numpy as np
+
+from .. import functions as lg
+from ..ops import nn as nnops
+from ..tensor import Tensor
+from .functional import _tensor
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None
+             ) -> Tensor:
+    """y[..., o] = sum_ij x1[..., i] weight[o, i, j] x2[..., j] + bias[o].
+
+    Args: input1 (*, in1), input2 (*, in2) with the same leading sizes; weight (out, in1,
+    in2); bias (out,)."""
+    op = "bilinear"
+    for name, t in (("input1", input1), ("input2", input2), ("weight", weight)):
+        _tensor(op, name, t)
+    if weight.ndim != 3:
+        raise RuntimeError(f"{op}(): weight must be 3-D (out, in1, in2), got shape "
+                           f"{list(weight.shape)}")
+    out_f, in1, in2 = weight.shape
+    if input1.ndim == 0 or input1.shape[-1] != in1 or input2.ndim == 0 or \
+            input2.shape[-1] != in2 or input1.shape[:-1] != input2.shape[:-1]:
+        raise RuntimeError(f"{op}(): input1 {list(input1.shape)} and input2 "
+                           f"{list(input2.shape)} must share their leading sizes and end in "
+                           f"{in1} and {in2} (weight {list(weight.shape)})")
+    if bias is not None:
+        _tensor(op, "bias", bias)
+        if tuple(bias.shape) != (out_f,):
+            raise RuntimeError(f"{op}(): bias must have shape [{out_f}], got "
+                               f"{list(bias.shape)}")
+    lead = tuple(input1.shape[:-1])
+    x1 = lg.reshape(input1, (-1, in1))
+    x2 = lg.reshape(input2, (-1, in2))
+    w = lg.reshape(lg.permute(weight, (1, 0, 2)), (in1, out_f * in2))
+    t = lg.reshape(lg.matmul(x1, w), (-1, out_f, in2))
+    y = lg.sum(lg.mul(t, lg.unsqueeze(x2, 1)), 2)
+    if bias is not None:
+        y = lg.add(y, bias)
+    return lg.reshape(y, lead + (out_f,))
+
+
+_MODES = ("sum", "mean", "max")
+
+
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
+                  max_norm: float | None = None, norm_type: float = 2,
+                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
+    """Sum, mean or max of the embeddings of each bag, without materializing the
+    (bags, length, dim) lookups by the user.
+
+    Args: input: (B, N) fixed-length bags, or 1-D indices with `offsets` (each bag's start;
+    with `include_last_offset` the last entry is the end of the last bag); weight (V, D);
+    per_sample_weights (input's shape, mode 'sum' only) scale each looked-up row; entries
+    equal to `padding_idx` are left out of their bag (and of a mean's count); an empty bag
+    gives zeros. `sparse=True` raises (llgrad has dense tensors only)."""
+    from .functional import _embedding_renorm_, embedding
+    op = "embedding_bag"
+    _tensor(op, "input", input)
+    _tensor(op, "weight", weight)
+    if sparse:
+        raise ValueError(f"{op}: sparse=True asks for a sparse gradient; llgrad has only "
+                         f"dense tensors (use sparse=False)")
+    if mode not in _MODES:
+        raise ValueError(f"{op}: mode has to be one of sum, mean or max, got {mode!r}")
+    if weight.ndim != 2:
+        raise ValueError(f"{op}: weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.ndim}")
+    if input._dtype not in nnops.INDEX_DTYPES:
+        raise TypeError(f"{op}: Expected tensor for argument 'indices' to have one of the "
+                        f"following scalar types: Long, Int; but got {input._dtype.name}")
+    vocab, dim = weight.shape
+    if per_sample_weights is not None:
+        _tensor(op, "per_sample_weights", per_sample_weights)
+        if mode != "sum":
+            raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                      f"per_sample_weights is only supported for mode='sum' "
+                                      f"(got mode='{mode}'). Please open a feature request "
+                                      f"on GitHub.")
+        if per_sample_weights.shape != input.shape:
+            raise ValueError(f"{op}: embedding_bag: If per_sample_weights "
+                             f"({list(per_sample_weights.shape)}) is not None, then it must "
+                             f"have the same shape as the input ({list(input.shape)})")
+    if padding_idx is not None:
+        if not -vocab <= padding_idx < vocab:
+            raise AssertionError("padding_idx must be within the number of embeddings")
+        padding_idx %= vocab
+    idx = np.asarray(input.detach().numpy()).astype(np.int64)
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError(f"{op}: if input is 2D, then offsets has to be None, as input is "
+                             f"treated is a mini-batch of fixed length sequences. However, "
+                             f"found offsets of type {type(offsets).__name__}")
+        bags, length = idx.shape
+        starts = np.arange(bags, dtype=np.int64) * length
+        ends = starts + length
+        flat = lg.reshape(input, (-1,))
+        psw = None if per_sample_weights is None else lg.reshape(per_sample_weights, (-1,))
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError(f"{op}: offsets has to be a 1D Tensor but got None")
+        _tensor(op, "offsets", offsets)
+        if offsets.ndim != 1:
+            raise ValueError(f"{op}: offsets has to be a 1D Tensor")
+        off = np.asarray(offsets.detach().numpy()).astype(np.int64)
+        total = idx.shape[0]
+        if off.shape[0] and off[0] != 0:
+            raise RuntimeError(f"{op}: offsets[0] has to be 0, i.e., the first sequence in "
+                               f"the mini-batch has to start from position 0. However, got "
+                               f"{int(off[0])}")
+        if off.shape[0] and off[-1] > total:
+            raise RuntimeError(f"{op}: offsets[-1] can not be greater than input's length "
+                               f"({total}), but got offsets[-1] of {int(off[-1])}")
+        if (np.diff(off) < 0).any():
+            raise RuntimeError(f"{op}: offsets must be non-decreasing, got {off.tolist()}")
+        if include_last_offset:
+            starts, ends = off[:-1], off[1:]
+        else:
+            starts, ends = off, np.append(off[1:], total).astype(np.int64)
+        flat, psw = input, per_sample_weights
+    else:
+        raise ValueError(f"{op}: input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.ndim}")
+    flat_idx = idx.reshape(-1)
+    if flat_idx.size and (flat_idx.min() < 0 or flat_idx.max() >= vocab):
+        bad = flat_idx[(flat_idx < 0) | (flat_idx >= vocab)][0]
+        raise IndexError(f"{op}: index {int(bad)} is out of range for num_embeddings {vocab}")
+    if max_norm is not None:
+        _embedding_renorm_(weight, flat, max_norm, norm_type)
+    bags = starts.shape[0]
+    keep = np.ones(flat_idx.shape[0], dtype=bool) if padding_idx is None else \
+        flat_idx != padding_idx
+    # each bag's kept positions, padded to the longest bag with a position past the end
+    members = [np.nonzero(keep[s:e])[0] + s for s, e in zip(starts, ends)]
+    width = max((m.shape[0] for m in members), default=0)
+    pad_pos = flat_idx.shape[0]
+    table = np.full((bags, width), pad_pos, dtype=np.int64)
+    for b, m in enumerate(members):
+        table[b, :m.shape[0]] = m
+    counts = np.array([m.shape[0] for m in members], dtype=np.int64)
+    rows = embedding(flat, weight, padding_idx, None, 2.0, scale_grad_by_freq)   # (T, D)
+    if psw is not None:
+        rows = lg.mul(rows, lg.unsqueeze(psw, 1))
+    filler = lg.zeros((1, dim), dtype=weight._dtype)
+    if mode == "max":
+        filler = lg.full((1, dim), -float("inf"), dtype=weight._dtype)
+    ext = lg.cat([rows, filler], 0)
+    picked = lg.reshape(lg.index_select(ext, 0, lg.tensor(table.reshape(-1))),
+                        (bags, width, dim))
+    if width == 0:
+        return lg.zeros((bags, dim), dtype=weight._dtype) if not weight.requires_grad else \
+            lg.sum(lg.mul(picked, 0.0), 1)
+    if mode == "sum":
+        return lg.sum(picked, 1)
+    if mode == "mean":
+        denom = lg.tensor(np.maximum(counts, 1).astype(np.float64).reshape(bags, 1),
+                          dtype=weight._dtype)
+        return lg.div(lg.sum(picked, 1), denom)
+    values = lg.max(picked, 1)[0]
+    empty = lg.tensor((counts == 0).reshape(bags, 1))
+    return lg.where(empty, lg.zeros_like(values), values)
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """Split the channels (dim 1) into `groups` groups and interleave them: (N, g, C/g, *)
+    transposed to (N, C/g, g, *)."""
+    op = "channel_shuffle"
+    _tensor(op, "input", input)
+    if input.ndim < 3:
+        raise RuntimeError(f"{op}: expected input to have at least 3 dimensions, but got "
+                           f"input with sizes {list(input.shape)}")
+    if not isinstance(groups, int) or groups <= 0:
+        raise RuntimeError(f"{op}: Number of groups to divide channels in must be positive. "
+                           f"Value of groups:{groups}")
+    c = input.shape[1]
+    if c % groups:
+        raise RuntimeError(f"{op}: Number of channels must be divisible by groups. Got {c} "
+                           f"channels and {groups} groups.")
+    n, rest = input.shape[0], tuple(input.shape[2:])
+    x = lg.reshape(input, (n, groups, c // groups) + rest)
+    return lg.reshape(lg.contiguous(lg.transpose(x, 1, 2)), tuple(input.shape))
+
+
+native_channel_shuffle = channel_shuffle
