@@ -13,12 +13,14 @@ from . import autograd  # noqa: F401
 from ._printing import set_printoptions, get_printoptions  # noqa: F401
 
 _methods.bind()
-_add_out(globals())      # PyTorch's `out=` on the functions that take it
 
 from .device import device, get_default_device, set_default_device  # noqa: E402,F401
 from . import accelerator, backends, cuda  # noqa: E402,F401
 from . import nn, optim, utils  # noqa: E402,F401
+from .nn._torch_level import *  # noqa: E402,F401,F403  (torch.conv2d, torch.batch_norm, ...)
 from . import fft, special  # noqa: E402,F401
+from . import distributions  # noqa: E402,F401
+from . import onnx  # noqa: E402,F401
 import importlib as _importlib  # noqa: E402
 # (`from . import linalg` would find functions.linalg, which the star import above binds)
 linalg = _importlib.import_module(".linalg", __name__)
@@ -43,5 +45,10 @@ int = int32  # noqa: A001
 short = int16
 cfloat = complex64
 cdouble = complex128
+
+from .functions.tensor_extras import layout  # noqa: E402,F401  (the class, as torch.layout)
+from . import random, testing  # noqa: E402,F401
+
+_add_out(globals())      # PyTorch's `out=` on the functions that take it
 
 from ._version import __version__  # noqa: E402,F401

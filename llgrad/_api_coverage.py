@@ -168,8 +168,11 @@ def _docstring_params(name: str, doc: str) -> list[tuple[str, str]] | None:
     return list(found.items()) if seen else None
 
 
-def torch_params(name: str, obj: Any, method: bool) -> list[tuple[str, str]] | None:
-    """The parameters torch documents for `obj` (None when they cannot be read)."""
+def torch_params(name: str, obj: Any, method: bool, label: str = "torch"
+                 ) -> list[tuple[str, str]] | None:
+    """The parameters torch accepts for `obj` (None when they cannot be read): its Python
+    signature, else the schemas of the ATen operator behind a builtin (the names its
+    argument parser takes), else its docstring's signature lines."""
     target = obj.__init__ if inspect.isclass(obj) else obj
     if inspect.isclass(obj) and target is object.__init__:
         return None
@@ -177,15 +180,55 @@ def torch_params(name: str, obj: Any, method: bool) -> list[tuple[str, str]] | N
         sig = inspect.signature(target)
     except (TypeError, ValueError):
         sig = None
-    if sig is not None and not (inspect.isclass(obj) and _only_varargs(sig)):
+    if sig is not None and not _only_varargs(sig):
         params = list(sig.parameters.values())
         if method or inspect.isclass(obj):
             params = params[1:] if params and params[0].name in ("self", "cls") else params
         return [(p.name, "var" if p.kind is p.VAR_POSITIONAL else
                  "kw" if p.kind is p.VAR_KEYWORD else "named") for p in params
                 if p.kind is not p.VAR_KEYWORD]
+    if not inspect.isclass(obj):
+        schema = _schema_params(name, method, label)
+        if schema is not None:
+            return schema
     doc = getattr(obj, "__doc__", None)
     return _docstring_params(name, doc) if isinstance(doc, str) else None
+
+
+_PREFIX = {"linalg": "linalg_", "fft": "fft_", "special": "special_"}
+
+
+def _schema_params(name: str, method: bool, label: str) -> list[tuple[str, str]] | None:
+    """Argument names of the ATen schemas of `aten::<prefix><name>` (TorchScript-only
+    overloads on plain numbers left out; `self` is `input` for functions, absent for
+    methods, and methods take no `out`)."""
+    try:
+        import torch
+        schemas = torch._C._jit_get_schemas_for_operator(f"aten::{_PREFIX.get(label, '')}{name}")
+    except Exception:
+        return None
+    schemas = [s for s in schemas if any("Tensor" in str(a.type) for a in s.arguments)]
+    if any(a.name == "self" for s in schemas for a in s.arguments):
+        # overloads whose `self` is not a tensor (lists, numbers) are TorchScript's
+        schemas = [s for s in schemas if any(a.name == "self" and str(a.type) == "Tensor"
+                                             for a in s.arguments)]
+    if not schemas:
+        return None
+    found: dict[str, str] = {}
+    for s in schemas:
+        for a in s.arguments:
+            n = a.name
+            info = a.alias_info
+            if a.kwarg_only and info is not None and info.is_write:
+                n = "out"            # an out overload's outputs: Python's `out=`
+            if n == "self":
+                if method:
+                    continue
+                n = "input"
+            if method and n == "out":
+                continue
+            found.setdefault(n, "named")
+    return list(found.items())
 
 
 def _only_varargs(sig: inspect.Signature) -> bool:
@@ -209,12 +252,14 @@ def refused(ours: Any, theirs: list[tuple[str, str]], method: bool) -> list[str]
         return []
     named = {p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
     varargs = any(p.kind is p.VAR_POSITIONAL for p in params)
+    first = params[0] if params and params[0].kind in (
+        inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD) else None
     bad = []
     for pname, kind in theirs:
         if pname in named or (kind == "var" and varargs):
             continue
-        if method and pname in ("input", "self"):
-            continue
+        if pname in ("input", "self") and (method or first is not None or varargs):
+            continue            # the first operand, passed by position in practice
         bad.append(pname)
     return bad
 
@@ -242,7 +287,7 @@ def measure(label: str, torch_path: str, llgrad_path: str,
         theirs = getattr(theirs_ns, name, None)
         bad = None
         if callable(theirs) and callable(ours):
-            params = torch_params(name, theirs, method)
+            params = torch_params(name, theirs, method, label)
             if params:
                 bad = refused(ours, params, method)
         if bad:

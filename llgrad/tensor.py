@@ -396,7 +396,12 @@ class Tensor:
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         """NumPy 2's protocol: `copy=True` always copies, `copy=False` never does (and
-        raises when a conversion needs one), `copy=None` shares memory when it can."""
+        raises when a conversion needs one), `copy=None` shares memory when it can.
+        A tensor that requires grad raises, as `numpy()` and PyTorch do (a shared array
+        would let writes bypass autograd); use `t.detach()`."""
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
+                               "Use tensor.detach().numpy() instead.")
         a = self._values()
         if dtype is not None and np.dtype(dtype) != a.dtype:
             if copy is False:

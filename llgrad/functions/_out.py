@@ -24,26 +24,54 @@ from typing import Any, Callable
 from ..ir import dtypes as dt
 from ..tensor import Tensor
 
-# The `lg.*` functions whose PyTorch counterpart documents `out=`.
+# The `lg.*` functions whose PyTorch counterpart takes `out=` (an `out` overload in ATen's
+# schemas, as read by llgrad/_api_coverage.py from torch 2.13).
 OUT_FUNCTIONS = frozenset("""
-abs absolute acos acosh add addbmm addcdiv addcmul addmm addmv addr all amax amin aminmax angle
-any arange arccos arccosh arcsin arcsinh arctan arctan2 arctanh asin asinh atan atan2 atanh
-baddbmm bernoulli bitwise_and bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift
-bitwise_xor bmm bucketize cat ceil cholesky cholesky_inverse cholesky_solve clamp clip
-column_stack complex concat concatenate conj_physical copysign cos cosh cross cummax cummin
-cumprod cumsum deg2rad diag digamma div divide dot dstack empty eq erf erfc erfinv exp exp2
-expm1 eye fix float_power floor floor_divide fmax fmin fmod frac frexp full gather gcd ge
-geqrf ger greater greater_equal gt heaviside histc histogram hstack hypot i0 igamma igammac
-index_add index_copy index_reduce index_select inner inverse isneginf isposinf kron kthvalue
-lcm ldexp le less less_equal lgamma linspace log log10 log1p log2 logaddexp logaddexp2
-logcumsumexp logical_and logical_not logical_or logical_xor logit logspace lt lu_solve
-lu_unpack masked_select matmul matrix_power max maximum min minimum mm mode msort mul
-multinomial mv mvlgamma nan_to_num nanmean nanquantile narrow_copy ne neg negative nextafter
-nonzero normal not_equal ones ormqr outer polar polygamma pow qr quantile rad2deg rand randint
-randn randperm reciprocal remainder renorm round row_stack rsqrt searchsorted sgn sigmoid
-sign signbit sin sinc sinh sort sqrt square stack std std_mean sub subtract svd
-take_along_dim tan tanh topk triangular_solve tril triu true_divide trunc var var_mean vdot
-vstack where xlogy zeros
+abs absolute acos acosh adaptive_avg_pool1d add addbmm addcdiv addcmul addmm addmv addr
+affine_grid_generator alias_copy all amax amin aminmax angle any arange arccos arccosh
+arcsin arcsinh arctan arctan2 arctanh argmax argmin argsort as_strided_copy
+as_strided_scatter asin asinh atan atan2 atanh avg_pool1d baddbmm bartlett_window
+batch_norm_backward_elemt batch_norm_backward_reduce batch_norm_elemt
+batch_norm_gather_stats batch_norm_gather_stats_with_counts batch_norm_stats
+batch_norm_update_stats bernoulli binary_cross_entropy_with_logits bincount binomial
+bitwise_and bitwise_left_shift bitwise_not bitwise_or bitwise_right_shift bitwise_xor
+blackman_window block_diag bmm bucketize cat ccol_indices_copy ceil celu chain_matmul
+channel_shuffle cholesky cholesky_inverse cholesky_solve clamp clamp_max clamp_min clip
+clone col_indices_copy column_stack complex concat concatenate conj_physical constant_pad_nd
+conv_tbc convolution copysign cos cosh count_nonzero cross crow_indices_copy
+cudnn_affine_grid_generator cudnn_batch_norm cudnn_convolution cudnn_convolution_add_relu
+cudnn_convolution_relu cudnn_convolution_transpose cudnn_grid_sampler cummax cummin cumprod
+cumsum deg2rad dequantize detach_copy diag diag_embed diagonal_copy diagonal_scatter diff
+digamma dist div divide dot dstack embedding empty empty_like empty_permuted empty_quantized
+empty_strided eq erf erfc erfinv exp exp2 expand_copy expm1 eye fill fix flip float_power
+floor floor_divide fmax fmin fmod frac frexp frobenius_norm from_file full full_like gather
+gcd ge geqrf ger greater greater_equal grid_sampler_2d grid_sampler_3d gt hamming_window
+hann_window hardshrink hash_tensor heaviside histc histogram hspmm hstack hypot i0 igamma
+igammac index_add index_copy index_fill index_put index_reduce index_select indices_copy
+inner int_repr inverse isin isinf isnan isneginf isposinf kaiser_window kron kthvalue lcm
+ldexp le lerp less less_equal lgamma linspace log log10 log1p log2 log_softmax logaddexp
+logaddexp2 logcumsumexp logical_and logical_not logical_or logical_xor logit logspace
+logsumexp lstsq lt lu_solve lu_unpack masked_fill masked_scatter masked_select matmul
+matrix_power matrix_rank max maximum mean median min minimum miopen_batch_norm
+miopen_convolution miopen_convolution_transpose miopen_ctc_loss miopen_depthwise_convolution
+miopen_rnn mkldnn_adaptive_avg_pool2d mkldnn_convolution mkldnn_linear_backward_weights
+mkldnn_max_pool2d mkldnn_max_pool3d mkldnn_rnn_layer mm mode msort mul multinomial multiply
+mv mvlgamma nan_to_num nanmean nanmedian nanquantile nansum narrow_copy native_batch_norm
+native_dropout native_group_norm native_layer_norm native_norm ne neg negative nextafter
+nonzero nonzero_static norm normal not_equal nuclear_norm ones ones_like orgqr ormqr outer
+permute_copy pixel_shuffle pixel_unshuffle poisson polar polygamma pow prod put
+q_per_channel_scales q_per_channel_zero_points qr quantile quantize_per_channel
+quantize_per_tensor quantize_per_tensor_dynamic quantized_batch_norm quantized_max_pool1d
+quantized_max_pool2d quantized_max_pool3d rad2deg rand rand_like randint randint_like randn
+randn_like randperm range reciprocal relu remainder renorm roll rot90 round row_indices_copy
+row_stack rsqrt rsub scalar_tensor scatter scatter_add scatter_reduce searchsorted
+segment_reduce select_copy select_scatter sgn sigmoid sign signbit sin sinc sinh slice_copy
+slice_scatter slogdet softmax solve sort sparse_coo_tensor split_copy split_with_sizes_copy
+sqrt square squeeze_copy sspaddmm stack std std_mean sub subtract sum svd symeig t_copy take
+take_along_dim tan tanh tensordot threshold topk trace transpose_copy triangular_solve tril
+tril_indices triu triu_indices true_divide trunc unbind_copy unfold_copy unique_consecutive
+unsafe_split unsafe_split_with_sizes unsqueeze_copy values_copy var var_mean vdot
+view_as_complex_copy view_as_real_copy view_copy vstack where xlogy zeros zeros_like
 """.split())
 
 # Creation functions: without `dtype=`, their values are made in `out`'s dtype.

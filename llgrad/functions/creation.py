@@ -44,6 +44,124 @@ def _infer_dtype(arr: np.ndarray, data: Any) -> DType:
                     f"(NumPy says {arr.dtype})")
 
 
+_INT64_MIN, _UINT64_END = -(1 << 63), 1 << 64
+
+
+def _float_max(d: DType) -> float:
+    """The largest finite value of a real floating dtype (of a complex one's parts)."""
+    r = d.to_real()
+    return 3.3895313892515355e38 if r is dt.bfloat16 else float(np.finfo(r.np).max)
+
+
+def checked_scalar(value: Any, d: DType, op: str) -> Any:
+    """A Python number converted for storing into `d`, with PyTorch's overflow check (its
+    `checked_convert`, used by `full`, `fill_`, `masked_fill`, `scalar_tensor`, ...).
+
+    Raises RuntimeError "value cannot be converted to type ... without overflow" for an
+    integer out of `d`'s range (an unsigned type also takes -max..-1, which wraps as in
+    two's complement: -1 -> 255 for uint8), a float out of an integer type's range (NaN and
+    inf included) or a finite float beyond a float type's largest value, and a complex
+    number with an imaginary part for a real type. bool takes any number (non-zero ->
+    True). A Python int outside [-2**63, 2**64) raises OverflowError, as PyTorch."""
+    if isinstance(value, (np.generic,)):
+        value = value.item()
+    if isinstance(value, Tensor):
+        value = value.item()
+    if isinstance(value, int) and not isinstance(value, bool) and \
+            not _INT64_MIN <= value < _UINT64_END:
+        raise OverflowError(f"{op}: int too big to convert ({value})")
+    if d is dt.bool_:
+        return bool(value)
+    if isinstance(value, bool):
+        value = int(value)
+
+    def overflow() -> RuntimeError:
+        return RuntimeError(f"{op}: value cannot be converted to type {d.name} without "
+                            f"overflow (value {value!r})")
+
+    if isinstance(value, complex):
+        if not d.is_complex and value.imag != 0:
+            raise overflow()
+        parts = (value.real, value.imag)
+    else:
+        parts = (value,)
+    for part in parts:
+        if d.is_integer:
+            info = np.iinfo(d.np)
+            if isinstance(part, float):
+                if not math.isfinite(part) or part < info.min or part > info.max:
+                    raise overflow()
+            elif d.kind == "u":
+                if part > info.max or (part < 0 and -part > info.max):
+                    raise overflow()
+            elif not info.min <= part <= info.max:
+                raise overflow()
+        elif isinstance(part, float) and math.isfinite(part) or isinstance(part, int):
+            if abs(float(part)) > _float_max(d):
+                raise overflow()
+    if d.is_integer:
+        whole = int(value.real) if isinstance(value, complex) else int(value)
+        return whole % (1 << (8 * d.itemsize)) if d.kind == "u" and whole < 0 else whole
+    if not d.is_complex and isinstance(value, complex):
+        return value.real
+    return value
+
+
+def _python_numbers(data: Any) -> list[Any]:
+    """The numbers of nested sequences of Python/NumPy scalars, in order (used only when
+    NumPy could not hold them in a fixed-size type: ints beyond 64 bits)."""
+    out: list[Any] = []
+    stack = [data]
+    while stack:
+        d = stack.pop()
+        if isinstance(d, (list, tuple)):
+            stack.extend(reversed(d))
+        elif isinstance(d, Tensor):
+            out.extend(d._values().reshape(-1).tolist())
+        elif isinstance(d, np.ndarray):
+            out.extend(d.reshape(-1).tolist())
+        else:
+            out.append(d.item() if isinstance(d, np.generic) else d)
+    return out
+
+
+def _check_data(data: Any, arr: np.ndarray, dtype: DType | None) -> np.ndarray:
+    """Python data (not an ndarray) made into `arr` by NumPy: PyTorch's checks and dtype.
+
+    Python ints must fit int64 where the result is an integer type (ValueError, as
+    PyTorch's "Overflow when unpacking long long"); for an explicit integer dtype each
+    value must fit it (RuntimeError, PyTorch's `checked_convert`). NumPy holds ints past
+    int64 as uint64, float64 or objects: those are found here, never wrapped."""
+    def unpack_error() -> ValueError:
+        return ValueError("Overflow when unpacking long long (an int outside "
+                          "[-2**63, 2**63) for an integer tensor)")
+    kind = arr.dtype.kind
+    if kind == "O" or kind == "u" or (kind == "f" and arr.size and
+                                      float(np.max(np.abs(arr))) >= 2.0 ** 63):
+        numbers = _python_numbers(data)
+        if not all(isinstance(v, (bool, int, float, complex)) for v in numbers):
+            return arr                      # not numbers: the caller names the problem
+        has = {type(v) for v in numbers}
+        inferred = (dt.get_default_dtype().to_complex() if complex in has else
+                    dt.get_default_dtype() if float in has else
+                    dt.int64 if int in has else dt.bool_)
+        d = dtype or inferred
+        big = any(type(v) is int and not _INT64_MIN <= v < -_INT64_MIN for v in numbers)
+        if big and (d.is_integer or (dtype is None and d is dt.int64)):
+            raise unpack_error()
+        if kind in "Ou":
+            arr = np.asarray(_nested_values(data), dtype=np.complex128 if complex in has
+                             else np.float64 if (d.is_floating_point or d.is_complex or big)
+                             else np.int64)
+        return arr
+    d = dtype or _infer_dtype(arr, data)
+    if d.is_integer and kind in "iu" and arr.size:
+        low, high = int(arr.min()), int(arr.max())
+        checked_scalar(low, d, "tensor")
+        checked_scalar(high, d, "tensor")
+    return arr
+
+
 def _nested_values(data: Any) -> Any:
     """Replace llgrad tensors inside nested sequences by their values."""
     if isinstance(data, Tensor):
@@ -69,13 +187,14 @@ def from_values(arr: np.ndarray, dtype: DType) -> Tensor:
         if dtype.kind in "iub" and arr.dtype.kind == "f":
             with np.errstate(invalid="ignore"):
                 arr = np.trunc(arr)
-        out._numpy_view()[...] = arr
+        with np.errstate(over="ignore"):        # a float beyond the dtype becomes inf
+            out._numpy_view()[...] = arr
     return out
 
 
 @names_op("tensor")
 def tensor(data: Any, dtype: DType | None = None, device: Any = None,
-           requires_grad: bool = False) -> Tensor:
+           requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     if isinstance(data, Tensor):
         arr = data._values()
         d = dtype or data._dtype
@@ -85,6 +204,8 @@ def tensor(data: Any, dtype: DType | None = None, device: Any = None,
         except ValueError as e:
             raise ValueError(f"tensor: could not make a tensor from {type(data).__name__}: "
                              f"{e}") from None
+        if not isinstance(data, np.ndarray):
+            arr = _check_data(data, arr, dtype)
         if arr.dtype == object or arr.dtype.kind in "USV":
             raise TypeError(f"tensor: could not infer dtype of {type(data).__name__} "
                             f"(nested sequences must be rectangular and numeric)")
@@ -106,10 +227,30 @@ def tensor(data: Any, dtype: DType | None = None, device: Any = None,
     return _finish(from_values(arr, d), requires_grad)
 
 
-as_tensor = tensor
+@names_op("as_tensor")
+def as_tensor(data: Any, dtype: DType | None = None, device: Any = None) -> Tensor:
+    """`data` as a tensor, sharing memory where it can (PyTorch's `as_tensor`): a tensor of
+    the requested dtype is returned as is (else converted); an ndarray whose dtype matches
+    (or no dtype is given) is viewed without a copy, so writes through either show in the
+    other; anything else is copied as `tensor(data, dtype)` copies. Where llgrad differs:
+    read-only, misaligned or byte-swapped arrays, and arrays of dtypes llgrad lacks, are
+    copied (PyTorch shares read-only memory with a warning)."""
+    check_device(device, "as_tensor")
+    if isinstance(data, Tensor):
+        return data if dtype is None or dtype is data._dtype else data.to(dtype)
+    from ..tracer.context import current
+    if isinstance(data, np.ndarray) and current() is None:
+        from .tensor_extras import _shareable
+        if _shareable(data) and (dtype is None or dtype is dt.from_numpy(data.dtype)):
+            return Tensor._from_numpy(data)
+    return tensor(data, dtype=dtype)
 
 
-def from_numpy(arr: np.ndarray) -> Tensor:
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """A tensor viewing `arr`'s memory (no copy: writes through either show in the other),
+    of the matching dtype. Negative strides and read-only arrays raise (llgrad tensors
+    are writable; PyTorch shares read-only memory with a warning)."""
+    arr = ndarray
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"from_numpy: expected np.ndarray (got {type(arr).__name__})")
     return Tensor._from_numpy(arr)
@@ -154,8 +295,11 @@ def _kw(kwargs: dict[str, Any], op: str) -> tuple[DType | None, bool]:
     dtype = kwargs.pop("dtype", None)
     rg = kwargs.pop("requires_grad", False)
     check_device(kwargs.pop("device", None), op)
-    kwargs.pop("layout", None)
+    layout = kwargs.pop("layout", None)
+    if layout is not None and repr(layout) != "llgrad.strided":
+        raise RuntimeError(f"{op}: llgrad has only the strided layout, got {layout!r}")
     kwargs.pop("pin_memory", None)
+    kwargs.pop("memory_format", None)       # new tensors are row-major
     if kwargs:
         raise TypeError(f"{op}() got unexpected keyword arguments {sorted(kwargs)}")
     if dtype is not None and not isinstance(dtype, DType):
@@ -193,7 +337,14 @@ def empty(*size: Any, **kwargs: Any) -> Tensor:
     dtype, rg = _kw(kwargs, "empty")
     d = dtype or dt.get_default_dtype()
     _check_grad_dtype(d, rg)
-    return _finish(Tensor._empty(shape, d), rg)
+    return _finish(_uninitialized(Tensor._empty(shape, d)), rg)
+
+
+def _uninitialized(t: Tensor) -> Tensor:
+    """`t` as `empty` leaves it (filled under `use_deterministic_algorithms(True)`)."""
+    from .tensor_extras import _fill_uninitialized
+    _fill_uninitialized(t)
+    return t
 
 
 @names_op("full")
@@ -206,7 +357,7 @@ def full(size: Sequence[int], fill_value: Any, **kwargs: Any) -> Tensor:
         raise TypeError(f"full: fill_value must be a number, got {type(fill_value).__name__}")
     d = dtype or (dt.bool_ if isinstance(fill_value, bool) else dt.scalar_dtype(fill_value))
     _check_grad_dtype(d, rg)
-    return _finish(_fill(shape, fill_value, d), rg)
+    return _finish(_fill(shape, checked_scalar(fill_value, d, "full"), d), rg)
 
 
 def _like(op: str, input: Tensor, value: Any, kwargs: dict[str, Any]) -> Tensor:
@@ -217,8 +368,8 @@ def _like(op: str, input: Tensor, value: Any, kwargs: dict[str, Any]) -> Tensor:
     if ctx is not None:                     # a tracer: the constant becomes part of the graph
         return ctx.constant(0 if value is None else value, d, input._shape)
     if value is None:
-        return _finish(Tensor._empty(input._shape, d), rg)
-    return _finish(_fill(input._shape, value, d), rg)
+        return _finish(_uninitialized(Tensor._empty(input._shape, d)), rg)
+    return _finish(_fill(input._shape, checked_scalar(value, d, op), d), rg)
 
 
 @names_op("zeros_like")
@@ -276,6 +427,9 @@ def arange(start: Any, end: Any = None, step: Any = 1, **kwargs: Any) -> Tensor:
         start, end, step = (int(v) for v in (start, end, step))
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
+    if not all(math.isfinite(v) for v in (start, end, step) if isinstance(v, float)):
+        raise RuntimeError(f"arange: unsupported range: {start} -> {end} (step {step}): "
+                           f"the bounds and the step must be finite")
     if (end - start) * step < 0:
         raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step sign "
                            f"(start={start}, end={end}, step={step})")
@@ -331,24 +485,28 @@ def linspace(start: float, end: float, steps: int, **kwargs: Any) -> Tensor:
 # --------------------------------------------------------------------------------------
 
 class Generator:
-    """The key (from the seed) and the counter of draws made so far.
+    """A random number generator: a key (from the seed) and a counter of the draws made
+    so far; element i of a draw is a hash of (key, counter + i), so streams are
+    reproducible from the seed, and differ from PyTorch's (its CPU generator is an MT19937).
 
-    Both live in a 2-element int64 tensor, so that compiled code can read the state as an
-    input and write the advanced counter back after each call (a traced draw is never
-    frozen into the graph).
+    Key and counter live in a 2-element int64 tensor, so that compiled code can read the
+    state as an input and write the advanced counter back after each call (a traced draw
+    is never frozen into the graph).
     """
 
     def __init__(self, device: Any = "cpu", seed: int | None = None):
         """`Generator()` / `Generator(device="cpu")` as in PyTorch (then `manual_seed`);
-        `Generator(7)` seeds at once (an int first argument is the seed)."""
+        `Generator(7)` seeds at once (an int first argument is the seed; PyTorch reads it
+        as a device index)."""
         if isinstance(device, int) and not isinstance(device, bool):
             device, seed = "cpu", device
         check_device(device, "Generator")
         self._state: Tensor | None = None
-        self.manual_seed(0 if seed is None else seed)
+        self.manual_seed(67280421310721 if seed is None else seed)
 
     @property
     def device(self) -> Any:
+        """`device(type='cpu')`."""
         from ..device import CPU
         return CPU
 
@@ -367,9 +525,27 @@ class Generator:
         view[0], view[1] = key, _signed(counter & ((1 << 64) - 1))
 
     def manual_seed(self, seed: int) -> "Generator":
-        self.seed = int(seed) & ((1 << 64) - 1)
-        self._write(_signed(_mix(self.seed)), 0)
+        """Seed the generator (any int in [-2**63, 2**64); negative seeds count modulo
+        2**64, as PyTorch) and restart its stream; returns the generator."""
+        if isinstance(seed, Tensor):
+            seed = seed.item()
+        if isinstance(seed, np.integer):
+            seed = int(seed)
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise RuntimeError(f"manual_seed expected a long, but got "
+                               f"{type(seed).__name__}")
+        if not -(1 << 63) <= seed < (1 << 64):
+            raise ValueError(f"manual_seed: Overflow when unpacking long long ({seed})")
+        self._seed = seed & ((1 << 64) - 1)
+        self._write(_signed(_mix(self._seed)), 0)
         return self
+
+    def seed(self) -> int:
+        """Seed from a non-deterministic source (the OS's entropy) and return that seed."""
+        import random
+        s = random.SystemRandom().getrandbits(63)
+        self.manual_seed(s)
+        return s
 
     @property
     def key(self) -> int:
@@ -380,20 +556,67 @@ class Generator:
         return self._read()[1]
 
     def initial_seed(self) -> int:
-        return self.seed
+        """The seed the stream started from."""
+        return self._seed
 
     def take(self, n: int) -> tuple[int, int]:
         key, c = self._read()
         self._write(key, c + n)
         return key, c
 
-    def get_state(self) -> tuple[int, int]:
-        return (self.seed, self.counter)
+    def get_offset(self) -> int:
+        """How many numbers have been drawn since seeding (the counter). PyTorch's CPU
+        generator has no offset and raises; llgrad's counter-based one has."""
+        return self.counter & ((1 << 64) - 1)
 
-    def set_state(self, state: tuple[int, int]) -> None:
-        self.manual_seed(state[0])
-        key, _ = self._read()
-        self._write(key, state[1])
+    def set_offset(self, offset: int) -> "Generator":
+        """Move the stream to `offset` draws after the seed."""
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise RuntimeError(f"set_offset: expected a non-negative int, got {offset!r}")
+        self._write(self.key, offset)
+        return self
+
+    STATE_BYTES = 16
+
+    def get_state(self) -> Tensor:
+        """The generator's state as a uint8 tensor (16 bytes: the seed and the counter,
+        little-endian uint64s; PyTorch's MT19937 state is 5056 bytes), for `set_state`."""
+        raw = np.array([self._seed, self.counter & ((1 << 64) - 1)], dtype="<u8")
+        return Tensor._from_numpy(raw.view(np.uint8).copy())
+
+    def set_state(self, new_state: Tensor) -> "Generator":
+        """Restore a state made by `get_state` (of this or any llgrad generator)."""
+        if not isinstance(new_state, Tensor):
+            raise TypeError(f"expected a llgrad.ByteTensor, but got "
+                            f"{type(new_state).__name__}")
+        if new_state._dtype is not dt.uint8:
+            raise TypeError("RNG state must be a llgrad.ByteTensor")
+        if new_state.numel() != self.STATE_BYTES:
+            raise RuntimeError(f"Expected an llgrad Generator state of size "
+                               f"{self.STATE_BYTES} but found the input RNG state size to "
+                               f"be {new_state.numel()}")
+        seed, counter = (int(v) for v in np.ascontiguousarray(
+            new_state._values().reshape(-1)).view("<u8"))
+        self.manual_seed(seed)
+        self._write(self.key, counter)
+        return self
+
+    def clone_state(self) -> "Generator":
+        """A new generator in this one's state (each then draws on its own)."""
+        g = Generator(seed=self._seed)
+        g._write(g.key, self.counter)
+        return g
+
+    def __getstate__(self) -> dict[str, int]:
+        return {"seed": self._seed, "counter": self.counter}
+
+    def __setstate__(self, state: dict[str, int]) -> None:
+        self._state = None
+        self.manual_seed(state["seed"])
+        self._write(self.key, state["counter"])
+
+    def __repr__(self) -> str:
+        return f"<llgrad.Generator seed={self._seed} offset={self.get_offset()}>"
 
 
 def _mix(seed: int) -> int:
@@ -412,17 +635,17 @@ default_generator = Generator(0)
 
 
 def manual_seed(seed: int) -> Generator:
+    """Seed the default generator (`lg.default_generator`); returns it."""
     return default_generator.manual_seed(seed)
 
 
 def seed() -> int:
-    import random
-    s = random.getrandbits(63)
-    default_generator.manual_seed(s)
-    return s
+    """Seed the default generator from a non-deterministic source; returns the seed."""
+    return default_generator.seed()
 
 
 def initial_seed() -> int:
+    """The seed the default generator started from."""
     return default_generator.initial_seed()
 
 
@@ -463,6 +686,9 @@ def _draw(op: str, shape: tuple[int, ...], d: DType, generator: Generator | None
         re = ew.run("mul", [_draw(op, shape, part, generator), 0.5 ** 0.5])
         im = ew.run("mul", [_draw(op, shape, part, generator), 0.5 ** 0.5])
         return make_complex(re, im)
+    if generator is not None and not isinstance(generator, Generator):
+        raise TypeError(f"{op}: 'generator' must be an llgrad Generator "
+                        f"(lg.Generator()), not {type(generator).__name__}")
     gen = generator or default_generator
     from ..tracer.context import current
     ctx = current()

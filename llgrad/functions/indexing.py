@@ -56,7 +56,27 @@ def _index_name(index: Any) -> str:
     return "SliceBackward0"
 
 
+def python_index(index: Any) -> Any:
+    """PyTorch's reading of Python index objects: a `range` is the list of its values, and
+    a list holding a sequence, slice, tensor, None or Ellipsis (fewer than 32 items) is a
+    tuple of indices (`x[[0, [1]]]` is `x[0, [1]]`, NumPy's old rule)."""
+    kind = type(index)
+    if kind is range:
+        return list(index)
+    if kind is list:
+        if len(index) < 32 and any(v is None or v is Ellipsis or isinstance(
+                v, (list, tuple, range, slice, Tensor)) for v in index):
+            return tuple(list(v) if type(v) is range else v for v in index)
+        return index
+    if kind is tuple and any(type(v) is range for v in index):
+        return tuple(list(v) if type(v) is range else v for v in index)
+    return index
+
+
 def getitem(x: Tensor, index: Any, name: str | None = None) -> Tensor:
+    kind = type(index)
+    if kind is list or kind is range or kind is tuple:
+        index = python_index(index)
     if getattr(x, "_ctx", None) is not None or _traced_index(index):
         from ..tracer import indexing as traced
         return traced.getitem(x, index)
@@ -165,9 +185,47 @@ def _named_getitem(name: str) -> Any:
 
 @names_op("take_along_dim")
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    """`input`'s values at `indices` along `dim`, as torch.take_along_dim and
+    np.take_along_axis: `input` and `indices` broadcast against each other in every
+    dimension but `dim`; `dim=None` takes from the flattened input (result 1-D).
+    Negative indices count from the end (as torch); an index outside [-size, size)
+    raises (torch does not check it)."""
+    from ..ir.types import broadcast_shapes, normalize_axis
+    from .shape import expand
+    if not isinstance(indices, Tensor) or indices._dtype is not dt.int64:
+        raise RuntimeError(f"take_along_dim(): dtype of indices should be int64 but got "
+                           f"{getattr(indices, 'dtype', type(indices).__name__)}")
     if dim is None:
-        return gather(input.reshape(-1), 0, indices.reshape(-1))
-    return gather(input, dim, indices)
+        flat = input.reshape(-1)
+        return gather(flat, 0, _wrap_negative(indices.reshape(-1), flat._shape[0]))
+    if input.ndim != indices.ndim:
+        raise RuntimeError(f"take_along_dim(): input and indices should have the same number "
+                           f"of dimensions, but got {input.ndim} dimensions for input, and "
+                           f"{indices.ndim} dimensions for indices")
+    d = normalize_axis(dim, input.ndim, "take_along_dim")
+    if input.ndim == 0:
+        return gather(input, d, _wrap_negative(indices, 1))
+    size = input._shape[d]
+    rest = list(input._shape)
+    rest[d] = indices._shape[d]
+    try:
+        shape = broadcast_shapes(tuple(rest), indices._shape, op="take_along_dim")
+    except ValueError as e:                  # torch reports it as a RuntimeError
+        raise RuntimeError(str(e)) from None
+    index_shape = tuple(shape)
+    input_shape = shape[:d] + (size,) + shape[d + 1:]
+    if indices._shape != index_shape:
+        indices = expand(indices, index_shape)
+    if input._shape != input_shape:
+        input = expand(input, input_shape)
+    return gather(input, d, _wrap_negative(indices, size))
+
+
+def _wrap_negative(index: Tensor, size: int) -> Tensor:
+    """`index` with values in [-size, 0) counted from the end (others left for the range
+    check of the op that takes them)."""
+    from . import elementwise as E
+    return E.where(E.logical_and(E.lt(index, 0), E.ge(index, -size)), E.add(index, size), index)
 
 
 @names_op("index_select")
@@ -209,6 +267,9 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
                            f"{mask._dtype.name}")
     name = "MaskedFillBackward1" if isinstance(value, Tensor) else "MaskedFillBackward0"
     if isinstance(value, Tensor):
+        if value.__class__ is Tensor and value.ndim == 0 and not value._requires_grad:
+            from .creation import checked_scalar     # PyTorch checks a 0-d value's range
+            checked_scalar(value.item(), input._dtype, "masked_fill")
         value = value.to(input._dtype)
     else:
         from .creation import full
@@ -368,9 +429,13 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
     if src is None:
         raise TypeError("scatter(): expected a src tensor or a value")
     if reduce is not None:
-        if reduce != "add":
-            raise RuntimeError(f"scatter(): reduce={reduce!r} is not supported; use "
-                               f"scatter_add (reduce='add') or scatter_reduce")
+        if reduce not in ("add", "multiply"):
+            raise RuntimeError(f"scatter(): reduce argument must be either add or multiply, "
+                               f"got {reduce!r}")
+        if reduce == "multiply":
+            from .selection import scatter_reduce
+            return scatter_reduce(input, dim, index, _scatter_source(op, input, index, src),
+                                  "prod")
         return scatter_add(input, dim, index, _scatter_source(op, input, index, src))
     offsets = _scatter_offsets(op, input, dim, index)
     return index_put_linear(input, offsets, _scatter_source(op, input, index, src))

@@ -87,9 +87,15 @@ def bump(t: Tensor) -> None:
 
 
 def run_inplace(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, ...],
-                direct: Callable[[], Any], clone_self: bool, same_value: bool = False
-                ) -> Tensor:
-    """`direct()` writes without autograd; `functional(t, *args)` is the recorded form."""
+                direct: Callable[[], Any], clone_self: bool, same_value: bool = False,
+                operands: tuple[Any, ...] | None = None, alias_ok: bool = True) -> Tensor:
+    """`direct()` writes without autograd; `functional(t, *args)` is the recorded form.
+    `operands` (default: `args`): every tensor the op reads besides `t`, checked against
+    `t` for memory overlap (`runtime.overlap`; `alias_ok` False: an exact alias is refused
+    too, as for scatters)."""
+    shared = _shares_memory(t, args if operands is None else operands, alias_ok)
+    if shared:
+        direct = _out_of_place(t, functional, args)
     if not _grad_state.enabled and t.__class__ in DENSE_CLASSES and \
             not forward_ad._level[0] and _trace_context() is None:
         # what the steps below come to for a plain tensor without grad mode, a trace or
@@ -130,6 +136,33 @@ def run_inplace(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, .
     if dual:
         write_tangent(t, result)
     return t
+
+
+def _shares_memory(t: Tensor, operands: Any, alias_ok: bool) -> bool:
+    """`runtime.overlap.check` of `t` against `operands`, after a quick look for an
+    operand on `t`'s storage (the common case has none)."""
+    st = t._storage
+    if st is None:
+        return False
+    for a in operands:
+        if a.__class__ in (tuple, list) or getattr(a, "_storage", None) is st:
+            from ..runtime import overlap
+            return overlap.check(t, overlap.tensors_in(operands), alias_ok)
+    return False
+
+
+def _out_of_place(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, ...]
+                  ) -> Callable[[], None]:
+    """A `direct` that computes the new values out of place before writing them: an
+    operand shares memory with `t` in a way a kernel writing `t` could read back."""
+    def direct() -> None:
+        with no_grad():
+            result = functional(t, *args)
+            if result._shape != t._shape:
+                raise RuntimeError(f"output with shape {list(t._shape)} doesn't match the "
+                                   f"broadcast shape {list(result._shape)}")
+            ew.copy_into(t, result)
+    return direct
 
 
 def _dual(t: Tensor, args: tuple[Any, ...]) -> bool:
@@ -192,10 +225,30 @@ def rebase(t: Tensor, result: Tensor) -> None:
         _rebase_view(base, t, result)
         return
     if not result._requires_grad:
+        if t.grad_fn is not None and is_grad_enabled():
+            # overwritten by values that do not depend on it (copy_ of a constant, a random
+            # fill): its old history gets a zero gradient, as PyTorch's CopyBackwards gives
+            t.grad_fn = node_class("CopyBackwards", _Overwritten)(t)
+            t._output_nr = 0
         return
     t.grad_fn = result.grad_fn
     t._output_nr = result._output_nr
     t._requires_grad = True
+
+
+class _Overwritten(Node):
+    """Backward of an in-place write whose new values do not depend on the old ones: a
+    zero gradient for the old history."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, t: Tensor):
+        super().__init__((edge(t),))
+        self.shape, self.dtype = t._shape, t._dtype
+
+    def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        from .creation import zeros
+        return (zeros(self.shape, dtype=self.dtype),)
 
 
 def _rebase_view(base: Tensor, t: Tensor, result: Tensor) -> None:
@@ -341,6 +394,7 @@ def _binary_inplace(op: str, functional: Callable[..., Tensor], clone_self: bool
         if kwargs:
             raise TypeError(f"{op}_() got unexpected keyword arguments {sorted(kwargs)}")
         other = plain_number(other)
+        read = (other,)                   # what the overlap check sees (before `* alpha`)
         if op == "sub":
             from .elementwise import no_bool_subtraction
             no_bool_subtraction("sub_", self, other)
@@ -355,7 +409,8 @@ def _binary_inplace(op: str, functional: Callable[..., Tensor], clone_self: bool
         if alpha != 1:
             other = other * alpha
         return run_inplace(self, functional, (other,),
-                           lambda: ew.run(op, [self, other], None, out=self), clone_self)
+                           lambda: ew.run(op, [self, other], None, out=self), clone_self,
+                           operands=read)
     method.__name__ = method.__qualname__ = f"{op}_"
     return method
 
@@ -392,9 +447,14 @@ def make_inplace_methods() -> dict[str, Callable[..., Any]]:
                 isinstance(v, float) for v in (min, max)):
             raise RuntimeError(f"clamp_: result type float can't be cast to the desired "
                                f"output type {self._dtype.name}")
+        if isinstance(min, Tensor) or isinstance(max, Tensor):       # tensor bounds
+            def direct() -> None:
+                ew.copy_into(self, E.clamp(self, min, max))
+            return run_inplace(self, lambda x, lo, hi: E.clamp(x, lo, hi), (min, max),
+                               direct, True)
         return run_inplace(self, lambda x: E.clamp(x, min, max), (),
                            lambda: ew.run("clamp", [self], {"min": min, "max": max}, out=self),
-                           True)
+                           True, operands=(min, max))
 
     def zero_(self: Tensor) -> Tensor:
         return fill_(self, 0)
@@ -406,8 +466,9 @@ def make_inplace_methods() -> dict[str, Callable[..., Any]]:
                                    f"tensor with {value.ndim} dimensions.")
             if value._requires_grad:
                 return copy_(self, value.expand(self._shape))
-            value = value.item()
-        from .creation import full, ones_like
+            value = value.to(self._dtype).item()    # a tensor's value converts as a cast
+        from .creation import checked_scalar, full, ones_like
+        value = checked_scalar(plain_number(value), self._dtype, "fill_")
         from ..ir import dtypes as dt
 
         def functional(x: Tensor) -> Tensor:
@@ -431,10 +492,25 @@ def make_inplace_methods() -> dict[str, Callable[..., Any]]:
     return {name: names_op(name)(method) for name, method in methods.items()}
 
 
+# in-place ops that write where an index says: an operand may not even be an exact alias
+# of the written tensor (PyTorch's rule); and ops whose 0-d value operand is a number
+NO_ALIAS = frozenset({"scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
+                      "index_fill", "index_put", "index_reduce", "put"})
+SCALAR_VALUE = frozenset({"masked_fill", "index_fill"})
+# in-place ops whose operands PyTorch reads whole before writing (products, composites):
+# no overlap is refused; llgrad computes them out of place first anyway
+READ_FIRST = frozenset({"addmm", "addmv", "addbmm", "baddbmm", "ldexp",
+                        "masked_scatter", "renorm"})
+
+
 def _rewrite_inplace(name: str, fn: Callable[..., Tensor]) -> Callable[..., Any]:
     """`t.name_(*args)`: `t` overwritten with `fn(t, *args)`, recorded like any in-place
     op (the out-of-place function is the recorded form; plain tensors are written
     directly)."""
+    alias_ok = name not in NO_ALIAS
+    scalar_value = name in SCALAR_VALUE
+    read_first = name in READ_FIRST
+
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         def functional(x: Tensor, *a: Any) -> Tensor:
             return fn(x, *a, **kwargs)
@@ -442,7 +518,11 @@ def _rewrite_inplace(name: str, fn: Callable[..., Tensor]) -> Callable[..., Any]
         def direct() -> None:
             with no_grad():
                 ew.copy_into(self, fn(self, *args, **kwargs))
-        return run_inplace(self, functional, args, direct, True)
+        operands = () if read_first else args + tuple(kwargs.values())
+        if scalar_value:      # a 0-d value is read once, as a number (PyTorch too)
+            operands = tuple(a for a in operands if getattr(a, "ndim", 1) != 0)
+        return run_inplace(self, functional, args, direct, True, operands=operands,
+                           alias_ok=alias_ok)
     method.__name__ = method.__qualname__ = f"{name}_"
     return method
 
@@ -450,10 +530,24 @@ def _rewrite_inplace(name: str, fn: Callable[..., Tensor]) -> Callable[..., Any]
 def _random_fill(name: str, draw: Callable[..., Tensor]) -> Callable[..., Any]:
     """`t.uniform_(a, b)` / `t.normal_(mean, std)`: fresh values, written as `copy_` writes
     (so a leaf that requires grad refuses, as in PyTorch)."""
-    def method(self: Tensor, *args: Any, generator: Any = None) -> Tensor:
+    keywords = {"uniform": ("from", "to"), "normal": ("mean", "std")}[name]
+
+    def method(self: Tensor, *args: Any, generator: Any = None, **kwargs: Any) -> Tensor:
         if not self._dtype.is_floating_point:
             raise TypeError(f"{name}_: expected a floating point tensor, got "
                             f"{self._dtype.name} (shape {list(self.shape)})")
+        if kwargs:                  # PyTorch's keywords: uniform_(from=, to=), normal_(mean=, std=)
+            unknown = set(kwargs) - set(keywords)
+            if unknown or len(args) + len(kwargs) > 2:
+                raise TypeError(f"{name}_() got unexpected arguments {sorted(kwargs)}")
+            defaults = {"uniform": (0.0, 1.0), "normal": (0.0, 1.0)}[name]
+            values = list(args) + list(defaults[len(args):])
+            for i, key in enumerate(keywords):
+                if key in kwargs:
+                    if i < len(args):
+                        raise TypeError(f"{name}_() got multiple values for '{key}'")
+                    values[i] = kwargs[key]
+            args = tuple(values)
         return self.copy_(draw(self, *args, generator=generator))
     method.__name__ = method.__qualname__ = f"{name}_"
     return method
@@ -492,8 +586,11 @@ def _rewrites() -> dict[str, Callable[..., Any]]:
 def setitem(t: Tensor, index: Any, value: Any) -> None:
     """`t[index] = value`, differentiable in `t`'s history and in `value`."""
     from ..eager import indexing
-    from .indexing import getitem
+    from .indexing import getitem, python_index
     check_inplace(t)
+    index = python_index(index)
+    if not isinstance(value, Tensor):
+        value = _setitem_scalar(t, plain_number(value))
     from ..tracer.context import current
     ctx = current()
     if ctx is not None:
@@ -502,11 +599,17 @@ def setitem(t: Tensor, index: Any, value: Any) -> None:
     basic = _is_basic(index)
     recorded = needs_grad((t, value)) or _view_of_grad_base(t) or _dual(t, (value,))
     check_reinterpreted(t, recorded)
+    if not basic:                 # an index_put: no operand may even be an exact alias
+        read = (value,) + (index if isinstance(index, tuple) else (index,))
+        if _shares_memory(t, read, False) and isinstance(value, Tensor):
+            value = value.clone()
     if basic:
         view = getitem(t, index) if recorded else indexing.getitem(t, index)
         if view._storage is not t._storage:
             raise AssertionError("basic indexing must produce a view")
         if not recorded:
+            if isinstance(value, Tensor) and _shares_memory(view, (value,), True):
+                value = value.clone()
             ew.copy_into(view, value)
             bump(t)
             return
@@ -524,6 +627,18 @@ def setitem(t: Tensor, index: Any, value: Any) -> None:
     rebase(t, new)
     if _dual(t, (value,)):
         write_tangent(t, new)
+
+
+def _setitem_scalar(t: Tensor, value: Any) -> Any:
+    """A number written by `t[index] = value`, checked as PyTorch checks it (`full`'s
+    overflow rule; float16/bfloat16 take a too large float as infinity, as PyTorch)."""
+    from .creation import checked_scalar, _float_max
+    if not isinstance(value, (bool, int, float, complex)):
+        return value
+    if t._dtype in (dt.float16, dt.bfloat16) and isinstance(value, float) and \
+            abs(value) > _float_max(t._dtype) and value == value:
+        return value * float("inf")
+    return checked_scalar(value, t._dtype, "setitem")
 
 
 def _setitem_traced(ctx: Any, t: Tensor, index: Any, value: Any) -> None:
@@ -547,7 +662,8 @@ def _setitem_traced(ctx: Any, t: Tensor, index: Any, value: Any) -> None:
 
 def _is_basic(index: Any) -> bool:
     items = index if isinstance(index, tuple) else (index,)
-    return all(i is None or i is Ellipsis or isinstance(i, (int, slice)) for i in items)
+    return all(i is None or i is Ellipsis or isinstance(i, (int, slice)) and
+               not isinstance(i, bool) for i in items)
 
 
 class IndexPutNode(Node):
