@@ -17,6 +17,9 @@ MATH_FUNCTIONS = frozenset({
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
     "sin", "cos", "tan", "tanh", "sigmoid", "erf", "erfc", "pow", "atan2",
     "floor", "ceil", "round", "trunc", "abs",
+    "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "copysign",
+    "nextafter", "frexp_mantissa", "frexp_exponent", "lgamma", "digamma", "zeta", "erfinv",
+    "ndtri", "erfcx", "log_ndtr", "i0", "i0e", "i1", "i1e",
 })
 
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")

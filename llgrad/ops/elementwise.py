@@ -144,6 +144,21 @@ unary("rsqrt", _math("rsqrt"), lambda x: (1 / np.sqrt(_wide(x))).astype(x.dtype)
       "RsqrtBackward0", kinds="fc")
 unary("sigmoid", _math("sigmoid"), _ref_sigmoid, "SigmoidBackward0", kinds="fc")
 
+# Inverse trigonometric and hyperbolic functions (real only: complex arguments are refused).
+for _name, _np, _bw in [
+    ("asin", np.arcsin, "AsinBackward0"), ("acos", np.arccos, "AcosBackward0"),
+    ("atan", np.arctan, "AtanBackward0"), ("sinh", np.sinh, "SinhBackward0"),
+    ("cosh", np.cosh, "CoshBackward0"), ("asinh", np.arcsinh, "AsinhBackward0"),
+    ("acosh", np.arccosh, "AcoshBackward0"), ("atanh", np.arctanh, "AtanhBackward0"),
+]:
+    unary(_name, _math(_name), (lambda f: lambda x: _quiet(f, x))(_np), _bw)
+
+
+def _quiet(f: Callable[..., Any], *xs: np.ndarray) -> np.ndarray:
+    """A NumPy/SciPy reference without floating point warnings, in the input's dtype."""
+    with np.errstate(all="ignore"):
+        return np.asarray(f(*xs)).astype(xs[0].dtype)
+
 
 def _scalar_abs(s: Any, x: Any) -> Any:
     if s.dtype_of(x).is_floating_point or s.dtype_of(x).is_complex:
@@ -323,6 +338,73 @@ binary("trunc_divide", lambda s, a, b: s.math("trunc", s.div(a, b)), _ref_truncd
 binary("remainder", lambda s, a, b: s.rem(a, b), _ref_rem, "RemainderBackward0", kinds=NUMERIC)
 binary("fmod", lambda s, a, b: s.fmod(a, b), _ref_fmod, "FmodBackward1", kinds=NUMERIC)
 binary("atan2", lambda s, a, b: s.math("atan2", a, b), np.arctan2, "Atan2Backward0", kinds=FLOAT)
+binary("copysign", lambda s, a, b: s.math("copysign", a, b), np.copysign, "CopysignBackward0",
+       kinds=FLOAT)
+binary("nextafter", lambda s, a, b: s.math("nextafter", a, b), np.nextafter,
+       "NextafterBackward0", kinds=FLOAT)
+
+
+def _scalar_heaviside(s: Any, x: Any, v: Any) -> Any:
+    zero = _zero(s, x)
+    step = s.select(s.cmp("gt", x, zero), _one(s, x), zero)     # NaN: 0, as PyTorch
+    return s.select(s.cmp("eq", x, zero), v, step)
+
+
+def _ref_heaviside(x: np.ndarray, v: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return np.where(x == 0, v, (x > 0).astype(x.dtype)).astype(np.result_type(x, v))
+
+
+# no derivative rule: backward raises (PyTorch has none either)
+binary("heaviside", _scalar_heaviside, _ref_heaviside, "HeavisideBackward0", kinds=NUMERIC)
+
+
+# Special functions (scalar rules in codegen.mathlib, evaluated in double; see
+# docs/mathlib.md for their error bounds). References are SciPy's.
+
+def _sp(name: str) -> Callable[..., np.ndarray]:
+    def ref(*xs: np.ndarray) -> np.ndarray:
+        import scipy.special as sc
+        return _quiet(getattr(sc, name), *xs)
+    return ref
+
+
+for _name, _sc, _bw in [
+    ("lgamma", "gammaln", "LgammaBackward0"), ("digamma", "psi", "DigammaBackward0"),
+    ("erfinv", "erfinv", "ErfinvBackward0"), ("i0", "i0", "I0Backward0"),
+    ("special_i0e", "i0e", "SpecialI0EBackward0"), ("special_i1", "i1", "SpecialI1Backward0"),
+    ("special_i1e", "i1e", "SpecialI1EBackward0"),
+    ("special_ndtri", "ndtri", "SpecialNdtriBackward0"),
+    ("special_log_ndtr", "log_ndtr", "SpecialLogNdtrBackward0"),
+    ("special_erfcx", "erfcx", "SpecialErfcxBackward0"),
+]:
+    _fn = _name.replace("special_", "")
+    unary(_name, _math(_fn), _sp(_sc), _bw)
+
+
+def _scalar_polygamma(s: Any, x: Any, n: int) -> Any:
+    """digamma for n = 0, else (-1)^(n+1) n! zeta(n + 1, x)."""
+    if n == 0:
+        return s.math("digamma", x)
+    d = s.dtype_of(x)
+    scale = math.factorial(n) * (1.0 if n % 2 else -1.0)
+    scale_c = s.const(scale if abs(scale) < 1e308 else math.copysign(math.inf, scale), d)
+    return s.mul(scale_c, s.math("zeta", s.const(float(n + 1), d), x))
+
+
+def _ref_polygamma(x: np.ndarray, n: int) -> np.ndarray:
+    import scipy.special as sc
+    return _quiet(lambda v: sc.polygamma(n, v), x)
+
+
+unary("polygamma", _scalar_polygamma, _ref_polygamma, "PolygammaBackward0",
+      attrs=(Attr("n", AttrKind.INT, 0),))
+binary("special_zeta", lambda s, a, b: s.math("zeta", a, b), _sp("zeta"),
+       "SpecialZetaBackward0", kinds=FLOAT)
+# frexp's two results, each an op (the exponent as a float: the function casts it to int32)
+unary("frexp_mantissa", _math("frexp_mantissa"), lambda x: np.frexp(x)[0], "FrexpBackward0")
+unary("frexp_exponent", _math("frexp_exponent"),
+      lambda x: np.frexp(x)[1].astype(x.dtype), None)
 
 for _name, _np in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),
                    ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)]:
@@ -785,6 +867,168 @@ for _name, _rule, _saves in [
     ("atan2", _vjp_atan2, "i"), ("cast", _vjp_cast, ""),
 ]:
     defvjp(_name, _rule, _saves)
+
+
+# Inverse trigonometric and hyperbolic functions (PyTorch's formulas).
+
+def _vjp_asin(ctx: Any, g: Any) -> Any:
+    x = ctx.inputs[0]
+    return ctx.F.mul(g, ctx.F.rsqrt(ctx.F.rsub(ctx.F.mul(x, x), 1)))
+
+
+def _vjp_acos(ctx: Any, g: Any) -> Any:
+    return ctx.F.neg(_vjp_asin(ctx, g))
+
+
+def _vjp_atan(ctx: Any, g: Any) -> Any:
+    x = ctx.inputs[0]
+    return ctx.F.div(g, ctx.F.add(ctx.F.mul(x, x), 1))
+
+
+def _vjp_sinh(ctx: Any, g: Any) -> Any:
+    return ctx.F.mul(g, ctx.F.cosh(ctx.inputs[0]))
+
+
+def _vjp_cosh(ctx: Any, g: Any) -> Any:
+    return ctx.F.mul(g, ctx.F.sinh(ctx.inputs[0]))
+
+
+def _vjp_asinh(ctx: Any, g: Any) -> Any:
+    x = ctx.inputs[0]
+    return ctx.F.mul(g, ctx.F.rsqrt(ctx.F.add(ctx.F.mul(x, x), 1)))
+
+
+def _vjp_acosh(ctx: Any, g: Any) -> Any:
+    x = ctx.inputs[0]
+    return ctx.F.mul(g, ctx.F.rsqrt(ctx.F.sub(ctx.F.mul(x, x), 1)))
+
+
+def _vjp_atanh(ctx: Any, g: Any) -> Any:
+    x = ctx.inputs[0]
+    return ctx.F.div(g, ctx.F.rsub(ctx.F.mul(x, x), 1))
+
+
+def _vjp_copysign(ctx: Any, g: Any) -> tuple:
+    """d/da = result / a (0 at a = 0, as PyTorch); b only gives the sign: no gradient."""
+    F = ctx.F
+    a = ctx.inputs[0]
+    out = ctx.output
+    ga = None
+    if ctx.needs_input_grad[0]:
+        zero = F.eq(a, 0)
+        ga = F.where(zero, F.mul(g, 0.0), F.div(F.mul(g, out), F.where(zero, 1.0, a)))
+    gb = F.mul(g, 0.0) if ctx.needs_input_grad[1] else None
+    return (ga, gb)
+
+
+def _vjp_nextafter(ctx: Any, g: Any) -> tuple:
+    """PyTorch passes the gradient to the first operand, none to the second."""
+    return (g, ctx.F.mul(g, 0.0) if ctx.needs_input_grad[1] else None)
+
+
+def _vjp_frexp_mantissa(ctx: Any, g: Any) -> Any:
+    """m = x / 2^e with e piecewise constant: g / 2^e."""
+    F = ctx.F
+    x = ctx.inputs[0]
+    return F.div(g, F.exp2(F.frexp(x)[1].to(x.dtype)))
+
+
+defvjp("copysign", _vjp_copysign, "io")
+OPS["copysign"].save_for = {0: (0,), 1: ()}
+defvjp("nextafter", _vjp_nextafter, "")
+defvjp("frexp_mantissa", _vjp_frexp_mantissa, "i")
+
+# Special functions (PyTorch's formulas).
+
+def _vjp_lgamma(ctx: Any, g: Any) -> Any:
+    return ctx.F.mul(g, ctx.F.digamma(ctx.inputs[0]))
+
+
+def _vjp_digamma(ctx: Any, g: Any) -> Any:
+    return ctx.F.mul(g, ctx.F.polygamma(1, ctx.inputs[0]))
+
+
+def _vjp_polygamma(ctx: Any, g: Any, n: int) -> Any:
+    return ctx.F.mul(g, ctx.F.polygamma(n + 1, ctx.inputs[0]))
+
+
+def _vjp_erfinv(ctx: Any, g: Any) -> Any:
+    y = ctx.output
+    return ctx.F.mul(g, ctx.F.mul(ctx.F.exp(ctx.F.mul(y, y)), math.sqrt(math.pi) / 2))
+
+
+def _vjp_i0(ctx: Any, g: Any) -> Any:
+    return ctx.F.mul(g, ctx.F.pointwise.special_i1(ctx.inputs[0]))
+
+
+def _vjp_i0e(ctx: Any, g: Any) -> Any:
+    F = ctx.F
+    x = ctx.inputs[0]
+    return F.mul(g, F.sub(F.pointwise.special_i1e(x), F.mul(F.sign(x), ctx.output)))
+
+
+def _vjp_i1(ctx: Any, g: Any) -> Any:
+    """I0(x) - I1(x)/x, 1/2 at x = 0."""
+    F = ctx.F
+    x = ctx.inputs[0]
+    zero = F.eq(x, 0)
+    d = F.sub(F.i0(x), F.div(ctx.output, F.where(zero, 1.0, x)))
+    return F.mul(g, F.where(zero, 0.5, d))
+
+
+def _vjp_i1e(ctx: Any, g: Any) -> Any:
+    """i0e(x) - i1e(x) (sign(x) + 1/x), 1/2 at x = 0."""
+    F = ctx.F
+    x = ctx.inputs[0]
+    zero = F.eq(x, 0)
+    d = F.sub(F.pointwise.special_i0e(x), F.mul(ctx.output,
+                                      F.add(F.sign(x), F.reciprocal(F.where(zero, 1.0, x)))))
+    return F.mul(g, F.where(zero, 0.5, d))
+
+
+def _vjp_ndtri(ctx: Any, g: Any) -> Any:
+    y = ctx.output
+    F = ctx.F
+    return F.mul(g, F.mul(F.exp(F.mul(F.mul(y, y), 0.5)), math.sqrt(2 * math.pi)))
+
+
+def _vjp_log_ndtr(ctx: Any, g: Any) -> Any:
+    """exp(-x^2/2 - log_ndtr(x)) / sqrt(2 pi)."""
+    F = ctx.F
+    x = ctx.inputs[0]
+    e = F.exp(F.sub(F.mul(F.mul(x, x), -0.5), ctx.output))
+    return F.mul(g, F.mul(e, 1 / math.sqrt(2 * math.pi)))
+
+
+def _vjp_erfcx(ctx: Any, g: Any) -> Any:
+    F = ctx.F
+    x = ctx.inputs[0]
+    return F.mul(g, F.sub(F.mul(F.mul(x, ctx.output), 2.0), 2 / math.sqrt(math.pi)))
+
+
+def _vjp_zeta(ctx: Any, g: Any) -> tuple:
+    """d/dq zeta(s, q) = -s zeta(s + 1, q); none for s (PyTorch raises too)."""
+    F = ctx.F
+    s, q = ctx.inputs
+    if ctx.needs_input_grad[0]:
+        raise NotImplementedError("the derivative for 'zeta' is not implemented.")
+    return (None, F.mul(g, F.neg(F.mul(s, F.pointwise.special_zeta(F.add(s, 1), q)))))
+
+
+for _name, _rule, _saves in [
+    ("lgamma", _vjp_lgamma, "i"), ("digamma", _vjp_digamma, "i"),
+    ("polygamma", _vjp_polygamma, "i"), ("erfinv", _vjp_erfinv, "o"), ("i0", _vjp_i0, "i"),
+    ("special_i0e", _vjp_i0e, "io"), ("special_i1", _vjp_i1, "io"),
+    ("special_i1e", _vjp_i1e, "io"), ("special_ndtri", _vjp_ndtri, "o"),
+    ("special_log_ndtr", _vjp_log_ndtr, "io"), ("special_erfcx", _vjp_erfcx, "io"),
+    ("special_zeta", _vjp_zeta, "i"),
+]:
+    defvjp(_name, _rule, _saves)
+
+for _name, _rule in [("asin", _vjp_asin), ("acos", _vjp_acos), ("atan", _vjp_atan),
+                     ("sinh", _vjp_sinh), ("cosh", _vjp_cosh), ("asinh", _vjp_asinh),
+                     ("acosh", _vjp_acosh), ("atanh", _vjp_atanh)]:
+    defvjp(_name, _rule, "i")
 
 # inputs saved only for the gradients that read them (PyTorch's conditional saving)
 OPS["mul"].save_for = {0: (1,), 1: (0,)}
