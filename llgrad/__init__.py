@@ -6,7 +6,7 @@ from .ir.dtypes import bool_ as bool  # noqa: A001  (PyTorch's name)
 from .tensor import Size, Tensor
 from .functions import *  # noqa: F401,F403
 from .functions import methods as _methods
-from .functions._out import add_out as _add_out
+from .functions._out import add_out as _add_out, add_out_namespaces as _add_out_namespaces
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
 from . import autograd  # noqa: F401
@@ -16,6 +16,7 @@ _methods.bind()
 
 from .device import device, get_default_device, set_default_device  # noqa: E402,F401
 from . import accelerator, backends, cuda  # noqa: E402,F401
+from . import jit  # noqa: E402,F401  (TorchScript entry points: see llgrad/jit.py)
 from . import nn, optim, utils  # noqa: E402,F401
 from .nn._torch_level import *  # noqa: E402,F401,F403  (torch.conv2d, torch.batch_norm, ...)
 from . import fft, special  # noqa: E402,F401
@@ -50,5 +51,6 @@ from .functions.tensor_extras import layout  # noqa: E402,F401  (the class, as t
 from . import random, testing  # noqa: E402,F401
 
 _add_out(globals())      # PyTorch's `out=` on the functions that take it
+_add_out_namespaces()
 
 from ._version import __version__  # noqa: E402,F401

@@ -74,6 +74,34 @@ unsafe_split unsafe_split_with_sizes unsqueeze_copy values_copy var var_mean vdo
 view_as_complex_copy view_as_real_copy view_copy vstack where xlogy zeros zeros_like
 """.split())
 
+# The same for the functions of other namespaces (module name -> names).
+OUT_NAMESPACES: dict[str, frozenset[str]] = {
+    "llgrad.special": frozenset("""
+    airy_ai bessel_j0 bessel_j1 bessel_y0 bessel_y1 chebyshev_polynomial_t
+    chebyshev_polynomial_u chebyshev_polynomial_v chebyshev_polynomial_w digamma entr
+    erf erfc erfcx erfinv exp2 expit expm1 gammainc gammaincc gammaln
+    hermite_polynomial_h hermite_polynomial_he i0 i0e i1 i1e laguerre_polynomial_l
+    legendre_polynomial_p log1p log_ndtr logit logsumexp modified_bessel_i0
+    modified_bessel_i1 modified_bessel_k0 modified_bessel_k1 multigammaln ndtr ndtri
+    polygamma psi round scaled_modified_bessel_k0 scaled_modified_bessel_k1
+    shifted_chebyshev_polynomial_t shifted_chebyshev_polynomial_u
+    shifted_chebyshev_polynomial_v shifted_chebyshev_polynomial_w sinc
+    spherical_bessel_j0 xlog1py xlogy zeta
+    """.split()),
+    "llgrad.nn.functional": frozenset("""
+    adaptive_avg_pool1d adaptive_max_pool2d adaptive_max_pool3d avg_pool1d avg_pool2d
+    avg_pool3d channel_shuffle conv_tbc fractional_max_pool2d fractional_max_pool3d gelu
+    hardshrink linear normalize pixel_shuffle pixel_unshuffle softplus softshrink
+    """.split()),
+    "llgrad.linalg": frozenset("""
+    cholesky cholesky_ex cond cross det eig eigh eigvals eigvalsh householder_product
+    inv inv_ex ldl_factor ldl_factor_ex ldl_solve lstsq lu lu_factor lu_factor_ex
+    lu_solve matmul matrix_exp matrix_norm matrix_power matrix_rank multi_dot norm pinv
+    qr slogdet solve solve_ex solve_triangular svd svdvals tensorinv tensorsolve vecdot
+    vector_norm
+    """.split()),
+}
+
 # Creation functions: without `dtype=`, their values are made in `out`'s dtype.
 CREATION = frozenset("arange empty eye full linspace logspace ones rand randint randn randperm "
                      "zeros normal".split())
@@ -159,9 +187,16 @@ def accepts_out(fn: Callable[..., Any]) -> bool:
         return True
 
 
-def add_out(namespace: dict[str, Any]) -> None:
-    """Give every function of `namespace` named in OUT_FUNCTIONS its `out=` argument."""
-    for name in OUT_FUNCTIONS:
+def add_out(namespace: dict[str, Any], names: frozenset[str] = OUT_FUNCTIONS) -> None:
+    """Give every function of `namespace` named in `names` its `out=` argument."""
+    for name in names:
         fn = namespace.get(name)
         if callable(fn) and not isinstance(fn, type) and not accepts_out(fn):
             namespace[name] = with_out(fn, name)
+
+
+def add_out_namespaces() -> None:
+    """`add_out` over each module of OUT_NAMESPACES (imported by then)."""
+    import sys
+    for module, names in OUT_NAMESPACES.items():
+        add_out(vars(sys.modules[module]), names)

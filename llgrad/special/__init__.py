@@ -134,10 +134,10 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     return _logsumexp(input, dim, keepdim)
 
 
-def spherical_bessel_j0(input: Tensor) -> Tensor:
+def spherical_bessel_j0(x: Tensor) -> Tensor:
     """sin(x) / x, 1 at 0. No derivative (the result never requires grad, as in PyTorch)."""
     from ..autograd.grad_mode import no_grad
-    x = _float("spherical_bessel_j0", input)
+    x = _float("spherical_bessel_j0", x)
     with no_grad():
         x = x.detach()
         zero = _E.eq(x, 0)
@@ -149,7 +149,10 @@ def spherical_bessel_j0(input: Tensor) -> Tensor:
 # Bessel and Airy functions on the host (SciPy), without derivatives as in PyTorch
 # ---------------------------------------------------------------------------------------
 
-def _host(op: str, compute: Callable[[Any], Any]) -> Callable[[Tensor], Tensor]:
+def _host(op: str, compute: Callable[[Any], Any], x_named: bool = False
+          ) -> Callable[[Tensor], Tensor]:
+    """`op` computed by `compute` on the host; `x_named`: its argument is `x`, as in the
+    ATen schemas of torch's newer special functions (airy_ai, scaled K0/K1)."""
     def fn(input: Tensor) -> Tensor:
         import numpy as np
         x = _float(op, input)
@@ -163,6 +166,11 @@ def _host(op: str, compute: Callable[[Any], Any]) -> Callable[[Tensor], Tensor]:
         from ..functions.creation import tensor
         return tensor(np.ascontiguousarray(r), dtype=x._dtype)
     fn.__name__ = fn.__qualname__ = op
+    if x_named:
+        def fn_x(x: Tensor) -> Tensor:
+            return fn(x)
+        fn_x.__name__ = fn_x.__qualname__ = op
+        return fn_x
     return fn
 
 
@@ -198,15 +206,15 @@ def _y(name: str) -> Callable[[Any], Any]:
     return compute
 
 
-airy_ai = _host("airy_ai", _airy_ai)
+airy_ai = _host("airy_ai", _airy_ai, x_named=True)
 bessel_j0 = _host("bessel_j0", _sc("j0"))
 bessel_j1 = _host("bessel_j1", _sc("j1"))
 bessel_y0 = _host("bessel_y0", _y("y0"))
 bessel_y1 = _host("bessel_y1", _y("y1"))
 modified_bessel_k0 = _host("modified_bessel_k0", _k("k0"))
 modified_bessel_k1 = _host("modified_bessel_k1", _k("k1"))
-scaled_modified_bessel_k0 = _host("scaled_modified_bessel_k0", _k("k0e"))
-scaled_modified_bessel_k1 = _host("scaled_modified_bessel_k1", _k("k1e"))
+scaled_modified_bessel_k0 = _host("scaled_modified_bessel_k0", _k("k0e"), x_named=True)
+scaled_modified_bessel_k1 = _host("scaled_modified_bessel_k1", _k("k1e"), x_named=True)
 for _f, _what in [(airy_ai, "the Airy function Ai"), (bessel_j0, "the Bessel function J0"),
                   (bessel_j1, "the Bessel function J1"), (bessel_y0, "the Bessel function Y0"),
                   (bessel_y1, "the Bessel function Y1"),
@@ -228,13 +236,13 @@ def _polynomial(op: str, first: Callable[[Tensor], Tensor],
                 shifted: bool = False) -> Callable[..., Tensor]:
     """P_n(x) from P_0 = 1, P_1 = first(x), P_{k+1} = step(x, P_k, P_{k-1}, k); n < 0
     gives 0. The degree is the truncated value of n (a tensor or a number, broadcast)."""
-    def fn(input: Any, n: Any) -> Tensor:
+    def fn(x: Any, n: Any) -> Tensor:
         from ..autograd.grad_mode import no_grad
         from ..functions.creation import full
-        _E._check(op, input, n)
-        d = _P._real_float(op, input, n)
+        _E._check(op, x, n)
+        d = _P._real_float(op, x, n)
         with no_grad():
-            x = _P._as(input, d)
+            x = _P._as(x, d)
             x = x.detach() if isinstance(x, Tensor) else full((), x, dtype=d)
             nn = n.detach() if isinstance(n, Tensor) else full((), n, dtype=_dt.float64
                                                                 if isinstance(n, float)
