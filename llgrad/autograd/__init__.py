@@ -12,6 +12,9 @@ __all__ = ["backward", "grad", "detect_anomaly", "set_detect_anomaly", "is_anoma
 from .function import Function, FunctionCtx, once_differentiable  # noqa: E402
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
 from . import functional  # noqa: E402,F401
+from .variable import (Variable, is_multithreading_enabled,  # noqa: E402
+                       set_multithreading_enabled)
 
 __all__ += ["Function", "FunctionCtx", "once_differentiable", "gradcheck", "gradgradcheck",
-            "GradcheckError", "functional"]
+            "GradcheckError", "functional", "Variable", "is_multithreading_enabled",
+            "set_multithreading_enabled"]

@@ -95,10 +95,7 @@ def _check_inputs(inputs: tuple[Any, ...]) -> None:
     for idx, t in enumerate(inputs):
         if not (isinstance(t, Tensor) and t._requires_grad):
             continue
-        if t._dtype.is_complex:
-            raise TypeError(f"gradcheck: input {idx} is {t._dtype.name}; llgrad's gradcheck "
-                            f"checks real-valued inputs only")
-        if t._dtype is not dt.float64:
+        if t._dtype is not dt.float64 and t._dtype is not dt.complex128:
             warnings.warn(f"Input #{idx} requires gradient and is not a double precision "
                           f"floating point or complex. This check will likely fail if all the "
                           f"inputs are not of double precision floating point or complex. ",
@@ -465,18 +462,30 @@ def _slow_mode_detail(func: Callable[..., Any], inputs: tuple[Any, ...], output:
 def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol: float = 1e-5,
               rtol: float = 1e-3, raise_exception: bool = True, nondet_tol: float = 0.0,
               check_undefined_grad: bool = True, check_grad_dtypes: bool = False,
-              check_batched_grad: bool = False, check_backward_ad: bool = True,
-              fast_mode: bool = False) -> bool:
+              check_batched_grad: bool = False, check_batched_forward_grad: bool = False,
+              check_forward_ad: bool = False, check_backward_ad: bool = True,
+              fast_mode: bool = False, masked: bool | None = None) -> bool:
     """Check `func`'s gradients w.r.t. inputs with requires_grad against finite differences.
 
-    Returns True, or raises GradcheckError (returns False with raise_exception=False).
+    `check_backward_ad`: reverse-mode Jacobians (default); `check_forward_ad`: forward-mode
+    Jacobians (`autograd.forward_ad`, one JVP per input element) against the same finite
+    differences; `check_batched_forward_grad`: JVPs of two tangents under `func.vmap` equal
+    one JVP each. Complex inputs and outputs are checked as their real and imaginary parts
+    (`view_as_real`), which checks PyTorch's convention for complex gradients (conjugate
+    Wirtinger). `masked` is accepted and ignored (llgrad has no sparse tensors). Returns
+    True, or raises GradcheckError (returns False with raise_exception=False).
     """
+    if check_batched_forward_grad and not check_forward_ad:
+        raise AssertionError("Setting check_batched_forward_grad=True requires "
+                             "check_forward_ad to be True")
     try:
         return _gradcheck(func, inputs, eps=eps, atol=atol, rtol=rtol, nondet_tol=nondet_tol,
                           check_undefined_grad=check_undefined_grad,
                           check_grad_dtypes=check_grad_dtypes,
                           check_batched_grad=check_batched_grad,
-                          check_backward_ad=check_backward_ad, fast_mode=fast_mode)
+                          check_backward_ad=check_backward_ad, fast_mode=fast_mode,
+                          check_forward_ad=check_forward_ad,
+                          check_batched_forward_grad=check_batched_forward_grad)
     except GradcheckError:
         if raise_exception:
             raise
@@ -485,10 +494,19 @@ def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol:
 
 def _gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float, atol: float, rtol: float,
                nondet_tol: float, check_undefined_grad: bool, check_grad_dtypes: bool,
-               check_batched_grad: bool, check_backward_ad: bool, fast_mode: bool) -> bool:
+               check_batched_grad: bool, check_backward_ad: bool, fast_mode: bool,
+               check_forward_ad: bool = False, check_batched_forward_grad: bool = False
+               ) -> bool:
     tupled = _as_tuple(inputs)
     _check_inputs(tupled)
     func_out = _as_tuple(func(*tupled))
+    if _has_complex(tupled, func_out):
+        func, tupled = _realified(func, tupled)
+        func_out = _as_tuple(func(*tupled))
+    if check_forward_ad:
+        _check_forward_ad(func, tupled, eps, rtol, atol)
+    if check_batched_forward_grad:
+        _check_batched_forward_grad(func, tupled, rtol, atol)
     outputs = _differentiable_outputs(func_out)
     if check_backward_ad:
         checker = _fast_gradcheck if fast_mode else _slow_gradcheck
@@ -509,10 +527,16 @@ def gradgradcheck(func: Callable[..., Any], inputs: Any, grad_outputs: Any = Non
                   gen_non_contig_grad_outputs: bool = False, raise_exception: bool = True,
                   nondet_tol: float = 0.0, check_undefined_grad: bool = True,
                   check_grad_dtypes: bool = False, check_batched_grad: bool = False,
-                  fast_mode: bool = False) -> bool:
+                  check_fwd_over_rev: bool = False, check_rev_over_rev: bool = True,
+                  fast_mode: bool = False, masked: bool = False) -> bool:
     """gradcheck of `(inputs, grad_outputs) -> autograd.grad(func(inputs), inputs,
-    grad_outputs, create_graph=True)`: second derivatives against finite differences."""
+    grad_outputs, create_graph=True)`: second derivatives against finite differences,
+    by reverse mode over the backward (`check_rev_over_rev`, default) and/or forward mode
+    over it (`check_fwd_over_rev`). `masked` is accepted and ignored (no sparse tensors)."""
     from .api import grad
+    if check_undefined_grad and not check_rev_over_rev:
+        raise AssertionError("Setting check_undefined_grad=True requires "
+                             "check_rev_over_rev to be True")
     tupled_inputs = _as_tuple(inputs)
     if grad_outputs is None:
         outs = _differentiable_outputs(_as_tuple(func(*tupled_inputs)))
@@ -536,11 +560,20 @@ def gradgradcheck(func: Callable[..., Any], inputs: Any, grad_outputs: Any = Non
         grad_inputs = grad(outputs, diff_args, gos, create_graph=True, allow_unused=True)
         return tuple(g for g in grad_inputs if g is not None)
 
-    return gradcheck(new_func, tupled_inputs + tupled_grad_outputs, eps=eps, atol=atol,
-                     rtol=rtol, raise_exception=raise_exception, nondet_tol=nondet_tol,
-                     check_undefined_grad=check_undefined_grad,
-                     check_grad_dtypes=check_grad_dtypes,
-                     check_batched_grad=check_batched_grad, fast_mode=fast_mode)
+    ok = True
+    if check_fwd_over_rev:
+        ok = gradcheck(new_func, tupled_inputs + tupled_grad_outputs, eps=eps, atol=atol,
+                       rtol=rtol, raise_exception=raise_exception, nondet_tol=nondet_tol,
+                       check_undefined_grad=False, check_grad_dtypes=check_grad_dtypes,
+                       check_forward_ad=True, check_backward_ad=False, fast_mode=fast_mode)
+    if check_rev_over_rev:
+        ok = ok and gradcheck(new_func, tupled_inputs + tupled_grad_outputs, eps=eps,
+                              atol=atol, rtol=rtol, raise_exception=raise_exception,
+                              nondet_tol=nondet_tol,
+                              check_undefined_grad=check_undefined_grad,
+                              check_grad_dtypes=check_grad_dtypes,
+                              check_batched_grad=check_batched_grad, fast_mode=fast_mode)
+    return ok
 
 
 def _random_grad_output(o: Tensor, k: int, noncontiguous: bool) -> Tensor:
@@ -549,6 +582,15 @@ def _random_grad_output(o: Tensor, k: int, noncontiguous: bool) -> Tensor:
     from ..functions.shape import permute
     gen = Generator(1234 + k)
     d = o._dtype if _is_float(o) else dt.float64
+    if d.is_complex:
+        from ..functions.shape import stack
+        from ..functions import view_as_complex
+        part = dt.float64 if d is dt.complex128 else dt.float32
+        with no_grad():
+            pairs = stack([rand(o._shape, generator=gen, dtype=part) * 2 - 1
+                           for _ in range(2)], -1)
+            t = view_as_complex(pairs)
+        return t.requires_grad_(True)
     with no_grad():
         if noncontiguous and o.ndim >= 2:
             shape = tuple(reversed(o._shape))
@@ -557,3 +599,113 @@ def _random_grad_output(o: Tensor, k: int, noncontiguous: bool) -> Tensor:
         else:
             t = rand(o._shape, generator=gen, dtype=d) * 2 - 1
     return t.requires_grad_(True)
+
+
+# ------------------------------------------------------------------------------------------
+# complex inputs and outputs; forward mode
+# ------------------------------------------------------------------------------------------
+
+def _has_complex(inputs: tuple[Any, ...], outputs: tuple[Any, ...]) -> bool:
+    return any(isinstance(t, Tensor) and t._requires_grad and t._dtype.is_complex
+               for t in inputs) or any(isinstance(o, Tensor) and o._dtype.is_complex
+                                       for o in outputs)
+
+
+def _realified(func: Callable[..., Any], inputs: tuple[Any, ...]
+               ) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """`func` over real tensors: each complex input that requires grad becomes a real leaf
+    (..., 2) read through `view_as_complex`, and complex outputs are returned through
+    `view_as_real`. Its real Jacobian is checked in place of the complex one."""
+    from ..functions import view_as_complex, view_as_real
+    positions = {i for i, t in enumerate(inputs)
+                 if isinstance(t, Tensor) and t._requires_grad and t._dtype.is_complex}
+    with no_grad():
+        real_inputs = tuple(view_as_real(t.detach()).clone().requires_grad_(True)
+                            if i in positions else t for i, t in enumerate(inputs))
+
+    def real_func(*args: Any) -> tuple[Any, ...]:
+        args = tuple(view_as_complex(a) if i in positions else a for i, a in enumerate(args))
+        outs = _as_tuple(func(*args))
+        return tuple(view_as_real(o) if isinstance(o, Tensor) and o._dtype.is_complex else o
+                     for o in outs)
+
+    return real_func, real_inputs
+
+
+def _forward_columns(func: Callable[..., Any], inputs: tuple[Any, ...], index: int,
+                     tangent: Tensor) -> list[Tensor | None]:
+    """The output tangents of `func` for `tangent` on input `index` (forward mode)."""
+    from . import forward_ad as fwAD
+    from ..functions.creation import zeros_like
+    with fwAD.dual_level():
+        args = list(inputs)
+        args[index] = fwAD.make_dual(inputs[index].detach(), tangent)
+        outs = _as_tuple(func(*args))
+        result: list[Tensor | None] = []
+        for o in outs:
+            if not _is_float(o):
+                result.append(None)
+                continue
+            t = fwAD.unpack_dual(o).tangent
+            with no_grad():
+                result.append(zeros_like(o).detach() if t is None
+                              else t.detach().clone())
+    return result
+
+
+def _check_forward_ad(func: Callable[..., Any], inputs: tuple[Any, ...], eps: float,
+                      rtol: float, atol: float) -> None:
+    """Forward-mode Jacobians (one JVP per input element) against finite differences."""
+    numerical = get_numerical_jacobian(func, inputs, eps)       # [input][output]
+    for j, (i, x) in enumerate(_diff_inputs(inputs)):
+        n_in = x.numel()
+        rows: list[np.ndarray | None] | None = None
+        for e in range(n_in):
+            cols = _forward_columns(func, inputs, i, _one_hot(x, e))
+            if rows is None:
+                rows = [None if c is None else np.zeros((n_in, c.numel()),
+                                                       _np_dtype(c._dtype)) for c in cols]
+            for k, c in enumerate(cols):
+                if c is not None and rows[k] is not None:
+                    rows[k][e, :] = c.reshape(-1)._values()
+        for k, n in enumerate(numerical[j]):
+            if n is None or rows is None or rows[k] is None:
+                continue
+            a = _matrix(rows[k], n._dtype)
+            if not _allclose(a, n, rtol, atol):
+                raise GradcheckError(f"Jacobian computed with forward mode mismatch for output "
+                                     f"{k:d} with respect to input {j:d},\n"
+                                     f"numerical:{n}\nanalytical:{a}\n")
+
+
+def _check_batched_forward_grad(func: Callable[..., Any], inputs: tuple[Any, ...],
+                                rtol: float, atol: float) -> None:
+    """JVPs of a batch of two tangents under `vmap` equal one JVP per tangent."""
+    from ..functions.creation import Generator, rand
+    from ..functions.shape import stack
+    from ..transforms import jvp, vmap
+    for i, x in _diff_inputs(inputs):
+        gen = Generator(2468 + i)
+        with no_grad():
+            tangents = [rand(x._shape, dtype=x._dtype, generator=gen) for _ in range(2)]
+        primal = x.detach()
+
+        def along(t: Tensor, i: int = i, primal: Tensor = primal) -> tuple[Any, ...]:
+            def f(v: Tensor) -> tuple[Any, ...]:
+                args = list(inputs)
+                args[i] = v
+                return tuple(o for o in _as_tuple(func(*args)) if _is_float(o))
+            return jvp(f, (primal,), (t,))[1]
+
+        try:
+            batched = vmap(along)(stack(tangents))
+        except Exception as e:      # noqa: BLE001  (reported as the check's failure)
+            raise GradcheckError(f"While computing batched forward gradients for input {i}, "
+                                 f"vmap raised {type(e).__name__}: {e}") from e
+        for b, t in enumerate(tangents):
+            single = along(t)
+            for k, (got, want) in enumerate(zip(_as_tuple(batched), single)):
+                if not _allclose(got[b], want, rtol, atol):
+                    raise GradcheckError(f"While computing batched forward gradients, got: "
+                                         f"{got[b]}\n\nExpected: {want} (output {k}, input "
+                                         f"{i}, sample {b})")

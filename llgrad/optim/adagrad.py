@@ -6,7 +6,7 @@ from typing import Any, Iterable
 from .. import functions as lg
 from ..ir import dtypes as dt
 from ..tensor import Tensor
-from .optimizer import Optimizer, hyper
+from .optimizer import Optimizer, check_fused, check_lr, hyper
 
 
 class Adagrad(Optimizer):
@@ -20,11 +20,13 @@ class Adagrad(Optimizer):
     PyTorch does, so a compiled training step compiles from its first call.
     """
 
-    def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0.0,
+    def __init__(self, params: Iterable[Any], lr: float | Tensor = 1e-2, lr_decay: float = 0.0,
                  weight_decay: float = 0.0, initial_accumulator_value: float = 0.0,
                  eps: float = 1e-10, foreach: bool | None = None, *, maximize: bool = False,
                  differentiable: bool = False, fused: bool | None = None) -> None:
-        for name, value in (("learning rate", lr), ("lr_decay value", lr_decay),
+        check_lr(lr)
+        check_fused("Adagrad", fused, foreach, differentiable)
+        for name, value in (("lr_decay value", lr_decay),
                             ("weight_decay value", weight_decay),
                             ("initial_accumulator_value value", initial_accumulator_value),
                             ("epsilon value", eps)):

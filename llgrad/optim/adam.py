@@ -6,7 +6,7 @@ from typing import Any, Iterable
 from .. import functions as lg
 from ..ir import dtypes as dt
 from ..tensor import Tensor
-from .optimizer import Optimizer, hyper
+from .optimizer import Optimizer, check_fused, check_lr, hyper
 
 
 class Adam(Optimizer):
@@ -18,14 +18,20 @@ class Adam(Optimizer):
         v_hat = max(v_hat, v)         (amsgrad; then v_hat replaces v below)
         denom = sqrt(v) / sqrt(1 - beta2**t) + eps
         p -= (lr / (1 - beta1**t)) * m / denom
+
+    `foreach`, `fused`, `capturable` and `differentiable` are accepted and give the same
+    values (one update path; a compiled training step fuses it); `differentiable=True`
+    does not record the update for autograd.
     """
 
-    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
+    def __init__(self, params: Iterable[Any], lr: float | Tensor = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False,
-                 decoupled_weight_decay: bool = False) -> None:
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+                 weight_decay: float = 0.0, amsgrad: bool = False, *,
+                 foreach: bool | None = None, maximize: bool = False,
+                 capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None, decoupled_weight_decay: bool = False) -> None:
+        check_lr(lr)
+        check_fused(type(self).__name__, fused, foreach, differentiable)
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
         if not 0.0 <= betas[0] < 1.0:
@@ -36,7 +42,9 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, amsgrad=amsgrad,
-                                      maximize=maximize,
+                                      maximize=maximize, foreach=foreach,
+                                      capturable=capturable, differentiable=differentiable,
+                                      fused=fused,
                                       decoupled_weight_decay=decoupled_weight_decay))
 
     def _init_state(self, p: Tensor, amsgrad: bool) -> dict[str, Any]:
@@ -100,9 +108,13 @@ class AdamW(Adam):
     """Adam with decoupled weight decay (Loshchilov & Hutter): `p *= 1 - lr * wd` before the
     Adam step, instead of adding `wd * p` to the gradient. Default weight_decay 1e-2."""
 
-    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
+    def __init__(self, params: Iterable[Any], lr: float | Tensor = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 1e-2, amsgrad: bool = False, *,
-                 maximize: bool = False) -> None:
+                 maximize: bool = False, foreach: bool | None = None,
+                 capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None) -> None:
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                         foreach=foreach, capturable=capturable,
+                         differentiable=differentiable, fused=fused,
                          decoupled_weight_decay=True)

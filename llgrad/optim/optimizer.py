@@ -7,13 +7,45 @@ be saved with `llgrad.save` and loaded into an optimizer over the same parameter
 from __future__ import annotations
 
 import copy
+import functools
 import warnings
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from typing import Any, Callable, Iterable
 
 from ..autograd.grad_mode import enable_grad, no_grad
+from ..autograd.node import RemovableHandle
 from ..ir import dtypes as dt
 from ..tensor import Tensor
+
+_STEP_WRAPPED = "__llgrad_step_hooks__"
+
+
+def _with_step_hooks(step: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a subclass's `step` so the registered pre/post hooks run around it (no hook:
+    one dict check, nothing else)."""
+    @functools.wraps(step)
+    def wrapper(self: "Optimizer", *args: Any, **kwargs: Any) -> Any:
+        pre = self.__dict__.get("_step_pre_hooks")
+        post = self.__dict__.get("_step_post_hooks")
+        if (not pre and not post) or self.__dict__.get("_in_hooked_step"):
+            return step(self, *args, **kwargs)
+        for hook in list((pre or {}).values()):
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(f"optimizer step pre-hook must return None or a tuple "
+                                       f"of (new_args, new_kwargs), but got {result}.")
+                args, kwargs = result
+        self.__dict__["_in_hooked_step"] = True
+        try:
+            out = step(self, *args, **kwargs)
+        finally:
+            self.__dict__["_in_hooked_step"] = False
+        for hook in list((post or {}).values()):
+            hook(self, args, kwargs)
+        return out
+    setattr(wrapper, _STEP_WRAPPED, True)
+    return wrapper
 
 
 class _Required:
@@ -27,6 +59,19 @@ required = _Required()
 
 
 class Optimizer:
+    """Base class of the optimizers: parameter groups, per-parameter `state`, `zero_grad`,
+    `state_dict`/`load_state_dict` in PyTorch's layout, and PyTorch's hooks (step
+    pre/post, state-dict and load-state-dict pre/post).
+
+    Subclasses define `_update(p, group)` (one parameter's update, used by `step`) or
+    override `step` itself."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, _STEP_WRAPPED, False):
+            cls.step = _with_step_hooks(step)
+
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         self.defaults = defaults
         self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
@@ -55,6 +100,11 @@ class Optimizer:
                             "Please use a list instead.")
         else:
             params = list(params)
+        if params and all(isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], str)
+                          for x in params):
+            # named parameters (`model.named_parameters()`): the names go in "param_names"
+            param_group = dict(param_group, param_names=[n for n, _ in params])
+            params = [t for _, t in params]
         for p in params:
             if not isinstance(p, Tensor):
                 raise TypeError(f"optimizer can only optimize Tensors, but one of the params is "
@@ -76,7 +126,55 @@ class Optimizer:
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(group)
 
+    # -- hooks ----------------------------------------------------------------------------
+    def _hooks(self, name: str) -> "OrderedDict[int, Callable[..., Any]]":
+        table = self.__dict__.get(name)
+        if table is None:
+            table = self.__dict__[name] = OrderedDict()
+        return table
+
+    def _register(self, name: str, hook: Callable[..., Any], prepend: bool = False
+                  ) -> RemovableHandle:
+        table = self._hooks(name)
+        handle = RemovableHandle(table)
+        table[handle.id] = hook
+        if prepend:
+            table.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_step_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """Call `hook(optimizer, args, kwargs)` before every `step`; it may return new
+        `(args, kwargs)`. Returns a handle whose `remove()` unregisters it."""
+        return self._register("_step_pre_hooks", hook)
+
+    def register_step_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """Call `hook(optimizer, args, kwargs)` after every `step`."""
+        return self._register("_step_post_hooks", hook)
+
+    def register_state_dict_pre_hook(self, hook: Callable[..., Any], prepend: bool = False
+                                     ) -> RemovableHandle:
+        """Call `hook(optimizer)` before `state_dict()` builds its dict."""
+        return self._register("_state_dict_pre_hooks", hook, prepend)
+
+    def register_state_dict_post_hook(self, hook: Callable[..., Any], prepend: bool = False
+                                      ) -> RemovableHandle:
+        """Call `hook(optimizer, state_dict)` after `state_dict()`; a returned dict replaces
+        it."""
+        return self._register("_state_dict_post_hooks", hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable[..., Any],
+                                          prepend: bool = False) -> RemovableHandle:
+        """Call `hook(optimizer, state_dict)` before `load_state_dict`; a returned dict is
+        loaded instead."""
+        return self._register("_load_state_dict_pre_hooks", hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook: Callable[..., Any],
+                                           prepend: bool = False) -> RemovableHandle:
+        """Call `hook(optimizer)` after `load_state_dict`."""
+        return self._register("_load_state_dict_post_hooks", hook, prepend)
+
     def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset every parameter's `.grad`: to None (default), or zero it in place."""
         from ..autograd.api import zero_grads
         zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
@@ -122,6 +220,11 @@ class Optimizer:
 
     # -- state dicts ----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
+        """`{"state": {index: {...}}, "param_groups": [{..., "params": [index, ...]}]}`,
+        parameters numbered in group order (PyTorch's layout). The state's tensors are the
+        optimizer's own (not copies), as in PyTorch."""
+        for hook in list(self._hooks("_state_dict_pre_hooks").values()):
+            hook(self)
         index: dict[int, int] = {}
         groups = []
         for group in self.param_groups:
@@ -130,12 +233,23 @@ class Optimizer:
                 index.setdefault(id(p), len(index))
             packed["params"] = [index[id(p)] for p in group["params"]]
             groups.append(packed)
-        state = {index[id(p)]: s for p, s in self.state.items() if id(p) in index}
-        return {"state": state, "param_groups": groups}
+        state = {index[id(p)]: s for p, s in self.state.items()
+                 if isinstance(p, Tensor) and id(p) in index}
+        out = {"state": state, "param_groups": groups}
+        for hook in list(self._hooks("_state_dict_post_hooks").values()):
+            result = hook(self, out)
+            if result is not None:
+                out = result
+        return out
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore hyperparameters and state; tensors are copied (the dict is not aliased)
-        and floating state takes its parameter's dtype (except `step`)."""
+        and floating state takes its parameter's dtype (except `step`), inside lists and
+        dicts too, as PyTorch casts it."""
+        for hook in list(self._hooks("_load_state_dict_pre_hooks").values()):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         if not isinstance(state_dict, dict) or "param_groups" not in state_dict \
                 or "state" not in state_dict:
             raise ValueError("optimizer state dict must be a dict with 'state' and "
@@ -167,10 +281,23 @@ class Optimizer:
             s["params"] = g["params"]
             new_groups.append(s)
         self.param_groups = new_groups
+        setstate = getattr(self, "_fill_group_defaults", None)
+        if setstate is not None:
+            setstate()
+        for hook in list(self._hooks("_load_state_dict_post_hooks").values()):
+            hook(self)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"defaults": self.defaults, "state": self.state,
                 "param_groups": self.param_groups}
+
+    def _fill_group_defaults(self) -> None:
+        """Give every group the defaults a state dict saved by an older version (or by
+        PyTorch with fewer options) lacks."""
+        for group in self.param_groups:
+            for name, default in self.defaults.items():
+                if default is not required:
+                    group.setdefault(name, default)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -183,6 +310,9 @@ class Optimizer:
                 if key != "params":
                     text += f"    {key}: {group[key]}\n"
         return text + ")"
+
+
+Optimizer.step = _with_step_hooks(Optimizer.step)  # type: ignore[method-assign]
 
 
 class _TracedGroup:
@@ -278,11 +408,96 @@ def plus_scaled(a: Tensor, b: Tensor, scale: Any) -> Tensor:
     return lg.add(a, b, alpha=scale)
 
 
-def _cast_state(param: Tensor, name: str, value: Any) -> Any:
+def _cast_state(param: Tensor, name: Any, value: Any) -> Any:
+    """PyTorch's rule for loaded state: floating tensors take the parameter's dtype, except
+    under the key `step`; lists, tuples and dicts are cast element by element."""
+    if isinstance(value, dict):
+        return {k: _cast_state(param, k, v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_state(param, name, v) for v in value)
     if not isinstance(value, Tensor):
         return copy.deepcopy(value)
     with no_grad():
-        if name != "step" and value._dtype.is_floating_point and \
-                value._dtype is not param._dtype:
+        if name != "step" and param._dtype.is_floating_point and \
+                value._dtype.is_floating_point and value._dtype is not param._dtype:
             return value.to(param._dtype)
         return value.detach().clone()
+
+
+def scalar(value: Any) -> Any:
+    """A hyperparameter as a Python number in eager code (a 1-element tensor `lr` is read
+    with `.item()`, the value PyTorch's arithmetic sees), left a tensor while tracing."""
+    if isinstance(value, Tensor):
+        from ..tracer.tensor import tracing
+        if not tracing() and value.numel() == 1:
+            return value.item()
+    return value
+
+
+def check_lr(lr: Any) -> None:
+    """PyTorch's checks of `lr`: a tensor must have one element; the value must be >= 0."""
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= float(lr):
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
+def check_fused(name: str, fused: Any, foreach: Any, differentiable: bool) -> None:
+    """PyTorch's rules for `fused=True`: not with `foreach` or `differentiable`."""
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
+def lazy_state(opt: Optimizer, p: Tensor) -> dict[str, Any]:
+    """`opt.state[p]`; inside a trace an empty state (the first step) makes the call run
+    eagerly once (a retryable graph break) so the state is created outside the graph."""
+    state = opt.state[p]
+    if not state:
+        from ..tracer.tensor import state_not_ready, tracing
+        if tracing():
+            state_not_ready(f"{type(opt).__name__}'s state does not exist yet")
+    return state
+
+
+def step_count(step_t: Tensor) -> Any:
+    """The step counter as PyTorch's single-tensor code reads it: a Python float in eager
+    code, a float64 0-d tensor of the graph while tracing."""
+    from ..tracer.tensor import tracing
+    return step_t.to(dt.float64) if tracing() else step_t.item()
+
+
+def new_step() -> Tensor:
+    """A fresh `step` state entry: a float32 0-d tensor holding 0, as PyTorch keeps it."""
+    from .. import functions as lg
+    return lg.tensor(0.0, dtype=dt.float32)
+
+
+def no_complex(opt: Optimizer, p: Tensor) -> None:
+    """Refuse complex parameters (llgrad's optimizers update real tensors only)."""
+    if p.is_complex():
+        raise TypeError(f"{type(opt).__name__}: complex parameters are not supported "
+                        f"(parameter of shape {list(p.shape)}, dtype {p.dtype.name})")
+
+
+def maximum(a: Any, b: Any) -> Any:
+    """`max(a, b)` for numbers, elementwise for tensors (a traced step)."""
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        return max(a, b)
+    from .. import functions as lg
+    return lg.maximum(_as_tensor(a), _as_tensor(b))
+
+
+def minimum(a: Any, b: Any) -> Any:
+    """`min(a, b)` for numbers, elementwise for tensors (a traced step)."""
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        return min(a, b)
+    from .. import functions as lg
+    return lg.minimum(_as_tensor(a), _as_tensor(b))
+
+
+def _as_tensor(v: Any) -> Tensor:
+    from .. import functions as lg
+    return v if isinstance(v, Tensor) else lg.tensor(float(v), dtype=dt.float64)

@@ -6,7 +6,7 @@ from typing import Any, Iterable
 from .. import functions as lg
 from ..ir import dtypes as dt
 from ..tensor import Tensor
-from .optimizer import Optimizer, add_scaled, hyper, is_set
+from .optimizer import Optimizer, add_scaled, check_lr, hyper, is_set
 
 
 class RMSprop(Optimizer):
@@ -20,11 +20,12 @@ class RMSprop(Optimizer):
         else:      p -= lr * g / avg
     """
 
-    def __init__(self, params: Iterable[Any], lr: float = 1e-2, alpha: float = 0.99,
+    def __init__(self, params: Iterable[Any], lr: float | Tensor = 1e-2, alpha: float = 0.99,
                  eps: float = 1e-8, weight_decay: float = 0.0, momentum: float = 0.0,
                  centered: bool = False, capturable: bool = False, foreach: bool | None = None,
                  maximize: bool = False, differentiable: bool = False) -> None:
-        for name, value in (("learning rate", lr), ("epsilon value", eps),
+        check_lr(lr)
+        for name, value in (("epsilon value", eps),
                             ("momentum value", momentum), ("weight_decay value", weight_decay),
                             ("alpha value", alpha)):
             if not 0.0 <= value:

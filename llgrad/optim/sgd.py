@@ -5,7 +5,8 @@ from typing import Any, Iterable
 
 from .. import functions as lg
 from ..tensor import Tensor
-from .optimizer import Optimizer, add_scaled, hyper, is_set, plus_scaled
+from .optimizer import (Optimizer, add_scaled, check_fused, check_lr, hyper, is_set,
+                        plus_scaled)
 
 
 class SGD(Optimizer):
@@ -15,13 +16,19 @@ class SGD(Optimizer):
         buf = g (first step) | momentum * buf + (1 - dampening) * g
         g = g + momentum * buf if nesterov else buf  (when momentum != 0)
         p -= lr * g
+
+    `foreach`, `fused` and `differentiable` are accepted and give the same values (llgrad
+    has one update path; a compiled training step fuses it); `differentiable=True` does
+    not record the update for autograd.
     """
 
-    def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0.0,
-                 dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False,
-                 *, maximize: bool = False) -> None:
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
+    def __init__(self, params: Iterable[Any], lr: float | Tensor = 1e-3,
+                 momentum: float = 0.0, dampening: float = 0.0,
+                 weight_decay: float | Tensor = 0.0, nesterov: bool = False, *,
+                 maximize: bool = False, foreach: bool | None = None,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
+        check_lr(lr)
+        check_fused("SGD", fused, foreach, differentiable)
         if momentum < 0.0:
             raise ValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
@@ -30,7 +37,8 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov,
-                                      maximize=maximize))
+                                      maximize=maximize, foreach=foreach,
+                                      differentiable=differentiable, fused=fused))
 
     def _update(self, p: Tensor, group: Any) -> None:
         g = p._grad
