@@ -189,6 +189,10 @@ class Optimizer:
         from ..tracer.context import current
         loss = self._closure_loss(closure)
         ctx = current()
+        if ctx is not None:
+            for group in self.param_groups:
+                for p in group["params"]:
+                    ctx.check_not_argument(p)
         with no_grad():
             for i, group in enumerate(self.param_groups):
                 view = group if ctx is None else _TracedGroup(self, i, ctx)

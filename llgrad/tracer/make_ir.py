@@ -85,6 +85,7 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
     leaves: list[Tensor] = []
     structure = _flatten((args, kwargs), leaves)
     ctx = TraceContext(name or getattr(fn, "__name__", "fn").strip("<>") or "fn")
+    ctx.argument_storages = {id(t._storage): i for i, t in enumerate(leaves)}
     arg_names = _param_names(fn)
     tracers = []
     for i, t in enumerate(leaves):
