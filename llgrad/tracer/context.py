@@ -96,6 +96,10 @@ class TraceContext:
         # silently losing the write for the other. Captured tensors' groups live here, by id
         # (they stay alive in `captured`); tracers carry theirs in `_group`.
         self._groups: dict[int, list] = {}
+        # storages of the concrete arguments (set by `trace`): a concrete tensor captured
+        # in the function (a parameter read through a module or an optimizer) that lives
+        # in one of them is the argument under another name, and the two would diverge
+        self.argument_storages: dict[int, int] = {}
 
     # -- entering ---------------------------------------------------------------------
     def __enter__(self) -> "TraceContext":
@@ -126,6 +130,7 @@ class TraceContext:
                 return written[1]
             node = self._captured_ids.get(id(x))
             if node is None:
+                self.check_not_argument(x)
                 taken = {p.attr("name") for p in self.params}
                 k = len(self.captured)
                 while f"c{k}" in taken:
@@ -151,6 +156,21 @@ class TraceContext:
             return make_node("const", (), {"value": value, "dtype": d, "shape": ()},
                              user_location())
         raise TypeError(f"cannot trace an operand of type {type(x).__name__}")
+
+    def check_not_argument(self, x: Tensor) -> None:
+        """A concrete tensor the function reaches through another name (a module's
+        parameter, an optimizer's list) that lives in an argument's memory is that
+        argument under a second name: the traced argument and it would diverge (a backward
+        gives the tracer its gradient, an optimizer updates the concrete tensor), so the
+        signature runs eagerly."""
+        k = self.argument_storages.get(id(x._storage))
+        if k is not None:
+            from .tensor import GraphBreak
+            raise GraphBreak(f"a tensor the function reaches through another name (a "
+                             f"module's or an optimizer's parameter) shares memory with "
+                             f"tensor argument {k}", user_location(),
+                             advice="this signature runs eagerly (pass such a tensor one "
+                                    "way only: as an argument, or captured)")
 
     def write(self, target: Tensor, value: TracerTensor) -> None:
         """An in-place write to a captured concrete tensor: later reads see `value`; after
