@@ -1012,7 +1012,8 @@ def _vjp_zeta(ctx: Any, g: Any) -> tuple:
     s, q = ctx.inputs
     if ctx.needs_input_grad[0]:
         raise NotImplementedError("the derivative for 'zeta' is not implemented.")
-    return (None, F.mul(g, F.neg(F.mul(s, F.pointwise.special_zeta(F.add(s, 1), q)))))
+    s1 = s + 1 if isinstance(s, (int, float)) else F.add(s, 1)    # s may be a number
+    return (None, F.mul(g, F.neg(F.mul(F.pointwise.special_zeta(s1, q), s))))
 
 
 for _name, _rule, _saves in [
