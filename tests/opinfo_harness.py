@@ -116,15 +116,53 @@ def to_lg(x: Any, requires_grad: bool | None = None) -> Any:
         return got
     if isinstance(x, torch.Generator):
         raise Unsupported("torch.Generator argument")
+    if isinstance(x, torch.layout):
+        if x != torch.strided:
+            raise Unsupported(f"layout {x}")
+        return lg.strided
+    if isinstance(x, torch.nn.Module):
+        return _lg_module(x)
     if isinstance(x, tuple) and hasattr(x, "_fields"):
         return type(x)(*(to_lg(v) for v in x))
     if isinstance(x, (list, tuple)):
         return type(x)(to_lg(v) for v in x)
     if isinstance(x, dict):
         return {k: to_lg(v) for k, v in x.items()}
-    if callable(x) and getattr(x, "__module__", "").startswith("torch"):
-        raise Unsupported(f"torch callable argument {x}")
+    if callable(x) and (getattr(x, "__module__", None) or "").startswith("torch"):
+        return _lg_callable(x)
     return x
+
+
+def _lg_module(m: Any) -> Any:
+    """llgrad's module of the same class for a torch module without parameters or buffers
+    passed as an argument (`distance_function=nn.PairwiseDistance()`), with its public
+    attributes."""
+    cls = getattr(lg.nn, type(m).__name__, None)
+    if cls is None or list(m.parameters()) or list(m.buffers()):
+        raise Unsupported(f"torch module argument {type(m).__name__}")
+    ours = cls.__new__(cls)
+    lg.nn.Module.__init__(ours)
+    for k, v in vars(m).items():
+        if not k.startswith("_"):
+            setattr(ours, k, to_lg(v))
+    return ours
+
+
+def _lg_callable(fn: Any) -> Any:
+    """llgrad's function for a torch function passed as an argument (a loss's
+    `distance_function=torch.nn.functional.pairwise_distance`), found by name in the
+    namespace of the same path; Unsupported when llgrad has none."""
+    name = getattr(fn, "__name__", None)
+    module = getattr(fn, "__module__", None) or ""
+    spaces = [lg.nn.functional] if module.startswith("torch.nn") else []
+    spaces += [lg.linalg] if "linalg" in module else []
+    spaces += [lg.special] if "special" in module else []
+    spaces += [lg, lg.nn.functional]
+    for ns in spaces:
+        got = getattr(ns, name, None) if name else None
+        if callable(got):
+            return got
+    raise Unsupported(f"torch callable argument {fn} (llgrad has no {name})")
 
 
 def _strided_like(t: torch.Tensor, dense: Any) -> Any:
@@ -159,6 +197,32 @@ def flatten(x: Any) -> list[Any]:
     if isinstance(x, (list, tuple)):
         return [v for item in x for v in flatten(item)]
     return [x]
+
+
+# ops whose index outputs are unspecified among equal values (torch's CPU kernels do not
+# keep ties in order; llgrad's sort is stable): their indices are checked by what they
+# select, not by value
+TIE_OPS = {"sort", "argsort", "topk", "kthvalue", "mode", "msort", "median", "nanmedian",
+           "max.reduction_with_dim", "min.reduction_with_dim", "cummax", "cummin"}
+
+
+def compare_ties(op: Any, sample: Any, mine: Any, theirs: Any) -> str | None:
+    """`compare` for TIE_OPS: values outputs exactly; index outputs exactly when the input
+    has no repeated value, else by shape and dtype only (which of equal values is chosen is
+    unspecified in torch)."""
+    x = sample.input.detach() if isinstance(sample.input, torch.Tensor) else None
+    ties = x is not None and x.numel() and torch.unique(x.reshape(-1)).numel() < x.numel()
+    a, b = flatten(mine), flatten(theirs)
+    if len(a) != len(b):
+        return f"{len(a)} outputs, torch {len(b)}"
+    for i, (m, t) in enumerate(zip(a, b)):
+        if isinstance(t, torch.Tensor) and t.dtype == torch.int64 and ties:
+            diff = compare(m, t, random=True)
+        else:
+            diff = compare(m, t)
+        if diff:
+            return diff.replace("output 0", f"output {i}")
+    return None
 
 
 def compare(mine: Any, theirs: Any, random: bool = False) -> str | None:
@@ -200,11 +264,81 @@ def compare(mine: Any, theirs: Any, random: bool = False) -> str | None:
     return None
 
 
-def resolve(op: Any) -> tuple[Callable[..., Any] | None, str]:
-    """llgrad's callable for an OpInfo: ('function' path, or a method call), or None."""
+_RULES: list[Any] = []
+
+
+def outside_reason(op: Any) -> str | None:
+    """Why an OpInfo lies outside llgrad's table, or None: a prototype namespace, a private
+    op (`_foo`, `torch.ops.*`, `torch._*`), CUDA's jiterator, or a name that
+    llgrad/api_exclusions.txt excludes (its reason)."""
+    import fnmatch
     name = op.name
     head = name.split(".")[0]
     if head in OUTSIDE:
+        return OUTSIDE[head]
+    if name.startswith(("_", "torch.ops.", "torch._")):
+        return "a private op (not public API)"
+    if name.startswith("jiterator_"):
+        return "jiterator: CUDA-only runtime-compiled kernels"
+    if not _RULES:
+        from llgrad._api_coverage import load_rules
+        _RULES.extend(load_rules())
+    for prefix, label in (("nn.functional.", "nn.functional"), ("linalg.", "linalg"),
+                          ("special.", "special"), ("fft.", "fft")):
+        if name.startswith(prefix):
+            spaces, short = (label,), name[len(prefix):]
+            break
+    else:
+        spaces, short = ("torch", "Tensor"), name
+    for space in spaces:
+        for rule in _RULES:
+            if rule.namespace == space and fnmatch.fnmatchcase(short, rule.pattern):
+                return f"excluded ({space}): {rule.reason}"
+    return None
+
+
+def _wrapper_set_seed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    lg.manual_seed(42)
+    return fn(*args, **kwargs)
+
+
+def _ported_lambda(op: Any) -> Callable[..., Any] | None:
+    """An OpInfo whose op is a lambda over torch (`lambda a, b: torch.linalg.pinv(a @
+    b.mT)`, argument orders swapped, outputs sliced) run as the same lambda over llgrad:
+    its code with `torch` bound to llgrad (and torch's seeding wrapper to llgrad's). None
+    when the lambda reads other globals."""
+    import types
+    fn = op.op
+    if getattr(fn, "__name__", "") != "<lambda>" or fn.__closure__:
+        return None
+    used = {n for n in fn.__code__.co_names if n in fn.__globals__}
+    if not used <= {"torch", "wrapper_set_seed"}:
+        return None
+    g = dict(fn.__globals__)
+    g["torch"] = lg
+    g["wrapper_set_seed"] = _wrapper_set_seed
+    return types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__)
+
+
+def resolve(op: Any) -> tuple[Callable[..., Any] | None, str]:
+    """llgrad's callable for an OpInfo: ('function' path, or a method call), or None."""
+    fn, how = _resolve_by_name(op)
+    if how == "outside":
+        return fn, how
+    name = op.name
+    if fn is None and hasattr(torch.Tensor, name + "_") and hasattr(lg.Tensor, name + "_"):
+        how = "method"           # a random fill (`cauchy`): its OpInfo calls `cauchy_`
+        fn = (lambda x, *a, **k: getattr(x.clone(), name + "_")(*a, **k))
+    if fn is not None:
+        ported = _ported_lambda(op)
+        if ported is not None:
+            return ported, how
+    return fn, how
+
+
+def _resolve_by_name(op: Any) -> tuple[Callable[..., Any] | None, str]:
+    name = op.name
+    if outside_reason(op) is not None:
         return None, "outside"
     target: Any = lg
     tobj: Any = torch
@@ -274,7 +408,10 @@ def run_values(op: Any, fn: Callable[..., Any], sample: Any, res: OpResult) -> A
     except Exception as e:
         res.fail(f"values: raised {_describe(e)}")
         return None
-    diff = compare(got, want, random=is_random(op, sample))
+    if key_of(op) in TIE_OPS or op.name in TIE_OPS:
+        diff = compare_ties(op, sample, got, want)
+    else:
+        diff = compare(got, want, random=is_random(op, sample))
     if diff:
         res.fail(f"values: {diff}")
         return None
@@ -432,7 +569,7 @@ def run_op(op: Any, max_samples: int | None = None, grad_samples: int | None = N
     fn, how = resolve(op)
     if fn is None:
         res.status = how
-        res.reason = OUTSIDE.get(op.name.split(".")[0], "llgrad has no such function")
+        res.reason = outside_reason(op) or "llgrad has no such function"
         return res
     supported = op.supported_dtypes("cpu")
     first_args = None
