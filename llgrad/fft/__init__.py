@@ -99,7 +99,7 @@ def _host(name: str, x: Tensor, dims: tuple[int, ...], compute: Callable[..., np
         return unlift(_host(name, plain, tuple(d + k for d in dims), compute, rule, again), lv)
     arr = x.detach()._values()
     res = compute(arr, dims)
-    out = Tensor._from_numpy(np.ascontiguousarray(res))
+    out = Tensor._from_numpy(np.require(res, requirements="C"))
     if needs_grad([x]):
         out._requires_grad = True
         out.grad_fn = node_class(name, _FftNode)(x, rule)

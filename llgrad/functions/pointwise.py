@@ -546,7 +546,7 @@ def _gcd_lcm(op: str, input: Tensor, other: Any) -> Tensor:
     with np.errstate(all="ignore"):
         r = (np.gcd if op == "gcd" else np.lcm)(a, b)
     from .creation import tensor
-    return tensor(np.ascontiguousarray(r), dtype=d)
+    return tensor(np.require(r, requirements="C"), dtype=d)
 
 
 def gcd(input: Tensor, other: Any) -> Tensor:
@@ -773,7 +773,7 @@ def _igamma(op: str, a: Any, x: Any, upper: bool) -> Tensor:
         r = (sc.gammaincc if upper else sc.gammainc)(va.astype(np.float64),
                                                        vx.astype(np.float64))
     from .creation import tensor
-    value = tensor(np.ascontiguousarray(r), dtype=d)
+    value = tensor(np.require(r, requirements="C"), dtype=d)
     from ..autograd.apply import needs_grad
     if not needs_grad(tuple(o for o in (a, x) if isinstance(o, Tensor))):
         return value

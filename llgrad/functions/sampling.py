@@ -531,7 +531,7 @@ def _random_(self: Tensor, from_: int | None, to: int | None,
     rng = _host_rng("random_", generator, n)
     values = rng.integers(low, high, size=self._shape, dtype=np.int64, endpoint=True) \
         if n else np.zeros(self._shape, dtype=np.int64)
-    return _random_write(self, Tensor._from_numpy(np.ascontiguousarray(values)))
+    return _random_write(self, Tensor._from_numpy(np.require(values, requirements="C")))
 
 
 def _int_bound(v: Any, what: str) -> int:
@@ -574,10 +574,14 @@ def _random_method(self: Tensor, *args: Any, generator: Generator | None = None,
 def randint_like(input: Tensor, low: int = 0, high: int | None = None, *,
                  generator: Generator | None = None, dtype: DType | None = None,
                  layout: Any = None, device: Any = None, requires_grad: bool = False,
-                 memory_format: Any = None) -> Tensor:
+                 memory_format: Any = None, pin_memory: bool = False) -> Tensor:
     """Integers drawn uniformly from [low, high), shaped like `input`, in input's dtype
-    unless `dtype=`. `randint_like(input, high)` draws from [0, high)."""
+    unless `dtype=`. `randint_like(input, high)` draws from [0, high). `pin_memory=True`
+    raises, as PyTorch without an accelerator."""
     from .creation import randint
+    if pin_memory:
+        from .tensor_extras import _pin_memory
+        _pin_memory(input)
     if not isinstance(input, Tensor):
         raise TypeError(f"randint_like(): argument 'input' must be Tensor, not "
                         f"{type(input).__name__}")

@@ -98,7 +98,7 @@ def _argsort_along(x: Tensor, dim: int, descending: bool) -> Tensor:
         idx = arr.shape[axis] - 1 - np.flip(np.argsort(rev, axis=axis, kind="stable"), axis)
     else:
         idx = np.argsort(arr, axis=axis, kind="stable")
-    return unlift(from_numpy(np.ascontiguousarray(idx.astype(np.int64))), lv)
+    return unlift(from_numpy(np.require(idx.astype(np.int64), requirements="C")), lv)
 
 
 @names_op("argsort")

@@ -164,7 +164,7 @@ def _host(op: str, compute: Callable[[Any], Any], x_named: bool = False
         with np.errstate(all="ignore"):
             r = compute(x.detach().numpy().astype(np.float64))
         from ..functions.creation import tensor
-        return tensor(np.ascontiguousarray(r), dtype=x._dtype)
+        return tensor(np.require(r, requirements="C"), dtype=x._dtype)
     fn.__name__ = fn.__qualname__ = op
     if x_named:
         def fn_x(x: Tensor) -> Tensor:
