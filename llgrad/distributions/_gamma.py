@@ -22,7 +22,7 @@ one raises.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from scipy import special as _sp

@@ -20,8 +20,8 @@ from . import constraints
 from ._common import all_numbers, expand_params, inf_like, lg, nan_like
 from ._gamma import sample_dirichlet, standard_gamma
 from .distribution import Distribution, ExponentialFamily
-from .utils import (_standard_normal, broadcast_all, clamp_probs, euler_constant,
-                    lazy_property, logits_to_probs, probs_to_logits)
+from .utils import (_standard_normal, broadcast_all, clamp_probs, lazy_property,
+                    logits_to_probs, probs_to_logits)
 
 __all__ = ["Normal", "Uniform", "Laplace", "Cauchy", "Exponential", "Gamma", "Chi2", "Beta",
            "Dirichlet", "StudentT", "FisherSnedecor", "VonMises", "GeneralizedPareto",
@@ -116,18 +116,21 @@ class Uniform(Distribution):
 
     Args:
         low: lower bound (inclusive).
-        high: upper bound (exclusive); validation requires low < high."""
+        high: upper bound (exclusive); validation requires low < high (torch 2.13's
+            message: low must satisfy LessThan(high))."""
 
-    arg_constraints = {"low": constraints.dependent(is_discrete=False, event_dim=0),
-                       "high": constraints.dependent(is_discrete=False, event_dim=0)}
     has_rsample = True
+
+    @property
+    def arg_constraints(self) -> dict[str, constraints.Constraint]:  # type: ignore[override]
+        """low < high (each checked against the other)."""
+        return {"low": constraints.less_than(self.high),
+                "high": constraints.greater_than(self.low)}
 
     def __init__(self, low: Any, high: Any, validate_args: bool | None = None) -> None:
         self.low, self.high = broadcast_all(low, high)
         batch_shape = Size() if all_numbers(low, high) else self.low.size()
         super().__init__(batch_shape, validate_args=validate_args)
-        if self._validate_args and not lg().lt(self.low, self.high).all():
-            raise ValueError("Uniform is not defined when low>= high")
 
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> "Uniform":
         return expand_params(self, Uniform, batch_shape, ("low", "high"), _instance)
@@ -696,7 +699,7 @@ class FisherSnedecor(Distribution):
     def rsample(self, sample_shape: Sequence[int] = Size()) -> Tensor:
         L = lg()
         shape = _shape(self, sample_shape)
-        # X1 ~ Gamma(df1 / 2, 1 / df1), X2 ~ Gamma(df2 / 2, 1 / df2): Y = df2 * X1 / (df1 * X2)
+        # X1 ~ Gamma(df1 / 2, rate df1) = Chi2(df1) / (2 df1), likewise X2: Y = X1 / X2
         x1 = self._gamma1.rsample(sample_shape).reshape(shape)
         x2 = self._gamma2.rsample(sample_shape).reshape(shape)
         tiny = L.finfo(x2.dtype).tiny

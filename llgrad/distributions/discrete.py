@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 from ..tensor import Size, Tensor
 from . import constraints
-from ._common import all_numbers, expand_params, lg, nan_like
+from ._common import expand_params, lg, nan_like
 from .distribution import Distribution, ExponentialFamily
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 

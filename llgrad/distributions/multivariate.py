@@ -68,7 +68,8 @@ class MultivariateNormal(Distribution):
                         ("precision_matrix", precision_matrix)):
             if m is not None:
                 if m.dim() < 2:
-                    raise ValueError(f"{name} matrix must be at least two-dimensional, with "
+                    what = "scale_tril matrix" if name == "scale_tril" else name
+                    raise ValueError(f"{what} must be at least two-dimensional, with "
                                      f"optional leading batch dimensions")
                 batch_shape = tuple(L.broadcast_shapes(tuple(m.shape[:-2]),
                                                        tuple(loc.shape[:-1])))
@@ -454,7 +455,6 @@ class Wishart(ExponentialFamily):
         sample = self._bartlett_sampling(sample_shape)
         if _is_traced(sample):
             return sample
-        nd = len(sample_shape) + len(self._batch_shape)
         singular = ~self.support.check(sample.detach())
         if bool(singular.any()):
             warnings.warn("Singular sample detected.", stacklevel=2)
@@ -465,7 +465,6 @@ class Wishart(ExponentialFamily):
                 singular = ~self.support.check(sample.detach())
                 if not bool(singular.any()):
                     break
-        del nd
         return sample
 
     def log_prob(self, value: Tensor) -> Tensor:

@@ -21,8 +21,9 @@ def _lg() -> Any:
 
 def broadcast_all(*values: Any) -> tuple[Tensor, ...]:
     """Broadcast tensors and Python numbers together: numbers become tensors of the
-    tensors' (promoted floating) dtype, or of the default dtype when all are numbers.
-    Raises ValueError for anything else (as torch)."""
+    tensors' dtype, or of the default dtype when all are numbers. Raises ValueError for
+    anything else (as torch). Where llgrad differs: broadcast results are made contiguous
+    copies (torch returns expanded views); values and gradients are the same."""
     lg = _lg()
     if not all(isinstance(v, (Tensor, Number)) and not isinstance(v, bool)
                or isinstance(v, Tensor) for v in values):
@@ -36,7 +37,10 @@ def broadcast_all(*values: Any) -> tuple[Tensor, ...]:
                 break
         values = tuple(v if isinstance(v, Tensor) else lg.tensor(v, dtype=dtype)
                        for v in values)
-    return tuple(lg.broadcast_tensors(*values))
+    # dense results: llgrad's math kernels compile far slower for stride-0 (expanded)
+    # inputs, and the parameters feed many of them
+    return tuple(v if v.is_contiguous() else v.contiguous()
+                 for v in lg.broadcast_tensors(*values))
 
 
 def _standard_normal(shape: Any, dtype: Any, generator: Any = None) -> Tensor:
