@@ -21,6 +21,7 @@ from ..ir import registry
 from ..schedule.elementwise import ElementwiseKernel, Expr, ExprNode, out_dtypes
 from .loops import I64, for_range, new_kernel
 from .scalar import SV, LLVMScalar, memory_type
+from .worker import INVARIANT_BODY
 
 
 _HALF = (dt.float16, dt.bfloat16)
@@ -52,7 +53,7 @@ def apply_node(s: LLVMScalar, node: ExprNode, args: Sequence[SV]) -> SV:
     return rule(s, *args, **dict(node.attrs))
 
 
-def build(spec: ElementwiseKernel, name: str) -> ir.Module:
+def build(spec: ElementwiseKernel, name: str) -> ir.Module | str:
     expr, rank = spec.expr, spec.rank
     module = ir.Module(name=name)
     fn, b, args = new_kernel(module, name)
@@ -93,4 +94,6 @@ def build(spec: ElementwiseKernel, name: str) -> ir.Module:
 
     nest(0, [I64(0)] * len(dtypes))
     b.ret_void()
+    if len(dtypes) > n_out and all(spec.inner[k] == 0 for k in range(n_out, len(dtypes))):
+        return INVARIANT_BODY + str(module)     # every input broadcast along the loop
     return module

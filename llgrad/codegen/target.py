@@ -21,7 +21,7 @@ import llvmlite.binding as llvm
 
 from .. import _log
 from . import diskcache
-from .worker import (HAND_VECTORIZED, CompileWorker, compile_many, enabled as worker_enabled,
+from .worker import (HAND_VECTORIZED, LIGHT_MARKERS, CompileWorker, compile_many, enabled as worker_enabled,
                      optimize, target_machine)
 
 VERSION = diskcache.VERSION
@@ -88,7 +88,7 @@ class Target:
     # -- pipeline -----------------------------------------------------------------------
     def optimize(self, mod: llvm.ModuleRef, text: str = "") -> None:
         """The pipeline for `mod`, whose IR is `text` (light for a hand-vectorized one)."""
-        optimize(self.machine, mod, light=text.startswith(HAND_VECTORIZED))
+        optimize(self.machine, mod, light=text.startswith(LIGHT_MARKERS))
 
     def _widen(self, ir_text: str) -> str:
         """The text with the preferred vector width on every definition."""
