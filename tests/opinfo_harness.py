@@ -15,6 +15,7 @@ slow mark) and tools/opinfo_sweep.py (writes tests/opinfo_status.json and docs/o
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import traceback
 from dataclasses import dataclass, field
@@ -122,6 +123,13 @@ def to_lg(x: Any, requires_grad: bool | None = None) -> Any:
         return lg.strided
     if isinstance(x, torch.nn.Module):
         return _lg_module(x)
+    if dataclasses.is_dataclass(x) and not isinstance(x, type) and \
+            type(x).__module__.startswith("torch"):
+        # an options object (nn.LinearCrossEntropyOptions): llgrad's of the same name
+        ours = getattr(lg.nn, type(x).__name__, None)
+        if ours is None:
+            raise Unsupported(f"torch options argument {type(x).__name__}")
+        return ours(**{f.name: to_lg(getattr(x, f.name)) for f in dataclasses.fields(x)})
     if isinstance(x, tuple) and hasattr(x, "_fields"):
         return type(x)(*(to_lg(v) for v in x))
     if isinstance(x, (list, tuple)):

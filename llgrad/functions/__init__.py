@@ -50,5 +50,8 @@ from .selection import *  # noqa: F401,F403,E402
 from .spectral import *  # noqa: F401,F403,E402
 from .statistics import *  # noqa: F401,F403,E402
 from .tensor_extras import *  # noqa: F401,F403,E402
+from . import residual  # noqa: E402
+from .residual import *  # noqa: F401,F403,E402
 
-FAMILIES = (pointwise, matrix, statistics, spectral, selection, layout, sampling, tensor_extras)
+FAMILIES = (pointwise, matrix, statistics, spectral, selection, layout, sampling, tensor_extras,
+            residual)

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Callable
+from typing import Any, Callable, ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 _STANDARD = (RuntimeError, ValueError, TypeError, IndexError, MemoryError)
 _INNER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*(\(\))?: ")
@@ -25,10 +28,12 @@ def relabel(error: BaseException, op: str) -> None:
     error.args = (f"{op}: {_INNER_NAME.sub('', message, count=1)}",) + error.args[1:]
 
 
-def names_op(op: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+def names_op(op: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Decorate a function so that a standard error raised inside names `op` (`relabel`).
+    Typed with a ParamSpec: type checkers see the decorated function's own signature."""
+    def wrap(fn: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(fn)
-        def named(*args: Any, **kwargs: Any) -> Any:
+        def named(*args: P.args, **kwargs: P.kwargs) -> R:
             try:
                 return fn(*args, **kwargs)
             except _STANDARD as e:

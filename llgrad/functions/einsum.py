@@ -178,11 +178,42 @@ def _contract(a: Tensor, la: list[str], b: Tensor, lb: list[str], needed: set[st
 
 
 @names_op("einsum")
-def einsum(equation: str, *operands: Any) -> Tensor:
-    """`lg.einsum('bij,bjk->bik', a, b)`; operands may also be passed as one list."""
+def _sublist_labels(sub: Any) -> str:
+    """A sublist (`[0, 1]`, `[..., 0]`) as equation letters: 0-25 are a-z, 26-51 A-Z."""
+    if not isinstance(sub, (list, tuple)):
+        raise TypeError(f"einsum(): expected a sublist (a list of ints and Ellipsis), got "
+                        f"{type(sub).__name__}")
+    out = []
+    for v in sub:
+        if v is Ellipsis:
+            out.append("...")
+        elif isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 52:
+            out.append(chr(ord("a") + v) if v < 26 else chr(ord("A") + v - 26))
+        else:
+            raise ValueError(f"einsum(): subscript in subscript list is not within the valid "
+                             f"range [0, 52), got {v!r}")
+    return "".join(out)
+
+
+def _from_sublists(args: tuple) -> tuple[str, tuple]:
+    """The equation and operands of the sublist form `einsum(a, [0, 1], b, [1, 2], [0, 2])`."""
+    pairs, rest = args[: len(args) // 2 * 2], args[len(args) // 2 * 2:]
+    operands = pairs[0::2]
+    equation = ",".join(_sublist_labels(sub) for sub in pairs[1::2])
+    if rest:
+        equation += "->" + _sublist_labels(rest[0])
+    return equation, tuple(operands)
+
+
+def einsum(equation: Any, *operands: Any) -> Tensor:
+    """`lg.einsum('bij,bjk->bik', a, b)`; operands may also be passed as one list; or the
+    sublist form `lg.einsum(a, [0, 1], b, [1, 2], [0, 2])` (ints 0-51 as labels, `...`
+    as Ellipsis, the output sublist optional)."""
+    if isinstance(equation, Tensor):
+        equation, operands = _from_sublists((equation,) + operands)
     if not isinstance(equation, str):
-        raise TypeError(f"einsum(): the equation must be a string, got "
-                        f"{type(equation).__name__} (the sublist form is not supported)")
+        raise TypeError(f"einsum(): the equation must be a string (or the first operand of "
+                        f"the sublist form), got {type(equation).__name__}")
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     for k, op in enumerate(operands):

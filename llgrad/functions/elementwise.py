@@ -80,7 +80,24 @@ square = _unary("square")
 floor = _unary("floor", rounding=True)
 ceil = _unary("ceil", rounding=True)
 trunc = _unary("trunc", rounding=True)
-round = _unary("round", rounding=True)
+_round_half_even = _unary("round", rounding=True)
+
+
+def round(input: Tensor, *, decimals: int = 0) -> Tensor:
+    """Round half to even; with `decimals`, to that many decimal places (negative: to
+    tens, hundreds, ...), computed as PyTorch does: round(x * 10**d) / 10**d (or
+    round(x / 10**-d) * 10**-d). Integer tensors refuse `decimals` != 0, as PyTorch.
+    The gradient is zero."""
+    if decimals == 0:
+        return _round_half_even(input)
+    if isinstance(input, Tensor) and not input._dtype.is_floating_point:
+        raise NotImplementedError(f'"round_cpu" not implemented for '
+                                  f"'{input._dtype.name}' (round with decimals takes "
+                                  f"floating-point tensors)")
+    scale = 10.0 ** (decimals if decimals > 0 else -decimals)
+    if decimals > 0:
+        return div(_round_half_even(mul(input, scale)), scale)
+    return mul(_round_half_even(div(input, scale)), scale)
 relu = _unary("relu")
 silu = _unary("silu")
 isnan = _unary("isnan")

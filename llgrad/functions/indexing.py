@@ -148,8 +148,11 @@ def index_backward(g: Tensor, shape: tuple[int, ...], index: Any) -> Tensor:
 
 
 @names_op("gather")
-def gather(input: Tensor, dim: int, index: Tensor, *, name: str | None = None) -> Tensor:
-    """`out[i][j][k] = input[index[i][j][k]][j][k]` (for dim 0), as torch.gather."""
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
+           name: str | None = None) -> Tensor:
+    """`out[i][j][k] = input[index[i][j][k]][j][k]` (for dim 0), as torch.gather.
+    `sparse_grad` is accepted; llgrad's gradient is always dense (PyTorch makes a sparse
+    one when it is True)."""
     from ..ir.types import normalize_axis
     from .creation import iota
     d = normalize_axis(dim, input.ndim, "gather")

@@ -477,8 +477,10 @@ def make_inplace_methods() -> dict[str, Callable[..., Any]]:
         return run_inplace(self, functional, (), lambda: ew.copy_into(self, value), False,
                            same_value=True)
 
-    def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
+    def copy_(self: Tensor, other: Any, non_blocking: bool = False) -> Tensor:
+        """Write `other`'s values (broadcast, converted to this dtype) into this tensor."""
         from .shape import expand
+        src = other
         if isinstance(src, Tensor):
             def functional(x: Tensor, s: Tensor) -> Tensor:
                 y = expand(s, x._shape) if s._shape != x._shape else s

@@ -302,7 +302,7 @@ def _scatter_positions(op: str, input: Tensor, src: Tensor, positions: np.ndarra
         src = getitem(src.reshape(-1), (tensor(np.flatnonzero(keep.reshape(-1))),))
         positions = positions[keep]
     flat = S.reshape(input, (-1,))
-    pos = tensor(np.ascontiguousarray(positions.reshape(-1)), dtype=dt.int64)
+    pos = tensor(np.require(positions.reshape(-1), requirements="C"), dtype=dt.int64)
     return index_put_linear(flat, pos, S.reshape(src, (-1,))).reshape(input._shape)
 
 
@@ -419,7 +419,7 @@ def tile(input: Tensor, dims: Any) -> Tensor:
     reps = _ints("tile", dims)
     if len(reps) < input.ndim:
         reps = (1,) * (input.ndim - len(reps)) + reps
-    return _repeat(input, *reps)
+    return _repeat(input, tuple(reps))
 
 
 @names_op("repeat_interleave")
@@ -542,10 +542,43 @@ def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
 # --------------------------------------------------------------------------------------
 
 @names_op("tensor_split")
-def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+def _split_spec(op: str, args: tuple, given: dict[str, Any], most: int) -> tuple[Any, ...]:
+    """The positional arguments of a split op whose first one PyTorch also takes under
+    the keyword of its overload (`sections=` an int, `indices=` a list,
+    `tensor_indices_or_sections=` a tensor)."""
+    named = [(k, v) for k, v in given.items() if v is not None]
+    if len(named) > 1 or (named and args and len(args) >= 1 and most == 1):
+        raise TypeError(f"{op}() got multiple values for its split argument "
+                        f"({', '.join(k for k, _ in named)})")
+    if named:
+        args = (named[0][1],) + tuple(args)
+    if not args:
+        raise TypeError(f"{op}() missing 1 required positional argument: "
+                        f"'indices_or_sections'")
+    if len(args) > most:
+        raise TypeError(f"{op}() takes at most {most + 1} positional arguments "
+                        f"({len(args) + 1} given)")
+    return args
+
+
+def tensor_split(input: Tensor, *args: Any, sections: int | None = None,
+                 indices: Sequence[int] | None = None,
+                 tensor_indices_or_sections: Tensor | None = None, dim: int = 0
+                 ) -> tuple[Tensor, ...]:
     """Views of `input` split along `dim`: into `n` nearly equal parts (the first `size %
     n` one longer) for an int, or at the given indices for a sequence (a 1-D int tensor
-    is indices, a 0-d one a count)."""
+    is indices, a 0-d one a count). Called as `tensor_split(input, indices_or_sections,
+    dim=0)`, or with PyTorch's keywords `sections=`, `indices=`,
+    `tensor_indices_or_sections=`."""
+    args = _split_spec("tensor_split", args, {"sections": sections, "indices": indices,
+                       "tensor_indices_or_sections": tensor_indices_or_sections}, 2)
+    if len(args) == 2:
+        args, dim = args[:1], args[1]
+    return _tensor_split(input, args[0], dim)
+
+
+def _tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0
+                  ) -> tuple[Tensor, ...]:
     _tensor("tensor_split", input)
     if input.ndim == 0:
         raise RuntimeError("tensor_split(): expected at least a 1-dimensional tensor, but got "
@@ -596,19 +629,28 @@ def _split_dir(op: str, input: Tensor, spec: Any, d: int, need: int) -> tuple[Te
     return tensor_split(input, spec, d)
 
 
-def hsplit(input: Tensor, indices_or_sections: Any) -> tuple[Tensor, ...]:
-    """`tensor_split` along dimension 1 (0 for a 1-D tensor); an int must divide it."""
-    return _split_dir("hsplit", input, indices_or_sections, 1 if input.ndim > 1 else 0, 1)
+def hsplit(input: Tensor, *args: Any, sections: int | None = None,
+           indices: Sequence[int] | None = None) -> tuple[Tensor, ...]:
+    """`tensor_split` along dimension 1 (0 for a 1-D tensor); an int must divide it.
+    `hsplit(input, indices_or_sections)`, or `sections=` / `indices=` as PyTorch."""
+    (spec,) = _split_spec("hsplit", args, {"sections": sections, "indices": indices}, 1)
+    return _split_dir("hsplit", input, spec, 1 if input.ndim > 1 else 0, 1)
 
 
-def vsplit(input: Tensor, indices_or_sections: Any) -> tuple[Tensor, ...]:
-    """`tensor_split` along dimension 0 of an at least 2-D tensor; an int must divide it."""
-    return _split_dir("vsplit", input, indices_or_sections, 0, 2)
+def vsplit(input: Tensor, *args: Any, sections: int | None = None,
+           indices: Sequence[int] | None = None) -> tuple[Tensor, ...]:
+    """`tensor_split` along dimension 0 of an at least 2-D tensor; an int must divide it.
+    `vsplit(input, indices_or_sections)`, or `sections=` / `indices=`."""
+    (spec,) = _split_spec("vsplit", args, {"sections": sections, "indices": indices}, 1)
+    return _split_dir("vsplit", input, spec, 0, 2)
 
 
-def dsplit(input: Tensor, indices_or_sections: Any) -> tuple[Tensor, ...]:
-    """`tensor_split` along dimension 2 of an at least 3-D tensor; an int must divide it."""
-    return _split_dir("dsplit", input, indices_or_sections, 2, 3)
+def dsplit(input: Tensor, *args: Any, sections: int | None = None,
+           indices: Sequence[int] | None = None) -> tuple[Tensor, ...]:
+    """`tensor_split` along dimension 2 of an at least 3-D tensor; an int must divide it.
+    `dsplit(input, indices_or_sections)`, or `sections=` / `indices=`."""
+    (spec,) = _split_spec("dsplit", args, {"sections": sections, "indices": indices}, 1)
+    return _split_dir("dsplit", input, spec, 2, 3)
 
 
 @names_op("split_with_sizes")

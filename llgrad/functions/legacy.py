@@ -123,9 +123,20 @@ def _dtype_of(target: Any) -> DType:
                     f"{target!r}")
 
 
-def tensor_type(self: Tensor, dtype: Any = None, non_blocking: bool = False) -> Any:
+def tensor_type(self: Tensor, dtype: Any = None, non_blocking: bool = False, *,
+                memory_format: Any = None, **kwargs: Any) -> Any:
     """`x.type()` -> 'torch.FloatTensor'; `x.type(dtype | lg.LongTensor | 'torch.LongTensor')`
-    -> x converted (x itself when it already has that type)."""
+    -> x converted (x itself when it already has that type). `non_blocking` (or its old
+    spelling `async`, which PyTorch still takes with a warning) and `memory_format` are
+    accepted; copies on the CPU are always blocking."""
+    extra = set(kwargs) - {"async"}
+    if extra:
+        raise TypeError(f"type() got an unexpected keyword argument '{sorted(extra)[0]}'")
+    if memory_format is not None and dtype is not None:
+        from .tensor_extras import _in_format
+        d = _dtype_of(dtype)
+        return _in_format(self if d is self._dtype else self.to(d), memory_format, "type",
+                          False)
     if dtype is None:
         return type_name(self._dtype)
     d = _dtype_of(dtype)

@@ -68,7 +68,12 @@ def _matmul(a: Tensor, b: Tensor, name: str) -> Tensor:
 
 
 @names_op("mm")
-def mm(input: Tensor, mat2: Tensor) -> Tensor:
+def mm(input: Tensor, mat2: Tensor, *, out_dtype: Any = None) -> Tensor:
+    """The matrix product of two 2-D tensors. `out_dtype=lg.float32` on float16/bfloat16
+    matrices gives the float32 accumulation itself (not rounded to the inputs' dtype)."""
+    if out_dtype is not None:
+        from .residual import out_dtype_operands
+        input, mat2 = out_dtype_operands("mm", out_dtype, input, mat2)
     _check("mm", input, mat2)
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"mm: expected 2D tensors, got {input.ndim}D and {mat2.ndim}D")
@@ -76,7 +81,11 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
 
 
 @names_op("bmm")
-def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+def bmm(input: Tensor, mat2: Tensor, *, out_dtype: Any = None) -> Tensor:
+    """Batched matrix product of two 3-D tensors; `out_dtype` as for `mm`."""
+    if out_dtype is not None:
+        from .residual import out_dtype_operands
+        input, mat2 = out_dtype_operands("bmm", out_dtype, input, mat2)
     _check("bmm", input, mat2)
     if input.ndim != 3 or mat2.ndim != 3:
         raise RuntimeError(f"bmm: expected 3D tensors, got {input.ndim}D and {mat2.ndim}D")
@@ -87,7 +96,10 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
 
 
 @names_op("dot")
-def dot(input: Tensor, other: Tensor) -> Tensor:
+def dot(input: Tensor, tensor: Tensor) -> Tensor:
+    """The inner product of two 1-D tensors of the same length and dtype (no conjugate:
+    see `vdot`)."""
+    other = tensor
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
                            f"tensors")

@@ -81,11 +81,15 @@ def _same_dtype(op: str, *ts: Tensor) -> None:
 
 
 @names_op("addmm")
-def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1
-          ) -> Tensor:
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1,
+          out_dtype: Any = None) -> Tensor:
     """beta * input + alpha * (mat1 @ mat2) for 2-D mat1, mat2 (input broadcasts), as
-    torch.addmm; made of mm, mul and add."""
+    torch.addmm; made of mm, mul and add. `out_dtype=lg.float32` on float16/bfloat16
+    operands computes and returns float32."""
     F = _F()
+    if out_dtype is not None:
+        from .residual import out_dtype_operands
+        input, mat1, mat2 = out_dtype_operands("addmm", out_dtype, input, mat1, mat2)
     _T(input, "addmm"), _T(mat1, "addmm", "mat1"), _T(mat2, "addmm", "mat2")
     if mat1.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"addmm: mat1 must be a matrix, got {mat1.ndim}-D tensor"
@@ -140,9 +144,14 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alph
 
 @names_op("baddbmm")
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
-            alpha: Any = 1) -> Tensor:
-    """beta * input + alpha * bmm(batch1, batch2), as torch.baddbmm."""
+            alpha: Any = 1, out_dtype: Any = None) -> Tensor:
+    """beta * input + alpha * bmm(batch1, batch2), as torch.baddbmm; `out_dtype` as for
+    `addmm`."""
     F = _F()
+    if out_dtype is not None:
+        from .residual import out_dtype_operands
+        input, batch1, batch2 = out_dtype_operands("baddbmm", out_dtype, input, batch1,
+                                                   batch2)
     _T(input, "baddbmm"), _T(batch1, "baddbmm", "batch1"), _T(batch2, "baddbmm", "batch2")
     if batch1.ndim != 3 or batch2.ndim != 3:
         raise RuntimeError(f"baddbmm: batch1 must be a 3D tensor, got {batch1.ndim}D"
@@ -431,12 +440,14 @@ def cholesky(input: Tensor, upper: bool = False) -> Tensor:
 
 
 @names_op("cholesky_solve")
-def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
-    """The solution of A X = B given A's Cholesky factor (lower L, or upper U with
-    upper=True), as torch.cholesky_solve (LAPACK potrs; L's gradient is torch's, that of
-    a full matrix)."""
+def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor:
+    """The solution X of A X = B given A's Cholesky factor, as torch.cholesky_solve (LAPACK
+    potrs; L's gradient is torch's, that of a full matrix).
+
+    Args (PyTorch's names): input (B, the right-hand sides), input2 (the factor: lower L,
+    or upper U with upper=True)."""
     from ..linalg._decomp import cholesky_solve as solve
-    return solve(B, L, upper)
+    return solve(input, input2, upper)
 
 
 @names_op("cholesky_inverse")
@@ -525,18 +536,22 @@ def geqrf(input: Tensor) -> Any:
 
 
 @names_op("orgqr")
-def orgqr(input: Tensor, tau: Tensor) -> Tensor:
-    """The Q of a Householder factorization (torch.orgqr: linalg.householder_product)."""
-    return _L().householder_product(input, tau)
+def orgqr(input: Tensor, input2: Tensor) -> Tensor:
+    """The Q of a Householder factorization (torch.orgqr: linalg.householder_product).
+
+    Args (PyTorch's names): input (the reflectors, as geqrf gives them), input2 (tau)."""
+    return _L().householder_product(input, input2)
 
 
 @names_op("ormqr")
-def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True,
+def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True,
           transpose: bool = False) -> Tensor:
-    """Q @ other (or other @ Q, Q^H with transpose=True) for the Q of geqrf's output, as
-    torch.ormqr."""
+    """Q @ C (or C @ Q with left=False; Q^H with transpose=True) for the Q of geqrf's
+    output, as torch.ormqr.
+
+    Args (PyTorch's names): input (the reflectors), input2 (tau), input3 (C)."""
     from ..linalg._decomp import ormqr as o
-    return o(input, tau, other, left, transpose)
+    return o(input, input2, input3, left, transpose)
 
 
 @names_op("pinverse")

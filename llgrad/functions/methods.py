@@ -1,6 +1,7 @@
 """Tensor methods and operators, bound from the functions (one definition each)."""
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ..ir import dtypes as dt
@@ -23,8 +24,9 @@ def _iop(name: str) -> Any:
 
 
 def _size_method(fn: Any) -> Any:
-    def method(self: Tensor, *sizes: Any) -> Tensor:
-        return fn(self, *sizes)
+    @functools.wraps(fn)
+    def method(self: Tensor, *sizes: Any, **kwargs: Any) -> Tensor:
+        return fn(self, *sizes, **kwargs)
     return method
 
 
@@ -135,7 +137,13 @@ def _set_part(which: str) -> Any:
 
 
 @names_op("repeat")
-def _repeat(self: Tensor, *sizes: Any) -> Tensor:
+def _repeat(self: Tensor, *sizes: Any, repeats: Any = None) -> Tensor:
+    """The tensor tiled `repeats` times along each dimension (ints or a tuple; leading new
+    dimensions when there are more repeats than dimensions)."""
+    if repeats is not None:
+        if sizes:
+            raise TypeError("repeat() got multiple values for argument 'repeats'")
+        sizes = (repeats,)
     if not sizes:
         raise TypeError("repeat() missing 1 required positional argument: 'repeats'")
     reps = shape_arg(sizes, "repeat")

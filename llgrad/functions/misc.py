@@ -64,9 +64,11 @@ def type_as(input: Tensor, other: Tensor) -> Tensor:
     return to(input, other._dtype)
 
 
-def rsub(input: Any, other: Any) -> Tensor:
-    """`other - input` (the reflected subtraction used by derivative rules)."""
-    return E.sub(other, input)
+def rsub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+    """`other - alpha * input` (the reflected subtraction; derivative rules use it)."""
+    if alpha == 1 and not isinstance(alpha, float):
+        return E.sub(other, input)
+    return E.sub(other, input, alpha=alpha)
 
 
 def isinf(input: Tensor) -> Tensor:

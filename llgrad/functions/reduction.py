@@ -18,7 +18,14 @@ def _axes(dim: Any, ndim: int, op: str) -> tuple[int, ...]:
     """`dim` as a tuple of normalized axes; None (or an empty list) means all."""
     if dim is None:
         return ()
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    dims = (dim,) if isinstance(dim, int) else tuple(dim) if isinstance(dim, (tuple, list)) \
+        else (dim,)
+    for d in dims:
+        if not isinstance(d, int) and not hasattr(d, "__index__") or isinstance(d, bool):
+            raise TypeError(f"{op}(): argument 'dim' must be an int or a tuple of ints, "
+                            f"not {type(dim).__name__}"
+                            + (f" (element {type(d).__name__})" if d is not dim else ""))
+    dims = tuple(d.__index__() for d in dims)
     norm = tuple(normalize_axis(d, ndim, op) for d in dims)
     if len(set(norm)) != len(norm):
         raise RuntimeError(f"{op}: dim {list(dims)} appears multiple times in the list of dims")
@@ -204,18 +211,20 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
     x = _float_input("norm", input, dtype)
     if p in ("fro", None):
         p = 2.0
-    if p == "nuc":
-        raise RuntimeError("norm: the nuclear norm needs an SVD, which llgrad does not have")
+    if p == "nuc":                          # the sum of singular values (lg.linalg)
+        from ..linalg import matrix_norm
+        return matrix_norm(x, "nuc", (-2, -1) if dim is None else dim, keepdim)
     # PyTorch's norm (any p, any dims) runs linalg.vector_norm, and names its node so
     return apply_composite("norm", (x,), {"axes": _axes(dim, x.ndim, "norm"),
                                           "keepdim": keepdim, "p": float(p)},
                            "LinalgVectorNormBackward0")
 
 
-def sum_to_size(input: Tensor, *size: Any) -> Tensor:
-    """Sum broadcast dimensions away so the result has shape `size` (autograd uses it)."""
-    from .shape import reshape, shape_arg
-    shape = shape_arg(size, "sum_to_size")
+def sum_to_size(input: Tensor, *sizes: Any, size: Any = None) -> Tensor:
+    """Sum broadcast dimensions away so the result has shape `size` (ints, a tuple, or
+    `size=`; autograd uses it)."""
+    from .shape import _keyword_shape, reshape, shape_arg
+    shape = shape_arg(_keyword_shape("sum_to_size", sizes, size, "size"), "sum_to_size")
     if input._shape == shape:
         return input
     lead = input.ndim - len(shape)

@@ -812,13 +812,25 @@ def bucketize(input: Any, boundaries: Tensor, *, out_int32: bool = False,
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
+_NO_ARG: Any = object()
+
+
 @names_op("isin")
-def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False,
-         invert: bool = False) -> Tensor:
+def isin(elements: Any = _NO_ARG, test_elements: Any = _NO_ARG, *, assume_unique: bool = False,
+         invert: bool = False, element: Any = _NO_ARG, test_element: Any = _NO_ARG) -> Tensor:
     """Whether each element of `elements` occurs in `test_elements` (either may be a
     number); `invert` negates. Eagerly a sort-based host test; traced, a comparison of
-    every pair."""
+    every pair. PyTorch's keywords for a number operand, `element=` and `test_element=`,
+    are taken too."""
     from .reduction import any as any_
+    for name, plain, alias in (("elements", elements, element),
+                               ("test_elements", test_elements, test_element)):
+        if plain is not _NO_ARG and alias is not _NO_ARG:
+            raise TypeError(f"isin() got multiple values for argument '{name}'")
+    elements = element if elements is _NO_ARG else elements
+    test_elements = test_element if test_elements is _NO_ARG else test_elements
+    if elements is _NO_ARG or test_elements is _NO_ARG:
+        raise TypeError("isin() missing a required argument: 'elements' and 'test_elements'")
     from .shape import unsqueeze
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
         raise TypeError("isin(): at least one of elements and test_elements must be a Tensor")

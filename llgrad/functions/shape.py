@@ -59,21 +59,29 @@ def _view_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
     return views.reshape(operands[0], attrs["shape"], must_view=True)
 
 
-def reshape(input: Tensor, *shape: Any, name: str = "ViewBackward0") -> Tensor:
+def reshape(input: Tensor, *sizes: Any, shape: Any = None,
+            name: str = "ViewBackward0") -> Tensor:
+    """`input`'s values in `shape` (sizes, or a tuple; `shape=` by keyword as PyTorch): a
+    view when the strides allow, else a copy."""
     _check_tensor("reshape", input)
-    if not shape:
-        raise TypeError("reshape() missing 1 required positional argument: 'shape'")
-    s = shape_arg(shape, "reshape")
+    sizes = _keyword_shape("reshape", sizes, shape, "shape")
+    s = shape_arg(sizes, "reshape")
     return apply("reshape", (input,), {"shape": s}, _reshape_forward, name)
 
 
-def view(input: Tensor, *shape: Any) -> Tensor:
+def view(input: Tensor, *shape: Any, size: Any = None, dtype: Any = None) -> Tensor:
+    """A view of `input` with sizes `shape` (or `size=`), sharing its memory; or, given a
+    dtype (`view(lg.int32)`, `dtype=`), its bytes reinterpreted as that dtype (PyTorch's
+    rules for element sizes that differ: the last dimension is contiguous and scales)."""
     _check_tensor("view", input)
-    if not shape:
-        raise TypeError("view() missing 1 required positional argument: 'size'")
+    if dtype is not None:
+        if shape or size is not None:
+            raise TypeError("view() takes either sizes or a dtype, not both")
+        return view_dtype(input, dtype)
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)) and \
             hasattr(shape[0], "itemsize"):
-        raise TypeError("view(dtype) is not supported; use .to(dtype)")
+        return view_dtype(input, shape[0])
+    shape = _keyword_shape("view", shape, size, "size")
     s = shape_arg(shape, "view")
     return apply("reshape", (input,), {"shape": s}, _view_forward, "ViewBackward0")
 
@@ -111,11 +119,11 @@ def _permute_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
     return views.permute(operands[0], attrs["perm"])
 
 
-def permute(input: Tensor, *dims: Any) -> Tensor:
+def permute(input: Tensor, *order: Any, dims: Any = None) -> Tensor:
+    """A view of `input` with its dimensions in the order `dims` (ints or a tuple)."""
     _check_tensor("permute", input)
-    if not dims:
-        raise TypeError("permute() missing 1 required positional argument: 'dims'")
-    p = shape_arg(dims, "permute")
+    order = _keyword_shape("permute", order, dims, "dims")
+    p = shape_arg(order, "permute")
     if _unrecorded(input):
         return views.permute(input, p)
     return apply("permute", (input,), {"perm": p}, _permute_forward, "PermuteBackward0")
@@ -144,7 +152,9 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
                  "TransposeBackward0")
 
 
-swapaxes = transpose
+def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
+    """`transpose(input, axis0, axis1)` under NumPy's argument names (a view)."""
+    return transpose(input, axis0, axis1)
 
 
 def t(input: Tensor) -> Tensor:
@@ -172,16 +182,79 @@ def _expand_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
     return views.expand(operands[0], attrs["shape"])
 
 
-def expand(input: Tensor, *sizes: Any) -> Tensor:
+def expand(input: Tensor, *sizes: Any, size: Any = None, implicit: bool = False) -> Tensor:
+    """A view of `input` with size-1 dimensions repeated to `size` (-1 keeps a size); no
+    memory is copied. `implicit` is accepted and ignored, as PyTorch's Python callers do."""
     _check_tensor("expand", input)
-    if not sizes:
-        raise TypeError("expand() missing 1 required positional argument: 'size'")
+    sizes = _keyword_shape("expand", sizes, size, "size")
     s = shape_arg(sizes, "expand")
     return apply("expand", (input,), {"shape": s}, _expand_forward, "ExpandBackward0")
 
 
-def broadcast_to(input: Tensor, shape: Sequence[int]) -> Tensor:
-    return expand(input, tuple(shape))
+def broadcast_to(input: Tensor, size: Sequence[int]) -> Tensor:
+    """`input` expanded to `size` by broadcasting (a view)."""
+    return expand(input, tuple(size))
+
+
+def _keyword_shape(op: str, given: tuple, keyword: Any, name: str) -> tuple:
+    """The size arguments of a sizes-taking op: the positional ones, or its keyword."""
+    if keyword is not None:
+        if given:
+            raise TypeError(f"{op}() got multiple values for argument '{name}'")
+        return (keyword,)
+    if not given:
+        raise TypeError(f"{op}() missing 1 required positional argument: '{name}'")
+    return given
+
+
+def view_dtype(input: Tensor, dtype: Any) -> Tensor:
+    """`input`'s bytes read as `dtype` (`t.view(dtype)`): same shape for the same element
+    size; otherwise the last dimension (stride 1) is scaled by the ratio of the sizes.
+    Not differentiable: the result has no autograd history (as in PyTorch, where only a
+    view to the same dtype is)."""
+    from ..ir.dtypes import DType
+    if not isinstance(dtype, DType):
+        raise TypeError(f"view(): argument 'dtype' must be llgrad.dtype, not "
+                        f"{type(dtype).__name__}")
+    if dtype is input._dtype:
+        return view(input, input._shape)
+    old, new = input._dtype.itemsize, dtype.itemsize
+    src, dst = _torch_type_word(input._dtype), _torch_type_word(dtype)
+    shape, strides, offset = list(input._shape), list(input._strides), input._offset
+    if old != new:
+        why = f"to view {src} as {dst} (different element sizes)"
+        if input.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 {why}")
+        if strides[-1] != 1 and shape[-1] != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 {why}, but got {strides[-1]}")
+        if old > new:
+            k = old // new
+            shape[-1] *= k
+            strides = [st * k for st in strides[:-1]] + [1]
+            offset *= k
+        else:
+            k = new // old
+            if shape[-1] % k:
+                raise RuntimeError(f"self.size(-1) must be divisible by {k} {why}, but got "
+                                   f"{shape[-1]}")
+            if offset % k:
+                raise RuntimeError(f"self.storage_offset() must be divisible by {k} {why}, "
+                                   f"but got {offset}")
+            for i, st in enumerate(strides[:-1]):
+                if st % k:
+                    raise RuntimeError(f"self.stride({i}) must be divisible by {k} {why}, "
+                                       f"but got {st}")
+            shape[-1] //= k
+            strides = [st // k for st in strides[:-1]] + [1]
+            offset //= k
+    return Tensor._make(input._storage, offset, tuple(shape), tuple(strides), dtype,
+                        base=input)
+
+
+def _torch_type_word(d: Any) -> str:
+    """PyTorch's scalar type name of a dtype (Float, Half, Byte, ...)."""
+    from .legacy import _NAMES
+    return {"Bool": "Bool"}.get(_NAMES.get(d, d.name), _NAMES.get(d, d.name))
 
 
 def expand_as(input: Tensor, other: Tensor) -> Tensor:
@@ -219,11 +292,16 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     _needs_a_dimension(input, "narrow")
     d = normalize_axis(dim, input.ndim, "narrow")
     n = input._shape[d]
+    if not -n <= start <= n:
+        raise IndexError(f"narrow(): start out of range (expected to be in range of "
+                         f"[{-n}, {n}], but got {start})")
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
     if start < 0:
         start += n
-    if not (0 <= start <= n and 0 <= length and start + length <= n):
-        raise IndexError(f"narrow: start ({start}) + length ({length}) exceeds dimension "
-                         f"size ({n})")
+    if start + length > n:
+        raise RuntimeError(f"narrow(): start ({start}) + length ({length}) exceeds dimension "
+                           f"size ({n}).")
     return slice_dim(input, d, start, start + length)
 
 
@@ -300,9 +378,16 @@ concatenate = cat
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    if isinstance(tensors, Tensor):
+        raise TypeError("stack(): argument 'tensors' must be a tuple or list of Tensors, "
+                        "not Tensor")
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"stack(): expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
     shape = tensors[0]._shape
     for i, t in enumerate(tensors):
         if t._shape != shape:
@@ -377,14 +462,26 @@ def flip(input: Tensor, dims: Sequence[int]) -> Tensor:
 def contiguous(input: Tensor) -> Tensor:
     if input.is_contiguous():
         return input
-    return clone(input)
+    try:
+        return clone(input)
+    except MemoryError as e:          # name the op (an expanded view can be huge)
+        from ._errors import relabel
+        relabel(e, f"contiguous (of a {input._dtype.name} tensor of shape "
+                   f"{list(input._shape)})")
+        raise
 
 
 def _clone_forward(op: str, operands: Any, attrs: Any) -> Tensor:
     return views.clone(operands[0])
 
 
-def clone(input: Tensor) -> Tensor:
+def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
+    """A copy of `input` with its own memory (recorded: the gradient passes through);
+    `memory_format` lays it out as `lg.channels_last` & co. (`lg.preserve_format` keeps a
+    dense tensor's memory order; without it the copy is row-major, llgrad's default)."""
+    if memory_format is not None:
+        from .tensor_extras import _clone
+        return _clone(input, memory_format=memory_format)
     return apply("cast", (input,), {"dtype": input._dtype}, _clone_forward, "CloneBackward0")
 
 

@@ -173,7 +173,7 @@ def _lengths(op: str, n_fft: Any, hop_length: Any, win_length: Any) -> tuple[int
 def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
          win_length: int | None = None, window: Tensor | None = None, center: bool = True,
          pad_mode: str = "reflect", normalized: bool = False, onesided: bool | None = None,
-         return_complex: bool | None = None) -> Tensor:
+         return_complex: bool | None = None, align_to_window: bool | None = None) -> Tensor:
     """The short-time Fourier transform of a 1-D signal or a batch of them `(B, L)`:
     `(B?, n_freq, n_frames)`, complex.
 
@@ -182,7 +182,10 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
     `center` pads the signal by n_fft//2 on both sides with `pad_mode`; `normalized`
     scales by n_fft**-0.5; `onesided` (default for real signal and window) keeps
     n_fft//2+1 bins; `return_complex` must be given for real inputs (False returns
-    `view_as_real` of the result, deprecated as in PyTorch).
+    `view_as_real` of the result, deprecated as in PyTorch); `align_to_window` (only with
+    center=False): frames start where the window starts, so there are
+    1 + (L - win_length) // hop of them (by default a frame of n_fft starts there and the
+    window sits in its middle).
     """
     from .. import fft as _fft
     from .creation import tensor
@@ -212,8 +215,16 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
     batched = x.ndim == 2
     if not batched:
         x = x.unsqueeze(0)
+    if center and align_to_window is not None:
+        raise RuntimeError("stft align_to_window should only be set when center = false")
     if center:
         x = _pad_signal(x, n_fft // 2, pad_mode)
+    elif align_to_window and win < n_fft:
+        # the window's samples start at each frame start: shift the n_fft frames left by
+        # the window's offset inside them (zeros outside the signal meet zero weights)
+        from ..nn import functional as NF
+        left = (n_fft - win) // 2
+        x = NF.pad(x, (left, n_fft - win - left))
     length = x._shape[-1]
     if not 0 < n_fft <= length:
         raise RuntimeError(f"stft: expected 0 < n_fft <= {length}, but got n_fft={n_fft}")

@@ -105,7 +105,7 @@ def _reduced_dim(op: str, x: Tensor, dim: int) -> int:
 def _int64_of(arr: Any) -> Tensor:
     import numpy as np
     from .creation import from_numpy
-    return from_numpy(np.ascontiguousarray(arr, dtype=np.int64))
+    return from_numpy(np.require(arr, np.int64, "C"))
 
 
 # --------------------------------------------------------------------------------------
@@ -646,8 +646,8 @@ def histogramdd(input: Tensor, bins: Any = 10, *, range: Any = None, weight: Any
             view[k] = shape[k]
             widths = widths * np.diff(e.astype(np.float64)).reshape(view)
         hist = hist / (s * widths)
-    hist_t = from_numpy(np.ascontiguousarray(hist.astype(dtype))).to(x._dtype)
-    edge_ts = [from_numpy(np.ascontiguousarray(e)).to(x._dtype) for e in edges]
+    hist_t = from_numpy(np.require(hist.astype(dtype), requirements="C")).to(x._dtype)
+    edge_ts = [from_numpy(np.require(e, requirements="C")).to(x._dtype) for e in edges]
     return histogramdd_result(hist_t, edge_ts)
 
 
@@ -699,7 +699,7 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
                           .astype(np.int64))
     res = np.bincount(a.astype(np.int64), weights=w.astype(np.float64), minlength=minlength)
     kind = dt.float32 if weights._dtype is dt.float32 else dt.float64
-    return from_numpy(np.ascontiguousarray(res)).to(kind)
+    return from_numpy(np.require(res, requirements="C")).to(kind)
 
 
 # --------------------------------------------------------------------------------------
@@ -840,6 +840,8 @@ def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None, edge_order: in
     else:
         raw = [dim] if isinstance(dim, int) else list(dim)
         dims = [normalize_axis(d, x.ndim, "gradient") for d in raw]
+    if spacing is None:                     # PyTorch's "unspecified": unit spacing
+        spacing = 1
     if isinstance(spacing, (list, tuple)):
         sp = list(spacing)
         if len(sp) != len(dims):

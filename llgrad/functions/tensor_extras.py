@@ -221,13 +221,16 @@ def _creation_kw(op: str, dtype: DType | None, layout_: Any, device: Any,
 @names_op("logspace")
 def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *,
              dtype: DType | None = None, layout: Any = None, device: Any = None,
-             requires_grad: bool = False) -> Tensor:
+             requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """`steps` values `base ** x` for x evenly spaced from `start` to `end` (inclusive).
+    `pin_memory=True` raises, as PyTorch without an accelerator.
 
     Computed in float64 (complex128 for complex dtypes) and rounded once to `dtype`; an
     integer dtype truncates, as PyTorch."""
     from . import elementwise as E
     from .creation import _finish, linspace
+    if pin_memory:
+        _pin_memory(None)           # type: ignore[arg-type]   (raises)
     d = _creation_kw("logspace", dtype, layout, device, requires_grad)
     start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
     if isinstance(steps, bool) or not isinstance(steps, int):
@@ -458,15 +461,20 @@ def promote_types(type1: DType, type2: DType) -> DType:
                             _dtype_arg(type2, "promote_types", "type2"))
 
 
-def result_type(tensor1: Any, tensor2: Any) -> DType:
-    """The dtype an arithmetic op on `tensor1` and `tensor2` (tensors or Python numbers)
-    computes in: PyTorch's rule where dimensioned tensors outrank 0-d tensors, which
-    outrank numbers, unless a lower rank holds a higher category (bool < int < float <
-    complex)."""
+def result_type(tensor: Any = None, other: Any = None, *, scalar: Any = None,
+                scalar1: Any = None, scalar2: Any = None) -> DType:
+    """The dtype an arithmetic op on two operands (tensors or Python numbers) computes in:
+    PyTorch's rule where dimensioned tensors outrank 0-d tensors, which outrank numbers,
+    unless a lower rank holds a higher category (bool < int < float < complex).
+    Positionally `result_type(a, b)`; PyTorch's keywords `tensor=`, `other=`, `scalar=`,
+    `scalar1=`, `scalar2=` name the operands of its overloads."""
+    given = [v for v in (scalar, scalar1, tensor, other, scalar2) if v is not None]
+    if len(given) != 2:
+        raise TypeError(f"result_type() takes 2 operands ({len(given)} given)")
     dims: list[DType] = []
     zero: list[DType] = []
     scalars: list[DType] = []
-    for i, v in enumerate((tensor1, tensor2)):
+    for i, v in enumerate(given):
         if isinstance(v, Tensor):
             (dims if v.ndim else zero).append(v._dtype)
         elif isinstance(v, (bool, int, float, complex, np.number, np.bool_)):
@@ -1080,16 +1088,22 @@ def _map_into(self: Tensor, op: str, fn: Callable[..., Any], others: tuple) -> T
     return self
 
 
-def resize_(self: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
+def resize_(self: Tensor, *sizes: Any, size: Any = None, memory_format: Any = None) -> Tensor:
     """Give the tensor `sizes` (contiguous strides) over its memory, growing the memory when
     it is too small (the old bytes are kept; new elements are uninitialized). Refuses a
     tensor that requires grad, as PyTorch."""
     from ..runtime.storage import allocate
     from ..schedule.layout import contiguous_strides
     from .shape import size_arg
+    from .shape import _keyword_shape
+    if getattr(self, "_ctx", None) is not None:
+        from ..tracer.context import user_location
+        from ..tracer.tensor import GraphBreak
+        raise GraphBreak("resize_() of a traced value (it changes the memory under it)",
+                         user_location(), advice="this part runs eagerly")
     if self._requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
-    shape = size_arg(sizes, "resize_")
+    shape = size_arg(_keyword_shape("resize_", sizes, size, "size"), "resize_")
     strides = contiguous_strides(shape)
     if memory_format is not None and memory_format is not contiguous_format and \
             memory_format is not preserve_format:
@@ -1110,9 +1124,9 @@ def resize_(self: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
     return self
 
 
-def resize_as_(input: Tensor, tensor: Tensor, *, memory_format: Any = None) -> Tensor:
-    """`input.resize_(tensor.shape)` (the method: `t.resize_as_(other)`)."""
-    return resize_(input, tensor._shape, memory_format=memory_format)
+def resize_as_(input: Tensor, the_template: Tensor, *, memory_format: Any = None) -> Tensor:
+    """`input.resize_(the_template.shape)` (the method: `t.resize_as_(other)`)."""
+    return resize_(input, the_template._shape, memory_format=memory_format)
 
 
 def is_neg(input: Tensor) -> bool:
@@ -1154,11 +1168,11 @@ def _cast_with_format(d: DType) -> Callable[..., Tensor]:
     return cast
 
 
-def _where(self: Tensor, condition: Tensor, y: Any) -> Tensor:
-    """`x.where(condition, y)`: `x` where `condition` holds, else `y` (the method takes the
-    condition second, as PyTorch's)."""
+def _where(self: Tensor, condition: Tensor, other: Any) -> Tensor:
+    """`x.where(condition, other)`: `x` where `condition` holds, else `other` (the method
+    takes the condition second, as PyTorch's)."""
     from .elementwise import where
-    return where(condition, self, y)
+    return where(condition, self, other)
 
 
 # -- Python protocols -------------------------------------------------------------------

@@ -213,7 +213,12 @@ def matrix_power(A: Tensor, n: int, *, out: Any = None) -> Tensor:
     n = int(n)
     if n == 0:
         eye = F.eye(A._shape[-1], dtype=A._dtype)
-        return _out(F.expand(eye, A._shape) if A.ndim > 2 else eye, out, op)
+        eye = F.expand(eye, A._shape) if A.ndim > 2 else eye
+        if A._requires_grad:
+            # the identity, recorded with a zero gradient for A (PyTorch's result of n=0
+            # requires grad too); `where` keeps NaN/inf entries of A out of the gradient
+            eye = F.where(F.ones_like(A, dtype=dt.bool_), eye, A)
+        return _out(eye, out, op)
     if n < 0:
         A = D.inv(A)
         n = -n
@@ -389,10 +394,11 @@ def tensorinv(A: Tensor, ind: int = 2, *, out: Any = None) -> Tensor:
     return _out(F.reshape(M, rest + lead), out, op)
 
 
-def tensorsolve(A: Tensor, B: Tensor, dims: Any = None, *, out: Any = None) -> Tensor:
-    """The X with tensordot(A, X, X.ndim) = B (A's dims `dims` moved to the end first),
-    as torch.linalg.tensorsolve."""
+def tensorsolve(A: Tensor, other: Tensor, dims: Any = None, *, out: Any = None) -> Tensor:
+    """The X with tensordot(A, X, X.ndim) = other (A's dims `dims` moved to the end
+    first), as torch.linalg.tensorsolve (`other` is the B of PyTorch's documentation)."""
     op = "linalg.tensorsolve"
+    B = other
     check_tensor(op, A)
     check_tensor(op, B, "B")
     if dims is not None:

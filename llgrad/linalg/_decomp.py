@@ -980,11 +980,12 @@ def _pinv_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
     return [_pinv_grad(A, P, g)]
 
 
-def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False,
-         out: Any = None, rcond: Any = None) -> Tensor:
+def pinv(A: Tensor, rcond: Any = None, hermitian: bool = False, *, atol: Any = None,
+         rtol: Any = None, out: Any = None) -> Tensor:
     """The Moore-Penrose pseudo-inverse of each matrix of `A` (singular values at or below
-    max(atol, rtol * largest) are treated as zero), as torch.linalg.pinv; `rcond` is the
-    older name of rtol."""
+    max(atol, rtol * largest) are treated as zero), as torch.linalg.pinv; `rcond` (also
+    PyTorch's older positional form `pinv(A, rcond, hermitian)`) is the older name of
+    rtol."""
     op = "linalg.pinv"
     check_tensor(op, A)
     check_matrix(op, A)
@@ -1056,13 +1057,15 @@ def _lstsq_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
     return [gA, gB]
 
 
-def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None
+def lstsq(A: Tensor, b: Tensor, rcond: float | None = None, *, driver: str | None = None
           ) -> Any:
-    """The least-squares solution of A X = B for each (batch of) matrix, with the
+    """The least-squares solution of A X = b for each (batch of) matrix, with the
     residuals, rank and singular values LAPACK's driver computes, as torch.linalg.lstsq
     (drivers 'gelsy' (default), 'gelsd', 'gelss', 'gels'). The gradient flows through
-    the solution, as pinv(A) @ B."""
+    the solution, as pinv(A) @ b, and through the residuals (sum |A X - b|^2 over the
+    rows), which require grad as PyTorch's do."""
     op = "linalg.lstsq"
+    B = b
     check_tensor(op, A)
     check_tensor(op, B, "B")
     check_matrix(op, A)
@@ -1087,6 +1090,16 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
                                out_dtypes=(A._dtype, rd, dt.int64, rd),
                                differentiable=(True, False, False, False),
                                save_outputs=False)
+    if X._requires_grad:
+        # the residuals' gradient: LAPACK's values, the derivative of sum |A X - B|^2
+        if res.numel():
+            diff = F.sub(F.matmul(A2, X), B2)
+            sq = F.real(F.mul(diff, F.conj(diff))) if diff._dtype.is_complex else \
+                F.mul(diff, diff)
+            fit = F.sum(sq, -2)
+            res = F.add(F.sub(fit, fit.detach()), res)
+        else:
+            res = F.add(res, F.mul(F.sum(F.real(X) if X._dtype.is_complex else X), 0))
     if vector:
         X = F.squeeze(X, -1)
     return lstsq_result(X, res, rank, sv)

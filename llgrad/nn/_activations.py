@@ -137,7 +137,7 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
 
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
-          training: bool = False, inplace: bool = False) -> Tensor:
+          training: bool = False, inplace: bool = False, *, generator: Any = None) -> Tensor:
     """Randomized leaky ReLU: in training each element x <= 0 is multiplied by a slope drawn
     from U(lower, upper) (from `lg.rand`: seeded by `lg.manual_seed`, other streams than
     PyTorch's); in evaluation the slope is (lower + upper) / 2."""
@@ -148,16 +148,17 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
                            f"bound (lower={lower}, upper={upper})")
     if not training:
         return _act("rrelu", lg.leaky_relu, input, inplace, (lower + upper) / 2)
-    slopes = lg.add(lg.mul(lg.rand(input.shape, dtype=input._dtype), upper - lower), lower)
+    slopes = lg.add(lg.mul(lg.rand(input.shape, dtype=input._dtype, generator=generator),
+                           upper - lower), lower)
     with no_grad():
         noise = lg.where(lg.le(input, 0), slopes, lg.ones_like(input))
     return _act("rrelu", lg.mul, input, inplace, noise)
 
 
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
-           training: bool = False) -> Tensor:
-    """In-place `rrelu`."""
-    return rrelu(input, lower, upper, training, inplace=True)
+           training: bool = False, generator: Any = None) -> Tensor:
+    """In-place `rrelu`; `generator` draws the slopes in training."""
+    return rrelu(input, lower, upper, training, inplace=True, generator=generator)
 
 
 def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:

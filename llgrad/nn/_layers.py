@@ -294,8 +294,11 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     from ..tracer.tensor import tracing
     if num_classes == -1:
         if tracing():
-            raise RuntimeError(f"{op}: inside lg.compile pass num_classes (the number of "
-                               f"classes would depend on the data)")
+            from ..tracer.context import user_location
+            from ..tracer.tensor import GraphBreak
+            raise GraphBreak(f"{op}() without num_classes (the number of classes depends on "
+                             f"the data; pass num_classes to keep it in the graph)",
+                             user_location(), advice="this part runs eagerly")
         num_classes = int(lg.amax(tensor).item()) + 1 if tensor.numel() else 0
     if tensor.numel() and not tracing() and getattr(tensor, "_ctx", None) is None:
         lo, hi = int(lg.amin(tensor).item()), int(lg.amax(tensor).item())

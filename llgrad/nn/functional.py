@@ -95,7 +95,10 @@ def tanh(input: Tensor) -> Tensor:
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * sigmoid(x) (complex inputs too, as PyTorch, computed as that product)."""
     _tensor("silu", "input", input)
+    if input._dtype.is_complex:
+        return _act("silu", lambda x: lg.mul(x, lg.sigmoid(x)), input, inplace)
     return _act("silu", lg.silu, input, inplace)
 
 
@@ -132,8 +135,12 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return _act("elu", lg.elu, input, inplace, alpha)
 
 
-def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
-    return elu(input, alpha, inplace=True)
+def elu_(input: Tensor, alpha: float = 1.0, scale: float = 1.0,
+         input_scale: float = 1.0) -> Tensor:
+    """In-place `elu`: scale * (x if x > 0 else alpha * (exp(x * input_scale) - 1)) (the
+    `scale` and `input_scale` of PyTorch's `elu_`, with which selu and celu are made)."""
+    _tensor("elu_", "input", input)
+    return _act("elu", lg.elu, input, True, alpha, scale, input_scale)
 
 
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -275,8 +282,29 @@ def _addmm_direct(bias: Tensor, x: Tensor, wt: Tensor) -> Tensor | None:
 # Losses
 # --------------------------------------------------------------------------------------
 
+def _weighted_loss(op: str, errors: Tensor, input: Tensor, weight: Tensor,
+                   reduction: str) -> Tensor:
+    """`errors * weight` reduced as PyTorch's weighted l1/mse losses: 'mean' divides the
+    weighted sum by the sum of the weights; `weight` must have `input`'s shape."""
+    _tensor(op, "weight", weight)
+    if weight.shape != input.shape:
+        raise ValueError("Weights and input must have the same size.")
+    weighted = lg.mul(errors, weight)
+    if reduction == "none":
+        return weighted
+    if reduction == "sum":
+        return lg.sum(weighted)
+    if reduction == "mean":
+        return lg.div(lg.sum(weighted), lg.sum(weight))
+    raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', "
+                     f"'sum'.")
+
+
 def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
-             reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+             reduce: bool | None = None, reduction: str = "mean",
+             weight: Tensor | None = None) -> Tensor:
+    """mean((input - target)^2) (or 'sum'/'none'); with `weight` (input's shape) each
+    squared error is weighted and 'mean' divides by the sum of the weights (PyTorch)."""
     _tensor("mse_loss", "input", input)
     _tensor("mse_loss", "target", target)
     if input.shape != target.shape:
@@ -284,13 +312,21 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
                       f"size ({input.shape}). This will likely lead to incorrect results due "
                       f"to broadcasting. Please ensure they have the same size.",
                       UserWarning, stacklevel=2)
+    if weight is not None:
+        a, b = lg.broadcast_tensors(input, target)
+        d = lg.sub(a, b)
+        return _weighted_loss("mse_loss", lg.mul(d, d), input, weight,
+                              _reduction(size_average, reduce, reduction))
     return _composite("mse_loss", (input, target),
                       {"reduction": _reduction(size_average, reduce, reduction)})
 
 
 def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
-            reduce: bool | None = None, reduction: str = "mean") -> Tensor:
-    """`mean(|input - target|)`; PyTorch records it as its parts (MeanBackward0, ...)."""
+            reduce: bool | None = None, reduction: str = "mean",
+            weight: Tensor | None = None) -> Tensor:
+    """`mean(|input - target|)`; PyTorch records it as its parts (MeanBackward0, ...).
+    With `weight` (input's shape) each error is weighted and 'mean' divides by the sum of
+    the weights."""
     _tensor("l1_loss", "input", input)
     _tensor("l1_loss", "target", target)
     r = _reduction(size_average, reduce, reduction)
@@ -299,6 +335,9 @@ def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
                       f"size ({input.shape}). This will likely lead to incorrect results due "
                       f"to broadcasting. Please ensure they have the same size.",
                       UserWarning, stacklevel=2)
+    if weight is not None:
+        a, b = lg.broadcast_tensors(input, target)
+        return _weighted_loss("l1_loss", lg.abs(lg.sub(a, b)), input, weight, r)
     losses = lg.abs(lg.sub(input, target))
     return nnops.reduce_loss(lg, losses, r)
 
@@ -617,3 +656,7 @@ __all__ += ["celu_", "glu", "hardshrink", "hardsigmoid", "hardswish", "prelu", "
             "multilabel_soft_margin_loss", "pairwise_distance", "pdist", "poisson_nll_loss",
             "smooth_l1_loss", "soft_margin_loss", "triplet_margin_loss",
             "triplet_margin_with_distance_loss"]
+
+# The last functional names (llgrad/nn/_residual.py).
+from ._residual import gumbel_softmax, linear_cross_entropy  # noqa: E402
+__all__ += ["gumbel_softmax", "linear_cross_entropy"]

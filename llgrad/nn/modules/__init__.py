@@ -80,3 +80,9 @@ __all__ += ["Transformer", "TransformerDecoder", "TransformerDecoderLayer", "Tra
 __all__ += ["LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
             "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyLinear", "LazyModuleMixin",
             "UninitializedBuffer", "UninitializedParameter"]
+
+# NLLLoss2d, LinearCrossEntropyLoss, AdaptiveLogSoftmaxWithLoss, lazy norms (nn/_residual.py).
+from .._residual import LinearCrossEntropyOptions, MODULES as _RESIDUAL  # noqa: E402
+from .._residual import _make_modules  # noqa: E402
+globals().update(_make_modules())
+__all__ += list(_RESIDUAL) + ["LinearCrossEntropyOptions"]

@@ -294,8 +294,12 @@ class GRU(RNNBase):
 
 
 class RNNCellBase(Module):
-    def __init__(self, input_size: int, hidden_size: int, bias: bool, gates: int,
+    """The parameters of a recurrent cell: `num_chunks` gate blocks of `hidden_size` rows
+    each (1 for RNNCell, 4 for LSTMCell, 3 for GRUCell)."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int,
                  device: Any = None, dtype: DType | None = None) -> None:
+        gates = num_chunks
         super().__init__()
         check_device(device, type(self).__name__)
         self.input_size = input_size

@@ -160,3 +160,46 @@ def random_split(dataset: Dataset[T_co], lengths: Sequence[float],
         out.append(Subset(dataset, order[offset:offset + c]))
         offset += c
     return out
+
+
+class StackDataset(Dataset):
+    """Datasets of the same length side by side: item i is the tuple of their items i
+    (`StackDataset(a, b)`) or a dict of them by name (`StackDataset(x=a, y=b)`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or ``dict``- (via "
+                             "``kwargs``) like input/output, but both types are given.")
+        parts = list(args) if args else list(kwargs.values())
+        if not parts:
+            raise ValueError("At least one dataset should be passed")
+        self._length = len(parts[0])
+        if any(len(p) != self._length for p in parts):
+            raise ValueError("Size mismatch between datasets")
+        self.datasets: Any = tuple(args) if args else dict(kwargs)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __getitems__(self, indices: list) -> list:
+        """Items of a batch of indices (a part's own `__getitems__` is used when it has
+        one)."""
+        def column(d: Any) -> list:
+            many = getattr(d, "__getitems__", None)
+            if callable(many):
+                got = many(indices)
+                if len(got) != len(indices):
+                    raise ValueError(f"Nested dataset's output size mismatch. Expected "
+                                     f"{len(indices)}, got {len(got)}")
+                return list(got)
+            return [d[i] for i in indices]
+        if isinstance(self.datasets, dict):
+            cols = {k: column(d) for k, d in self.datasets.items()}
+            return [{k: c[j] for k, c in cols.items()} for j in range(len(indices))]
+        cols_t = [column(d) for d in self.datasets]
+        return [tuple(c[j] for c in cols_t) for j in range(len(indices))]
+
+    def __len__(self) -> int:
+        return self._length

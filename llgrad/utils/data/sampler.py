@@ -132,3 +132,45 @@ class BatchSampler(Sampler):
     def __len__(self) -> int:
         n = len(self.sampler)  # type: ignore[arg-type]
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+
+class WeightedRandomSampler(Sampler):
+    """`num_samples` indices drawn with probabilities proportional to `weights` (with
+    replacement by default), by `lg.multinomial` on `generator` (llgrad's random streams,
+    not PyTorch's)."""
+
+    def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True,
+                 generator: Any = None) -> None:
+        from ...functions.creation import tensor
+        from ...tensor import Tensor
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or \
+                num_samples <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got "
+                             f"num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError(f"replacement should be a boolean value, but got "
+                             f"replacement={replacement}")
+        w = weights.to(dt_float64()) if isinstance(weights, Tensor) else \
+            tensor(list(weights), dtype=dt_float64())
+        if w.ndim != 1:
+            raise ValueError(f"weights should be a 1d sequence but given weights have shape "
+                             f"{tuple(w.shape)}")
+        self.weights = w
+        self.num_samples = num_samples
+        self.replacement = replacement
+        self.generator = generator
+
+    def __iter__(self) -> Iterator[int]:
+        from ...functions.sampling import multinomial
+        drawn = multinomial(self.weights, self.num_samples, self.replacement,
+                            generator=self.generator)
+        yield from drawn.tolist()
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
+def dt_float64() -> Any:
+    """llgrad's float64 (the dtype of a sampler's weights, as PyTorch's)."""
+    from ...ir.dtypes import float64
+    return float64
