@@ -1,6 +1,6 @@
 """Run torch's OpInfo database through llgrad (tests/opinfo_harness.py) and record the result.
 
-    python tools/opinfo_sweep.py                   # every CPU OpInfo, up to 24 samples per dtype
+    python tools/opinfo_sweep.py --samples 8       # every CPU OpInfo, up to 8 samples per dtype
     python tools/opinfo_sweep.py --quick           # the CI sample: 2 samples, 1 grad sample
     python tools/opinfo_sweep.py --only add,linalg.solve
 
