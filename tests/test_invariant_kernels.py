@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import llgrad as lg
-from llgrad.codegen.elementwise import build
+from llgrad.codegen.elementwise import build_text
 from llgrad.codegen.worker import INVARIANT_BODY
 from llgrad.ir import dtypes as dt
 from llgrad.schedule.elementwise import ElementwiseKernel, Expr, ExprNode
@@ -20,9 +20,9 @@ def _spec(inner: tuple) -> ElementwiseKernel:
 
 
 def test_all_broadcast_inputs_take_the_light_pipeline() -> None:
-    assert str(build(_spec((1, 0, 0)), "k0")).startswith(INVARIANT_BODY)
-    assert not str(build(_spec((1, 1, 0)), "k1")).startswith(INVARIANT_BODY)
-    assert not str(build(_spec((1, None, 0)), "k2")).startswith(INVARIANT_BODY)
+    assert build_text(_spec((1, 0, 0)), "k0").startswith(INVARIANT_BODY)
+    assert not build_text(_spec((1, 1, 0)), "k1").startswith(INVARIANT_BODY)
+    assert not build_text(_spec((1, None, 0)), "k2").startswith(INVARIANT_BODY)
 
 
 @pytest.mark.parametrize("name", ["lgamma", "digamma", "exp", "erfinv", "sqrt"])

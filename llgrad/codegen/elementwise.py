@@ -53,7 +53,7 @@ def apply_node(s: LLVMScalar, node: ExprNode, args: Sequence[SV]) -> SV:
     return rule(s, *args, **dict(node.attrs))
 
 
-def build(spec: ElementwiseKernel, name: str) -> ir.Module | str:
+def build(spec: ElementwiseKernel, name: str) -> ir.Module:
     expr, rank = spec.expr, spec.rank
     module = ir.Module(name=name)
     fn, b, args = new_kernel(module, name)
@@ -94,6 +94,15 @@ def build(spec: ElementwiseKernel, name: str) -> ir.Module | str:
 
     nest(0, [I64(0)] * len(dtypes))
     b.ret_void()
-    if len(dtypes) > n_out and all(spec.inner[k] == 0 for k in range(n_out, len(dtypes))):
-        return INVARIANT_BODY + str(module)     # every input broadcast along the loop
     return module
+
+
+def build_text(spec: ElementwiseKernel, name: str) -> str:
+    """`build`'s module as text for the kernel cache, marked INVARIANT_BODY when every input
+    is broadcast along the innermost loop (stride 0), so the light pipeline compiles it."""
+    text = str(build(spec, name))
+    n_out = len(out_dtypes(spec.expr))
+    inputs = spec.inner[n_out:]
+    if inputs and all(s == 0 for s in inputs):
+        return INVARIANT_BODY + text
+    return text

@@ -13,7 +13,7 @@ import threading
 from typing import Any, Sequence
 
 from .._source import define
-from ..codegen.elementwise import build
+from ..codegen.elementwise import build_text
 from ..ir import dtypes as dt
 from ..ir import registry
 from ..ir.dtypes import DType
@@ -23,7 +23,7 @@ from ..tensor import Tensor
 from ..schedule.elementwise import ElementwiseKernel, Expr, ExprNode, out_dtypes
 from ..schedule.layout import broadcast_strides, collapse
 
-cache.register_builder(ElementwiseKernel, build)
+cache.register_builder(ElementwiseKernel, build_text)
 
 Scalar = bool | int | float | complex
 
