@@ -524,11 +524,19 @@ def run_compiled(fn: Callable[..., Any], args: Any, res: OpResult, random: bool 
             return v
         return fn(sub(x), *sub(a), **sub(k))
 
+    import warnings
     try:
-        got = lg.compile(call)(*tensors)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = lg.compile(call)(*tensors)
     except Exception as e:
         res.compiled = "fail"
         res.fail(f"compiled: raised {_describe(e)}")
+        return
+    fallback = [w for w in caught if "could not compile" in str(w.message)]
+    if fallback:           # an internal compile failure hidden by the eager fallback
+        res.compiled = "fail"
+        res.fail(f"compiled: fell back to eager: {str(fallback[0].message)[:150]}")
         return
     a_, b_ = flatten(got), flatten(eager)
     for m, e in zip(a_, b_):
