@@ -2,15 +2,21 @@
 
 Every channel is a logger under `llgrad`: `llgrad.graph`, `llgrad.passes`,
 `llgrad.fusion`, `llgrad.llvm`, `llgrad.cache`, `llgrad.recompiles`,
-`llgrad.graph_breaks`, `llgrad.kernels`. Messages are INFO records, so nothing is
-printed unless the application asks (the recompile limit also warns through `warnings`):
+`llgrad.graph_breaks`, `llgrad.kernels`. Messages are INFO records and the `llgrad`
+logger's level is WARNING (set at import unless the application set one before), so
+`logging.basicConfig(level=logging.INFO)` does not print llgrad's IR listings; nothing is
+printed unless the application asks for a channel (the recompile limit also warns through
+`warnings`), as PyTorch's loggers behave:
 
     logging.basicConfig()
     logging.getLogger("llgrad.recompiles").setLevel(logging.INFO)
 
-`LLGRAD_LOG=recompiles,graph_breaks` (or `all`) is a shortcut that does this for the named
-channels, printing `[llgrad:channel] message` lines to stderr; `set_channels` does the
-same at run time. A name that is not a channel warns, listing the channels.
+Channels propagate to the application's handlers (so pytest's caplog sees them) once
+their level lets records through. `LLGRAD_LOG=recompiles,graph_breaks` (or `all`) is a
+shortcut that turns the named channels on with llgrad's own handler, printing
+`[llgrad:channel] message` lines to stderr, and stops them propagating (no line is
+printed twice under a root handler); `set_channels` does the same at run time. A name
+that is not a channel warns, listing the channels.
 """
 from __future__ import annotations
 
@@ -22,6 +28,9 @@ import warnings
 CHANNELS = ("graph", "passes", "fusion", "llvm", "cache", "recompiles", "graph_breaks",
             "kernels")
 
+_root = logging.getLogger("llgrad")
+if _root.level == logging.NOTSET:          # the application's own setting wins
+    _root.setLevel(logging.WARNING)
 _loggers = {c: logging.getLogger(f"llgrad.{c}") for c in CHANNELS}
 _handler: logging.Handler | None = None
 _shortcut: frozenset[str] = frozenset()       # channels LLGRAD_LOG/set_channels turned on
@@ -71,8 +80,10 @@ def set_channels(value: str) -> None:
     for c in _shortcut - wanted:
         _loggers[c].setLevel(logging.NOTSET)
         _loggers[c].removeHandler(_handler)
+        _loggers[c].propagate = True
     for c in wanted:
         _loggers[c].setLevel(logging.INFO)
+        _loggers[c].propagate = False
         if _handler not in _loggers[c].handlers:
             _loggers[c].addHandler(_handler)
     _shortcut = wanted

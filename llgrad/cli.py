@@ -211,8 +211,36 @@ def _bench(ns: argparse.Namespace, rest: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; a reader that closes the pipe early (`llgrad inspect ... | head`)
+    ends it quietly with status 141 (128 + SIGPIPE, as Unix tools end), no traceback."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # later writes (and the interpreter's final flush) must not fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 141
+
+
+def _version() -> str:
+    from ._version import __version__
+    try:
+        import llvmlite
+        import llvmlite.binding as llvm
+        tools = (f"llvmlite {llvmlite.__version__}, LLVM "
+                 f"{'.'.join(map(str, llvm.llvm_version_info))}")
+    except ImportError:                    # pragma: no cover - a broken install
+        tools = "llvmlite not importable"
+    return f"llgrad {__version__} ({tools}, Python {platform.python_version()})"
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     p = argparse.ArgumentParser(prog="llgrad", description="llgrad's command line tools.")
+    p.add_argument("--version", action="version", version=_version())
     sub = p.add_subparsers(dest="command", required=True)
     pi = sub.add_parser("inspect", help="print every compile stage of a function")
     pi.add_argument("target", help="FILE:FUNCTION (FUNCTION may be dotted: Model.step)")

@@ -1,12 +1,34 @@
-"""Shared test helpers: NumPy <-> llgrad conversion and layouts that make views."""
+"""Shared test helpers: NumPy <-> llgrad conversion and layouts that make views.
+
+The session compiles into its own cache (`LLGRAD_CACHE_DIR` under a session temp folder,
+or `LLGRAD_TEST_CACHE_DIR` where set, to keep a warm cache between runs), never into the
+user's, and subprocesses get a session `TMPDIR`: both are removed when the session ends,
+so nothing (`llgrad-peers-*` folders of the benchmark runner, caches) is left behind.
+"""
 from __future__ import annotations
 
-import numpy as np
-import pytest
+import os
+import shutil
+import tempfile
 
-import llgrad as lg
-from llgrad.eager import views
-from llgrad.ir import dtypes as dt
+_real_tmp = tempfile.gettempdir()        # this process keeps it (pytest's tmp_path)
+_SESSION = tempfile.mkdtemp(prefix="llgrad-test-session-")
+os.environ["LLGRAD_CACHE_DIR"] = os.environ.get("LLGRAD_TEST_CACHE_DIR") or \
+    os.path.join(_SESSION, "cache")
+os.makedirs(os.path.join(_SESSION, "tmp"), mode=0o700)
+os.environ["TMPDIR"] = os.path.join(_SESSION, "tmp")          # for subprocesses
+
+
+def pytest_unconfigure(config) -> None:
+    shutil.rmtree(_SESSION, ignore_errors=True)
+
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import llgrad as lg  # noqa: E402
+from llgrad.eager import views  # noqa: E402
+from llgrad.ir import dtypes as dt  # noqa: E402
 
 
 def to_lg(a: np.ndarray, dtype: dt.DType | None = None) -> lg.Tensor:

@@ -120,12 +120,11 @@ def test_two_processes_compiling_into_one_cache_at_once(tmp_path):
         assert p.returncode == 0 and out.strip() == "ok", err
     entries = _entries(cache)
     assert not [p for p in entries if p.name.endswith(".tmp")]
-    import hashlib
     head = len(diskcache._MAGIC) + 32
     for p in entries:                      # every entry is whole and checks out
         blob = p.read_bytes()
         assert blob.startswith(diskcache._MAGIC)
-        assert hashlib.sha256(blob[head:]).digest() == blob[len(diskcache._MAGIC):head]
+        assert diskcache.checksum(p.name, blob[head:]) == blob[len(diskcache._MAGIC):head]
     third = _run("""
         import llgrad as lg
         from llgrad.runtime import cache
@@ -248,3 +247,229 @@ def test_rss_stays_flat_over_100k_compiled_calls():
     print(f"RSS over 100,000 compiled calls with backward: {before} KiB -> "
           f"{before + grown} KiB ({grown:+d} KiB)")
     assert grown < 4096, f"RSS grew by {grown} KiB over 100,000 calls"
+
+
+# --------------------------------------------------------------------------------------
+# Issue 28: the cache's checksum covers the key; errors that name what is wrong; logging;
+# the command line; safetensors complex64; the test session's own folders
+# --------------------------------------------------------------------------------------
+
+def test_an_entry_under_another_keys_name_or_random_bytes_are_rebuilt(tmp_path, monkeypatch):
+    monkeypatch.setenv("LLGRAD_CACHE_DIR", str(tmp_path / "cache"))
+    obj_a, obj_b = "a" * 64, "b" * 64
+    diskcache.put(obj_a, b"\x7fELF object of a")
+    assert diskcache.get(obj_a) == b"\x7fELF object of a"
+    d = diskcache.folder()
+    (d / obj_b[:2]).mkdir(mode=0o700, exist_ok=True)
+    (d / obj_b[:2] / obj_b).write_bytes((d / obj_a[:2] / obj_a).read_bytes())
+    (d / obj_b[:2] / obj_b).chmod(0o600)
+    assert diskcache.get(obj_b) is None                  # a's entry under b's name
+    text_key = "ir-" + "c" * 64
+    junk = bytes(range(128, 256)) * 4                    # not UTF-8, with a valid checksum
+    (d / "ir").mkdir(mode=0o700, exist_ok=True)
+    path = d / "ir" / text_key
+    path.write_bytes(diskcache._MAGIC + diskcache.checksum(text_key, junk) + junk)
+    path.chmod(0o600)
+    assert diskcache.get(text_key) is None
+    old = diskcache._MAGIC + __import__("hashlib").sha256(b"x").digest() + b"x"
+    (d / obj_a[:2] / obj_a).write_bytes(old)             # the old format: body-only sum
+    assert diskcache.get(obj_a) is None
+
+
+def test_swapped_cache_entries_are_rebuilt_not_executed(tmp_path):
+    """Every object and IR text of a compiled function moved under another entry's name:
+    the next process rebuilds them (it used to load them: `malloc(): invalid size`)."""
+    cache = tmp_path / "cache"
+    code = """
+        import llgrad as lg, numpy as np
+        for n in range(3):
+            f = lg.compile(lambda x, n=n: (lg.tanh(x) * (n + 2)).sum(1))
+            x = lg.arange(12.0).reshape(3, 4) / 7
+            np.testing.assert_allclose(f(x).numpy(), (np.tanh(x.numpy()) * (n + 2)).sum(1),
+                                       rtol=1e-5)
+        print("ok")
+    """
+    assert _run(code, {"LLGRAD_CACHE_DIR": str(cache)}).stdout.strip() == "ok"
+    entries = sorted(_entries(cache))
+    blobs = [p.read_bytes() for p in entries]
+    for p, blob in zip(entries, blobs[1:] + blobs[:1]):      # rotate: each gets another's
+        p.write_bytes(blob)
+    res = _run(code, {"LLGRAD_CACHE_DIR": str(cache), "LLGRAD_LOG": "cache"})
+    assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr
+    assert "checksum mismatch" in res.stderr
+
+
+def test_basic_config_at_info_does_not_print_llgrad_logs():
+    res = _run("""
+        import logging
+        logging.basicConfig(level=logging.INFO)
+        import llgrad as lg
+        f = lg.compile(lambda x: (x * 2).sum())
+        f(lg.ones(3)); f(lg.ones(4))
+        logging.getLogger("llgrad.recompiles").setLevel(logging.INFO)     # asked: shown
+        f(lg.ones(5))
+        print("done")
+    """, {})
+    assert res.returncode == 0, res.stderr
+    lines = [l for l in res.stderr.splitlines() if "llgrad" in l]
+    assert len(lines) == 1 and "recompil" in lines[0], res.stderr
+
+
+def test_num_threads_variable_is_named_when_it_is_not_a_number():
+    res = _run("import llgrad as lg; print(lg.get_num_threads())",
+               {"LLGRAD_NUM_THREADS": "abc"})
+    assert res.returncode != 0 and "LLGRAD_NUM_THREADS" in res.stderr and "'abc'" in \
+        res.stderr
+
+
+def test_cli_version_and_a_closed_pipe(tmp_path):
+    res = subprocess.run([sys.executable, "-m", "llgrad", "--version"], capture_output=True,
+                         text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
+    assert res.returncode == 0 and res.stdout.startswith(f"llgrad {lg.__version__}")
+    src = tmp_path / "model.py"
+    src.write_text(textwrap.dedent("""
+        import llgrad as lg
+        class Model:
+            def __init__(self):
+                self.w = lg.randn(8, 8)
+            def step(self, x):
+                return (x @ self.w).tanh().sum()
+        model = Model()
+    """))
+    cmd = (f"{sys.executable} -m llgrad inspect {src}:model.step --args 'f32[64,8]' "
+           f"--stage llvm | head -1")
+    res = subprocess.run(["bash", "-c", "set -o pipefail; " + cmd], capture_output=True,
+                         text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
+    assert res.stdout.startswith("; ModuleID"), res.stderr
+    assert "Traceback" not in res.stderr and "BrokenPipe" not in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("call, error, text", [
+    (lambda: lg.stack([1, 2]), TypeError, "expected Tensor as element 0"),
+    (lambda: lg.randn(2, 2, generator=5), TypeError, "randn: 'generator' must be"),
+    (lambda: lg.ones(2, 2).sum(dim=1.0), TypeError, "sum(): argument 'dim' must be an int"),
+    (lambda: lg.arange(0, float("inf")), RuntimeError, "arange: unsupported range: 0 -> inf"),
+    (lambda: lg.ones(1).expand(2 ** 40).contiguous(), MemoryError, "contiguous"),
+    (lambda: lg.ones(4).narrow(0, 2, -1), RuntimeError,
+     "narrow(): length must be non-negative."),
+    (lambda: lg.ones(4).narrow(0, -5, 1), IndexError,
+     "start out of range (expected to be in range of [-4, 4], but got -5)"),
+    (lambda: lg.ones(4).narrow(0, 3, 2), RuntimeError,
+     "start (3) + length (2) exceeds dimension size (4)."),
+])
+def test_clear_errors(call, error, text):
+    with pytest.raises(error) as info:
+        call()
+    assert text in str(info.value)
+
+
+def test_softmax_with_positive_infinity_is_nan_as_torch():
+    torch = pytest.importorskip("torch")
+    inf = float("inf")
+    for v in ([inf, 1.0], [-inf, -inf], [-inf, 1.0], [inf, inf], [1.0, 2.0]):
+        want = torch.softmax(torch.tensor(v), 0).numpy()
+        np.testing.assert_array_equal(lg.softmax(lg.tensor(v), 0).numpy(), want)
+        np.testing.assert_array_equal(
+            lg.compile(lambda x: lg.softmax(x, 0))(lg.tensor(v)).numpy(), want)
+
+
+def test_safetensors_complex64_both_ways():
+    pytest.importorskip("safetensors")
+    torch = pytest.importorskip("torch")
+    import io
+    from safetensors.torch import load, save
+    from llgrad.utils import safetensors as st
+    z = lg.tensor([1 + 2j, 3 - 4j, 0.5j], dtype=lg.complex64)
+    f = io.BytesIO()
+    st.write({"z": z, "r": lg.ones(2)}, f)
+    back = load(f.getvalue())
+    np.testing.assert_array_equal(back["z"].numpy(), z.numpy())
+    theirs = save({"w": torch.tensor([[1 + 1j, -2j]], dtype=torch.complex64)})
+    mine = st.read(io.BytesIO(theirs))
+    assert mine["w"].dtype is lg.complex64
+    np.testing.assert_array_equal(mine["w"].numpy(), np.array([[1 + 1j, -2j]], np.complex64))
+
+
+def test_the_session_uses_its_own_cache_and_temp_folders():
+    import tempfile
+    assert "llgrad-test-session-" in os.environ["LLGRAD_CACHE_DIR"] or \
+        os.environ.get("LLGRAD_TEST_CACHE_DIR")
+    assert "llgrad-test-session-" in os.environ["TMPDIR"]
+    res = _run("import tempfile; print(tempfile.mkdtemp(prefix='llgrad-peers-'))", {})
+    assert os.environ["TMPDIR"] in res.stdout             # removed with the session
+    assert tempfile.gettempdir() != os.environ["TMPDIR"]
+
+
+def test_names_op_keeps_the_signature_for_type_checkers():
+    import inspect
+    from llgrad.functions import _errors
+    hints = _errors.names_op.__annotations__["return"]
+    assert "P" in str(hints) and "R" in str(hints)
+    assert "generator" in inspect.signature(lg.randn).parameters
+
+
+@pytest.mark.slow
+def test_mypy_sees_the_creation_functions_signatures(tmp_path):
+    pytest.importorskip("mypy")
+    src = tmp_path / "use.py"
+    src.write_text("import llgrad as lg\nreveal_type(lg.randn)\n")
+    res = subprocess.run([sys.executable, "-m", "mypy", "--follow-imports=silent", str(src)],
+                         capture_output=True, text=True, cwd=str(ROOT), timeout=600,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert "generator:" in res.stdout and "(*Any, **Any)" not in res.stdout, res.stdout
+
+
+# --------------------------------------------------------------------------------------
+# Distributed collectives whose ranks disagree (2 ranks)
+# --------------------------------------------------------------------------------------
+
+def _have_mpi() -> bool:
+    import importlib.util
+    if importlib.util.find_spec("mpi4py") is None:
+        return False
+    from llgrad.distributed import run as launcher
+    try:
+        launcher.find_mpiexec()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _have_mpi(), reason="needs mpi4py and mpiexec")
+def test_collectives_refuse_ranks_that_disagree_on_shape_or_dtype(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent("""
+        import llgrad as lg, llgrad.distributed as dist
+        dist.init_process_group("mpi")
+        r = dist.get_rank()
+
+        def refused(fn, *words):
+            try:
+                fn()
+            except dist.DistError as e:
+                assert all(w in str(e) for w in words), str(e)
+                return
+            raise AssertionError("the mismatch was not refused")
+        refused(lambda: dist.all_reduce(lg.ones(4 if r == 0 else 7)),
+                "rank 0: all_reduce of float32[4]", "rank 1: all_reduce of float32[7]")
+        refused(lambda: dist.all_reduce(lg.ones(4, dtype=lg.float32 if r == 0 else
+                                                lg.float64)), "float64[4]")
+        refused(lambda: dist.broadcast(lg.ones(3), src=r), "src 0", "src 1")
+        refused(lambda: dist.barrier() if r == 0 else dist.all_reduce(lg.ones(2)),
+                "rank 0: barrier", "rank 1: all_reduce")
+        out = lg.empty(2 * (2 if r == 0 else 3))
+        refused(lambda: dist.all_gather_into_tensor(out, lg.ones(2 if r == 0 else 3)),
+                "all_gather_into_tensor")
+        refused(lambda: dist.reduce_scatter_tensor(lg.empty(2), lg.ones(4) if r == 0 else
+                                                   lg.ones(2, 2)),
+                "rank 0: reduce_scatter_tensor of float32[4]", "float32[2, 2]")
+        t = lg.ones(5) * (r + 1)
+        dist.all_reduce(t)                          # the group is still in step
+        assert t.tolist() == [3.0] * 5
+        print("RANK OK")
+    """))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), LLGRAD_NUM_THREADS="1")
+    p = subprocess.run([sys.executable, "-m", "llgrad.distributed.run", "-n", "2",
+                        "--threads", "1", str(script)], capture_output=True, text=True,
+                       timeout=240, env=env, cwd=str(ROOT))
+    assert p.returncode == 0 and p.stdout.count("RANK OK") == 2, p.stdout + p.stderr

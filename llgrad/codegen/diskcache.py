@@ -7,9 +7,12 @@ cache folder, by the rules platformdirs follows: `$XDG_CACHE_HOME/llgrad` (defau
 
 Layout: `<root>/<llgrad version>-llvm<LLVM version>/<2 hex>/<64 hex>` (objects) and
 `.../ir/ir-<64 hex>` (generated LLVM IR texts). Each entry sits behind a magic string and
-its SHA-256; an entry that does not check out is
-rebuilt. Entries of other llgrad or LLVM versions can never be hit (the key covers the
-versions) and `prune` removes them first.
+a SHA-256 of the toolchain's fingerprint (llgrad, llvmlite and LLVM versions, target triple,
+CPU and features: `toolchain`), the entry's own key and its bytes, so a file copied or
+renamed under another key's name, or built by another toolchain, does not check out; nor
+does an IR text that does not decode.
+Whatever does not check out is rebuilt, never loaded. Entries of other llgrad or LLVM
+versions can never be hit (the key covers the versions) and `prune` removes them first.
 
 Size: the cache holds at most `LLGRAD_CACHE_SIZE` bytes (default 1 GiB; `500M`, `2G`
 and plain byte counts are accepted). A hit refreshes the entry's modification time, so
@@ -41,7 +44,7 @@ from .._version import __version__ as VERSION
 __all__ = ["root", "folder", "get", "put", "info", "clear", "prune", "size_limit",
            "untrusted", "CacheInfo"]
 
-_MAGIC = b"LLGRADOBJ1"
+_MAGIC = b"LLGRADOBJ2"          # 2: the checksum covers the toolchain and the key
 _ENTRY = re.compile(r"(ir-)?[0-9a-f]{64}(\.\d+\.\d+\.tmp)?")   # objects, IR texts
 _FOLDER = re.compile(r"\d[\w.+-]*-llvm\d+(\.\d+)*")
 DEFAULT_SIZE = 1 << 30
@@ -172,8 +175,13 @@ def get(key: str) -> bytes | None:
         _log.log("cache", f"corrupt entry {path.name}: bad header; rebuilding")
         return None
     digest, body = blob[len(_MAGIC):head], blob[head:]
-    if hashlib.sha256(body).digest() != digest:
-        _log.log("cache", f"corrupt entry {path.name}: checksum mismatch; rebuilding")
+    if checksum(key, body) != digest:
+        _log.log("cache", f"corrupt entry {path.name}: checksum mismatch (another key's or "
+                          f"another toolchain's entry, or damaged); rebuilding")
+        return None
+    why = _malformed(key, body)
+    if why is not None:
+        _log.log("cache", f"corrupt entry {path.name}: {why}; rebuilding")
         return None
     try:
         os.utime(path)                 # recently used: pruned last
@@ -181,6 +189,38 @@ def get(key: str) -> bytes | None:
         pass
     _log.log("cache", f"hit {path.name}")
     return body
+
+
+_toolchain: list[str] = []
+
+
+def toolchain() -> str:
+    """What the compiled bytes depend on besides their key: llgrad's, llvmlite's and LLVM's
+    versions, the target triple, the CPU and its features (the compiler's fingerprint)."""
+    if not _toolchain:
+        from .target import get_target
+        _toolchain.append(f"{version_tag()}|{get_target().fingerprint}")
+    return _toolchain[0]
+
+
+def checksum(key: str, body: bytes) -> bytes:
+    """The SHA-256 an entry carries: of the toolchain, the key and the bytes."""
+    h = hashlib.sha256(toolchain().encode())
+    h.update(b"\0" + key.encode() + b"\0")
+    h.update(body)
+    return h.digest()
+
+
+def _malformed(key: str, body: bytes) -> str | None:
+    """Why a checked entry still cannot be what its key names (None: it can): an IR text
+    must decode (objects are trusted on their checksum, which only this toolchain writing
+    this key gives, and on the folder's ownership checks)."""
+    if key.startswith("ir-"):
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError:
+            return "an IR text that is not UTF-8"
+    return None
 
 
 def put(key: str, obj: bytes) -> None:
@@ -199,7 +239,7 @@ def put(key: str, obj: bytes) -> None:
         tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as f:
-            f.write(_MAGIC + hashlib.sha256(obj).digest() + obj)
+            f.write(_MAGIC + checksum(key, obj) + obj)
         os.replace(tmp, path)         # atomic: readers never see half an entry
     except OSError as e:
         _log.log("cache", f"could not write {path}: {e}")

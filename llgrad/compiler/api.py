@@ -29,7 +29,7 @@ from ..tensor import Tensor
 from ..tracer.make_ir import Structure, _Leaf, _flatten, _unflatten, trace
 from ..tracer.tensor import GraphBreak
 from .callpath import MISS, specialize
-from .function import GraphFunction
+from .function import CompileFailure, GraphFunction, report_failure
 
 
 class _State(threading.local):
@@ -266,15 +266,98 @@ class CompiledFunction:
                 values.append((name, v))
         return tuple(values)
 
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._attribute = name
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        """`@lg.compile` on a method: `model.step` is a compiled function of the bound
+        method, made once per instance (kept in the instance's `__dict__` under the
+        method's name, or by reference where the instance has no `__dict__`)."""
+        if obj is None:
+            return self
+        import weakref
+        bound_by = self.__dict__.setdefault("_bound", {})
+        hit = bound_by.get(id(obj))
+        if hit is not None and hit[0]() is obj:
+            return hit[1]
+        bound = CompiledFunction(self.fn.__get__(obj, objtype), backend=self.backend,
+                                 dynamic=self.dynamic, fullgraph=self.fullgraph,
+                                 cache=self.use_cache)
+        name = getattr(self, "_attribute", None)
+        try:
+            if name is not None and getattr(type(obj), name, None) is self:
+                vars(obj)[name] = bound
+                return bound
+        except TypeError:                   # no __dict__ (slots)
+            pass
+        try:
+            key = id(obj)
+            bound_by[key] = (weakref.ref(obj, lambda _: bound_by.pop(key, None)), bound)
+        except TypeError:                   # not weakly referable: compiled per lookup
+            pass
+        return bound
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         fast = self._fast
         if fast is not None and not kwargs:
-            out = fast(args)
+            try:
+                out = fast(args)
+            except CompileFailure:             # a lazily compiled part (see `_call`)
+                self._fast = None
+                return self._call(args, kwargs)
+            except IndexError as e:
+                if not getattr(e, "compiled_index", False):
+                    raise
+                return self._eager_index_error(args, kwargs, e)
             if out is not MISS:
                 return out
         return self._call(args, kwargs)
 
     def _call(self, args: tuple, kwargs: dict) -> Any:
+        """`_call_compiled`, except that a signature whose graph cannot be compiled (an
+        internal error after tracing: `function.CompileFailure`) runs eagerly from then on,
+        with the reason logged (`LLGRAD_LOG=graph_breaks`) and one warning per process.
+        Nothing has run when compiling fails, so running the Python function instead is
+        exactly the eager call."""
+        try:
+            return self._call_compiled(args, kwargs)
+        except IndexError as e:
+            if not getattr(e, "compiled_index", False):
+                raise
+            return self._eager_index_error(args, kwargs, e)
+        except CompileFailure as failure:
+            if self.fullgraph:
+                raise CompileError(f"{self.__name__} cannot be compiled (fullgraph=True): "
+                                   f"{failure}") from failure
+            report_failure(failure, self.__name__, "this signature runs eagerly")
+            key, _ = self._key(args, kwargs)
+            entry = self._entries.get(key)
+            reason = GraphBreak(f"compiling failed ({failure})", None,
+                                advice="an llgrad bug; this signature runs eagerly")
+            if entry is not None:
+                entry.graph_break, entry.fast = reason, False
+            self._fast = None
+            msg = f"{self.__name__}: {reason.what}"
+            if msg not in self.graph_breaks:
+                self.graph_breaks.append(msg)
+            return self.fn(*args, **kwargs)
+
+    def _eager_index_error(self, args: tuple, kwargs: dict, error: IndexError) -> Any:
+        """A compiled graph met an out-of-range index (and read nothing out of bounds).
+        The graph checks a flattened position, so its message cannot name the index as
+        written; the call runs eagerly for eager's error (the op, the index, the dimension
+        and its size). Should the eager call not fail, the compiled error stands."""
+        try:
+            self.fn(*args, **kwargs)
+        except IndexError as eager:
+            raise eager from None
+        except RuntimeError as eager:          # eager gather/scatter raise RuntimeError
+            if "index" not in str(eager):
+                raise
+            raise eager from None
+        raise error
+
+    def _call_compiled(self, args: tuple, kwargs: dict) -> Any:
         """The general call (see the module docstring); it leaves the signature it ran
         specialized in `_fast` (`callpath.specialize`) for the next call to try first."""
         from ..tracer.context import current
@@ -402,7 +485,15 @@ class CompiledFunction:
     # -- inspection -----------------------------------------------------------------------
     def inspect(self, *args: Any, **kwargs: Any) -> Report:
         """Every stage for these arguments: traced, differentiated, optimized, kernels,
-        LLVM IR, assembly and timings (compiles them if needed)."""
+        LLVM IR, assembly and timings (compiles them if needed). Raises `CompileError`
+        when they do not compile as one graph."""
+        try:
+            return self._inspect(args, kwargs)
+        except CompileFailure as failure:
+            raise CompileError(f"{self.__name__} does not compile for these arguments: "
+                               f"{failure}") from failure
+
+    def _inspect(self, args: tuple, kwargs: dict) -> Report:
         key, leaves = self._key(args, kwargs)
         entry = self._entries.get(key) or self._compile(key, args, kwargs)
         if entry.graph_break is not None:
@@ -506,6 +597,9 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: str = "llvm",
     """`@lg.compile` / `lg.compile(fn, ...)`; a Module compiles its `forward`."""
     def wrap(f: Callable[..., Any]) -> Any:
         from ..nn.modules.module import Module
+        if not callable(f):
+            raise TypeError(f"compile: expected a function or an nn.Module to compile, got "
+                            f"{type(f).__name__}")
         if isinstance(f, Module):
             compiled = CompiledFunction(f.forward, backend=backend, dynamic=dynamic,
                                         fullgraph=fullgraph, cache=cache)

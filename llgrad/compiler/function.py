@@ -67,9 +67,74 @@ class Compiled:
         return runner(verified) if runner is not None else self.executable
 
 
-def compile_graph(graph: Graph, dynamic: bool = False) -> Compiled:
+class CompileFailure(Exception):
+    """A stage after tracing (autodiff, partition, decompose, passes, schedule, codegen)
+    failed on a graph that traced: an internal error, never the user's. `lg.compile` runs
+    that signature eagerly instead (`CompiledFunction`), with the reason logged on the
+    `graph_breaks` channel and one warning per process."""
+
+    def __init__(self, graph: str, stage: str, error: BaseException):
+        self.graph, self.stage, self.error = graph, stage, error
+        super().__init__(f"@{graph}: {stage} failed: {type(error).__name__}: {error}")
+
+
+_warned_failure = [False]
+failures: list[str] = []         # every compile failure of this process (tests read it)
+
+
+def report_failure(failure: CompileFailure, where: str, fallback: str) -> None:
+    """Log a compile failure (every one, `LLGRAD_LOG=graph_breaks`) and warn once."""
+    message = f"{where}: compiling {failure} ({fallback})"
+    if len(failures) < 1000:
+        failures.append(message)
+    _log.log("graph_breaks", message)
+    if not _warned_failure[0]:
+        _warned_failure[0] = True
+        from .._warnings import warn_at_user
+        warn_at_user(f"lg.compile could not compile a graph and runs it eagerly instead: "
+                     f"{message}. This is an llgrad bug worth reporting; later failures "
+                     f"are logged on LLGRAD_LOG=graph_breaks only.")
+
+
+def compiling(graph: Graph, stage: str) -> Any:
+    """A context in which any exception becomes `CompileFailure(graph, stage, error)`."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def guard() -> Any:
+        try:
+            yield
+        except CompileFailure:
+            raise
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as e:
+            raise CompileFailure(graph.name, stage, e) from e
+    return guard()
+
+
+def compile_graph(graph: Graph, dynamic: bool = False, fallback: bool = False) -> Compiled:
     """Decompose, optimize and make executable: one native module for the whole graph, or
-    (`dynamic`) a runner over the shape-generic eager kernels."""
+    (`dynamic`) a runner over the shape-generic eager kernels. A failure in any stage
+    raises `CompileFailure`; with `fallback` (graphs compiled while a backward runs, when
+    running the Python function instead is no longer possible) the graph runs on the
+    eager kernels (`eager.graph.GraphRunner`) instead, and the failure is reported."""
+    try:
+        with compiling(graph, "compile"):
+            return _compile_graph(graph, dynamic)
+    except CompileFailure as failure:
+        if not fallback:
+            raise
+        from ..eager.graph import GraphRunner
+        from ..passes.decompose import decompose
+        with compiling(graph, "the eager fallback"):
+            lowered = decompose(graph)
+            compiled = Compiled(graph, lowered, GraphRunner(lowered), [("decompose", lowered)])
+        report_failure(failure, "backward", "runs on the eager kernels")
+        return compiled
+
+
+def _compile_graph(graph: Graph, dynamic: bool = False) -> Compiled:
     from ..passes.decompose import decompose
     from ..runtime.executor import CompiledGraph
     t0 = time.perf_counter()
@@ -234,10 +299,13 @@ class GraphFunction:
         # (output, input) pairs whose output may be written into the input's memory
         # when the graph runs without autodiff around it (a training step's updates)
         self.write_in_place: list[tuple[int, int]] = []
+        # a graph compiled while a backward runs (`grad_function`): a compile failure runs
+        # it on the eager kernels instead of raising (`compile_graph`)
+        self.fallback = False
 
     def plain(self) -> Compiled:
         if self._plain is None:
-            self._plain = compile_graph(self.graph, self.dynamic)
+            self._plain = compile_graph(self.graph, self.dynamic, self.fallback)
             if self.write_in_place and hasattr(self._plain.executable, "write_in_place"):
                 self._plain.executable.write_in_place(self.write_in_place)
         return self._plain
@@ -261,10 +329,11 @@ class GraphFunction:
         if d is None:
             from ..passes.partition import partition
             n_in, n_out = len(self.graph.params), len(self.graph.outputs)
-            joint = self.joint(wrt)
-            part = partition(joint, n_in, n_out)
-            d = Differentiated(compile_graph(part.forward, self.dynamic),
-                               compile_graph(part.backward, self.dynamic),
+            with compiling(self.graph, "autodiff and partition"):
+                joint = self.joint(wrt)
+                part = partition(joint, n_in, n_out)
+            d = Differentiated(compile_graph(part.forward, self.dynamic, self.fallback),
+                               compile_graph(part.backward, self.dynamic, self.fallback),
                                self.grad_graph(wrt), n_out, part)
             self._diff[wrt] = d
         return d
@@ -280,13 +349,16 @@ class GraphFunction:
                     floats[0].dtype.is_floating_point and \
                     _numel(floats[0].shape) == 1:
                 from ..passes.autodiff import differentiate
-                fused = differentiate(self.graph, list(wrt), f"{self.graph.name}_value_grad",
-                                      unit_cotangents=True)
-                grads = self.grad_graph(wrt)
+                with compiling(self.graph, "autodiff"):
+                    fused = differentiate(self.graph, list(wrt),
+                                          f"{self.graph.name}_value_grad",
+                                          unit_cotangents=True)
+                    grads = self.grad_graph(wrt)
                 reads = _reads(grads)
                 needed = tuple(k for k, p in enumerate(grads.params[:len(self.graph.params)])
                                if p in reads)
-                self._spec[wrt] = _Speculation(compile_graph(fused, self.dynamic), needed)
+                self._spec[wrt] = _Speculation(
+                    compile_graph(fused, self.dynamic, self.fallback), needed)
         s = self._spec[wrt]
         return s if s is not None and s.on else None
 
@@ -360,7 +432,10 @@ class GraphFunction:
     def grad_function(self, wrt: tuple[int, ...]) -> "GraphFunction":
         fn = self._grad_fns.get(wrt)
         if fn is None:
-            fn = self._grad_fns[wrt] = GraphFunction(self.grad_graph(wrt), self.dynamic)
+            with compiling(self.graph, "autodiff"):
+                graph = self.grad_graph(wrt)
+            fn = self._grad_fns[wrt] = GraphFunction(graph, self.dynamic)
+            fn.fallback = True
         return fn
 
 

@@ -21,6 +21,17 @@ Choices:
   MPI itself); `broadcast` becomes an all_reduce of the source rank's values and zeros.
   The other collectives run eagerly (a graph break).
 - One group, the world (`group=None` or `group.WORLD`).
+- Every eager collective first checks that all ranks called the same collective with the
+  same dtype and shape (and root, reduction): one all-gather of a 16-number signature,
+  a few microseconds on one host. A mismatch raises `DistError` on every rank, naming each
+  rank's call, before any tensor memory is handed to MPI (whose buffers are sized by each
+  rank's own tensor: different counts would give each rank different garbage, or let a
+  reduction read and write past the smaller ranks' buffers). `LLGRAD_DISTRIBUTED_DEBUG`
+  (PyTorch's `TORCH_DISTRIBUTED_DEBUG` levels) chooses: unset, `INFO` or `DETAIL` check
+  (llgrad's default, unlike PyTorch, whose check needs `DETAIL`: silent garbage costs more
+  than the microseconds); `OFF` skips the check, for code known to agree. Compiled
+  `all_reduce` calls are not checked (their shapes are fixed when the graph is traced, the
+  same program on every rank).
 """
 from __future__ import annotations
 
@@ -269,6 +280,70 @@ def _bump(t: Tensor) -> None:
     t._storage.version += 1
 
 
+_CALLS = ("all_reduce", "broadcast", "all_gather_into_tensor", "reduce_scatter_tensor",
+          "barrier")
+_REDUCTIONS = ("", "sum", "avg", "product", "min", "max", "band", "bor", "bxor")
+_SIG_DIMS = 10               # dims carried in a signature (more: folded into the last)
+
+
+def _checking() -> bool:
+    import os
+    return os.environ.get("LLGRAD_DISTRIBUTED_DEBUG", "").strip().upper() != "OFF"
+
+
+def _signature(what: str, t: Tensor | None, reduce: str, root: int) -> np.ndarray:
+    from ..ir import dtypes as dt
+    sig = np.full(6 + _SIG_DIMS, -1, np.int64)
+    sig[0] = _CALLS.index(what)
+    sig[1] = _REDUCTIONS.index(reduce)
+    sig[2] = root
+    if t is not None:
+        sig[3] = dt.ALL.index(t._dtype)
+        sig[4] = t.ndim
+        sig[5] = t.numel()
+        dims = list(t._shape)
+        if len(dims) > _SIG_DIMS:
+            folded = 1
+            for s in dims[_SIG_DIMS - 1:]:
+                folded *= s
+            dims = dims[:_SIG_DIMS - 1] + [folded]
+        sig[6:6 + len(dims)] = dims
+    return sig
+
+
+def _describe(sig: np.ndarray) -> str:
+    from ..ir import dtypes as dt
+    what = _CALLS[sig[0]] if 0 <= sig[0] < len(_CALLS) else "?"
+    if sig[4] < 0:
+        return what
+    shape = [int(s) for s in sig[6:6 + min(int(sig[4]), _SIG_DIMS)]]
+    dtype = dt.ALL[sig[3]].name if 0 <= sig[3] < len(dt.ALL) else "?"
+    extra = f", op {_REDUCTIONS[sig[1]].upper()}" if sig[1] > 0 else ""
+    extra += f", src {sig[2]}" if sig[2] >= 0 else ""
+    return f"{what} of {dtype}{shape}{extra}"
+
+
+def _agree(g: ProcessGroup, what: str, t: Tensor | None, reduce: str = "",
+           root: int = -1) -> None:
+    """Check that every rank called `what` on a tensor of the same dtype and shape (and
+    reduction, root): one all-gather of a signature. A mismatch raises `DistError` on
+    every rank (each sees every signature) before any tensor memory reaches MPI."""
+    if g.size() == 1 or not _checking():
+        return
+    mine = _signature(what, t, reduce, root)
+    every = np.empty((g.size(), mine.size), np.int64)
+    BYTE = _mpi.mpi().BYTE
+    req = _mpi.call(what, g.comm.Iallgather, [mine, mine.nbytes, BYTE],
+                    [every, mine.nbytes, BYTE])
+    _mpi.Pending(req, (mine, every), None, f"{what} (signature check)").wait(g.timeout)
+    if (every == every[0]).all():
+        return
+    calls = "; ".join(f"rank {r}: {_describe(every[r])}" for r in range(g.size()))
+    raise DistError(f"{what}: the ranks' calls do not match ({calls}); every rank must call "
+                    f"the same collectives in the same order with tensors of one dtype and "
+                    f"shape (LLGRAD_DISTRIBUTED_DEBUG=OFF skips this check)")
+
+
 # --------------------------------------------------------------------------------------
 # Collectives
 # --------------------------------------------------------------------------------------
@@ -293,6 +368,7 @@ def all_reduce(tensor: Tensor, op: Any = ReduceOp.SUM, group: Any = None,
             t.copy_(r)
         return _finish(None, g, async_op, [t])
     _contiguous(t, what)
+    _agree(g, what, t, name)
     wide = _mpi.WIDENED.get(t._dtype)
     if wide is not None:                       # reduce a float32 copy, round back once
         from ..autograd.grad_mode import no_grad
@@ -354,6 +430,7 @@ def broadcast(tensor: Tensor, src: int = 0, group: Any = None, async_op: bool = 
             t.copy_(functional(mine, op))
         return _finish(None, g, async_op, [t])
     _contiguous(t, what)
+    _agree(g, what, t, "", src)
     pending = None
     if t.numel():
         a = t._numpy_view()
@@ -388,6 +465,7 @@ def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group: A
                          f"input_tensor's {x.numel()} times the world size {g.size()} "
                          f"(shapes {list(out.shape)} and {list(x.shape)})")
     _contiguous(out, what)
+    _agree(g, what, x)
     x = x.contiguous()
     pending = None
     if x.numel():
@@ -437,6 +515,7 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op: Any = ReduceOp.SUM,
                          f"{out.numel()} times the world size {g.size()} (shapes "
                          f"{list(x.shape)} and {list(out.shape)})")
     _contiguous(out, what)
+    _agree(g, what, x, name)
     wide = _mpi.WIDENED.get(out._dtype)
     from ..autograd.grad_mode import no_grad
     with no_grad():
@@ -479,6 +558,7 @@ def reduce_scatter(output: Tensor, input_list: list[Tensor], op: Any = ReduceOp.
 def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None) -> Work | None:
     """Wait until every rank reached the barrier (with the group's timeout)."""
     g = _check_group(group, "barrier")
+    _agree(g, "barrier", None)
     req = _mpi.call("barrier", g.comm.Ibarrier)
     return _finish(_mpi.Pending(req, (), None, "barrier"), g, async_op)
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy import special as _sp
 
 from ..autograd.apply import needs_grad
 from ..autograd.node import Node, edge, node_class
@@ -78,7 +77,8 @@ def _series(x: np.ndarray, a: np.ndarray) -> np.ndarray:
                            (np.abs(dterm) > 1e-17 * np.maximum(np.abs(ds), 1e-300)))
         if not active.any():
             break
-    ratio = (x / a) * ((np.log(x) - _sp.digamma(a + 1)) * s + ds)
+    from scipy.special import digamma      # SciPy's special functions load on first use
+    ratio = (x / a) * ((np.log(x) - digamma(a + 1)) * s + ds)
     return -ratio
 
 
@@ -118,7 +118,8 @@ def _continued_fraction(x: np.ndarray, a: np.ndarray) -> np.ndarray:
             break
     h = 1.0 / f
     dh = -df / (f * f)
-    return x * ((np.log(x) - _sp.digamma(a)) * h + dh)
+    from scipy.special import digamma
+    return x * ((np.log(x) - digamma(a)) * h + dh)
 
 
 class _GammaGradNode(Node):

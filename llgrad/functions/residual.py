@@ -353,6 +353,11 @@ def _share_memory_(self: Tensor) -> Tensor:
     PyTorch). Its cost: the values are copied once and the live tensors are searched for
     the views of this memory (`gc.get_referrers`)."""
     import gc
+    if getattr(self, "_ctx", None) is not None:
+        from ..tracer.context import user_location
+        from ..tracer.tensor import GraphBreak
+        raise GraphBreak("share_memory_() (it moves a tensor's memory)", user_location(),
+                         advice="this signature runs eagerly")
     st = self._storage
     if isinstance(st.owner, mmap.mmap):
         return self
@@ -376,8 +381,10 @@ def _share_memory_(self: Tensor) -> Tensor:
 
 
 def _is_shared(self: Tensor) -> bool:
-    """Whether `share_memory_()` moved this tensor's memory into a shared mapping."""
-    return isinstance(self._storage.owner, mmap.mmap)
+    """Whether `share_memory_()` moved this tensor's memory into a shared mapping (a traced
+    value has no memory: False)."""
+    st = self._storage
+    return st is not None and isinstance(st.owner, mmap.mmap)
 
 
 def _hardshrink(self: Tensor, lambd: float = 0.5) -> Tensor:

@@ -251,7 +251,9 @@ def _infer_same(types: tuple[TensorType, ...], dim: int) -> TensorType:
 
 def _decompose_softmax(F: Any, x: Any, dim: int) -> Any:
     m = F.amax(x, dim, True)
-    m = F.where(F.isinf(m), F.zeros_like(m), m)
+    # a row of -inf: shift by 0 (0/0 = nan, as PyTorch); a row with +inf keeps inf - inf =
+    # nan, which the sum spreads over the row (PyTorch: [inf, 1] -> [nan, nan])
+    m = F.where(F.logical_and(F.isinf(m), F.lt(m, F.zeros_like(m))), F.zeros_like(m), m)
     e = F.exp(F.sub(x, m))
     return F.div(e, F.sum(e, dim, True))
 

@@ -229,11 +229,58 @@ def _break_cycles(region: Region, uses, order: dict[Node, int]) -> None:
             outside_desc.add(c)
             stack.extend(u for u, _ in uses.get(c, ()) if u is not None and u not in members)
         bad = [m for m in members if any(_base(x) in outside_desc for x in m.inputs)
-               or not _reads_fit(region, m)]
+               or not _reads_fit(region, m) or _reduces_a_row_value(region, m)
+               or _stores_a_row_value(region, m, uses)]
         if not bad:
             return
         first = min(bad, key=order.__getitem__)
         _drop_downstream(region, first, uses)
+
+
+def _row_valued(region: Region, x: Node, memo: dict[Node, bool], reader: Node) -> bool:
+    """Whether the row kernel would hold `x`, as member `reader` reads it, as one value
+    per row (as `schedule.row.plan` decides): a row member, an outside value read with
+    column stride 0 (a broadcast), or an elementwise member computed from such values
+    only. Errs towards True."""
+    if x not in region.members:
+        via = member_read(region, reader, x)
+        if via is not None:
+            return _row_valued(region, via, memo, reader)
+        if _base(x) in region.members:
+            return True
+        lay = external_layout(region, reader, x)
+        return lay is None or lay.strides[1] == 0
+    hit = memo.get(x)
+    if hit is not None:
+        return hit
+    memo[x] = True                                  # (no cycles among members)
+    if region.is_row(x) or (x.op in ROW_REDUCTIONS and not region.is_column(x)):
+        out = True
+    elif region.is_column(x):
+        out = False
+    else:
+        out = bool(x.inputs) and all(_row_valued(region, i, memo, x) for i in x.inputs)
+    memo[x] = out
+    return out
+
+
+def _reduces_a_row_value(region: Region, m: Node) -> bool:
+    """A reduction (over the row, or a column sum) of a value the kernel holds per row:
+    the row kernel cannot compute it (`plan` refuses), so `m` leaves the region."""
+    if m.op not in ROW_REDUCTIONS or m.group is not Group.REDUCE:
+        return False
+    return _row_valued(region, m.inputs[0], {}, m)
+
+
+def _stores_a_row_value(region: Region, m: Node, uses) -> bool:
+    """A full-shaped member the kernel would hold per row (computed from broadcast
+    values only) that something outside reads: the kernel stores outputs of the
+    region's shape element by element, which a per-row value does not have."""
+    if m.shape != region.space or m.op in ROW_REDUCTIONS:
+        return False
+    if all(c is not None and c in region.members for c, _ in uses.get(m, ())):
+        return False
+    return all(_row_valued(region, x, {}, m) for x in m.inputs) if m.inputs else False
 
 
 def read_layout(x: Node):
@@ -285,7 +332,9 @@ def member_read(region: Region, m: Node, x: Node) -> Node | None:
     """The member that `m` reads through input `x` (directly, or through views that walk
     it as a direct read would: an expand of a row value, a reshape of a full one)."""
     if x in region.members:
-        return x
+        # a member read directly, if the read is legal (a column sum never is, and a
+        # full value broadcast into a row member is not either)
+        return x if _edge(region, m, x) else None
     base = _base(x)
     if base is x or base not in region.members or not _edge(region, m, base):
         return None

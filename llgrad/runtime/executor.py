@@ -317,10 +317,15 @@ class CompiledGraph:
                 loc = f" at {node.loc}" if node.loc else ""
                 # (an indexing expression gathers from the flattened tensor; an index
                 # outside its own dimension shows as a position past the end)
-                raise IndexError(f"{node.op}: index {err[k + 1]} is out of bounds for "
-                                 f"dimension 0 with size {numel} ({name} = {node.op} in "
-                                 f"graph @{self.graph.name}{loc}; for x[i, ...] this is the "
-                                 f"flattened position: some index is outside its dimension)")
+                error = IndexError(f"{node.op}: index {err[k + 1]} is out of bounds for "
+                                   f"dimension 0 with size {numel} ({name} = {node.op} in "
+                                   f"graph @{self.graph.name}{loc}; for x[i, ...] this is "
+                                   f"the flattened position: some index is outside its "
+                                   f"dimension)")
+                # `lg.compile` reruns the call eagerly for eager's message (the op, the
+                # index as written, its dimension and size): see CompiledFunction
+                error.compiled_index = True                # type: ignore[attr-defined]
+                raise error
 
 
 def _numel(shape: tuple[int, ...]) -> int:

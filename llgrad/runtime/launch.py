@@ -40,7 +40,11 @@ def packer(n: int) -> struct.Struct:
 def num_threads() -> int:
     env = os.environ.get("LLGRAD_NUM_THREADS")
     if env:
-        return max(1, int(env))
+        try:
+            return max(1, int(env))
+        except ValueError:
+            raise ValueError(f"LLGRAD_NUM_THREADS must be a whole number of threads, got "
+                             f"{env!r}") from None
     return max(1, min(usable_cpus(), 8))
 
 

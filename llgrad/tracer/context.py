@@ -35,6 +35,9 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 class _Stack(threading.local):
     def __init__(self) -> None:
         self.stack: list["TraceContext"] = []      # innermost last; one per thread
+        # the location nodes get instead of the user's frame (None: the frame): the
+        # autodiff pass replays a graph and gives each node its op's own line
+        self.location: str | None = None
 
 
 _tls = _Stack()
@@ -54,7 +57,10 @@ def _user_file(path: str) -> str | None:
 
 
 def user_location() -> str | None:
-    """`file.py:line` of the innermost frame outside the llgrad package."""
+    """`file.py:line` of the innermost frame outside the llgrad package (or the location
+    a replay set, `_tls.location`)."""
+    if _tls.location is not None:
+        return _tls.location
     frame = sys._getframe(1)
     while frame is not None:
         name = _user_file(frame.f_code.co_filename)

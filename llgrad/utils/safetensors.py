@@ -25,7 +25,7 @@ __all__ = ["read", "write", "CODES"]
 
 CODES = {dt.bool_: "BOOL", dt.uint8: "U8", dt.int8: "I8", dt.int16: "I16",
          dt.int32: "I32", dt.int64: "I64", dt.float16: "F16", dt.bfloat16: "BF16",
-         dt.float32: "F32", dt.float64: "F64"}
+         dt.float32: "F32", dt.float64: "F64", dt.complex64: "C64"}
 _DTYPES = {code: d for d, code in CODES.items()}
 _MAX_HEADER = 100 << 20       # the library's own limit on the JSON header
 
@@ -64,7 +64,8 @@ def write(tensors: Any, f: BinaryIO, metadata: dict[str, str] | None = None) -> 
     f.write(text)
     for t in items:                              # one tensor at a time
         if t.numel():
-            f.write(memoryview(np.ascontiguousarray(t.detach()._numpy_view())).cast("B"))
+            f.write(memoryview(np.ascontiguousarray(t.detach()._numpy_view()).reshape(-1)
+                               .view(np.uint8)))
 
 
 def read(f: BinaryIO) -> dict[str, Tensor]:
@@ -110,7 +111,7 @@ def read(f: BinaryIO) -> dict[str, Tensor]:
         t = Tensor._empty(shape, d)
         if t.numel():
             f.seek(start + 8 + n + begin)
-            view = memoryview(t._numpy_view().reshape(-1)).cast("B")
+            view = memoryview(t._numpy_view().reshape(-1).view(np.uint8))
             if f.readinto(view) != len(view):
                 raise ValueError(f"load: the safetensors file ends inside {name!r}")
         out[name] = t
