@@ -15,35 +15,10 @@ METHODS: dict[str, Callable[..., Any]] = {}
 
 
 def write_out(op: str, out: Any, result: Tensor) -> Tensor:
-    """Copy `result` into `out` (PyTorch's `out=`): `out` is resized when its shape
-    differs (with PyTorch's warning when it held elements), the result must be castable
-    to its dtype, and no argument may require grad while grad mode is on."""
-    from ..autograd.grad_mode import is_grad_enabled, no_grad
-    if not isinstance(out, Tensor):
-        raise TypeError(f"{op}(): argument 'out' must be a Tensor, not {type(out).__name__}")
-    if is_grad_enabled() and (result._requires_grad or out._requires_grad):
-        raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic "
-                           f"differentiation, but one of the arguments requires grad.")
-    r, o = result._dtype, out._dtype
-    if o.category < r.category or (o is dt.bool_ and r is not dt.bool_):
-        raise RuntimeError(f"{op}: result type {r.name} can't be cast to the desired output "
-                           f"type {o.name}")
-    if out._shape != result._shape:
-        if out.numel():
-            warnings.warn(f"{op}: An output with one or more elements was resized since it "
-                          f"had shape {list(out._shape)}, which does not match the required "
-                          f"output shape {list(result._shape)}. This behavior is deprecated, "
-                          f"and in a future PyTorch release outputs will not be resized "
-                          f"unless they have zero elements. You can explicitly reuse an out "
-                          f"tensor t by resizing it, inplace, to zero elements with "
-                          f"t.resize_(0).", UserWarning, stacklevel=3)
-        fresh = Tensor._empty(result._shape, o)
-        out._storage, out._offset = fresh._storage, 0
-        out._shape, out._strides = fresh._shape, fresh._strides
-        out._ptr, out._lkey = fresh._ptr, fresh._lkey
-    with no_grad():
-        out.copy_(result)
-    return out
+    """Copy `result` into `out` with PyTorch's `out=` rules (functions/_out.py's `store`:
+    resized with torch's warning, castable dtype, no grad recorded)."""
+    from ._out import store
+    return store(op, result, out)
 
 
 # --------------------------------------------------------------------------------------
