@@ -439,6 +439,8 @@ def _have_mpi() -> bool:
 def test_collectives_refuse_ranks_that_disagree_on_shape_or_dtype(tmp_path):
     script = tmp_path / "job.py"
     script.write_text(textwrap.dedent("""
+        import os
+        os.environ["LLGRAD_DISTRIBUTED_DEBUG"] = "DETAIL"
         import llgrad as lg, llgrad.distributed as dist
         dist.init_process_group("mpi")
         r = dist.get_rank()

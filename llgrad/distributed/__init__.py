@@ -27,9 +27,10 @@ Choices:
   rank's call, before any tensor memory is handed to MPI (whose buffers are sized by each
   rank's own tensor: different counts would give each rank different garbage, or let a
   reduction read and write past the smaller ranks' buffers). `LLGRAD_DISTRIBUTED_DEBUG`
-  (PyTorch's `TORCH_DISTRIBUTED_DEBUG` levels) chooses: unset, `INFO` or `DETAIL` check
-  (llgrad's default, unlike PyTorch, whose check needs `DETAIL`: silent garbage costs more
-  than the microseconds); `OFF` skips the check, for code known to agree. Compiled
+  (PyTorch's `TORCH_DISTRIBUTED_DEBUG` levels) chooses: `INFO` or `DETAIL` check; unset or
+  `OFF` skip it (the check all-gathers before the collective starts, so it would make an
+  `async_op` call wait for the slowest rank and a `wait(timeout=)` could not time out;
+  debug runs turn it on). Compiled
   `all_reduce` calls are not checked (their shapes are fixed when the graph is traced, the
   same program on every rank).
 """
@@ -288,7 +289,7 @@ _SIG_DIMS = 10               # dims carried in a signature (more: folded into th
 
 def _checking() -> bool:
     import os
-    return os.environ.get("LLGRAD_DISTRIBUTED_DEBUG", "").strip().upper() != "OFF"
+    return os.environ.get("LLGRAD_DISTRIBUTED_DEBUG", "").strip().upper() in ("INFO", "DETAIL")
 
 
 def _signature(what: str, t: Tensor | None, reduce: str, root: int) -> np.ndarray:
@@ -341,7 +342,7 @@ def _agree(g: ProcessGroup, what: str, t: Tensor | None, reduce: str = "",
     calls = "; ".join(f"rank {r}: {_describe(every[r])}" for r in range(g.size()))
     raise DistError(f"{what}: the ranks' calls do not match ({calls}); every rank must call "
                     f"the same collectives in the same order with tensors of one dtype and "
-                    f"shape (LLGRAD_DISTRIBUTED_DEBUG=OFF skips this check)")
+                    f"shape (this check runs with LLGRAD_DISTRIBUTED_DEBUG=INFO or DETAIL)")
 
 
 # --------------------------------------------------------------------------------------
