@@ -97,10 +97,26 @@ register(OpDef("mean", Group.COMPOSITE, 1, attrs=AXES, infer=_infer_reduce,
 VAR_ATTRS = AXES + (Attr("correction", AttrKind.FLOAT, 1.0),)
 
 
+def _centered(F: Any, x: Any, axes: tuple[int, ...]) -> Any:
+    """`x` minus its mean over `axes`, computed on `x` shifted by its first element along
+    them: values that are all equal give exact zeros (a mean of equal values need not
+    round to the value), so their variance is exactly 0, as PyTorch's Welford sums give,
+    and std's gradient there is PyTorch's 0 rather than a quotient of rounding errors.
+    The shift also keeps a large common offset from cancelling digits."""
+    reduced = axes or tuple(range(len(x._shape)))
+    if any(x._shape[a] == 0 for a in reduced):
+        return F.sub(x, F.mean(x, axes or None, True))
+    ref = x
+    for a in reduced:
+        ref = F.slice_dim(ref, a, 0, 1)
+    d = F.sub(x, ref)
+    return F.sub(d, F.mean(d, axes or None, True))
+
+
 def _decompose_var(F: Any, x: Any, axes: tuple[int, ...], keepdim: bool,
                    correction: float) -> Any:
     n = _count(x._shape, axes)
-    centered = F.sub(x, F.mean(x, axes or None, True))
+    centered = _centered(F, x, axes)
     ss = F.sum(_abs_squared(F, centered), axes or None, keepdim)
     return F.div(ss, max(n - correction, 0))
 
@@ -109,7 +125,7 @@ def _vjp_var(ctx: Any, g: Any, axes: tuple[int, ...], keepdim: bool, correction:
     F = ctx.F
     (x,) = ctx.inputs
     n = _count(x._shape, axes)
-    centered = F.sub(x, F.mean(x, axes or None, True))
+    centered = _centered(F, x, axes)
     scale = 2.0 / max(n - correction, 0) if n - correction > 0 else math.inf
     return F.mul(F.mul(unreduce(F, g, x._shape, axes, keepdim), centered), scale)
 
@@ -124,7 +140,7 @@ def _vjp_std(ctx: Any, g: Any, axes: tuple[int, ...], keepdim: bool, correction:
     (x,) = ctx.inputs
     out = ctx.output
     n = _count(x._shape, axes)
-    centered = F.sub(x, F.mean(x, axes or None, True))
+    centered = _centered(F, x, axes)
     # where std is 0 the gradient is 0, as PyTorch defines it (not 0/0)
     zero = F.eq(out, 0)
     scaled = F.where(zero, F.mul(g, 0.0), F.div(g, F.where(zero, F.ones_like(out), out)))
