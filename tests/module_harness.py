@@ -23,7 +23,7 @@ import llgrad as lg
 
 import torch
 
-from opinfo_harness import Unsupported, flatten, to_lg, to_np  # noqa: F401
+from opinfo_harness import Unsupported, flatten, lg_dtype, to_lg, to_np  # noqa: F401
 
 RANDOM_MODULES = {"FractionalMaxPool2d", "FractionalMaxPool3d", "RReLU", "Dropout",
                   "AlphaDropout", "FeatureAlphaDropout", "Dropout1d", "Dropout2d", "Dropout3d"}
@@ -90,6 +90,62 @@ def run_module(info: Any, max_inputs: int | None = None) -> Result:
     return res
 
 
+def _to_lg_shared(x: Any, memo: dict[int, Any]) -> Any:
+    """`to_lg` that keeps aliasing: a torch tensor passed twice (KLDivLoss's scalar sample
+    gives the same tensor as input and target) becomes one llgrad tensor, so that its
+    gradient sums both uses as torch's does."""
+    if isinstance(x, torch.Tensor):
+        if id(x) not in memo:
+            memo[id(x)] = to_lg(x)
+        return memo[id(x)]
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return type(x)(*(_to_lg_shared(v, memo) for v in x))
+    if isinstance(x, (list, tuple)):
+        return type(x)(_to_lg_shared(v, memo) for v in x)
+    if isinstance(x, dict):
+        return {k: _to_lg_shared(v, memo) for k, v in x.items()}
+    if isinstance(x, torch.nn.Module) and type(x).__name__ in _REBUILD:
+        return _rebuild_module(x)
+    return to_lg(x)
+
+
+def _layer_kwargs(m: Any) -> dict[str, Any]:
+    """The constructor arguments of a torch Transformer(En|De)coderLayer, read back."""
+    act = m.activation
+    return dict(d_model=m.self_attn.embed_dim, nhead=m.self_attn.num_heads,
+                dim_feedforward=m.linear1.out_features, dropout=m.dropout.p,
+                activation=to_lg(act) if not isinstance(act, torch.nn.Module)
+                else _rebuild_module(act) if type(act).__name__ in _REBUILD
+                else to_lg(act),
+                layer_norm_eps=m.norm1.eps, batch_first=m.self_attn.batch_first,
+                norm_first=m.norm_first, bias=m.linear1.bias is not None)
+
+
+# torch modules with parameters passed as constructor arguments (TransformerEncoder's
+# `encoder_layer`, a `norm`): llgrad's module of the same class with the same arguments,
+# holding torch's state
+_REBUILD: dict[str, Any] = {
+    "TransformerEncoderLayer": _layer_kwargs,
+    "TransformerDecoderLayer": _layer_kwargs,
+    "LayerNorm": lambda m: dict(normalized_shape=tuple(m.normalized_shape), eps=m.eps,
+                                elementwise_affine=m.elementwise_affine,
+                                bias=m.bias is not None),
+    "Linear": lambda m: dict(in_features=m.in_features, out_features=m.out_features,
+                             bias=m.bias is not None),
+}
+
+
+def _rebuild_module(m: Any) -> Any:
+    name = type(m).__name__
+    p = next(iter(m.parameters()), None)
+    ours = getattr(lg.nn, name)(**_REBUILD[name](m))
+    if p is not None:
+        ours = ours.to(lg_dtype(p.dtype))
+    ours.load_state_dict({k: to_lg(v.detach()) for k, v in m.state_dict().items()})
+    ours.train(m.training)
+    return ours
+
+
 def _one_module(info: Any, mine_cls: Any, mi: Any, training: bool, random: bool,
                 res: Result) -> None:
     cargs, ckw = mi.constructor_input.args, mi.constructor_input.kwargs
@@ -97,8 +153,9 @@ def _one_module(info: Any, mine_cls: Any, mi: Any, training: bool, random: bool,
     torch.manual_seed(0)
     theirs = info.module_cls(*cargs, **ckw).to(torch.float64)
     theirs.train(training)
-    largs, lkw = to_lg(cargs), to_lg(ckw)
-    lfargs, lfkw = to_lg(fargs), to_lg(fkw)
+    memo: dict[int, Any] = {}
+    largs, lkw = _to_lg_shared(cargs, memo), _to_lg_shared(ckw, memo)
+    lfargs, lfkw = _to_lg_shared(fargs, memo), _to_lg_shared(fkw, memo)
     res.cases += 1
     try:
         mine = mine_cls(*largs, **lkw).to(lg.float64)

@@ -401,3 +401,64 @@ def test_loss_errors():
         LF.margin_ranking_loss(a, a, lg.tensor(SIGN))
     with pytest.raises(RuntimeError, match="2D"):
         LF.pdist(lg.tensor(A[0]))
+
+
+# --- kl_div with zero / negative targets, broadcasting, aliasing (xlogy's gradient) ------
+
+T0 = np.array([[0.0, 0.3, 0.0, 1.2, 0.5], [0.7, 0.0, 2.0, 0.0, 0.1],
+               [0.0, 0.0, 0.4, 0.9, 0.0], [1.0, 0.2, 0.0, 0.0, 3.0]])
+TNEG = T0 - 0.5 * (T0 == 0.3)                         # a negative entry, and zeros
+IN = RNG.standard_normal((4, 5))
+
+
+@pytest.mark.parametrize("log_target", [False, True])
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum", "batchmean"])
+@pytest.mark.parametrize("shapes", [((4, 5), (4, 5)), ((4, 5), (1, 5)), ((1, 5), (4, 5)),
+                                    ((4, 1), (4, 5)), ((), ())], ids=str)
+def test_kl_div_zero_targets_and_broadcasting_match_torch(shapes, reduction, log_target):
+    si, st = shapes
+    x = IN[:si[0], :si[1]].copy() if si else np.array(0.37)
+    for t in (T0, TNEG):
+        t = t[:st[0], :st[1]].copy() if st else np.array(0.0)
+        both(lambda L, F, a, b: F.kl_div(a, b, reduction=reduction, log_target=log_target),
+             [x, t])
+        both(lambda L, F, a, b: getattr(L.nn, "KLDivLoss")(reduction=reduction,
+                                                          log_target=log_target)(a, b), [x, t])
+
+
+@pytest.mark.parametrize("log_target", [False, True])
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum", "batchmean"])
+def test_kl_div_same_tensor_as_input_and_target(reduction, log_target):
+    """torch's ModuleInfo passes one tensor as both: its gradient sums both uses."""
+    for v in (np.array(0.6), np.array([[0.0, 0.4], [1.5, 0.0]])):
+        both(lambda L, F, a: L.nn.KLDivLoss(reduction=reduction, log_target=log_target)(a, a),
+             [v])
+
+
+def test_kl_div_gradcheck_float64():
+    x = lg.tensor(IN, requires_grad=True)
+    for lt in (False, True):
+        for red in ("none", "sum", "batchmean"):
+            assert lg.autograd.gradcheck(
+                lambda a: LF.kl_div(a, lg.tensor(T0), reduction=red, log_target=lt), (x,))
+    t = lg.tensor(T0 + 0.1, requires_grad=True)          # target gradient where t > 0
+    assert lg.autograd.gradcheck(lambda a, b: LF.kl_div(a, b, reduction="sum"), (x, t))
+
+
+def test_xlogy_gradient_at_zero_matches_torch():
+    vals = [0.0, -0.0, 1.0, -1.0, 2.5, np.nan]
+    a = np.array([p for p in vals for _ in vals])
+    b = np.array([q for _ in vals for q in vals])
+    both(lambda L, F, x, y: L.xlogy(x, y), [a, b])
+    for s in (0.0, -1.0, 2.0):
+        both(lambda L, F, x: L.xlogy(x, s), [a])
+        both(lambda L, F, y: L.xlogy(s, y), [b])
+
+
+def test_soft_margin_loss_refuses_a_target_that_requires_grad():
+    x, t = lg.tensor(A, requires_grad=True), lg.tensor(np.sign(B), requires_grad=True)
+    with pytest.raises(RuntimeError, match="not differentiable with respect to argument"):
+        LF.soft_margin_loss(x, t)
+    with lg.no_grad():
+        LF.soft_margin_loss(x, t)
+    both(lambda L, F, a, b: F.soft_margin_loss(a, b.detach()), [A, np.sign(B)])

@@ -386,6 +386,35 @@ def test_fractional_max_pool_with_samples_matches_torch(n, k, out):
     assert tuple(ratio.shape) == (2, 3, 3, 3)
 
 
+@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("batched", [False, True])
+@pytest.mark.parametrize("rows", [1, 2, 3, 5])
+def test_fractional_max_pool_samples_shape_rules_match_torch(n, batched, rows):
+    """_random_samples is (at least N, C, n): N = 1 for an unbatched input, and rows past
+    the batch are not used (torch's ModuleInfo gives (2, C, 3) for a (C, D, H, W) input)."""
+    x = RNG.standard_normal(((3,) if batched else ()) + (4,) + (8,) * n)
+    for sshape in [(rows, 4, n), (rows, 4, 5 - n), (rows, 3, n), (4, n)]:
+        u = RNG.uniform(size=sshape)
+        fn = f"fractional_max_pool{n}d"
+        try:
+            want = getattr(torch.nn.functional, fn)(torch.tensor(x), 2, output_size=3,
+                                                     _random_samples=torch.tensor(u),
+                                                     return_indices=True)
+        except RuntimeError as e:
+            with pytest.raises(RuntimeError, match=str(e).split(" ")[0].split(".")[0]):
+                getattr(lg.nn.functional, fn)(lg.tensor(x), 2, output_size=3,
+                                              _random_samples=lg.tensor(u))
+            continue
+        got = getattr(lg.nn.functional, fn)(lg.tensor(x), 2, output_size=3,
+                                            _random_samples=lg.tensor(u), return_indices=True)
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+    mod = getattr(lg.nn, f"FractionalMaxPool{n}d")(2, output_size=3,
+                                                   _random_samples=lg.tensor(
+                                                       RNG.uniform(size=(5, 4, n))))
+    assert tuple(mod(lg.tensor(x)).shape) == x.shape[:-n] + (3,) * n
+
+
 POOL_MODULES = [
     ("MaxPool1d", (3,), dict(stride=2, padding=1, ceil_mode=True), X1),
     ("MaxPool2d", (2,), dict(dilation=2), X2),

@@ -115,6 +115,33 @@ def test_norm_modules_match_torch(cls, args, kw, x):
     assert repr(lm).replace("llgrad.", "") == repr(tm).replace("torch.", "")
 
 
+@pytest.mark.parametrize("cls,shape", [("BatchNorm1d", (0, 5)), ("BatchNorm1d", (0, 5, 7)),
+                                       ("BatchNorm2d", (0, 5, 2, 3)),
+                                       ("BatchNorm3d", (0, 5, 2, 1, 2))], ids=str)
+@pytest.mark.parametrize("kw", [dict(), dict(momentum=None), dict(eps=1e-3, momentum=0.3,
+                                                                  affine=False)], ids=str)
+def test_batch_norm_empty_batch_keeps_running_stats(cls, shape, kw):
+    """torch's ModuleInfo `zero_batch` sample: an empty batch in training leaves the
+    running statistics as they are (only num_batches_tracked counts it)."""
+    lm, tm = both_modules(lambda L: getattr(L.nn, cls)(5, dtype=L.float64, **kw),
+                          np.zeros(shape), modes=("train", "train", "eval"))
+    assert int(lm.num_batches_tracked.item()) == int(tm.num_batches_tracked.item()) == 2
+    np.testing.assert_array_equal(lm.running_mean.numpy(), np.zeros(5))
+    np.testing.assert_array_equal(lm.running_var.numpy(), np.ones(5))
+    # and a real batch afterwards updates them as torch (momentum=None: the average of 3)
+    both_modules(lambda L: getattr(L.nn, cls)(5, dtype=L.float64, **kw),
+                 rn(*((3,) + shape[1:])), modes=("train", "train"))
+
+
+def test_batch_norm_one_value_per_channel_raises_as_torch():
+    for lib in (lg, torch):
+        m = lib.nn.BatchNorm1d(4)
+        with pytest.raises(ValueError, match="Expected more than 1 value per channel"):
+            m(lib.zeros(1, 4))
+        m.eval()
+        assert tuple(m(lib.zeros(1, 4)).shape) == (1, 4)
+
+
 def test_sync_batch_norm_convert_and_any_rank():
     net = lg.nn.Sequential(lg.nn.Conv2d(2, 4, 3), lg.nn.BatchNorm2d(4))
     conv = lg.nn.SyncBatchNorm.convert_sync_batchnorm(net)

@@ -604,3 +604,125 @@ def test_deepcopy_of_module_with_hooks_keeps_tables():
     m.register_forward_hook(lambda mod, a, o: o * 0)
     c = copy.deepcopy(m)
     assert c(lg.ones(1, 2)).abs().sum().item() == 0
+
+
+# --- MultiheadAttention add_bias_kv / add_zero_attn ------------------------------------
+
+def _mha_pair(**kw):
+    mt = torch.nn.MultiheadAttention(E, H, **kw).double()
+    ml = lg.nn.MultiheadAttention(E, H, **kw).to(lg.float64)
+    ml.load_state_dict({k: lg.tensor(v.detach().numpy()) for k, v in mt.state_dict().items()})
+    return ml, mt
+
+
+def _mha_both(ml, mt, arrays, fkw):
+    """Outputs, weights and the gradients of inputs and parameters of both modules."""
+    res = {}
+    for lib, m in ((lg, ml), (torch, mt)):
+        xs = [lib.tensor(a, requires_grad=True) for a in arrays]
+        kw = {k: (lib.tensor(v) if isinstance(v, np.ndarray) else v) for k, v in fkw.items()}
+        out, w = m(*xs, **kw)
+        outs = [out] + ([w] if w is not None else [])
+        cots = [lib.tensor(np.sin(np.arange(o.numel()) * 0.7).reshape(tuple(o.shape)))
+                for o in outs]
+        leaves = xs + [p for _, p in m.named_parameters()]
+        grads = lib.autograd.grad(outs, leaves, cots)
+        res[lib] = [o.detach().numpy() for o in outs] + [g.numpy() for g in grads]
+    assert len(res[lg]) == len(res[torch])
+    for a, b in zip(res[lg], res[torch]):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10)
+
+
+L_, S_, N_ = 4, 5, 3
+BOOL_2D = np.triu(np.ones((L_, S_), dtype=bool), 2)
+FLOAT_2D = np.where(BOOL_2D, -np.inf, 0.0) + RNG.standard_normal((L_, S_)) * 0.1
+BOOL_3D = RNG.random((N_ * H, L_, S_)) < 0.3
+BOOL_3D[..., 0] = False
+PAD = np.array([[False] * 5, [False, False, False, True, True], [False, True] * 2 + [True]])
+PAD_FLOAT = np.where(PAD, -np.inf, 0.0)
+
+MHA_MASKS = [
+    {},
+    dict(attn_mask=BOOL_2D),
+    dict(attn_mask=FLOAT_2D),
+    dict(attn_mask=BOOL_3D),
+    dict(key_padding_mask=PAD),
+    dict(key_padding_mask=PAD_FLOAT),
+    dict(attn_mask=BOOL_2D, key_padding_mask=PAD),
+    dict(need_weights=True, average_attn_weights=False, key_padding_mask=PAD),
+    dict(need_weights=False),
+]
+
+
+@pytest.mark.parametrize("fkw", MHA_MASKS, ids=lambda d: ",".join(sorted(d)) or "none")
+@pytest.mark.parametrize("kw", [dict(add_bias_kv=True), dict(add_zero_attn=True),
+                                dict(add_bias_kv=True, add_zero_attn=True),
+                                dict(add_bias_kv=True, add_zero_attn=True, bias=False)],
+                         ids=str)
+def test_mha_bias_kv_zero_attn_match_torch(kw, fkw):
+    ml, mt = _mha_pair(**kw)
+    arrays = [RNG.standard_normal((L_, N_, E)), RNG.standard_normal((S_, N_, E)),
+              RNG.standard_normal((S_, N_, E))]
+    _mha_both(ml, mt, arrays, fkw)
+
+
+@pytest.mark.parametrize("kw", [dict(add_bias_kv=True, add_zero_attn=True, batch_first=True),
+                                dict(add_bias_kv=True, kdim=3, vdim=6),
+                                dict(add_zero_attn=True, kdim=3, vdim=6, batch_first=True)],
+                         ids=str)
+def test_mha_bias_kv_zero_attn_layouts_match_torch(kw):
+    ml, mt = _mha_pair(**kw)
+    kd, vd = kw.get("kdim", E), kw.get("vdim", E)
+    bf = kw.get("batch_first", False)
+    shape = (lambda s, d: (N_, s, d)) if bf else (lambda s, d: (s, N_, d))
+    arrays = [RNG.standard_normal(shape(L_, E)), RNG.standard_normal(shape(S_, kd)),
+              RNG.standard_normal(shape(S_, vd))]
+    _mha_both(ml, mt, arrays, dict(key_padding_mask=PAD))
+    # unbatched (L, E) inputs
+    arrays = [RNG.standard_normal((L_, E)), RNG.standard_normal((S_, kd)),
+              RNG.standard_normal((S_, vd))]
+    _mha_both(ml, mt, arrays, dict(key_padding_mask=PAD[1], attn_mask=BOOL_2D))
+
+
+def test_mha_bias_kv_parameters_as_torch():
+    ml, mt = _mha_pair(add_bias_kv=True, add_zero_attn=True)
+    assert list(ml.state_dict()) == list(mt.state_dict())
+    assert [n for n, _ in ml.named_parameters()] == [n for n, _ in mt.named_parameters()]
+    assert tuple(ml.bias_k.shape) == tuple(ml.bias_v.shape) == (1, 1, E)
+    assert ml.add_zero_attn is True
+    plain = lg.nn.MultiheadAttention(E, H)
+    assert plain.bias_k is None and plain.bias_v is None and plain.add_zero_attn is False
+    assert "bias_k" not in plain.state_dict()
+    # xavier_normal_ on (1, 1, E): std sqrt(2 / (E + E))
+    big = lg.nn.MultiheadAttention(4096, 4, add_bias_kv=True)
+    for p in (big.bias_k, big.bias_v):
+        std = float(p.detach().numpy().std())
+        assert abs(std - (1 / 4096) ** 0.5) < 0.1 * (1 / 4096) ** 0.5
+
+
+def test_mha_bias_kv_in_encoder_layer_compiles():
+    ml, mt = _mha_pair(add_bias_kv=True, add_zero_attn=True)
+    x = lg.tensor(RNG.standard_normal((L_, N_, E)))
+
+    def f(x):
+        out, w = ml(x, x, x, key_padding_mask=lg.tensor(PAD[:, :L_]))
+        return out.sum() + w.sum()
+
+    np.testing.assert_allclose(lg.compile(f)(x).item(), f(x).item(), rtol=1e-9)
+
+
+def test_encoder_stack_built_from_a_layer_matches_torch():
+    """TransformerEncoder(layer, n) copies `layer` (as torch's ModuleInfo sample builds it)."""
+    for kw in (dict(), dict(batch_first=True, norm_first=True, bias=False)):
+        layer_t = torch.nn.TransformerEncoderLayer(E, H, FF, 0.0, **kw)
+        layer_l = lg.nn.TransformerEncoderLayer(E, H, FF, 0.0, **kw)
+        mt = torch.nn.TransformerEncoder(layer_t, 2)
+        ml = lg.nn.TransformerEncoder(layer_l, 2)
+        _copy_state(ml, mt)
+        x = RNG.standard_normal((3, 4, E))
+        pad = np.array([[False, False, True, True]] * 3) if kw else \
+            np.array([[False, False, False], [False, True, True], [False] * 3, [False] * 3])
+        _compare(ml, mt, [x], dict(mask=np.triu(np.ones((x.shape[1 if kw else 0],) * 2,
+                                                        dtype=bool), 1),
+                                   src_key_padding_mask=pad))

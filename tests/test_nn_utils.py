@@ -115,3 +115,134 @@ def test_clipping_inside_a_compiled_training_step():
     for p, q in zip(model.parameters(), ref.parameters()):
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5,
                                    atol=1e-7)
+
+
+# --- parametrizations.orthogonal -------------------------------------------------------
+
+class _TorchHolder(torch.nn.Module if torch is not None else object):  # type: ignore[misc]
+    def __init__(self, w):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.tensor(w))
+
+
+class _LgHolder(lg.nn.Module):
+    def __init__(self, w):
+        super().__init__()
+        self.weight = lg.nn.Parameter(lg.tensor(w))
+
+
+ORTH_SHAPES = [(4, 4), (5, 3), (3, 5), (2, 4, 4), (2, 3, 5)]
+ORTH_MAPS = [None, "matrix_exp", "cayley", "householder"]
+
+
+def _orth_pair(shape, cplx, omap, triv, seed=0):
+    r = np.random.default_rng(seed)
+    w = r.standard_normal(shape) + (1j * r.standard_normal(shape) if cplx else 0)
+    mt, ml = _TorchHolder(w), _LgHolder(w)
+    P_t, P_l = torch.nn.utils.parametrizations, lg.nn.utils.parametrizations
+    P_t.orthogonal(mt, orthogonal_map=omap, use_trivialization=triv)
+    P_l.orthogonal(ml, orthogonal_map=omap, use_trivialization=triv)
+    return mt, ml, r
+
+
+@needs_torch
+@pytest.mark.parametrize("triv", [True, False])
+@pytest.mark.parametrize("omap", ORTH_MAPS)
+@pytest.mark.parametrize("cplx", [False, True])
+@pytest.mark.parametrize("shape", ORTH_SHAPES, ids=str)
+def test_orthogonal_matches_torch(shape, cplx, omap, triv):
+    if cplx and omap == "householder":
+        with pytest.raises(ValueError, match="householder"):
+            lg.nn.utils.parametrizations.orthogonal(
+                _LgHolder(np.ones(shape, dtype=complex)), orthogonal_map=omap)
+        return
+    mt, ml, r = _orth_pair(shape, cplx, omap, triv)
+    assert list(ml.state_dict()) == list(mt.state_dict())
+    # the initial weight is torch's (the random completion of a rectangular base only
+    # changes base's extra columns)
+    np.testing.assert_allclose(ml.weight.detach().numpy(), mt.weight.detach().numpy(),
+                               atol=1e-10)
+    ml.load_state_dict({k: lg.tensor(v.detach().resolve_conj().numpy())
+                        for k, v in mt.state_dict().items()})
+    step = r.standard_normal(shape) * 0.3 + (1j * r.standard_normal(shape) * 0.3 if cplx else 0)
+    with torch.no_grad():
+        mt.parametrizations.weight.original.add_(torch.tensor(step))
+    with lg.no_grad():
+        ml.parametrizations.weight.original.add_(lg.tensor(step))
+    wt, wl = mt.weight, ml.weight
+    np.testing.assert_allclose(wl.detach().numpy(), wt.detach().numpy(), atol=1e-10)
+    m, n = shape[-2:]
+    q = wl.detach().numpy()
+    if omap != "householder" and not (omap is None and m != n and not cplx):
+        qh = np.swapaxes(q.conj(), -1, -2)
+        prod = qh @ q if m >= n else q @ qh
+        np.testing.assert_allclose(prod, np.broadcast_to(np.eye(min(m, n)), prod.shape),
+                                   atol=1e-10)
+    cot = r.standard_normal(shape) + (1j * r.standard_normal(shape) if cplx else 0)
+    gt, = torch.autograd.grad(wt, mt.parametrizations.weight.original, torch.tensor(cot))
+    gl, = lg.autograd.grad(wl, ml.parametrizations.weight.original, lg.tensor(cot))
+    np.testing.assert_allclose(gl.numpy(), gt.numpy(), atol=1e-9)
+
+
+@needs_torch
+@pytest.mark.parametrize("omap", ORTH_MAPS)
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5)], ids=str)
+def test_orthogonal_assignment_matches_torch(shape, omap):
+    for triv in (True, False):
+        mt, ml, r = _orth_pair(shape, False, omap, triv, seed=1)
+        m, n = shape
+        q = np.linalg.qr(r.standard_normal((max(m, n), min(m, n))))[0]
+        q = q if m >= n else q.T
+        kinds = []
+        for mod, lib in ((mt, torch), (ml, lg)):
+            try:
+                with lib.no_grad():
+                    mod.weight = lib.tensor(q)
+                kinds.append(None)
+            except NotImplementedError:
+                kinds.append(NotImplementedError)
+        assert kinds[0] is kinds[1]
+        if kinds[0] is None:
+            np.testing.assert_allclose(ml.weight.detach().numpy(), q, atol=1e-10)
+            np.testing.assert_allclose(ml.weight.detach().numpy(), mt.weight.detach().numpy(),
+                                       atol=1e-10)
+
+
+def test_orthogonal_base_defaults_and_errors():
+    P = lg.nn.utils.parametrizations
+    lin = P.orthogonal(lg.nn.Linear(3, 5).to(lg.float64))
+    orth = lin.parametrizations.weight[0]
+    assert orth.orthogonal_map.name == "householder"              # tall: torch's default
+    assert tuple(orth.base.shape) == (5, 5)
+    assert "parametrizations.weight.0.base" in lin.state_dict()
+    w = lin.weight.detach().numpy()
+    np.testing.assert_allclose(w.T @ w, np.eye(3), atol=1e-12)
+    sq = P.orthogonal(lg.nn.Linear(4, 4))
+    assert sq.parametrizations.weight[0].orthogonal_map.name == "matrix_exp"
+    plain = P.orthogonal(lg.nn.Linear(4, 4), use_trivialization=False)
+    assert "base" not in dict(plain.parametrizations.weight[0].named_buffers())
+    with pytest.raises(ValueError, match="matrix or batch of matrices"):
+        P.orthogonal(_LgHolder(np.ones(3)))
+    with pytest.raises(ValueError, match="orthogonal_map has to be one of"):
+        P.orthogonal(lg.nn.Linear(2, 2), orthogonal_map="qr")
+    with pytest.raises(ValueError, match="shape"):
+        lin.weight = lg.zeros(3, 5, dtype=lg.float64)
+
+
+def test_orthogonal_gradcheck_and_training_keeps_orthogonality():
+    P = lg.nn.utils.parametrizations
+    r = np.random.default_rng(4)
+    for omap in ("matrix_exp", "cayley", "householder"):
+        orth = P._Orthogonal(lg.zeros(4, 3, dtype=lg.float64), P._OrthMaps[omap],
+                             use_trivialization=False)
+        x = lg.tensor(r.standard_normal((4, 3)) * 0.5 - np.eye(4, 3), requires_grad=True)
+        assert lg.autograd.gradcheck(orth, (x,))
+    lin = P.orthogonal(lg.nn.Linear(4, 4).to(lg.float64), orthogonal_map="cayley")
+    opt = lg.optim.SGD(lin.parameters(), lr=0.1)
+    x = lg.tensor(r.standard_normal((8, 4)))
+    for _ in range(3):
+        opt.zero_grad()
+        (lin(x) ** 3).sum().backward()
+        opt.step()
+    w = lin.weight.detach().numpy()
+    np.testing.assert_allclose(w.T @ w, np.eye(4), atol=1e-10)

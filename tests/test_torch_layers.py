@@ -159,8 +159,8 @@ def test_recurrent_layer_errors():
         lg.nn.LSTM(3, 4)(lg.zeros(5, 2, 2))
     with pytest.raises(RuntimeError, match="Expected hidden"):
         lg.nn.GRU(3, 4)(lg.zeros(5, 2, 3), lg.zeros(1, 3, 4))
-    with pytest.raises(ValueError, match="proj_size"):
-        lg.nn.LSTM(3, 4, proj_size=2)
+    with pytest.raises(ValueError, match="proj_size"):        # must be < hidden_size
+        lg.nn.LSTM(3, 4, proj_size=4)
     with pytest.raises(TypeError, match="packed sequences"):
         lg.nn.LSTM(3, 4)([lg.zeros(3)])
 

@@ -109,11 +109,17 @@ def multi_head_attention(query: Tensor, key: Tensor, value: Tensor, num_heads: i
                          key_padding_mask: Tensor | None = None, need_weights: bool = True,
                          attn_mask: Tensor | None = None, dropout_p: float = 0.0,
                          training: bool = True, average_attn_weights: bool = True,
-                         is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+                         is_causal: bool = False, bias_k: Tensor | None = None,
+                         bias_v: Tensor | None = None, add_zero_attn: bool = False
+                         ) -> tuple[Tensor, Tensor | None]:
     """Batched (L, N, E) multi-head attention, `nn.MultiheadAttention`'s computation.
 
-    Returns the (L, N, E) output and, with `need_weights`, the attention weights: (N, L,
-    S) averaged over heads, or (N, heads, L, S)."""
+    `bias_k`, `bias_v` ((1, 1, E), both or neither): one more key and value, appended to the
+    projected keys and values of every batch element; `add_zero_attn`: then one more key
+    and value of zeros per head. The masks (checked against the given sequence length S)
+    get a column of "allowed" for each added key, as PyTorch's. Returns the (L, N, E)
+    output and, with `need_weights`, the attention weights: (N, L, S') averaged over
+    heads, or (N, heads, L, S'), S' = S plus the added keys."""
     from .functional import dropout, linear
     op = "multi_head_attention_forward"
     l, n, e = query.shape
@@ -128,17 +134,31 @@ def multi_head_attention(query: Tensor, key: Tensor, value: Tensor, num_heads: i
     bq = bk = bv = None
     if in_bias is not None:
         bq, bk, bv = lg.chunk(in_bias, 3)
+    if (bias_k is None) != (bias_v is None):
+        raise AssertionError(f"{op}: bias_k and bias_v must both be given or both be None")
     q = linear(query, q_weight, bq)
     k = linear(key, k_weight, bk)
     v = linear(value, v_weight, bv)
+    mask = _mha_masks(op, attn_mask, key_padding_mask, n, num_heads, l, s, q._dtype)
+    extra = 0
+    if bias_k is not None and bias_v is not None:   # one learned key/value per batch element
+        k = lg.cat([k, lg.expand(bias_k, (1, n, e))], 0)
+        v = lg.cat([v, lg.expand(bias_v, (1, n, e))], 0)
+        extra += 1
 
     def heads(t: Tensor, length: int) -> Tensor:                  # (len, N, E) -> (N, h, len, d)
         return lg.permute(lg.reshape(t, (length, n, num_heads, hd)), (1, 2, 0, 3))
 
-    q, k, v = heads(q, l), heads(k, s), heads(v, s)
+    q, k, v = heads(q, l), heads(k, s + extra), heads(v, s + extra)
+    if add_zero_attn:                                   # a key and value of zeros per head
+        zeros = lg.zeros((n, num_heads, 1, hd), dtype=k._dtype)
+        k, v = lg.cat([k, zeros], 2), lg.cat([v, zeros], 2)
+        extra += 1
     scores = lg.matmul(lg.mul(q, 1.0 / math.sqrt(hd)), lg.transpose(k, -2, -1))
-    mask = _mha_masks(op, attn_mask, key_padding_mask, n, num_heads, l, s, scores._dtype)
     if mask is not None:
+        if extra:                                       # the added keys are never masked
+            mask = lg.cat([mask, lg.zeros(tuple(mask.shape[:-1]) + (extra,),
+                                          dtype=mask._dtype)], -1)
         scores = lg.add(scores, mask)
     weights = lg.softmax(scores, -1)                              # (N, h, L, S)
     attended = dropout(weights, dropout_p, True) if dropout_p > 0.0 and training else weights

@@ -231,8 +231,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                              f"input size {list(input.shape)}")
         mean = lg.mean(input, axes, keepdim=True)
         var = lg.var(input, axes, keepdim=True, correction=0)
-        if running_mean is not None and running_var is not None:
-            with no_grad():
+        if running_mean is not None and running_var is not None and count > 0:
+            with no_grad():             # (an empty batch leaves them as they are, as PyTorch)
                 running_mean.mul_(1 - momentum).add_(
                     lg.mul(lg.reshape(mean, (c,)), momentum).to(running_mean._dtype))
                 unbiased = lg.mul(lg.reshape(var, (c,)), count / (count - 1))

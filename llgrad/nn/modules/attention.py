@@ -21,7 +21,10 @@ class MultiheadAttention(Module):
     projections (or `q_proj_weight`, `k_proj_weight`, `v_proj_weight` when `kdim`/`vdim`
     differ from `embed_dim`), `in_proj_bias` (3E), and `out_proj` (a Linear), so state dicts
     load from torch. Inputs are (L, N, E), (N, L, E) with `batch_first`, or unbatched (L, E).
-    `add_bias_kv` and `add_zero_attn` are not available (they raise)."""
+    `add_bias_kv` adds the parameters `bias_k`, `bias_v` (1, 1, E) (xavier-normal
+    initialized): a learned key and value appended to every sequence of keys and values;
+    `add_zero_attn` appends a key and value of zeros; the masks get an unmasked column for
+    each (the attention weights have S + 1 or S + 2 columns), as PyTorch's."""
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  add_bias_kv: bool = False, add_zero_attn: bool = False,
@@ -34,9 +37,6 @@ class MultiheadAttention(Module):
                              f"embed_dim={embed_dim} and num_heads={num_heads} instead")
         if embed_dim % num_heads:
             raise AssertionError("embed_dim must be divisible by num_heads")
-        if add_bias_kv or add_zero_attn:
-            raise ValueError("MultiheadAttention: add_bias_kv and add_zero_attn are not "
-                             "available in llgrad (use the defaults, False)")
         self.embed_dim = embed_dim
         self.kdim = kdim if kdim is not None else embed_dim
         self.vdim = vdim if vdim is not None else embed_dim
@@ -60,8 +60,12 @@ class MultiheadAttention(Module):
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = Linear(embed_dim, embed_dim, bias=bias, dtype=dtype)
-        self.bias_k = self.bias_v = None
-        self.add_zero_attn = False
+        if add_bias_kv:
+            self.bias_k = Parameter(lg.empty((1, 1, embed_dim), dtype=dtype))
+            self.bias_v = Parameter(lg.empty((1, 1, embed_dim), dtype=dtype))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
         self._reset_parameters()
 
     def _reset_parameters(self) -> None:
@@ -74,6 +78,10 @@ class MultiheadAttention(Module):
         if self.in_proj_bias is not None:
             init.constant_(self.in_proj_bias, 0.0)
             init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            init.xavier_normal_(self.bias_v)
 
     def forward(self, query: Tensor, key: Tensor, value: Tensor,
                 key_padding_mask: Tensor | None = None, need_weights: bool = True,
@@ -106,7 +114,8 @@ class MultiheadAttention(Module):
         out, weights = multi_head_attention(
             query, key, value, self.num_heads, wq, wk, wv, self.in_proj_bias,
             self.out_proj.weight, self.out_proj.bias, key_padding_mask, need_weights,
-            attn_mask, self.dropout, self.training, average_attn_weights, is_causal)
+            attn_mask, self.dropout, self.training, average_attn_weights, is_causal,
+            self.bias_k, self.bias_v, self.add_zero_attn)
         if not batched:
             out = lg.squeeze(out, 1)
             if weights is not None:

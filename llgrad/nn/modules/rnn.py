@@ -1,8 +1,8 @@
 """Recurrent layers: `RNN`, `LSTM`, `GRU` and their cells, with PyTorch's parameters.
 
 Parameter names, shapes, registration order and initialization (U(-1/sqrt(hidden),
-1/sqrt(hidden)) for every weight and bias) are PyTorch's, so state dicts move between the
-two libraries. The gate layouts are PyTorch's too: LSTM rows are (input, forget, cell,
+1/sqrt(hidden)) for every weight and bias, LSTM projections `weight_hr_l{k}` included)
+are PyTorch's, so state dicts move between the two libraries. The gate layouts are PyTorch's too: LSTM rows are (input, forget, cell,
 output), GRU rows (reset, update, new), with the new gate `tanh(W_in x + b_in + r * (W_hn h
 + b_hn))`.
 
@@ -106,9 +106,15 @@ class RNNBase(Module):
         if not 0 <= dropout <= 1 or isinstance(dropout, bool):
             raise ValueError(f"{name}: dropout should be a number in range [0, 1] representing "
                              f"the probability of an element being zeroed, got {dropout!r}")
-        if proj_size:
-            raise ValueError(f"{name}: proj_size={proj_size} (LSTM projections) is not "
-                             f"available in llgrad; use proj_size=0 and a Linear layer")
+        if not isinstance(proj_size, int) or isinstance(proj_size, bool) or proj_size < 0:
+            raise ValueError(f"{name}: proj_size should be a positive integer or zero to "
+                             f"disable projections, got {proj_size!r}")
+        if proj_size and mode != "LSTM":
+            raise ValueError(f"{name}: proj_size argument is only supported for LSTM, not RNN "
+                             f"or GRU")
+        if proj_size >= hidden_size:
+            raise ValueError(f"{name}: proj_size has to be smaller than hidden_size (got "
+                             f"proj_size={proj_size}, hidden_size={hidden_size})")
         self.mode = mode
         self.input_size = input_size
         self.hidden_size = hidden_size
@@ -117,17 +123,20 @@ class RNNBase(Module):
         self.batch_first = batch_first
         self.dropout = float(dropout)
         self.bidirectional = bidirectional
-        self.proj_size = 0
+        self.proj_size = proj_size
         gate = _GATES[mode] * hidden_size
         dirs = 2 if bidirectional else 1
+        real_hidden = proj_size or hidden_size          # the size of h (and of the outputs)
         self._flat_weights_names: list[str] = []
         for layer in range(num_layers):
-            layer_in = input_size if layer == 0 else hidden_size * dirs
+            layer_in = input_size if layer == 0 else real_hidden * dirs
             for d in range(dirs):
                 sfx = f"_l{layer}" + ("_reverse" if d else "")
-                shapes = [("weight_ih", (gate, layer_in)), ("weight_hh", (gate, hidden_size))]
+                shapes = [("weight_ih", (gate, layer_in)), ("weight_hh", (gate, real_hidden))]
                 if bias:
                     shapes += [("bias_ih", (gate,)), ("bias_hh", (gate,))]
+                if proj_size:
+                    shapes += [("weight_hr", (proj_size, hidden_size))]
                 for pname, shape in shapes:
                     setattr(self, pname + sfx, Parameter(lg.empty(shape, dtype=dtype)))
                     self._flat_weights_names.append(pname + sfx)
@@ -142,10 +151,11 @@ class RNNBase(Module):
         return type(self).__name__
 
     def _weights(self, layer: int, d: int) -> tuple[Tensor, Tensor, Tensor | None,
-                                                    Tensor | None]:
+                                                    Tensor | None, Tensor | None]:
         sfx = f"_l{layer}" + ("_reverse" if d else "")
         get = lambda n: getattr(self, n + sfx) if self.bias or "weight" in n else None  # noqa
-        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh")
+        w_hr = getattr(self, "weight_hr" + sfx) if self.proj_size else None
+        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), w_hr
 
     def _run_direction(self, xs: Tensor, h: Tensor, c: Tensor | None, layer: int, d: int,
                        lengths: Tensor | None = None
@@ -154,7 +164,7 @@ class RNNBase(Module):
         order) and the last state. With `lengths` (packed input), a sequence's state
         changes only at its own steps (the reverse direction starts at its last one) and
         its outputs past its end are zero."""
-        w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
+        w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, d)
         gi_all = F.linear(xs, w_ih, b_ih)                       # (L, N, gates), one matmul
         steps = range(xs.shape[0] - 1, -1, -1) if d else range(xs.shape[0])
         outs: list[Tensor] = [None] * xs.shape[0]             # type: ignore[list-item]
@@ -163,6 +173,8 @@ class RNNBase(Module):
             c_new = None
             if self.mode == "LSTM":
                 h_new, c_new = _lstm_step(gi, h, c, w_hh, b_hh)  # type: ignore[arg-type]
+                if w_hr is not None:                    # the projection h = W_hr (o * tanh c)
+                    h_new = F.linear(h_new, w_hr)
             elif self.mode == "GRU":
                 h_new = _gru_step(gi, h, w_hh, b_hh)
             else:
@@ -195,19 +207,21 @@ class RNNBase(Module):
             (lg.transpose(input, 0, 1) if self.batch_first else input)   # (L, N, in)
         n = x.shape[1]
         dirs = 2 if self.bidirectional else 1
-        state_shape = (self.num_layers * dirs, n, self.hidden_size)
+        state_shape = (self.num_layers * dirs, n, self.proj_size or self.hidden_size)
         given_shape = state_shape[:1] + state_shape[2:] if unbatched else state_shape
+        cell_shape = (self.num_layers * dirs, n, self.hidden_size)
+        given_cell = cell_shape[:1] + cell_shape[2:] if unbatched else cell_shape
         lstm = self.mode == "LSTM"
         if hx is None:
             h0 = lg.zeros(state_shape, dtype=x._dtype)
-            c0 = lg.zeros(state_shape, dtype=x._dtype) if lstm else None
+            c0 = lg.zeros(cell_shape, dtype=x._dtype) if lstm else None
         else:
             if lstm:
                 if not isinstance(hx, (tuple, list)) or len(hx) != 2:
                     raise TypeError(f"{name}: hx must be a tuple (h_0, c_0) for an LSTM")
                 h0, c0 = hx
                 _check_hidden(name, h0, given_shape, "hidden[0]")
-                _check_hidden(name, c0, given_shape, "hidden[1]")
+                _check_hidden(name, c0, given_cell, "hidden[1]")
             else:
                 h0, c0 = hx, None
                 _check_hidden(name, h0, given_shape, "hidden")
@@ -246,6 +260,8 @@ class RNNBase(Module):
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:
+            s += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             s += f", num_layers={self.num_layers}"
         if not self.bias:
@@ -276,6 +292,11 @@ class RNN(RNNBase):
 
 
 class LSTM(RNNBase):
+    """Multi-layer LSTM: gates (input, forget, cell, output) from W_ih x + b_ih + W_hh h +
+    b_hh, c' = f c + i g, h' = o tanh(c'). With `proj_size` > 0, h' is projected by
+    `weight_hr_l{k}` (proj_size, hidden_size): h_0 and the outputs have proj_size features
+    per direction, c_0 keeps hidden_size, as PyTorch's."""
+
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
                  bidirectional: bool = False, proj_size: int = 0, device: Any = None,

@@ -60,7 +60,10 @@ class ParametrizationList(ModuleList):
             new = original
             for m in reversed(self):
                 if hasattr(m, "right_inverse"):
-                    new = m.right_inverse(new)
+                    try:
+                        new = m.right_inverse(new)
+                    except NotImplementedError:     # as PyTorch: the identity, here
+                        pass
         if isinstance(new, Tensor):
             self.is_tensor = True
             self.ntensors = 1
