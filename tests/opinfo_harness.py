@@ -590,6 +590,9 @@ def run_op(op: Any, max_samples: int | None = None, grad_samples: int | None = N
     supported = op.supported_dtypes("cpu")
     first_args = None
     first_sample = None
+    # the first converted sample of each dtype: compiled against eager below (a compiled
+    # kernel may take another path per dtype: complex products call other BLAS routines)
+    firsts: list[tuple[Any, Any]] = []
     for d in dtypes:
         if d not in supported:
             continue
@@ -598,6 +601,7 @@ def run_op(op: Any, max_samples: int | None = None, grad_samples: int | None = N
             samples = list(op.sample_inputs("cpu", d))
         except Exception:
             continue
+        first_of_dtype = True
         for s in samples[:max_samples]:
             try:
                 args = run_values(op, fn, s, res)
@@ -606,6 +610,9 @@ def run_op(op: Any, max_samples: int | None = None, grad_samples: int | None = N
                 args = None
             if args is not None and first_args is None:
                 first_args, first_sample = args, s
+            if args is not None and first_of_dtype:
+                firsts.append((args, s))
+                first_of_dtype = False
     if not any(d in supported for d in dtypes):
         d = next(iter(sorted(supported, key=str)), None)
         if d is not None:
@@ -628,7 +635,8 @@ def run_op(op: Any, max_samples: int | None = None, grad_samples: int | None = N
             except Exception as e:
                 res.fail(f"harness: {_describe(e)}")
     if compiled and first_args is not None and res.status == "pass":
-        run_compiled(fn, first_args, res, random=is_random(op, first_sample))
+        for args, sample in firsts or [(first_args, first_sample)]:
+            run_compiled(fn, args, res, random=is_random(op, sample))
     if errors != 0:
         run_errors(op, fn, res, errors)
     if res.samples == 0 and res.status == "pass":

@@ -172,3 +172,129 @@ def test_disable_compile_keeps_new_keys_eager(fresh):
         x = _x(3, 9).requires_grad_()
         F.softmax(x, 1).sum().backward()
     assert fresh._compiled == {}
+
+
+# --------------------------------------------------------------------------------------
+# Python-level composites (`autograd.apply.composite_function`)
+# --------------------------------------------------------------------------------------
+
+def _compiled_functions(table):
+    return {k[1].__name__: v for k, v in table.items() if k[0] == "function"}
+
+
+FUNCTION_CASES = {
+    # name: (call, torch call, node name)
+    "cross": (lambda m, x: m.cross(x, x.flip(0) * 2, dim=1), "CrossBackward0"),
+    "cdist": (lambda m, x: m.cdist(x, x * 0.5 + 1), "CdistBackward0"),
+    "diag_embed": (lambda m, x: m.diag_embed(x, 1), "DiagEmbedBackward0"),
+    "trace": (lambda m, x: m.trace(x), "TraceBackward0"),
+    "index_select": (lambda m, x: m.index_select(x, 0, m.tensor([2, 0, 2])),
+                     "IndexSelectBackward0"),
+    "pad_reflect": (lambda m, x: m.nn.functional.pad(x[None], [1, 2], mode="reflect"),
+                    "PadBackward0"),
+    "hardswish": (lambda m, x: m.nn.functional.hardswish(x), "HardswishBackward0"),
+    "interpolate": (lambda m, x: m.nn.functional.interpolate(
+        x[None, None], scale_factor=2, mode="bilinear", align_corners=False),
+        "InterpolateBackward0"),
+}
+
+
+@pytest.mark.parametrize("case", list(FUNCTION_CASES))
+def test_composite_functions_compile_and_match_torch(case, fresh):
+    """A function marked `composite_function` compiles on its first call (one graph, one
+    backward node named after the function), and its values, gradients and double
+    backward equal torch's; a second call gives the same bits."""
+    torch = pytest.importorskip("torch")
+    fn, node_name = FUNCTION_CASES[case]
+    a = np.random.default_rng(0).standard_normal((4, 3))
+    x = lg.tensor(a, requires_grad=True)
+    out = fn(lg, x)
+    assert type(out.grad_fn).__name__ == node_name
+    entry = _compiled_functions(fresh._compiled)
+    assert entry and all(v is not composites._COLD for v in entry.values()), entry
+    g = np.random.default_rng(1).standard_normal(tuple(out.shape))
+    (gx,) = lg.autograd.grad(out, [x], lg.tensor(g))
+    tx = torch.tensor(a, requires_grad=True)
+    tout = fn(torch, tx)
+    (tgx,) = torch.autograd.grad(tout, [tx], torch.tensor(g))
+    np.testing.assert_allclose(out.detach().numpy(), tout.detach().numpy(), rtol=1e-12,
+                               atol=1e-12)
+    np.testing.assert_allclose(gx.numpy(), tgx.numpy(), rtol=1e-10, atol=1e-12)
+    again = fn(lg, x)
+    np.testing.assert_array_equal(again.detach().numpy(), out.detach().numpy())
+    assert lg.autograd.gradgradcheck(lambda t: fn(lg, t), (x,))
+
+
+def test_composite_functions_that_cannot_compile_run_eagerly(fresh):
+    """A key whose trace breaks (a host op), draws random numbers (a side effect) or
+    returns a view of its argument is marked eager for good, and every call of it gives
+    eager's result, view and generator state."""
+    from llgrad.autograd.apply import composite_function
+
+    @composite_function
+    def host(x):
+        return lg.unique(x) * 2                  # a data-dependent size: a graph break
+
+    @composite_function
+    def noisy(x):
+        return x + lg.rand(x.shape)
+
+    @composite_function
+    def viewing(x):
+        return x.t()[0]
+
+    x = lg.tensor([[3.0, 1.0], [3.0, 2.0]])
+    assert host(x).tolist() == [2.0, 4.0, 6.0]
+    lg.manual_seed(5)
+    first = noisy(x)
+    lg.manual_seed(5)
+    assert np.array_equal(noisy(x).numpy(), first.numpy())
+    assert not np.array_equal(noisy(x).numpy(), first.numpy())
+    v = viewing(x)
+    v.mul_(10)
+    assert x.tolist() == [[30.0, 1.0], [30.0, 2.0]]  # the view wrote through
+    table = _compiled_functions(fresh._compiled)
+    assert set(table) == {"host", "noisy", "viewing"}
+    assert all(v is composites._COLD for v in table.values())
+
+
+def test_composite_function_errors_are_eagers(fresh):
+    """An index out of range is found by the compiled kernel; the call then runs eagerly
+    and raises eager's error, naming the op and the index as the user wrote it."""
+    x = lg.arange(12.0).reshape(3, 4)
+    assert lg.index_select(x, 1, lg.tensor([3, 0])).tolist() == [[3.0, 0.0], [7.0, 4.0],
+                                                                  [11.0, 8.0]]
+    with pytest.raises(IndexError, match="index_select.*out of range|index 9"):
+        lg.index_select(x, 1, lg.tensor([9, 0]))
+    with pytest.raises(RuntimeError, match="take_along_dim: index 7 is out of bounds"):
+        lg.take_along_dim(x, lg.tensor([[1, 7]]), 1)
+
+
+def test_composite_functions_pass_through_interpreters(fresh):
+    """Under vmap, forward-mode AD and inside `lg.compile`, a composite function runs as
+    written (the interpreter sees its parts); nothing is compiled for those calls."""
+    x = lg.tensor(np.random.default_rng(2).standard_normal((5, 3, 3)))
+    batched = lg.vmap(lg.trace)(x)
+    np.testing.assert_allclose(batched.numpy(), np.trace(x.numpy(), axis1=1, axis2=2))
+    with lg.autograd.forward_ad.dual_level():
+        dual = lg.autograd.forward_ad.make_dual(x[0], lg.ones(3, 3))
+        t = lg.autograd.forward_ad.unpack_dual(lg.trace(dual)).tangent
+    assert float(t) == 3.0
+    assert float(lg.compile(lambda m: lg.trace(m) * 2)(x[0])) == pytest.approx(
+        2 * np.trace(x[0].numpy()))
+    assert _compiled_functions(fresh._compiled) == {}
+
+
+def test_composite_functions_keyed_by_arguments(fresh):
+    """Numbers, strings, dtypes and lists of them are part of a key; a value that cannot
+    be (a dict, an object) runs eagerly without compiling."""
+    x = lg.tensor(np.random.default_rng(3).standard_normal((2, 3, 4, 4)))
+    F = lg.nn.functional
+    a = F.pad(x, [1, 1, 2, 0], mode="replicate")
+    b = F.pad(x, [1, 1, 2, 0], mode="circular")
+    c = F.pad(x, (1, 1, 2, 0), mode="replicate")
+    assert a.shape == b.shape == c.shape == (2, 3, 6, 6)
+    np.testing.assert_array_equal(a.numpy(), c.numpy())
+    assert not np.array_equal(a.numpy(), b.numpy())
+    keys = [k for k in fresh._compiled if k[0] == "function"]
+    assert len(keys) == 3

@@ -641,3 +641,24 @@ print("ok")
                          env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() in ("ok", "no bundled openblas"), out.stdout
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128", "float32", "float64"])
+@pytest.mark.parametrize("shapes", [((3, 5), (5, 4)), ((3, 5), (5,)), ((5,), (5, 4)),
+                                    ((5,), (5,)), ((2, 3, 5), (2, 5, 4)), ((1, 5), (5, 1))])
+def test_compiled_products_of_every_blas_dtype_equal_numpy(dtype, shapes):
+    """The compiled matmul kernel asked for the gemm/gemv of its dtype: complex products
+    called dgemm on complex data and returned zeros (eager was right); every BLAS dtype
+    and every gemm/gemv shape class, compiled against NumPy."""
+    rng = np.random.default_rng(0)
+
+    def draw(shape):
+        a = rng.standard_normal(shape)
+        if dtype.startswith("complex"):
+            a = a + 1j * rng.standard_normal(shape)
+        return a.astype(dtype)
+    a, b = draw(shapes[0]), draw(shapes[1])
+    import llgrad as lg
+    got = lg.compile(lambda x, y: x @ y)(lg.tensor(a), lg.tensor(b)).numpy()
+    tol = 1e-5 if dtype in ("complex64", "float32") else 1e-12
+    np.testing.assert_allclose(got, a @ b, rtol=tol, atol=tol)

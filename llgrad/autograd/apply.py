@@ -261,6 +261,27 @@ def apply_composite(op: str, operands: Sequence[Any], attrs: dict[str, Any],
     return out
 
 
+def composite_function(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark `fn`, a function written with llgrad functions that returns new tensors (no
+    views of its arguments, no in-place writes, no random draws), as a composite that
+    eager mode may run compiled: with plain tensors, no interpreter (vmap, tracing) and
+    no forward-mode tangents, the first call of each signature traces `fn` into one graph
+    and later calls run it as one native call, with autograd through the compiled
+    graph's backward (see `llgrad.compiler.composites.function`), a node named after `fn`
+    (`cross` -> `CrossBackward0`) or by its `name` keyword argument when it takes one
+    (`gather(..., name="SortBackward0")`). Anything the compiled path cannot serve, and
+    every other call, runs `fn` as written."""
+    import functools
+
+    @functools.wraps(fn)
+    def composite(*args: Any, **kwargs: Any) -> Any:
+        cc = compiled_composites
+        if cc is None or interpreters or forward_ad._level[0] or not cc.ENABLED:
+            return fn(*args, **kwargs)
+        return cc.function(fn, args, kwargs)
+    return composite
+
+
 # `llgrad.compiler.composites` (set when the compiler is imported): eager composites run
 # as compiled graphs
 compiled_composites: Any = None

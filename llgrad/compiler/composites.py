@@ -13,8 +13,11 @@ A key's choice is made once and kept, so a call gives the same bits every time i
 a process (a compiled graph may round differently from the decomposition's kernels, so
 switching after a few calls would make the third call differ from the first). Compiling
 costs 20-80 ms per key and direction; to bound that for shapes that keep changing, at most
-`SHAPES_PER_FAMILY` keys per (op, attributes, dtypes, ranks) and `LIMIT` keys in all are
-compiled, and later keys run the decomposition. A key whose trace or compile fails runs
+`SHAPES_PER_FAMILY` keys per (op, attributes, dtypes, ranks) and `LIMIT` keys in all
+(`LLGRAD_EAGER_COMPILE_LIMIT`, default 256) are compiled, and later keys run the
+decomposition. Python functions marked `autograd.apply.composite_function` (cross,
+cdist, median, interpolate, pad, pooling, ...) take the same path keyed by their
+arguments (`function` below). A key whose trace or compile fails runs
 eagerly (logged on the `graph_breaks` channel). A backward with `create_graph=True` runs
 the rule eagerly (its result must be differentiable). `LLGRAD_EAGER_COMPILE=0` turns the
 stage off; under `lg.compiler.disable_compile()` (or `LLGRAD_DISABLE_COMPILE=1`) new keys
@@ -27,14 +30,15 @@ from typing import Any, Callable, Sequence
 
 from .. import _log
 from ..autograd.grad_mode import is_grad_enabled, no_grad
-from ..autograd.node import OpNode, RuleContext
+from ..autograd.node import OpNode, RuleContext, node_class
 from ..ir import dtypes as dt
 from ..ir import registry
-from ..tensor import Tensor
+from ..tensor import DENSE_CLASSES, Tensor
 from .api import compile_disabled
 
 SHAPES_PER_FAMILY = 8        # keys compiled per (op, attributes, dtypes, ranks)
-LIMIT = 256                  # keys compiled in all (~100 KB of code and data each)
+# keys compiled in all (~100 KB of code and data each); LLGRAD_EAGER_COMPILE_LIMIT sets it
+LIMIT = int(os.environ.get("LLGRAD_EAGER_COMPILE_LIMIT", "256"))
 ENABLED = os.environ.get("LLGRAD_EAGER_COMPILE", "1") != "0"
 
 _COLD = object()             # a key whose trace or compile failed: eager for good
@@ -162,3 +166,106 @@ class CompiledRuleNode(OpNode):
             return super().apply(grads)
         return tuple(fn(g, *([] if output is None else [output]),
                         *[x for x in inputs if isinstance(x, Tensor)]))
+
+
+# --------------------------------------------------------------------------------------
+# Python-level composites (`autograd.apply.composite_function`)
+# --------------------------------------------------------------------------------------
+
+_SCALARS = frozenset({int, float, bool, complex, str, type(None), dt.DType})
+
+
+def _signature(values: Any, tensors: list[Tensor]) -> tuple | None:
+    """The key of positional `values` (tensors by dtype, shape and strides, appended to
+    `tensors` in pytree order; numbers, strings, dtypes and flat lists or tuples of them
+    by value), or None when a value cannot be part of a key (the call runs eagerly)."""
+    sig: list[Any] = []
+    for v in values:
+        c = v.__class__
+        if c in DENSE_CLASSES:
+            tensors.append(v)
+            sig.append(v._lkey)
+        elif c in _SCALARS:
+            sig.append((c, v))
+        elif c is tuple or c is list:
+            inner = _signature(v, tensors)
+            if inner is None:
+                return None
+            sig.append((c, inner))
+        else:
+            return None
+    return tuple(sig)
+
+
+class _Composite:
+    """A traced and compiled composite: its graph function, the tensors the trace
+    captured, and where the outputs go."""
+
+    __slots__ = ("function", "captured", "structure")
+
+    def __init__(self, function: Any, captured: tuple[Tensor, ...], structure: Any):
+        self.function, self.captured, self.structure = function, captured, structure
+
+
+def _aliases_an_input(graph: Any) -> bool:
+    """Whether an output is an input or a view of one (eagerly the function would return
+    a view sharing the argument's memory; compiled it would return a copy)."""
+    params = set(graph.params)
+    for out in graph.outputs:
+        node = out
+        while node.op in registry.VIEW_OPS:
+            node = node.inputs[0]
+        if node in params:
+            return True
+    return False
+
+
+def _build_function(fn: Callable[..., Any], args: tuple, kwargs: dict) -> _Composite:
+    from ..tracer.make_ir import trace
+    from .function import CompiledBackward, GraphFunction
+    graph, ctx, structure = trace(fn, args, kwargs)
+    if ctx.effects or ctx.guards:
+        raise RuntimeError("the trace has side effects or guards")
+    if any(t._requires_grad for t in ctx.captured):
+        raise RuntimeError("the trace captured a tensor that requires grad")
+    if _aliases_an_input(graph):
+        raise RuntimeError("an output is an argument or a view of one")
+    function = GraphFunction(graph)
+    name = kwargs.get("name")
+    if not isinstance(name, str):       # (a `name` argument names the node: gather's)
+        name = "".join(part.capitalize() for part in fn.__name__.strip("_").split("_")) + \
+            "Backward0"
+    function.node_class = node_class(name, CompiledBackward)
+    return _Composite(function, tuple(ctx.captured), structure)
+
+
+def function(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """`fn(*args, **kwargs)` for a function marked `composite_function`: through its
+    compiled graph when this signature's key is compiled (the first call of a key
+    compiles it, within `SHAPES_PER_FAMILY` and `LIMIT`), else `fn` itself. Autograd
+    goes through the compiled graph's backward node (`CompiledBackward`). A compiled
+    call that raises (a kernel's bounds check) runs `fn` again, which raises eager's
+    error. A key whose trace breaks, has side effects (a random draw advances the generator), reads values
+    (guards) or returns an argument's view runs eagerly for good."""
+    from ..autograd.anomaly import is_anomaly_enabled
+    from ..tracer.make_ir import _unflatten
+    tensors: list[Tensor] = []
+    sig = _signature(args, tensors)
+    if sig is not None and kwargs:
+        kw = _signature(kwargs.values(), tensors)
+        sig = None if kw is None else sig + (tuple(kwargs), kw)
+    if sig is None or not tensors or is_anomaly_enabled():
+        return fn(*args, **kwargs)
+    key = ("function", fn, sig)
+    family = ("function", fn, tuple((t._dtype, len(t._shape)) for t in tensors))
+    try:
+        entry = _lookup(key, family, lambda: _build_function(fn, args, kwargs))
+    except TypeError:                 # an unhashable value inside a number-like class
+        return fn(*args, **kwargs)
+    if entry is None:
+        return fn(*args, **kwargs)
+    try:
+        outs = entry.function(*tensors, *entry.captured)
+    except Exception:                 # noqa: BLE001 - e.g. an index out of range, which
+        return fn(*args, **kwargs)    # the compiled kernel finds: eager's error names it
+    return _unflatten(entry.structure, outs)

@@ -302,6 +302,9 @@ class GraphFunction:
         # a graph compiled while a backward runs (`grad_function`): a compile failure runs
         # it on the eager kernels instead of raising (`compile_graph`)
         self.fallback = False
+        # the class of the calls' backward nodes (an eager composite names its node
+        # after its function, as PyTorch's nodes are named)
+        self.node_class: type = CompiledBackward
 
     def plain(self) -> Compiled:
         if self._plain is None:
@@ -404,7 +407,7 @@ class GraphFunction:
         """Give the results of a differentiable call (`outs`: results then residuals of
         `d.forward`) their one backward node; returns the results."""
         results, residuals = outs[:d.n_outputs], outs[d.n_outputs:]
-        node = CompiledBackward(self, wrt, inputs, residuals, results, d)
+        node = self.node_class(self, wrt, inputs, residuals, results, d)
         return self._attach(node, wrt, results)
 
     def record_speculative(self, spec: _Speculation, wrt: tuple[int, ...],
@@ -412,7 +415,7 @@ class GraphFunction:
         """`record` for a call of `spec.forward` (results, then gradients)."""
         n = len(self.graph.outputs)
         results = outs[:n]
-        node = CompiledBackward(self, wrt, inputs, [], results, spec=spec,
+        node = self.node_class(self, wrt, inputs, [], results, spec=spec,
                                 precomputed=outs[n:])
         spec.made()
         return self._attach(node, wrt, results)

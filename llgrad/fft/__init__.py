@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..autograd import forward_ad
-from ..autograd.apply import needs_grad
+from ..autograd.apply import composite_function, needs_grad
 from ..autograd.node import Node, edge, node_class
 from ..ir import dtypes as dt
 from ..ir.types import normalize_axis
@@ -583,11 +583,13 @@ def _shift(op: str, input: Tensor, dim: Any, inverse: bool) -> Tensor:
     return out if out is not input else input.clone()
 
 
+@composite_function
 def fftshift(input: Tensor, dim: Any = None) -> Tensor:
     """Move the zero-frequency bin to the center: roll each of `dim` (default all) by n//2."""
     return _shift("fftshift", input, dim, False)
 
 
+@composite_function
 def ifftshift(input: Tensor, dim: Any = None) -> Tensor:
     """The inverse of `fftshift`: roll each of `dim` (default all) by (n+1)//2."""
     return _shift("ifftshift", input, dim, True)

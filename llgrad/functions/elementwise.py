@@ -4,7 +4,7 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from ..autograd.apply import apply
+from ..autograd.apply import apply, composite_function
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..tensor import Tensor
@@ -364,6 +364,7 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     return elementwise("add", input, mul(weight, sub(end, input)), name=name)
 
 
+@composite_function
 def xlogy(input: Any, other: Any) -> Tensor:
     if not isinstance(input, Tensor):
         from .creation import full
@@ -371,13 +372,21 @@ def xlogy(input: Any, other: Any) -> Tensor:
         input = full((), input, dtype=ew.promote([input, other]))
     else:
         name = "XlogyBackward0" if isinstance(other, Tensor) else "XlogyBackward2"
+    # PyTorch's convention: 0 where input == 0 unless other is NaN. input * log(other) is
+    # linear in input, so the gradient w.r.t. input is log(other), masked to 0 (as
+    # PyTorch's) where input == 0 and other <= 0: the log is replaced by 0 there, which
+    # gives the value 0 and no 0 * log(0) = NaN in either gradient's masked positions.
+    import math
     if isinstance(other, Tensor):
-        log_other: Any = log(other)
+        log_other: Any = elementwise("where", logical_and(eq(input, 0), le(other, 0)), 0.0,
+                                     log(other))
+        at_inf = logical_and(eq(input, 0), eq(other, math.inf))
     else:                       # a Python number: its log, with log's 0 and negative cases
-        import math
         log_other = math.log(other) if other > 0 else -math.inf if other == 0 else math.nan
-    return elementwise("where", eq(input, 0), mul(input, 0.0), mul(input, log_other),
-                       name=name)
+        if other <= 0:
+            log_other = elementwise("where", eq(input, 0), 0.0, log_other)
+        at_inf = eq(input, 0) if other == math.inf else eq(input, math.nan)
+    return elementwise("where", at_inf, mul(input, 0.0), mul(input, log_other), name=name)
 
 
 # --------------------------------------------------------------------------------------

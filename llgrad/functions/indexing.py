@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..autograd import forward_ad
-from ..autograd.apply import needs_grad
+from ..autograd.apply import composite_function, needs_grad
 from ..autograd.node import Node, edge, node_class
 from ..ir import dtypes as dt
 from ..tensor import Tensor
@@ -148,6 +148,7 @@ def index_backward(g: Tensor, shape: tuple[int, ...], index: Any) -> Tensor:
 
 
 @names_op("gather")
+@composite_function
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
            name: str | None = None) -> Tensor:
     """`out[i][j][k] = input[index[i][j][k]][j][k]` (for dim 0), as torch.gather.
@@ -187,6 +188,7 @@ def _named_getitem(name: str) -> Any:
 
 
 @names_op("take_along_dim")
+@composite_function
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
     """`input`'s values at `indices` along `dim`, as torch.take_along_dim and
     np.take_along_axis: `input` and `indices` broadcast against each other in every
@@ -232,6 +234,7 @@ def _wrap_negative(index: Tensor, size: int) -> Tensor:
 
 
 @names_op("index_select")
+@composite_function
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     from ..ir.types import normalize_axis
     d = normalize_axis(dim, input.ndim, "index_select")
@@ -263,6 +266,7 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
 
 
 @names_op("masked_fill")
+@composite_function
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     from . import elementwise as E
     if mask._dtype is not dt.bool_:
@@ -422,6 +426,7 @@ def _scatter_source(op: str, input: Tensor, index: Tensor, src: Any) -> Tensor:
 
 
 @names_op("scatter")
+@composite_function
 def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
             reduce: str | None = None) -> Tensor:
     """A copy of `input` with `src[i][j]` written at `[index[i][j]][j]` (for dim 0); `src`
@@ -445,6 +450,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
 
 
 @names_op("scatter_add")
+@composite_function
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of `input` with `src[i][j]` added at `[index[i][j]][j]` (for dim 0);
     duplicate positions accumulate."""

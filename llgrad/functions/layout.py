@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..autograd import forward_ad
-from ..autograd.apply import needs_grad
+from ..autograd.apply import composite_function, needs_grad
 from ..autograd.node import Node, edge, node_class
 from ..ir import dtypes as dt
 from ..ir.types import normalize_axis
@@ -307,6 +307,7 @@ def _scatter_positions(op: str, input: Tensor, src: Tensor, positions: np.ndarra
 
 
 @names_op("diagonal_scatter")
+@composite_function
 def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
                      dim2: int = 1) -> Tensor:
     """A copy of `input` with `src` written into `diagonal(input, offset, dim1, dim2)`."""
@@ -323,6 +324,7 @@ def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
 
 
 @names_op("select_scatter")
+@composite_function
 def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
     """A copy of `input` with `src` written into `input.select(dim, index)`."""
     _tensor("select_scatter", input)
@@ -339,6 +341,7 @@ def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
 
 
 @names_op("slice_scatter")
+@composite_function
 def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None,
                   end: int | None = None, step: int = 1) -> Tensor:
     """A copy of `input` with `src` written into `input[start:end:step]` along `dim`."""
@@ -381,6 +384,7 @@ def as_strided_scatter(input: Tensor, src: Tensor, size: Sequence[int], stride: 
 # --------------------------------------------------------------------------------------
 
 @names_op("roll")
+@composite_function
 def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     """`input` shifted cyclically by `shifts` along `dims` (flattened, then restored,
     without `dims`)."""
@@ -496,6 +500,7 @@ def repeat_interleave(input: Any, repeats: Any = None, dim: int | None = None, *
     return index_select(input, d, idx)
 
 
+@composite_function
 def fliplr(input: Tensor) -> Tensor:
     """`input` with its columns (dimension 1) reversed; at least 2-D."""
     if _tensor("fliplr", input).ndim < 2:
@@ -503,6 +508,7 @@ def fliplr(input: Tensor) -> Tensor:
     return S.flip(input, (1,))
 
 
+@composite_function
 def flipud(input: Tensor) -> Tensor:
     """`input` with its rows (dimension 0) reversed; at least 1-D."""
     if _tensor("flipud", input).ndim < 1:
@@ -723,6 +729,7 @@ def atleast_3d(*tensors: Any) -> Any:
 
 
 @names_op("hstack")
+@composite_function
 def hstack(tensors: Sequence[Tensor]) -> Tensor:
     """Concatenated along dimension 1 (0 for 1-D tensors), after `atleast_1d`."""
     ts = [atleast_1d(t) for t in _sequence("hstack", tensors)]
@@ -732,6 +739,7 @@ def hstack(tensors: Sequence[Tensor]) -> Tensor:
 
 
 @names_op("vstack")
+@composite_function
 def vstack(tensors: Sequence[Tensor]) -> Tensor:
     """Concatenated along dimension 0, after `atleast_2d`."""
     ts = [atleast_2d(t) for t in _sequence("vstack", tensors)]
@@ -744,6 +752,7 @@ row_stack = vstack
 
 
 @names_op("dstack")
+@composite_function
 def dstack(tensors: Sequence[Tensor]) -> Tensor:
     """Concatenated along dimension 2, after `atleast_3d`."""
     ts = [atleast_3d(t) for t in _sequence("dstack", tensors)]
@@ -753,6 +762,7 @@ def dstack(tensors: Sequence[Tensor]) -> Tensor:
 
 
 @names_op("column_stack")
+@composite_function
 def column_stack(tensors: Sequence[Tensor]) -> Tensor:
     """Tensors as columns side by side: 0-d and 1-D ones become `(n, 1)` columns, the rest
     are concatenated along dimension 1."""
@@ -797,6 +807,7 @@ def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[Tensor, ...]:
 
 
 @names_op("block_diag")
+@composite_function
 def block_diag(*tensors: Tensor) -> Tensor:
     """A block-diagonal matrix of the given 0-, 1- or 2-D tensors (dtype promoted)."""
     from .creation import empty
@@ -823,6 +834,7 @@ def block_diag(*tensors: Tensor) -> Tensor:
 
 
 @names_op("cartesian_prod")
+@composite_function
 def cartesian_prod(*tensors: Tensor) -> Tensor:
     """Every combination of one element from each 1-D tensor, as rows `(N, len(tensors))`
     (one tensor: itself)."""
@@ -838,6 +850,7 @@ def cartesian_prod(*tensors: Tensor) -> Tensor:
 
 
 @names_op("combinations")
+@composite_function
 def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
     """The `r`-element combinations of the 1-D `input`'s elements, in order, as rows
     `(N, r)` (with repeated elements when `with_replacement`)."""
@@ -938,6 +951,7 @@ def swapdims(input: Tensor, dim0: int, dim1: int) -> Tensor:
     return S.transpose(input, dim0, dim1)
 
 
+@composite_function
 def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     """A contiguous copy of `narrow(input, dim, start, length)`."""
     return S.narrow(input, dim, start, length).clone()
@@ -1013,6 +1027,7 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     return S.permute(x, perm).reshape(tuple(lead) + (c * r * r, h // r, w // r))
 
 
+@composite_function
 def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """A tensor whose diagonals (in the plane of `dim1`, `dim2` of the result, at
     `offset`) hold `input`'s last dimension; zeros elsewhere."""
@@ -1035,6 +1050,7 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
     return diagonal_scatter(base, src, offset, d1, d2)
 
 
+@composite_function
 def diagflat(input: Tensor, offset: int = 0) -> Tensor:
     """A 2-D matrix with the flattened `input` on diagonal `offset`."""
     return diag_embed(_tensor("diagflat", input).reshape(-1), offset, 0, 1)
@@ -1053,7 +1069,7 @@ def _copy(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     copy.__name__ = copy.__qualname__ = name
     copy.__doc__ = (f"A contiguous copy of `{fn.__name__}(input, ...)` (the out-of-place "
                     f"form of a view op; no memory shared with `input`).")
-    return names_op(name)(copy)
+    return names_op(name)(composite_function(copy))
 
 
 def _expand(input: Tensor, size: Sequence[int], implicit: bool = False) -> Tensor:

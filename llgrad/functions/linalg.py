@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..autograd.apply import apply
+from ..autograd.apply import apply, composite_function
 from ..tensor import Tensor
 from ._errors import names_op
 
@@ -96,6 +96,7 @@ def bmm(input: Tensor, mat2: Tensor, *, out_dtype: Any = None) -> Tensor:
 
 
 @names_op("dot")
+@composite_function
 def dot(input: Tensor, tensor: Tensor) -> Tensor:
     """The inner product of two 1-D tensors of the same length and dtype (no conjugate:
     see `vdot`)."""
@@ -110,6 +111,7 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
 
 
 @names_op("mv")
+@composite_function
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     _check("mv", input, vec)
     if input.ndim != 2 or vec.ndim != 1:
@@ -120,6 +122,7 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
 
 
 @names_op("outer")
+@composite_function
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
     for x, what in ((input, "self"), (vec2, "vec2")):
         if not isinstance(x, Tensor) or x.ndim != 1:

@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..autograd.apply import composite_function
 from ..ir import dtypes as dt
 from ..tensor import Tensor
 from ._errors import names_op
@@ -81,6 +82,7 @@ def _same_dtype(op: str, *ts: Tensor) -> None:
 
 
 @names_op("addmm")
+@composite_function
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1,
           out_dtype: Any = None) -> Tensor:
     """beta * input + alpha * (mat1 @ mat2) for 2-D mat1, mat2 (input broadcasts), as
@@ -220,6 +222,7 @@ def inner(input: Tensor, other: Tensor) -> Tensor:
 
 
 @names_op("vdot")
+@composite_function
 def vdot(input: Tensor, other: Tensor) -> Tensor:
     """sum(conj(input) * other) of two 1-D tensors, as torch.vdot."""
     F = _F()
@@ -240,6 +243,7 @@ def vdot(input: Tensor, other: Tensor) -> Tensor:
 
 
 @names_op("kron")
+@composite_function
 def kron(input: Tensor, other: Tensor) -> Tensor:
     """The Kronecker product (blocks input[i] * other), as torch.kron."""
     F = _F()
@@ -304,6 +308,7 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
 
 
 @names_op("cross")
+@composite_function
 def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     """The cross product along `dim` (None: the first dimension of size 3, as torch's
     deprecated default), as torch.cross."""
@@ -328,6 +333,7 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
 # --------------------------------------------------------------------------------------
 
 @names_op("cdist")
+@composite_function
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
           compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
     """The p-norm distances between the rows of x1 (..., P, M) and of x2 (..., R, M):
@@ -371,6 +377,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
 
 
 @names_op("dist")
+@composite_function
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
     """The p-norm of input - other (broadcast), as torch.dist."""
     F = _F()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..autograd.apply import apply, apply_composite
+from ..autograd.apply import apply, apply_composite, composite_function
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
@@ -181,10 +181,12 @@ def _tri(input: Tensor, diagonal: int, upper: bool) -> Tensor:
                          name="TriuBackward0" if upper else "TrilBackward0")
 
 
+@composite_function
 def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     return _tri(input, diagonal, True)
 
 
+@composite_function
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:
     return _tri(input, diagonal, False)
 
@@ -207,6 +209,7 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
 
 
+@composite_function
 def trace(input: Tensor) -> Tensor:
     from .reduction import _reduce
     return _reduce("sum", diag(input), None, False, "TraceBackward0")

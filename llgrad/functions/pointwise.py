@@ -18,6 +18,7 @@ import builtins
 import math
 from typing import Any, Callable
 
+from ..autograd.apply import composite_function
 from ..ir import dtypes as dt
 from ..tensor import Tensor
 from . import elementwise as E
@@ -122,6 +123,7 @@ _export("asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "arcs
 # Binary float utilities
 # --------------------------------------------------------------------------------------
 
+@composite_function
 def hypot(input: Any, other: Any) -> Tensor:
     """sqrt(input^2 + other^2) without overflow or underflow in the squares.
 
@@ -169,6 +171,7 @@ def nextafter(input: Any, other: Any) -> Tensor:
     return elementwise("nextafter", input, other)
 
 
+@composite_function
 def fmax(input: Any, other: Any) -> Tensor:
     """Elementwise maximum that ignores NaN (NaN only where both are NaN).
 
@@ -184,6 +187,7 @@ def fmax(input: Any, other: Any) -> Tensor:
     return elementwise("where", take, input, other, name="FmaxBackward0")
 
 
+@composite_function
 def fmin(input: Any, other: Any) -> Tensor:
     """Elementwise minimum that ignores NaN (NaN only where both are NaN).
 
@@ -210,6 +214,7 @@ def ldexp(input: Any, other: Any) -> Tensor:
     return elementwise("mul", _as(input, d), scale, name="LdexpBackward0")
 
 
+@composite_function
 def frexp(input: Tensor) -> tuple[Tensor, Tensor]:
     """(mantissa, exponent) with input = mantissa * 2**exponent, 0.5 <= |mantissa| < 1.
 
@@ -245,6 +250,7 @@ def heaviside(input: Tensor, values: Any) -> Tensor:
     return elementwise("heaviside", input, values)
 
 
+@composite_function
 def float_power(input: Any, exponent: Any) -> Tensor:
     """input ** exponent computed in float64 (complex128 if either is complex).
 
@@ -272,6 +278,7 @@ def logaddexp(input: Tensor, other: Any) -> Tensor:
     return _logaddexp("logaddexp", input, other, E.exp, 1.0, "LogaddexpBackward0")
 
 
+@composite_function
 def logaddexp2(input: Tensor, other: Any) -> Tensor:
     """log2(2**input + 2**other): max + log1p(2**-|input - other|) / ln 2.
 
@@ -332,6 +339,7 @@ def fix(input: Tensor) -> Tensor:
     return E.trunc(input)
 
 
+@composite_function
 def signbit(input: Tensor) -> Tensor:
     """True where the sign bit is set (-0.0 and negative NaN included); bool result."""
     _tensor_arg("signbit", input)
@@ -396,6 +404,7 @@ def sgn(input: Tensor) -> Tensor:
                        name="SgnBackward0")
 
 
+@composite_function
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
                neginf: float | None = None) -> Tensor:
     """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (the dtype's largest
@@ -431,6 +440,7 @@ def sinc(input: Tensor) -> Tensor:
     return elementwise("where", zero, 1.0, E.div(E.sin(px), px), name="SincBackward0")
 
 
+@composite_function
 def logit(input: Tensor, eps: float | None = None) -> Tensor:
     """log(p / (1 - p)), with p = input clamped to [eps, 1 - eps] when eps is given.
 
@@ -506,6 +516,7 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 # Clamps, integer functions
 # --------------------------------------------------------------------------------------
 
+@composite_function
 def clamp_min(input: Tensor, min: Any) -> Tensor:
     """max(input, min) with clamp's semantics (a NaN min gives NaN)."""
     _tensor_arg("clamp_min", input)

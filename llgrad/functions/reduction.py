@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any
 
-from ..autograd.apply import apply, apply_composite
+from ..autograd.apply import apply, apply_composite, composite_function
 from ..ir import dtypes as dt
 from ..ir.types import normalize_axis
 from ..tensor import Tensor
@@ -180,11 +180,13 @@ def _spread_mean(op: str, input: Tensor, dim: Any, unbiased: Any, keepdim: bool,
     return spread, apply_composite("mean", (x,), {"axes": axes, "keepdim": keepdim}, name)
 
 
+@composite_function
 def var_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
              correction: Any = None) -> tuple[Tensor, Tensor]:
     return _spread_mean("var", input, dim, unbiased, keepdim, correction, "VarMeanBackward0")
 
 
+@composite_function
 def std_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
              correction: Any = None) -> tuple[Tensor, Tensor]:
     return _spread_mean("std", input, dim, unbiased, keepdim, correction, "StdMeanBackward0")
@@ -270,5 +272,6 @@ def _const_bool(value: bool, b: Tensor, dim: Any, keepdim: bool) -> Tensor:
 
 
 @names_op("count_nonzero")
+@composite_function
 def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
     return sum(input.ne(0), dim)

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..autograd.apply import composite_function
 from ..ir import dtypes as dt
 from ..tensor import Tensor
 from ._errors import names_op
@@ -105,6 +106,7 @@ def _addc(op: str, input: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any,
 
 
 @names_op("addcmul")
+@composite_function
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """input + value * tensor1 * tensor2, elementwise with broadcasting.
 
@@ -116,6 +118,7 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) 
 
 
 @names_op("addcdiv")
+@composite_function
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """input + value * tensor1 / tensor2, elementwise with broadcasting (true division;
     integer tensor1 and tensor2 together raise, as in PyTorch).
@@ -180,6 +183,7 @@ def zero_(input: Tensor) -> Tensor:
 
 
 @names_op("fill")
+@composite_function
 def fill(input: Tensor, value: Any) -> Tensor:
     """A new tensor of `input`'s shape and dtype holding `value` (a number, or a 0-d tensor
     whose gradient is the sum of the result's). `input` gets a zero gradient."""

@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..autograd.apply import needs_grad
+from ..autograd.apply import composite_function, needs_grad
 from ..autograd.node import Node, SavedTensor, edge, node_class
 from ..ir import dtypes as dt
 from ..tensor import Tensor
@@ -162,6 +162,7 @@ def _flat_positions(op: str, input: Tensor, index: Tensor) -> Tensor:
 
 
 @names_op("take")
+@composite_function
 def take(input: Tensor, index: Tensor) -> Tensor:
     """`input` read as 1-D at `index` (result shaped like `index`; negatives count from
     the end)."""
@@ -172,6 +173,7 @@ def take(input: Tensor, index: Tensor) -> Tensor:
 
 
 @names_op("put")
+@composite_function
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """A copy of `input` with `source`'s values written (or added, `accumulate`) at the
     row-major positions `index` (negatives count from the end)."""
@@ -193,6 +195,7 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
 # --------------------------------------------------------------------------------------
 
 @names_op("index_add")
+@composite_function
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
               alpha: Any = 1) -> Tensor:
     """A copy of `input` with `alpha * source` added at `index` along `dim`
@@ -214,6 +217,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
 
 
 @names_op("index_copy")
+@composite_function
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """A copy of `input` with `source[..., i, ...]` written at `index[i]` along `dim`
     (with duplicate indices one write wins, as in torch)."""
@@ -238,6 +242,7 @@ def _positions_mask(size: int, index: Tensor) -> Tensor:
 
 
 @names_op("index_fill")
+@composite_function
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     """A copy of `input` with every element at `index` along `dim` set to `value` (a
     number or a 0-d tensor, differentiable); negative indices count from the end."""
@@ -480,6 +485,7 @@ def _reduce_dense(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: s
 
 
 @names_op("scatter_reduce")
+@composite_function
 def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
                    include_self: bool = True) -> Tensor:
     """A copy of `input` with `src[i][j]` reduced into `[index[i][j]][j]` (for dim 0) by
@@ -539,6 +545,7 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
 
 
 @names_op("index_reduce")
+@composite_function
 def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
                  include_self: bool = True) -> Tensor:
     """A copy of `input` with `source[..., i, ...]` reduced into `index[i]` along `dim` by
@@ -736,6 +743,7 @@ def _binary_search(s: np.ndarray, v: np.ndarray, right: bool) -> np.ndarray:
 
 
 @names_op("searchsorted")
+@composite_function
 def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False,
                  right: bool = False, side: str | None = None, sorter: Tensor | None = None
                  ) -> Tensor:
@@ -801,6 +809,7 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
 
 
 @names_op("bucketize")
+@composite_function
 def bucketize(input: Any, boundaries: Tensor, *, out_int32: bool = False,
               right: bool = False) -> Tensor:
     """The bucket of each value of `input` for the 1-D sorted `boundaries`: with
@@ -816,6 +825,7 @@ _NO_ARG: Any = object()
 
 
 @names_op("isin")
+@composite_function
 def isin(elements: Any = _NO_ARG, test_elements: Any = _NO_ARG, *, assume_unique: bool = False,
          invert: bool = False, element: Any = _NO_ARG, test_element: Any = _NO_ARG) -> Tensor:
     """Whether each element of `elements` occurs in `test_elements` (either may be a

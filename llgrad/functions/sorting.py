@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.apply import apply_composite
+from ..autograd.apply import apply_composite, composite_function
 from ..ir import dtypes as dt
 from ..ir.types import normalize_axis
 from ..tensor import Tensor
@@ -128,6 +128,7 @@ def msort(input: Tensor) -> Tensor:
 
 
 @names_op("topk")
+@composite_function
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
          ) -> topk_result:
     """The k largest (or smallest) elements along `dim` and their positions, in sorted
@@ -167,6 +168,7 @@ def cumsum(input: Tensor, dim: int, *, dtype: dt.DType | None = None) -> Tensor:
     return apply_composite("cumsum", (x,), {"axis": axis}, "CumsumBackward0")
 
 
+@composite_function
 def cumprod(input: Tensor, dim: int, *, dtype: dt.DType | None = None) -> Tensor:
     from ..ops.scan import log_step_scan
     from .. import functions as F

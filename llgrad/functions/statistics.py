@@ -5,6 +5,7 @@ import warnings
 from collections import namedtuple
 from typing import Any, Callable
 
+from ..autograd.apply import composite_function
 from ..ir import dtypes as dt
 from ..tensor import Tensor
 
@@ -201,6 +202,7 @@ def _rank_shape(x: Tensor, d: int) -> tuple[int, ...]:
     return tuple(1 if i == d else n for i, n in enumerate(x._shape))
 
 
+@composite_function
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,
              out: Any = None) -> Any:
     """The k-th smallest element along `dim` and its position: `(values, indices)`.
@@ -264,6 +266,7 @@ def _median_rank(x: Tensor, d: int, keepdim: bool, ignore_nan: bool, name: str
     return _pick(x, d, k, keepdim, name)
 
 
+@composite_function
 def median(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
     """The lower median (of all elements, or along `dim` with its index:
     `(values, indices)`); any NaN makes the result NaN (the index of the first NaN).
@@ -275,6 +278,7 @@ def median(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = 
                    ("MedianBackward0", "MedianBackward1"))
 
 
+@composite_function
 def nanmedian(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = None
               ) -> Any:
     """`median` ignoring NaN values (NaN only where a row holds nothing else)."""
@@ -418,6 +422,7 @@ def nanquantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = F
 # NaN-ignoring reductions and aminmax
 # --------------------------------------------------------------------------------------
 
+@composite_function
 def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *,
            dtype: dt.DType | None = None) -> Tensor:
     """Sum treating NaN as zero (their gradient is zero). Args as `sum`."""
@@ -431,6 +436,7 @@ def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *,
     return sum_(x, dim, keepdim, dtype=dtype)
 
 
+@composite_function
 def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
             dtype: dt.DType | None = None, out: Tensor | None = None) -> Tensor:
     """Mean of the non-NaN elements (NaN where there are none). Args as `mean`."""
@@ -450,6 +456,7 @@ def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
 aminmax_result = namedtuple("aminmax", ["min", "max"])
 
 
+@composite_function
 def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False,
             out: Any = None) -> Any:
     """`(amin, amax)` over all elements or along `dim`, as a namedtuple (min, max)."""
@@ -699,6 +706,7 @@ def _spacing_along(x: Tensor, d: int, y: Tensor) -> Tensor:
     return E.sub(slice_dim(x, dd, 1, x._shape[dd]), slice_dim(x, dd, 0, x._shape[dd] - 1))
 
 
+@composite_function
 def trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Tensor:
     """The trapezoidal rule along `dim`: with sample points `x` (1-D, or broadcastable to
     `y`) or a constant spacing `dx` (default 1)."""
@@ -726,11 +734,13 @@ def trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Ten
     return E.mul(E.sub(sum_(y, d), E.mul(ends, 0.5)), step)
 
 
+@composite_function
 def trapz(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Tensor:
     """Alias of `trapezoid` (`trapz(y, x, dim=)` or `trapz(y, dx=, dim=)`)."""
     return trapezoid(y, x, dx=dx, dim=dim)
 
 
+@composite_function
 def cumulative_trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1
                          ) -> Tensor:
     """The running trapezoidal integral along `dim` (one element shorter than `y`)."""
@@ -754,10 +764,12 @@ def cumulative_trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int =
     return cumsum(E.mul(pair, step / 2), d)
 
 
+@composite_function
 def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
          append: Tensor | None = None) -> Tensor:
     """The n-th forward difference along `dim` (`out[i] = x[i+1] - x[i]`; bool: xor),
-    after concatenating `prepend` and `append` along `dim`."""
+    after concatenating `prepend` and `append` along `dim`; `n=0` returns a copy of the
+    input, without `prepend`/`append` (which are still checked), as torch."""
     from ..ir.types import normalize_axis
     from . import elementwise as E
     from .shape import cat, slice_dim
@@ -781,6 +793,8 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
                 raise RuntimeError(f"diff expects prepend or append to be the same dimension "
                                    f"as input (input {x.ndim}-d, {which} {extra.ndim}-d)")
         parts.append(extra)
+    if n == 0:                    # torch: the input itself (checked, not extended)
+        return x.clone()
     if len(parts) > 1:
         x = cat(parts, d)
     for _ in range(n):
@@ -789,8 +803,6 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
             break
         hi, lo = slice_dim(x, d, 1, m), slice_dim(x, d, 0, m - 1)
         x = E.logical_xor(hi, lo) if x._dtype is dt.bool_ else E.sub(hi, lo)
-    if n == 0:
-        x = x.clone()
     return x
 
 
@@ -966,6 +978,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
     return res.squeeze() if res._shape == (1, 1) else res
 
 
+@composite_function
 def corrcoef(input: Tensor) -> Tensor:
     """Pearson correlation coefficients of the rows of `input` (values clipped to
     [-1, 1]; the real and imaginary parts separately for complex inputs)."""

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..autograd.apply import composite_function
 from .. import functions as F
 from ..ir import dtypes as dt
 from ..ir.types import normalize_axis
@@ -84,6 +85,7 @@ def _restore(r: Tensor, d0: int, d1: int, keepdim: bool) -> Tensor:
     return r
 
 
+@composite_function
 def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False, *,
                 dtype: dt.DType | None = None, out: Any = None) -> Tensor:
     """The matrix norm `ord` ('fro', 'nuc', inf, -inf, 1, -1, 2, -2) of the matrices over
@@ -252,6 +254,7 @@ def _chain_order(dims: Sequence[int]) -> list[list[int]]:
     return split
 
 
+@composite_function
 def multi_dot(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
     """The product of a chain of matrices in the cheapest order (the first may be a row
     vector, the last a column vector when 1-D), as torch.linalg.multi_dot."""
@@ -303,6 +306,7 @@ def multi_dot(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
     return _out(r, out, op)
 
 
+@composite_function
 def cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
     """The cross product of 3-vectors along `dim` (inputs broadcast), as
     torch.linalg.cross."""

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..autograd.apply import composite_function
 from .. import functions as F
 from ..ir import dtypes as dt
 from ..tensor import Tensor
@@ -1385,6 +1386,7 @@ def _reflector(A: Tensor, i: int) -> Tensor:
     return F.add(F.mul(col, from_numpy(mask, A._dtype)), from_numpy(unit, A._dtype))
 
 
+@composite_function
 def householder_product(A: Tensor, tau: Tensor, *, out: Any = None) -> Tensor:
     """The first n columns of the product of Householder reflectors H_1 ... H_k, H_i =
     I - tau_i v_i v_i^H (v_i below the diagonal of A's column i), as

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..autograd.apply import composite_function
 from .. import functions as lg
 from ..autograd.grad_mode import no_grad
 from ..ir import dtypes as dt
@@ -27,6 +28,7 @@ def _float_input(op: str, input: Any) -> Tensor:
     return input
 
 
+@composite_function
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """max(0, x) + weight * min(0, x), `weight` one value or one per channel (dim 1).
 
@@ -53,6 +55,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     return lg.where(lg.gt(input, 0), input, lg.mul(w, input))
 
 
+@composite_function
 def glu(input: Tensor, dim: int = -1) -> Tensor:
     """a * sigmoid(b), where a and b are the two halves of `input` along `dim`."""
     op = "glu"
@@ -67,6 +70,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     return lg.mul(a, lg.sigmoid(b))
 
 
+@composite_function
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     """x * relu6(x + 3) / 6; derivative (2x + 3) / 6 on (-3, 3), 0 at and below -3, 1 at
     and above 3: PyTorch's at the kinks."""
@@ -78,6 +82,7 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     return _act("hardswish", fn, input, inplace)
 
 
+@composite_function
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """relu6(x + 3) / 6; derivative 1/6 strictly inside (-3, 3), else 0 (PyTorch's)."""
     _float_input("hardsigmoid", input)
@@ -87,6 +92,7 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     return _act("hardsigmoid", fn, input, inplace)
 
 
+@composite_function
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x where |x| > lambd, else 0."""
     _tensor("hardshrink", "input", input)
@@ -94,6 +100,7 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     return lg.where(keep, input, lg.zeros_like(input))
 
 
+@composite_function
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x - lambd above lambd, x + lambd below -lambd, 0 between."""
     _tensor("softshrink", "input", input)
@@ -111,6 +118,7 @@ def tanhshrink(input: Tensor) -> Tensor:
     return lg.sub(input, lg.tanh(input))
 
 
+@composite_function
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """x where x > threshold, else `value` (the gradient flows where x > threshold)."""
     _tensor("threshold", "input", input)
@@ -127,6 +135,7 @@ def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     return _threshold(input, threshold, value, inplace=True)
 
 
+@composite_function
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
             dtype: dt.DType | None = None) -> Tensor:
     """softmax(-x) along `dim` (the legacy implicit dim when None, with its warning)."""

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autograd.apply import composite_function
 from .. import functions as lg
 from ..ops import nn as nnops
 from ..tensor import Tensor
 from .functional import _tensor
 
 
+@composite_function
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None
              ) -> Tensor:
     """y[..., o] = sum_ij x1[..., i] weight[o, i, j] x2[..., j] + bias[o].

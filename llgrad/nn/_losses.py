@@ -17,8 +17,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..autograd.apply import composite_function
 from .. import functions as lg
-from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..ir import dtypes as dt
 from ..ops import nn as nnops
 from ..tensor import Tensor
@@ -53,6 +54,7 @@ def _stop(t: Tensor) -> Tensor:
 # Regression losses
 # --------------------------------------------------------------------------------------
 
+@composite_function
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
     """0.5 d^2 where |d| < delta, else delta (|d| - delta / 2), d = input - target;
@@ -76,6 +78,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     return _reduce(losses, reduction)
 
 
+@composite_function
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
                    reduce: bool | None = None, reduction: str = "mean", beta: float = 1.0
                    ) -> Tensor:
@@ -126,6 +129,7 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,
     return _reduce(losses, r)
 
 
+@composite_function
 def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
                      size_average: bool | None = None, eps: float = 1e-8,
                      reduce: bool | None = None, reduction: str = "mean") -> Tensor:
@@ -187,6 +191,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: 
 # Margin and embedding losses
 # --------------------------------------------------------------------------------------
 
+@composite_function
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
                         size_average: bool | None = None, reduce: bool | None = None,
                         reduction: str = "mean") -> Tensor:
@@ -203,6 +208,7 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
     return _reduce(lg.clamp(z, min=0), r)
 
 
+@composite_function
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
                          size_average: bool | None = None, reduce: bool | None = None,
                          reduction: str = "mean") -> Tensor:
@@ -225,10 +231,14 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = 
     _tensor(op, "input", input)
     _tensor(op, "target", target)
     r = _reduction(size_average, reduce, reduction)
+    if target.requires_grad and is_grad_enabled():      # PyTorch's kernel has no such rule
+        raise RuntimeError(f"The function '{op}' is not differentiable with respect to "
+                           f"argument 'target'. This input cannot have requires_grad True.")
     _size_warning(input, target)
     return _reduce(lg.log1p(lg.exp(lg.mul(lg.neg(input), target))), r)
 
 
+@composite_function
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
                           size_average: bool | None = None, reduce: bool | None = None,
                           reduction: str = "mean") -> Tensor:
@@ -255,6 +265,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
     return _reduce(lg.add(pos, neg), r)
 
 
+@composite_function
 def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
                       weight: Tensor | None = None, size_average: bool | None = None,
                       reduce: bool | None = None, reduction: str = "mean") -> Tensor:
@@ -293,6 +304,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     return _reduce(losses, r)
 
 
+@composite_function
 def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
                            reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """sum over target classes j and non-target classes i of max(0, 1 - (x[j] - x[i])) / C;
@@ -326,6 +338,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | N
     return _reduce(losses, r)
 
 
+@composite_function
 def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
                                 size_average: bool | None = None, reduce: bool | None = None,
                                 reduction: str = "mean") -> Tensor:
@@ -348,6 +361,7 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | 
     return _reduce(loss, reduction)
 
 
+@composite_function
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
                         margin: float = 1.0, p: float = 2, eps: float = 1e-6,
                         swap: bool = False, size_average: bool | None = None,
@@ -398,6 +412,7 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
 # Distances
 # --------------------------------------------------------------------------------------
 
+@composite_function
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
                       keepdim: bool = False) -> Tensor:
     """The p-norm of x1 - x2 + eps over the last dimension (inputs broadcast)."""
@@ -430,6 +445,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     return lg.sum(lg.mul(unit(x1), unit(x2)), dim)
 
 
+@composite_function
 def pdist(input: Tensor, p: float = 2) -> Tensor:
     """The p-norm distance between every pair of rows i < j of an (N, M) input, in the
     order of the upper triangle (N (N - 1) / 2 values)."""

@@ -14,6 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..autograd.apply import composite_function
 from .. import functions as lg
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
@@ -47,6 +48,7 @@ def _affine(op: str, out: Tensor, weight: Tensor | None, bias: Tensor | None,
     return out
 
 
+@composite_function
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalize each of `num_groups` channel groups of an (N, C, *) input over its channels
@@ -116,6 +118,7 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
     return _affine(op, out, weight, bias, c)
 
 
+@composite_function
 def rms_norm(input: Tensor, normalized_shape: Sequence[int] | int,
              weight: Tensor | None = None, eps: float | None = None) -> Tensor:
     """x / sqrt(mean(x^2 over the trailing `normalized_shape`) + eps) * weight; `eps`
@@ -144,6 +147,7 @@ def rms_norm(input: Tensor, normalized_shape: Sequence[int] | int,
     return out
 
 
+@composite_function
 def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
                         k: float = 1.0) -> Tensor:
     """x / (k + alpha * mean of x^2 over `size` neighbouring channels)^beta; the channel
@@ -193,6 +197,7 @@ def cross_map_lrn2d(input: Tensor, size: int, alpha: float = 1e-4, beta: float =
     return lg.mul(input, lg.pow(scale, -beta))
 
 
+@composite_function
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
               out: Tensor | None = None) -> Tensor:
     """input / max(||input||_p over `dim`, eps)."""

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..autograd.apply import composite_function
 from .. import functions as lg
 from ..tensor import Tensor
 from ._layers import pad as _pad_constant
@@ -34,6 +35,7 @@ def _source_positions(mode: str, size: int, lo: int, hi: int) -> np.ndarray:
     return start + np.mod(j, kept)
 
 
+@composite_function
 def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = None
         ) -> Tensor:
     """Pad the last len(pad) // 2 dimensions; `pad` lists (before, after) pairs starting from

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..autograd.apply import composite_function
 from .. import functions as lg
 from ..autograd.grad_mode import no_grad
 from ..ir import dtypes as dt
@@ -155,6 +156,7 @@ def _max_poolnd(op: str, n: int, input: Tensor, kernel_size: Any, stride: Any, p
     return _unbatch(out, unbatched), _unbatch(idx, unbatched)
 
 
+@composite_function
 def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
                dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False
                ) -> Any:
@@ -164,6 +166,7 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                        ceil_mode, return_indices)
 
 
+@composite_function
 def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
                dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False
                ) -> Any:
@@ -173,6 +176,7 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                        ceil_mode, return_indices)
 
 
+@composite_function
 def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
                dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False
                ) -> Any:
@@ -375,17 +379,20 @@ def _adaptive_avg_poolnd(op: str, n: int, input: Tensor, output_size: Any) -> Te
     return _unbatch(x, unbatched)
 
 
+@composite_function
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
     """Average pooling of an (N, C, L) or (C, L) input to `output_size` windows."""
     return _adaptive_avg_poolnd("adaptive_avg_pool1d", 1, input, output_size)
 
 
+@composite_function
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     """Average pooling of an (N, C, H, W) or (C, H, W) input to `output_size` (an int, a
     pair, None keeps a size)."""
     return _adaptive_avg_poolnd("adaptive_avg_pool2d", 2, input, output_size)
 
 
+@composite_function
 def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
     """Average pooling of an (N, C, D, H, W) or (C, D, H, W) input to `output_size`."""
     return _adaptive_avg_poolnd("adaptive_avg_pool3d", 3, input, output_size)
@@ -444,16 +451,19 @@ def _adaptive_max_poolnd(op: str, n: int, input: Tensor, output_size: Any,
     return _unbatch(out, unbatched), _unbatch(idx, unbatched)
 
 
+@composite_function
 def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     """Max pooling of an (N, C, L) or (C, L) input over `output_size` adaptive windows."""
     return _adaptive_max_poolnd("adaptive_max_pool1d", 1, input, output_size, return_indices)
 
 
+@composite_function
 def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     """Max pooling of an (N, C, H, W) or (C, H, W) input over adaptive windows."""
     return _adaptive_max_poolnd("adaptive_max_pool2d", 2, input, output_size, return_indices)
 
 
+@composite_function
 def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     """Max pooling of an (N, C, D, H, W) or (C, D, H, W) input over adaptive windows."""
     return _adaptive_max_poolnd("adaptive_max_pool3d", 3, input, output_size, return_indices)
@@ -540,12 +550,22 @@ def _fractional_max_poolnd(op: str, n: int, input: Tensor, kernel_size: Any, out
     if _random_samples is None:
         u = lg.rand((nb, c, n), dtype=x._dtype)
     else:
+        # PyTorch's checks, in its order: (at least N, C, n); rows past the batch unused
         u = _tensor(op, "_random_samples", _random_samples)
-        if unbatched and u.ndim == 2:
-            u = lg.unsqueeze(u, 0)
-        if tuple(u.shape) != (nb, c, n):
-            raise RuntimeError(f"{op}: _random_samples must have shape {[nb, c, n]}, got "
-                               f"{list(u.shape)}")
+        if u.ndim != 3:
+            raise RuntimeError(f"{op}: Expect _random_samples to have 3 dimensions, got "
+                               f"{u.ndim}")
+        if u.shape[0] < nb:
+            raise RuntimeError(f"{op}: Expect _random_samples.size(0) no less then input "
+                               f"batch size ({u.shape[0]} < {nb}).")
+        if u.shape[1] != c:
+            raise RuntimeError(f"{op}: Expect _random_samples.size(1) equals to input channel "
+                               f"size ({u.shape[1]} != {c}).")
+        if u.shape[2] != n:
+            raise RuntimeError(f"{op}: Expect _random_samples.size(2) equals to {n}; got "
+                               f"{u.shape[2]}.")
+        if u.shape[0] > nb:
+            u = lg.narrow(u, 0, 0, nb)
     with no_grad():
         flat = None
         for i in range(n):

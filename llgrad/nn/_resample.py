@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..autograd.apply import composite_function
 from .. import functions as lg
 from ..autograd.grad_mode import no_grad
 from ..ir import dtypes as dt
@@ -147,6 +148,7 @@ def _numbers(op: str, name: str, v: Any, n: int, kind: type) -> tuple[Any, ...]:
     return (kind(v),) * n
 
 
+@composite_function
 def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
                 mode: str = "nearest", align_corners: bool | None = None,
                 recompute_scale_factor: bool | None = None, antialias: bool = False
@@ -224,6 +226,7 @@ def upsample(input: Tensor, size: Any = None, scale_factor: Any = None, mode: st
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
+@composite_function
 def upsample_nearest(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
     """Deprecated: `interpolate(..., mode='nearest')`."""
     warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
@@ -231,6 +234,7 @@ def upsample_nearest(input: Tensor, size: Any = None, scale_factor: Any = None) 
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
+@composite_function
 def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
     """Deprecated: `interpolate(..., mode='bilinear', align_corners=True)`."""
     warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
@@ -281,6 +285,7 @@ def _unnormalize(g: Tensor, size: int, align_corners: bool) -> Tensor:
     return lg.div(lg.sub(lg.mul(lg.add(g, 1.0), size), 1.0), 2)
 
 
+@composite_function
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
                 padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
     """Sample an (N, C, H, W) input at the (N, Ho, Wo, 2) grid's (x, y) points in [-1, 1]
@@ -460,6 +465,7 @@ def _block_args(op: str, kernel_size: Any, dilation: Any, padding: Any, stride: 
     return k, d, p, s
 
 
+@composite_function
 def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
            stride: Any = 1) -> Tensor:
     """im2col: the sliding blocks of an (N, C, H, W) or (C, H, W) input as

@@ -13,6 +13,7 @@ import warnings
 from collections import namedtuple
 from typing import Any, Sequence
 
+from ..autograd.apply import composite_function
 from .. import functions as lg
 from ..autograd.grad_mode import no_grad
 from ..ir import dtypes as dt
@@ -108,6 +109,7 @@ class LinearCrossEntropyOptions:
         return max(min(size // k, num_batches), 1)
 
 
+@composite_function
 def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *,
                          linear_bias: Tensor | None = None, weight: Tensor | None = None,
                          reduction: str = "mean", ignore_index: int | None = None,

@@ -15,7 +15,8 @@ from typing import Any, Sequence
 
 from .. import functions as lg
 from ..autograd import anomaly, forward_ad
-from ..autograd.apply import apply_composite, interpreters, needs_grad, record
+from ..autograd.apply import (apply_composite, composite_function, interpreters, needs_grad,
+                              record)
 from ..eager import elementwise as ew
 from ..eager.linalg import run_matmul
 from ..autograd.grad_mode import no_grad
@@ -160,6 +161,7 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return _act("celu", lg.elu, input, inplace, alpha, 1.0, 1.0 / alpha)
 
 
+@composite_function
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
              inplace: bool = False) -> Tensor:
     """x clamped to [min_val, max_val]; the gradient is zero at the bounds themselves
@@ -178,6 +180,7 @@ def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Ten
     return hardtanh(input, min_val, max_val, inplace=True)
 
 
+@composite_function
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     return hardtanh(input, 0.0, 6.0, inplace)
 

@@ -63,4 +63,4 @@ def _ref_cumsum(x: np.ndarray, axis: int) -> np.ndarray:
 
 register(OpDef("cumsum", Group.COMPOSITE, 1, attrs=(Attr("axis", AttrKind.INT, 0),),
                infer=_infer_cumsum, reference=_ref_cumsum, decompose=_decompose_cumsum,
-               vjp=_vjp_cumsum, backward_name="CumsumBackward0", saves=""))
+               vjp=_vjp_cumsum, backward_name="CumsumBackward0", saves="", eager_compile=True))

@@ -515,7 +515,8 @@ class _Lowering:
         block: list[Any] = [0, extent, n, m, k, *sizes]
         for label, ptr, bstrides in (("c", Ptr(out), cs), ("a", a_ptr, as_), ("b", b_ptr, bs)):
             block += [ptr, *bstrides, rows[label], cols[label]]
-        prefix = "s" if node.dtype is dt.float32 else "d"
+        prefix = {dt.float32: "s", dt.float64: "d", dt.complex64: "c",
+                  dt.complex128: "z"}[node.dtype] if use_blas else ""
         tile = epilogue is not None and self.tile_epilogues(node.dtype)
         gemm = self.extra(prefix + ("gemm_ex" if tile else "gemm")) if use_blas else 0
         # (gemv only for a vector: otherwise the kernel never calls it, and asking for

@@ -347,7 +347,7 @@ def _extra_address(name: str, threads: int) -> int:
     if name.startswith("mpi:"):                 # MPI functions and handles (runtime.mpi)
         return mpi.extra(name[4:])
     from ..ir import dtypes as dt
-    dtype = {"s": dt.float32, "d": dt.float64}[name[0]]
+    dtype = {"s": dt.float32, "d": dt.float64, "c": dt.complex64, "z": dt.complex128}[name[0]]
     if name.endswith("gemm_ex"):
         return blas.gemm_ex_address(dtype)
     return blas.gemv_address(dtype) if name.endswith("gemv") else blas.gemm_address(dtype)

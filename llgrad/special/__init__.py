@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
+from ..autograd.apply import composite_function
 from ..functions import elementwise as _E
 from ..functions import pointwise as _P
 from ..functions.elementwise import elementwise as _elementwise
@@ -77,6 +78,7 @@ def ndtr(input: Tensor) -> Tensor:
     return _E.mul(_E.erfc(_E.mul(x, -1 / math.sqrt(2.0))), 0.5)
 
 
+@composite_function
 def entr(input: Tensor) -> Tensor:
     """The elementwise entropy -x log x: 0 at 0, -inf for x < 0 (integers become the
     default float)."""
@@ -87,6 +89,7 @@ def entr(input: Tensor) -> Tensor:
     return _elementwise("where", _E.lt(x, 0), -math.inf, val, name="SpecialEntrBackward0")
 
 
+@composite_function
 def xlog1py(input: Any, other: Any) -> Tensor:
     """input * log1p(other), 0 where input is 0 (unless other is NaN).
 
@@ -134,6 +137,7 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     return _logsumexp(input, dim, keepdim)
 
 
+@composite_function
 def spherical_bessel_j0(x: Tensor) -> Tensor:
     """sin(x) / x, 1 at 0. No derivative (the result never requires grad, as in PyTorch)."""
     from ..autograd.grad_mode import no_grad
