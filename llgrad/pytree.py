@@ -5,7 +5,8 @@ Everything that takes or returns structures of tensors uses this module: `lg.com
 `vmap`, `jacrev`, ...), which work on the flat list of leaves and rebuild the structure
 afterwards, as JAX's do.
 
-Nodes: tuples, lists, dicts (any dict subclass comes back as its own type, e.g.
+Nodes: tuples (a subclass that is not a namedtuple comes back as its own type, built
+from the tuple of its children), lists, dicts (any dict subclass comes back as its own type, e.g.
 OrderedDict), namedtuples (keep their type), dataclass instances (their `init` fields,
 rebuilt through the constructor), None (a node without children), and any type given to
 `register_pytree_node`. Everything else is a leaf.
@@ -93,8 +94,8 @@ def _children(x: Any) -> tuple[str, Any, list[Any]] | None:
         return ("custom", (type(x), context), list(kids))
     if _is_namedtuple(x):
         return ("namedtuple", type(x), list(x))
-    if isinstance(x, tuple):
-        return ("tuple", None, list(x))
+    if isinstance(x, tuple):        # a tuple subclass (`frexp`'s result) keeps its type
+        return ("tuple", None if type(x) is tuple else type(x), list(x))
     if isinstance(x, list):
         return ("list", None, list(x))
     if isinstance(x, dict):
@@ -150,7 +151,7 @@ def _build(d: TreeDef, it: Any) -> Any:
         return None
     kids = [_build(c, it) for c in d.children]
     if d.kind == "tuple":
-        return tuple(kids)
+        return tuple(kids) if d.meta is None else d.meta(kids)
     if d.kind == "list":
         return kids
     if d.kind == "dict":

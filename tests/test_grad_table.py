@@ -619,6 +619,9 @@ def _ops_in_graph(outputs: tuple) -> set[str]:
         seen.add(id(node))
         if getattr(node, "op", None):
             ops.add(node.op)
+        function = getattr(node, "function", None)     # a compiled composite's one node:
+        if function is not None:                        # the ops of the graph it differentiates
+            ops.update(n.op for n in function.graph.nodes)
         stack.extend(n for n, _ in node.next_functions)
     return ops
 

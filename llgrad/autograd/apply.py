@@ -267,10 +267,9 @@ def composite_function(fn: Callable[..., Any]) -> Callable[..., Any]:
     eager mode may run compiled: with plain tensors, no interpreter (vmap, tracing) and
     no forward-mode tangents, the first call of each signature traces `fn` into one graph
     and later calls run it as one native call, with autograd through the compiled
-    graph's backward (see `llgrad.compiler.composites.function`), a node named after `fn`
-    (`cross` -> `CrossBackward0`) or by its `name` keyword argument when it takes one
-    (`gather(..., name="SortBackward0")`). Anything the compiled path cannot serve, and
-    every other call, runs `fn` as written."""
+    graph's backward (see `llgrad.compiler.composites.function`): one node, with the name
+    eager autograd gives `fn`'s output (PyTorch's where `fn` sets it). Anything the
+    compiled path cannot serve, and every other call, runs `fn` as written."""
     import functools
 
     @functools.wraps(fn)

@@ -231,12 +231,36 @@ def _build_function(fn: Callable[..., Any], args: tuple, kwargs: dict) -> _Compo
     if _aliases_an_input(graph):
         raise RuntimeError("an output is an argument or a view of one")
     function = GraphFunction(graph)
-    name = kwargs.get("name")
-    if not isinstance(name, str):       # (a `name` argument names the node: gather's)
-        name = "".join(part.capitalize() for part in fn.__name__.strip("_").split("_")) + \
-            "Backward0"
-    function.node_class = node_class(name, CompiledBackward)
+    function.node_class = node_class(_eager_node_name(fn, args, kwargs), CompiledBackward)
     return _Composite(function, tuple(ctx.captured), structure)
+
+
+def _eager_node_name(fn: Callable[..., Any], args: tuple, kwargs: dict) -> str:
+    """The name of the grad_fn eager autograd gives `fn`'s first differentiable output
+    (PyTorch's name where the function sets it: `take_along_dim` -> `GatherBackward0`),
+    found by one eager run on detached inputs that require grad (the function is pure:
+    its trace had no side effects); `FnBackward0` when no output is differentiable."""
+    from .. import pytree
+    from ..autograd.grad_mode import enable_grad
+
+    def fresh(v: Any) -> Any:
+        if isinstance(v, Tensor) and (v._dtype.is_floating_point or v._dtype.is_complex):
+            return v.detach().requires_grad_()
+        return v
+    global ENABLED
+    was, ENABLED = ENABLED, False     # (the parts run as written: nothing compiles for them)
+    try:
+        with enable_grad():
+            a, k = pytree.tree_map(fresh, (args, kwargs))
+            out = fn(*a, **k)
+    finally:
+        ENABLED = was
+    for leaf in pytree.leaves(out):
+        node = getattr(leaf, "grad_fn", None)
+        if node is not None:
+            return type(node).__name__
+    return "".join(part.capitalize() for part in fn.__name__.strip("_").split("_")) + \
+        "Backward0"
 
 
 def function(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
