@@ -520,3 +520,30 @@ def test_empty_batch_shapes_match_torch(name, xs, args):
         a = [lib.zeros(*v) if isinstance(v, tuple) else v for v in args]
         outs.append(tuple(fn(lib.zeros(*xs), *a).shape))
     assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("pad", [0, 1, 2])
+def test_conv_tbc_matches_torch(pad):
+    """F.conv_tbc / lg.conv_tbc: (time, batch, channels) convolution, values and
+    gradients of all three operands as torch's, and its shape errors."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(pad)
+    x, w, b = rng.standard_normal((6, 2, 3)), rng.standard_normal((3, 3, 4)), \
+        rng.standard_normal(4)
+    outs = {}
+    for m in (torch, lg):
+        ts = [m.tensor(v, requires_grad=True) for v in (x, w, b)]
+        fn = m.nn.functional.conv_tbc if m is torch else lg.conv_tbc
+        y = fn(*ts, pad)
+        g = m.tensor(np.random.default_rng(9).standard_normal(tuple(y.shape)))
+        (y * g).sum().backward()
+        outs[m] = [y.detach().numpy()] + [t.grad.numpy() for t in ts]
+    for got, want in zip(outs[lg], outs[torch]):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    F = lg.nn.functional
+    with pytest.raises(RuntimeError, match="input channels"):
+        F.conv_tbc(lg.tensor(x), lg.tensor(w[:, :2]), lg.tensor(b))
+    with pytest.raises(RuntimeError, match="3 dims"):
+        F.conv_tbc(lg.tensor(x[0]), lg.tensor(w), lg.tensor(b))
+    with pytest.raises(RuntimeError, match="Bias size"):
+        F.conv_tbc(lg.tensor(x), lg.tensor(w), lg.tensor(b[:2]))

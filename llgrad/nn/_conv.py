@@ -21,7 +21,7 @@ from ._layers import _ints
 from .functional import _composite, _tensor
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-           "conv_transpose3d"]
+           "conv_transpose3d", "conv_tbc"]
 
 _SPATIAL = {1: "L", 2: "H, W", 3: "D, H, W"}
 
@@ -163,6 +163,34 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     """1-D cross-correlation of an (N, C, L) or (C, L) input with an (out, C/groups, k)
     weight. `padding`: an int, a 1-tuple, 'valid' or 'same' (stride 1)."""
     return _convnd("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
+    """1-D convolution over a (time, batch, in_channels) sequence with a (kernel width,
+    in_channels, out_channels) weight and an (out_channels,) bias, `pad` steps of zeros at
+    both ends of time: a (time', batch, out_channels) result, as torch's conv_tbc (the
+    layout of fairseq's convolutions). Computed as `conv1d` on the permuted operands, so
+    gradients (and double backward) are conv1d's."""
+    for name, t in (("input", input), ("weight", weight), ("bias", bias)):
+        _tensor("conv_tbc", name, t)
+    if input.ndim != 3:
+        raise RuntimeError("conv_tbc: Input must have 3 dims: time, batch, in_channel "
+                           f"(got {list(input.shape)})")
+    if weight.ndim != 3:
+        raise RuntimeError("conv_tbc: Weight tensor must have 3 dims: kernel_width, "
+                           f"in_channels, out_channels (got {list(weight.shape)})")
+    if bias.ndim != 1:
+        raise RuntimeError(f"conv_tbc: Bias must be 1-D (got {list(bias.shape)})")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError(f"conv_tbc: Input dim 2 (input channels) is not == dim 1 in the "
+                           f"weight tensor (input {list(input.shape)}, weight "
+                           f"{list(weight.shape)})")
+    if weight.shape[2] != bias.shape[0]:
+        raise RuntimeError("conv_tbc: Bias size must equal dim 2 in the weight tensor "
+                           f"(output channels): bias {list(bias.shape)}, weight "
+                           f"{list(weight.shape)}")
+    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return out.permute(2, 0, 1)
 
 
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 from ..tensor import Tensor
 from . import functional as F
 
-__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_tbc", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "max_pool1d", "max_pool2d", "max_pool3d",
            "max_pool1d_with_indices", "avg_pool1d", "adaptive_avg_pool1d",
            "adaptive_max_pool1d", "batch_norm", "group_norm", "instance_norm", "layer_norm",
@@ -54,6 +54,11 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """`torch.conv3d`: F.conv3d."""
     return F.conv3d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
+    """`torch.conv_tbc`: F.conv_tbc (time, batch, channel layout)."""
+    return F.conv_tbc(input, weight, bias, pad)
 
 
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,

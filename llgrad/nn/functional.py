@@ -603,7 +603,7 @@ from ._attention import scaled_dot_product_attention  # noqa: E402
 from ._layers import batch_norm, one_hot  # noqa: E402
 # Convolution, pooling, normalization, padding, resampling and channel dropout (conv/pool
 # engineer's files); conv2d, max_pool2d, pad and the pools above are defined there.
-from ._conv import (conv1d, conv2d, conv3d, conv_transpose1d,  # noqa: E402
+from ._conv import (conv1d, conv2d, conv3d, conv_tbc, conv_transpose1d,  # noqa: E402
                     conv_transpose2d, conv_transpose3d)
 from ._dropout import (alpha_dropout, dropout1d, dropout2d, dropout3d,  # noqa: E402
                        feature_alpha_dropout)
