@@ -66,6 +66,8 @@ def reshape(input: Tensor, *sizes: Any, shape: Any = None,
     _check_tensor("reshape", input)
     sizes = _keyword_shape("reshape", sizes, shape, "shape")
     s = shape_arg(sizes, "reshape")
+    if _unrecorded(input):
+        return views.reshape(input, s)
     return apply("reshape", (input,), {"shape": s}, _reshape_forward, name)
 
 
@@ -279,6 +281,8 @@ def slice_dim(input: Tensor, dim: int, start: int, stop: int, step: int = 1,
     stops = list(input._shape)
     steps = [1] * input.ndim
     starts[d], stops[d], steps[d] = start, stop, step
+    if _unrecorded(input):
+        return views.slice_dims(input, tuple(starts), tuple(stops), tuple(steps))
     return apply("slice", (input,), {"starts": tuple(starts), "stops": tuple(stops),
                                      "steps": tuple(steps)}, _slice_forward, name)
 
@@ -313,6 +317,8 @@ def select(input: Tensor, dim: int, index: int, *, name: str = "SelectBackward0"
         raise IndexError(f"select(): index {index} out of range for tensor of size "
                          f"{list(input._shape)} at dimension {d}")
     index %= n
+    if _unrecorded(input):
+        return views.select(input, d, index)
     part = slice_dim(input, d, index, index + 1)
     return reshape(part, input._shape[:d] + input._shape[d + 1:], name=name)
 
