@@ -795,3 +795,87 @@ def test_advanced_indexing_backward_and_setitem_on_complex():
     z = lg.zeros(4, dtype=lg.complex128)
     z[lg.tensor([1, 3])] = lg.tensor([1 + 1j, 2j])
     np.testing.assert_array_equal(z.numpy(), [0, 1 + 1j, 0, 2j])
+
+
+# --------------------------------------------------------------------------------------
+# functions torch defines on complex inputs that llgrad composes (OpInfo gaps): values and
+# gradients against torch (grad_fn names differ: these are compositions)
+# --------------------------------------------------------------------------------------
+
+def _values_and_grads(fl: Callable, ft: Callable, arrays: list[np.ndarray]) -> None:
+    xs = [lg.tensor(a, requires_grad=True) for a in arrays]
+    ts = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out_l, out_t = fl(*xs), ft(*ts)
+    assert out_l.dtype.name == str(out_t.dtype).split(".")[1]
+    close(out_l.detach()._values(), out_t.detach().numpy(), "complex128", 10)
+    rng = np.random.default_rng(5)
+    go = rng.standard_normal(tuple(out_t.shape)) + 1j * rng.standard_normal(tuple(out_t.shape))
+    gl = lg.autograd.grad(out_l, xs, lg.tensor(go))
+    gt = torch.autograd.grad(out_t, ts, torch.tensor(go))
+    for a, b in zip(gl, gt):
+        close(a._values(), b.resolve_conj().numpy(), "complex128", 1e3)
+
+
+_ZA = cplx((3, 4), "complex128", 41)
+_ZB = cplx((3, 4), "complex128", 42)
+COMPOSED_COMPLEX = {
+    "sinh": (lg.sinh, torch.sinh, [_ZA * 3]),
+    "cosh": (lg.cosh, torch.cosh, [_ZA * 3]),
+    "sinh small": (lg.sinh, torch.sinh, [_ZA * 1e-9]),
+    "sinc": (lg.sinc, torch.sinc, [_ZA]),
+    "logaddexp": (lg.logaddexp, torch.logaddexp, [_ZA * 4, _ZB * 4]),
+    # (non-negative integer exponents: torch's gradient for a negative one is 0, its
+    # derivative taking 2 ** e in integers)
+    "ldexp": (lambda x: lg.ldexp(x, lg.tensor([1, 2, 3, 0])),
+              lambda x: torch.ldexp(x, torch.tensor([1, 2, 3, 0])), [_ZA]),
+    "logsumexp": (lambda x: lg.logsumexp(x * 30, 1), lambda x: torch.logsumexp(x * 30, 1),
+                  [_ZA]),
+    "logsumexp keepdim": (lambda x: lg.logsumexp(x, (0, 1), True),
+                          lambda x: torch.logsumexp(x, (0, 1), True), [_ZA]),
+    "logcumsumexp": (lambda x: lg.logcumsumexp(x * 5, 1),
+                     lambda x: torch.logcumsumexp(x * 5, 1), [_ZA]),
+    "renorm": (lambda x: lg.renorm(x, 2, 0, 1.5), lambda x: torch.renorm(x, 2, 0, 1.5), [_ZA]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(COMPOSED_COMPLEX))
+def test_composed_complex_functions_match_torch(case: str) -> None:
+    fl, ft, arrays = COMPOSED_COMPLEX[case]
+    _values_and_grads(fl, ft, arrays)
+
+
+def test_nonzero_argwhere_and_softmax_with_real_dtype_of_complex() -> None:
+    z = np.array([[0, 1j, 2], [0, 0, 1 + 1j]], dtype=np.complex64)
+    for fl, ft in ((lg.nonzero, torch.nonzero), (lg.argwhere, torch.argwhere)):
+        np.testing.assert_array_equal(fl(lg.tensor(z)).numpy(), ft(torch.tensor(z)).numpy())
+    a = cplx((3, 4), "complex64", 43)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")        # torch: "casting complex to real discards"
+        for fl, ft in ((lg.softmax, torch.softmax), (lg.log_softmax, torch.log_softmax)):
+            got = fl(lg.tensor(a), 1, dtype=lg.float64)
+            want = ft(torch.tensor(a), 1, dtype=torch.float64)
+            assert got.dtype is lg.float64
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+    with pytest.raises(TypeError, match="softmax"):
+        lg.softmax(lg.tensor(a), 1)
+
+
+_CUT_VALUES = [0.0, -0.0, 0.3, -0.3, 1.0, -1.0, 1.5, -1.5, 3.0, -3.0, 1e-8, -1e-8, 20.0, -20.0,
+               1e5]
+_CUT_GRID = np.array([complex(a, b) for a in _CUT_VALUES for b in _CUT_VALUES])
+
+
+@pytest.mark.parametrize("name", ["asin", "acos", "atan", "asinh", "acosh", "atanh"])
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_inverse_trig_principal_branches_match_torch(name: str, dtype: str) -> None:
+    """On and beside the branch cuts (signed zeros pick the side), tiny and huge values."""
+    z = _CUT_GRID.astype(dtype)
+    got = getattr(lg, name)(lg.tensor(z))
+    want = getattr(torch, name)(torch.tensor(z))
+    assert got.dtype.name == dtype
+    close(got._values(), want.numpy(), dtype, 1e3 if dtype == "complex128" else 4)
+
+
+@pytest.mark.parametrize("name", ["asin", "acos", "atan", "asinh", "acosh", "atanh"])
+def test_inverse_trig_complex_gradients(name: str) -> None:
+    _values_and_grads(getattr(lg, name), getattr(torch, name), [_ZA * 2])

@@ -276,3 +276,12 @@ def test_stft_istft_gradients():
     assert gradcheck(lambda s: lg.view_as_real(lg.stft(s, 8, hop_length=4, window=w,
                                                        return_complex=True)),
                      (lg.tensor(_data((20,)), requires_grad=True),))
+
+
+@pytest.mark.parametrize("kw", [{"n_fft": 10}, {"n_fft": 6, "onesided": False},
+                                {"n_fft": 10, "center": False}])
+def test_istft_real_result_of_a_full_spectrum(kw):
+    rng = np.random.default_rng(3)
+    n = kw["n_fft"]
+    spec = rng.standard_normal((2, n, 6)) + 1j * rng.standard_normal((2, n, 6))
+    _close(lg.istft(lg.tensor(spec), **kw), torch.istft(torch.tensor(spec), **kw), 1e-10)

@@ -690,3 +690,57 @@ def test_compiled_lapack_is_graph_break():
 def test_norm_nuc_at_top_level():
     X = rand((3, 4))
     close(lg.norm(to_lg(X), "nuc"), torch.norm(X, "nuc"), 1e-12)
+
+
+# integer and bool products (OpInfo samples): float beta/alpha truncate on integers for
+# addmv/addbmm/baddbmm/addmm, addr refuses them; bool addr is and/or
+_I = np.arange(-6, 6).reshape(3, 4)
+INT_PRODUCT_CASES = [
+    ("addmv", lambda M, d: M.addmv(M.tensor([1, 2, 3], dtype=d), M.tensor(_I, dtype=d),
+                                   M.tensor([1, -1, 2, 0], dtype=d), beta=2.7, alpha=-1.6)),
+    ("addmm", lambda M, d: M.addmm(M.tensor(_I, dtype=d), M.tensor(_I[:, :3], dtype=d),
+                                   M.tensor(_I[:3], dtype=d), beta=0.2, alpha=1.9)),
+    ("addbmm", lambda M, d: M.addbmm(M.tensor(_I[:1, :1], dtype=d),
+                                     M.tensor(_I.reshape(2, 3, 2), dtype=d),
+                                     M.tensor(_I.reshape(2, 2, 3), dtype=d), beta=0.6,
+                                     alpha=3.2)),
+    ("baddbmm", lambda M, d: M.baddbmm(M.tensor(1, dtype=d),
+                                       M.tensor(_I.reshape(2, 3, 2), dtype=d),
+                                       M.tensor(_I.reshape(2, 2, 3), dtype=d), beta=-2.2,
+                                       alpha=1)),
+    ("addr bool", lambda M, d: M.addr(M.tensor(_I[:2, :3] > 0), M.tensor([True, False]),
+                                      M.tensor([False, True, True]), beta=3, alpha=2)),
+    ("addr bool beta 0", lambda M, d: M.addr(M.tensor(_I[:2, :3] > 0),
+                                             M.tensor([True, False]),
+                                             M.tensor([False, True, True]), beta=0)),
+]
+
+
+@pytest.mark.parametrize("name,fn", INT_PRODUCT_CASES, ids=[c[0] for c in INT_PRODUCT_CASES])
+def test_integer_products_like_torch(name, fn):
+    got, want = fn(lg, lg.int64), fn(torch, torch.int64)
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_integer_addr_refuses_float_scalars():
+    with pytest.raises(RuntimeError, match="floating point"):
+        lg.addr(lg.ones(2, 3, dtype=lg.int64), lg.ones(2, dtype=lg.int64),
+                lg.ones(3, dtype=lg.int64), beta=0.5)
+
+
+def test_tensordot_size_one_contraction_broadcasts():
+    a, b = rand((2, 2, 1)), rand((2, 1, 2))
+    for x, y in ((a, b), (rand((1, 1, 1)), b), (rand((2, 1, 3)), rand((3, 2, 2)))):
+        dims = ([0, 1], [2, 0]) if x.shape[2] != 3 else ([1, 2], [1, 0])
+        close(lg.tensordot(to_lg(x), to_lg(y), dims), torch.tensordot(x, y, dims), 1e-12)
+    with pytest.raises(RuntimeError, match="contracted dimensions need to match"):
+        lg.tensordot(to_lg(rand((3, 1, 1))), to_lg(b), ([0, 1], [2, 0]))
+
+
+def test_vander_zero_dim_and_small_N():
+    x = torch.tensor(3.0, dtype=torch.float64)
+    close(lg.linalg.vander(to_lg(x), N=3), torch.linalg.vander(x, N=3), 1e-12)
+    for N in (None, 0, 1):
+        with pytest.raises(RuntimeError, match="N must be greater than 1"):
+            lg.linalg.vander(to_lg(x), N=N)

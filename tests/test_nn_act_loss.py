@@ -462,3 +462,19 @@ def test_soft_margin_loss_refuses_a_target_that_requires_grad():
     with lg.no_grad():
         LF.soft_margin_loss(x, t)
     both(lambda L, F, a, b: F.soft_margin_loss(a, b.detach()), [A, np.sign(B)])
+
+
+@pytest.mark.parametrize("a,b,kw", [(2.0, -3.0, {"dim": 0}), (0.5, 4.0, {"dim": -1}),
+                                    ([1.0, -2.0, 0.5], [0.3, 0.1, -1.0], {"dim": 0, "eps": 0.5})])
+def test_cosine_similarity_0d_and_1d_like_torch(a, b, kw):
+    got = LF.cosine_similarity(lg.tensor(a, dtype=lg.float64), lg.tensor(b, dtype=lg.float64),
+                               **kw)
+    want = TF.cosine_similarity(torch.tensor(a, dtype=torch.float64),
+                                torch.tensor(b, dtype=torch.float64), **kw)
+    assert tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+
+
+def test_cosine_similarity_0d_dim_out_of_range():
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        LF.cosine_similarity(lg.tensor(1.0), lg.tensor(2.0), dim=1)

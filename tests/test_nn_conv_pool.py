@@ -547,3 +547,40 @@ def test_conv_tbc_matches_torch(pad):
         F.conv_tbc(lg.tensor(x[0]), lg.tensor(w), lg.tensor(b))
     with pytest.raises(RuntimeError, match="Bias size"):
         F.conv_tbc(lg.tensor(x), lg.tensor(w), lg.tensor(b[:2]))
+
+
+# integer (exact integer arithmetic; avg_pool divides rounding toward zero) and complex
+# inputs, as torch's CPU kernels (OpInfo gaps)
+_IX = RNG.integers(-9, 10, (2, 4, 7))
+_IW = RNG.integers(-4, 5, (6, 2, 3))
+_IB = RNG.integers(-9, 10, (6,))
+_CX = RNG.standard_normal((2, 4, 7)) + 1j * RNG.standard_normal((2, 4, 7))
+_CW = RNG.standard_normal((6, 2, 3)) + 1j * RNG.standard_normal((6, 2, 3))
+INT_NN_CASES = [
+    ("conv1d int groups", lambda L, x, w, b: L.nn.functional.conv1d(
+        x, w, b, stride=2, padding=1, groups=2), [_IX, _IW, _IB]),
+    ("conv2d int dilation", lambda L, x, w, b: L.nn.functional.conv2d(
+        x.reshape(1, 4, 2, 7), w.reshape(3, 4, 1, 3), b[:3], dilation=(1, 2), padding=1),
+     [_IX, _IW, _IB]),
+    ("conv3d int", lambda L, x, w, b: L.nn.functional.conv3d(
+        x.reshape(1, 1, 2, 4, 7), w[:2].reshape(1, 1, 2, 2, 3)), [_IX, _IW, _IB]),
+    ("conv_transpose1d int", lambda L, x, w, b: L.nn.functional.conv_transpose1d(
+        x, w.reshape(4, 3, 3), b[:6], stride=2, groups=2), [_IX, _IW, _IB]),
+    ("conv1d complex", lambda L, x, w: L.nn.functional.conv1d(x, w, groups=2, padding=2),
+     [_CX, _CW]),
+    ("avg_pool1d int", lambda L, x: L.nn.functional.avg_pool1d(x, 3, 2, 1), [_IX]),
+    ("avg_pool1d int no pad count", lambda L, x: L.nn.functional.avg_pool1d(
+        x, 3, 1, 1, count_include_pad=False), [_IX]),
+    ("avg_pool2d int divisor", lambda L, x: L.nn.functional.avg_pool2d(
+        x, 2, ceil_mode=True, divisor_override=3), [_IX]),
+    ("avg_pool3d int", lambda L, x: L.nn.functional.avg_pool3d(x[None], (1, 2, 3)), [_IX]),
+    ("linear int", lambda L, x, w, b: L.nn.functional.linear(x, w, b),
+     [_IX, RNG.integers(-5, 6, (3, 7)), _IB[:3]]),
+    ("linear complex", lambda L, x, w, b: L.nn.functional.linear(x, w, b),
+     [_CX, _CW.reshape(6, 6)[:3, :1] * np.ones((1, 7)), _CW[0, 0]]),
+]
+
+
+@pytest.mark.parametrize("name,fn,arrays", INT_NN_CASES, ids=[c[0] for c in INT_NN_CASES])
+def test_integer_and_complex_inputs_match_torch(name, fn, arrays):
+    both(fn, arrays)

@@ -433,3 +433,12 @@ def test_dropout_modules(cls):
         getattr(lg.nn, cls)(1.5)
     with pytest.raises(RuntimeError, match="Expected 2D or 3D"):
         F.dropout1d(lg.ones(2, 2, 2, 2))
+
+
+def test_batch_norm_empty_1d_input_like_torch():
+    for training in (True, False):
+        got = lg.nn.functional.batch_norm(lg.zeros(0), lg.zeros(0), lg.zeros(0),
+                                          training=training)
+        want = torch.nn.functional.batch_norm(torch.zeros(0), torch.zeros(0), torch.zeros(0),
+                                              training=training)
+        assert tuple(got.shape) == tuple(want.shape) == (0,) and got.dtype is lg.float32

@@ -737,3 +737,59 @@ def test_random_in_compile_draws_fresh_numbers():
     p = lg.tensor([1.0, 2.0, 3.0])
     r = h(p)
     assert sorted(set(r.tolist())) == sorted(set(r.tolist())) and r.shape == (3,)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_rand_randn_and_full_like(dtype, compiled):
+    """torch's complex draws: rand's real and imaginary parts uniform in [0, 1), randn's
+    normal with variance 1/2 each; both and a complex fill value trace too (randn's
+    complex parts were scaled by eager kernels, which a trace cannot run)."""
+    d = getattr(lg, dtype)
+    x = lg.zeros(400, 300, dtype=d)
+
+    def f(x):
+        return lg.rand_like(x), lg.randn_like(x), lg.full_like(x, 2 - 3j)
+    u, n, c = (lg.compile(f) if compiled else f)(x)
+    assert u.dtype == n.dtype == c.dtype == d
+    for part in (u.real, u.imag):
+        p = part.numpy()
+        assert p.min() >= 0 and p.max() < 1 and abs(p.mean() - 0.5) < 0.01
+    for part in (n.real, n.imag):
+        p = part.numpy()
+        assert abs(p.mean()) < 0.01 and abs(p.var() - 0.5) < 0.01
+    assert not np.array_equal(u.real.numpy(), u.imag.numpy())
+    assert np.all(c.numpy() == 2 - 3j)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod"])
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "bool", "float32"])
+def test_sum_prod_with_dtype_give_that_dtype(reduce, dtype):
+    """sum/prod(dtype=) return `dtype` (an integer reduction accumulated in int64 and
+    cast: the same bits as torch's narrow accumulation), eager and compiled."""
+    torch = pytest.importorskip("torch")
+    a = np.array([[100, 120, 7], [2 ** 30, 2 ** 30, 3]], dtype=np.int64)
+    want = getattr(torch, reduce)(torch.tensor(a), 1, dtype=getattr(torch, dtype)).numpy()
+    x = lg.tensor(a)
+    for got in (getattr(lg, reduce)(x, 1, dtype=getattr(lg, dtype)),
+                lg.compile(lambda x: getattr(lg, reduce)(x, 1, dtype=getattr(lg, dtype)))(x)):
+        assert got.dtype == getattr(lg, dtype)
+        np.testing.assert_array_equal(got.numpy(), want)
+
+
+@pytest.mark.parametrize("dtype", [lg.complex64, lg.complex128])
+def test_normal_and_uniform_fill_complex_parts_like_torch(dtype):
+    """torch fills the real and imaginary parts: uniform_ each in [from, to), normal_ each
+    N(mean, std^2 / 2) (so |z - mean| has variance std^2)."""
+    lg.manual_seed(3)
+    z = lg.empty(40000, dtype=dtype).normal_(2.0, 3.0)
+    assert z.dtype is dtype
+    for part in (z.real, z.imag):
+        assert abs(part.mean().item() - 2.0) < 0.05
+        assert abs(part.std().item() - 3.0 / 2 ** 0.5) < 0.05
+    u = lg.empty(40000, dtype=dtype).uniform_(-1.0, 3.0)
+    for part in (u.real, u.imag):
+        assert part.min().item() >= -1.0 and part.max().item() < 3.0
+        assert abs(part.mean().item() - 1.0) < 0.05
+    with pytest.raises(TypeError, match="floating point"):
+        lg.empty(3, dtype=lg.int64).normal_()

@@ -139,6 +139,21 @@ VALUE_CASES = [
     ("tril_indices empty", lambda M: M.tril_indices(0, 3), [], []),
     ("unravel_index", lambda M, i: M.unravel_index(i, (2, 3)), [], [np.array([-1, 5, 0])]),
     ("unravel_index 0-d", lambda M, i: M.unravel_index(i, (2, 3)), [], [np.array(4)]),
+    # OpInfo gaps: int32 and empty indices of any dtype, 0-d inputs, bool max/min with dim
+    ("gather int32 index", lambda M, x, i: M.gather(x, 0, i), [X],
+     [np.array([[2, 0, 1, 1, 0]], dtype=np.int32)]),
+    ("gather empty uint8 index", lambda M, x, i: M.gather(x, 0, i), [X[0]],
+     [np.zeros((2, 0), dtype=np.uint8)]),
+    ("gather 0-d input 1-d index", lambda M, x, i: M.gather(x, 0, i), [np.array(2.5)],
+     [np.array([0, 0])]),
+    ("max dim bool", lambda M, x: M.max(x, 1), [np.array([[0, 1, 1], [0, 0, 0]]) > 0], []),
+    ("min dim bool keepdim", lambda M, x: M.min(x, 0, keepdim=True),
+     [np.array([[1, 1, 0], [1, 0, 0]]) > 0], []),
+    ("sum_to_size bool 0-d", lambda M, x: x.sum_to_size(()), [np.array(True)], []),
+    ("sum_to_size bool", lambda M, x: x.sum_to_size(1, 3),
+     [np.array([[1, 1, 0], [1, 0, 0]]) > 0], []),
+    ("sum_to_size bool same size", lambda M, x: x.sum_to_size(2, 3),
+     [np.array([[1, 1, 0], [1, 0, 0]]) > 0], []),
 ]
 
 for red in ("sum", "prod", "mean", "amax", "amin"):

@@ -147,3 +147,19 @@ def test_cat_split_gradients():
     (c * lg.tensor(arr(3, 3))).sum().backward()
     np.testing.assert_array_equal(values(a.grad), arr(3, 3)[:2])
     np.testing.assert_array_equal(values(b.grad), arr(3, 3)[2:])
+
+
+def test_narrow_start_as_0d_tensor() -> None:
+    torch = pytest.importorskip("torch")
+    x = np.arange(20.).reshape(4, 5)
+    lx = lg.tensor(x, requires_grad=True)
+    y = lg.narrow(lx, 1, lg.tensor(-3), 2)
+    tx = torch.tensor(x, requires_grad=True)
+    ty = torch.narrow(tx, 1, torch.tensor(-3), 2)
+    np.testing.assert_array_equal(y.detach().numpy(), ty.detach().numpy())
+    (g,) = lg.autograd.grad([y], [lx], [lg.ones(4, 2, dtype=lg.float64)])
+    (tg,) = torch.autograd.grad(ty, [tx], torch.ones(4, 2, dtype=torch.float64))
+    np.testing.assert_array_equal(g.numpy(), tg.numpy())
+    for bad in (lg.tensor(1.0), lg.tensor([1])):
+        with pytest.raises(RuntimeError, match="0-dim integral"):
+            lg.narrow(lx, 1, bad, 2)

@@ -281,3 +281,15 @@ def test_out_tuples():
     _close(vals, torch.median(torch.tensor(B).float(), 1).values)
     out = lg.empty(0)
     assert lg.quantile(lg.tensor(B).float(), 0.5, out=out) is out
+
+
+@pytest.mark.parametrize("edges", [[3.0, 1.0], [-3.0, 2.0, -1.0, 4.0], [-3.0, 2.0, 1.0, 0.0, 4.0],
+                                   [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, -1.0]])
+@pytest.mark.parametrize("density", [False, True])
+def test_histogram_unsorted_edges_bin_as_torch(edges, density):
+    x = np.array([0., 1., 2., 3., -1., -2.5, 1.5, np.nan, 4., -3., 2.])
+    b = np.array(edges)
+    _close(lg.histogram(lg.tensor(x), lg.tensor(b), density=density),
+           torch.histogram(torch.tensor(x), torch.tensor(b), density=density))
+    _close(lg.histogramdd(lg.tensor(x[:, None]), [lg.tensor(b)], density=density)[0],
+           torch.histogramdd(torch.tensor(x[:, None]), [torch.tensor(b)], density=density)[0])

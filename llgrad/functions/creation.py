@@ -650,7 +650,7 @@ def initial_seed() -> int:
 
 
 def _random(op: str, shape: tuple[int, ...], d: DType, generator: Generator | None) -> Tensor:
-    if not (d.is_floating_point or (d.is_complex and op == "normal")):
+    if not (d.is_floating_point or d.is_complex):
         raise TypeError(f"{'rand' if op == 'uniform' else 'randn'}: expected a floating point "
                         f"dtype, got {d.name}")
     from ..autograd.apply import interpreters
@@ -680,11 +680,14 @@ def _vmap_randomness(interpreters: list) -> list:
 
 def _draw(op: str, shape: tuple[int, ...], d: DType, generator: Generator | None) -> Tensor:
     if d.is_complex:
-        # PyTorch's complex normal: real and imaginary parts each with variance 1/2
-        from .elementwise import complex as make_complex
+        # PyTorch's complex draws: real and imaginary parts drawn apart, each uniform in
+        # [0, 1) (rand) or normal with variance 1/2 (randn); llgrad functions, so that a
+        # trace records them too
+        from .elementwise import complex as make_complex, mul
         part = d.to_real()
-        re = ew.run("mul", [_draw(op, shape, part, generator), 0.5 ** 0.5])
-        im = ew.run("mul", [_draw(op, shape, part, generator), 0.5 ** 0.5])
+        re, im = _draw(op, shape, part, generator), _draw(op, shape, part, generator)
+        if op == "normal":
+            re, im = mul(re, 0.5 ** 0.5), mul(im, 0.5 ** 0.5)
         return make_complex(re, im)
     if generator is not None and not isinstance(generator, Generator):
         raise TypeError(f"{op}: 'generator' must be an llgrad Generator "

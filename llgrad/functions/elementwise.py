@@ -76,7 +76,14 @@ abs = _unary("abs")
 absolute = abs
 sign = _unary("sign")
 reciprocal = _unary("reciprocal")
-square = _unary("square")
+_square = _unary("square")
+
+
+def square(input: Tensor) -> Tensor:
+    """input * input; a bool tensor squares as int64, as in PyTorch."""
+    if isinstance(input, Tensor) and input._dtype is dt.bool_:
+        input = input.to(dt.int64)
+    return _square(input)
 floor = _unary("floor", rounding=True)
 ceil = _unary("ceil", rounding=True)
 trunc = _unary("trunc", rounding=True)
@@ -155,9 +162,14 @@ def _scaled_operands(input: Any, other: Any, alpha: Any) -> tuple[Any, Any, Any]
 
 
 def add(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
+    """input + alpha * other (broadcast, promoted). Two bool operands (tensors or Python
+    bools) give a bool logical or, as in PyTorch."""
     _check("add", input, other)
     input, other, alpha = _scaled_operands(input, other, alpha)
-    return elementwise("add", input, _scaled("add", input, other, alpha))
+    other = _scaled("add", input, other, alpha)
+    if _numbers_or_tensors(input, other) and ew.promote([input, other]) is dt.bool_:
+        return logical_or(input, other)
+    return elementwise("add", input, other)
 
 
 def sub(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:

@@ -157,14 +157,21 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
     from ..ir.types import normalize_axis
     from .creation import iota
     d = normalize_axis(dim, input.ndim, "gather")
-    if not isinstance(index, Tensor) or index._dtype not in (dt.int64, dt.int32):
-        raise RuntimeError("gather(): Expected dtype int64 for index")
-    _check_index_shape("gather", input, index, d)
+    if not isinstance(index, Tensor):
+        raise RuntimeError("gather(): Expected dtype int32/int64 for index")
+    if index._dtype not in (dt.int64, dt.int32):
+        if 0 not in index._shape:       # an empty index of any dtype is accepted, as torch
+            raise RuntimeError("gather(): Expected dtype int32/int64 for index")
+        index = index.to(dt.int64)
+    if 0 in index._shape:               # empty: index's shape, no rank or size checks
+        return input.reshape(-1)[:0].reshape(index._shape)
+    if not (input.ndim == 0 and index.ndim == 1):  # a 0-d input counts as 1-d, as torch
+        _check_index_shape("gather", input, index, d)
     size = input._shape[d] if input.ndim else 1
     _check_index_range("gather", index, d, size)
     if input.ndim == 0:
-        return getitem(input.reshape(1), _no_negative(index.reshape(1), 1), name or
-                       "GatherBackward0").reshape(())
+        return getitem(input.reshape(1), _no_negative(index.reshape(-1), 1), name or
+                       "GatherBackward0").reshape(index._shape)
     index = _no_negative(index, size)
     parts = []
     for k in range(input.ndim):
@@ -290,6 +297,9 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
         from ..tracer.tensor import GraphBreak
         from ..tracer.context import user_location
         raise GraphBreak("nonzero() (its result size depends on data)", user_location())
+    if input._dtype.is_complex:           # nonzero where either part is
+        from .elementwise import ne
+        input = ne(input, 0)
     out = indexing.nonzero(input)
     if as_tuple:
         if input.ndim == 0:               # a nonzero scalar has one position, 0

@@ -535,7 +535,7 @@ def _random_fill(name: str, draw: Callable[..., Tensor]) -> Callable[..., Any]:
     keywords = {"uniform": ("from", "to"), "normal": ("mean", "std")}[name]
 
     def method(self: Tensor, *args: Any, generator: Any = None, **kwargs: Any) -> Tensor:
-        if not self._dtype.is_floating_point:
+        if not (self._dtype.is_floating_point or self._dtype.is_complex):
             raise TypeError(f"{name}_: expected a floating point tensor, got "
                             f"{self._dtype.name} (shape {list(self.shape)})")
         if kwargs:                  # PyTorch's keywords: uniform_(from=, to=), normal_(mean=, std=)
@@ -562,6 +562,10 @@ def _uniform(t: Tensor, low: float = 0.0, high: float = 1.0, *, generator: Any =
     if low > high:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={low} > to={high}")
+    if t._dtype.is_complex:             # real and imaginary parts each uniform, as torch
+        from .shape import view_as_complex
+        u = rand(tuple(t.shape) + (2,), dtype=t._dtype.to_real(), generator=generator)
+        return view_as_complex(E.add(E.mul(u, high - low), low))
     u = rand(tuple(t.shape), dtype=t._dtype.compute, generator=generator)
     return E.add(E.mul(u, high - low), low)
 
@@ -572,6 +576,10 @@ def _normal(t: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = 
     from .creation import randn
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    if t._dtype.is_complex:             # each part N(mean, std^2 / 2), as torch
+        from .shape import view_as_complex
+        z = randn(tuple(t.shape) + (2,), dtype=t._dtype.to_real(), generator=generator)
+        return view_as_complex(E.add(E.mul(z, std / 2 ** 0.5), mean))
     z = randn(tuple(t.shape), dtype=t._dtype.compute, generator=generator)
     return E.add(E.mul(z, std), mean)
 

@@ -53,12 +53,19 @@ def _scaled(x: Tensor, s: Any) -> Tensor:
 
 def _beta_alpha(op: str, input: Tensor, product: Tensor, beta: Any, alpha: Any) -> Tensor:
     """beta * input + alpha * product; with beta == 0 `input` is ignored (NaN and inf in it
-    do not propagate), as torch."""
+    do not propagate), as torch. On integer tensors float beta/alpha are truncated toward
+    zero (addmm, addmv, addbmm, baddbmm: torch converts them to the tensor's type); addr
+    refuses them, as torch."""
     F = _F()
     if not (input._dtype.is_floating_point or input._dtype.is_complex):
         if isinstance(beta, float) or isinstance(alpha, float):
-            raise RuntimeError(f"{op}: For integral input tensors, argument beta/alpha must "
-                               f"not be a floating point number.")
+            if op == "addr" or input._dtype is dt.bool_:
+                raise RuntimeError(f"{op}: For integral input tensors, argument beta/alpha "
+                                   f"must not be a floating point number.")
+            beta = int(beta) if isinstance(beta, float) else beta
+            alpha = int(alpha) if isinstance(alpha, float) else alpha
+        if input._dtype is dt.bool_ and product._dtype is dt.bool_:
+            beta, alpha = bool(beta), bool(alpha)   # bool stays bool: and/or, as torch
     p = _scaled(product, alpha)
     try:
         shape = tuple(np.broadcast_shapes(tuple(input._shape), tuple(p._shape)))
@@ -261,7 +268,8 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
 @names_op("tensordot")
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
     """Contraction of a's dims `dims[0]` with b's `dims[1]` (an int n: a's last n with
-    b's first n), as torch.tensordot; one matmul between permuted reshapes."""
+    b's first n), as torch.tensordot; one matmul between permuted reshapes. A contracted
+    dimension of size 1 broadcasts against the other side's (which is summed), as torch."""
     F = _F()
     _T(a, "tensordot", "a"), _T(b, "tensordot", "b")
     if isinstance(dims, Tensor):
@@ -285,7 +293,12 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
     da = [normalize_axis(d, a.ndim, "tensordot") for d in da]
     db = [normalize_axis(d, b.ndim, "tensordot") for d in db]
     for x, y in zip(da, db):
-        if a._shape[x] != b._shape[y]:
+        # a size-1 contracted dimension broadcasts: the other side is summed there first
+        if b._shape[y] == 1 and a._shape[x] != 1:
+            a = F.sum(a, x, keepdim=True)
+        elif a._shape[x] == 1 and b._shape[y] != 1:
+            b = F.sum(b, y, keepdim=True)
+        elif a._shape[x] != b._shape[y]:
             raise RuntimeError(f"contracted dimensions need to match, but first has size "
                                f"{a._shape[x]} in dim {x} and second has size {b._shape[y]} "
                                f"in dim {y}")

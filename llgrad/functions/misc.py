@@ -91,6 +91,11 @@ def isfinite(input: Tensor) -> Tensor:
 
 def isclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8,
             equal_nan: bool = False) -> Tensor:
+    """|input - other| <= atol + rtol * |other| elementwise (equal values, infinities
+    included, are close; NaNs only with `equal_nan`). Bool tensors are close where equal."""
+    if isinstance(input, Tensor) and isinstance(other, Tensor) and \
+            input._dtype is dt.bool_ and other._dtype is dt.bool_:
+        return E.eq(input, other)
     diff = E.abs(E.sub(input, other))
     tol = E.add(E.mul(E.abs(other), rtol), atol)
     close = E.logical_or(E.eq(input, other), E.le(diff, tol))
@@ -137,7 +142,9 @@ def slice_all(input: Tensor, starts: tuple[int, ...], stops: tuple[int, ...],
 
 
 def _softmax_input(x: Tensor, dtype: DType | None) -> Tensor:
-    if x._dtype.is_complex or (dtype is not None and dtype.is_complex):
+    """softmax's input in the dtype it computes in: `dtype` when given (a complex input
+    cast to a real `dtype` keeps its real part, as torch); complex results are refused."""
+    if (dtype if dtype is not None else x._dtype).is_complex:
         raise TypeError(f"softmax: not implemented for {x._dtype.name} (complex numbers are "
                         f"not ordered; PyTorch refuses them too)")
     if dtype is not None:

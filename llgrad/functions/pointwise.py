@@ -100,18 +100,119 @@ _TRIG_DOCS = {
 }
 
 for _op, _what in _TRIG_DOCS.items():
-    globals()[_op] = _named(E._unary(_op), _op,
+    globals()[_op] = _named(E._unary(_op), _op,       # (complex: the wrappers below)
                             f"Elementwise {_what}.\n\n    Args: input (Tensor; integers "
-                            f"become the default float). Complex inputs are refused "
-                            f"(PyTorch accepts them).")
+                            f"become the default float).")
 asin: Callable[[Tensor], Tensor] = globals()["asin"]
 acos: Callable[[Tensor], Tensor] = globals()["acos"]
 atan: Callable[[Tensor], Tensor] = globals()["atan"]
 sinh: Callable[[Tensor], Tensor] = globals()["sinh"]
 cosh: Callable[[Tensor], Tensor] = globals()["cosh"]
-asinh: Callable[[Tensor], Tensor] = globals()["asinh"]
-acosh: Callable[[Tensor], Tensor] = globals()["acosh"]
-atanh: Callable[[Tensor], Tensor] = globals()["atanh"]
+_real_sinh, _real_cosh = sinh, cosh
+
+
+def _complex_hyperbolic(input: Tensor, odd: bool) -> Tensor:
+    """sinh (odd) or cosh of x + iy from real parts: sinh x cos y + i cosh x sin y, and
+    cosh x cos y + i sinh x sin y (accurate near 0, unlike (e^z -+ e^-z) / 2)."""
+    x, y = E.real(input), E.imag(input)
+    sh, ch = _real_sinh(x), _real_cosh(x)
+    re, im = (sh, ch) if odd else (ch, sh)
+    return E.complex(E.mul(re, E.cos(y)), E.mul(im, E.sin(y)))
+
+
+def sinh(input: Tensor) -> Tensor:
+    """Elementwise hyperbolic sine (complex inputs: sinh x cos y + i cosh x sin y).
+
+    Args: input (Tensor; integers become the default float)."""
+    if isinstance(input, Tensor) and input._dtype.is_complex:
+        return _complex_hyperbolic(input, True)
+    return _real_sinh(input)
+
+
+def cosh(input: Tensor) -> Tensor:
+    """Elementwise hyperbolic cosine (complex inputs: cosh x cos y + i sinh x sin y).
+
+    Args: input (Tensor; integers become the default float)."""
+    if isinstance(input, Tensor) and input._dtype.is_complex:
+        return _complex_hyperbolic(input, False)
+    return _real_cosh(input)
+
+
+_real_asin, _real_acos, _real_atan = asin, acos, atan
+_real_asinh, _real_acosh, _real_atanh = (globals()["asinh"], globals()["acosh"],
+                                         globals()["atanh"])
+
+
+def _parts(z: Tensor) -> tuple[Tensor, Tensor]:
+    return E.real(z), E.imag(z)
+
+
+def _casin(z: Tensor) -> Tensor:
+    """asin of x + iy (Kahan's formulas: no cancellation, signed zeros pick the side of a
+    branch cut as C99): s1 = sqrt(1 - z), s2 = sqrt(1 + z) built part by part,
+    asin z = atan2(x, Re(s1 s2)) + i asinh(Im(conj(s1) s2))."""
+    x, y = _parts(z)
+    a, b = _parts(E.sqrt(E.complex(E.sub(1.0, x), E.neg(y))))
+    c, d = _parts(E.sqrt(E.complex(E.add(x, 1.0), y)))
+    re = E.atan2(x, E.sub(E.mul(a, c), E.mul(b, d)))
+    return E.complex(re, _real_asinh(E.sub(E.mul(a, d), E.mul(b, c))))
+
+
+def _cacos(z: Tensor) -> Tensor:
+    """acos of x + iy (Kahan): 2 atan2(Re s1, Re s2) + i asinh(Im(conj(s2) s1))."""
+    x, y = _parts(z)
+    a, b = _parts(E.sqrt(E.complex(E.sub(1.0, x), E.neg(y))))
+    c, d = _parts(E.sqrt(E.complex(E.add(x, 1.0), y)))
+    re = E.mul(E.atan2(a, c), 2.0)
+    return E.complex(re, _real_asinh(E.sub(E.mul(c, b), E.mul(d, a))))
+
+
+def _cacosh(z: Tensor) -> Tensor:
+    """acosh of x + iy (Kahan): t1 = sqrt(z - 1), t2 = sqrt(z + 1),
+    asinh(Re(conj(t1) t2)) + 2i atan2(Im t1, Re t2)."""
+    x, y = _parts(z)
+    a, b = _parts(E.sqrt(E.complex(E.sub(x, 1.0), y)))
+    c, d = _parts(E.sqrt(E.complex(E.add(x, 1.0), y)))
+    re = _real_asinh(E.add(E.mul(a, c), E.mul(b, d)))
+    return E.complex(re, E.mul(E.atan2(b, c), 2.0))
+
+
+def _catanh(z: Tensor) -> Tensor:
+    """atanh z = (log1p(z) - log1p(-z)) / 2 (the negation keeps the sign of a zero
+    imaginary part, so points on the cuts map as C99)."""
+    re, im = _parts(E.sub(E.log1p(z), E.log1p(E.neg(z))))
+    return E.complex(E.mul(re, 0.5), E.mul(im, 0.5))     # (halved part by part: inf * 0)
+
+
+def _times_i(z: Tensor, f: Callable[[Tensor], Tensor]) -> Tensor:
+    """-i f(i z) (asinh from asin, atan from atanh), part by part."""
+    x, y = _parts(z)
+    a, b = _parts(f(E.complex(E.neg(y), x)))
+    return E.complex(b, E.neg(a))
+
+
+def _complex_or_real(name: str, real: Callable[[Tensor], Tensor],
+                     complex_: Callable[[Tensor], Tensor], what: str) -> Callable[..., Tensor]:
+    def fn(input: Tensor) -> Tensor:
+        if isinstance(input, Tensor) and input._dtype.is_complex:
+            return complex_(input)
+        return real(input)
+    return _named(fn, name, f"Elementwise {what}.\n\n    Args: input (Tensor; integers "
+                            f"become the default float). Complex inputs: the principal "
+                            f"branch (C99's cuts), composed of complex sqrt/log1p and real "
+                            f"atan2/asinh.")
+
+
+asin = _complex_or_real("asin", _real_asin, _casin, _TRIG_DOCS["asin"])
+acos = _complex_or_real("acos", _real_acos, _cacos, _TRIG_DOCS["acos"])
+atan = _complex_or_real("atan", _real_atan, lambda z: _times_i(z, _catanh),
+                        _TRIG_DOCS["atan"])
+asinh: Callable[[Tensor], Tensor] = _complex_or_real(
+    "asinh", _real_asinh, lambda z: _times_i(z, _casin), _TRIG_DOCS["asinh"])
+acosh: Callable[[Tensor], Tensor] = _complex_or_real(
+    "acosh", _real_acosh, _cacosh, _TRIG_DOCS["acosh"])
+atanh: Callable[[Tensor], Tensor] = _complex_or_real(
+    "atanh", _real_atanh, _catanh, _TRIG_DOCS["atanh"])
 arcsin, arccos, arctan = asin, acos, atan
 arcsinh, arccosh, arctanh = asinh, acosh, atanh
 arctan2 = E.atan2
@@ -209,6 +310,12 @@ def ldexp(input: Any, other: Any) -> Tensor:
     Args: input, other (tensors or numbers, broadcast).
     """
     E._check("ldexp", input, other)
+    d = E.ew.promote([input, other])
+    if d.is_complex:                    # a complex input (or exponent), as torch
+        e = _as(other, d if isinstance(other, Tensor) and other._dtype.is_complex
+                else d.to_real())
+        scale = E.exp2(e) if isinstance(other, Tensor) else 2.0 ** other
+        return elementwise("mul", _as(input, d), scale, name="LdexpBackward0")
     d = _real_float("ldexp", input, other)
     scale = E.exp2(_as(other, d)) if isinstance(other, Tensor) else 2.0 ** other
     return elementwise("mul", _as(input, d), scale, name="LdexpBackward0")
@@ -247,6 +354,9 @@ def heaviside(input: Tensor, values: Any) -> Tensor:
     if isinstance(values, Tensor) and values._dtype is not input._dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different "
                            "dtypes.")
+    if input._dtype is dt.bool_ and (isinstance(values, (bool, Tensor))):
+        from .elementwise import logical_or
+        return logical_or(input, values)    # True above zero, `values` at zero (False)
     return elementwise("heaviside", input, values)
 
 
@@ -272,8 +382,8 @@ def float_power(input: Any, exponent: Any) -> Tensor:
 def logaddexp(input: Tensor, other: Any) -> Tensor:
     """log(exp(input) + exp(other)) without overflow: max + log1p(exp(-|input - other|)).
 
-    Args: input, other (float tensors or numbers, broadcast; integers become the default
-    float).
+    Args: input, other (float or complex tensors or numbers, broadcast; integers become
+    the default float). Complex: shifted by the operand of the larger real part.
     """
     return _logaddexp("logaddexp", input, other, E.exp, 1.0, "LogaddexpBackward0")
 
@@ -289,9 +399,26 @@ def logaddexp2(input: Tensor, other: Any) -> Tensor:
 
 
 @names_op("logaddexp")
+def _complex_logaddexp(input: Any, other: Any) -> Tensor:
+    """log(exp(a) + exp(b)) for complex a, b: m + log1p(exp(n - m)) with m the operand of the
+    larger real part; where both real parts are the same infinity, m itself (as torch)."""
+    from .creation import tensor
+    d = E.ew.promote([input, other])
+    a = _as(input, d) if isinstance(input, Tensor) else tensor(input, dtype=d)
+    b = _as(other, d) if isinstance(other, Tensor) else tensor(other, dtype=d)
+    first = E.ge(E.real(a), E.real(b))
+    m, n = E.where(first, a, b), E.where(first, b, a)
+    rm = E.real(m)
+    same_inf = E.logical_and(E.eq(rm, E.real(n)), E.eq(E.abs(rm), math.inf))
+    tail = E.log1p(E.exp(E.sub(n, E.where(same_inf, 0.0, m))))
+    return E.where(same_inf, m, E.add(m, tail))
+
+
 def _logaddexp(op: str, input: Any, other: Any, exp: Callable[[Any], Tensor], scale: float,
                name: str) -> Tensor:
     E._check(op, input, other)
+    if op == "logaddexp" and E.ew.promote([input, other]).is_complex:
+        return _complex_logaddexp(input, other)
     d = _real_float(op, input, other)
     a, b = _as(input, d), _as(other, d)
     m = E.maximum(a, b) if isinstance(a, Tensor) and isinstance(b, Tensor) else \
@@ -433,8 +560,10 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
 
 
 def sinc(input: Tensor) -> Tensor:
-    """The normalized sinc, sin(pi x) / (pi x), 1 at 0 (integers become the default float)."""
-    x = _floating("sinc", input)
+    """The normalized sinc, sin(pi x) / (pi x), 1 at 0 (integers become the default float;
+    complex inputs as torch)."""
+    _tensor_arg("sinc", input)
+    x = input if input._dtype.is_complex else _floating("sinc", input)
     zero = E.eq(x, 0)
     px = E.mul(E.where(zero, 1.0, x), math.pi)
     return elementwise("where", zero, 1.0, E.div(E.sin(px), px), name="SincBackward0")

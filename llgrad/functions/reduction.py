@@ -49,7 +49,10 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: dt.DTyp
     if dtype is not None:
         input = input.to(dtype)
     name = "SumBackward0" if dim is None else "SumBackward1"
-    return _reduce("sum", input, dim, keepdim, name)
+    out = _reduce("sum", input, dim, keepdim, name)
+    # an integer or bool sum accumulates in int64; a `dtype` asks for that dtype (int64
+    # sums wrap as narrower ones do, so the cast gives the narrow accumulation's bits)
+    return out if dtype is None or out._dtype is dtype else out.to(dtype)
 
 
 @names_op("prod")
@@ -58,7 +61,8 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
     if dtype is not None:
         input = input.to(dtype)
     name = "ProdBackward0" if dim is None else "ProdBackward1"
-    return _reduce("prod", input, dim, keepdim, name)
+    out = _reduce("prod", input, dim, keepdim, name)
+    return out if dtype is None or out._dtype is dtype else out.to(dtype)   # (as sum's)
 
 
 def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
@@ -99,7 +103,9 @@ def _extreme(op: str, input: Tensor, dim: Any, keepdim: bool, other: Any) -> Any
         name = "MaxBackward1" if op == "max" else "MinBackward1"
         return _reduce("amax" if op == "max" else "amin", input, None, False, name)
     d = normalize_axis(dim, input.ndim, op)
-    idx = (argmax if op == "max" else argmin)(input, d, keepdim=True)
+    # bool: indices from its 0/1 values (argmax/argmin themselves refuse bool, as torch)
+    ranked = input.to(dt.uint8) if input._dtype is dt.bool_ else input
+    idx = (argmax if op == "max" else argmin)(ranked, d, keepdim=True)
     from .indexing import gather
     name = "MaxBackward0" if op == "max" else "MinBackward0"
     values = gather(input, d, idx, name=name)
@@ -194,9 +200,10 @@ def std_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool
 
 @names_op("logsumexp")
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    """log(sum(exp(input), dim)) computed stably (shifted by the maximum; a complex input
+    by the maximum of its real parts, as torch)."""
     if input._dtype.is_complex:
-        raise TypeError(f"logsumexp: not implemented for {input._dtype.name} in llgrad "
-                        f"(its max-shift needs ordered values)")
+        return _complex_logsumexp(input, dim, keepdim)
     x = _float_input("logsumexp", input.to(dt.get_default_dtype())
                      if not input._dtype.is_floating_point else input, None)
     axes = _axes(dim, x.ndim, "logsumexp")
@@ -205,6 +212,22 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
         return add(sum(x, axes, keepdim), float("-inf"))
     return apply_composite("logsumexp", (x,), {"axes": axes, "keepdim": keepdim},
                            "LogsumexpBackward0")
+
+
+def _complex_logsumexp(x: Tensor, dim: Any, keepdim: bool) -> Tensor:
+    """logsumexp of complex values: m + log(sum(exp(x - m))), m the largest real part
+    (0 where it is infinite), by composition."""
+    from .elementwise import abs as abs_, add, eq, exp, log, real, sub, where
+    axes = _axes(dim, x.ndim, "logsumexp")
+    if x.ndim and 0 in [x.shape[a] for a in axes]:     # log of an empty sum: -inf
+        return add(sum(x, axes, keepdim), float("-inf"))
+    m = amax(real(x), axes, keepdim=True).detach()
+    m = where(eq(abs_(m), float("inf")), 0.0, m)
+    out = add(log(sum(exp(sub(x, m)), axes, keepdim=True)), m)
+    if not keepdim:
+        from .shape import reshape
+        out = reshape(out, tuple(n for i, n in enumerate(x._shape) if i not in axes))
+    return out
 
 
 @names_op("norm")
@@ -224,9 +247,12 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
 
 def sum_to_size(input: Tensor, *sizes: Any, size: Any = None) -> Tensor:
     """Sum broadcast dimensions away so the result has shape `size` (ints, a tuple, or
-    `size=`; autograd uses it)."""
+    `size=`; autograd uses it). An empty `size` sums everything (a bool or integer input
+    gives int64 then, even when it is 0-d), as in PyTorch."""
     from .shape import _keyword_shape, reshape, shape_arg
     shape = shape_arg(_keyword_shape("sum_to_size", sizes, size, "size"), "sum_to_size")
+    if not shape:
+        return sum(input)
     if input._shape == shape:
         return input
     lead = input.ndim - len(shape)

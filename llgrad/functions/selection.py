@@ -473,6 +473,8 @@ def _reduce_dense(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: s
         contrib = cat([unsqueeze(region, d + 1), contrib], d + 1)
     fn = {"prod": prod, "amax": amax, "amin": amin}[reduce]
     reduced = fn(contrib, d + 1)
+    if reduced._dtype is not input._dtype:          # (a bool or int prod gives int64)
+        reduced = reduced.to(input._dtype)
     from .reduction import any as any_
     touched = any_(hit, d + 1)
     merged = E.where(touched, reduced, region)
@@ -742,6 +744,27 @@ def _binary_search(s: np.ndarray, v: np.ndarray, right: bool) -> np.ndarray:
     return lo.reshape(v.shape)
 
 
+def _traced_search(seq: Tensor, values: Tensor, right: bool) -> Tensor:
+    """`_binary_search` written with llgrad functions (for a trace): the same steps, a
+    fixed number of them (the bit length of the row size), so a NaN boundary or value,
+    or an unsorted row, lands where torch's search puts it (counting the boundaries
+    before a value would not)."""
+    from .creation import full_like, zeros_like
+    from .indexing import take_along_dim
+    m = seq._shape[-1]
+    lo = zeros_like(values, dtype=dt.int64)
+    hi = full_like(values, m, dtype=dt.int64)
+    for _ in range(m.bit_length()):
+        active = E.lt(lo, hi)
+        mid = E.floor_divide(E.add(lo, hi), 2)
+        at = E.minimum(mid, m - 1)
+        val = take(seq, at) if seq.ndim == 1 else take_along_dim(seq, at, -1)
+        before = _before(val, values, right)
+        lo = E.where(E.logical_and(active, before), E.add(mid, 1), lo)
+        hi = E.where(E.logical_and(active, E.logical_not(before)), mid, hi)
+    return lo
+
+
 @names_op("searchsorted")
 @composite_function
 def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False,
@@ -793,11 +816,7 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
         from .indexing import take_along_dim
         seq = take_along_dim(seq, sorter.to(dt.int64), -1)
     if _traced(seq, values):
-        if seq.ndim == 1:
-            before = _before(seq, unsqueeze(values, -1), right)
-        else:
-            before = _before(unsqueeze(seq, -2), unsqueeze(values, -1), right)
-        return sum_(before, -1, dtype=out_dtype)
+        return _traced_search(seq, values, right).to(out_dtype)
     s = _host(seq)
     v = _host(values)
     if s.dtype != v.dtype:

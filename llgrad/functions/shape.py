@@ -292,8 +292,14 @@ def _needs_a_dimension(input: Tensor, op: str) -> None:
         raise RuntimeError(f"{op}() cannot be applied to a 0-dim tensor (shape [])")
 
 
-def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+def narrow(input: Tensor, dim: int, start: int | Tensor, length: int) -> Tensor:
+    """`length` elements of `input` along `dim` from `start` (an int, or a 0-d integer
+    tensor whose value is read, as torch's narrow.Tensor)."""
     _needs_a_dimension(input, "narrow")
+    if isinstance(start, Tensor):
+        if start.ndim != 0 or start._dtype.kind not in "iu":
+            raise RuntimeError("narrow(): start must be an 0-dim integral Tensor.")
+        start = int(start.item())
     d = normalize_axis(dim, input.ndim, "narrow")
     n = input._shape[d]
     if not -n <= start <= n:

@@ -253,7 +253,8 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
 
     Args as `stft`; `length` trims or zero-pads the result; `onesided` defaults to
     `n_freq != n_fft`; `return_complex` keeps a complex signal (then `onesided` must be
-    False). The window's squared overlap must be nonzero over the result (checked
+    False; a real result from a full spectrum reads only its first n_fft // 2 + 1 bins,
+    as torch). The window's squared overlap must be nonzero over the result (checked
     eagerly, as PyTorch's NOLA condition).
     """
     from .. import fft as _fft
@@ -298,10 +299,12 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
     spec = transpose(X, 1, 2)                                # (B, frames, n_freq)
     if side:
         frames = _fft.irfft(spec, n=n_fft, dim=-1, norm=norm)
+    elif not return_complex:
+        # a real signal from a full spectrum: its first n_fft // 2 + 1 bins, as torch (the
+        # rest is taken as their Hermitian mirror, whatever the input holds)
+        frames = _fft.irfft(spec[..., :n_fft // 2 + 1], n=n_fft, dim=-1, norm=norm)
     else:
         frames = _fft.ifft(spec, n=n_fft, dim=-1, norm=norm)
-        if not return_complex:
-            frames = E.real(frames)
     frames = E.mul(frames, w)
     total = n_fft + hop * (frames_n - 1)
     idx = (np.arange(frames_n)[:, None] * hop + np.arange(n_fft)[None, :]).reshape(-1)

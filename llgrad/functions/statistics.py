@@ -144,7 +144,8 @@ def _logaddexp(a: Tensor, b: Tensor) -> Tensor:
 
 def logcumsumexp(input: Tensor, dim: int, *, out: Any = None) -> Tensor:
     """log(cumsum(exp(input), dim)) computed stably: a log-step scan of a two-term
-    log-sum-exp (so it compiles and differentiates by composition).
+    log-sum-exp (so it compiles and differentiates by composition); complex inputs scan
+    sequentially, as torch (their imaginary parts depend on the order of the steps).
 
     Args: `dim` the scanned dimension; `out` receives the result. Integer inputs raise as
     in PyTorch.
@@ -156,11 +157,19 @@ def logcumsumexp(input: Tensor, dim: int, *, out: Any = None) -> Tensor:
     if not (x._dtype.is_floating_point or x._dtype.is_complex):
         raise RuntimeError(f"logcumsumexp(): not implemented for {x._dtype.name}; use a "
                            f"floating point input")
-    if x._dtype.is_complex:
-        raise RuntimeError(f"logcumsumexp(): not implemented for {x._dtype.name} in llgrad")
     d = normalize_axis(dim, x.ndim, "logcumsumexp")
     if x.ndim == 0:
         res = x.clone()
+    elif x._dtype.is_complex and x._shape[d]:
+        # complex: a sequential scan of lg.logaddexp (each step shifted by the operand of
+        # the larger real part), as torch: the imaginary parts are not reduced mod 2 pi,
+        # so the order of the steps shows in the result
+        acc = F.select(x, d, 0)
+        parts = [acc]
+        for i in range(1, x._shape[d]):
+            acc = F.logaddexp(acc, F.select(x, d, i))
+            parts.append(acc)
+        res = F.stack(parts, d)
     else:
         res = log_step_scan(F, x, d, _logaddexp, float("-inf"))
         if res is x:
@@ -536,9 +545,7 @@ def _edges(op: str, a: Any, bins: Any, rng: Any, np_dtype: Any, k: int | None = 
         if bins.ndim != 1 or e.size < 1:
             raise RuntimeError(f"{op}(): bins tensor should have one dimension and at least "
                                f"1 element")
-        if e.size > 1 and (np.diff(e) < 0).any():
-            raise ValueError(f"{op}(): bin edges must be non-decreasing")
-        return e
+        return e                        # (unsorted edges are taken as torch takes them)
     if not isinstance(bins, int) or isinstance(bins, bool) or bins <= 0:
         raise RuntimeError(f"{op}(): bins must be > 0, but got {bins} for dimension "
                            f"{k or 0}")
@@ -559,12 +566,25 @@ def _edges(op: str, a: Any, bins: Any, rng: Any, np_dtype: Any, k: int | None = 
 
 
 def _bin_index(a: Any, e: Any) -> Any:
-    """Each value's bin among edges `e` (the last bin closed); -1 outside."""
+    """Each value's bin among edges `e` (the last bin closed); -1 outside [e[0], e[-1]].
+    The bin is found by the binary search torch runs (an upper bound, halving the count),
+    so edges that are not sorted give torch's bins too."""
     import numpy as np
-    nb = e.size - 1
-    pos = np.searchsorted(e, a, side="right") - 1
-    pos[a == e[-1]] = nb - 1
-    bad = (a < e[0]) | (a > e[-1]) | np.isnan(a) | (nb < 1)
+    n = e.size
+    nb = n - 1
+    first = np.zeros(a.shape, dtype=np.int64)
+    count = np.full(a.shape, n, dtype=np.int64)
+    while (count > 0).any():
+        step = count // 2
+        it = first + step
+        live = count > 0
+        right = live & ~(a < e[np.minimum(it, n - 1)])      # e[it] <= a: go right
+        first = np.where(right, it + 1, first)
+        count = np.where(right, count - step - 1, np.where(live, step, 0))
+    pos = first - 1
+    pos[pos == nb] = nb - 1             # the last bin includes its right edge
+    with np.errstate(invalid="ignore"):
+        bad = ~((a >= e[0]) & (a <= e[-1])) | (nb < 1)
     pos[bad] = -1
     return pos
 
@@ -627,7 +647,8 @@ def histogramdd(input: Tensor, bins: Any = 10, *, range: Any = None, weight: Any
             view = [1] * D
             view[k] = shape[k]
             widths = widths * np.diff(e.astype(np.float64)).reshape(view)
-        hist = hist / (s * widths)
+        with np.errstate(divide="ignore", invalid="ignore"):   # an empty histogram: NaN
+            hist = hist / (s * widths)
     hist_t = from_numpy(np.require(hist.astype(dtype), requirements="C")).to(x._dtype)
     edge_ts = [from_numpy(np.require(e, requirements="C")).to(x._dtype) for e in edges]
     return histogramdd_result(hist_t, edge_ts)
@@ -638,7 +659,8 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Any = None, weight: Any 
     """A histogram of all of `input`'s values: `(hist, bin_edges)`.
 
     Args: `bins` an int (equal bins over `range`, default the data's min and max) or a
-    1-D tensor of non-decreasing edges; `weight` a tensor like `input`; `density`
+    1-D tensor of edges (non-decreasing; others are binned as torch bins them, by its
+    binary search); `weight` a tensor like `input`; `density`
     normalizes so the histogram integrates to 1. The last bin includes its right edge.
     """
     x = _float_only("histogram", _tensor("histogram", input))
@@ -1000,14 +1022,13 @@ def corrcoef(input: Tensor) -> Tensor:
 
 def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
     """Each slice of `input` along `dim` whose p-norm exceeds `maxnorm` scaled down to
-    norm `maxnorm` (PyTorch's factor `maxnorm / (norm + 1e-7)`)."""
+    norm `maxnorm` (PyTorch's factor `maxnorm / (norm + 1e-7)`); complex inputs by the
+    norm of their magnitudes."""
     from ..ir.types import normalize_axis
     from . import elementwise as E
     from .reduction import norm as norm_
     x = _tensor("renorm", input)
-    if x._dtype.is_complex:
-        raise RuntimeError("renorm: complex inputs are not supported")
-    if not x._dtype.is_floating_point:
+    if not (x._dtype.is_floating_point or x._dtype.is_complex):
         raise RuntimeError(f"renorm(): expected a floating point input, got {x._dtype.name}")
     if p <= 0:
         raise RuntimeError(f"renorm(): non-positive-norm not supported (p={p})")
@@ -1020,7 +1041,7 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
     others = tuple(i for i in range(x.ndim) if i != d)
     nrm = norm_(x, p, others, keepdim=True)
     factor = E.where(E.gt(nrm, maxnorm), E.div(maxnorm, E.add(nrm, 1e-7)), 1.0)
-    return E.mul(x, factor.to(x._dtype))
+    return E.mul(x, factor.to(x._dtype.to_real()))     # (complex: a real factor)
 
 
 def _inplace_methods() -> dict[str, Callable[..., Any]]:

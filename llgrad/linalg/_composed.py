@@ -349,19 +349,18 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
 
 def vander(x: Tensor, *, N: int | None = None) -> Tensor:
     """The Vandermonde matrices of `x` (..., n): columns x^0, x^1, ..., x^(N-1) (N
-    defaults to n), as torch.linalg.vander."""
+    defaults to n and must be at least 2), as torch.linalg.vander; a 0-d x counts as one
+    element (a (1, N) result)."""
     op = "linalg.vander"
     check_tensor(op, x, "x")
     if x.ndim == 0:
-        raise RuntimeError(f"{op}: x must have at least one dimension")
+        x = F.reshape(x, (1,))
     n = x._shape[-1]
     N = n if N is None else N
-    if N < 0:
-        raise RuntimeError(f"{op}: N must be non-negative, got {N}")
+    if N <= 1:
+        raise RuntimeError(f"{op}: N must be greater than 1 (got N={N})")
     x = x.to(dt.int64) if x._dtype is dt.bool_ else x
     ones = F.ones(x._shape + (1,), dtype=x._dtype)
-    if N <= 1:
-        return ones[..., :N]
     reps = F.expand(F.unsqueeze(x, -1), x._shape + (N - 1,))
     return F.cumprod(F.cat([ones, reps], -1), -1)
 

@@ -43,9 +43,9 @@ def _check_operands(op: str, x: Tensor, w: Tensor, b: Tensor | None, n: int) -> 
         if t is not None and t._dtype is not x._dtype:
             raise TypeError(f"{op}: Input type ({x._dtype.name}) and {name} type "
                             f"({t._dtype.name}) should be the same")
-    if not x._dtype.is_floating_point:
-        raise TypeError(f"{op}: expected a floating point input, got {x._dtype.name} "
-                        f"(shape {list(x.shape)})")
+    if not (x._dtype.is_floating_point or x._dtype.kind in "iuc"):
+        raise TypeError(f"{op}: expected a floating point, complex or integer input, got "
+                        f"{x._dtype.name} (shape {list(x.shape)})")
 
 
 def same_padding(kernel: Sequence[int], dilation: Sequence[int]
@@ -129,10 +129,32 @@ def _convnd(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None,
 
 def _conv2d_op(x: Tensor, w: Tensor, b: Tensor | None, s: Sequence[int], p: Sequence[int],
                d: Sequence[int], groups: int) -> Tensor:
+    if x._dtype.kind in "iuc":
+        return _conv2d_by_matmul(x, w, b, s, p, d, groups)
     operands = [x, w] if b is None else [x, w, b]
     return _composite("conv2d", operands, {"stride": tuple(s), "padding": tuple(p),
                                            "dilation": tuple(d), "groups": groups,
                                            "has_bias": b is not None})
+
+
+def _conv2d_by_matmul(x: Tensor, w: Tensor, b: Tensor | None, s: Sequence[int],
+                      p: Sequence[int], d: Sequence[int], groups: int) -> Tensor:
+    """conv2d of integer tensors (exact integer arithmetic, wrapping on overflow as torch's
+    integer kernels) and of complex ones: every window tap as a strided slice (im2col),
+    then one batched matmul over the groups; differentiable by composition."""
+    from ..ops.nn import im2col
+    nb, c, h, wd = x.shape
+    oc, cg, kh, kw = w.shape
+    oh = (h + 2 * p[0] - d[0] * (kh - 1) - 1) // s[0] + 1
+    ow = (wd + 2 * p[1] - d[1] * (kw - 1) - 1) // s[1] + 1
+    xp = lg.pad_dims(x, (0, 0, p[0], p[1]), (0, 0, p[0], p[1])) if any(p) else x
+    cols = im2col(lg, xp, (kh, kw), tuple(s), tuple(d), (oh, ow))  # (N, C, KH*KW, OH, OW)
+    cols = lg.reshape(cols, (nb, groups, cg * kh * kw, oh * ow))
+    wm = lg.reshape(w, (1, groups, oc // groups, cg * kh * kw))
+    out = lg.reshape(lg.matmul(wm, cols), (nb, oc, oh, ow))
+    if b is not None:
+        out = lg.add(out, lg.reshape(b, (1, oc, 1, 1)))
+    return out
 
 
 def _conv3d_by_depth(x: Tensor, w: Tensor, b: Tensor | None, s: Sequence[int],

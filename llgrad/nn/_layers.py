@@ -213,6 +213,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     variance, as PyTorch; evaluation uses the running statistics."""
     op = "batch_norm"
     _tensor(op, "input", input)
+    if input._shape == (0,):            # torch: an empty 1-D input has no channels
+        return lg.reshape(batch_norm(lg.reshape(input, (0, 0)), running_mean, running_var,
+                                     weight, bias, training, momentum, eps), (0,))
     if input.ndim < 2:
         raise ValueError(f"{op}: expected an input of at least 2 dimensions (N, C, ...), got "
                          f"shape {list(input.shape)}")

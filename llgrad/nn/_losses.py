@@ -433,9 +433,11 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     _tensor(op, "x1", x1)
     _tensor(op, "x2", x2)
     x1, x2 = lg.broadcast_tensors(x1, x2)
-    if x1.ndim == 0:
-        raise IndexError(f"{op}: Dimension out of range (expected to be in range of [-1, 0], "
-                         f"but got {dim})")
+    if x1.ndim == 0:                    # 0-d: one element along dim 0 (or -1), as torch
+        if dim not in (-1, 0):
+            raise IndexError(f"{op}: Dimension out of range (expected to be in range of "
+                             f"[-1, 0], but got {dim})")
+        x1, x2, dim = lg.reshape(x1, (1,)), lg.reshape(x2, (1,)), 0
 
     def unit(x: Tensor) -> Tensor:
         n = lg.norm(x, 2, dim, True)

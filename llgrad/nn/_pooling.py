@@ -295,9 +295,10 @@ def _avg_poolnd(op: str, n: int, input: Tensor, kernel_size: Any, stride: Any, p
                 ceil_mode: bool, count_include_pad: bool, divisor_override: int | None
                 ) -> Tensor:
     x, unbatched = _batched(op, input, n)
-    if not (x._dtype.is_floating_point or x._dtype.is_complex):
-        raise TypeError(f"{op}: expected a floating point input, got {x._dtype.name} "
-                        f"(shape {list(input.shape)})")
+    integer = x._dtype.kind in "iu"     # sums divided rounding toward zero, as torch
+    if not (x._dtype.is_floating_point or x._dtype.is_complex or integer):
+        raise TypeError(f"{op}: expected a floating point or integer input, got "
+                        f"{x._dtype.name} (shape {list(input.shape)})")
     k = _ints(op, "kernel_size", kernel_size, n)
     s = _stride(op, stride, k, n)
     p = _ints(op, "padding", padding, n)
@@ -316,14 +317,16 @@ def _avg_poolnd(op: str, n: int, input: Tensor, kernel_size: Any, stride: Any, p
     for piece in _taps(xp, k, s, (1,) * n, out_size):
         total = piece if total is None else lg.add(total, piece)
     assert total is not None
+    mode = "trunc" if integer else None
     if divisor_override is not None:
-        out = lg.div(total, float(divisor_override))
+        out = lg.div(total, divisor_override if integer else float(divisor_override),
+                     rounding_mode=mode)
     else:
         div = np.ones(())
         for i in range(n):
             div = np.multiply.outer(div, _divisors(x.shape[2 + i], out_size[i], k[i], s[i], p[i],
                                                    count_include_pad))
-        out = lg.div(total, lg.tensor(div, dtype=total._dtype))
+        out = lg.div(total, lg.tensor(div, dtype=total._dtype), rounding_mode=mode)
     return _unbatch(out, unbatched)
 
 

@@ -227,7 +227,8 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """`input @ weight.T + bias`, recorded as PyTorch records it: `AddmmBackward0` over a
-    2-D view of the input (with a bias), `MmBackward0` without one."""
+    2-D view of the input (with a bias), `MmBackward0` without one. Integer and complex
+    inputs run as matmul then add (a complex result's grad_fn is `AddBackward0`)."""
     _tensor("linear", "input", input)
     _tensor("linear", "weight", weight)
     xs, ws = input._shape, weight._shape
@@ -249,7 +250,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
                                f"out_features {ws[0]}")
     x2 = input if len(xs) == 2 else lg.reshape(input, (-1, xs[-1]))
     wt = lg.t(weight)
-    if bias is not None:
+    if bias is not None and not input._dtype.is_floating_point:
+        out = lg.add(lg.matmul(x2, wt), bias)      # integer and complex: matmul, add
+    elif bias is not None:
         out = _addmm_direct(bias, x2, wt)
         if out is None:
             out = _composite("addmm", (bias, x2, wt), {})

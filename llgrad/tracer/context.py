@@ -197,8 +197,8 @@ class TraceContext:
 
     def constant(self, value: Any, dtype: dt.DType, shape: tuple[int, ...]) -> TracerTensor:
         """A `const` node filled with one value (what `zeros_like(tracer)` traces to)."""
-        v = float(value) if dtype.is_floating_point else (bool(value) if dtype is dt.bool_
-                                                          else int(value))
+        v = complex(value) if dtype.is_complex else float(value) if dtype.is_floating_point \
+            else (bool(value) if dtype is dt.bool_ else int(value))
         node = make_node("const", (), {"value": v, "dtype": dtype, "shape": tuple(shape)},
                          user_location())
         return TracerTensor.of(node, self)
