@@ -423,16 +423,7 @@ def test_mypy_sees_the_creation_functions_signatures(tmp_path):
 # Distributed collectives whose ranks disagree (2 ranks)
 # --------------------------------------------------------------------------------------
 
-def _have_mpi() -> bool:
-    import importlib.util
-    if importlib.util.find_spec("mpi4py") is None:
-        return False
-    from llgrad.distributed import run as launcher
-    try:
-        launcher.find_mpiexec()
-    except FileNotFoundError:
-        return False
-    return True
+from test_distributed import _have_mpi  # noqa: E402  (one check of mpi4py and mpiexec)
 
 
 @pytest.mark.skipif(not _have_mpi(), reason="needs mpi4py and mpiexec")

@@ -29,11 +29,13 @@ import os
 from typing import Any, Callable, Sequence
 
 from .. import _log
+from ..autograd.anomaly import is_anomaly_enabled
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.node import OpNode, RuleContext, node_class
 from ..ir import dtypes as dt
 from ..ir import registry
 from ..tensor import DENSE_CLASSES, Tensor
+from ..tracer.make_ir import _unflatten
 from .api import compile_disabled
 
 SHAPES_PER_FAMILY = 8        # keys compiled per (op, attributes, dtypes, ranks)
@@ -271,8 +273,6 @@ def function(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     call that raises (a kernel's bounds check) runs `fn` again, which raises eager's
     error. A key whose trace breaks, has side effects (a random draw advances the generator), reads values
     (guards) or returns an argument's view runs eagerly for good."""
-    from ..autograd.anomaly import is_anomaly_enabled
-    from ..tracer.make_ir import _unflatten
     tensors: list[Tensor] = []
     sig = _signature(args, tensors)
     if sig is not None and kwargs:
