@@ -14,6 +14,7 @@ from .._source import define
 from ..ir import registry
 from ..tensor import DENSE_CLASSES, Tensor
 from . import forward_ad
+from .grad_mode import _state as grad_state
 from .grad_mode import is_grad_enabled
 from .node import (_NO_EDGE, SavedTensor, _save_plan, _save_plans, _sequence, edge,
                    node_class)
@@ -237,28 +238,48 @@ def apply_composite(op: str, operands: Sequence[Any], attrs: dict[str, Any],
     are recorded when grad mode is on (reverse-over-forward, e.g. `jacrev(jacfwd(f))`,
     differentiates the tangent), which records the parts' nodes too (unused by `out`).
     """
-    from contextlib import nullcontext
-    from .. import functions as F
-    from .grad_mode import no_grad
     opdef = registry.get(op)
     assert opdef.decompose is not None, f"{op} is not a composite op"
     if interpreters:
         interp = _interpreter_for(operands)
         if interp is not None:
             return interp.process_composite(op, operands, attrs, name)
-    tangents = forward_ad._level[0] and is_grad_enabled() and \
+    level = forward_ad._level[0]
+    tangents = level and grad_state.enabled and \
         any(forward_ad.tangent_of(o) is not None for o in operands)
-    compiled = compiled_composites if opdef.eager_compile and not forward_ad._level[0] and \
+    compiled = compiled_composites if opdef.eager_compile and not level and \
         compiled_composites.ENABLED and \
         all(o.__class__ in DENSE_CLASSES for o in operands) else None
     out = compiled.forward(op, operands, attrs) if compiled is not None else None
     if out is None:
-        with nullcontext() if tangents else no_grad():
+        F = _functions()
+        if tangents:
             out = opdef.decompose(F, *operands, **attrs)
+        else:                      # (no_grad, without a context manager's objects)
+            state = grad_state
+            was = state.enabled
+            state.enabled = False
+            try:
+                out = opdef.decompose(F, *operands, **attrs)
+            finally:
+                state.enabled = was
     if needs_grad(operands):
         record(op, operands, attrs, out, name,
                compiled.CompiledRuleNode if compiled is not None else None)
     return out
+
+
+def _functions() -> Any:
+    """`llgrad.functions` (the namespace decompositions are written against), imported
+    on first use: it imports this module."""
+    global _F
+    if _F is None:
+        from .. import functions
+        _F = functions
+    return _F
+
+
+_F: Any = None
 
 
 def composite_function(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -29,13 +29,14 @@ import os
 from typing import Any, Callable, Sequence
 
 from .. import _log
-from ..autograd.anomaly import is_anomaly_enabled
+from ..autograd import anomaly
+from ..autograd.grad_mode import _state as grad_state
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..autograd.node import OpNode, RuleContext, node_class
 from ..ir import dtypes as dt
 from ..ir import registry
 from ..tensor import DENSE_CLASSES, Tensor
-from ..tracer.make_ir import _unflatten
+from ..tracer.make_ir import _Leaf, _unflatten
 from .api import compile_disabled
 
 SHAPES_PER_FAMILY = 8        # keys compiled per (op, attributes, dtypes, ranks)
@@ -98,9 +99,15 @@ def _traced(fn: Callable[..., Any], args: tuple[Any, ...], name: str) -> Callabl
     run = GraphFunction(graph).plain().run
     captured = tuple(ctx.captured)
 
+    if structure.treedef.kind == "leaf" and structure.slots[0].__class__ is _Leaf:
+        first = structure.slots[0].index
+
+        def one(*ts: Tensor) -> Any:     # (the plain graph records nothing)
+            return run(*ts, *captured)[first]
+        return one
+
     def call(*ts: Tensor) -> Any:
-        with no_grad():
-            return _unflatten(structure, list(run(*ts, *captured)))
+        return _unflatten(structure, list(run(*ts, *captured)))
     return call
 
 
@@ -112,17 +119,19 @@ def forward(op: str, operands: Sequence[Any], attrs: dict[str, Any]) -> Tensor |
     """The op's output from its compiled decomposition, or None when the key runs
     eagerly (the caller runs the decomposition). Operands must all be plain tensors."""
     key = ("forward", op, tuple(attrs.items()), tuple(o._lkey for o in operands))
-    family = key[:3] + (tuple((o._dtype, len(o._shape)) for o in operands),)
-
-    def build() -> Any:
-        from .. import functions as F
-        decompose = registry.get(op).decompose
-        return _traced(lambda *xs: decompose(F, *xs, **attrs), tuple(operands), op)
     try:
-        fn = _lookup(key, family, build)
+        fn = _compiled.get(key)
     except TypeError:                  # an unhashable attribute
         return None
-    return None if fn is None else fn(*operands)
+    if fn is None:
+        family = key[:3] + (tuple((o._dtype, len(o._shape)) for o in operands),)
+
+        def build() -> Any:
+            from .. import functions as F
+            decompose = registry.get(op).decompose
+            return _traced(lambda *xs: decompose(F, *xs, **attrs), tuple(operands), op)
+        fn = _lookup(key, family, build)
+    return None if fn is None or fn is _COLD else fn(*operands)
 
 
 # --------------------------------------------------------------------------------------
@@ -201,12 +210,26 @@ def _signature(values: Any, tensors: list[Tensor]) -> tuple | None:
 
 class _Composite:
     """A traced and compiled composite: its graph function, the tensors the trace
-    captured, and where the outputs go."""
+    captured, and where the outputs go. Calling it with the signature's tensors runs the
+    graph: a call autograd does not record goes straight to the graph's generated runner
+    (`GraphFunction.plain().run`), one that it records through `GraphFunction.__call__`
+    (the differentiated graph and its backward node)."""
 
-    __slots__ = ("function", "captured", "structure")
+    __slots__ = ("function", "captured", "structure", "run", "single")
 
     def __init__(self, function: Any, captured: tuple[Tensor, ...], structure: Any):
         self.function, self.captured, self.structure = function, captured, structure
+        self.run = function.plain().run
+        # the output is the graph's only output, as it is (no tuple or list around it)
+        self.single = structure.treedef.kind == "leaf" and \
+            structure.slots[0].__class__ is _Leaf and structure.slots[0].index == 0
+
+    def __call__(self, tensors: list[Tensor]) -> Any:
+        if grad_state.enabled and any(t._requires_grad for t in tensors):
+            outs = self.function(*tensors, *self.captured)
+        else:
+            outs = self.run(*tensors, *self.captured)
+        return outs[0] if self.single else _unflatten(self.structure, outs)
 
 
 def _aliases_an_input(graph: Any) -> bool:
@@ -278,18 +301,19 @@ def function(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     if sig is not None and kwargs:
         kw = _signature(kwargs.values(), tensors)
         sig = None if kw is None else sig + (tuple(kwargs), kw)
-    if sig is None or not tensors or is_anomaly_enabled():
+    if sig is None or not tensors or anomaly._state.enabled:
         return fn(*args, **kwargs)
     key = ("function", fn, sig)
-    family = ("function", fn, tuple((t._dtype, len(t._shape)) for t in tensors))
     try:
-        entry = _lookup(key, family, lambda: _build_function(fn, args, kwargs))
+        entry = _compiled.get(key)
     except TypeError:                 # an unhashable value inside a number-like class
         return fn(*args, **kwargs)
     if entry is None:
+        family = ("function", fn, tuple((t._dtype, len(t._shape)) for t in tensors))
+        entry = _lookup(key, family, lambda: _build_function(fn, args, kwargs))
+    if entry is None or entry is _COLD:
         return fn(*args, **kwargs)
     try:
-        outs = entry.function(*tensors, *entry.captured)
+        return entry(tensors)
     except Exception:                 # noqa: BLE001 - e.g. an index out of range, which
         return fn(*args, **kwargs)    # the compiled kernel finds: eager's error names it
-    return _unflatten(entry.structure, outs)

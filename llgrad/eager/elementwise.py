@@ -446,8 +446,8 @@ def scaled_add_into(dst: Tensor, y: Tensor, alpha: float) -> Tensor:
 def copy_into(dst: Tensor, src: Tensor | Scalar) -> Tensor:
     """`dst[...] = src` with broadcasting and dtype conversion, in one kernel."""
     d = src._dtype if isinstance(src, Tensor) else dst._dtype
-    if isinstance(src, Tensor) and broadcast_shapes(src._shape, dst._shape,
-                                                    op="copy_") != dst._shape:
+    if isinstance(src, Tensor) and src._shape != dst._shape and \
+            broadcast_shapes(src._shape, dst._shape, op="copy_") != dst._shape:
         raise RuntimeError(f"copy_: source of shape {list(src._shape)} cannot be "
                            f"broadcast to destination shape {list(dst._shape)}")
     key = ("copy_", dst._lkey, src._lkey if isinstance(src, Tensor) else (type(src), d))
@@ -465,4 +465,11 @@ def copy_into(dst: Tensor, src: Tensor | Scalar) -> Tensor:
         args[plan.ptr_slots[1]] = src._ptr if isinstance(src, Tensor) else \
             _pack_scalar("copy_", src, d, 0)
         launch.call_split(plan.kernel, args, plan.work)
+    if copy_log is not None:
+        copy_log.append((dst, src, plan))
     return dst
+
+
+# while a forward is recorded for replay (`eager.views.copy_replay`): every `copy_into`
+# call as (dst, src, plan)
+copy_log: list[tuple[Tensor, Any, Plan]] | None = None

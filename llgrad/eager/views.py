@@ -6,9 +6,15 @@ the strides cannot express the new shape, as PyTorch does.
 """
 from __future__ import annotations
 
+import ctypes
+from typing import Any, Callable, Sequence
+
+from ..ir import dtypes
 from ..ir.types import normalize_axis
 from ..ops.shape import check_permutation, expand_shape, infer_reshape_shape
 from ..tensor import Tensor
+from ..runtime import launch
+from . import elementwise as ew
 from .elementwise import copy_into
 from ..schedule.layout import contiguous_strides
 
@@ -25,8 +31,22 @@ def contiguous(t: Tensor) -> Tensor:
     return copy_into(out, t)
 
 
+from ctypes import memmove as _memmove     # noqa: E402  (clone's host copy)
+_HOST_COPY_BYTES = 1 << 16
+
+
 def clone(t: Tensor) -> Tensor:
-    return copy_into(Tensor._empty(t._shape, t._dtype), t)
+    """A row-major copy of `t` in new memory. A small row-major `t` is copied by the host
+    (one memmove; a kernel launch costs more), unless kernels are being recorded
+    (`launch.record_kernels`) or a forward's copies are (`copy_replay`)."""
+    out = Tensor._empty(t._shape, t._dtype)
+    if t._strides == out._strides and ew.copy_log is None and not launch._recording:
+        n = out._storage.nbytes
+        if n <= _HOST_COPY_BYTES:
+            if n:
+                _memmove(out._ptr, t._ptr, n)
+            return out
+    return copy_into(out, t)
 
 
 def _view_strides(shape: tuple[int, ...], strides: tuple[int, ...],
@@ -65,9 +85,25 @@ def _view_strides(shape: tuple[int, ...], strides: tuple[int, ...],
     return tuple(new_strides)
 
 
+_reshapes: dict[tuple, tuple[tuple[int, ...], tuple[int, ...] | None]] = {}
+
+
 def reshape(t: Tensor, shape: tuple[int, ...], *, must_view: bool = False) -> Tensor:
-    new_shape = infer_reshape_shape(t.numel(), tuple(shape), "view" if must_view else "reshape")
-    strides = _view_strides(t._shape, t._strides, new_shape)
+    key = (t._shape, t._strides, shape)
+    known = _reshapes.get(key)
+    if known is not None:                 # (a layout seen before: sizes checked then)
+        new_shape, strides = known
+        if strides is not None:
+            return view_of(t, t._offset, new_shape, strides)
+    else:
+        new_shape = infer_reshape_shape(t.numel(), tuple(shape),
+                                        "view" if must_view else "reshape")
+        strides = _view_strides(t._shape, t._strides, new_shape)
+        if len(_reshapes) < REPLAY_LIMIT:
+            try:
+                _reshapes[key] = (new_shape, strides)
+            except TypeError:             # (sizes of a class that does not hash)
+                pass
     if strides is None:
         if must_view:
             raise RuntimeError(f"view size is not compatible with input tensor's size and "
@@ -138,3 +174,113 @@ def flip_view(t: Tensor, axes: tuple[int, ...]) -> Tensor:
     target = Tensor._make(out._storage, offset, out._shape, tuple(strides), out._dtype)
     elementwise.copy_into(target, t)
     return out
+
+
+# --------------------------------------------------------------------------------------
+# replaying copy-only forwards
+# --------------------------------------------------------------------------------------
+
+REPLAY_LIMIT = 4096          # cached replays in all (each a few small tuples)
+_replays: dict[tuple, "_CopyReplay"] = {}
+
+
+class _CopyReplay:
+    """A forward that made one new tensor and filled it with `copy_into` calls only,
+    reduced to the copies: (operand index or -1 for a number, byte offset from that
+    operand's data or the address of the packed number, byte offset into the output, the
+    copy's plan)."""
+
+    __slots__ = ("shape", "dtype", "strides", "parts", "numbers")
+
+    def __init__(self, shape: tuple[int, ...], dtype: Any, strides: tuple[int, ...],
+                 parts: tuple[tuple[int, int, int, Any], ...], numbers: tuple = ()):
+        self.shape, self.dtype, self.strides, self.parts = shape, dtype, strides, parts
+        self.numbers = numbers          # the packed numbers' memory (kept alive here)
+
+    def run(self, operands: Sequence[Tensor]) -> Tensor:
+        out = Tensor._empty(self.shape, self.dtype, self.strides)
+        base = out._ptr
+        inline = not launch._recording
+        for index, src, dst, plan in self.parts:
+            if plan.kernel is not None:
+                args = plan.template.copy()
+                slots = plan.ptr_slots
+                args[slots[0]] = base + dst
+                args[slots[1]] = operands[index]._ptr + src if index >= 0 else src
+                if inline and plan.work < launch.PARALLEL_MIN_WORK:
+                    buf, addr = launch.block()        # (`launch.call`, on one thread)
+                    launch.packer(len(args)).pack_into(buf, 0, *args)
+                    plan.kernel.fn(addr)
+                else:
+                    launch.call_split(plan.kernel, args, plan.work)
+        return out
+
+
+def copy_replay(forward: Callable[[str, Any, dict], Tensor]
+                ) -> Callable[[str, Any, dict], Tensor]:
+    """`forward(op, operands, attrs)` (an `apply` forward whose only kernels are
+    `copy_into` calls from the operands, or from numbers in `attrs`, into the one new
+    tensor it returns: cat, flip, pad, ...) made cheap to call again: the first call of
+    each key (op, attributes, the operands' dtype, shape and strides) runs `forward`
+    and keeps its copies; later calls replay them by pointer (allocate the output, one
+    launch per copy) without building views or looking plans up. Calls whose copies
+    read anything but the operands (a temporary), or whose operands share memory, are
+    not kept (the next call runs `forward` again)."""
+    def replayed(op: str, operands: Any, attrs: dict) -> Tensor:
+        try:
+            key = (forward, tuple(attrs.items()) if attrs else (),
+                   tuple([o._lkey for o in operands]))
+            r = _replays.get(key)
+        except (TypeError, AttributeError):         # unhashable attribute, not a tensor
+            return forward(op, operands, attrs)
+        if r is not None:
+            return r.run(operands)
+        if ew.copy_log is not None:                 # (inside another recorded forward)
+            return forward(op, operands, attrs)
+        log: list = []
+        ew.copy_log = log
+        try:
+            out = forward(op, operands, attrs)
+        finally:
+            ew.copy_log = None
+        r = _reduce(operands, out, log)
+        if r is not None and len(_replays) < REPLAY_LIMIT:
+            _replays[key] = r
+        return out
+    replayed.__wrapped__ = forward                  # type: ignore[attr-defined]
+    replayed.__name__ = forward.__name__
+    replayed.__doc__ = forward.__doc__
+    return replayed
+
+
+def _reduce(operands: Sequence[Tensor], out: Tensor, log: list) -> _CopyReplay | None:
+    """The replay of a recorded forward (see `copy_replay`), or None."""
+    storages = {id(o._storage) for o in operands}
+    numbers: list[ctypes.Array] = []
+    if len(storages) != len(operands) or out.__class__ is not Tensor or out._offset or \
+            id(out._storage) in storages:
+        return None
+    parts = []
+    for dst, src, plan in log:
+        if dst._storage is not out._storage:
+            return None
+        if isinstance(src, Tensor):
+            for index, o in enumerate(operands):
+                if src._storage is o._storage:
+                    parts.append((index, src._ptr - o._ptr, dst._ptr - out._ptr, plan))
+                    break
+            else:
+                return None
+        else:                         # the number, packed into memory of the replay's own
+            value = (ctypes.c_int64 * 2)()
+            ctypes.memmove(value, ew._pack_scalar("copy_", src, dst._dtype, 0), 16)
+            numbers.append(value)
+            parts.append((-1, ctypes.addressof(value), dst._ptr - out._ptr, plan))
+    return _CopyReplay(out._shape, out._dtype, out._strides, tuple(parts), tuple(numbers))
+
+
+def clear_replays() -> None:
+    _replays.clear()
+
+
+dtypes.on_default_dtype_change(clear_replays)

@@ -12,6 +12,7 @@ memory, so an in-place write through it is a graph break, as for every traced vi
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from typing import Any, Callable, Sequence
@@ -171,6 +172,7 @@ def _positions_of(geometry: Callable, shape: tuple[int, ...]) -> Callable[[], np
     return positions
 
 
+@S.view_function
 @names_op("diagonal")
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal of `input` in the plane of `dim1` and `dim2` (above it for `offset >
@@ -189,6 +191,7 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
                          _positions_of(geometry, input._shape))
 
 
+@S.view_function
 def _unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     """Every window of `size` elements along `dimension`, `step` apart, as a new last
     dimension (the windows' dimension replaces `dimension`); a view."""
@@ -242,6 +245,7 @@ def _as_strided_positions(x: Tensor, size: tuple[int, ...], stride: tuple[int, .
     return positions
 
 
+@functools.partial(S.view_function, absolute=True)
 @names_op("as_strided")
 def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int],
                storage_offset: int | None = None) -> Tensor:
@@ -567,6 +571,7 @@ def _split_spec(op: str, args: tuple, given: dict[str, Any], most: int) -> tuple
     return args
 
 
+@S.view_function
 def tensor_split(input: Tensor, *args: Any, sections: int | None = None,
                  indices: Sequence[int] | None = None,
                  tensor_indices_or_sections: Tensor | None = None, dim: int = 0
@@ -635,6 +640,7 @@ def _split_dir(op: str, input: Tensor, spec: Any, d: int, need: int) -> tuple[Te
     return tensor_split(input, spec, d)
 
 
+@S.view_function
 def hsplit(input: Tensor, *args: Any, sections: int | None = None,
            indices: Sequence[int] | None = None) -> tuple[Tensor, ...]:
     """`tensor_split` along dimension 1 (0 for a 1-D tensor); an int must divide it.
@@ -643,6 +649,7 @@ def hsplit(input: Tensor, *args: Any, sections: int | None = None,
     return _split_dir("hsplit", input, spec, 1 if input.ndim > 1 else 0, 1)
 
 
+@S.view_function
 def vsplit(input: Tensor, *args: Any, sections: int | None = None,
            indices: Sequence[int] | None = None) -> tuple[Tensor, ...]:
     """`tensor_split` along dimension 0 of an at least 2-D tensor; an int must divide it.
@@ -651,6 +658,7 @@ def vsplit(input: Tensor, *args: Any, sections: int | None = None,
     return _split_dir("vsplit", input, spec, 0, 2)
 
 
+@S.view_function
 def dsplit(input: Tensor, *args: Any, sections: int | None = None,
            indices: Sequence[int] | None = None) -> tuple[Tensor, ...]:
     """`tensor_split` along dimension 2 of an at least 3-D tensor; an int must divide it.
@@ -659,6 +667,7 @@ def dsplit(input: Tensor, *args: Any, sections: int | None = None,
     return _split_dir("dsplit", input, spec, 2, 3)
 
 
+@S.view_function
 @names_op("split_with_sizes")
 def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0
                      ) -> tuple[Tensor, ...]:
@@ -666,17 +675,20 @@ def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0
     return S.split(input, list(split_sizes), dim)
 
 
+@S.view_function
 def unsafe_split(input: Tensor, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
     """`split` (llgrad's views carry no extra state for the unsafe variants to skip)."""
     return S.split(input, split_size, dim)
 
 
+@S.view_function
 def unsafe_split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0
                             ) -> tuple[Tensor, ...]:
     """`split_with_sizes` (see `unsafe_split`)."""
     return split_with_sizes(input, split_sizes, dim)
 
 
+@S.view_function
 def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """`chunk` (see `unsafe_split`)."""
     return S.chunk(input, chunks, dim)
@@ -876,6 +888,7 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
 # reshapes and moves
 # --------------------------------------------------------------------------------------
 
+@S.view_function
 @names_op("unflatten")
 def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     """`input` with dimension `dim` split into `sizes` (one may be -1); a view."""
@@ -910,11 +923,13 @@ def _view_ok(x: Tensor, shape: tuple[int, ...]) -> bool:
     return _view_strides(x._shape, x._strides, shape) is not None
 
 
+@S.view_function
 def ravel(input: Tensor) -> Tensor:
     """`input` flattened to 1-D (a view when its layout allows, else a contiguous copy)."""
     return S.reshape(_tensor("ravel", input), (-1,))
 
 
+@S.view_function
 @names_op("movedim")
 def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
     """`input` with the dimensions `source` (an int or a sequence) moved to
@@ -946,6 +961,7 @@ def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
 moveaxis = movedim
 
 
+@S.view_function
 def swapdims(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """`transpose`: dimensions `dim0` and `dim1` exchanged; a view."""
     return S.transpose(input, dim0, dim1)

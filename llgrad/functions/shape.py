@@ -1,7 +1,8 @@
 """Shape functions. Views in eager mode; each records the registry op it is made of."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+import functools
+from typing import Any, Callable, Sequence
 
 from ..autograd import forward_ad
 from ..autograd.apply import apply, interpreters
@@ -13,10 +14,104 @@ from ..tensor import DENSE_CLASSES, Tensor
 from ._errors import names_op
 
 
+_VALUE_CLASSES = frozenset({int, bool, float, str, type(None)})
+
+
+def _hashable(values: Any) -> tuple | None:
+    """`values` (positional arguments after the tensor) as a key: numbers and strings
+    with their class (`True` is not `1`), lists and tuples of them tagged with theirs;
+    None when one cannot be part of a key (a tensor, whose values may matter)."""
+    out: list[Any] = []
+    for v in values:
+        c = v.__class__
+        if c in _VALUE_CLASSES:
+            out.append((c, v))
+        elif c is tuple or c is list:
+            inner = _hashable(v)
+            if inner is None:
+                return None
+            out.append((c, inner))
+        else:
+            return None
+    return tuple(out)
+
+
+VIEW_LIMIT = 8192                 # cached view geometries in all
+_view_geometries: dict[tuple, Any] = {}
+
+
+def view_function(fn: Callable[..., Any], absolute: bool = False) -> Callable[..., Any]:
+    """`fn(input, *args, **kwargs)`, a function whose result is a view of `input` (or a
+    tuple of views, or `input` itself) placed by `input`'s layout and the other
+    arguments alone, made cheap to call again when nothing is recorded (`_unrecorded`):
+    the first call of each (function, input layout, arguments) runs `fn` (which checks
+    the arguments and raises its errors) and keeps where the views lie (offset, shape,
+    strides); later calls make those views directly. A result that is not a plain view
+    of `input` (a copy, a tensor with extra attributes) is not kept. With `absolute`
+    (`as_strided`, whose `storage_offset` counts from the storage's start) the key holds
+    `input`'s offset too."""
+    def fast(input: Any, *args: Any, **kwargs: Any) -> Any:
+        if input.__class__ not in DENSE_CLASSES or interpreters or forward_ad._level[0] or \
+                (_grad_state.enabled and input._requires_grad):
+            return fn(input, *args, **kwargs)
+        values = _hashable(args)
+        if values is None:
+            return fn(input, *args, **kwargs)
+        if kwargs:
+            kw = _hashable(kwargs.values())
+            if kw is None:
+                return fn(input, *args, **kwargs)
+            values += (tuple(kwargs), kw)
+        key = (fast, input._dtype, input._shape, input._strides, values,
+               input._offset if absolute else 0)
+        geometry = _view_geometries.get(key)
+        if geometry is not None:
+            if geometry.__class__ is tuple:
+                return _make_view(input, geometry)
+            if geometry == "input":
+                return input
+            return tuple(_make_view(input, g) for g in geometry)
+        out = fn(input, *args, **kwargs)
+        if len(_view_geometries) < VIEW_LIMIT:
+            geometry = _geometry_of(input, out)
+            if geometry is not None:
+                _view_geometries[key] = geometry
+        return out
+    functools.update_wrapper(fast, fn)
+    return fast
+
+
+def _make_view(input: Tensor, geometry: tuple) -> Tensor:
+    offset, shape, strides = geometry
+    return views.view_of(input, input._offset + offset, shape, strides)
+
+
+def _geometry_of(input: Tensor, out: Any) -> Any:
+    """Where `out` lies relative to `input` (see `view_function`), or None."""
+    if out is input:
+        return "input"
+    if out.__class__ is tuple:
+        parts = [_geometry_of(input, o) for o in out]
+        return None if not parts or any(p is None or p.__class__ is not tuple
+                                         for p in parts) else [*parts]
+    base = input._base if input._base is not None else input
+    if out.__class__ is not Tensor or out._storage is not input._storage or \
+            out._base is not base or out._dtype is not input._dtype or out.__dict__ or \
+            out._requires_grad or \
+            out._inference != input._inference:
+        return None
+    return (out._offset - input._offset, out._shape, out._strides)
+
+
 def shape_arg(args: tuple[Any, ...], op: str) -> tuple[int, ...]:
     """Sizes given as varargs (`x.view(2, 3)`) or as one sequence (`x.view((2, 3))`)."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = tuple(args[0])
+    for a in args:
+        if a.__class__ is not int:
+            break
+    else:
+        return args
     out = []
     for a in args:
         if isinstance(a, Tensor):
@@ -59,6 +154,7 @@ def _view_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
     return views.reshape(operands[0], attrs["shape"], must_view=True)
 
 
+@view_function
 def reshape(input: Tensor, *sizes: Any, shape: Any = None,
             name: str = "ViewBackward0") -> Tensor:
     """`input`'s values in `shape` (sizes, or a tuple; `shape=` by keyword as PyTorch): a
@@ -71,6 +167,7 @@ def reshape(input: Tensor, *sizes: Any, shape: Any = None,
     return apply("reshape", (input,), {"shape": s}, _reshape_forward, name)
 
 
+@view_function
 def view(input: Tensor, *shape: Any, size: Any = None, dtype: Any = None) -> Tensor:
     """A view of `input` with sizes `shape` (or `size=`), sharing its memory; or, given a
     dtype (`view(lg.int32)`, `dtype=`), its bytes reinterpreted as that dtype (PyTorch's
@@ -88,6 +185,7 @@ def view(input: Tensor, *shape: Any, size: Any = None, dtype: Any = None) -> Ten
     return apply("reshape", (input,), {"shape": s}, _view_forward, "ViewBackward0")
 
 
+@view_function
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     a = normalize_axis(start_dim, input.ndim, "flatten")
     b = normalize_axis(end_dim, input.ndim, "flatten")
@@ -101,6 +199,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(input, input._shape[:a] + (n,) + input._shape[b + 1:])
 
 
+@view_function
 def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     if dim is None:
         new = tuple(s for s in input._shape if s != 1)
@@ -111,9 +210,12 @@ def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     return reshape(input, new, name="SqueezeBackward1")
 
 
+@view_function
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
     d = normalize_axis(dim, input.ndim + 1, "unsqueeze")
     new = input._shape[:d] + (1,) + input._shape[d:]
+    if _unrecorded(input):
+        return views.reshape(input, new)
     return reshape(input, new, name="UnsqueezeBackward0")
 
 
@@ -121,6 +223,7 @@ def _permute_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
     return views.permute(operands[0], attrs["perm"])
 
 
+@view_function
 def permute(input: Tensor, *order: Any, dims: Any = None) -> Tensor:
     """A view of `input` with its dimensions in the order `dims` (ints or a tuple)."""
     _check_tensor("permute", input)
@@ -139,6 +242,7 @@ def _unrecorded(input: Any) -> bool:
         not forward_ad._level[0] and not (_grad_state.enabled and input._requires_grad)
 
 
+@view_function
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     n = input.ndim
     if n == 2 and dim0 in (0, -2) and dim1 in (1, -1) and _unrecorded(input):
@@ -159,6 +263,7 @@ def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
     return transpose(input, axis0, axis1)
 
 
+@view_function
 def t(input: Tensor) -> Tensor:
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
@@ -169,6 +274,7 @@ def t(input: Tensor) -> Tensor:
     return apply("permute", (input,), {"perm": perm}, _permute_forward, "TBackward0")
 
 
+@view_function
 @names_op("movedim")
 def movedim(input: Tensor, source: int, destination: int) -> Tensor:
     n = input.ndim
@@ -184,6 +290,7 @@ def _expand_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
     return views.expand(operands[0], attrs["shape"])
 
 
+@view_function
 def expand(input: Tensor, *sizes: Any, size: Any = None, implicit: bool = False) -> Tensor:
     """A view of `input` with size-1 dimensions repeated to `size` (-1 keeps a size); no
     memory is copied. `implicit` is accepted and ignored, as PyTorch's Python callers do."""
@@ -292,6 +399,7 @@ def _needs_a_dimension(input: Tensor, op: str) -> None:
         raise RuntimeError(f"{op}() cannot be applied to a 0-dim tensor (shape [])")
 
 
+@view_function
 def narrow(input: Tensor, dim: int, start: int | Tensor, length: int) -> Tensor:
     """`length` elements of `input` along `dim` from `start` (an int, or a 0-d integer
     tensor whose value is read, as torch's narrow.Tensor)."""
@@ -315,6 +423,7 @@ def narrow(input: Tensor, dim: int, start: int | Tensor, length: int) -> Tensor:
     return slice_dim(input, d, start, start + length)
 
 
+@view_function
 def select(input: Tensor, dim: int, index: int, *, name: str = "SelectBackward0") -> Tensor:
     _needs_a_dimension(input, "select")
     d = normalize_axis(dim, input.ndim, "select")
@@ -329,6 +438,7 @@ def select(input: Tensor, dim: int, index: int, *, name: str = "SelectBackward0"
     return reshape(part, input._shape[:d] + input._shape[d + 1:], name=name)
 
 
+@views.copy_replay
 def _pad_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
     from ..ops.shape import _infer_pad
     from ..ir.types import TensorType
@@ -353,6 +463,7 @@ def pad_dims(input: Tensor, lows: Sequence[int], highs: Sequence[int],
                  "ConstantPadNdBackward0")
 
 
+@views.copy_replay
 def _cat_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
     from ..ops.shape import _infer_cat
     from ..ir.types import TensorType
@@ -406,10 +517,13 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{list(shape)} at entry 0 and {list(t._shape)} at entry {i}")
     d = normalize_axis(dim, len(shape) + 1, "stack")
-    return apply("cat", tuple(unsqueeze(t, d) for t in tensors), {"axis": d}, _cat_forward,
-                 "StackBackward0")
+    new = shape[:d] + (1,) + shape[d:]
+    parts = tuple(views.reshape(t, new) if _unrecorded(t) else
+                  reshape(t, new, name="UnsqueezeBackward0") for t in tensors)
+    return apply("cat", parts, {"axis": d}, _cat_forward, "StackBackward0")
 
 
+@view_function
 @names_op("split")
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
     d = normalize_axis(dim, tensor.ndim, "split")
@@ -437,6 +551,7 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
     return tuple(out)
 
 
+@view_function
 @names_op("chunk")
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     if chunks <= 0:
@@ -450,6 +565,7 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     return split(input, size, d)
 
 
+@view_function
 @names_op("unbind")
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     _needs_a_dimension(input, "unbind")
@@ -457,6 +573,7 @@ def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     return tuple(select(input, d, i, name="UnbindBackward0") for i in range(input._shape[d]))
 
 
+@views.copy_replay
 def _flip_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
     return views.flip_view(operands[0], attrs["axes"])
 

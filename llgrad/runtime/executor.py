@@ -199,6 +199,7 @@ class CompiledGraph:
                 lo, hi = self._err_span
                 err = (ctypes.c_int64 * ((hi - lo) // 8)).from_address(arena.ptr + lo)
                 err._arena = arena               # the records live in the arena
+                ctypes.memset(arena.ptr + lo, 0, hi - lo)   # kept zero between calls
             self._tls.arena = arena               # keeps the arena alive with the thread
             self._tls.state = (block, ctypes.addressof(block), arena.ptr, err)
             return self._tls.state
@@ -260,8 +261,6 @@ class CompiledGraph:
         except AttributeError:
             block, addr, arena, err = self._scratch()
         self._pack(block, 0, *ptrs, arena, *self._extras)
-        if err is not None:
-            ctypes.memset(ctypes.addressof(err), 0, ctypes.sizeof(err))
         if self._hold_blas:
             blas.hold_single_threaded()
             try:
@@ -301,6 +300,14 @@ class CompiledGraph:
         return x
 
     def _check_errors(self, err: ctypes.Array) -> None:
+        """Raise the error a kernel recorded in this call, if any. The records are zero
+        between calls (zeroed when the arena is made and here, once read), so a call does
+        not clear them first: a kernel writes its record only when it fails."""
+        if not any(err):
+            return
+        values = list(err)
+        ctypes.memset(ctypes.addressof(err), 0, ctypes.sizeof(err))
+        err = values                                 # type: ignore[assignment]
         for offset, l in self._errors:
             k = offset // 8
             if err[k] and l.node.op == "all_reduce":
@@ -390,9 +397,7 @@ def _generate_runner(g: CompiledGraph, verified: int = 0) -> Any:
     ptrs = [f"{a}._ptr" for a in args + outs] + ["arena"] + [str(x) for x in g._extras]
     lines.append(f"    pack(block, 0, {', '.join(ptrs)})")
     if g._err_span is not None:
-        consts.update(memset=ctypes.memset, addressof=ctypes.addressof, sizeof=ctypes.sizeof,
-                      check=g._check_errors)
-        lines.append("    memset(addressof(err), 0, sizeof(err))")
+        consts.update(check=g._check_errors)
     if g._hold_blas:
         consts.update(hold=blas.hold_single_threaded, release=blas.release_single_threaded)
         lines += ["    hold()", "    try:", "        entry(addr)", "    finally:",
