@@ -7,6 +7,7 @@ the strides cannot express the new shape, as PyTorch does.
 from __future__ import annotations
 
 import ctypes
+import threading
 from typing import Any, Callable, Sequence
 
 from ..ir import dtypes
@@ -188,31 +189,60 @@ class _CopyReplay:
     """A forward that made one new tensor and filled it with `copy_into` calls only,
     reduced to the copies: (operand index or -1 for a number, byte offset from that
     operand's data or the address of the packed number, byte offset into the output, the
-    copy's plan)."""
+    copy's plan). For the thread that recorded it, each small copy keeps an argument
+    block of its own with the plan's constants in it, so a call writes the two pointers
+    and calls the kernel; other threads, big copies (split across the thread pool) and
+    calls while kernels are being recorded pack a block as `launch.call_split` does."""
 
-    __slots__ = ("shape", "dtype", "strides", "parts", "numbers")
+    __slots__ = ("shape", "dtype", "strides", "parts", "numbers", "make", "thread",
+                 "calls")
 
     def __init__(self, shape: tuple[int, ...], dtype: Any, strides: tuple[int, ...],
                  parts: tuple[tuple[int, int, int, Any], ...], numbers: tuple = ()):
         self.shape, self.dtype, self.strides, self.parts = shape, dtype, strides, parts
         self.numbers = numbers          # the packed numbers' memory (kept alive here)
+        self.make = Tensor._empty_maker(shape, dtype, strides)
+        self.thread = threading.get_ident()
+        calls = []
+        for index, src, dst, plan in parts:
+            if plan.kernel is None:
+                continue
+            if plan.work >= launch.PARALLEL_MIN_WORK:
+                calls.append((index, src, dst, None, 0, 0, 0, plan))
+                continue
+            block = (ctypes.c_int64 * len(plan.template))(*plan.template)
+            calls.append((index, src, dst, block, ctypes.addressof(block), plan.ptr_slots[0],
+                          plan.ptr_slots[1], plan))
+        self.calls = tuple(calls)
 
     def run(self, operands: Sequence[Tensor]) -> Tensor:
+        if launch._recording or threading.get_ident() != self.thread:
+            return self._run_packed(operands)
+        out = self.make()
+        base = out._ptr
+        for index, src, dst, block, addr, s0, s1, plan in self.calls:
+            if block is None:
+                args = plan.template.copy()
+                slots = plan.ptr_slots
+                args[slots[0]] = base + dst
+                args[slots[1]] = operands[index]._ptr + src if index >= 0 else src
+                launch.call_split(plan.kernel, args, plan.work)
+                continue
+            block[s0] = base + dst
+            block[s1] = operands[index]._ptr + src if index >= 0 else src
+            plan.kernel.fn(addr)
+        return out
+
+    def _run_packed(self, operands: Sequence[Tensor]) -> Tensor:
         out = Tensor._empty(self.shape, self.dtype, self.strides)
         base = out._ptr
-        inline = not launch._recording
         for index, src, dst, plan in self.parts:
             if plan.kernel is not None:
                 args = plan.template.copy()
                 slots = plan.ptr_slots
                 args[slots[0]] = base + dst
                 args[slots[1]] = operands[index]._ptr + src if index >= 0 else src
-                if inline and plan.work < launch.PARALLEL_MIN_WORK:
-                    buf, addr = launch.block()        # (`launch.call`, on one thread)
-                    launch.packer(len(args)).pack_into(buf, 0, *args)
-                    plan.kernel.fn(addr)
-                else:
-                    launch.call_split(plan.kernel, args, plan.work)
+                launch.call_split(plan.kernel, args, plan.work)
         return out
 
 
@@ -251,6 +281,18 @@ def copy_replay(forward: Callable[[str, Any, dict], Tensor]
     replayed.__name__ = forward.__name__
     replayed.__doc__ = forward.__doc__
     return replayed
+
+
+def replay_of(forward: Callable[[str, Any, dict], Tensor], operands: Sequence[Tensor],
+              attrs: dict) -> _CopyReplay | None:
+    """The replay `copy_replay(forward)` kept for these operands' layouts and `attrs`,
+    if any."""
+    try:
+        return _replays.get((forward.__wrapped__,                  # type: ignore[attr-defined]
+                             tuple(attrs.items()) if attrs else (),
+                             tuple([o._lkey for o in operands])))
+    except TypeError:
+        return None
 
 
 def _reduce(operands: Sequence[Tensor], out: Tensor, log: list) -> _CopyReplay | None:

@@ -500,7 +500,24 @@ concat = cat
 concatenate = cat
 
 
+_stack_replays: dict[tuple, Any] = {}
+
+
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """`tensors` (of one shape) joined along a new dimension `dim`: `cat` of their
+    unsqueezed views, recorded as one `StackBackward0`. Unrecorded calls replay the copies
+    of the first call of each (layouts, dim) directly on `tensors` (an unsqueezed view
+    starts where its tensor does)."""
+    if tensors.__class__ in (list, tuple) and dim.__class__ is int and not interpreters \
+            and not forward_ad._level[0]:
+        try:
+            key = (dim, tuple([t._lkey for t in tensors]))
+            replay = _stack_replays.get(key)
+        except AttributeError:                      # (not all tensors: the errors below)
+            replay = None
+        if replay is not None and not (_grad_state.enabled and
+                                       any(t._requires_grad for t in tensors)):
+            return replay.run(tensors)
     if isinstance(tensors, Tensor):
         raise TypeError("stack(): argument 'tensors' must be a tuple or list of Tensors, "
                         "not Tensor")
@@ -518,9 +535,15 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                                f"{list(shape)} at entry 0 and {list(t._shape)} at entry {i}")
     d = normalize_axis(dim, len(shape) + 1, "stack")
     new = shape[:d] + (1,) + shape[d:]
-    parts = tuple(views.reshape(t, new) if _unrecorded(t) else
+    plain = all(_unrecorded(t) for t in tensors)
+    parts = tuple(views.reshape(t, new) if plain or _unrecorded(t) else
                   reshape(t, new, name="UnsqueezeBackward0") for t in tensors)
-    return apply("cat", parts, {"axis": d}, _cat_forward, "StackBackward0")
+    out = apply("cat", parts, {"axis": d}, _cat_forward, "StackBackward0")
+    if plain and dim.__class__ is int and len(_stack_replays) < views.REPLAY_LIMIT:
+        replay = views.replay_of(_cat_forward, parts, {"axis": d})
+        if replay is not None:
+            _stack_replays[(dim, tuple([t._lkey for t in tensors]))] = replay
+    return out
 
 
 @view_function

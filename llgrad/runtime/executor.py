@@ -404,7 +404,9 @@ def _generate_runner(g: CompiledGraph, verified: int = 0) -> Any:
                   "        release()"]
     else:
         lines.append("    entry(addr)")
-    if g._err_span is not None:
-        lines.append("    check(err)")
+    if g._err_span is not None:         # (records are zero unless a kernel failed)
+        lines.append("    if " + " or ".join(f"err[{offset // 8}]" for offset, _ in g._errors)
+                     + ":")
+        lines.append("        check(err)")
     lines.append(f"    return [{', '.join(outs)}]")
     return define("\n".join(lines) + "\n", f"<llgrad runner @{g.graph.name}>", consts, "run")
