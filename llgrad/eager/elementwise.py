@@ -420,6 +420,43 @@ def make_plan(expr: Expr, shape: tuple[int, ...], out_dtype: DType,
     return Plan(kernel, shape, out_dtype, template, ptr_slots, list(scalar_dtypes), n)
 
 
+# ops whose value is exact (no rounding): a chain of them in one kernel gives the bits
+# of the separate kernels
+EXACT_OPS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "isnan", "logical_and",
+                       "logical_or", "logical_not", "where"})
+
+
+def chain_plan(steps: Sequence[tuple[str, tuple[int, ...]]], operands: Sequence[Tensor]
+               ) -> Plan | None:
+    """One plan for a chain of exact elementwise ops on tensors, each step `(op, args)`
+    reading operands (`args` 0..n-1) and earlier steps (n, n+1, ...), with the promotion
+    casts each op adds when run alone (`expression`); the last step is the result. The
+    same values as the ops run one by one (each is exact, so no rounding differs).
+    None when a step is not in `EXACT_OPS` or the result is empty."""
+    n = len(operands)
+    values: list[tuple[DType, tuple[int, ...], int]] = [
+        (o._dtype, o._shape, i) for i, o in enumerate(operands)]
+    nodes: list[ExprNode] = []
+    for op, args in steps:
+        if op not in EXACT_OPS:
+            return None
+        ins = [values[a] for a in args]
+        computed = compute_dtype(registry.get(op), [Operand(d, sh) for d, sh, _ in ins])
+        sub, result = expression(op, tuple(d for d, _, _ in ins), tuple(computed), ())
+        local = [ref for _, _, ref in ins]
+        for node in sub.nodes:
+            nodes.append(ExprNode(node.op, tuple(local[x] for x in node.args), node.attrs))
+            local.append(n + len(nodes) - 1)
+        shape = broadcast_shapes(*(sh for _, sh, _ in ins), op=op)
+        values.append((result, shape, local[sub.outputs[0]]))
+    out_dtype, out_shape, ref = values[-1]
+    if any(s == 0 for s in out_shape):
+        return None
+    expr = Expr(tuple(o._dtype for o in operands), tuple(nodes), (ref,))
+    return make_plan(expr, out_shape, out_dtype, None, operands,
+                     [o._dtype for o in operands])
+
+
 def scaled_add_into(dst: Tensor, y: Tensor, alpha: float) -> Tensor:
     """`dst += alpha * y` in one kernel (an optimizer's `p.add_(g, alpha=-lr)`), for
     float32/float64 `dst` and a `y` of its dtype and shape; `alpha` is packed in that

@@ -33,10 +33,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..autograd import forward_ad
-from ..autograd.apply import composite_function, needs_grad
+from ..autograd.apply import composite_function, interpreters, needs_grad
+from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.node import Node, edge, node_class
 from ..ir import dtypes as dt
 from ..ir.types import normalize_axis
+from ..runtime.storage import Storage, _address
 from ..tensor import Tensor
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2",
@@ -305,6 +307,183 @@ def _finish(op: str, result: Tensor, out: Any) -> Tensor:
 
 
 # --------------------------------------------------------------------------------------
+# The direct path: a plain call (no autograd record, no transform, no out=) runs a cached
+# plan straight on pocketfft
+# --------------------------------------------------------------------------------------
+#
+# The general path above checks the arguments, resizes and casts with llgrad ops, reads
+# the values through NumPy, calls `scipy.fft`'s Python layer and wraps the result: ~100-200
+# us on a small signal, of which pocketfft takes a few. A call that autograd does not
+# record (grad mode off or no input requiring grad), with no interpreter (vmap, tracing)
+# and no forward-mode level, no `out=`, a plain float32/float64/complex64/complex128
+# input, int (or None) `n`/`s`/`dim` and a str (or None) `norm` looks up a plan by (op,
+# the input's layout key, n/s, dim, norm). A plan is made the first time such a call's
+# arguments pass the general path's own checks (an argument they reject never gets a
+# plan, so the general path raises): it holds the transform's dims, the zero-pad/trim and real-to-complex cast the
+# general path would do (done here with NumPy on the host: the same values), and the
+# pypocketfft routine with the arguments `scipy.fft` would pass it, so the result is the
+# same bits as the general path's. The output wraps pocketfft's fresh array.
+
+_plans: dict[tuple, tuple] = {}
+_PLAN_DTYPES = frozenset({"float32", "float64", "complex64", "complex128"})
+_pocket: Any = None          # scipy's pypocketfft extension (None: not loaded / missing)
+_pocket_config: Any = None   # scipy.fft's thread-local config (its default `workers`)
+_INORM = {"backward": 0, "ortho": 1, "forward": 2}
+
+
+def _load_pocket() -> bool:
+    """Load the pypocketfft extension `scipy.fft` calls (False where it is missing)."""
+    global _pocket, _pocket_config
+    if _pocket is None:
+        try:
+            from scipy.fft._pocketfft import helper, pypocketfft
+        except ImportError:
+            return False
+        _pocket_config = helper._config
+        _pocket = pypocketfft
+    return True
+
+
+def _hashable_ints(v: Any) -> Any:
+    """`v` (None, an int, or a tuple/list of ints) as part of a plan key, else raise
+    KeyError (floats and bools must not match an int's key: the general path rejects
+    them)."""
+    if v is None or v.__class__ is int:
+        return v
+    if v.__class__ is tuple or v.__class__ is list:
+        for e in v:
+            if e.__class__ is not int:
+                raise KeyError(v)
+        return tuple(v)
+    raise KeyError(v)
+
+
+def _direct(op: str, x: Any, s: Any, dim: Any, norm: Any, out: Any) -> Tensor | None:
+    """The direct path of public transform `op`: its plan's result (the plan is made
+    here the first time a call's arguments pass the general path's checks), or None when
+    the call must take the general path."""
+    if out is not None or x.__class__ is not Tensor or interpreters or \
+            forward_ad._level[0] or (x._requires_grad and _grad_state.enabled) or \
+            (norm is not None and norm.__class__ is not str):
+        return None
+    try:
+        key = (op, x._lkey, _hashable_ints(s), _hashable_ints(dim), norm)
+    except KeyError:
+        return None
+    plan = _plans.get(key)
+    if plan is None:
+        if len(_plans) >= 1024 or not _load_pocket():
+            return None
+        plan = _make_plan(op, x, s, dim, norm)
+        if plan is None:
+            return None
+        _plans[key] = plan
+    return _run_plan(plan, x)
+
+
+def _run_plan(plan: tuple, x: Tensor) -> Tensor:
+    """Run a plan on `x` (its layout is the plan's): view, resize/cast, transform, wrap."""
+    npd, bstrides, resize, kind, args, out_layout = plan
+    a = np.ndarray(x._shape, npd, x._storage.buffer, x._offset * npd.itemsize, bstrides)
+    if resize is not None:
+        shape, rdtype, src = resize
+        b = np.zeros(shape, rdtype)
+        b[src] = a[src]
+        a = b
+    workers = getattr(_pocket_config, "default_workers", 1)
+    if kind == 0:
+        r = _pocket.c2c(a, args[0], args[1], args[2], None, workers)
+    elif kind == 1:
+        r = _pocket.r2c(a, args[0], args[1], args[2], None, workers)
+    else:
+        r = _pocket.c2r(a, args[0], args[1], args[2], args[3], None, workers)
+    if not r.flags.c_contiguous:               # (pocketfft's results are; kept general)
+        r = np.ascontiguousarray(r)
+    return Tensor._make(Storage(r.reshape(-1).view(np.uint8), _address(r)), 0,
+                        *out_layout)
+
+
+# public op -> (family, forward sign, default dims, one-dimensional signature)
+_OPS: dict[str, tuple[str, bool, tuple[int, ...] | None, bool]] = {
+    "fft": ("c1", True, None, True), "ifft": ("c1", False, None, True),
+    "fftn": ("cn", True, None, False), "ifftn": ("cn", False, None, False),
+    "fft2": ("cn", True, (-2, -1), False), "ifft2": ("cn", False, (-2, -1), False),
+    "rfft": ("r2c", True, None, True), "ihfft": ("r2c", False, None, True),
+    "rfftn": ("r2c", True, None, False), "ihfftn": ("r2c", False, None, False),
+    "rfft2": ("r2c", True, (-2, -1), False), "ihfft2": ("r2c", False, (-2, -1), False),
+    "irfft": ("c2r", False, None, True), "hfft": ("c2r", True, None, True),
+    "irfftn": ("c2r", False, None, False), "hfftn": ("c2r", True, None, False),
+    "irfft2": ("c2r", False, (-2, -1), False), "hfft2": ("c2r", True, (-2, -1), False),
+}
+
+
+def _make_plan(op: str, x: Tensor, s: Any, dim: Any, norm: Any) -> tuple | None:
+    """The plan of a call, or None when the general path must run it (it then raises
+    whatever the arguments are wrong about). Mirrors `_fft1`, `_fftn`, `_r2c_public`
+    and `_c2r_public` and what `scipy.fft` passes pocketfft."""
+    family, forward, default, one = _OPS[op]
+    if x._dtype.name not in _PLAN_DTYPES or 0 in x._shape:
+        return None
+    try:
+        mode = _norm_arg(op, norm)
+        if one:
+            d = _one_dim(op, x, dim)
+            dims: tuple[int, ...] = (d,)
+            sizes: list[int | None] = [_check_n(op, s) if s is not None else None]
+        else:
+            dims, sizes = _dims_and_sizes(op, x, s, dim, default)
+    except Exception:               # noqa: BLE001 - the general path raises it
+        return None
+    if not dims:
+        return None
+    complex_in = x._dtype.is_complex
+    real_np = x._dtype.to_real().np
+    complex_np = x._dtype.to_complex().np if not complex_in else x._dtype.np
+    shape = list(x._shape)
+    work_np = x._dtype.np
+    if family == "c2r":
+        last = dims[-1]
+        n_last = sizes[-1] if sizes[-1] is not None else 2 * (shape[last] - 1)
+        if n_last < 1:
+            return None
+        sizes = list(sizes[:-1]) + [n_last // 2 + 1]
+        work_np = complex_np
+    elif family == "cn":
+        work_np = complex_np
+    elif family == "r2c":
+        if complex_in:
+            return None
+    for d, n in zip(dims, sizes):
+        if n is not None:
+            shape[d] = n
+    if 0 in shape:
+        return None
+    # the fresh array the general path's pad/trim/cast would give (None: the input as is)
+    resize = None
+    if tuple(shape) != x._shape or np.dtype(work_np) != np.dtype(x._dtype.np):
+        src = tuple(slice(0, min(a, b)) for a, b in zip(x._shape, shape))
+        resize = (tuple(shape), np.dtype(work_np), src)
+    inorm = _INORM[mode] if forward else 2 - _INORM[mode]
+    if family in ("c1", "cn"):
+        kind, args, out_np = 0, (dims, forward, inorm), complex_np
+    elif family == "r2c":
+        kind, args, out_np = 1, (dims, forward, inorm), complex_np
+        shape[dims[-1]] = shape[dims[-1]] // 2 + 1
+    else:
+        kind, args, out_np = 2, (dims, n_last, forward, inorm), real_np
+        shape[dims[-1]] = n_last
+    out_shape = tuple(shape)
+    out_dtype = dt.from_numpy(np.dtype(out_np))
+    strides, step = [], 1
+    for n in reversed(out_shape):
+        strides.append(step)
+        step *= n
+    item = x._dtype.itemsize
+    return (np.dtype(x._dtype.np), tuple(v * item for v in x._strides), resize, kind, args,
+            (out_shape, tuple(reversed(strides)), out_dtype))
+
+
+# --------------------------------------------------------------------------------------
 # Complex-to-complex transforms (and real inputs to the full spectrum)
 # --------------------------------------------------------------------------------------
 
@@ -341,6 +520,9 @@ def fft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = N
     "backward" (no scaling, the default), "forward" (1/n) or "ortho" (1/sqrt(n));
     `out` receives the result. Real inputs give the full complex spectrum.
     """
+    y = _direct("fft", input, n, dim, norm, out)
+    if y is not None:
+        return y
     return _fft1("fft", input, n, dim, norm, True, out)
 
 
@@ -350,6 +532,9 @@ def ifft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = 
 
     Args as `fft`.
     """
+    y = _direct("ifft", input, n, dim, norm, out)
+    if y is not None:
+        return y
     return _fft1("ifft", input, n, dim, norm, False, out)
 
 
@@ -360,24 +545,36 @@ def fftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
     Args: `s` the signal size per transformed dim (-1 keeps a dim's size); `norm` as
     `fft` (over the product of the sizes); `out` receives the result.
     """
+    y = _direct("fftn", input, s, dim, norm, out)
+    if y is not None:
+        return y
     return _fftn("fftn", input, s, dim, norm, True, None, out)
 
 
 def ifftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
           norm: str | None = None, *, out: Tensor | None = None) -> Tensor:
     """N-dimensional inverse DFT over `dim`; args as `fftn`."""
+    y = _direct("ifftn", input, s, dim, norm, out)
+    if y is not None:
+        return y
     return _fftn("ifftn", input, s, dim, norm, False, None, out)
 
 
 def fft2(input: Tensor, s: Sequence[int] | None = None, dim: Any = (-2, -1),
          norm: str | None = None, *, out: Tensor | None = None) -> Tensor:
     """Two-dimensional DFT over `dim` (default the last two); args as `fftn`."""
+    y = _direct("fft2", input, s, dim, norm, out)
+    if y is not None:
+        return y
     return _fftn("fft2", input, s, dim, norm, True, (-2, -1), out)
 
 
 def ifft2(input: Tensor, s: Sequence[int] | None = None, dim: Any = (-2, -1),
           norm: str | None = None, *, out: Tensor | None = None) -> Tensor:
     """Two-dimensional inverse DFT over `dim` (default the last two); args as `fftn`."""
+    y = _direct("ifft2", input, s, dim, norm, out)
+    if y is not None:
+        return y
     return _fftn("ifft2", input, s, dim, norm, False, (-2, -1), out)
 
 
@@ -429,6 +626,9 @@ def rfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = 
 
     Args as `fft`; a complex input raises.
     """
+    y = _direct("rfft", input, n, dim, norm, out)
+    if y is not None:
+        return y
     return _r2c_public("rfft", input, n, dim, norm, True, None, out, one=True)
 
 
@@ -438,12 +638,18 @@ def irfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None =
 
     Args as `fft`; the imaginary parts of the zero (and Nyquist) bins are ignored.
     """
+    y = _direct("irfft", input, n, dim, norm, out)
+    if y is not None:
+        return y
     return _c2r_public("irfft", input, n, dim, norm, False, None, out, one=True)
 
 
 def rfftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
           norm: str | None = None, *, out: Tensor | None = None) -> Tensor:
     """N-dimensional DFT of a real input, one-sided along the last transformed dim."""
+    y = _direct("rfftn", input, s, dim, norm, out)
+    if y is not None:
+        return y
     return _r2c_public("rfftn", input, s, dim, norm, True, None, out)
 
 
@@ -451,18 +657,27 @@ def irfftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
            norm: str | None = None, *, out: Tensor | None = None) -> Tensor:
     """Inverse of `rfftn`; `s[-1]` is the real output length of the last dim (default
     2*(m-1))."""
+    y = _direct("irfftn", input, s, dim, norm, out)
+    if y is not None:
+        return y
     return _c2r_public("irfftn", input, s, dim, norm, False, None, out)
 
 
 def rfft2(input: Tensor, s: Sequence[int] | None = None, dim: Any = (-2, -1),
           norm: str | None = None, *, out: Tensor | None = None) -> Tensor:
     """`rfftn` over two dims (default the last two)."""
+    y = _direct("rfft2", input, s, dim, norm, out)
+    if y is not None:
+        return y
     return _r2c_public("rfft2", input, s, dim, norm, True, (-2, -1), out)
 
 
 def irfft2(input: Tensor, s: Sequence[int] | None = None, dim: Any = (-2, -1),
            norm: str | None = None, *, out: Tensor | None = None) -> Tensor:
     """`irfftn` over two dims (default the last two)."""
+    y = _direct("irfft2", input, s, dim, norm, out)
+    if y is not None:
+        return y
     return _c2r_public("irfft2", input, s, dim, norm, False, (-2, -1), out)
 
 
@@ -470,36 +685,54 @@ def hfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = 
          out: Tensor | None = None) -> Tensor:
     """DFT of a Hermitian-symmetric signal given by its one-sided half: a real result of
     length `n` (default 2*(m-1)). Args as `fft`."""
+    y = _direct("hfft", input, n, dim, norm, out)
+    if y is not None:
+        return y
     return _c2r_public("hfft", input, n, dim, norm, True, None, out, one=True)
 
 
 def ihfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *,
           out: Tensor | None = None) -> Tensor:
     """Inverse of `hfft`: the one-sided inverse DFT of a real signal. Args as `fft`."""
+    y = _direct("ihfft", input, n, dim, norm, out)
+    if y is not None:
+        return y
     return _r2c_public("ihfft", input, n, dim, norm, False, None, out, one=True)
 
 
 def hfftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
           norm: str | None = None, *, out: Tensor | None = None) -> Tensor:
     """N-dimensional `hfft` (one-sided along the last transformed dim)."""
+    y = _direct("hfftn", input, s, dim, norm, out)
+    if y is not None:
+        return y
     return _c2r_public("hfftn", input, s, dim, norm, True, None, out)
 
 
 def ihfftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
            norm: str | None = None, *, out: Tensor | None = None) -> Tensor:
     """N-dimensional `ihfft` (one-sided along the last transformed dim)."""
+    y = _direct("ihfftn", input, s, dim, norm, out)
+    if y is not None:
+        return y
     return _r2c_public("ihfftn", input, s, dim, norm, False, None, out)
 
 
 def hfft2(input: Tensor, s: Sequence[int] | None = None, dim: Any = (-2, -1),
           norm: str | None = None, *, out: Tensor | None = None) -> Tensor:
     """`hfftn` over two dims (default the last two)."""
+    y = _direct("hfft2", input, s, dim, norm, out)
+    if y is not None:
+        return y
     return _c2r_public("hfft2", input, s, dim, norm, True, (-2, -1), out)
 
 
 def ihfft2(input: Tensor, s: Sequence[int] | None = None, dim: Any = (-2, -1),
            norm: str | None = None, *, out: Tensor | None = None) -> Tensor:
     """`ihfftn` over two dims (default the last two)."""
+    y = _direct("ihfft2", input, s, dim, norm, out)
+    if y is not None:
+        return y
     return _r2c_public("ihfft2", input, s, dim, norm, False, (-2, -1), out)
 
 

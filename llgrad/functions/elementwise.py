@@ -31,6 +31,13 @@ _PLAIN = frozenset({Tensor, bool, int, float, complex})
 
 
 def elementwise(op: str, *operands: Any, name: str | None = None, **attrs: Any) -> Tensor:
+    """Run registry op `op` elementwise on tensors and numbers (attributes `attrs`),
+    recorded by autograd under `name` (default: the op's own node name); a call like one
+    made before takes the direct path of `fastpath.elementwise`."""
+    return fastpath.elementwise(op, operands, attrs, name, _general)
+
+
+def _general(op: str, operands: tuple, attrs: dict[str, Any], name: str | None) -> Tensor:
     for o in operands:
         if o.__class__ not in _PLAIN:        # NumPy scalars are Python numbers here
             operands = plain_numbers(operands)
@@ -51,7 +58,9 @@ def _unary(op: str, rounding: bool = False):
         return elementwise(op, input)
     fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = f"Elementwise `{op}` (differentiable; see the op registry for its rule)."
-    return fn if rounding else fastpath.unary(op, fn)
+    # (rounding: an integer input never runs the op's kernel, so only float inputs learn
+    # a direct launch)
+    return fastpath.unary(op, fn)
 
 
 exp = _unary("exp")
@@ -161,7 +170,7 @@ def _scaled_operands(input: Any, other: Any, alpha: Any) -> tuple[Any, Any, Any]
     return input, other, alpha
 
 
-def add(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
+def _add(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
     """input + alpha * other (broadcast, promoted). Two bool operands (tensors or Python
     bools) give a bool logical or, as in PyTorch."""
     _check("add", input, other)
@@ -172,16 +181,13 @@ def add(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
     return elementwise("add", input, other)
 
 
-def sub(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
+def _sub(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
     _check("sub", input, other)
     input, other, alpha = _scaled_operands(input, other, alpha)
     no_bool_subtraction("sub", input, other)
     other = _scaled("sub", input, other, alpha)
     name = "RsubBackward1" if not isinstance(input, Tensor) else None   # `2 - x`
     return elementwise("sub", input, other, name=name)
-
-
-subtract = sub
 
 
 def mul(input: Any, other: Any) -> Tensor:
@@ -191,6 +197,39 @@ def mul(input: Any, other: Any) -> Tensor:
 _mul_operator = fastpath.binary("mul", mul)
 mul = fastpath.binary("mul", mul, keywords=True)
 multiply = mul
+_add_operator = fastpath.binary("add", _add)
+_sub_operator = fastpath.binary("sub", _sub)
+
+
+def _plain_floats(input: Any, other: Any, alpha: Any) -> bool:
+    """Two plain real floating-point tensors and a Python float or int `alpha`: the
+    operands for which add/sub with `alpha` are exactly `input +/- other * alpha` of
+    the direct operators (no bool, integer or NumPy rule applies)."""
+    return input.__class__ is Tensor and other.__class__ is Tensor and \
+        (alpha.__class__ is float or alpha.__class__ is int) and \
+        input._dtype.is_floating_point and other._dtype.is_floating_point
+
+
+def add(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
+    """input + alpha * other (broadcast, promoted). Two bool operands (tensors or Python
+    bools) give a bool logical or, as in PyTorch."""
+    if alpha.__class__ is int and alpha == 1:
+        return _add_operator(input, other)
+    if _plain_floats(input, other, alpha):
+        return _add_operator(input, _mul_operator(other, alpha))
+    return _add(input, other, alpha=alpha)
+
+
+def sub(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
+    """input - alpha * other (broadcast, promoted); bool operands are refused."""
+    if alpha.__class__ is int and alpha == 1:
+        return _sub_operator(input, other)
+    if _plain_floats(input, other, alpha):
+        return _sub_operator(input, _mul_operator(other, alpha))
+    return _sub(input, other, alpha=alpha)
+
+
+subtract = sub
 
 
 def _no_grad() -> Any:
@@ -254,7 +293,27 @@ def _div_rounded(input: Any, other: Any, rounding_mode: str) -> Tensor:
 
 
 _div_operator = fastpath.binary("div", div)
-div = fastpath.binary("div", div, keywords=True)
+# div with rounding_mode of a real floating-point tensor by anything: no integer divisor
+# check applies, so the direct launch of `floor_divide` or `trunc_divide` is the call
+_floor_div_direct = fastpath.binary("floor_divide",
+                                    lambda a, b: _div_rounded(a, b, "floor"), records=False)
+_trunc_div_direct = fastpath.binary("trunc_divide",
+                                    lambda a, b: _div_rounded(a, b, "trunc"), records=False)
+
+
+def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+    """input / other (broadcast, promoted to floating point); `rounding_mode` "trunc"
+    rounds the quotient toward zero, "floor" down."""
+    if rounding_mode is None:
+        return _div_operator(input, other)
+    if input.__class__ is Tensor and input._dtype.is_floating_point:
+        if rounding_mode == "floor":
+            return _floor_div_direct(input, other)
+        if rounding_mode == "trunc":
+            return _trunc_div_direct(input, other)
+    return _div_rounded(input, other, rounding_mode)
+
+
 divide = div
 true_divide = div
 
@@ -291,6 +350,10 @@ def pow(input: Any, exponent: Any) -> Tensor:
     return elementwise("pow", input, exponent, name=name)
 
 
+# (a recorded call takes the general path: its node's name follows the operand kinds)
+pow = fastpath.binary("pow", pow, keywords=True, records=False)
+
+
 def atan2(input: Any, other: Any) -> Tensor:
     return elementwise("atan2", input, other)
 
@@ -303,6 +366,11 @@ def minimum(input: Tensor, other: Tensor) -> Tensor:
     return elementwise("minimum", input, other)
 
 
+atan2 = fastpath.binary("atan2", atan2, keywords=True)
+maximum = fastpath.binary("maximum", maximum, keywords=True)
+minimum = fastpath.binary("minimum", minimum, keywords=True)
+
+
 def where(condition: Tensor, input: Any = None, other: Any = None) -> Tensor:
     if input is None and other is None:
         from .indexing import nonzero
@@ -311,6 +379,12 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Tensor:
 
 
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    """input limited to [min, max] (numbers or tensors, broadcast; either may be None):
+    a bound is taken where it is crossed, a NaN bound gives NaN."""
+    if input.__class__ is Tensor and (min.__class__ is Tensor or max.__class__ is Tensor) \
+            and (min is None or min.__class__ is Tensor) and \
+            (max is None or max.__class__ is Tensor):
+        return _clamp_chain(input, min, max)
     min, max = plain_numbers((min, max))
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -345,11 +419,36 @@ def _clamp_tensors(input: Tensor, min: Any, max: Any) -> Tensor:
     return out
 
 
+def _clamp_steps(input: Tensor, min: Tensor | None, max: Tensor | None) -> list:
+    """`_clamp_tensors`'s ops on tensor bounds as `chain_plan` steps (operands: input,
+    then the bounds given)."""
+    steps: list[tuple[str, tuple[int, ...]]] = []
+    n = 1 + (min is not None) + (max is not None)
+    cur, k = 0, 1
+    for bound, crossed in ((min, "lt"), (max, "gt")):
+        if bound is None:
+            continue
+        steps.append((crossed, (cur, k)))
+        take = n + len(steps) - 1
+        if bound._dtype.is_floating_point:
+            steps.append(("isnan", (k,)))
+            steps.append(("logical_or", (take, n + len(steps) - 1)))
+            take = n + len(steps) - 1
+        steps.append(("where", (take, k, cur)))
+        cur, k = n + len(steps) - 1, k + 1
+    return steps
+
+
+# clamp by tensor bounds: the ops of `_clamp_tensors` as one kernel (all exact)
+_clamp_chain = fastpath.chain("clamp", _clamp_tensors, _clamp_steps)
+
+
 def _compare(op: str):
     def fn(input: Any, other: Any) -> Tensor:
         return elementwise(op, input, other)
     fn.__name__ = fn.__qualname__ = op
-    return fn
+    fn.__doc__ = f"Elementwise `{op}` of two tensors, or a tensor and a number (broadcast)."
+    return fastpath.binary(op, fn, keywords=True)
 
 
 eq = _compare("eq")
@@ -477,6 +576,10 @@ def complex(real: Tensor, imag: Tensor) -> Tensor:
     """`real + i imag` from two float32 or two float64 tensors (broadcast)."""
     _check_parts("complex", real, imag)
     return elementwise("complex", real, imag)
+
+
+# (only calls on two tensors pass `_check_parts`, so only those learn a direct launch)
+complex = fastpath.binary("complex", complex, keywords=True)
 
 
 def polar(abs: Tensor, angle: Tensor) -> Tensor:

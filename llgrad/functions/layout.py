@@ -21,6 +21,9 @@ import numpy as np
 
 from ..autograd import forward_ad
 from ..autograd.apply import composite_function, needs_grad
+from ..autograd.apply import interpreters as _interpreters
+from ..autograd.grad_mode import _state as _grad_state
+from ..eager import views as _views
 from ..autograd.node import Node, edge, node_class
 from ..ir import dtypes as dt
 from ..ir.types import normalize_axis
@@ -1000,10 +1003,61 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:
 native_channel_shuffle = channel_shuffle
 
 
+# The direct path of the pixel shuffles (here and in `nn.functional`): a call that records
+# nothing (a plain tensor that autograd does not record, no transform, no forward mode)
+# with a (function, input layout, factor) seen before makes its result as the general
+# path made it: the permuted view of the input, then the final reshape's view of it, or
+# of its row-major copy when the reshape copied (the same kernel: `views.contiguous`).
+_shuffles: dict[tuple, tuple] = {}
+_SHUFFLE_LIMIT = 4096
+
+
+def _shuffle_unrecorded(input: Any) -> bool:
+    return input.__class__ is Tensor and not _interpreters and not forward_ad._level[0] \
+        and not (input._requires_grad and _grad_state.enabled)
+
+
+def shuffle_direct(key: tuple, input: Any) -> Tensor | None:
+    """The result of the shuffle call filed under `key` for `input`, or None (the call
+    must take the general path)."""
+    if not _shuffle_unrecorded(input):
+        return None
+    plan = _shuffles.get(key)
+    if plan is None:
+        return None
+    at, shape, strides, out_at, out_shape, out_strides, copies = plan
+    x = _views.view_of(input, input._offset + at, shape, strides)
+    if copies:
+        c = _views.contiguous(x)
+        return _views.view_of(c, c._offset, out_shape, out_strides)
+    return _views.view_of(x, input._offset + out_at, out_shape, out_strides)
+
+
+def shuffle(key: tuple | None, input: Tensor, split: tuple[int, ...], perm: tuple[int, ...],
+            final: tuple[int, ...]) -> Tensor:
+    """The general path of a pixel shuffle: `input` reshaped to `split`, permuted by
+    `perm`, reshaped to `final`; files the direct path's plan under `key` when nothing
+    was recorded and the first reshape was a view."""
+    x = S.permute(S.reshape(input, split), perm)
+    out = S.reshape(x, final)
+    if key is not None and _shuffle_unrecorded(input) and x._storage is input._storage and \
+            out.__class__ is Tensor and len(_shuffles) < _SHUFFLE_LIMIT:
+        copies = out._storage is not x._storage
+        if copies or (out._base is (input._base if input._base is not None else input)):
+            _shuffles[key] = (x._offset - input._offset, x._shape, x._strides,
+                              out._offset - input._offset, out._shape, out._strides, copies)
+    return out
+
+
 @names_op("pixel_shuffle")
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     """`(*, C r^2, H, W)` -> `(*, C, H r, W r)`: each group of r^2 channels becomes an r x r
     block of pixels."""
+    key = (pixel_shuffle, input._lkey, upscale_factor) \
+        if input.__class__ is Tensor and upscale_factor.__class__ is int else None
+    out = shuffle_direct(key, input) if key is not None else None
+    if out is not None:
+        return out
     _tensor("pixel_shuffle", input)
     r = upscale_factor
     if input.ndim < 3:
@@ -1017,14 +1071,19 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
                            f"divisible by the square of upscale_factor, but input.size(-3)={c} "
                            f"is not divisible by {r * r}")
     k = len(lead)
-    x = input.reshape(tuple(lead) + (c // (r * r), r, r, h, w))
-    perm = tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2)
-    return S.permute(x, perm).reshape(tuple(lead) + (c // (r * r), h * r, w * r))
+    return shuffle(key, input, tuple(lead) + (c // (r * r), r, r, h, w),
+                   tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2),
+                   tuple(lead) + (c // (r * r), h * r, w * r))
 
 
 @names_op("pixel_unshuffle")
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     """`(*, C, H r, W r)` -> `(*, C r^2, H, W)`: the inverse of `pixel_shuffle`."""
+    key = (pixel_unshuffle, input._lkey, downscale_factor) \
+        if input.__class__ is Tensor and downscale_factor.__class__ is int else None
+    out = shuffle_direct(key, input) if key is not None else None
+    if out is not None:
+        return out
     _tensor("pixel_unshuffle", input)
     r = downscale_factor
     if input.ndim < 3:
@@ -1038,9 +1097,9 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
                            f"downscale_factor, but got height={h}, width={w}, "
                            f"downscale_factor={r}")
     k = len(lead)
-    x = input.reshape(tuple(lead) + (c, h // r, r, w // r, r))
-    perm = tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3)
-    return S.permute(x, perm).reshape(tuple(lead) + (c * r * r, h // r, w // r))
+    return shuffle(key, input, tuple(lead) + (c, h // r, r, w // r, r),
+                   tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3),
+                   tuple(lead) + (c * r * r, h // r, w // r))
 
 
 @composite_function

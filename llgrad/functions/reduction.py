@@ -4,20 +4,40 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any
 
-from ..autograd.apply import apply, apply_composite, composite_function
+from ..autograd import forward_ad
+from ..autograd.apply import _functions, apply, apply_composite, composite_function, interpreters
+from ..autograd.grad_mode import _state as grad_state
 from ..ir import dtypes as dt
+from ..ir import registry
 from ..ir.types import normalize_axis
 from ..tensor import Tensor
 from . import fastpath
 from ._errors import names_op
+from .elementwise import maximum, minimum
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
+
+
+_axes_memo: dict[tuple, tuple[int, ...]] = {}
 
 
 def _axes(dim: Any, ndim: int, op: str) -> tuple[int, ...]:
     """`dim` as a tuple of normalized axes; None (or an empty list) means all."""
     if dim is None:
         return ()
+    c = dim.__class__
+    if c is int or c is tuple and fastpath._ints(dim):     # (bools are not memoized)
+        key = (dim, ndim, op)
+        hit = _axes_memo.get(key)
+        if hit is None:
+            hit = _checked_axes(dim, ndim, op)
+            if len(_axes_memo) < 4096:
+                _axes_memo[key] = hit
+        return hit
+    return _checked_axes(dim, ndim, op)
+
+
+def _checked_axes(dim: Any, ndim: int, op: str) -> tuple[int, ...]:
     dims = (dim,) if isinstance(dim, int) else tuple(dim) if isinstance(dim, (tuple, list)) \
         else (dim,)
     for d in dims:
@@ -73,11 +93,19 @@ def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     return _reduce("amin", input, dim if dim != () else None, keepdim, "AminBackward0")
 
 
-# `x.sum()` and friends over every axis of a small tensor: a direct launch (fastpath.py)
-sum = fastpath.reduction("sum", sum)
-prod = fastpath.reduction("prod", prod)
-amax = fastpath.reduction("amax", amax)
-amin = fastpath.reduction("amin", amin)
+def _reduce_attrs(op: str) -> Any:
+    """The (axes, keepdim) `_reduce` runs `op` with for `dim`, `keepdim` (for the direct
+    calls of fastpath.py)."""
+    def attrs(dim: Any, keepdim: bool, ndim: int) -> tuple[tuple[int, ...], bool]:
+        return _axes(None if dim == () else dim, ndim, op), keepdim
+    return attrs
+
+
+# `x.sum()`, `x.sum(1)` and friends on a small tensor: a direct launch (fastpath.py)
+sum = fastpath.reduction("sum", sum, _reduce_attrs("sum"))
+prod = fastpath.reduction("prod", prod, _reduce_attrs("prod"))
+amax = fastpath.reduction("amax", amax, _reduce_attrs("amax"))
+amin = fastpath.reduction("amin", amin, _reduce_attrs("amin"))
 
 
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
@@ -92,12 +120,20 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
                  _forward)
 
 
+def _arg_attrs(op: str) -> Any:
+    def attrs(dim: Any, keepdim: bool, ndim: int) -> tuple[tuple[int, ...], bool]:
+        return _axes(dim, ndim, op), keepdim and dim is not None
+    return attrs
+
+
+argmax = fastpath.reduction("argmax", argmax, _arg_attrs("argmax"))
+argmin = fastpath.reduction("argmin", argmin, _arg_attrs("argmin"))
+
+
 def _extreme(op: str, input: Tensor, dim: Any, keepdim: bool, other: Any) -> Any:
     if isinstance(dim, Tensor):          # torch.max(a, b): elementwise
-        from .elementwise import maximum, minimum
         return (maximum if op == "max" else minimum)(input, dim)
     if other is not None:
-        from .elementwise import maximum, minimum
         return (maximum if op == "max" else minimum)(input, other)
     if dim is None:
         name = "MaxBackward1" if op == "max" else "MinBackward1"
@@ -116,11 +152,24 @@ def _extreme(op: str, input: Tensor, dim: Any, keepdim: bool, other: Any) -> Any
     return values_indices(values, idx)
 
 
+# `lg.max(x)`: amax's direct launch when autograd does not record it (fastpath.py)
+_max_all = fastpath.whole_reduction("amax", lambda x: _extreme("max", x, None, False, None))
+_min_all = fastpath.whole_reduction("amin", lambda x: _extreme("min", x, None, False, None))
+
+
 def max(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:
+    if dim is None and other is None and input.__class__ is Tensor:
+        return _max_all(input)
+    if dim.__class__ is Tensor and other is None:
+        return maximum(input, dim)
     return _extreme("max", input, dim, keepdim, other)
 
 
 def min(input: Tensor, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:
+    if dim is None and other is None and input.__class__ is Tensor:
+        return _min_all(input)
+    if dim.__class__ is Tensor and other is None:
+        return minimum(input, dim)
     return _extreme("min", input, dim, keepdim, other)
 
 
@@ -139,9 +188,17 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
         raise RuntimeError(f"mean(): could not infer output dtype. Optional dtype must be "
                            f"either a floating point or complex dtype. Got: {dtype.name}")
     x = _float_input("mean", input, dtype)
+    if x.__class__ is Tensor and not _MEAN.eager_compile and not interpreters and \
+            not forward_ad._level[0] and not (grad_state.enabled and x._requires_grad):
+        # what `apply_composite` runs for a call it does not record: the decomposition
+        # (its sum and division take their direct paths)
+        return _MEAN.decompose(_functions(), x, _axes(dim, x.ndim, "mean"), keepdim)
     name = "MeanBackward0" if dim is None else "MeanBackward1"
     return apply_composite("mean", (x,), {"axes": _axes(dim, x.ndim, "mean"), "keepdim": keepdim},
                            name)
+
+
+_MEAN = registry.get("mean")
 
 
 def _correction(unbiased: Any, correction: Any) -> float:

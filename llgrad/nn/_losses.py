@@ -17,7 +17,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..autograd.apply import composite_function
+from ..autograd import forward_ad
+from ..autograd.apply import composite_function, interpreters
 from .. import functions as lg
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..ir import dtypes as dt
@@ -156,19 +157,32 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: 
     """0.5 (log(var) + (input - target)^2 / var) (+ 0.5 log(2 pi) when `full`); `var` is
     clamped to at least `eps` for the value only (its gradient passes unclamped, as in
     PyTorch). `var` has the input's shape, lacks its last dimension, or differs from it in
-    one size-1 dimension; a float means the same variance everywhere."""
+    one size-1 dimension; a float means the same variance everywhere.
+
+    The negative-variance check reads a plain `var`'s values with NumPy (no kernels)."""
     op = "gaussian_nll_loss"
     _tensor(op, "input", input)
     _tensor(op, "target", target)
     if isinstance(var, (int, float)) and not isinstance(var, bool):
         if var < 0:
             raise ValueError("var has negative entry/entries")
-        var = lg.mul(lg.ones_like(input), float(var))
+        return _gaussian_nll(input, target, var, full, eps, reduction)
+    _tensor(op, "var", var)
+    if var.__class__ is Tensor and not interpreters and not var._dtype.is_complex:
+        if 0 not in var._shape and (var._values() < 0).any():   # (one NumPy pass)
+            raise ValueError("var has negative entry/entries")
     else:
-        _tensor(op, "var", var)
         with no_grad():
             if var.numel() and bool(lg.any(lg.lt(var, 0)).item()):
                 raise ValueError("var has negative entry/entries")
+    return _gaussian_nll(input, target, var, full, eps, reduction)
+
+
+def _gaussian_nll(input: Tensor, target: Tensor, var: Tensor | float, full: bool,
+                  eps: float, reduction: str) -> Tensor:
+    """`gaussian_nll_loss` after its value check."""
+    if not isinstance(var, Tensor):
+        var = lg.mul(lg.ones_like(input), float(var))
     if var.shape != input.shape:
         if input.shape[:-1] == var.shape:
             var = lg.unsqueeze(var, -1)
@@ -487,78 +501,159 @@ def _lengths(op: str, name: str, v: Any, n: int) -> np.ndarray:
 
 
 def _logsumexp_np(*arrays: np.ndarray) -> np.ndarray:
-    stacked = np.stack(arrays)
-    m = np.max(stacked, axis=0)
+    """log(sum(exp(a))) over the given same-shape arrays, elementwise (a max taken out;
+    -inf where every term is -inf). Summed in argument order."""
+    m = arrays[0]
+    for a in arrays[1:]:
+        m = np.maximum(m, a)
     safe = np.where(np.isfinite(m), m, 0.0)
+    total = np.exp(arrays[0] - safe)
+    for a in arrays[1:]:
+        total += np.exp(a - safe)
     with np.errstate(divide="ignore"):
-        return np.log(np.sum(np.exp(stacked - safe), axis=0)) + safe
+        return np.log(total) + safe
 
 
-def _ctc_one(lp: np.ndarray, labels: np.ndarray, blank: int) -> tuple[float, np.ndarray]:
-    """One sequence: its negative log likelihood and the (T, C) log of sum alpha * beta over
-    the extended-label positions of each class."""
-    t_len, c = lp.shape
-    ext = np.full(2 * len(labels) + 1, blank, dtype=np.int64)
-    ext[1::2] = labels
-    L = ext.shape[0]
-    ninf = -np.inf
-    # positions s where the skip from s - 2 is allowed
-    skip = np.zeros(L, dtype=bool)
-    if L > 2:
-        skip[2:] = (ext[2:] != blank) & (ext[2:] != ext[:-2])
-    alpha = np.full((t_len, L), ninf)
-    beta = np.full((t_len, L), ninf)
-    if t_len == 0:
-        return (0.0 if L == 1 else math.inf), np.full((0, c), ninf)
-    alpha[0, 0] = lp[0, blank]
-    if L > 1:
-        alpha[0, 1] = lp[0, ext[1]]
-    for t in range(1, t_len):
-        prev = alpha[t - 1]
-        a1 = np.concatenate(([ninf], prev[:-1]))
-        a2 = np.where(skip, np.concatenate(([ninf, ninf], prev[:-2]))[:L], ninf)
-        alpha[t] = _logsumexp_np(prev, a1, a2) + lp[t, ext]
-    beta[-1, L - 1] = lp[-1, blank]
-    if L > 1:
-        beta[-1, L - 2] = lp[-1, ext[L - 2]]
-    skip_next = np.zeros(L, dtype=bool)            # from s to s + 2
-    skip_next[:-2] = skip[2:]
-    for t in range(t_len - 2, -1, -1):
-        nxt = beta[t + 1]
-        b1 = np.concatenate((nxt[1:], [ninf]))
-        b2 = np.where(skip_next, np.concatenate((nxt[2:], [ninf, ninf]))[:L], ninf)
-        beta[t] = _logsumexp_np(nxt, b1, b2) + lp[t, ext]
-    ends = [alpha[-1, L - 1]] + ([alpha[-1, L - 2]] if L > 1 else [])
-    nll = -float(_logsumexp_np(*[np.asarray(e) for e in ends]))
-    ab = alpha + beta
-    lcab = np.full((t_len, c), ninf)
-    for s in range(L):
-        lcab[:, ext[s]] = _logsumexp_np(lcab[:, ext[s]], ab[:, s])
-    return nll, lcab
+def _ctc_labels(targets: np.ndarray, tgt_lens: np.ndarray, blank: int) -> np.ndarray:
+    """The (N, S) labels of every sequence, padded with `blank` to the longest target,
+    from padded (N, S') or concatenated 1-D targets."""
+    n = tgt_lens.shape[0]
+    s_max = int(tgt_lens.max()) if n else 0
+    labels = np.full((n, s_max), blank, dtype=np.int64)
+    mask = np.arange(s_max)[None, :] < tgt_lens[:, None]
+    if targets.ndim == 2:
+        labels[mask] = targets[:, :s_max][mask]
+    else:
+        starts = np.concatenate(([0], np.cumsum(tgt_lens)[:-1]))
+        labels[mask] = targets[(starts[:, None] + np.arange(s_max)[None, :])[mask]]
+    return labels
 
 
 def _ctc_forward(lp: np.ndarray, targets: np.ndarray, in_lens: np.ndarray,
-                 tgt_lens: np.ndarray, blank: int, zero_infinity: bool
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per-sample losses (N,) and PyTorch's gradient of each with respect to log_probs."""
+                 tgt_lens: np.ndarray, blank: int, zero_infinity: bool,
+                 with_grad: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per-sample losses (N,) and (`with_grad`; else None) PyTorch's gradient of each
+    with respect to log_probs (T, N, C): the alpha/beta recursions over the blank-extended
+    labels, one time step for the whole batch at a time (sequences padded to the longest
+    extended label and the longest input; every value a sequence reads is computed as
+    for that sequence alone, so the batch changes no bit of it)."""
     t_max, n, c = lp.shape
-    losses = np.zeros(n)
-    grad = np.zeros_like(lp)
-    offset = 0
-    for b in range(n):
-        if targets.ndim == 2:
-            labels = targets[b, :tgt_lens[b]]
+    if n == 0:
+        return np.zeros(n), (np.zeros_like(lp) if with_grad else None)
+    ninf = -np.inf
+    with np.errstate(divide="ignore"):             # log(0) = -inf: no alignment
+        return _ctc_batch(lp, targets, in_lens, tgt_lens, blank, zero_infinity, with_grad)
+
+
+def _ctc_batch(lp: np.ndarray, targets: np.ndarray, in_lens: np.ndarray,
+               tgt_lens: np.ndarray, blank: int, zero_infinity: bool, with_grad: bool
+               ) -> tuple[np.ndarray, np.ndarray | None]:
+    """`_ctc_forward` of a non-empty batch."""
+    t_max, n, c = lp.shape
+    ninf = -np.inf
+    ext_lens = 2 * tgt_lens + 1
+    L = int(ext_lens.max())
+    ext = np.full((n, L), blank, dtype=np.int64)
+    ext[:, 1::2] = _ctc_labels(targets, tgt_lens, blank)
+    valid = np.arange(L)[None, :] < ext_lens[:, None]            # (N, L)
+    skip = np.zeros((n, L), dtype=bool)                          # from s - 2 to s
+    if L > 2:
+        skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2]) & valid[:, 2:]
+    rows = np.arange(n)
+    lpe = lp[:, rows[:, None], ext]                              # (T, N, L)
+    last = in_lens - 1                                           # each sequence's last step
+    pen = np.where(ext_lens > 1, ext_lens - 2, 0)
+    alpha = np.full((t_max, n, L), ninf)
+    if t_max:
+        alpha[0, :, 0] = lpe[0, :, 0]
+        if L > 1:
+            alpha[0, :, 1] = np.where(ext_lens > 1, lpe[0, :, 1], ninf)
+        # the three terms of each step (stay, advance, skip) stacked: their log-sum-exp
+        # is `_logsumexp_np`'s, with its buffers made once
+        terms = np.full((3, n, L), ninf)
+        work = np.empty((3, n, L))
+        skip2 = skip[:, 2:]
+        for t in range(1, t_max):
+            prev = alpha[t - 1]
+            terms[0] = prev
+            terms[1, :, 1:] = prev[:, :-1]
+            if L > 2:
+                np.copyto(terms[2, :, 2:], prev[:, :-2], where=skip2)
+            m = terms.max(axis=0)
+            safe = np.where(np.isfinite(m), m, 0.0)
+            np.subtract(terms, safe, out=work)
+            np.exp(work, out=work)
+            total = work[0] + work[1]
+            total += work[2]
+            np.log(total, out=total)
+            total += safe
+            np.add(total, lpe[t], out=alpha[t])
+        fin = alpha[np.clip(last, 0, None), rows]                # (N, L)
+        nll = -_logsumexp_np(fin[rows, ext_lens - 1],
+                             np.where(ext_lens > 1, fin[rows, pen], ninf))
+    else:
+        nll = np.zeros(n)
+    # no input steps: only an empty target has an alignment
+    nll = np.where(in_lens == 0, np.where(ext_lens == 1, 0.0, np.inf), nll)
+    keep = ~(zero_infinity & np.isinf(nll))
+    losses = np.where(keep, nll, 0.0)
+    if not with_grad:
+        return losses, None
+    beta = np.full((t_max, n, L), ninf)
+    if t_max:
+        # beta starts at each sequence's last step: its last blank and last label
+        start = np.zeros((n, L), dtype=bool)
+        start[rows, ext_lens - 1] = True
+        start[rows, pen] |= ext_lens > 1
+        skip_next = np.zeros((n, L), dtype=bool)                 # from s + 2 to s
+        skip_next[:, :-2] = skip[:, 2:]
+        live_t = valid[None, :, :] & (np.arange(t_max)[:, None] <= last[None, :])[:, :, None]
+        terms = np.full((3, n, L), ninf)           # stay, step back, skip back
+        work = np.empty((3, n, L))
+        skip_next2 = skip_next[:, :-2]
+        nxt = beta[t_max - 1]
+        for t in range(t_max - 1, -1, -1):
+            terms[0] = nxt
+            terms[1, :, :-1] = nxt[:, 1:]
+            if L > 2:
+                np.copyto(terms[2, :, :-2], nxt[:, 2:], where=skip_next2)
+            m = terms.max(axis=0)
+            safe = np.where(np.isfinite(m), m, 0.0)
+            np.subtract(terms, safe, out=work)
+            np.exp(work, out=work)
+            rec = work[0] + work[1]
+            rec += work[2]
+            np.log(rec, out=rec)
+            rec += safe
+            rec += lpe[t]
+            row = np.where((last == t)[:, None], np.where(start, lpe[t], ninf), rec)
+            nxt = beta[t] = np.where(live_t[t], row, ninf)
+    # log of sum alpha * beta over the extended positions of each class, accumulated in
+    # position order: the k-th position of a class in its sequence (its rank) joins in
+    # round k (the first is the sum itself: log-sum-exp with -inf gives it exactly)
+    ab = alpha + beta                                            # (T, N, L)
+    lcab = np.full((t_max, n, c), ninf)
+    key = np.where(valid, ext, c)
+    order = np.argsort(key, axis=1, kind="stable")
+    ranked = np.take_along_axis(key, order, 1)
+    at = np.arange(L)[None, :].repeat(n, 0)
+    first = np.ones((n, L), dtype=bool)
+    first[:, 1:] = ranked[:, 1:] != ranked[:, :-1]
+    rank = np.empty((n, L), dtype=np.int64)
+    np.put_along_axis(rank, order, at - np.maximum.accumulate(np.where(first, at, 0), 1), 1)
+    rank = np.where(valid, rank, -1)
+    for k in range(int(rank.max()) + 1):
+        bs, ss = np.nonzero(rank == k)
+        cls = ext[bs, ss]
+        if k == 0:
+            lcab[:, bs, cls] = ab[:, bs, ss]
         else:
-            labels = targets[offset:offset + tgt_lens[b]]
-            offset += tgt_lens[b]
-        seq = lp[:in_lens[b], b]
-        nll, lcab = _ctc_one(seq, labels, blank)
-        if zero_infinity and math.isinf(nll):
-            losses[b] = 0.0
-            continue
-        losses[b] = nll
-        with np.errstate(invalid="ignore", over="ignore"):
-            grad[:in_lens[b], b] = np.exp(seq) - np.exp(lcab + nll - seq)
+            lcab[:, bs, cls] = _logsumexp_np(lcab[:, bs, cls], ab[:, bs, ss])
+    grad = np.zeros_like(lp)
+    with np.errstate(invalid="ignore", over="ignore"):
+        g = np.exp(lp) - np.exp(lcab + nll[None, :, None] - lp)
+    steps = (np.arange(t_max)[:, None] < in_lens[None, :]) & keep[None, :]   # (T, N)
+    grad[steps] = g[steps]
     return losses, grad
 
 
@@ -620,7 +715,12 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
     if not 0 <= blank < c:
         raise RuntimeError(f"{op}: blank must be in label range (0 <= blank < {c}), got "
                            f"{blank}")
-    losses = _CtcLoss.apply(lp, tnp, in_lens, tgt_lens, blank, zero_infinity)
+    if (lp._requires_grad and is_grad_enabled()) or interpreters or forward_ad._level[0]:
+        losses = _CtcLoss.apply(lp, tnp, in_lens, tgt_lens, blank, zero_infinity)
+    else:                       # nothing records it: the losses alone (no beta, no gradient)
+        values = np.asarray(lp.detach().numpy(), dtype=np.float64)
+        losses = lg.tensor(_ctc_forward(values, tnp, in_lens, tgt_lens, blank, zero_infinity,
+                                        with_grad=False)[0], dtype=lp._dtype)
     if r == "mean":
         div = lg.tensor(np.maximum(tgt_lens, 1).astype(np.float64), dtype=losses._dtype)
         return lg.mean(lg.div(losses, div))

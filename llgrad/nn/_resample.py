@@ -22,6 +22,7 @@ from .. import functions as lg
 from ..autograd.grad_mode import no_grad
 from ..ir import dtypes as dt
 from ..ops import nn as nnops
+from ..functions.layout import shuffle, shuffle_direct
 from ..tensor import Tensor
 from ._layers import _ints
 from .functional import _tensor
@@ -40,7 +41,13 @@ _MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinea
 
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     """(*, C r^2, H, W) -> (*, C, H r, W r): each group of r^2 channels becomes an r x r
-    block of pixels."""
+    block of pixels. (A call seen before that records nothing takes the direct path of
+    `functions.layout.shuffle_direct`.)"""
+    key = (pixel_shuffle, input._lkey, upscale_factor) \
+        if input.__class__ is Tensor and upscale_factor.__class__ is int else None
+    out = shuffle_direct(key, input) if key is not None else None
+    if out is not None:
+        return out
     op = "pixel_shuffle"
     _tensor(op, "input", input)
     r = int(upscale_factor)
@@ -55,13 +62,19 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
                            f"the square of upscale_factor, but input.size(-3)={c} is not "
                            f"divisible by {r * r}")
     k = len(lead)
-    x = lg.reshape(input, tuple(lead) + (c // (r * r), r, r, h, w))
-    x = lg.permute(x, tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2))
-    return lg.reshape(x, tuple(lead) + (c // (r * r), h * r, w * r))
+    return shuffle(key, input, tuple(lead) + (c // (r * r), r, r, h, w),
+                   tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2),
+                   tuple(lead) + (c // (r * r), h * r, w * r))
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
-    """(*, C, H r, W r) -> (*, C r^2, H, W): the inverse of `pixel_shuffle`."""
+    """(*, C, H r, W r) -> (*, C r^2, H, W): the inverse of `pixel_shuffle` (with its
+    direct path)."""
+    key = (pixel_unshuffle, input._lkey, downscale_factor) \
+        if input.__class__ is Tensor and downscale_factor.__class__ is int else None
+    out = shuffle_direct(key, input) if key is not None else None
+    if out is not None:
+        return out
     op = "pixel_unshuffle"
     _tensor(op, "input", input)
     r = int(downscale_factor)
@@ -76,9 +89,9 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
                            f"downscale_factor, but input.size(-2)={h} and input.size(-1)={w} "
                            f"are not divisible by {r}")
     k = len(lead)
-    x = lg.reshape(input, tuple(lead) + (c, h // r, r, w // r, r))
-    x = lg.permute(x, tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3))
-    return lg.reshape(x, tuple(lead) + (c * r * r, h // r, w // r))
+    return shuffle(key, input, tuple(lead) + (c, h // r, r, w // r, r),
+                   tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3),
+                   tuple(lead) + (c * r * r, h // r, w // r))
 
 
 # --------------------------------------------------------------------------------------

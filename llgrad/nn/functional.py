@@ -46,12 +46,31 @@ def _tensor(op: str, name: str, v: Any) -> Tensor:
     return v
 
 
+# (op, attrs, their classes, the operands' layout keys) -> (normalized attrs, node name):
+# calls whose attributes and operand types the op's rules accepted before (the rules read
+# only those, so they would accept them again)
+_checked: dict[tuple, tuple[dict[str, Any], str | None]] = {}
+
+
 def _composite(op: str, operands: Sequence[Tensor], attrs: dict[str, Any]) -> Tensor:
     """Validate `attrs` and the operands' types with the op's own rules, then run it as one
-    recorded node (so errors come from the same place in eager and compiled code)."""
+    recorded node (so errors come from the same place in eager and compiled code). A call
+    of plain tensors whose (op, attributes, operand dtypes/shapes) passed before skips the
+    validation."""
+    key = None
+    try:
+        key = (op, tuple(attrs.items()), tuple([v.__class__ for v in attrs.values()]),
+               tuple([t._lkey if t.__class__ is Tensor else None for t in operands]))
+        done = _checked.get(key)
+    except (TypeError, AttributeError):        # an unhashable attribute: no cache
+        done = None
+    if done is not None:
+        return apply_composite(op, tuple(operands), done[0], done[1])
     opdef = registry.get(op)
     norm = dict(opdef.normalize_attrs(attrs))
     opdef.infer(tuple(TensorType(t._dtype, t._shape) for t in operands), **norm)
+    if key is not None and None not in key[3] and len(_checked) < 4096:
+        _checked[key] = (norm, opdef.backward_name)     # (apply_composite never edits it)
     return apply_composite(op, tuple(operands), norm, opdef.backward_name)
 
 
@@ -185,12 +204,14 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
+@composite_function
 def logsigmoid(input: Tensor) -> Tensor:
     """log(sigmoid(x)) = -softplus(-x), without overflow for large |x|."""
     _tensor("logsigmoid", "input", input)
     return lg.neg(lg.softplus(lg.neg(input)))
 
 
+@composite_function
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     _tensor("mish", "input", input)
     return _act("mish", lambda x: lg.mul(x, lg.tanh(lg.softplus(x))), input, inplace)
@@ -366,6 +387,11 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
                                      "has_pos_weight": pos_weight is not None})
 
 
+def _bce_range_error(op: str, input: Tensor) -> None:
+    raise RuntimeError(f"{op}: all elements of input should be between 0 and 1 "
+                       f"(input shape {list(input.shape)})")
+
+
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          size_average: bool | None = None, reduce: bool | None = None,
                          reduction: str = "mean") -> Tensor:
@@ -376,15 +402,21 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         raise ValueError(f"{op}: Using a target size ({list(target.shape)}) that is different "
                          f"to the input size ({list(input.shape)}) is deprecated. Please "
                          f"ensure they have the same size.")
-    from ..tracer.tensor import tracing
-    from ..transforms.batching import bottom
-    values = bottom(input)                       # under vmap: every batch element's values
-    if values.numel() and input._dtype.is_floating_point and not tracing():
-        with no_grad():
-            inside = lg.logical_and(lg.ge(values, 0), lg.le(values, 1))
-            if not bool(lg.all(inside).item()):
-                raise RuntimeError(f"{op}: all elements of input should be between 0 and 1 "
-                                   f"(input shape {list(input.shape)})")
+    if input.__class__ is Tensor and not interpreters:
+        # a plain tensor: one NumPy pass over its values (NaN fails both comparisons)
+        if input._dtype.is_floating_point and 0 not in input._shape:
+            v = input._values()
+            if not (v.min() >= 0 and v.max() <= 1):
+                _bce_range_error(op, input)
+    else:
+        from ..tracer.tensor import tracing
+        from ..transforms.batching import bottom
+        values = bottom(input)                   # under vmap: every batch element's values
+        if values.numel() and input._dtype.is_floating_point and not tracing():
+            with no_grad():
+                inside = lg.logical_and(lg.ge(values, 0), lg.le(values, 1))
+                if not bool(lg.all(inside).item()):
+                    _bce_range_error(op, input)
     operands = [input, target]
     if weight is not None:
         operands.append(_tensor(op, "weight", weight))
