@@ -213,3 +213,47 @@ def _errors(call):
     except Exception as e:          # noqa: BLE001
         return [e]
     return [out.shape]
+
+
+COPY_VARIANTS = [
+    ("t_copy", lambda x: lg.t_copy(x), lambda a: a.T),
+    ("transpose_copy", lambda x: lg.transpose_copy(x, 0, 1), lambda a: a.T),
+    ("permute_copy", lambda x: lg.permute_copy(x, (1, 0)), lambda a: a.T),
+    ("unsqueeze_copy", lambda x: lg.unsqueeze_copy(x, 1), lambda a: a[:, None]),
+    ("view_copy", lambda x: lg.view_copy(x, (4, 3)), lambda a: a.reshape(4, 3)),
+    ("expand_copy", lambda x: lg.expand_copy(x[:1], (2, 4)), lambda a: np.broadcast_to(a[:1], (2, 4))),
+    ("narrow_copy", lambda x: lg.narrow_copy(x, 1, 1, 2), lambda a: a[:, 1:3]),
+    ("diagonal_copy", lambda x: lg.diagonal_copy(x, 1), lambda a: np.diagonal(a, 1)),
+    ("select_copy", lambda x: lg.select_copy(x, 0, -1), lambda a: a[-1]),
+    ("alias_copy", lambda x: lg.alias_copy(x), lambda a: a),
+]
+
+
+@pytest.mark.parametrize("name,fn,ref", COPY_VARIANTS, ids=[c[0] for c in COPY_VARIANTS])
+def test_copy_variants_replay(name, fn, ref):
+    rng = np.random.default_rng(2)
+    for x in _layouts(rng, (3, 4), lg.float32):
+        if name == "view_copy" and not x.is_contiguous():
+            continue
+        for k in range(3):                       # general, then replayed twice
+            out = fn(x)
+            assert out.is_contiguous() and out._storage is not x._storage
+            np.testing.assert_array_equal(out.numpy(), ref(x.numpy()))
+        # another tensor of the same layout: the replay reads that tensor
+        y = lg.tensor(rng.standard_normal(x.shape).astype(np.float32))
+        if y._lkey == x._lkey:
+            np.testing.assert_array_equal(fn(y).numpy(), ref(y.numpy()))
+    w = lg.randn(3, 4, requires_grad=True)
+    out = fn(w)
+    assert out.requires_grad and out.grad_fn is not None
+    out.sum().backward()
+    assert w.grad is not None
+
+
+def test_copy_variants_errors_stay_general():
+    x = lg.randn(3, 4)
+    lg.narrow_copy(x, 1, 1, 2)
+    with pytest.raises(RuntimeError, match="narrow"):
+        lg.narrow_copy(x, 1, 3, 2)
+    with pytest.raises(IndexError):
+        lg.select_copy(x, 0, 7)

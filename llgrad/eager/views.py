@@ -265,15 +265,7 @@ def copy_replay(forward: Callable[[str, Any, dict], Tensor]
             return forward(op, operands, attrs)
         if r is not None:
             return r.run(operands)
-        if ew.copy_log is not None:                 # (inside another recorded forward)
-            return forward(op, operands, attrs)
-        log: list = []
-        ew.copy_log = log
-        try:
-            out = forward(op, operands, attrs)
-        finally:
-            ew.copy_log = None
-        r = _reduce(operands, out, log)
+        out, r = record_copies(lambda: forward(op, operands, attrs), operands)
         if r is not None and len(_replays) < REPLAY_LIMIT:
             _replays[key] = r
         return out
@@ -281,6 +273,22 @@ def copy_replay(forward: Callable[[str, Any, dict], Tensor]
     replayed.__name__ = forward.__name__
     replayed.__doc__ = forward.__doc__
     return replayed
+
+
+def record_copies(make: Callable[[], Tensor], operands: Sequence[Tensor]
+                  ) -> tuple[Tensor, _CopyReplay | None]:
+    """`make()` (which must launch only `copy_into` kernels, from `operands` or numbers
+    into the one new tensor it returns), and its replay on tensors of the operands'
+    layouts, or None when it cannot have one (see `copy_replay`)."""
+    if ew.copy_log is not None:                     # (inside another recorded call)
+        return make(), None
+    log: list = []
+    ew.copy_log = log
+    try:
+        out = make()
+    finally:
+        ew.copy_log = None
+    return out, _reduce(operands, out, log)
 
 
 def replay_of(forward: Callable[[str, Any, dict], Tensor], operands: Sequence[Tensor],

@@ -970,12 +970,6 @@ def swapdims(input: Tensor, dim0: int, dim1: int) -> Tensor:
     return S.transpose(input, dim0, dim1)
 
 
-@composite_function
-def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
-    """A contiguous copy of `narrow(input, dim, start, length)`."""
-    return S.narrow(input, dim, start, length).clone()
-
-
 # --------------------------------------------------------------------------------------
 # channel and pixel shuffles
 # --------------------------------------------------------------------------------------
@@ -1135,7 +1129,14 @@ def diagflat(input: Tensor, offset: int = 0) -> Tensor:
 # the _copy variants
 # --------------------------------------------------------------------------------------
 
+_copy_replays: dict[tuple, Any] = {}
+
+
 def _copy(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """`name(input, ...)`: a contiguous copy of the view `fn(input, ...)`. Calls that
+    autograd does not record, of a single view, replay the copy their first call per
+    (input layout, arguments) made (`eager.views.record_copies`): one kernel, no view
+    built; the others run as a composite (compiled per signature when recorded)."""
     def copy(input: Tensor, *args: Any, **kwargs: Any) -> Any:
         out = fn(_tensor(name, input), *args, **kwargs)
         if isinstance(out, tuple):
@@ -1144,7 +1145,30 @@ def _copy(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     copy.__name__ = copy.__qualname__ = name
     copy.__doc__ = (f"A contiguous copy of `{fn.__name__}(input, ...)` (the out-of-place "
                     f"form of a view op; no memory shared with `input`).")
-    return names_op(name)(composite_function(copy))
+    general = names_op(name)(composite_function(copy))
+
+    def fast(input: Any, *args: Any, **kwargs: Any) -> Any:
+        if not S._unrecorded(input) or kwargs:
+            return general(input, *args, **kwargs)
+        values = S._hashable(args)
+        if values is None:
+            return general(input, *args, **kwargs)
+        key = (fast, input._lkey, values)
+        replay = _copy_replays.get(key)
+        if replay is not None:
+            return replay.run((input,))
+        try:
+            view = fn(input, *args)
+        except Exception:             # noqa: BLE001 - the general call raises it, named
+            return general(input, *args)
+        if view.__class__ is not Tensor or view._storage is not input._storage:
+            return general(input, *args)
+        out, replay = _views.record_copies(lambda: _views.clone(view), (input,))
+        if replay is not None and len(_copy_replays) < _views.REPLAY_LIMIT:
+            _copy_replays[key] = replay
+        return out
+    functools.update_wrapper(fast, general)
+    return fast
 
 
 def _expand(input: Tensor, size: Sequence[int], implicit: bool = False) -> Tensor:
@@ -1176,6 +1200,7 @@ def _sparse_only(what: str, kind: str) -> Callable[..., Tensor]:
     return fn
 
 
+narrow_copy = _copy(S.narrow, "narrow_copy")
 alias_copy = _copy(lambda x: x, "alias_copy")
 expand_copy = _copy(_expand, "expand_copy")
 permute_copy = _copy(S.permute, "permute_copy")
