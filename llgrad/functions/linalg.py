@@ -3,14 +3,48 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..autograd.apply import apply, composite_function
-from ..tensor import Tensor
+from ..autograd import forward_ad
+from ..autograd.apply import apply, composite_function, interpreters, record
+from ..autograd.grad_mode import _state as _grad_state
+from ..tensor import DENSE_CLASSES, Tensor
 from ._errors import names_op
+
+_eager: Any = None          # llgrad.eager.linalg (imported on first use: import order)
+
+
+def _run(a: Tensor, b: Tensor) -> Any:
+    global _eager
+    if _eager is None:
+        from ..eager import linalg
+        _eager = linalg
+    return _eager.run_matmul(a, b)
+
+
+def _direct(a: Any, b: Any, rank: int, name: str) -> Tensor | None:
+    """The product of two plain tensors of rank `rank` (2: mm, 3: bmm) with one dtype and
+    agreeing sizes, straight to the primitive's kernel (`eager.linalg.run_matmul`) and,
+    where a gradient is needed, the node `apply` would record; None where the general
+    path must run (an interpreter or forward-mode level is active, other classes, ranks,
+    dtypes or sizes: that path also raises the errors)."""
+    if interpreters or forward_ad._level[0] or a.__class__ not in DENSE_CLASSES or \
+            b.__class__ not in DENSE_CLASSES:
+        return None
+    sa, sb = a._shape, b._shape
+    if len(sa) != rank or len(sb) != rank or sa[-1] != sb[-2] or a._dtype is not b._dtype \
+            or a._dtype.name == "bool" or (rank == 3 and sa[0] != sb[0]):
+        return None
+    out = _run(a, b)
+    if _grad_state.enabled and (a._requires_grad or b._requires_grad):
+        record("matmul", (a, b), {}, out, name)
+    return out
 
 
 def _forward(op: str, operands: Any, attrs: Any) -> Tensor:
-    from ..eager import linalg
-    return linalg.matmul(operands[0], operands[1])
+    global _eager
+    if _eager is None:
+        from ..eager import linalg
+        _eager = linalg
+    return _eager.matmul(operands[0], operands[1])
 
 
 def _check(op: str, a: Any, b: Any) -> None:
@@ -31,6 +65,9 @@ def _check(op: str, a: Any, b: Any) -> None:
 
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
+    out = _direct(input, other, 2, "MmBackward0")
+    if out is not None:
+        return out
     _check("matmul", input, other)
     a, b = input, other
     if a.ndim == 1 and b.ndim == 1:
@@ -71,7 +108,11 @@ def _matmul(a: Tensor, b: Tensor, name: str) -> Tensor:
 def mm(input: Tensor, mat2: Tensor, *, out_dtype: Any = None) -> Tensor:
     """The matrix product of two 2-D tensors. `out_dtype=lg.float32` on float16/bfloat16
     matrices gives the float32 accumulation itself (not rounded to the inputs' dtype)."""
-    if out_dtype is not None:
+    if out_dtype is None:
+        out = _direct(input, mat2, 2, "MmBackward0")
+        if out is not None:
+            return out
+    else:
         from .residual import out_dtype_operands
         input, mat2 = out_dtype_operands("mm", out_dtype, input, mat2)
     _check("mm", input, mat2)
@@ -83,7 +124,11 @@ def mm(input: Tensor, mat2: Tensor, *, out_dtype: Any = None) -> Tensor:
 @names_op("bmm")
 def bmm(input: Tensor, mat2: Tensor, *, out_dtype: Any = None) -> Tensor:
     """Batched matrix product of two 3-D tensors; `out_dtype` as for `mm`."""
-    if out_dtype is not None:
+    if out_dtype is None:
+        out = _direct(input, mat2, 3, "BmmBackward0")
+        if out is not None:
+            return out
+    else:
         from .residual import out_dtype_operands
         input, mat2 = out_dtype_operands("bmm", out_dtype, input, mat2)
     _check("bmm", input, mat2)

@@ -28,14 +28,41 @@ __all__: list[str] = [
     "baddbmm_", "cross", "svd_lowrank", "pca_lowrank"]
 
 
+_modules: dict[str, Any] = {}       # llgrad.functions, llgrad.linalg and its parts, once
+
+
 def _F() -> Any:
-    from .. import functions
-    return functions
+    m = _modules.get("F")
+    if m is None:
+        from .. import functions as m
+        _modules["F"] = m
+    return m
 
 
 def _L() -> Any:
-    from .. import linalg
-    return linalg
+    m = _modules.get("L")
+    if m is None:
+        from .. import linalg as m
+        _modules["L"] = m
+    return m
+
+
+def _D() -> Any:
+    """llgrad.linalg._decomp (the LAPACK-backed ops)."""
+    m = _modules.get("D")
+    if m is None:
+        from ..linalg import _decomp as m
+        _modules["D"] = m
+    return m
+
+
+def _H() -> Any:
+    """llgrad.linalg._host (checks and helpers shared by the LAPACK-backed ops)."""
+    m = _modules.get("H")
+    if m is None:
+        from ..linalg import _host as m
+        _modules["H"] = m
+    return m
 
 
 def _T(x: Any, op: str, what: str = "input") -> Tensor:
@@ -466,8 +493,7 @@ def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor
 
     Args (PyTorch's names): input (B, the right-hand sides), input2 (the factor: lower L,
     or upper U with upper=True)."""
-    from ..linalg._decomp import cholesky_solve as solve
-    return solve(input, input2, upper)
+    return _D().cholesky_solve(input, input2, upper)
 
 
 @names_op("cholesky_inverse")
@@ -475,9 +501,20 @@ def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
     """The inverse of A = L L^H (U^H U with upper=True) from its Cholesky factor, as
     torch.cholesky_inverse."""
     F = _F()
-    from ..linalg._host import check_square, check_float
+    H = _H()
+    check_square, check_float = H.check_square, H.check_float
     check_square("cholesky_inverse", L, "input")
     check_float("cholesky_inverse", L)
+    D = _D()
+    if D._plain_no_grad(L):
+        # what cholesky_solve(I, L) computes (potrs on the identity), without making
+        # and expanding the identity tensor
+        n = L._shape[-1]
+        b = np.zeros(L._shape, L._dtype.np)
+        if b.size:
+            b.reshape(-1, n * n)[:, ::n + 1] = 1      # the identity, in every matrix
+        (X,) = D._potrs_compute(b, L._numpy_view(), upper)
+        return H.from_numpy(X, L._dtype)
     eye = F.eye(L._shape[-1], dtype=L._dtype)
     if L.ndim > 2:
         eye = F.expand(eye, L._shape)
@@ -503,7 +540,7 @@ def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> Any:
     full U and V; compute_uv=False gives zero-filled U and V)."""
     F = _F()
     lin = _L()
-    from ..linalg._host import mH
+    mH = _H().mH
     m, n = input._shape[-2:]
     if not compute_uv:
         S = lin.svdvals(input)
@@ -532,8 +569,7 @@ def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
 def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
               unpack_pivots: bool = True) -> Any:
     """(P, L, U) from a packed LU and its pivots, as torch.lu_unpack."""
-    from ..linalg._decomp import lu_unpack as unpack
-    return unpack(LU_data, LU_pivots, unpack_data, unpack_pivots)
+    return _D().lu_unpack(LU_data, LU_pivots, unpack_data, unpack_pivots)
 
 
 @names_op("triangular_solve")
@@ -542,8 +578,7 @@ def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool =
     """(X, a copy of A) with A X = b (A^T X = b with transpose=True) for triangular A, as
     torch.triangular_solve."""
     F = _F()
-    from ..linalg._host import mT
-    M = mT(A) if transpose else A
+    M = _H().mT(A) if transpose else A
     X = _L().solve_triangular(M, b, upper=(upper != transpose), unitriangular=unitriangular)
     return triangular_solve_result(X, F.clone(A))
 
@@ -551,8 +586,7 @@ def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool =
 @names_op("geqrf")
 def geqrf(input: Tensor) -> Any:
     """LAPACK's geqrf (torch.geqrf): (a, tau)."""
-    from ..linalg._decomp import geqrf as g
-    return g(input)
+    return _D().geqrf(input)
 
 
 @names_op("orgqr")
@@ -570,8 +604,7 @@ def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True,
     output, as torch.ormqr.
 
     Args (PyTorch's names): input (the reflectors), input2 (tau), input3 (C)."""
-    from ..linalg._decomp import ormqr as o
-    return o(input, input2, input3, left, transpose)
+    return _D().ormqr(input, input2, input3, left, transpose)
 
 
 @names_op("pinverse")
@@ -601,7 +634,7 @@ def _orthonormal_range(A: Tensor, q: int, niter: int, M: Tensor | None) -> Tenso
     randomized range finder with `niter` subspace iterations)."""
     F = _F()
     lin = _L()
-    from ..linalg._host import mH
+    mH = _H().mH
     n = A._shape[-1]
     R = F.randn(A._shape[:-2] + (n, q), dtype=A._dtype)
 
@@ -627,7 +660,7 @@ def svd_lowrank(A: Tensor, q: int | None = 6, niter: int = 2, M: Tensor | None =
     Martinsson and Tropp), as torch.svd_lowrank (the random draws are llgrad's)."""
     F = _F()
     lin = _L()
-    from ..linalg._host import mH
+    mH = _H().mH
     q = 6 if q is None else q
     m, n = A._shape[-2:]
     if M is not None:

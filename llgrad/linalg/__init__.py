@@ -4,8 +4,10 @@ Two kinds of function:
 - LAPACK-backed (`det slogdet inv(_ex) solve(_ex) cholesky(_ex) solve_triangular qr eigh
   eigvalsh eig eigvals svd svdvals pinv lstsq matrix_exp lu lu_factor(_ex) ldl_factor(_ex)
   ldl_solve`): the values come from LAPACK on the host, through NumPy's batched loops
-  (`numpy.linalg`) and SciPy's wrappers (`scipy.linalg.lapack`/`blas`, one call per matrix
-  of the batch), float32/float64/complex64/complex128 as torch; integer and half inputs
+  (`numpy.linalg`) and SciPy's LAPACK called through its function pointers
+  (`llgrad.runtime.lapack`: potrf, getrf, getrs, gesv, geqrf, sytrf, ... one foreign call
+  per matrix of the batch, no Python wrapper in between), float32/float64/complex64/
+  complex128 as torch; integer and half inputs
   are refused as torch refuses them. Each call records ONE autograd node named as
   torch's (`LinalgDetBackward0`), whose derivative rule (torch's published rules: det,
   slogdet, inv, solve, cholesky, solve_triangular, qr, eigh, eig, svd with its gauge

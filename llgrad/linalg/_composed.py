@@ -13,14 +13,15 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..autograd.apply import composite_function
+from ..autograd.apply import composite_function, interpreters
+from ..autograd.grad_mode import no_grad
 from .. import functions as F
 from ..ir import dtypes as dt
 from ..ir.types import normalize_axis
 from ..tensor import Tensor
 from . import _decomp as D
 from ._host import (check_float, check_matrix, check_square, check_tensor, diagonal as
-                    _diag_last, _torch_name)
+                    _diag_last, from_numpy, _torch_name)
 
 
 def _out(result: Any, out: Any, op: str) -> Any:
@@ -188,7 +189,18 @@ def matrix_rank(A: Tensor, tol: Any = None, hermitian: bool = False, *, atol: An
         if atol is not None or rtol is not None:
             raise RuntimeError(f"{op}: tol cannot be combined with atol or rtol")
         atol, rtol = tol, 0.0
-    from ..autograd.grad_mode import no_grad
+    if not interpreters and A.__class__ is Tensor:
+        # a plain tensor: the values as eigvalsh / svdvals compute them, kept in NumPy
+        # (the rank is an integer: nothing is recorded)
+        x = A._numpy_view()
+        with np.errstate(all="ignore"):
+            Sv = np.abs(D._eigh_compute(x, "L", False)[0]) if hermitian else \
+                D._svd_compute(x, False, False)[1]
+        a, r = D._tolerances(op, A, atol, rtol)
+        smax = Sv.max(-1) if Sv.shape[-1] else np.zeros(Sv.shape[:-1])
+        thresh = np.maximum(a, r * smax)
+        rank = np.sum(Sv > np.asarray(thresh)[..., None], axis=-1).astype(np.int64)
+        return _out(from_numpy(rank, dt.int64), out, op)
     with no_grad():
         S = F.abs(D.eigvalsh(A)) if hermitian else D.svdvals(A)
         a, r = D._tolerances(op, A, atol, rtol)
@@ -196,7 +208,6 @@ def matrix_rank(A: Tensor, tol: Any = None, hermitian: bool = False, *, atol: An
         smax = Sv.max(-1) if Sv.shape[-1] else np.zeros(Sv.shape[:-1])
         thresh = np.maximum(a, r * smax)
         rank = np.sum(Sv > np.asarray(thresh)[..., None], axis=-1).astype(np.int64)
-    from ._host import from_numpy
     return _out(from_numpy(rank, dt.int64), out, op)
 
 

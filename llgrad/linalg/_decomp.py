@@ -1,20 +1,27 @@
 """The LAPACK-backed ops of `lg.linalg`: factorizations, inverses, solvers, spectra.
 
-Each runs on the host through NumPy's batched LAPACK loops (`numpy.linalg`) or SciPy's
-LAPACK/BLAS wrappers (`scipy.linalg.lapack`, `scipy.linalg.blas`) called per matrix of
-the batch, and records one node (`_host.host_op`) whose derivative rule is written with
-llgrad's functions (the published rules, as PyTorch's derivatives.yaml lists them).
+Each runs on the host through NumPy's batched LAPACK loops (`numpy.linalg`) or LAPACK's
+routines called through their addresses (`llgrad.runtime.lapack`, one foreign call per
+matrix of the batch), and records one node (`_host.host_op`) whose derivative rule is
+written with llgrad's functions (the published rules, as PyTorch's derivatives.yaml lists
+them). Plain tensors that need no gradient take a short way (`_host`: the compute and the
+outputs only, nothing to record); `lu_solve` then calls getrs instead of its triangular
+solves.
 """
 from __future__ import annotations
 
+import ctypes
 from collections import namedtuple
 from typing import Any
 
 import numpy as np
 
-from ..autograd.apply import composite_function
+from ..autograd import forward_ad
+from ..autograd.apply import composite_function, interpreters, needs_grad
+from ..autograd.grad_mode import _state as _grad_state
 from .. import functions as F
 from ..ir import dtypes as dt
+from ..runtime import lapack
 from ..tensor import Tensor
 from ._host import (LinAlgError, check_float, check_matrix, check_square, check_tensor,
                     diag_embed, diagonal, first_bad, from_numpy, host_op, mH, mT,
@@ -44,14 +51,16 @@ def _lapack(prefix_of: np.dtype, name: str) -> Any:
     return getattr(lapack, p + name)
 
 
-def _blas(prefix_of: np.dtype, name: str) -> Any:
-    import scipy.linalg.blas as blas
-    p = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}[np.dtype(
-        prefix_of).name]
-    return getattr(blas, p + name)
+_string_at = ctypes.string_at
 
 
 def _check_errors(op: str, info: Tensor, kind: str) -> None:
+    if info.__class__ is Tensor:        # a fresh contiguous info tensor of a host op
+        n = info._dtype.itemsize
+        for size in info._shape:
+            n *= size
+        if not n or not _string_at(info._ptr, n).strip(b"\0"):
+            return                      # every info is 0 (the bytes, without a view)
     bad = first_bad(values(info))
     if bad is None:
         return
@@ -75,6 +84,25 @@ def _check_errors(op: str, info: Tensor, kind: str) -> None:
     raise LinAlgError(f"{op}: {where}failed to converge (info = {v}).")
 
 
+_masks: dict[tuple[tuple[int, int], int, bool], np.ndarray] = {}
+
+
+def _above(shape: tuple[int, int], k: int, below: bool = False) -> np.ndarray:
+    """The boolean mask of the entries above diagonal k of an m x n matrix (below it
+    with `below`): what `np.tril(x, k)` (`np.triu(x, k + 1)`) zeroes, cached (np.tril
+    builds it on every call). Use with `np.copyto(x, 0, where=mask)`."""
+    key = (tuple(shape), k, below)
+    mask = _masks.get(key)
+    if mask is None:
+        m, n = key[0]
+        tri = np.tri(m, n, k, dtype=bool)           # on and below diagonal k
+        mask = tri if below else ~tri
+        mask.flags.writeable = False
+        if len(_masks) < 1024:
+            _masks[key] = mask
+    return mask
+
+
 def _real_dtype(d: dt.DType) -> dt.DType:
     return d.to_real() if d.is_complex else d
 
@@ -86,11 +114,36 @@ def _complex_dtype(d: dt.DType) -> dt.DType:
 def _wants_derivative(A: Tensor) -> bool:
     """Whether a call must compute what its derivative reads (the vectors of svdvals and
     eigvalsh): it records a node, or carries a forward-mode tangent."""
-    from ..autograd import forward_ad
-    from ..autograd.apply import needs_grad
+    if A.__class__ is Tensor and not forward_ad._level[0]:
+        return needs_grad((A,))
     from ..transforms.batching import bottom
     return needs_grad([bottom(A)]) or (forward_ad._level[0] > 0 and
                                        forward_ad.tangent_of(A) is not None)
+
+
+def _host(op: str, name: str | None, inputs: tuple[Tensor, ...], compute: Any, rule: Any,
+          *, out_dtypes: Any, **kwargs: Any) -> tuple[Tensor, ...]:
+    """`host_op`, with a short way for plain tensors that need no gradient (no interpreter,
+    forward-mode level or tracing: host_op would record nothing): the compute and the
+    outputs only. Only for computes that call LAPACK (NumPy's floating-point warnings
+    cannot arise in them, so no `np.errstate` is needed)."""
+    if _plain_no_grad(*inputs):
+        raw = compute(*[x._numpy_view() for x in inputs])
+        return tuple([from_numpy(a, d) for a, d in zip(raw, out_dtypes)])
+    return host_op(op, name, inputs, compute, rule, out_dtypes=out_dtypes, **kwargs)
+
+
+def _plain_no_grad(*xs: Any) -> bool:
+    """Whether a call on `xs` can skip the recording machinery: plain tensors (no vmap,
+    tracing or other wrappers), no interpreter or forward-mode level active, and no
+    gradient to record."""
+    if interpreters or forward_ad._level[0]:
+        return False
+    grad = _grad_state.enabled
+    for x in xs:
+        if x.__class__ is not Tensor or (grad and x._requires_grad):
+            return False
+    return True
 
 
 # ======================================================================================
@@ -99,30 +152,27 @@ def _wants_derivative(A: Tensor) -> bool:
 
 def _lu_info(a: np.ndarray) -> np.ndarray:
     """getrf's info for each matrix of the batch (first zero pivot, 1-based; 0: none)."""
-    getrf = _lapack(a.dtype, "getrf")
-    batch = a.shape[:-2]
-    info = np.zeros(batch, np.int32)
-    for idx in np.ndindex(*batch):
-        if a.shape[-1] == 0:
-            continue
-        info[idx] = getrf(np.array(a[idx]))[2]
-    return info
+    f = lapack.fortran_batch(a)
+    piv = np.empty(a.shape[:-2] + (min(a.shape[-2:]),), np.int32)
+    return lapack.getrf(f, piv)
 
 
 def _inv_compute(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if a.size == 0:
+        return np.empty(a.shape, a.dtype), np.zeros(a.shape[:-2], np.int32)
     try:
         return np.linalg.inv(a), np.zeros(a.shape[:-2], np.int32)
     except np.linalg.LinAlgError:
         pass
-    getrf, getri = _lapack(a.dtype, "getrf"), _lapack(a.dtype, "getri")
-    out = np.empty_like(a)
-    info = np.zeros(a.shape[:-2], np.int32)
-    for idx in np.ndindex(*a.shape[:-2]):
-        lu, piv, inf = getrf(np.array(a[idx]))
-        info[idx] = inf
-        # a singular matrix has no inverse: its entries are NaN (torch leaves them
-        # unspecified)
-        out[idx] = getri(lu, piv)[0] if inf == 0 else np.full(a.shape[-2:], np.nan, a.dtype)
+    # gesv with B = I: the LU of each matrix and, where it is not singular, its inverse
+    n = a.shape[-1]
+    fa = lapack.fortran_batch(a)
+    fb = np.empty(a.shape, a.dtype)
+    fb[...] = np.eye(n, dtype=a.dtype)
+    info = lapack.gesv(fa, fb)
+    out = np.array(lapack.from_fortran(fb))
+    # a singular matrix has no inverse: its entries are NaN (torch leaves them unspecified)
+    out[info != 0] = np.nan
     return out, info
 
 
@@ -146,7 +196,7 @@ def inv_ex(A: Tensor, *, check_errors: bool = False, out: Any = None) -> Any:
     index of the first zero pivot of the LU factorization), as torch.linalg.inv_ex."""
     op = "linalg.inv_ex"
     square_float(op, A)
-    inv, info = host_op(op, "LinalgInvExBackward0", (A,), _inv_compute, _inv_rule,
+    inv, info = _host(op, "LinalgInvExBackward0", (A,), _inv_compute, _inv_rule,
                         out_dtypes=(A._dtype, dt.int32), save_inputs=False,
                         save_outputs=(True, False), jvp=_inv_jvp)
     if check_errors:
@@ -159,7 +209,7 @@ def inv(A: Tensor, *, out: Any = None) -> Tensor:
     `LinAlgError` for a singular matrix, as torch.linalg.inv."""
     op = "linalg.inv"
     square_float(op, A)
-    res, info = host_op(op, "LinalgInvExBackward0", (A,), _inv_compute, _inv_rule,
+    res, info = _host(op, "LinalgInvExBackward0", (A,), _inv_compute, _inv_rule,
                         out_dtypes=(A._dtype, dt.int32), save_inputs=False,
                         save_outputs=(True, False), jvp=_inv_jvp)
     _check_errors(op, info, "inv")
@@ -279,6 +329,8 @@ def _broadcast_batch(op: str, A: Tensor, B: Tensor, nA: int = 2, nB: int = 2
     """Expand A and B to their common batch shape (A's last nA dims, B's last nB are the
     matrix part)."""
     ba, bb = A._shape[:A.ndim - nA], B._shape[:B.ndim - nB]
+    if ba == bb:
+        return A, B
     try:
         batch = tuple(np.broadcast_shapes(ba, bb))
     except ValueError:
@@ -331,7 +383,7 @@ def _solve_jvp(primals: list[Tensor], outs: list[Tensor], tangents: list[Tensor 
 
 def _solve_prim(op: str, A: Tensor, B: Tensor) -> tuple[Tensor, Tensor]:
     """The primitive: A (..., n, n), B (..., n, k) with the same batch shape."""
-    return host_op(op, "LinalgSolveExBackward0", (A, B), _solve_compute, _solve_rule,
+    return _host(op, "LinalgSolveExBackward0", (A, B), _solve_compute, _solve_rule,
                    out_dtypes=(A._dtype, dt.int32), save_inputs=(True, False),
                    save_outputs=(True, False), jvp=_solve_jvp)
 
@@ -388,15 +440,12 @@ def _cholesky_compute(a: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarra
     info = np.zeros(a.shape[:-2], np.int32)
     if a.shape[-1] == 0:
         return np.zeros(a.shape, a.dtype), info
-    try:
-        L = np.linalg.cholesky(a)
-    except np.linalg.LinAlgError:
-        potrf = _lapack(a.dtype, "potrf")
-        L = np.zeros(a.shape, a.dtype)
-        for idx in np.ndindex(*a.shape[:-2]):
-            c, inf = potrf(np.array(a[idx]), lower=1, clean=1)
-            info[idx] = inf
-            L[idx] = np.tril(c)
+    # A's row-major buffer read column-major is A^T = conj(A) (A Hermitian): its upper
+    # Cholesky factor U (conj(A) = U^H U) is L^T, so 'U' on that buffer, read back
+    # row-major, is L (A's lower triangle is read)
+    L = np.array(a, order="C")
+    info = lapack.potrf(L, "U")
+    np.copyto(L, 0, where=_above(L.shape[-2:], 0))
     if upper:
         L = np.conj(np.swapaxes(L, -1, -2))
     return L, info
@@ -425,7 +474,7 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False,
     torch.linalg.cholesky_ex."""
     op = "linalg.cholesky_ex"
     square_float(op, A)
-    L, info = host_op(op, "LinalgCholeskyExBackward0", (A,),
+    L, info = _host(op, "LinalgCholeskyExBackward0", (A,),
                       lambda a: _cholesky_compute(a, upper), _cholesky_rule,
                       out_dtypes=(A._dtype, dt.int32), save_inputs=False,
                       save_outputs=(True, False), attrs={"upper": upper})
@@ -439,7 +488,7 @@ def cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
     `LinAlgError` when one is not positive-definite, as torch.linalg.cholesky."""
     op = "linalg.cholesky"
     square_float(op, A)
-    L, info = host_op(op, "LinalgCholeskyExBackward0", (A,),
+    L, info = _host(op, "LinalgCholeskyExBackward0", (A,),
                       lambda a: _cholesky_compute(a, upper), _cholesky_rule,
                       out_dtypes=(A._dtype, dt.int32), save_inputs=False,
                       save_outputs=(True, False), attrs={"upper": upper})
@@ -456,10 +505,9 @@ def _trsm_compute(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool
     out = np.empty(b.shape, a.dtype)
     if b.size == 0:
         return (out,)
-    trsm = _blas(a.dtype, "trsm")
-    for idx in np.ndindex(*a.shape[:-2]):
-        out[idx] = trsm(1.0, np.asfortranarray(a[idx]), np.asfortranarray(b[idx]),
-                        lower=0 if upper else 1, diag=1 if unit else 0)
+    fb = lapack.fortran_batch(b)
+    lapack.trsm(lapack.fortran_batch(a), fb, lower=not upper, unit=unit)
+    out[...] = lapack.from_fortran(fb)
     return (out,)
 
 
@@ -501,7 +549,7 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
                            f"({A._shape[-2]}x{A._shape[-1]} and {B._shape[-2]}x"
                            f"{B._shape[-1]})")
     A2, B2 = _broadcast_batch(op, A, B)
-    (X,) = host_op(op, "LinalgSolveTriangularBackward0", (A2, B2),
+    (X,) = _host(op, "LinalgSolveTriangularBackward0", (A2, B2),
                    lambda a, b: _trsm_compute(a, b, upper, unitriangular), _trsm_rule,
                    out_dtypes=(A._dtype,), save_inputs=(True, False),
                    attrs={"upper": upper, "unit": unitriangular})
@@ -516,10 +564,9 @@ def _potrs_compute(b: np.ndarray, c: np.ndarray, upper: bool) -> tuple[np.ndarra
     out = np.empty(b.shape, c.dtype)
     if b.size == 0:
         return (out,)
-    potrs = _lapack(c.dtype, "potrs")
-    for idx in np.ndindex(*c.shape[:-2]):
-        x, _ = potrs(np.array(c[idx]), np.array(b[idx]), lower=0 if upper else 1)
-        out[idx] = x
+    fb = lapack.fortran_batch(b)
+    lapack.potrs(lapack.fortran_batch(c), fb, "U" if upper else "L")
+    out[...] = lapack.from_fortran(fb)
     return (out,)
 
 
@@ -555,7 +602,7 @@ def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
                            f"matrix is {L._shape[-1]} by {L._shape[-1]} but each b matrix is "
                            f"{B._shape[-2]} by {B._shape[-1]}")
     L2, B2 = _broadcast_batch(op, L, B)
-    (X,) = host_op(op, "CholeskySolveBackward0", (B2, L2),
+    (X,) = _host(op, "CholeskySolveBackward0", (B2, L2),
                    lambda b, c: _potrs_compute(b, c, upper), _potrs_rule,
                    out_dtypes=(B._dtype,), save_inputs=(False, True),
                    attrs={"upper": upper})
@@ -643,7 +690,7 @@ def qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> Any:
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            f"'reduced' (default), 'r', or 'complete'")
-    Q, R = host_op(op, "LinalgQrBackward0", (A,), lambda a: _qr_compute(a, mode), _qr_rule,
+    Q, R = _host(op, "LinalgQrBackward0", (A,), lambda a: _qr_compute(a, mode), _qr_rule,
                    out_dtypes=(A._dtype, A._dtype), save_inputs=False,
                    attrs={"mode": mode})
     return _out(qr_result(Q, R), out)
@@ -721,7 +768,7 @@ def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Any:
     op = "linalg.eigh"
     square_float(op, A)
     UPLO = _uplo(op, UPLO)
-    L, V = host_op(op, "LinalgEighBackward0", (A,), lambda a: _eigh_compute(a, UPLO, True),
+    L, V = _host(op, "LinalgEighBackward0", (A,), lambda a: _eigh_compute(a, UPLO, True),
                    _eigh_rule, out_dtypes=(_real_dtype(A._dtype), A._dtype),
                    save_inputs=False)
     return _out(eigh_result(L, V), out)
@@ -734,11 +781,11 @@ def eigvalsh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Tensor:
     square_float(op, A)
     UPLO = _uplo(op, UPLO)
     if _wants_derivative(A):
-        L, _ = host_op(op, "LinalgEighBackward0", (A,),
+        L, _ = _host(op, "LinalgEighBackward0", (A,),
                        lambda a: _eigh_compute(a, UPLO, True), _eigh_rule,
                        out_dtypes=(_real_dtype(A._dtype), A._dtype), save_inputs=False)
     else:
-        L, _ = host_op(op, "LinalgEighBackward0", (A,),
+        L, _ = _host(op, "LinalgEighBackward0", (A,),
                        lambda a: _eigh_compute(a, UPLO, False), None,
                        out_dtypes=(_real_dtype(A._dtype), A._dtype))
     return _out(L, out)
@@ -768,7 +815,7 @@ def eig(A: Tensor, *, out: Any = None) -> Any:
     op = "linalg.eig"
     square_float(op, A)
     cd = _complex_dtype(A._dtype)
-    L, V = host_op(op, "LinalgEigBackward0", (A,), _eig_compute, _eig_rule,
+    L, V = _host(op, "LinalgEigBackward0", (A,), _eig_compute, _eig_rule,
                    out_dtypes=(cd, cd), save_inputs=False)
     return _out(eig_result(L, V), out)
 
@@ -778,7 +825,7 @@ def eigvals(A: Tensor, *, out: Any = None) -> Tensor:
     op = "linalg.eigvals"
     square_float(op, A)
     cd = _complex_dtype(A._dtype)
-    L, _ = host_op(op, "LinalgEigBackward0", (A,), _eig_compute, _eig_rule,
+    L, _ = _host(op, "LinalgEigBackward0", (A,), _eig_compute, _eig_rule,
                    out_dtypes=(cd, cd), save_inputs=False)
     return _out(L, out)
 
@@ -791,6 +838,9 @@ def _svd_compute(a: np.ndarray, full: bool, uv: bool) -> tuple[np.ndarray, ...]:
     m, n = a.shape[-2:]
     k = min(m, n)
     rd = a.real.dtype
+    if a.size == 0 and not uv:
+        return np.zeros((0,), a.dtype), np.zeros(a.shape[:-2] + (k,), rd), \
+            np.zeros((0,), a.dtype)
     if a.size == 0:
         mu, nv = (m, n) if full else (k, k)
         u = np.zeros(a.shape[:-2] + (m, mu), a.dtype)
@@ -885,7 +935,7 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None,
         raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported "
                            "on CUDA inputs with cuSOLVER backend.")
     rd = _real_dtype(A._dtype)
-    U, S, Vh = host_op(op, "LinalgSvdBackward0", (A,),
+    U, S, Vh = _host(op, "LinalgSvdBackward0", (A,),
                        lambda a: _svd_compute(a, full_matrices, True), _svd_rule,
                        out_dtypes=(A._dtype, rd, A._dtype), save_inputs=False,
                        attrs={"full": full_matrices})
@@ -900,7 +950,7 @@ def svdvals(A: Tensor, *, driver: str | None = None, out: Any = None) -> Tensor:
     check_float(op, A)
     rd = _real_dtype(A._dtype)
     uv = _wants_derivative(A)
-    _, S, _ = host_op(op, "LinalgSvdBackward0", (A,), lambda a: _svd_compute(a, False, uv),
+    _, S, _ = _host(op, "LinalgSvdBackward0", (A,), lambda a: _svd_compute(a, False, uv),
                       _svd_rule if uv else None, out_dtypes=(A._dtype, rd, A._dtype),
                       save_inputs=False, attrs={"full": False})
     return _out(S, out)
@@ -1149,19 +1199,13 @@ def matrix_exp(A: Tensor) -> Tensor:
 def _getrf_compute(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     m, n = a.shape[-2:]
     k = min(m, n)
-    lu = np.array(a, copy=True)
     piv = np.zeros(a.shape[:-2] + (k,), np.int32)
-    info = np.zeros(a.shape[:-2], np.int32)
     if a.size == 0:
         piv[...] = np.arange(1, k + 1, dtype=np.int32)
-        return lu, piv, info
-    getrf = _lapack(a.dtype, "getrf")
-    for idx in np.ndindex(*a.shape[:-2]):
-        l, p, inf = getrf(np.array(a[idx]))
-        lu[idx] = l
-        piv[idx] = p + 1
-        info[idx] = inf
-    return lu, piv, info
+        return np.array(a, copy=True), piv, np.zeros(a.shape[:-2], np.int32)
+    f = lapack.fortran_batch(a)
+    info = lapack.getrf(f, piv)
+    return lapack.from_fortran(f), piv, info
 
 
 def _perm_from_pivots(piv: np.ndarray, m: int) -> np.ndarray:
@@ -1258,7 +1302,7 @@ def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False,
     check_float(op, A)
     if not pivot:
         raise RuntimeError(f"{op}: LU without pivoting is not implemented on the CPU")
-    LU, piv, info = host_op(op, "LinalgLuFactorExBackward0", (A,), _getrf_compute,
+    LU, piv, info = _host(op, "LinalgLuFactorExBackward0", (A,), _getrf_compute,
                             _lu_factor_rule, out_dtypes=(A._dtype, dt.int32, dt.int32),
                             save_inputs=False, save_outputs=(True, True, False))
     if check_errors:
@@ -1279,8 +1323,11 @@ def _lu_compute(a: np.ndarray) -> tuple[np.ndarray, ...]:
     m, n = a.shape[-2:]
     k = min(m, n)
     P = _perm_from_pivots(piv, m).astype(a.dtype)
-    L = np.tril(lu, -1)[..., :, :k] + np.eye(m, k, dtype=a.dtype)
-    U = np.triu(lu)[..., :k, :]
+    L = np.array(lu[..., :, :k])
+    np.copyto(L, 0, where=_above((m, k), -1))
+    L += np.eye(m, k, dtype=a.dtype)
+    U = np.array(lu[..., :k, :])
+    np.copyto(U, 0, where=_above((k, n), -1, below=True))
     return P, L, U
 
 
@@ -1305,7 +1352,7 @@ def lu(A: Tensor, *, pivot: bool = True, out: Any = None) -> Any:
     check_float(op, A)
     if not pivot:
         raise RuntimeError(f"{op}: LU without pivoting is not implemented on the CPU")
-    P, L, U = host_op(op, "LinalgLuBackward0", (A,), _lu_compute, _lu_rule,
+    P, L, U = _host(op, "LinalgLuBackward0", (A,), _lu_compute, _lu_rule,
                       out_dtypes=(A._dtype, A._dtype, A._dtype),
                       differentiable=(False, True, True), save_inputs=False)
     return _out(lu_result(P, L, U), out)
@@ -1335,6 +1382,33 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
     return _out(lu_result(P, L, U), out)
 
 
+def _lu_solve_fast(LU: Tensor, pivots: Tensor, B: Tensor, adjoint: bool) -> Tensor | None:
+    """A X = B (A^H X = B) from the packed LU by LAPACK getrs, for plain tensors that need
+    no gradient; None where the general path must run (pivots of another dtype or batch
+    shape, or out of range: the general path reports those)."""
+    n = LU._shape[-1]
+    k = B._shape[-1]
+    if pivots._dtype is not dt.int32 or pivots._shape != LU._shape[:-1]:
+        return None
+    try:
+        batch = tuple(np.broadcast_shapes(LU._shape[:-2], B._shape[:-2]))
+    except ValueError:
+        return None
+    out = Tensor._empty(batch + (n, k), B._dtype)
+    if n == 0 or k == 0 or 0 in batch:
+        return out                          # no elements
+    p = pivots._numpy_view()
+    if p.min() < 1 or p.max() > n:
+        return None
+    lu_ = lapack.fortran_batch(np.broadcast_to(LU._numpy_view(), batch + (n, n)))
+    piv = np.ascontiguousarray(np.broadcast_to(p, batch + (n,)))
+    fb = lapack.fortran_batch(np.broadcast_to(B._numpy_view(), batch + (n, k)))
+    trans = ("C" if LU._dtype.is_complex else "T") if adjoint else "N"
+    lapack.getrs(lu_, piv, fb, trans)
+    np.copyto(out._numpy_view(), lapack.from_fortran(fb))
+    return out
+
+
 def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
              adjoint: bool = False, out: Any = None) -> Tensor:
     """The solution of A X = B (X A = B with left=False; A^H with adjoint=True) given
@@ -1351,6 +1425,10 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
         raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation "
                            f"{'AX = B' if left else 'XA = B'} ({n}x{n} and "
                            f"{B._shape[-2]}x{B._shape[-1]})")
+    if left and _plain_no_grad(LU, pivots, B):
+        X = _lu_solve_fast(LU, pivots, B, adjoint)
+        if X is not None:
+            return _out(X, out)
     P, L, U = lu_unpack(LU, pivots)
     if left and not adjoint:
         Y = F.matmul(mT(P), B)
@@ -1460,16 +1538,12 @@ def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True,
 def _geqrf_compute(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     m, n = a.shape[-2:]
     k = min(m, n)
-    qr_ = np.array(a, copy=True)
     tau = np.zeros(a.shape[:-2] + (k,), a.dtype)
     if a.size == 0:
-        return qr_, tau
-    geqrf_ = _lapack(a.dtype, "geqrf")
-    for idx in np.ndindex(*a.shape[:-2]):
-        q, t, _, _ = geqrf_(np.array(a[idx]))
-        qr_[idx] = q
-        tau[idx] = t[:k]
-    return qr_, tau
+        return np.array(a, copy=True), tau
+    f = lapack.fortran_batch(a)
+    lapack.geqrf(f, tau)
+    return lapack.from_fortran(f), tau
 
 
 def _not_differentiable(op: str) -> Any:
@@ -1488,7 +1562,7 @@ def geqrf(input: Tensor, *, out: Any = None) -> Any:
     check_tensor(op, input)
     check_matrix(op, input)
     check_float(op, input)
-    a, tau = host_op(op, "GeqrfBackward0", (input,), _geqrf_compute, _not_differentiable(op),
+    a, tau = _host(op, "GeqrfBackward0", (input,), _geqrf_compute, _not_differentiable(op),
                      out_dtypes=(input._dtype, input._dtype), save_inputs=False,
                      save_outputs=False)
     return _out(geqrf_result(a, tau), out)
@@ -1499,18 +1573,13 @@ def geqrf(input: Tensor, *, out: Any = None) -> Any:
 # ======================================================================================
 
 def _ldl_compute(a: np.ndarray, hermitian: bool) -> tuple[np.ndarray, ...]:
-    ld = np.array(a, copy=True)
     piv = np.zeros(a.shape[:-1], np.int32)
-    info = np.zeros(a.shape[:-2], np.int32)
     if a.size == 0:
-        return ld, piv, info
-    name = "hetrf" if hermitian and np.iscomplexobj(a) else "sytrf"
-    fn = _lapack(a.dtype, name)
-    for idx in np.ndindex(*a.shape[:-2]):
-        l, p, inf = fn(np.array(a[idx]), lower=1)
-        ld[idx] = np.tril(l)
-        piv[idx] = p
-        info[idx] = inf
+        return np.array(a, copy=True), piv, np.zeros(a.shape[:-2], np.int32)
+    f = lapack.fortran_batch(a)
+    info = lapack.sytrf(f, piv, "L", hermitian)
+    ld = lapack.from_fortran(f)             # a view of f (the caller copies it)
+    np.copyto(ld, 0, where=_above(ld.shape[-2:], 0))
     return ld, piv, info
 
 
@@ -1521,7 +1590,7 @@ def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = Fa
     info, as torch.linalg.ldl_factor_ex (not differentiable, as in torch)."""
     op = "linalg.ldl_factor_ex"
     square_float(op, A)
-    LD, piv, info = host_op(op, "LinalgLdlFactorExBackward0", (A,),
+    LD, piv, info = _host(op, "LinalgLdlFactorExBackward0", (A,),
                             lambda a: _ldl_compute(a, hermitian), None,
                             out_dtypes=(A._dtype, dt.int32, dt.int32))
     if check_errors:
@@ -1542,11 +1611,10 @@ def _ldl_solve_compute(ld: np.ndarray, piv: np.ndarray, b: np.ndarray, hermitian
     out = np.empty(b.shape, b.dtype)
     if b.size == 0:
         return (out,)
-    name = "hetrs" if hermitian and np.iscomplexobj(ld) else "sytrs"
-    fn = _lapack(ld.dtype, name)
-    for idx in np.ndindex(*ld.shape[:-2]):
-        x, inf = fn(np.array(ld[idx]), np.array(piv[idx]), np.array(b[idx]), lower=1)
-        out[idx] = x
+    fb = lapack.fortran_batch(b)
+    lapack.sytrs(lapack.fortran_batch(ld), np.ascontiguousarray(piv, np.int32), fb, "L",
+                 hermitian)
+    out[...] = lapack.from_fortran(fb)
     return (out,)
 
 
@@ -1568,7 +1636,7 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False,
                            f"{B._shape[-2]})")
     LD2, B2 = _broadcast_batch(op, LD, B)
     piv2 = F.expand(pivots, LD2._shape[:-1]) if pivots._shape != LD2._shape[:-1] else pivots
-    (X,) = host_op(op, "LinalgLdlSolveBackward0", (LD2, piv2, B2),
+    (X,) = _host(op, "LinalgLdlSolveBackward0", (LD2, piv2, B2),
                    lambda l, p, b: _ldl_solve_compute(l, p, b, hermitian), None,
                    out_dtypes=(B._dtype,))
     return _out(X, out)

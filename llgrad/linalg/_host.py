@@ -16,10 +16,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+import ctypes
+
 import numpy as np
 
 from ..autograd import forward_ad
-from ..autograd.grad_mode import enable_grad, is_grad_enabled
+from ..autograd.apply import _interpreter_for, interpreters
+from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.grad_mode import enable_grad
 from ..autograd.node import FREED, Node, SavedTensor, edge, node_class
 from ..ir import dtypes as dt
 from ..tensor import Tensor
@@ -96,6 +100,8 @@ def batch_prefix(index: tuple[int, ...], nbatch: int) -> str:
 def first_bad(info: np.ndarray) -> tuple[str, int] | None:
     """(`(Batch element k): ` or "", the info value) of the first nonzero `info`."""
     info = np.asarray(info)
+    if not info.any():
+        return None
     if info.ndim == 0:
         return ("", int(info)) if int(info) != 0 else None
     flat = info.reshape(-1)
@@ -110,21 +116,31 @@ def first_bad(info: np.ndarray) -> tuple[str, int] | None:
 # Small differentiable helpers (llgrad functions only)
 # --------------------------------------------------------------------------------------
 
+_F: list[Any] = []          # llgrad.functions, imported on first use (import order)
+
+
+def _functions() -> Any:
+    if not _F:
+        from .. import functions
+        _F.append(functions)
+    return _F[0]
+
+
 def mH(x: Tensor) -> Tensor:
     """The conjugate transpose of the last two dimensions."""
-    from .. import functions as F
+    F = _functions()
     t = F.transpose(x, -2, -1)
     return F.conj(t) if t._dtype.is_complex else t
 
 
 def mT(x: Tensor) -> Tensor:
-    from .. import functions as F
+    F = _functions()
     return F.transpose(x, -2, -1)
 
 
 def diagonal(x: Tensor, offset: int = 0) -> Tensor:
     """The diagonal of the last two dimensions, as a differentiable gather (a copy)."""
-    from .. import functions as F
+    F = _functions()
     m, n = x._shape[-2], x._shape[-1]
     lead = x._shape[:-2]
     if offset >= 0:
@@ -142,7 +158,7 @@ def diagonal(x: Tensor, offset: int = 0) -> Tensor:
 
 def diag_embed(v: Tensor, m: int | None = None, n: int | None = None) -> Tensor:
     """Matrices with `v` (..., k) on the diagonal (m x n, default k x k)."""
-    from .. import functions as F
+    F = _functions()
     k = v._shape[-1]
     m = k if m is None else m
     n = k if n is None else n
@@ -157,14 +173,14 @@ def diag_embed(v: Tensor, m: int | None = None, n: int | None = None) -> Tensor:
 
 
 def eye_like(x: Tensor) -> Tensor:
-    from .. import functions as F
+    F = _functions()
     return F.eye(x._shape[-1], dtype=x._dtype)
 
 
 def sum_to(g: Tensor, shape: tuple[int, ...], dtype: dt.DType) -> Tensor:
     """A gradient fitted to an input: broadcast dimensions summed, a complex gradient of a
     real input reduced to its real part."""
-    from .. import functions as F
+    F = _functions()
     if g._dtype.is_complex and not dtype.is_complex:
         g = F.real(g)
     if tuple(g._shape) != tuple(shape):
@@ -180,6 +196,8 @@ def sum_to(g: Tensor, shape: tuple[int, ...], dtype: dt.DType) -> Tensor:
 
 def values(t: Tensor) -> np.ndarray:
     """The values of `t` for a check on the host (under vmap: every batch element's)."""
+    if t.__class__ is Tensor:
+        return t._numpy_view()
     from ..transforms.batching import bottom
     return bottom(t)._numpy_view()
 
@@ -189,14 +207,29 @@ def to_numpy(t: Tensor) -> np.ndarray:
     return t._numpy_view()
 
 
+_memmove = ctypes.memmove
+_addressof = ctypes.addressof
+_from_buffer = ctypes.c_char.from_buffer
+
+
 def from_numpy(a: Any, dtype: dt.DType | None = None) -> Tensor:
     """A new llgrad tensor holding a copy of `a` (contiguous)."""
-    a = np.asarray(a)
-    if dtype is not None and a.dtype != dtype.np:
+    if a.__class__ is not np.ndarray:
+        a = np.asarray(a)
+    if dtype is None:
+        dtype = dt.from_numpy(a.dtype)
+    elif a.dtype != dtype.np:
         a = a.astype(dtype.np)
-    out = Tensor._empty(tuple(a.shape), dtype or dt.from_numpy(a.dtype))
-    if a.size:
-        out._numpy_view()[...] = a
+    out = Tensor._empty(a.shape, dtype)
+    n = a.nbytes
+    if n:
+        if a.flags.c_contiguous:
+            try:        # the bytes as they are: no NumPy view of the new tensor needed
+                _memmove(out._ptr, _addressof(_from_buffer(a)), n)
+                return out
+            except (TypeError, ValueError, BufferError):   # a read-only array
+                pass
+        np.copyto(out._numpy_view(), a)
     return out
 
 
@@ -300,7 +333,6 @@ def host_op(op: str, name: str | None, inputs: Sequence[Tensor],
     inputs = tuple(inputs)
     if _traced(inputs):
         graph_break(op)
-    from ..autograd.apply import _interpreter_for, interpreters
     if interpreters:
         interp = _interpreter_for(inputs)
         if interp is not None and hasattr(interp, "batched"):
@@ -309,13 +341,15 @@ def host_op(op: str, name: str | None, inputs: Sequence[Tensor],
                            differentiable=differentiable, save_inputs=save_inputs,
                            save_outputs=save_outputs, attrs=attrs, jvp=jvp)
             return tuple(interp.wrap(o) for o in outs)
-    arrays = [to_numpy(x) for x in inputs]
+    arrays = [x._numpy_view() for x in inputs]
     with np.errstate(all="ignore"):
         raw = compute(*arrays)
-    outs = tuple(from_numpy(a, d) for a, d in zip(raw, out_dtypes))
+    outs = tuple([from_numpy(a, d) for a, d in zip(raw, out_dtypes)])
+    if rule is None:
+        return outs
     if differentiable is None:
         differentiable = [o._dtype.is_floating_point or o._dtype.is_complex for o in outs]
-    if rule is not None and is_grad_enabled() and any(x._requires_grad for x in inputs):
+    if _grad_state.enabled and any(x._requires_grad for x in inputs):
         cls = node_class(name or f"{op}Backward0", LinalgNode)
         node = Node.__new__(cls)
         Node.__init__(node, tuple(edge(x) for x in inputs))
@@ -334,7 +368,7 @@ def host_op(op: str, name: str | None, inputs: Sequence[Tensor],
         node._saved_in = tuple(SavedTensor(x) if s else None for x, s in zip(inputs, si))
         node._saved_out = tuple((_SavedOut(o) if o.grad_fn is node else SavedTensor(o))
                                 if s else None for o, s in zip(outs, so))
-    if rule is not None and forward_ad._level[0]:
+    if forward_ad._level[0]:
         tangents = [forward_ad.tangent_of(x) for x in inputs]
         if any(t is not None for t in tangents):
             _forward_mode(inputs, outs, differentiable, tangents, rule, attrs, jvp)
@@ -345,7 +379,7 @@ def _forward_mode(inputs: Sequence[Tensor], outs: Sequence[Tensor], diff: Sequen
                   tangents: list[Tensor | None], rule: Callable[..., Any],
                   attrs: dict[str, Any], jvp: Callable[..., Any] | None) -> None:
     """Tangents of the outputs: the op's jvp rule, or the transposed vjp."""
-    from .. import functions as F
+    F = _functions()
     from ..autograd.apply import _interpreter_for, interpreters
     primals = [forward_ad.unpack_dual(x).primal for x in inputs]
     outvals = [o.detach() for o in outs]
@@ -374,7 +408,7 @@ def _transposed(primals: Sequence[Tensor], outs: Sequence[Tensor], diff: Sequenc
                 tangents: list[Tensor | None], rule: Callable[..., Any],
                 attrs: dict[str, Any]) -> list[Tensor | None]:
     """`J t` from the vjp rule (linear in the cotangents u): d<vjp(u), t>/du."""
-    from .. import functions as F
+    F = _functions()
     from ..autograd.api import grad
     inputs, outvals = primals, outs
     with enable_grad():
@@ -402,7 +436,7 @@ def _transposed(primals: Sequence[Tensor], outs: Sequence[Tensor], diff: Sequenc
 
 
 def zeros_if_none(g: Tensor | None, like: Tensor) -> Tensor:
-    from .. import functions as F
+    F = _functions()
     return F.zeros(like._shape, dtype=like._dtype) if g is None else g
 
 
