@@ -22,9 +22,12 @@ import numpy as np
 from ..autograd.apply import composite_function, needs_grad
 from ..autograd.node import Node, SavedTensor, edge, node_class
 from ..ir import dtypes as dt
+from ..ir.types import broadcast_shapes
 from ..tensor import Tensor
 from . import elementwise as E
 from ._errors import names_op
+from .indexing import (host_broadcast, host_empty, host_plain, host_tensor, host_values,
+                       host_view)
 
 __all__: list[str] = [
     "take", "put", "index_add", "index_copy", "index_fill", "index_put", "index_put_",
@@ -53,6 +56,8 @@ def _graph_break(what: str) -> None:
 
 def _host(t: Tensor) -> np.ndarray:
     """The values of a concrete tensor as a NumPy array (bfloat16 as float32)."""
+    if t.__class__ is Tensor:
+        return host_values(t)
     from ..autograd.grad_mode import no_grad
     with no_grad():
         if t._dtype is dt.bfloat16:
@@ -61,8 +66,19 @@ def _host(t: Tensor) -> np.ndarray:
 
 
 def _from_host(a: np.ndarray, dtype: dt.DType) -> Tensor:
+    if a.dtype == dtype.np and dtype is not dt.bfloat16:
+        return host_tensor(a, dtype)
     from .creation import tensor
     return tensor(np.array(a, order="C"), dtype=dtype)
+
+
+def _host_broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The broadcast of shapes `a` and `b`, or None when they do not broadcast (the
+    general path raises PyTorch's error)."""
+    try:
+        return broadcast_shapes(a, b)
+    except ValueError:
+        return None
 
 
 def _index_tensor(op: str, index: Any, names: str = "int64") -> Tensor:
@@ -293,6 +309,32 @@ def _normalize_indices(op: str, input: Tensor, indices: Any) -> tuple[Any, ...]:
     return tuple(out)
 
 
+def _index_put_host(input: Tensor, index: tuple[Any, ...], values: Tensor,
+                    accumulate: bool) -> Tensor | None:
+    """index_put's plain eager case on the host: every index a tensor (int64/int32, or a
+    bool mask of at least one dimension), where NumPy's advanced indexing means what
+    PyTorch's does; None when it does not apply or NumPy refuses the index or the values
+    (the general path then gives PyTorch's result or error)."""
+    dtype = input._dtype
+    if accumulate and (dtype is dt.bfloat16 or dtype is dt.bool_):
+        return None
+    ix = []
+    for i in index:
+        if i.__class__ is not Tensor or (i._dtype is dt.bool_ and not i._shape):
+            return None
+        ix.append(host_view(i))
+    res, out = host_empty(input._shape, dtype)
+    out[...] = host_view(input)
+    try:
+        if accumulate:
+            np.add.at(out, tuple(ix), host_view(values))
+        else:
+            out[tuple(ix)] = host_view(values)
+    except (IndexError, ValueError):
+        return None
+    return res
+
+
 @names_op("index_put")
 def index_put(input: Tensor, indices: Sequence[Any], values: Any,
               accumulate: bool = False) -> Tensor:
@@ -311,6 +353,10 @@ def index_put(input: Tensor, indices: Sequence[Any], values: Any,
                                f"and {values._dtype.name} for the source.")
     else:
         values = full((), values, dtype=input._dtype)
+    if host_plain(input, values, *index):
+        out = _index_put_host(input, index, values, accumulate)
+        if out is not None:
+            return out
     positions = getitem(iota(max(input.numel(), 0), dt.int64).reshape(input._shape), index)
     if values._shape != positions._shape:
         while values.ndim > positions.ndim and values._shape[0] == 1:
@@ -587,6 +633,17 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     from .indexing import getitem
     from .shape import broadcast_tensors
     mask = _bool_mask("masked_select", mask)
+    if host_plain(input, mask):
+        x, m = host_view(input), host_view(mask)
+        if x.shape != m.shape:
+            shape = _host_broadcast(x.shape, m.shape)
+            if shape is not None:
+                if x.shape != shape:
+                    x = host_broadcast(x, shape)
+                if m.shape != shape:
+                    m = host_broadcast(m, shape)
+        if x.shape == m.shape:
+            return host_tensor(x[m], input._dtype)
     if _traced(input, mask):
         _graph_break("masked_select() (its result size depends on the mask)")
     x, m = broadcast_tensors(input, mask)
@@ -604,6 +661,17 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     op = "masked_scatter"
     mask = _bool_mask(op, mask)
     _same_dtype(op, input, source)
+    if host_plain(input, mask, source):
+        x, m = host_view(input), host_view(mask)
+        shape = x.shape if x.shape == m.shape else _host_broadcast(x.shape, m.shape)
+        if shape is not None:
+            m = host_broadcast(m, shape) if m.shape != shape else m
+            count = int(np.count_nonzero(m))
+            if source.numel() >= count:
+                res, out = host_empty(tuple(shape), input._dtype)
+                out[...] = x
+                out[m] = host_view(source).reshape(-1)[:count]
+                return res
     if _traced(input, mask, source):
         _graph_break("masked_scatter() (how much of source it reads depends on the mask)")
     x, m = broadcast_tensors(input, mask)
@@ -619,6 +687,15 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
 # unique / unique_consecutive
 # --------------------------------------------------------------------------------------
 
+def _run_lengths(keep: np.ndarray) -> np.ndarray:
+    """The lengths of the runs that start where `keep` (bool, keep[0] True) is True."""
+    starts = keep.nonzero()[0]
+    counts = np.empty(starts.shape[0], np.int64)
+    counts[:-1] = starts[1:] - starts[:-1]
+    counts[-1:] = keep.shape[0] - starts[-1:]
+    return counts
+
+
 def _unique_host(op: str, input: Tensor, consecutive: bool, return_inverse: bool,
                  return_counts: bool, dim: int | None) -> Any:
     if _traced(input):
@@ -629,12 +706,13 @@ def _unique_host(op: str, input: Tensor, consecutive: bool, return_inverse: bool
     if dim is None:
         flat = a.reshape(-1)
         if consecutive:
-            keep = np.ones(flat.shape[0], dtype=bool)
-            if flat.size > 1:
-                keep[1:] = flat[1:] != flat[:-1]
+            keep = np.empty(flat.shape[0], dtype=bool)
+            keep[:1] = True
+            np.not_equal(flat[1:], flat[:-1], out=keep[1:])
             values = flat[keep]
-            group = np.cumsum(keep) - 1
-            counts = np.diff(np.append(np.flatnonzero(keep), flat.size))
+            group = keep.cumsum()
+            group -= 1
+            counts = _run_lengths(keep)
         else:
             values, group, counts = np.unique(flat, return_inverse=True, return_counts=True)
             if flat.dtype.kind == "f" and np.isnan(values).any():
@@ -652,7 +730,8 @@ def _unique_host(op: str, input: Tensor, consecutive: bool, return_inverse: bool
         if input.ndim == 0:
             raise IndexError(f"{op}(): dim {dim} out of range for a 0-d tensor")
         d = normalize_axis(dim, input.ndim, op)
-        moved = np.moveaxis(a, d, 0)
+        order_axes = (d,) + tuple(k for k in range(a.ndim) if k != d)   # `d` first
+        moved = a.transpose(order_axes)
         rows = moved.reshape(moved.shape[0], -1)
         n = rows.shape[0]
         if n == 0:
@@ -660,25 +739,30 @@ def _unique_host(op: str, input: Tensor, consecutive: bool, return_inverse: bool
             group = np.zeros(0, np.int64)
             counts = np.zeros(0, np.int64)
         elif consecutive:
-            keep = np.ones(n, dtype=bool)
-            keep[1:] = np.any(rows[1:] != rows[:-1], axis=1)
+            keep = np.empty(n, dtype=bool)
+            keep[0] = True
+            (rows[1:] != rows[:-1]).any(axis=1, out=keep[1:])
             values_rows = rows[keep]
-            group = np.cumsum(keep) - 1
-            counts = np.diff(np.append(np.flatnonzero(keep), n))
+            group = keep.cumsum()
+            group -= 1
+            counts = _run_lengths(keep)
         else:
             order = np.lexsort(rows.T[::-1]) if rows.shape[1] else np.arange(n)
             srt = rows[order]
-            keep = np.ones(n, dtype=bool)
+            keep = np.empty(n, dtype=bool)
+            keep[0] = True
             if rows.shape[1]:
-                keep[1:] = np.any(srt[1:] != srt[:-1], axis=1)
+                (srt[1:] != srt[:-1]).any(axis=1, out=keep[1:])
             else:
                 keep[1:] = False
             values_rows = srt[keep]
-            ids = np.cumsum(keep) - 1
+            ids = keep.cumsum()
+            ids -= 1
             group = np.empty(n, np.int64)
             group[order] = ids
-            counts = np.diff(np.append(np.flatnonzero(keep), n))
-        values = np.moveaxis(values_rows.reshape((-1,) + moved.shape[1:]), 0, d)
+            counts = _run_lengths(keep)
+        back = tuple(range(1, d + 1)) + (0,) + tuple(range(d + 1, a.ndim))
+        values = values_rows.reshape((-1,) + moved.shape[1:]).transpose(back)
         inverse = np.asarray(group, np.int64)
     out = _from_host(np.asarray(values), input._dtype)
     result: list[Tensor] = [out]

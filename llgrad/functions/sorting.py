@@ -24,8 +24,10 @@ from ..autograd.apply import apply_composite, composite_function
 from ..ir import dtypes as dt
 from ..ir.types import normalize_axis
 from ..tensor import Tensor
+from ..tracer.context import _tls as _trace_tls
 from . import elementwise as E
 from ._errors import names_op
+from .indexing import host_plain, host_take_along, host_tensor, host_values, host_view
 
 sort_result = namedtuple("sort", ["values", "indices"])
 topk_result = namedtuple("topk", ["values", "indices"])
@@ -72,9 +74,32 @@ def _rank_argsort(x: Tensor, dim: int, descending: bool) -> Tensor:
     return movedim(perm, -1, dim)
 
 
+def _host_order(arr: np.ndarray, axis: int, descending: bool) -> np.ndarray:
+    """The stable argsort (int64) of NumPy array `arr` along `axis` (NaN largest;
+    float16 is ordered as float32, which NumPy's float16 sort would also do, faster)."""
+    if arr.dtype == np.float16:
+        arr = arr.astype(np.float32)
+    if descending:            # stable descending = reversed stable ascending of the reverse
+        rev = np.flip(arr, axis)
+        idx = arr.shape[axis] - 1 - np.flip(rev.argsort(axis=axis, kind="stable"), axis)
+    else:
+        idx = arr.argsort(axis=axis, kind="stable")
+    return idx if idx.dtype == np.int64 else idx.astype(np.int64)
+
+
+def _plain_order(x: Any) -> bool:
+    """Whether `x`'s order is found straight on the host: a plain tensor (not batched by
+    vmap, not a tracer) while no trace runs. (Autograd does not matter: an order is
+    not differentiable.)"""
+    return x.__class__ is Tensor and not _trace_tls.stack
+
+
 def _argsort_along(x: Tensor, dim: int, descending: bool) -> Tensor:
     """Stable argsort along `dim` (NaN largest): by NumPy on the host, or by ops when
     traced."""
+    if _plain_order(x):                                      # a plain tensor, eagerly
+        arr = host_values(x)                                 # (bfloat16 widened)
+        return host_tensor(_host_order(arr, dim, descending), dt.int64)
     from ..tracer.context import user_location
     from ..tracer.tensor import GraphBreak, tracing
     from ..transforms.batching import levels, lift, unlift
@@ -91,14 +116,7 @@ def _argsort_along(x: Tensor, dim: int, descending: bool) -> Tensor:
     if plain._dtype is dt.bfloat16:          # NumPy has no bfloat16: order its float32 copy
         plain = plain.float()
     arr = plain.detach().contiguous().numpy()
-    if arr.dtype == np.float16:
-        arr = arr.astype(np.float32)
-    if descending:            # stable descending = reversed stable ascending of the reverse
-        rev = np.flip(arr, axis)
-        idx = arr.shape[axis] - 1 - np.flip(np.argsort(rev, axis=axis, kind="stable"), axis)
-    else:
-        idx = np.argsort(arr, axis=axis, kind="stable")
-    return unlift(from_numpy(np.require(idx.astype(np.int64), requirements="C")), lv)
+    return unlift(from_numpy(_host_order(arr, axis, descending)), lv)
 
 
 @names_op("argsort")
@@ -115,8 +133,25 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: b
 @names_op("sort")
 def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False
          ) -> sort_result:
-    from .indexing import gather
     x = _check("sort", input)
+    if x._shape and host_plain(x):
+        # the plain eager case: the values are gathered on the host too (their bits, so
+        # bfloat16 and NaN payloads come through as the gather kernel copies them)
+        d = normalize_axis(dim, len(x._shape), "sort")
+        raw = host_view(x)
+        if x._dtype is dt.bfloat16:
+            order = _host_order(host_values(x), d, descending)
+            values = host_take_along(raw, order, d)
+        else:
+            order = _host_order(raw, d, descending)
+            if raw.size > 4096:
+                values = host_take_along(raw, order, d)
+            elif descending:      # (a stable sort's result is the same gather, one call)
+                values = np.flip(np.sort(np.flip(raw, d), d, kind="stable"), d)
+            else:
+                values = np.sort(raw, d, kind="stable")
+        return sort_result(host_tensor(values, x._dtype), host_tensor(order, dt.int64))
+    from .indexing import gather
     idx = argsort(x, dim, descending)
     if x.ndim == 0:
         return sort_result(x.clone(), idx)

@@ -5,9 +5,15 @@ import warnings
 from collections import namedtuple
 from typing import Any, Callable
 
+import numpy as np
+
 from ..autograd.apply import composite_function
 from ..ir import dtypes as dt
+from ..ir.types import normalize_axis
 from ..tensor import Tensor
+from ..tracer.context import _tls as _trace_tls
+from .indexing import (gather, host_empty, host_plain, host_take_along, host_tensor,
+                       host_values, host_view)
 
 __all__: list[str] = []
 
@@ -42,15 +48,13 @@ def _no_complex(op: str, x: Tensor) -> Tensor:
 def _host_values(op: str, *tensors: Any) -> list[Any]:
     """NumPy values of `tensors` for a host computation; inside `lg.compile` a graph break
     (the function is split there and this part runs eagerly)."""
-    from ..tracer.context import user_location
-    from ..tracer.tensor import GraphBreak, tracing
-    if tracing() or any(getattr(t, "_ctx", None) is not None for t in tensors):
+    if _trace_tls.stack or any(getattr(t, "_ctx", None) is not None for t in tensors):
+        from ..tracer.context import user_location
+        from ..tracer.tensor import GraphBreak
         raise GraphBreak(f"{op}() computes on the host (its result depends on the data)",
                          user_location())
-    out = []
-    for t in tensors:
-        out.append(None if t is None else t.detach()._values())
-    return out
+    return [None if t is None else host_values(t) if t.__class__ is Tensor else
+            t.detach()._values() for t in tensors]
 
 
 def _keep(x: Tensor, d: int, keepdim: bool) -> Tensor:
@@ -79,9 +83,15 @@ def _reduced_dim(op: str, x: Tensor, dim: int) -> int:
 
 
 def _int64_of(arr: Any) -> Tensor:
-    import numpy as np
-    from .creation import from_numpy
-    return from_numpy(np.require(arr, np.int64, "C"))
+    return host_tensor(arr, dt.int64)
+
+
+def _host_result(arr: Any, dtype: dt.DType) -> Tensor:
+    """A new tensor of `dtype` holding host values `arr` (rounded to `dtype` as `.to`
+    rounds: bfloat16 through an llgrad cast, the others by NumPy's assignment)."""
+    if dtype is dt.bfloat16:
+        return host_tensor(arr, dt.float32).to(dtype)
+    return host_tensor(arr, dtype)
 
 
 # --------------------------------------------------------------------------------------
@@ -93,30 +103,52 @@ cummin_result = namedtuple("cummin", ["values", "indices"])
 
 
 def _cum_extreme(op: str, input: Tensor, dim: int, largest: bool, out: Any) -> Any:
-    import numpy as np
-    from ..ir.types import normalize_axis
-    from .creation import zeros
-    from .indexing import gather
     x = _no_complex(op, _tensor(op, input))
     kind = cummax_result if largest else cummin_result
     name = "CummaxBackward0" if largest else "CumminBackward0"
-    d = normalize_axis(dim, x.ndim, op)
-    if x.ndim == 0 or x.numel() == 0:
+    d = normalize_axis(dim, len(x._shape), op)
+    if not x._shape or 0 in x._shape:
+        from .creation import zeros
         idx = zeros(x._shape, dtype=dt.int64)
         values = x.clone() if x.ndim == 0 else gather(x, d, idx, name=name)
         return _results(kind, out, op, values, idx)
-    a, = _host_values(op, x)
-    if a.dtype == np.bool_:
-        a = a.astype(np.uint8)
+    plain = host_plain(x)
+    a = host_values(x) if plain else _host_values(op, x)[0]
+    if x._dtype is dt.bool_:
+        a = a.view(np.uint8)
     run = (np.maximum if largest else np.minimum).accumulate(a, axis=d)
     mark = a == run                       # ties: the latest position (as PyTorch)
     if a.dtype.kind == "f":
         mark |= np.isnan(a)               # a NaN holds from where it appears
-    shape = [1] * a.ndim
-    shape[d] = a.shape[d]
-    pos = np.arange(a.shape[d]).reshape(shape)
-    idx = _int64_of(np.maximum.accumulate(np.where(mark, pos, 0), axis=d))
+    # each position's index along `d` where marked, 0 elsewhere, carried forward
+    mark = mark * _positions_along(a.shape, d)
+    if plain:           # no gradient to record: the values are gathered on the host too
+        idx, pos = host_empty(x._shape, dt.int64)
+        np.maximum.accumulate(mark, axis=d, out=pos)
+        return _results(kind, out, op,
+                        host_tensor(host_take_along(host_view(x), pos, d), x._dtype), idx)
+    pos = np.maximum.accumulate(mark, axis=d)
+    idx = _int64_of(pos)
     return _results(kind, out, op, gather(x, d, idx, name=name), idx)
+
+
+_POSITIONS: dict[tuple[int, int, int], Any] = {}
+
+
+def _positions_along(shape: tuple[int, ...], d: int) -> Any:
+    """0..n-1 (int64) along dimension `d` of an array of `shape`, size 1 elsewhere (read
+    only; cached per size, rank and dimension)."""
+    key = (shape[d], len(shape), d)
+    pos = _POSITIONS.get(key)
+    if pos is None:
+        import numpy as np
+        if len(_POSITIONS) > 256:
+            _POSITIONS.clear()
+        pos = np.arange(shape[d], dtype=np.int64).reshape(
+            [n if k == d else 1 for k, n in enumerate(shape)])
+        pos.flags.writeable = False
+        _POSITIONS[key] = pos
+    return pos
 
 
 def cummax(input: Tensor, dim: int, *, out: Any = None) -> Any:
@@ -310,22 +342,39 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out: Any = None
     d = _reduced_dim("mode", x, dim)
     if x.ndim == 0:
         return _results(mode_result, out, "mode", x.clone(), zeros((), dtype=dt.int64))
-    a, = _host_values("mode", x)
-    a2 = np.moveaxis(a, d, -1)
-    lead = a2.shape[:-1]
-    n = a2.shape[-1]
-    rows = a2.reshape(-1, n)
-    perm = np.argsort(rows, axis=1, kind="stable")
-    s = np.take_along_axis(rows, perm, axis=1)
-    starts = np.ones(s.shape, dtype=bool)
-    starts[:, 1:] = s[:, 1:] != s[:, :-1]
-    run = np.cumsum(starts, axis=1) - 1
+    plain = host_plain(x)
+    a = host_values(x) if plain else _host_values("mode", x)[0]
+    last_axis = d == a.ndim - 1
+    axes = None if last_axis else tuple(k for k in range(a.ndim) if k != d) + (d,)
+    n = a.shape[d]
+    rows = (a if last_axis else a.transpose(axes)).reshape(-1, n)
     r = rows.shape[0]
-    counts = np.bincount((np.arange(r)[:, None] * n + run).ravel(),
-                         minlength=r * n).reshape(r, n)
-    best = np.argmax(counts, axis=1)
-    last = n - 1 - np.argmax((run == best[:, None])[:, ::-1], axis=1)
-    pos = perm[np.arange(r), last].reshape(lead + (1,))
+    perm = rows.argsort(axis=1, kind="stable")
+    ar = np.arange(r)
+    s = np.sort(rows, axis=1)        # (the sorted values: only their equalities are read)
+    # in each sorted row, runs of equal values (NaN never equals): the run that ends at
+    # each end position has length end - start + 1; the longest run, the first (smallest
+    # value) among equally long ones, gives the value and its last input position
+    starts = np.empty(s.shape, dtype=bool)
+    starts[:, 0] = True
+    np.not_equal(s[:, 1:], s[:, :-1], out=starts[:, 1:])
+    j = np.arange(n)
+    begin = np.maximum.accumulate(starts * j, axis=1)
+    length = j - begin
+    length += 1
+    length[:, :-1] *= starts[:, 1:]          # (only at each run's end)
+    pos = perm[ar, length.argmax(axis=1)]
+    lead = tuple(a.shape[k] for k in range(a.ndim) if k != d)
+    if plain:           # no gradient to record: the values are read on the host too
+        raw = host_view(x)
+        raw_rows = (raw if last_axis else raw.transpose(axes)).reshape(-1, n)
+        shape = lead if not keepdim else tuple(1 if k == d else m
+                                               for k, m in enumerate(a.shape))
+        # (a size-1 dim inserted anywhere keeps the row-major order of the others)
+        return _results(mode_result, out, "mode",
+                        host_tensor(raw_rows[ar, pos].reshape(shape), x._dtype),
+                        host_tensor(pos.reshape(shape), dt.int64))
+    pos = pos.reshape(lead + (1,))
     idx = movedim(_int64_of(pos), -1, d)
     values = gather(x, d, idx, name="ModeBackward0")
     return _results(mode_result, out, "mode", _keep(values, d, keepdim),
@@ -418,13 +467,27 @@ def quantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = Fals
     dimension); `interpolation` between the two nearest ranks: linear, lower, higher,
     midpoint or nearest (round half to even); a NaN in a row makes its quantiles NaN.
     """
+    if out is None and q.__class__ in (float, int):
+        return _quantile_of_number(input, q, dim, keepdim, interpolation, False)
     return _quantile("quantile", input, q, dim, keepdim, interpolation, out, False)
 
 
 def nanquantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
                 interpolation: str = "linear", out: Tensor | None = None) -> Tensor:
     """`quantile` ignoring NaN values (NaN only for a row of NaNs)."""
+    if out is None and q.__class__ in (float, int):
+        return _quantile_of_number(input, q, dim, keepdim, interpolation, True)
     return _quantile("nanquantile", input, q, dim, keepdim, interpolation, out, True)
+
+
+@composite_function
+def _quantile_of_number(input: Tensor, q: float, dim: int | None, keepdim: bool,
+                        interpolation: str, ignore_nan: bool) -> Tensor:
+    """quantile/nanquantile of a Python number `q`: a compiled composite (`q` is part of
+    its key by value, so its range check runs on each key's first call; a tensor `q`,
+    whose values a compiled call could not check, takes `_quantile` as written)."""
+    return _quantile("nanquantile" if ignore_nan else "quantile", input, q, dim, keepdim,
+                     interpolation, None, ignore_nan)
 
 
 # --------------------------------------------------------------------------------------
@@ -510,7 +573,6 @@ def histc(input: Tensor, bins: int = 100, min: Any = 0, max: Any = 0, *,
     the last bin includes `max`. The result has the input's dtype; no gradient (as
     PyTorch)."""
     import numpy as np
-    from .creation import from_numpy
     x = _float_only("histc", _tensor("histc", input))
     if not isinstance(bins, int) or isinstance(bins, bool) or bins <= 0:
         raise RuntimeError(f"histc(): bins must be > 0, but got {bins} for dimension 0")
@@ -531,7 +593,7 @@ def histc(input: Tensor, bins: int = 100, min: Any = 0, max: Any = 0, *,
     pos = ((v - lo) * kind(bins) / (hi - lo)).astype(np.int64)
     pos[pos == bins] = bins - 1
     hist = np.bincount(pos, minlength=bins).astype(a.dtype)
-    res = from_numpy(hist).to(x._dtype)
+    res = _host_result(hist, x._dtype)
     return write_out("histc", out, res) if out is not None else res
 
 
@@ -572,6 +634,23 @@ def _bin_index(a: Any, e: Any) -> Any:
     import numpy as np
     n = e.size
     nb = n - 1
+    if n < 2 or not (e[1:] >= e[:-1]).all():
+        first = _upper_bound(a, e)
+    else:               # sorted edges: NumPy's binary search finds the same upper bound
+        first = np.searchsorted(e, a, side="right")
+    pos = first - 1
+    pos[pos == nb] = nb - 1             # the last bin includes its right edge
+    with np.errstate(invalid="ignore"):
+        bad = ~((a >= e[0]) & (a <= e[-1])) | (nb < 1)
+    pos[bad] = -1
+    return pos
+
+
+def _upper_bound(a: Any, e: Any) -> Any:
+    """torch's binary search of each value of `a` among edges `e` (sorted or not): the
+    first position whose edge is above the value, halving the count."""
+    import numpy as np
+    n = e.size
     first = np.zeros(a.shape, dtype=np.int64)
     count = np.full(a.shape, n, dtype=np.int64)
     while (count > 0).any():
@@ -581,12 +660,7 @@ def _bin_index(a: Any, e: Any) -> Any:
         right = live & ~(a < e[np.minimum(it, n - 1)])      # e[it] <= a: go right
         first = np.where(right, it + 1, first)
         count = np.where(right, count - step - 1, np.where(live, step, 0))
-    pos = first - 1
-    pos[pos == nb] = nb - 1             # the last bin includes its right edge
-    with np.errstate(invalid="ignore"):
-        bad = ~((a >= e[0]) & (a <= e[-1])) | (nb < 1)
-    pos[bad] = -1
-    return pos
+    return first
 
 
 def histogramdd(input: Tensor, bins: Any = 10, *, range: Any = None, weight: Any = None,
@@ -597,7 +671,6 @@ def histogramdd(input: Tensor, bins: Any = 10, *, range: Any = None, weight: Any
     list of D (min, max) pairs; `weight` one weight per row; `density` normalizes to a
     density. Returns `(hist, bin_edges)` (a list of D edge tensors)."""
     import numpy as np
-    from .creation import from_numpy
     x = _float_only("histogramdd", _tensor("histogramdd", input))
     if x.ndim < 1:
         raise RuntimeError("histogramdd(): input should have at least 1 dimension")
@@ -631,12 +704,16 @@ def histogramdd(input: Tensor, bins: Any = 10, *, range: Any = None, weight: Any
              for k, b in enumerate(bins_list)]
     shape = tuple(e.size - 1 for e in edges)
     pos = [_bin_index(pts[:, k], e) for k, e in enumerate(edges)]
-    ok = np.ones(pts.shape[0], dtype=bool)
-    for p in pos:
-        ok &= p >= 0
-    flat_index = np.zeros(pts.shape[0], dtype=np.int64)
-    for p, n in zip(pos, shape):
-        flat_index = flat_index * n + np.where(ok, p, 0)
+    if D == 1:                          # (one dimension: its bins are the flat index)
+        ok = pos[0] >= 0
+        flat_index = pos[0]
+    else:
+        ok = np.ones(pts.shape[0], dtype=bool)
+        for p in pos:
+            ok &= p >= 0
+        flat_index = np.zeros(pts.shape[0], dtype=np.int64)
+        for p, n in zip(pos, shape):
+            flat_index = flat_index * n + np.where(ok, p, 0)
     wv = None if w is None else w.reshape(-1)[ok].astype(np.float64)
     total = int(np.prod(shape)) if shape else 1
     hist = np.bincount(flat_index[ok], weights=wv, minlength=total)[:total].reshape(shape)
@@ -649,8 +726,8 @@ def histogramdd(input: Tensor, bins: Any = 10, *, range: Any = None, weight: Any
             widths = widths * np.diff(e.astype(np.float64)).reshape(view)
         with np.errstate(divide="ignore", invalid="ignore"):   # an empty histogram: NaN
             hist = hist / (s * widths)
-    hist_t = from_numpy(np.require(hist.astype(dtype), requirements="C")).to(x._dtype)
-    edge_ts = [from_numpy(np.require(e, requirements="C")).to(x._dtype) for e in edges]
+    hist_t = _host_result(hist.astype(dtype), x._dtype)
+    edge_ts = [_host_result(e, x._dtype) for e in edges]
     return histogramdd_result(hist_t, edge_ts)
 
 
@@ -682,7 +759,6 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     `minlength` bins); with `weights`, their sums per value (float32 weights give
     float32, other weights float64, as PyTorch)."""
     import numpy as np
-    from .creation import from_numpy
     x = _tensor("bincount", input)
     if x._dtype.is_floating_point or x._dtype.is_complex or x._dtype is dt.bool_:
         raise RuntimeError(f"bincount(): only integral input is supported, got "
@@ -699,11 +775,10 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     if a.size and a.min() < 0:
         raise RuntimeError("bincount(): input should contain only non-negative values")
     if w is None:
-        return from_numpy(np.bincount(a.astype(np.int64), minlength=minlength)
-                          .astype(np.int64))
-    res = np.bincount(a.astype(np.int64), weights=w.astype(np.float64), minlength=minlength)
+        return host_tensor(np.bincount(a, minlength=minlength), dt.int64)
+    res = np.bincount(a, weights=w, minlength=minlength)
     kind = dt.float32 if weights._dtype is dt.float32 else dt.float64
-    return from_numpy(np.require(res, requirements="C")).to(kind)
+    return _host_result(res, kind)
 
 
 # --------------------------------------------------------------------------------------

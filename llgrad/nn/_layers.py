@@ -18,6 +18,7 @@ from ..autograd.grad_mode import no_grad
 from ..ir import dtypes as dt
 from ..ops import nn as nnops
 from ..tensor import Tensor
+from ..functions.indexing import host_empty, host_plain, host_view
 from .functional import _tensor
 
 
@@ -294,6 +295,25 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     if tensor._dtype is not dt.int64:
         raise RuntimeError(f"{op} is only applicable to index tensor of type LongTensor, got "
                            f"{tensor._dtype.name}")
+    if num_classes.__class__ is int and num_classes >= -1 and host_plain(tensor):
+        # the plain eager case on the host (the checks read the values anyway)
+        a = host_view(tensor)
+        if a.size:
+            lo, hi = int(a.min()), int(a.max())
+            if num_classes == -1:
+                num_classes = hi + 1
+            if lo < 0:
+                raise RuntimeError(f"{op}: Class values must be non-negative (got {lo})")
+            if hi >= num_classes:
+                raise RuntimeError(f"{op}: Class values must be smaller than num_classes "
+                                   f"({num_classes}); got {hi}")
+        elif num_classes == -1:
+            num_classes = 0
+        res, out = host_empty(a.shape + (num_classes,), dt.int64)
+        out.fill(0)
+        if a.size:
+            out.reshape(-1, num_classes)[np.arange(a.size), a.reshape(-1)] = 1
+        return res
     from ..tracer.tensor import tracing
     if num_classes == -1:
         if tracing():

@@ -23,6 +23,7 @@ from ..autograd.grad_mode import no_grad
 from ..ir import dtypes as dt
 from ..ops import nn as nnops
 from ..tensor import Tensor
+from ..functions.indexing import host_empty, host_plain, host_view
 from ._layers import _adaptive_matrix, _divisors, _ints, _output_size
 from .functional import _composite, _tensor
 
@@ -251,6 +252,22 @@ def _max_unpoolnd(op: str, n: int, input: Tensor, indices: Tensor, kernel_size: 
     p = _ints(op, "padding", padding, n)
     size = _unpool_size(op, x, k, s, p, output_size)
     plane = math.prod(size)
+    if host_plain(input, indices):
+        # the plain eager case on the host (the index check reads the values anyway)
+        iv = host_view(indices)
+        if iv.size:
+            lo, hi = int(iv.min()), int(iv.max())
+            if lo < 0 or hi >= plane:
+                raise RuntimeError(f"{op}: Found an invalid max index: "
+                                   f"{lo if lo < 0 else hi} (output volumes are of size "
+                                   f"{'x'.join(map(str, size))})")
+        rows = x.shape[0] * x.shape[1]
+        res, out = host_empty(tuple(input.shape[:-n]) + size, x._dtype)
+        out.fill(0)
+        if iv.size:
+            at = iv.reshape(rows, -1) + np.arange(0, rows * plane, plane)[:, None]
+            out.reshape(-1)[at] = host_view(input).reshape(rows, -1)
+        return res
     from ..tracer.tensor import tracing
     if idx.numel() and not tracing() and getattr(idx, "_ctx", None) is None:
         with no_grad():
