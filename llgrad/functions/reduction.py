@@ -332,6 +332,7 @@ def sum_to_size(input: Tensor, *sizes: Any, size: Any = None) -> Tensor:
 
 
 @names_op("all")
+@composite_function
 def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     from .elementwise import eq
     b = input if input._dtype is dt.bool_ else input.ne(0)
@@ -340,6 +341,7 @@ def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
 
 
 @names_op("any")
+@composite_function
 def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     from .elementwise import eq
     b = input if input._dtype is dt.bool_ else input.ne(0)
