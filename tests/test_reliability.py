@@ -466,3 +466,25 @@ def test_collectives_refuse_ranks_that_disagree_on_shape_or_dtype(tmp_path):
                         "--threads", "1", str(script)], capture_output=True, text=True,
                        timeout=240, env=env, cwd=str(ROOT))
     assert p.returncode == 0 and p.stdout.count("RANK OK") == 2, p.stdout + p.stderr
+
+
+def test_host_copies_never_read_a_traced_tensor():
+    """`diag` of a 1-D tensor built its matrix with an eager in-place write, and inside
+    `lg.compile` that write reached a host memmove with a traced tensor's missing address
+    (a segmentation fault). Each case runs in a child process, so a crash fails the test
+    instead of ending the run; compiled values must equal eager's."""
+    script = textwrap.dedent("""
+        import numpy as np
+        import llgrad as lg
+        cases = [lambda x: lg.diag(x), lambda x: lg.diag(x, 2), lambda x: lg.diag(x, -1),
+                 lambda x: lg.diag_embed(x), lambda x: x.clone() * 2,
+                 lambda x: lg.diag(lg.diag(x))]
+        for fn in cases:
+            for d in (lg.float32, lg.int64, lg.bool):
+                x = lg.arange(4).to(d)
+                np.testing.assert_array_equal(lg.compile(fn)(x).numpy(), fn(x).numpy())
+        print("OK")
+    """)
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       timeout=240)
+    assert p.returncode == 0 and "OK" in p.stdout, p.stdout + p.stderr[-2000:]

@@ -41,7 +41,8 @@ def clone(t: Tensor) -> Tensor:
     (one memmove; a kernel launch costs more), unless kernels are being recorded
     (`launch.record_kernels`) or a forward's copies are (`copy_replay`)."""
     out = Tensor._empty(t._shape, t._dtype)
-    if t._strides == out._strides and ew.copy_log is None and not launch._recording:
+    if t._strides == out._strides and ew.copy_log is None and not launch._recording and \
+            t._ptr.__class__ is int:            # (a traced tensor has no memory: None)
         n = out._storage.nbytes
         if n <= _HOST_COPY_BYTES:
             if n:
