@@ -6,6 +6,8 @@ All arithmetic runs on generated kernels; NumPy only allocates and converts.
 """
 from __future__ import annotations
 
+import ctypes
+import struct
 from typing import Any, Iterator
 
 import numpy as np
@@ -32,6 +34,25 @@ class Size(tuple):
 
 
 _new = object.__new__
+# `Tensor.item`'s reader of one element per dtype (the others go through NumPy)
+_ITEM = {d: struct.Struct("=" + code).unpack for d, code in (
+    (dt.float32, "f"), (dt.float64, "d"), (dt.float16, "e"), (dt.int64, "q"),
+    (dt.int32, "i"), (dt.int16, "h"), (dt.int8, "b"), (dt.uint8, "B"), (dt.bool_, "?"))}
+_string_at = ctypes.string_at
+_row_major: dict[tuple, tuple] = {}
+
+
+def _row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """`contiguous_strides(shape)`, remembered per shape (a program makes few shapes)."""
+    try:
+        strides = _row_major.get(shape)
+    except TypeError:                       # a list: not a key
+        return contiguous_strides(shape)
+    if strides is None:
+        strides = contiguous_strides(shape)
+        if len(_row_major) < 4096 and all(s.__class__ is int for s in strides):
+            _row_major[shape] = strides
+    return strides
 
 
 class Tensor:
@@ -83,10 +104,29 @@ class Tensor:
         for s in shape:
             n *= s
         storage = allocate_small(n) if n <= SLAB_MAX else allocate(n)
-        if _grad_state.inference:
-            storage.inference = True
-        return cls._make(storage, 0, shape,
-                         strides if strides is not None else contiguous_strides(shape), dtype)
+        if strides is None:
+            strides = _row_major_strides(shape)
+        if cls is not Tensor or _grad_state.inference:
+            if _grad_state.inference:
+                storage.inference = True
+            return cls._make(storage, 0, shape, strides, dtype)
+        t = _new(Tensor)        # `_make` and `_init_state` written out (every new tensor)
+        t._storage = storage
+        t._offset = 0
+        t._shape = shape
+        t._strides = strides
+        t._dtype = dtype
+        t._ptr = storage.ptr
+        t._lkey = (dtype, shape, strides)
+        t._requires_grad = False
+        t._grad = None
+        t.grad_fn = None
+        t._retains_grad = False
+        t._hooks = None
+        t._base = None
+        t._output_nr = 0
+        t._inference = False
+        return t
 
     @classmethod
     def _empty_maker(cls, shape: tuple[int, ...], dtype: DType,
@@ -419,6 +459,9 @@ class Tensor:
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted "
                                f"to Scalar")
+        unpack = _ITEM.get(self._dtype)
+        if unpack is not None:              # the element read by address: no NumPy view
+            return unpack(_string_at(self._ptr, self._dtype.itemsize))[0]
         return self._values().reshape(()).item()
 
     def tolist(self) -> Any:

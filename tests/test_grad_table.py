@@ -196,6 +196,11 @@ row("nextafter", lambda m, a, b: m.nextafter(a, b), Arg((2, 3)), Arg((2, 3)),
     ops=("nextafter",), torch=False)
 row("frexp", lambda m, x: m.frexp(x).mantissa * 1.0, Arg((2, 3), band(0.55, 0.95)),
     ops=("frexp_mantissa",), grad_fn=False)
+row("frac", lambda m, x: m.frac(x), Arg((2, 3), fractional), ops=("frac",))
+row("round-decimals", lambda m, x: m.round(x, decimals=2) + x, Arg((2, 3), fractional),
+    ops=("round_decimals",))
+row("mvlgamma", lambda m, x: m.mvlgamma(x, 3), Arg((2, 3), band(1.5, 4.0)),
+    ops=("mvlgamma",))
 row("silu", lambda m, x: F(m).silu(x), Arg((2, 3)), ops=("silu",))
 row("gelu", lambda m, x: F(m).gelu(x), Arg((2, 3)), ops=("gelu",))
 row("gelu-tanh", lambda m, x: F(m).gelu(x, approximate="tanh"), Arg((2, 3)), ops=("gelu",))

@@ -16,9 +16,9 @@ from test_grad_table import ROWS, Arg, Row, _as_tuple, _lg_inputs
 # test_transforms.py): a data-dependent output size, and `x[...] = v` on a batched tensor
 # (the transforms treat values as immutable, as JAX).
 VALUE_DEPENDENT = {"nonzero", "setitem"}
-# zeta's and polygamma's eager argument checks read a value with item(), which vmap refuses
-# (a known limitation: the checks should become where-masks)
-VALUE_CHECKED = {"special.zeta", "polygamma"}
+# zeta's, polygamma's and mvlgamma's eager argument checks read a value with item(), which
+# vmap refuses (a known limitation: the checks should become where-masks)
+VALUE_CHECKED = {"special.zeta", "polygamma", "mvlgamma"}
 
 
 def _batchable(r: Row) -> list[int]:

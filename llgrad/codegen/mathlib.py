@@ -6,12 +6,15 @@ straight-line code made of arithmetic, integer bit manipulation, ``select`` and 
 intrinsics that map to single vector instructions (``llvm.fma``, ``llvm.fabs``,
 ``llvm.rint``, ``llvm.floor``, ``llvm.minnum``/``llvm.maxnum``, ``llvm.copysign``,
 ``llvm.sqrt``), so a loop that applies one of these functions element-wise vectorizes to
-AVX2/AVX-512 code with no calls.
+AVX2/AVX-512 code with no calls.  (The exception: the orthogonal polynomials, whose degree
+is data, loop over it; an element loop holding one runs unvectorized.)
 
 Public API::
 
-    emit(builder, name, args) -> ir.Value    # one scalar float/double result
-    SUPPORTED                                # the names `emit` accepts
+    emit(builder, name, args, **params) -> ir.Value    # one scalar float/double result
+    SUPPORTED                # the straight-line functions `emit` accepts
+    ORTHOGONAL_POLYNOMIALS   # (x, n) functions with a loop over the degree n
+    PARAMETRIZED             # one argument and emission-time parameters (polygamma)
 
 Design rules followed by every function:
 
@@ -39,7 +42,7 @@ from typing import Callable, Sequence, Union
 
 from llvmlite import ir
 
-__all__ = ["SUPPORTED", "emit"]
+__all__ = ["ORTHOGONAL_POLYNOMIALS", "PARAMETRIZED", "SUPPORTED", "emit"]
 
 _I32 = ir.IntType(32)
 Operand = Union[ir.Value, float, int]
@@ -1511,6 +1514,277 @@ def _i1e(e: _Emitter, x: ir.Value) -> ir.Value:
 
 
 # ---------------------------------------------------------------------------------------
+# Polygamma of a fixed order (the order is an attribute of the op, known at emission)
+# ---------------------------------------------------------------------------------------
+def _ipow(e: _Emitter, r: ir.Value, s: int) -> ir.Value:
+    """r**s for a Python int s >= 1 by squaring, unrolled (about 2 log2(s) multiplies)."""
+    acc: ir.Value | None = None
+    base = r
+    while True:
+        if s & 1:
+            acc = base if acc is None else e.mul(acc, base)
+        s >>= 1
+        if not s:
+            return acc          # type: ignore[return-value]
+        base = e.mul(base, base)
+
+
+def _zeta_int(e: _Emitter, s: int, y: ir.Value) -> ir.Value:
+    """Hurwitz zeta(s, y) for a whole s >= 2 and y > 0 (double): as `_zeta_pos` (six terms,
+    then the Euler-Maclaurin tail at a = y + 6 with twelve Bernoulli terms), but the
+    powers are reciprocals raised by multiplication and the tail's rising factorials
+    s(s+1)...(s+2j-2) are constants."""
+    total: ir.Value = e.c(0.0)
+    for k in range(5, -1, -1):
+        total = e.add(total, _ipow(e, e.div(1.0, e.add(y, float(k))), s))
+    a = e.add(y, 6.0)
+    inv_a = e.div(1.0, a)
+    w1 = _ipow(e, inv_a, s - 1)             # a^(1-s), then a^-s (a^(1-s) may be normal
+    w = e.mul(w1, inv_a)                    # where a^-s underflows)
+    coeffs = []
+    rising = float(s)                       # s (s+1) ... (s+2j-2)
+    for j, bj in enumerate(_ZETA_B):
+        coeffs.append(bj * rising)
+        rising *= (s + 2.0 * j + 1.0) * (s + 2.0 * j + 2.0)
+    terms = e.mul(e.mul(w, inv_a), e.poly(e.mul(inv_a, inv_a), coeffs))
+    tail = e.fma(w, 0.5, e.div(w1, float(s - 1)))
+    return e.add(total, e.add(tail, terms))
+
+
+def _cot_derivative(n: int) -> list[int]:
+    """Coefficients (lowest degree first) of P_n with d^n/dx^n cot(pi x) = pi^n P_n(c),
+    c = cot(pi x): P_0 = c, P_{k+1} = -(1 + c^2) P_k'(c)."""
+    p = [0, 1]
+    for _ in range(n):
+        d = [i * p[i] for i in range(1, len(p))] + [0, 0]
+        p = [-(d[i] + (d[i - 2] if i >= 2 else 0)) for i in range(len(d))]
+    return p
+
+
+def _polygamma(order: int) -> _Unary:
+    """psi^(order)(x) for a fixed order >= 1: (-1)^(n+1) n! zeta(n + 1, x) for x > 0; for
+    x < 0 (not a whole number) the reflection psi^(n)(x) = (-1)^n psi^(n)(1 - x) -
+    pi^(n+1) P_n(cot(pi x)) (the n-th derivative of psi(1 - x) - psi(x) = pi cot(pi x)),
+    so one zeta evaluation at a positive argument serves both. +-inf (the sign of
+    (-1)^(n+1)) at 0 and the negative whole numbers (-inf included), +-0 at +inf."""
+    n = order
+    scale = math.factorial(n) if n <= 170 else math.inf
+    sign = 1.0 if n % 2 else -1.0
+    poly = [float(c) * math.pi ** (n + 1) for c in _cot_derivative(n)]
+
+    @_in_double
+    def fn(e: _Emitter, x: ir.Value) -> ir.Value:
+        neg = e.lt(x, 0.0)
+        y = e.select(neg, e.sub(1.0, x), x)
+        z = e.mul(_zeta_int(e, n + 1, e.select(e.gt(y, 0.0), y, 1.0)), scale)
+        s_, c_ = _sincospi(e, e.select(e.lt(e.fabs(x), 2.0 ** 60), x, 0.25))
+        refl = e.sub(e.neg(z), e.poly(e.div(c_, s_), poly))
+        res = e.select(neg, refl, e.mul(z, sign))
+        pole = e.b.and_(e.le(x, 0.0), _is_int(e, x))
+        res = e.select(pole, sign * math.inf, res)
+        res = e.select(e.eq(x, math.inf), sign * 0.0, res)
+        return e.select(e.isnan(x), x, res)
+    fn.__doc__ = _polygamma.__doc__
+    return fn
+
+
+# ---------------------------------------------------------------------------------------
+# Orthogonal polynomials: PyTorch's definitions (closed forms inside (-1, 1) above a
+# degree, endpoint values, else the three-term recurrence), evaluated in the input's
+# own type as PyTorch does. The degree is data, so the recurrence is a counted loop: the
+# one place in this module with branches (an element loop holding it does not vectorize).
+# ---------------------------------------------------------------------------------------
+_I64 = ir.IntType(64)
+
+
+def _i64(v: int) -> ir.Constant:
+    return ir.Constant(_I64, v)
+
+
+def _degree(e: _Emitter, n: ir.Value) -> ir.Value:
+    """n truncated to an i64 as PyTorch's cast; NaN, +-inf and |n| >= 2^63 (which x86's
+    conversion turns into INT64_MIN) give -1: a negative degree either way."""
+    ok = e.lt(e.fabs(n), 2.0 ** 63)
+    return e.b.fptosi(e.select(ok, n, -1.0), _I64)
+
+
+def _recurrence(e: _Emitter, p1: ir.Value, last: ir.Value,
+                step: Callable[[ir.Value, ir.Value, ir.Value], ir.Value],
+                nan_exit: bool) -> ir.Value:
+    """P_last from P_0 = 1, P_1 = p1 and P_m = step(m, P_{m-1}, P_{m-2}) for m = 2..last
+    (`last` an i64; p1 itself when last < 2). With `nan_exit` the loop stops at a NaN
+    value, as PyTorch's does (every later value would be NaN too)."""
+    b = e.b
+    pre = b.block
+    loop = b.append_basic_block("poly.loop")
+    done = b.append_basic_block("poly.done")
+    enter = b.icmp_signed("<=", _i64(2), last)
+    if nan_exit:
+        enter = b.and_(enter, b.fcmp_ordered("ord", p1, p1))
+    b.cbranch(enter, loop, done)
+    b.position_at_end(loop)
+    m = b.phi(_I64, name="poly.m")
+    p = b.phi(e.ty, name="poly.p")
+    q = b.phi(e.ty, name="poly.q")
+    m.add_incoming(_i64(2), pre)
+    p.add_incoming(e.c(1.0), pre)
+    q.add_incoming(p1, pre)
+    r = step(m, q, p)
+    m_next = b.add(m, _i64(1))
+    end = b.block
+    m.add_incoming(m_next, end)
+    p.add_incoming(q, end)
+    q.add_incoming(r, end)
+    more = b.icmp_signed("<=", m_next, last)
+    if nan_exit:
+        more = b.and_(more, b.fcmp_ordered("ord", r, r))
+    b.cbranch(more, loop, done)
+    b.position_at_end(done)
+    out = b.phi(e.ty, name="poly")
+    out.add_incoming(p1, pre)
+    out.add_incoming(r, end)
+    return out
+
+
+def _when(e: _Emitter, cond: ir.Value, compute: Callable[[], ir.Value]) -> ir.Value:
+    """compute() in a block that runs only where `cond` holds (NaN elsewhere): the
+    closed forms' transcendentals are skipped by elements that do not use them."""
+    b = e.b
+    pre = b.block
+    then = b.append_basic_block("when.then")
+    merge = b.append_basic_block("when.end")
+    b.cbranch(cond, then, merge)
+    b.position_at_end(then)
+    value = compute()
+    end = b.block
+    b.branch(merge)
+    b.position_at_end(merge)
+    out = b.phi(e.ty, name="when")
+    out.add_incoming(e.c(math.nan), pre)
+    out.add_incoming(value, end)
+    return out
+
+
+# kind -> closed-form degree threshold (unshifted, shifted)
+_CHEBYSHEV_CLOSED = {"t": (6, 6), "u": (8, 6), "v": (8, 6), "w": (8, 4)}
+
+
+def _chebyshev(kind: str, shifted: bool) -> _Binary:
+    """Chebyshev polynomials of the four kinds at u = x (shifted: u = 2x - 1)."""
+    low = _CHEBYSHEV_CLOSED[kind][shifted]
+
+    def fn(e: _Emitter, x: ir.Value, n: ir.Value) -> ir.Value:
+        b = e.b
+        k = _degree(e, n)
+        fk = b.sitofp(k, e.ty)
+        k1 = b.sitofp(b.add(k, _i64(1)), e.ty)                    # n + 1
+        k21 = b.sitofp(b.add(b.add(k, k), _i64(1)), e.ty)         # 2n + 1
+        even = b.icmp_signed("==", b.and_(k, _i64(1)), _i64(0))
+
+        def alt(v: Operand) -> ir.Value:
+            return e.select(even, v, e.neg(v))
+        u = e.sub(e.add(x, x), 1.0) if shifted else x
+        two_u = e.add(u, u)
+        p1 = {"t": u, "u": two_u, "v": e.sub(two_u, 1.0), "w": e.add(two_u, 1.0)}[kind]
+        plus = e.eq(x, 1.0)
+        minus = e.eq(x, 0.0 if shifted else -1.0)
+        at_plus = {"t": e.c(1.0), "u": k1, "v": e.c(1.0), "w": k21}[kind]
+        at_minus = {"t": alt(1.0), "u": alt(k1), "v": alt(k21), "w": alt(1.0)}[kind]
+        inside = e.lt(e.fabs(u), 1.0)
+        closed = b.and_(b.icmp_signed(">", k, _i64(low)), inside)
+
+        def closed_form() -> ir.Value:
+            th = _acos(e, u)
+            if kind == "t":
+                return _cos(e, e.mul(fk, th))
+            if kind == "u":
+                st = _sin(e, th)
+                return e.select(e.ne(st, 0.0), e.div(_sin(e, e.mul(k1, th)), st),
+                                e.div(e.mul(k1, _cos(e, e.mul(k1, th))), u))
+            half = e.mul(th, 0.5)
+            arg = e.mul(e.add(fk, 0.5), th)
+            if kind == "v":
+                return e.select(e.ne(_sin(e, half), 1.0),
+                                e.div(_cos(e, arg), _cos(e, half)), alt(k21))
+            edge = alt(1.0) if shifted else e.select(e.gt(x, 0.0), k21, alt(1.0))
+            return e.select(e.ne(_cos(e, half), 1.0),
+                            e.div(_sin(e, arg), _sin(e, half)), edge)
+        val = _when(e, closed, closed_form)
+        use = b.and_(b.not_(b.or_(b.or_(plus, minus), closed)),
+                     b.icmp_signed(">=", k, _i64(2)))
+        rec = _recurrence(e, p1, b.select(use, k, _i64(1)),
+                          lambda m, q, p: e.sub(e.mul(two_u, q), p), True)
+        res = e.select(b.icmp_signed("==", k, _i64(1)), p1, rec)
+        res = e.select(b.icmp_signed("==", k, _i64(0)), 1.0, res)
+        res = e.select(closed, val, res)
+        res = e.select(minus, at_minus, res)
+        res = e.select(plus, at_plus, res)
+        return e.select(b.icmp_signed("<", k, _i64(0)), 0.0, res)
+    return fn
+
+
+def _hermite(probabilists: bool) -> _Binary:
+    """H_n (physicists') or He_n (probabilists'): NaN above degree 128 (float) / 512
+    (double), as PyTorch."""
+    def fn(e: _Emitter, x: ir.Value, n: ir.Value) -> ir.Value:
+        b = e.b
+        k = _degree(e, n)
+        limit = _i64(512 if e.is64 else 128)
+        p1 = x if probabilists else e.add(x, x)
+        xx = x if probabilists else e.add(x, x)
+        mul = 1 if probabilists else 2
+
+        def step(m: ir.Value, q: ir.Value, p: ir.Value) -> ir.Value:
+            c = b.sitofp(b.mul(b.sub(m, _i64(1)), _i64(mul)), e.ty)
+            return e.sub(e.mul(xx, q), e.mul(c, p))
+        use = b.and_(b.icmp_signed(">=", k, _i64(2)), b.icmp_signed("<=", k, limit))
+        res = _recurrence(e, p1, b.select(use, k, _i64(1)), step, False)
+        res = e.select(b.icmp_signed(">", k, limit), math.nan, res)
+        res = e.select(b.icmp_signed("==", k, _i64(1)), p1, res)
+        res = e.select(b.icmp_signed("==", k, _i64(0)), 1.0, res)
+        return e.select(b.icmp_signed("<", k, _i64(0)), 0.0, res)
+    return fn
+
+
+def _laguerre_legendre(laguerre: bool) -> _Binary:
+    """L_n (1 at x = 0) or P_n (+-1 at x = +-1)."""
+    def fn(e: _Emitter, x: ir.Value, n: ir.Value) -> ir.Value:
+        b = e.b
+        k = _degree(e, n)
+        one_x = e.sub(1.0, x)
+        p1 = one_x if laguerre else x
+
+        def step(m: ir.Value, q: ir.Value, p: ir.Value) -> ir.Value:
+            j = b.sub(m, _i64(1))
+            fj = b.sitofp(j, e.ty)
+            if laguerre:
+                a = e.mul(e.add(b.sitofp(b.add(j, j), e.ty), one_x), q)
+            else:
+                a = e.mul(e.mul(b.sitofp(b.add(b.add(j, j), _i64(1)), e.ty), x), q)
+            return e.div(e.sub(a, e.mul(fj, p)), b.sitofp(m, e.ty))
+        edge = e.eq(x, 0.0) if laguerre else e.eq(e.fabs(x), 1.0)
+        use = b.and_(b.icmp_signed(">=", k, _i64(2)), b.not_(edge))
+        res = _recurrence(e, p1, b.select(use, k, _i64(1)), step, True)
+        res = e.select(b.icmp_signed("==", k, _i64(1)), p1, res)
+        res = e.select(b.icmp_signed("==", k, _i64(0)), 1.0, res)
+        if laguerre:
+            res = e.select(edge, 1.0, res)
+        else:
+            odd = b.icmp_signed("!=", b.and_(k, _i64(1)), _i64(0))
+            res = e.select(edge, e.select(b.and_(e.lt(x, 0.0), odd), -1.0, 1.0), res)
+        return e.select(b.icmp_signed("<", k, _i64(0)), 0.0, res)
+    return fn
+
+
+ORTHOGONAL_POLYNOMIALS: tuple[str, ...] = (
+    "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+    "laguerre_polynomial_l", "legendre_polynomial_p")
+
+
+# ---------------------------------------------------------------------------------------
 # Public API
 # ---------------------------------------------------------------------------------------
 _Unary = Callable[[_Emitter, ir.Value], ir.Value]
@@ -1531,18 +1805,36 @@ _UNARY.update({"lgamma": _lgamma, "digamma": _digamma, "erfinv": _erfinv, "ndtri
                "i1e": _i1e})
 _BINARY: dict[str, _Binary] = {"pow": _pow, "atan2": _atan2, "copysign": _copysign,
                                "nextafter": _nextafter, "zeta": _zeta}
+_BINARY.update({f"{'shifted_' * sh}chebyshev_polynomial_{kind}": _chebyshev(kind, sh)
+                for kind in "tuvw" for sh in (False, True)})
+_BINARY.update({"hermite_polynomial_h": _hermite(False),
+                "hermite_polynomial_he": _hermite(True),
+                "laguerre_polynomial_l": _laguerre_legendre(True),
+                "legendre_polynomial_p": _laguerre_legendre(False)})
+# functions of one argument with an emission-time parameter: name -> maker(**params)
+_PARAMETRIZED: dict[str, Callable[..., _Unary]] = {"polygamma": _polygamma}
 
-SUPPORTED: frozenset[str] = frozenset(_UNARY) | frozenset(_BINARY)
+# the straight-line functions of one or two arguments (their error bounds: docs/mathlib.md)
+SUPPORTED: frozenset[str] = frozenset(_UNARY) | frozenset(
+    n for n in _BINARY if n not in ORTHOGONAL_POLYNOMIALS)
+PARAMETRIZED: frozenset[str] = frozenset(_PARAMETRIZED)
 
 
-def emit(builder: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
+def emit(builder: ir.IRBuilder, name: str, args: list[ir.Value], **params: int
+         ) -> ir.Value:
     """Emit `name(*args)` at the builder's position and return the scalar result.
 
     `args` are scalars of one type, ``float`` or ``double``; the result has that type.
-    pow and atan2 take two arguments (``pow(x, y)``, ``atan2(y, x)``), the others one.
+    The functions of `_BINARY` take two arguments (``pow(x, y)``, ``atan2(y, x)``, a
+    polynomial's ``(x, n)``), the others one; `params` are the emission-time parameters
+    of a parametrized function (``polygamma``'s ``order``).
     Intrinsics the code needs are declared in the builder's module on first use.
     """
-    if name in _UNARY:
+    if name in _PARAMETRIZED:
+        arity, fn = 1, _PARAMETRIZED[name](**params)
+    elif params:
+        raise ValueError(f"mathlib: {name} takes no parameters, got {sorted(params)}")
+    elif name in _UNARY:
         arity, fn = 1, _UNARY[name]
     elif name in _BINARY:
         arity, fn = 2, _BINARY[name]

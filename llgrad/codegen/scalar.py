@@ -429,7 +429,8 @@ class LLVMScalar:
     _INTRINSIC_UNARY = {"floor": "llvm.floor", "ceil": "llvm.ceil", "round": "llvm.roundeven",
                         "trunc": "llvm.trunc", "abs": "llvm.fabs", "sqrt": "llvm.sqrt"}
 
-    def math(self, name: str, *args: SV) -> SV:
+    def math(self, name: str, *args: SV, **params: int) -> SV:
+        """`name(*args)` (`params`: a parametrized mathlib function's, polygamma's order)."""
         d = args[0].dtype
         if d.is_complex:
             return self.cx.math(name, *args)
@@ -442,7 +443,7 @@ class LLVMScalar:
         if name in self._INTRINSIC_UNARY:
             return self._fix(self._call_unary(self._INTRINSIC_UNARY[name], args[0].value), d)
         from . import mathlib
-        return self._fix(mathlib.emit(self.b, name, [a.value for a in args]), d)
+        return self._fix(mathlib.emit(self.b, name, [a.value for a in args], **params), d)
 
     def _int_pow(self, a: SV, e: SV) -> SV:
         """Binary exponentiation (wrapping, as PyTorch) in a loop that runs while bits of

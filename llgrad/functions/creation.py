@@ -1,25 +1,34 @@
 """Tensor creation: `tensor`, `zeros`, `ones`, `full`, `arange`, `rand`, ... and the RNG."""
 from __future__ import annotations
 
+import ctypes
 import math
+import struct
+from array import array
 from typing import Any, Sequence
 
 import numpy as np
 
+from ..autograd.grad_mode import _state as _grad_state
 from ..device import check_device
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
-from ..tensor import Tensor
-from ._errors import names_op
+from ..runtime import launch as _launch
+from ..runtime.storage import SLAB_MAX, _slabs
+from ..schedule.layout import contiguous_strides
+from ..tensor import Size, Tensor, _row_major_strides
+from ..tracer import context as _trace
+from ..tracer.context import _tls as _trace_state          # (its `stack`: the traces)
+from ._errors import _STANDARD, names_op, relabel
 from .shape import size_arg
+from . import tensor_extras as _extras
 
 
 def _finish(t: Tensor, requires_grad: bool) -> Tensor:
     if requires_grad:
         t.requires_grad_(True)
-    from ..autograd.grad_mode import is_inference_mode_enabled
-    if is_inference_mode_enabled():
+    if _grad_state.inference:
         t._inference = True
     return t
 
@@ -49,8 +58,14 @@ _INT64_MIN, _UINT64_END = -(1 << 63), 1 << 64
 
 def _float_max(d: DType) -> float:
     """The largest finite value of a real floating dtype (of a complex one's parts)."""
-    r = d.to_real()
-    return 3.3895313892515355e38 if r is dt.bfloat16 else float(np.finfo(r.np).max)
+    return _FLOAT_MAX[d.to_real()]
+
+
+_FLOAT_MAX = {d: 3.3895313892515355e38 if d is dt.bfloat16 else float(np.finfo(d.np).max)
+              for d in (dt.float16, dt.bfloat16, dt.float32, dt.float64)}
+# an integer dtype's (min, max) as Python ints
+_INT_RANGE = {d: (int(np.iinfo(d.np).min), int(np.iinfo(d.np).max))
+              for d in (dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64)}
 
 
 def checked_scalar(value: Any, d: DType, op: str) -> Any:
@@ -63,6 +78,13 @@ def checked_scalar(value: Any, d: DType, op: str) -> Any:
     inf included) or a finite float beyond a float type's largest value, and a complex
     number with an imaginary part for a real type. bool takes any number (non-zero ->
     True). A Python int outside [-2**63, 2**64) raises OverflowError, as PyTorch."""
+    c = value.__class__
+    if d.kind == "f" and (c is float or c is int and _INT64_MIN <= value < _UINT64_END):
+        # the common case, decided at once (the checks below, for a real float dtype)
+        if (c is int or value - value == 0.0) and abs(float(value)) > _FLOAT_MAX[d]:
+            raise RuntimeError(f"{op}: value cannot be converted to type {d.name} without "
+                               f"overflow (value {value!r})")
+        return value
     if isinstance(value, (np.generic,)):
         value = value.item()
     if isinstance(value, Tensor):
@@ -87,14 +109,14 @@ def checked_scalar(value: Any, d: DType, op: str) -> Any:
         parts = (value,)
     for part in parts:
         if d.is_integer:
-            info = np.iinfo(d.np)
+            low, high = _INT_RANGE[d]
             if isinstance(part, float):
-                if not math.isfinite(part) or part < info.min or part > info.max:
+                if not math.isfinite(part) or part < low or part > high:
                     raise overflow()
             elif d.kind == "u":
-                if part > info.max or (part < 0 and -part > info.max):
+                if part > high or (part < 0 and -part > high):
                     raise overflow()
-            elif not info.min <= part <= info.max:
+            elif not low <= part <= high:
                 raise overflow()
         elif isinstance(part, float) and math.isfinite(part) or isinstance(part, int):
             if abs(float(part)) > _float_max(d):
@@ -266,45 +288,256 @@ def from_dlpack(obj: Any) -> Tensor:
     return Tensor._from_numpy(arr, dt.bfloat16) if bf16 else Tensor._from_numpy(arr)
 
 
-def _bytes_at(address: int, n: int) -> Any:
-    """A writable buffer over `n` bytes at `address` (for np.ndarray(buffer=...))."""
-    import ctypes
-    return (ctypes.c_char * max(n, 1)).from_address(address)
+# --------------------------------------------------------------------------------------
+# The creation path every creation function shares
+# --------------------------------------------------------------------------------------
+# sizes -> (shape, strides) once (`_layout`, remembered per size), keywords -> (dtype,
+# requires_grad) (`_kw`), allocate (`Tensor._empty`), fill (`_put`: a memset or a repeated
+# element for a small tensor, `_put_values` for a few values computed on the host, a
+# kernel for big ones), `_finish`. Inside a trace (`lg.compile`) each function takes its
+# general code, which makes the graph's constants.
+
+_HOST_BYTES = 1 << 16       # up to here the host fills memory (a kernel launch costs more)
+_HOST_VALUES = 256          # values computed on the host (arange, linspace) up to here
+
+_layouts: dict[tuple, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+_SIZE_SEQUENCES = (tuple, list)
+
+
+def _layout(size: tuple[Any, ...], op: str) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+    """`size_arg(size, op)` and, for sizes of plain ints, the row-major strides (else
+    None): remembered per size, so a repeated size costs one lookup."""
+    key = size
+    if not size:
+        return size_arg(size, op), None         # (raises: no size)
+    if len(size) == 1 and (size[0].__class__ in _SIZE_SEQUENCES or
+                           size[0].__class__ is Size):
+        key = tuple(size[0])
+    for s in key:
+        if s.__class__ is not int or s < 0:
+            return size_arg(size, op), None
+    got = _layouts.get(key)
+    if got is None:
+        shape = size_arg(size, op)
+        got = (shape, contiguous_strides(shape))
+        if len(_layouts) < 1024:
+            _layouts[key] = got
+    return got
+
+
+_ELEMENT: dict[DType, Any] = {
+    dt.float32: struct.Struct("=f").pack, dt.float64: struct.Struct("=d").pack,
+    dt.float16: struct.Struct("=e").pack, dt.int8: struct.Struct("=b").pack,
+    dt.uint8: struct.Struct("=B").pack, dt.int16: struct.Struct("=h").pack,
+    dt.int32: struct.Struct("=i").pack, dt.int64: struct.Struct("=q").pack,
+    dt.bool_: struct.Struct("=?").pack}
+_PAIR = {dt.complex64: struct.Struct("=ff").pack, dt.complex128: struct.Struct("=dd").pack}
+_F32 = struct.Struct("=f")
+_U32 = struct.Struct("=I")
+_U16 = struct.Struct("=H")
+
+
+def _element(value: Any, d: DType) -> bytes:
+    """The bytes of one element of `d` holding the number `value`, converted as a kernel's
+    scalar operand is (`eager.elementwise._pack_scalar`): bfloat16 rounds the float32
+    bits to nearest even. Raises struct.error/OverflowError/TypeError where the number
+    does not pack (the caller then takes the kernel, which names the problem)."""
+    pack = _ELEMENT.get(d)
+    if pack is not None:
+        if d.is_integer and value.__class__ is not int and value.__class__ is not bool:
+            raise TypeError("not an int")
+        return pack(value)
+    if d.is_complex:
+        z = complex(value)
+        return _PAIR[d](z.real, z.imag)
+    bits = _U32.unpack(_F32.pack(float(value)))[0]
+    return _U16.pack(((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF)
+
+
+def _host_fill(ptr: int, n: int, value: Any, d: DType) -> bool:
+    """Write the number `value` (already checked for `d`) into each element of `d` in the
+    `n` bytes at `ptr`, on the host (a memset, or one element's bytes repeated) when `n`
+    is small; False, having written nothing, when the copy kernel is to do it: a big
+    fill (threads), a number that does not pack, kernels being recorded
+    (`launch.record_kernels`), or a forward's copies being recorded for replay
+    (`eager.views.copy_replay`: the kernel's copy is what it replays)."""
+    if n > _HOST_BYTES or ew.copy_log is not None or _launch._recording:
+        return False
+    try:
+        one = _element(value, d)
+    except (struct.error, OverflowError, TypeError, ValueError):
+        return False
+    if n:
+        if one.count(0) == len(one):
+            ctypes.memset(ptr, 0, n)
+        else:
+            ctypes.memmove(ptr, one * (n // len(one)), n)
+    return True
+
+
+# the last slab written, as one (array, memoryview, address) tuple (read once per call:
+# threads each write their own slab)
+_slab_view: list = [(None, None, 0)]
+
+
+def _write(out: Tensor, data: bytes) -> None:
+    """Copy `data` to the start of `out`'s memory (`out`: a tensor `Tensor._empty` just
+    made). A tiny tensor cut from this thread's current slab (`runtime.storage.
+    allocate_small`) is written through a memoryview of the slab (cheaper than a foreign
+    call), any other by a memmove."""
+    st = out._storage
+    owner = st.owner
+    if owner is _slabs.state[0] and owner is not None:
+        view = _slab_view[0]
+        if view[0] is not owner:
+            view = (owner, memoryview(owner), owner.__array_interface__["data"][0])
+            _slab_view[0] = view
+        start = st.ptr - view[2]
+        view[1][start:start + len(data)] = data
+    elif data:
+        ctypes.memmove(out._ptr, data, len(data))
+
+
+_SMALL_INTS: dict[tuple[DType, int], bytes] = {}     # (dtype, 0 or 1) -> its element
+
+
+def _put(out: Tensor, value: Any) -> Tensor:
+    """Fill `out`, a tensor `Tensor._empty` just made (contiguous, its own memory), with
+    the number `value` (already checked for `out`'s dtype): on the host when small
+    (`_host_fill`'s rules; a tiny tensor through its slab's memoryview, as `_write`),
+    else by the copy kernel."""
+    st = out._storage
+    n = st.nbytes
+    if n > _HOST_BYTES or ew.copy_log is not None or _launch._recording:
+        return ew.copy_into(out, value)
+    d = out._dtype
+    one = _SMALL_INTS.get((d, value)) if value.__class__ is int else None
+    if one is None:
+        try:
+            one = _element(value, d)
+        except (struct.error, OverflowError, TypeError, ValueError):
+            return ew.copy_into(out, value)
+        if value.__class__ is int and (value == 0 or value == 1):
+            _SMALL_INTS[(d, value)] = one
+    owner = st.owner
+    if owner is _slabs.state[0] and owner is not None:
+        view = _slab_view[0]
+        if view[0] is not owner:
+            view = (owner, memoryview(owner), owner.__array_interface__["data"][0])
+            _slab_view[0] = view
+        start = st.ptr - view[2]
+        view[1][start:start + n] = one * (n // len(one))
+    elif one.count(0) == len(one):
+        ctypes.memset(out._ptr, 0, n)
+    elif n:
+        ctypes.memmove(out._ptr, one * (n // len(one)), n)
+    return out
+
+
+def fill_dense(t: Tensor, value: Any) -> Tensor:
+    """Write the number `value` (already checked for `t`'s dtype) into every element of
+    `t` (no autograd): by the host when `t` is row-major (`_host_fill`), else by the copy
+    kernel. `fill_`/`zero_`'s write."""
+    if t._strides != _row_major_strides(t._shape) or \
+            not _host_fill(t._ptr, t.numel() * t._dtype.itemsize, value, t._dtype):
+        ew.copy_into(t, value)
+    return t
+
+
+_ARRAY_CODES = {dt.float32: "f", dt.float64: "d", dt.int64: "q", dt.int32: "i",
+                dt.int16: "h", dt.int8: "b", dt.uint8: "B"}
+
+
+def _put_values(out: Tensor, values: Any) -> bool:
+    """Write the Python numbers `values` (one per element, row-major) into `out`, a fresh
+    contiguous float32/float64 (floats) or integer (ints, each in range) tensor, as the
+    cast kernel would convert them (float64 -> float32 rounds to nearest). False, having
+    written nothing, for another dtype or while kernels or copies are recorded."""
+    code = _ARRAY_CODES.get(out._dtype)
+    if code is None or ew.copy_log is not None or _launch._recording:
+        return False
+    _write(out, array(code, values).tobytes())
+    return True
+
+
+_images: dict[tuple, tuple[tuple[int, ...], bytes]] = {}
+_IMAGE_BYTES = 1 << 14
+
+
+def _imaged(key: tuple, d: DType, make: Any) -> Tensor | None:
+    """A new tensor of dtype `d` made from `make()`'s (shape, bytes of the row-major
+    values), remembered under `key` (which must fix them: ints and dtypes only) when up
+    to _IMAGE_BYTES: for functions whose values depend only on their integer arguments
+    (eye, tril/triu_indices), a repeated call is an allocation and a copy. None (the
+    caller takes its general code) while tracing or while kernels or copies are
+    recorded."""
+    if ew.copy_log is not None or _trace_state.stack or _launch._recording:
+        return None
+    got = _images.get(key)
+    if got is None:
+        got = make()
+        if len(got[1]) <= _IMAGE_BYTES:
+            if len(_images) >= 256:
+                _images.clear()
+            _images[key] = got
+    out = Tensor._empty(got[0], d)
+    _write(out, got[1])
+    return out
 
 
 def _fill(shape: tuple[int, ...], value: Any, dtype: DType | None) -> Tensor:
     if dtype is None:
         dtype = dt.scalar_dtype(value) if not isinstance(value, bool) else dt.bool_
-    from ..tracer.context import current
-    ctx = current()
+    ctx = _trace.current()
     if ctx is not None and ctx.constant_creations:     # inside the autodiff pass
         return ctx.constant(value, dtype, shape)
-    out = Tensor._empty(shape, dtype)
-    if out.numel() <= _NUMPY_FILL and dtype.np is not None and dtype is not dt.bfloat16:
-        # a few elements: NumPy fills them faster than a kernel launch (a backward seed)
-        np.ndarray(shape, dtype=dtype.np,
-                   buffer=_bytes_at(out._ptr, out.numel() * dtype.itemsize)).fill(value)
-        return out
-    return ew.copy_into(out, value)
+    return _put(Tensor._empty(shape, dtype), value)
 
 
-_NUMPY_FILL = 64
+def _create(shape: tuple[int, ...], strides: tuple[int, ...] | None, value: Any, d: DType,
+            rg: bool) -> Tensor:
+    """A new tensor of `shape` (`strides`: its row-major strides when known) and dtype
+    `d` holding the number `value` (checked for `d`; None: uninitialized, as `empty`
+    leaves it), requiring grad when `rg`."""
+    if _trace_state.stack:
+        out = _fill(shape, value, d) if value is not None else \
+            _uninitialized(Tensor._empty(shape, d))
+        return _finish(out, rg)
+    out = Tensor._empty(shape, d, strides)
+    if value is not None:
+        _put(out, value)
+    elif _extras._switches.deterministic:
+        _extras._fill_uninitialized(out)
+    if rg:
+        out.requires_grad_(True)
+    if _grad_state.inference:
+        out._inference = True
+    return out
+
+
+_CREATION_KEYWORDS = frozenset(("dtype", "requires_grad", "device", "layout", "pin_memory",
+                                 "memory_format"))       # (new tensors are row-major)
 
 
 def _kw(kwargs: dict[str, Any], op: str) -> tuple[DType | None, bool]:
-    dtype = kwargs.pop("dtype", None)
-    rg = kwargs.pop("requires_grad", False)
-    check_device(kwargs.pop("device", None), op)
-    layout = kwargs.pop("layout", None)
+    """A creation function's keywords: (dtype or None, requires_grad), checked (the CPU
+    device, the strided layout, no other keyword, an llgrad dtype)."""
+    if not kwargs:
+        return None, False
+    get = kwargs.get
+    dtype = get("dtype")
+    device = get("device")
+    if device is not None and not (device.__class__ is str and device == "cpu"):
+        check_device(device, op)
+    layout = get("layout")
     if layout is not None and repr(layout) != "llgrad.strided":
         raise RuntimeError(f"{op}: llgrad has only the strided layout, got {layout!r}")
-    kwargs.pop("pin_memory", None)
-    kwargs.pop("memory_format", None)       # new tensors are row-major
-    if kwargs:
-        raise TypeError(f"{op}() got unexpected keyword arguments {sorted(kwargs)}")
+    if not _CREATION_KEYWORDS.issuperset(kwargs):
+        raise TypeError(f"{op}() got unexpected keyword arguments "
+                        f"{sorted(set(kwargs) - _CREATION_KEYWORDS)}")
     if dtype is not None and not isinstance(dtype, DType):
         raise TypeError(f"{op}(): dtype must be an llgrad dtype, got {dtype!r}")
-    return dtype, rg
+    return dtype, get("requires_grad", False)
 
 
 def _check_grad_dtype(d: DType, rg: bool) -> None:
@@ -313,145 +546,253 @@ def _check_grad_dtype(d: DType, rg: bool) -> None:
                            "gradients")
 
 
+_default_dtype = dt._default_dtype          # [the default dtype] (read on every call)
+
+
 def _sized(op: str, value: Any, size: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor:
-    shape = size_arg(size, op)
+    shape, strides = _layout(size, op)
     dtype, rg = _kw(kwargs, op)
-    d = dtype or dt.get_default_dtype()
-    _check_grad_dtype(d, rg)
-    return _finish(_fill(shape, value, d), rg)
+    d = dtype or _default_dtype[0]
+    if rg:
+        _check_grad_dtype(d, rg)
+    return _create(shape, strides, value, d, rg)
 
 
-@names_op("zeros")
 def zeros(*size: Any, **kwargs: Any) -> Tensor:
-    return _sized("zeros", 0, size, kwargs)
+    """A tensor of `size` (ints or one sequence) filled with 0, of `dtype` (the default
+    dtype when not given); `requires_grad`, `device` (the CPU), `layout` (strided),
+    `pin_memory`, `out` as PyTorch."""
+    try:
+        return _sized("zeros", 0, size, kwargs)
+    except _STANDARD as e:          # errors name the function (as `names_op` does)
+        relabel(e, "zeros")
+        raise
 
 
-@names_op("ones")
 def ones(*size: Any, **kwargs: Any) -> Tensor:
-    return _sized("ones", 1, size, kwargs)
+    """A tensor of `size` filled with 1 (keywords as `zeros`)."""
+    try:
+        return _sized("ones", 1, size, kwargs)
+    except _STANDARD as e:          # errors name the function (as `names_op` does)
+        relabel(e, "ones")
+        raise
 
 
-@names_op("empty")
 def empty(*size: Any, **kwargs: Any) -> Tensor:
-    shape = size_arg(size, "empty")
-    dtype, rg = _kw(kwargs, "empty")
-    d = dtype or dt.get_default_dtype()
-    _check_grad_dtype(d, rg)
-    return _finish(_uninitialized(Tensor._empty(shape, d)), rg)
+    """An uninitialized tensor of `size` (filled with NaN or the largest integer under
+    `use_deterministic_algorithms(True)`, as PyTorch; keywords as `zeros`)."""
+    try:
+        return _sized("empty", None, size, kwargs)
+    except _STANDARD as e:          # errors name the function (as `names_op` does)
+        relabel(e, "empty")
+        raise
 
 
 def _uninitialized(t: Tensor) -> Tensor:
     """`t` as `empty` leaves it (filled under `use_deterministic_algorithms(True)`)."""
-    from .tensor_extras import _fill_uninitialized
-    _fill_uninitialized(t)
+    _extras._fill_uninitialized(t)
     return t
 
 
-@names_op("full")
+_NUMBER_CLASSES = (bool, int, float, complex)
+
+
 def full(size: Sequence[int], fill_value: Any, **kwargs: Any) -> Tensor:
-    shape = size_arg((size,), "full")
+    """A tensor of `size` filled with `fill_value` (a number or a 1-element tensor), of
+    `dtype` or the number's default dtype, with PyTorch's overflow check."""
+    try:
+        return _full(size, fill_value, kwargs)
+    except _STANDARD as e:
+        relabel(e, "full")
+        raise
+
+
+def _full(size: Sequence[int], fill_value: Any, kwargs: dict[str, Any]) -> Tensor:
+    shape, strides = _layout((size,), "full")
     dtype, rg = _kw(kwargs, "full")
-    if isinstance(fill_value, Tensor):
-        fill_value = fill_value.item()
-    if not isinstance(fill_value, (bool, int, float, complex)):
-        raise TypeError(f"full: fill_value must be a number, got {type(fill_value).__name__}")
-    d = dtype or (dt.bool_ if isinstance(fill_value, bool) else dt.scalar_dtype(fill_value))
-    _check_grad_dtype(d, rg)
-    return _finish(_fill(shape, checked_scalar(fill_value, d, "full"), d), rg)
+    c = fill_value.__class__
+    if c is float:
+        d = dtype or _default_dtype[0]
+    else:
+        if isinstance(fill_value, Tensor):
+            fill_value = fill_value.item()
+        if not isinstance(fill_value, _NUMBER_CLASSES):
+            raise TypeError(f"full: fill_value must be a number, got "
+                            f"{type(fill_value).__name__}")
+        d = dtype or (dt.bool_ if isinstance(fill_value, bool) else
+                      dt.scalar_dtype(fill_value))
+    if rg:
+        _check_grad_dtype(d, rg)
+    return _create(shape, strides, checked_scalar(fill_value, d, "full"), d, rg)
 
 
 def _like(op: str, input: Tensor, value: Any, kwargs: dict[str, Any]) -> Tensor:
     dtype, rg = _kw(kwargs, op)
     d = dtype or input._dtype
-    _check_grad_dtype(d, rg)
-    ctx = getattr(input, "_ctx", None)
-    if ctx is not None:                     # a tracer: the constant becomes part of the graph
-        return ctx.constant(0 if value is None else value, d, input._shape)
-    if value is None:
-        return _finish(_uninitialized(Tensor._empty(input._shape, d)), rg)
-    return _finish(_fill(input._shape, checked_scalar(value, d, op), d), rg)
+    if rg:
+        _check_grad_dtype(d, rg)
+    if input.__class__ is not Tensor:
+        ctx = getattr(input, "_ctx", None)
+        if ctx is not None:                 # a tracer: the constant becomes part of the graph
+            return ctx.constant(0 if value is None else value, d, input._shape)
+    if value is not None:
+        value = checked_scalar(value, d, op)
+    return _create(input._shape, None, value, d, rg)
 
 
-@names_op("zeros_like")
 def zeros_like(input: Tensor, **kwargs: Any) -> Tensor:
-    return _like("zeros_like", input, 0, kwargs)
+    """`zeros` of `input`'s shape and (unless `dtype=`) dtype."""
+    try:
+        return _like("zeros_like", input, 0, kwargs)
+    except _STANDARD as e:
+        relabel(e, "zeros_like")
+        raise
 
 
-@names_op("ones_like")
 def ones_like(input: Tensor, **kwargs: Any) -> Tensor:
-    return _like("ones_like", input, 1, kwargs)
+    """`ones` of `input`'s shape and (unless `dtype=`) dtype."""
+    try:
+        return _like("ones_like", input, 1, kwargs)
+    except _STANDARD as e:
+        relabel(e, "ones_like")
+        raise
 
 
-@names_op("empty_like")
 def empty_like(input: Tensor, **kwargs: Any) -> Tensor:
-    return _like("empty_like", input, None, kwargs)
+    """`empty` of `input`'s shape and (unless `dtype=`) dtype."""
+    try:
+        return _like("empty_like", input, None, kwargs)
+    except _STANDARD as e:
+        relabel(e, "empty_like")
+        raise
 
 
-@names_op("full_like")
 def full_like(input: Tensor, fill_value: Any, **kwargs: Any) -> Tensor:
-    return _like("full_like", input, fill_value, kwargs)
+    """`full` of `input`'s shape and (unless `dtype=`) dtype."""
+    try:
+        return _like("full_like", input, fill_value, kwargs)
+    except _STANDARD as e:
+        relabel(e, "full_like")
+        raise
 
 
-@names_op("eye")
 def eye(n: int, m: int | None = None, **kwargs: Any) -> Tensor:
+    """The n x m (n x n) identity matrix: ones on the diagonal, zeros elsewhere."""
+    try:
+        return _eye(n, m, kwargs)
+    except _STANDARD as e:
+        relabel(e, "eye")
+        raise
+
+
+def _eye(n: int, m: int | None, kwargs: dict[str, Any]) -> Tensor:
     m = n if m is None else m
     if n < 0 or m < 0:
         raise RuntimeError(f"eye: n and m must be non-negative, got n={n}, m={m}")
     dtype, rg = _kw(kwargs, "eye")
-    d = dtype or dt.get_default_dtype()
-    out = _fill((n, m), 0, d)
+    d = dtype or _default_dtype[0]
     k = min(n, m)
+    if n.__class__ is int and m.__class__ is int and n * m * d.itemsize <= _HOST_BYTES:
+        out = _imaged(("eye", n, m, d), d, lambda: ((n, m), _eye_image(n, m, d)))
+        if out is not None:
+            return _finish(out, rg)
+    out = _fill((n, m), 0, d)
     if k:
         diag = Tensor._make(out._storage, 0, (k,), (m + 1,), d)
         ew.copy_into(diag, 1)
     return _finish(out, rg)
 
 
+def _eye_image(n: int, m: int, d: DType) -> bytes:
+    """The bytes of `eye(n, m, dtype=d)`: zeros, and ones on the diagonal."""
+    size = d.itemsize
+    image = bytearray(n * m * size)
+    one, step = _element(1, d), (m + 1) * size
+    for i in range(0, min(n, m) * step, step):
+        image[i:i + size] = one
+    return bytes(image)
+
+
 def iota(n: int, dtype: DType) -> Tensor:
     """0, 1, ..., n-1 computed from the element index (no data read)."""
-    from ..tracer.context import current
-    ctx = current()
+    ctx = _trace.current()
     if ctx is not None:                      # a pure constant: a node of the graph
         return ctx.iota(n).to(dtype)
     return ew.run("iota", [], {"dtype": dtype, "shape": (n,)}, out=Tensor._empty((n,), dtype))
 
 
+_PLAIN_NUMBERS = (int, float)
+
+
 @names_op("arange")
 def arange(start: Any, end: Any = None, step: Any = 1, **kwargs: Any) -> Tensor:
+    """start, start + step, ... up to `end` (excluded); `arange(end)` counts from 0. int64
+    when every bound is an int, else the default dtype (or `dtype`)."""
     if end is None:
         start, end = 0, start
-    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
-    start, end, step = vals
+    vals = (start, end, step)
+    for v in vals:
+        if isinstance(v, Tensor):
+            vals = tuple(v.item() if isinstance(v, Tensor) else v for v in vals)
+            start, end, step = vals
+            break
     dtype, rg = _kw(kwargs, "arange")
     if dtype is not None and dtype.kind in "iu":   # an integer range counts in integers
-        start, end, step = (int(v) for v in (start, end, step))
+        start, end, step = int(start), int(end), int(step)
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
-    if not all(math.isfinite(v) for v in (start, end, step) if isinstance(v, float)):
-        raise RuntimeError(f"arange: unsupported range: {start} -> {end} (step {step}): "
-                           f"the bounds and the step must be finite")
+    for v in (start, end, step):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise RuntimeError(f"arange: unsupported range: {start} -> {end} (step {step}): "
+                               f"the bounds and the step must be finite")
     if (end - start) * step < 0:
         raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step sign "
                            f"(start={start}, end={end}, step={step})")
     n = max(0, math.ceil((end - start) / step))
     if dtype is None:
-        dtype = dt.int64 if all(isinstance(v, int) for v in vals) else dt.get_default_dtype()
-    from ..tracer.context import current
-    ctx = current()
+        dtype = dt.int64 if isinstance(vals[0], int) and isinstance(vals[1], int) and \
+            isinstance(vals[2], int) else dt.get_default_dtype()
+    compute = dt.int64 if dtype.kind in "iu" and isinstance(step, int) and \
+        isinstance(start, int) else dt.float64
+    ctx = _trace.current() if _trace_state.stack else None
     if ctx is not None and n:                # a pure constant: start + step * iota, traced
-        compute = dt.int64 if dtype.kind in "iu" and isinstance(step, int) and \
-            isinstance(start, int) else dt.float64
         return (ctx.iota(n).to(compute) * step + start).to(dtype)
     out = Tensor._empty((n,), dtype)
     if n:
-        compute = dt.int64 if dtype.kind in "iu" and isinstance(step, int) and \
-            isinstance(start, int) else dt.float64
-        ew.run("add", [ew.run("mul", [iota(n, compute), step]), start], out=out)
+        values = _range_values(start, step, n, compute, dtype) if n <= _HOST_VALUES and \
+            start.__class__ in _PLAIN_NUMBERS and step.__class__ in _PLAIN_NUMBERS else None
+        if values is None or not _put_values(out, values):
+            ew.run("add", [ew.run("mul", [iota(n, compute), step]), start], out=out)
     return _finish(out, rg)
+
+
+def _range_values(start: Any, step: Any, n: int, compute: DType, d: DType) -> Any:
+    """`arange`'s n values as its kernels compute them (start + step * i, in int64 or
+    float64), for `_put_values` into `d`; None (the kernels run) where a number would not
+    pack as the kernels' operand or a value would wrap in `d`, or `d` converts float64
+    values otherwise than `_put_values` does."""
+    if compute is dt.int64:
+        if d.kind not in "iu":
+            return None
+        low, high = _INT_RANGE[d]
+        last = start + step * (n - 1)
+        if not (low <= start <= high and low <= last <= high and
+                _INT64_MIN <= step < -_INT64_MIN):
+            return None
+        return range(start, last + (1 if step > 0 else -1), step)
+    if d.kind != "f":
+        return None
+    try:
+        fstart, fstep = float(start), float(step)
+    except OverflowError:
+        return None
+    return [i * fstep + fstart for i in range(n)]
 
 
 @names_op("linspace")
 def linspace(start: float, end: float, steps: int, **kwargs: Any) -> Tensor:
+    """`steps` evenly spaced values from `start` to `end` (both included), computed in
+    float64 as PyTorch does (the first half from `start`, the second from `end`)."""
     if steps < 0:
         raise RuntimeError("linspace: number of steps must be non-negative")
     dtype, rg = _kw(kwargs, "linspace")
@@ -461,16 +802,23 @@ def linspace(start: float, end: float, steps: int, **kwargs: Any) -> Tensor:
     if steps == 1:
         return _finish(_fill((1,), start, d), rg)
     step = (end - start) / (steps - 1)
+    half = steps // 2
+    if steps.__class__ is int and steps <= _HOST_VALUES and \
+            start.__class__ in _PLAIN_NUMBERS and \
+            end.__class__ in _PLAIN_NUMBERS and d.kind == "f" and _trace.current() is None:
+        # the kernels' formula below, on the host (the same float64 operations)
+        fstart, fend, last = float(start), float(end), steps - 1.0
+        out = Tensor._empty((steps,), d)
+        if _put_values(out, [i * step + fstart if i < half else fend - (last - i) * step
+                             for i in range(steps)]):
+            return _finish(out, rg)
     idx = iota(steps, dt.float64)
-    from ..tracer.context import current
-    if current() is not None:                # traced: the same formula as graph ops
+    if _trace.current() is not None:         # traced: the same formula as graph ops
         from . import elementwise as E
-        half = steps // 2
         fwd = E.add(E.mul(idx, step), float(start))
         bwd = E.sub(float(end), E.mul(E.sub(steps - 1.0, idx), step))
         return _finish(E.where(E.lt(idx, half), fwd, bwd).to(d), rg)
     # PyTorch fills the first half from start and the second half from end (symmetric)
-    half = steps // 2
     fwd = ew.run("add", [ew.run("mul", [idx, step]), float(start)])
     bwd = ew.run("sub", [float(end), ew.run("mul", [ew.run("sub", [steps - 1.0, idx]), step])])
     mask = ew.run("lt", [idx, half])

@@ -110,10 +110,18 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:
         raise NotImplementedError(f'"round_cpu" not implemented for '
                                   f"'{input._dtype.name}' (round with decimals takes "
                                   f"floating-point tensors)")
-    scale = 10.0 ** (decimals if decimals > 0 else -decimals)
-    if decimals > 0:
-        return div(_round_half_even(mul(input, scale)), scale)
-    return mul(_round_half_even(div(input, scale)), scale)
+    if not isinstance(decimals, int):
+        raise TypeError(f"round(): argument 'decimals' must be int, not "
+                        f"{type(decimals).__name__}")
+    # one op (RoundBackward1, zero gradient): rint(x * 10^d) / 10^d, or for d < 0
+    # rint(x / 10^-d) * 10^-d, in the input's dtype
+    return fastpath.elementwise("round_decimals", (input,), {"decimals": decimals}, None,
+                                _general_elementwise)
+
+
+def _general_elementwise(op: str, operands: tuple, attrs: dict[str, Any],
+                         name: str | None) -> Tensor:
+    return elementwise(op, *operands, name=name, **attrs)
 relu = _unary("relu")
 silu = _unary("silu")
 isnan = _unary("isnan")

@@ -22,6 +22,7 @@ from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..tensor import DENSE_CLASSES, Tensor
 from ..tracer.context import current as _trace_context
+from . import creation as _creation
 from .numpy_interop import plain_number
 
 
@@ -467,13 +468,20 @@ def make_inplace_methods() -> dict[str, Callable[..., Any]]:
             if value._requires_grad:
                 return copy_(self, value.expand(self._shape))
             value = value.to(self._dtype).item()    # a tensor's value converts as a cast
-        from .creation import checked_scalar, full, ones_like
-        value = checked_scalar(plain_number(value), self._dtype, "fill_")
-        from ..ir import dtypes as dt
+        value = _creation.checked_scalar(plain_number(value), self._dtype, "fill_")
+        if self.__class__ is Tensor and not self._requires_grad and not forward_ad._level[0] \
+                and (self._base is None or not self._base._requires_grad) and \
+                _trace_context() is None:
+            # nothing to record: `run_inplace`'s unrecorded write, decided up front
+            check_inplace(self, True)
+            _creation.fill_dense(self, value)
+            bump(self)
+            return self
 
         def functional(x: Tensor) -> Tensor:
             # `where` keeps x in the graph with a zero gradient (x * 0 would turn NaN into NaN)
-            return E.where(ones_like(x, dtype=dt.bool_), full((), value, dtype=x._dtype), x)
+            return E.where(_creation.ones_like(x, dtype=dt.bool_),
+                           _creation.full((), value, dtype=x._dtype), x)
         return run_inplace(self, functional, (), lambda: ew.copy_into(self, value), False,
                            same_value=True)
 

@@ -4,8 +4,15 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from ..autograd import forward_ad
+from ..autograd.apply import interpreters
+from ..autograd.grad_mode import _state as grad_state
+from ..eager import elementwise as ew
 from ..ir import dtypes as dt
+from ..schedule.layout import contiguous_strides
 from ..tensor import Tensor
+from ..tracer.context import current as trace_context
+from . import creation
 from . import elementwise as E
 from . import fastpath
 from . import indexing, inplace, linalg, misc, numpy_interop, reduction, shape, sorting
@@ -106,10 +113,8 @@ def bind() -> None:
                     ("bool", dt.bool_), ("short", dt.int16), ("char", dt.int8),
                     ("byte", dt.uint8), ("cfloat", dt.complex64), ("cdouble", dt.complex128)]:
         setattr(T, name, _cast_method(d))
-    T.new_zeros = lambda self, *size, **kw: __import__("llgrad").zeros(
-        *size, **({"dtype": self._dtype} | kw))
-    T.new_ones = lambda self, *size, **kw: __import__("llgrad").ones(
-        *size, **({"dtype": self._dtype} | kw))
+    T.new_zeros = _new_sized(creation.zeros, "zeros")
+    T.new_ones = _new_sized(creation.ones, "ones")
     T.new_tensor = lambda self, data, **kw: __import__("llgrad").tensor(
         data, **({"dtype": self._dtype} | kw))
     from .legacy import tensor_type
@@ -120,6 +125,20 @@ def bind() -> None:
     for family in FAMILIES:
         for name, fn in family.METHODS.items():
             setattr(T, name, fn)
+
+
+def _new_sized(make: Any, name: str) -> Any:
+    """`t.new_zeros(*size, **kw)` / `t.new_ones`: `make(*size, dtype=t.dtype, **kw)` (`out=`
+    goes through `lg.<name>`, which takes it)."""
+    def method(self: Tensor, *size: Any, **kw: Any) -> Tensor:
+        if "out" in kw:
+            return getattr(__import__("llgrad"), name)(*size, **({"dtype": self._dtype} | kw))
+        kw.setdefault("dtype", self._dtype)
+        return make(*size, **kw)
+    method.__name__ = method.__qualname__ = f"new_{name}"
+    method.__doc__ = (f"A tensor of `size` filled with {name[:-1]}s, of this tensor's dtype "
+                      f"unless `dtype=` is given.")
+    return method
 
 
 def _rdiv(self: Tensor, other: Any) -> Tensor:
@@ -134,6 +153,27 @@ def _set_part(which: str) -> Any:
         getattr(E, which)(self).copy_(value) if isinstance(value, Tensor) else \
             getattr(E, which)(self).fill_(value)
     return setter
+
+
+def _repeat_copy(x: Tensor, reps: tuple[int, ...]) -> Tensor:
+    """`x.repeat(*reps)` when nothing is recorded: one copy kernel from a view of `x`
+    with a stride-0 axis before each dimension (the repeats) into new row-major memory."""
+    lead = len(reps) - len(x._shape)
+    shape = (1,) * lead + x._shape
+    strides = (0,) * lead + x._strides
+    tiled: list[int] = []
+    src_strides: list[int] = []
+    for r, n, s in zip(reps, shape, strides):
+        tiled += [r, n]
+        src_strides += [0, s]
+    out = Tensor._empty(tuple(r * n for r, n in zip(reps, shape)), x._dtype)
+    if out.numel():
+        tiled_shape = tuple(tiled)
+        src = Tensor._make(x._storage, x._offset, tiled_shape, tuple(src_strides), x._dtype)
+        dst = Tensor._make(out._storage, 0, tiled_shape, contiguous_strides(tiled_shape),
+                           x._dtype)
+        ew.copy_into(dst, src)
+    return out
 
 
 @names_op("repeat")
@@ -152,6 +192,9 @@ def _repeat(self: Tensor, *sizes: Any, repeats: Any = None) -> Tensor:
     if len(reps) < self.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
                            "of dimensions of tensor")
+    if self.__class__ is Tensor and not interpreters and not forward_ad._level[0] and \
+            not (self._requires_grad and grad_state.enabled) and trace_context() is None:
+        return _repeat_copy(self, reps)
     x = self.reshape((1,) * (len(reps) - self.ndim) + self._shape)
     # interleave a new axis before each one, expand it, then merge
     expanded_shape = []

@@ -141,6 +141,18 @@ def slice_all(input: Tensor, starts: tuple[int, ...], stops: tuple[int, ...],
                                      "steps": tuple(steps)}, _slice_forward, "SliceBackward0")
 
 
+_plain_casts: list[Any] = []
+
+
+def _plain_cast() -> Any:
+    """`tensor_extras._cast` (`misc.to(x, d)` for a plain tensor, with a direct launch),
+    imported on first use (tensor_extras imports this module)."""
+    if not _plain_casts:
+        from .tensor_extras import _cast
+        _plain_casts.append(_cast)
+    return _plain_casts[0]
+
+
 def _softmax_input(x: Tensor, dtype: DType | None) -> Tensor:
     """softmax's input in the dtype it computes in: `dtype` when given (a complex input
     cast to a real `dtype` keeps its real part, as torch); complex results are refused."""
@@ -148,6 +160,8 @@ def _softmax_input(x: Tensor, dtype: DType | None) -> Tensor:
         raise TypeError(f"softmax: not implemented for {x._dtype.name} (complex numbers are "
                         f"not ordered; PyTorch refuses them too)")
     if dtype is not None:
+        if dtype.__class__ is DType and x.__class__ is Tensor:
+            return _plain_cast()(x, dtype)       # `x.to(dtype)`'s own direct path
         return to(x, dtype)
     if not x._dtype.is_floating_point:
         return to(x, dt.get_default_dtype())

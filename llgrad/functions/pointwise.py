@@ -15,13 +15,18 @@ where it is not PyTorch's (`mvlgamma` shows `AddBackward0`).
 from __future__ import annotations
 
 import builtins
+import ctypes
 import math
 from typing import Any, Callable
+
+import numpy as _np
 
 from ..autograd.apply import composite_function
 from ..ir import dtypes as dt
 from ..tensor import Tensor
 from . import elementwise as E
+from . import creation as _creation
+from . import fastpath as _fastpath
 from ._errors import names_op
 from .elementwise import elementwise
 
@@ -82,6 +87,50 @@ def _named(fn: Callable[..., Any], name: str, doc: str) -> Callable[..., Any]:
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     return fn
+
+
+def _general_elementwise(op: str, operands: tuple, attrs: dict[str, Any],
+                         name: str | None) -> Tensor:
+    """`elementwise(op, *operands, name=name, **attrs)`: the general call behind
+    `fastpath.elementwise` (which runs later calls of the same layouts directly)."""
+    return elementwise(op, *operands, name=name, **attrs)
+
+
+_NO_ATTRS: dict[str, Any] = {}
+
+
+def _direct(op: str, operands: tuple, attrs: dict[str, Any] = _NO_ATTRS,
+            name: str | None = None) -> Tensor:
+    """`elementwise(op, *operands, name=name, **attrs)` through `fastpath.elementwise`.
+    Callers use it only where the function's general path would call exactly that (the
+    operands are already in the op's dtype: the checks passed for them before)."""
+    return _fastpath.elementwise(op, operands, attrs, name, _general_elementwise)
+
+
+_memmove = ctypes.memmove
+_from_buffer = ctypes.c_char.from_buffer
+
+
+def host_result(a: Any, dtype: dt.DType) -> Tensor:
+    """A new tensor of `dtype` holding the values of `a`, a fresh NumPy array of that
+    dtype made on the host: its bytes copied in (a contiguous array), so no NumPy view of
+    the new tensor is made."""
+    out = Tensor._empty(a.shape, dtype)
+    n = a.nbytes
+    if n:
+        if a.flags.c_contiguous and a.flags.writeable:
+            _memmove(out._ptr, ctypes.addressof(_from_buffer(a)), n)
+        else:
+            _np.copyto(out._numpy_view(), a)
+    return out
+
+
+def _same_float(a: Any, b: Any) -> bool:
+    """a is a plain float tensor and b a plain tensor of its dtype or a Python float/int."""
+    if a.__class__ is not Tensor or not a._dtype.is_floating_point:
+        return False
+    c = b.__class__
+    return c is float or c is int or c is Tensor and b._dtype is a._dtype
 
 
 # --------------------------------------------------------------------------------------
@@ -255,6 +304,8 @@ def copysign(input: Any, other: Any) -> Tensor:
     Args: input, other (tensors or numbers, broadcast; integers become the default float).
     Gradient: result / input for input (0 where input is 0), none for other.
     """
+    if _same_float(input, other):
+        return _direct("copysign", (input, other))
     E._check("copysign", input, other)
     d = _real_float("copysign", input, other)
     return elementwise("copysign", _as(input, d), _as(other, d))
@@ -265,6 +316,8 @@ def nextafter(input: Any, other: Any) -> Tensor:
 
     Args: input, other (float tensors or numbers of one dtype, broadcast).
     """
+    if _same_float(input, other) and other.__class__ is Tensor:
+        return _direct("nextafter", (input, other))
     E._check("nextafter", input, other)
     d = E.ew.promote([input, other])
     if not d.is_floating_point:
@@ -321,20 +374,20 @@ def ldexp(input: Any, other: Any) -> Tensor:
     return elementwise("mul", _as(input, d), scale, name="LdexpBackward0")
 
 
-@composite_function
 def frexp(input: Tensor) -> tuple[Tensor, Tensor]:
     """(mantissa, exponent) with input = mantissa * 2**exponent, 0.5 <= |mantissa| < 1.
 
     Args: input (float tensor). The exponent is int32; zero, inf and NaN give
-    (input, 0). Gradient: through the mantissa, grad / 2**exponent.
+    (input, 0). Gradient: through the mantissa, grad / 2**exponent. Two kernels.
     """
+    if input.__class__ is Tensor and input._dtype.is_floating_point:
+        return _FrexpResult((_direct("frexp_mantissa", (input,)),
+                             _direct("frexp_exponent_int32", (input,))))
     _tensor_arg("frexp", input)
     if not input._dtype.is_floating_point:
         raise TypeError(f"frexp: only supports floating-point dtypes, got {input._dtype.name}")
-    from ..autograd.grad_mode import no_grad
-    with no_grad():
-        exponent = elementwise("frexp_exponent", input.detach()).to(dt.int32)
-    return _FrexpResult((elementwise("frexp_mantissa", input), exponent))
+    return _FrexpResult((elementwise("frexp_mantissa", input),
+                         elementwise("frexp_exponent_int32", input)))
 
 
 class _FrexpResult(tuple):
@@ -437,28 +490,44 @@ def _logaddexp(op: str, input: Any, other: Any, exp: Callable[[Any], Tensor], sc
 # --------------------------------------------------------------------------------------
 
 _DEG = math.pi / 180.0
+_RAD = 180.0 / math.pi
+
+
+def deg2rad(input: Tensor) -> Tensor:
+    """Degrees to radians: input * pi / 180 (integers become the default float)."""
+    if input.__class__ is Tensor and input._dtype.is_floating_point:
+        return _direct("mul", (input, _DEG), name="Deg2RadBackward0")
+    return _deg2rad(input)
 
 
 @names_op("deg2rad")
-def deg2rad(input: Tensor) -> Tensor:
-    """Degrees to radians: input * pi / 180 (integers become the default float)."""
+def _deg2rad(input: Tensor) -> Tensor:
     x = _floating("deg2rad", input)
     return elementwise("mul", x, _DEG, name="Deg2RadBackward0")
 
 
-@names_op("rad2deg")
 def rad2deg(input: Tensor) -> Tensor:
     """Radians to degrees: input * 180 / pi (integers become the default float)."""
+    if input.__class__ is Tensor and input._dtype.is_floating_point:
+        return _direct("mul", (input, _RAD), name="Rad2DegBackward0")
+    return _rad2deg(input)
+
+
+@names_op("rad2deg")
+def _rad2deg(input: Tensor) -> Tensor:
     x = _floating("rad2deg", input)
-    return elementwise("mul", x, 180.0 / math.pi, name="Rad2DegBackward0")
+    return elementwise("mul", x, _RAD, name="Rad2DegBackward0")
 
 
 def frac(input: Tensor) -> Tensor:
-    """The fractional part, input - trunc(input), with input's sign (floats only)."""
+    """The fractional part, input - trunc(input), with input's sign (floats only); one
+    kernel. Gradient: the incoming gradient (FracBackward0)."""
+    if input.__class__ is Tensor and input._dtype.is_floating_point:
+        return _direct("frac", (input,))
     _tensor_arg("frac", input)
     if not input._dtype.is_floating_point:
         raise TypeError(f"frac: not implemented for {input._dtype.name}")
-    return elementwise("sub", input, E.trunc(input), name="FracBackward0")
+    return elementwise("frac", input)
 
 
 def fix(input: Tensor) -> Tensor:
@@ -466,9 +535,11 @@ def fix(input: Tensor) -> Tensor:
     return E.trunc(input)
 
 
-@composite_function
 def signbit(input: Tensor) -> Tensor:
-    """True where the sign bit is set (-0.0 and negative NaN included); bool result."""
+    """True where the sign bit is set (-0.0 and negative NaN included); bool result (one
+    kernel for floats)."""
+    if input.__class__ is Tensor and input._dtype.is_floating_point:
+        return _direct("signbit", (input,))
     _tensor_arg("signbit", input)
     d = input._dtype
     if d.is_complex:
@@ -477,9 +548,7 @@ def signbit(input: Tensor) -> Tensor:
         return E.lt(input, 0)
     if not d.is_floating_point:
         return E.ne(input, input)
-    from ..autograd.grad_mode import no_grad
-    with no_grad():
-        return E.lt(elementwise("copysign", 1.0, input.detach()), 0)
+    return elementwise("signbit", input)
 
 
 def isposinf(input: Tensor) -> Tensor:
@@ -505,6 +574,9 @@ def isneginf(input: Tensor) -> Tensor:
 def isreal(input: Tensor) -> Tensor:
     """True where the imaginary part is zero (every element of a real tensor)."""
     _tensor_arg("isreal", input)
+    if input.__class__ is Tensor and not input._dtype.is_complex and \
+            _creation._trace.current() is None:  # every element: no kernel reads them
+        return _creation._create(input._shape, None, True, dt.bool_, False)
     if input._dtype.is_complex:
         return E.eq(E.imag(input), 0)
     return E.eq(input, input) if not input._dtype.is_floating_point else \
@@ -672,7 +744,13 @@ def _clamp_one(input: Tensor, lo: Any, hi: Any, name: str) -> Tensor:
 
 def _gcd_lcm(op: str, input: Tensor, other: Any) -> Tensor:
     """Computed on the host with NumPy (Euclid's loop has a data-dependent length); inside
-    `lg.compile` this is a graph break."""
+    `lg.compile` this is a graph break. Plain integer tensors of one dtype, `other` of
+    input's shape or 0-d, go straight to NumPy's ufunc writing into the result."""
+    if input.__class__ is Tensor and other.__class__ is Tensor and \
+            input._dtype is other._dtype and input._dtype.kind in "iu" and \
+            (other._shape == input._shape or not other._shape):
+        return host_result((_np.gcd if op == "gcd" else _np.lcm)(
+            input._numpy_view(), other._numpy_view()), input._dtype)
     import numpy as np
     E._check(op, input, other)
     d = _integral(op, input, other)
@@ -759,8 +837,10 @@ def _special_unary(op: str, doc: str) -> Callable[[Tensor], Tensor]:
     def fn(input: Tensor) -> Tensor:
         _floating(op, input)
         return elementwise(op, input)
-    return _named(fn, op, doc + "\n\n    Args: input (Tensor; integers become the default "
-                  "float). Evaluated in double precision for float32 (docs/mathlib.md).")
+    # later calls on a plain tensor of a layout seen before: the direct launch
+    return _fastpath.unary(op, _named(
+        fn, op, doc + "\n\n    Args: input (Tensor; integers become the default float). "
+        "Evaluated in double precision for float32 (docs/mathlib.md)."))
 
 
 erfinv = _special_unary("erfinv", "The inverse error function: +-inf at +-1, NaN beyond.")
@@ -832,12 +912,23 @@ def _zeta_negative(s: Any, q: Tensor, zeta: Callable[[Any, Any], Tensor]) -> Ten
     return E.where(neg, comp, direct)
 
 
-@names_op("polygamma")
+_POLYGAMMA_ATTRS = [{"n": k} for k in range(8)]
+
+
 def polygamma(n: int, input: Tensor) -> Tensor:
-    """The n-th derivative of digamma: (-1)^(n+1) n! zeta(n + 1, input) for n >= 1.
+    """The n-th derivative of digamma: (-1)^(n+1) n! zeta(n + 1, input) for n >= 1 (for
+    negative input by the reflection formula), one kernel for any n.
 
     Args: n (int >= 0), input (Tensor; integers become the default float).
     """
+    if n.__class__ is int and 0 <= n < 8 and input.__class__ is Tensor and \
+            input._dtype.is_floating_point:
+        return _direct("polygamma", (input,), _POLYGAMMA_ATTRS[n])
+    return _polygamma(n, input)
+
+
+@names_op("polygamma")
+def _polygamma(n: int, input: Tensor) -> Tensor:
     if isinstance(n, Tensor):
         n = n.item()
     if not isinstance(n, int) or isinstance(n, bool):
@@ -845,18 +936,13 @@ def polygamma(n: int, input: Tensor) -> Tensor:
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     x = _floating("polygamma", input)
-    if n == 0 or not _has_negative_fraction(x):
-        return elementwise("polygamma", x, n=n)
-    # negative non-integer x: from the zeta function at positive arguments
-    scale = math.factorial(n) * (1.0 if n % 2 else -1.0)
-    return E.mul(_zeta_negative(float(n + 1), x,
-                                lambda a, b: elementwise("special_zeta", a, b)), scale)
+    return elementwise("polygamma", x, n=n)
 
 
 @names_op("mvlgamma")
 def mvlgamma(input: Tensor, p: int) -> Tensor:
     """The multivariate log-gamma function of dimension p:
-    sum_{j<p} lgamma(input - j/2) + p (p - 1)/4 log(pi).
+    sum_{j<p} lgamma(input - j/2) + p (p - 1)/4 log(pi), one kernel (MvlgammaBackward0).
 
     Args: input (Tensor; integers become the default float), p (int >= 1). Every element
     must exceed (p - 1)/2 (checked eagerly; inside `lg.compile` the check is skipped).
@@ -864,17 +950,21 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
     x = _floating("mvlgamma", input)
     if not isinstance(p, int) or p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
-    if getattr(x, "_ctx", None) is None and x.numel():
+    if x.__class__ is Tensor:
+        if x.numel() and not (x._values() > (p - 1) / 2).all():
+            raise RuntimeError("All elements must be greater than (p-1)/2")
+    elif getattr(x, "_ctx", None) is None and x.numel():
         from ..autograd.grad_mode import no_grad
         from .reduction import all as all_
         with no_grad():
             if not bool(all_(E.gt(x.detach(), (p - 1) / 2)).item()):
                 raise RuntimeError("All elements must be greater than (p-1)/2")
-    total = lgamma(x)
-    for j in range(1, p):
-        total = E.add(total, lgamma(E.sub(x, j / 2)))
-    return elementwise("add", total, p * (p - 1) / 4 * math.log(math.pi),
-                       name="MvlgammaBackward0")
+    if p < len(_MVLGAMMA_ATTRS):
+        return _direct("mvlgamma", (x,), _MVLGAMMA_ATTRS[p])
+    return elementwise("mvlgamma", x, p=p)
+
+
+_MVLGAMMA_ATTRS = [{"p": k} for k in range(16)]
 
 
 def igamma(input: Tensor, other: Tensor) -> Tensor:

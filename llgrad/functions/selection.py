@@ -997,18 +997,31 @@ def _tri_indices(op: str, row: int, col: int, offset: int, dtype: Any, upper: bo
     dtype = dt.int64 if dtype is None else dtype
     if dtype not in (dt.int64, dt.int32):
         raise RuntimeError(f"{op}(): dtype must be int32 or int64, got {dtype.name}")
+    if row * col <= 1 << 12 and offset.__class__ is int:
+        # the values depend on the integers only: made once, then copied (creation's
+        # `_imaged`)
+        def image() -> tuple[tuple[int, ...], bytes]:
+            out = _tri_coordinates(row, col, offset, upper).astype(dtype.np)
+            return out.shape, out.tobytes()
+        made = _creation._imaged((op, row, col, offset, dtype), dtype, image)
+        if made is not None:
+            return made
+    return _from_host(_tri_coordinates(row, col, offset, upper).astype(dtype.np), dtype)
+
+
+def _tri_coordinates(row: int, col: int, offset: int, upper: bool) -> np.ndarray:
+    """The (2, N) rows and columns of the triangle's elements (int64, row-major order)."""
     r, c = np.indices((row, col)) if row and col else (np.zeros((0,), np.int64),) * 2
     keep = (c - r >= offset) if upper else (c - r <= offset)
-    out = np.stack([r[keep], c[keep]]) if row and col else np.zeros((2, 0), np.int64)
-    return _from_host(out.astype(dtype.np), dtype)
+    return np.stack([r[keep], c[keep]]) if row and col else np.zeros((2, 0), np.int64)
 
 
 def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
                  layout: Any = None) -> Tensor:
     """The (2, N) row and column coordinates of the lower triangle of a row x col matrix
     (diagonal `offset`), row by row."""
-    from ..device import check_device
-    check_device(device, "tril_indices")
+    if device is not None and not (device.__class__ is str and device == "cpu"):
+        _check_device(device, "tril_indices")
     return _tri_indices("tril_indices", row, col, offset, dtype, False)
 
 
@@ -1016,9 +1029,13 @@ def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, devi
                  layout: Any = None) -> Tensor:
     """The (2, N) row and column coordinates of the upper triangle of a row x col matrix
     (diagonal `offset`), row by row."""
-    from ..device import check_device
-    check_device(device, "triu_indices")
+    if device is not None and not (device.__class__ is str and device == "cpu"):
+        _check_device(device, "triu_indices")
     return _tri_indices("triu_indices", row, col, offset, dtype, True)
+
+
+from ..device import check_device as _check_device  # noqa: E402  (tril/triu_indices)
+from . import creation as _creation  # noqa: E402
 
 
 def unravel_index(indices: Tensor, shape: Any) -> tuple[Tensor, ...]:

@@ -10,17 +10,30 @@ from __future__ import annotations
 
 import builtins
 import copy as _copy
+import ctypes
 import math
+import struct
 import warnings
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from ..autograd import forward_ad as _forward_ad
+from ..autograd.apply import interpreters as _interpreters
+from ..autograd.grad_mode import _state as _grad_state
+from ..device import check_device as _check_device
+from ..eager import elementwise as _ew
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
+from ..runtime.storage import allocate as _allocate
+from ..schedule.layout import contiguous_strides as _contiguous_strides
 from ..schedule.layout import is_contiguous as _row_major
 from ..tensor import Size, Tensor
-from ._errors import names_op
+from ..tracer import context as _trace
+from ..tracer.context import _tls as _trace_state          # (its `stack`: the traces)
+from . import creation as _creation
+from . import shape as _shape
+from ._errors import _STANDARD, names_op, relabel
 
 __all__: list[str] = [
     "e", "pi", "inf", "nan", "newaxis",
@@ -156,9 +169,8 @@ def _has_format(t: Tensor, order: Sequence[int]) -> bool:
 def _contiguous(self: Tensor, memory_format: Any = None) -> Tensor:
     """`t.contiguous(memory_format=lg.contiguous_format)`: `t` itself when already laid out
     so, else a copy in that layout (`lg.channels_last`: NHWC strides for a 4-d tensor)."""
-    from .shape import contiguous
     if memory_format is None or memory_format is contiguous_format:
-        return contiguous(self)
+        return _shape.contiguous(self)
     if memory_format is preserve_format:    # PyTorch: accepted only when nothing is to do
         if _row_major(self._shape, self._strides):
             return self
@@ -171,9 +183,8 @@ def _clone(self: Tensor, *, memory_format: Any = None) -> Tensor:
     """`t.clone(memory_format=...)`: a copy with its own memory. Without `memory_format`
     the copy is row-major (llgrad's default); `lg.preserve_format` keeps a dense tensor's
     memory order (PyTorch's default), another format lays the copy out in it."""
-    from .shape import clone
     if memory_format is None:
-        return clone(self)
+        return _shape.clone(self)
     return _in_format(self, memory_format, "clone", True)
 
 
@@ -194,6 +205,9 @@ _MemoryFormat = memory_format
 
 def _to(self: Tensor, *args: Any, memory_format: Any = None, **kwargs: Any) -> Tensor:
     """`t.to(...)` with PyTorch's `memory_format=` (the result laid out in it)."""
+    if not kwargs and len(args) == 1 and args[0].__class__ is DType and \
+            memory_format is None and self.__class__ is Tensor:
+        return _cast(self, args[0])
     from .misc import to
     out = to(self, *args, **kwargs)
     if memory_format is None or memory_format is preserve_format:
@@ -207,14 +221,15 @@ def _to(self: Tensor, *args: Any, memory_format: Any = None, **kwargs: Any) -> T
 
 def _creation_kw(op: str, dtype: DType | None, layout_: Any, device: Any,
                  requires_grad: bool) -> DType:
-    from ..device import check_device
-    from .creation import _check_grad_dtype
-    check_device(device, op)
-    _check_layout(layout_, op)
+    if device is not None and not (device.__class__ is str and device == "cpu"):
+        _check_device(device, op)
+    if layout_ is not None:
+        _check_layout(layout_, op)
     if dtype is not None and not isinstance(dtype, DType):
         raise TypeError(f"{op}(): dtype must be an llgrad dtype, got {dtype!r}")
-    d = dtype or dt.get_default_dtype()
-    _check_grad_dtype(d, requires_grad)
+    d = dtype or dt._default_dtype[0]
+    if requires_grad:
+        _creation._check_grad_dtype(d, requires_grad)
     return d
 
 
@@ -227,20 +242,61 @@ def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *,
 
     Computed in float64 (complex128 for complex dtypes) and rounded once to `dtype`; an
     integer dtype truncates, as PyTorch."""
-    from . import elementwise as E
-    from .creation import _finish, linspace
     if pin_memory:
         _pin_memory(None)           # type: ignore[arg-type]   (raises)
     d = _creation_kw("logspace", dtype, layout, device, requires_grad)
-    start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
+    if isinstance(start, Tensor):
+        start = start.item()
+    if isinstance(end, Tensor):
+        end = end.item()
     if isinstance(steps, bool) or not isinstance(steps, int):
         raise TypeError(f"logspace(): steps must be an int, got {type(steps).__name__}")
     if steps < 0:
         raise RuntimeError("logspace: number of steps must be non-negative")
+    if steps == 0 and not _interpreters and not _trace_state.stack:
+        return _creation._create((0,), (1,), None, d, requires_grad)
     wide = dt.complex128 if d.is_complex else dt.float64
-    exponents = linspace(start, end, steps, dtype=wide)
-    out = E.pow(float(base) if not isinstance(base, complex) else base, exponents)
-    return _finish(out.to(d) if out._dtype is not d else out, requires_grad)
+    base = float(base) if not isinstance(base, complex) else base
+    if not _interpreters and not _trace_state.stack:
+        keys = _number_key(start), _number_key(end), _number_key(base)
+        if None not in keys and steps * d.itemsize <= _creation._IMAGE_BYTES:
+            # the values depend on the numbers only: computed once, then copied
+            out = _creation._imaged(("logspace",) + keys + (steps, d), d,
+                                    lambda: _image_of(_logspace(start, end, steps, base,
+                                                                wide, d)))
+            if out is not None:
+                return _creation._finish(out, requires_grad)
+    return _creation._finish(_logspace(start, end, steps, base, wide, d), requires_grad)
+
+
+def _number_key(v: Any) -> Any:
+    """A key fixing the Python int or float `v` exactly (a float by its bits: -0.0 is not
+    0.0), or None for anything else."""
+    c = v.__class__
+    if c is int:
+        return v
+    if c is float:
+        return struct.pack("=d", v)
+    return None
+
+
+def _image_of(t: Tensor) -> tuple[tuple[int, ...], bytes]:
+    """(shape, bytes) of the row-major tensor `t`, for `creation._imaged`."""
+    return t._shape, ctypes.string_at(t._ptr, t.numel() * t._dtype.itemsize)
+
+
+def _logspace(start: Any, end: Any, steps: int, base: Any, wide: DType, d: DType) -> Tensor:
+    """`logspace`'s values: base ** linspace(start, end, steps) in `wide`, into `d`."""
+    exponents = _creation.linspace(start, end, steps, dtype=wide)
+    if exponents.__class__ is Tensor and (d.kind == "f" and base.__class__ is float or
+                                          d.kind == "c") and \
+            not _interpreters and _trace.current() is None:
+        # the power's kernel rounds into `dtype` as it stores (`E.pow(...).to(dtype)`'s
+        # two kernels in one): nothing here is recorded, the exponents are constants
+        return _ew.run("pow", [base, exponents], out=Tensor._empty(exponents._shape, d))
+    from . import elementwise as E
+    out = E.pow(base, exponents)
+    return out.to(d) if out._dtype is not d else out
 
 
 def _extent(shape: Sequence[int], strides: Sequence[int]) -> int:
@@ -294,17 +350,22 @@ def empty_permuted(size: Sequence[int], physical_layout: Sequence[int], *,
                          device=device, requires_grad=requires_grad)
 
 
-@names_op("scalar_tensor")
 def scalar_tensor(s: Any, *, dtype: DType | None = None, layout: Any = None,
                   device: Any = None, requires_grad: bool = False,
                   pin_memory: bool = False) -> Tensor:
     """A 0-d tensor holding the number `s`, of `dtype` (the default float dtype when not
     given, whatever `s`'s type), with `full`'s overflow check."""
-    from .creation import full
-    if isinstance(s, Tensor):
-        s = s.item()
-    d = _creation_kw("scalar_tensor", dtype, layout, device, requires_grad)
-    return full((), s, dtype=d, requires_grad=requires_grad)
+    try:
+        if isinstance(s, Tensor):
+            s = s.item()
+        d = _creation_kw("scalar_tensor", dtype, layout, device, requires_grad)
+        if not isinstance(s, _creation._NUMBER_CLASSES):
+            raise TypeError(f"full: fill_value must be a number, got {type(s).__name__}")
+        return _creation._create((), (), _creation.checked_scalar(s, d, "full"), d,
+                                 requires_grad)
+    except _STANDARD as e:          # errors name the function (as `names_op` does)
+        relabel(e, "scalar_tensor")
+        raise
 
 
 def _shareable(arr: np.ndarray) -> bool:
@@ -945,6 +1006,8 @@ def _size_tuple(size: Any, op: str) -> tuple[int, ...]:
 
 
 def _new_kw(self: Tensor, kwargs: dict[str, Any]) -> dict[str, Any]:
+    if not kwargs:
+        return {"dtype": self._dtype}
     kw = dict(kwargs)
     if kw.get("dtype") is None:
         kw["dtype"] = self._dtype
@@ -960,11 +1023,10 @@ def new_empty(self: Tensor, *size: Any, **kwargs: Any) -> Tensor:
 def new_full(self: Tensor, size: Sequence[int], fill_value: Any, **kwargs: Any) -> Tensor:
     """A tensor of `size` filled with `fill_value`, in this tensor's dtype (unless
     `dtype=`), with `full`'s overflow check."""
-    from .creation import full
     if isinstance(size, (int, np.integer)):
         raise TypeError(f"new_full(): argument 'size' (position 1) must be tuple of ints, "
                         f"not {type(size).__name__}")
-    return full(size, fill_value, **_new_kw(self, kwargs))
+    return _creation.full(size, fill_value, **_new_kw(self, kwargs))
 
 
 def new_empty_strided(self: Tensor, size: Sequence[int], stride: Sequence[int],
@@ -1092,26 +1154,28 @@ def resize_(self: Tensor, *sizes: Any, size: Any = None, memory_format: Any = No
     """Give the tensor `sizes` (contiguous strides) over its memory, growing the memory when
     it is too small (the old bytes are kept; new elements are uninitialized). Refuses a
     tensor that requires grad, as PyTorch."""
-    from ..runtime.storage import allocate
-    from ..schedule.layout import contiguous_strides
-    from .shape import size_arg
-    from .shape import _keyword_shape
-    if getattr(self, "_ctx", None) is not None:
+    if self.__class__ is not Tensor and getattr(self, "_ctx", None) is not None:
         from ..tracer.context import user_location
         from ..tracer.tensor import GraphBreak
         raise GraphBreak("resize_() of a traced value (it changes the memory under it)",
                          user_location(), advice="this part runs eagerly")
     if self._requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
-    shape = size_arg(_keyword_shape("resize_", sizes, size, "size"), "resize_")
-    strides = contiguous_strides(shape)
+    if size is None and sizes:
+        shape, strides = _creation._layout(sizes, "resize_")
+        if strides is None:
+            strides = _contiguous_strides(shape)
+    else:
+        shape = _shape.size_arg(_shape._keyword_shape("resize_", sizes, size, "size"),
+                                "resize_")
+        strides = _contiguous_strides(shape)
     if memory_format is not None and memory_format is not contiguous_format and \
             memory_format is not preserve_format:
         strides = _strides_for(shape, _format_order(memory_format, len(shape), "resize_"))
     need = (self._offset + _extent(shape, strides)) * self._dtype.itemsize
     st = self._storage
     if need > st.nbytes:
-        fresh = allocate(need)
+        fresh = _allocate(need)
         if st.nbytes:
             fresh.buffer[:st.nbytes] = st.buffer
         fresh.version = st.version
@@ -1157,8 +1221,37 @@ def _pin_memory(self: Tensor, device: Any = None) -> Tensor:
                        "available (llgrad runs on the CPU only)")
 
 
+_casts: dict[tuple, Any] = {}      # (layout key, dtype) -> direct launch of the cast, or None
+
+
+def _cast(x: Tensor, d: DType) -> Tensor:
+    """`misc.to(x, d)` for a plain tensor `x`: `x` itself when of dtype `d`; else, when
+    nothing is to be recorded (no grad to track, no transform or forward-mode level
+    active), the cast's direct launch (`eager.elementwise.direct_launch`: allocate, pack,
+    call), filed per layout after the first general call; anything else, and a launch
+    that declines (kernels being recorded), takes `misc.to`."""
+    if x._dtype is d:
+        return x
+    key = (x._lkey, d)
+    go = _casts.get(key)
+    if go is not None and not _interpreters and not _forward_ad._level[0] and \
+            not (x._requires_grad and _grad_state.enabled):
+        out = go(x)
+        if out is not None:
+            return out
+    from .misc import to
+    out = to(x, d)
+    if key not in _casts and len(_casts) < 1024 and not _interpreters and \
+            not _forward_ad._level[0]:
+        plan = _ew._plans.get(_ew._key("cast", (x,), {"dtype": d}, None))
+        _casts[key] = None if plan is None else _ew.direct_launch("cast", plan, (x,))
+    return out
+
+
 def _cast_with_format(d: DType) -> Callable[..., Tensor]:
     def cast(self: Tensor, memory_format: Any = None) -> Tensor:
+        if memory_format is None and self.__class__ is Tensor:
+            return _cast(self, d)
         from .misc import to
         out = to(self, d)
         if memory_format is None or memory_format is preserve_format:

@@ -20,6 +20,12 @@ MATH_FUNCTIONS = frozenset({
     "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "copysign",
     "nextafter", "frexp_mantissa", "frexp_exponent", "lgamma", "digamma", "zeta", "erfinv",
     "ndtri", "erfcx", "log_ndtr", "i0", "i0e", "i1", "i1e",
+    "polygamma",        # one argument and an int parameter: s.math("polygamma", x, order=n)
+    "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+    "laguerre_polynomial_l", "legendre_polynomial_p",      # (x, n): n truncated to int
 })
 
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")

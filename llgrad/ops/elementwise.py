@@ -189,6 +189,25 @@ unary("square", lambda s, x: s.mul(x, x), np.square, "PowBackward0", kinds="iufc
 for _name, _np in [("floor", np.floor), ("ceil", np.ceil), ("round", np.round),
                    ("trunc", np.trunc)]:
     unary(_name, _math(_name), _np, f"{_name.capitalize()}Backward0")
+unary("frac", lambda s, x: s.sub(x, s.math("trunc", x)), lambda x: x - np.trunc(x),
+      "FracBackward0")
+
+
+def _scalar_round_decimals(s: Any, x: Any, decimals: int) -> Any:
+    """PyTorch's round(x, decimals): rint(x * 10^d) / 10^d, or rint(x / 10^-d) * 10^-d."""
+    c = s.const(10.0 ** abs(decimals), s.dtype_of(x))
+    if decimals >= 0:
+        return s.div(s.math("round", s.mul(x, c)), c)
+    return s.mul(s.math("round", s.div(x, c)), c)
+
+
+def _ref_round_decimals(x: np.ndarray, decimals: int) -> np.ndarray:
+    c = x.dtype.type(10.0 ** abs(decimals))
+    return np.round(x * c) / c if decimals >= 0 else np.round(x / c) * c
+
+
+unary("round_decimals", _scalar_round_decimals, _ref_round_decimals, "RoundBackward1",
+      attrs=(Attr("decimals", AttrKind.INT, 0),))
 
 
 def _scalar_relu(s: Any, x: Any) -> Any:
@@ -383,13 +402,11 @@ for _name, _sc, _bw in [
 
 
 def _scalar_polygamma(s: Any, x: Any, n: int) -> Any:
-    """digamma for n = 0, else (-1)^(n+1) n! zeta(n + 1, x)."""
+    """digamma for n = 0, else (-1)^(n+1) n! zeta(n + 1, x), negative x by reflection
+    (mathlib's polygamma of a fixed order)."""
     if n == 0:
         return s.math("digamma", x)
-    d = s.dtype_of(x)
-    scale = math.factorial(n) * (1.0 if n % 2 else -1.0)
-    scale_c = s.const(scale if abs(scale) < 1e308 else math.copysign(math.inf, scale), d)
-    return s.mul(scale_c, s.math("zeta", s.const(float(n + 1), d), x))
+    return s.math("polygamma", x, order=n)
 
 
 def _ref_polygamma(x: np.ndarray, n: int) -> np.ndarray:
@@ -401,10 +418,74 @@ unary("polygamma", _scalar_polygamma, _ref_polygamma, "PolygammaBackward0",
       attrs=(Attr("n", AttrKind.INT, 0),))
 binary("special_zeta", lambda s, a, b: s.math("zeta", a, b), _sp("zeta"),
        "SpecialZetaBackward0", kinds=FLOAT)
+
+
+def _scalar_mvlgamma(s: Any, x: Any, p: int) -> Any:
+    """sum_{j<p} lgamma(x - j/2) + p (p - 1)/4 log(pi), each step in x's dtype."""
+    d = s.dtype_of(x)
+    total = s.math("lgamma", x)
+    for j in range(1, p):
+        total = s.add(total, s.math("lgamma", s.sub(x, s.const(j / 2, d))))
+    return s.add(total, s.const(p * (p - 1) / 4 * math.log(math.pi), d))
+
+
+def _ref_mvlgamma(x: np.ndarray, p: int) -> np.ndarray:
+    import scipy.special as sc
+    return _quiet(lambda v: sum(sc.gammaln(v - j / 2) for j in range(p)) +
+                  p * (p - 1) / 4 * math.log(math.pi), x)
+
+
+unary("mvlgamma", _scalar_mvlgamma, _ref_mvlgamma, "MvlgammaBackward0",
+      attrs=(Attr("p", AttrKind.INT, 1),))
+
+
+def _scalar_spherical_bessel_j0(s: Any, x: Any) -> Any:
+    """sin(x) / x: 1 at 0, 0 at +-inf (PyTorch's values)."""
+    d = s.dtype_of(x)
+    r = s.div(s.math("sin", x), x)
+    r = s.select(s.cmp("eq", x, s.const(0.0, d)), s.const(1.0, d), r)
+    return s.select(s.cmp("eq", s.math("abs", x), s.const(math.inf, d)), s.const(0.0, d), r)
+
+
+def _ref_spherical_bessel_j0(x: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return np.where(np.isinf(x), 0.0, np.where(x == 0, 1.0, np.sin(x) / x)).astype(x.dtype)
+
+
+# no derivative, as in PyTorch (the function detaches)
+unary("special_spherical_bessel_j0", _scalar_spherical_bessel_j0, _ref_spherical_bessel_j0,
+      None)
+
+
+def _ref_polynomial(name: str) -> Callable[..., np.ndarray]:
+    def ref(x: np.ndarray, n: np.ndarray) -> np.ndarray:
+        from ..special import _numpy_polynomial
+        return _numpy_polynomial(name, x, n)
+    return ref
+
+
+# torch.special's orthogonal polynomials P(x, n): no derivative (results never require
+# grad: the functions detach), loops over the degree in mathlib
+for _name in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+              "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+              "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+              "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+              "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p"):
+    binary(f"special_{_name}", (lambda f: lambda s, x, n: s.math(f, x, n))(_name),
+           _ref_polynomial(_name), None, kinds=FLOAT)
 # frexp's two results, each an op (the exponent as a float: the function casts it to int32)
 unary("frexp_mantissa", _math("frexp_mantissa"), lambda x: np.frexp(x)[0], "FrexpBackward0")
 unary("frexp_exponent", _math("frexp_exponent"),
       lambda x: np.frexp(x)[1].astype(x.dtype), None)
+# the exponent as frexp returns it (int32), in one kernel
+register(OpDef("frexp_exponent_int32", Group.UNARY, 1,
+               reference=lambda x: np.frexp(x)[1].astype(np.int32),
+               scalar=lambda s, x: s.cast(s.math("frexp_exponent", x), dt.int32),
+               infer=lambda types: TensorType(dt.int32, types[0].shape), promotion="none"))
+# the sign bit of a float (-0.0 and negative NaN included): copysign(1, x) < 0
+register(OpDef("signbit", Group.UNARY, 1, reference=np.signbit,
+               scalar=lambda s, x: s.cmp("lt", s.math("copysign", _one(s, x), x), _zero(s, x)),
+               infer=lambda types: TensorType(dt.bool_, types[0].shape), promotion="none"))
 
 for _name, _np in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),
                    ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)]:
@@ -1025,6 +1106,20 @@ for _name, _rule, _saves in [
     ("special_zeta", _vjp_zeta, "i"),
 ]:
     defvjp(_name, _rule, _saves)
+
+
+def _vjp_mvlgamma(ctx: Any, g: Any, p: int) -> Any:
+    x = ctx.inputs[0]
+    F = ctx.F
+    total = F.digamma(x)
+    for j in range(1, p):
+        total = F.add(total, F.digamma(F.sub(x, j / 2)))
+    return F.mul(g, total)
+
+
+defvjp("frac", lambda ctx, g: g, "")
+defvjp("round_decimals", _vjp_zero, "")
+defvjp("mvlgamma", _vjp_mvlgamma, "i")
 
 for _name, _rule in [("asin", _vjp_asin), ("acos", _vjp_acos), ("atan", _vjp_atan),
                      ("sinh", _vjp_sinh), ("cosh", _vjp_cosh), ("asinh", _vjp_asinh),
