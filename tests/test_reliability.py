@@ -488,3 +488,31 @@ def test_host_copies_never_read_a_traced_tensor():
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                        timeout=240)
     assert p.returncode == 0 and "OK" in p.stdout, p.stdout + p.stderr[-2000:]
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_copying_functions_never_return_a_view_of_their_input(requires_grad):
+    """Functions torch defines to return new memory must never alias their input, even
+    where nothing is repeated: `x.repeat(1, 1)` (recorded) and `repeat_interleave(x, 1)`
+    returned views, so an in-place write to the result changed `x`. Each result here is
+    written in place and `x` must keep its values."""
+    cases = {
+        "repeat": lambda x: x.repeat(1, 1), "repeat one elem": lambda x: x[:1, :1].repeat(3, 1),
+        "repeat_interleave": lambda x: x.repeat_interleave(1),
+        "repeat_interleave dim": lambda x: x.repeat_interleave(1, dim=0),
+        "repeat_interleave one elem": lambda x: x[:1, :1].repeat_interleave(3),
+        "tile": lambda x: x.tile((1, 1)), "cat": lambda x: lg.cat([x]),
+        "stack": lambda x: lg.stack([x]), "hstack": lambda x: lg.hstack([x]),
+        "clone": lambda x: x.clone(), "kron": lambda x: lg.kron(x, lg.ones(1, 1)),
+        "t_copy": lambda x: lg.t_copy(x), "expand_copy": lambda x: lg.expand_copy(x, (2, 3)),
+        "narrow_copy": lambda x: lg.narrow_copy(x, 0, 0, 2),
+        "flip": lambda x: x.flip(()), "roll": lambda x: x.roll(0, 0),
+    }
+    for name, fn in cases.items():
+        x = lg.arange(6.).reshape(2, 3).requires_grad_(requires_grad)
+        before = x.detach().numpy().copy()
+        y = fn(x)
+        assert y._storage is not x._storage, name
+        with lg.no_grad():
+            y.detach().add_(100)
+        np.testing.assert_array_equal(x.detach().numpy(), before, err_msg=name)

@@ -469,7 +469,10 @@ def repeat_interleave(input: Any, repeats: Any = None, dim: int | None = None, *
         shape = list(x._shape)
         shape[d + 1] = repeats
         y = S.expand(x, tuple(shape))
-        return y.reshape(input._shape[:d] + (n * repeats,) + input._shape[d + 1:])
+        out = y.reshape(input._shape[:d] + (n * repeats,) + input._shape[d + 1:])
+        # new memory always, as torch's (with one repeat, or one element, the reshape
+        # is a view of the input)
+        return out.clone() if out._storage is input._storage else out
     if not isinstance(repeats, Tensor):
         repeats = tensor(list(repeats), dtype=dt.int64)
     if repeats._dtype not in (dt.int64, dt.int32) or repeats.ndim > 1:

@@ -5,7 +5,7 @@ import functools
 from typing import Any
 
 from ..autograd import forward_ad
-from ..autograd.apply import interpreters
+from ..autograd.apply import apply, interpreters
 from ..autograd.grad_mode import _state as grad_state
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
@@ -203,5 +203,7 @@ def _repeat(self: Tensor, *sizes: Any, repeats: Any = None) -> Tensor:
         view_shape += [1, n]
         expanded_shape += [r, n]
     y = x.reshape(view_shape).expand(expanded_shape)
-    return shape.reshape(y, tuple(r * n for r, n in zip(reps, x._shape)),
-                         name="RepeatBackward0")
+    y = shape.reshape(y, tuple(r * n for r, n in zip(reps, x._shape)))
+    # a copy always, as torch's: the reshape is a view of `self` when nothing repeats (or
+    # an overlapping one when only size-1 dimensions do); the copy is the recorded node
+    return apply("cast", (y,), {"dtype": y._dtype}, shape._clone_forward, "RepeatBackward0")
