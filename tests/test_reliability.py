@@ -516,3 +516,17 @@ def test_copying_functions_never_return_a_view_of_their_input(requires_grad):
         with lg.no_grad():
             y.detach().add_(100)
         np.testing.assert_array_equal(x.detach().numpy(), before, err_msg=name)
+
+
+def test_integer_linspace_and_logspace_truncate_their_ends_first():
+    """torch converts `start` and `end` to an integer dtype before stepping (found by the
+    OpInfo sweep over every sample: linspace(4.3, -3, 50, dtype=int64) began 4, 4, 4
+    where torch's begins 4, 3, 3)."""
+    torch = pytest.importorskip("torch")
+    for args in [(4.3, -3, 50), (4.3, 50, 50), (-2.7, 3.9, 7), (0, 1.2, 4), (1.5, 1.5, 3)]:
+        for name in ("int64", "int32", "int16"):
+            got = lg.linspace(*args, dtype=getattr(lg, name)).tolist()
+            assert got == torch.linspace(*args, dtype=getattr(torch, name)).tolist(), args
+    for args, kw in [((0, 1.2, 4), {}), ((1, 1.2, 2), {"base": 5.0}), ((-1.5, 2.5, 5), {"base": 2.0})]:
+        got = lg.logspace(*args, dtype=lg.int64, **kw).tolist()
+        assert got == torch.logspace(*args, dtype=torch.int64, **kw).tolist(), args

@@ -799,6 +799,10 @@ def linspace(start: float, end: float, steps: int, **kwargs: Any) -> Tensor:
     d = dtype or dt.get_default_dtype()
     if steps == 0:
         return _finish(Tensor._empty((0,), d), rg)
+    if d.kind in "iu" and start.__class__ is not complex and end.__class__ is not complex:
+        # PyTorch converts the ends to the integer dtype first (truncating), then steps
+        # in float64 and truncates each value
+        start, end = int(start), int(end)
     if steps == 1:
         return _finish(_fill((1,), start, d), rg)
     step = (end - start) / (steps - 1)

@@ -255,6 +255,8 @@ def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *,
         raise RuntimeError("logspace: number of steps must be non-negative")
     if steps == 0 and not _interpreters and not _trace_state.stack:
         return _creation._create((0,), (1,), None, d, requires_grad)
+    if d.kind in "iu" and not isinstance(start, complex) and not isinstance(end, complex):
+        start, end = int(start), int(end)     # as PyTorch: the ends truncated first
     wide = dt.complex128 if d.is_complex else dt.float64
     base = float(base) if not isinstance(base, complex) else base
     if not _interpreters and not _trace_state.stack:
