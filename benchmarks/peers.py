@@ -22,6 +22,9 @@ B4 (cold compile of the B2 step in a fresh process with an empty cache, a warm s
 the cache full, and import time), B6 (softmax + layer_norm), B7 (2000-op chain: steady time,
 and compile time at 250/500/1000/2000 ops), B8 (attention), and eager per-op latency on
 tiny tensors. Ratios compare llgrad compiled with the fastest peer of the same run.
+The real-model workloads B9 (CNN), B10 (transformer LM), B11 (LSTM) and B12 (AdamW over
+resnet18's parameters) are defined in `benchmarks/models.py`, which says how they are
+written and checked.
 """
 from __future__ import annotations
 
@@ -34,6 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
+
+from benchmarks import models
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -269,6 +274,10 @@ def _build_b2(lib: str, arrays: dict[str, Any]) -> Callable[[], list[Any]]:
 
 
 def build(lib: str, workload: str, quick: bool) -> Callable[[], list[Any]]:
+    """The zero-argument step of one cell: it runs the workload once and returns its
+    outputs."""
+    if workload in models.WORKLOADS:
+        return models.build(lib, workload, quick)
     arrays = inputs("B2" if workload == "B2" else workload.split("/")[0], quick)
     if workload == "B2":
         return _build_b2(lib, arrays)
@@ -277,7 +286,10 @@ def build(lib: str, workload: str, quick: bool) -> Callable[[], list[Any]]:
 
 
 def reference(workload: str, quick: bool) -> list[Any]:
-    """torch eager in float64: loss and gradients (B2: loss and parameters after a step)."""
+    """torch eager in float64: loss and gradients (B2: loss and parameters after a step;
+    B9-B12: `models.reference`)."""
+    if workload in models.WORKLOADS:
+        return models.reference(workload, quick, to_numpy)
     import numpy as np
     import torch
     torch.set_default_dtype(torch.float64)
@@ -352,23 +364,45 @@ def worker(lib: str, workload: str, quick: bool, budget: float, ref_path: str | 
     if lib.startswith("torch"):
         import torch
         torch.set_num_threads(THREADS)
+    elif lib == "jax.jit":
+        import jax  # noqa: F401  (imported outside the first call's time)
+    else:
+        import llgrad  # noqa: F401
     t0 = time.perf_counter()
     step = build(lib, workload, quick)
-    out = step()                              # the first call: traces and compiles
-    first = time.perf_counter() - t0
+    model = workload in models.WORKLOADS
+    if model:
+        # B9-B12: checked over models.CHECK_STEPS steps, since a compiled step may compile
+        # on its second call (llgrad runs the call that creates the optimizer's state
+        # eagerly); the compile time is then the first CHECK_STEPS calls minus as many
+        # steady ones, for every library alike
+        build_s = time.perf_counter() - t0
+        got, call_s = models.run_checked(step, to_numpy)
+        first = sum(call_s)
+    else:
+        out = step()                          # the first call: traces and compiles
+        first = time.perf_counter() - t0
     result: dict[str, Any] = {"first_s": first}
+    if model:
+        result["calls_s"] = call_s
+        result["build_s"] = build_s
+        breaks = getattr(getattr(step, "compiled", None), "graph_breaks", None)
+        if lib == "llgrad" and breaks is not None:
+            result["graph_breaks"] = [str(b) for b in breaks][:5]
     if ref_path:
         import numpy as np
         with np.load(ref_path) as ref:
             want = [ref[f"a{i}"] for i in range(len(ref.files))]
-        problem = check(to_numpy(out), want)
+        problem = (check(got, want) or models.check_updates(workload, quick, got, want)
+                   if model else check(to_numpy(out), want))
         if problem:
             result["wrong"] = problem
             return result
     for _ in range(3):
         step()
     result.update(time_calls(step, budget))
-    result["compile_s"] = max(0.0, first - result["median"])
+    calls = models.CHECK_STEPS if model else 1
+    result["compile_s"] = max(0.0, first - calls * result["median"])
     return result
 
 
@@ -470,16 +504,17 @@ def _installed(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
 
 
-GRAD_WORKLOADS = ("B1", "B2", "B3", "B6", "B7", "B8")
+GRAD_WORKLOADS = ("B1", "B2", "B3", "B6", "B7", "B8", *models.WORKLOADS)
+EAGER_ONLY = {"B12/foreach"}      # foreach=True is an eager option
 
 
 def plan(only: set[str] | None, libs: set[str]) -> list[tuple[str, str]]:
     cells = []
     for w in GRAD_WORKLOADS:
-        if only and w not in only:
+        if only and w not in only and w.split("/")[0] not in only:
             continue
         for lib in LIBS:
-            if lib in libs:
+            if lib in libs and (w not in EAGER_ONLY or lib in ("llgrad eager", "torch")):
                 cells.append((lib, w))
         if w in ("B1", "B3") and "llgrad" in libs:
             cells.append(("llgrad", f"{w}/value_and_grad"))
@@ -574,12 +609,20 @@ def _cell(r: dict[str, Any], unit: float = 1e3) -> str:
     return f"{r['median'] * unit:.3g}"
 
 
+def _order(workload: str) -> tuple[int, str]:
+    """Workloads in numeric order (B2 before B10), variants after their base."""
+    digits = "".join(ch for ch in workload.split("/")[0] if ch.isdigit())
+    return (int(digits) if digits else 0, workload)
+
+
 def render(res: dict[str, Any]) -> str:
     libs = [l for l in LIBS if l in res["libs"]]
     lines = ["# llgrad against its peers (one process per library and workload)", "",
              f"{res['date']}, {res['threads']} threads for every library"
              + (" (QUICK MODE: tiny sizes, numbers mean nothing)" if res["quick"] else "")
-             + ". Median ms of one iteration (loss and gradients; B2: one training step);"
+             + ". Median ms of one iteration (loss and gradients; B2, B9-B11: one training"
+               " step; B12: one AdamW step over resnet18's parameters, gradients given;"
+               " benchmarks/models.py);"
                " 'ratio' is llgrad compiled over the fastest peer."
              + (f" llgrad's float32 gemm: {res['llgrad_gemm']}." if res.get("llgrad_gemm")
                 else "")
@@ -590,7 +633,7 @@ def render(res: dict[str, Any]) -> str:
                 else ""), "",
              "| workload | " + " | ".join(libs) + " | ratio |",
              "|---|" + "---|" * (len(libs) + 1)]
-    workloads = sorted({k.split("|")[0] for k in res["cells"]}, key=lambda w: (w[:2], w))
+    workloads = sorted({k.split("|")[0] for k in res["cells"]}, key=_order)
     for w in workloads:
         row, peers = [], []
         for lib in libs:
@@ -602,9 +645,23 @@ def render(res: dict[str, Any]) -> str:
         ratio = (f"{mine['median'] / min(peers):.2f}" if peers and "median" in mine
                  and "wrong" not in mine else "–")
         lines.append(f"| {w} | " + " | ".join(row) + f" | {ratio} |")
+    notes = []
+    for w in workloads:
+        for lib in libs:
+            r = res["cells"].get(f"{w}|{lib}") or {}
+            why = r.get("error") or r.get("wrong")
+            if why:
+                notes.append(f"- {w} {lib}: {'error' if 'error' in r else 'wrong'}: {why}")
+            if r.get("graph_breaks"):
+                notes.append(f"- {w} {lib}: graph breaks: {'; '.join(r['graph_breaks'])}")
+    if notes:
+        lines += ["", "Failures and graph breaks:", ""] + notes
     compiled = [w for w in workloads if f"{w}|llgrad" in res["cells"] and w != "B1/value_and_grad"]
     if compiled:
-        lines += ["", "First call minus a steady call (trace and compile), s:", "",
+        lines += ["", "First call minus a steady call (trace and compile), s"
+                  + ("; B9-B12: the first two calls minus two steady calls (llgrad compiles"
+                     " the step on its second call)"
+                     if any(w in models.WORKLOADS for w in compiled) else "") + ":", "",
                   "| workload | " + " | ".join(libs) + " | ratio |",
                   "|---|" + "---|" * (len(libs) + 1)]
         for w in compiled:
@@ -650,7 +707,7 @@ def chart(res: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     libs = [l for l in LIBS if l in res["libs"]]
-    workloads = sorted({k.split("|")[0] for k in res["cells"]}, key=lambda w: (w[:2], w))
+    workloads = sorted({k.split("|")[0] for k in res["cells"]}, key=_order)
     rows = []
     for w in workloads:
         med = {l: res["cells"].get(f"{w}|{l}", {}).get("median") for l in libs}
@@ -708,7 +765,12 @@ def _worker_main(argv: list[str]) -> int:
     else:
         lib, workload, budget = argv[0], argv[1], float(argv[2])
         ref = argv[argv.index("--ref") + 1] if "--ref" in argv else None
-        res = worker(lib, workload, quick, budget, ref)
+        try:
+            res = worker(lib, workload, quick, budget, ref)
+        except Exception as e:               # the cell shows "error"; the JSON says why
+            import traceback
+            res = {"error": f"{type(e).__name__}: {e}"[:1000],
+                   "where": traceback.format_exc()[-3000:]}
     print(json.dumps(res))
     return 0
 
@@ -720,7 +782,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.peers", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="tiny sizes, short timing budgets")
-    p.add_argument("--only", default="", help="comma list of B1,B2,B3,B4,B6,B7,B7c,B8,eager")
+    p.add_argument("--only", default="",
+                   help="comma list of B1,B2,B3,B4,B6,B7,B7c,B8,B9,B10,B11,B12,eager")
     p.add_argument("--libs", default=",".join(LIBS), help="comma list of " + ", ".join(LIBS))
     p.add_argument("--budget", type=float, default=None, help="seconds of timing per cell")
     p.add_argument("--out", type=Path, default=None, help="Markdown file (also .json)")

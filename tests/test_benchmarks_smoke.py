@@ -119,3 +119,28 @@ def test_without_torch_its_columns_show_a_dash(tmp_path: Path) -> None:
     # a --quick run without --out must not overwrite the committed table
     after = committed.stat().st_mtime_ns if committed.exists() else None
     assert before == after
+
+
+# --------------------------------------------------------------------------------------
+# B9-B12 of the peer runner (benchmarks/models.py): correctness only, at --quick sizes
+# --------------------------------------------------------------------------------------
+
+MODEL_WORKLOADS = ["B9", "B10", "B11", "B12"]
+
+
+@pytest.mark.parametrize("workload", MODEL_WORKLOADS)
+def test_model_workloads_match_torch(workload: str) -> None:
+    """llgrad eager and `lg.compile` run `models.CHECK_STEPS` training steps (B12: AdamW
+    steps) of each real-model workload at the runner's --quick sizes, and agree with torch
+    eager in float64 as the runner checks them: losses, parameters, BatchNorm's running
+    statistics, and the parameters' changes."""
+    pytest.importorskip("torch")
+    from benchmarks import models, peers
+    want = models.reference(workload, True, peers.to_numpy)
+    for lib in ("llgrad eager", "llgrad"):
+        step = models.build(lib, workload, True)
+        got, _ = models.run_checked(step, peers.to_numpy)
+        problem = peers.check(got, want) or models.check_updates(workload, True, got, want)
+        assert problem is None, (lib, problem)
+        if lib == "llgrad":
+            assert not step.compiled.graph_breaks, step.compiled.graph_breaks
