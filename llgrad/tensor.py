@@ -460,7 +460,7 @@ class Tensor:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted "
                                f"to Scalar")
         unpack = _ITEM.get(self._dtype)
-        if unpack is not None:              # the element read by address: no NumPy view
+        if unpack is not None and self._ptr.__class__ is int:   # read by address
             return unpack(_string_at(self._ptr, self._dtype.itemsize))[0]
         return self._values().reshape(()).item()
 
