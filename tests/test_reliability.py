@@ -530,3 +530,23 @@ def test_integer_linspace_and_logspace_truncate_their_ends_first():
     for args, kw in [((0, 1.2, 4), {}), ((1, 1.2, 2), {"base": 5.0}), ((-1.5, 2.5, 5), {"base": 2.0})]:
         got = lg.logspace(*args, dtype=lg.int64, **kw).tolist()
         assert got == torch.logspace(*args, dtype=torch.int64, **kw).tolist(), args
+
+
+def test_quantile_differentiates_through_q():
+    """torch's quantile passes a gradient to a `q` tensor that requires grad (through the
+    linear interpolation's weight); llgrad detached `q`, a silently missing gradient
+    (found by the OpInfo sweep over every gradient sample)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    for fn in ("quantile", "nanquantile"):
+        for interpolation in ("linear", "lower", "midpoint"):
+            a, q, g = rng.standard_normal((4, 6)), np.array([0.1, 0.55, 0.9]), rng.standard_normal((3, 4))
+            x, qq = lg.tensor(a, requires_grad=True), lg.tensor(q, requires_grad=True)
+            tx, tq = torch.tensor(a, requires_grad=True), torch.tensor(q, requires_grad=True)
+            getattr(lg, fn)(x, qq, dim=1, interpolation=interpolation).backward(lg.tensor(g))
+            getattr(torch, fn)(tx, tq, dim=1, interpolation=interpolation).backward(torch.tensor(g))
+            np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), atol=1e-12)
+            if tq.grad is None:
+                assert qq.grad is None or not qq.grad.numpy().any()
+            else:
+                np.testing.assert_allclose(qq.grad.numpy(), tq.grad.numpy(), atol=1e-12)

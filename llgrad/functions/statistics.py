@@ -415,7 +415,7 @@ def _quantile(op: str, input: Tensor, q: Any, dim: Any, keepdim: bool, interpola
             raise RuntimeError(f"{op}() q tensor must be same dtype as the input tensor "
                                f"(q {q._dtype.name}, input {x._dtype.name})")
         scalar_q = q.ndim == 0
-        qs = q.reshape(-1).detach()
+        qs = q.reshape(-1)          # (differentiable: the interpolation weight depends on q)
     if getattr(qs, "_ctx", None) is None:
         qv, = _host_values(op, qs) if not scalar_q or isinstance(q, Tensor) else \
             (qs._values(),)
