@@ -358,10 +358,10 @@ def _host_fill(ptr: int, n: int, value: Any, d: DType) -> bool:
     """Write the number `value` (already checked for `d`) into each element of `d` in the
     `n` bytes at `ptr`, on the host (a memset, or one element's bytes repeated) when `n`
     is small; False, having written nothing, when the copy kernel is to do it: a big
-    fill (threads), a number that does not pack, kernels being recorded
-    (`launch.record_kernels`), or a forward's copies being recorded for replay
-    (`eager.views.copy_replay`: the kernel's copy is what it replays)."""
-    if n > _HOST_BYTES or ew.copy_log is not None or _launch._recording:
+    fill (threads), a number that does not pack, or a forward's copies being recorded for
+    replay (`eager.views.copy_replay`: the kernel's copy is what it replays). Recording
+    kernels (`launch.record_kernels`) does not change the path: it shows what runs."""
+    if n > _HOST_BYTES or ew.copy_log is not None:
         return False
     try:
         one = _element(value, d)
@@ -408,7 +408,7 @@ def _put(out: Tensor, value: Any) -> Tensor:
     else by the copy kernel."""
     st = out._storage
     n = st.nbytes
-    if n > _HOST_BYTES or ew.copy_log is not None or _launch._recording:
+    if n > _HOST_BYTES or ew.copy_log is not None:
         return ew.copy_into(out, value)
     d = out._dtype
     one = _SMALL_INTS.get((d, value)) if value.__class__ is int else None
