@@ -347,6 +347,7 @@ def _avg_poolnd(op: str, n: int, input: Tensor, kernel_size: Any, stride: Any, p
     return _unbatch(out, unbatched)
 
 
+@composite_function
 def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
                ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
     """The mean of each window of an (N, C, L) or (C, L) input; with count_include_pad the
@@ -355,6 +356,7 @@ def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                        count_include_pad, None)
 
 
+@composite_function
 def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
                ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: int | None = None) -> Tensor:
@@ -364,6 +366,7 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                        count_include_pad, divisor_override)
 
 
+@composite_function
 def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
                ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: int | None = None) -> Tensor:
