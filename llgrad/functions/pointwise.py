@@ -432,6 +432,7 @@ def float_power(input: Any, exponent: Any) -> Tensor:
     return E.pow(a, b)
 
 
+@composite_function
 def logaddexp(input: Tensor, other: Any) -> Tensor:
     """log(exp(input) + exp(other)) without overflow: max + log1p(exp(-|input - other|)).
 
@@ -631,6 +632,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
     return result
 
 
+@composite_function
 def sinc(input: Tensor) -> Tensor:
     """The normalized sinc, sin(pi x) / (pi x), 1 at 0 (integers become the default float;
     complex inputs as torch)."""

@@ -182,6 +182,13 @@ def logcumsumexp(input: Tensor, dim: int, *, out: Any = None) -> Tensor:
     Args: `dim` the scanned dimension; `out` receives the result. Integer inputs raise as
     in PyTorch.
     """
+    res = _logcumsumexp(input, dim)
+    return write_out("logcumsumexp", out, res) if out is not None else res
+
+
+@composite_function
+def _logcumsumexp(input: Tensor, dim: int) -> Tensor:
+    """`logcumsumexp` without `out` (a compiled composite: one call per signature)."""
     from ..ir.types import normalize_axis
     from ..ops.scan import log_step_scan
     from .. import functions as F
@@ -206,7 +213,7 @@ def logcumsumexp(input: Tensor, dim: int, *, out: Any = None) -> Tensor:
         res = log_step_scan(F, x, d, _logaddexp, float("-inf"))
         if res is x:
             res = x.clone()
-    return write_out("logcumsumexp", out, res) if out is not None else res
+    return res
 
 
 def _cumsum_(self: Tensor, dim: int, *, dtype: dt.DType | None = None) -> Tensor:
