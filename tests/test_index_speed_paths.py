@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import llgrad as lg
-from llgrad.functions import indexing as findexing
+from llgrad.functions import _host as fhost
 from llgrad.functions import selection, sorting, statistics
 from llgrad.nn import _layers, _pooling
 
@@ -153,11 +153,11 @@ def test_host_take_along_matches_numpy():
         for ax in range(len(shape)):
             a = rng.standard_normal(shape)
             i = rng.integers(0, max(shape[ax], 1), size=shape)
-            got = findexing.host_take_along(a, i, ax)
+            got = fhost.host_take_along(a, i, ax)
             np.testing.assert_array_equal(got, np.take_along_axis(a, i, ax))
     a = rng.standard_normal((4, 5)).T                       # not C-contiguous
     i = rng.integers(0, 4, size=(5, 4))
-    np.testing.assert_array_equal(findexing.host_take_along(a, i, 1),
+    np.testing.assert_array_equal(fhost.host_take_along(a, i, 1),
                                   np.take_along_axis(a, i, 1))
 
 
@@ -384,14 +384,14 @@ def test_max_unpool_fast_equals_general(monkeypatch, n):
 
 def test_host_plain_guard():
     x = lg.ones(3)
-    assert findexing.host_plain(x, None)
+    assert fhost.host_plain(x, None)
     xr = lg.ones(3, requires_grad=True)
-    assert not findexing.host_plain(x, xr)
+    assert not fhost.host_plain(x, xr)
     with lg.no_grad():
-        assert findexing.host_plain(xr)
-    assert not findexing.host_plain(lg.nn.Parameter(lg.ones(2)))
+        assert fhost.host_plain(xr)
+    assert not fhost.host_plain(lg.nn.Parameter(lg.ones(2)))
     seen = []
-    lg.vmap(lambda r: seen.append(findexing.host_plain(r)) or r)(lg.ones(2, 3))
+    lg.vmap(lambda r: seen.append(fhost.host_plain(r)) or r)(lg.ones(2, 3))
     assert seen == [False]
 
 

@@ -1,7 +1,7 @@
 """The cached eager paths of movement ops against their general paths.
 
 `eager.views.copy_replay` replays a copy-only forward (cat, stack, flip, pad) by pointer
-after its first call per layout; `functions.shape.view_function` makes a view op's result
+after its first call per layout; `functions.shape._view_function` makes a view op's result
 from the geometry its first call per (layout, arguments) computed. Each case here runs the
 op once to fill the cache and again on fresh tensors of the same layout (other values,
 another offset into a larger buffer), and compares the second result with the general path

@@ -13,6 +13,7 @@ memory, so an in-place write through it is a graph break, as for every traced vi
 from __future__ import annotations
 
 import functools
+import inspect
 import itertools
 import math
 from typing import Any, Callable, Sequence
@@ -175,7 +176,7 @@ def _positions_of(geometry: Callable, shape: tuple[int, ...]) -> Callable[[], np
     return positions
 
 
-@S.view_function
+@S._view_function
 @names_op("diagonal")
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal of `input` in the plane of `dim1` and `dim2` (above it for `offset >
@@ -194,7 +195,7 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
                          _positions_of(geometry, input._shape))
 
 
-@S.view_function
+@S._view_function
 def _unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     """Every window of `size` elements along `dimension`, `step` apart, as a new last
     dimension (the windows' dimension replaces `dimension`); a view."""
@@ -248,7 +249,7 @@ def _as_strided_positions(x: Tensor, size: tuple[int, ...], stride: tuple[int, .
     return positions
 
 
-@functools.partial(S.view_function, absolute=True)
+@functools.partial(S._view_function, absolute=True)
 @names_op("as_strided")
 def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int],
                storage_offset: int | None = None) -> Tensor:
@@ -577,7 +578,7 @@ def _split_spec(op: str, args: tuple, given: dict[str, Any], most: int) -> tuple
     return args
 
 
-@S.view_function
+@S._view_function
 def tensor_split(input: Tensor, *args: Any, sections: int | None = None,
                  indices: Sequence[int] | None = None,
                  tensor_indices_or_sections: Tensor | None = None, dim: int = 0
@@ -646,7 +647,7 @@ def _split_dir(op: str, input: Tensor, spec: Any, d: int, need: int) -> tuple[Te
     return tensor_split(input, spec, d)
 
 
-@S.view_function
+@S._view_function
 def hsplit(input: Tensor, *args: Any, sections: int | None = None,
            indices: Sequence[int] | None = None) -> tuple[Tensor, ...]:
     """`tensor_split` along dimension 1 (0 for a 1-D tensor); an int must divide it.
@@ -655,7 +656,7 @@ def hsplit(input: Tensor, *args: Any, sections: int | None = None,
     return _split_dir("hsplit", input, spec, 1 if input.ndim > 1 else 0, 1)
 
 
-@S.view_function
+@S._view_function
 def vsplit(input: Tensor, *args: Any, sections: int | None = None,
            indices: Sequence[int] | None = None) -> tuple[Tensor, ...]:
     """`tensor_split` along dimension 0 of an at least 2-D tensor; an int must divide it.
@@ -664,7 +665,7 @@ def vsplit(input: Tensor, *args: Any, sections: int | None = None,
     return _split_dir("vsplit", input, spec, 0, 2)
 
 
-@S.view_function
+@S._view_function
 def dsplit(input: Tensor, *args: Any, sections: int | None = None,
            indices: Sequence[int] | None = None) -> tuple[Tensor, ...]:
     """`tensor_split` along dimension 2 of an at least 3-D tensor; an int must divide it.
@@ -673,7 +674,7 @@ def dsplit(input: Tensor, *args: Any, sections: int | None = None,
     return _split_dir("dsplit", input, spec, 2, 3)
 
 
-@S.view_function
+@S._view_function
 @names_op("split_with_sizes")
 def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0
                      ) -> tuple[Tensor, ...]:
@@ -681,20 +682,20 @@ def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0
     return S.split(input, list(split_sizes), dim)
 
 
-@S.view_function
+@S._view_function
 def unsafe_split(input: Tensor, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
     """`split` (llgrad's views carry no extra state for the unsafe variants to skip)."""
     return S.split(input, split_size, dim)
 
 
-@S.view_function
+@S._view_function
 def unsafe_split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0
                             ) -> tuple[Tensor, ...]:
     """`split_with_sizes` (see `unsafe_split`)."""
     return split_with_sizes(input, split_sizes, dim)
 
 
-@S.view_function
+@S._view_function
 def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """`chunk` (see `unsafe_split`)."""
     return S.chunk(input, chunks, dim)
@@ -894,7 +895,7 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
 # reshapes and moves
 # --------------------------------------------------------------------------------------
 
-@S.view_function
+@S._view_function
 @names_op("unflatten")
 def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     """`input` with dimension `dim` split into `sizes` (one may be -1); a view."""
@@ -929,13 +930,13 @@ def _view_ok(x: Tensor, shape: tuple[int, ...]) -> bool:
     return _view_strides(x._shape, x._strides, shape) is not None
 
 
-@S.view_function
+@S._view_function
 def ravel(input: Tensor) -> Tensor:
     """`input` flattened to 1-D (a view when its layout allows, else a contiguous copy)."""
     return S.reshape(_tensor("ravel", input), (-1,))
 
 
-@S.view_function
+@S._view_function
 @names_op("movedim")
 def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
     """`input` with the dimensions `source` (an int or a sequence) moved to
@@ -967,7 +968,7 @@ def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
 moveaxis = movedim
 
 
-@S.view_function
+@S._view_function
 def swapdims(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """`transpose`: dimensions `dim0` and `dim1` exchanged; a view."""
     return S.transpose(input, dim0, dim1)
@@ -1148,6 +1149,10 @@ def _copy(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     copy.__name__ = copy.__qualname__ = name
     copy.__doc__ = (f"A contiguous copy of `{fn.__name__}(input, ...)` (the out-of-place "
                     f"form of a view op; no memory shared with `input`).")
+    try:                              # the view op's own parameters, for type checkers
+        copy.__signature__ = inspect.signature(fn)          # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        pass
     general = names_op(name)(composite_function(copy))
 
     def fast(input: Any, *args: Any, **kwargs: Any) -> Any:

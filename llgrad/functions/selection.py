@@ -26,8 +26,8 @@ from ..ir.types import broadcast_shapes
 from ..tensor import Tensor
 from . import elementwise as E
 from ._errors import names_op
-from .indexing import (host_broadcast, host_empty, host_plain, host_tensor, host_values,
-                       host_view)
+from ._host import (host_broadcast, host_empty, host_plain, host_tensor, host_values,
+                    host_view)
 
 __all__: list[str] = [
     "take", "put", "index_add", "index_copy", "index_fill", "index_put", "index_put_",

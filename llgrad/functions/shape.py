@@ -40,7 +40,7 @@ VIEW_LIMIT = 8192                 # cached view geometries in all
 _view_geometries: dict[tuple, Any] = {}
 
 
-def view_function(fn: Callable[..., Any], absolute: bool = False) -> Callable[..., Any]:
+def _view_function(fn: Callable[..., Any], absolute: bool = False) -> Callable[..., Any]:
     """`fn(input, *args, **kwargs)`, a function whose result is a view of `input` (or a
     tuple of views, or `input` itself) placed by `input`'s layout and the other
     arguments alone, made cheap to call again when nothing is recorded (`_unrecorded`):
@@ -87,7 +87,7 @@ def _make_view(input: Tensor, geometry: tuple) -> Tensor:
 
 
 def _geometry_of(input: Tensor, out: Any) -> Any:
-    """Where `out` lies relative to `input` (see `view_function`), or None."""
+    """Where `out` lies relative to `input` (see `_view_function`), or None."""
     if out is input:
         return "input"
     if out.__class__ is tuple:
@@ -154,7 +154,7 @@ def _view_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
     return views.reshape(operands[0], attrs["shape"], must_view=True)
 
 
-@view_function
+@_view_function
 def reshape(input: Tensor, *sizes: Any, shape: Any = None,
             name: str = "ViewBackward0") -> Tensor:
     """`input`'s values in `shape` (sizes, or a tuple; `shape=` by keyword as PyTorch): a
@@ -167,7 +167,7 @@ def reshape(input: Tensor, *sizes: Any, shape: Any = None,
     return apply("reshape", (input,), {"shape": s}, _reshape_forward, name)
 
 
-@view_function
+@_view_function
 def view(input: Tensor, *shape: Any, size: Any = None, dtype: Any = None) -> Tensor:
     """A view of `input` with sizes `shape` (or `size=`), sharing its memory; or, given a
     dtype (`view(lg.int32)`, `dtype=`), its bytes reinterpreted as that dtype (PyTorch's
@@ -185,7 +185,7 @@ def view(input: Tensor, *shape: Any, size: Any = None, dtype: Any = None) -> Ten
     return apply("reshape", (input,), {"shape": s}, _view_forward, "ViewBackward0")
 
 
-@view_function
+@_view_function
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     a = normalize_axis(start_dim, input.ndim, "flatten")
     b = normalize_axis(end_dim, input.ndim, "flatten")
@@ -199,7 +199,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(input, input._shape[:a] + (n,) + input._shape[b + 1:])
 
 
-@view_function
+@_view_function
 def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     if dim is None:
         new = tuple(s for s in input._shape if s != 1)
@@ -210,7 +210,7 @@ def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     return reshape(input, new, name="SqueezeBackward1")
 
 
-@view_function
+@_view_function
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
     d = normalize_axis(dim, input.ndim + 1, "unsqueeze")
     new = input._shape[:d] + (1,) + input._shape[d:]
@@ -223,7 +223,7 @@ def _permute_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
     return views.permute(operands[0], attrs["perm"])
 
 
-@view_function
+@_view_function
 def permute(input: Tensor, *order: Any, dims: Any = None) -> Tensor:
     """A view of `input` with its dimensions in the order `dims` (ints or a tuple)."""
     _check_tensor("permute", input)
@@ -242,7 +242,7 @@ def _unrecorded(input: Any) -> bool:
         not forward_ad._level[0] and not (_grad_state.enabled and input._requires_grad)
 
 
-@view_function
+@_view_function
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     n = input.ndim
     if n == 2 and dim0 in (0, -2) and dim1 in (1, -1) and _unrecorded(input):
@@ -263,7 +263,7 @@ def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
     return transpose(input, axis0, axis1)
 
 
-@view_function
+@_view_function
 def t(input: Tensor) -> Tensor:
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
@@ -274,7 +274,7 @@ def t(input: Tensor) -> Tensor:
     return apply("permute", (input,), {"perm": perm}, _permute_forward, "TBackward0")
 
 
-@view_function
+@_view_function
 @names_op("movedim")
 def movedim(input: Tensor, source: int, destination: int) -> Tensor:
     n = input.ndim
@@ -290,7 +290,7 @@ def _expand_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
     return views.expand(operands[0], attrs["shape"])
 
 
-@view_function
+@_view_function
 def expand(input: Tensor, *sizes: Any, size: Any = None, implicit: bool = False) -> Tensor:
     """A view of `input` with size-1 dimensions repeated to `size` (-1 keeps a size); no
     memory is copied. `implicit` is accepted and ignored, as PyTorch's Python callers do."""
@@ -399,7 +399,7 @@ def _needs_a_dimension(input: Tensor, op: str) -> None:
         raise RuntimeError(f"{op}() cannot be applied to a 0-dim tensor (shape [])")
 
 
-@view_function
+@_view_function
 def narrow(input: Tensor, dim: int, start: int | Tensor, length: int) -> Tensor:
     """`length` elements of `input` along `dim` from `start` (an int, or a 0-d integer
     tensor whose value is read, as torch's narrow.Tensor)."""
@@ -423,7 +423,7 @@ def narrow(input: Tensor, dim: int, start: int | Tensor, length: int) -> Tensor:
     return slice_dim(input, d, start, start + length)
 
 
-@view_function
+@_view_function
 def select(input: Tensor, dim: int, index: int, *, name: str = "SelectBackward0") -> Tensor:
     _needs_a_dimension(input, "select")
     d = normalize_axis(dim, input.ndim, "select")
@@ -546,7 +546,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return out
 
 
-@view_function
+@_view_function
 @names_op("split")
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
     d = normalize_axis(dim, tensor.ndim, "split")
@@ -574,7 +574,7 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
     return tuple(out)
 
 
-@view_function
+@_view_function
 @names_op("chunk")
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     if chunks <= 0:
@@ -588,7 +588,7 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     return split(input, size, d)
 
 
-@view_function
+@_view_function
 @names_op("unbind")
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     _needs_a_dimension(input, "unbind")

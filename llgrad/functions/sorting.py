@@ -27,7 +27,7 @@ from ..tensor import Tensor
 from ..tracer.context import _tls as _trace_tls
 from . import elementwise as E
 from ._errors import names_op
-from .indexing import host_plain, host_take_along, host_tensor, host_values, host_view
+from ._host import host_plain, host_take_along, host_tensor, host_values, host_view
 
 sort_result = namedtuple("sort", ["values", "indices"])
 topk_result = namedtuple("topk", ["values", "indices"])

@@ -12,8 +12,9 @@ from ..ir import dtypes as dt
 from ..ir.types import normalize_axis
 from ..tensor import Tensor
 from ..tracer.context import _tls as _trace_tls
-from .indexing import (gather, host_empty, host_plain, host_take_along, host_tensor,
-                       host_values, host_view)
+from ._host import (host_empty, host_plain, host_take_along, host_tensor, host_values,
+                    host_view)
+from .indexing import gather
 
 __all__: list[str] = []
 

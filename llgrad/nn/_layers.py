@@ -18,7 +18,7 @@ from ..autograd.grad_mode import no_grad
 from ..ir import dtypes as dt
 from ..ops import nn as nnops
 from ..tensor import Tensor
-from ..functions.indexing import host_empty, host_plain, host_view
+from ..functions._host import host_empty, host_plain, host_view
 from .functional import _tensor
 
 
