@@ -213,15 +213,11 @@ def tril(input: Tensor, diagonal: int = 0) -> Tensor:
 
 
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
-    from .creation import iota
-    if input.ndim == 1:             # (diag_embed traces: the matrix is a graph value)
-        from .layout import diag_embed
+    from .layout import diag_embed, diagonal_copy
+    if input.ndim == 1:             # (both trace: the matrix is a graph value)
         return diag_embed(input, diagonal, 0, 1)
     if input.ndim == 2:
-        n, m = input._shape
-        length = max(0, min(n + min(diagonal, 0), m - max(diagonal, 0)))
-        idx = iota(length, dt.int64)
-        return input[E.add(idx, max(-diagonal, 0)), E.add(idx, max(diagonal, 0))]
+        return diagonal_copy(input, diagonal)
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
 
 
