@@ -20,8 +20,7 @@ from ..ir import dtypes as dt
 from ..ir.types import normalize_axis
 from ..tensor import Tensor
 from . import _decomp as D
-from ._host import (check_float, check_matrix, check_square, check_tensor, diagonal as
-                    _diag_last, from_numpy, _torch_name)
+from ._host import check_float, check_matrix, check_square, check_tensor, from_numpy, _torch_name
 
 
 def _out(result: Any, out: Any, op: str) -> Any:
@@ -377,8 +376,8 @@ def vander(x: Tensor, *, N: int | None = None) -> Tensor:
 
 
 def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
-    """The diagonal `offset` of the matrices over (dim1, dim2), in a new last dimension,
-    as torch.linalg.diagonal (llgrad returns a copy, torch a view)."""
+    """The diagonal `offset` of the matrices over (dim1, dim2), in a new last dimension:
+    `lg.diagonal` with the matrix dimensions last by default; a view, as torch's."""
     op = "linalg.diagonal"
     check_tensor(op, A)
     if A.ndim < 2:
@@ -386,7 +385,7 @@ def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> T
     d1, d2 = normalize_axis(dim1, A.ndim, op), normalize_axis(dim2, A.ndim, op)
     if d1 == d2:
         raise RuntimeError(f"{op}: diagonal dimensions cannot be identical {dim1}, {dim2}")
-    return _diag_last(F.movedim(A, (d1, d2), (-2, -1)), offset)
+    return F.diagonal(A, offset, d1, d2)
 
 
 def tensorinv(A: Tensor, ind: int = 2, *, out: Any = None) -> Tensor:
