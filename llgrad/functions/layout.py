@@ -1192,12 +1192,20 @@ def _slice(input: Tensor, dim: int = 0, start: int | None = None, end: int | Non
     return S.slice_dim(input, d, a, max(a, b), step)
 
 
-def _view_any(input: Tensor, *shape: Any) -> Tensor:
+def _view_any(input: Tensor, *shape: Any, size: Any = None, dtype: Any = None) -> Tensor:
     from ..ir.dtypes import DType
-    if len(shape) == 1 and isinstance(shape[0], DType):
+    if dtype is not None or len(shape) == 1 and isinstance(shape[0], DType):
         raise RuntimeError("view_copy(dtype): reinterpreting a tensor's bytes as another "
                            "dtype is not supported by llgrad; use .to(dtype)")
+    if size is not None:
+        if shape:
+            raise TypeError("view_copy() got multiple values for argument 'size'")
+        return S.view(input, size)
     return S.view(input, *shape)
+
+
+def _split(input: Tensor, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    return S.split(input, split_size, dim)      # (torch's keyword name for split_copy)
 
 
 def _sparse_only(what: str, kind: str) -> Callable[..., Tensor]:
@@ -1214,7 +1222,7 @@ expand_copy = _copy(_expand, "expand_copy")
 permute_copy = _copy(S.permute, "permute_copy")
 select_copy = _copy(S.select, "select_copy")
 slice_copy = _copy(_slice, "slice_copy")
-split_copy = _copy(S.split, "split_copy")
+split_copy = _copy(_split, "split_copy")
 split_with_sizes_copy = _copy(split_with_sizes, "split_with_sizes_copy")
 squeeze_copy = _copy(S.squeeze, "squeeze_copy")
 t_copy = _copy(S.t, "t_copy")
