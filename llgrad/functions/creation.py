@@ -420,17 +420,10 @@ def _put(out: Tensor, value: Any) -> Tensor:
         if value.__class__ is int and (value == 0 or value == 1):
             _SMALL_INTS[(d, value)] = one
     owner = st.owner
-    if owner is _slabs.state[0] and owner is not None:
-        view = _slab_view[0]
-        if view[0] is not owner:
-            view = (owner, memoryview(owner), owner.__array_interface__["data"][0])
-            _slab_view[0] = view
-        start = st.ptr - view[2]
-        view[1][start:start + n] = one * (n // len(one))
-    elif one.count(0) == len(one):
+    if not (owner is _slabs.state[0] and owner is not None) and one.count(0) == len(one):
         ctypes.memset(out._ptr, 0, n)
-    elif n:
-        ctypes.memmove(out._ptr, one * (n // len(one)), n)
+    else:
+        _write(out, one * (n // len(one)))
     return out
 
 
