@@ -101,8 +101,24 @@ def host_take_along(a: Any, idx: Any, axis: int) -> Any:
     if base is None:
         if len(_ALONG_BASES) > 256:
             _ALONG_BASES.clear()
-        coord = np.arange(shape[axis], dtype=np.int64).reshape(
-            [n if k == axis else 1 for k, n in enumerate(shape)])
-        base = _ALONG_BASES[key] = \
-            np.arange(a.size, dtype=np.int64).reshape(shape) - coord * step
+        base = _ALONG_BASES[key] = np.arange(a.size, dtype=np.int64).reshape(shape) - \
+            positions_along(shape, axis) * step
     return a.reshape(-1).take(base + idx * step if step != 1 else base + idx)
+
+
+_POSITIONS: dict[tuple[int, int, int], Any] = {}
+
+
+def positions_along(shape: tuple[int, ...], d: int) -> Any:
+    """0..n-1 (int64) along dimension `d` of an array of `shape`, size 1 elsewhere (read
+    only; cached per size, rank and dimension)."""
+    key = (shape[d], len(shape), d)
+    pos = _POSITIONS.get(key)
+    if pos is None:
+        if len(_POSITIONS) > 256:
+            _POSITIONS.clear()
+        pos = np.arange(shape[d], dtype=np.int64).reshape(
+            [n if k == d else 1 for k, n in enumerate(shape)])
+        pos.flags.writeable = False
+        _POSITIONS[key] = pos
+    return pos

@@ -13,7 +13,7 @@ from ..ir.types import normalize_axis
 from ..tensor import Tensor
 from ..tracer.context import _tls as _trace_tls
 from ._host import (host_empty, host_plain, host_take_along, host_tensor, host_values,
-                    host_view)
+                    host_view, positions_along as _positions_along)
 from .indexing import gather
 
 __all__: list[str] = []
@@ -131,25 +131,6 @@ def _cum_extreme(op: str, input: Tensor, dim: int, largest: bool, out: Any) -> A
     pos = np.maximum.accumulate(mark, axis=d)
     idx = _int64_of(pos)
     return _results(kind, out, op, gather(x, d, idx, name=name), idx)
-
-
-_POSITIONS: dict[tuple[int, int, int], Any] = {}
-
-
-def _positions_along(shape: tuple[int, ...], d: int) -> Any:
-    """0..n-1 (int64) along dimension `d` of an array of `shape`, size 1 elsewhere (read
-    only; cached per size, rank and dimension)."""
-    key = (shape[d], len(shape), d)
-    pos = _POSITIONS.get(key)
-    if pos is None:
-        import numpy as np
-        if len(_POSITIONS) > 256:
-            _POSITIONS.clear()
-        pos = np.arange(shape[d], dtype=np.int64).reshape(
-            [n if k == d else 1 for k, n in enumerate(shape)])
-        pos.flags.writeable = False
-        _POSITIONS[key] = pos
-    return pos
 
 
 def cummax(input: Tensor, dim: int, *, out: Any = None) -> Any:
