@@ -425,6 +425,7 @@ def format_tensor(
     grad_fn_name: str | None = None,
     prefix: str = "tensor(",
     default_float_dtype: str = "float32",
+    device: str | None = None,
 ) -> str:
     """Format a tensor exactly like PyTorch's ``repr``, with ``llgrad`` for ``torch``.
 
@@ -461,6 +462,8 @@ def format_tensor(
     array = _coerce_values(values, dtype_name)
     indent = len(prefix)
     suffixes: list[tuple[str, int]] = []  # (text, length used for line wrapping)
+    if device is not None:                # a tensor off the CPU names its device first
+        _add_plain(suffixes, f"device='{device}'")
     dtype_suffix = (
         f"dtype={_MODULE_NAME}.{dtype_name}",
         len(f"dtype={_LAYOUT_MODULE_NAME}.{dtype_name}"),

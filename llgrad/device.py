@@ -108,6 +108,28 @@ def check_device(dev: Any, op: str) -> None:
                            f"`'cuda' if llgrad.cuda.is_available() else 'cpu'`.")
 
 
+def device_type(dev: Any, op: str) -> str:
+    """"cpu" or "cuda" for a device a tensor may be made on; raises for any other device,
+    and for CUDA when neither a GPU nor the grid emulator (`LLGRAD_CUDA_EMULATE=1`) is
+    available. One CUDA device: `cuda` and `cuda:0`."""
+    if dev is None:
+        return "cpu"
+    d = dev if isinstance(dev, device) else device(dev)
+    if d._type == "cpu":
+        return "cpu"
+    if d._type == "cuda" and d._index in (None, 0):
+        from .runtime.cuda import driver
+        if driver.available():
+            return "cuda"
+    if d._type == "cuda" and d._index not in (None, 0):
+        from .runtime.cuda import driver
+        if driver.available():
+            raise RuntimeError(f"{op}: CUDA error: invalid device ordinal (device '{d}'; "
+                               f"llgrad uses one GPU, cuda:0)")
+    check_device(d, op)
+    return "cpu"
+
+
 def is_device(x: Any) -> bool:
     """Whether `x` names a device (a device object or a string that parses as one)."""
     if isinstance(x, device):

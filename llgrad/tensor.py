@@ -55,6 +55,11 @@ def _row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return strides
 
 
+# (CudaStorage, CudaTensor) once `eager.cuda` is imported: `_make` over device memory
+# makes a CUDA tensor, whatever class asked
+_DEVICE_STORAGE: list[Any] = [(), None]
+
+
 class Tensor:
     __slots__ = ("_storage", "_offset", "_shape", "_strides", "_dtype", "_ptr", "_lkey",
                  "_requires_grad",
@@ -72,6 +77,8 @@ class Tensor:
     @classmethod
     def _make(cls, storage: Storage, offset: int, shape: tuple[int, ...],
               strides: tuple[int, ...], dtype: DType, base: "Tensor | None" = None) -> "Tensor":
+        if storage.__class__ is _DEVICE_STORAGE[0]:      # device memory: a CUDA tensor
+            cls = _DEVICE_STORAGE[1]
         t = _new(cls)
         t._storage = storage
         t._offset = offset
@@ -270,10 +277,13 @@ class Tensor:
         return self
 
     def cuda(self, device: Any = None, non_blocking: bool = False, **kwargs: Any) -> "Tensor":
-        from .device import check_device
-        check_device("cuda" if device is None else
-                     (f"cuda:{device}" if isinstance(device, int) else device), "cuda()")
-        return self
+        """A copy in CUDA device memory (`device` None, 0, "cuda" or "cuda:0"); raises
+        when no GPU (and no grid emulator, `LLGRAD_CUDA_EMULATE=1`) is available."""
+        from .device import device_type
+        device_type("cuda" if device is None else
+                    (f"cuda:{device}" if isinstance(device, int) else device), "cuda()")
+        from .eager.cuda import upload
+        return upload(self, non_blocking)
 
     @property
     def _version(self) -> int:

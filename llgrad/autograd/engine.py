@@ -122,12 +122,14 @@ def _has_nan(g: Tensor) -> bool:
 
 
 _seeds: dict[tuple, Tensor] = {}
+_CUDA: list[type | None] = [None]      # eager.cuda.CudaTensor, set when it is imported
+IN_BACKWARD = [0]                      # backward passes running (counted with CUDA only)
 
 
 def _seed(t: Tensor) -> Tensor:
     """A shared `ones_like(t)` for a one-element root (the direct path only, where no one
     but the node's backward graph reads it)."""
-    key = (t._dtype, t._shape)
+    key = (t._dtype, t._shape, t.__class__ is _CUDA[0])
     s = _seeds.get(key)
     if s is None:
         from .. import functions as F
@@ -137,7 +139,7 @@ def _seed(t: Tensor) -> Tensor:
 
 def is_seed(g: Tensor) -> bool:
     """Whether `g` is one of `_seed`'s shared ones (so every element is exactly 1)."""
-    return _seeds.get((g._dtype, g._shape)) is g
+    return _seeds.get((g._dtype, g._shape, g.__class__ is _CUDA[0])) is g
 
 
 def plain_leaf(node: Node) -> Tensor | None:
@@ -246,7 +248,26 @@ def execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_g
             accumulate: bool = True) -> list[Tensor | None]:
     """Run backward from `roots`. With `capture`, return the gradients reaching those
     tensors (and accumulate nowhere unless `accumulate`). Callbacks queued during the
-    pass run at its end, in order."""
+    pass run at its end, in order. While CUDA tensors exist, the pass counts itself in
+    `IN_BACKWARD`: derivative rules make their helper tensors (an `arange`, a mask) on
+    the host, and CUDA ops then take them to the device instead of refusing the mix."""
+    if _CUDA[0] is None:
+        return _execute_pass(roots, grads, retain_graph=retain_graph,
+                             create_graph=create_graph, capture=capture,
+                             accumulate=accumulate)
+    IN_BACKWARD[0] += 1
+    try:
+        return _execute_pass(roots, grads, retain_graph=retain_graph,
+                             create_graph=create_graph, capture=capture,
+                             accumulate=accumulate)
+    finally:
+        IN_BACKWARD[0] -= 1
+
+
+def _execute_pass(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *,
+                  retain_graph: bool, create_graph: bool,
+                  capture: Sequence[Tensor] | None = None,
+                  accumulate: bool = True) -> list[Tensor | None]:
     if len(roots) == 1 and not create_graph:     # (runs no hooks, so queues nothing)
         direct = _run_direct(roots[0], grads[0], retain_graph, capture, accumulate)
         if direct is not None:

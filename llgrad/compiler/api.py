@@ -26,6 +26,7 @@ from ..autograd.grad_mode import is_grad_enabled
 from ..ir.dtypes import get_default_dtype
 from ..ir.graph import Graph
 from ..tensor import Tensor
+from ..eager.cuda import CudaTensor as _CudaTensor
 from ..tracer.make_ir import Structure, _Leaf, _flatten, _unflatten, trace
 from ..tracer.tensor import GraphBreak
 from .callpath import MISS, specialize
@@ -222,7 +223,9 @@ class CompiledFunction:
         else:
             leaves = []
             structure = _structure_key(_flatten((args, kwargs), leaves))
-        sig = tuple((t._shape, t._dtype.name, t._requires_grad) for t in leaves)
+        sig = tuple((t._shape, t._dtype.name, t._requires_grad) if t.__class__ is not
+                    _CudaTensor else (t._shape, t._dtype.name, t._requires_grad, "cuda")
+                    for t in leaves)
         return ((structure, self._guards()), sig, is_grad_enabled()), leaves
 
     def _guard_sources(self) -> list[tuple[str, Any, str]]:
@@ -398,6 +401,9 @@ class CompiledFunction:
 
     def _specialize(self, entry: Entry, key: tuple, args: tuple, kwargs: dict) -> None:
         """Leave this signature's specialized call (made once) for the next call to try."""
+        if entry.fast is None and self.use_cache and entry.function is not None and \
+                entry.function.device != "cpu":
+            entry.fast = False            # (the specialized call handles host tensors only)
         if entry.fast is None and self.use_cache:
             entry.fast = not kwargs and specialize(entry, key, args,
                                                    self._guard_sources_cached(),
@@ -434,7 +440,9 @@ class CompiledFunction:
             self._entries[key] = entry
             return entry
         _log.log("graph", f"traced {self.__name__}:\n{graph}")
-        entry = Entry(graph, GraphFunction(graph, self.dynamic), list(ctx.captured),
+        entry = Entry(graph, GraphFunction(graph, self.dynamic,
+                                           _device_of(self.__name__, args, kwargs, ctx)),
+                      list(ctx.captured),
                       out_structure,
                       trace_seconds=time.perf_counter() - t0, n_outputs=ctx.n_outputs,
                       effects=ctx.effects, self_contained=ctx.self_contained,
@@ -608,3 +616,17 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: str = "llvm",
         return CompiledFunction(f, backend=backend, dynamic=dynamic, fullgraph=fullgraph,
                                 cache=cache)
     return wrap if fn is None else wrap(fn)
+
+
+def _device_of(name: str, args: tuple, kwargs: dict, ctx: Any) -> str:
+    """Where a traced call runs: "cuda" when its tensors (arguments and captured) are CUDA
+    tensors, "cpu" when none is; both is PyTorch's device error."""
+    leaves: list[Tensor] = []
+    _flatten((args, kwargs), leaves)
+    tensors = leaves + [t for t in ctx.captured if isinstance(t, Tensor)]
+    cuda = [t.__class__ is _CudaTensor for t in tensors if t.dim() or t.__class__ is
+            _CudaTensor]
+    if any(cuda) and not all(cuda):
+        raise RuntimeError(f"{name}: Expected all tensors to be on the same device, but "
+                           f"found at least two devices, cuda:0 and cpu!")
+    return "cuda" if any(cuda) else "cpu"

@@ -113,7 +113,8 @@ def compiling(graph: Graph, stage: str) -> Any:
     return guard()
 
 
-def compile_graph(graph: Graph, dynamic: bool = False, fallback: bool = False) -> Compiled:
+def compile_graph(graph: Graph, dynamic: bool = False, fallback: bool = False,
+                  device: str = "cpu") -> Compiled:
     """Decompose, optimize and make executable: one native module for the whole graph, or
     (`dynamic`) a runner over the shape-generic eager kernels. A failure in any stage
     raises `CompileFailure`; with `fallback` (graphs compiled while a backward runs, when
@@ -121,7 +122,7 @@ def compile_graph(graph: Graph, dynamic: bool = False, fallback: bool = False) -
     eager kernels (`eager.graph.GraphRunner`) instead, and the failure is reported."""
     try:
         with compiling(graph, "compile"):
-            return _compile_graph(graph, dynamic)
+            return _compile_graph(graph, dynamic, device)
     except CompileFailure as failure:
         if not fallback:
             raise
@@ -134,7 +135,7 @@ def compile_graph(graph: Graph, dynamic: bool = False, fallback: bool = False) -
         return compiled
 
 
-def _compile_graph(graph: Graph, dynamic: bool = False) -> Compiled:
+def _compile_graph(graph: Graph, dynamic: bool = False, device: str = "cpu") -> Compiled:
     from ..passes.decompose import decompose
     from ..runtime.executor import CompiledGraph
     t0 = time.perf_counter()
@@ -143,9 +144,12 @@ def _compile_graph(graph: Graph, dynamic: bool = False) -> Compiled:
     optimized, stages, t_opt = optimize(lowered)
     stages = [("decompose", lowered)] + stages
     t0 = time.perf_counter()
-    if dynamic:
+    if device == "cuda":
+        from ..eager.cuda import CudaExecutable
+        executable: Any = CudaExecutable(optimized)
+    elif dynamic:
         from ..eager.graph import GraphRunner
-        executable: Any = GraphRunner(optimized)
+        executable = GraphRunner(optimized)
     else:
         executable = CompiledGraph(optimized)
     seconds = {"decompose": t_dec, "passes": t_opt, "codegen": time.perf_counter() - t0}
@@ -286,9 +290,10 @@ def _speculative_call(call: DiffCall) -> Any:
 
 
 class GraphFunction:
-    def __init__(self, graph: Graph, dynamic: bool = False):
+    def __init__(self, graph: Graph, dynamic: bool = False, device: str = "cpu"):
         self.graph = graph
         self.dynamic = dynamic
+        self.device = device              # "cpu" or "cuda": where the executables run
         self._plain: Compiled | None = None
         self._joint: dict[tuple[int, ...], Graph] = {}
         self._diff: dict[tuple[int, ...], Differentiated] = {}
@@ -308,7 +313,7 @@ class GraphFunction:
 
     def plain(self) -> Compiled:
         if self._plain is None:
-            self._plain = compile_graph(self.graph, self.dynamic, self.fallback)
+            self._plain = compile_graph(self.graph, self.dynamic, self.fallback, self.device)
             if self.write_in_place and hasattr(self._plain.executable, "write_in_place"):
                 self._plain.executable.write_in_place(self.write_in_place)
         return self._plain
@@ -335,8 +340,10 @@ class GraphFunction:
             with compiling(self.graph, "autodiff and partition"):
                 joint = self.joint(wrt)
                 part = partition(joint, n_in, n_out)
-            d = Differentiated(compile_graph(part.forward, self.dynamic, self.fallback),
-                               compile_graph(part.backward, self.dynamic, self.fallback),
+            d = Differentiated(compile_graph(part.forward, self.dynamic, self.fallback,
+                                             self.device),
+                               compile_graph(part.backward, self.dynamic, self.fallback,
+                                             self.device),
                                self.grad_graph(wrt), n_out, part)
             self._diff[wrt] = d
         return d
@@ -361,7 +368,7 @@ class GraphFunction:
                 needed = tuple(k for k, p in enumerate(grads.params[:len(self.graph.params)])
                                if p in reads)
                 self._spec[wrt] = _Speculation(
-                    compile_graph(fused, self.dynamic, self.fallback), needed)
+                    compile_graph(fused, self.dynamic, self.fallback, self.device), needed)
         s = self._spec[wrt]
         return s if s is not None and s.on else None
 
@@ -437,7 +444,7 @@ class GraphFunction:
         if fn is None:
             with compiling(self.graph, "autodiff"):
                 graph = self.grad_graph(wrt)
-            fn = self._grad_fns[wrt] = GraphFunction(graph, self.dynamic)
+            fn = self._grad_fns[wrt] = GraphFunction(graph, self.dynamic, self.device)
             fn.fallback = True
         return fn
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..autograd.grad_mode import _state as _grad_state
 from ..device import check_device
+from ..device import device_type as _device_type
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
@@ -241,7 +242,10 @@ def tensor(data: Any, dtype: DType | None = None, device: Any = None,
     if requires_grad and not (d.is_floating_point or d.is_complex):
         raise RuntimeError("Only Tensors of floating point and complex dtype can require "
                            "gradients")
-    check_device(device, "tensor")
+    if device is not None and _device_type(device, "tensor") == "cuda":
+        from ..eager.cuda import upload
+        out = upload(from_values(arr, d))
+        return out.requires_grad_(True) if requires_grad else out
     from ..tracer.context import current
     ctx = current()
     if ctx is not None and not isinstance(data, Tensor) and arr.size <= 4096:
@@ -257,7 +261,13 @@ def as_tensor(data: Any, dtype: DType | None = None, device: Any = None) -> Tens
     other; anything else is copied as `tensor(data, dtype)` copies. Where llgrad differs:
     read-only, misaligned or byte-swapped arrays, and arrays of dtypes llgrad lacks, are
     copied (PyTorch shares read-only memory with a warning)."""
-    check_device(device, "as_tensor")
+    if device is not None and _device_type(device, "as_tensor") == "cuda":
+        from ..eager.cuda import is_cuda_tensor, upload
+        if is_cuda_tensor(data):
+            return data if dtype is None or dtype is data._dtype else data.to(dtype)
+        host = as_tensor(data, dtype)
+        return upload(host.detach()) if host.__class__ is Tensor or not \
+            host._requires_grad else upload(host)
     if isinstance(data, Tensor):
         return data if dtype is None or dtype is data._dtype else data.to(dtype)
     from ..tracer.context import current
@@ -1151,3 +1161,18 @@ def _as_int(what: str, v: Any) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
         raise TypeError(f"randint(): {what} must be an int, got {v!r}")
     return v
+
+
+def _on_devices() -> None:
+    """Creation functions accept device="cuda" (see `eager.cuda.device_aware`)."""
+    from ..eager.cuda import device_aware
+    g = globals()
+    for name in ("zeros", "ones", "empty", "full", "eye", "arange", "linspace", "rand",
+                 "randn", "randperm", "randint"):
+        g[name] = device_aware(g[name])
+    for name in ("zeros_like", "ones_like", "empty_like", "full_like", "rand_like",
+                 "randn_like"):
+        g[name] = device_aware(g[name], like=True)
+
+
+_on_devices()

@@ -18,6 +18,7 @@ from ..autograd.apply import needs_grad
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled, no_grad
 from ..autograd.node import Node, edge, node_class
+from ..eager import cuda as _cuda
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..tensor import DENSE_CLASSES, Tensor
@@ -94,6 +95,8 @@ def run_inplace(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, .
     `operands` (default: `args`): every tensor the op reads besides `t`, checked against
     `t` for memory overlap (`runtime.overlap`; `alias_ok` False: an exact alias is refused
     too, as for scatters)."""
+    if t.__class__ is _cuda.CudaTensor:
+        return _run_inplace_cuda(t, functional, args, clone_self, same_value)
     shared = _shares_memory(t, args if operands is None else operands, alias_ok)
     if shared:
         direct = _out_of_place(t, functional, args)
@@ -136,6 +139,30 @@ def run_inplace(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, .
     rebase(t, result)
     if dual:
         write_tangent(t, result)
+    return t
+
+
+def _run_inplace_cuda(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, ...],
+                      clone_self: bool, same_value: bool) -> Tensor:
+    """An in-place op on a CUDA tensor: computed out of place on the device, then copied
+    into `t` by a copy kernel (so operands that overlap `t` are read before it is
+    written); recorded and rebased as on the CPU."""
+    check_inplace(t, same_value)
+    recorded = needs_grad((t,) + tuple(args))
+    operand = t.clone() if (clone_self and recorded) else t
+    if recorded:
+        result = functional(operand, *args)
+    else:
+        with no_grad():
+            result = functional(operand, *args)
+    if result._shape != t._shape:
+        raise RuntimeError(f"output with shape {list(t._shape)} doesn't match the broadcast "
+                           f"shape {list(result._shape)}")
+    with no_grad():
+        _cuda.copy_into(t, result.detach())
+    bump(t)
+    if recorded:
+        rebase(t, result)
     return t
 
 

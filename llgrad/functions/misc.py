@@ -17,17 +17,18 @@ def _cast_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
     return ew.run("cast", operands, attrs)
 
 
-def parse_to_args(args: tuple, kwargs: dict[str, Any], op: str = "to"
-                  ) -> tuple[DType | None, bool]:
-    """The arguments of `x.to(...)` / `module.to(...)`: a dtype, a tensor (its dtype) or a
-    device (a string or `lg.device`; only the CPU is accepted); returns (dtype or None,
-    copy)."""
-    from ..device import check_device, device
+def parse_to(args: tuple, kwargs: dict[str, Any], op: str = "to"
+             ) -> tuple[DType | None, bool, str | None, bool]:
+    """The arguments of `x.to(...)`: a dtype, a tensor (its dtype and device) or a device
+    (a string or `lg.device`: the CPU, or CUDA when it is available); returns (dtype or
+    None, copy, "cpu"/"cuda" or None when no device was named, non_blocking)."""
+    from ..device import device, device_type
     kwargs = dict(kwargs)
     dtype = kwargs.pop("dtype", None)
     copy = kwargs.pop("copy", False)
-    check_device(kwargs.pop("device", None), op)
-    kwargs.pop("non_blocking", None)
+    dev = kwargs.pop("device", None)
+    where = None if dev is None else device_type(dev, op)
+    non_blocking = bool(kwargs.pop("non_blocking", False))
     kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"{op}() got unexpected keyword arguments {sorted(kwargs)}")
@@ -39,22 +40,41 @@ def parse_to_args(args: tuple, kwargs: dict[str, Any], op: str = "to"
             dtype = a
         elif isinstance(a, Tensor):
             dtype = a._dtype
+            where = "cuda" if a.is_cuda else "cpu"
         elif isinstance(a, (str, device)):
-            check_device(a, op)
+            where = device_type(a, op)
         else:
             raise TypeError(f"{op}() received an invalid combination of arguments: {a!r}")
     if len(flags) > 2:
         raise TypeError(f"{op}() received too many positional flags: {args!r}")
+    if flags:
+        non_blocking = flags[0]
     if len(flags) == 2:
         copy = flags[1]
     if dtype is not None and not isinstance(dtype, DType):
         raise TypeError(f"{op}(): dtype must be an llgrad dtype, got {dtype!r}")
+    return dtype, copy, where, non_blocking
+
+
+def parse_to_args(args: tuple, kwargs: dict[str, Any], op: str = "to"
+                  ) -> tuple[DType | None, bool]:
+    """`parse_to` for callers that keep tensors on the CPU (a CUDA device raises)."""
+    from ..device import check_device
+    dtype, copy, where, _ = parse_to(args, kwargs, op)
+    if where == "cuda":
+        check_device("cuda", op)
     return dtype, copy
 
 
 def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-    """`x.to(dtype)`, `x.to(other)`, `x.to("cpu")`; copies only when the dtype changes."""
-    dtype, copy = parse_to_args(args, kwargs)
+    """`x.to(dtype)`, `x.to(other)`, `x.to("cpu")`, `x.to("cuda")`; copies only when the
+    dtype or the device changes (or `copy=True`)."""
+    dtype, copy, where, non_blocking = parse_to(args, kwargs)
+    here = "cuda" if input.is_cuda else "cpu"
+    if where is not None and where != here:
+        from ..eager import cuda
+        moved = cuda.upload(input, non_blocking) if where == "cuda" else cuda.to_host(input)
+        return moved if dtype is None or dtype is moved._dtype else to(moved, dtype)
     if dtype is None or dtype is input._dtype:
         return input.clone() if copy else input
     return apply("cast", (input,), {"dtype": dtype}, _cast_forward, "ToCopyBackward0")

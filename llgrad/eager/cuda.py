@@ -1,0 +1,576 @@
+"""Tensors on `device="cuda"`: device memory, copies, and eager ops as GPU kernels.
+
+A `CudaTensor` is a tensor whose storage is a block of device memory (`CudaStorage`,
+from the runtime's caching allocator); its metadata (shape, strides, dtype, autograd
+fields) is a tensor's. Its values are reached only by copying: `.cpu()`, `.item()`,
+`.tolist()` and printing copy to the host (and wait for the device); `.numpy()` raises
+as PyTorch's does.
+
+Eager ops. The first CUDA tensor puts the CUDA interpreter at the bottom of the
+interpreter stack (`autograd.apply.interpreters`), so every op that meets a CUDA tensor
+comes here: the op is traced into a one-op graph on its operands' types (the tracer needs
+only dtypes and shapes), compiled once per (op, attributes, operand types) into GPU
+kernels (`runtime.cuda.graph.CudaGraph`: the same fusion, lowering and kernels as a
+compiled function), and run on the device; autograd records the op's node as on the CPU,
+so `backward()` runs the derivative rules as more CUDA ops. Ops whose graph cannot run
+on the GPU yet (a kernel family without a GPU generator, random draws, data-dependent
+shapes) run on the host on copies of their operands and the result is copied back; such
+a fallback is logged once per op on the `graph_breaks` channel.
+
+Differences from PyTorch: view ops (`reshape`, `transpose`, slicing, ...) on CUDA tensors
+return new tensors rather than views (writing into the result does not change the
+source); one device (`cuda:0`); everything runs on the current stream in order.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import _log
+from ..autograd.apply import Interpreter, interpreters, needs_grad, record
+from ..autograd.grad_mode import no_grad
+from ..autograd.node import Node, edge
+from ..ir.dtypes import DType
+from ..schedule.layout import contiguous_strides
+from ..tensor import SymbolicTensor, Tensor
+
+CUDA_DEVICE_NAME = "cuda:0"
+
+
+class CudaStorage:
+    """A block of device memory holding a tensor's elements."""
+
+    __slots__ = ("block", "ptr", "nbytes", "version", "owner", "raw", "inference",
+                 "__weakref__")
+
+    def __init__(self, block: Any):
+        self.block = block
+        self.ptr = block.ptr
+        self.nbytes = block.nbytes
+        self.version = 0
+        self.owner = None
+        self.raw = None
+        self.inference = False
+
+    @property
+    def buffer(self) -> np.ndarray:
+        """Device memory has no host view: copy with `.cpu()` first."""
+        raise RuntimeError("this tensor's memory is on the CUDA device; copy it to the host "
+                           "with .cpu() first")
+
+    def __repr__(self) -> str:
+        return f"<CudaStorage {self.nbytes} bytes at {self.ptr:#x}>"
+
+
+class CudaTensor(SymbolicTensor):
+    """A tensor in CUDA device memory (see the module docstring)."""
+
+    __slots__ = ()
+
+    # -- device ------------------------------------------------------------------------
+    @property
+    def device(self) -> Any:
+        """`device(type='cuda', index=0)`."""
+        from ..device import device
+        return device("cuda", 0)
+
+    @property
+    def is_cpu(self) -> bool:
+        return False
+
+    @property
+    def is_cuda(self) -> bool:
+        return True
+
+    def get_device(self) -> int:
+        """The CUDA device's index (0)."""
+        return 0
+
+    def cpu(self, memory_format: Any = None) -> Tensor:
+        """A copy in host memory (waits for the device); differentiable, as PyTorch's."""
+        return to_host(self)
+
+    def cuda(self, device: Any = None, non_blocking: bool = False, **kwargs: Any) -> "CudaTensor":
+        """This tensor (it is on the device already)."""
+        return self
+
+    def data_ptr(self) -> int:
+        """The device address of the first element."""
+        return self._ptr
+
+    def _alias(self) -> "CudaTensor":
+        """Another CUDA tensor over the same device memory, without history."""
+        return CudaTensor._make(self._storage, self._offset, self._shape, self._strides,
+                                self._dtype, base=self._base)
+
+    # -- reading values (copies to the host) -----------------------------------------------
+    def _host(self) -> Tensor:
+        with no_grad():
+            return download(self)
+
+    def item(self) -> Any:
+        return self._host().item()
+
+    def tolist(self) -> Any:
+        return self._host().tolist()
+
+    def __bool__(self) -> bool:
+        return bool(self._host())
+
+    def __float__(self) -> float:
+        return float(self._host())
+
+    def __int__(self) -> int:
+        return int(self._host())
+
+    def __index__(self) -> int:
+        return self._host().__index__()
+
+    def _no_data(self, what: str) -> Any:
+        raise TypeError(f"can't convert {CUDA_DEVICE_NAME} device type tensor to numpy. Use "
+                        f"Tensor.cpu() to copy the tensor to host memory first.")
+
+    def __repr__(self) -> str:
+        from .._printing import format_tensor
+        grad_fn = None if self.grad_fn is None else type(self.grad_fn).__name__
+        return format_tensor(self._host()._values(), dtype_name=self._dtype.name,
+                             requires_grad=self._requires_grad, grad_fn_name=grad_fn,
+                             device=CUDA_DEVICE_NAME)
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        return (_rebuild_cuda, (self._host().__reduce__(),))
+
+
+def _rebuild_cuda(host: Any) -> CudaTensor:
+    fn, args = host
+    return upload(fn(*args))
+
+
+# ------------------------------------------------------------------------------------------
+# memory and copies
+# ------------------------------------------------------------------------------------------
+
+def _backend() -> Any:
+    from ..runtime.cuda import driver
+    return driver.get()
+
+
+def empty(shape: tuple[int, ...], dtype: DType) -> CudaTensor:
+    """A new dense CUDA tensor (uninitialized)."""
+    n = dtype.itemsize
+    for s in shape:
+        n *= s
+    block = _backend().alloc(n)
+    _install()
+    return CudaTensor._make(CudaStorage(block), 0, tuple(shape), contiguous_strides(shape),
+                            dtype)
+
+
+def upload(t: Tensor, non_blocking: bool = False) -> CudaTensor:
+    """A CUDA copy of host tensor `t` (dense, same dtype); records `ToCopyBackward0`."""
+    src = t if t.is_contiguous() else t.contiguous()
+    out = empty(src._shape, src._dtype)
+    if out._storage.nbytes:
+        _backend().copy_htod(out._ptr, src._ptr, out._storage.nbytes,
+                             non_blocking=non_blocking)
+    if needs_grad((t,)):
+        _record_copy(t, out, True)
+    return out
+
+
+def download(t: CudaTensor) -> Tensor:
+    """A host copy of CUDA tensor `t` (waits until the device has written it)."""
+    src = t if _dense(t) else contiguous(t)
+    out = Tensor._empty(src._shape, src._dtype)
+    if src._storage.nbytes and out.numel():
+        _backend().copy_dtoh(out._ptr, src._ptr, out.numel() * out._dtype.itemsize)
+    return out
+
+
+def to_host(t: CudaTensor) -> Tensor:
+    """`t.cpu()`: `download`, recorded for autograd."""
+    out = download(t)
+    if needs_grad((t,)):
+        _record_copy(t, out, False)
+    return out
+
+
+def _dense(t: Tensor) -> bool:
+    return t._strides == contiguous_strides(t._shape)
+
+
+def contiguous(t: CudaTensor) -> CudaTensor:
+    """A dense copy of a strided CUDA tensor, by a copy kernel."""
+    out = empty(t._shape, t._dtype)
+    copy_into(out, t)
+    return out
+
+
+def copy_into(dst: CudaTensor, src: Any) -> CudaTensor:
+    """`dst[...] = src` on the device: broadcasting and dtype conversion, any strides."""
+    from ..functions.creation import tensor as make_tensor
+    if not isinstance(src, Tensor):
+        src = make_tensor(src, dtype=dst._dtype)
+    if src.__class__ is not CudaTensor:
+        src = upload(src.detach())
+    from ..ir.types import broadcast_shapes
+    if src._shape != dst._shape and \
+            broadcast_shapes(src._shape, dst._shape, op="copy_") != dst._shape:
+        raise RuntimeError(f"copy_: source of shape {list(src._shape)} cannot be broadcast "
+                           f"to destination shape {list(dst._shape)}")
+    if dst.numel() == 0:
+        return dst
+    _copy_kernel(dst, src)
+    return dst
+
+
+_copies: dict[tuple, Any] = {}
+
+
+def _copy_kernel(dst: CudaTensor, src: CudaTensor) -> None:
+    """One elementwise launch from `src` (broadcast to dst's shape) into `dst`."""
+    from ..runtime.cuda.kernels import CopyKernel
+    rank = max(1, len(dst._shape))
+    pad = rank - len(src._shape)
+    shape = dst._shape or (1,)
+    s_strides = [0] * pad + [0 if (n == 1 and m != 1) else st for n, m, st in
+                             zip(src._shape, shape[pad:], src._strides)]
+    d_strides = list(dst._strides) or [0]
+    key = (dst._dtype, src._dtype, tuple(shape), tuple(d_strides), tuple(s_strides or [0]))
+    k = _copies.get(key)
+    if k is None:
+        k = _copies[key] = CopyKernel(dst._dtype, src._dtype, tuple(shape), tuple(d_strides),
+                                      tuple(s_strides or [0]))
+    k(dst._ptr, src._ptr)
+
+
+# ------------------------------------------------------------------------------------------
+# autograd of the device copies
+# ------------------------------------------------------------------------------------------
+
+class ToCopyBackward0(Node):
+    """The node of a host<->device copy: the gradient is copied back the other way."""
+
+    __slots__ = ("to_device",)
+
+    def __init__(self, source: Tensor, to_device: bool):
+        super().__init__((edge(source),))
+        self.to_device = to_device
+
+    def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        g = grads[0]
+        if g is None:
+            return (None,)
+        return (to_host(g) if self.to_device else upload(g),)
+
+
+def _record_copy(source: Tensor, out: Tensor, to_device: bool) -> None:
+    out._requires_grad = True
+    out.grad_fn = ToCopyBackward0(source, to_device)
+    out._output_nr = 0
+
+
+# ------------------------------------------------------------------------------------------
+# eager ops: one-op graphs on the GPU
+# ------------------------------------------------------------------------------------------
+
+_graphs: dict[tuple, Any] = {}
+_HOST = object()            # a key that runs on the host
+_logged: set[str] = set()
+
+
+class _Compiled:
+    """A traced function's GPU executable and its output structure."""
+
+    def __init__(self, fn: Callable[..., Any], examples: list[CudaTensor], name: str):
+        from ..compiler.function import optimize
+        from ..passes.decompose import decompose
+        from ..runtime.cuda.graph import CudaGraph
+        from ..tracer.make_ir import trace
+        with no_grad():
+            graph, ctx, structure = trace(fn, tuple(examples), {})
+        if ctx.effects or ctx.guards or ctx.captured:
+            raise RuntimeError("the op's trace has side effects, guards or captured tensors")
+        optimized, _, _ = optimize(decompose(graph))
+        self.graph = optimized
+        self.structure = structure
+        self.exe = CudaGraph(optimized, _symbol(name))
+
+    def __call__(self, tensors: Sequence[CudaTensor]) -> Any:
+        from ..tracer.make_ir import _unflatten
+        return _unflatten(self.structure, run_graph(self.exe, tensors))
+
+
+def _symbol(name: str) -> str:
+    clean = "".join(c if c.isalnum() else "_" for c in name)
+    return f"op_{clean}_{len(_graphs)}"
+
+
+def run_graph(exe: Any, inputs: Sequence[CudaTensor]) -> list[CudaTensor]:
+    """Run a `CudaGraph` on CUDA tensors (made dense first); new output tensors."""
+    dense = [t if _dense(t) else contiguous(t) for t in inputs]
+    outs = [empty(o.shape, o.dtype) for o in exe.graph.outputs]
+    exe.run([t._ptr for t in dense], [o._ptr for o in outs])
+    return outs
+
+
+def _flatten_operands(operands: Sequence[Any]) -> tuple[list[Tensor], Callable[[list], list]]:
+    """The tensors among `operands` (one level of lists for cat/stack) and a function
+    that puts replacements back in their places."""
+    tensors: list[Tensor] = []
+    layout: list[Any] = []
+    for o in operands:
+        if isinstance(o, Tensor):
+            layout.append(len(tensors))
+            tensors.append(o)
+        elif isinstance(o, (list, tuple)) and any(isinstance(x, Tensor) for x in o):
+            inner = []
+            for x in o:
+                if isinstance(x, Tensor):
+                    inner.append(len(tensors))
+                    tensors.append(x)
+                else:
+                    inner.append(("v", x))
+            layout.append((type(o), inner))
+        else:
+            layout.append(("v", o))
+
+    def rebuild(values: list) -> list:
+        out = []
+        for item in layout:
+            if isinstance(item, int):
+                out.append(values[item])
+            elif item[0] == "v":
+                out.append(item[1])
+            else:
+                kind, inner = item
+                out.append(kind(values[i] if isinstance(i, int) else i[1] for i in inner))
+        return out
+    return tensors, rebuild
+
+
+def _on_device(tensors: list[Tensor], op: str) -> list[CudaTensor]:
+    """Every operand as a CUDA tensor; a CPU tensor of one element is a number (as
+    PyTorch allows), and so is a helper tensor a derivative rule made on the host during
+    a backward pass; any other CPU tensor is a device mix-up."""
+    from ..autograd.engine import IN_BACKWARD
+    out = []
+    for t in tensors:
+        if t.__class__ is CudaTensor:
+            out.append(t)
+        elif t.dim() == 0 or IN_BACKWARD[0]:
+            out.append(upload(t.detach()))
+        else:
+            raise RuntimeError(f"{op}: Expected all tensors to be on the same device, but "
+                               f"found at least two devices, {CUDA_DEVICE_NAME} and cpu!")
+    return out
+
+
+def _key_of(kind: str, op: str, attrs: Any, operands: Sequence[Any]) -> tuple | None:
+    parts: list[Any] = [kind, op]
+    try:
+        parts.append(tuple(sorted(attrs.items())) if isinstance(attrs, dict) else attrs)
+        for o in operands:
+            if isinstance(o, Tensor):
+                parts.append(("T", o._dtype, o._shape))
+            elif isinstance(o, (list, tuple)):
+                parts.append(tuple(("T", x._dtype, x._shape) if isinstance(x, Tensor)
+                                   else (type(x), x) for x in o))
+            else:
+                parts.append((type(o), o))
+        key = tuple(parts)
+        hash(key)
+        return key
+    except TypeError:
+        return None
+
+
+def run_op(kind: str, op: str, operands: Sequence[Any], attrs: Any,
+           call: Callable[[list[Any]], Any]) -> Any:
+    """`call(operands)` on the GPU as a one-op graph (compiled once per key), or on the
+    host on copies when that graph cannot run on the GPU."""
+    tensors, rebuild = _flatten_operands(operands)
+    device_tensors = _on_device(tensors, op)
+    key = _key_of(kind, op, attrs, operands)
+    compiled = _graphs.get(key) if key is not None else None
+    if compiled is None:
+        compiled = _HOST
+        if key is not None:
+            try:
+                compiled = _Compiled(lambda *ts: call(rebuild(list(ts))), device_tensors, op)
+            except Exception as e:          # noqa: BLE001 -- any failure runs on the host
+                _note_host(op, e)
+            _graphs[key] = compiled
+    if compiled is not _HOST:
+        return compiled(device_tensors)
+    with no_grad():
+        host = [download(t) for t in device_tensors]
+        result = call(rebuild(host))
+    return _to_device_tree(result)
+
+
+def _note_host(op: str, error: BaseException) -> None:
+    if op not in _logged:
+        _logged.add(op)
+        _log.log("graph_breaks", f"cuda: {op} runs on the host ({type(error).__name__}: "
+                                 f"{error})")
+
+
+def _to_device_tree(result: Any) -> Any:
+    if isinstance(result, Tensor):
+        return upload(result.detach())
+    if isinstance(result, (list, tuple)):
+        items = [_to_device_tree(r) for r in result]
+        return type(result)(items) if not hasattr(result, "_fields") else type(result)(*items)
+    return result
+
+
+class CudaInterpreter(Interpreter):
+    """Runs every op that meets a CUDA tensor on the GPU (see the module docstring)."""
+
+    def handles(self, operands: Sequence[Any]) -> bool:
+        for o in operands:
+            if o.__class__ is CudaTensor:
+                return True
+            if o.__class__ in (list, tuple):
+                for x in o:
+                    if x.__class__ is CudaTensor:
+                        return True
+        return False
+
+    def process(self, op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,
+                forward: Callable[..., Tensor], name: str | None) -> Tensor:
+        from ..autograd.apply import apply
+        attrs = attrs or {}
+        out = run_op("op", op, operands, attrs,
+                     lambda xs: apply(op, xs, attrs, forward, name))
+        if needs_grad(operands):
+            record(op, operands, attrs, out, name)
+        return out
+
+    def process_composite(self, op: str, operands: Sequence[Any], attrs: dict[str, Any],
+                          name: str | None) -> Tensor:
+        from ..autograd.apply import apply_composite
+        out = run_op("composite", op, operands, attrs,
+                     lambda xs: apply_composite(op, xs, attrs, name))
+        if needs_grad(operands):
+            record(op, operands, attrs, out, name)
+        return out
+
+
+_INTERPRETER = CudaInterpreter()
+
+
+def _install() -> None:
+    """Put the CUDA interpreter at the bottom of the stack (once)."""
+    if _INTERPRETER not in interpreters:
+        interpreters.insert(0, _INTERPRETER)
+
+
+def is_cuda_tensor(x: Any) -> bool:
+    """Whether `x` is a tensor in CUDA device memory."""
+    return x.__class__ is CudaTensor
+
+
+# ------------------------------------------------------------------------------------------
+# creation functions with device=
+# ------------------------------------------------------------------------------------------
+
+def device_aware(fn: Callable[..., Tensor], like: bool = False) -> Callable[..., Tensor]:
+    """`fn` (a creation function) that also makes its tensor on `device="cuda"`: made on
+    the host, then copied to the device (requires_grad set on the device tensor, which
+    is the leaf). A `*_like` function (`like`) follows its input's device by default."""
+    import functools
+    from ..device import device_type
+
+    @functools.wraps(fn)
+    def made(*args: Any, **kwargs: Any) -> Tensor:
+        dev = kwargs.get("device")
+        source = args[0] if like and args else kwargs.get("input")
+        if dev is None and like and source.__class__ is CudaTensor:
+            dev = "cuda"
+        elif dev is None or (dev.__class__ is str and dev == "cpu"):
+            return fn(*args, **kwargs)
+        if device_type(dev, fn.__name__) == "cpu":
+            kwargs.pop("device", None)
+            if like and source.__class__ is CudaTensor:
+                args = (Tensor._empty(source._shape, source._dtype),) + tuple(args[1:])
+            return fn(*args, **kwargs)
+        kwargs = dict(kwargs)
+        kwargs.pop("device", None)
+        requires_grad = kwargs.pop("requires_grad", False)
+        if like and source.__class__ is CudaTensor:
+            placeholder = Tensor._empty(source._shape, source._dtype)
+            if args:
+                args = (placeholder,) + tuple(args[1:])
+            else:
+                kwargs["input"] = placeholder
+        with no_grad():
+            out = upload(fn(*args, **kwargs))
+        if requires_grad:
+            out.requires_grad_(True)
+        return out
+    return made
+
+
+# ------------------------------------------------------------------------------------------
+# compiled functions on CUDA tensors
+# ------------------------------------------------------------------------------------------
+
+class CudaExecutable:
+    """A compiled function's graph on the GPU: `exe(*tensors) -> list[CudaTensor]`.
+
+    Arguments are checked against the graph's parameters (dtype and shape); CPU tensors
+    of one element are copied to the device (PyTorch treats them as numbers), any other
+    CPU tensor is a device mix-up; strided CUDA tensors are made dense first.
+    """
+
+    def __init__(self, graph: Any):
+        from ..runtime.cuda.graph import CudaGraph
+        self.graph = graph
+        self.exe = CudaGraph(graph, _symbol(f"graph_{graph.name}"))
+        self.stats = {"launches": len(self.exe.lowered.module.steps),
+                      "arena_bytes": self.exe.lowered.plan.arena_bytes,
+                      "seconds": self.exe.seconds}
+
+    @property
+    def schedule(self) -> Any:
+        """The schedule the kernels were generated from."""
+        return self.exe.lowered.program
+
+    def __call__(self, *inputs: Tensor) -> list[CudaTensor]:
+        params = self.graph.params
+        if len(inputs) != len(params):
+            raise TypeError(f"compiled graph @{self.graph.name} takes {len(params)} tensors, "
+                            f"got {len(inputs)}")
+        device_inputs = _on_device(list(inputs), f"@{self.graph.name}")
+        for t, p in zip(device_inputs, params):
+            if t._dtype is not p.dtype or tuple(t._shape) != tuple(p.shape):
+                raise TypeError(f"compiled graph @{self.graph.name}: argument of "
+                                f"{t._dtype.name}{list(t._shape)} where "
+                                f"{p.dtype.name}{list(p.shape)} was compiled")
+        return run_graph(self.exe, device_inputs)
+
+
+def _register() -> None:
+    from .. import tensor
+    from ..autograd import engine
+    engine._CUDA[0] = CudaTensor
+    tensor._DEVICE_STORAGE[:] = [CudaStorage, CudaTensor]
+
+
+_register()
+
+
+def reset() -> None:
+    """Forget every compiled kernel and take the CUDA interpreter off the stack (the
+    backend is being replaced: tests switching the emulator on and off)."""
+    _graphs.clear()
+    _copies.clear()
+    _logged.clear()
+    if _INTERPRETER in interpreters:
+        interpreters.remove(_INTERPRETER)
