@@ -412,6 +412,12 @@ class Tensor:
 
     @data.setter
     def data(self, value: "Tensor") -> None:
+        here, there = self._storage.__class__, value._storage.__class__
+        if here is not there and _DEVICE_STORAGE[0] in (here, there):
+            # memory moving to or from the device: the object changes class with it
+            # (a Parameter stays the same object, as `module.cuda()` needs)
+            from .eager.cuda import moved_class
+            self.__class__ = moved_class(self.__class__, there is _DEVICE_STORAGE[0])
         self._storage, self._offset = value._storage, value._offset
         self._shape, self._strides, self._dtype = value._shape, value._strides, value._dtype
         self._ptr = value._ptr

@@ -126,3 +126,36 @@ def test_compiled_value_and_grad_matches_cpu(workload):
     np.testing.assert_allclose(v.item(), v_ref.item(), rtol=1e-4)
     for g, r in zip(grads, grads_ref):
         np.testing.assert_allclose(g.cpu().numpy(), r.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_module_cuda_training_matches_cpu():
+    nn = lg.nn
+    lg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 5))
+    ref = nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 5))
+    ref.load_state_dict(model.state_dict())
+    weight = model[0].weight
+    model.cuda()
+    assert model[0].weight is weight                 # the Parameter object is kept
+    assert isinstance(weight, nn.Parameter) and weight.is_cuda
+    opt = lg.optim.Adam(model.parameters(), lr=1e-2)
+    opt_ref = lg.optim.Adam(ref.parameters(), lr=1e-2)
+    X, y = rand(16, 20), np.arange(16) % 5
+    for _ in range(3):
+        for m, o, dev in ((model, opt, "cuda"), (ref, opt_ref, "cpu")):
+            o.zero_grad()
+            loss = F.cross_entropy(m(lg.tensor(X, device=dev)), lg.tensor(y, device=dev))
+            loss.backward()
+            o.step()
+    np.testing.assert_allclose(model[2].weight.detach().cpu().numpy(),
+                               ref[2].weight.detach().numpy(), rtol=1e-5, atol=1e-6)
+    model.cpu()
+    assert model[0].weight.__class__ is nn.Parameter and model[0].weight is weight
+
+
+def test_inspect_target_cuda_gives_ptx_without_a_gpu():
+    f = lg.compile(lambda x, w: (lg.tanh(x @ w)).sum())
+    r = f.inspect(lg.randn(64, 128), lg.randn(128, 32), target="cuda")
+    assert r.target == "cuda" and ".entry" in r.ptx and ".target sm_80" in r.ptx
+    assert any("cuBLAS" in str(k) for k in r.kernels)
+    assert "GPU launches" in str(r)

@@ -13,6 +13,7 @@ eagerly (the Python function itself), and the break is reported with its file an
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import threading
@@ -26,7 +27,7 @@ from ..autograd.grad_mode import is_grad_enabled
 from ..ir.dtypes import get_default_dtype
 from ..ir.graph import Graph
 from ..tensor import Tensor
-from ..eager.cuda import CudaTensor as _CudaTensor
+from ..eager.cuda import CUDA_CLASSES as _CUDA_CLASSES
 from ..tracer.make_ir import Structure, _Leaf, _flatten, _unflatten, trace
 from ..tracer.tensor import GraphBreak
 from .callpath import MISS, specialize
@@ -151,6 +152,8 @@ class Report:
     asm: str
     stats: dict[str, Any]
     graph_breaks: list[str] = field(default_factory=list)
+    target: str = "cpu"
+    ptx: str = ""              # target="cuda": the PTX a CUDA call of this graph runs
 
     def __str__(self) -> str:
         parts = [f"== traced graph ==\n{self.graph}"]
@@ -159,7 +162,8 @@ class Report:
         if self.backward_graph is not None:
             parts.append(f"== backward graph ==\n{self.backward_graph}")
         parts.append(f"== optimized forward ==\n{self.optimized}")
-        parts.append("== kernels ==\n" + "\n".join(str(k) for k in self.kernels))
+        title = "GPU launches" if self.target == "cuda" else "kernels"
+        parts.append(f"== {title} ==\n" + "\n".join(str(k) for k in self.kernels))
         if self.schedule is not None:
             parts.append(f"== schedule ==\n{self.schedule}")
         parts.append("== stats ==\n" + "\n".join(f"{k}: {v}" for k, v in self.stats.items()))
@@ -223,8 +227,8 @@ class CompiledFunction:
         else:
             leaves = []
             structure = _structure_key(_flatten((args, kwargs), leaves))
-        sig = tuple((t._shape, t._dtype.name, t._requires_grad) if t.__class__ is not
-                    _CudaTensor else (t._shape, t._dtype.name, t._requires_grad, "cuda")
+        sig = tuple((t._shape, t._dtype.name, t._requires_grad) if t.__class__ not in
+                    _CUDA_CLASSES else (t._shape, t._dtype.name, t._requires_grad, "cuda")
                     for t in leaves)
         return ((structure, self._guards()), sig, is_grad_enabled()), leaves
 
@@ -491,12 +495,22 @@ class CompiledFunction:
             len(a[0]) == len(b[0]) and a[1:] == b[1:] for a, b in zip(t0, t1))
 
     # -- inspection -----------------------------------------------------------------------
-    def inspect(self, *args: Any, **kwargs: Any) -> Report:
+    def inspect(self, *args: Any, target: str = "cpu", arch: str = "sm_80",
+                **kwargs: Any) -> Report:
         """Every stage for these arguments: traced, differentiated, optimized, kernels,
         LLVM IR, assembly and timings (compiles them if needed). Raises `CompileError`
-        when they do not compile as one graph."""
+        when they do not compile as one graph.
+
+        `target="cuda"`: the kernels a CUDA call of the same graph runs, from any
+        arguments on any machine (no GPU needed): `kernels` are the GPU launches (kernel,
+        grid, block; cuBLAS gemms), `llvm_ir` the NVPTX module, `asm` and `ptx` its PTX
+        for `arch` (registers and shared bytes per kernel in `stats` when `ptxas` is
+        installed)."""
+        if target not in ("cpu", "cuda"):
+            raise ValueError(f"inspect: target must be 'cpu' or 'cuda', got {target!r}")
         try:
-            return self._inspect(args, kwargs)
+            report = self._inspect(args, kwargs)
+            return _for_cuda(report, arch) if target == "cuda" else report
         except CompileFailure as failure:
             raise CompileError(f"{self.__name__} does not compile for these arguments: "
                                f"{failure}") from failure
@@ -544,6 +558,23 @@ class CompiledFunction:
         return Report(entry.graph, backward_graph, joint_graph, fwd.optimized, fwd.stages,
                       ex.kernels, getattr(ex, "schedule", None), ex.llvm_ir, ex.asm(), stats,
                       list(self.graph_breaks))
+
+
+def _for_cuda(report: Report, arch: str) -> Report:
+    """`report` with the GPU lowering of its forward graph (see `inspect`)."""
+    from ..codegen.gpu import program as gp
+    from ..codegen.gpu import ptx as ptx_target
+    lowered = gp.lower_graph(report.optimized, "ptx", f"g_{report.optimized.name}")
+    text = ptx_target.to_ptx(lowered.module.ir_text, arch)
+    stats = dict(report.stats)
+    stats["gpu launches"] = len(lowered.module.steps)
+    stats["gpu arena bytes"] = lowered.plan.arena_bytes
+    if ptx_target.find_ptxas() is not None:
+        for name, res in ptx_target.ptxas(text, arch).items():
+            stats[f"ptxas {name}"] = res
+    return dataclasses.replace(report, kernels=list(lowered.module.steps),
+                               schedule=lowered.program, llvm_ir=lowered.module.ir_text,
+                               asm=text, ptx=text, stats=stats, target="cuda")
 
 
 def _in_place_writes(graph: Graph, ctx: Any) -> list[tuple[int, int]]:
@@ -624,8 +655,8 @@ def _device_of(name: str, args: tuple, kwargs: dict, ctx: Any) -> str:
     leaves: list[Tensor] = []
     _flatten((args, kwargs), leaves)
     tensors = leaves + [t for t in ctx.captured if isinstance(t, Tensor)]
-    cuda = [t.__class__ is _CudaTensor for t in tensors if t.dim() or t.__class__ is
-            _CudaTensor]
+    cuda = [t.__class__ in _CUDA_CLASSES for t in tensors
+            if t.dim() or t.__class__ in _CUDA_CLASSES]
     if any(cuda) and not all(cuda):
         raise RuntimeError(f"{name}: Expected all tensors to be on the same device, but "
                            f"found at least two devices, cuda:0 and cpu!")

@@ -34,6 +34,7 @@ from ..autograd.grad_mode import no_grad
 from ..autograd.node import Node, edge
 from ..ir.dtypes import DType
 from ..schedule.layout import contiguous_strides
+from ..nn.parameter import Parameter
 from ..tensor import SymbolicTensor, Tensor
 
 CUDA_DEVICE_NAME = "cuda:0"
@@ -145,6 +146,30 @@ class CudaTensor(SymbolicTensor):
         return (_rebuild_cuda, (self._host().__reduce__(),))
 
 
+class CudaParameter(CudaTensor, Parameter):
+    """An `nn.Parameter` whose memory is on the CUDA device (`module.cuda()` moves a
+    parameter by switching its class, so the module and optimizers keep the object)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + CudaTensor.__repr__(self)
+
+    __str__ = __repr__
+
+
+CUDA_CLASSES = frozenset((CudaTensor, CudaParameter))
+_HOST_CLASS = {CudaTensor: Tensor, CudaParameter: Parameter}
+_DEVICE_CLASS = {Tensor: CudaTensor, Parameter: CudaParameter}
+
+
+def moved_class(cls: type, to_device: bool) -> type:
+    """The class a tensor of class `cls` takes when its memory moves to the device (or
+    back): Tensor <-> CudaTensor, Parameter <-> CudaParameter."""
+    table = _DEVICE_CLASS if to_device else _HOST_CLASS
+    return table.get(cls, cls)
+
+
 def _rebuild_cuda(host: Any) -> CudaTensor:
     fn, args = host
     return upload(fn(*args))
@@ -215,7 +240,7 @@ def copy_into(dst: CudaTensor, src: Any) -> CudaTensor:
     from ..functions.creation import tensor as make_tensor
     if not isinstance(src, Tensor):
         src = make_tensor(src, dtype=dst._dtype)
-    if src.__class__ is not CudaTensor:
+    if src.__class__ not in CUDA_CLASSES:
         src = upload(src.detach())
     from ..ir.types import broadcast_shapes
     if src._shape != dst._shape and \
@@ -360,7 +385,7 @@ def _on_device(tensors: list[Tensor], op: str) -> list[CudaTensor]:
     from ..autograd.engine import IN_BACKWARD
     out = []
     for t in tensors:
-        if t.__class__ is CudaTensor:
+        if t.__class__ in CUDA_CLASSES:
             out.append(t)
         elif t.dim() == 0 or IN_BACKWARD[0]:
             out.append(upload(t.detach()))
@@ -434,11 +459,11 @@ class CudaInterpreter(Interpreter):
 
     def handles(self, operands: Sequence[Any]) -> bool:
         for o in operands:
-            if o.__class__ is CudaTensor:
+            if o.__class__ in CUDA_CLASSES:
                 return True
             if o.__class__ in (list, tuple):
                 for x in o:
-                    if x.__class__ is CudaTensor:
+                    if x.__class__ in CUDA_CLASSES:
                         return True
         return False
 
@@ -473,7 +498,7 @@ def _install() -> None:
 
 def is_cuda_tensor(x: Any) -> bool:
     """Whether `x` is a tensor in CUDA device memory."""
-    return x.__class__ is CudaTensor
+    return x.__class__ in CUDA_CLASSES
 
 
 # ------------------------------------------------------------------------------------------
@@ -491,19 +516,19 @@ def device_aware(fn: Callable[..., Tensor], like: bool = False) -> Callable[...,
     def made(*args: Any, **kwargs: Any) -> Tensor:
         dev = kwargs.get("device")
         source = args[0] if like and args else kwargs.get("input")
-        if dev is None and like and source.__class__ is CudaTensor:
+        if dev is None and like and source.__class__ in CUDA_CLASSES:
             dev = "cuda"
         elif dev is None or (dev.__class__ is str and dev == "cpu"):
             return fn(*args, **kwargs)
         if device_type(dev, fn.__name__) == "cpu":
             kwargs.pop("device", None)
-            if like and source.__class__ is CudaTensor:
+            if like and source.__class__ in CUDA_CLASSES:
                 args = (Tensor._empty(source._shape, source._dtype),) + tuple(args[1:])
             return fn(*args, **kwargs)
         kwargs = dict(kwargs)
         kwargs.pop("device", None)
         requires_grad = kwargs.pop("requires_grad", False)
-        if like and source.__class__ is CudaTensor:
+        if like and source.__class__ in CUDA_CLASSES:
             placeholder = Tensor._empty(source._shape, source._dtype)
             if args:
                 args = (placeholder,) + tuple(args[1:])

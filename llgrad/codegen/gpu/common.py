@@ -47,6 +47,9 @@ class KernelLaunch:
     what: str = ""
     info: dict[str, Any] = field(default_factory=dict)
 
+    def __str__(self) -> str:
+        return f"{self.symbol}: {self.geometry} ({self.what})"
+
 
 class Block:
     """A launch's argument block: integers as constants, pointers as kernel parameters."""

@@ -216,8 +216,10 @@ class GpuKernel:
             g.linkage = "internal"
             g.initializer = ir.Constant(ir.ArrayType(typ, count), ir.Undefined)
             g.align = 16
-            return self.b.gep(g, [I64(0), I64(0)], inbounds=True,
-                              source_etype=ir.ArrayType(typ, count))
+            first = self.b.gep(g, [I64(0), I64(0)], inbounds=True,
+                               source_etype=ir.ArrayType(typ, count))
+            first.type = ir.PointerType(addrspace=SHARED)     # an opaque pointer
+            return first
         return self._entry_alloca(typ, count, label)
 
     # -- reductions across the block --------------------------------------------------------

@@ -34,6 +34,12 @@ class GemmStep:
     epilogue: KernelLaunch | None = None
     what: str = ""
 
+    def __str__(self) -> str:
+        shapes = ", ".join(f"{c['m']}x{c['n']}x{c['k']}" + (f" x{c['batch']}" if c["batch"] > 1
+                                                            else "") for c in self.calls)
+        tail = f"; then {self.epilogue}" if self.epilogue is not None else ""
+        return f"cuBLAS {self.dtype} gemm ({shapes}) ({self.what}){tail}"
+
 
 Step = Union[KernelLaunch, GemmStep]
 
@@ -75,15 +81,7 @@ class GpuModule:
 
     def describe(self) -> str:
         """One line per step: kernel, grid and block, or the gemm calls."""
-        lines = []
-        for i, st in enumerate(self.steps):
-            if isinstance(st, KernelLaunch):
-                lines.append(f"{st.symbol}: {st.geometry} ({st.what})")
-            else:
-                lines.append(f"gemm x{len(st.calls)} {st.dtype} ({st.what})" +
-                             (f" + {st.epilogue.symbol}: {st.epilogue.geometry}"
-                              if st.epilogue else ""))
-        return "\n".join(lines)
+        return "\n".join(str(st) for st in self.steps)
 
 
 def emit(program: Program, mode: str, name: str = "graph") -> GpuModule:

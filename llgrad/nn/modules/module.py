@@ -654,14 +654,18 @@ class Module:
         return self
 
     def to(self, *args: Any, **kwargs: Any) -> "Module":
-        """`to(dtype)`, `to(tensor)` or `to("cpu")`: floating tensors take the dtype."""
-        from ...functions.misc import parse_to_args
-        dtype, _ = parse_to_args(args, kwargs)
-        if dtype is None:
-            return self
-        if not (dtype.is_floating_point or dtype.is_complex):
+        """`to(dtype)`, `to(tensor)`, `to("cpu")` or `to("cuda")`: floating tensors take
+        the dtype; every parameter and buffer moves to the device (Parameters keep their
+        identity, so optimizers made before still hold them)."""
+        from ...functions.misc import parse_to
+        dtype, _, where, _ = parse_to(args, kwargs, "Module.to")
+        if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
                             f"got desired dtype={dtype}")
+        if where is not None:
+            self._apply(lambda t: t.to(where))
+        if dtype is None:
+            return self
         return self._apply(lambda t: t.to(dtype) if t._dtype.is_floating_point else t)
 
     def float(self) -> "Module":
@@ -681,15 +685,16 @@ class Module:
         return self.to(dt.bfloat16)
 
     def cpu(self) -> "Module":
-        """Already on the CPU: returns self."""
-        return self
+        """Every parameter and buffer in host memory (Parameters keep their identity)."""
+        return self._apply(lambda t: t.cpu())
 
     def cuda(self, device: Any = None) -> "Module":
-        """Raises naming the device (llgrad runs on the CPU only)."""
-        from ...device import check_device
-        check_device("cuda" if device is None else
-                     (f"cuda:{device}" if isinstance(device, int) else device), "Module.cuda()")
-        return self
+        """Every parameter and buffer in CUDA device memory (raises when no GPU, or the
+        grid emulator, is available)."""
+        from ...device import device_type
+        device_type("cuda" if device is None else
+                    (f"cuda:{device}" if isinstance(device, int) else device), "Module.cuda()")
+        return self._apply(lambda t: t.cuda())
 
     def type(self, dst_type: Any) -> "Module":
         """Every parameter and buffer to `dst_type` (a dtype, a legacy type or its name)."""
