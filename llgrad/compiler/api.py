@@ -220,7 +220,7 @@ class CompiledFunction:
 
     # -- calling --------------------------------------------------------------------------
     def _key(self, args: tuple, kwargs: dict) -> tuple[tuple, list[Tensor]]:
-        if not kwargs and all(type(a) is Tensor for a in args):
+        if not kwargs and all(type(a) is Tensor or type(a) in _CUDA_CLASSES for a in args):
             # the common case, without flattening: positional tensors only
             leaves = list(args)
             structure = ("fast", len(args))

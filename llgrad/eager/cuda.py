@@ -23,19 +23,19 @@ source); one device (`cuda:0`); everything runs on the current stream in order.
 """
 from __future__ import annotations
 
-import ctypes
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .. import _log
 from ..autograd.apply import Interpreter, interpreters, needs_grad, record
+from ..autograd.engine import IN_BACKWARD
 from ..autograd.grad_mode import no_grad
 from ..autograd.node import Node, edge
 from ..ir.dtypes import DType
 from ..schedule.layout import contiguous_strides
 from ..nn.parameter import Parameter
-from ..tensor import SymbolicTensor, Tensor
+from ..tensor import SymbolicTensor, Tensor, _row_major_strides
 
 CUDA_DEVICE_NAME = "cuda:0"
 
@@ -179,9 +179,18 @@ def _rebuild_cuda(host: Any) -> CudaTensor:
 # memory and copies
 # ------------------------------------------------------------------------------------------
 
+_BACKEND: list[Any] = [None]
+
+
 def _backend() -> Any:
-    from ..runtime.cuda import driver
-    return driver.get()
+    """The CUDA runtime's backend (made on first use, when the interpreter goes on the
+    stack too: no CUDA tensor exists before it)."""
+    be = _BACKEND[0]
+    if be is None:
+        from ..runtime.cuda import driver
+        be = _BACKEND[0] = driver.get()
+        _install()
+    return be
 
 
 def empty(shape: tuple[int, ...], dtype: DType) -> CudaTensor:
@@ -189,10 +198,9 @@ def empty(shape: tuple[int, ...], dtype: DType) -> CudaTensor:
     n = dtype.itemsize
     for s in shape:
         n *= s
-    block = _backend().alloc(n)
-    _install()
-    return CudaTensor._make(CudaStorage(block), 0, tuple(shape), contiguous_strides(shape),
-                            dtype)
+    block = (_BACKEND[0] or _backend()).alloc(n)
+    shape = tuple(shape)
+    return CudaTensor._make(CudaStorage(block), 0, shape, _row_major_strides(shape), dtype)
 
 
 def upload(t: Tensor, non_blocking: bool = False) -> CudaTensor:
@@ -382,7 +390,6 @@ def _on_device(tensors: list[Tensor], op: str) -> list[CudaTensor]:
     """Every operand as a CUDA tensor; a CPU tensor of one element is a number (as
     PyTorch allows), and so is a helper tensor a derivative rule made on the host during
     a backward pass; any other CPU tensor is a device mix-up."""
-    from ..autograd.engine import IN_BACKWARD
     out = []
     for t in tensors:
         if t.__class__ in CUDA_CLASSES:
@@ -597,5 +604,6 @@ def reset() -> None:
     _graphs.clear()
     _copies.clear()
     _logged.clear()
+    _BACKEND[0] = None
     if _INTERPRETER in interpreters:
         interpreters.remove(_INTERPRETER)

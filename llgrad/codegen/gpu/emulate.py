@@ -11,7 +11,7 @@ programs on the same host functions through the CUDA runtime's emulated device.
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 

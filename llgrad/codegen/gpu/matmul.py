@@ -21,7 +21,7 @@ from ...schedule.program import Launch
 from ..elementwise import evaluate
 from ..loops import I64
 from ..scalar import LLVMScalar, memory_type
-from .common import Block, KernelLaunch, decompose, grid_for, pointer_params
+from .common import KernelLaunch, decompose, grid_for
 from .kernel import GpuKernel, grid_stride
 
 

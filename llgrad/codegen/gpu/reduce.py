@@ -55,7 +55,7 @@ from ..loops import I1, I64
 from ..reduce import extreme
 from ..scalar import FLAGS, SV, LLVMScalar, component_type, llvm_type, memory_type
 from .common import MAX_BLOCKS, THREADS, Block, Geometry, decompose
-from .kernel import MAX_THREADS, SHARED, WARP, GpuKernel, Private, grid_stride
+from .kernel import MAX_THREADS, WARP, GpuKernel, grid_stride
 
 SHORT_ROW = 32            # rows this short get a thread per output, not a block
 FILL_BLOCKS = 264         # about two blocks per multiprocessor of an H100/H200

@@ -15,7 +15,7 @@ import ctypes
 import os
 import threading
 import time
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
