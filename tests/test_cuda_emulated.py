@@ -159,3 +159,29 @@ def test_inspect_target_cuda_gives_ptx_without_a_gpu():
     assert r.target == "cuda" and ".entry" in r.ptx and ".target sm_80" in r.ptx
     assert any("cuBLAS" in str(k) for k in r.kernels)
     assert "GPU launches" in str(r)
+
+
+def test_compiled_training_step_with_cuda_module_matches_cpu():
+    """A compiled step (zero_grad, backward, SGD step inside) on a module moved to the
+    device: the updates are written back into the CUDA parameters."""
+    nn = lg.nn
+    results = []
+    for dev in ("cuda", "cpu"):
+        lg.manual_seed(0)
+        model = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 3)).to(dev)
+        opt = lg.optim.SGD(model.parameters(), lr=0.1)
+
+        @lg.compile
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        x = lg.tensor(rand(8, 12), device=dev)
+        y = lg.tensor(np.arange(8) % 3, device=dev)
+        losses = [step(x, y).item() for _ in range(3)]
+        assert step.graph_breaks == []
+        results.append((losses, model[2].weight.detach().cpu().numpy()))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-5)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-5, atol=1e-6)

@@ -205,6 +205,9 @@ def empty(shape: tuple[int, ...], dtype: DType) -> CudaTensor:
 
 def upload(t: Tensor, non_blocking: bool = False) -> CudaTensor:
     """A CUDA copy of host tensor `t` (dense, same dtype); records `ToCopyBackward0`."""
+    if t._storage is None or t._ptr is None:
+        raise RuntimeError(f"cuda: cannot copy a {type(t).__name__} (a tensor without "
+                           f"values) to the device")
     src = t if t.is_contiguous() else t.contiguous()
     out = empty(src._shape, src._dtype)
     if out._storage.nbytes:

@@ -19,7 +19,7 @@ from ..ir import registry
 from ..ir.dtypes import DType
 from ..ir.types import broadcast_shapes
 from ..runtime import cache, launch
-from ..tensor import Tensor
+from ..tensor import _DEVICE_STORAGE, Tensor
 from ..schedule.elementwise import ElementwiseKernel, Expr, ExprNode, out_dtypes
 from ..schedule.layout import broadcast_strides, collapse
 
@@ -481,7 +481,11 @@ def scaled_add_into(dst: Tensor, y: Tensor, alpha: float) -> Tensor:
 
 
 def copy_into(dst: Tensor, src: Tensor | Scalar) -> Tensor:
-    """`dst[...] = src` with broadcasting and dtype conversion, in one kernel."""
+    """`dst[...] = src` with broadcasting and dtype conversion, in one kernel (a GPU
+    kernel when `dst` is in CUDA device memory)."""
+    if dst._storage.__class__ is _DEVICE_STORAGE[0]:
+        from .cuda import copy_into as device_copy
+        return device_copy(dst, src)
     d = src._dtype if isinstance(src, Tensor) else dst._dtype
     if isinstance(src, Tensor) and src._shape != dst._shape and \
             broadcast_shapes(src._shape, dst._shape, op="copy_") != dst._shape:

@@ -95,7 +95,7 @@ def run_inplace(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, .
     `operands` (default: `args`): every tensor the op reads besides `t`, checked against
     `t` for memory overlap (`runtime.overlap`; `alias_ok` False: an exact alias is refused
     too, as for scatters)."""
-    if t.__class__ in _cuda.CUDA_CLASSES:
+    if t.__class__ in _cuda.CUDA_CLASSES and _trace_context() is None:
         return _run_inplace_cuda(t, functional, args, clone_self, same_value)
     shared = _shares_memory(t, args if operands is None else operands, alias_ok)
     if shared:

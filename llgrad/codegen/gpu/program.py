@@ -9,6 +9,7 @@ CPU kernel would (`codegen.gpu.common`).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -126,8 +127,8 @@ def resolve(p: Ptr, bases: dict[str, int], buffer_base: Any) -> int:
 
 # Pieces a lowering splits a launch into where the CPU would split it across threads: the
 # partial sums of a full reduction and the column partials of a row kernel, one piece per
-# block (about two blocks per multiprocessor of a large GPU).
-PIECES = 256
+# block (about two blocks per multiprocessor of a large GPU). LLGRAD_GPU_PIECES sets it.
+PIECES = int(os.environ.get("LLGRAD_GPU_PIECES", "256"))
 
 
 @dataclass
