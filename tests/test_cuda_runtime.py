@@ -424,6 +424,8 @@ def test_two_streams(backend):
 # kernels: host kernels on the emulator, PTX on the GPU
 # --------------------------------------------------------------------------------------
 
+from llgrad.codegen.gpu.kernel import EMULATED_DEVICE_OFFSET  # noqa: E402
+
 _HOST_KERNEL = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64))
 
 
@@ -436,7 +438,8 @@ def test_emulator_host_kernel_launch(emu):
         seen["dims"] = d
         seen["extra"] = params[2]
         total = min(n, d[0] * d[3])
-        arr = (ctypes.c_uint32 * total).from_address(p)
+        # device addresses are host addresses + EMULATED_DEVICE_OFFSET (see emulator.py)
+        arr = (ctypes.c_uint32 * total).from_address(p - EMULATED_DEVICE_OFFSET)
         for i in range(total):
             arr[i] = i
 

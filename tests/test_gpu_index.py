@@ -22,6 +22,7 @@ from llgrad.codegen.gpu import index as gpu_index
 from llgrad.codegen.gpu import program as gp
 from llgrad.codegen.gpu import ptx
 from llgrad.codegen.gpu.emulate import EmulatedGraph
+from llgrad.codegen.gpu.kernel import EMULATED_DEVICE_OFFSET
 from llgrad.codegen.gpu.kernel import GpuKernel
 from llgrad.codegen.target import get_target
 from llgrad.ir import dtypes as dt
@@ -306,7 +307,8 @@ def _run_both(spec, block, buffers):
             arr = (ctypes.c_int64 * len(vals))(*vals)
             _CPU(cpu_c.addresses["cpu_k"])(ctypes.addressof(arr))
         else:
-            ps = [bufs[v].ctypes.data for v in block if isinstance(v, str)]
+            ps = [bufs[v].ctypes.data + EMULATED_DEVICE_OFFSET for v in block
+                  if isinstance(v, str)]
             params = (ctypes.c_int64 * max(1, len(ps)))(*ps)
             dims = (ctypes.c_int64 * 7)(geo.blocks, 1, 1, geo.threads, 1, 1, geo.shared)
             _HOST(gpu_c.addresses["gpu_k"])(ctypes.addressof(params), ctypes.addressof(dims))

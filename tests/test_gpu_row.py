@@ -304,7 +304,9 @@ def _run_gpu_host(L, mem):
     compiled = get_target().compile(str(module), ["row_gpu"], name="row_gpu")
     fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(
         compiled.addresses["row_gpu"])
-    params = [mem[id(p.buffer)].ctypes.data + p.byte_offset for p in launch.params]
+    from llgrad.codegen.gpu.kernel import EMULATED_DEVICE_OFFSET
+    params = [mem[id(p.buffer)].ctypes.data + p.byte_offset + EMULATED_DEVICE_OFFSET
+              for p in launch.params]
     p = (ctypes.c_int64 * max(1, len(params)))(*params)
     g = launch.geometry
     dims = (ctypes.c_int64 * 7)(g.blocks, 1, 1, g.threads, 1, 1, g.shared)

@@ -18,6 +18,7 @@ import numpy as np
 from ...ir.dtypes import bfloat16
 from ...schedule.program import Buffer, Ptr
 from .common import KernelLaunch
+from .kernel import EMULATED_DEVICE_OFFSET
 from .program import GemmStep, Lowered, lower_graph
 
 _HOST_KERNEL = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
@@ -126,7 +127,8 @@ class EmulatedGraph:
         return found
 
     def _launch(self, step: KernelLaunch, address: Callable[[Ptr], int]) -> None:
-        params = (ctypes.c_int64 * max(1, len(step.params)))(*[address(p) for p in step.params])
+        params = (ctypes.c_int64 * max(1, len(step.params)))(
+            *[address(p) + EMULATED_DEVICE_OFFSET for p in step.params])
         g = step.geometry
         dims = (ctypes.c_int64 * 7)(g.blocks, 1, 1, g.threads, 1, 1, g.shared)
         self._functions[step.symbol](ctypes.addressof(params), ctypes.addressof(dims))

@@ -43,6 +43,11 @@ MAX_THREADS = 1024
 WARP = 32
 GLOBAL, SHARED = 1, 3             # NVPTX address spaces
 MODES = ("ptx", "host")
+# The grid emulator's device addresses are host addresses plus this offset (2^47: past
+# the end of x86-64 user space), so host code that reads a device pointer as if it were
+# host memory faults at once, as it would with a real GPU, instead of working by accident;
+# host-mode kernels and the emulator's copies take the offset off.
+EMULATED_DEVICE_OFFSET = 1 << 47
 
 Combine = Callable[[list[ir.Value], list[ir.Value]], list[ir.Value]]
 
@@ -133,8 +138,10 @@ class GpuKernel:
 
     def pointer(self, i: int) -> ir.Value:
         """Parameter i as a pointer to global memory."""
-        space = GLOBAL if self.mode == "ptx" else 0
-        return self.b.inttoptr(self._params[i], ir.PointerType(addrspace=space))
+        if self.mode == "ptx":
+            return self.b.inttoptr(self._params[i], ir.PointerType(addrspace=GLOBAL))
+        host = self.b.sub(self._params[i], I64(EMULATED_DEVICE_OFFSET))
+        return self.b.inttoptr(host, ir.PointerType())
 
     @property
     def tid(self) -> ir.Value:

@@ -1,7 +1,9 @@
 """The grid emulator backend (`LLGRAD_CUDA_EMULATE=1`): CUDA's runtime surface on host memory.
 
-"Device" memory is host memory owned by NumPy buffers (64-byte aligned; a block's `.ptr` is
-its host address), so copies are `memmove` and host code may read device buffers directly.
+"Device" memory is host memory owned by NumPy buffers (64-byte aligned). A block's `.ptr`
+is its host address plus `EMULATED_DEVICE_OFFSET` (2^47, outside user space): host code
+that mistakes a device pointer for host memory faults, as it would with a GPU, and the
+copies, the gemm and the host builds of the kernels take the offset off.
 Kernels are the lead's host builds of each GPU kernel, `void f(int64_t *params, int64_t *dims)`
 with `dims = [gx, gy, gz, bx, by, bz, shared]`, which loop over every block and thread
 themselves; `launch` validates the launch shape as the driver would and makes one ctypes
@@ -20,6 +22,7 @@ from typing import Sequence
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ...codegen.gpu.kernel import EMULATED_DEVICE_OFFSET as OFFSET
 from .allocator import CachingAllocator, OutOfMemory
 from .cublas import check_gemm_args
 from .driver import Backend, CudaError, Event, Function, Module, Stream
@@ -159,7 +162,7 @@ class EmulatorBackend(Backend):
             except MemoryError:
                 raise OutOfMemory(nbytes) from None
             base = buf.ctypes.data
-            ptr = (base + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+            ptr = (base + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT + OFFSET
             self._buffers[ptr] = buf
             self._held += nbytes
             return ptr
@@ -203,22 +206,22 @@ class EmulatorBackend(Backend):
                   non_blocking: bool = False) -> None:
         """memmove (always complete on return)."""
         if nbytes > 0:
-            ctypes.memmove(dst, src_host, nbytes)
+            ctypes.memmove(dst - OFFSET, src_host, nbytes)
 
     def copy_dtoh(self, dst_host: int, src: int, nbytes: int, stream: Stream | None = None) -> None:
         """memmove."""
         if nbytes > 0:
-            ctypes.memmove(dst_host, src, nbytes)
+            ctypes.memmove(dst_host, src - OFFSET, nbytes)
 
     def copy_dtod(self, dst: int, src: int, nbytes: int, stream: Stream | None = None) -> None:
         """memmove."""
         if nbytes > 0:
-            ctypes.memmove(dst, src, nbytes)
+            ctypes.memmove(dst - OFFSET, src - OFFSET, nbytes)
 
     def memset(self, ptr: int, byte: int, nbytes: int, stream: Stream | None = None) -> None:
         """ctypes.memset with the low 8 bits of `byte`."""
         if nbytes > 0:
-            ctypes.memset(ptr, int(byte) & 0xFF, nbytes)
+            ctypes.memset(ptr - OFFSET, int(byte) & 0xFF, nbytes)
 
     # ---- modules and launches -----------------------------------------------------------------
     def load_ptx(self, ptx: str, name: str = "") -> Module:
@@ -296,6 +299,7 @@ class EmulatorBackend(Backend):
         if m == 0 or n == 0 or batch == 0:
             return
         # op(A) is m x k: element (i, l) sits at i + l*lda, or at l + i*lda when transposed.
+        a, b, c = a - OFFSET, b - OFFSET, c - OFFSET
         c_view = _view(c, dt, (batch, m, n), (stride_c, 1, ldc))
         if k == 0 or alpha == 0:
             prod = np.zeros((batch, m, n), dt)
