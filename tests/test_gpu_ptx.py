@@ -65,3 +65,17 @@ def test_workload_ptx_assembles(name):
         resources = ptx_target.ptxas(text, arch)
         entries = text.count(".entry")
         assert len(resources) == entries, (arch, sorted(resources))
+
+
+def test_libdevice_math_links_and_assembles(monkeypatch):
+    from llgrad.codegen.gpu import libdevice
+    if libdevice.find() is None:
+        pytest.skip("no libdevice.10.bc (a CUDA toolkit, nvidia-nvvm or triton)")
+    monkeypatch.setenv(libdevice.ENV, "libdevice")
+    step, args = _grad_workload("B1")
+    report = step.inspect(*args, target="cuda")
+    assert "__nv_tanhf" in report.llvm_ir            # the kernels call libdevice ...
+    assert ".extern" not in report.ptx                # ... linked in, nothing left to resolve
+    if ptx_target.find_ptxas() is not None:
+        for arch in ARCHS:
+            ptx_target.ptxas(ptx_target.to_ptx(report.llvm_ir, arch), arch)

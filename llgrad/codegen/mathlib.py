@@ -1830,6 +1830,11 @@ def emit(builder: ir.IRBuilder, name: str, args: list[ir.Value], **params: int
     of a parametrized function (``polygamma``'s ``order``).
     Intrinsics the code needs are declared in the builder's module on first use.
     """
+    gpu_math = getattr(builder.module, "gpu_math", None)
+    if gpu_math is not None and not params:       # a GPU module's math library (libdevice)
+        called = gpu_math(builder, name, args)
+        if called is not None:
+            return called
     if name in _PARAMETRIZED:
         arity, fn = 1, _PARAMETRIZED[name](**params)
     elif params:

@@ -92,6 +92,9 @@ class GpuKernel:
         self._in_threads = False
         self._tid: ir.Value | None = None
         if mode == "ptx":
+            from . import libdevice
+            if libdevice.enabled():
+                module.gpu_math = libdevice.emit          # (read by codegen.mathlib.emit)
             fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64] * params), name=name)
             fn.calling_convention = "ptx_kernel"
             for i, a in enumerate(fn.args):

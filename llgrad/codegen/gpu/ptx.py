@@ -44,6 +44,9 @@ def to_ptx(ir_text: str, arch: str = DEFAULT_ARCH) -> str:
         module = llvm.parse_assembly(ir_text)
         module.triple = TRIPLE
         module.data_layout = str(machine.target_data)
+        if "__nv_" in ir_text:
+            from .libdevice import link
+            link(module)
         module.verify()
         pto = llvm.create_pipeline_tuning_options(speed_level=3)
         pb = llvm.create_pass_builder(machine, pto)
@@ -63,11 +66,6 @@ def find_ptxas() -> str | None:
                 if os.access(hit, os.X_OK):
                     return hit
     return shutil.which("ptxas")
-
-
-_RESOURCE = re.compile(r"Function properties for (\S+)|Compiling entry function '(\S+)'|"
-                       r"Used (\d+) registers(?:, used \d+ barriers)?"
-                       r"(?:, (\d+) bytes smem)?")
 
 
 def ptxas(ptx: str, arch: str = DEFAULT_ARCH) -> dict[str, dict[str, int]]:
