@@ -41,6 +41,7 @@ bool values, and column sums whose row range does not start on a piece boundary.
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -59,6 +60,9 @@ from .common import MAX_BLOCKS, THREADS, Block, Geometry
 from .kernel import MAX_THREADS, WARP, GpuKernel, Private
 
 F64 = ir.DoubleType()
+# the most threads a row block grows to for long rows (LLGRAD_GPU_ROW_THREADS lowers it:
+# fewer threads per row, more rows in flight per multiprocessor, fewer values in registers)
+ROW_THREADS_CAP = min(MAX_THREADS, int(os.environ.get("LLGRAD_GPU_ROW_THREADS", MAX_THREADS)))
 PRIVATE_WORDS = 64          # most 32-bit registers of cached values per thread (<= 256 threads)
 PRIVATE_WORDS_WIDE = 32     # ... in blocks of 1024 threads (64 registers each at most)
 MAX_UNROLL = 16             # most columns per thread whose code is unrolled
@@ -126,7 +130,7 @@ def _layout(launch: Launch) -> _Layout:
     # threads: the row rounded up to warps, at most 256, more for long rows until a
     # thread's registers could hold what it keeps (or 1024 threads)
     threads = max(WARP, min(THREADS, -(-cols // WARP) * WARP))
-    while threads < MAX_THREADS and -(-cols // threads) * words > PRIVATE_WORDS:
+    while threads < ROW_THREADS_CAP and -(-cols // threads) * words > PRIVATE_WORDS:
         threads *= 2
     cpt = -(-cols // threads)
     unroll = cpt <= MAX_UNROLL
