@@ -624,6 +624,7 @@ def _header(args: argparse.Namespace) -> dict[str, Any]:
             "sizes": ({"bytes": COPY_BYTES[args.size]} if args.lib == "copy"
                       else workload_sizes(args.workload, args.size)),
             "tf32": args.tf32, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "llgrad_env": {k: v for k, v in os.environ.items() if k.startswith("LLGRAD_GPU")},
             "host": platform.node(), "python": platform.python_version()}
 
 

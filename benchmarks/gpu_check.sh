@@ -179,6 +179,24 @@ if [ "$SKIPPED" -gt 0 ]; then
 fi
 finish "benchmark" 0
 
+begin "4b. llgrad variants (GPU_CHECK_VARIANTS: workload:VAR=value,VAR=value ...)"
+VARIANTS="${GPU_CHECK_VARIANTS-B1:LLGRAD_GPU_PIECES=1024 B1:LLGRAD_GPU_MATH=libdevice B6:LLGRAD_GPU_ROW_THREADS=256 B6:LLGRAD_GPU_PIECES=1024 B6:LLGRAD_GPU_ROW_THREADS=256,LLGRAD_GPU_PIECES=1024 B8:LLGRAD_GPU_MATH=libdevice}"
+VARIANT_BUDGET="${GPU_CHECK_VARIANT_BUDGET:-80}"
+for v in $VARIANTS; do
+    w=${v%%:*}
+    settings=${v#*:}
+    if [ $((BUDGET + VARIANT_BUDGET - $(elapsed))) -lt 12 ]; then
+        echo "SKIPPED variant $w $settings: the variants' budget is spent"
+        continue
+    fi
+    echo "variant $w $settings:"
+    # shellcheck disable=SC2086
+    env ${settings//,/ } timeout -k 5 45 "$PY" -m benchmarks.gpu_bench --lib llgrad --workload "$w" \
+        --size "$SIZE" --cache "$CACHE" --budget "$CELL_BUDGET" --json "$OUT/variants.jsonl" \
+        2>> "$OUT/logs/variants.log" | tail -1
+done
+finish "variants" 0
+
 begin "5. report"
 timeout 60 "$PY" -m benchmarks.gpu_report "$JSONL" --out "$REPORT" > /dev/null
 rc=$?
