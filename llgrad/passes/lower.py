@@ -63,7 +63,9 @@ class _Lowering:
     def __init__(self, fusion: FusionPlan, threads: int,
                  gemm_single_threaded: Callable[[int, int, int, DType], bool],
                  mpi_handle_bits: Callable[[], int] | None = None,
-                 tile_epilogues: Callable[[DType], bool] = lambda d: False):
+                 tile_epilogues: Callable[[DType], bool] = lambda d: False,
+                 min_work: int = PARALLEL_MIN_WORK):
+        self.min_work = min_work
         self.gemm_single_threaded = gemm_single_threaded
         self.tile_epilogues = tile_epilogues
         self.mpi_handle_bits = mpi_handle_bits
@@ -219,7 +221,7 @@ class _Lowering:
         region = grp.region
         rows, cols = region.rows, region.cols
         work = rows * cols
-        pieces = min(self.threads, rows) if (self.threads > 1 and work >= PARALLEL_MIN_WORK
+        pieces = min(self.threads, rows) if (self.threads > 1 and work >= self.min_work
                                              and rows >= 2) else 1
         step = -(-rows // pieces)           # as the executor cuts a parallel range
         pieces = -(-rows // step)
@@ -358,7 +360,7 @@ class _Lowering:
         red = [i for i, flag in enumerate(loops.reduced) if flag]
         chunk = max(red, key=lambda i: loops.sizes[i])
         width = loops.column_width(self.threads, split_columns=loops.reduced[0])
-        two_stage = (self.threads > 1 and n_in >= PARALLEL_MIN_WORK
+        two_stage = (self.threads > 1 and n_in >= self.min_work
                      and loops.split_extent(width) < self.threads and loops.sizes[chunk] >= 2
                      and n_out * self.threads * 4 <= n_in)
         what = f"{op}{' with prologue' if prologue is not None else ''}"
@@ -701,7 +703,8 @@ def lower(fusion: FusionPlan, threads: int = 1,
           gemm_single_threaded: Callable[[int, int, int, DType], bool] =
           lambda n, m, k, d: False,
           mpi_handle_bits: Callable[[], int] | None = None,
-          tile_epilogues: Callable[[DType], bool] = lambda d: False) -> Program:
+          tile_epilogues: Callable[[DType], bool] = lambda d: False,
+          min_work: int = PARALLEL_MIN_WORK) -> Program:
     """Launches and buffers for `fusion` (see the module docstring).
 
     `gemm_single_threaded(n, m, k, dtype)`: whether one BLAS call of that size uses one core
@@ -709,9 +712,11 @@ def lower(fusion: FusionPlan, threads: int = 1,
     BLAS; by default no gemm launch is split, which never oversubscribes).
     `mpi_handle_bits()`: the width of the MPI library's handles, for graphs that hold
     collectives (the runtime knows its MPI). `tile_epilogues(dtype)`: whether a matmul's
-    epilogue runs per tile inside the runtime's gemm (its `gemm_ex` extra)."""
+    epilogue runs per tile inside the runtime's gemm (its `gemm_ex` extra). `min_work`:
+    the elements below which a row kernel or a reduction is not cut into pieces (a GPU,
+    whose pieces are blocks, cuts much smaller work than a CPU's threads)."""
     return _Lowering(fusion, threads, gemm_single_threaded, mpi_handle_bits,
-                     tile_epilogues).run()
+                     tile_epilogues, min_work).run()
 
 
 def _loops(shape: tuple[int, ...], reduced: tuple[bool, ...]) -> tuple[tuple[int, str], ...]:

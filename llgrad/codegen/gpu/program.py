@@ -129,6 +129,9 @@ def resolve(p: Ptr, bases: dict[str, int], buffer_base: Any) -> int:
 # partial sums of a full reduction and the column partials of a row kernel, one piece per
 # block (about two blocks per multiprocessor of a large GPU). LLGRAD_GPU_PIECES sets it.
 PIECES = int(os.environ.get("LLGRAD_GPU_PIECES", "256"))
+# elements from which a row kernel or a reduction is cut into pieces (one block each):
+# below it one block does the whole launch
+MIN_WORK = 1 << 14
 
 
 @dataclass
@@ -148,7 +151,7 @@ def lower_graph(graph: Any, mode: str, name: str | None = None) -> Lowered:
     from ...passes import memory as memory_pass
     fusion = fusion_pass.fuse(graph)
     program = lower_pass.lower(fusion, PIECES, lambda n, m, k, d: False, None,
-                               lambda d: False)
+                               lambda d: False, MIN_WORK)
     views = {}
     for v, r in fusion.views.items():
         b = program.node_buffers.get(r.base)
