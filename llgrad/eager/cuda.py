@@ -568,6 +568,7 @@ class CudaExecutable:
         from ..runtime.cuda.graph import CudaGraph
         self.graph = graph
         self.exe = CudaGraph(graph, _symbol(f"graph_{graph.name}"))
+        self._in_place: list[tuple[int, int]] = []
         self.stats = {"launches": len(self.exe.lowered.module.steps),
                       "arena_bytes": self.exe.lowered.plan.arena_bytes,
                       "seconds": self.exe.seconds}
@@ -588,7 +589,28 @@ class CudaExecutable:
                 raise TypeError(f"compiled graph @{self.graph.name}: argument of "
                                 f"{t._dtype.name}{list(t._shape)} where "
                                 f"{p.dtype.name}{list(p.shape)} was compiled")
-        return run_graph(self.exe, device_inputs)
+        if not self._in_place:
+            return run_graph(self.exe, device_inputs)
+        dense = [t if _dense(t) else contiguous(t) for t in device_inputs]
+        outs: list[Any] = [None] * len(self.graph.outputs)
+        for j, i in self._in_place:
+            x = inputs[i]
+            if dense[i] is x and not any(k != i and y._storage is x._storage
+                                         for k, y in enumerate(dense)):
+                outs[j] = x                  # the graph writes output j over input i
+        outs = [o if o is not None else empty(g.shape, g.dtype)
+                for o, g in zip(outs, self.graph.outputs)]
+        self.exe.run([t._ptr for t in dense], [o._ptr for o in outs])
+        return outs
+
+    def write_in_place(self, pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Let output `j` be written into input `i`'s memory where the schedule allows it
+        (`schedule.program.can_write_in_place`, as `CompiledGraph.write_in_place`): a
+        training step's parameter updates then need no copy back."""
+        from ..schedule.program import can_write_in_place
+        program = self.exe.lowered.program
+        self._in_place = [(j, i) for j, i in pairs if can_write_in_place(program, j, i)]
+        return list(self._in_place)
 
 
 def _register() -> None:
