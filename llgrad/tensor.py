@@ -85,7 +85,9 @@ class Tensor:
         t._shape = shape
         t._strides = strides
         t._dtype = dtype
-        t._ptr = storage.ptr + offset * dtype.itemsize
+        # (device memory has no host address: None, so that no CPU kernel can take it)
+        t._ptr = storage.ptr + offset * dtype.itemsize if cls is not _DEVICE_STORAGE[1] \
+            else None
         t._lkey = (dtype, shape, strides)          # what selects a cached launch plan
         t._init_state(base)
         if storage.inference:       # memory made under inference_mode: every view of it

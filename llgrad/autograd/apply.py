@@ -297,9 +297,22 @@ def composite_function(fn: Callable[..., Any]) -> Callable[..., Any]:
     def composite(*args: Any, **kwargs: Any) -> Any:
         cc = compiled_composites
         if cc is None or interpreters or forward_ad._level[0] or not cc.ENABLED:
-            return fn(*args, **kwargs)
+            return run_function(fn, fn.__name__, args, kwargs)
         return cc.function(fn, args, kwargs)
     return composite
+
+
+def run_function(fn: Callable[..., Any], name: str, args: tuple, kwargs: dict) -> Any:
+    """`fn(*args, **kwargs)`; when its eager code fails on CUDA tensors, the CUDA
+    runtime's rerun (`functions._errors.DEVICE_RERUN`) serves the call."""
+    try:
+        return fn(*args, **kwargs)
+    except (RuntimeError, TypeError) as e:
+        from ..functions._errors import DEVICE_RERUN
+        failed = DEVICE_RERUN[0]
+        if failed is not None and failed(e, args, kwargs):
+            return DEVICE_RERUN[1](fn, name, args, kwargs)
+        raise
 
 
 # `llgrad.compiler.composites` (set when the compiler is imported): eager composites run

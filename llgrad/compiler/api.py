@@ -650,14 +650,17 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: str = "llvm",
 
 
 def _device_of(name: str, args: tuple, kwargs: dict, ctx: Any) -> str:
-    """Where a traced call runs: "cuda" when its tensors (arguments and captured) are CUDA
-    tensors, "cpu" when none is; both is PyTorch's device error."""
+    """Where a traced call runs: "cuda" when its tensor arguments (or, with none, its
+    captured tensors) are CUDA tensors, "cpu" when none is; arguments on both is
+    PyTorch's device error. Host tensors the function captures (its constants) are
+    copied to the device by the CUDA executable."""
     leaves: list[Tensor] = []
     _flatten((args, kwargs), leaves)
-    tensors = leaves + [t for t in ctx.captured if isinstance(t, Tensor)]
-    cuda = [t.__class__ in _CUDA_CLASSES for t in tensors
+    cuda = [t.__class__ in _CUDA_CLASSES for t in leaves
             if t.dim() or t.__class__ in _CUDA_CLASSES]
     if any(cuda) and not all(cuda):
         raise RuntimeError(f"{name}: Expected all tensors to be on the same device, but "
                            f"found at least two devices, cuda:0 and cpu!")
-    return "cuda" if any(cuda) else "cpu"
+    if any(cuda) or any(t.__class__ in _CUDA_CLASSES for t in ctx.captured):
+        return "cuda"          # (captured host tensors: the function's constants, copied)
+    return "cpu"

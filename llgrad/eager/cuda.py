@@ -99,7 +99,7 @@ class CudaTensor(SymbolicTensor):
 
     def data_ptr(self) -> int:
         """The device address of the first element."""
-        return self._ptr
+        return address(self)
 
     def _alias(self) -> "CudaTensor":
         """Another CUDA tensor over the same device memory, without history."""
@@ -179,6 +179,13 @@ def _rebuild_cuda(host: Any) -> CudaTensor:
 # memory and copies
 # ------------------------------------------------------------------------------------------
 
+def address(t: Tensor) -> int:
+    """The device address of a CUDA tensor's first element. (Its `_ptr`, the host address
+    every CPU kernel reads, is None, as a tracer's is: a CPU kernel handed a CUDA tensor
+    fails to pack its arguments instead of reading device memory.)"""
+    return t._storage.ptr + t._offset * t._dtype.itemsize
+
+
 _BACKEND: list[Any] = [None]
 
 
@@ -211,7 +218,7 @@ def upload(t: Tensor, non_blocking: bool = False) -> CudaTensor:
     src = t if t.is_contiguous() else t.contiguous()
     out = empty(src._shape, src._dtype)
     if out._storage.nbytes:
-        _backend().copy_htod(out._ptr, src._ptr, out._storage.nbytes,
+        _backend().copy_htod(address(out), src._ptr, out._storage.nbytes,
                              non_blocking=non_blocking)
     if needs_grad((t,)):
         _record_copy(t, out, True)
@@ -223,7 +230,7 @@ def download(t: CudaTensor) -> Tensor:
     src = t if _dense(t) else contiguous(t)
     out = Tensor._empty(src._shape, src._dtype)
     if src._storage.nbytes and out.numel():
-        _backend().copy_dtoh(out._ptr, src._ptr, out.numel() * out._dtype.itemsize)
+        _backend().copy_dtoh(out._ptr, address(src), out.numel() * out._dtype.itemsize)
     return out
 
 
@@ -281,7 +288,7 @@ def _copy_kernel(dst: CudaTensor, src: CudaTensor) -> None:
     if k is None:
         k = _copies[key] = CopyKernel(dst._dtype, src._dtype, tuple(shape), tuple(d_strides),
                                       tuple(s_strides or [0]))
-    k(dst._ptr, src._ptr)
+    k(address(dst), address(src))
 
 
 # ------------------------------------------------------------------------------------------
@@ -350,7 +357,7 @@ def run_graph(exe: Any, inputs: Sequence[CudaTensor]) -> list[CudaTensor]:
     """Run a `CudaGraph` on CUDA tensors (made dense first); new output tensors."""
     dense = [t if _dense(t) else contiguous(t) for t in inputs]
     outs = [empty(o.shape, o.dtype) for o in exe.graph.outputs]
-    exe.run([t._ptr for t in dense], [o._ptr for o in outs])
+    exe.run([address(t) for t in dense], [address(o) for o in outs])
     return outs
 
 
@@ -559,9 +566,10 @@ def device_aware(fn: Callable[..., Tensor], like: bool = False) -> Callable[...,
 class CudaExecutable:
     """A compiled function's graph on the GPU: `exe(*tensors) -> list[CudaTensor]`.
 
-    Arguments are checked against the graph's parameters (dtype and shape); CPU tensors
-    of one element are copied to the device (PyTorch treats them as numbers), any other
-    CPU tensor is a device mix-up; strided CUDA tensors are made dense first.
+    Arguments are checked against the graph's parameters (dtype and shape); host tensors
+    (the function's captured constants: the compiled function's device check has refused
+    host arguments already) are copied to the device; strided CUDA tensors are made dense
+    first.
     """
 
     def __init__(self, graph: Any):
@@ -583,7 +591,8 @@ class CudaExecutable:
         if len(inputs) != len(params):
             raise TypeError(f"compiled graph @{self.graph.name} takes {len(params)} tensors, "
                             f"got {len(inputs)}")
-        device_inputs = _on_device(list(inputs), f"@{self.graph.name}")
+        device_inputs = [t if t.__class__ in CUDA_CLASSES else upload(t.detach())
+                         for t in inputs]      # (host tensors: captured constants)
         for t, p in zip(device_inputs, params):
             if t._dtype is not p.dtype or tuple(t._shape) != tuple(p.shape):
                 raise TypeError(f"compiled graph @{self.graph.name}: argument of "
@@ -600,7 +609,7 @@ class CudaExecutable:
                 outs[j] = x                  # the graph writes output j over input i
         outs = [o if o is not None else empty(g.shape, g.dtype)
                 for o, g in zip(outs, self.graph.outputs)]
-        self.exe.run([t._ptr for t in dense], [o._ptr for o in outs])
+        self.exe.run([address(t) for t in dense], [address(o) for o in outs])
         return outs
 
     def write_in_place(self, pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -632,3 +641,90 @@ def reset() -> None:
     _BACKEND[0] = None
     if _INTERPRETER in interpreters:
         interpreters.remove(_INTERPRETER)
+
+
+# ------------------------------------------------------------------------------------------
+# functions outside the op registry
+# ------------------------------------------------------------------------------------------
+
+_DEVICE_FAILURES = ("can't convert cuda:0 device type tensor to numpy",
+                    "Expected all tensors to be on the same device",
+                    "an argument is not a plain integer",
+                    "this tensor's memory is on the CUDA device")
+_rerunning: list[int] = [0]
+_functions: dict[Any, Any] = {}
+
+
+def _cuda_leaves(tree: Any) -> list[Tensor]:
+    out: list[Tensor] = []
+
+    def walk(x: Any) -> None:
+        if x.__class__ in CUDA_CLASSES:
+            out.append(x)
+        elif isinstance(x, (list, tuple)):
+            for y in x:
+                walk(y)
+        elif isinstance(x, dict):
+            for y in x.values():
+                walk(y)
+    walk(tree)
+    return out
+
+
+def device_failure(error: BaseException, args: tuple, kwargs: dict) -> bool:
+    """Whether `error` is a function's eager code failing on CUDA tensors (reading host
+    memory, making a helper tensor on the CPU), which `rerun` can serve."""
+    if _rerunning[0] or not interpreters or _INTERPRETER not in interpreters:
+        return False
+    text = str(error)
+    return any(f in text for f in _DEVICE_FAILURES) and bool(_cuda_leaves((args, kwargs)))
+
+
+def rerun(fn: Callable[..., Any], op: str, args: tuple, kwargs: dict) -> Any:
+    """Run `fn` on CUDA tensors as one compiled GPU graph (`lg.compile(fn, fullgraph=True)`,
+    made once per function): the tracer sees through its host-side details. A function
+    that does not trace into one graph (data-dependent sizes, host computations) runs on
+    the host on copies, and its tensors are copied back to the device; that path records
+    no gradient, so a CUDA argument that requires grad (in grad mode) raises instead."""
+    from ..compiler.api import CompileError
+    from ..compiler.api import compile as lg_compile
+    compiled = _functions.get(fn)
+    if compiled is None:
+        compiled = _functions[fn] = lg_compile(fn, fullgraph=True)
+    _rerunning[0] += 1
+    try:
+        try:
+            return compiled(*args, **kwargs)
+        except CompileError as e:
+            _note_host(op, e)
+        from ..autograd.grad_mode import is_grad_enabled
+        if is_grad_enabled() and any(t._requires_grad for t in _cuda_leaves((args, kwargs))):
+            raise RuntimeError(f"{op}: on CUDA tensors that require grad this function runs on "
+                               f"the host, where llgrad does not record its gradient yet; "
+                               f"call it under lg.no_grad() or on .cpu() tensors")
+        with no_grad():
+            host_args, host_kwargs = _host_tree((args, kwargs))
+            result = fn(*host_args, **host_kwargs)
+        return _to_device_tree(result)
+    finally:
+        _rerunning[0] -= 1
+
+
+def _host_tree(tree: Any) -> Any:
+    if tree.__class__ in CUDA_CLASSES:
+        return download(tree)
+    if isinstance(tree, (list, tuple)):
+        items = [_host_tree(x) for x in tree]
+        return type(tree)(items) if not hasattr(tree, "_fields") else type(tree)(*items)
+    if isinstance(tree, dict):
+        return {k: _host_tree(v) for k, v in tree.items()}
+    return tree
+
+
+def _register_rerun() -> None:
+    from ..functions import _errors, indexing
+    _errors.DEVICE_RERUN[:] = [device_failure, rerun]
+    indexing._DEVICE_CLASSES.update(CUDA_CLASSES)
+
+
+_register_rerun()

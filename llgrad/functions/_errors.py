@@ -28,16 +28,42 @@ def relabel(error: BaseException, op: str) -> None:
     error.args = (f"{op}: {_INNER_NAME.sub('', message, count=1)}",) + error.args[1:]
 
 
+# (is_device_failure(error, args, kwargs), rerun(fn, op, args, kwargs)), set by
+# `eager.cuda` when it is imported: a function whose eager code cannot take CUDA tensors
+# (a host computation, a helper tensor made on the CPU) runs again compiled for the GPU
+DEVICE_RERUN: list[Any] = [None, None]
+
+
 def names_op(op: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Decorate a function so that a standard error raised inside names `op` (`relabel`).
-    Typed with a ParamSpec: type checkers see the decorated function's own signature."""
+    Typed with a ParamSpec: type checkers see the decorated function's own signature.
+    A call on CUDA tensors that fails because its eager code reads host memory runs
+    again through `DEVICE_RERUN` (see `eager.cuda.rerun`)."""
     def wrap(fn: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(fn)
         def named(*args: P.args, **kwargs: P.kwargs) -> R:
             try:
                 return fn(*args, **kwargs)
             except _STANDARD as e:
+                failed = DEVICE_RERUN[0]
+                if failed is not None and failed(e, args, kwargs):
+                    return DEVICE_RERUN[1](fn, op, args, kwargs)
                 relabel(e, op)
                 raise
         return named
     return wrap
+
+
+def device_rerun(fn: Callable[P, R]) -> Callable[P, R]:
+    """`fn`, served again by `DEVICE_RERUN` when its eager code fails on CUDA tensors (the
+    rerun half of `names_op`, for functions whose own messages already name them)."""
+    @functools.wraps(fn)
+    def served(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except _STANDARD as e:
+            failed = DEVICE_RERUN[0]
+            if failed is not None and failed(e, args, kwargs):
+                return DEVICE_RERUN[1](fn, fn.__name__, args, kwargs)
+            raise
+    return served

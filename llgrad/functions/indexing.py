@@ -73,6 +73,13 @@ def python_index(index: Any) -> Any:
     return index
 
 
+_DEVICE_CLASSES: set[type] = set()      # CUDA tensor classes (filled by eager.cuda)
+
+
+def _getitem_of(x: Tensor, index: Any) -> Tensor:
+    return getitem(x, index)
+
+
 def getitem(x: Tensor, index: Any, name: str | None = None) -> Tensor:
     kind = type(index)
     if kind is list or kind is range or kind is tuple:
@@ -80,6 +87,10 @@ def getitem(x: Tensor, index: Any, name: str | None = None) -> Tensor:
     if getattr(x, "_ctx", None) is not None or _traced_index(index):
         from ..tracer import indexing as traced
         return traced.getitem(x, index)
+    if x.__class__ in _DEVICE_CLASSES:
+        # a CUDA tensor (no host address): the index as one compiled GPU graph
+        from ..eager.cuda import rerun
+        return rerun(_getitem_of, "getitem", (x, index), {})
     out = _first_dim_view(x, index)
     if out is None:
         from ..eager import indexing

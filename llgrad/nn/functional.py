@@ -698,3 +698,19 @@ __all__ += ["celu_", "glu", "hardshrink", "hardsigmoid", "hardswish", "prelu", "
 # The last functional names (llgrad/nn/_residual.py).
 from ._residual import gumbel_softmax, linear_cross_entropy  # noqa: E402
 __all__ += ["gumbel_softmax", "linear_cross_entropy"]
+
+
+
+def _served_on_devices() -> None:
+    """Every public function here also serves CUDA tensors when its eager code cannot
+    (a mask or a count made on the host): `functions._errors.device_rerun`."""
+    import inspect
+    from ..functions._errors import device_rerun
+    g = globals()
+    for name in __all__:
+        fn = g.get(name)
+        if inspect.isfunction(fn):
+            g[name] = device_rerun(fn)
+
+
+_served_on_devices()
