@@ -185,3 +185,38 @@ def test_compiled_training_step_with_cuda_module_matches_cpu():
         results.append((losses, model[2].weight.detach().cpu().numpy()))
     np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-5)
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-5, atol=1e-6)
+
+
+def test_views_share_device_memory_and_index_gradients():
+    x = lg.tensor(rand(4, 6), device="cuda")
+    for view in (x.t(), x.reshape(24), x.unsqueeze(0).expand(2, 4, 6), x[:, 1:3], x[2]):
+        assert view.is_cuda and view._storage is x._storage
+    x[:, 1:3].zero_()                                # a write through a view
+    expect = rand(4, 6)
+    expect[:, 1:3] = 0
+    np.testing.assert_allclose(x.cpu().numpy(), expect)
+    picked = x[lg.tensor([0, 2], device="cuda")]     # advanced index: a kernel, a copy
+    assert picked._storage is not x._storage
+    np.testing.assert_allclose(picked.cpu().numpy(), expect[[0, 2]])
+    a = lg.tensor(rand(5, 3), device="cuda", requires_grad=True)
+    (a[1:4] * 3).sum().backward()
+    np.testing.assert_allclose(a.grad.cpu().numpy()[:, 0], [0, 3, 3, 3, 0])
+    b = lg.tensor(rand(5, 3), device="cuda", requires_grad=True)
+    (b[lg.tensor([0, 0, 4], device="cuda")] * 2).sum().backward()
+    np.testing.assert_allclose(b.grad.cpu().numpy()[:, 0], [4, 0, 0, 0, 2])
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x.sort(1)[0], lambda x: x.topk(2, 1)[0],
+    lambda x: F.avg_pool2d(x.reshape(1, 1, 6, 10), 2),
+    lambda x: F.scaled_dot_product_attention(x.reshape(2, 3, 10), x.reshape(2, 3, 10),
+                                             x.reshape(2, 3, 10), is_causal=True),
+    lambda x: F.max_pool2d(x.reshape(1, 1, 6, 10), 2),
+    lambda x: F.conv2d(x.reshape(1, 1, 6, 10), x[:1, :9].reshape(1, 1, 3, 3)),
+])
+def test_functions_beside_the_registry_on_cuda_match_cpu(fn):
+    a = rand(6, 10)
+    got = fn(lg.tensor(a, device="cuda"))
+    want = fn(lg.tensor(a))
+    assert got.is_cuda
+    np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), rtol=1e-5, atol=1e-5)

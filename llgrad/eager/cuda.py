@@ -33,6 +33,7 @@ from ..autograd.engine import IN_BACKWARD
 from ..autograd.grad_mode import no_grad
 from ..autograd.node import Node, edge
 from ..ir.dtypes import DType
+from ..ir.registry import VIEW_OPS
 from ..schedule.layout import contiguous_strides
 from ..nn.parameter import Parameter
 from ..tensor import SymbolicTensor, Tensor, _row_major_strides
@@ -471,6 +472,20 @@ def _to_device_tree(result: Any) -> Any:
     return result
 
 
+def _view(op: str, operands: Sequence[Any], attrs: dict[str, Any],
+          forward: Callable[..., Tensor]) -> Tensor | None:
+    """A view op's result as a view of the same device memory (the eager forward only
+    computes the new layout), or None when the op must copy (a reshape of a layout that
+    no view expresses): then it runs as a GPU graph."""
+    if forward is None or not operands or operands[0].__class__ not in CUDA_CLASSES:
+        return None
+    try:
+        out = forward(op, operands, attrs)
+    except (TypeError, RuntimeError):
+        return None
+    return out if out._storage is operands[0]._storage else None
+
+
 class CudaInterpreter(Interpreter):
     """Runs every op that meets a CUDA tensor on the GPU (see the module docstring)."""
 
@@ -488,8 +503,10 @@ class CudaInterpreter(Interpreter):
                 forward: Callable[..., Tensor], name: str | None) -> Tensor:
         from ..autograd.apply import apply
         attrs = attrs or {}
-        out = run_op("op", op, operands, attrs,
-                     lambda xs: apply(op, xs, attrs, forward, name))
+        out = _view(op, operands, attrs, forward) if op in VIEW_OPS else None
+        if out is None:
+            out = run_op("op", op, operands, attrs,
+                         lambda xs: apply(op, xs, attrs, forward, name))
         if needs_grad(operands):
             record(op, operands, attrs, out, name)
         return out

@@ -88,13 +88,21 @@ def getitem(x: Tensor, index: Any, name: str | None = None) -> Tensor:
         from ..tracer import indexing as traced
         return traced.getitem(x, index)
     if x.__class__ in _DEVICE_CLASSES:
-        # a CUDA tensor (no host address): the index as one compiled GPU graph
-        from ..eager.cuda import rerun
-        return rerun(_getitem_of, "getitem", (x, index), {})
-    out = _first_dim_view(x, index)
-    if out is None:
-        from ..eager import indexing
-        out = indexing.getitem(x, index)
+        # a CUDA tensor: a basic index is a view of its memory (only the layout is
+        # computed); one that needs a kernel runs as one compiled GPU graph
+        try:
+            out = _first_dim_view(x, index)
+            if out is None:
+                from ..eager import indexing
+                out = indexing.getitem(x, index)
+        except (TypeError, RuntimeError):
+            from ..eager.cuda import rerun
+            return rerun(_getitem_of, "getitem", (x, index), {})
+    else:
+        out = _first_dim_view(x, index)
+        if out is None:
+            from ..eager import indexing
+            out = indexing.getitem(x, index)
     tangent = forward_ad.tangent_of(x) if forward_ad._level[0] else None
     if tangent is not None or (needs_grad([x]) and (out._dtype.is_floating_point or
                                                     out._dtype.is_complex)):
@@ -147,6 +155,9 @@ def index_backward(g: Tensor, shape: tuple[int, ...], index: Any) -> Tensor:
         positions = getitem(ctx.iota(n).reshape(shape), index)
         zeros = ctx.constant(0, g._dtype, shape)
         return scatter_add_linear(zeros, positions, g)
+    if g.__class__ in _DEVICE_CLASSES:          # a CUDA gradient: traced, on the GPU
+        from ..eager.cuda import rerun
+        return rerun(index_backward, "index_backward", (g, shape, index), {})
     from ..eager import indexing
     out = indexing.getitem_backward(shape, g._dtype, index, g)
     if needs_grad([g]):
