@@ -96,7 +96,12 @@ def getitem(x: Tensor, index: Any, name: str | None = None) -> Tensor:
                 from ..eager import indexing
                 out = indexing.getitem(x, index)
         except (TypeError, RuntimeError):
-            from ..eager.cuda import rerun
+            from ..eager.cuda import rerun, upload
+            # index tensors on the host are taken to the device, as PyTorch allows them
+            items = [upload(i.detach()) if isinstance(i, Tensor) and i.__class__ not in
+                     _DEVICE_CLASSES else i for i in
+                     (index if isinstance(index, tuple) else (index,))]
+            index = tuple(items) if isinstance(index, tuple) else items[0]
             return rerun(_getitem_of, "getitem", (x, index), {})
     else:
         out = _first_dim_view(x, index)
