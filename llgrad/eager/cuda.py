@@ -701,8 +701,8 @@ def rerun(fn: Callable[..., Any], op: str, args: tuple, kwargs: dict) -> Any:
     """Run `fn` on CUDA tensors as one compiled GPU graph (`lg.compile(fn, fullgraph=True)`,
     made once per function): the tracer sees through its host-side details. A function
     that does not trace into one graph (data-dependent sizes, host computations) runs on
-    the host on copies, and its tensors are copied back to the device; that path records
-    no gradient, so a CUDA argument that requires grad (in grad mode) raises instead."""
+    the host on copies, and its tensors are copied back to the device; the copies are
+    recorded (`ToCopyBackward0`), so gradients flow through the host computation."""
     from ..compiler.api import CompileError
     from ..compiler.api import compile as lg_compile
     compiled = _functions.get(fn)
@@ -714,22 +714,27 @@ def rerun(fn: Callable[..., Any], op: str, args: tuple, kwargs: dict) -> Any:
             return compiled(*args, **kwargs)
         except CompileError as e:
             _note_host(op, e)
-        from ..autograd.grad_mode import is_grad_enabled
-        if is_grad_enabled() and any(t._requires_grad for t in _cuda_leaves((args, kwargs))):
-            raise RuntimeError(f"{op}: on CUDA tensors that require grad this function runs on "
-                               f"the host, where llgrad does not record its gradient yet; "
-                               f"call it under lg.no_grad() or on .cpu() tensors")
-        with no_grad():
-            host_args, host_kwargs = _host_tree((args, kwargs))
-            result = fn(*host_args, **host_kwargs)
-        return _to_device_tree(result)
+        # on the host: the copies record their own nodes (ToCopyBackward0), so autograd
+        # runs through the host computation and back to the CUDA arguments
+        host_args, host_kwargs = _host_tree((args, kwargs))
+        return _device_tree(fn(*host_args, **host_kwargs))
     finally:
         _rerunning[0] -= 1
 
 
+def _device_tree(result: Any) -> Any:
+    """Host results of a function on the device, as `upload` records them."""
+    if isinstance(result, Tensor):
+        return upload(result) if result.__class__ not in CUDA_CLASSES else result
+    if isinstance(result, (list, tuple)):
+        items = [_device_tree(r) for r in result]
+        return type(result)(items) if not hasattr(result, "_fields") else type(result)(*items)
+    return result
+
+
 def _host_tree(tree: Any) -> Any:
     if tree.__class__ in CUDA_CLASSES:
-        return download(tree)
+        return to_host(tree)
     if isinstance(tree, (list, tuple)):
         items = [_host_tree(x) for x in tree]
         return type(tree)(items) if not hasattr(tree, "_fields") else type(tree)(*items)

@@ -486,6 +486,10 @@ def copy_into(dst: Tensor, src: Tensor | Scalar) -> Tensor:
     if dst._storage.__class__ is _DEVICE_STORAGE[0]:
         from .cuda import copy_into as device_copy
         return device_copy(dst, src)
+    if src.__class__ is _DEVICE_STORAGE[1] or (isinstance(src, Tensor) and
+                                               src._storage.__class__ is _DEVICE_STORAGE[0]):
+        from .cuda import download          # device values into host memory
+        src = download(src)
     d = src._dtype if isinstance(src, Tensor) else dst._dtype
     if isinstance(src, Tensor) and src._shape != dst._shape and \
             broadcast_shapes(src._shape, dst._shape, op="copy_") != dst._shape:

@@ -826,3 +826,19 @@ def fftshift(input: Tensor, dim: Any = None) -> Tensor:
 def ifftshift(input: Tensor, dim: Any = None) -> Tensor:
     """The inverse of `fftshift`: roll each of `dim` (default all) by (n+1)//2."""
     return _shift("ifftshift", input, dim, True)
+
+
+
+def _served_on_devices() -> None:
+    """Every public function here also serves CUDA tensors when its eager code cannot
+    (a host computation): `functions._errors.device_rerun`."""
+    import inspect as _inspect
+    from ..functions._errors import device_rerun
+    g = globals()
+    for name in list(g.get("__all__", [])):
+        fn = g.get(name)
+        if _inspect.isfunction(fn):
+            g[name] = device_rerun(fn)
+
+
+_served_on_devices()

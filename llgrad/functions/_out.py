@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from ..ir import dtypes as dt
 from ..tensor import Tensor
+from ._errors import DEVICE_RERUN
 
 # The `lg.*` functions whose PyTorch counterpart takes `out=` (an `out` overload in ATen's
 # schemas, as read by llgrad/_api_coverage.py from torch 2.13).
@@ -162,7 +163,13 @@ def with_out(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, out: Any = None, **kwargs: Any) -> Any:
         if out is None:
-            return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            except (RuntimeError, TypeError) as e:     # eager code that cannot take CUDA
+                failed = DEVICE_RERUN[0]               # tensors: served again
+                if failed is not None and failed(e, args, kwargs):
+                    return DEVICE_RERUN[1](fn, name, args, kwargs)
+                raise
         if creation and "dtype" not in kwargs and isinstance(out, Tensor):
             kwargs["dtype"] = out._dtype
         return store(name, fn(*args, **kwargs), out)

@@ -116,7 +116,7 @@ def bind() -> None:
     T.new_zeros = _new_sized(creation.zeros, "zeros")
     T.new_ones = _new_sized(creation.ones, "ones")
     T.new_tensor = lambda self, data, **kw: __import__("llgrad").tensor(
-        data, **({"dtype": self._dtype} | kw))
+        data, **({"dtype": self._dtype} | ({"device": "cuda"} if self.is_cuda else {}) | kw))
     from .legacy import tensor_type
     T.type = tensor_type
     for name, fn in inplace.make_inplace_methods().items():
@@ -134,6 +134,8 @@ def _new_sized(make: Any, name: str) -> Any:
         if "out" in kw:
             return getattr(__import__("llgrad"), name)(*size, **({"dtype": self._dtype} | kw))
         kw.setdefault("dtype", self._dtype)
+        if self.is_cuda:
+            kw.setdefault("device", "cuda")
         return make(*size, **kw)
     method.__name__ = method.__qualname__ = f"new_{name}"
     method.__doc__ = (f"A tensor of `size` filled with {name[:-1]}s, of this tensor's dtype "

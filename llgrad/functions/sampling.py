@@ -587,6 +587,8 @@ def randint_like(input: Tensor, low: int = 0, high: int | None = None, *,
                         f"{type(input).__name__}")
     if high is None:
         low, high = 0, low
+    if device is None and input.is_cuda:
+        device = "cuda"                              # (the input's device, as PyTorch)
     return randint(low, high, input._shape, generator=generator,
                    dtype=dtype or input._dtype, layout=layout, device=device,
                    requires_grad=requires_grad)

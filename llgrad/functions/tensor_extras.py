@@ -1008,11 +1008,14 @@ def _size_tuple(size: Any, op: str) -> tuple[int, ...]:
 
 
 def _new_kw(self: Tensor, kwargs: dict[str, Any]) -> dict[str, Any]:
-    if not kwargs:
+    """A `new_*` method's creation keywords: this tensor's dtype and device unless given."""
+    if not kwargs and not self.is_cuda:
         return {"dtype": self._dtype}
     kw = dict(kwargs)
     if kw.get("dtype") is None:
         kw["dtype"] = self._dtype
+    if kw.get("device") is None and self.is_cuda:
+        kw["device"] = "cuda"
     return kw
 
 
@@ -1464,3 +1467,15 @@ for _name, _d in [("float", dt.float32), ("double", dt.float64), ("half", dt.flo
                   ("bool", dt.bool_), ("short", dt.int16), ("char", dt.int8),
                   ("byte", dt.uint8), ("cfloat", dt.complex64), ("cdouble", dt.complex128)]:
     METHODS[_name] = _cast_with_format(_d)
+
+
+
+def _on_devices() -> None:
+    """Creation functions here accept device="cuda" (see `eager.cuda.device_aware`)."""
+    from ..eager.cuda import device_aware
+    g = globals()
+    for name in ("empty_strided", "scalar_tensor", "logspace"):
+        g[name] = device_aware(g[name])
+
+
+_on_devices()

@@ -403,3 +403,19 @@ def _polynomial_value(name: str, x: Any, nv: float, t: Any) -> Any:
             break
         p, q = q, step(m, q, p)
     return q
+
+
+
+def _served_on_devices() -> None:
+    """Every public function here also serves CUDA tensors when its eager code cannot
+    (a host computation): `functions._errors.device_rerun`."""
+    import inspect as _inspect
+    from ..functions._errors import device_rerun
+    g = globals()
+    for name in list(g.get("__all__", [])):
+        fn = g.get(name)
+        if _inspect.isfunction(fn):
+            g[name] = device_rerun(fn)
+
+
+_served_on_devices()
