@@ -55,9 +55,9 @@ def _row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return strides
 
 
-# (CudaStorage, CudaTensor) once `eager.cuda` is imported: `_make` over device memory
-# makes a CUDA tensor, whatever class asked
-_DEVICE_STORAGE: list[Any] = [(), None]
+# (CudaStorage, {host class: its CUDA class}) once `eager.cuda` is imported: `_make` over
+# device memory makes a CUDA tensor (a Tensor a CudaTensor, a Parameter a CudaParameter)
+_DEVICE_STORAGE: list[Any] = [(), {}]
 
 
 class Tensor:
@@ -77,8 +77,9 @@ class Tensor:
     @classmethod
     def _make(cls, storage: Storage, offset: int, shape: tuple[int, ...],
               strides: tuple[int, ...], dtype: DType, base: "Tensor | None" = None) -> "Tensor":
-        if storage.__class__ is _DEVICE_STORAGE[0]:      # device memory: a CUDA tensor
-            cls = _DEVICE_STORAGE[1]
+        device = storage.__class__ is _DEVICE_STORAGE[0]
+        if device:                                       # device memory: a CUDA tensor
+            cls = _DEVICE_STORAGE[1].get(cls, cls)
         t = _new(cls)
         t._storage = storage
         t._offset = offset
@@ -86,8 +87,7 @@ class Tensor:
         t._strides = strides
         t._dtype = dtype
         # (device memory has no host address: None, so that no CPU kernel can take it)
-        t._ptr = storage.ptr + offset * dtype.itemsize if cls is not _DEVICE_STORAGE[1] \
-            else None
+        t._ptr = None if device else storage.ptr + offset * dtype.itemsize
         t._lkey = (dtype, shape, strides)          # what selects a cached launch plan
         t._init_state(base)
         if storage.inference:       # memory made under inference_mode: every view of it

@@ -643,7 +643,7 @@ def _register() -> None:
     from .. import tensor
     from ..autograd import engine
     engine._CUDA[0] = CudaTensor
-    tensor._DEVICE_STORAGE[:] = [CudaStorage, CudaTensor]
+    tensor._DEVICE_STORAGE[:] = [CudaStorage, dict(_DEVICE_CLASS)]
 
 
 _register()

@@ -486,8 +486,7 @@ def copy_into(dst: Tensor, src: Tensor | Scalar) -> Tensor:
     if dst._storage.__class__ is _DEVICE_STORAGE[0]:
         from .cuda import copy_into as device_copy
         return device_copy(dst, src)
-    if src.__class__ is _DEVICE_STORAGE[1] or (isinstance(src, Tensor) and
-                                               src._storage.__class__ is _DEVICE_STORAGE[0]):
+    if isinstance(src, Tensor) and src._storage.__class__ is _DEVICE_STORAGE[0]:
         from .cuda import download          # device values into host memory
         src = download(src)
     d = src._dtype if isinstance(src, Tensor) else dst._dtype
