@@ -257,11 +257,15 @@ def execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_g
                              accumulate=accumulate)
     IN_BACKWARD[0] += 1
     try:
-        return _execute_pass(roots, grads, retain_graph=retain_graph,
-                             create_graph=create_graph, capture=capture,
-                             accumulate=accumulate)
+        captured = _execute_pass(roots, grads, retain_graph=retain_graph,
+                                 create_graph=create_graph, capture=capture,
+                                 accumulate=accumulate)
     finally:
         IN_BACKWARD[0] -= 1
+    if capture is not None:      # a rule's host-made gradient for a CUDA input: moved
+        captured = [g.cuda() if g is not None and t._ptr is None and t._storage is not None
+                    and g._ptr is not None else g for t, g in zip(capture, captured)]
+    return captured
 
 
 def _execute_pass(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *,
@@ -515,6 +519,9 @@ def _leaf_hooks(leaf: Tensor, g: Tensor) -> Tensor:
 def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
     """Add `g` (already through the leaf's own hooks, `_leaf_hooks`) into `leaf.grad`."""
     traced = getattr(g, "_ctx", None) is not None     # backward() inside a compiled step
+    if _CUDA[0] is not None and leaf._ptr is None and g._ptr is not None and \
+            leaf._storage is not None and not traced:
+        g = g.cuda()             # a rule's host-made gradient for a CUDA leaf
     if leaf._grad is None:
         leaf._grad = g if create_graph or traced else g.detach().clone()
     elif create_graph or traced:

@@ -469,8 +469,13 @@ def _reads(g: Graph) -> set:
 
 
 def _is_one(g: Tensor) -> bool:
-    """Whether a one-element cotangent is exactly 1 (read without autograd)."""
-    return is_seed(g) or g._values().reshape(-1)[0] == 1
+    """Whether a one-element cotangent is exactly 1 (read without autograd; a device
+    tensor's value is read from the device)."""
+    if is_seed(g):
+        return True
+    if g._ptr is None and g._storage is not None:       # in device memory
+        return g.detach().cpu().item() == 1
+    return g._values().reshape(-1)[0] == 1
 
 
 class CompiledBackward(Node):

@@ -309,7 +309,10 @@ class ToCopyBackward0(Node):
         g = grads[0]
         if g is None:
             return (None,)
-        return (to_host(g) if self.to_device else upload(g),)
+        on_device = g.__class__ in CUDA_CLASSES
+        if self.to_device:                    # the source is on the host
+            return (to_host(g) if on_device else g,)
+        return (g if on_device else upload(g),)
 
 
 def _record_copy(source: Tensor, out: Tensor, to_device: bool) -> None:
@@ -525,9 +528,42 @@ _INTERPRETER = CudaInterpreter()
 
 
 def _install() -> None:
-    """Put the CUDA interpreter at the bottom of the stack (once)."""
+    """Put the CUDA interpreter at the bottom of the stack (once), and have functions'
+    host-made results follow their CUDA arguments (`functions._errors.DEVICE_OUTPUTS`)."""
     if _INTERPRETER not in interpreters:
         interpreters.insert(0, _INTERPRETER)
+    from ..functions import _errors
+    _errors.DEVICE_OUTPUTS[0] = _outputs_on_device
+
+
+def _outputs_on_device(result: Any, args: tuple, kwargs: dict) -> Any:
+    """`result` with its host tensors copied to the device when the call had CUDA
+    arguments and no host ones (what PyTorch's op would return)."""
+    if not _has_host_tensor(result) or not _cuda_leaves((args, kwargs)):
+        return result
+    leaves: list[Any] = []
+
+    def walk(x: Any) -> None:
+        if isinstance(x, Tensor):
+            leaves.append(x)
+        elif isinstance(x, (list, tuple)):
+            for y in x:
+                walk(y)
+        elif isinstance(x, dict):
+            for y in x.values():
+                walk(y)
+    walk((args, kwargs))
+    if any(t.__class__ not in CUDA_CLASSES and t.dim() for t in leaves):
+        return result                       # host arguments too: leave it alone
+    return _device_tree(result)
+
+
+def _has_host_tensor(x: Any) -> bool:
+    if isinstance(x, Tensor):
+        return x.__class__ not in CUDA_CLASSES and x._storage is not None
+    if isinstance(x, (list, tuple)):
+        return any(_has_host_tensor(y) for y in x)
+    return False
 
 
 def is_cuda_tensor(x: Any) -> bool:
@@ -656,6 +692,8 @@ def reset() -> None:
     _copies.clear()
     _logged.clear()
     _BACKEND[0] = None
+    from ..functions import _errors
+    _errors.DEVICE_OUTPUTS[0] = None
     if _INTERPRETER in interpreters:
         interpreters.remove(_INTERPRETER)
 

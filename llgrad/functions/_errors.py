@@ -32,6 +32,10 @@ def relabel(error: BaseException, op: str) -> None:
 # `eager.cuda` when it is imported: a function whose eager code cannot take CUDA tensors
 # (a host computation, a helper tensor made on the CPU) runs again compiled for the GPU
 DEVICE_RERUN: list[Any] = [None, None]
+# outputs(result, args, kwargs): a function's results where its CUDA arguments are (an edge
+# case of its eager code, such as an empty input, may make a result on the host); set by
+# `eager.cuda` once a CUDA tensor exists
+DEVICE_OUTPUTS: list[Any] = [None]
 
 
 def names_op(op: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
@@ -60,10 +64,30 @@ def device_rerun(fn: Callable[P, R]) -> Callable[P, R]:
     @functools.wraps(fn)
     def served(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
+            if DEVICE_OUTPUTS[0] is not None:       # (set while CUDA tensors exist)
+                return DEVICE_OUTPUTS[0](result, args, kwargs)
+            return result
         except _STANDARD as e:
             failed = DEVICE_RERUN[0]
             if failed is not None and failed(e, args, kwargs):
                 return DEVICE_RERUN[1](fn, fn.__name__, args, kwargs)
             raise
     return served
+
+
+def serve_on_devices(namespace: dict[str, Any], names: Any = None) -> None:
+    """Wrap a module's public functions (`names`, default its `__all__`) with
+    `device_rerun`, in its globals and in its `METHODS` table (the Tensor methods bound
+    from it), so that they serve CUDA tensors where their eager code cannot."""
+    import inspect
+    wrapped: dict[int, Any] = {}
+    for name in list(names if names is not None else namespace.get("__all__", [])):
+        fn = namespace.get(name)
+        if inspect.isfunction(fn):
+            wrapped[id(fn)] = namespace[name] = device_rerun(fn)
+    methods = namespace.get("METHODS")
+    if isinstance(methods, dict):
+        for key, fn in list(methods.items()):
+            if id(fn) in wrapped:
+                methods[key] = wrapped[id(fn)]

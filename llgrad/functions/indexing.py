@@ -494,3 +494,11 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     op = "scatter_add"
     offsets = _scatter_offsets(op, input, dim, index)
     return scatter_add_linear(input, offsets, _scatter_source(op, input, index, src))
+
+
+def _served_on_devices() -> None:
+    from ._errors import serve_on_devices
+    serve_on_devices(globals(), ["argwhere"])
+
+
+_served_on_devices()

@@ -334,3 +334,11 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
 
 
 METHODS.update({"stft": stft, "istft": istft})
+
+
+def _served_on_devices() -> None:
+    from ._errors import serve_on_devices
+    serve_on_devices(globals())
+
+
+_served_on_devices()

@@ -1125,3 +1125,11 @@ METHODS.update({name: globals()[name] for name in (
     "quantile", "nanquantile", "nansum", "nanmean", "aminmax", "histc", "histogram",
     "bincount", "diff", "cov", "corrcoef", "renorm")})
 METHODS.update(_inplace_methods())
+
+
+def _served_on_devices() -> None:
+    from ._errors import serve_on_devices
+    serve_on_devices(globals())
+
+
+_served_on_devices()
