@@ -1318,3 +1318,11 @@ METHODS: dict[str, Callable[..., Any]] = {
     "swapaxes_": transpose_, "swapdims_": transpose_,
     "tril_": _tri_("tril"), "triu_": _tri_("triu"),
 }
+
+
+def _served_on_devices() -> None:
+    from ._errors import serve_on_devices
+    serve_on_devices(globals(), ["combinations"])
+
+
+_served_on_devices()
