@@ -456,7 +456,7 @@ def run_op(kind: str, op: str, operands: Sequence[Any], attrs: Any,
     with no_grad():
         host = [download(t) for t in device_tensors]
         result = call(rebuild(host))
-    return _to_device_tree(result)
+    return _device_tree(result)
 
 
 def _note_host(op: str, error: BaseException) -> None:
@@ -464,15 +464,6 @@ def _note_host(op: str, error: BaseException) -> None:
         _logged.add(op)
         _log.log("graph_breaks", f"cuda: {op} runs on the host ({type(error).__name__}: "
                                  f"{error})")
-
-
-def _to_device_tree(result: Any) -> Any:
-    if isinstance(result, Tensor):
-        return upload(result.detach())
-    if isinstance(result, (list, tuple)):
-        items = [_to_device_tree(r) for r in result]
-        return type(result)(items) if not hasattr(result, "_fields") else type(result)(*items)
-    return result
 
 
 def _view(op: str, operands: Sequence[Any], attrs: dict[str, Any],
@@ -539,22 +530,12 @@ def _install() -> None:
 def _outputs_on_device(result: Any, args: tuple, kwargs: dict) -> Any:
     """`result` with its host tensors copied to the device when the call had CUDA
     arguments and no host ones (what PyTorch's op would return)."""
-    if not _has_host_tensor(result) or not _cuda_leaves((args, kwargs)):
+    if not _has_host_tensor(result):
         return result
-    leaves: list[Any] = []
-
-    def walk(x: Any) -> None:
-        if isinstance(x, Tensor):
-            leaves.append(x)
-        elif isinstance(x, (list, tuple)):
-            for y in x:
-                walk(y)
-        elif isinstance(x, dict):
-            for y in x.values():
-                walk(y)
-    walk((args, kwargs))
-    if any(t.__class__ not in CUDA_CLASSES and t.dim() for t in leaves):
-        return result                       # host arguments too: leave it alone
+    leaves = _tensor_leaves((args, kwargs))
+    if not any(t.__class__ in CUDA_CLASSES for t in leaves) or \
+            any(t.__class__ not in CUDA_CLASSES and t.dim() for t in leaves):
+        return result                       # no CUDA arguments, or host ones too
     return _device_tree(result)
 
 
@@ -675,16 +656,6 @@ class CudaExecutable:
         return list(self._in_place)
 
 
-def _register() -> None:
-    from .. import tensor
-    from ..autograd import engine
-    engine._CUDA[0] = CudaTensor
-    tensor._DEVICE_STORAGE[:] = [CudaStorage, dict(_DEVICE_CLASS)]
-
-
-_register()
-
-
 def reset() -> None:
     """Forget every compiled kernel and take the CUDA interpreter off the stack (the
     backend is being replaced: tests switching the emulator on and off)."""
@@ -710,11 +681,12 @@ _rerunning: list[int] = [0]
 _functions: dict[Any, Any] = {}
 
 
-def _cuda_leaves(tree: Any) -> list[Tensor]:
+def _tensor_leaves(tree: Any) -> list[Tensor]:
+    """The tensors in nested lists, tuples and dicts of a call's arguments."""
     out: list[Tensor] = []
 
     def walk(x: Any) -> None:
-        if x.__class__ in CUDA_CLASSES:
+        if isinstance(x, Tensor):
             out.append(x)
         elif isinstance(x, (list, tuple)):
             for y in x:
@@ -724,6 +696,10 @@ def _cuda_leaves(tree: Any) -> list[Tensor]:
                 walk(y)
     walk(tree)
     return out
+
+
+def _cuda_leaves(tree: Any) -> list[Tensor]:
+    return [t for t in _tensor_leaves(tree) if t.__class__ in CUDA_CLASSES]
 
 
 def device_failure(error: BaseException, args: tuple, kwargs: dict) -> bool:
@@ -781,10 +757,17 @@ def _host_tree(tree: Any) -> Any:
     return tree
 
 
-def _register_rerun() -> None:
+def _register() -> None:
+    """Tell the layers below about CUDA tensors: the tensor class (device storage makes
+    CUDA tensors), the engine (seeds and backward's helper tensors), the functions'
+    rerun hook and indexing."""
+    from .. import tensor
+    from ..autograd import engine
     from ..functions import _errors, indexing
+    engine._CUDA[0] = CudaTensor
+    tensor._DEVICE_STORAGE[:] = [CudaStorage, dict(_DEVICE_CLASS)]
     _errors.DEVICE_RERUN[:] = [device_failure, rerun]
     indexing._DEVICE_CLASSES.update(CUDA_CLASSES)
 
 
-_register_rerun()
+_register()
