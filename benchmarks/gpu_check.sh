@@ -15,7 +15,7 @@
 #   4. the copy bandwidth (torch, 2 GiB), then for each workload B1 B6 B8 B2 and each
 #      library llgrad torch torch.compile jax.jit one process of benchmarks/gpu_bench.py
 #      (`timeout 90` each) appending its record to $OUT/gpu_bench.jsonl; once the budget
-#      (GPU_CHECK_BUDGET, 420 s from the start) is spent the remaining cells are skipped,
+#      (GPU_CHECK_BUDGET, 360 s from the start; the variants after it get 60 s more) is spent the remaining cells are skipped,
 #      each with a "skipped" record, and the script says so;
 #   5. benchmarks/gpu_report.py: the table into $OUT/gpu_report.md, printed last.
 # Everything printed is also in $OUT/gpu_check.log, each process's stderr in $OUT/logs/.
@@ -41,7 +41,7 @@ command -v "$PY" >/dev/null 2>&1 || PY=python3
 JSONL="$OUT/gpu_bench.jsonl"
 REPORT="$OUT/gpu_report.md"
 SIZE="${GPU_BENCH_SIZE:-scaled}"
-BUDGET="${GPU_CHECK_BUDGET:-420}"
+BUDGET="${GPU_CHECK_BUDGET:-360}"
 CELL_BUDGET="${GPU_BENCH_BUDGET:-1.0}"
 BENCH_TIMEOUT="${GPU_BENCH_TIMEOUT:-90}"
 T0=$SECONDS
@@ -181,7 +181,7 @@ finish "benchmark" 0
 
 begin "4b. llgrad variants (GPU_CHECK_VARIANTS: workload:VAR=value,VAR=value ...)"
 VARIANTS="${GPU_CHECK_VARIANTS-B1:LLGRAD_GPU_PIECES=1024 B1:LLGRAD_GPU_MATH=libdevice B6:LLGRAD_GPU_ROW_THREADS=256 B6:LLGRAD_GPU_PIECES=1024 B6:LLGRAD_GPU_ROW_THREADS=256,LLGRAD_GPU_PIECES=1024 B8:LLGRAD_GPU_MATH=libdevice}"
-VARIANT_BUDGET="${GPU_CHECK_VARIANT_BUDGET:-80}"
+VARIANT_BUDGET="${GPU_CHECK_VARIANT_BUDGET:-60}"
 for v in $VARIANTS; do
     w=${v%%:*}
     settings=${v#*:}
