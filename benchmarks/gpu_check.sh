@@ -15,8 +15,10 @@
 #   4. the copy bandwidth (torch, 2 GiB), then for each workload B1 B6 B8 B2 and each
 #      library llgrad torch torch.compile jax.jit one process of benchmarks/gpu_bench.py
 #      (`timeout 90` each) appending its record to $OUT/gpu_bench.jsonl; once the budget
-#      (GPU_CHECK_BUDGET, 360 s from the start; the variants after it get 60 s more) is spent the remaining cells are skipped,
+#      (GPU_CHECK_BUDGET, 360 s from the start) is spent the remaining cells are skipped,
 #      each with a "skipped" record, and the script says so;
+#   4b. llgrad variants of its GPU settings (GPU_CHECK_VARIANTS), in 60 s more
+#      (GPU_CHECK_VARIANT_BUDGET), one line each;
 #   5. benchmarks/gpu_report.py: the table into $OUT/gpu_report.md, printed last.
 # Everything printed is also in $OUT/gpu_check.log, each process's stderr in $OUT/logs/.
 # There is deliberately no `set -e`: one failing step does not stop the others.
