@@ -61,8 +61,10 @@ def new_kernel(module: ir.Module, name: str) -> tuple[ir.Function, ir.IRBuilder,
 
 
 @contextlib.contextmanager
-def for_range(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, name: str = "i") -> Iterator[ir.Value]:
-    """`for (i = lo; i < hi; ++i)`: yields the induction variable; body goes in the block."""
+def for_range(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, name: str = "i",
+              step: ir.Value | None = None) -> Iterator[ir.Value]:
+    """`for (i = lo; i < hi; i += step)` (step 1 by default): yields the induction
+    variable; body goes in the block."""
     fn = b.function
     pre = b.block
     header = fn.append_basic_block(f"{name}.header")
@@ -75,7 +77,7 @@ def for_range(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, name: str = "i") -> I
     b.cbranch(b.icmp_signed("<", i, hi), body, exit_)
     b.position_at_end(body)
     yield i
-    nxt = b.add(i, I64(1), name=f"{name}.next", flags=("nsw",))
+    nxt = b.add(i, I64(1) if step is None else step, name=f"{name}.next", flags=("nsw",))
     i.add_incoming(nxt, b.block)
     b.branch(header)
     b.position_at_end(exit_)
@@ -83,8 +85,9 @@ def for_range(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, name: str = "i") -> I
 
 @contextlib.contextmanager
 def accumulate(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, init: list[ir.Value],
-               name: str = "r") -> Iterator[tuple[ir.Value, list[ir.Value], list[ir.Value]]]:
-    """A loop carrying values in registers (reduction accumulators).
+               name: str = "r", step: ir.Value | None = None
+               ) -> Iterator[tuple[ir.Value, list[ir.Value], list[ir.Value]]]:
+    """A loop carrying values in registers (reduction accumulators), `i += step` (1).
 
     Yields `(i, current, updated)`: the body reads `current` and fills `updated` in place
     (same length); after the block, `updated` holds the final values (the phis at exit).
@@ -109,7 +112,7 @@ def accumulate(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, init: list[ir.Value]
     yield i, list(phis), updated
     assert len(updated) == len(phis), "accumulate: body must fill `updated`"
     end = b.block
-    i.add_incoming(b.add(i, I64(1), flags=("nsw",)), end)
+    i.add_incoming(b.add(i, I64(1) if step is None else step, flags=("nsw",)), end)
     for p, v in zip(phis, updated):
         p.add_incoming(v, end)
     b.branch(header)

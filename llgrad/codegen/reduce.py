@@ -53,6 +53,30 @@ def extreme(b: ir.IRBuilder, is_max: bool, a: ir.Value, v: ir.Value, d: DType) -
     return b.select(cmp(">" if is_max else "<", v, a), v, a)
 
 
+def arg_update(b: ir.IRBuilder, is_max: bool, best: ir.Value, best_i: ir.Value,
+               v: ir.Value, i: ir.Value, d: DType) -> list[ir.Value]:
+    """The (value, index) an arg reduction keeps: the better value; NaN beats everything;
+    among equal extremes (or two NaNs) the smaller flat index.
+
+    The rule is independent of visiting order, so loops may be reordered and chunks (or
+    a GPU's threads) combined in any order and still return PyTorch's (first) index.
+    """
+    earlier = b.icmp_signed("<", i, best_i)
+    if d.is_floating_point:
+        better = b.fcmp_ordered(">" if is_max else "<", v, best)
+        equal = b.fcmp_ordered("==", v, best)
+        v_nan = b.fcmp_unordered("uno", v, v)
+        best_nan = b.fcmp_unordered("uno", best, best)
+        tie = b.or_(equal, b.and_(v_nan, best_nan))
+        take = b.or_(b.or_(better, b.and_(tie, earlier)),
+                     b.and_(v_nan, b.xor(best_nan, I1(1))))
+    else:
+        cmp = b.icmp_signed if d.kind == "i" else b.icmp_unsigned
+        better = cmp(">" if is_max else "<", v, best)
+        take = b.or_(better, b.and_(b.icmp_signed("==", v, best), earlier))
+    return [b.select(take, v, best, name="best"), b.select(take, i, best_i, name="best_i")]
+
+
 class _Emitter:
     """Builds one reduction kernel; methods emit the pieces of the loop nest."""
 
@@ -191,26 +215,7 @@ class _Emitter:
 
     def arg_update(self, is_max: bool, best: ir.Value, best_i: ir.Value, v: ir.Value,
                    i: ir.Value, d: DType) -> list[ir.Value]:
-        """Keep the smaller flat index among equal extremes; NaN beats everything.
-
-        The rule is independent of visiting order, so loops may be reordered and chunks
-        combined in any order and still return PyTorch's (first) index.
-        """
-        b = self.b
-        earlier = b.icmp_signed("<", i, best_i)
-        if d.is_floating_point:
-            better = b.fcmp_ordered(">" if is_max else "<", v, best)
-            equal = b.fcmp_ordered("==", v, best)
-            v_nan = b.fcmp_unordered("uno", v, v)
-            best_nan = b.fcmp_unordered("uno", best, best)
-            tie = b.or_(equal, b.and_(v_nan, best_nan))
-            take = b.or_(b.or_(better, b.and_(tie, earlier)),
-                         b.and_(v_nan, b.xor(best_nan, I1(1))))
-        else:
-            cmp = b.icmp_signed if d.kind == "i" else b.icmp_unsigned
-            better = cmp(">" if is_max else "<", v, best)
-            take = b.or_(better, b.and_(b.icmp_signed("==", v, best), earlier))
-        return [b.select(take, v, best, name="best"), b.select(take, i, best_i, name="best_i")]
+        return arg_update(self.b, is_max, best, best_i, v, i, d)
 
     def element_index(self, off: ir.Value, index: ir.Value | None) -> ir.Value | None:
         if not self.spec.is_arg:

@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import _log
+from .. import _log, pytree
 from ..autograd.apply import Interpreter, interpreters, needs_grad, record
 from ..autograd.engine import IN_BACKWARD
 from ..autograd.grad_mode import no_grad
@@ -366,38 +366,17 @@ def run_graph(exe: Any, inputs: Sequence[CudaTensor]) -> list[CudaTensor]:
 
 
 def _flatten_operands(operands: Sequence[Any]) -> tuple[list[Tensor], Callable[[list], list]]:
-    """The tensors among `operands` (one level of lists for cat/stack) and a function
-    that puts replacements back in their places."""
-    tensors: list[Tensor] = []
-    layout: list[Any] = []
-    for o in operands:
-        if isinstance(o, Tensor):
-            layout.append(len(tensors))
-            tensors.append(o)
-        elif isinstance(o, (list, tuple)) and any(isinstance(x, Tensor) for x in o):
-            inner = []
-            for x in o:
-                if isinstance(x, Tensor):
-                    inner.append(len(tensors))
-                    tensors.append(x)
-                else:
-                    inner.append(("v", x))
-            layout.append((type(o), inner))
-        else:
-            layout.append(("v", o))
+    """The tensors among `operands` (also inside lists, as cat's) and a function that
+    puts replacements back in their places."""
+    flat, treedef = pytree.flatten(list(operands))
+    at = [k for k, x in enumerate(flat) if isinstance(x, Tensor)]
 
     def rebuild(values: list) -> list:
-        out = []
-        for item in layout:
-            if isinstance(item, int):
-                out.append(values[item])
-            elif item[0] == "v":
-                out.append(item[1])
-            else:
-                kind, inner = item
-                out.append(kind(values[i] if isinstance(i, int) else i[1] for i in inner))
-        return out
-    return tensors, rebuild
+        filled = list(flat)
+        for k, v in zip(at, values):
+            filled[k] = v
+        return pytree.unflatten(treedef, filled)
+    return [flat[k] for k in at], rebuild
 
 
 def _on_device(tensors: list[Tensor], op: str) -> list[CudaTensor]:
@@ -530,21 +509,14 @@ def _install() -> None:
 def _outputs_on_device(result: Any, args: tuple, kwargs: dict) -> Any:
     """`result` with its host tensors copied to the device when the call had CUDA
     arguments and no host ones (what PyTorch's op would return)."""
-    if not _has_host_tensor(result):
+    if not any(isinstance(t, Tensor) and t.__class__ not in CUDA_CLASSES and
+               t._storage is not None for t in pytree.leaves(result)):
         return result
     leaves = _tensor_leaves((args, kwargs))
     if not any(t.__class__ in CUDA_CLASSES for t in leaves) or \
             any(t.__class__ not in CUDA_CLASSES and t.dim() for t in leaves):
         return result                       # no CUDA arguments, or host ones too
     return _device_tree(result)
-
-
-def _has_host_tensor(x: Any) -> bool:
-    if isinstance(x, Tensor):
-        return x.__class__ not in CUDA_CLASSES and x._storage is not None
-    if isinstance(x, (list, tuple)):
-        return any(_has_host_tensor(y) for y in x)
-    return False
 
 
 def is_cuda_tensor(x: Any) -> bool:
@@ -682,20 +654,8 @@ _functions: dict[Any, Any] = {}
 
 
 def _tensor_leaves(tree: Any) -> list[Tensor]:
-    """The tensors in nested lists, tuples and dicts of a call's arguments."""
-    out: list[Tensor] = []
-
-    def walk(x: Any) -> None:
-        if isinstance(x, Tensor):
-            out.append(x)
-        elif isinstance(x, (list, tuple)):
-            for y in x:
-                walk(y)
-        elif isinstance(x, dict):
-            for y in x.values():
-                walk(y)
-    walk(tree)
-    return out
+    """The tensors in a call's (nested) arguments."""
+    return [x for x in pytree.leaves(tree) if isinstance(x, Tensor)]
 
 
 def _cuda_leaves(tree: Any) -> list[Tensor]:
@@ -738,23 +698,13 @@ def rerun(fn: Callable[..., Any], op: str, args: tuple, kwargs: dict) -> Any:
 
 def _device_tree(result: Any) -> Any:
     """Host results of a function on the device, as `upload` records them."""
-    if isinstance(result, Tensor):
-        return upload(result) if result.__class__ not in CUDA_CLASSES else result
-    if isinstance(result, (list, tuple)):
-        items = [_device_tree(r) for r in result]
-        return type(result)(items) if not hasattr(result, "_fields") else type(result)(*items)
-    return result
+    return pytree.tree_map(lambda x: upload(x) if isinstance(x, Tensor) and
+                           x.__class__ not in CUDA_CLASSES else x, result)
 
 
 def _host_tree(tree: Any) -> Any:
-    if tree.__class__ in CUDA_CLASSES:
-        return to_host(tree)
-    if isinstance(tree, (list, tuple)):
-        items = [_host_tree(x) for x in tree]
-        return type(tree)(items) if not hasattr(tree, "_fields") else type(tree)(*items)
-    if isinstance(tree, dict):
-        return {k: _host_tree(v) for k, v in tree.items()}
-    return tree
+    """A call's arguments with their CUDA tensors copied to the host (recorded)."""
+    return pytree.tree_map(lambda x: to_host(x) if x.__class__ in CUDA_CLASSES else x, tree)
 
 
 def _register() -> None:

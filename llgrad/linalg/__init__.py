@@ -49,17 +49,10 @@ __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "di
            "vecdot", "vector_norm"]
 
 
-
 def _served_on_devices() -> None:
-    """Every public function here also serves CUDA tensors when its eager code cannot
-    (a host computation): `functions._errors.device_rerun`."""
-    import inspect as _inspect
-    from ..functions._errors import device_rerun
-    g = globals()
-    for name in list(g.get("__all__", [])):
-        fn = g.get(name)
-        if _inspect.isfunction(fn):
-            g[name] = device_rerun(fn)
+    """Every public function here also serves CUDA tensors where its eager code cannot."""
+    from ..functions._errors import serve_on_devices
+    serve_on_devices(globals())
 
 
 _served_on_devices()

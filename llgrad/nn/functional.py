@@ -700,17 +700,10 @@ from ._residual import gumbel_softmax, linear_cross_entropy  # noqa: E402
 __all__ += ["gumbel_softmax", "linear_cross_entropy"]
 
 
-
 def _served_on_devices() -> None:
-    """Every public function here also serves CUDA tensors when its eager code cannot
-    (a mask or a count made on the host): `functions._errors.device_rerun`."""
-    import inspect
-    from ..functions._errors import device_rerun
-    g = globals()
-    for name in __all__:
-        fn = g.get(name)
-        if inspect.isfunction(fn):
-            g[name] = device_rerun(fn)
+    """Every public function here also serves CUDA tensors where its eager code cannot."""
+    from ..functions._errors import serve_on_devices
+    serve_on_devices(globals())
 
 
 _served_on_devices()

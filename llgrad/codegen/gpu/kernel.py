@@ -337,19 +337,5 @@ def grid_stride(k: GpuKernel, total: ir.Value, body: Callable[[ir.Value], None])
     """Inside a thread phase: `for i in range(ctaid*ntid + tid, total, nctaid*ntid)`."""
     b = k.b
     start = b.add(b.mul(k.ctaid, k.ntid), k.tid)
-    step = b.mul(k.nctaid, k.ntid)
-    fn = b.function
-    pre = b.block
-    header = fn.append_basic_block("gs.header")
-    inner = fn.append_basic_block("gs.body")
-    done = fn.append_basic_block("gs.exit")
-    b.branch(header)
-    b.position_at_end(header)
-    i = b.phi(I64, name="gs")
-    i.add_incoming(start, pre)
-    b.cbranch(b.icmp_signed("<", i, total), inner, done)
-    b.position_at_end(inner)
-    body(i)
-    i.add_incoming(b.add(i, step, flags=("nsw",)), b.block)
-    b.branch(header)
-    b.position_at_end(done)
+    with for_range(b, start, total, "gs", step=b.mul(k.nctaid, k.ntid)) as i:
+        body(i)

@@ -39,9 +39,7 @@ of the reduced input is visited exactly once in every mapping.
 """
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
-from typing import Iterator
 
 from llvmlite import ir
 
@@ -51,8 +49,8 @@ from ...schedule.elementwise import out_dtypes
 from ...schedule.program import Launch
 from ...schedule.reduce import ReduceKernel, Slots, wide_dtype
 from ..elementwise import evaluate
-from ..loops import I1, I64
-from ..reduce import extreme
+from ..loops import I64, accumulate, for_range
+from ..reduce import arg_update, extreme
 from ..scalar import FLAGS, SV, LLVMScalar, component_type, llvm_type, memory_type
 from .common import MAX_BLOCKS, THREADS, Block, Geometry, decompose
 from .kernel import MAX_THREADS, WARP, GpuKernel, grid_stride
@@ -264,28 +262,10 @@ class _Emitter:
         return self.arg_merge(op == "argmax", a, x)
 
     def arg_merge(self, is_max: bool, a: list[ir.Value], x: list[ir.Value]) -> list[ir.Value]:
-        """(value, index) pairs: the better value wins, NaN beats every number, and among
-        equal values (or two NaNs) the smaller index wins."""
-        b, d = self.b, self.wide
-        best, best_i = a
-        v, i = x
-        earlier = b.icmp_signed("<", i, best_i)
-        if d.is_floating_point:
-            better = b.fcmp_ordered(">" if is_max else "<", v, best)
-            equal = b.fcmp_ordered("==", v, best)
-            v_nan = b.fcmp_unordered("uno", v, v)
-            best_nan = b.fcmp_unordered("uno", best, best)
-            tie = b.or_(equal, b.and_(v_nan, best_nan))
-            take = b.or_(b.or_(better, b.and_(tie, earlier)),
-                         b.and_(v_nan, b.xor(best_nan, I1(1))))
-        else:
-            if d is dt.bool_:
-                better = b.icmp_unsigned(">" if is_max else "<", v, best)
-            else:
-                cmp = b.icmp_signed if d.kind == "i" else b.icmp_unsigned
-                better = cmp(">" if is_max else "<", v, best)
-            take = b.or_(better, b.and_(b.icmp_signed("==", v, best), earlier))
-        return [b.select(take, v, best), b.select(take, i, best_i)]
+        """(value, index) pairs merged by the CPU kernels' rule (`codegen.reduce.arg_update`):
+        the better value wins, NaN beats every number, and among equal values (or two
+        NaNs) the smaller index wins."""
+        return arg_update(self.b, is_max, a[0], a[1], x[0], x[1], self.wide)
 
     # -- elements --------------------------------------------------------------------------
     def load(self, offs: list[ir.Value], index: ir.Value) -> tuple[list[SV], ir.Value]:
@@ -399,7 +379,7 @@ class _Emitter:
         if guard_dim < 0 and p.n_reduced >= UNROLL * step:
             # UNROLL elements per pass, loaded before any is combined (loads in flight)
             last = b.sub(bound, I64((UNROLL - 1) * step))
-            with _strided(b, first, last, UNROLL * step, acc) as (j, cur, upd):
+            with accumulate(b, first, last, acc, "j", I64(UNROLL * step)) as (j, cur, upd):
                 got = []
                 for u in range(UNROLL):
                     _, eoffs, eindex = locate(b.add(j, I64(u * step)) if u else j)
@@ -409,7 +389,7 @@ class _Emitter:
                 upd.extend(cur)
             acc = upd
             start = j           # the header's index at the exit: the first pass not taken
-        with _strided(b, start, bound, step, acc) as (j, cur, upd):
+        with accumulate(b, start, bound, acc, "j", I64(step)) as (j, cur, upd):
             idx, eoffs, eindex = locate(j)
             if guard_dim < 0:
                 loaded, eindex = self.load(eoffs, eindex)
@@ -439,7 +419,7 @@ class _Emitter:
         """Block `ctaid` takes outputs ctaid, ctaid + nctaid, ...; threads stride the row."""
         k, b, p = self.k, self.b, self.plan
         privs = [k.private(t, f"acc{j}") for j, t in enumerate(self.acc_types)]
-        with _uniform_loop(b, k.ctaid, I64(p.n_outputs), k.nctaid) as o:
+        with for_range(b, k.ctaid, I64(p.n_outputs), "o", k.nctaid) as o:
             offs, out_off, index, left = self.output_base(o)
             with k.threads() as tid:
                 acc = self.reduce_range(tid, p.threads, offs, index, left)
@@ -462,7 +442,7 @@ class _Emitter:
             return
         shared = [k.shared(t, p.threads, f"slice{j}") for j, t in enumerate(self.acc_types)]
         tiles = -(-p.n_outputs // w)
-        with _uniform_loop(b, k.ctaid, I64(tiles), k.nctaid) as t:
+        with for_range(b, k.ctaid, I64(tiles), "t", k.nctaid) as t:
             first = b.mul(t, I64(w))
             with k.threads() as tid:
                 o = b.add(first, b.and_(tid, I64(w - 1)))
@@ -496,58 +476,6 @@ class _Emitter:
                     _, out_off, _, _ = self.output_base(o)
                     self.store(total, out_off)
             k.barrier()
-
-
-@contextlib.contextmanager
-def _strided(b: ir.IRBuilder, first: ir.Value, bound: ir.Value, step: int,
-             init: list[ir.Value]) -> Iterator[tuple[ir.Value, list[ir.Value], list[ir.Value]]]:
-    """`for j in range(first, bound, step)` carrying `init` (like `loops.accumulate`)."""
-    fn = b.function
-    pre = b.block
-    header = fn.append_basic_block("red.header")
-    body = fn.append_basic_block("red.body")
-    done = fn.append_basic_block("red.exit")
-    b.branch(header)
-    b.position_at_end(header)
-    j = b.phi(I64, name="j")
-    j.add_incoming(first, pre)
-    phis = []
-    for v in init:
-        ph = b.phi(v.type)
-        ph.add_incoming(v, pre)
-        phis.append(ph)
-    b.cbranch(b.icmp_signed("<", j, bound), body, done)
-    b.position_at_end(body)
-    updated: list[ir.Value] = []
-    yield j, list(phis), updated
-    end = b.block
-    j.add_incoming(b.add(j, I64(step), flags=("nsw",)), end)
-    for ph, v in zip(phis, updated):
-        ph.add_incoming(v, end)
-    b.branch(header)
-    b.position_at_end(done)
-    updated[:] = phis
-
-
-@contextlib.contextmanager
-def _uniform_loop(b: ir.IRBuilder, first: ir.Value, bound: ir.Value, step: ir.Value
-                  ) -> Iterator[ir.Value]:
-    """Uniform `for i in range(first, bound, step)` (outside thread phases)."""
-    fn = b.function
-    pre = b.block
-    header = fn.append_basic_block("out.header")
-    body = fn.append_basic_block("out.body")
-    done = fn.append_basic_block("out.exit")
-    b.branch(header)
-    b.position_at_end(header)
-    i = b.phi(I64, name="o")
-    i.add_incoming(first, pre)
-    b.cbranch(b.icmp_signed("<", i, bound), body, done)
-    b.position_at_end(body)
-    yield i
-    i.add_incoming(b.add(i, step, flags=("nsw",)), b.block)
-    b.branch(header)
-    b.position_at_end(done)
 
 
 def build(k: GpuKernel, launch: Launch) -> None:

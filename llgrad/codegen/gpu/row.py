@@ -40,10 +40,8 @@ bool values, and column sums whose row range does not start on a piece boundary.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 from dataclasses import dataclass
-from typing import Iterator
 
 from llvmlite import ir
 
@@ -52,7 +50,7 @@ from ...ir.dtypes import DType
 from ...schedule.program import Launch
 from ...schedule.row import REDUCTIONS, RowKernel, RowPlan, plan
 from ..elementwise import apply_node
-from ..loops import I64
+from ..loops import I64, for_range
 from ..reduce import extreme
 from ..rowwise import _acc_dtypes, _identity
 from ..scalar import FLAGS, SV, LLVMScalar, memory_type
@@ -164,27 +162,6 @@ def geometry(launch: Launch) -> Geometry:
     return Geometry(lay.blocks, lay.threads)
 
 
-@contextlib.contextmanager
-def _uniform_loop(b: ir.IRBuilder, start: ir.Value, stop: ir.Value, step: ir.Value,
-                  name: str) -> Iterator[ir.Value]:
-    """`for (i = start; i < stop; i += step)` in uniform code."""
-    fn = b.function
-    pre = b.block
-    header = fn.append_basic_block(f"{name}.header")
-    body = fn.append_basic_block(f"{name}.body")
-    done = fn.append_basic_block(f"{name}.exit")
-    b.branch(header)
-    b.position_at_end(header)
-    i = b.phi(I64, name=name)
-    i.add_incoming(start, pre)
-    b.cbranch(b.icmp_signed("<", i, stop), body, done)
-    b.position_at_end(body)
-    yield i
-    i.add_incoming(b.add(i, step), b.block)
-    b.branch(header)
-    b.position_at_end(done)
-
-
 class _RowGpu:
     """Emits one row kernel onto a `GpuKernel` (see the module docstring)."""
 
@@ -287,7 +264,7 @@ class _RowGpu:
                 else:
                     body(slot, col)
             return
-        with _uniform_loop(b, tid, I64(cols), I64(T), "col") as col:
+        with for_range(b, tid, I64(cols), "col", step=I64(T)) as col:
             body(-1, col)
 
     # -- the kernel ---------------------------------------------------------------------------
@@ -315,10 +292,10 @@ class _RowGpu:
                             b.store(zero, self.partial(j, col))
                 self.each_column(clear)
             k.barrier()
-            loop = _uniform_loop(b, first, last, I64(1), "row")
+            loop = for_range(b, first, last, "row")
         else:
-            loop = _uniform_loop(b, b.add(I64(self.lo), k.ctaid), I64(self.hi), k.nctaid,
-                                 "row")
+            loop = for_range(b, b.add(I64(self.lo), k.ctaid), I64(self.hi), "row",
+                             step=k.nctaid)
         with loop as row:
             self.row_body(row)
         if lay.pieces and lay.colsum_private:
