@@ -122,3 +122,20 @@ def train_step(model, opt, x, y):
     opt.step()
     return loss
 
+
+
+@pytest.fixture(scope="module")
+def cuda_emulator():
+    """CUDA tensors on the grid emulator (`LLGRAD_CUDA_EMULATE=1`) for one test module;
+    the backend, compiled kernels and the CUDA interpreter are reset before and after, so
+    other modules are unaffected."""
+    from llgrad.eager import cuda as lg_cuda
+    from llgrad.runtime.cuda import driver
+    mp = pytest.MonkeyPatch()
+    mp.setenv("LLGRAD_CUDA_EMULATE", "1")
+    driver._reset_for_tests()
+    lg_cuda.reset()
+    yield
+    lg_cuda.reset()
+    mp.undo()
+    driver._reset_for_tests()

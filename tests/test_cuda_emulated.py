@@ -8,22 +8,11 @@ import numpy as np
 import pytest
 
 import llgrad as lg
-from llgrad.eager import cuda as lg_cuda
-from llgrad.runtime.cuda import driver
 
 F = lg.nn.functional
 
 
-@pytest.fixture(scope="module", autouse=True)
-def emulator():
-    mp = pytest.MonkeyPatch()
-    mp.setenv("LLGRAD_CUDA_EMULATE", "1")
-    driver._reset_for_tests()
-    lg_cuda.reset()
-    yield
-    lg_cuda.reset()
-    mp.undo()
-    driver._reset_for_tests()
+pytestmark = pytest.mark.usefixtures("cuda_emulator")
 
 
 def rand(*shape, seed=0):

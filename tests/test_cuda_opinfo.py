@@ -27,8 +27,6 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("expecttest")
 
-from llgrad.eager import cuda as lg_cuda  # noqa: E402
-from llgrad.runtime.cuda import driver  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -93,16 +91,7 @@ ALL_DTYPES = {"add", "mul", "sum", "cumsum", "gather", "where", "cat"}
 KNOWN: dict[str, str] = {}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def emulator() -> Any:
-    mp = pytest.MonkeyPatch()
-    mp.setenv("LLGRAD_CUDA_EMULATE", "1")
-    driver._reset_for_tests()
-    lg_cuda.reset()
-    yield
-    lg_cuda.reset()
-    mp.undo()
-    driver._reset_for_tests()
+pytestmark = pytest.mark.usefixtures("cuda_emulator")
 
 
 @pytest.fixture(scope="module")

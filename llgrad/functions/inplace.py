@@ -96,9 +96,10 @@ def run_inplace(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, .
     `t` for memory overlap (`runtime.overlap`; `alias_ok` False: an exact alias is refused
     too, as for scatters)."""
     if t.__class__ in _cuda.CUDA_CLASSES and _trace_context() is None:
-        return _run_inplace_cuda(t, functional, args, clone_self, same_value)
-    shared = _shares_memory(t, args if operands is None else operands, alias_ok)
-    if shared:
+        # device memory: no CPU kernel may write it; the op runs out of place (on the
+        # GPU) and a copy kernel writes the result, after every operand was read
+        direct = _out_of_place(t, functional, args)
+    elif _shares_memory(t, args if operands is None else operands, alias_ok):
         direct = _out_of_place(t, functional, args)
     if not _grad_state.enabled and t.__class__ in DENSE_CLASSES and \
             not forward_ad._level[0] and _trace_context() is None:
@@ -139,30 +140,6 @@ def run_inplace(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, .
     rebase(t, result)
     if dual:
         write_tangent(t, result)
-    return t
-
-
-def _run_inplace_cuda(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, ...],
-                      clone_self: bool, same_value: bool) -> Tensor:
-    """An in-place op on a CUDA tensor: computed out of place on the device, then copied
-    into `t` by a copy kernel (so operands that overlap `t` are read before it is
-    written); recorded and rebased as on the CPU."""
-    check_inplace(t, same_value)
-    recorded = needs_grad((t,) + tuple(args))
-    operand = t.clone() if (clone_self and recorded) else t
-    if recorded:
-        result = functional(operand, *args)
-    else:
-        with no_grad():
-            result = functional(operand, *args)
-    if result._shape != t._shape:
-        raise RuntimeError(f"output with shape {list(t._shape)} doesn't match the broadcast "
-                           f"shape {list(result._shape)}")
-    with no_grad():
-        _cuda.copy_into(t, result.detach())
-    bump(t)
-    if recorded:
-        rebase(t, result)
     return t
 
 
