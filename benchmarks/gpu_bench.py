@@ -405,27 +405,8 @@ def build_jax(workload: str, arrays: dict[str, Any], size: str, device: str,
         raise RuntimeError(f"JAX sees no GPU (its first device is {dev.platform}: a CPU-only "
                            f"jaxlib, or its CUDA plugin failed to load)")
     if workload == "B2":
-        names = ["w0", "b0", "w1", "b1", "w2", "b2"]
-        x, y = jnp.asarray(arrays["x"]), jnp.asarray(arrays["y"])
-
-        def loss(params: list[Any], x: Any, y: Any) -> Any:
-            h = x
-            for i in range(3):
-                h = h @ params[2 * i].T + params[2 * i + 1]
-                if i < 2:
-                    h = jax.nn.relu(h)
-            logp = jax.nn.log_softmax(h)
-            return -jnp.mean(jnp.take_along_axis(logp, y[:, None], 1))
-
-        @jax.jit
-        def train(params: list[Any], x: Any, y: Any) -> Any:
-            value, grads = jax.value_and_grad(loss)(params, x, y)
-            return value, [p - 0.01 * g for p, g in zip(params, grads)]
-        state = {"params": [jnp.asarray(arrays[k]) for k in names]}
-
-        def step() -> list[Any]:
-            value, state["params"] = train(state["params"], x, y)
-            return [value, *state["params"]]
+        with peers_sizes(size) as peers:           # (the CPU runner's jax step, on the GPU)
+            step = peers._build_b2("jax.jit", arrays)
     else:
         with peers_sizes(size) as peers:
             f, wrt, const = peers.loss_fn(workload, peers._jax_ops(jax, jnp), False)
