@@ -53,6 +53,20 @@ def apply_node(s: LLVMScalar, node: ExprNode, args: Sequence[SV]) -> SV:
     return rule(s, *args, **dict(node.attrs))
 
 
+def load_evaluate_store(s: LLVMScalar, expr: Expr, ins: Sequence[tuple[ir.Value, ir.Value]],
+                        outs: Sequence[tuple[ir.Value, ir.Value]]) -> None:
+    """One element of an elementwise kernel: load each input at its (pointer, element
+    offset), evaluate the DAG, and store each output (cast to its dtype) at its own."""
+    b = s.b
+    loaded = [s.load(b.gep(p, [off], inbounds=True, source_etype=memory_type(d)), d,
+                     name=f"x{j}")
+              for j, ((p, off), d) in enumerate(zip(ins, expr.in_dtypes))]
+    for (p, off), v, d in zip(outs, evaluate(s, expr, loaded), out_dtypes(expr)):
+        if v.dtype is not d:
+            v = s.cast(v, d)
+        s.store(v, b.gep(p, [off], inbounds=True, source_etype=memory_type(d)))
+
+
 def build(spec: ElementwiseKernel, name: str) -> ir.Module:
     expr, rank = spec.expr, spec.rank
     module = ir.Module(name=name)
@@ -83,14 +97,8 @@ def build(spec: ElementwiseKernel, name: str) -> ir.Module:
                 return
             s._index = here[0]        # the output's element offset: its linear index
             own = [0 if j in spec.in_place else n_out + j for j in range(len(expr.in_dtypes))]
-            loaded = [s.load(b.gep(ptrs[own[j]], [here[own[j]]], inbounds=True,
-                                   source_etype=memory_type(d)), d, name=f"x{j}")
-                      for j, d in enumerate(expr.in_dtypes)]
-            for k, v in enumerate(evaluate(s, expr, loaded)):
-                if v.dtype is not outs[k]:
-                    v = s.cast(v, outs[k])
-                s.store(v, b.gep(ptrs[k], [here[k]], inbounds=True,
-                                 source_etype=memory_type(outs[k])))
+            load_evaluate_store(s, expr, [(ptrs[o], here[o]) for o in own],
+                                [(ptrs[k], here[k]) for k in range(n_out)])
 
     nest(0, [I64(0)] * len(dtypes))
     b.ret_void()

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from ...schedule.elementwise import ElementwiseKernel, out_dtypes
 from ...schedule.program import Launch
-from ..elementwise import evaluate
+from ..elementwise import load_evaluate_store
 from ..loops import I64
-from ..scalar import LLVMScalar, memory_type
+from ..scalar import LLVMScalar
 from .common import Block, Geometry, decompose, grid_for
 from .kernel import GpuKernel, grid_stride
 
@@ -59,14 +59,8 @@ def build(k: GpuKernel, launch: Launch) -> None:
                     off = b.add(off, b.mul(i, I64(stride)))
             offsets.append(off)
         s._index = offsets[0]
-        loaded = [s.load(b.gep(ptrs[n_out + j], [offsets[n_out + j]], inbounds=True,
-                               source_etype=memory_type(d)), d, name=f"x{j}")
-                  for j, d in enumerate(expr.in_dtypes)]
-        for j, v in enumerate(evaluate(s, expr, loaded)):
-            if v.dtype is not outs[j]:
-                v = s.cast(v, outs[j])
-            s.store(v, b.gep(ptrs[j], [offsets[j]], inbounds=True,
-                             source_etype=memory_type(outs[j])))
+        operands = list(zip(ptrs, offsets))
+        load_evaluate_store(s, expr, operands[n_out:], operands[:n_out])
 
     with k.threads():
         grid_stride(k, I64(total), item)

@@ -18,9 +18,9 @@ from llvmlite import ir
 from ...schedule.elementwise import out_dtypes
 from ...schedule.matmul import MatmulKernel
 from ...schedule.program import Launch
-from ..elementwise import evaluate
+from ..elementwise import load_evaluate_store
 from ..loops import I64
-from ..scalar import LLVMScalar, memory_type
+from ..scalar import LLVMScalar
 from .common import KernelLaunch, decompose, grid_for
 from .kernel import GpuKernel, grid_stride
 
@@ -135,8 +135,6 @@ def _epilogue(module: ir.Module, launch: Launch, lay: _Layout, symbol: str,
     b = k.b
     s = LLVMScalar(b)
     ptrs = [k.pointer(q) for q in range(len(params))]
-    # dtypes per operand index: C, outputs, inputs 1..
-    dtypes = [expr.in_dtypes[0]] + list(outs) + list(expr.in_dtypes[1:])
 
     def item(flat: ir.Value) -> None:
         t, i, j = decompose(b, flat, sizes, total)
@@ -146,17 +144,8 @@ def _epilogue(module: ir.Module, launch: Launch, lay: _Layout, symbol: str,
             off = b.add(off, b.add(b.mul(i, I64(row)), b.mul(j, I64(col))))
             offsets.append(off)
         s._index = flat
-        loaded = [s.load(b.gep(ptrs[0], [offsets[0]], inbounds=True,
-                               source_etype=memory_type(dtypes[0])), dtypes[0])]
-        for q in range(1, len(expr.in_dtypes)):
-            at = 1 + n_out + (q - 1)
-            loaded.append(s.load(b.gep(ptrs[at], [offsets[at]], inbounds=True,
-                                       source_etype=memory_type(dtypes[at])), dtypes[at]))
-        for q, v in enumerate(evaluate(s, expr, loaded)):
-            if v.dtype is not outs[q]:
-                v = s.cast(v, outs[q])
-            s.store(v, b.gep(ptrs[1 + q], [offsets[1 + q]], inbounds=True,
-                             source_etype=memory_type(outs[q])))
+        at = list(zip(ptrs, offsets))        # C, the outputs, inputs 1..
+        load_evaluate_store(s, expr, at[:1] + at[1 + n_out:], at[1:1 + n_out])
 
     with k.threads():
         grid_stride(k, I64(total), item)
