@@ -7,6 +7,7 @@ from typing import Any, Callable, Sequence
 from ..autograd import forward_ad
 from ..autograd.apply import apply, interpreters
 from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.node import Node, edge, node_class
 from ..eager import elementwise as ew
 from ..eager import views
 from ..ir.types import normalize_axis
@@ -241,6 +242,64 @@ def _unrecorded(input: Any) -> bool:
     return input.__class__ in DENSE_CLASSES and not interpreters and \
         not forward_ad._level[0] and not (_grad_state.enabled and input._requires_grad)
 
+
+
+def _recorded_plainly(input: Any) -> bool:
+    """Whether autograd records a view of `input` with nothing else involved: a plain
+    tensor that requires grad, grad mode on, no transform and no forward mode."""
+    return input.__class__ in DENSE_CLASSES and not interpreters and \
+        not forward_ad._level[0] and _grad_state.enabled and input._requires_grad
+
+
+class _PiecesBackward(Node):
+    """The one node of the views `split`, `chunk` and `unbind` return (PyTorch's
+    SplitBackward0, SplitWithSizesBackward0 and UnbindBackward0: every piece has the same
+    grad_fn, its `output_nr` the piece's position). Its backward is one `cat` (`stack`
+    for unbind) of the pieces' gradients, zeros for pieces that got none: a node per
+    piece would pad each gradient to the input's size and add them up."""
+
+    __slots__ = ("dim", "sizes", "shape", "dtype", "stacked", "num_outputs")
+
+    def __init__(self, input: Tensor, dim: int, sizes: list[int], stacked: bool):
+        super().__init__((edge(input),))
+        self.dim, self.sizes, self.stacked = dim, sizes, stacked
+        self.shape, self.dtype = input._shape, input._dtype
+        self.num_outputs = len(sizes)
+
+    def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
+        from .creation import zeros
+        d, shape = self.dim, self.shape
+        parts = []
+        for g, size in zip(grads, self.sizes):
+            if g is None:
+                piece = shape[:d] + (() if self.stacked else (size,)) + shape[d + 1:]
+                g = zeros(piece, dtype=self.dtype)
+            parts.append(g)
+        return (stack(parts, d) if self.stacked else cat(parts, d),)
+
+
+def _pieces(input: Tensor, d: int, sizes: list[int], name: str, stacked: bool
+            ) -> tuple[Tensor, ...]:
+    """`input`'s consecutive pieces of `sizes` along `d` (each piece a select when
+    `stacked`) as views sharing one `_PiecesBackward` node called `name`."""
+    node = node_class(name, _PiecesBackward)(input, d, sizes, stacked)
+    out = []
+    start = 0
+    full = input._shape
+    for nr, size in enumerate(sizes):
+        if stacked:
+            v = views.select(input, d, start)
+        else:
+            starts = [0] * len(full)
+            stops = list(full)
+            starts[d], stops[d] = start, start + size
+            v = views.slice_dims(input, tuple(starts), tuple(stops), (1,) * len(full))
+        v._requires_grad = True
+        v.grad_fn = node
+        v._output_nr = nr
+        out.append(v)
+        start += size
+    return tuple(out)
 
 @_view_function
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
@@ -566,6 +625,8 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
                                f"(input tensor's size at dimension {d}), but got "
                                f"split_sizes={sizes}")
+    if _recorded_plainly(tensor):
+        return _pieces(tensor, d, sizes, name, stacked=False)
     out = []
     start = 0
     for s in sizes:
@@ -593,6 +654,8 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     _needs_a_dimension(input, "unbind")
     d = normalize_axis(dim, input.ndim, "unbind")
+    if _recorded_plainly(input):
+        return _pieces(input, d, [1] * input._shape[d], "UnbindBackward0", stacked=True)
     return tuple(select(input, d, i, name="UnbindBackward0") for i in range(input._shape[d]))
 
 

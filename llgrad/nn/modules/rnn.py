@@ -7,9 +7,13 @@ output), GRU rows (reset, update, new), with the new gate `tanh(W_in x + b_in + 
 + b_hn))`.
 
 A layer runs as a loop over time steps of differentiable functions; the input projection
-of a whole sequence is one matmul before the loop. Under `lg.compile` the loop unrolls
-into one graph (one node group per step), so a training step over a fixed sequence length
-compiles to a single native function.
+of a whole sequence is one matmul before the loop, handed to the steps by one `unbind`.
+In eager mode each step (`_lstm_step`, `_gru_step`, `_rnn_step`: the recurrent matmul and
+the gates) is a composite function, compiled on its first call per shape into one native
+call forward and one backward, so autograd records one node per step (see
+`compiler.composites`). Under `lg.compile` the loop unrolls into one graph (one node group
+per step), so a training step over a fixed sequence length compiles to a single native
+function.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import math
 from typing import Any
 
 from ... import functions as lg
+from ...autograd.apply import composite_function
 from ...device import check_device
 from ...ir.dtypes import DType
 from ...tensor import Tensor
@@ -28,6 +33,7 @@ from .module import Module
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
 
+@composite_function
 def _lstm_step(gi: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None
                ) -> tuple[Tensor, Tensor]:
     """One LSTM step from the precomputed input projection `gi` (N, 4H)."""
@@ -37,6 +43,7 @@ def _lstm_step(gi: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | No
     return lg.mul(lg.sigmoid(o), lg.tanh(c)), c
 
 
+@composite_function
 def _gru_step(gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
     gh = F.linear(h, w_hh, b_hh)
     ir, iz, in_ = lg.chunk(gi, 3, -1)
@@ -47,6 +54,7 @@ def _gru_step(gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tenso
     return lg.add(n, lg.mul(z, lg.sub(h, n)))         # (1 - z) n + z h
 
 
+@composite_function
 def _rnn_step(gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None, relu: bool
               ) -> Tensor:
     pre = lg.add(gi, F.linear(h, w_hh, b_hh))
@@ -165,11 +173,12 @@ class RNNBase(Module):
         changes only at its own steps (the reverse direction starts at its last one) and
         its outputs past its end are zero."""
         w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, d)
-        gi_all = F.linear(xs, w_ih, b_ih)                       # (L, N, gates), one matmul
+        # (L, N, gates): one matmul, and one node handing each step its row
+        gis = lg.unbind(F.linear(xs, w_ih, b_ih), 0)
         steps = range(xs.shape[0] - 1, -1, -1) if d else range(xs.shape[0])
         outs: list[Tensor] = [None] * xs.shape[0]             # type: ignore[list-item]
         for t in steps:
-            gi = lg.select(gi_all, 0, t)
+            gi = gis[t]
             c_new = None
             if self.mode == "LSTM":
                 h_new, c_new = _lstm_step(gi, h, c, w_hh, b_hh)  # type: ignore[arg-type]
