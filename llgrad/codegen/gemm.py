@@ -196,17 +196,23 @@ class _Gemm:
         beta = b.select(first, beta, ir.Constant(blk.element, 1.0))
         with b.if_else(b.icmp_signed("==", rs, I64(1))) as (columns, elements):
             with columns:
-                self._store_columns(b, tile, c, ldc, cols, masks, self._splat(b, alpha),
-                                    self._splat(b, beta), read_c)
+                va, vb = self._splat(b, alpha), self._splat(b, beta)
+                with b.if_else(b.icmp_signed("==", rows, I64(blk.mr))) as (whole, part):
+                    with whole:
+                        self._store_columns(b, tile, c, ldc, cols, None, va, vb, read_c)
+                    with part:
+                        self._store_columns(b, tile, c, ldc, cols, masks, va, vb, read_c)
             with elements:
                 self._store_elements(b, tile, c, rs, ldc, rows, cols, alpha, beta, read_c)
         b.ret_void()
         return fn
 
     def _store_columns(self, b: ir.IRBuilder, tile: ir.Value, c: ir.Value, ldc: ir.Value,
-                       cols: ir.Value, masks: list[ir.Value], va: ir.Value, vb: ir.Value,
-                       read_c: ir.Value) -> None:
-        """The tile into C's columns, a masked vector at a time."""
+                       cols: ir.Value, masks: list[ir.Value] | None, va: ir.Value,
+                       vb: ir.Value, read_c: ir.Value) -> None:
+        """The tile into C's columns, a masked vector at a time (`masks` None: every row
+        of the tile is real, and plain vector loads and stores serve: masked ones are
+        slow on some CPUs)."""
         blk, vec = self.k, self.vec
         zero = ir.Constant(vec, [0.0] * blk.lanes)
         with b.if_else(read_c) as (then, otherwise):
@@ -220,10 +226,18 @@ class _Gemm:
                             value = b.fmul(b.load(slot, typ=vec), va)
                             ptr = self._at(b, col, I64(v * blk.lanes))
                             if update:
-                                old = b.call(self.masked_load, [ptr, I32(blk.size), masks[v],
-                                                                zero])
+                                if masks is None:
+                                    old = b.load(ptr, typ=vec)
+                                    old.align = blk.size
+                                else:
+                                    old = b.call(self.masked_load,
+                                                 [ptr, I32(blk.size), masks[v], zero])
                                 value = b.call(self.fma, [old, vb, value])
-                            b.call(self.masked_store, [value, ptr, I32(blk.size), masks[v]])
+                            if masks is None:
+                                b.store(value, ptr).align = blk.size
+                            else:
+                                b.call(self.masked_store,
+                                       [value, ptr, I32(blk.size), masks[v]])
 
     def _store_elements(self, b: ir.IRBuilder, tile: ir.Value, c: ir.Value, rs: ir.Value,
                         ldc: ir.Value, rows: ir.Value, cols: ir.Value, alpha: ir.Value,
@@ -287,9 +301,30 @@ class _Gemm:
             v.align = size
             rows.append(b.select(real, v, zero))
         mask = self._lanes_below(b, width)
-        for t, v in enumerate(self._transpose(b, rows)):
-            b.call(self.masked_store, [v, self._at(b, dst, b.mul(I64(t), panel)), I32(size),
-                                       mask])
+        cols = self._transpose(b, rows)
+        # Masked stores are slow on some CPUs (microcoded on AMD's), so a row is stored
+        # whole where that cannot clobber: always when `width` is V; when it is the whole
+        # panel (an NR panel narrower than V), a row's extra lanes fall on the next row's
+        # first elements, which the next store then writes (the last row stays masked).
+        full = b.icmp_signed("==", width, I64(lanes))
+        spill = b.and_(b.icmp_signed("==", width, panel),
+                       b.icmp_signed(">=", b.mul(panel, I64(2)), I64(lanes)))
+        with b.if_else(b.or_(full, spill)) as (plain, masked):
+            with plain:
+                for t, v in enumerate(cols):
+                    ptr = self._at(b, dst, b.mul(I64(t), panel))
+                    if t == lanes - 1:
+                        with b.if_else(full) as (whole, part_):
+                            with whole:
+                                b.store(v, ptr).align = size
+                            with part_:
+                                b.call(self.masked_store, [v, ptr, I32(size), mask])
+                    else:
+                        b.store(v, ptr).align = size
+            with masked:
+                for t, v in enumerate(cols):
+                    b.call(self.masked_store, [v, self._at(b, dst, b.mul(I64(t), panel)),
+                                               I32(size), mask])
         b.ret_void()
         return fn
 
@@ -328,11 +363,24 @@ class _Gemm:
                     with along_r:
                         load_mask = self._lanes_below(b, part)
                         store_mask = self._lanes_below(b, width)
-                        with for_range(b, I64(0), kc, name="p") as p:
-                            s = self._at(b, src, b.add(b.add(r0, c0), b.mul(p, ld)))
-                            d = self._at(b, out, b.add(b.mul(p, panel), c0))
-                            v = b.call(self.masked_load, [s, I32(size), load_mask, zeros])
-                            b.call(self.masked_store, [v, d, I32(size), store_mask])
+                        whole = b.and_(b.icmp_signed("==", part, I64(lanes)),
+                                       b.icmp_signed("==", width, I64(lanes)))
+                        with b.if_else(whole) as (plain, masked):
+                            for is_plain, arm in ((True, plain), (False, masked)):
+                                with arm:
+                                    with for_range(b, I64(0), kc, name="p") as p:
+                                        s = self._at(b, src, b.add(b.add(r0, c0),
+                                                                   b.mul(p, ld)))
+                                        d = self._at(b, out, b.add(b.mul(p, panel), c0))
+                                        if is_plain:
+                                            v = b.load(s, typ=self.vec)
+                                            v.align = size
+                                            b.store(v, d).align = size
+                                        else:
+                                            v = b.call(self.masked_load,
+                                                       [s, I32(size), load_mask, zeros])
+                                            b.call(self.masked_store,
+                                                   [v, d, I32(size), store_mask])
                     with along_p:
                         first_row = self._at(b, src, b.mul(b.add(r0, c0), ld))
                         blocks = b.sdiv(kc, I64(lanes))
