@@ -49,6 +49,7 @@ cdouble = complex128
 
 from .functions.tensor_extras import layout  # noqa: E402,F401  (the class, as torch.layout)
 from . import random, testing  # noqa: E402,F401
+from . import profiler  # noqa: E402,F401
 
 _add_out(globals())      # PyTorch's `out=` on the functions that take it
 _add_out_namespaces()

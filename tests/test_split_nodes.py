@@ -124,10 +124,14 @@ def test_unrecorded_and_transformed_calls_keep_their_paths():
 
 
 @pytest.mark.parametrize("mode", ["LSTM", "GRU", "RNN"])
-def test_recurrent_layers_match_torch_and_run_one_node_per_step(mode):
+def test_recurrent_layers_match_torch_and_run_one_node_per_step(mode, monkeypatch):
     """Each time step of an eager recurrent layer runs as one compiled composite (one
     node forward, one backward), and each step's row of the input projection comes from
     one UnbindBackward0 node."""
+    from llgrad.compiler import composites
+    # a process compiles at most `composites.LIMIT` keys; earlier tests may have used them
+    monkeypatch.setattr(composites, "_compiled", {})
+    monkeypatch.setattr(composites, "_families", {})
     torch.manual_seed(0)
     tm = getattr(torch.nn, mode)(3, 5, num_layers=2).double()
     lm = getattr(lg.nn, mode)(3, 5, num_layers=2).double()

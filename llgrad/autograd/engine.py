@@ -121,6 +121,11 @@ def _has_nan(g: Tensor) -> bool:
         return bool(F.isnan(g).any().item())
 
 
+# `llgrad.profiler`'s hook while a profile is active: the engine runs a node as
+# `PROFILE_HOOK(node, grads)` (which times `node.apply(grads)`); None otherwise, and then
+# the only cost is this check per node
+PROFILE_HOOK: Callable[[Node, list[Tensor | None]], Any] | None = None
+
 _seeds: dict[tuple, Tensor] = {}
 _CUDA: list[type | None] = [None]      # eager.cuda.CudaTensor, set when it is imported
 IN_BACKWARD = [0]                      # backward passes running (counted with CUDA only)
@@ -202,7 +207,8 @@ def _run_direct(root: Tensor, grad: Tensor | None, retain_graph: bool,
     mode = grad_mode._state
     enabled, mode.enabled = mode.enabled, False
     try:
-        outs = node.apply(in_grads)
+        outs = node.apply(in_grads) if PROFILE_HOOK is None else \
+            PROFILE_HOOK(node, in_grads)
     finally:
         mode.enabled = enabled
     if not retain_graph:
@@ -381,7 +387,8 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
                 outs: tuple[Tensor | None, ...] = (None,) * len(nexts)
             else:
                 try:
-                    outs = node.apply(in_grads)
+                    outs = node.apply(in_grads) if PROFILE_HOOK is None else \
+                        PROFILE_HOOK(node, in_grads)
                 except Exception:
                     anomaly.warn_forward_trace(node)
                     raise

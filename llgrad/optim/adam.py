@@ -6,6 +6,7 @@ from typing import Any, Iterable
 from .. import functions as lg
 from ..ir import dtypes as dt
 from ..tensor import Tensor
+from . import _fused
 from .optimizer import Optimizer, check_fused, check_lr, hyper
 
 
@@ -70,8 +71,21 @@ class Adam(Optimizer):
         lr, (beta1, beta2), eps = hyper(group, "lr"), hyper(group, "betas"), group["eps"]
         wd, amsgrad = group["weight_decay"], group["amsgrad"]
         state = self._init_state(p, amsgrad)
-        g = lg.neg(p._grad) if group["maximize"] else p._grad
         step_t = state["step"]
+        if group.__class__ is dict and _fused.numbers(lr, beta1, beta2, eps, wd) and \
+                _fused.eligible(p, p._grad, state["exp_avg"], state["exp_avg_sq"],
+                                state.get("max_exp_avg_sq")):
+            # eager: one kernel per state tensor (`optim._fused`)
+            step_t.add_(1)
+            step = step_t.item()
+            _fused.adam(p, p._grad, state["exp_avg"], state["exp_avg_sq"],
+                        state["max_exp_avg_sq"] if amsgrad else None, beta1=beta1,
+                        beta2=beta2, lr=lr, eps=eps, wd=wd,
+                        decoupled=group["decoupled_weight_decay"],
+                        maximize=group["maximize"], step_size=lr / (1 - beta1 ** step),
+                        bias_correction2_sqrt=(1 - beta2 ** step) ** 0.5)
+            return
+        g = lg.neg(p._grad) if group["maximize"] else p._grad
         step_t.add_(1)
         if wd != 0:
             if group["decoupled_weight_decay"]:
