@@ -4,6 +4,9 @@ The session compiles into its own cache (`LLGRAD_CACHE_DIR` under a session temp
 or `LLGRAD_TEST_CACHE_DIR` where set, to keep a warm cache between runs), never into the
 user's, and subprocesses get a session `TMPDIR`: both are removed when the session ends,
 so nothing (`llgrad-peers-*` folders of the benchmark runner, caches) is left behind.
+With pytest-xdist (`-n 2`, as the README's test command runs), the workers share the
+controlling process's cache (the cache is safe for concurrent compiles), so a kernel one
+worker compiled is loaded by the other.
 """
 from __future__ import annotations
 
@@ -13,8 +16,12 @@ import tempfile
 
 _real_tmp = tempfile.gettempdir()        # this process keeps it (pytest's tmp_path)
 _SESSION = tempfile.mkdtemp(prefix="llgrad-test-session-")
-os.environ["LLGRAD_CACHE_DIR"] = os.environ.get("LLGRAD_TEST_CACHE_DIR") or \
-    os.path.join(_SESSION, "cache")
+# (an xdist worker inherits the controller's `_LLGRAD_TEST_SESSION_CACHE`)
+_cache = os.environ.get("LLGRAD_TEST_CACHE_DIR") or \
+    os.environ.get("_LLGRAD_TEST_SESSION_CACHE")
+if not _cache:
+    _cache = os.environ["_LLGRAD_TEST_SESSION_CACHE"] = os.path.join(_SESSION, "cache")
+os.environ["LLGRAD_CACHE_DIR"] = _cache
 os.makedirs(os.path.join(_SESSION, "tmp"), mode=0o700)
 os.environ["TMPDIR"] = os.path.join(_SESSION, "tmp")          # for subprocesses
 
@@ -139,3 +146,15 @@ def cuda_emulator():
     lg_cuda.reset()
     mp.undo()
     driver._reset_for_tests()
+
+
+@pytest.fixture
+def fresh_direct_tables():
+    """Empty direct-call tables (`functions.fastpath`): they learn a process's first keys
+    only (4096 elementwise keys, 256 per one-operand op), so a test that checks a second
+    call is direct must not depend on how many keys the tests before it (another order,
+    another xdist worker) left there."""
+    from llgrad.functions import fastpath
+    fastpath.clear()
+    yield
+

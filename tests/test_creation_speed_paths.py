@@ -16,6 +16,8 @@ from llgrad.eager import views
 from llgrad.functions import creation, tensor_extras
 from llgrad.runtime import launch
 
+pytestmark = pytest.mark.usefixtures("fresh_direct_tables")
+
 torch = pytest.importorskip("torch")
 
 DTYPES = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8",

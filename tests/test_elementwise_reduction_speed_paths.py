@@ -18,6 +18,8 @@ from llgrad.functions import elementwise as E
 from llgrad.functions import fastpath
 from llgrad.functions import reduction as R
 
+pytestmark = pytest.mark.usefixtures("fresh_direct_tables")
+
 
 def _count_general(monkeypatch):
     """Count the calls reaching the eager elementwise and reduction runners."""

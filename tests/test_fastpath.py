@@ -16,6 +16,8 @@ from llgrad.runtime import launch
 from llgrad.runtime.storage import BLOCK_MAX, allocate, allocate_small
 from llgrad.tensor import Tensor
 
+pytestmark = pytest.mark.usefixtures("fresh_direct_tables")
+
 CALLS = {
     "add": lambda x, y: x + y,
     "sub": lambda x, y: x - y,

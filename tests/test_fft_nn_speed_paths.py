@@ -14,6 +14,8 @@ from llgrad.functions import layout as L
 from llgrad.nn import _losses as losses
 from llgrad.nn import functional as functional_mod
 
+pytestmark = pytest.mark.usefixtures("fresh_direct_tables")
+
 torch = pytest.importorskip("torch")
 
 RNG = np.random.default_rng(7)

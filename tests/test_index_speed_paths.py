@@ -13,6 +13,8 @@ from llgrad.functions import _host as fhost
 from llgrad.functions import selection, sorting, statistics
 from llgrad.nn import _layers, _pooling
 
+pytestmark = pytest.mark.usefixtures("fresh_direct_tables")
+
 torch = pytest.importorskip("torch")
 
 rng = np.random.default_rng(7)

@@ -20,6 +20,8 @@ torch = pytest.importorskip("torch")
 
 import llgrad as lg  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("fresh_direct_tables")
+
 POLYNOMIALS = (
     "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
     "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
