@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import functions as lg
+from ..autograd.apply import composite_function
 from ..autograd.grad_mode import no_grad
 from ..ir import dtypes as dt
 from ..ops import nn as nnops
@@ -233,8 +234,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         if count == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got "
                              f"input size {list(input.shape)}")
-        mean = lg.mean(input, axes, keepdim=True)
-        var = lg.var(input, axes, keepdim=True, correction=0)
+        out, mean, var = _batch_norm_train(input, weight, bias, axes, view, eps)
         if running_mean is not None and running_var is not None and count > 0:
             with no_grad():             # (an empty batch leaves them as they are, as PyTorch)
                 running_mean.mul_(1 - momentum).add_(
@@ -242,18 +242,39 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                 unbiased = lg.mul(lg.reshape(var, (c,)), count / (count - 1))
                 running_var.mul_(1 - momentum).add_(
                     lg.mul(unbiased, momentum).to(running_var._dtype))
-    else:
-        if running_mean is None or running_var is None:
-            raise RuntimeError(f"{op}: running_mean and running_var must be given when not "
-                               f"training (or use training=True for batch statistics)")
-        mean = lg.reshape(running_mean, view)
-        var = lg.reshape(running_var, view)
+        return out
+    if running_mean is None or running_var is None:
+        raise RuntimeError(f"{op}: running_mean and running_var must be given when not "
+                           f"training (or use training=True for batch statistics)")
+    return _batch_norm_apply(input, lg.reshape(running_mean, view),
+                             lg.reshape(running_var, view), weight, bias, view, eps)
+
+
+# The arithmetic of batch norm as composite functions: in eager mode each runs as one
+# compiled graph per shape (and its backward as one), where written out it is a dozen
+# kernels each way (`compiler.composites`); the running statistics are updated outside.
+
+@composite_function
+def _batch_norm_apply(input: Tensor, mean: Tensor, var: Tensor, weight: Tensor | None,
+                      bias: Tensor | None, view: tuple[int, ...], eps: float) -> Tensor:
+    """(input - mean) / sqrt(var + eps) * weight + bias (weight and bias per channel)."""
     out = lg.mul(lg.sub(input, mean), lg.rsqrt(lg.add(var, eps)))
     if weight is not None:
         out = lg.mul(out, lg.reshape(weight, view))
     if bias is not None:
         out = lg.add(out, lg.reshape(bias, view))
     return out
+
+
+@composite_function
+def _batch_norm_train(input: Tensor, weight: Tensor | None, bias: Tensor | None,
+                      axes: tuple[int, ...], view: tuple[int, ...], eps: float
+                      ) -> tuple[Tensor, Tensor, Tensor]:
+    """Batch norm with the batch's statistics: (output, mean, biased variance), the
+    statistics with the input's rank (kept dimensions)."""
+    mean = lg.mean(input, axes, keepdim=True)
+    var = lg.var(input, axes, keepdim=True, correction=0)
+    return _batch_norm_apply(input, mean, var, weight, bias, view, eps), mean, var
 
 
 # --------------------------------------------------------------------------------------

@@ -853,7 +853,8 @@ register(OpDef("conv2d", Group.COMPOSITE, -1, attrs=CONV_ATTRS, infer=_infer_con
                reference=_ref_conv2d, decompose=_decompose_conv2d, vjp=_vjp_conv2d,
                backward_name="ConvolutionBackward0", saves="i",
                doc="(x, weight[, bias]): 2-D cross-correlation with stride, zero padding, "
-                   "dilation and groups, as windows (im2col) times the weight matrix"))
+                   "dilation and groups, as windows (im2col) times the weight matrix",
+               eager_compile=True))
 
 
 # --------------------------------------------------------------------------------------
