@@ -25,7 +25,8 @@ ALIGNMENT = 64
 # on what else the process held (B8 0.32 ms or 0.56 ms from one run to the next).
 POOL_MIN_BYTES = 1 << 16
 POOL_MAX_BYTES = 1 << 30
-_pool: dict[int, list[np.ndarray]] = {}
+# size -> [(block, its 64-byte-aligned address), ...]: the address is read once per block
+_pool: dict[int, list[tuple[np.ndarray, int]]] = {}
 _pool_bytes = [0]
 _pool_lock = threading.Lock()
 
@@ -69,25 +70,41 @@ class Storage:
 
 
 class PooledStorage(Storage):
-    """A storage cut from a block of the pool (`raw`): the block goes back to the pool
-    when the storage dies. (Only these have a finalizer; tiny and borrowed storages are
-    freed without running Python code.)"""
+    """A storage cut from a block of the pool (`raw`, at the block's aligned address):
+    the block goes back to the pool when the storage dies. Its NumPy view is made only
+    when asked for (`buffer`). (Only these have a finalizer; tiny and borrowed storages
+    are freed without running Python code.)"""
 
     __slots__ = ()
+
+    @property
+    def buffer(self) -> np.ndarray:
+        b = self._buffer
+        if b is None:
+            raw = self.raw
+            if raw is None:                   # (memory handed elsewhere keeps a buffer)
+                return Storage.buffer.fget(self)      # type: ignore[attr-defined]
+            start = self.ptr - _address(raw)
+            b = self._buffer = raw[start:start + self.nbytes]
+        return b
 
     def __del__(self) -> None:
         raw = self.raw
         if raw is None:
             return
-        # expected references to raw: this local, self.raw, self.buffer.base and the
-        # getrefcount argument; to buffer: self.buffer and the argument. Anything more
-        # means a view of the memory is still alive outside llgrad.
-        if sys.getrefcount(self._buffer) > 2 or sys.getrefcount(raw) > 4:
+        # Anything referring to the memory beyond this storage means a view of it is still
+        # alive outside llgrad. Expected references to the buffer view, when one was made:
+        # this local, self._buffer and the getrefcount argument; to raw: this local,
+        # self.raw, the argument, and the view's base.
+        b = self._buffer
+        if b is not None and sys.getrefcount(b) > 3:
+            return
+        if sys.getrefcount(raw) > (3 if b is None else 4):
             return
         with _pool_lock:
             if _pool_bytes[0] + raw.nbytes > POOL_MAX_BYTES:
                 return
-            _pool.setdefault(raw.nbytes, []).append(raw)
+            _pool.setdefault(raw.nbytes, []).append((raw, self.ptr))
             _pool_bytes[0] += raw.nbytes
 
 
@@ -222,13 +239,13 @@ def allocate_block_source(nbytes: int, st: str = "st", ptr: str = "ptr", tag: st
 
 def _allocate_pooled(nbytes: int) -> Storage:
     size = _bucket(nbytes)
-    raw = None
+    entry = None
     with _pool_lock:
         blocks = _pool.get(size)
         if blocks:
-            raw = blocks.pop()
+            entry = blocks.pop()
             _pool_bytes[0] -= size
-    if raw is None:
+    if entry is None:
         if size >= CHECK_BYTES:
             _check_available(size)
         try:
@@ -236,9 +253,16 @@ def _allocate_pooled(nbytes: int) -> Storage:
         except MemoryError:
             raise MemoryError(f"cannot allocate a buffer of {human_bytes(size)} "
                               f"({size} bytes)") from None
-    addr = _address(raw)
-    pad = (-addr) % ALIGNMENT
-    return PooledStorage(raw[pad:pad + nbytes], addr + pad, raw=raw)
+        addr = _address(raw)
+        entry = (raw, addr + (-addr) % ALIGNMENT)
+    st = _new(PooledStorage)
+    st._buffer = None
+    st.raw, st.ptr = entry
+    st.nbytes = nbytes
+    st.version = 0
+    st.owner = None
+    st.inference = False
+    return st
 
 
 # Linux grants a request larger than free memory (overcommit) and kills the process when
