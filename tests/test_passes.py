@@ -506,6 +506,48 @@ SIMPLIFY_ROWS: list[tuple[str, str, str]] = [
      graph @f(%x: f32[2,3]) {
        return %x
      }"""),
+    ("cat-cat", """
+     graph @f(%x: f32[2,3], %y: f32[2,1]) {
+       %0 = cat(%x, %y, axis=1) : f32[2,4]
+       %1 = cat(%y, %0, axis=-1) : f32[2,5]
+       return %1
+     }""", """
+     graph @f(%x: f32[2,3], %y: f32[2,1]) {
+       %0 = cat(%y, %x, %y, axis=-1) : f32[2,5]
+       return %0
+     }"""),
+    ("pad-add-pad", """
+     graph @f(%x: f32[2,3], %y: f32[1,3]) {
+       %0 = pad(%x, lows=[0,0], highs=[2,0], interior=[0,0], value=0.0) : f32[4,3]
+       %1 = pad(%y, lows=[3,0], highs=[0,0], interior=[0,0], value=0.0) : f32[4,3]
+       %2 = add(%1, %0) : f32[4,3]
+       return %2
+     }""", """
+     graph @f(%x: f32[2,3], %y: f32[1,3]) {
+       %0 = const(value=0.0, dtype=f32, shape=[2,3]) : f32[2,3]
+       %1 = add(%x, %0) : f32[2,3]
+       %2 = const(value=0.0, dtype=f32, shape=[1,3]) : f32[1,3]
+       %3 = const(value=0.0, dtype=f32, shape=[1,3]) : f32[1,3]
+       %4 = add(%y, %3) : f32[1,3]
+       %5 = cat(%1, %2, %4, axis=0) : f32[4,3]
+       return %5
+     }"""),
+    ("pad-add-pad", """
+     graph @f(%x: f32[2,3], %y: f32[2,2]) {
+       %0 = relu(%x) : f32[2,3]
+       %1 = pad(%0, lows=[0,1], highs=[0,3], interior=[0,0], value=0.0) : f32[2,7]
+       %2 = abs(%y) : f32[2,2]
+       %3 = pad(%2, lows=[0,4], highs=[0,1], interior=[0,0], value=0.0) : f32[2,7]
+       %4 = add(%1, %3) : f32[2,7]
+       return %4
+     }""", """
+     graph @f(%x: f32[2,3], %y: f32[2,2]) {
+       %0 = relu(%x) : f32[2,3]
+       %1 = abs(%y) : f32[2,2]
+       %2 = cat(%0, %1, axis=1) : f32[2,5]
+       %3 = pad(%2, lows=[0,1], highs=[0,1], interior=[0,0], value=0.0) : f32[2,7]
+       return %3
+     }"""),
     ("reduce-single", """
      graph @f(%x: f32[2,1,3]) {
        %0 = amax(%x, axes=[1], keepdim=false) : f32[2,3]
@@ -570,6 +612,27 @@ UNSAFE = [
        %0 = const(value=0, dtype=bf16, shape=[4]) : bf16[4]
        %1 = mul(%0, %x) : bf16[4]
        return %1
+     }"""),
+    ("pads of overlapping windows add elements", """
+     graph @f(%x: f32[2,3], %y: f32[2,3]) {
+       %0 = pad(%x, lows=[0,0], highs=[1,0], interior=[0,0], value=0.0) : f32[3,3]
+       %1 = pad(%y, lows=[1,0], highs=[0,0], interior=[0,0], value=0.0) : f32[3,3]
+       %2 = add(%0, %1) : f32[3,3]
+       return %2
+     }"""),
+    ("a pad of ones adds 1 in the other window", """
+     graph @f(%x: f32[2,3], %y: f32[2,3]) {
+       %0 = pad(%x, lows=[0,0], highs=[2,0], interior=[0,0], value=0.0) : f32[4,3]
+       %1 = pad(%y, lows=[2,0], highs=[0,0], interior=[0,0], value=1.0) : f32[4,3]
+       %2 = add(%0, %1) : f32[4,3]
+       return %2
+     }"""),
+    ("pads with -0.0 keep an input's -0.0 (x + -0.0 is x)", """
+     graph @f(%x: f32[2,3], %y: f32[2,3]) {
+       %0 = pad(%x, lows=[0,0], highs=[2,0], interior=[0,0], value=-0.0) : f32[4,3]
+       %1 = pad(%y, lows=[2,0], highs=[0,0], interior=[0,0], value=-0.0) : f32[4,3]
+       %2 = add(%0, %1) : f32[4,3]
+       return %2
      }"""),
     ("x + 0.0 (-0.0 + 0.0 is +0.0)", """
      graph @f(%x: f32[4]) {

@@ -19,6 +19,8 @@ reduction means *all* axes in this registry, not none.
 """
 from __future__ import annotations
 
+import functools
+
 from typing import Any, Callable
 
 import numpy as np
@@ -28,7 +30,7 @@ from ..ir.dtypes import DType
 from ..ir.graph import Graph, Node
 from ..ir.types import normalize_axis
 from ..ops.reduction import normalize_axes
-from .rewrite import Match, Rule, const_pat, pat, rewrite, uniform_value, var
+from .rewrite import Match, Pat, Rule, const_pat, pat, rewrite, uniform_value, var
 
 __all__ = ["simplify", "SIMPLIFY_RULES", "lossless_cast"]
 
@@ -59,6 +61,11 @@ def sub_identity(v: np.ndarray, d: DType) -> bool:
 _NO_NEGATIVE_ZERO = frozenset({"abs", "relu", "exp", "exp2", "sigmoid", "iota", "uniform"})
 
 
+# Ops that move elements without changing them (never -0.0 when their inputs are not)
+_MOVES = frozenset({"reshape", "permute", "expand", "slice", "flip", "cat"})
+
+
+@functools.lru_cache(maxsize=65536)
 def never_negative_zero(n: Node) -> bool:
     """A cheap, conservative proof that no element of `n` is -0.0."""
     if n.dtype.kind != "f":
@@ -70,7 +77,21 @@ def never_negative_zero(n: Node) -> bool:
     if n.op == "const":
         v = uniform_value(n)
         return v is not None and not (v == 0 and np.signbit(v))
+    if n.op == "add":           # x + (+0.0) is never -0.0 (-0.0 + 0.0 is +0.0)
+        return any(_is_positive_zero(i) for i in n.inputs)
+    if n.op in _MOVES:
+        return all(never_negative_zero(i) for i in n.inputs)
+    if n.op == "pad":
+        value = n.attr("value")
+        return not (value == 0 and np.signbit(float(value))) and \
+            never_negative_zero(n.inputs[0])
     return False
+
+
+def _is_positive_zero(n: Node) -> bool:
+    v = uniform_value(n)
+    return v is not None and n.dtype.is_floating_point and bool(v == 0) and \
+        not np.signbit(v)
 
 
 def _is_float_zero(n: Node) -> bool:
@@ -271,6 +292,74 @@ def _reduce_to_reshape(m: Match) -> Node:
 # The rule list
 # --------------------------------------------------------------------------------------
 
+def _window(n: Node) -> tuple[int, int, int] | None:
+    """(axis, start, stop) of a zero-padding along one axis (no interior padding), the
+    window where the input lies; None for any other pad."""
+    value = n.attr("value")
+    if n.op != "pad" or value != 0 or np.signbit(float(value)) or any(n.attr("interior")):
+        return None
+    lows, highs = n.attr("lows"), n.attr("highs")
+    axes = [d for d, (lo, hi) in enumerate(zip(lows, highs)) if lo or hi]
+    if len(axes) != 1 or any(v < 0 for v in lows + highs):
+        return None
+    d = axes[0]
+    return d, lows[d], n.shape[d] - highs[d]
+
+
+def _pads_on_one_axis(n: Node) -> bool:
+    """add(pad(x), pad(y)) of one type, zero-padding the same axis in disjoint windows."""
+    a, b = n.inputs
+    if a.type != n.type or b.type != n.type or n.dtype.kind not in "fiu":
+        return False
+    wa, wb = _window(a), _window(b)
+    return wa is not None and wb is not None and wa[0] == wb[0] and \
+        (wa[2] <= wb[1] or wb[2] <= wa[1])
+
+
+def _merge_pads(m: Match) -> Node:
+    """add(pad(x), pad(y)) -> pad(cat(x + 0.0, [zeros of the gap], y + 0.0)): each
+    window held its input plus the other's padding (+0.0), which turns -0.0 into +0.0,
+    so a part that may hold -0.0 gets that + 0.0 (an exact no-op on anything else)."""
+    first, second = sorted(m.node.inputs, key=lambda p: _window(p)[1])
+    d, start, stop = _window(first)
+    _, start2, stop2 = _window(second)
+    dtype = m.node.dtype
+
+    def part(x: Node) -> Node:
+        if never_negative_zero(x):
+            return x
+        return m.make("add", x, m.const(0.0 if dtype.kind == "f" else 0, shape=x.shape))
+    parts = [part(first.inputs[0])]
+    if start2 > stop:
+        gap = list(m.node.shape)
+        gap[d] = start2 - stop
+        parts.append(m.const(0.0 if dtype.kind == "f" else 0, shape=tuple(gap)))
+    parts.append(part(second.inputs[0]))
+    body = m.make("cat", *parts, axis=d)
+    lows = [0] * len(m.node.shape)
+    highs = [0] * len(m.node.shape)
+    lows[d], highs[d] = start, m.node.shape[d] - stop2
+    return m.make("pad", body, lows=tuple(lows), highs=tuple(highs),
+                  interior=(0,) * len(lows), value=first.attr("value"))
+
+
+def _has_inner_cat(n: Node) -> bool:
+    axis = n.attr("axis") % len(n.shape)
+    return any(i.op == "cat" and i.attr("axis") % len(i.shape) == axis for i in n.inputs)
+
+
+def _flatten_cats(m: Match) -> Node:
+    axis = m.node.attr("axis")
+    d = axis % len(m.node.shape)
+    parts: list[Node] = []
+    for i in m.node.inputs:
+        if i.op == "cat" and i.attr("axis") % len(i.shape) == d:
+            parts.extend(i.inputs)
+        else:
+            parts.append(i)
+    return m.make("cat", *parts, axis=axis)
+
+
 def _rule(name: str, pattern: Any, replace: Callable[[Match], Node | None], doc: str) -> Rule:
     return Rule(name, pattern, replace, doc)
 
@@ -359,6 +448,12 @@ SIMPLIFY_RULES: tuple[Rule, ...] = (
     _rule("pad-none", pat("pad", var("x"), where=_no_padding), keep("x"),
           "pad by nothing -> x"),
     _rule("cat-one", pat("cat", var("x")), keep("x"), "cat of one tensor -> x"),
+    _rule("cat-cat", Pat(op="cat", where=_has_inner_cat), _flatten_cats,
+          "cat(a, cat(b, c), d) along one axis -> cat(a, b, c, d)"),
+    _rule("pad-add-pad", pat("add", pat("pad", var("x")), pat("pad", var("y")),
+                             where=_pads_on_one_axis), _merge_pads,
+          "pad(x) + pad(y) zero-padding one axis in disjoint windows -> pad(cat(x, y)) "
+          "(the gradient of the pieces of split/unbind; -0.0 made +0.0 as the add did)"),
     # reductions
     _rule("reduce-single", pat(("sum", "prod", "amax", "amin"), var("x"),
                                where=_reduces_single_elements),
