@@ -243,7 +243,6 @@ def _unrecorded(input: Any) -> bool:
         not forward_ad._level[0] and not (_grad_state.enabled and input._requires_grad)
 
 
-
 def _recorded_plainly(input: Any) -> bool:
     """Whether autograd records a view of `input` with nothing else involved: a plain
     tensor that requires grad, grad mode on, no transform and no forward mode."""
@@ -300,6 +299,7 @@ def _pieces(input: Tensor, d: int, sizes: list[int], name: str, stacked: bool
         out.append(v)
         start += size
     return tuple(out)
+
 
 @_view_function
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
