@@ -23,6 +23,8 @@ LIBS = ("llgrad eager", "torch")
 
 
 def _child(lib: str, workload: str, steps: int, rows: int) -> None:
+    from benchmarks.peers import pin_threads
+    pin_threads(2)                       # (before either library is imported)
     from benchmarks import models
     if lib == "torch":
         import torch
@@ -55,9 +57,6 @@ def main(argv: list[str] | None = None) -> None:
         _child(a.child, a.workload, a.steps, a.rows)
         return
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                "LLGRAD_NUM_THREADS"):
-        env[var] = "2"
     for lib in (s.strip() for s in a.libs.split(",") if s.strip()):
         if lib not in LIBS:
             raise SystemExit(f"unknown library {lib!r}: choose from {', '.join(LIBS)}")

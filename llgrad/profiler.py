@@ -159,31 +159,13 @@ def _user_stack(limit: int = 5) -> tuple[str, ...]:
 
 
 def _op_wrapper(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
-    """`fn` timed as the op `name` while a profile is active (a plain call otherwise).
-    The recording is written out here rather than calling `profile._timed`: ops are
-    the most frequent events."""
+    """`fn` timed as the op `name` while a profile is active (a plain call otherwise)."""
     @functools.wraps(fn)
     def op(*args: Any, **kwargs: Any) -> Any:
         s = _SESSION
         if s is None:
             return fn(*args, **kwargs)
-        tid = get_ident()
-        stack = s._stacks.get(tid)
-        if stack is None:
-            stack = s._stacks[tid] = []
-        elif stack and stack[-1] == name:       # an alias calling its function: one event
-            return fn(*args, **kwargs)
-        shapes = _shapes(args, kwargs) if s.record_shapes else None
-        where = _user_stack() if s.with_stack else None
-        depth = len(stack)
-        stack.append(name)
-        t0 = _now()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            t1 = _now()
-            del stack[depth:]
-            s._events.append((name, "op", t0, t1, tid, depth, shapes, where))
+        return s._timed(name, "op", fn, args, kwargs, True, args, kwargs)
     return op
 
 
@@ -899,14 +881,16 @@ class profile:
         return stack
 
     def _timed(self, name: str, kind: str, fn: Callable[..., Any], args: Sequence[Any],
-               kwargs: dict[str, Any] | None, fold: bool, shape_of: Sequence[Any]) -> Any:
+               kwargs: dict[str, Any] | None, fold: bool, shape_of: Sequence[Any],
+               shape_kwargs: dict[str, Any] | None = None) -> Any:
         """`fn(*args, **kwargs)` recorded as an event `name` of `kind` (with `fold`, a
-        call directly inside an event of the same name is not one of its own)."""
+        call directly inside an event of the same name is not one of its own); with
+        `record_shapes`, the shapes of `shape_of` and of the tensors in `shape_kwargs`."""
         tid = get_ident()
         stack = self._stack(tid)
         if fold and stack and stack[-1] == name:
             return fn(*args, **kwargs) if kwargs else fn(*args)
-        shapes = _shapes(shape_of, None) if self.record_shapes else None
+        shapes = _shapes(shape_of, shape_kwargs) if self.record_shapes else None
         where = _user_stack() if self.with_stack else None
         depth = len(stack)
         stack.append(name)

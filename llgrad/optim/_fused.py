@@ -116,9 +116,10 @@ def adam(p: Tensor, g: Tensor, m: Tensor, v: Tensor, v_max: Tensor | None, *,
     _launch("adam exp_avg_sq", second, flags, v, (v, g, p, beta2, 1 - beta2, wd))
 
     if v_max is not None:
-        _launch("adam max_exp_avg_sq",
-                lambda: (lambda e: e.done(e("maximum", 0, 1)))(_Expression(2, d)), (),
-                v_max, (v_max, v))
+        def running_max() -> Expr:           # max(v_max, v)
+            e = _Expression(2, d)
+            return e.done(e("maximum", 0, 1))
+        _launch("adam max_exp_avg_sq", running_max, (), v_max, (v_max, v))
         v = v_max
 
     decay = wd != 0 and decoupled

@@ -65,7 +65,7 @@ _NO_NEGATIVE_ZERO = frozenset({"abs", "relu", "exp", "exp2", "sigmoid", "iota", 
 _MOVES = frozenset({"reshape", "permute", "expand", "slice", "flip", "cat"})
 
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=4096)          # (as rewrite's _uniform_value)
 def never_negative_zero(n: Node) -> bool:
     """A cheap, conservative proof that no element of `n` is -0.0."""
     if n.dtype.kind != "f":
