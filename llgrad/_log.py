@@ -2,7 +2,8 @@
 
 Every channel is a logger under `llgrad`: `llgrad.graph`, `llgrad.passes`,
 `llgrad.fusion`, `llgrad.llvm`, `llgrad.cache`, `llgrad.recompiles`,
-`llgrad.graph_breaks`, `llgrad.kernels`. Messages are INFO records and the `llgrad`
+`llgrad.graph_breaks`, `llgrad.kernels`, `llgrad.stages` (every compiler stage's artifact
+as it is made, in pipeline order: `compiler.pipeline`). Messages are INFO records and the `llgrad`
 logger's level is WARNING (set at import unless the application set one before), so
 `logging.basicConfig(level=logging.INFO)` does not print llgrad's IR listings; nothing is
 printed unless the application asks for a channel (the recompile limit also warns through
@@ -26,7 +27,7 @@ import sys
 import warnings
 
 CHANNELS = ("graph", "passes", "fusion", "llvm", "cache", "recompiles", "graph_breaks",
-            "kernels")
+            "kernels", "stages")
 
 _root = logging.getLogger("llgrad")
 if _root.level == logging.NOTSET:          # the application's own setting wins

@@ -133,7 +133,7 @@ def bisect(fn: Callable[..., Any], *args: Any, reference: str = "numpy",
     docstring); `print(report)` says which op, where in the source, by how much."""
     if reference not in ("numpy", "float64"):
         raise ValueError(f"bisect: reference must be 'numpy' or 'float64', got {reference!r}")
-    from .compiler.function import compile_graph
+    from .compiler.pipeline import compile_graph
     from .passes.decompose import decompose
     from .tracer.make_ir import _flatten, trace
     fn = getattr(fn, "fn", fn)                  # a CompiledFunction: its Python function

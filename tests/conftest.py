@@ -104,7 +104,7 @@ def run_graph(g, inputs, rtol=1e-5, atol=1e-6, threads=None):
     """Compile IR graph `g`, run it on NumPy `inputs` and compare every output (dtype,
     shape, values) with the NumPy interpreter; returns the `CompiledGraph`."""
     from llgrad.ir import interpret
-    from llgrad.runtime.executor import CompiledGraph
+    from llgrad.compiler.executable import CompiledGraph
     from llgrad.tensor import Tensor
     cg = CompiledGraph(g) if threads is None else CompiledGraph(g, threads=threads)
     outs = cg(*[Tensor._from_numpy(np.array(x)) for x in inputs])

@@ -23,7 +23,7 @@ from llgrad.ir.interpret import round_to_bfloat16, to_bfloat16_bits
 from llgrad.ir.types import broadcast_shapes
 from llgrad.passes import memory
 from llgrad.passes.fusion import Kind, Layout, fuse, reshape_strides
-from llgrad.runtime.executor import CompiledGraph
+from llgrad.compiler.executable import CompiledGraph
 from llgrad.tensor import Tensor
 
 from conftest import train_step

@@ -28,7 +28,7 @@ from llgrad.codegen.target import get_target
 from llgrad.ir import dtypes as dt
 from llgrad.passes import fusion as fusion_pass
 from llgrad.passes import lower as lower_pass
-from llgrad.runtime.executor import CompiledGraph
+from llgrad.compiler.executable import CompiledGraph
 from llgrad.schedule.index import IndexKernel, NonzeroKernel, slot_layout
 from llgrad.schedule.program import Ptr
 

@@ -11,7 +11,7 @@ import llgrad.nn.functional as F
 from llgrad.codegen.gpu import program as gp
 from llgrad.codegen.gpu import ptx
 from llgrad.codegen.gpu.emulate import EmulatedGraph
-from llgrad.runtime.executor import CompiledGraph
+from llgrad.compiler.executable import CompiledGraph
 from llgrad.schedule.reduce import ReduceKernel
 
 RNG = np.random.default_rng(7)

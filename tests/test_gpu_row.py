@@ -18,7 +18,7 @@ from llgrad.codegen.gpu import program as gp
 from llgrad.codegen.gpu import ptx
 from llgrad.codegen.gpu import row as gpu_row
 from llgrad.codegen.gpu.emulate import EmulatedGraph
-from llgrad.runtime.executor import CompiledGraph
+from llgrad.compiler.executable import CompiledGraph
 from llgrad.schedule.row import RowKernel
 
 RNG = np.random.default_rng(0)

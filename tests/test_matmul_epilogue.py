@@ -12,7 +12,7 @@ import llgrad as lg
 from llgrad.ir import Builder, TensorType
 from llgrad.ir import dtypes as dt
 from llgrad.runtime import blas
-from llgrad.runtime.executor import CompiledGraph
+from llgrad.compiler.executable import CompiledGraph
 from llgrad.schedule import elementwise as ew
 from llgrad.schedule.matmul import MatmulKernel
 

@@ -12,7 +12,7 @@ import llgrad as lg
 from llgrad.compiler import function
 from llgrad.ir import Builder, TensorType
 from llgrad.ir import dtypes as dt
-from llgrad.runtime.executor import CompiledGraph
+from llgrad.compiler.executable import CompiledGraph
 from llgrad.schedule.program import traffic
 
 ROOT = Path(lg.__file__).resolve().parent

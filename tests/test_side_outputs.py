@@ -11,7 +11,7 @@ import pytest
 import llgrad as lg
 from llgrad.ir import Builder, TensorType
 from llgrad.ir import dtypes as dt
-from llgrad.runtime.executor import CompiledGraph
+from llgrad.compiler.executable import CompiledGraph
 from llgrad.schedule import elementwise as ew
 from llgrad.schedule.reduce import ReduceKernel
 

@@ -3,6 +3,7 @@
     python tools/opinfo_sweep.py --samples 8       # every CPU OpInfo, up to 8 samples per dtype
     python tools/opinfo_sweep.py --quick           # the CI sample: 2 samples, 1 grad sample
     python tools/opinfo_sweep.py --only add,linalg.solve
+    python tools/opinfo_sweep.py --samples 100000 --start 234 --no-write   # resume a long run
 
 Writes tests/opinfo_status.json (the per-OpInfo status tests/test_opinfo.py holds llgrad to)
 and docs/opinfo.md (counts and every OpInfo that does not pass, with its first failure).
@@ -45,11 +46,15 @@ def main() -> int:
     p.add_argument("--samples", type=int, default=24,
                    help="samples per dtype in the full sweep (gradient samples: half)")
     p.add_argument("--no-write", action="store_true")
+    p.add_argument("--start", type=int, default=1,
+                   help="begin at this OpInfo (1-based position in the database order)")
     ns = p.parse_args()
     ops = H.cpu_ops()
     if ns.only:
         want = set(ns.only.split(","))
         ops = [o for o in ops if H.key_of(o) in want or o.name in want]
+    first = max(ns.start, 1) - 1
+    ops = ops[first:]
     signal.signal(signal.SIGALRM, _alarm)
     results = []
     t0 = time.time()
@@ -69,12 +74,12 @@ def main() -> int:
         finally:
             signal.alarm(0)
         results.append(r)
-        print(f"[{i + 1}/{len(ops)} {time.time() - t0:.0f}s] {r.key}: {r.status} "
+        print(f"[{first + i + 1}/{first + len(ops)} {time.time() - t0:.0f}s] {r.key}: {r.status} "
               f"{r.passed}/{r.samples} grad {r.grad_passed}/{r.grad_samples} "
               f"{r.compiled} {r.reason[:100]}", flush=True)
     counts = summarize(results)
     print(json.dumps(counts, indent=1))
-    if not ns.no_write and not ns.only:
+    if not ns.no_write and not ns.only and not first:
         status = {r.key: {"status": r.status, "reason": r.reason} for r in results}
         (ROOT / "tests" / "opinfo_status.json").write_text(json.dumps(status, indent=0,
                                                                         sort_keys=True) + "\n")

@@ -32,6 +32,7 @@ from ..tracer.make_ir import Structure, _Leaf, _flatten, _unflatten, trace
 from ..tracer.tensor import GraphBreak
 from .callpath import MISS, specialize
 from .function import CompileFailure, GraphFunction, report_failure
+from .pipeline import STAGE_NAMES, artifact_text
 
 
 class _State(threading.local):
@@ -154,8 +155,15 @@ class Report:
     graph_breaks: list[str] = field(default_factory=list)
     target: str = "cpu"
     ptx: str = ""              # target="cuda": the PTX a CUDA call of this graph runs
+    # `inspect(..., stages=True)`: (stage, printed artifact) in `pipeline.STAGES` order
+    stages: list[tuple[str, str]] = field(default_factory=list)
 
     def __str__(self) -> str:
+        if self.stages:
+            parts = [f"== {name} ==\n{text}" for name, text in self.stages]
+            parts.append("== stats ==\n" + "\n".join(f"{k}: {v}"
+                                                     for k, v in self.stats.items()))
+            return "\n\n".join(parts)
         parts = [f"== traced graph ==\n{self.graph}"]
         if self.joint_graph is not None:
             parts.append(f"== joint forward+backward graph ==\n{self.joint_graph}")
@@ -496,7 +504,7 @@ class CompiledFunction:
 
     # -- inspection -----------------------------------------------------------------------
     def inspect(self, *args: Any, target: str = "cpu", arch: str = "sm_80",
-                **kwargs: Any) -> Report:
+                stages: bool = False, **kwargs: Any) -> Report:
         """Every stage for these arguments: traced, differentiated, optimized, kernels,
         LLVM IR, assembly and timings (compiles them if needed). Raises `CompileError`
         when they do not compile as one graph.
@@ -505,17 +513,21 @@ class CompiledFunction:
         arguments on any machine (no GPU needed): `kernels` are the GPU launches (kernel,
         grid, block; cuBLAS gemms), `llvm_ir` the NVPTX module, `asm` and `ptx` its PTX
         for `arch` (registers and shared bytes per kernel in `stats` when `ptxas` is
-        installed)."""
+        installed).
+
+        `stages=True`: the report prints the artifact of every compiler stage that ran, in
+        the pipeline's order (`compiler.pipeline.STAGES`: traced, autodiff, partition,
+        decompose, passes, fusion, lower, memory, emit, compile) instead of the summary."""
         if target not in ("cpu", "cuda"):
             raise ValueError(f"inspect: target must be 'cpu' or 'cuda', got {target!r}")
         try:
-            report = self._inspect(args, kwargs)
+            report = self._inspect(args, kwargs, stages)
             return _for_cuda(report, arch) if target == "cuda" else report
         except CompileFailure as failure:
             raise CompileError(f"{self.__name__} does not compile for these arguments: "
                                f"{failure}") from failure
 
-    def _inspect(self, args: tuple, kwargs: dict) -> Report:
+    def _inspect(self, args: tuple, kwargs: dict, stages: bool = False) -> Report:
         key, leaves = self._key(args, kwargs)
         entry = self._entries.get(key) or self._compile(key, args, kwargs)
         if entry.graph_break is not None:
@@ -555,9 +567,41 @@ class CompiledFunction:
             for k in ("bytes moved", "minimum bytes"):
                 if k in getattr(bex, "stats", {}):
                     stats[f"backward {k}"] = bex.stats[k]
+        texts: list[tuple[str, str]] = []
+        if stages:
+            texts = _stage_texts(entry.graph, joint_graph if spec is None else spec.forward.graph,
+                                 joint if wrt and spec is None else None, fwd, ex)
         return Report(entry.graph, backward_graph, joint_graph, fwd.optimized, fwd.stages,
                       ex.kernels, getattr(ex, "schedule", None), ex.llvm_ir, ex.asm(), stats,
-                      list(self.graph_breaks))
+                      list(self.graph_breaks), stages=texts)
+
+
+def _stage_texts(traced: Graph, joint: Graph | None, part: Any, fwd: Any,
+                 ex: Any) -> list[tuple[str, str]]:
+    """Each stage's printed artifact for `inspect(stages=True)`, in `STAGES` order: the
+    forward graph's path through the native stages (what the first call runs)."""
+    made: dict[str, str] = {}
+    if joint is not None:
+        made["autodiff"] = str(joint)
+    if part is not None:
+        made["partition"] = artifact_text("partition", part)
+    passes = []
+    for name, graph in fwd.stages:
+        if name == "decompose":
+            made["decompose"] = str(graph)
+        else:
+            passes.append(f"-- {name} --\n{graph}")
+    if passes:
+        made["passes"] = "\n".join(passes)
+    native = {"fusion": getattr(ex, "fusion", None), "lower": getattr(ex, "program", None),
+              "memory": getattr(ex, "plan", None)}
+    made.update({k: str(v) for k, v in native.items() if v is not None})
+    if getattr(ex, "llvm_ir", None):
+        made["emit"] = ex.llvm_ir
+        compiled = getattr(ex, "compiled", None)
+        made["compile"] = (artifact_text("compile", compiled) + "\n" + ex.asm()
+                           if compiled is not None else ex.asm())
+    return [("traced", str(traced))] + [(n, made[n]) for n in STAGE_NAMES if n in made]
 
 
 def _for_cuda(report: Report, arch: str) -> Report:

@@ -21,11 +21,9 @@ ahead (see `_Speculation`) and runs the partitioned forward and backward instead
 """
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .. import _log
 from .._source import define
 from ..autograd.anomaly import _state as _anomaly
 from ..autograd.engine import hand_over, is_seed, plain_leaf
@@ -33,129 +31,9 @@ from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.node import Node, SavedTensor, _sequence, edge
 from ..ir.graph import Graph
 from ..tensor import Tensor
-
-
-def optimize(graph: Graph) -> tuple[Graph, list[tuple[str, Graph]], float]:
-    """The pass pipeline (simplify, cse, fold, dce); returns (graph, stages, seconds)."""
-    t0 = time.perf_counter()
-    from ..passes.manager import run_pipeline
-    result = run_pipeline(graph)
-    stages = [(s[0], s[1]) for s in result.stages]
-    return result.graph, stages, time.perf_counter() - t0
-
-
-@dataclass
-class Compiled:
-    """A graph after the passes, and its executable."""
-
-    graph: Graph
-    optimized: Graph
-    executable: Any
-    stages: list[tuple[str, Graph]] = field(default_factory=list)
-    seconds: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def run(self) -> Any:
-        """The executable's call for arguments of the graph's own signature: a static
-        graph's generated runner (`CompiledGraph.runner`), else the executable."""
-        return self.runner(0)
-
-    def runner(self, verified: int) -> Any:
-        """`run`, for a caller that has checked its first `verified` arguments' class,
-        dtype and shape (see `CompiledGraph.runner`)."""
-        runner = getattr(self.executable, "runner", None)
-        return runner(verified) if runner is not None else self.executable
-
-
-class CompileFailure(Exception):
-    """A stage after tracing (autodiff, partition, decompose, passes, schedule, codegen)
-    failed on a graph that traced: an internal error, never the user's. `lg.compile` runs
-    that signature eagerly instead (`CompiledFunction`), with the reason logged on the
-    `graph_breaks` channel and one warning per process."""
-
-    def __init__(self, graph: str, stage: str, error: BaseException):
-        self.graph, self.stage, self.error = graph, stage, error
-        super().__init__(f"@{graph}: {stage} failed: {type(error).__name__}: {error}")
-
-
-_warned_failure = [False]
-failures: list[str] = []         # every compile failure of this process (tests read it)
-
-
-def report_failure(failure: CompileFailure, where: str, fallback: str) -> None:
-    """Log a compile failure (every one, `LLGRAD_LOG=graph_breaks`) and warn once."""
-    message = f"{where}: compiling {failure} ({fallback})"
-    if len(failures) < 1000:
-        failures.append(message)
-    _log.log("graph_breaks", message)
-    if not _warned_failure[0]:
-        _warned_failure[0] = True
-        from .._warnings import warn_at_user
-        warn_at_user(f"lg.compile could not compile a graph and runs it eagerly instead: "
-                     f"{message}. This is an llgrad bug worth reporting; later failures "
-                     f"are logged on LLGRAD_LOG=graph_breaks only.")
-
-
-def compiling(graph: Graph, stage: str) -> Any:
-    """A context in which any exception becomes `CompileFailure(graph, stage, error)`."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def guard() -> Any:
-        try:
-            yield
-        except CompileFailure:
-            raise
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except Exception as e:
-            raise CompileFailure(graph.name, stage, e) from e
-    return guard()
-
-
-def compile_graph(graph: Graph, dynamic: bool = False, fallback: bool = False,
-                  device: str = "cpu") -> Compiled:
-    """Decompose, optimize and make executable: one native module for the whole graph, or
-    (`dynamic`) a runner over the shape-generic eager kernels. A failure in any stage
-    raises `CompileFailure`; with `fallback` (graphs compiled while a backward runs, when
-    running the Python function instead is no longer possible) the graph runs on the
-    eager kernels (`eager.graph.GraphRunner`) instead, and the failure is reported."""
-    try:
-        with compiling(graph, "compile"):
-            return _compile_graph(graph, dynamic, device)
-    except CompileFailure as failure:
-        if not fallback:
-            raise
-        from ..eager.graph import GraphRunner
-        from ..passes.decompose import decompose
-        with compiling(graph, "the eager fallback"):
-            lowered = decompose(graph)
-            compiled = Compiled(graph, lowered, GraphRunner(lowered), [("decompose", lowered)])
-        report_failure(failure, "backward", "runs on the eager kernels")
-        return compiled
-
-
-def _compile_graph(graph: Graph, dynamic: bool = False, device: str = "cpu") -> Compiled:
-    from ..passes.decompose import decompose
-    from ..runtime.executor import CompiledGraph
-    t0 = time.perf_counter()
-    lowered = decompose(graph)
-    t_dec = time.perf_counter() - t0
-    optimized, stages, t_opt = optimize(lowered)
-    stages = [("decompose", lowered)] + stages
-    t0 = time.perf_counter()
-    if device == "cuda":
-        from ..eager.cuda import CudaExecutable
-        executable: Any = CudaExecutable(optimized)
-    elif dynamic:
-        from ..eager.graph import GraphRunner
-        executable = GraphRunner(optimized)
-    else:
-        executable = CompiledGraph(optimized)
-    seconds = {"decompose": t_dec, "passes": t_opt, "codegen": time.perf_counter() - t0}
-    _log.log("graph", f"compiled @{graph.name}: {len(graph.nodes)} nodes -> "
-                      f"{len(optimized.nodes)} after passes")
-    return Compiled(graph, optimized, executable, stages, seconds)
+from .pipeline import (  # noqa: F401  (re-exported: the compiler's public entry points)
+    Compiled, CompileFailure, compile_graph, compiling, failures, optimize, report_failure,
+    run_stage)
 
 
 @dataclass
@@ -322,8 +200,8 @@ class GraphFunction:
         """The joint forward+backward graph (`passes.autodiff.differentiate`)."""
         j = self._joint.get(wrt)
         if j is None:
-            from ..passes.autodiff import differentiate
-            j = self._joint[wrt] = differentiate(self.graph, list(wrt))
+            j = self._joint[wrt] = run_stage("autodiff", self.graph, list(wrt),
+                                             label=self.graph.name)
         return j
 
     def grad_graph(self, wrt: tuple[int, ...]) -> Graph:
@@ -335,11 +213,10 @@ class GraphFunction:
     def differentiated(self, wrt: tuple[int, ...]) -> Differentiated:
         d = self._diff.get(wrt)
         if d is None:
-            from ..passes.partition import partition
             n_in, n_out = len(self.graph.params), len(self.graph.outputs)
             with compiling(self.graph, "autodiff and partition"):
                 joint = self.joint(wrt)
-                part = partition(joint, n_in, n_out)
+                part = run_stage("partition", joint, n_in, n_out, label=self.graph.name)
             d = Differentiated(compile_graph(part.forward, self.dynamic, self.fallback,
                                              self.device),
                                compile_graph(part.backward, self.dynamic, self.fallback,
@@ -358,11 +235,10 @@ class GraphFunction:
             if GRADIENTS_IN_FORWARD and len(floats) == 1 and \
                     floats[0].dtype.is_floating_point and \
                     _numel(floats[0].shape) == 1:
-                from ..passes.autodiff import differentiate
                 with compiling(self.graph, "autodiff"):
-                    fused = differentiate(self.graph, list(wrt),
-                                          f"{self.graph.name}_value_grad",
-                                          unit_cotangents=True)
+                    fused = run_stage("autodiff", self.graph, list(wrt),
+                                      f"{self.graph.name}_value_grad", unit_cotangents=True,
+                                      label=self.graph.name)
                     grads = self.grad_graph(wrt)
                 reads = _reads(grads)
                 needed = tuple(k for k, p in enumerate(grads.params[:len(self.graph.params)])

@@ -334,7 +334,7 @@ class _Compiled:
     """A traced function's GPU executable and its output structure."""
 
     def __init__(self, fn: Callable[..., Any], examples: list[CudaTensor], name: str):
-        from ..compiler.function import optimize
+        from ..compiler.pipeline import optimize
         from ..passes.decompose import decompose
         from ..runtime.cuda.graph import CudaGraph
         from ..tracer.make_ir import trace

@@ -90,7 +90,7 @@ def _lower(node: Node) -> Callable[[Node, list[Tensor]], Tensor]:
 
 
 class GraphRunner:
-    """Callable like `runtime.executor.CompiledGraph`: `runner(*tensors) -> list[Tensor]`."""
+    """Callable like `compiler.executable.CompiledGraph`: `runner(*tensors) -> list[Tensor]`."""
 
     def __init__(self, graph: Graph):
         self.graph = graph

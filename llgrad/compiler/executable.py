@@ -1,9 +1,7 @@
 """`CompiledGraph`: a graph with static shapes compiled into one native entry point.
 
-Compiling runs the pipeline once: `passes.fusion.fuse` (kernel groups), `codegen.graph.
-lower` (kernel launches with constant argument blocks), `passes.memory.plan_buffers` (one
-arena for every intermediate), `codegen.graph.emit` (one LLVM module) and the target's
-`compile` (optimization, machine code, disk cache). A call then
+Compiling runs the pipeline's native stages once (`compiler.pipeline.build_native`:
+fusion, lower to the schedule, memory plan, emit one LLVM module, compile). A call then
 
 1. checks every argument against its parameter (a Tensor or NumPy array of the param's
    dtype and shape; errors name the parameter), before any native code runs; an argument
@@ -30,21 +28,17 @@ import numpy as np
 
 from .. import _log
 from .._source import define
-from ..codegen import graph as cg
-from ..passes import lower as lower_pass
-from ..schedule.program import PARALLEL_FOR, can_write_in_place, traffic
-from ..schedule.layout import contiguous_strides, is_contiguous
-from ..schedule.matmul import MatmulKernel
 from ..codegen.target import get_target
 from ..ir.dtypes import DType, bfloat16
 from ..ir.graph import Graph, Node
 from ..ir.printer import format_type, param_name
-from ..ir.verify import verify
-from ..passes import fusion as fusion_pass
-from ..passes import memory as memory_pass
+from ..runtime import blas, launch, mpi, pool
+from ..runtime.storage import allocate
+from ..schedule.layout import contiguous_strides, is_contiguous
+from ..schedule.matmul import MatmulKernel
+from ..schedule.program import PARALLEL_FOR, can_write_in_place, traffic
 from ..tensor import DENSE_CLASSES, Tensor
-from . import blas, launch, mpi, pool
-from .storage import allocate
+from .pipeline import build_native
 
 __all__ = ["CompiledGraph"]
 
@@ -82,39 +76,16 @@ class CompiledGraph:
             raise TypeError(f"CompiledGraph expects an llgrad.ir Graph, got "
                             f"{type(graph).__name__}")
         self.graph = graph
-        seconds: dict[str, float] = {}
-        t0 = time.perf_counter()
         # llgrad's own gemm (compiled once per process) builds while this graph does
         for d in {n.dtype for n in graph.nodes if n.op == "matmul"}:
             blas.prepare(d)
-        if check:
-            verify(graph)
-        t1 = time.perf_counter()
-        self.fusion = fusion_pass.fuse(graph)
-        t2 = time.perf_counter()
         # at most the threads of runtime.launch's pool, which runs the pieces
         cap = launch._THREADS
         self.threads = max(1, min(cap, threads if threads is not None else cap))
-        self.program = lower_pass.lower(self.fusion, self.threads, blas.splits_gemms,
-                                        mpi.handle_bits, blas.tile_epilogues)
-        t3 = time.perf_counter()
-        views = {}
-        for v, r in self.fusion.views.items():
-            b = self.program.node_buffers.get(r.base)
-            if b is not None:
-                views[v] = (b, r.layout)
-        self.plan = memory_pass.plan_buffers(self.program.buffers, views, self.fusion.names)
-        t4 = time.perf_counter()
-        self.llvm_ir, symbols, stages = cg.emit(self.program, inline)
-        t5 = time.perf_counter()
-        target = get_target()
-        self.compiled = target.compile(self.llvm_ir, symbols, name=f"graph_{graph.name}")
-        t6 = time.perf_counter()
-        seconds.update(verify=t1 - t0, fusion=t2 - t1, lower=t3 - t2, memory=t4 - t3,
-                       emit=t5 - t4, llvm=t6 - t5)
-        for k, v in self.compiled.seconds.items():
-            seconds[f"llvm.{k}"] = v
-        seconds["total"] = t6 - t0
+        build = build_native(graph, inline=inline, threads=self.threads, check=check)
+        self.fusion, self.program, self.plan = build.fusion, build.program, build.plan
+        self.llvm_ir, self.compiled = build.llvm_ir, build.module
+        seconds, stages = build.seconds, build.emitted
         self._entry = _ENTRY(self.compiled.addresses["entry"])
         # gemms split across our threads: BLAS is held at one thread during the call
         self._hold_blas = any(l.parallel(self.threads) and isinstance(l.spec, MatmulKernel)
@@ -155,7 +126,7 @@ class CompiledGraph:
 
     # -- inspection ---------------------------------------------------------------------
     @property
-    def kernels(self) -> list[fusion_pass.KernelGroup]:
+    def kernels(self) -> list[Any]:
         return list(self.fusion.groups)
 
     @property

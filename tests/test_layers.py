@@ -1,0 +1,82 @@
+"""The import structure of llgrad/ against docs/architecture.md's layers (tools/layers.py).
+
+The ceilings are today's figures: a change may lower them (and should lower the constant with
+it) but never raise them. The checker itself is tested on a small synthetic package.
+"""
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+import layers  # noqa: E402
+
+CEILINGS = {
+    "forbidden imports": 8,
+    "largest circle": 12,
+    "files in circles": 14,
+    "largest knot": 172,
+    "inline imports": 901,
+}
+
+
+@pytest.fixture(scope="module")
+def figures() -> dict[str, int]:
+    return layers.summary(layers.scan())
+
+
+@pytest.mark.parametrize("name", sorted(CEILINGS))
+def test_figure_within_ceiling(figures: dict[str, int], name: str) -> None:
+    assert figures[name] <= CEILINGS[name], (
+        f"{name}: {figures[name]} > {CEILINGS[name]}; `python tools/layers.py "
+        f"--edges --circle --inline` lists them")
+
+
+def test_forbidden_pairs_name_existing_layers() -> None:
+    report = layers.scan()
+    present = {layers.layer_of(m) for m in report.modules}
+    for a, b in layers.FORBIDDEN:
+        assert a in present and b in present, (a, b)
+
+
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "llgrad"
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+def test_checker_on_a_synthetic_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _package(tmp_path, {
+        "__init__.py": "",
+        "tensor.py": "from .runtime import pool\n",
+        "runtime/__init__.py": "",
+        "runtime/pool.py": """\
+            from typing import TYPE_CHECKING
+            if TYPE_CHECKING:
+                from llgrad.tensor import Tensor      # type-only: not an edge
+            def make():
+                from ..passes import simplify         # inline and forbidden
+                return simplify
+            """,
+        "passes/__init__.py": "",
+        "passes/simplify.py": "import llgrad.passes.cse\n",
+        "passes/cse.py": "from . import simplify\n",
+    })
+    monkeypatch.setattr(layers, "ROOT", tmp_path)
+    report = layers.scan(root)
+    edges = {(i.source, i.target, i.inline, i.type_only) for i in report.imports}
+    assert ("llgrad.tensor", "llgrad.runtime.pool", False, False) in edges
+    assert ("llgrad.runtime.pool", "llgrad.tensor", False, True) in edges
+    assert ("llgrad.runtime.pool", "llgrad.passes.simplify", True, False) in edges
+    assert [(i.source, i.target) for i in report.forbidden()] == [
+        ("llgrad.runtime.pool", "llgrad.passes.simplify")]
+    assert report.circles() == [["llgrad.passes.cse", "llgrad.passes.simplify"]]
+    figures = layers.summary(report)
+    assert figures["inline imports"] == 1
+    assert figures["largest circle"] == 2
