@@ -50,8 +50,8 @@ _FOLDER = re.compile(r"\d[\w.+-]*-llvm\d+(\.\d+)*")
 DEFAULT_SIZE = 1 << 30
 _refused: dict[str, str] = {}        # directory -> why its entries are not loaded
 _lock = threading.Lock()
-# bytes the cache holds: None until a scan (started by the first write, on a helper thread:
-# a cache of 10,000 entries takes ~75 ms to walk) has counted them; then kept up to date
+# bytes the cache holds: None until a scan (started by the first write, on a helper thread,
+# since walking a large cache takes a while) has counted them; then kept up to date
 _usage: list[int | None] = [None]
 _scanning = [False]
 

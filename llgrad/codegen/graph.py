@@ -20,13 +20,11 @@ one entry point.
   `parallel_for(stage, args, 0, extent, pieces)` (`codegen.pool`; its address is the extra
   `parallel_for`), so a call is one foreign call whatever it runs on how many cores.
 
-Inlining (`inline=`), measured on this machine (2 busy cores, so +-30%): kernels inlined
-into their wrappers with every size and stride a constant compile fastest and run
-fastest on small shapes. The B3 chain (64 elements, 30 ops, sum): "always" 0.46 s
-compile / 12 us per call, "auto" (LLVM decides) 0.72 s / 14 us, "never" 0.56 s / 44 us
-(run-time trip counts keep the 64-element loop from vectorizing well); softmax of
-(64, 128): 0.12 s / 14 us, 0.27 s / 18 us, 0.41 s / 20 us; softmax of (2048, 1024): 5.7,
-6.1, 5.0 ms (memory-bound: a wash). "always" is the default.
+Inlining (`inline=`): kernels inlined into their wrappers with every size and stride a
+constant compile fastest and run fastest on small shapes ("auto" lets LLVM decide and
+compiles slower; "never" keeps run-time trip counts, which stop a short loop from
+vectorizing well); on large memory-bound shapes the three are level. "always" is the
+default.
 """
 from __future__ import annotations
 
@@ -211,8 +209,7 @@ class _Emitter:
         lets LLVM vectorize loops that read one arena buffer and write another without
         run-time overlap checks (both pointers derive from the arena, so it could not
         prove them disjoint on its own). The wrapper is `noinline`: inlined into the entry,
-        its arguments' noalias facts were lost (measured: a softmax's exp loop stayed
-        scalar, 5x slower).
+        its arguments' noalias facts were lost (a softmax's exp loop then stayed scalar).
 
         Launches that differ only in their pointers share one wrapper, so a repeated
         structure (the layers of a model) is optimized and compiled once.

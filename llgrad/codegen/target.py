@@ -209,9 +209,8 @@ def vector_width(features: str) -> int | None:
     """The vector width (bits) kernels are compiled for: `LLGRAD_VECTOR_WIDTH` if set, else
     512 where the CPU has AVX-512 (LLVM's own default there is 256), else LLVM's choice.
 
-    Measured on this machine (an AVX-512 Xeon, 2 threads): B1 (tanh, sigmoid, exp on 4M
-    floats, loss and grads) 8.6 -> 6.0 ms, B7 (2000 sin/tanh ops on 1024 floats) 2.43 ->
-    1.77 ms; bandwidth-bound work (B2, B6, B8) unchanged.
+    The wider vectors pay where kernels compute (transcendental chains such as B1's and
+    B7's); bandwidth-bound work (B2, B6, B8) does not change.
     """
     env = os.environ.get("LLGRAD_VECTOR_WIDTH")
     if env:

@@ -56,7 +56,7 @@ def target_machine(triple: str, cpu: str, features: str) -> Any:
 
 # The first line of a module whose loops are vectorized by hand (`codegen/gemm.py`): it
 # gets O2 without the vectorizers and unrolling, which would only spend compile time
-# (the sgemm module: 0.55 s at O3, 0.07 s this way, measured here).
+# (several times more, for the same code).
 HAND_VECTORIZED = "; llgrad: hand-vectorized\n"
 # an elementwise kernel whose every input is constant along the innermost loop (broadcast
 # with stride 0): its body is loop-invariant, so vectorizing the loop gains nothing, and
@@ -211,7 +211,7 @@ class CompileWorker:
         return payload
 
     def _restart(self) -> None:
-        """Replace the child and wait for the new one (~50 ms, once per RECYCLE compiles):
+        """Replace the child and wait for the new one (once per RECYCLE compiles):
         compiling in-process meanwhile would leave this process's first in-process
         optimization's one-time allocations (tens of MB) behind."""
         self._stop()

@@ -61,25 +61,23 @@ __all__ = ["Layout", "Read", "Kind", "KernelGroup", "FusionPlan", "fuse", "VIEW_
            "reshape_strides"]
 
 FUSIBLE = ELEMENTWISE | {Group.RANDOM}
-# Fused kernels are one loop body: LLVM's time grows faster than linearly with its size
-# (measured: 128 chained ops compile at ~20 ms per op, 500 at ~60), so a group stops
-# growing at this many cost units, a transcendental (a polynomial of ~40 instructions)
+# Fused kernels are one loop body: LLVM's time grows faster than linearly with its size,
+# so a group stops growing at this many cost units, a transcendental (a polynomial of ~40 instructions)
 # counting 8 and any other op 1. A longer chain becomes several kernels that pass an
 # intermediate through memory.
 MAX_GROUP_COST = 512
 # Small index spaces (intermediates that stay in L1/L2) get short loop bodies instead:
 # a long body of dependent ops is latency-bound (one vector in flight, the next iteration
 # waits for the reorder buffer), while several short loops over the same few KiB overlap
-# their iterations; LLVM also compiles many small kernels much faster than one huge one.
-# Measured on the B7 chain (2000 ops on 1024 floats): cap 512: 6.5 ms per call, 8.2 s
-# compile; cap 12: 2.4 ms, 3.4 s; the B3 chain (64 floats): 3.5 us -> 2.9 us forward.
+# their iterations; LLVM also compiles many small kernels much faster than one huge one
+# (on B7's 2000-op chain over 1024 floats, the small cap runs and compiles 2-3x faster).
 SMALL_SPACE = 1 << 15
 # Matmul epilogues (`merge_epilogues`) are off unless LLGRAD_MATMUL_EPILOGUES=1: applied
-# to each thread's whole panel of C after a library's gemm they made the B2 step 4% slower
-# here (a 784x512 weight update took 170 us inside the matmul kernel against 110 us as its
-# own kernel; the panel's rows are short strided runs that the prefetchers follow worse
-# than one stream); run tile by tile inside llgrad's own gemm they measured level on each
-# of B2's products and 1-8% slower on the whole step (docs/compiler.md, "Matmul").
+# to each thread's whole panel of C after a library's gemm they are slower than a kernel
+# of their own (the panel's rows are short strided runs that the prefetchers follow worse
+# than one stream), and run tile by tile inside llgrad's own gemm they are level on B2's
+# products and slower on the whole step, whose intermediates stay in cache between
+# passes (docs/compiler.md, "Matmul").
 MATMUL_EPILOGUES = os.environ.get("LLGRAD_MATMUL_EPILOGUES", "0") == "1"
 # Reductions that may store their prologue's other values (see `merge_reductions`), and
 # the shortest reduced last axis for which a row kernel is a good home for the loop.

@@ -20,9 +20,9 @@ from ..codegen.target import get_target
 
 __all__ = ["address", "run_blocks", "SPIN_CYCLES"]
 
-# About 50-100 us of spinning at this machine's TSC rate before an idle worker sleeps:
-# long enough for back-to-back launches of one call, short enough not to hold a core
-# that another program (or library) wants.
+# Cycles an idle worker spins before it sleeps (tens of microseconds at usual clock
+# rates): long enough for back-to-back launches of one call, short enough not to hold a
+# core that another program (or library) wants.
 SPIN_CYCLES = 200_000
 
 _PIECE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)

@@ -4,9 +4,8 @@ Where libdevice is found, PTX-mode kernels call its `__nv_*` functions for the
 transcendentals it has (they use the GPU's special-function unit for their core, within
 1-2 ulp), and `to_ptx` links the bitcode in, internalized so that unused functions are
 dropped; elsewhere, or with `LLGRAD_GPU_MATH=llgrad`, they use llgrad's own math library
-(the CPU's polynomials: LLVM IR over fma, floor, sqrt, ...). Measured on an H200
-(benchmarks/gpu_results.md), B1's step takes 0.37 ms with libdevice and 0.45 ms with
-llgrad's polynomials. The host build (the grid emulator) always uses llgrad's math, so
+(the CPU's polynomials: LLVM IR over fma, floor, sqrt, ...); libdevice is the faster of
+the two on B1 (benchmarks/gpu_results.md has both figures). The host build (the grid emulator) always uses llgrad's math, so
 emulated transcendentals can differ from the GPU's in their last bits.
 
 The bitcode is found at $LLGRAD_LIBDEVICE, in a CUDA toolkit ($CUDA_HOME,
