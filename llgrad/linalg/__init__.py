@@ -3,10 +3,12 @@
 Two kinds of function:
 - LAPACK-backed (`det slogdet inv(_ex) solve(_ex) cholesky(_ex) solve_triangular qr eigh
   eigvalsh eig eigvals svd svdvals pinv lstsq matrix_exp lu lu_factor(_ex) ldl_factor(_ex)
-  ldl_solve`): the values come from LAPACK on the host, through NumPy's batched loops
-  (`numpy.linalg`) and SciPy's LAPACK called through its function pointers
-  (`llgrad.runtime.lapack`: potrf, getrf, getrs, gesv, geqrf, sytrf, ... one foreign call
-  per matrix of the batch, no Python wrapper in between), float32/float64/complex64/
+  ldl_solve`): the values come from LAPACK on the host, through SciPy's LAPACK called
+  through its function pointers (`llgrad.runtime.lapack`: potrf, getrf, getrs, gesv,
+  geqrf, sytrf, syevd, gesdd, gelsy/gelsd/gelss/gels, ... one foreign call per matrix of
+  the batch, no Python wrapper in between; a call that records nothing writes the results
+  straight into its outputs) and NumPy's batched loops (`numpy.linalg`: det, slogdet, qr,
+  eig), float32/float64/complex64/
   complex128 as torch; integer and half inputs
   are refused as torch refuses them. Each call records ONE autograd node named as
   torch's (`LinalgDetBackward0`), whose derivative rule (torch's published rules: det,

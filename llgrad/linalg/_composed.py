@@ -14,8 +14,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..autograd.apply import composite_function, interpreters
+from ..autograd import forward_ad
+from ..autograd.grad_mode import is_grad_enabled as grad_enabled
 from ..autograd.grad_mode import no_grad
 from .. import functions as F
+from ..functions import reduction as _reduction
 from ..ir import dtypes as dt
 from ..ir.types import normalize_axis
 from ..tensor import Tensor
@@ -60,11 +63,10 @@ def vector_norm(x: Tensor, ord: float = 2, dim: Any = None, keepdim: bool = Fals
     x = _norm_dtype(op, x, dtype)
     if isinstance(dim, (list, tuple)) and len(dim) == 0:
         dim = None
-    if x.numel() == 0 and (ord < 0 or ord == math.inf) and dim is None:
+    if dim is None and (ord < 0 or ord == math.inf) and x.numel() == 0:
         raise RuntimeError(f"{op}: Expected a non-empty tensor for ord={ord} (the norm "
                            f"reduces over an empty dimension)")
-    from ..functions.reduction import norm
-    return _out(norm(x, float(ord), dim, keepdim), out, op)
+    return _out(_reduction.norm(x, float(ord), dim, keepdim), out, op)
 
 
 def _two_dims(op: str, A: Tensor, dim: Any) -> tuple[int, int]:
@@ -191,11 +193,17 @@ def matrix_rank(A: Tensor, tol: Any = None, hermitian: bool = False, *, atol: An
     if not interpreters and A.__class__ is Tensor:
         # a plain tensor: the values as eigvalsh / svdvals compute them, kept in NumPy
         # (the rank is an integer: nothing is recorded)
-        x = A._numpy_view()
-        with np.errstate(all="ignore"):
-            Sv = np.abs(D._eigh_compute(x, "L", False)[0]) if hermitian else \
-                D._svd_compute(x, False, False)[1]
+        if hermitian:
+            check_square(op, A)
         a, r = D._tolerances(op, A, atol, rtol)
+        if not a.ndim and not r.ndim and not min(A._shape[-2:]):
+            # no singular values: every rank is 0
+            return _out(D._zero(Tensor._empty(A._shape[:-2], dt.int64)), out, op)
+        with np.errstate(all="ignore"):
+            if hermitian:
+                Sv = np.abs(D._eigh_fast(A, "L", False)[0]._numpy_view())
+            else:
+                Sv = D._svd_fast(A, False, False)[1]._numpy_view()
         smax = Sv.max(-1) if Sv.shape[-1] else np.zeros(Sv.shape[:-1])
         thresh = np.maximum(a, r * smax)
         rank = np.sum(Sv > np.asarray(thresh)[..., None], axis=-1).astype(np.int64)
@@ -370,6 +378,18 @@ def vander(x: Tensor, *, N: int | None = None) -> Tensor:
     if N <= 1:
         raise RuntimeError(f"{op}: N must be greater than 1 (got N={N})")
     x = x.to(dt.int64) if x._dtype is dt.bool_ else x
+    if x.__class__ is Tensor and x._dtype not in (dt.float16, dt.bfloat16) and \
+            not interpreters and not (x._requires_grad and grad_enabled()) and \
+            not forward_ad._level[0]:
+        # a plain tensor that needs no gradient: the powers by NumPy's running product
+        # (the same products, in the same order, as cumprod's)
+        V = Tensor._empty(x._shape + (N,), x._dtype)
+        if n:
+            v = V._numpy_view()
+            v[..., 0] = 1
+            v[..., 1:] = x._numpy_view()[..., None]
+            np.cumprod(v, axis=-1, out=v)
+        return V
     ones = F.ones(x._shape + (1,), dtype=x._dtype)
     reps = F.expand(F.unsqueeze(x, -1), x._shape + (N - 1,))
     return F.cumprod(F.cat([ones, reps], -1), -1)
@@ -398,11 +418,19 @@ def tensorinv(A: Tensor, ind: int = 2, *, out: Any = None) -> Tensor:
         raise RuntimeError(f"{op}: Expected a strictly positive integer for 'ind', but got "
                            f"{ind}")
     lead, rest = A._shape[:ind], A._shape[ind:]
-    p1, p2 = int(np.prod(lead)), int(np.prod(rest))
+    p1, p2 = math.prod(lead), math.prod(rest)
     if p1 != p2:
         raise RuntimeError(f"{op}: Expected self to satisfy the requirement "
                            f"prod(self.shape[ind:]) == prod(self.shape[:ind]), but got "
                            f"{p2} != {p1}")
+    if p1 and A._dtype in D._LAPACK_DTYPES and D._plain_no_grad(A):
+        # a plain tensor that needs no gradient: the inverse straight into the result
+        X = Tensor._empty(rest + lead, A._dtype)
+        info = Tensor._empty((), dt.int32)
+        buf = np.array(A._numpy_view().reshape(p1, p2), order="C")
+        D._inv_into(buf, X._numpy_view().reshape(p1, p1), info)
+        D._check_errors("linalg.inv", info, "inv")
+        return _out(X, out, op)
     M = D.inv(F.reshape(A, (p1, p2)))
     return _out(F.reshape(M, rest + lead), out, op)
 
@@ -418,10 +446,21 @@ def tensorsolve(A: Tensor, other: Tensor, dims: Any = None, *, out: Any = None) 
         ds = [normalize_axis(d, A.ndim, op) for d in dims]
         A = F.movedim(A, ds, list(range(A.ndim - len(ds), A.ndim)))
     rest = A._shape[B.ndim:]
-    nb = int(np.prod(B._shape)) if B.ndim else 1
-    nr = int(np.prod(rest))
-    if int(np.prod(A._shape)) != nb * nr or nb != nr:
+    nb = math.prod(B._shape)
+    nr = math.prod(rest)
+    if math.prod(A._shape) != nb * nr or nb != nr:
         raise RuntimeError(f"{op}: Expected self to satisfy the requirement "
                            f"prod(result_shape) == prod(other.shape), but got {nr} != {nb}")
+    if nb and A._dtype in D._LAPACK_DTYPES and A._dtype is B._dtype and \
+            D._plain_no_grad(A, B):
+        # plain tensors that need no gradient: the solve straight into the result
+        X = Tensor._empty(rest, A._dtype)
+        info = np.zeros((), np.int32)
+        D._solve_into(A._numpy_view().reshape(nb, nr), B._numpy_view().reshape(nb, 1),
+                      X._numpy_view().reshape(nr, 1), info)
+        if info:
+            raise D.LinAlgError("torch.linalg.solve: The solver failed because the input "
+                                "matrix is singular.")
+        return _out(X, out, op)
     X = D.solve(F.reshape(A, (nb, nr)), F.reshape(B, (nb,)))
     return _out(F.reshape(X, rest), out, op)

@@ -1,12 +1,15 @@
 """The LAPACK-backed ops of `lg.linalg`: factorizations, inverses, solvers, spectra.
 
-Each runs on the host through NumPy's batched LAPACK loops (`numpy.linalg`) or LAPACK's
-routines called through their addresses (`llgrad.runtime.lapack`, one foreign call per
-matrix of the batch), and records one node (`_host.host_op`) whose derivative rule is
+Each runs on the host through LAPACK's routines called through their addresses
+(`llgrad.runtime.lapack`, one foreign call per matrix of the batch: potrf, getrf, gesv,
+syevd/heevd, gesdd, the gels family, ...) or NumPy's batched LAPACK loops (`numpy.linalg`:
+det, slogdet, qr, eig), and records one node (`_host.host_op`) whose derivative rule is
 written with llgrad's functions (the published rules, as PyTorch's derivatives.yaml lists
-them). Plain tensors that need no gradient take a short way (`_host`: the compute and the
-outputs only, nothing to record); `lu_solve` then calls getrs instead of its triangular
-solves.
+them). Plain tensors that need no gradient take a short way (`_plain_no_grad`): LAPACK
+writes straight into the new outputs' memory (`_cholesky_fast`, `_eigh_fast`,
+`_svd_fast`, `_solve_fast`, ...; the general path's computes call the same code, so both
+give the same values), inputs with no matrices make their outputs without any work, and
+`lu_solve` calls getrs instead of its triangular solves.
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from ..autograd.grad_mode import _state as _grad_state
 from .. import functions as F
 from ..ir import dtypes as dt
 from ..runtime import lapack
-from ..tensor import Tensor
+from ..tensor import Tensor, _row_major_strides
 from ._host import (LinAlgError, check_float, check_matrix, check_square, check_tensor,
                     diag_embed, diagonal, first_bad, from_numpy, host_op, mH, mT,
                     same_dtype, square_float, values)
@@ -44,24 +47,24 @@ ldl_factor_result = namedtuple("linalg_ldl_factor", ["LD", "pivots"])
 ldl_factor_ex_result = namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
 
 
-def _lapack(prefix_of: np.dtype, name: str) -> Any:
-    import scipy.linalg.lapack as lapack
-    p = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}[np.dtype(
-        prefix_of).name]
-    return getattr(lapack, p + name)
-
-
 _string_at = ctypes.string_at
 
 
-def _check_errors(op: str, info: Tensor, kind: str) -> None:
-    if info.__class__ is Tensor:        # a fresh contiguous info tensor of a host op
-        n = info._dtype.itemsize
-        for size in info._shape:
-            n *= size
-        if not n or not _string_at(info._ptr, n).strip(b"\0"):
-            return                      # every info is 0 (the bytes, without a view)
-    bad = first_bad(values(info))
+def _check_errors(op: str, info: Any, kind: str) -> None:
+    """Raise torch's LinAlgError for the first nonzero `info` (a tensor, or a NumPy array
+    of a call that keeps it on the host)."""
+    if info.__class__ is np.ndarray:
+        if not info.any():
+            return
+        bad = first_bad(info)
+    else:
+        if info.__class__ is Tensor:        # a fresh contiguous info tensor of a host op
+            n = info._dtype.itemsize
+            for size in info._shape:
+                n *= size
+            if not n or not _string_at(info._ptr, n).strip(b"\0"):
+                return                      # every info is 0 (the bytes, without a view)
+        bad = first_bad(values(info))
     if bad is None:
         return
     where, v = bad
@@ -146,6 +149,79 @@ def _plain_no_grad(*xs: Any) -> bool:
     return True
 
 
+_memmove = ctypes.memmove
+_memset = ctypes.memset
+
+
+def _count(shape: tuple[int, ...]) -> int:
+    """How many elements a shape holds."""
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _copy_into(out: Tensor, A: Tensor, adjoint: bool = False) -> np.ndarray | None:
+    """Copy A's values (A^H's with `adjoint`) into the new contiguous `out` of the same
+    shape and dtype: the bytes as they are when A is contiguous (no NumPy views), else
+    through NumPy. Returns out's NumPy view when one was made."""
+    if not adjoint and A._strides == out._strides and A._ptr is not None:
+        _memmove(out._ptr, A._ptr, out._dtype.itemsize * _count(out._shape))
+        return None
+    view = out._numpy_view()
+    src = A._numpy_view()
+    if adjoint:
+        src = np.swapaxes(src, -1, -2)
+        if src.dtype.kind == "c":
+            np.conjugate(src, out=view)
+            return view
+    np.copyto(view, src)
+    return view
+
+
+def _zero(t: Tensor) -> Tensor:
+    """Fill the new contiguous `t` with zeros (its bytes)."""
+    n = _count(t._shape)
+    if n:
+        _memset(t._ptr, 0, t._dtype.itemsize * n)
+    return t
+
+
+def _zero_info(info: Tensor) -> Tensor:
+    n = _count(info._shape)
+    if n:
+        _memset(info._ptr, 0, 4 * n)
+    return info
+
+
+def _pair_fast(op: str, A: Tensor, B: Tensor, into: Any) -> Tensor:
+    """X of a solve with A (..., n, n) and B (..., n, k) for plain tensors that need no
+    gradient: the batches broadcast in NumPy, `into(a, b, x)` fills the new X (not called
+    when X is empty)."""
+    a, b = A._numpy_view(), B._numpy_view()
+    ba, bb = a.shape[:-2], b.shape[:-2]
+    batch = ba
+    if ba != bb:
+        try:
+            batch = tuple(np.broadcast_shapes(ba, bb))
+        except ValueError:
+            raise RuntimeError(f"{op}: The batch dimensions of A {list(ba)} and B {list(bb)} "
+                               f"are not broadcastable") from None
+        a = np.broadcast_to(a, batch + a.shape[-2:])
+        b = np.broadcast_to(b, batch + b.shape[-2:])
+    X = Tensor._empty(batch + b.shape[-2:], B._dtype)
+    if _count(X._shape):
+        into(a, b, X._numpy_view())
+    return X
+
+
+def _empty_fast(*specs: tuple[tuple[int, ...], dt.DType, bool]) -> tuple[Tensor, ...]:
+    """New tensors (shape, dtype, zeroed) for a call whose outputs hold no values to
+    compute (empty matrices): only zero-filled ones (an info) get their bytes set."""
+    return tuple(_zero(Tensor._empty(shape, d)) if zero else Tensor._empty(shape, d)
+                 for shape, d, zero in specs)
+
+
 # ======================================================================================
 # inv
 # ======================================================================================
@@ -157,23 +233,36 @@ def _lu_info(a: np.ndarray) -> np.ndarray:
     return lapack.getrf(f, piv)
 
 
+def _inv_fast(A: Tensor) -> tuple[Tensor, Tensor]:
+    """(A^{-1}, info) by gesv with B = I, written into new tensors: A's row-major buffer
+    read column-major is A^T, and the solution Y of A^T Y = I stored column-major, read
+    row-major, is Y^T = A^{-1}. A singular matrix's inverse is NaN (torch leaves it
+    unspecified); info is getrf's (the first zero pivot)."""
+    shape = A._shape
+    n = shape[-1]
+    X = Tensor._empty(shape, A._dtype)
+    info = Tensor._empty(shape[:-2], dt.int32)
+    count = _count(shape) // (n * n) if n else 0
+    if not count:
+        _zero(info)
+        return X, info
+    _inv_into(_host_copy(A), X._numpy_view(), info)
+    return X, info
+
+
+def _inv_into(buf: np.ndarray, view: np.ndarray, info: Tensor) -> None:
+    """The inverses of the matrices of the C-contiguous `buf` (destroyed) into `view`
+    (a new C-contiguous array of the same shape), getrf's info into `info` (see
+    `_inv_fast`)."""
+    np.copyto(view, _eye(view.shape[-1], view.shape[-1], view.dtype))
+    lapack.gesv(buf, view, info_addr=info._ptr)
+    if _string_at(info._ptr, 4 * _count(info._shape)).strip(b"\0"):
+        view[info._numpy_view() != 0] = np.nan
+
+
 def _inv_compute(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    if a.size == 0:
-        return np.empty(a.shape, a.dtype), np.zeros(a.shape[:-2], np.int32)
-    try:
-        return np.linalg.inv(a), np.zeros(a.shape[:-2], np.int32)
-    except np.linalg.LinAlgError:
-        pass
-    # gesv with B = I: the LU of each matrix and, where it is not singular, its inverse
-    n = a.shape[-1]
-    fa = lapack.fortran_batch(a)
-    fb = np.empty(a.shape, a.dtype)
-    fb[...] = np.eye(n, dtype=a.dtype)
-    info = lapack.gesv(fa, fb)
-    out = np.array(lapack.from_fortran(fb))
-    # a singular matrix has no inverse: its entries are NaN (torch leaves them unspecified)
-    out[info != 0] = np.nan
-    return out, info
+    X, info = _inv_fast(from_numpy(a))
+    return X._numpy_view(), info._numpy_view()
 
 
 def _inv_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
@@ -196,9 +285,12 @@ def inv_ex(A: Tensor, *, check_errors: bool = False, out: Any = None) -> Any:
     index of the first zero pivot of the LU factorization), as torch.linalg.inv_ex."""
     op = "linalg.inv_ex"
     square_float(op, A)
-    inv, info = _host(op, "LinalgInvExBackward0", (A,), _inv_compute, _inv_rule,
-                        out_dtypes=(A._dtype, dt.int32), save_inputs=False,
-                        save_outputs=(True, False), jvp=_inv_jvp)
+    if _plain_no_grad(A):
+        inv, info = _inv_fast(A)
+    else:
+        inv, info = _host(op, "LinalgInvExBackward0", (A,), _inv_compute, _inv_rule,
+                          out_dtypes=(A._dtype, dt.int32), save_inputs=False,
+                          save_outputs=(True, False), jvp=_inv_jvp)
     if check_errors:
         _check_errors("linalg.inv", info, "inv")
     return _out(inv_ex_result(inv, info), out)
@@ -209,6 +301,10 @@ def inv(A: Tensor, *, out: Any = None) -> Tensor:
     `LinAlgError` for a singular matrix, as torch.linalg.inv."""
     op = "linalg.inv"
     square_float(op, A)
+    if _plain_no_grad(A):
+        res, info = _inv_fast(A)
+        _check_errors(op, info, "inv")
+        return _out(res, out)
     res, info = _host(op, "LinalgInvExBackward0", (A,), _inv_compute, _inv_rule,
                         out_dtypes=(A._dtype, dt.int32), save_inputs=False,
                         save_outputs=(True, False), jvp=_inv_jvp)
@@ -314,10 +410,38 @@ def slogdet(A: Tensor, *, out: Any = None) -> Any:
     complex `A` the sign is det/|det|)."""
     op = "linalg.slogdet"
     square_float(op, A)
+    if _plain_no_grad(A):
+        if not A._shape[-1]:        # empty matrices: det 1
+            sign = Tensor._empty(A._shape[:-2], A._dtype)
+            if _count(sign._shape):
+                sign._numpy_view().fill(1)
+            logabs = _zero(Tensor._empty(A._shape[:-2], _real_dtype(A._dtype)))
+            return _out(slogdet_result(sign, logabs), out)
+        with np.errstate(all="ignore"):
+            s_, l_ = _slogdet_compute(A._numpy_view())
+        return _out(slogdet_result(from_numpy(s_, A._dtype),
+                                   from_numpy(l_, _real_dtype(A._dtype))), out)
     sign, logabs = host_op(op, "LinalgSlogdetBackward0", (A,), _slogdet_compute,
                            _slogdet_rule, out_dtypes=(A._dtype, _real_dtype(A._dtype)),
                            save_outputs=(True, False))
     return _out(slogdet_result(sign, logabs), out)
+
+
+def logdet_fast(A: Tensor) -> Tensor | None:
+    """torch.logdet of a plain real (or empty) tensor that needs no gradient, in NumPy
+    from slogdet's values (NaN for a negative determinant); None where the general way
+    must run (checks included)."""
+    if not (A.__class__ is Tensor and A.ndim >= 2 and A._shape[-1] == A._shape[-2] and
+            A._dtype in _LAPACK_DTYPES and _plain_no_grad(A)):
+        return None
+    batch = A._shape[:-2]
+    if not A._shape[-1]:
+        return _zero(Tensor._empty(batch, A._dtype))     # log det of 0 x 0 matrices: 0
+    if A._dtype.is_complex:
+        return None
+    with np.errstate(all="ignore"):
+        s_, l_ = _slogdet_compute(A._numpy_view())
+    return from_numpy(np.where(s_ < 0, np.nan, l_), A._dtype)
 
 
 # ======================================================================================
@@ -343,19 +467,59 @@ def _broadcast_batch(op: str, A: Tensor, B: Tensor, nA: int = 2, nB: int = 2
     return A, B
 
 
+def _solve_into(a: np.ndarray, b: np.ndarray, x: np.ndarray, info: np.ndarray) -> None:
+    """X of A X = B by gesv into `x` and LAPACK's info into `info` (new arrays; a
+    (..., n, n) and b (..., n, k) of one batch shape, n and k positive). A singular
+    matrix's X is NaN (torch leaves it unspecified)."""
+    fb = lapack.fortran_batch(b)
+    lapack.gesv(lapack.fortran_batch(a), fb, info_addr=lapack.address(info))
+    np.copyto(x, lapack.from_fortran(fb))
+    if info.any():
+        x[info != 0] = np.nan
+
+
 def _solve_compute(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    if a.shape[-1] == 0 or b.shape[-1] == 0:
-        return np.zeros(b.shape, a.dtype), np.zeros(a.shape[:-2], np.int32)
-    try:
-        return np.linalg.solve(a, b), np.zeros(a.shape[:-2], np.int32)
-    except np.linalg.LinAlgError:
-        pass
-    info = _lu_info(a)
-    out = np.full(b.shape, np.nan, a.dtype)
-    for idx in np.ndindex(*a.shape[:-2]):
-        if info[idx] == 0:
-            out[idx] = np.linalg.solve(a[idx], b[idx])
-    return out, info
+    x = np.zeros(b.shape, a.dtype)
+    info = np.zeros(a.shape[:-2], np.int32)
+    if a.shape[-1] and info.size:
+        if b.shape[-1]:
+            _solve_into(a, b, x, info)
+        else:       # no right-hand sides: A is still factored, for its info (as torch)
+            info = _lu_info(a)
+    return x, info
+
+
+def _solve_fast(op: str, A: Tensor, B: Tensor, vector: bool) -> tuple[Tensor, Tensor]:
+    """(X, info) of A X = B for plain tensors that need no gradient: batches broadcast
+    and B's vector form handled in NumPy, X and info written into new tensors."""
+    a, b = A._numpy_view(), B._numpy_view()
+    if vector:
+        b = b[..., None]
+    ba, bb = a.shape[:-2], b.shape[:-2]
+    if ba == bb:
+        batch = ba
+    else:
+        try:
+            batch = tuple(np.broadcast_shapes(ba, bb))
+        except ValueError:
+            raise RuntimeError(f"{op}: The batch dimensions of A {list(ba)} and B "
+                               f"{list(B._shape[:B.ndim - (1 if vector else 2)])} are not "
+                               f"broadcastable") from None
+        a = np.broadcast_to(a, batch + a.shape[-2:])
+        b = np.broadcast_to(b, batch + b.shape[-2:])
+    n, k = b.shape[-2:]
+    X = Tensor._empty(batch + ((n,) if vector else (n, k)), B._dtype)
+    info = Tensor._empty(batch, dt.int32)
+    if not (n and k and _count(batch)):
+        _zero(X)
+        if n and _count(batch):     # no right-hand sides: A is still factored, for its info
+            np.copyto(info._numpy_view(), _lu_info(a))
+        else:
+            _zero(info)
+        return X, info
+    x = X._numpy_view()
+    _solve_into(a, b, x[..., None] if vector else x, info._numpy_view())
+    return X, info
 
 
 def _solve_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
@@ -402,11 +566,16 @@ def _solve_common(op: str, A: Tensor, B: Tensor, left: bool) -> tuple[Tensor, Te
                                f"equivalent to B / A.squeeze(-1)")
         X, info = _solve_common(op, mT(A), mT(B), True)
         return mT(X), info
-    Bm = F.unsqueeze(B, -1) if vector else B
     n = A._shape[-1]
-    if Bm._shape[-2] != n:
+    if not vector and B.ndim < 2:
+        raise RuntimeError(f"{op}: The input tensor B must have at least 2 dimensions.")
+    rows, cols = (B._shape[-1], 1) if vector else B._shape[-2:]
+    if rows != n:
         raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation AX = B "
-                           f"({A._shape[-2]}x{n} and {Bm._shape[-2]}x{Bm._shape[-1]})")
+                           f"({A._shape[-2]}x{n} and {rows}x{cols})")
+    if _plain_no_grad(A, B):
+        return _solve_fast(op, A, B, vector)
+    Bm = F.unsqueeze(B, -1) if vector else B
     A2, B2 = _broadcast_batch(op, A, Bm)
     X, info = _solve_prim(op, A2, B2)
     if vector:
@@ -436,19 +605,43 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor
 # cholesky
 # ======================================================================================
 
-def _cholesky_compute(a: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray]:
-    info = np.zeros(a.shape[:-2], np.int32)
-    if a.shape[-1] == 0:
-        return np.zeros(a.shape, a.dtype), info
-    # A's row-major buffer read column-major is A^T = conj(A) (A Hermitian): its upper
-    # Cholesky factor U (conj(A) = U^H U) is L^T, so 'U' on that buffer, read back
-    # row-major, is L (A's lower triangle is read)
-    L = np.array(a, order="C")
-    info = lapack.potrf(L, "U")
-    np.copyto(L, 0, where=_above(L.shape[-2:], 0))
-    if upper:
-        L = np.conj(np.swapaxes(L, -1, -2))
+def _cholesky_into(L: Tensor, A: Tensor, info: Any, upper: bool) -> None:
+    """The Cholesky factor of A's matrices into the new contiguous L, LAPACK's info into
+    `info` (both of A's batch; A's lower triangle is read). A's row-major buffer read
+    column-major is A^T = conj(A) (A Hermitian): its upper Cholesky factor U
+    (conj(A) = U^H U) is L^T, so potrf 'U' on a copy of A, read back row-major, is L; the
+    same on a copy of A^H with 'L' gives U = L^H directly."""
+    n = A._shape[-1]
+    count = _count(A._shape) // (n * n) if n else 0
+    if not count:
+        if info.__class__ is Tensor:
+            _zero_info(info)
+        else:
+            info.fill(0)
+        return
+    view = _copy_into(L, A, adjoint=upper)
+    lapack.potrf_at(A._dtype.np, n, count, L._ptr, "L" if upper else "U",
+                    info._ptr if info.__class__ is Tensor else lapack.address(info))
+    if view is None:
+        view = L._numpy_view()
+    np.copyto(view, 0, where=_above((n, n), -1, below=True) if upper else _above((n, n), 0))
+
+
+def _cholesky_fast(A: Tensor, upper: bool, info_tensor: bool = True
+                   ) -> tuple[Tensor, Any]:
+    """(L, info) of a plain tensor that needs no gradient: LAPACK on the outputs' memory
+    (info a NumPy array without `info_tensor`, for a call that only checks it)."""
+    L = Tensor._empty(A._shape, A._dtype)
+    info = Tensor._empty(A._shape[:-2], dt.int32) if info_tensor else \
+        np.empty(A._shape[:-2], np.int32)
+    _cholesky_into(L, A, info, upper)
     return L, info
+
+
+def _cholesky_compute(a: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray]:
+    A = from_numpy(a)
+    L, info = _cholesky_fast(A, upper)
+    return L._numpy_view(), info._numpy_view()
 
 
 def _cholesky_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
@@ -474,10 +667,13 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False,
     torch.linalg.cholesky_ex."""
     op = "linalg.cholesky_ex"
     square_float(op, A)
-    L, info = _host(op, "LinalgCholeskyExBackward0", (A,),
-                      lambda a: _cholesky_compute(a, upper), _cholesky_rule,
-                      out_dtypes=(A._dtype, dt.int32), save_inputs=False,
-                      save_outputs=(True, False), attrs={"upper": upper})
+    if _plain_no_grad(A):
+        L, info = _cholesky_fast(A, upper)
+    else:
+        L, info = host_op(op, "LinalgCholeskyExBackward0", (A,),
+                          lambda a: _cholesky_compute(a, upper), _cholesky_rule,
+                          out_dtypes=(A._dtype, dt.int32), save_inputs=False,
+                          save_outputs=(True, False), attrs={"upper": upper})
     if check_errors:
         _check_errors("linalg.cholesky", info, "cholesky")
     return _out(cholesky_ex_result(L, info), out)
@@ -488,10 +684,13 @@ def cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
     `LinAlgError` when one is not positive-definite, as torch.linalg.cholesky."""
     op = "linalg.cholesky"
     square_float(op, A)
-    L, info = _host(op, "LinalgCholeskyExBackward0", (A,),
-                      lambda a: _cholesky_compute(a, upper), _cholesky_rule,
-                      out_dtypes=(A._dtype, dt.int32), save_inputs=False,
-                      save_outputs=(True, False), attrs={"upper": upper})
+    if _plain_no_grad(A):
+        L, info = _cholesky_fast(A, upper, False)
+    else:
+        L, info = host_op(op, "LinalgCholeskyExBackward0", (A,),
+                          lambda a: _cholesky_compute(a, upper), _cholesky_rule,
+                          out_dtypes=(A._dtype, dt.int32), save_inputs=False,
+                          save_outputs=(True, False), attrs={"upper": upper})
     _check_errors(op, info, "cholesky")
     return _out(L, out)
 
@@ -500,14 +699,19 @@ def cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
 # solve_triangular
 # ======================================================================================
 
+def _trsm_into(a: np.ndarray, b: np.ndarray, x: np.ndarray, upper: bool, unit: bool
+               ) -> None:
+    """X of the triangular A X = B (one batch shape) into the new array `x`."""
+    fb = lapack.fortran_batch(b)
+    lapack.trsm(lapack.fortran_batch(a), fb, lower=not upper, unit=unit)
+    np.copyto(x, lapack.from_fortran(fb))
+
+
 def _trsm_compute(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool
                   ) -> tuple[np.ndarray]:
     out = np.empty(b.shape, a.dtype)
-    if b.size == 0:
-        return (out,)
-    fb = lapack.fortran_batch(b)
-    lapack.trsm(lapack.fortran_batch(a), fb, lower=not upper, unit=unit)
-    out[...] = lapack.from_fortran(fb)
+    if b.size:
+        _trsm_into(a, b, out, upper, unit)
     return (out,)
 
 
@@ -548,6 +752,9 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
         raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation AX = B "
                            f"({A._shape[-2]}x{A._shape[-1]} and {B._shape[-2]}x"
                            f"{B._shape[-1]})")
+    if _plain_no_grad(A, B):
+        return _out(_pair_fast(op, A, B, lambda a, b, x: _trsm_into(a, b, x, upper,
+                                                                    unitriangular)), out)
     A2, B2 = _broadcast_batch(op, A, B)
     (X,) = _host(op, "LinalgSolveTriangularBackward0", (A2, B2),
                    lambda a, b: _trsm_compute(a, b, upper, unitriangular), _trsm_rule,
@@ -560,13 +767,17 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
 # cholesky_solve (torch.cholesky_solve; its gradient treats L as a full matrix, as torch)
 # ======================================================================================
 
-def _potrs_compute(b: np.ndarray, c: np.ndarray, upper: bool) -> tuple[np.ndarray]:
-    out = np.empty(b.shape, c.dtype)
-    if b.size == 0:
-        return (out,)
+def _potrs_into(c: np.ndarray, b: np.ndarray, x: np.ndarray, upper: bool) -> None:
+    """X of A X = B from A's Cholesky factor `c` (one batch shape) into the new `x`."""
     fb = lapack.fortran_batch(b)
     lapack.potrs(lapack.fortran_batch(c), fb, "U" if upper else "L")
-    out[...] = lapack.from_fortran(fb)
+    np.copyto(x, lapack.from_fortran(fb))
+
+
+def _potrs_compute(b: np.ndarray, c: np.ndarray, upper: bool) -> tuple[np.ndarray]:
+    out = np.empty(b.shape, c.dtype)
+    if b.size:
+        _potrs_into(c, b, out, upper)
     return (out,)
 
 
@@ -601,6 +812,8 @@ def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
         raise RuntimeError(f"{op}: Incompatible matrix sizes for cholesky_solve: each A "
                            f"matrix is {L._shape[-1]} by {L._shape[-1]} but each b matrix is "
                            f"{B._shape[-2]} by {B._shape[-1]}")
+    if _plain_no_grad(B, L):
+        return _pair_fast(op, L, B, lambda c, b, x: _potrs_into(c, b, x, upper))
     L2, B2 = _broadcast_batch(op, L, B)
     (X,) = _host(op, "CholeskySolveBackward0", (B2, L2),
                    lambda b, c: _potrs_compute(b, c, upper), _potrs_rule,
@@ -690,6 +903,14 @@ def qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> Any:
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            f"'reduced' (default), 'r', or 'complete'")
+    if _plain_no_grad(A) and not _count(A._shape):
+        m, n = A._shape[-2:]
+        k = m if mode == "complete" else min(m, n)
+        batch = A._shape[:-2]
+        qshape = batch + (m, k) if mode != "r" else (0,)
+        if not _count(qshape):          # (an identity Q of empty matrices: the general way)
+            Q, R = _empty_fast((qshape, A._dtype, False), (batch + (k, n), A._dtype, True))
+            return _out(qr_result(Q, R), out)
     Q, R = _host(op, "LinalgQrBackward0", (A,), lambda a: _qr_compute(a, mode), _qr_rule,
                    out_dtypes=(A._dtype, A._dtype), save_inputs=False,
                    attrs={"mode": mode})
@@ -706,15 +927,53 @@ def _uplo(op: str, UPLO: str) -> str:
     return UPLO.upper()
 
 
-def _eigh_compute(a: np.ndarray, UPLO: str, vectors: bool) -> tuple[np.ndarray, ...]:
-    n = a.shape[-1]
-    if n == 0:
-        return (np.zeros(a.shape[:-1], a.real.dtype), np.zeros(a.shape, a.dtype))
+def _host_copy(A: Tensor) -> np.ndarray:
+    """A new C-contiguous NumPy copy of A's values (LAPACK overwrites it)."""
+    buf = np.empty(A._shape, A._dtype.np)
+    if A._strides == _row_major_strides(A._shape) and A._ptr is not None:
+        _memmove(lapack.address(buf), A._ptr, buf.nbytes)
+    else:
+        np.copyto(buf, A._numpy_view())
+    return buf
+
+
+def _eigh_fast(A: Tensor, UPLO: str, vectors: bool) -> tuple[Tensor, Tensor | None]:
+    """(eigenvalues, eigenvectors or None) by syevd / heevd on a copy of A.
+    A's row-major buffer read column-major is A^T = conj(A): the triangle `UPLO` of A is
+    the other one of conj(A), whose eigenvectors are the conjugates of A's, so A's
+    eigenvector matrix is the conjugate transpose of the buffer read row-major."""
+    shape = A._shape
+    n = shape[-1]
+    batch = shape[:-2]
+    npd = A._dtype.np
+    W = Tensor._empty(batch + (n,), _real_dtype(A._dtype))
+    V = Tensor._empty(shape, A._dtype) if vectors else None
+    count = _count(shape) // (n * n) if n else 0
+    if not count:
+        return W, V
+    buf = _host_copy(A)
+    info = np.empty(count, np.int32)
+    lapack.syevd_at(npd, n, count, lapack.address(buf), W._ptr, vectors,
+                    "U" if UPLO == "L" else "L", lapack.address(info))
+    if info.any():
+        k = int(np.flatnonzero(info)[0])
+        where = f"(Batch element {k}): " if batch else ""
+        raise LinAlgError(f"linalg.eigh: {where}The algorithm failed to converge because the "
+                          f"input matrix is ill-conditioned or has too many repeated "
+                          f"eigenvalues (error code: {int(info[k])}).")
     if vectors:
-        w, v = np.linalg.eigh(a, UPLO=UPLO)
-        return w.astype(a.real.dtype), v.astype(a.dtype)
-    w = np.linalg.eigvalsh(a, UPLO=UPLO)
-    return w.astype(a.real.dtype), np.zeros((0,), a.dtype)
+        view = V._numpy_view()
+        t = np.swapaxes(buf, -1, -2)
+        if npd.kind == "c":
+            np.conjugate(t, out=view)
+        else:
+            np.copyto(view, t)
+    return W, V
+
+
+def _eigh_compute(a: np.ndarray, UPLO: str, vectors: bool) -> tuple[np.ndarray, ...]:
+    W, V = _eigh_fast(from_numpy(a), UPLO, vectors)
+    return W._numpy_view(), (V._numpy_view() if V is not None else np.zeros((0,), a.dtype))
 
 
 def _gauge_check(op: str, d: Tensor) -> None:
@@ -768,7 +1027,9 @@ def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Any:
     op = "linalg.eigh"
     square_float(op, A)
     UPLO = _uplo(op, UPLO)
-    L, V = _host(op, "LinalgEighBackward0", (A,), lambda a: _eigh_compute(a, UPLO, True),
+    if _plain_no_grad(A):
+        return _out(eigh_result(*_eigh_fast(A, UPLO, True)), out)
+    L, V = host_op(op, "LinalgEighBackward0", (A,), lambda a: _eigh_compute(a, UPLO, True),
                    _eigh_rule, out_dtypes=(_real_dtype(A._dtype), A._dtype),
                    save_inputs=False)
     return _out(eigh_result(L, V), out)
@@ -780,6 +1041,8 @@ def eigvalsh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Tensor:
     op = "linalg.eigvalsh"
     square_float(op, A)
     UPLO = _uplo(op, UPLO)
+    if _plain_no_grad(A):
+        return _out(_eigh_fast(A, UPLO, False)[0], out)
     if _wants_derivative(A):
         L, _ = _host(op, "LinalgEighBackward0", (A,),
                        lambda a: _eigh_compute(a, UPLO, True), _eigh_rule,
@@ -834,30 +1097,55 @@ def eigvals(A: Tensor, *, out: Any = None) -> Tensor:
 # svd, svdvals
 # ======================================================================================
 
-def _svd_compute(a: np.ndarray, full: bool, uv: bool) -> tuple[np.ndarray, ...]:
-    m, n = a.shape[-2:]
+def _svd_fast(A: Tensor, full: bool, uv: bool) -> tuple[Any, Tensor, Any]:
+    """(U, S, Vh) by gesdd on a copy of A (U and Vh None without `uv`). A's
+    row-major buffer read column-major is A^T = (U S V^H)^T = conj(V) S U^T: gesdd of that
+    n x m matrix gives left vectors conj(V), which read row-major are Vh, and right ones
+    U^T, which read row-major are U; they are written straight into the outputs."""
+    shape = A._shape
+    m, n = shape[-2:]
     k = min(m, n)
-    rd = a.real.dtype
-    if a.size == 0 and not uv:
-        return np.zeros((0,), a.dtype), np.zeros(a.shape[:-2] + (k,), rd), \
-            np.zeros((0,), a.dtype)
-    if a.size == 0:
+    batch = shape[:-2]
+    d = A._dtype
+    S = Tensor._empty(batch + (k,), _real_dtype(d))
+    if uv:
         mu, nv = (m, n) if full else (k, k)
-        u = np.zeros(a.shape[:-2] + (m, mu), a.dtype)
-        vh = np.zeros(a.shape[:-2] + (nv, n), a.dtype)
-        if m:
-            u[...] = np.eye(m, mu, dtype=a.dtype)
-        if n:
-            vh[...] = np.eye(nv, n, dtype=a.dtype)
-        return u, np.zeros(a.shape[:-2] + (k,), rd), vh
-    if not np.all(np.isfinite(a)):
-        raise LinAlgError("linalg.svd: The algorithm failed to converge because the input "
-                          "matrix contained non-finite values.")
-    if not uv:
-        s = np.linalg.svd(a, compute_uv=False)
-        return np.zeros((0,), a.dtype), s.astype(rd), np.zeros((0,), a.dtype)
-    u, s, vh = np.linalg.svd(a, full_matrices=full)
-    return u.astype(a.dtype), s.astype(rd), vh.astype(a.dtype)
+        U = Tensor._empty(batch + (m, mu), d)
+        Vh = Tensor._empty(batch + (nv, n), d)
+    else:
+        U = Vh = None
+    count = _count(shape) // (m * n) if m * n else 0
+    if not count:
+        if uv and _count(batch):                 # empty matrices: U and Vh from the identity
+            if m:
+                np.copyto(U._numpy_view(), np.eye(m, mu, dtype=d.np))
+            if n:
+                np.copyto(Vh._numpy_view(), np.eye(nv, n, dtype=d.np))
+        return U, S, Vh
+    buf = _host_copy(A)
+    info = np.empty(count, np.int32)
+    job = ("A" if full else "S") if uv else "N"
+    base = lapack.address(buf)
+    lapack.gesdd_at(d.np, n, m, count, base, S._ptr, job, Vh._ptr if Vh is not None else base,
+                    U._ptr if U is not None else base, lapack.address(info))
+    if info.any() or not np.isfinite(S._numpy_view()).all():
+        if not np.isfinite(A._numpy_view()).all():
+            raise LinAlgError("linalg.svd: The algorithm failed to converge because the "
+                              "input matrix contained non-finite values.")
+        if info.any():
+            j = int(np.flatnonzero(info)[0])
+            where = f"(Batch element {j}): " if batch else ""
+            raise LinAlgError(f"linalg.svd: {where}The algorithm failed to converge because "
+                              f"the input matrix is ill-conditioned or has too many repeated "
+                              f"singular values (error code: {int(info[j])}).")
+    return U, S, Vh
+
+
+def _svd_compute(a: np.ndarray, full: bool, uv: bool) -> tuple[np.ndarray, ...]:
+    U, S, Vh = _svd_fast(from_numpy(a), full, uv)
+    if U is None:
+        return np.zeros((0,), a.dtype), S._numpy_view(), np.zeros((0,), a.dtype)
+    return U._numpy_view(), S._numpy_view(), Vh._numpy_view()
 
 
 def _svd_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
@@ -934,8 +1222,10 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None,
     if driver is not None:
         raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported "
                            "on CUDA inputs with cuSOLVER backend.")
+    if _plain_no_grad(A):
+        return _out(svd_result(*_svd_fast(A, full_matrices, True)), out)
     rd = _real_dtype(A._dtype)
-    U, S, Vh = _host(op, "LinalgSvdBackward0", (A,),
+    U, S, Vh = host_op(op, "LinalgSvdBackward0", (A,),
                        lambda a: _svd_compute(a, full_matrices, True), _svd_rule,
                        out_dtypes=(A._dtype, rd, A._dtype), save_inputs=False,
                        attrs={"full": full_matrices})
@@ -948,6 +1238,8 @@ def svdvals(A: Tensor, *, driver: str | None = None, out: Any = None) -> Tensor:
     check_tensor(op, A)
     check_matrix(op, A)
     check_float(op, A)
+    if _plain_no_grad(A):
+        return _out(_svd_fast(A, False, False)[1], out)
     rd = _real_dtype(A._dtype)
     uv = _wants_derivative(A)
     _, S, _ = _host(op, "LinalgSvdBackward0", (A,), lambda a: _svd_compute(a, False, uv),
@@ -960,6 +1252,10 @@ def svdvals(A: Tensor, *, driver: str | None = None, out: Any = None) -> Tensor:
 # pinv, lstsq
 # ======================================================================================
 
+_EPS = {dt.float32: float(np.finfo(np.float32).eps), dt.float64: float(np.finfo(np.float64).eps),
+        dt.float16: float(np.finfo(np.float16).eps), dt.bfloat16: 2.0 ** -7}
+
+
 def _tolerances(op: str, A: Tensor, atol: Any, rtol: Any) -> tuple[np.ndarray, np.ndarray]:
     """atol and rtol as arrays broadcastable to the batch (torch's defaults: rtol =
     eps * max(m, n) when neither is given or atol is zero, else 0)."""
@@ -969,10 +1265,12 @@ def _tolerances(op: str, A: Tensor, atol: Any, rtol: Any) -> tuple[np.ndarray, n
         if isinstance(x, Tensor):
             if x._dtype.is_complex:
                 raise RuntimeError(f"{op}: atol and rtol tensors must not be complex")
+            if x.__class__ is Tensor and not x._shape:
+                return np.asarray(float(x.item()))
             return np.asarray(x.detach()._numpy_view(), np.float64)
         return np.asarray(float(x))
     a, r = value(atol), value(rtol)
-    eps = np.finfo(_real_dtype(A._dtype).np).eps
+    eps = _EPS[_real_dtype(A._dtype)]
     if r is None:
         if a is None or np.all(a <= 0):
             r = np.asarray(eps * max(A._shape[-2], A._shape[-1]))
@@ -988,8 +1286,10 @@ def _pinv_compute(x: np.ndarray, atol: np.ndarray, rtol: np.ndarray, hermitian: 
     m, n = x.shape[-2:]
     if x.size == 0:
         return (np.zeros(x.shape[:-2] + (n, m), x.dtype),)
+    X = from_numpy(x)
     if hermitian:
-        w, v = np.linalg.eigh(x)
+        Wt, Vt = _eigh_fast(X, "L", True)
+        w, v = Wt._numpy_view(), Vt._numpy_view()
         mag = np.abs(w)
         smax = mag.max(-1, keepdims=True)
         thresh = np.maximum(atol[..., None] if atol.ndim else atol,
@@ -997,7 +1297,8 @@ def _pinv_compute(x: np.ndarray, atol: np.ndarray, rtol: np.ndarray, hermitian: 
         winv = np.where(mag > thresh, 1.0 / np.where(w == 0, 1, w), 0.0)
         p = (v * winv[..., None, :]) @ np.conj(np.swapaxes(v, -1, -2))
         return (p.astype(x.dtype),)
-    u, s, vh = np.linalg.svd(x, full_matrices=False)
+    Ut, St, Vht = _svd_fast(X, False, True)
+    u, s, vh = Ut._numpy_view(), St._numpy_view(), Vht._numpy_view()
     smax = s[..., :1]
     thresh = np.maximum(atol[..., None] if atol.ndim else atol,
                         (rtol[..., None] if rtol.ndim else rtol) * smax)
@@ -1048,6 +1349,14 @@ def pinv(A: Tensor, rcond: Any = None, hermitian: bool = False, *, atol: Any = N
     if hermitian:
         check_square(op, A)
     a, r = _tolerances(op, A, atol, rtol)
+    if _plain_no_grad(A):
+        if not _count(A._shape):
+            P = Tensor._empty(A._shape[:-2] + (A._shape[-1], A._shape[-2]), A._dtype)
+            _zero(P)
+            return _out(P, out)
+        with np.errstate(all="ignore"):
+            (p,) = _pinv_compute(A._numpy_view(), a, r, hermitian)
+        return _out(from_numpy(p, A._dtype), out)
     (P,) = host_op(op, "LinalgPinvBackward0", (A,),
                    lambda x: _pinv_compute(x, a, r, hermitian), _pinv_rule,
                    out_dtypes=(A._dtype,))
@@ -1056,7 +1365,6 @@ def pinv(A: Tensor, rcond: Any = None, hermitian: bool = False, *, atol: Any = N
 
 def _lstsq_compute(a: np.ndarray, b: np.ndarray, rcond: float | None, driver: str
                    ) -> tuple[np.ndarray, ...]:
-    import scipy.linalg
     m, n = a.shape[-2:]
     k = b.shape[-1]
     batch = a.shape[:-2]
@@ -1064,31 +1372,32 @@ def _lstsq_compute(a: np.ndarray, b: np.ndarray, rcond: float | None, driver: st
     sol = np.zeros(batch + (n, k), a.dtype)
     ranks = np.zeros(batch, np.int64)
     svals = np.zeros(batch + (min(m, n),), rd)
-    full = True
-    for idx in np.ndindex(*batch):
-        ai, bi = np.array(a[idx]), np.array(b[idx])
-        if ai.size == 0 or k == 0:
-            ranks[idx] = 0
-            full = full and min(m, n) == 0
-            continue
-        if driver == "gels":
-            gels = _lapack(a.dtype, "gels")
-            bb = np.zeros((max(m, n), k), a.dtype)
-            bb[:m] = bi
-            res = gels(ai, bb)
-            sol[idx] = res[1][:n]
-            ranks[idx] = min(m, n)
-        else:
-            x, _, rk, sv = scipy.linalg.lstsq(ai, bi, cond=rcond, lapack_driver=driver,
-                                              check_finite=False)
-            sol[idx] = x
-            ranks[idx] = rk
-            if sv is not None:
-                svals[idx] = sv
-        full = full and ranks[idx] == min(m, n)
+    count = _count(batch)
+    if count and m and n and k:
+        # column-major A (destroyed) and B padded to max(m, n) rows (X in the first n)
+        fa = lapack.fortran_batch(a)
+        fb = np.zeros(batch + (k, max(m, n)), a.dtype)
+        np.copyto(fb[..., :m], np.swapaxes(b, -1, -2))
+        rank32 = np.zeros(batch, np.int32)
+        info = np.zeros(batch, np.int32)
+        lapack.lstsq_at(np.dtype(a.dtype), driver, m, n, k, count, lapack.address(fa),
+                        lapack.address(fb), lapack.address(svals), lapack.address(rank32),
+                        -1.0 if rcond is None else float(rcond), lapack.address(info))
+        if driver != "gels" and info.any():
+            j = int(np.flatnonzero(info.reshape(-1))[0])
+            where = f"(Batch element {j}): " if batch else ""
+            raise LinAlgError(f"linalg.lstsq: {where}The algorithm failed to converge because "
+                              f"the input matrix is ill-conditioned or has too many repeated "
+                              f"singular values (error code: {int(info.reshape(-1)[j])}).")
+        np.copyto(sol, np.swapaxes(fb[..., :n], -1, -2))
+        ranks[...] = min(m, n) if driver == "gels" else rank32
+        full = bool((ranks == min(m, n)).all())
+    else:
+        full = not count or min(m, n) == 0
     if m > n and driver != "gelsy" and full:
-        r = np.einsum("...ij,...jk->...ik", a, sol) - b
-        residuals = np.sum(np.abs(r) ** 2, axis=-2).astype(rd)
+        with np.errstate(all="ignore"):
+            r = np.einsum("...ij,...jk->...ik", a, sol) - b
+            residuals = np.sum(np.abs(r) ** 2, axis=-2).astype(rd)
     else:
         residuals = np.zeros((0,), rd)
     rank_out = ranks if driver != "gels" else np.zeros((0,), np.int64)
@@ -1136,11 +1445,11 @@ def lstsq(A: Tensor, b: Tensor, rcond: float | None = None, *, driver: str | Non
         rcond = float(np.finfo(_real_dtype(A._dtype).np).eps * max(A._shape[-2],
                                                                      A._shape[-1]))
     rd = _real_dtype(A._dtype)
-    X, res, rank, sv = host_op(op, "LinalgLstsqBackward0", (A2, B2),
-                               lambda a, b: _lstsq_compute(a, b, rcond, driver), _lstsq_rule,
-                               out_dtypes=(A._dtype, rd, dt.int64, rd),
-                               differentiable=(True, False, False, False),
-                               save_outputs=False)
+    X, res, rank, sv = _host(op, "LinalgLstsqBackward0", (A2, B2),
+                             lambda a, b: _lstsq_compute(a, b, rcond, driver), _lstsq_rule,
+                             out_dtypes=(A._dtype, rd, dt.int64, rd),
+                             differentiable=(True, False, False, False),
+                             save_outputs=False)
     if X._requires_grad:
         # the residuals' gradient: LAPACK's values, the derivative of sum |A X - B|^2
         if res.numel():
@@ -1196,6 +1505,34 @@ def matrix_exp(A: Tensor) -> Tensor:
 # LU
 # ======================================================================================
 
+def _getrf_fast(A: Tensor) -> tuple[np.ndarray | None, Tensor, Tensor]:
+    """getrf of A's matrices: (the column-major factors, None when there are no
+    matrices; pivots; info), pivots and info written straight into new tensors."""
+    shape = A._shape
+    m, n = shape[-2:]
+    k = min(m, n)
+    batch = shape[:-2]
+    piv = Tensor._empty(batch + (k,), dt.int32)
+    info = Tensor._empty(batch, dt.int32)
+    count = _count(shape) // (m * n) if m * n else 0
+    if not count:
+        _zero(info)
+        if _count(piv._shape):
+            np.copyto(piv._numpy_view(), np.arange(1, k + 1, dtype=np.int32))
+        return None, piv, info
+    f = lapack.fortran_batch(A._numpy_view())
+    lapack.getrf_at(f.dtype, m, n, count, lapack.address(f), piv._ptr, info._ptr)
+    return f, piv, info
+
+
+def _lu_factor_fast(A: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    f, piv, info = _getrf_fast(A)
+    LU = Tensor._empty(A._shape, A._dtype)
+    if f is not None:
+        np.copyto(LU._numpy_view(), lapack.from_fortran(f))
+    return LU, piv, info
+
+
 def _getrf_compute(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     m, n = a.shape[-2:]
     k = min(m, n)
@@ -1208,17 +1545,56 @@ def _getrf_compute(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return lapack.from_fortran(f), piv, info
 
 
-def _perm_from_pivots(piv: np.ndarray, m: int) -> np.ndarray:
-    """The permutation matrices P (A = P L U) of LAPACK's 1-based row interchanges."""
+def _perm_from_pivots(piv: np.ndarray, m: int, dtype: Any = np.float64,
+                      out: np.ndarray | None = None) -> np.ndarray:
+    """The permutation matrices P (A = P L U) of LAPACK's 1-based row interchanges
+    (written into `out`, a new array of the batch's (m, m) matrices, when given). The
+    interchanges are applied in order to every batch element at once."""
     batch = piv.shape[:-1]
-    P = np.zeros(batch + (m, m))
-    for idx in np.ndindex(*batch):
-        perm = np.arange(m)
-        for i, p in enumerate(piv[idx]):
-            j = int(p) - 1
-            perm[i], perm[j] = perm[j], perm[i]
-        P[idx + (perm, np.arange(m))] = 1.0
+    k = piv.shape[-1]
+    P = np.zeros(batch + (m, m), dtype) if out is None else out
+    if out is not None:
+        P.fill(0)
+    count = P.size // (m * m) if m else 0
+    if not count:
+        return P
+    swaps = piv.reshape(count, k).astype(np.intp) - 1
+    rows = np.arange(count)
+    perm = np.empty((count, m), np.intp)
+    perm[...] = np.arange(m)
+    for i in range(k):
+        j = swaps[:, i]
+        pi = perm[:, i].copy()
+        perm[:, i] = perm[rows, j]
+        perm[rows, j] = pi
+    P.reshape(count, m, m)[rows[:, None], perm, np.arange(m)] = 1
     return P
+
+
+_eyes: dict[tuple[int, int, Any], np.ndarray] = {}
+
+
+def _eye(m: int, k: int, dtype: Any) -> np.ndarray:
+    """np.eye(m, k, dtype=dtype), cached (read-only)."""
+    key = (m, k, np.dtype(dtype))
+    e = _eyes.get(key)
+    if e is None:
+        e = np.eye(m, k, dtype=dtype)
+        e.flags.writeable = False
+        if len(_eyes) < 256:
+            _eyes[key] = e
+    return e
+
+
+def _unpack_into(lu: np.ndarray, L: np.ndarray, U: np.ndarray) -> None:
+    """L (unit lower m x k) and U (upper k x n) of packed LU factors, into new arrays."""
+    m, n = lu.shape[-2:]
+    k = min(m, n)
+    np.copyto(L, lu[..., :, :k])
+    np.copyto(L, 0, where=_above((m, k), -1))
+    L += _eye(m, k, L.dtype)
+    np.copyto(U, lu[..., :k, :])
+    np.copyto(U, 0, where=_above((k, n), -1, below=True))
 
 
 def _lu_unpack_factors(LU: Tensor) -> tuple[Tensor, Tensor]:
@@ -1302,6 +1678,11 @@ def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False,
     check_float(op, A)
     if not pivot:
         raise RuntimeError(f"{op}: LU without pivoting is not implemented on the CPU")
+    if _plain_no_grad(A):
+        LU, piv, info = _lu_factor_fast(A)
+        if check_errors:
+            _check_errors("linalg.lu_factor", info, "lu")
+        return _out(lu_factor_ex_result(LU, piv, info), out)
     LU, piv, info = _host(op, "LinalgLuFactorExBackward0", (A,), _getrf_compute,
                             _lu_factor_rule, out_dtypes=(A._dtype, dt.int32, dt.int32),
                             save_inputs=False, save_outputs=(True, True, False))
@@ -1318,16 +1699,33 @@ def lu_factor(A: Tensor, *, pivot: bool = True, out: Any = None) -> Any:
     return _out(lu_factor_result(LU, piv), out)
 
 
-def _lu_compute(a: np.ndarray) -> tuple[np.ndarray, ...]:
-    lu, piv, _ = _getrf_compute(a)
-    m, n = a.shape[-2:]
+def _lu_into(f: np.ndarray | None, piv: np.ndarray, P: np.ndarray, L: np.ndarray,
+             U: np.ndarray) -> None:
+    """P, L, U (new arrays) from getrf's column-major factors `f` (None: no matrices)."""
+    m = P.shape[-1]
+    _perm_from_pivots(piv, m, P.dtype, out=P)
+    if f is not None:
+        _unpack_into(lapack.from_fortran(f), L, U)
+
+
+def _lu_shapes(shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    m, n = shape[-2:]
     k = min(m, n)
-    P = _perm_from_pivots(piv, m).astype(a.dtype)
-    L = np.array(lu[..., :, :k])
-    np.copyto(L, 0, where=_above((m, k), -1))
-    L += np.eye(m, k, dtype=a.dtype)
-    U = np.array(lu[..., :k, :])
-    np.copyto(U, 0, where=_above((k, n), -1, below=True))
+    b = shape[:-2]
+    return b + (m, m), b + (m, k), b + (k, n)
+
+
+def _lu_compute(a: np.ndarray) -> tuple[np.ndarray, ...]:
+    f, piv, _ = _getrf_fast(from_numpy(a))
+    P, L, U = (np.empty(s, a.dtype) for s in _lu_shapes(a.shape))
+    _lu_into(f, piv._numpy_view(), P, L, U)
+    return P, L, U
+
+
+def _lu_fast(A: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    f, piv, _ = _getrf_fast(A)
+    P, L, U = (Tensor._empty(s, A._dtype) for s in _lu_shapes(A._shape))
+    _lu_into(f, piv._numpy_view(), P._numpy_view(), L._numpy_view(), U._numpy_view())
     return P, L, U
 
 
@@ -1352,10 +1750,40 @@ def lu(A: Tensor, *, pivot: bool = True, out: Any = None) -> Any:
     check_float(op, A)
     if not pivot:
         raise RuntimeError(f"{op}: LU without pivoting is not implemented on the CPU")
+    if _plain_no_grad(A):
+        return _out(lu_result(*_lu_fast(A)), out)
     P, L, U = _host(op, "LinalgLuBackward0", (A,), _lu_compute, _lu_rule,
                       out_dtypes=(A._dtype, A._dtype, A._dtype),
                       differentiable=(False, True, True), save_inputs=False)
     return _out(lu_result(P, L, U), out)
+
+
+_LAPACK_DTYPES = (dt.float32, dt.float64, dt.complex64, dt.complex128)
+
+
+def _lu_unpack_fast(LU: Tensor, piv: Tensor, unpack_data: bool, unpack_pivots: bool
+                    ) -> Any:
+    """lu_unpack of plain tensors that need no gradient, in NumPy into new tensors."""
+    Ps, Ls, Us = _lu_shapes(LU._shape)
+    d = LU._dtype
+    if unpack_data:
+        L, U = Tensor._empty(Ls, d), Tensor._empty(Us, d)
+        if _count(LU._shape):
+            _unpack_into(LU._numpy_view(), L._numpy_view(), U._numpy_view())
+        else:
+            _zero(L)
+            _zero(U)
+            if _count(L._shape):
+                L._numpy_view()[...] = _eye(Ls[-2], Ls[-1], d.np)
+    else:
+        L = _zero(Tensor._empty((0,), d))
+        U = _zero(Tensor._empty((0,), d))
+    if unpack_pivots:
+        P = Tensor._empty(Ps, d)
+        _perm_from_pivots(piv._numpy_view(), Ps[-1], d.np, out=P._numpy_view())
+    else:
+        P = Tensor._empty((0,), d)
+    return lu_result(P, L, U)
 
 
 def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
@@ -1370,6 +1798,9 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
                            f"torch.int32 dtype. Note: this function is intended to be used "
                            f"with the output produced by torch.linalg.lu_factor")
     m, n = LU_data._shape[-2:]
+    if _plain_no_grad(LU_data, LU_pivots) and LU_pivots._shape[:-1] == LU_data._shape[:-2] \
+            and LU_data._dtype in _LAPACK_DTYPES:
+        return _out(_lu_unpack_fast(LU_data, LU_pivots, unpack_data, unpack_pivots), out)
     if unpack_data:
         L, U = _lu_unpack_factors(LU_data)
     else:
@@ -1390,10 +1821,12 @@ def _lu_solve_fast(LU: Tensor, pivots: Tensor, B: Tensor, adjoint: bool) -> Tens
     k = B._shape[-1]
     if pivots._dtype is not dt.int32 or pivots._shape != LU._shape[:-1]:
         return None
-    try:
-        batch = tuple(np.broadcast_shapes(LU._shape[:-2], B._shape[:-2]))
-    except ValueError:
-        return None
+    batch = LU._shape[:-2]
+    if B._shape[:-2] != batch:
+        try:
+            batch = tuple(np.broadcast_shapes(batch, B._shape[:-2]))
+        except ValueError:
+            return None
     out = Tensor._empty(batch + (n, k), B._dtype)
     if n == 0 or k == 0 or 0 in batch:
         return out                          # no elements
@@ -1562,6 +1995,11 @@ def geqrf(input: Tensor, *, out: Any = None) -> Any:
     check_tensor(op, input)
     check_matrix(op, input)
     check_float(op, input)
+    if _plain_no_grad(input) and not _count(input._shape):
+        k = min(input._shape[-2:])
+        a, tau = _empty_fast((input._shape, input._dtype, False),
+                             (input._shape[:-2] + (k,), input._dtype, True))
+        return _out(geqrf_result(a, tau), out)
     a, tau = _host(op, "GeqrfBackward0", (input,), _geqrf_compute, _not_differentiable(op),
                      out_dtypes=(input._dtype, input._dtype), save_inputs=False,
                      save_outputs=False)
@@ -1572,15 +2010,31 @@ def geqrf(input: Tensor, *, out: Any = None) -> Any:
 # LDL
 # ======================================================================================
 
+def _ldl_fast(A: Tensor, hermitian: bool) -> tuple[Tensor, Tensor, Tensor]:
+    """(LD, pivots, info) by sytrf (hetrf) on a column-major copy of A, the pivots and
+    info written straight into new tensors."""
+    shape = A._shape
+    n = shape[-1]
+    batch = shape[:-2]
+    LD = Tensor._empty(shape, A._dtype)
+    piv = Tensor._empty(shape[:-1], dt.int32)
+    info = Tensor._empty(batch, dt.int32)
+    count = _count(shape) // (n * n) if n else 0
+    if not count:
+        _zero(piv)
+        _zero(info)
+        return LD, piv, info
+    f = lapack.fortran_batch(A._numpy_view())
+    lapack.sytrf_at(f.dtype, n, count, lapack.address(f), piv._ptr, "L", hermitian,
+                    info._ptr)
+    view = LD._numpy_view()
+    np.copyto(view, lapack.from_fortran(f))
+    np.copyto(view, 0, where=_above((n, n), 0))
+    return LD, piv, info
+
+
 def _ldl_compute(a: np.ndarray, hermitian: bool) -> tuple[np.ndarray, ...]:
-    piv = np.zeros(a.shape[:-1], np.int32)
-    if a.size == 0:
-        return np.array(a, copy=True), piv, np.zeros(a.shape[:-2], np.int32)
-    f = lapack.fortran_batch(a)
-    info = lapack.sytrf(f, piv, "L", hermitian)
-    ld = lapack.from_fortran(f)             # a view of f (the caller copies it)
-    np.copyto(ld, 0, where=_above(ld.shape[-2:], 0))
-    return ld, piv, info
+    return tuple(t._numpy_view() for t in _ldl_fast(from_numpy(a), hermitian))
 
 
 def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False,
@@ -1590,9 +2044,12 @@ def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = Fa
     info, as torch.linalg.ldl_factor_ex (not differentiable, as in torch)."""
     op = "linalg.ldl_factor_ex"
     square_float(op, A)
-    LD, piv, info = _host(op, "LinalgLdlFactorExBackward0", (A,),
-                            lambda a: _ldl_compute(a, hermitian), None,
-                            out_dtypes=(A._dtype, dt.int32, dt.int32))
+    if _plain_no_grad(A):
+        LD, piv, info = _ldl_fast(A, hermitian)
+    else:
+        LD, piv, info = host_op(op, "LinalgLdlFactorExBackward0", (A,),
+                                lambda a: _ldl_compute(a, hermitian), None,
+                                out_dtypes=(A._dtype, dt.int32, dt.int32))
     if check_errors:
         _check_errors("torch.linalg.ldl_factor_ex", info, "ldl")
     return _out(ldl_factor_ex_result(LD, piv, info), out)
@@ -1606,15 +2063,20 @@ def ldl_factor(A: Tensor, *, hermitian: bool = False, out: Any = None) -> Any:
     return _out(ldl_factor_result(LD, piv), out)
 
 
-def _ldl_solve_compute(ld: np.ndarray, piv: np.ndarray, b: np.ndarray, hermitian: bool
-                       ) -> tuple[np.ndarray]:
-    out = np.empty(b.shape, b.dtype)
-    if b.size == 0:
-        return (out,)
+def _ldl_solve_into(ld: np.ndarray, piv: np.ndarray, b: np.ndarray, x: np.ndarray,
+                    hermitian: bool) -> None:
+    """X of A X = B from sytrf's factors (one batch shape) into the new array `x`."""
     fb = lapack.fortran_batch(b)
     lapack.sytrs(lapack.fortran_batch(ld), np.ascontiguousarray(piv, np.int32), fb, "L",
                  hermitian)
-    out[...] = lapack.from_fortran(fb)
+    np.copyto(x, lapack.from_fortran(fb))
+
+
+def _ldl_solve_compute(ld: np.ndarray, piv: np.ndarray, b: np.ndarray, hermitian: bool
+                       ) -> tuple[np.ndarray]:
+    out = np.empty(b.shape, b.dtype)
+    if b.size:
+        _ldl_solve_into(ld, piv, b, out, hermitian)
     return (out,)
 
 
@@ -1634,6 +2096,12 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False,
     if B._shape[-2] != LD._shape[-1]:
         raise RuntimeError(f"{op}: Incompatible shapes of LD and B ({LD._shape[-1]} and "
                            f"{B._shape[-2]})")
+    if _plain_no_grad(LD, pivots, B) and pivots._shape == LD._shape[:-1]:
+        p = pivots._numpy_view()
+
+        def into(ld: np.ndarray, b: np.ndarray, x: np.ndarray) -> None:
+            _ldl_solve_into(ld, np.broadcast_to(p, ld.shape[:-1]), b, x, hermitian)
+        return _out(_pair_fast(op, LD, B, into), out)
     LD2, B2 = _broadcast_batch(op, LD, B)
     piv2 = F.expand(pivots, LD2._shape[:-1]) if pivots._shape != LD2._shape[:-1] else pivots
     (X,) = _host(op, "LinalgLdlSolveBackward0", (LD2, piv2, B2),

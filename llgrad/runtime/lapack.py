@@ -18,7 +18,11 @@ row-major order is the matrix in column-major order), so the caller makes one ba
 (`fortran_batch`) and every matrix is reached by pointer arithmetic. Each returns LAPACK's
 `info` per matrix (an int32 array of the batch shape); nothing here raises for a value-
 dependent failure: the callers decide (torch's messages live in `llgrad.linalg`).
-Workspace sizes are queried once per (routine, dtype, shape) and cached.
+The `*_at` forms (`potrf_at`, `getrf_at`, `sytrf_at`, `syevd_at`, `gesdd_at`,
+`lstsq_at`) take addresses instead of arrays, so a caller can have LAPACK write into a
+new tensor's memory (its info too) with no NumPy view in between. Workspace sizes are
+queried once per (routine, dtype, shape) and cached; the integer arguments and the
+workspaces themselves are per-thread scratch reused from call to call.
 """
 from __future__ import annotations
 
@@ -34,10 +38,12 @@ _VOIDP = ctypes.c_void_p
 # how many pointer arguments each routine takes
 _NARGS = {"potrf": 5, "potrs": 8, "potri": 5, "getrf": 6, "getrs": 9, "getri": 7,
           "gesv": 8, "geqrf": 8, "sytrf": 8, "hetrf": 8, "sytrs": 9, "hetrs": 9,
-          "trtrs": 10, "trsm": 11}
+          "trtrs": 10, "trsm": 11, "syevd": 11, "heevd": 13, "gesdd": 14, "cgesdd": 15,
+          "zgesdd": 15, "gels": 11, "gelss": 13, "cgelss": 14, "zgelss": 14, "gelsd": 14,
+          "cgelsd": 15, "zgelsd": 15, "gelsy": 13, "cgelsy": 14, "zgelsy": 14}
 _BLAS = {"trsm"}
 
-_CHARS = {c: ctypes.create_string_buffer(c.encode(), 1) for c in "LUNTCRD"}
+_CHARS = {c: ctypes.create_string_buffer(c.encode(), 1) for c in "LUNTCRDVSA"}
 _CHAR_ADDR = {c: ctypes.addressof(b) for c, b in _CHARS.items()}
 _ONES = {np.dtype(n): np.ones(1, n) for n in _PREFIX}
 _ONE_ADDR = {d: a.ctypes.data for d, a in _ONES.items()}
@@ -70,10 +76,11 @@ def routine(dtype: np.dtype, name: str) -> Any:
     fn = _routines.get(key)
     if fn is None:
         full = _PREFIX[np.dtype(dtype).name] + name
+        nargs = _NARGS.get(full) or _NARGS[name]
         # PYFUNCTYPE holds the GIL through the call: a tiny solve takes a microsecond,
         # and releasing the GIL lets another thread take it for up to the switch
         # interval (5 ms)
-        proto = ctypes.PYFUNCTYPE(None, *([_VOIDP] * _NARGS[name]))
+        proto = ctypes.PYFUNCTYPE(None, *([_VOIDP] * nargs))
         fn = _routines[key] = proto(_capsule_address(full, name in _BLAS))
     return fn
 
@@ -119,6 +126,56 @@ def _ints(*values: int) -> tuple[Any, int]:
     return arr, ctypes.addressof(arr)
 
 
+class _Scratch(threading.local):
+    """Per-thread scratch: integer arguments and workspaces reused from call to call (a
+    ctypes array or a NumPy workspace made per call costs more than a tiny routine)."""
+
+    def __init__(self) -> None:
+        self.ints = (ctypes.c_int * 16)()
+        self.addr = ctypes.addressof(self.ints)
+        self.reals = (ctypes.c_double * 2)()
+        self.reals_addr = ctypes.addressof(self.reals)
+        self.work: dict[tuple, tuple[np.ndarray, int]] = {}
+
+
+_tls = _Scratch()
+
+
+def _scratch() -> tuple[Any, int]:
+    """This thread's int32 argument array (16 slots) and its address."""
+    t = _tls
+    return t.ints, t.addr
+
+
+def _workspace(dtype: Any, length: int) -> int:
+    """The address of this thread's workspace of at least `length` elements of `dtype`
+    (grown when a call needs more; kept for the next call)."""
+    work = _tls.work
+    key = np.dtype(dtype).char
+    got = work.get(key)
+    if got is None or got[0].size < length:
+        arr = np.zeros(max(length, 64), dtype)
+        got = work[key] = (arr, address(arr))
+    return got[1]
+
+
+def _info(shape: tuple[int, ...], count: int, info_addr: int | None
+          ) -> tuple[np.ndarray | None, int]:
+    """(info array or None, address LAPACK writes matrix i's info to at + 4 i): a new
+    int32 array of the batch shape, or the caller's buffer at `info_addr`, zeroed when no
+    routine runs to write it (empty matrices)."""
+    if info_addr is None:
+        info = np.zeros(shape, np.int32)
+        return info, (address(info) if info.size else 0)
+    if count == 0:
+        size = 1
+        for s in shape:
+            size *= s
+        if size:
+            ctypes.memset(info_addr, 0, 4 * size)
+    return None, info_addr
+
+
 _work_lock = threading.Lock()
 _lwork: dict[tuple, int] = {}
 
@@ -145,22 +202,29 @@ def _batch(f: np.ndarray) -> tuple[int, int]:
     return (f.size // (m * n) if m * n else 0), m * n * f.itemsize
 
 
-def potrf(f: np.ndarray, uplo: str) -> np.ndarray:
+def potrf(f: np.ndarray, uplo: str, *, info_addr: int | None = None) -> np.ndarray | None:
     """Cholesky in place on a column-major batch of n x n matrices (`uplo` 'L' or 'U'
-    names the triangle read and written); info per matrix."""
-    fn = routine(f.dtype, "potrf")
+    names the triangle read and written); info per matrix (written at `info_addr`
+    instead, when given: None is returned)."""
     n = f.shape[-1]
     count, step = _batch(f)
-    info = np.zeros(f.shape[:-2], np.int32)
-    flat = info.reshape(-1)
-    ints, ia = _ints(n, 0)
-    base = address(f)
-    u = _CHAR_ADDR[uplo]
-    for i in range(count):
-        fn(u, ia, base + i * step, ia, ia + 4)
-        if ints[1]:
-            flat[i] = ints[1]
+    info, ib = _info(f.shape[:-2], count, info_addr)
+    if count:
+        potrf_at(f.dtype, n, count, address(f), uplo, ib)
     return info
+
+
+def potrf_at(dtype: np.dtype, n: int, count: int, base: int, uplo: str, info_addr: int
+             ) -> None:
+    """`potrf` on `count` n x n matrices stored one after another at address `base`;
+    matrix i's info goes to `info_addr + 4 i`."""
+    fn = routine(dtype, "potrf")
+    ints, ia = _scratch()
+    ints[0] = n
+    u = _CHAR_ADDR[uplo]
+    step = n * n * dtype.itemsize
+    for i in range(count):
+        fn(u, ia, base + i * step, ia, info_addr + 4 * i)
 
 
 def potrs(c: np.ndarray, b: np.ndarray, uplo: str) -> np.ndarray:
@@ -173,40 +237,47 @@ def potrs(c: np.ndarray, b: np.ndarray, uplo: str) -> np.ndarray:
     bstep = n * k * b.itemsize
     if k == 0:
         count = 0
-    info = np.zeros(c.shape[:-2], np.int32)
-    flat = info.reshape(-1)
-    ints, ia = _ints(n, k, 0)
+    info, ib = _info(c.shape[:-2], count, None)
+    ints, ia = _scratch()
+    ints[0], ints[1] = n, k
     cb, bb = address(c), address(b)
     u = _CHAR_ADDR[uplo]
     for i in range(count):
-        fn(u, ia, ia + 4, cb + i * cstep, ia, bb + i * bstep, ia, ia + 8)
-        if ints[2]:
-            flat[i] = ints[2]
+        fn(u, ia, ia + 4, cb + i * cstep, ia, bb + i * bstep, ia, ib + 4 * i)
     return info
 
 
-def getrf(f: np.ndarray, piv: np.ndarray) -> np.ndarray:
+def getrf(f: np.ndarray, piv: np.ndarray, *, info_addr: int | None = None
+          ) -> np.ndarray | None:
     """LU with partial pivoting in place on a column-major batch (..., n, m) of m x n
-    matrices; `piv` (..., min(m, n)) int32 receives the 1-based pivots. Info per matrix."""
-    fn = routine(f.dtype, "getrf")
+    matrices; `piv` (..., min(m, n)) int32 receives the 1-based pivots. Info per matrix
+    (written at `info_addr` instead, when given: None is returned)."""
     n, m = f.shape[-2:]
     count, step = _batch(f)
-    k = min(m, n)
-    info = np.zeros(f.shape[:-2], np.int32)
-    flat = info.reshape(-1)
-    ints, ia = _ints(m, n, max(1, m), 0)
-    base, pb = address(f), address(piv)
-    for i in range(count):
-        fn(ia, ia + 4, base + i * step, ia + 8, pb + i * k * 4, ia + 12)
-        if ints[3]:
-            flat[i] = ints[3]
+    info, ib = _info(f.shape[:-2], count, info_addr)
+    if count:
+        getrf_at(f.dtype, m, n, count, address(f), address(piv), ib)
     return info
 
 
-def gesv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def getrf_at(dtype: np.dtype, m: int, n: int, count: int, base: int, piv_addr: int,
+             info_addr: int) -> None:
+    """`getrf` on `count` column-major m x n matrices one after another at `base`, pivots
+    (min(m, n) int32 each) at `piv_addr`, infos at `info_addr`."""
+    fn = routine(dtype, "getrf")
+    ints, ia = _scratch()
+    ints[0], ints[1], ints[2] = m, n, max(1, m)
+    step = m * n * dtype.itemsize
+    pstep = min(m, n) * 4
+    for i in range(count):
+        fn(ia, ia + 4, base + i * step, ia + 8, piv_addr + i * pstep, info_addr + 4 * i)
+
+
+def gesv(a: np.ndarray, b: np.ndarray, *, info_addr: int | None = None) -> np.ndarray | None:
     """Solve A X = B by LU: `a` (..., n, n) and `b` (..., k, n) column-major batches of
     the same batch shape; `a` is overwritten with the LU factors and `b` with X (where
-    info is 0). Info per matrix."""
+    info is 0). Info per matrix (written at `info_addr` instead, when given: None is
+    returned)."""
     fn = routine(a.dtype, "gesv")
     n = a.shape[-1]
     k = b.shape[-2]
@@ -214,15 +285,13 @@ def gesv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     bstep = n * k * b.itemsize
     if k == 0:
         count = 0
-    info = np.zeros(a.shape[:-2], np.int32)
-    flat = info.reshape(-1)
+    info, ib = _info(a.shape[:-2], count, info_addr)
     piv = np.empty(max(1, n), np.int32)
-    ints, ia = _ints(n, k, max(1, n), 0)
+    ints, ia = _scratch()
+    ints[0], ints[1], ints[2] = n, k, max(1, n)
     ab, bb, pb = address(a), address(b), address(piv)
     for i in range(count):
-        fn(ia, ia + 4, ab + i * astep, ia + 8, pb, bb + i * bstep, ia + 8, ia + 12)
-        if ints[3]:
-            flat[i] = ints[3]
+        fn(ia, ia + 4, ab + i * astep, ia + 8, pb, bb + i * bstep, ia + 8, ib + 4 * i)
     return info
 
 
@@ -233,48 +302,61 @@ def geqrf(f: np.ndarray, tau: np.ndarray) -> np.ndarray:
     n, m = f.shape[-2:]
     count, step = _batch(f)
     k = min(m, n)
-    ints, ia = _ints(m, n, max(1, m), 0, 0)
-    scratch = np.zeros(max(1, m * n), f.dtype)
-    tscratch = np.zeros(max(1, k), f.dtype)
-    lwork = _query(f.dtype, "geqrf", (m, n), lambda w, l: fn(
-        ia, ia + 4, address(scratch), ia + 8, address(tscratch), w, l, ia + 12))
-    work = np.empty(lwork, f.dtype)
+    info, ib = _info(f.shape[:-2], count, None)
+    if not count:
+        return info
+    ints, ia = _scratch()
+    ints[0], ints[1], ints[2] = m, n, max(1, m)
+    key = ("geqrf", f.dtype, m, n)
+    lwork = _lwork.get(key)
+    if lwork is None:
+        scratch = np.zeros(max(1, m * n), f.dtype)
+        tscratch = np.zeros(max(1, k), f.dtype)
+        lwork = _query(f.dtype, "geqrf", (m, n), lambda w, l: fn(
+            ia, ia + 4, address(scratch), ia + 8, address(tscratch), w, l, ia + 12))
+        ints[0], ints[1], ints[2] = m, n, max(1, m)
     ints[4] = lwork
-    info = np.zeros(f.shape[:-2], np.int32)
-    flat = info.reshape(-1)
-    base, tb, wb = address(f), address(tau), address(work)
+    wb = _workspace(f.dtype, lwork)
+    base, tb = address(f), address(tau)
     tstep = k * f.itemsize
     for i in range(count):
-        fn(ia, ia + 4, base + i * step, ia + 8, tb + i * tstep, wb, ia + 16, ia + 12)
-        if ints[3]:
-            flat[i] = ints[3]
+        fn(ia, ia + 4, base + i * step, ia + 8, tb + i * tstep, wb, ia + 16, ib + 4 * i)
     return info
 
 
-def sytrf(f: np.ndarray, piv: np.ndarray, uplo: str, hermitian: bool) -> np.ndarray:
+def sytrf(f: np.ndarray, piv: np.ndarray, uplo: str, hermitian: bool, *,
+          info_addr: int | None = None) -> np.ndarray | None:
     """Bunch-Kaufman LDL in place on a column-major batch of n x n symmetric (Hermitian:
     `hermitian`, complex dtypes) matrices; `piv` (..., n) int32 receives LAPACK's pivots.
-    Info per matrix."""
-    name = "hetrf" if hermitian and f.dtype.kind == "c" else "sytrf"
-    fn = routine(f.dtype, name)
+    Info per matrix (written at `info_addr` instead, when given: None is returned)."""
     n = f.shape[-1]
     count, step = _batch(f)
-    ints, ia = _ints(n, 0, 0)
-    u = _CHAR_ADDR[uplo]
-    scratch = np.zeros(max(1, n * n), f.dtype)
-    pscratch = np.zeros(max(1, n), np.int32)
-    lwork = _query(f.dtype, name, (n,), lambda w, l: fn(
-        u, ia, address(scratch), ia, address(pscratch), w, l, ia + 4))
-    work = np.empty(lwork, f.dtype)
-    ints[2] = lwork
-    info = np.zeros(f.shape[:-2], np.int32)
-    flat = info.reshape(-1)
-    base, pb, wb = address(f), address(piv), address(work)
-    for i in range(count):
-        fn(u, ia, base + i * step, ia, pb + i * n * 4, wb, ia + 8, ia + 4)
-        if ints[1]:
-            flat[i] = ints[1]
+    info, ib = _info(f.shape[:-2], count, info_addr)
+    if count:
+        sytrf_at(f.dtype, n, count, address(f), address(piv), uplo, hermitian, ib)
     return info
+
+
+def sytrf_at(dtype: np.dtype, n: int, count: int, base: int, piv_addr: int, uplo: str,
+             hermitian: bool, info_addr: int) -> None:
+    """`sytrf` (`hetrf`) on `count` n x n matrices one after another at `base`."""
+    name = "hetrf" if hermitian and dtype.kind == "c" else "sytrf"
+    fn = routine(dtype, name)
+    ints, ia = _scratch()
+    u = _CHAR_ADDR[uplo]
+    ints[0] = n
+    lwork = _lwork.get((name, dtype, n))
+    if lwork is None:
+        scratch = np.zeros(max(1, n * n), dtype)
+        pscratch = np.zeros(max(1, n), np.int32)
+        lwork = _query(dtype, name, (n,), lambda w, l: fn(
+            u, ia, address(scratch), ia, address(pscratch), w, l, ia + 4))
+        ints[0] = n
+    ints[2] = lwork
+    wb = _workspace(dtype, lwork)
+    step = n * n * dtype.itemsize
+    for i in range(count):
+        fn(u, ia, base + i * step, ia, piv_addr + i * n * 4, wb, ia + 8, info_addr + 4 * i)
 
 
 def sytrs(f: np.ndarray, piv: np.ndarray, b: np.ndarray, uplo: str, hermitian: bool
@@ -289,15 +371,14 @@ def sytrs(f: np.ndarray, piv: np.ndarray, b: np.ndarray, uplo: str, hermitian: b
     bstep = n * k * b.itemsize
     if k == 0:
         count = 0
-    ints, ia = _ints(n, k, 0)
+    info, ib = _info(f.shape[:-2], count, None)
+    ints, ia = _scratch()
+    ints[0], ints[1] = n, k
     u = _CHAR_ADDR[uplo]
-    info = np.zeros(f.shape[:-2], np.int32)
-    flat = info.reshape(-1)
     base, pb, bb = address(f), address(piv), address(b)
     for i in range(count):
-        fn(u, ia, ia + 4, base + i * step, ia, pb + i * n * 4, bb + i * bstep, ia, ia + 8)
-        if ints[2]:
-            flat[i] = ints[2]
+        fn(u, ia, ia + 4, base + i * step, ia, pb + i * n * 4, bb + i * bstep, ia,
+           ib + 4 * i)
     return info
 
 
@@ -312,7 +393,8 @@ def trsm(a: np.ndarray, b: np.ndarray, lower: bool, unit: bool) -> None:
     bstep = n * k * b.itemsize
     if k == 0:
         count = 0
-    ints, ia = _ints(n, k, max(1, n))
+    ints, ia = _scratch()
+    ints[0], ints[1], ints[2] = n, k, max(1, n)
     one = _ONE_ADDR[a.dtype]
     side, uplo = _CHAR_ADDR["L"], _CHAR_ADDR["L" if lower else "U"]
     trans, diag = _CHAR_ADDR["N"], _CHAR_ADDR["U" if unit else "N"]
@@ -334,8 +416,223 @@ def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, trans: str) -> None:
     bstep = n * k * b.itemsize
     if k == 0:
         count = 0
-    ints, ia = _ints(n, k, 0)
+    ints, ia = _scratch()
+    ints[0], ints[1] = n, k
     t = _CHAR_ADDR[trans]
     ab, pb, bb = address(lu), address(piv), address(b)
     for i in range(count):
         fn(t, ia, ia + 4, ab + i * astep, ia, pb + i * n * 4, bb + i * bstep, ia, ia + 8)
+
+
+_REAL = {np.dtype(np.float32): np.dtype(np.float32), np.dtype(np.float64): np.dtype(np.float64),
+         np.dtype(np.complex64): np.dtype(np.float32),
+         np.dtype(np.complex128): np.dtype(np.float64)}
+_sizes: dict[tuple, tuple[int, int, int]] = {}
+
+
+def _ask(dtype: np.dtype, call: Any) -> tuple[int, int, int]:
+    """(lwork, liwork, lrwork) from a workspace query: `call(work, rwork, iwork, lengths)`
+    with every length -1 (the lengths at `lengths`, `+4`, `+8`)."""
+    work = np.zeros(2, dtype)
+    rwork = np.zeros(2, _REAL[dtype])
+    iwork = np.zeros(2, np.int32)
+    arr, addr = _ints(-1, -1, -1)
+    call(address(work), address(rwork), address(iwork), addr)
+    return (max(1, int(work[0].real)), max(1, int(iwork[0])), max(1, int(rwork[0])))
+
+
+def syevd_at(dtype: np.dtype, n: int, count: int, base: int, w_addr: int, vectors: bool,
+             uplo: str, info_addr: int) -> None:
+    """Eigenvalues (ascending, into `w_addr`, n reals per matrix) and, with `vectors`,
+    eigenvectors (overwriting each matrix, column-major) of `count` n x n symmetric
+    (Hermitian) column-major matrices one after another at `base` (syevd / heevd: the
+    triangle `uplo` is read). n must be positive."""
+    cplx = dtype.kind == "c"
+    name = "heevd" if cplx else "syevd"
+    fn = routine(dtype, name)
+    ints, ia = _scratch()
+    jobz, u = _CHAR_ADDR["V" if vectors else "N"], _CHAR_ADDR[uplo]
+    ints[0] = n
+    key = (name, dtype, n, vectors)
+    sizes = _sizes.get(key)
+    if sizes is None:
+        scratch = np.zeros(n * n, dtype)
+        ws = np.zeros(n, _REAL[dtype])
+        if cplx:
+            sizes = _ask(dtype, lambda w, r, i, ln: fn(
+                jobz, u, ia, address(scratch), ia, address(ws), w, ln, r, ln + 8, i, ln + 4,
+                ia + 16))
+        else:
+            sizes = _ask(dtype, lambda w, r, i, ln: fn(
+                jobz, u, ia, address(scratch), ia, address(ws), w, ln, i, ln + 4, ia + 16))
+        _sizes[key] = sizes
+    lwork, liwork, lrwork = sizes
+    ints[1], ints[2], ints[3] = lwork, liwork, lrwork
+    wb = _workspace(dtype, lwork)
+    iwb = _workspace(np.int32, liwork)
+    step = n * n * dtype.itemsize
+    wstep = n * _REAL[dtype].itemsize
+    if cplx:
+        rwb = _workspace(_REAL[dtype], lrwork)
+        for i in range(count):
+            fn(jobz, u, ia, base + i * step, ia, w_addr + i * wstep, wb, ia + 4, rwb, ia + 12,
+               iwb, ia + 8, info_addr + 4 * i)
+    else:
+        for i in range(count):
+            fn(jobz, u, ia, base + i * step, ia, w_addr + i * wstep, wb, ia + 4, iwb, ia + 8,
+               info_addr + 4 * i)
+
+
+def gesdd_at(dtype: np.dtype, m: int, n: int, count: int, base: int, s_addr: int,
+             job: str, u_addr: int, vt_addr: int, info_addr: int) -> None:
+    """The SVD (gesdd) of `count` column-major m x n matrices one after another at `base`
+    (destroyed): singular values (descending, min(m, n) reals each) at `s_addr`; `job`
+    'N' (values only), 'S' (U m x k and VT k x n, k = min(m, n)) or 'A' (U m x m, VT
+    n x n), each column-major and packed one after another at `u_addr` / `vt_addr`.
+    m and n must be positive."""
+    cplx = dtype.kind == "c"
+    fn = routine(dtype, "gesdd")
+    k = min(m, n)
+    ints, ia = _scratch()
+    jobz = _CHAR_ADDR[job]
+    ucols, vtrows = (m, n) if job == "A" else (k, k)
+    if job == "N":
+        ucols = vtrows = 0
+    ldvt = max(1, vtrows)
+    ints[0], ints[1], ints[2], ints[3], ints[4] = m, n, m, m, ldvt
+    key = ("gesdd", dtype, m, n, job)
+    sizes = _sizes.get(key)
+    if sizes is None:
+        scratch = np.zeros(m * n, dtype)
+        ss = np.zeros(k, _REAL[dtype])
+        us = np.zeros(max(1, m * ucols), dtype)
+        vs = np.zeros(max(1, vtrows * n), dtype)
+        if cplx:
+            got = _ask(dtype, lambda w, r, i, ln: fn(
+                jobz, ia, ia + 4, address(scratch), ia + 8, address(ss), address(us), ia + 12,
+                address(vs), ia + 16, w, ln, r, i, ia + 40))
+        else:
+            got = _ask(dtype, lambda w, r, i, ln: fn(
+                jobz, ia, ia + 4, address(scratch), ia + 8, address(ss), address(us), ia + 12,
+                address(vs), ia + 16, w, ln, i, ia + 40))
+        mx = max(m, n)
+        if job == "N":
+            lrwork = 7 * k
+        else:
+            lrwork = max(5 * k * k + 5 * k, 2 * mx * k + 2 * k * k + k)
+        sizes = _sizes[key] = (got[0], 8 * k, max(1, lrwork))
+    lwork, liwork, lrwork = sizes
+    ints[5] = lwork
+    wb = _workspace(dtype, lwork)
+    iwb = _workspace(np.int32, liwork)
+    step = m * n * dtype.itemsize
+    sstep = k * _REAL[dtype].itemsize
+    ustep = m * ucols * dtype.itemsize
+    vstep = vtrows * n * dtype.itemsize
+    if cplx:
+        rwb = _workspace(_REAL[dtype], lrwork)
+        for i in range(count):
+            fn(jobz, ia, ia + 4, base + i * step, ia + 8, s_addr + i * sstep,
+               u_addr + i * ustep, ia + 12, vt_addr + i * vstep, ia + 16, wb, ia + 20, rwb,
+               iwb, info_addr + 4 * i)
+    else:
+        for i in range(count):
+            fn(jobz, ia, ia + 4, base + i * step, ia + 8, s_addr + i * sstep,
+               u_addr + i * ustep, ia + 12, vt_addr + i * vstep, ia + 16, wb, ia + 20, iwb,
+               info_addr + 4 * i)
+
+
+def lstsq_at(dtype: np.dtype, driver: str, m: int, n: int, nrhs: int, count: int,
+             a_base: int, b_base: int, s_addr: int, rank_addr: int, rcond: float,
+             info_addr: int) -> None:
+    """Least squares min |A X - B| by `driver` (gels, gelss, gelsd, gelsy) for `count`
+    column-major m x n matrices A one after another at `a_base` (destroyed) and
+    max(m, n) x nrhs right-hand sides at `b_base` (X in their first n rows). gelss and
+    gelsd write min(m, n) singular values per matrix at `s_addr`; every driver but gels
+    writes the effective rank (int32) at `rank_addr`. m, n and nrhs must be positive."""
+    cplx = dtype.kind == "c"
+    real = _REAL[dtype]
+    fn = routine(dtype, driver)
+    k = min(m, n)
+    ldb = max(m, n)
+    ints, ia = _scratch()
+    # ints: m, n, nrhs, lda, ldb, lwork, (info of a query at 15)
+    ints[0], ints[1], ints[2], ints[3], ints[4] = m, n, nrhs, m, ldb
+    # rcond as the routine's real type, in this thread's scratch
+    reals = _tls.reals
+    if real.itemsize == 8:
+        reals[0] = rcond
+    else:
+        ctypes.c_float.from_address(_tls.reals_addr).value = rcond
+    rca = _tls.reals_addr
+    key = (driver, dtype, m, n, nrhs)
+    sizes = _sizes.get(key)
+    if sizes is None:
+        a0 = np.zeros(m * n, dtype)
+        b0 = np.zeros(ldb * nrhs, dtype)
+        s0 = np.zeros(max(1, k), real)
+        j0 = np.zeros(max(1, n), np.int32)
+        r0 = np.zeros(2, np.int32)
+        A, B, S, J, R = (address(x) for x in (a0, b0, s0, j0, r0))
+        q = ia + 60
+        if driver == "gels":
+            got = _ask(dtype, lambda w, r, i, ln: fn(
+                _CHAR_ADDR["N"], ia, ia + 4, ia + 8, A, ia + 12, B, ia + 16, w, ln, q))
+        elif driver == "gelss":
+            got = _ask(dtype, (lambda w, r, i, ln: fn(
+                ia, ia + 4, ia + 8, A, ia + 12, B, ia + 16, S, rca, R, w, ln, r, q)) if cplx
+                else (lambda w, r, i, ln: fn(
+                    ia, ia + 4, ia + 8, A, ia + 12, B, ia + 16, S, rca, R, w, ln, q)))
+        elif driver == "gelsd":
+            got = _ask(dtype, (lambda w, r, i, ln: fn(
+                ia, ia + 4, ia + 8, A, ia + 12, B, ia + 16, S, rca, R, w, ln, r, i, q)) if cplx
+                else (lambda w, r, i, ln: fn(
+                    ia, ia + 4, ia + 8, A, ia + 12, B, ia + 16, S, rca, R, w, ln, i, q)))
+        else:
+            got = _ask(dtype, (lambda w, r, i, ln: fn(
+                ia, ia + 4, ia + 8, A, ia + 12, B, ia + 16, J, rca, R, w, ln, r, q)) if cplx
+                else (lambda w, r, i, ln: fn(
+                    ia, ia + 4, ia + 8, A, ia + 12, B, ia + 16, J, rca, R, w, ln, q)))
+        lwork, liwork, lrwork = got
+        if driver == "gelss":
+            lrwork = 5 * k
+        elif driver == "gelsy":
+            lrwork = 2 * n
+        sizes = _sizes[key] = (lwork, max(1, liwork), max(1, lrwork))
+    lwork, liwork, lrwork = sizes
+    ints[5] = lwork
+    wb = _workspace(dtype, lwork)
+    rwb = _workspace(real, lrwork) if cplx else 0
+    astep = m * n * dtype.itemsize
+    bstep = ldb * nrhs * dtype.itemsize
+    sstep = k * real.itemsize
+    if driver == "gels":
+        t = _CHAR_ADDR["N"]
+        for i in range(count):
+            fn(t, ia, ia + 4, ia + 8, a_base + i * astep, ia + 12, b_base + i * bstep, ia + 16,
+               wb, ia + 20, info_addr + 4 * i)
+    elif driver == "gelsy":
+        jpvt = np.zeros(max(1, n), np.int32)
+        jb = address(jpvt)
+        for i in range(count):
+            jpvt[:] = 0             # zero: every column is free to move
+            args = (ia, ia + 4, ia + 8, a_base + i * astep, ia + 12, b_base + i * bstep,
+                    ia + 16, jb, rca, rank_addr + 4 * i, wb, ia + 20)
+            if cplx:
+                fn(*args, rwb, info_addr + 4 * i)
+            else:
+                fn(*args, info_addr + 4 * i)
+    else:
+        iwb = _workspace(np.int32, liwork) if driver == "gelsd" else 0
+        for i in range(count):
+            args = (ia, ia + 4, ia + 8, a_base + i * astep, ia + 12, b_base + i * bstep,
+                    ia + 16, s_addr + i * sstep, rca, rank_addr + 4 * i, wb, ia + 20)
+            if driver == "gelss":
+                if cplx:
+                    fn(*args, rwb, info_addr + 4 * i)
+                else:
+                    fn(*args, info_addr + 4 * i)
+            elif cplx:
+                fn(*args, rwb, iwb, info_addr + 4 * i)
+            else:
+                fn(*args, iwb, info_addr + 4 * i)
