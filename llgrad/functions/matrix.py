@@ -139,6 +139,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: An
 
 
 @names_op("addmv")
+@composite_function
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1
           ) -> Tensor:
     """beta * input + alpha * (mat @ vec) for 2-D mat and 1-D vec, as torch.addmv."""
@@ -154,6 +155,7 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any 
 
 
 @names_op("addr")
+@composite_function
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1
          ) -> Tensor:
     """beta * input + alpha * outer(vec1, vec2), as torch.addr."""
@@ -166,6 +168,7 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any
 
 
 @names_op("addbmm")
+@composite_function
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1
            ) -> Tensor:
     """beta * input + alpha * sum_i batch1[i] @ batch2[i], as torch.addbmm."""
@@ -179,6 +182,7 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alph
 
 
 @names_op("baddbmm")
+@composite_function
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
             alpha: Any = 1, out_dtype: Any = None) -> Tensor:
     """beta * input + alpha * bmm(batch1, batch2), as torch.baddbmm; `out_dtype` as for
@@ -297,10 +301,20 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
     """Contraction of a's dims `dims[0]` with b's `dims[1]` (an int n: a's last n with
     b's first n), as torch.tensordot; one matmul between permuted reshapes. A contracted
     dimension of size 1 broadcasts against the other side's (which is summed), as torch."""
-    F = _F()
-    _T(a, "tensordot", "a"), _T(b, "tensordot", "b")
     if isinstance(dims, Tensor):
         dims = dims.tolist()
+    r = _tensordot(a, b, dims)
+    if out is not None:
+        from ._out import store
+        return store("tensordot", r, out)
+    return r
+
+
+@composite_function
+def _tensordot(a: Tensor, b: Tensor, dims: Any) -> Tensor:
+    """`tensordot` without `out` (a composite: one compiled call per signature)."""
+    F = _F()
+    _T(a, "tensordot", "a"), _T(b, "tensordot", "b")
     if isinstance(dims, (int, np.integer)):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
@@ -334,17 +348,14 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
                            f"got {a._dtype.name} and {b._dtype.name}")
     free_a = [d for d in range(a.ndim) if d not in da]
     free_b = [d for d in range(b.ndim) if d not in db]
-    k = int(np.prod([a._shape[d] for d in da])) if da else 1
-    ma = int(np.prod([a._shape[d] for d in free_a])) if free_a else 1
-    nb = int(np.prod([b._shape[d] for d in free_b])) if free_b else 1
+    k = math.prod(a._shape[d] for d in da)
+    ma = math.prod(a._shape[d] for d in free_a)
+    nb = math.prod(b._shape[d] for d in free_b)
     pa = F.reshape(F.permute(a, free_a + da), (ma, k))
     pb = F.reshape(F.permute(b, db + free_b), (k, nb))
     r = F.mm(pa, pb)
-    r = F.reshape(r, tuple(a._shape[d] for d in free_a) + tuple(b._shape[d] for d in free_b))
-    if out is not None:
-        from ._out import store
-        return store("tensordot", r, out)
-    return r
+    return F.reshape(r, tuple(a._shape[d] for d in free_a) +
+                     tuple(b._shape[d] for d in free_b))
 
 
 @names_op("cross")
@@ -466,6 +477,9 @@ def slogdet(input: Tensor) -> Any:
 def logdet(input: Tensor) -> Tensor:
     """log(det(input)): NaN for a negative determinant of a real matrix, -inf for zero,
     the complex logarithm for complex input, as torch.logdet."""
+    fast = _D().logdet_fast(input) if isinstance(input, Tensor) else None
+    if fast is not None:
+        return fast
     F = _F()
     sign, logabs = _L().slogdet(input)
     if input._dtype.is_complex:

@@ -105,20 +105,18 @@ def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0,
 # stft / istft
 # --------------------------------------------------------------------------------------
 
-def _pad_signal(x: Tensor, pad: int, mode: str) -> Tensor:
-    """`x` padded by `pad` on both ends of its last dim: reflect, replicate, circular (an
-    index gather, differentiable) or constant (zeros)."""
-    from .creation import tensor
-    from .shape import pad_dims
-    n = x._shape[-1]
+def _pad_index(n: int, pad: int, mode: str, shape: list[int]) -> np.ndarray | None:
+    """The positions of a signal of `n` samples padded by `pad` on both ends with `mode`
+    (reflect, replicate, circular), or None for constant (zero) padding; raises for an
+    unknown mode or a pad the mode cannot make (`shape`: the signal's, for messages)."""
     if mode == "constant":
-        return pad_dims(x, [0] * (x.ndim - 1) + [pad], [0] * (x.ndim - 1) + [pad])
+        return None
     i = np.arange(-pad, n + pad)
     if mode == "reflect":
         if pad >= n:
             raise RuntimeError(f"stft: Padding size should be less than the corresponding "
                                f"input dimension, but got: padding ({pad}, {pad}) at dimension "
-                               f"{x.ndim - 1} of input {list(x.shape)}")
+                               f"{len(shape) - 1} of input {shape}")
         period = 2 * (n - 1) if n > 1 else 1
         i = np.abs(i) % period
         i = np.where(i >= n, period - i, i)
@@ -132,7 +130,18 @@ def _pad_signal(x: Tensor, pad: int, mode: str) -> Tensor:
     else:
         raise RuntimeError(f"stft: unsupported pad_mode {mode!r} (expected 'reflect', "
                            f"'constant', 'replicate' or 'circular')")
-    return x[..., tensor(i.astype(np.int64))]
+    return i.astype(np.int64)
+
+
+def _pad_signal(x: Tensor, pad: int, mode: str) -> Tensor:
+    """`x` padded by `pad` on both ends of its last dim: reflect, replicate, circular (an
+    index gather, differentiable) or constant (zeros)."""
+    from .creation import tensor
+    from .shape import pad_dims
+    i = _pad_index(x._shape[-1], pad, mode, list(x.shape))
+    if i is None:
+        return pad_dims(x, [0] * (x.ndim - 1) + [pad], [0] * (x.ndim - 1) + [pad])
+    return x[..., tensor(i)]
 
 
 def _full_window(op: str, window: Tensor | None, win_length: int, n_fft: int,
@@ -187,6 +196,27 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
     1 + (L - win_length) // hop of them (by default a frame of n_fft starts there and the
     window sits in its middle).
     """
+    key = _direct_key(input, window, (n_fft, hop_length, win_length, center, pad_mode,
+                                      normalized, onesided, return_complex, align_to_window))
+    if key is not None:
+        plan = _stft_plans.get(key)
+        if plan is not None:
+            return _stft_direct(plan, input, window)
+    out = _stft_general(input, n_fft, hop_length, win_length, window, center, pad_mode,
+                        normalized, onesided, return_complex, align_to_window)
+    if key is not None and len(_stft_plans) < _PLAN_LIMIT:
+        plan = _stft_plan(input, window, n_fft, hop_length, win_length, center, pad_mode,
+                          normalized, onesided, return_complex, align_to_window)
+        if plan is not None:
+            _stft_plans[key] = plan
+    return out
+
+
+def _stft_general(input: Tensor, n_fft: int, hop_length: int | None, win_length: int | None,
+                  window: Tensor | None, center: bool, pad_mode: str, normalized: bool,
+                  onesided: bool | None, return_complex: bool | None,
+                  align_to_window: bool | None) -> Tensor:
+    """`stft` made of llgrad ops (differentiable; every check and error)."""
     from .. import fft as _fft
     from .creation import tensor
     from .shape import transpose, view_as_real
@@ -257,6 +287,29 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
     as torch). The window's squared overlap must be nonzero over the result (checked
     eagerly, as PyTorch's NOLA condition).
     """
+    key = _direct_key(input, window, (n_fft, hop_length, win_length, center, normalized,
+                                      onesided, length, return_complex))
+    if key is not None:
+        plan = _istft_plans.get(key)
+        if plan is not None:
+            out = _istft_direct(plan, input, window)
+            if out is not None:
+                return out
+    out = _istft_general(input, n_fft, hop_length, win_length, window, center, normalized,
+                         onesided, length, return_complex)
+    if key is not None and len(_istft_plans) < _PLAN_LIMIT:
+        plan = _istft_plan(input, window, n_fft, hop_length, win_length, center, normalized,
+                           onesided, length, return_complex)
+        if plan is not None:
+            _istft_plans[key] = plan
+    return out
+
+
+def _istft_general(input: Tensor, n_fft: int, hop_length: int | None,
+                   win_length: int | None, window: Tensor | None, center: bool,
+                   normalized: bool, onesided: bool | None, length: int | None,
+                   return_complex: bool) -> Tensor:
+    """`istft` made of llgrad ops (differentiable; every check and error)."""
     from .. import fft as _fft
     from .creation import tensor, zeros
     from .indexing import scatter_add
@@ -331,6 +384,169 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
     if length is not None and y._shape[1] < length:
         y = pad_dims(y, [0, 0], [0, length - y._shape[1]])
     return y if batched else y.squeeze(0)
+
+
+# --------------------------------------------------------------------------------------
+# The direct paths: a call that nothing records runs on the host in NumPy and pocketfft
+# --------------------------------------------------------------------------------------
+#
+# The general forms above run a dozen llgrad ops (a gather, a window product, the
+# transform, overlap-adds by scatter, the NOLA check): each a few microseconds of
+# dispatch on a small signal. When no autograd, transform (vmap, tracing) or forward
+# mode is involved, a call whose arguments passed the general form once (so they are
+# valid) runs a plan made then, keyed by the input's and window's layouts and the other
+# arguments: the same element operations on NumPy views in the same dtype and order (the
+# framing gather, the window product, pocketfft's routine as `lg.fft` calls it, and the
+# overlap-adds in frame order), so the values are the general form's bits. Mixed input
+# and window dtypes and complex istft results keep the general form.
+
+_PLAN_LIMIT = 1024
+_stft_plans: dict[tuple, tuple] = {}
+_istft_plans: dict[tuple, tuple] = {}
+_SIMPLE = frozenset({int, bool, float, str, type(None)})
+
+
+def _direct_key(x: Any, window: Any, args: tuple) -> tuple | None:
+    """The plan key of a call that may take the direct path, else None."""
+    from ..autograd import forward_ad
+    from ..autograd.apply import interpreters
+    from ..autograd.grad_mode import _state as grad_state
+    if x.__class__ is not Tensor or interpreters or forward_ad._level[0]:
+        return None
+    if window is not None and window.__class__ is not Tensor:
+        return None
+    if grad_state.enabled and (x._requires_grad or
+                               (window is not None and window._requires_grad)):
+        return None
+    for a in args:
+        if a.__class__ not in _SIMPLE:
+            return None
+    return (x._lkey, None if window is None else window._lkey,
+            tuple((a.__class__, a) for a in args))
+
+
+def _window_values(window: Tensor | None, win: int, n_fft: int, np_dtype: Any) -> np.ndarray:
+    """The window (ones when None) zero-padded to n_fft in the middle (`_full_window`)."""
+    left = (n_fft - win) // 2
+    if window is None and left == 0 and win == n_fft:
+        return np.ones(n_fft, np_dtype)
+    w = np.zeros(n_fft, np_dtype)
+    w[left:left + win] = 1 if window is None else window._numpy_view()
+    return w
+
+
+def _plain_dtypes(x: Tensor, window: Tensor | None, real: Any) -> bool:
+    return x._dtype.name in ("float32", "float64", "complex64", "complex128") and \
+        (window is None or window._dtype is real)
+
+
+def _wrap(r: np.ndarray) -> Tensor:
+    """A tensor owning the fresh array `r` (made C-contiguous)."""
+    from ..runtime.storage import Storage, _address
+    r = np.require(r, requirements="C")
+    return Tensor._make(Storage(r.reshape(-1).view(np.uint8), _address(r)), 0,
+                        tuple(r.shape), tuple(v // r.itemsize for v in r.strides),
+                        dt.from_numpy(r.dtype))
+
+
+def _stft_plan(x: Tensor, window: Tensor | None, n_fft: int, hop_length: int | None,
+               win_length: int | None, center: bool, pad_mode: str, normalized: bool,
+               onesided: bool | None, return_complex: bool | None,
+               align_to_window: bool | None) -> tuple | None:
+    """The direct plan of a valid stft call (None: it keeps the general form)."""
+    from .. import fft as _fft
+    # a complex signal keeps the general form (its window product is complex times real)
+    if x._dtype.is_complex or not _plain_dtypes(x, window, x._dtype) or \
+            not return_complex or not _fft._load_pocket() or x.ndim not in (1, 2):
+        return None
+    if onesided is not None and not onesided:
+        return None
+    n_fft, hop, win = _lengths("stft", n_fft, hop_length, win_length)
+    n = x._shape[-1]
+    pos = np.arange(n, dtype=np.int64)
+    if center:
+        pad = n_fft // 2
+        i = _pad_index(n, pad, pad_mode, list(x.shape))
+        if i is None:
+            return None
+        pos = i
+    elif align_to_window and win < n_fft:
+        return None
+    length = pos.shape[0]
+    frames_n = 1 + (length - n_fft) // hop
+    idx = pos[np.arange(frames_n)[:, None] * hop + np.arange(n_fft)[None, :]]
+    return (idx, win, n_fft, 1 if normalized else 0, x.ndim == 2)
+
+
+def _stft_direct(plan: tuple, x: Tensor, window: Tensor | None) -> Tensor:
+    from .. import fft as _fft
+    from ..eager import views
+    idx, win, n_fft, inorm, batched = plan
+    a = x._numpy_view()
+    if not batched:
+        a = a[None]
+    w = _window_values(window, win, n_fft, a.dtype)
+    frames = a[:, idx]                                       # (B, frames, n_fft)
+    frames *= w
+    workers = getattr(_fft._pocket_config, "default_workers", 1)
+    spec = _fft._pocket.r2c(frames, (2,), True, inorm, None, workers)
+    t = _wrap(spec)                                          # (B, frames, n_freq)
+    b_, f_, q_ = t._shape
+    s0, s1, s2 = t._strides
+    if batched:
+        return views.view_of(t, 0, (b_, q_, f_), (s0, s2, s1))
+    return views.view_of(t, 0, (q_, f_), (s2, s1))
+
+
+def _istft_plan(X: Tensor, window: Tensor | None, n_fft: int, hop_length: int | None,
+                win_length: int | None, center: bool, normalized: bool,
+                onesided: bool | None, length: int | None, return_complex: bool
+                ) -> tuple | None:
+    """The direct plan of a valid istft call (None: it keeps the general form)."""
+    from .. import fft as _fft
+    if not X._dtype.is_complex or return_complex or X.ndim not in (2, 3) or \
+            not _plain_dtypes(X, window, X._dtype.to_real()) or not _fft._load_pocket():
+        return None
+    n_fft, hop, win = _lengths("istft", n_fft, hop_length, win_length)
+    n_freq, frames_n = X._shape[-2], X._shape[-1]
+    side = n_freq != n_fft if onesided is None else onesided
+    total = n_fft + hop * (frames_n - 1)
+    idx = (np.arange(frames_n)[:, None] * hop + np.arange(n_fft)[None, :]).reshape(-1)
+    start = n_fft // 2 if center else 0
+    end = total - (n_fft // 2 if center else 0) if length is None else start + length
+    end = min(end, total)
+    keep = n_fft // 2 + 1 if not side else n_freq      # a full spectrum: its first half
+    return (idx, win, n_fft, total, start, end, length, keep, 1 if normalized else 0,
+            X.ndim == 3)
+
+
+def _istft_direct(plan: tuple, X: Tensor, window: Tensor | None) -> Tensor | None:
+    """The direct istft, or None when the window fails the NOLA check (the general form
+    raises it)."""
+    from .. import fft as _fft
+    idx, win, n_fft, total, start, end, length, keep, inorm, batched = plan
+    a = X._numpy_view()
+    if not batched:
+        a = a[None]
+    spec = np.swapaxes(a, 1, 2)[..., :keep]                  # (B, frames, n_freq)
+    real_np = a.real.dtype
+    w = _window_values(window, win, n_fft, real_np)
+    workers = getattr(_fft._pocket_config, "default_workers", 1)
+    frames = _fft._pocket.c2r(spec, (2,), n_fft, False, 2 - inorm, None, workers)
+    frames *= w
+    B = a.shape[0]
+    # overlap-add in frame order (as the general form's scatter_add)
+    y = np.zeros((B, total), real_np)
+    np.add.at(y, (slice(None), idx), frames.reshape(B, -1))
+    env = np.zeros(total, real_np)
+    np.add.at(env, idx, np.tile(w * w, frames.shape[1]))
+    y, env = y[:, start:end], env[start:end]
+    if env.size and float(np.abs(env).min()) < 1e-11:
+        return None
+    y = y / env
+    if length is not None and y.shape[1] < length:
+        y = np.concatenate([y, np.zeros((B, length - y.shape[1]), real_np)], axis=1)
+    return _wrap(y if batched else y[0])
 
 
 METHODS.update({"stft": stft, "istft": istft})

@@ -440,6 +440,7 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     return lg.norm(diff, p, nd - 1, keepdim)
 
 
+@composite_function
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """sum(x1 / max(|x1|, eps) * x2 / max(|x2|, eps)) along `dim` (inputs broadcast); the
     norms are clamped for the value only, as PyTorch."""
@@ -545,6 +546,41 @@ def _ctc_forward(lp: np.ndarray, targets: np.ndarray, in_lens: np.ndarray,
         return _ctc_batch(lp, targets, in_lens, tgt_lens, blank, zero_infinity, with_grad)
 
 
+def _ctc_run(reverse: bool, t_lo: int, t_hi: int, lpe: np.ndarray, out: np.ndarray,
+             skip: np.ndarray, ext_lens: np.ndarray, last: np.ndarray | None = None,
+             start: np.ndarray | None = None) -> None:
+    """Rows [t_lo, t_hi) of the alpha (beta with `reverse`) recursion into the padded
+    `out` (see `codegen.ctc`), the sequences split across threads when there is enough
+    work; every array C-contiguous (`lpe`, `out` float64, masks uint8)."""
+    if t_hi <= t_lo:
+        return
+    from ..codegen.ctc import CtcKernel, build_ctc
+    from ..runtime import cache, launch
+    if CtcKernel not in _CTC_REGISTERED:
+        cache.register_builder(CtcKernel, build_ctc)
+        _CTC_REGISTERED.add(CtcKernel)
+    n, L = skip.shape
+    kernel = cache.get(CtcKernel(reverse))
+    keep = [np.ascontiguousarray(ext_lens, dtype=np.int64),
+            None if last is None else np.ascontiguousarray(last, dtype=np.int64)]
+    args = [0, n, n, L, t_lo, t_hi, lpe.ctypes.data, out.ctypes.data, skip.ctypes.data,
+            keep[0].ctypes.data, 0 if keep[1] is None else keep[1].ctypes.data,
+            0 if start is None else start.ctypes.data]
+    scratch = np.empty((n, L))
+    args.append(scratch.ctypes.data)
+    threads = min(launch.threads(), n)
+    if threads > 1 and (t_hi - t_lo) * n * L >= _CTC_PARALLEL_MIN:
+        from ..runtime import pool
+        pool.run_blocks(kernel.address, args, threads)
+    else:
+        launch.call(kernel, args)
+
+
+# log-sum-exps of one call below which one thread is faster than several
+_CTC_PARALLEL_MIN = 4096
+_CTC_REGISTERED: set[type] = set()
+
+
 def _ctc_batch(lp: np.ndarray, targets: np.ndarray, in_lens: np.ndarray,
                tgt_lens: np.ndarray, blank: int, zero_infinity: bool, with_grad: bool
                ) -> tuple[np.ndarray, np.ndarray | None]:
@@ -563,31 +599,17 @@ def _ctc_batch(lp: np.ndarray, targets: np.ndarray, in_lens: np.ndarray,
     lpe = lp[:, rows[:, None], ext]                              # (T, N, L)
     last = in_lens - 1                                           # each sequence's last step
     pen = np.where(ext_lens > 1, ext_lens - 2, 0)
-    alpha = np.full((t_max, n, L), ninf)
+    # rows of L + 2: two -inf columns before the labels (alpha) or after them (beta), so
+    # the kernel's moves from s - 1, s - 2 (s + 1, s + 2) stay inside the row
+    lpe = np.ascontiguousarray(lpe, dtype=np.float64)
+    skip_u8 = np.ascontiguousarray(skip, dtype=np.uint8)
+    alpha_pad = np.full((t_max, n, L + 2), ninf)
+    alpha = alpha_pad[:, :, 2:]
     if t_max:
         alpha[0, :, 0] = lpe[0, :, 0]
         if L > 1:
             alpha[0, :, 1] = np.where(ext_lens > 1, lpe[0, :, 1], ninf)
-        # the three terms of each step (stay, advance, skip) stacked: their log-sum-exp
-        # is `_logsumexp_np`'s, with its buffers made once
-        terms = np.full((3, n, L), ninf)
-        work = np.empty((3, n, L))
-        skip2 = skip[:, 2:]
-        for t in range(1, t_max):
-            prev = alpha[t - 1]
-            terms[0] = prev
-            terms[1, :, 1:] = prev[:, :-1]
-            if L > 2:
-                np.copyto(terms[2, :, 2:], prev[:, :-2], where=skip2)
-            m = terms.max(axis=0)
-            safe = np.where(np.isfinite(m), m, 0.0)
-            np.subtract(terms, safe, out=work)
-            np.exp(work, out=work)
-            total = work[0] + work[1]
-            total += work[2]
-            np.log(total, out=total)
-            total += safe
-            np.add(total, lpe[t], out=alpha[t])
+        _ctc_run(False, 1, t_max, lpe, alpha_pad, skip_u8, ext_lens)
         fin = alpha[np.clip(last, 0, None), rows]                # (N, L)
         nll = -_logsumexp_np(fin[rows, ext_lens - 1],
                              np.where(ext_lens > 1, fin[rows, pen], ninf))
@@ -599,35 +621,18 @@ def _ctc_batch(lp: np.ndarray, targets: np.ndarray, in_lens: np.ndarray,
     losses = np.where(keep, nll, 0.0)
     if not with_grad:
         return losses, None
-    beta = np.full((t_max, n, L), ninf)
+    beta_pad = np.full((t_max, n, L + 2), ninf)
+    beta = beta_pad[:, :, :L]
     if t_max:
         # beta starts at each sequence's last step: its last blank and last label
         start = np.zeros((n, L), dtype=bool)
         start[rows, ext_lens - 1] = True
         start[rows, pen] |= ext_lens > 1
-        skip_next = np.zeros((n, L), dtype=bool)                 # from s + 2 to s
+        skip_next = np.zeros((n, L), dtype=np.uint8)             # from s + 2 to s
         skip_next[:, :-2] = skip[:, 2:]
-        live_t = valid[None, :, :] & (np.arange(t_max)[:, None] <= last[None, :])[:, :, None]
-        terms = np.full((3, n, L), ninf)           # stay, step back, skip back
-        work = np.empty((3, n, L))
-        skip_next2 = skip_next[:, :-2]
-        nxt = beta[t_max - 1]
-        for t in range(t_max - 1, -1, -1):
-            terms[0] = nxt
-            terms[1, :, :-1] = nxt[:, 1:]
-            if L > 2:
-                np.copyto(terms[2, :, :-2], nxt[:, 2:], where=skip_next2)
-            m = terms.max(axis=0)
-            safe = np.where(np.isfinite(m), m, 0.0)
-            np.subtract(terms, safe, out=work)
-            np.exp(work, out=work)
-            rec = work[0] + work[1]
-            rec += work[2]
-            np.log(rec, out=rec)
-            rec += safe
-            rec += lpe[t]
-            row = np.where((last == t)[:, None], np.where(start, lpe[t], ninf), rec)
-            nxt = beta[t] = np.where(live_t[t], row, ninf)
+        beta[t_max - 1] = np.where(start & (last == t_max - 1)[:, None], lpe[t_max - 1], ninf)
+        _ctc_run(True, 0, t_max - 1, lpe, beta_pad, skip_next, ext_lens, last,
+                 start.astype(np.uint8))
     # log of sum alpha * beta over the extended positions of each class, accumulated in
     # position order: the k-th position of a class in its sequence (its rank) joins in
     # round k (the first is the sum itself: log-sum-exp with -inf gives it exactly)
