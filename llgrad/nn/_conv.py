@@ -4,11 +4,17 @@
 rule is written with llgrad functions, so double backward works); `conv1d` is that op over
 a height-1 plane and `conv3d` sums one `conv2d` per kernel depth tap over the matching
 depth slices (folded into the batch). The transposed convolutions multiply the input by the
-weight matrix (one matmul per group) and scatter every kernel tap's values into the output
-with strided zero-padding (`pad_dims` with interior gaps: the adjoint of a convolution's
-window reads), then crop `padding`; their gradients, forward-mode rules and compiled code
-come from those ops. Semantics (output sizes, 'same' padding with an odd total, groups,
-dilation, output_padding, unbatched inputs) are PyTorch's.
+weight matrix (one matmul per group) and add every kernel tap's columns where its window
+reads (`col2im_nd`: per output phase, a sum of shifted slices of the once-padded columns,
+the adjoint of a convolution's window reads), then crop `padding`; their gradients,
+forward-mode rules and compiled code come from those ops. Semantics (output sizes, 'same'
+padding with an odd total, groups, dilation, output_padding, unbatched inputs) are
+PyTorch's.
+
+Eager calls: a call's checks depend only on its operands' layouts and its arguments, so
+their result is cached by those (`_plans`); every form but the batched conv2d (already one
+compiled node) then runs as a `composite_function`, one compiled graph per signature, so
+an eager convolution of any rank is one native call after its first.
 """
 from __future__ import annotations
 
@@ -16,7 +22,8 @@ import math
 from typing import Any, Sequence
 
 from .. import functions as lg
-from ..tensor import Tensor
+from ..autograd.apply import composite_function
+from ..tensor import DENSE_CLASSES, Tensor
 from ._layers import _ints
 from .functional import _composite, _tensor
 
@@ -76,15 +83,65 @@ def _conv_padding(op: str, padding: Any, n: int, kernel: Sequence[int], stride: 
     return p, (0,) * n
 
 
-def _convnd(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
-            padding: Any, dilation: Any, groups: int) -> Tensor:
+def _arg_key(v: Any) -> Any:
+    """`v` (an int, None, a string or a flat tuple/list of ints) as part of a plan key, with
+    its classes (True, 1 and 1.0 are equal keys otherwise); None when it cannot be one."""
+    c = v.__class__
+    if c is int or c is str or v is None:
+        return (c, v)
+    if c is tuple or c is list:
+        if not all(x.__class__ is int for x in v):
+            return None
+        return (c, tuple(v))
+    return None
+
+
+def _plan_key(op: str, tensors: Sequence[Any], args: Sequence[Any]) -> tuple | None:
+    """The key of a call's validated plan: the op, the tensors' layouts (dtype, shape,
+    strides; plain tensors and parameters only) and the other arguments by class and value;
+    None when a value cannot be part of one (the call is validated as it comes)."""
+    layouts = []
+    for t in tensors:
+        if t is None:
+            layouts.append(None)
+        elif t.__class__ in DENSE_CLASSES:
+            layouts.append(t._lkey)
+        else:
+            return None
+    keys = []
+    for a in args:
+        k = _arg_key(a)
+        if k is None:
+            return None
+        keys.append(k)
+    return (op, tuple(layouts), tuple(keys))
+
+
+# validated calls: plan key -> the normalized arguments (the checks do not depend on
+# values, so a key that passed once passes again)
+_plans: dict[tuple, tuple] = {}
+_PLAN_LIMIT = 4096
+
+
+def _remember(key: tuple | None, plan: tuple) -> tuple:
+    if key is not None and len(_plans) < _PLAN_LIMIT:
+        _plans[key] = plan
+    return plan
+
+
+def _conv_plan(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None,
+               stride: Any, padding: Any, dilation: Any, groups: int
+               ) -> tuple[bool, tuple[int, ...], tuple[int, ...], tuple[int, ...],
+                          tuple[int, ...]]:
+    """Check a convolution's operands and arguments (PyTorch's errors): (unbatched, stride,
+    symmetric padding, extra padding after, dilation)."""
     _tensor(op, "input", input)
     _tensor(op, "weight", weight)
     if bias is not None:
         _tensor(op, "bias", bias)
     unbatched = _unbatched(op, input, n)
     _check_operands(op, input, weight, bias, n)
-    x = lg.unsqueeze(input, 0) if unbatched else input
+    xshape = (1,) + tuple(input.shape) if unbatched else tuple(input.shape)
     s = _ints(op, "stride", stride, n)
     d = _ints(op, "dilation", dilation, n)
     if any(v <= 0 for v in s):
@@ -95,10 +152,10 @@ def _convnd(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None,
         raise RuntimeError(f"{op}: non-positive groups is not supported, got {groups}")
     k = tuple(weight.shape[2:])
     p, extra = _conv_padding(op, padding, n, k, s, d)
-    c, oc = x.shape[1], weight.shape[0]
+    c, oc = xshape[1], weight.shape[0]
     if c != weight.shape[1] * groups:
         raise RuntimeError(f"{op}: Given groups={groups}, weight of size {list(weight.shape)}, "
-                           f"expected input{list(x.shape)} to have {weight.shape[1] * groups} "
+                           f"expected input{list(xshape)} to have {weight.shape[1] * groups} "
                            f"channels, but got {c} channels instead")
     if oc % groups:
         raise RuntimeError(f"{op}: Given groups={groups}, expected weight to be divisible by "
@@ -108,13 +165,37 @@ def _convnd(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None,
         raise RuntimeError(f"{op}: Given weight of size {list(weight.shape)}, expected bias to "
                            f"be 1-dimensional with {oc} elements, but got bias of size "
                            f"{list(bias.shape)} instead")
-    padded = [x.shape[2 + i] + 2 * p[i] + extra[i] for i in range(n)]
+    padded = [xshape[2 + i] + 2 * p[i] + extra[i] for i in range(n)]
     eff = [d[i] * (k[i] - 1) + 1 for i in range(n)]
     if any(e > q for e, q in zip(eff, padded)):
         raise RuntimeError(f"{op}: Calculated padded input size per channel: "
                            f"({' x '.join(map(str, padded))}). Kernel size: "
                            f"({' x '.join(map(str, eff))}). Kernel size can't be greater than "
                            f"actual input size; output size is too small")
+    return unbatched, s, p, extra, d
+
+
+def _convnd(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
+            padding: Any, dilation: Any, groups: int) -> Tensor:
+    key = _plan_key(op, (input, weight, bias), (stride, padding, dilation, groups))
+    plan = _plans.get(key) if key is not None else None
+    if plan is None:
+        plan = _remember(key, _conv_plan(op, n, input, weight, bias, stride, padding,
+                                         dilation, groups))
+    unbatched, s, p, extra, d = plan
+    if n == 2 and not unbatched and not any(extra):
+        return _conv2d_op(input, weight, bias, s, p, d, groups)     # one compiled node
+    return _conv_run(input, weight, bias, n, s, p, extra, d, groups, unbatched)
+
+
+@composite_function
+def _conv_run(input: Tensor, weight: Tensor, bias: Tensor | None, n: int,
+              s: tuple[int, ...], p: tuple[int, ...], extra: tuple[int, ...],
+              d: tuple[int, ...], groups: int, unbatched: bool) -> Tensor:
+    """A checked convolution of any rank (batched or not, 'same' padding's extra zeros):
+    eagerly its parts run compiled as one graph per signature (its views and the depth
+    taps of a 3-D convolution included), so a call is one native call."""
+    x = lg.unsqueeze(input, 0) if unbatched else input
     if any(extra):
         x = lg.pad_dims(x, (0,) * (n + 2), (0, 0) + tuple(extra))
     if n == 2:
@@ -225,8 +306,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
 def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """3-D cross-correlation of an (N, C, D, H, W) or (C, D, H, W) input with an
-    (out, C/groups, kD, kH, kW) weight. Built from one 2-D convolution per kernel depth tap,
-    so `grad_fn` names the last op (PyTorch: ConvolutionBackward0)."""
+    (out, C/groups, kD, kH, kW) weight. Built from one 2-D convolution per kernel depth tap
+    (PyTorch's grad_fn: ConvolutionBackward0; here the node of the composite's last op)."""
     return _convnd("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
 
 
@@ -242,16 +323,19 @@ def transposed_output_size(size: Sequence[int], kernel: Sequence[int], stride: S
                  in zip(size, kernel, stride, padding, dilation, output_padding))
 
 
-def _conv_transposend(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None,
-                      stride: Any, padding: Any, output_padding: Any, groups: int,
-                      dilation: Any) -> Tensor:
+def _transposed_plan(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None,
+                     stride: Any, padding: Any, output_padding: Any, groups: int,
+                     dilation: Any) -> tuple[bool, tuple[int, ...], tuple[int, ...],
+                                             tuple[int, ...], tuple[int, ...]]:
+    """Check a transposed convolution's operands and arguments (PyTorch's errors):
+    (unbatched, stride, padding, dilation, output size)."""
     _tensor(op, "input", input)
     _tensor(op, "weight", weight)
     if bias is not None:
         _tensor(op, "bias", bias)
     unbatched = _unbatched(op, input, n)
     _check_operands(op, input, weight, bias, n)
-    x = lg.unsqueeze(input, 0) if unbatched else input
+    xshape = (1,) + tuple(input.shape) if unbatched else tuple(input.shape)
     if isinstance(padding, str):
         raise ValueError(f"{op}: padding must be an int or a tuple of ints (no 'same'/'valid' "
                          f"for transposed convolutions), got {padding!r}")
@@ -274,10 +358,10 @@ def _conv_transposend(op: str, n: int, input: Tensor, weight: Tensor, bias: Tens
         raise RuntimeError(f"{op}: non-positive groups is not supported, got {groups}")
     cin, cout_g = weight.shape[:2]
     k = tuple(weight.shape[2:])
-    if x.shape[1] != cin:
+    if xshape[1] != cin:
         raise RuntimeError(f"{op}: Given transposed=1, weight of size {list(weight.shape)}, "
-                           f"expected input{list(x.shape)} to have {cin} channels, but got "
-                           f"{x.shape[1]} channels instead")
+                           f"expected input{list(xshape)} to have {cin} channels, but got "
+                           f"{xshape[1]} channels instead")
     if cin % groups:
         raise RuntimeError(f"{op}: Given groups={groups}, expected weight to be divisible by "
                            f"{groups} at dimension 0, but got weight of size "
@@ -287,12 +371,41 @@ def _conv_transposend(op: str, n: int, input: Tensor, weight: Tensor, bias: Tens
         raise RuntimeError(f"{op}: Given transposed=1, weight of size {list(weight.shape)}, "
                            f"expected bias to be 1-dimensional with {cout} elements, but got "
                            f"bias of size {list(bias.shape)} instead")
-    size = tuple(x.shape[2:])
+    size = xshape[2:]
     out_size = transposed_output_size(size, k, s, p, d, op_)
     if any(o <= 0 for o in out_size):
         raise RuntimeError(f"{op}: Given input size per channel: ({' x '.join(map(str, size))})"
                            f". Calculated output size per channel: "
                            f"({' x '.join(map(str, out_size))}). Output size is too small")
+    return unbatched, s, p, d, out_size
+
+
+def _conv_transposend(op: str, n: int, input: Tensor, weight: Tensor, bias: Tensor | None,
+                      stride: Any, padding: Any, output_padding: Any, groups: int,
+                      dilation: Any) -> Tensor:
+    key = _plan_key(op, (input, weight, bias),
+                    (stride, padding, output_padding, groups, dilation))
+    plan = _plans.get(key) if key is not None else None
+    if plan is None:
+        plan = _remember(key, _transposed_plan(op, n, input, weight, bias, stride, padding,
+                                               output_padding, groups, dilation))
+    unbatched, s, p, d, out_size = plan
+    return _conv_transpose_run(input, weight, bias, n, s, p, d, groups, out_size, unbatched)
+
+
+@composite_function
+def _conv_transpose_run(input: Tensor, weight: Tensor, bias: Tensor | None, n: int,
+                        s: tuple[int, ...], p: tuple[int, ...], d: tuple[int, ...],
+                        groups: int, out_size: tuple[int, ...], unbatched: bool) -> Tensor:
+    """A checked transposed convolution: one matmul of the weight matrix by the input, then
+    every kernel tap's values added where its window reads them (col2im, the adjoint of a
+    convolution's window reads), cropped by `padding`. Eagerly its parts run compiled as
+    one graph per signature."""
+    x = lg.unsqueeze(input, 0) if unbatched else input
+    cin, cout_g = weight.shape[:2]
+    k = tuple(weight.shape[2:])
+    cout = cout_g * groups
+    size = tuple(x.shape[2:])
     nb = x.shape[0]
     taps = math.prod(k)
     spatial = math.prod(size)
@@ -300,24 +413,70 @@ def _conv_transposend(op: str, n: int, input: Tensor, weight: Tensor, bias: Tens
     xm = lg.reshape(x, (nb, groups, cin // groups, spatial))
     wm = lg.transpose(lg.reshape(weight, (groups, cin // groups, cout_g * taps)), 1, 2)
     cols = lg.reshape(lg.matmul(wm, xm), (nb, cout, taps) + size)
-    full = tuple(o + 2 * q for o, q in zip(out_size, p))       # before cropping `padding`
-    total = None
-    for t in range(taps):
-        tap = _unravel(t, k)
-        lows = tuple(a * b for a, b in zip(tap, d))
-        highs = tuple(f - (lo + st * (i - 1) + 1) for f, lo, st, i in zip(full, lows, s, size))
-        piece = lg.pad_dims(lg.select(cols, 2, t), (0, 0) + lows, (0, 0) + highs,
-                            (0, 0) + tuple(v - 1 for v in s))
-        total = piece if total is None else lg.add(total, piece)
-    assert total is not None
-    out = total
-    if any(p):
+    out = col2im_nd(cols, tuple(q + o for q, o in zip(p, out_size)), k, s, d)
+    if any(p) or tuple(out.shape[2:]) != out_size:     # crop `padding` and the rounding
         out = lg.slice_all(out, (0, 0) + tuple(p),
                            (nb, cout) + tuple(q + o for q, o in zip(p, out_size)),
                            (1,) * (n + 2))
     if bias is not None:
         out = lg.add(out, lg.reshape(bias, (1, cout) + (1,) * n))
     return lg.squeeze(out, 0) if unbatched else out
+
+
+def col2im_nd(cols: Tensor, size: Sequence[int], kernel: Sequence[int],
+              stride: Sequence[int], dilation: Sequence[int]) -> Tensor:
+    """The adjoint of a convolution's window reads over any number of spatial dimensions:
+    (N, C, taps, *windows) columns summed into an (N, C, *size') tensor whose first `size`
+    positions hold, at each position, the sum of the window taps that read it (size' is
+    `size` rounded up to whole strides; the caller crops).
+
+    Position f = i s + t d (window i, tap t) per dimension. The output is split by phase
+    r = f mod s: within one phase, the taps with t d = r (mod s) each add the columns
+    shifted by (t d - r) / s windows, so a phase is a sum of same-shape slices of the
+    columns, padded once with zeros (no interior gaps, no per-tap buffers of the full
+    size); the phases are then interleaved. With stride 1 there is one phase."""
+    nb, c, _ = cols.shape[:3]
+    windows = tuple(cols.shape[3:])
+    n = len(windows)
+    # per dimension: phase length q (whole strides covering `size`), and for each tap its
+    # phase and its shift in windows
+    q = tuple(-(-sz // st) for sz, st in zip(size, stride))
+    shifts = [[(t * dl) // st for t in range(kk)]
+              for kk, st, dl in zip(kernel, stride, dilation)]
+    phases_of = [[(t * dl) % st for t in range(kk)]
+                 for kk, st, dl in zip(kernel, stride, dilation)]
+    most = tuple(max(m) for m in shifts)
+    # zero columns before (the largest shift) and after (up to the phase length)
+    lows = tuple(most)
+    highs = tuple(max(0, qq - w) for qq, w in zip(q, windows))
+    padded = lg.pad_dims(cols, (0, 0, 0) + lows, (0, 0, 0) + highs) \
+        if any(lows) or any(highs) else cols
+    sums: dict[tuple[int, ...], Tensor] = {}
+    for t in range(math.prod(kernel)):
+        tap = _unravel(t, kernel)
+        phase = tuple(phases_of[j][tap[j]] for j in range(n))
+        starts = tuple(most[j] - shifts[j][tap[j]] for j in range(n))
+        piece = lg.slice_all(padded, (0, 0, t) + starts,
+                             (nb, c, t + 1) + tuple(a + qq for a, qq in zip(starts, q)),
+                             (1,) * (n + 3))
+        sums[phase] = piece if phase not in sums else lg.add(sums[phase], piece)
+    if all(st == 1 for st in stride):
+        return lg.reshape(sums[(0,) * n], (nb, c) + q)
+    parts = []
+    zero = None
+    for flat in range(math.prod(stride)):
+        phase = _unravel(flat, stride)
+        part = sums.get(phase)
+        if part is None:                           # no tap lands on this phase
+            if zero is None:
+                zero = lg.zeros((nb, c, 1) + q, dtype=cols.dtype)
+            part = zero
+        parts.append(part)
+    # (N, C, s0 * s1 ..., q0, q1, ...) -> (N, C, q0, s0, q1, s1, ...) -> (N, C, q0 s0, ...)
+    stacked = lg.reshape(lg.cat(parts, 2), (nb, c) + tuple(stride) + q)
+    order = (0, 1) + tuple(v for j in range(n) for v in (2 + n + j, 2 + j))
+    return lg.reshape(lg.permute(stacked, order),
+                      (nb, c) + tuple(qq * st for qq, st in zip(q, stride)))
 
 
 def _unravel(flat: int, shape: Sequence[int]) -> tuple[int, ...]:
@@ -341,8 +500,8 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
                      stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
                      groups: int = 1, dilation: Any = 1) -> Tensor:
     """2-D transposed convolution of an (N, C_in, H, W) or (C_in, H, W) input with a
-    (C_in, C_out/groups, kH, kW) weight. Built from a matmul and strided pads, so `grad_fn`
-    names the last op (PyTorch: ConvolutionBackward0)."""
+    (C_in, C_out/groups, kH, kW) weight. Built from a matmul and the sum of its columns
+    (`col2im_nd`); PyTorch's grad_fn is ConvolutionBackward0, here the last op's node."""
     return _conv_transposend("conv_transpose2d", 2, input, weight, bias, stride, padding,
                              output_padding, groups, dilation)
 

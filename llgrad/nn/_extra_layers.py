@@ -10,6 +10,7 @@ import numpy as np
 
 from ..autograd.apply import composite_function
 from .. import functions as lg
+from ..functions.layout import shuffle, shuffle_direct
 from ..ops import nn as nnops
 from ..tensor import Tensor
 from .functional import _tensor
@@ -175,7 +176,13 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
 
 def channel_shuffle(input: Tensor, groups: int) -> Tensor:
     """Split the channels (dim 1) into `groups` groups and interleave them: (N, g, C/g, *)
-    transposed to (N, C/g, g, *)."""
+    transposed to (N, C/g, g, *). (A call seen before that records nothing and really
+    moves channels takes the direct path of `functions.layout.shuffle_direct`.)"""
+    key = (channel_shuffle, input._lkey, groups) \
+        if input.__class__ is Tensor and groups.__class__ is int else None
+    out = shuffle_direct(key, input) if key is not None else None
+    if out is not None:
+        return out
     op = "channel_shuffle"
     _tensor(op, "input", input)
     if input.ndim < 3:
@@ -189,6 +196,9 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:
         raise RuntimeError(f"{op}: Number of channels must be divisible by groups. Got {c} "
                            f"channels and {groups} groups.")
     n, rest = input.shape[0], tuple(input.shape[2:])
+    if groups > 1 and c // groups > 1:       # the transpose moves data: the result is a copy
+        return shuffle(key, input, (n, groups, c // groups) + rest,
+                       (0, 2, 1) + tuple(range(3, 3 + len(rest))), tuple(input.shape))
     x = lg.reshape(input, (n, groups, c // groups) + rest)
     return lg.reshape(lg.contiguous(lg.transpose(x, 1, 2)), tuple(input.shape))
 

@@ -24,6 +24,7 @@ from ..ir import dtypes as dt
 from ..ops import nn as nnops
 from ..tensor import Tensor
 from ..functions._host import host_empty, host_plain, host_view
+from ._conv import _PLAN_LIMIT, _plan_key
 from ._layers import _adaptive_matrix, _divisors, _ints, _output_size
 from .functional import _composite, _tensor
 
@@ -235,8 +236,15 @@ def _unpool_size(op: str, x: Tensor, k: Sequence[int], s: Sequence[int], p: Sequ
     return size
 
 
-def _max_unpoolnd(op: str, n: int, input: Tensor, indices: Tensor, kernel_size: Any,
-                  stride: Any, padding: Any, output_size: Any) -> Tensor:
+# checked unpooling calls: plan key -> (unbatched, output size, plane size, rows, each
+# row's first flat output position as a NumPy column)
+_unpool_plans: dict[tuple, tuple] = {}
+
+
+def _unpool_plan(op: str, n: int, input: Tensor, indices: Tensor, kernel_size: Any,
+                 stride: Any, padding: Any, output_size: Any) -> tuple:
+    """Check an unpooling call's operands and arguments (PyTorch's errors, all but the
+    index range, which depends on values) and compute its geometry."""
     x, unbatched = _batched(op, input, n)
     _tensor(op, "indices", indices)
     if indices._dtype is not dt.int64:
@@ -246,35 +254,48 @@ def _max_unpoolnd(op: str, n: int, input: Tensor, indices: Tensor, kernel_size: 
         raise RuntimeError(f"{op}: Expected shape of indices to be same as that of the input "
                            f"tensor ({list(input.shape)}) but got indices tensor with shape: "
                            f"{list(indices.shape)}")
-    idx = lg.unsqueeze(indices, 0) if unbatched else indices
     k = _ints(op, "kernel_size", kernel_size, n)
     s = _stride(op, stride, k, n)
     p = _ints(op, "padding", padding, n)
     size = _unpool_size(op, x, k, s, p, output_size)
     plane = math.prod(size)
+    rows = x.shape[0] * x.shape[1]
+    return unbatched, size, plane, rows, np.arange(rows, dtype=np.int64)[:, None] * plane
+
+
+def _index_error(op: str, lo: int, hi: int, plane: int, size: Sequence[int]) -> RuntimeError:
+    return RuntimeError(f"{op}: Found an invalid max index: {lo if lo < 0 else hi} (output "
+                        f"volumes are of size {'x'.join(map(str, size))})")
+
+
+def _max_unpoolnd(op: str, n: int, input: Tensor, indices: Tensor, kernel_size: Any,
+                  stride: Any, padding: Any, output_size: Any) -> Tensor:
+    key = _plan_key(op, (input, indices), (kernel_size, stride, padding, output_size))
+    plan = _unpool_plans.get(key) if key is not None else None
+    if plan is None:
+        plan = _unpool_plan(op, n, input, indices, kernel_size, stride, padding, output_size)
+        if key is not None and len(_unpool_plans) < _PLAN_LIMIT:
+            _unpool_plans[key] = plan
+    unbatched, size, plane, rows, starts = plan
     if host_plain(input, indices):
         # the plain eager case on the host (the index check reads the values anyway)
-        iv = host_view(indices)
-        if iv.size:
-            lo, hi = int(iv.min()), int(iv.max())
-            if lo < 0 or hi >= plane:
-                raise RuntimeError(f"{op}: Found an invalid max index: "
-                                   f"{lo if lo < 0 else hi} (output volumes are of size "
-                                   f"{'x'.join(map(str, size))})")
-        rows = x.shape[0] * x.shape[1]
-        res, out = host_empty(tuple(input.shape[:-n]) + size, x._dtype)
+        res, out = host_empty(tuple(input.shape[:-n]) + size, input._dtype)
         out.fill(0)
-        if iv.size:
-            at = iv.reshape(rows, -1) + np.arange(0, rows * plane, plane)[:, None]
-            out.reshape(-1)[at] = host_view(input).reshape(rows, -1)
+        if 0 not in input._shape:
+            iv = host_view(indices).reshape(rows, -1)
+            # one pass finds negative indices too: they are huge as unsigned numbers
+            if int(np.maximum.reduce(iv.view(np.uint64), None)) >= plane:
+                raise _index_error(op, int(iv.min()), int(iv.max()), plane, size)
+            np.put(out, iv + starts, host_view(input).reshape(rows, -1))
         return res
+    x = lg.unsqueeze(input, 0) if unbatched else input
+    idx = lg.unsqueeze(indices, 0) if unbatched else indices
     from ..tracer.tensor import tracing
     if idx.numel() and not tracing() and getattr(idx, "_ctx", None) is None:
         with no_grad():
             lo, hi = int(lg.amin(idx).item()), int(lg.amax(idx).item())
         if lo < 0 or hi >= plane:
-            raise RuntimeError(f"{op}: Found an invalid max index: {lo if lo < 0 else hi} "
-                               f"(output volumes are of size {'x'.join(map(str, size))})")
+            raise _index_error(op, lo, hi, plane, size)
     nb, c = x.shape[:2]
     flat = lg.reshape(x, (nb, c, math.prod(x.shape[2:])))
     base = lg.zeros((nb, c, plane), dtype=x._dtype)
@@ -330,10 +351,15 @@ def _avg_poolnd(op: str, n: int, input: Tensor, kernel_size: Any, stride: Any, p
     out_size, extra = _geometry(op, x, k, s, p, (1,) * n, ceil_mode)
     xp = lg.pad_dims(x, (0, 0) + p, (0, 0) + tuple(a + b for a, b in zip(p, extra))) \
         if any(p) or any(extra) else x
-    total = None
-    for piece in _taps(xp, k, s, (1,) * n, out_size):
-        total = piece if total is None else lg.add(total, piece)
-    assert total is not None
+    # a window's sum is separable: sum the k taps of one dimension at a time (sum(k) adds
+    # of shrinking slices, not prod(k) of full ones)
+    total = xp
+    for i in range(n):
+        part = None
+        for t in range(k[i]):
+            piece = lg.slice_dim(total, 2 + i, t, t + s[i] * (out_size[i] - 1) + 1, s[i])
+            part = piece if part is None else lg.add(part, piece)
+        total = part
     mode = "trunc" if integer else None
     if divisor_override is not None:
         out = lg.div(total, divisor_override if integer else float(divisor_override),
