@@ -5,6 +5,9 @@ modes, prologues). The spec, its argument block and the loop ordering are descri
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from llvmlite import ir
 
 from ..ir import dtypes as dt
@@ -426,5 +429,237 @@ def build(spec: ReduceKernel, name: str) -> ir.Module:
     module = ir.Module(name=name)
     _, b, args = new_kernel(module, name)
     _Emitter(spec, b, args).emit()
+    b.ret_void()
+    return module
+
+
+# --------------------------------------------------------------------------------------
+# Extremes with their positions along one dimension: max/min with dim, cummax/cummin
+# --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class ExtremeKernel:
+    """The maximum (`largest`) or minimum of `x` along its middle dimension and the
+    position it was taken from: for each position (`running`, cummax/cummin) or once
+    for the whole dimension (max/min with `dim`).
+
+    Args: [outer, n, inner, x_ptr, xstride_outer, xstride_n, xstride_inner, values_ptr,
+    indices_ptr]; `values` (x's dtype, the chosen element's bits copied) and `indices`
+    (int64) are contiguous, (outer, n, inner) when `running`, else (outer, inner); n >= 1.
+    Running, position k takes x[k] when it is at least (at most) the running extreme or
+    is NaN: ties go to the latest position and a NaN holds from where it appears.
+    Otherwise x[k] replaces the extreme when it is strictly greater (smaller), or is NaN
+    while the extreme is not: ties and NaNs go to the first position (PyTorch's rules
+    for both).
+    """
+
+    dtype: DType
+    largest: bool
+    running: bool
+
+    def __post_init__(self) -> None:
+        if self.dtype.is_complex:
+            raise TypeError(f"max/min/cummax/cummin: not generated for {self.dtype.name}")
+
+    @property
+    def n_slots(self) -> int:
+        return 9
+
+
+def build_extreme(spec: ExtremeKernel, name: str) -> ir.Module:
+    module = ir.Module(name=name)
+    fn, b, args = new_kernel(module, name)
+    outer, n, inner = (args.int(k, nm) for k, nm in enumerate(("outer", "n", "inner")))
+    x = args.ptr(3, "x")
+    so, sn, si = (args.int(4 + k, nm) for k, nm in enumerate(("so", "sn", "si")))
+    values = args.ptr(7, "values")
+    indices = args.ptr(8, "indices")
+    d = spec.dtype
+    mt = memory_type(d)
+    s = LLVMScalar(b)
+    floating = d.is_floating_point
+    with for_range(b, I64(0), outer, name="o") as o:
+        xo = b.mul(o, so)
+        oo = b.mul(o, b.mul(n, inner) if spec.running else inner)
+        with for_range(b, I64(0), inner, name="i") as i:          # position 0: itself
+            xp = b.gep(x, [b.add(xo, b.mul(i, si))], inbounds=True, source_etype=mt)
+            out = b.add(oo, i)
+            b.store(b.load(xp, typ=mt), b.gep(values, [out], inbounds=True, source_etype=mt))
+            b.store(I64(0), b.gep(indices, [out], inbounds=True, source_etype=I64))
+        with for_range(b, I64(1), n, name="k") as k:
+            xk = b.add(xo, b.mul(k, sn))
+            ok = b.add(oo, b.mul(k, inner)) if spec.running else oo
+            with for_range(b, I64(0), inner, name="j") as j:
+                xp = b.gep(x, [b.add(xk, b.mul(j, si))], inbounds=True, source_etype=mt)
+                out = b.add(ok, j)
+                prev = b.sub(out, inner) if spec.running else out
+                pv = b.gep(values, [prev], inbounds=True, source_etype=mt)
+                v = s.load(xp, d)
+                best = s.load(pv, d)
+                if spec.running:
+                    take = s.cmp("ge" if spec.largest else "le", v, best).value
+                    if floating:
+                        take = b.or_(take, s.isnan(v).value)
+                else:
+                    take = s.cmp("gt" if spec.largest else "lt", v, best).value
+                    if floating:
+                        first_nan = b.and_(s.isnan(v).value,
+                                           b.xor(s.isnan(best).value, I1(1)))
+                        take = b.or_(take, first_nan)
+                raw = b.select(take, b.load(xp, typ=mt), b.load(pv, typ=mt))
+                b.store(raw, b.gep(values, [out], inbounds=True, source_etype=mt))
+                at = b.select(take, k, b.load(b.gep(indices, [prev], inbounds=True,
+                                                    source_etype=I64), typ=I64))
+                b.store(at, b.gep(indices, [out], inbounds=True, source_etype=I64))
+    b.ret_void()
+    return module
+
+
+# --------------------------------------------------------------------------------------
+# mode along one dimension of short rows
+# --------------------------------------------------------------------------------------
+
+MODE_MAX_ROW = 32        # rows up to this length: pairwise counting beats sorting
+
+
+@dataclass(frozen=True, slots=True)
+class ModeKernel:
+    """The most frequent value of each row of `x` along its middle dimension and the
+    last position holding it, by counting every element's equals (n^2 compares per row,
+    for rows of at most `MODE_MAX_ROW`).
+
+    Args as `ExtremeKernel`'s; `values` and `indices` are contiguous (outer, inner).
+    Rules (those of the sort-based host code, PyTorch's): NaN equals nothing (a NaN's
+    count is 1); a longer count wins, equal counts go to the smaller value (NaN above
+    every number, an earlier NaN before a later one); -0.0 and 0.0 are one value. The
+    index is the value's last position and the value's bits are read there.
+    """
+
+    dtype: DType
+
+    def __post_init__(self) -> None:
+        if self.dtype.is_complex:
+            raise TypeError(f"mode: not generated for {self.dtype.name}")
+
+    @property
+    def n_slots(self) -> int:
+        return 9
+
+
+def build_mode(spec: ModeKernel, name: str) -> ir.Module:
+    module = ir.Module(name=name)
+    fn, b, args = new_kernel(module, name)
+    outer, n, inner = (args.int(k, nm) for k, nm in enumerate(("outer", "n", "inner")))
+    x = args.ptr(3, "x")
+    so, sn, si = (args.int(4 + k, nm) for k, nm in enumerate(("so", "sn", "si")))
+    values = args.ptr(7, "values")
+    indices = args.ptr(8, "indices")
+    d = spec.dtype
+    mt = memory_type(d)
+    s = LLVMScalar(b)
+    floating = d.is_floating_point
+    best_count = b.alloca(I64, name="best_count")
+    best_at = b.alloca(I64, name="best_at")
+    count = b.alloca(I64, name="count")
+    last = b.alloca(I64, name="last")
+
+    def element(base: ir.Value, k: ir.Value) -> Any:
+        return s.load(b.gep(x, [b.add(base, b.mul(k, sn))], inbounds=True,
+                            source_etype=mt), d)
+
+    with for_range(b, I64(0), outer, name="o") as o:
+        with for_range(b, I64(0), inner, name="i") as i:
+            row = b.add(b.mul(o, so), b.mul(i, si))
+            b.store(I64(0), best_count)
+            b.store(I64(0), best_at)
+            with for_range(b, I64(0), n, name="k") as k:
+                a = element(row, k)
+                b.store(I64(0), count)
+                b.store(k, last)
+                with for_range(b, I64(0), n, name="j") as j:
+                    same = s.cmp("eq", element(row, j), a).value
+                    with b.if_then(same):
+                        b.store(b.add(b.load(count, typ=I64), I64(1)), count)
+                        b.store(j, last)
+                c = b.load(count, typ=I64)
+                if floating:           # a NaN equals nothing, itself included
+                    c = b.select(s.isnan(a).value, I64(1), c)
+                bc = b.load(best_count, typ=I64)
+                bv = element(row, b.load(best_at, typ=I64))
+                smaller = s.cmp("lt", a, bv).value
+                if floating:
+                    smaller = b.or_(smaller, b.and_(b.xor(s.isnan(a).value, I1(1)),
+                                                    s.isnan(bv).value))
+                take = b.or_(b.icmp_signed(">", c, bc),
+                             b.and_(b.icmp_signed("==", c, bc), smaller))
+                with b.if_then(take):
+                    b.store(c, best_count)
+                    b.store(b.load(last, typ=I64), best_at)
+            at = b.load(best_at, typ=I64)
+            src = b.gep(x, [b.add(row, b.mul(at, sn))], inbounds=True, source_etype=mt)
+            out = b.add(b.mul(o, inner), i)
+            b.store(b.load(src, typ=mt), b.gep(values, [out], inbounds=True, source_etype=mt))
+            b.store(at, b.gep(indices, [out], inbounds=True, source_etype=I64))
+    b.ret_void()
+    return module
+
+
+# --------------------------------------------------------------------------------------
+# histc: equal-width bins in one pass
+# --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class HistcKernel:
+    """`histc`'s counts: each element v of `x` with lo <= v <= hi goes to bin
+    int((v - lo) * bins / (hi - lo)) (the last bin includes hi), computed in `dtype`'s
+    arithmetic (float32 for bfloat16; no float16: NumPy rounds each step to float16),
+    counted in int64 `counts` and written to `out` in `dtype`.
+
+    Args: [n, x_ptr, xstride, lo, hi (the float64 bits of each), bins, counts_ptr,
+    out_ptr].
+    """
+
+    dtype: DType
+
+    def __post_init__(self) -> None:
+        if self.dtype not in (dt.float32, dt.float64, dt.bfloat16):
+            raise TypeError(f"histc: not generated for {self.dtype.name}")
+
+    @property
+    def n_slots(self) -> int:
+        return 8
+
+
+def build_histc(spec: HistcKernel, name: str) -> ir.Module:
+    module = ir.Module(name=name)
+    fn, b, args = new_kernel(module, name)
+    n, x, xs = args.int(0, "n"), args.ptr(1, "x"), args.int(2, "xs")
+    d = spec.dtype
+    double = ir.DoubleType()
+    ft = double if d is dt.float64 else ir.FloatType()
+    lo, hi = (b.bitcast(args.int(k, nm), double) for k, nm in ((3, "lo"), (4, "hi")))
+    if ft is not double:
+        lo, hi = b.fptrunc(lo, ft), b.fptrunc(hi, ft)
+    bins = args.int(5, "bins")
+    counts, out = args.ptr(6, "counts"), args.ptr(7, "out")
+    s = LLVMScalar(b)
+    with for_range(b, I64(0), bins, name="z") as k:
+        b.store(I64(0), b.gep(counts, [k], inbounds=True, source_etype=I64))
+    width = b.fsub(hi, lo)
+    nbins = b.sitofp(bins, ft)
+    last = b.sub(bins, I64(1))
+    with for_range(b, I64(0), n, name="i") as i:
+        v = s.load(b.gep(x, [b.mul(i, xs)], inbounds=True, source_etype=memory_type(d)),
+                   d).value
+        inside = b.and_(b.fcmp_ordered(">=", v, lo), b.fcmp_ordered("<=", v, hi))
+        with b.if_then(inside):
+            at = b.fptosi(b.fdiv(b.fmul(b.fsub(v, lo), nbins), width), I64)
+            at = b.select(b.icmp_signed(">=", at, bins), last, at)
+            p = b.gep(counts, [at], inbounds=True, source_etype=I64)
+            b.store(b.add(b.load(p, typ=I64), I64(1)), p)
+    with for_range(b, I64(0), bins, name="w") as k:
+        c = b.load(b.gep(counts, [k], inbounds=True, source_etype=I64), typ=I64)
+        s.store(SV(b.sitofp(c, ft), d), b.gep(out, [k], inbounds=True,
+                                              source_etype=memory_type(d)))
     b.ret_void()
     return module

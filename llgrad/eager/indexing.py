@@ -596,14 +596,34 @@ def index_add_linear(shape: tuple[int, ...], dtype: DType, linear: Tensor,
 # nonzero
 # --------------------------------------------------------------------------------------
 
+# a layout key (dtype, shape, strides) -> (count kernel, the count's argument block
+# before the input's address, the fill kernel, the fill's sizes, its strides): what a
+# nonzero call computes from its input's layout alone
+_NONZERO_PLANS: dict[tuple, tuple] = {}
+
+
+def _nonzero_plan(x: Tensor) -> tuple:
+    plan = _NONZERO_PLANS.get(x._lkey)
+    if plan is None:
+        if x._dtype.is_complex:
+            raise TypeError(f"nonzero: not implemented for {x._dtype.name}")
+        cshape, (cstrides,) = collapse(x._shape, [x._strides])
+        plan = (cache.get(NonzeroKernel("count", x._dtype, len(cshape))), list(cshape),
+                list(cstrides), cache.get(NonzeroKernel("fill", x._dtype, x.ndim)),
+                list(x._shape), list(x._strides))
+        if len(_NONZERO_PLANS) >= 1024:
+            _NONZERO_PLANS.clear()
+        _NONZERO_PLANS[x._lkey] = plan
+    return plan
+
+
 def _count_nonzero(x: Tensor) -> int:
     if x.numel() == 0:
         return 0
-    cshape, (cstrides,) = collapse(x._shape, [x._strides])
-    kernel = cache.get(NonzeroKernel("count", x._dtype, len(cshape)))
+    count, cshape, cstrides = _nonzero_plan(x)[:3]
     buf, addr = _error_block()
     buf[0] = 0
-    launch.call(kernel, [*cshape, x._ptr, *cstrides, addr])
+    launch.call(count, [*cshape, x._ptr, *cstrides, addr])
     return int(buf[0])
 
 
@@ -615,8 +635,25 @@ def nonzero(x: Tensor, size: int | None = None) -> Tensor:
     """
     if not isinstance(x, Tensor):
         raise TypeError(f"nonzero: expected a Tensor, got {type(x).__name__}")
-    rows = _count_nonzero(x) if size is None else size
-    registry.get("nonzero").infer((TensorType(x._dtype, x._shape),), size=rows)
+    if size is None:
+        if 0 in x._shape:
+            rows = 0
+            if x._dtype.is_complex:
+                raise TypeError(f"nonzero: not implemented for {x._dtype.name}")
+        else:
+            # (the kernels and collapsed layout kept per input layout: rows is the count)
+            count, cshape, cstrides, fill, shape, strides = _nonzero_plan(x)
+            buf, addr = _error_block()
+            buf[0] = 0
+            launch.call(count, [*cshape, x._ptr, *cstrides, addr])
+            rows = int(buf[0])
+            out = Tensor._empty((rows, len(shape)), dt.int64)
+            if rows and shape:
+                launch.call(fill, [*shape, x._ptr, *strides, out._ptr, rows])
+            return out
+    else:
+        rows = size
+        registry.get("nonzero").infer((TensorType(x._dtype, x._shape),), size=rows)
     out = Tensor._empty((rows, x.ndim), dt.int64)
     if rows * x.ndim == 0:
         return out

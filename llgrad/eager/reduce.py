@@ -12,7 +12,8 @@ import struct
 from typing import Any, Sequence
 
 from .._source import define
-from ..codegen.reduce import build
+from ..codegen.reduce import (MODE_MAX_ROW, ExtremeKernel, HistcKernel, ModeKernel, build,
+                               build_extreme, build_histc, build_mode)
 from ..ir import dtypes as dt
 from ..ir import registry
 from ..ir.dtypes import DType
@@ -22,12 +23,15 @@ from ..ops.reduction import ARG_REDUCTIONS, normalize_axes
 from ..runtime import cache, launch
 from ..tensor import Tensor
 from .elementwise import copy_into
-from ..schedule.layout import contiguous_strides
+from ..schedule.layout import collapse, contiguous_strides
 from ..schedule.reduce import (Loops, ReduceKernel, Slots, make_spec, order_loops, pack,
                                wide_dtype)
 from .views import reshape
 
 cache.register_builder(ReduceKernel, build)
+cache.register_builder(ExtremeKernel, build_extreme)
+cache.register_builder(ModeKernel, build_mode)
+cache.register_builder(HistcKernel, build_histc)
 
 
 class _Stage:
@@ -276,3 +280,59 @@ def sum_to_shape(x: Tensor, shape: Sequence[int]) -> Tensor:
     if not axes:
         return x
     return reshape(run("sum", x, axes, keepdim=True), shape)
+
+
+# -- values-and-indices, mode and histc kernels (codegen.reduce): plans per layout --------
+
+def extreme_plan(x: Any, d: int, largest: bool, running: bool) -> Any:
+    """(the `ExtremeKernel` for `x`'s dtype, (outer, n, inner), (xstride_outer,
+    xstride_n, xstride_inner)) for `x` (a tensor with at least one dimension and
+    x.shape[d] >= 1) along `d`, or None when the dimensions before or after `d` do not
+    collapse into one loop each; kept per layout."""
+    key = (x._lkey, d, largest, running)
+    plan = _EXTREME_PLANS.get(key, False)
+    if plan is not False:
+        return plan
+    plan = None
+    shape, strides = x._shape, x._strides
+    parts = [collapse(shape[:d], [strides[:d]]), collapse(shape[d + 1:], [strides[d + 1:]])]
+    if all(len(c[0]) == 1 for c in parts) and not x._dtype.is_complex:
+        (outer,), ((so,),) = parts[0]
+        (inner,), ((si,),) = parts[1]
+        kernel = cache.get(ExtremeKernel(x._dtype, largest, running))
+        plan = (kernel, (outer, shape[d], inner), (so, strides[d], si))
+    if len(_EXTREME_PLANS) >= 1024:
+        _EXTREME_PLANS.clear()
+    _EXTREME_PLANS[key] = plan
+    return plan
+
+
+_EXTREME_PLANS: dict[tuple, Any] = {}
+
+
+def mode_plan(x: Any, d: int) -> Any:
+    """(the `ModeKernel` of `x`'s dtype, sizes, strides) as `extreme_plan`'s, or None
+    (rows longer than `MODE_MAX_ROW`, or a layout without one loop on each side)."""
+    if x._shape[d] > MODE_MAX_ROW:
+        return None
+    key = ("mode", x._lkey, d)
+    plan = _EXTREME_PLANS.get(key, False)
+    if plan is not False:
+        return plan
+    plan = None
+    shape, strides = x._shape, x._strides
+    parts = [collapse(shape[:d], [strides[:d]]), collapse(shape[d + 1:], [strides[d + 1:]])]
+    if all(len(c[0]) == 1 for c in parts) and not x._dtype.is_complex:
+        (outer,), ((so,),) = parts[0]
+        (inner,), ((si,),) = parts[1]
+        plan = (cache.get(ModeKernel(x._dtype)), (outer, shape[d], inner),
+                (so, strides[d], si))
+    if len(_EXTREME_PLANS) >= 1024:
+        _EXTREME_PLANS.clear()
+    _EXTREME_PLANS[key] = plan
+    return plan
+
+
+def histc_kernel(d: DType) -> Any:
+    """The `HistcKernel` of dtype `d` (compiled on first use)."""
+    return cache.get(HistcKernel(d))

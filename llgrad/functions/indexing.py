@@ -14,6 +14,7 @@ from ..autograd.node import Node, edge, node_class
 from ..ir import dtypes as dt
 from ..tensor import Tensor
 from ._errors import names_op
+from ._host import host_plain
 
 
 class IndexNode(Node):
@@ -174,13 +175,25 @@ def index_backward(g: Tensor, shape: tuple[int, ...], index: Any) -> Tensor:
     return out
 
 
-@names_op("gather")
-@composite_function
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
            name: str | None = None) -> Tensor:
     """`out[i][j][k] = input[index[i][j][k]][j][k]` (for dim 0), as torch.gather.
     `sparse_grad` is accepted; llgrad's gradient is always dense (PyTorch makes a sparse
     one when it is True)."""
+    if index.__class__ is Tensor and 0 in index._shape and input.__class__ is Tensor \
+            and dim.__class__ is int and -max(input.ndim, 1) <= dim < max(input.ndim, 1) \
+            and host_plain(input):
+        # an empty index with nothing to record: an empty result of index's shape (what
+        # the general path makes, without converting the index or building views)
+        return Tensor._empty(index._shape, input._dtype)
+    return _gather(input, dim, index, sparse_grad=sparse_grad, name=name)
+
+
+@names_op("gather")
+@composite_function
+def _gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
+            name: str | None = None) -> Tensor:
+    """`gather` (its general path: every call but an empty index's plain one)."""
     from ..ir.types import normalize_axis
     from .creation import iota
     d = normalize_axis(dim, input.ndim, "gather")
@@ -319,6 +332,8 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
 
 
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
+    if input.__class__ is Tensor and not as_tuple and not input._dtype.is_complex:
+        return _eager_nonzero(input)          # (a plain tensor: no tracer, no conversion)
     from ..eager import indexing
     if getattr(input, "_ctx", None) is not None:
         from ..tracer.tensor import GraphBreak
@@ -338,6 +353,15 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
 
 def argwhere(input: Tensor) -> Tensor:
     return nonzero(input)
+
+
+def _eager_nonzero(x: Tensor) -> Tensor:
+    """`eager.indexing.nonzero(x)` (imported on the first call: that module imports this
+    one's package)."""
+    global _eager_nonzero
+    from ..eager.indexing import nonzero as run
+    _eager_nonzero = run
+    return run(x)
 
 
 # --------------------------------------------------------------------------------------

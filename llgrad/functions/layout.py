@@ -32,6 +32,7 @@ from ..tensor import Tensor
 from . import elementwise as E
 from . import shape as S
 from ._errors import names_op
+from ._host import host_empty, host_plain, host_view
 
 __all__: list[str] = [
     "roll", "tile", "repeat_interleave", "tensor_split", "hsplit", "vsplit", "dsplit",
@@ -235,9 +236,26 @@ def _storage_image(x: Tensor) -> tuple[np.ndarray, int]:
     return image, image.shape[0]
 
 
+_STRIDED_POSITIONS: dict[tuple, np.ndarray] = {}
+
+
 def _as_strided_positions(x: Tensor, size: tuple[int, ...], stride: tuple[int, ...],
                           offset: int) -> Callable[[], np.ndarray]:
+    """The row-major index in `x` of each element `x.as_strided(size, stride, offset)`
+    reads (-1 where it reads memory outside `x`'s elements): a read-only array, kept per
+    (`x`'s layout, size, stride, offset), since it depends on nothing else."""
     def positions() -> np.ndarray:
+        key = (x._shape, x._strides, x._offset, size, stride, offset)
+        hit = _STRIDED_POSITIONS.get(key)
+        if hit is None:
+            hit = _strided_positions()
+            hit.flags.writeable = False
+            if len(_STRIDED_POSITIONS) >= 1024:
+                _STRIDED_POSITIONS.clear()
+            _STRIDED_POSITIONS[key] = hit
+        return hit
+
+    def _strided_positions() -> np.ndarray:
         image, length = _storage_image(x)
         where = np.full(1, offset, np.int64)
         for n, st in zip(size, stride):
@@ -384,7 +402,35 @@ def as_strided_scatter(input: Tensor, src: Tensor, size: Sequence[int], stride: 
         raise RuntimeError("as_strided_scatter(): mismatch in length of strides and shape")
     offset = input._offset if storage_offset is None else storage_offset
     pos = _as_strided_positions(input, size, stride, offset)()
+    if src.__class__ is Tensor and src._dtype is input._dtype and src._shape == pos.shape \
+            and host_plain(input, src):
+        return _host_scatter_positions(input, src, pos)
     return _scatter_positions("as_strided_scatter", input, src, pos)
+
+
+_KEPT: dict[int, tuple[np.ndarray, Any, np.ndarray]] = {}
+
+
+def _host_scatter_positions(input: Tensor, src: Tensor, positions: np.ndarray) -> Tensor:
+    """`_scatter_positions` on the host, for plain tensors of one dtype with nothing to
+    record (`host_plain`): a contiguous copy of `input` whose elements at `positions`
+    (-1: skipped) take `src`'s, in row-major order (a later duplicate wins, as the index
+    kernel's writes do)."""
+    kept = _KEPT.get(id(positions))
+    if kept is None or kept[0] is not positions:
+        flat = positions.reshape(-1)
+        keep = flat >= 0
+        # (the positions written, and which of src's elements go there: all when None)
+        kept = (positions, None, flat) if keep.all() else \
+            (positions, np.flatnonzero(keep), flat[keep])
+        if len(_KEPT) >= 1024:
+            _KEPT.clear()
+        _KEPT[id(positions)] = kept
+    out, arr = host_empty(input._shape, input._dtype)
+    arr[...] = host_view(input)
+    values = host_view(src).reshape(-1)
+    arr.reshape(-1)[kept[2]] = values if kept[1] is None else values[kept[1]]
+    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -791,6 +837,7 @@ def column_stack(tensors: Sequence[Tensor]) -> Tensor:
     return S.cat([t.reshape(t.numel(), 1) if t.ndim <= 1 else t for t in ts], 1)
 
 
+@S._views_of_many
 def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[Tensor, ...]:
     """Coordinate grids of 0-d or 1-D tensors: with `indexing='ij'` (the default, as
     torch's) output `i` varies along dimension `i`; with `'xy'` the first two dimensions
@@ -1156,21 +1203,28 @@ def _copy(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     general = names_op(name)(composite_function(copy))
 
     def fast(input: Any, *args: Any, **kwargs: Any) -> Any:
-        if not S._unrecorded(input) or kwargs:
+        if not S._unrecorded(input):
             return general(input, *args, **kwargs)
         values = S._hashable(args)
         if values is None:
             return general(input, *args, **kwargs)
-        key = (fast, input._lkey, values)
+        if kwargs:
+            kw = S._hashable(kwargs.values())
+            if kw is None:
+                return general(input, *args, **kwargs)
+            values += (tuple(kwargs), kw)
+        # (the input's offset and storage size too: as_strided_copy's storage_offset
+        # counts from the storage's start, and what it may read ends with the storage)
+        key = (fast, input._lkey, input._offset, input._storage.nbytes, values)
         replay = _copy_replays.get(key)
         if replay is not None:
             return replay.run((input,))
         try:
-            view = fn(input, *args)
+            view = fn(input, *args, **kwargs)
         except Exception:             # noqa: BLE001 - the general call raises it, named
-            return general(input, *args)
+            return general(input, *args, **kwargs)
         if view.__class__ is not Tensor or view._storage is not input._storage:
-            return general(input, *args)
+            return general(input, *args, **kwargs)
         out, replay = _views.record_copies(lambda: _views.clone(view), (input,))
         if replay is not None and len(_copy_replays) < _views.REPLAY_LIMIT:
             _copy_replays[key] = replay

@@ -5,6 +5,8 @@ from collections import namedtuple
 from typing import Any
 
 from ..autograd import forward_ad
+from ..eager.reduce import extreme_plan
+from ..runtime import launch
 from ..autograd.apply import _functions, apply, apply_composite, composite_function, interpreters
 from ..autograd.grad_mode import _state as grad_state
 from ..ir import dtypes as dt
@@ -14,6 +16,7 @@ from ..tensor import Tensor
 from . import fastpath
 from ._errors import names_op
 from .elementwise import maximum, minimum
+from ._host import host_plain
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
@@ -139,6 +142,11 @@ def _extreme(op: str, input: Tensor, dim: Any, keepdim: bool, other: Any) -> Any
         name = "MaxBackward1" if op == "max" else "MinBackward1"
         return _reduce("amax" if op == "max" else "amin", input, None, False, name)
     d = normalize_axis(dim, input.ndim, op)
+    if input.__class__ is Tensor and input._shape and input._shape[d] and \
+            input.numel() <= _EXTREME_KERNEL_MAX and host_plain(input):
+        out = _host_extreme(op, input, d, keepdim)
+        if out is not None:
+            return out
     # bool: indices from its 0/1 values (argmax/argmin themselves refuse bool, as torch)
     ranked = input.to(dt.uint8) if input._dtype is dt.bool_ else input
     idx = (argmax if op == "max" else argmin)(ranked, d, keepdim=True)
@@ -149,6 +157,26 @@ def _extreme(op: str, input: Tensor, dim: Any, keepdim: bool, other: Any) -> Any
         from .shape import reshape
         values = reshape(values, input._shape[:d] + input._shape[d + 1:], name=name)
         idx = idx.squeeze(d)
+    return values_indices(values, idx)
+
+
+# up to here one scalar kernel pass beats argmax's vectorized kernel and a gather
+_EXTREME_KERNEL_MAX = 4096
+
+
+def _host_extreme(op: str, x: Tensor, d: int, keepdim: bool) -> Any:
+    """`max`/`min` along `d` of a plain tensor with nothing to record (at least one
+    element along `d`): one kernel makes the values and indices, or None when `x`'s
+    layout has no such kernel (the general path serves it)."""
+    plan = extreme_plan(x, d, op == "max", False)
+    if plan is None:
+        return None
+    kernel, sizes, strides = plan
+    shape = x._shape
+    out_shape = shape[:d] + (1,) + shape[d + 1:] if keepdim else shape[:d] + shape[d + 1:]
+    values = Tensor._empty(out_shape, x._dtype)
+    idx = Tensor._empty(out_shape, dt.int64)
+    launch.call(kernel, [*sizes, x._ptr, *strides, values._ptr, idx._ptr])
     return values_indices(values, idx)
 
 

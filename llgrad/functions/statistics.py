@@ -1,6 +1,7 @@
 """Statistics, scans and order statistics: nan-reductions, median, quantile, mode, cummax, histograms, cov."""
 from __future__ import annotations
 
+import struct
 import warnings
 from collections import namedtuple
 from typing import Any, Callable
@@ -10,6 +11,9 @@ import numpy as np
 from ..autograd.apply import composite_function
 from ..ir import dtypes as dt
 from ..ir.types import normalize_axis
+from ..eager.reduce import extreme_plan, histc_kernel, mode_plan
+from ..runtime import launch
+from ..schedule.layout import collapse
 from ..tensor import Tensor
 from ..tracer.context import _tls as _trace_tls
 from ._host import (host_empty, host_plain, host_take_along, host_tensor, host_values,
@@ -114,20 +118,35 @@ def _cum_extreme(op: str, input: Tensor, dim: int, largest: bool, out: Any) -> A
         values = x.clone() if x.ndim == 0 else gather(x, d, idx, name=name)
         return _results(kind, out, op, values, idx)
     plain = host_plain(x)
+    if plain:
+        plan = extreme_plan(x, d, largest, True)
+        if plan is not None:          # one kernel: values and indices in one pass
+            kernel, sizes, strides = plan
+            values = Tensor._empty(x._shape, x._dtype)
+            idx = Tensor._empty(x._shape, dt.int64)
+            launch.call(kernel, [*sizes, x._ptr, *strides, values._ptr, idx._ptr])
+            return _results(kind, out, op, values, idx)
     a = host_values(x) if plain else _host_values(op, x)[0]
     if x._dtype is dt.bool_:
         a = a.view(np.uint8)
     run = (np.maximum if largest else np.minimum).accumulate(a, axis=d)
-    mark = a == run                       # ties: the latest position (as PyTorch)
-    if a.dtype.kind == "f":
+    mark = np.equal(a, run)               # ties: the latest position (as PyTorch)
+    floating = a.dtype.kind == "f"
+    if floating:
         mark |= np.isnan(a)               # a NaN holds from where it appears
-    # each position's index along `d` where marked, 0 elsewhere, carried forward
-    mark = mark * _positions_along(a.shape, d)
-    if plain:           # no gradient to record: the values are gathered on the host too
+    if plain:           # no gradient to record: the values are read on the host too
         idx, pos = host_empty(x._shape, dt.int64)
-        np.maximum.accumulate(mark, axis=d, out=pos)
-        return _results(kind, out, op,
-                        host_tensor(host_take_along(host_view(x), pos, d), x._dtype), idx)
+        # each position's index along `d` where marked, 0 elsewhere, carried forward
+        np.multiply(mark, _positions_along(a.shape, d), out=pos)
+        np.maximum.accumulate(pos, axis=d, out=pos)
+        if floating or x._dtype is dt.bfloat16:
+            # the elements at the indices (a running extreme equals them, but a signed
+            # zero or a NaN's payload may come from another position)
+            values = host_take_along(host_view(x), pos, d)
+        else:
+            values = run                  # (integers and bools: the same bits)
+        return _results(kind, out, op, host_tensor(values, x._dtype), idx)
+    mark = mark * _positions_along(a.shape, d)
     pos = np.maximum.accumulate(mark, axis=d)
     idx = _int64_of(pos)
     return _results(kind, out, op, gather(x, d, idx, name=name), idx)
@@ -332,6 +351,16 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out: Any = None
     if x.ndim == 0:
         return _results(mode_result, out, "mode", x.clone(), zeros((), dtype=dt.int64))
     plain = host_plain(x)
+    if plain:
+        plan = mode_plan(x, d)
+        if plan is not None:          # short rows: one kernel counts each element's equals
+            kernel, sizes, strides = plan
+            shape = x._shape
+            shape = shape[:d] + (1,) + shape[d + 1:] if keepdim else shape[:d] + shape[d + 1:]
+            values = Tensor._empty(shape, x._dtype)
+            idx = Tensor._empty(shape, dt.int64)
+            launch.call(kernel, [*sizes, x._ptr, *strides, values._ptr, idx._ptr])
+            return _results(mode_result, out, "mode", values, idx)
     a = host_values(x) if plain else _host_values("mode", x)[0]
     last_axis = d == a.ndim - 1
     axes = None if last_axis else tuple(k for k in range(a.ndim) if k != d) + (d,)
@@ -577,6 +606,15 @@ def histc(input: Tensor, bins: int = 100, min: Any = 0, max: Any = 0, *,
         raise RuntimeError(f"histc(): range of [{lo}, {hi}] is not finite")
     if lo > hi:
         raise RuntimeError(f"histc(): max must be larger than min (min {min}, max {max})")
+    if x.__class__ is Tensor and x._dtype in _HISTC_DTYPES:
+        cshape, (cstrides,) = collapse(x._shape, [x._strides])
+        if len(cshape) == 1:          # one loop over the elements: one kernel counts
+            counts = Tensor._empty((bins,), dt.int64)
+            res = Tensor._empty((bins,), x._dtype)
+            launch.call(histc_kernel(x._dtype),
+                        [cshape[0], x._ptr, cstrides[0], _float_bits(lo), _float_bits(hi),
+                         bins, counts._ptr, res._ptr])
+            return write_out("histc", out, res) if out is not None else res
     keep = (a >= lo) & (a <= hi)
     v = a[keep]
     pos = ((v - lo) * kind(bins) / (hi - lo)).astype(np.int64)
@@ -584,6 +622,15 @@ def histc(input: Tensor, bins: int = 100, min: Any = 0, max: Any = 0, *,
     hist = np.bincount(pos, minlength=bins).astype(a.dtype)
     res = _host_result(hist, x._dtype)
     return write_out("histc", out, res) if out is not None else res
+
+
+# (float16 stays on the host: NumPy rounds each step of the bin arithmetic to float16)
+_HISTC_DTYPES = (dt.float32, dt.float64, dt.bfloat16)
+
+
+def _float_bits(v: Any) -> int:
+    """The float64 bits of `v` as a signed int64 (a kernel argument slot)."""
+    return struct.unpack("q", struct.pack("d", float(v)))[0]
 
 
 def _edges(op: str, a: Any, bins: Any, rng: Any, np_dtype: Any, k: int | None = None
@@ -1084,10 +1131,12 @@ def corrcoef(input: Tensor) -> Tensor:
     return E.clamp(c, -1, 1)
 
 
+@composite_function
 def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
     """Each slice of `input` along `dim` whose p-norm exceeds `maxnorm` scaled down to
     norm `maxnorm` (PyTorch's factor `maxnorm / (norm + 1e-7)`); complex inputs by the
-    norm of their magnitudes."""
+    norm of their magnitudes. Eagerly a composite: compiled per signature, so the norm
+    and the scaling run as one graph."""
     from ..ir.types import normalize_axis
     from . import elementwise as E
     from .reduction import norm as norm_
