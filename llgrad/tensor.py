@@ -55,6 +55,22 @@ def _row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return strides
 
 
+# layout key (`Tensor._lkey`) -> (NumPy dtype, byte strides or None when row-major, item
+# size or 0 for no elements), what `Tensor._numpy_view` needs besides the memory
+_numpy_layouts: dict[tuple, tuple] = {}
+
+
+def _numpy_layout(key: tuple) -> tuple:
+    dtype, shape, strides = key
+    item = dtype.itemsize
+    byte_strides = None if strides == contiguous_strides(shape) else \
+        tuple(s * item for s in strides)
+    layout = (dtype.np, byte_strides, 0 if 0 in shape else item)
+    if len(_numpy_layouts) < 4096:
+        _numpy_layouts[key] = layout
+    return layout
+
+
 # (CudaStorage, {host class: its CUDA class}) once `eager.cuda` is imported: `_make` over
 # device memory makes a CUDA tensor (a Tensor a CudaTensor, a Parameter a CudaParameter)
 _DEVICE_STORAGE: list[Any] = [(), {}]
@@ -428,13 +444,19 @@ class Tensor:
     # -- conversions ----------------------------------------------------------------------
     def _numpy_view(self) -> np.ndarray:
         """A NumPy array over this tensor's memory (bfloat16 shows as uint16 bits)."""
-        item = self._dtype.itemsize
-        if 0 in self._shape:           # no elements: the offset may lie past the buffer
-            return np.ndarray(self._shape, dtype=self._dtype.np,
-                              buffer=self._storage.buffer[:0])
-        return np.ndarray(self._shape, dtype=self._dtype.np, buffer=self._storage.buffer,
-                          offset=self._offset * item,
-                          strides=tuple(s * item for s in self._strides))
+        layout = _numpy_layouts.get(self._lkey)
+        if layout is None:
+            layout = _numpy_layout(self._lkey)
+        np_dtype, byte_strides, item = layout
+        if item == 0:                  # no elements: the offset may lie past the buffer
+            return np.ndarray(self._shape, np_dtype, self._storage.buffer[:0])
+        # (positional arguments, and no strides for a row-major layout: NumPy parses
+        # these several times faster than keywords, on every host op's operands)
+        if byte_strides is None:
+            return np.ndarray(self._shape, np_dtype, self._storage.buffer,
+                              self._offset * item)
+        return np.ndarray(self._shape, np_dtype, self._storage.buffer, self._offset * item,
+                          byte_strides)
 
     def _values(self) -> np.ndarray:
         """Values as a NumPy array (bfloat16 widened to float32); may share memory."""

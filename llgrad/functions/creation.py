@@ -86,6 +86,8 @@ def checked_scalar(value: Any, d: DType, op: str) -> Any:
             raise RuntimeError(f"{op}: value cannot be converted to type {d.name} without "
                                f"overflow (value {value!r})")
         return value
+    if c is bool:                       # any dtype takes a bool (as 0 or 1 unless bool)
+        return value if d is dt.bool_ else int(value)
     if isinstance(value, (np.generic,)):
         value = value.item()
     if isinstance(value, Tensor):
@@ -441,10 +443,40 @@ def fill_dense(t: Tensor, value: Any) -> Tensor:
     """Write the number `value` (already checked for `t`'s dtype) into every element of
     `t` (no autograd): by the host when `t` is row-major (`_host_fill`), else by the copy
     kernel. `fill_`/`zero_`'s write."""
+    d = t._dtype
+    c = value.__class__
+    if t._strides == _row_major_strides(t._shape) and ew.copy_log is None and \
+            (c is not float or value != 0):     # (-0.0 and 0.0 are one key: not kept)
+        one = _FILL_ELEMENTS.get((d, c, value))
+        if one is not None:          # (the common fills: `_host_fill`'s write, its checks
+            n = d.itemsize           # made when the element was kept)
+            for s in t._shape:
+                n *= s
+            if n <= _HOST_BYTES:
+                if one is _ZERO:
+                    ctypes.memset(t._ptr, 0, n)
+                elif n:
+                    ctypes.memmove(t._ptr, one * (n // len(one)), n)
+                return t
+        elif (c is int or c is bool or c is float and value == value) and \
+                len(_FILL_ELEMENTS) < 256:
+            try:
+                one = _element(value, d)
+            except (struct.error, OverflowError, TypeError, ValueError):
+                pass
+            else:
+                _FILL_ELEMENTS[(d, c, value)] = _ZERO if one.count(0) == len(one) else one
     if t._strides != _row_major_strides(t._shape) or \
             not _host_fill(t._ptr, t.numel() * t._dtype.itemsize, value, t._dtype):
         ew.copy_into(t, value)
     return t
+
+
+# (dtype, class, number) -> the bytes of one element of that dtype holding the number
+# (`_element`), or `_ZERO` when they are all zero: `fill_dense`'s usual values (not NaN,
+# which is no key, nor a float zero, whose sign the key cannot tell)
+_FILL_ELEMENTS: dict[tuple, Any] = {}
+_ZERO: Any = object()
 
 
 _ARRAY_CODES = {dt.float32: "f", dt.float64: "d", dt.int64: "q", dt.int32: "i",

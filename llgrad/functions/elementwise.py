@@ -4,7 +4,10 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
+from ..autograd import forward_ad as _forward_ad
 from ..autograd.apply import apply, composite_function
+from ..autograd.apply import interpreters as _interpreters
+from ..autograd.grad_mode import _state as _grad_state
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..tensor import Tensor
@@ -474,12 +477,61 @@ bitwise_or = _compare("bitwise_or")
 bitwise_xor = _compare("bitwise_xor")
 
 
+_SUB_DIRECT = fastpath._table("sub")
+_MUL_DIRECT = fastpath._table("mul")
+_ADD_ELEMENTWISE = fastpath._ew_table
+
+
+def _lerp_direct(input: Any, end: Any, weight: Any) -> Tensor | None:
+    """`lerp`'s three kernels (end - input, weight * that, input + that) through the
+    direct launches their general calls learned (`functions.fastpath`), for plain
+    tensors (a tensor or Python float/int weight) that autograd does not record; None
+    when one is missing (the general path runs and learns it). Values as the general
+    path's: each launch is the kernel its op runs (a number weight multiplies from the
+    right: IEEE multiplication commutes)."""
+    if input.__class__ is not Tensor or end.__class__ is not Tensor or \
+            end._dtype is not input._dtype or _interpreters or _forward_ad._level[0]:
+        return None
+    c = weight.__class__
+    if c is Tensor:
+        if _grad_state.enabled and (input._requires_grad or end._requires_grad or
+                                    weight._requires_grad):
+            return None
+    elif c is float or c is int:
+        if _grad_state.enabled and (input._requires_grad or end._requires_grad):
+            return None
+    else:
+        return None
+    entry = _SUB_DIRECT.get((end._lkey, input._lkey))
+    diff = entry[0](end, input) if entry is not None else None
+    if diff is None:
+        return None
+    if c is Tensor:
+        entry = _MUL_DIRECT.get((weight._lkey, diff._lkey))
+        prod = entry[0](weight, diff) if entry is not None else None
+    else:
+        entry = _MUL_DIRECT.get((diff._lkey, c))
+        prod = entry[0](diff, weight) if entry is not None else None
+    if prod is None:
+        return None
+    entry = _ADD_ELEMENTWISE.get(("add", None, input._lkey, prod._lkey))
+    if entry is None or entry is fastpath._NO_DIRECT:
+        return None
+    return entry[0](input, prod)
+
+
 @names_op("lerp")
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
+    out = _lerp_direct(input, end, weight)
+    if out is not None:
+        return out
     if isinstance(end, Tensor) and isinstance(input, Tensor) and end._dtype is not input._dtype:
         raise RuntimeError(f"lerp: expected dtype {input._dtype.name} for `end` but got dtype "
                            f"{end._dtype.name}")
     name = "LerpBackward1" if isinstance(weight, Tensor) else "LerpBackward0"
+    if weight.__class__ in (float, int) and isinstance(input, Tensor):
+        # (`weight * diff` as `diff * weight`: one direct table for `_lerp_direct`)
+        return elementwise("add", input, mul(sub(end, input), weight), name=name)
     return elementwise("add", input, mul(weight, sub(end, input)), name=name)
 
 
@@ -543,6 +595,9 @@ def is_conj(input: Tensor) -> bool:
     return False
 
 
+from . import shape as _shape     # noqa: E402  (imports this module's siblings only)
+
+
 def _part_forward(op: str, operands: Any, attrs: Any) -> Tensor:
     """`.real` / `.imag` as views: every other float of the interleaved storage."""
     from .shape import reinterpret
@@ -555,20 +610,30 @@ def real(input: Any) -> Any:
     """The real part: a view for complex tensors, the tensor itself for real ones."""
     if isinstance(input, (bool, int, float, _PYTHON_COMPLEX)):
         return input.real
+    out = _shape.reinterpreted_view("real", input)
+    if out is not None:
+        return out
     _check("real", input)
     if not input._dtype.is_complex:
         return input
-    return apply("real", (input,), None, _part_forward, None)
+    out = apply("real", (input,), None, _part_forward, None)
+    return _shape.learn_reinterpreted("real", input, out) if _shape._unrecorded(input) \
+        else out
 
 
 def imag(input: Any) -> Any:
     """The imaginary part: a view; real tensors have none (PyTorch raises too)."""
     if isinstance(input, (bool, int, float, _PYTHON_COMPLEX)):
         return input.imag
+    out = _shape.reinterpreted_view("imag", input)
+    if out is not None:
+        return out
     _check("imag", input)
     if not input._dtype.is_complex:
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-    return apply("imag", (input,), None, _part_forward, None)
+    out = apply("imag", (input,), None, _part_forward, None)
+    return _shape.learn_reinterpreted("imag", input, out) if _shape._unrecorded(input) \
+        else out
 
 
 angle = _unary("angle")

@@ -747,12 +747,14 @@ def _clamp_one(input: Tensor, lo: Any, hi: Any, name: str) -> Tensor:
 def _gcd_lcm(op: str, input: Tensor, other: Any) -> Tensor:
     """Computed on the host with NumPy (Euclid's loop has a data-dependent length); inside
     `lg.compile` this is a graph break. Plain integer tensors of one dtype, `other` of
-    input's shape or 0-d, go straight to NumPy's ufunc writing into the result."""
+    input's shape or 0-d, go straight to NumPy's ufunc, which writes into the result."""
     if input.__class__ is Tensor and other.__class__ is Tensor and \
             input._dtype is other._dtype and input._dtype.kind in "iu" and \
             (other._shape == input._shape or not other._shape):
-        return host_result((_np.gcd if op == "gcd" else _np.lcm)(
-            input._numpy_view(), other._numpy_view()), input._dtype)
+        out = Tensor._empty(input._shape, input._dtype)
+        (_np.gcd if op == "gcd" else _np.lcm)(input._numpy_view(), other._numpy_view(),
+                                               out._numpy_view())
+        return out
     import numpy as np
     E._check(op, input, other)
     d = _integral(op, input, other)

@@ -184,12 +184,28 @@ def zero_(input: Tensor) -> Tensor:
 
 @names_op("fill")
 @composite_function
-def fill(input: Tensor, value: Any) -> Tensor:
+def _fill(input: Tensor, value: Any) -> Tensor:
     """A new tensor of `input`'s shape and dtype holding `value` (a number, or a 0-d tensor
     whose gradient is the sum of the result's). `input` gets a zero gradient."""
     _tensor("fill", input)
     from .shape import clone
     return clone(input).fill_(value)
+
+
+def fill(input: Tensor, value: Any) -> Tensor:
+    """A new tensor of `input`'s shape and dtype holding `value` (a number, or a 0-d tensor
+    whose gradient is the sum of the result's). `input` gets a zero gradient."""
+    c = value.__class__
+    if input.__class__ is Tensor and (c is float or c is int or c is bool) and \
+            _shape._unrecorded(input) and _trace_current() is None:
+        # nothing to record: the new tensor and its write (a value that does not
+        # convert takes the general path, which raises the error)
+        try:
+            value = _creation_fill[0](value, input._dtype, "fill_")
+        except (RuntimeError, OverflowError, TypeError):
+            return _fill(input, value)
+        return _creation_fill[1](Tensor._empty(input._shape, input._dtype), value)
+    return _fill(input, value)
 
 
 @names_op("as_strided_")
@@ -436,3 +452,9 @@ METHODS: dict[str, Any] = {
     "hardshrink": _hardshrink, "prelu": _prelu,
     "share_memory_": _share_memory_, "is_shared": _is_shared,
 }
+
+
+from . import shape as _shape                     # noqa: E402
+from .creation import checked_scalar as _checked, fill_dense as _fill_dense  # noqa: E402
+from ..tracer.context import current as _trace_current      # noqa: E402
+_creation_fill = (_checked, _fill_dense)

@@ -50,7 +50,7 @@ def _view_function(fn: Callable[..., Any], absolute: bool = False) -> Callable[.
     strides); later calls make those views directly. A result that is not a plain view
     of `input` (a copy, a tensor with extra attributes) is not kept. With `absolute`
     (`as_strided`, whose `storage_offset` counts from the storage's start) the key holds
-    `input`'s offset too."""
+    `input`'s offset too, and its storage's size (what the view may reach ends there)."""
     def fast(input: Any, *args: Any, **kwargs: Any) -> Any:
         if input.__class__ not in DENSE_CLASSES or interpreters or forward_ad._level[0] or \
                 (_grad_state.enabled and input._requires_grad):
@@ -64,7 +64,7 @@ def _view_function(fn: Callable[..., Any], absolute: bool = False) -> Callable[.
                 return fn(input, *args, **kwargs)
             values += (tuple(kwargs), kw)
         key = (fast, input._dtype, input._shape, input._strides, values,
-               input._offset if absolute else 0)
+               (input._offset, input._storage.nbytes) if absolute else 0)
         geometry = _view_geometries.get(key)
         if geometry is not None:
             if geometry.__class__ is tuple:
@@ -80,6 +80,92 @@ def _view_function(fn: Callable[..., Any], absolute: bool = False) -> Callable[.
         return out
     functools.update_wrapper(fast, fn)
     return fast
+
+
+_many_geometries: dict[tuple, Any] = {}
+
+
+def _views_of_many(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn(*args, **kwargs)`, a function of several tensors (given as arguments, or as
+    lists or tuples of them) that returns a tuple of views, each of one of them
+    (`broadcast_tensors`, `meshgrid`), placed by the tensors' layouts and the other
+    arguments alone: as `_view_function`, the first unrecorded call of each (layouts,
+    arguments) runs `fn` and keeps where each view lies (which tensor, offset, shape,
+    strides), and later calls make those views directly. Nothing is kept when two of the
+    tensors share memory (which one a view is of would be ambiguous) or a result is not
+    a plain view."""
+    def fast(*args: Any, **kwargs: Any) -> Any:
+        if interpreters or forward_ad._level[0]:
+            return fn(*args, **kwargs)
+        grad = _grad_state.enabled
+        tensors: list[Tensor] = []
+        key: list[Any] = [fast]
+        for a in args:
+            c = a.__class__
+            if c is Tensor:
+                if grad and a._requires_grad:
+                    return fn(*args, **kwargs)
+                tensors.append(a)
+                key.append(a._lkey)
+            elif c is list or c is tuple:
+                inner = []
+                for t in a:
+                    if t.__class__ is not Tensor or grad and t._requires_grad:
+                        return fn(*args, **kwargs)
+                    tensors.append(t)
+                    inner.append(t._lkey)
+                key.append((c, tuple(inner)))
+            elif c in _VALUE_CLASSES:
+                key.append((c, a))
+            else:
+                return fn(*args, **kwargs)
+        if kwargs:
+            kw = _hashable(kwargs.values())
+            if kw is None:
+                return fn(*args, **kwargs)
+            key += (tuple(kwargs), kw)
+        k = tuple(key)
+        geometries = _many_geometries.get(k)
+        if geometries is not None:
+            out = []
+            for i, offset, shape, strides in geometries:
+                t = tensors[i]
+                out.append(t if offset is None else
+                           views.view_of(t, t._offset + offset, shape, strides))
+            return tuple(out)
+        out = fn(*args, **kwargs)
+        if len(_many_geometries) < VIEW_LIMIT and out.__class__ is tuple:
+            geometries = _many_geometry(tensors, out)
+            if geometries is not None:
+                _many_geometries[k] = geometries
+        return out
+    functools.update_wrapper(fast, fn)
+    return fast
+
+
+def _many_geometry(tensors: list[Tensor], out: tuple) -> list | None:
+    """Where each of `out` lies relative to the tensor of `tensors` it views, as
+    (index, offset, shape, strides) (offset None: the tensor itself), or None."""
+    by_storage: dict[int, int] = {}
+    for i, t in enumerate(tensors):
+        if id(t._storage) in by_storage:
+            return None
+        by_storage[id(t._storage)] = i
+    geometries = []
+    for o in out:
+        i = by_storage.get(id(o._storage)) if o.__class__ is Tensor else None
+        if i is None:
+            return None
+        t = tensors[i]
+        if o is t:
+            geometries.append((i, None, None, None))
+            continue
+        base = t._base if t._base is not None else t
+        if o._base is not base or o._dtype is not t._dtype or o.__dict__ or \
+                o._requires_grad or o._inference != t._inference:
+            return None
+        geometries.append((i, o._offset - t._offset, o._shape, o._strides))
+    return geometries
 
 
 def _make_view(input: Tensor, geometry: tuple) -> Tensor:
@@ -429,6 +515,7 @@ def expand_as(input: Tensor, other: Tensor) -> Tensor:
     return expand(input, other._shape)
 
 
+@_views_of_many
 def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
     from ..ir.types import broadcast_shapes
     shape = broadcast_shapes(*(t._shape for t in tensors), op="broadcast_tensors")
@@ -697,6 +784,8 @@ def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
     if memory_format is not None:
         from .tensor_extras import _clone
         return _clone(input, memory_format=memory_format)
+    if _unrecorded(input):          # what `apply` would do: the copy alone
+        return views.clone(input)
     return apply("cast", (input,), {"dtype": input._dtype}, _clone_forward, "CloneBackward0")
 
 
@@ -723,20 +812,65 @@ def _as_complex_forward(op: str, operands: Any, attrs: Any) -> Tensor:
                        tuple(s // 2 for s in x._strides[:-1]))
 
 
+# (op, input layout) -> (dtype, shape, strides) of the view `view_as_real`,
+# `view_as_complex`, `real` or `imag` made of it, and the offset (in the view's units) as
+# (times, plus) of the input's: what an unrecorded call (`_unrecorded`) makes directly
+# once a general call of that layout succeeded (an odd offset is refused by
+# `view_as_complex`: its calls take the general path)
+_reinterpreted: dict[tuple, tuple] = {}
+
+
+def reinterpreted_view(op: str, input: Any) -> Tensor | None:
+    """The view `op` makes of `input` through `_reinterpreted`, or None (not unrecorded,
+    not seen, or an odd offset for `view_as_complex`)."""
+    if input.__class__ not in DENSE_CLASSES or interpreters or forward_ad._level[0] or \
+            (_grad_state.enabled and input._requires_grad):
+        return None
+    g = _reinterpreted.get((op, input._lkey))
+    if g is None:
+        return None
+    offset = input._offset
+    if g[3] == 0:                       # view_as_complex: half the offset, which is even
+        if offset % 2:
+            return None
+        offset //= 2
+    else:
+        offset = offset * 2 + g[4]
+    base = input._base if input._base is not None else input
+    return Tensor._make(input._storage, offset, g[1], g[2], g[0], base=base)
+
+
+def learn_reinterpreted(op: str, input: Tensor, out: Tensor) -> Tensor:
+    """Keep where `out`, the view `op` just made of `input` (a general call), lies."""
+    if input.__class__ in DENSE_CLASSES and len(_reinterpreted) < VIEW_LIMIT:
+        o = input._offset
+        times, plus = (0, 0) if op == "view_as_complex" else (2, out._offset - 2 * o)
+        _reinterpreted[(op, input._lkey)] = (out._dtype, out._shape, out._strides, times, plus)
+    return out
+
+
 def view_as_real(input: Tensor) -> Tensor:
     """A real view `(..., 2)` of a complex tensor: real and imaginary parts, shared memory."""
+    out = reinterpreted_view("view_as_real", input)
+    if out is not None:
+        return out
     _check_tensor("view_as_real", input)
     if not input._dtype.is_complex:
         raise RuntimeError(f"view_as_real is only supported for complex tensors, got "
                            f"{input._dtype.name}")
-    return apply("view_as_real", (input,), None, _as_real_forward, "ViewAsRealBackward0")
+    out = apply("view_as_real", (input,), None, _as_real_forward, "ViewAsRealBackward0")
+    return learn_reinterpreted("view_as_real", input, out) if _unrecorded(input) else out
 
 
 def view_as_complex(input: Tensor) -> Tensor:
     """A complex view of a float32/float64 tensor `(..., 2)`; PyTorch's layout rules."""
+    out = reinterpreted_view("view_as_complex", input)
+    if out is not None:
+        return out
     _check_tensor("view_as_complex", input)
     from ..autograd.apply import dispatch_function
-    return dispatch_function("view_as_complex", [input], _view_as_complex, (input,))
+    out = dispatch_function("view_as_complex", [input], _view_as_complex, (input,))
+    return learn_reinterpreted("view_as_complex", input, out) if _unrecorded(input) else out
 
 
 def _view_as_complex(input: Tensor) -> Tensor:

@@ -61,7 +61,10 @@ class Storage:
                 start = self.ptr - ctypes.addressof(slab)
                 slab = np.frombuffer(slab, dtype=np.uint8)
             else:
-                start = self.ptr - _address(slab)
+                last = _last_slab[0]            # (slab, its address), read once: threads
+                if last[0] is not slab:         # each cut from their own slab
+                    last = _last_slab[0] = (slab, _address(slab))
+                start = self.ptr - last[1]
             b = self._buffer = slab[start:start + self.nbytes]
         return b
 
@@ -106,6 +109,11 @@ class PooledStorage(Storage):
                 return
             _pool.setdefault(raw.nbytes, []).append((raw, self.ptr))
             _pool_bytes[0] += raw.nbytes
+
+
+# the slab array whose address `Storage.buffer` found last, with that address (tiny
+# tensors viewed by NumPy one after another mostly come from one slab)
+_last_slab: list[tuple[Any, int]] = [(None, 0)]
 
 
 def _address(arr: np.ndarray) -> int:

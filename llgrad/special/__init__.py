@@ -155,16 +155,14 @@ _HOST_DTYPES = (_dt.float32, _dt.float64)
 
 
 def _host(op: str, compute: Callable[[Any], Any], x_named: bool = False,
-          direct: Callable[[Any], Any] | None = None) -> Callable[[Tensor], Tensor]:
+          direct: Callable[[Any, Any], Any] | None = None) -> Callable[[Tensor], Tensor]:
     """`op` computed by `compute` on the host; `x_named`: its argument is `x`, as in the
-    ATen schemas of torch's newer special functions (airy_ai, scaled K0/K1). `direct(x)`,
-    where given, gives the same values for a float32/float64 NumPy view `x`, in x's dtype
-    (SciPy's float32 loops compute in double and round once, as `compute` on x in float64
-    and the cast back do): a plain tensor of those dtypes takes it without the
-    conversions."""
-    def fn(input: Tensor) -> Tensor:
-        if direct is not None and input.__class__ is Tensor and input._dtype in _HOST_DTYPES:
-            return _P.host_result(direct(input._numpy_view()), input._dtype)
+    ATen schemas of torch's newer special functions (airy_ai, scaled K0/K1).
+    `direct(x, out)`, where given, writes the same values for a float32/float64 NumPy
+    view `x` into `out`, a NumPy view of the result (x's shape and dtype; SciPy's float32
+    loops compute in double and round once, as `compute` on x in float64 and the cast
+    back do): a plain tensor of those dtypes takes it without the conversions."""
+    def general(input: Tensor) -> Tensor:
         import numpy as np
         x = _float(op, input)
         if getattr(x, "_ctx", None) is not None:
@@ -176,13 +174,32 @@ def _host(op: str, compute: Callable[[Any], Any], x_named: bool = False,
             r = compute(x.detach().numpy().astype(np.float64))
         from ..functions.creation import tensor
         return tensor(np.require(r, requirements="C"), dtype=x._dtype)
-    fn.__name__ = fn.__qualname__ = op
-    if x_named:
+
+    if direct is None:
+        fn = general
+    elif x_named:
+        def fn(x: Tensor) -> Tensor:
+            if x.__class__ is Tensor and x._dtype in _HOST_DTYPES:
+                out = _empty(x._shape, x._dtype)
+                direct(x._numpy_view(), out._numpy_view())
+                return out
+            return general(x)
+    else:
+        def fn(input: Tensor) -> Tensor:
+            if input.__class__ is Tensor and input._dtype in _HOST_DTYPES:
+                out = _empty(input._shape, input._dtype)
+                direct(input._numpy_view(), out._numpy_view())
+                return out
+            return general(input)
+    if x_named and direct is None:
         def fn_x(x: Tensor) -> Tensor:
-            return fn(x)
-        fn_x.__name__ = fn_x.__qualname__ = op
-        return fn_x
+            return general(x)
+        fn = fn_x
+    fn.__name__ = fn.__qualname__ = op
     return fn
+
+
+_empty = Tensor._empty
 
 
 def _sc(name: str) -> Callable[[Any], Any]:
@@ -197,22 +214,39 @@ def _airy_ai(x: Any) -> Any:
     return sc.airy(x)[0]
 
 
-def _sc_direct(name: str) -> Callable[[Any], Any]:
-    """SciPy's ufunc `name` on an array (in its dtype; a 0-d array stays an array)."""
-    def direct(x: Any) -> Any:
-        import scipy.special as sc
-        return _as_array(getattr(sc, name)(x))
+def _sc_direct(name: str) -> Callable[[Any, Any], Any]:
+    """SciPy's ufunc `name` from an array into `out` (of its shape and dtype)."""
+    def direct(x: Any, out: Any) -> Any:
+        ufunc = _ufuncs.get(name)
+        if ufunc is None:
+            import scipy.special as sc
+            ufunc = _ufuncs[name] = getattr(sc, name)
+        return ufunc(x, out)
     return direct
 
 
-def _airy_ai_direct(x: Any) -> Any:
-    import scipy.special as sc
-    return _as_array(sc.airy(x)[0])
+_ufuncs: dict[str, Any] = {}
+# (shape, NumPy dtype) -> the three arrays SciPy's airy writes Ai', Bi and Bi' into for
+# a small `airy_ai` (values never read: only Ai is the result; threads may share them)
+_airy_scratch: dict[tuple, tuple] = {}
 
 
-def _as_array(r: Any) -> Any:
-    import numpy as np
-    return r if r.__class__ is np.ndarray else np.asarray(r)
+def _airy_ai_direct(x: Any, out: Any) -> Any:
+    airy = _ufuncs.get("airy")
+    if airy is None:
+        import scipy.special as sc
+        airy = _ufuncs["airy"] = sc.airy
+    if x.size > 1024:
+        return airy(x, out, None, None, None)
+    key = (x.shape, x.dtype)
+    scratch = _airy_scratch.get(key)
+    if scratch is None:
+        import numpy as np
+        scratch = (np.empty(x.shape, x.dtype), np.empty(x.shape, x.dtype),
+                   np.empty(x.shape, x.dtype))
+        if len(_airy_scratch) < 64:
+            _airy_scratch[key] = scratch
+    return airy(x, out, *scratch)
 
 
 def _k(name: str) -> Callable[[Any], Any]:
