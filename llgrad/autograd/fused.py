@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
+from .._keys import attrs_key
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..ir import registry
@@ -258,7 +259,7 @@ def _apply(node: OpNode, g: Tensor, needs: tuple[bool, ...], memo: tuple[dict, A
     scalars = node._scalars
     attrs = node.attrs
     try:        # what decides whether the rule fuses (not the layouts: those pick a plan)
-        shape_key = (node.op, tuple(attrs.items()) if attrs else (), needs, g._lkey,
+        shape_key = (node.op, attrs_key(attrs) if attrs else (), needs, g._lkey,
                      node._meta, tuple(scalars) if scalars else None)
         if shape_key in _unfusable:
             return _decided(memo, _NOT_FUSABLE, ())

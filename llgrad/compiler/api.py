@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
+from .._keys import number_key
 from .. import _log
 from .._warnings import warn_at_user
 from ..autograd.grad_mode import is_grad_enabled
@@ -80,7 +81,7 @@ def _structure_key(s: Structure) -> Any:
             continue
         try:
             hash(v)
-            slots.append(("C", type(v).__name__, v))
+            slots.append(("C", type(v).__name__, number_key(v)))
         except TypeError:
             slots.append(("C", type(v).__name__, repr(v)))
     try:
@@ -133,7 +134,7 @@ class Entry:
                 now = read()
             except (LookupError, AttributeError):
                 return f"{what} no longer exists"
-            if now is not value and now != value:
+            if now is not value and (now != value or number_key(now) != number_key(value)):
                 return f"{what} changed: {value!r} -> {now!r}"
         return None
 
@@ -278,7 +279,7 @@ class CompiledFunction:
                 except ValueError:
                     continue
             if isinstance(v, (bool, int, float, complex, str)) or v is None:
-                values.append((name, v))
+                values.append((name, number_key(v)))
         return tuple(values)
 
     def __set_name__(self, owner: type, name: str) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .._keys import number_key
 from .._source import define
 from ..autograd.grad_mode import _state as grad_state
 from ..ir import dtypes as dt
@@ -32,6 +33,7 @@ MISS = object()        # returned by a specialized call whose checks failed
 
 
 _SIMPLE = (bool, int, float, complex, str, type(None))     # guarded values (see api._guards)
+_SIGNED = (float, complex)          # compared by `number_key`: signed zeros, NaN
 _MISSING = object()
 
 
@@ -63,8 +65,12 @@ def specialize(entry: Any, key: tuple, args: tuple, sources: list[tuple[str, Any
         if a.__class__ in DENSE_CLASSES:
             continue
         consts[f"K{i}"] = a
-        checks.append(f"a{i}.__class__ is not K{i}.__class__ or a{i} != K{i}"
-                      if a.__class__ in _SIMPLE else f"a{i} is not K{i}")
+        if a.__class__ in _SIGNED:          # -0.0 is not 0.0 here (`_keys.number_key`)
+            consts.update({"KEY": number_key, f"KK{i}": number_key(a)})
+            checks.append(f"a{i}.__class__ is not K{i}.__class__ or KEY(a{i}) != KK{i}")
+        else:
+            checks.append(f"a{i}.__class__ is not K{i}.__class__ or a{i} != K{i}"
+                          if a.__class__ in _SIMPLE else f"a{i} is not K{i}")
     for j, c in enumerate(entry.captured):
         consts[f"c{j}"] = c
         checks.append(f"c{j}._requires_grad is not {c._requires_grad}")
@@ -218,7 +224,12 @@ def _guard_checks(sources: list[tuple[str, Any, str]], consts: dict[str, Any]
                 read, value = f"W{k}.cell_contents", where.cell_contents
             except ValueError:                  # an empty cell: leave it to the key
                 return None
-        if value.__class__ in _SIMPLE:
+        if value.__class__ in _SIGNED:
+            consts.update({"KEY": number_key, f"V{k}": value, f"VK{k}": number_key(value)})
+            lines += [f"        v = {read}",
+                      f"        if v.__class__ is not V{k}.__class__ or KEY(v) != VK{k}:",
+                      "            return MISS"]
+        elif value.__class__ in _SIMPLE:
             consts[f"V{k}"] = value
             lines += [f"        v = {read}",
                       f"        if v.__class__ is not V{k}.__class__ or v != V{k}:",

@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Sequence
 
+from .._keys import attrs_key, number_key
 from .. import _log
 from ..autograd import anomaly
 from ..autograd.grad_mode import _state as grad_state
@@ -118,7 +119,7 @@ def _traced(fn: Callable[..., Any], args: tuple[Any, ...], name: str) -> Callabl
 def forward(op: str, operands: Sequence[Any], attrs: dict[str, Any]) -> Tensor | None:
     """The op's output from its compiled decomposition, or None when the key runs
     eagerly (the caller runs the decomposition). Operands must all be plain tensors."""
-    key = ("forward", op, tuple(attrs.items()), tuple(o._lkey for o in operands))
+    key = ("forward", op, attrs_key(attrs), tuple(o._lkey for o in operands))
     try:
         fn = _compiled.get(key)
     except TypeError:                  # an unhashable attribute
@@ -155,7 +156,7 @@ class CompiledRuleNode(OpNode):
         if not all(x is None or isinstance(x, (Tensor, int, float)) for x in inputs):
             return super().apply(grads)
         needs = self.needs_input_grad
-        key = ("rule", self.op, tuple(self.attrs.items()), g._lkey, needs,
+        key = ("rule", self.op, attrs_key(self.attrs), g._lkey, needs,
                tuple(x._lkey if isinstance(x, Tensor) else x for x in inputs),
                None if output is None else output._lkey)
         family = ("rule", self.op, key[2], (g._dtype, len(g._shape)), needs,
@@ -197,7 +198,7 @@ def _signature(values: Any, tensors: list[Tensor]) -> tuple | None:
             tensors.append(v)
             sig.append(v._lkey)
         elif c in _SCALARS:
-            sig.append((c, v))
+            sig.append(number_key(v))       # (-0.0 and 0.0 apart: `_keys`)
         elif c is tuple or c is list:
             inner = _signature(v, tensors)
             if inner is None:

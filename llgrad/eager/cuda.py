@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .._keys import attrs_key
 from .. import _log, pytree
 from ..autograd.apply import Interpreter, interpreters, needs_grad, record
 from ..autograd.engine import IN_BACKWARD
@@ -398,7 +399,7 @@ def _on_device(tensors: list[Tensor], op: str) -> list[CudaTensor]:
 def _key_of(kind: str, op: str, attrs: Any, operands: Sequence[Any]) -> tuple | None:
     parts: list[Any] = [kind, op]
     try:
-        parts.append(tuple(sorted(attrs.items())) if isinstance(attrs, dict) else attrs)
+        parts.append(tuple(sorted(attrs_key(attrs))) if isinstance(attrs, dict) else attrs)
         for o in operands:
             if isinstance(o, Tensor):
                 parts.append(("T", o._dtype, o._shape))

@@ -12,6 +12,7 @@ import struct
 import threading
 from typing import Any, Sequence
 
+from .._keys import attrs_key
 from .._source import define
 from ..codegen.elementwise import build_text
 from ..ir import dtypes as dt
@@ -95,7 +96,7 @@ _exprs: dict[tuple, tuple[Expr, DType]] = {}
 
 def expression(op: str, stored: tuple[DType, ...], computed: tuple[DType, ...],
                attrs: tuple[tuple[str, Any], ...]) -> tuple[Expr, DType]:
-    key = (op, stored, computed, attrs)
+    key = (op, stored, computed, attrs_key(dict(attrs)) if attrs else ())
     hit = _exprs.get(key)
     if hit is not None:
         return hit
@@ -196,7 +197,7 @@ _PLAN_LIMIT = 8192
 
 def _key(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,
          out: Tensor | None) -> tuple:
-    parts: list[Any] = [op, tuple(attrs.items()) if attrs else None,
+    parts: list[Any] = [op, attrs_key(attrs) if attrs else None,
                         out._lkey if out is not None else None]
     for o in operands:
         parts.append(o._lkey if isinstance(o, Tensor) else type(o))

@@ -10,6 +10,7 @@ import ctypes
 import threading
 from typing import Any, Callable, Sequence
 
+from .._keys import attrs_key
 from ..ir import dtypes
 from ..ir.types import normalize_axis
 from ..ops.shape import check_permutation, expand_shape, infer_reshape_shape
@@ -259,7 +260,7 @@ def copy_replay(forward: Callable[[str, Any, dict], Tensor]
     not kept (the next call runs `forward` again)."""
     def replayed(op: str, operands: Any, attrs: dict) -> Tensor:
         try:
-            key = (forward, tuple(attrs.items()) if attrs else (),
+            key = (forward, attrs_key(attrs) if attrs else (),
                    tuple([o._lkey for o in operands]))
             r = _replays.get(key)
         except (TypeError, AttributeError):         # unhashable attribute, not a tensor
@@ -298,7 +299,7 @@ def replay_of(forward: Callable[[str, Any, dict], Tensor], operands: Sequence[Te
     if any."""
     try:
         return _replays.get((forward.__wrapped__,                  # type: ignore[attr-defined]
-                             tuple(attrs.items()) if attrs else (),
+                             attrs_key(attrs) if attrs else (),
                              tuple([o._lkey for o in operands])))
     except TypeError:
         return None

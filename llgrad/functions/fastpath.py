@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .._keys import attrs_key
 from ..autograd import anomaly, forward_ad
 from ..autograd.apply import direct_recorder, interpreters, record
 from ..autograd.grad_mode import _state as grad_state
@@ -241,7 +242,7 @@ def elementwise(op: str, operands: tuple, attrs: dict[str, Any], name: str | Non
     `name` and the attributes are the default)."""
     if interpreters or forward_ad._level[0]:
         return general(op, operands, attrs, name)
-    parts: list[Any] = [op, tuple(attrs.items()) if attrs else None]
+    parts: list[Any] = [op, attrs_key(attrs) if attrs else None]
     recorded = False
     for o in operands:
         c = o.__class__

@@ -13,6 +13,7 @@ import math
 import warnings
 from typing import Any, Sequence
 
+from .._keys import attrs_key
 from .. import functions as lg
 from ..autograd import anomaly, forward_ad
 from ..autograd.apply import (apply_composite, composite_function, interpreters, needs_grad,
@@ -59,7 +60,7 @@ def _composite(op: str, operands: Sequence[Tensor], attrs: dict[str, Any]) -> Te
     validation."""
     key = None
     try:
-        key = (op, tuple(attrs.items()), tuple([v.__class__ for v in attrs.values()]),
+        key = (op, attrs_key(attrs), tuple([v.__class__ for v in attrs.values()]),
                tuple([t._lkey if t.__class__ is Tensor else None for t in operands]))
         done = _checked.get(key)
     except (TypeError, AttributeError):        # an unhashable attribute: no cache
@@ -190,8 +191,11 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
         raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val "
                          f"({max_val})")
     def clip(x: Tensor) -> Tensor:
-        return lg.where(lg.le(x, min_val), lg.full_like(x, min_val),
-                        lg.where(lg.ge(x, max_val), lg.full_like(x, max_val), x))
+        # at a bound the value is x itself (a -0.0 input stays -0.0 against a 0.0 bound,
+        # as in torch) and the gradient is zero: the bound's branch is detached
+        low = lg.where(lg.lt(x, min_val), lg.full_like(x, min_val), x).detach()
+        high = lg.where(lg.gt(x, max_val), lg.full_like(x, max_val), x).detach()
+        return lg.where(lg.le(x, min_val), low, lg.where(lg.ge(x, max_val), high, x))
     return _act("hardtanh", clip, input, inplace)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .._keys import attrs_key
 from ..ir import registry
 from ..ir.dtypes import DType
 
@@ -28,13 +29,27 @@ def op_cost(op: str) -> int:
     return 8 if op in EXPENSIVE else 1
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class ExprNode:
-    """One op of a scalar DAG; `args` index inputs first (0..n_in-1), then earlier nodes."""
+    """One op of a scalar DAG; `args` index inputs first (0..n_in-1), then earlier nodes.
+
+    Nodes compare and hash by their attributes' `number_key`s, so a node holding -0.0
+    never equals (nor shares a compiled kernel with) one holding 0.0."""
 
     op: str
     args: tuple[int, ...]
     attrs: tuple[tuple[str, Any], ...] = ()
+
+    def _key(self) -> tuple:
+        return (self.op, self.args, attrs_key(dict(self.attrs)) if self.attrs else ())
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not ExprNode:
+            return NotImplemented
+        return self._key() == other._key()         # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
 
 @dataclass(frozen=True, slots=True)

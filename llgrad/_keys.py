@@ -1,0 +1,40 @@
+"""Cache keys for Python numbers that keep apart what `==` conflates.
+
+`0.0 == -0.0` and the two hash alike, so a cache keyed by the plain value hands the code
+specialized for one to a call with the other (`x + c`, `fill(c)`, `pad(value=c)` then give
++0.0 where -0.0 was asked for). NaN is the opposite case: it equals nothing, so a key
+holding it never hits and each call would specialize again. `number_key` gives the
+signed zeros different keys and every NaN one key.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["number_key", "attrs_key"]
+
+
+def number_key(v: Any) -> Any:
+    """A hashable key for the Python value `v` (any type): `(type, value)`, with `repr`
+    in place of the value for a float zero or NaN, and per part for complex numbers."""
+    c = v.__class__
+    if c is float:
+        if v == 0.0 or v != v:
+            return (c, repr(v))            # '0.0' / '-0.0' / 'nan'
+        return (c, v)
+    if c is complex:
+        return (c, number_key(v.real), number_key(v.imag))
+    if c is tuple or c is list:
+        return (c, tuple(number_key(x) for x in v))
+    return (c, v)
+
+
+def attrs_key(attrs: dict[str, Any]) -> tuple:
+    """`tuple(attrs.items())` as a cache key: the plain items unless a value is a float
+    zero or NaN, a complex number or a sequence, whose values then go through
+    `number_key`."""
+    items = tuple(attrs.items())
+    for _, v in items:
+        c = v.__class__
+        if c is float and (v == 0.0 or v != v) or c is complex or c is tuple or c is list:
+            return tuple((k, number_key(x)) for k, x in items)
+    return items
