@@ -730,6 +730,15 @@ def _unique_host(op: str, input: Tensor, consecutive: bool, return_inverse: bool
         if input.ndim == 0:
             raise IndexError(f"{op}(): dim {dim} out of range for a 0-d tensor")
         d = normalize_axis(dim, input.ndim, op)
+        if a.size == 0:
+            if any(n == 0 for k, n in enumerate(a.shape) if k != d):
+                raise RuntimeError("There are 0 sized dimensions, and they aren't selected, "
+                                   "so unique cannot be applied")
+            # (only `dim` is empty: no slices, the input comes back as it is)
+            out = _from_host(np.array(a), input._dtype)
+            empty = [_from_host(np.zeros(0, np.int64), dt.int64)
+                     for f in (return_inverse, return_counts) if f]
+            return out if not empty else (out, *empty)
         order_axes = (d,) + tuple(k for k in range(a.ndim) if k != d)   # `d` first
         moved = a.transpose(order_axes)
         rows = moved.reshape(moved.shape[0], -1)
@@ -812,8 +821,10 @@ def _before(a: Tensor, v: Tensor, right: bool) -> Tensor:
 def _binary_search(s: np.ndarray, v: np.ndarray, right: bool) -> np.ndarray:
     """The search torch runs, vectorized over values: the first position whose boundary
     fails `_before` (so NaN boundaries, sorted last, and NaN values place as in torch)."""
-    rows_s = s.reshape(-1, s.shape[-1]) if s.ndim > 1 else s.reshape(1, -1)
-    rows_v = v.reshape(rows_s.shape[0], -1) if s.ndim > 1 else v.reshape(1, -1)
+    # (the row counts spelled out: a reshape to -1 is ambiguous when a size is 0)
+    lead = int(np.prod(s.shape[:-1], dtype=np.int64)) if s.ndim > 1 else 1
+    rows_s = s.reshape(lead, s.shape[-1])
+    rows_v = v.reshape(lead, v.shape[-1] if s.ndim > 1 else v.size)
     m = rows_s.shape[1]
     lo = np.zeros(rows_v.shape, np.int64)
     hi = np.full(rows_v.shape, m, np.int64)
@@ -860,9 +871,6 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
     sequence. int64 (int32 with `out_int32`). Eagerly torch's binary search on the host;
     traced, a count of the boundaries before each value (O(boundaries) per value; the two
     agree unless the boundaries hold NaN)."""
-    from .reduction import sum as sum_
-    from .shape import unsqueeze
-    op = "searchsorted"
     if side is not None:
         if side not in ("left", "right"):
             raise RuntimeError(f"searchsorted(): side can only be 'left' or 'right' but got "

@@ -636,7 +636,7 @@ def _float_bits(v: Any) -> int:
 def _edges(op: str, a: Any, bins: Any, rng: Any, np_dtype: Any, k: int | None = None
            ) -> Any:
     """Bin edges of one dimension: a tensor of edges, or `bins` equal bins over `rng` (or
-    the data's min and max, widened by 0.5 when equal)."""
+    the data's min and max, widened by 0.5 when equal; [0, 1] for no data)."""
     import numpy as np
     if isinstance(bins, Tensor):
         e = bins.detach()._values().astype(np_dtype).reshape(-1)
@@ -654,8 +654,8 @@ def _edges(op: str, a: Any, bins: Any, rng: Any, np_dtype: Any, k: int | None = 
                                f"{rng[1]} for dimension {k or 0}")
     elif a.size:
         lo, hi = a.min(), a.max()
-    else:
-        lo, hi = np_dtype.type(0), np_dtype.type(0)
+    else:                               # no data and no range: torch bins over [0, 1]
+        lo, hi = np_dtype.type(0), np_dtype.type(1)
     if not (np.isfinite(lo) and np.isfinite(hi)):
         raise RuntimeError(f"{op}(): range of [{lo}, {hi}] is not finite")
     if lo == hi:
@@ -708,8 +708,8 @@ def histogramdd(input: Tensor, bins: Any = 10, *, range: Any = None, weight: Any
     density. Returns `(hist, bin_edges)` (a list of D edge tensors)."""
     import numpy as np
     x = _float_only("histogramdd", _tensor("histogramdd", input))
-    if x.ndim < 1:
-        raise RuntimeError("histogramdd(): input should have at least 1 dimension")
+    if x.ndim < 2:
+        raise RuntimeError("histogramdd(): input tensor should have at least 2 dimensions")
     D = x._shape[-1]
     if weight is not None:
         _tensor("histogramdd", weight, "weight")
@@ -722,7 +722,7 @@ def histogramdd(input: Tensor, bins: Any = 10, *, range: Any = None, weight: Any
                                f"got {list(weight._shape)}")
     a, w = _host_values("histogramdd", x, weight)
     dtype = a.dtype
-    pts = a.reshape(-1, D)
+    pts = a.reshape(int(np.prod(x._shape[:-1], dtype=np.int64)), D)   # (not -1: D may be 0)
     if isinstance(bins, (int, Tensor)):
         bins_list = [bins] * D
     else:
@@ -744,7 +744,7 @@ def histogramdd(input: Tensor, bins: Any = 10, *, range: Any = None, weight: Any
         ok = pos[0] >= 0
         flat_index = pos[0]
     else:
-        ok = np.ones(pts.shape[0], dtype=bool)
+        ok = np.full(pts.shape[0], D > 0)   # (no dimensions: torch counts nothing)
         for p in pos:
             ok &= p >= 0
         flat_index = np.zeros(pts.shape[0], dtype=np.int64)
@@ -793,7 +793,7 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Any = None, weight: Any 
 def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
     """How often each value 0..max occurs in a 1-D non-negative integer tensor (at least
     `minlength` bins); with `weights`, their sums per value (float32 weights give
-    float32, other weights float64, as PyTorch)."""
+    float32, other weights float64, as PyTorch; an empty input gives int64 zeros)."""
     import numpy as np
     x = _tensor("bincount", input)
     if x._dtype.is_floating_point or x._dtype.is_complex or x._dtype is dt.bool_:
@@ -810,7 +810,7 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     a, w = _host_values("bincount", x, weights)
     if a.size and a.min() < 0:
         raise RuntimeError("bincount(): input should contain only non-negative values")
-    if w is None:
+    if w is None or not a.size:         # (torch: an empty input counts in int64, weights or not)
         return host_tensor(np.bincount(a, minlength=minlength), dt.int64)
     res = np.bincount(a, weights=w, minlength=minlength)
     kind = dt.float32 if weights._dtype is dt.float32 else dt.float64
