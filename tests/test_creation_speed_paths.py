@@ -13,7 +13,7 @@ import pytest
 import llgrad as lg
 from llgrad.eager import elementwise as ew
 from llgrad.eager import views
-from llgrad.functions import creation, tensor_extras
+from llgrad.functions import creation
 from llgrad.runtime import launch
 
 pytestmark = pytest.mark.usefixtures("fresh_direct_tables")

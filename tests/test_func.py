@@ -260,6 +260,8 @@ def test_vjp_and_jvp_match_torch():
     xl, yl = lg.tensor(a, dtype=lg.float64), lg.tensor(a[::-1].copy(), dtype=lg.float64)
     xt, yt = torch.tensor(a), torch.tensor(a[::-1].copy())
     (ol, vl), (ot, vt) = lg.func.vjp(f_l, xl, yl), torch.func.vjp(f_t, xt, yt)
+    for o, w in zip(ol, ot):
+        np.testing.assert_allclose(o.numpy(), w.numpy(), rtol=1e-14)
     ctl = (lg.ones(3, dtype=lg.float64), lg.tensor(2.0, dtype=lg.float64))
     ctt = (torch.ones(3, dtype=torch.float64), torch.tensor(2.0, dtype=torch.float64))
     for g, w in zip(vl(ctl), vt(ctt)):
@@ -268,3 +270,5 @@ def test_vjp_and_jvp_match_torch():
                           torch.func.jvp(f_t, (xt, yt), (yt, xt)))
     for g, w in zip(tl, tt):
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-14)
+    for o, w in zip(pl, pt):
+        np.testing.assert_allclose(o.numpy(), w.numpy(), rtol=1e-14)

@@ -263,7 +263,7 @@ def test_nan_attribute_roundtrips() -> None:
 def test_deep_graph_prints_parses_verifies_and_runs() -> None:
     """Thousands of chained nodes: nothing may recurse per node."""
     b = Builder("deep")
-    v = x = b.param(T(f32, 3), "x")
+    v = b.param(T(f32, 3), "x")
     for _ in range(3000):
         v = b.op("neg", v)
     g = b.build(v)

@@ -15,7 +15,7 @@ def _params(lib, dtype="float32"):
     """Three parameters with gradients (one parameter without), same values in both."""
     r = np.random.default_rng(3)
     shapes = [(3, 4), (4,), (2, 2, 2)]
-    ps, grads = [], []
+    ps = []
     for k, s in enumerate(shapes):
         p = lib.nn.Parameter(lib.tensor(r.standard_normal(s).astype(dtype)))
         p.grad = lib.tensor((r.standard_normal(s) * (k + 1)).astype(dtype))

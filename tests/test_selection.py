@@ -218,7 +218,7 @@ def test_inplace_methods():
             return v
         ra = getattr(a, name)(*[conv(lg, v) for v in args])
         rb = getattr(b, name)(*[conv(torch, v) for v in args])
-        assert ra is a
+        assert ra is a and rb is b
         check_same(a, b)
     a, b = lg.tensor(X), torch.tensor(X)
     a.index_put_((lg.tensor([0, 2]),), lg.tensor(1., dtype=lg.float64), accumulate=True)

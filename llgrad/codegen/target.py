@@ -21,7 +21,7 @@ import llvmlite.binding as llvm
 
 from .. import _log
 from . import diskcache
-from .worker import (HAND_VECTORIZED, LIGHT_MARKERS, CompileWorker, compile_many, enabled as worker_enabled,
+from .worker import (LIGHT_MARKERS, CompileWorker, compile_many, enabled as worker_enabled,
                      optimize, target_machine)
 
 VERSION = diskcache.VERSION

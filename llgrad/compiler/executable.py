@@ -21,7 +21,6 @@ from __future__ import annotations
 import ctypes
 import struct
 import threading
-import time
 from typing import Any
 
 import numpy as np

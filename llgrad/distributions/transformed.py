@@ -733,7 +733,6 @@ class InverseGamma(TransformedDistribution):
         return L.where(self.concentration > 2, result, inf_like(result))
 
     def entropy(self) -> Tensor:
-        L = lg()
         return (self.concentration + self.rate.log() + self.concentration.lgamma()
                 - (1 + self.concentration) * self.concentration.digamma())
 

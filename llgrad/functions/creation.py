@@ -16,7 +16,7 @@ from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
 from ..runtime import launch as _launch
-from ..runtime.storage import SLAB_MAX, _slabs
+from ..runtime.storage import _slabs
 from ..schedule.layout import contiguous_strides
 from ..tensor import Size, Tensor, _row_major_strides
 from ..tracer import context as _trace

@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
-import math
 from typing import Any, Callable, Sequence
 
 import numpy as np

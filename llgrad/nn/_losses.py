@@ -541,7 +541,6 @@ def _ctc_forward(lp: np.ndarray, targets: np.ndarray, in_lens: np.ndarray,
     t_max, n, c = lp.shape
     if n == 0:
         return np.zeros(n), (np.zeros_like(lp) if with_grad else None)
-    ninf = -np.inf
     with np.errstate(divide="ignore"):             # log(0) = -inf: no alignment
         return _ctc_batch(lp, targets, in_lens, tgt_lens, blank, zero_infinity, with_grad)
 
@@ -847,4 +846,4 @@ TORCH_LEVEL: dict[str, Callable[..., Tensor]] = {
     "pairwise_distance": pairwise_distance,
     "pdist": pdist,
 }
-"""Functions for the lead to bind at `lg.*` level (torch's signatures)."""
+"""Functions bound at `lg.*` level (torch's signatures)."""

@@ -640,9 +640,9 @@ def _embedding_renorm_(weight: Tensor, indices: Tensor, max_norm: float,
 
 from ._attention import scaled_dot_product_attention  # noqa: E402
 from ._layers import batch_norm, one_hot  # noqa: E402
-# Convolution, pooling, normalization, padding, resampling and channel dropout (conv/pool
-# engineer's files); conv2d, max_pool2d, pad and the pools above are defined there.
-from ._conv import (conv1d, conv2d, conv3d, conv_tbc, conv_transpose1d,  # noqa: E402
+# Convolution, pooling, normalization, padding, resampling and channel dropout live in
+# their own modules; conv2d, max_pool2d, pad and the pools above are defined there.
+from ._conv import (conv1d, conv2d, conv3d, conv_tbc, conv_transpose1d,  # noqa: E402,F401
                     conv_transpose2d, conv_transpose3d)
 from ._dropout import (alpha_dropout, dropout1d, dropout2d, dropout3d,  # noqa: E402
                        feature_alpha_dropout)
@@ -676,7 +676,7 @@ __all__ += ["conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"
             "affine_grid", "fold", "grid_sample", "interpolate", "pixel_shuffle",
             "pixel_unshuffle", "unfold", "upsample", "upsample_bilinear", "upsample_nearest"]
 
-# Activations, losses, distances and misc layers (nn engineer's files).
+# Activations, losses, distances and misc layers, from their own modules.
 from ._activations import (celu_, glu, hardshrink, hardsigmoid, hardswish,  # noqa: E402
                            prelu, rrelu, rrelu_, selu_, softmin, softshrink, tanhshrink,
                            threshold, threshold_)

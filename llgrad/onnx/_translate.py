@@ -1040,7 +1040,6 @@ def _translate(model: Any, traced: Traced, names_in: list[str], names_out: list[
                 except Exception:                  # evaluate at run time instead
                     continue
     cx = Context(overrides, names)
-    out_set = {o: i for i, o in enumerate(g.outputs)}
 
     def name_of(node: Node) -> str:
         got = names.get(node)

@@ -4,7 +4,7 @@
 is its host address plus `EMULATED_DEVICE_OFFSET` (2^47, outside user space): host code
 that mistakes a device pointer for host memory faults, as it would with a GPU, and the
 copies, the gemm and the host builds of the kernels take the offset off.
-Kernels are the lead's host builds of each GPU kernel, `void f(int64_t *params, int64_t *dims)`
+Kernels are the host builds of each GPU kernel, `void f(int64_t *params, int64_t *dims)`
 with `dims = [gx, gy, gz, bx, by, bz, shared]`, which loop over every block and thread
 themselves; `launch` validates the launch shape as the driver would and makes one ctypes
 call. Streams and events are synchronous (all work is done when a call returns); events

@@ -9,7 +9,7 @@ the start of each epoch for a new order (every rank draws the same permutation).
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator, Sized
+from typing import Iterator, Sized
 
 from .sampler import Sampler, randperm_list
 
