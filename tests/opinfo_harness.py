@@ -267,6 +267,58 @@ def compare_eig(mine: Any, theirs: Any) -> str | None:
     return None
 
 
+# singular vector outputs: column j of U (and of V) is defined up to a unit phase (a sign
+# when real), the same one for u_j and v_j; with full_matrices=True (some=False) the columns
+# past min(m, n) are any orthonormal basis of the complement. Compared as torch's own tests
+# do: S exactly, the first min(m, n) columns after aligning each pair's phase to torch's,
+# the rest by being unitary; the gradient check runs on the sample's gauge-invariant view
+# (its output_process_fn_grad: |U|, S, |Vh|, U @ Vh)
+SVD_OPS = {"svd", "linalg.svd"}
+
+
+def compare_svd(key: str, mine: Any, theirs: Any) -> str | None:
+    """`compare` for SVD_OPS: (U, S, Vh) of linalg.svd, (U, S, V) of torch.svd."""
+    a, b = flatten(mine), flatten(theirs)
+    if len(a) != len(b) or len(b) != 3:
+        return compare(mine, theirs)
+    for i in range(3):
+        if not isinstance(a[i], lg.Tensor):
+            return f"output {i}: {type(a[i]).__name__}, torch a Tensor"
+    (uv, ud), (sv, sd), (vv, vd) = (to_np(x) for x in a)
+    (tu, tud), (ts, tsd), (tv, tvd) = (to_np(x) for x in b)
+    for i, (mv, md, wv, wd) in enumerate(((uv, ud, tu, tud), (sv, sd, ts, tsd),
+                                          (vv, vd, tv, tvd))):
+        if md != wd or mv.shape != wv.shape:
+            return f"output {i}: {md}{list(mv.shape)}, torch {wd}{list(wv.shape)}"
+    diff = compare(a[1], b[1])
+    if diff:
+        return diff.replace("output 0", "output 1")
+    if key == "linalg.svd":           # Vh: V's columns are Vh's conjugated rows
+        vv, tv = np.conj(np.swapaxes(vv, -1, -2)), np.conj(np.swapaxes(tv, -1, -2))
+    if not uv.size and not vv.size:
+        return None
+    if not np.any(tu) and not np.any(tv):     # torch.svd(compute_uv=False): zeros
+        return compare(mine, theirs)
+    k = sv.shape[-1]
+    rtol, atol = TOL.get(tud, (0, 0))
+    mu, wu, mvv, wvv = uv[..., :k], tu[..., :k], vv[..., :k], tv[..., :k]
+    dot = (np.sum(np.conj(mu) * wu, axis=-2, keepdims=True) +
+           np.sum(np.conj(mvv) * wvv, axis=-2, keepdims=True))
+    size = np.abs(dot)
+    phase = np.where(size > 0, dot / np.where(size > 0, size, 1), 1)
+    for i, (m, w) in ((0, (mu, wu)), (2, (mvv, wvv))):
+        aligned = m * phase
+        if aligned.size and not np.allclose(aligned, w, rtol=rtol, atol=atol, equal_nan=True):
+            err = np.nanmax(np.abs(aligned - w))
+            return f"output {i}: singular vectors differ beyond a phase (max abs err {err:.3g})"
+    for i, m in ((0, uv), (2, vv)):
+        if m.shape[-1] > k and m.size:
+            gram = np.conj(np.swapaxes(m, -1, -2)) @ m
+            if not np.allclose(gram, np.eye(m.shape[-1]), rtol=rtol, atol=10 * atol):
+                return f"output {i}: not unitary (full_matrices columns)"
+    return None
+
+
 def compare(mine: Any, theirs: Any, random: bool = False) -> str | None:
     """None when llgrad's output equals torch's, else what differs."""
     a, b = flatten(mine), flatten(theirs)
@@ -442,7 +494,7 @@ def run_values(op: Any, fn: Callable[..., Any], sample: Any, res: OpResult) -> A
         return None
     try:
         args = (to_lg(sample.input), to_lg(sample.args), to_lg(sample.kwargs))
-    except Unsupported as e:
+    except Unsupported:
         res.samples -= 1
         return None
     try:
@@ -454,6 +506,8 @@ def run_values(op: Any, fn: Callable[..., Any], sample: Any, res: OpResult) -> A
         diff = compare_ties(op, sample, got, want)
     elif key_of(op) in EIG_OPS:
         diff = compare_eig(got, want)
+    elif key_of(op) in SVD_OPS:
+        diff = compare_svd(key_of(op), got, want)
     else:
         diff = compare(got, want, random=is_random(op, sample))
     if diff:
@@ -492,7 +546,7 @@ def run_grad(op: Any, fn: Callable[..., Any], sample: Any, res: OpResult) -> Non
         return
     try:
         out_t = _torch_call(op, sample)
-        if key_of(op) in EIG_OPS:       # the sample's gauge-invariant view (|eigenvectors|)
+        if key_of(op) in EIG_OPS | SVD_OPS:  # the sample's gauge-invariant view (|vectors|)
             out_t = sample.output_process_fn_grad(out_t)
     except Exception:
         return
@@ -529,7 +583,7 @@ def run_grad(op: Any, fn: Callable[..., Any], sample: Any, res: OpResult) -> Non
         return
     try:
         out = fn(x, *a, **k)
-        if key_of(op) in EIG_OPS:
+        if key_of(op) in EIG_OPS | SVD_OPS:
             out = sample.output_process_fn_grad(tuple(out))
         outs = [o for o in flatten(out) if isinstance(o, lg.Tensor) and o.requires_grad]
         if len(outs) != len(outs_t):

@@ -323,9 +323,21 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
         p = 2.0
     if p == "nuc":                          # the sum of singular values (lg.linalg)
         from ..linalg import matrix_norm
-        return matrix_norm(x, "nuc", (-2, -1) if dim is None else dim, keepdim)
+        return matrix_norm(x, "nuc", tuple(range(x.ndim)) if dim is None else dim, keepdim)
+    axes = _axes(dim, x.ndim, "norm")
+    if x.numel() == 0 and not isinstance(p, str) and (p < 0 or p == float("inf")):
+        # these orders have no identity: as torch's vector_norm, no reduction of a whole
+        # empty tensor or over an empty dimension
+        if not axes:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {p} norm on an empty "
+                               f"tensor because the operation does not have an identity")
+        for a in axes:
+            if x._shape[a] == 0:
+                raise RuntimeError(f"linalg.vector_norm cannot compute the {p} norm on the "
+                                   f"dimension {a} because this dimension is empty and the "
+                                   f"operation does not have an identity")
     # PyTorch's norm (any p, any dims) runs linalg.vector_norm, and names its node so
-    return apply_composite("norm", (x,), {"axes": _axes(dim, x.ndim, "norm"),
+    return apply_composite("norm", (x,), {"axes": axes,
                                           "keepdim": keepdim, "p": float(p)},
                            "LinalgVectorNormBackward0")
 

@@ -30,8 +30,9 @@ RuntimeError, for value-dependent failures); the `_ex` variants return LAPACK's 
 
 Where llgrad differs: `linalg.diagonal` returns a copy (torch: a view); singular vectors
 and eigenvectors have LAPACK's signs (phases), as torch's do but not necessarily the same
-ones on every LAPACK build; `svd`'s gradient with `full_matrices=True` of a non-square
-matrix raises (use full_matrices=False).
+ones on every LAPACK build. As in torch, `svd`'s gradient with `full_matrices=True` ignores
+the gradients of U's columns and Vh's rows past min(m, n) (any orthonormal basis of the
+complement).
 """
 from ..functions.linalg import matmul
 from ._composed import (cond, cross, diagonal, matrix_norm, matrix_power, matrix_rank,

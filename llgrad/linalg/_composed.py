@@ -63,9 +63,18 @@ def vector_norm(x: Tensor, ord: float = 2, dim: Any = None, keepdim: bool = Fals
     x = _norm_dtype(op, x, dtype)
     if isinstance(dim, (list, tuple)) and len(dim) == 0:
         dim = None
-    if dim is None and (ord < 0 or ord == math.inf) and x.numel() == 0:
-        raise RuntimeError(f"{op}: Expected a non-empty tensor for ord={ord} (the norm "
-                           f"reduces over an empty dimension)")
+    if (ord < 0 or ord == math.inf) and x.numel() == 0:
+        # no identity for these orders: torch refuses reducing all of an empty tensor or
+        # any empty dimension (a reduction over non-empty dims of it gives an empty result)
+        if dim is None:
+            raise RuntimeError(f"{op} cannot compute the {ord} norm on an empty tensor "
+                               f"because the operation does not have an identity (expected "
+                               f"a non-empty tensor)")
+        for d in ((dim,) if isinstance(dim, int) else tuple(dim)):
+            if x._shape[normalize_axis(d, x.ndim, op)] == 0:
+                raise RuntimeError(f"{op} cannot compute the {ord} norm on the dimension "
+                                   f"{d} because this dimension is empty and the operation "
+                                   f"does not have an identity")
     return _out(_reduction.norm(x, float(ord), dim, keepdim), out, op)
 
 
@@ -95,30 +104,34 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool 
     op = "linalg.matrix_norm"
     check_tensor(op, A)
     check_matrix(op, A)
+    if ord not in ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf):
+        raise RuntimeError(f"{op}: Order {ord} not supported.")
     A = _norm_dtype(op, A, dtype)
     d0, d1 = _two_dims(op, A, dim)
     if isinstance(ord, str):
         if ord == "fro":
             return _out(vector_norm(A, 2, (d0, d1), keepdim), out, op)
-        if ord != "nuc":
-            raise RuntimeError(f"{op}: Order {ord} not supported.")
         S = D.svdvals(F.movedim(A, (d0, d1), (-2, -1)))
         return _out(_restore(F.sum(S, -1), d0, d1, keepdim), out, op)
-    if ord not in (1, -1, 2, -2, math.inf, -math.inf):
-        raise RuntimeError(f"{op}: Order {ord} not supported.")
-    if A.numel() == 0 and ord in (-1, -2, -math.inf, 2, 1, math.inf):
-        raise RuntimeError(f"{op}: Expected a non-empty tensor for ord={ord}")
+
+    def extreme(v: Tensor, d: int, keep: bool) -> Tensor:
+        # the max (min) of non-negative values over `d`; over an empty `d` the max is 0
+        # (a constant, as in torch: it does not require grad), the min has no value:
+        # IndexError, as torch's amin
+        if v._shape[d] == 0:
+            if ord > 0:
+                return F.sum(v.detach(), d, keepdim=keep)
+            raise IndexError(f"amin(): Expected reduction dim {d} to have non-zero size.")
+        return F.amax(v, d, keepdim=keep) if ord > 0 else F.amin(v, d, keepdim=keep)
+
     if ord in (2, -2):
         S = D.svdvals(F.movedim(A, (d0, d1), (-2, -1)))
-        r = F.amax(S, -1) if ord == 2 else F.amin(S, -1)
-        return _out(_restore(r, d0, d1, keepdim), out, op)
+        return _out(_restore(extreme(S, S.ndim - 1, False), d0, d1, keepdim), out, op)
     absA = F.abs(A)
     if ord in (1, -1):          # column sums, then the max (min) over columns
-        s = F.sum(absA, d0, keepdim=True)
-        r = F.amax(s, d1, keepdim=True) if ord == 1 else F.amin(s, d1, keepdim=True)
+        r = extreme(F.sum(absA, d0, keepdim=True), d1, True)
     else:                       # row sums
-        s = F.sum(absA, d1, keepdim=True)
-        r = F.amax(s, d0, keepdim=True) if ord > 0 else F.amin(s, d0, keepdim=True)
+        r = extreme(F.sum(absA, d1, keepdim=True), d0, True)
     if not keepdim:
         r = F.squeeze(F.squeeze(r, max(d0, d1)), min(d0, d1))
     return _out(r, out, op)
@@ -137,8 +150,9 @@ def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *,
             return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype,
                                out=out)
         if len(dims) == 2:
-            return matrix_norm(A, "fro" if ord is None else ord, dims, keepdim, dtype=dtype,
-                               out=out)
+            if ord is None:             # the 2-norm of the elements, as torch
+                return vector_norm(A, 2, dims, keepdim, dtype=dtype, out=out)
+            return matrix_norm(A, ord, dims, keepdim, dtype=dtype, out=out)
         raise RuntimeError(f"{op}: If dim is specified, it must be of length 1 or 2. Got "
                            f"{list(dims)}")
     if ord is None:
@@ -162,6 +176,14 @@ def cond(A: Tensor, p: Any = None, *, out: Any = None) -> Tensor:
     check_tensor(op, A)
     check_matrix(op, A)
     check_float(op, A)
+    if p is not None and p not in ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf):
+        raise RuntimeError(f"{op} got an invalid norm type: {p}")
+    if not min(A._shape[-2:]):
+        # empty matrices: 0 (as torch; 'fro' and 'nuc' still need square ones), a constant
+        if p in ("fro", "nuc"):
+            check_square(op, A)
+        rd = D._real_dtype(A._dtype)
+        return _out(F.zeros(A._shape[:-2], dtype=rd), out, op)
     if p is None or p in (2, -2):
         S = D.svdvals(A)
         hi, lo = F.amax(S, -1), F.amin(S, -1)

@@ -1156,12 +1156,9 @@ def _svd_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
     full = ctx.attrs["full"]
     m, n = U._shape[-2], Vh._shape[-1]
     k = S._shape[-1]
-    if full and (gU is not None or gVh is not None) and m != n:
-        # only the first k columns of U and rows of Vh depend on A smoothly
-        raise RuntimeError("linalg.svd: The derivative of linalg.svd is not implemented "
-                           "when full_matrices=True and the matrix is not square; use "
-                           "full_matrices=False")
     if full:
+        # only the first k columns of U and rows of Vh depend on A (the others are any
+        # orthonormal basis of the complement): their gradients are ignored, as in torch
         U, Vh = U[..., :, :k], Vh[..., :k, :]
         gU = gU[..., :, :k] if gU is not None else None
         gVh = gVh[..., :k, :] if gVh is not None else None
@@ -1923,6 +1920,12 @@ def householder_product(A: Tensor, tau: Tensor, *, out: Any = None) -> Tensor:
     Q = F.expand(F.eye(m, n, dtype=A._dtype), A._shape[:-2] + (m, n))
     for i in reversed(range(k)):
         Q = _apply_reflector(Q, _reflector(A, i), tau[..., i], left=True)
+    if not k:
+        # no reflector: the identity's columns, still a function of A and tau (as in torch
+        # the result requires grad when they do; their gradients are zero): sums over
+        # their empty slices added
+        Q = F.add(Q, F.sum(A[..., :, :0], -1, keepdim=True))
+        Q = F.add(Q, F.unsqueeze(F.sum(tau, -1, keepdim=True), -1))
     return _out(Q, out)
 
 
