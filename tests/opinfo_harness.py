@@ -688,10 +688,42 @@ def run_errors(op: Any, fn: Callable[..., Any], res: OpResult, limit: int | None
                                 f"{e.error_type.__name__} ({e.error_regex[:60]!r})")
 
 
+def has_empty_tensor(sample: Any) -> bool:
+    """Whether a sample's input or arguments hold a tensor with no elements."""
+    found = False
+
+    def visit(x: Any) -> None:
+        nonlocal found
+        if isinstance(x, torch.Tensor):
+            found = found or x.numel() == 0
+        elif isinstance(x, (list, tuple)):
+            for v in x:
+                visit(v)
+        elif isinstance(x, dict):
+            for v in x.values():
+                visit(v)
+
+    visit((sample.input, sample.args, sample.kwargs))
+    return found
+
+
+def _capped(samples: list, cap: int | None, extra: Callable[[Any], bool] | None,
+            extra_cap: int) -> list:
+    """The first `cap` samples, then up to `extra_cap` of the rest that `extra` selects."""
+    head = samples[:cap]
+    if extra is None or cap is None:
+        return head
+    return head + [s for s in samples[cap:] if extra(s)][:extra_cap]
+
+
 def run_op(op: Any, max_samples: int | None = None, grad_samples: int | None = None,
            compiled: bool = True, errors: int | None = None,
-           dtypes: tuple[torch.dtype, ...] = (torch.float32,)) -> OpResult:
-    """Run one OpInfo; `max_samples`/`grad_samples`/`errors` cap the samples per check."""
+           dtypes: tuple[torch.dtype, ...] = (torch.float32,),
+           extra: Callable[[Any], bool] | None = None, extra_cap: int = 2) -> OpResult:
+    """Run one OpInfo; `max_samples`/`grad_samples`/`errors` cap the samples per check.
+    `extra` selects further samples beyond the caps (up to `extra_cap` per dtype and for
+    gradients): the CI sample adds those with empty tensors (`has_empty_tensor`), the
+    inputs whose defects a cap of the first few samples hides."""
     res = OpResult(key_of(op))
     fn, how = resolve(op)
     if fn is None:
@@ -713,7 +745,7 @@ def run_op(op: Any, max_samples: int | None = None, grad_samples: int | None = N
         except Exception:
             continue
         first_of_dtype = True
-        for s in samples[:max_samples]:
+        for s in _capped(samples, max_samples, extra, extra_cap):
             try:
                 args = run_values(op, fn, s, res)
             except Exception as e:       # a defect of the harness must not pass silently
@@ -740,7 +772,7 @@ def run_op(op: Any, max_samples: int | None = None, grad_samples: int | None = N
             gsamples = list(op.sample_inputs("cpu", torch.float64, requires_grad=True))
         except Exception:
             gsamples = []
-        for s in gsamples[:grad_samples]:
+        for s in _capped(gsamples, grad_samples, extra, extra_cap):
             try:
                 run_grad(op, fn, s, res)
             except Exception as e:

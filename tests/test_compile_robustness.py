@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import llgrad as lg
-from llgrad.compiler import function
+from llgrad.compiler import function, pipeline
 
 from test_random_programs import EDGE, OVERLAP, draw, program
 
@@ -126,7 +126,7 @@ def test_a_compile_failure_falls_back_to_eager_with_a_logged_reason(monkeypatch,
     def broken(*args, **kwargs):
         raise ValueError("a scheduler bug")
     monkeypatch.setattr(lower._Lowering, "run", broken)
-    monkeypatch.setattr(function, "_warned_failure", [False])
+    monkeypatch.setattr(pipeline, "_warned_failure", [False])
     caplog.set_level(logging.INFO, logger="llgrad.graph_breaks")
     before = len(function.failures)
     f = lg.compile(lambda x: (x.sin() * 3).sum(0))

@@ -61,7 +61,8 @@ def main() -> int:
         signal.alarm(ns.timeout)
         try:
             if ns.quick:
-                r = H.run_op(op, max_samples=2, grad_samples=1, errors=3)
+                r = H.run_op(op, max_samples=2, grad_samples=1, errors=3,
+                             extra=H.has_empty_tensor)
             else:
                 r = H.run_op(op, max_samples=ns.samples, grad_samples=ns.samples // 2,
                              dtypes=(H.torch.float32, H.torch.float64, H.torch.int64,

@@ -81,7 +81,9 @@ def _structure_key(s: Structure) -> Any:
             continue
         try:
             hash(v)
-            slots.append(("C", type(v).__name__, number_key(v)))
+            # a float or complex also by `number_key`: -0.0 is not 0.0 here
+            slots.append(("C", type(v).__name__, v, number_key(v)) if v.__class__ in
+                         (float, complex) else ("C", type(v).__name__, v))
         except TypeError:
             slots.append(("C", type(v).__name__, repr(v)))
     try:
