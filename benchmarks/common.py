@@ -15,6 +15,7 @@ turn), so background load on a shared machine lands on all of them alike. The ga
 collector is paused while timing: a collection landing in one sample would make that sample
 an outlier unrelated to the op.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -37,6 +38,7 @@ import numpy as np
 @dataclass(frozen=True)
 class Stats:
     """Median, min and max of `n` samples, in seconds."""
+
     median: float
     min: float
     max: float
@@ -65,8 +67,9 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _warm(fns: dict[str, Callable[[], Any]], warmup: int
-          ) -> tuple[dict[str, Callable[[], Any]], dict[str, BaseException]]:
+def _warm(
+    fns: dict[str, Callable[[], Any]], warmup: int
+) -> tuple[dict[str, Callable[[], Any]], dict[str, BaseException]]:
     """Run each callable `warmup` times; the ones that raise are set aside with their error."""
     ok: dict[str, Callable[[], Any]] = {}
     failed: dict[str, BaseException] = {}
@@ -81,9 +84,14 @@ def _warm(fns: dict[str, Callable[[], Any]], warmup: int
     return ok, failed
 
 
-def time_calls(fns: dict[str, Callable[[], Any]], *, warmup: int = 2, min_repeats: int = 5,
-               max_repeats: int = 100, budget_s: float = 1.0
-               ) -> dict[str, Stats | BaseException]:
+def time_calls(
+    fns: dict[str, Callable[[], Any]],
+    *,
+    warmup: int = 2,
+    min_repeats: int = 5,
+    max_repeats: int = 100,
+    budget_s: float = 1.0,
+) -> dict[str, Stats | BaseException]:
     """Time single calls of each callable, interleaved: one call of each per round.
 
     Interleaving makes a burst of background load (a shared machine) hit every library
@@ -116,8 +124,9 @@ def time_calls(fns: dict[str, Callable[[], Any]], *, warmup: int = 2, min_repeat
     return out
 
 
-def time_per_op(stmts: dict[str, tuple[str, dict[str, Any]]], *, number: int, repeats: int,
-                warmup: int = 200) -> dict[str, Stats | BaseException]:
+def time_per_op(
+    stmts: dict[str, tuple[str, dict[str, Any]]], *, number: int, repeats: int, warmup: int = 200
+) -> dict[str, Stats | BaseException]:
     """Seconds per execution of each `(stmt, namespace)`, from `repeats` blocks of `number`
     executions, the blocks of different entries interleaved.
 
@@ -125,8 +134,9 @@ def time_per_op(stmts: dict[str, tuple[str, dict[str, Any]]], *, number: int, re
     iteration of a `for` loop (~10 ns), negligible beside a microsecond-scale op.
     """
     timers = {name: timeit.Timer(stmt, globals=ns) for name, (stmt, ns) in stmts.items()}
-    ok, failed = _warm({name: functools.partial(t.timeit, number=warmup)
-                        for name, t in timers.items()}, 1)
+    ok, failed = _warm(
+        {name: functools.partial(t.timeit, number=warmup) for name, t in timers.items()}, 1
+    )
     blocks: dict[str, list[float]] = {name: [] for name in ok}
     with gc_paused():
         for _ in range(repeats):
@@ -139,14 +149,16 @@ def time_per_op(stmts: dict[str, tuple[str, dict[str, Any]]], *, number: int, re
 
 def time_one(fn: Callable[[], Any], *, warmup: int, repeats: int) -> Stats:
     """`repeats` single calls of one callable (for the limits); errors propagate."""
-    result = time_calls({"fn": fn}, warmup=warmup, min_repeats=repeats, max_repeats=repeats,
-                        budget_s=0.0)["fn"]
+    result = time_calls(
+        {"fn": fn}, warmup=warmup, min_repeats=repeats, max_repeats=repeats, budget_s=0.0
+    )["fn"]
     if isinstance(result, BaseException):
         raise result
     return result
 
 
 # -- peers --------------------------------------------------------------------------------
+
 
 def load_torch(enabled: bool, threads: int) -> ModuleType | None:
     """PyTorch with `threads` intra-op threads, or None when disabled or not installed."""
@@ -161,6 +173,7 @@ def load_torch(enabled: bool, threads: int) -> ModuleType | None:
 
 
 # -- machine description -----------------------------------------------------------------
+
 
 def _cpu_model() -> str:
     try:
@@ -214,8 +227,7 @@ def machine_info(threads: int, torch: ModuleType | None) -> dict[str, Any]:
         # PyTorch asks for transparent huge pages for big CPU buffers only when this is 1;
         # NumPy (and so llgrad, which allocates through NumPy) asks by default
         "torch_thp_mem_alloc_env": os.environ.get("THP_MEM_ALLOC_ENABLE"),
-        "transparent_hugepage": _read_first_line(
-            "/sys/kernel/mm/transparent_hugepage/enabled"),
+        "transparent_hugepage": _read_first_line("/sys/kernel/mm/transparent_hugepage/enabled"),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "llgrad": _version("llgrad"),
@@ -229,9 +241,11 @@ def machine_info(threads: int, torch: ModuleType | None) -> dict[str, Any]:
 
 # -- physical limits ----------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class LimitSizes:
     """Problem sizes of the limit measurements (smaller in --quick mode)."""
+
     copy_elements: int
     copy_repeats: int
     gemm_n: int
@@ -239,8 +253,12 @@ class LimitSizes:
 
 
 def _bandwidth(stats: Stats, nbytes: int) -> dict[str, Any]:
-    return {"bytes": nbytes, "time": stats.to_json(),
-            "gbps_best": nbytes / stats.min / 1e9, "gbps_median": nbytes / stats.median / 1e9}
+    return {
+        "bytes": nbytes,
+        "time": stats.to_json(),
+        "gbps_best": nbytes / stats.min / 1e9,
+        "gbps_median": nbytes / stats.median / 1e9,
+    }
 
 
 def measure_limits(sizes: LimitSizes, torch: ModuleType | None) -> dict[str, Any]:
@@ -257,18 +275,24 @@ def measure_limits(sizes: LimitSizes, torch: ModuleType | None) -> dict[str, Any
     moved = 2 * src.nbytes
     out: dict[str, Any] = {}
     out["copy_numpy"] = _bandwidth(
-        time_one(lambda: np.copyto(dst, src), warmup=2, repeats=sizes.copy_repeats), moved)
+        time_one(lambda: np.copyto(dst, src), warmup=2, repeats=sizes.copy_repeats), moved
+    )
     if torch is not None:
         tsrc, tdst = torch.from_numpy(src), torch.from_numpy(dst)
         out["copy_torch"] = _bandwidth(
-            time_one(lambda: tdst.copy_(tsrc), warmup=2, repeats=sizes.copy_repeats), moved)
+            time_one(lambda: tdst.copy_(tsrc), warmup=2, repeats=sizes.copy_repeats), moved
+        )
     n = sizes.gemm_n
     a = rng.standard_normal((n, n), dtype=np.float32)
     b = rng.standard_normal((n, n), dtype=np.float32)
     c = np.empty((n, n), dtype=np.float32)
     stats = time_one(lambda: np.matmul(a, b, out=c), warmup=1, repeats=sizes.gemm_repeats)
-    flops = 2 * n ** 3
-    out["gemm_numpy"] = {"n": n, "flops": flops, "time": stats.to_json(),
-                         "gflops_best": flops / stats.min / 1e9,
-                         "gflops_median": flops / stats.median / 1e9}
+    flops = 2 * n**3
+    out["gemm_numpy"] = {
+        "n": n,
+        "flops": flops,
+        "time": stats.to_json(),
+        "gflops_best": flops / stats.min / 1e9,
+        "gflops_median": flops / stats.median / 1e9,
+    }
     return out

@@ -18,6 +18,7 @@ the memory bus; the exposed communication is `step - local step` and the share o
 that backward hid is `1 - exposed / comm` (clipped to [0, 1]). A check first: one step's parameters agree on all
 ranks, and equal a one-process step on the concatenated batch.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,10 +45,15 @@ def worker(mode: str, steps: int) -> None:
     dist.init_process_group("mpi")
     rank, world = dist.get_rank(), dist.get_world_size()
     lg.manual_seed(0)
-    net = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
-                        nn.Linear(512, 10))
-    ref = nn.Sequential(*[type(m)(m.in_features, m.out_features) if isinstance(m, nn.Linear)
-                          else nn.ReLU() for m in net])
+    net = nn.Sequential(
+        nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)
+    )
+    ref = nn.Sequential(
+        *[
+            type(m)(m.in_features, m.out_features) if isinstance(m, nn.Linear) else nn.ReLU()
+            for m in net
+        ]
+    )
     ref.load_state_dict(net.state_dict())
     model = DDP(net)
     opt = lg.optim.SGD(model.parameters(), lr=0.01)
@@ -65,7 +71,7 @@ def worker(mode: str, steps: int) -> None:
         return loss.detach()
 
     def local_step(x: lg.Tensor, y: lg.Tensor) -> lg.Tensor:
-        with model.no_sync():                    # the same step without communication
+        with model.no_sync():  # the same step without communication
             return step(x, y)
 
     if mode == "compiled":
@@ -82,7 +88,7 @@ def worker(mode: str, steps: int) -> None:
         step(x, y)
         local_step(x, y)
     times: dict = {step: [], local_step: []}
-    for block in range(steps // 5):              # blocks of each kind, interleaved
+    for block in range(steps // 5):  # blocks of each kind, interleaved
         for fn in (step, local_step):
             dist.barrier()
             for _ in range(5):
@@ -98,18 +104,45 @@ def worker(mode: str, steps: int) -> None:
         dist.all_reduce(flat)
         comm.append(time.perf_counter() - t0)
     if rank == 0:
-        print("RESULT " + json.dumps({
-            "mode": mode, "ranks": world, "step_ms": statistics.median(times[step]) * 1e3,
-            "local_ms": statistics.median(times[local_step]) * 1e3,
-            "comm_ms": statistics.median(comm) * 1e3, "bytes": numel * 4,
-            "buckets": len(model._buckets)}))
+        print(
+            "RESULT "
+            + json.dumps(
+                {
+                    "mode": mode,
+                    "ranks": world,
+                    "step_ms": statistics.median(times[step]) * 1e3,
+                    "local_ms": statistics.median(times[local_step]) * 1e3,
+                    "comm_ms": statistics.median(comm) * 1e3,
+                    "bytes": numel * 4,
+                    "buckets": len(model._buckets),
+                }
+            )
+        )
 
 
 def run(ranks: int, mode: str, steps: int) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    p = subprocess.run([sys.executable, "-m", "llgrad.distributed.run", "-n", str(ranks),
-                        "--threads", "1", __file__, "--worker", mode, "--steps", str(steps)],
-                       capture_output=True, text=True, env=env, cwd=str(ROOT), timeout=900)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "llgrad.distributed.run",
+            "-n",
+            str(ranks),
+            "--threads",
+            "1",
+            __file__,
+            "--worker",
+            mode,
+            "--steps",
+            str(steps),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(ROOT),
+        timeout=900,
+    )
     for line in p.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[7:])
@@ -132,23 +165,27 @@ def main() -> None:
         comm = two["comm_ms"]
         hidden = min(1.0, max(0.0, 1 - exposed / comm)) if comm > 0 else 1.0
         rows.append((mode, one, two, exposed, comm, hidden))
-    lines = ["| B2 step, 64 samples per rank | 1 rank (ms) | 2 ranks (ms) | samples/s 1 → 2 "
-             "ranks | all-reduced per step | all-reduce alone (ms) | 2 ranks, no_sync (ms) "
-             "| exposed (ms) | hidden |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| B2 step, 64 samples per rank | 1 rank (ms) | 2 ranks (ms) | samples/s 1 → 2 "
+        "ranks | all-reduced per step | all-reduce alone (ms) | 2 ranks, no_sync (ms) "
+        "| exposed (ms) | hidden |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for mode, one, two, exposed, comm, hidden in rows:
         rate1 = PER_RANK / one["step_ms"] * 1e3
         rate2 = 2 * PER_RANK / two["step_ms"] * 1e3
-        lines.append(f"| {mode} | {one['step_ms']:.2f} | {two['step_ms']:.2f} | "
-                     f"{rate1:.0f} → {rate2:.0f} ({rate2 / rate1:.2f}×) | "
-                     f"{two['bytes'] / 1e6:.2f} MB in {two['buckets']} bucket(s) | "
-                     f"{comm:.2f} | {two['local_ms']:.2f} | {exposed:.2f} | {hidden:.0%} |")
+        lines.append(
+            f"| {mode} | {one['step_ms']:.2f} | {two['step_ms']:.2f} | "
+            f"{rate1:.0f} → {rate2:.0f} ({rate2 / rate1:.2f}×) | "
+            f"{two['bytes'] / 1e6:.2f} MB in {two['buckets']} bucket(s) | "
+            f"{comm:.2f} | {two['local_ms']:.2f} | {exposed:.2f} | {hidden:.0%} |"
+        )
     text = "\n".join(lines)
     print(text)
     if ns.out:
         Path(ns.out).write_text(
-            f"# B2 under DDP (`python -m benchmarks.ddp`), "
-            f"{time.strftime('%Y-%m-%d')}\n\n{text}\n")
+            f"# B2 under DDP (`python -m benchmarks.ddp`), {time.strftime('%Y-%m-%d')}\n\n{text}\n"
+        )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ PyTorch eager (when installed) on the same data. Peers that lack an op get no nu
 documented in the README: NumPy has no sigmoid, so SciPy's `expit` ufunc stands in (one
 pass over memory, like the others).
 """
+
 from __future__ import annotations
 
 import sys
@@ -25,19 +26,34 @@ LIBS = ("llgrad", "numpy", "torch")
 @dataclass(frozen=True)
 class EagerSizes:
     """Sizes and repeat counts of the eager suite (the --quick mode shrinks them)."""
-    elements: int           # throughput vectors
-    side: int               # throughput matrix side
-    ops_per_block: int      # overhead: ops timed together
-    blocks: int             # overhead: timed blocks (median over these)
-    min_repeats: int        # throughput: calls timed at least
-    max_repeats: int        # throughput: calls timed at most
-    budget_s: float         # throughput: stop after this long once min_repeats are done
+
+    elements: int  # throughput vectors
+    side: int  # throughput matrix side
+    ops_per_block: int  # overhead: ops timed together
+    blocks: int  # overhead: timed blocks (median over these)
+    min_repeats: int  # throughput: calls timed at least
+    max_repeats: int  # throughput: calls timed at most
+    budget_s: float  # throughput: stop after this long once min_repeats are done
 
 
-FULL = EagerSizes(elements=10_000_000, side=3162, ops_per_block=1000, blocks=20,
-                  min_repeats=15, max_repeats=200, budget_s=1.0)
-QUICK = EagerSizes(elements=1 << 14, side=128, ops_per_block=20, blocks=3,
-                   min_repeats=3, max_repeats=3, budget_s=0.0)
+FULL = EagerSizes(
+    elements=10_000_000,
+    side=3162,
+    ops_per_block=1000,
+    blocks=20,
+    min_repeats=15,
+    max_repeats=200,
+    budget_s=1.0,
+)
+QUICK = EagerSizes(
+    elements=1 << 14,
+    side=128,
+    ops_per_block=20,
+    blocks=3,
+    min_repeats=3,
+    max_repeats=3,
+    budget_s=0.0,
+)
 
 
 def _error(exc: BaseException) -> dict[str, str]:
@@ -53,12 +69,14 @@ def _progress(msg: str) -> None:
 
 # -- per-op overhead ----------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class OverheadOp:
     """One tiny op: `stmt` is run verbatim in each library's namespace."""
+
     name: str
     stmt: str
-    numpy: bool = True      # False: NumPy has no equivalent (autograd)
+    numpy: bool = True  # False: NumPy has no equivalent (autograd)
 
 
 OVERHEAD_OPS = (
@@ -75,10 +93,12 @@ OVERHEAD_OPS = (
 
 def _tiny_inputs() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(1)
-    return {"x": rng.standard_normal(4, dtype=np.float32),
-            "y": rng.standard_normal(4, dtype=np.float32),
-            "a": rng.standard_normal((4, 4), dtype=np.float32),
-            "b": rng.standard_normal((4, 4), dtype=np.float32)}
+    return {
+        "x": rng.standard_normal(4, dtype=np.float32),
+        "y": rng.standard_normal(4, dtype=np.float32),
+        "a": rng.standard_normal((4, 4), dtype=np.float32),
+        "b": rng.standard_normal((4, 4), dtype=np.float32),
+    }
 
 
 def _overhead_namespaces(torch: ModuleType | None) -> dict[str, dict[str, Any] | None]:
@@ -114,14 +134,22 @@ def run_overhead(sizes: EagerSizes, torch: ModuleType | None) -> list[dict[str, 
     rows = []
     for op in OVERHEAD_OPS:
         _progress(f"overhead: {op.name}")
-        stmts = {lib: (op.stmt, ns) for lib, ns in spaces.items()
-                 if ns is not None and (lib != "numpy" or op.numpy)}
+        stmts = {
+            lib: (op.stmt, ns)
+            for lib, ns in spaces.items()
+            if ns is not None and (lib != "numpy" or op.numpy)
+        }
         timed = time_per_op(stmts, number=sizes.ops_per_block, repeats=sizes.blocks)
-        results: dict[str, Any] = {lib: _cell(timed[lib]) if lib in timed else None
-                                   for lib in LIBS}
-        rows.append({"op": op.name, "stmt": op.stmt, "results": results,
-                     "ratio_numpy": _ratio(results, "numpy"),
-                     "ratio_torch": _ratio(results, "torch")})
+        results: dict[str, Any] = {lib: _cell(timed[lib]) if lib in timed else None for lib in LIBS}
+        rows.append(
+            {
+                "op": op.name,
+                "stmt": op.stmt,
+                "results": results,
+                "ratio_numpy": _ratio(results, "numpy"),
+                "ratio_torch": _ratio(results, "torch"),
+            }
+        )
     return rows
 
 
@@ -138,6 +166,7 @@ class Workload:
     library's result counts as the same work when its largest error over the largest
     reference magnitude is at most `rtol` (a sanity check that every column did the same
     job, not an accuracy test)."""
+
     name: str
     bytes_moved: Callable[[int, int], int]
     make: Callable[[str, dict[str, Any], Any], Fn]
@@ -147,13 +176,16 @@ class Workload:
 
 def _unary(fn_name: str, source: str = "x") -> Callable[[str, dict[str, Any], Any], Fn]:
     """`fn(x)` with the library's own function of that name (`expit` for NumPy sigmoid)."""
+
     def make(lib: str, inp: dict[str, Any], mod: Any) -> Fn:
         x = inp[source]
         if lib == "numpy" and fn_name == "sigmoid":
             from scipy.special import expit
+
             return lambda: expit(x)
         f = getattr(mod, fn_name)
         return lambda: f(x)
+
     return make
 
 
@@ -184,26 +216,66 @@ def _f64(name: str) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
 
 
 F32 = 4
-ELEMENTWISE_RTOL = 1e-5     # a few float32 ulps of the largest value
-REDUCTION_RTOL = 1e-3       # float32 accumulation in any order
+ELEMENTWISE_RTOL = 1e-5  # a few float32 ulps of the largest value
+REDUCTION_RTOL = 1e-3  # float32 accumulation in any order
 WORKLOADS = (
-    Workload("exp(x)", lambda n, s: 2 * F32 * n, _unary("exp"),
-             lambda d: np.exp(_f64("x")(d)), ELEMENTWISE_RTOL),
-    Workload("tanh(x)", lambda n, s: 2 * F32 * n, _unary("tanh"),
-             lambda d: np.tanh(_f64("x")(d)), ELEMENTWISE_RTOL),
+    Workload(
+        "exp(x)",
+        lambda n, s: 2 * F32 * n,
+        _unary("exp"),
+        lambda d: np.exp(_f64("x")(d)),
+        ELEMENTWISE_RTOL,
+    ),
+    Workload(
+        "tanh(x)",
+        lambda n, s: 2 * F32 * n,
+        _unary("tanh"),
+        lambda d: np.tanh(_f64("x")(d)),
+        ELEMENTWISE_RTOL,
+    ),
     # two ops as written: x*y reads 2 writes 1, (+ z) reads 2 writes 1
-    Workload("x * y + z", lambda n, s: 6 * F32 * n, _fma,
-             lambda d: _f64("x")(d) * _f64("y")(d) + _f64("z")(d), ELEMENTWISE_RTOL),
-    Workload("sum(x)", lambda n, s: F32 * n + F32, _sum_all,
-             lambda d: np.asarray(_f64("x")(d).sum()), REDUCTION_RTOL),
-    Workload("sigmoid(x)", lambda n, s: 2 * F32 * n, _unary("sigmoid"),
-             lambda d: 1.0 / (1.0 + np.exp(-_f64("x")(d))), ELEMENTWISE_RTOL),
-    Workload("log(x), x > 0", lambda n, s: 2 * F32 * n, _unary("log", source="p"),
-             lambda d: np.log(_f64("p")(d)), ELEMENTWISE_RTOL),
-    Workload("x.sum(0), matrix", lambda n, s: F32 * s * s + F32 * s, _sum_rows,
-             lambda d: _f64("m")(d).sum(0), REDUCTION_RTOL),
-    Workload("x.T.contiguous(), matrix", lambda n, s: 2 * F32 * s * s, _transpose_copy,
-             lambda d: np.ascontiguousarray(_f64("m")(d).T), 0.0),
+    Workload(
+        "x * y + z",
+        lambda n, s: 6 * F32 * n,
+        _fma,
+        lambda d: _f64("x")(d) * _f64("y")(d) + _f64("z")(d),
+        ELEMENTWISE_RTOL,
+    ),
+    Workload(
+        "sum(x)",
+        lambda n, s: F32 * n + F32,
+        _sum_all,
+        lambda d: np.asarray(_f64("x")(d).sum()),
+        REDUCTION_RTOL,
+    ),
+    Workload(
+        "sigmoid(x)",
+        lambda n, s: 2 * F32 * n,
+        _unary("sigmoid"),
+        lambda d: 1.0 / (1.0 + np.exp(-_f64("x")(d))),
+        ELEMENTWISE_RTOL,
+    ),
+    Workload(
+        "log(x), x > 0",
+        lambda n, s: 2 * F32 * n,
+        _unary("log", source="p"),
+        lambda d: np.log(_f64("p")(d)),
+        ELEMENTWISE_RTOL,
+    ),
+    Workload(
+        "x.sum(0), matrix",
+        lambda n, s: F32 * s * s + F32 * s,
+        _sum_rows,
+        lambda d: _f64("m")(d).sum(0),
+        REDUCTION_RTOL,
+    ),
+    Workload(
+        "x.T.contiguous(), matrix",
+        lambda n, s: 2 * F32 * s * s,
+        _transpose_copy,
+        lambda d: np.ascontiguousarray(_f64("m")(d).T),
+        0.0,
+    ),
 )
 
 
@@ -221,19 +293,24 @@ def _check(w: Workload, fn: Fn, ref: np.ndarray) -> dict[str, Any]:
     scale = float(np.max(np.abs(ref))) if ref.size else 1.0
     rel = err / scale if scale > 0 else err
     ok = rel <= w.rtol
-    return {"ok": ok, "max_rel_err": rel,
-            "detail": "" if ok else f"max error {rel:.3g} of the largest value > {w.rtol}"}
+    return {
+        "ok": ok,
+        "max_rel_err": rel,
+        "detail": "" if ok else f"max error {rel:.3g} of the largest value > {w.rtol}",
+    }
 
 
 def _big_inputs(sizes: EagerSizes) -> dict[str, np.ndarray]:
     """The same data for every library, from a fixed seed."""
     rng = np.random.default_rng(0)
     n, s = sizes.elements, sizes.side
-    return {"x": rng.standard_normal(n, dtype=np.float32),
-            "y": rng.standard_normal(n, dtype=np.float32),
-            "z": rng.standard_normal(n, dtype=np.float32),
-            "p": rng.uniform(0.01, 10.0, n).astype(np.float32),
-            "m": rng.standard_normal((s, s), dtype=np.float32)}
+    return {
+        "x": rng.standard_normal(n, dtype=np.float32),
+        "y": rng.standard_normal(n, dtype=np.float32),
+        "z": rng.standard_normal(n, dtype=np.float32),
+        "p": rng.uniform(0.01, 10.0, n).astype(np.float32),
+        "m": rng.standard_normal((s, s), dtype=np.float32),
+    }
 
 
 def _as_lib(lib: str, data: dict[str, np.ndarray], torch: ModuleType | None) -> dict[str, Any]:
@@ -254,8 +331,9 @@ def _ratio(results: dict[str, Any], peer: str) -> float | None:
     return mine["time"]["median_s"] / theirs["time"]["median_s"]
 
 
-def run_throughput(sizes: EagerSizes, torch: ModuleType | None,
-                   copy_gbps: float) -> list[dict[str, Any]]:
+def run_throughput(
+    sizes: EagerSizes, torch: ModuleType | None, copy_gbps: float
+) -> list[dict[str, Any]]:
     """Median ms, effective GB/s and fraction of copy bandwidth per workload and library."""
     data = _big_inputs(sizes)
     modules: dict[str, Any] = {"llgrad": lg, "numpy": np, "torch": torch}
@@ -271,8 +349,13 @@ def run_throughput(sizes: EagerSizes, torch: ModuleType | None,
                 fns[lib] = w.make(lib, inp, modules[lib])
             except Exception as exc:  # noqa: BLE001
                 results[lib] = _error(exc)
-        timed = time_calls(fns, warmup=2, min_repeats=sizes.min_repeats,
-                           max_repeats=sizes.max_repeats, budget_s=sizes.budget_s)
+        timed = time_calls(
+            fns,
+            warmup=2,
+            min_repeats=sizes.min_repeats,
+            max_repeats=sizes.max_repeats,
+            budget_s=sizes.budget_s,
+        )
         ref = w.reference(data)
         for lib, res in timed.items():
             results[lib] = cell = _cell(res)
@@ -284,18 +367,26 @@ def run_throughput(sizes: EagerSizes, torch: ModuleType | None,
                 except Exception as exc:  # noqa: BLE001
                     cell["check"] = {"ok": False, "detail": f"{type(exc).__name__}: {exc}"}
         del ref
-        rows.append({"workload": w.name, "bytes": nbytes, "results": results,
-                     "ratio_numpy": _ratio(results, "numpy"),
-                     "ratio_torch": _ratio(results, "torch")})
+        rows.append(
+            {
+                "workload": w.name,
+                "bytes": nbytes,
+                "results": results,
+                "ratio_numpy": _ratio(results, "numpy"),
+                "ratio_torch": _ratio(results, "torch"),
+            }
+        )
     return rows
 
 
 def run(sizes: EagerSizes, torch: ModuleType | None, limits: dict[str, Any]) -> dict[str, Any]:
     """The whole eager suite; throughput fractions refer to the NumPy copy bandwidth."""
     copy_gbps = limits["copy_numpy"]["gbps_median"]
-    return {"sizes": sizes.__dict__,
-            "overhead": run_overhead(sizes, torch),
-            "throughput": run_throughput(sizes, torch, copy_gbps)}
+    return {
+        "sizes": sizes.__dict__,
+        "overhead": run_overhead(sizes, torch),
+        "throughput": run_throughput(sizes, torch, copy_gbps),
+    }
 
 
 # -- Markdown -----------------------------------------------------------------------------
@@ -322,8 +413,7 @@ def _time_cell(cell: dict[str, Any] | None, scale: float) -> str:
     if "error" in cell:
         return "fails"
     t = cell["time"]
-    return (f"{_num(t['median_s'] * scale)} "
-            f"({_num(t['min_s'] * scale)}–{_num(t['max_s'] * scale)})")
+    return f"{_num(t['median_s'] * scale)} ({_num(t['min_s'] * scale)}–{_num(t['max_s'] * scale)})"
 
 
 def _bw_cell(cell: dict[str, Any] | None) -> str:
@@ -351,10 +441,12 @@ def render(result: dict[str, Any]) -> str:
     ]
     for row in result["overhead"]:
         r = row["results"]
-        lines.append(f"| {row['op']} | `{row['stmt']}` | {_time_cell(r['llgrad'], 1e6)} | "
-                     f"{_time_cell(r['numpy'], 1e6)} | {_time_cell(r['torch'], 1e6)} | "
-                     f"{_ratio_cell(row['ratio_numpy'])} | "
-                     f"{_ratio_cell(row['ratio_torch'])} |")
+        lines.append(
+            f"| {row['op']} | `{row['stmt']}` | {_time_cell(r['llgrad'], 1e6)} | "
+            f"{_time_cell(r['numpy'], 1e6)} | {_time_cell(r['torch'], 1e6)} | "
+            f"{_ratio_cell(row['ratio_numpy'])} | "
+            f"{_ratio_cell(row['ratio_torch'])} |"
+        )
     lines += [
         "",
         "## Eager throughput",
@@ -375,18 +467,31 @@ def render(result: dict[str, Any]) -> str:
             f"{_time_cell(r['llgrad'], 1e3)} | {_bw_cell(r['llgrad'])} | "
             f"{_time_cell(r['numpy'], 1e3)} | {_bw_cell(r['numpy'])} | "
             f"{_time_cell(r['torch'], 1e3)} | {_bw_cell(r['torch'])} | "
-            f"{_ratio_cell(row['ratio_numpy'])} | {_ratio_cell(row['ratio_torch'])} |")
-    failures = [(row.get("op") or row.get("workload"), lib, cell["error"])
-                for row in result["overhead"] + result["throughput"]
-                for lib, cell in row["results"].items() if cell and "error" in cell]
-    failures += [(row["workload"], lib, "result differs from the float64 reference: "
-                  + cell["check"]["detail"])
-                 for row in result["throughput"] for lib, cell in row["results"].items()
-                 if cell and "check" in cell and not cell["check"]["ok"]]
+            f"{_ratio_cell(row['ratio_numpy'])} | {_ratio_cell(row['ratio_torch'])} |"
+        )
+    failures = [
+        (row.get("op") or row.get("workload"), lib, cell["error"])
+        for row in result["overhead"] + result["throughput"]
+        for lib, cell in row["results"].items()
+        if cell and "error" in cell
+    ]
+    failures += [
+        (
+            row["workload"],
+            lib,
+            "result differs from the float64 reference: " + cell["check"]["detail"],
+        )
+        for row in result["throughput"]
+        for lib, cell in row["results"].items()
+        if cell and "check" in cell and not cell["check"]["ok"]
+    ]
     if failures:
         lines += ["", "Failures:", ""]
         lines += [f"- {name}, {lib}: {err}" for name, lib, err in failures]
     else:
-        lines += ["", "Every throughput result matched a float64 NumPy reference "
-                  "(elementwise: error ≤ 1e-5 of the largest value; reductions: ≤ 1e-3)."]
+        lines += [
+            "",
+            "Every throughput result matched a float64 NumPy reference "
+            "(elementwise: error ≤ 1e-5 of the largest value; reductions: ≤ 1e-3).",
+        ]
     return "\n".join(lines) + "\n"

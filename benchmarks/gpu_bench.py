@@ -73,6 +73,7 @@ least) against it.
 **`--device cpu`**: a smoke test without a GPU: torch and JAX run on the CPU, llgrad on its
 grid emulator (`LLGRAD_CUDA_EMULATE=1` is set for this process). The numbers mean nothing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -114,6 +115,7 @@ DEFAULT_BUDGET = {"scaled": 1.5, "quick": 0.3}
 # sizes, inputs and the float64 reference (through benchmarks.peers)
 # --------------------------------------------------------------------------------------
 
+
 def workload_sizes(workload: str, size: str) -> dict[str, Any]:
     """The record's description of a workload's sizes."""
     s = SIZES[size][workload]
@@ -138,10 +140,12 @@ def peers_sizes(size: str) -> Iterator[Any]:
     """`benchmarks.peers` with its `sizes()` answering this module's `size` table (for both
     `quick` values), so that its input generators and loss functions build that size."""
     from benchmarks import peers
+
     original = peers.sizes
 
     def sizes(quick: bool) -> dict[str, Any]:
         return {**original(False), **SIZES[size]}
+
     peers.sizes = sizes
     try:
         yield peers
@@ -158,14 +162,19 @@ def make_inputs(workload: str, size: str) -> dict[str, Any]:
 def make_reference(workload: str, size: str) -> list[Any]:
     """Loss and gradients (B2: loss and updated parameters) in float64, by torch on the CPU."""
     with peers_sizes(size) as peers:
-        return [__import__("numpy").asarray(o, dtype="float64")
-                for o in peers.reference(workload, False)]
+        return [
+            __import__("numpy").asarray(o, dtype="float64")
+            for o in peers.reference(workload, False)
+        ]
 
 
 def cache_dir(arg: str | None) -> Path:
     """Where prepared inputs and references live (created)."""
-    d = Path(arg or os.environ.get("LLGRAD_GPU_BENCH_CACHE")
-             or os.path.join(tempfile.gettempdir(), "llgrad-gpu-bench-cache"))
+    d = Path(
+        arg
+        or os.environ.get("LLGRAD_GPU_BENCH_CACHE")
+        or os.path.join(tempfile.gettempdir(), "llgrad-gpu-bench-cache")
+    )
     d.mkdir(parents=True, exist_ok=True)
     return d
 
@@ -179,6 +188,7 @@ def _cache_paths(cache: Path, workload: str, size: str) -> tuple[Path, Path]:
 def _save_npz(path: Path, arrays: dict[str, Any]) -> None:
     """np.savez to a temporary name, then an atomic rename (readers never see half a file)."""
     import numpy as np
+
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as fh:
         np.savez(fh, **arrays)
@@ -198,32 +208,49 @@ def prepare(workload: str, size: str, cache: Path) -> dict[str, Any]:
         t0 = time.perf_counter()
         try:
             import torch
+
             torch.set_num_threads(max(1, (os.cpu_count() or 2) // 2))
             outs = make_reference(workload, size)
             _save_npz(ref, {f"a{i}": o for i, o in enumerate(outs)})
             out["reference_s"] = round(time.perf_counter() - t0, 2)
-        except Exception as e:          # noqa: BLE001  (reported, the inputs still serve)
+        except Exception as e:  # noqa: BLE001  (reported, the inputs still serve)
             out["reference_error"] = f"{type(e).__name__}: {e}"[:300]
     return out
 
 
-def load_prepared(workload: str, size: str, cache: Path, timeout: float = 300
-                  ) -> tuple[dict[str, Any], list[Any] | None, str]:
+def load_prepared(
+    workload: str, size: str, cache: Path, timeout: float = 300
+) -> tuple[dict[str, Any], list[Any] | None, str]:
     """(inputs, reference or None, how the reference was had). Prepares what `cache` lacks in
     a child process (torch's CPU threads never live in the measuring process)."""
     import numpy as np
+
     inp, ref = _cache_paths(cache, workload, size)
     note = "torch float64 on the CPU (cached)"
     if not (inp.exists() and ref.exists()):
-        cmd = [sys.executable, "-m", "benchmarks.gpu_bench", "--prepare", "--workload",
-               workload, "--size", size, "--cache", str(cache)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "benchmarks.gpu_bench",
+            "--prepare",
+            "--workload",
+            workload,
+            "--size",
+            size,
+            "--cache",
+            str(cache),
+        ]
         try:
-            p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                               check=False)
+            p = subprocess.run(
+                cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
+            )
             last = (p.stdout.strip().splitlines() or ["{}"])[-1]
             info = json.loads(last) if last.startswith("{") else {}
-            note = ("torch float64 on the CPU" if p.returncode == 0 and "reference_error" not in info
-                    else f"no reference: {info.get('reference_error') or p.stderr.strip()[-300:]}")
+            note = (
+                "torch float64 on the CPU"
+                if p.returncode == 0 and "reference_error" not in info
+                else f"no reference: {info.get('reference_error') or p.stderr.strip()[-300:]}"
+            )
         except (OSError, subprocess.SubprocessError, ValueError) as e:
             note = f"no reference: preparing failed: {type(e).__name__}: {e}"[:300]
     if inp.exists():
@@ -243,6 +270,7 @@ def load_prepared(workload: str, size: str, cache: Path, timeout: float = 300
 def rel_errors(got: Sequence[Any], want: Sequence[Any]) -> list[float]:
     """max |got - want| / max |want| per output (inf on a shape or count mismatch)."""
     import numpy as np
+
     if len(got) != len(want):
         return [math.inf]
     errs = []
@@ -263,6 +291,7 @@ def rel_errors(got: Sequence[Any], want: Sequence[Any]) -> list[float]:
 # --------------------------------------------------------------------------------------
 # per library: the step on the device
 # --------------------------------------------------------------------------------------
+
 
 @dataclass
 class Cell:
@@ -294,13 +323,15 @@ def _cpu_name() -> str:
     return platform.processor() or "cpu"
 
 
-def _b2_module_step(t: Any, tensor: Callable[[Any], Any], arrays: dict[str, Any], device: str,
-                    compiled: bool) -> Callable[[], list[Any]]:
+def _b2_module_step(
+    t: Any, tensor: Callable[[Any], Any], arrays: dict[str, Any], device: str, compiled: bool
+) -> Callable[[], list[Any]]:
     """peers._build_b2's SGD step for llgrad or torch (namespace `t`) on `device`: the
     parameters set from the arrays on the CPU, then the model moved with `.to(device)`."""
     nn = t.nn
-    model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
-                          nn.Linear(512, 10))
+    model = nn.Sequential(
+        nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)
+    )
     with t.no_grad():
         for p, k in zip(model.parameters(), ["w0", "b0", "w1", "b1", "w2", "b2"]):
             p.copy_(tensor(arrays[k]))
@@ -314,10 +345,12 @@ def _b2_module_step(t: Any, tensor: Callable[[Any], Any], arrays: dict[str, Any]
         loss.backward()
         opt.step()
         return loss
+
     fn = t.compile(raw) if compiled else raw
 
     def step() -> list[Any]:
         return [fn(model, opt, x, y), *model.parameters()]
+
     return step
 
 
@@ -327,6 +360,7 @@ def build_llgrad(workload: str, arrays: dict[str, Any], size: str) -> Cell:
     import numpy as np
 
     import llgrad as lg
+
     if not lg.cuda.is_available():
         raise RuntimeError("llgrad.cuda.is_available() is False")
     if workload == "B2":
@@ -346,17 +380,27 @@ def build_llgrad(workload: str, arrays: dict[str, Any], size: str) -> Cell:
 
     def events() -> tuple[Any, Any]:
         return lg.cuda.Event(enable_timing=True), lg.cuda.Event(enable_timing=True)
+
     emulated = os.environ.get("LLGRAD_CUDA_EMULATE") == "1"
-    return Cell(step, lambda outs: lg.cuda.synchronize(), host, lg.cuda.get_device_name(),
-                getattr(lg, "__version__", "?"), events, lg.cuda.max_memory_allocated,
-                {"emulated": emulated})
+    return Cell(
+        step,
+        lambda outs: lg.cuda.synchronize(),
+        host,
+        lg.cuda.get_device_name(),
+        getattr(lg, "__version__", "?"),
+        events,
+        lg.cuda.max_memory_allocated,
+        {"emulated": emulated},
+    )
 
 
-def build_torch(workload: str, arrays: dict[str, Any], size: str, device: str,
-                compiled: bool, tf32: bool) -> Cell:
+def build_torch(
+    workload: str, arrays: dict[str, Any], size: str, device: str, compiled: bool, tf32: bool
+) -> Cell:
     """torch eager (or torch.compile of the loss) and torch.autograd.grad on `device`."""
     import numpy as np
     import torch
+
     cuda = device == "cuda"
     if cuda and not torch.cuda.is_available():
         raise RuntimeError("torch.cuda.is_available() is False")
@@ -365,6 +409,7 @@ def build_torch(workload: str, arrays: dict[str, Any], size: str, device: str,
 
     def tensor(a: Any) -> Any:
         return torch.from_numpy(a.copy())
+
     if workload == "B2":
         step = _b2_module_step(torch, tensor, arrays, device, compiled)
     else:
@@ -387,25 +432,34 @@ def build_torch(workload: str, arrays: dict[str, Any], size: str, device: str,
 
     def events() -> tuple[Any, Any]:
         return torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    return Cell(step, sync, host, torch.cuda.get_device_name(0) if cuda else _cpu_name(),
-                torch.__version__, events if cuda else None,
-                torch.cuda.max_memory_allocated if cuda else None,
-                {"torch_compile_mode": "default"} if compiled else {})
+
+    return Cell(
+        step,
+        sync,
+        host,
+        torch.cuda.get_device_name(0) if cuda else _cpu_name(),
+        torch.__version__,
+        events if cuda else None,
+        torch.cuda.max_memory_allocated if cuda else None,
+        {"torch_compile_mode": "default"} if compiled else {},
+    )
 
 
-def build_jax(workload: str, arrays: dict[str, Any], size: str, device: str,
-              tf32: bool) -> Cell:
+def build_jax(workload: str, arrays: dict[str, Any], size: str, device: str, tf32: bool) -> Cell:
     """jax.jit(jax.value_and_grad(f)) (B2: the jitted SGD step of peers._build_b2)."""
     import jax
     import jax.numpy as jnp
     import numpy as np
+
     jax.config.update("jax_default_matmul_precision", "tensorfloat32" if tf32 else "highest")
     dev = jax.devices()[0]
     if device == "cuda" and dev.platform != "gpu":
-        raise RuntimeError(f"JAX sees no GPU (its first device is {dev.platform}: a CPU-only "
-                           f"jaxlib, or its CUDA plugin failed to load)")
+        raise RuntimeError(
+            f"JAX sees no GPU (its first device is {dev.platform}: a CPU-only "
+            f"jaxlib, or its CUDA plugin failed to load)"
+        )
     if workload == "B2":
-        with peers_sizes(size) as peers:           # (the CPU runner's jax step, on the GPU)
+        with peers_sizes(size) as peers:  # (the CPU runner's jax step, on the GPU)
             step = peers._build_b2("jax.jit", arrays)
     else:
         with peers_sizes(size) as peers:
@@ -419,14 +473,23 @@ def build_jax(workload: str, arrays: dict[str, Any], size: str, device: str,
 
     def host(outs: list[Any]) -> list[Any]:
         return [np.array(o, copy=True) for o in outs]
-    return Cell(step, jax.block_until_ready, host, f"{dev.device_kind} ({dev.platform})",
-                jax.__version__, None, None,
-                {"matmul_precision": "tensorfloat32" if tf32 else "highest"})
+
+    return Cell(
+        step,
+        jax.block_until_ready,
+        host,
+        f"{dev.device_kind} ({dev.platform})",
+        jax.__version__,
+        None,
+        None,
+        {"matmul_precision": "tensorfloat32" if tf32 else "highest"},
+    )
 
 
 # --------------------------------------------------------------------------------------
 # measuring
 # --------------------------------------------------------------------------------------
+
 
 def _timed(cell: Cell) -> tuple[float, list[Any]]:
     t0 = time.perf_counter()
@@ -435,8 +498,9 @@ def _timed(cell: Cell) -> tuple[float, list[Any]]:
     return time.perf_counter() - t0, outs
 
 
-def measure(cell: Cell, budget: float, min_calls: int = 10, max_calls: int = 20000
-            ) -> dict[str, Any]:
+def measure(
+    cell: Cell, budget: float, min_calls: int = 10, max_calls: int = 20000
+) -> dict[str, Any]:
     """Warm-up, per-call median, and back-to-back groups (host clock and, where the library
     has them, CUDA events). The first call has been made by the caller."""
     warm: list[float] = []
@@ -449,13 +513,18 @@ def measure(cell: Cell, budget: float, min_calls: int = 10, max_calls: int = 200
             break
     times: list[float] = []
     t_start = time.perf_counter()
-    while len(times) < min_calls or (time.perf_counter() - t_start < budget
-                                     and len(times) < max_calls):
+    while len(times) < min_calls or (
+        time.perf_counter() - t_start < budget and len(times) < max_calls
+    ):
         times.append(_timed(cell)[0])
     med = statistics.median(times)
-    res: dict[str, Any] = {"median_ms": med * 1e3, "min_ms": min(times) * 1e3,
-                           "max_ms": max(times) * 1e3, "calls": len(times),
-                           "warmup_s": [round(w, 6) for w in warm]}
+    res: dict[str, Any] = {
+        "median_ms": med * 1e3,
+        "min_ms": min(times) * 1e3,
+        "max_ms": max(times) * 1e3,
+        "calls": len(times),
+        "warmup_s": [round(w, 6) for w in warm],
+    }
     # back to back: groups of k steps taking ~budget/6 each, one sync per group
     k = int(min(1000, max(5, budget / 6 / max(med, 1e-6))))
     per_step = []
@@ -480,7 +549,7 @@ def measure(cell: Cell, budget: float, min_calls: int = 10, max_calls: int = 200
                 end.synchronize()
                 ev_ms.append(start.elapsed_time(end) / k)
             res["events_ms"] = statistics.median(ev_ms)
-        except Exception as e:          # noqa: BLE001  (a missing event API is a note)
+        except Exception as e:  # noqa: BLE001  (a missing event API is a note)
             res["events_error"] = f"{type(e).__name__}: {e}"[:300]
     return res
 
@@ -490,10 +559,10 @@ def _devices(outs: list[Any]) -> list[str]:
     found = set()
     for o in outs:
         dev = getattr(o, "device", None)
-        if callable(dev):               # jax.Array.device() in some versions
+        if callable(dev):  # jax.Array.device() in some versions
             try:
                 dev = dev()
-            except Exception:           # noqa: BLE001
+            except Exception:  # noqa: BLE001
                 dev = None
         if dev is None and hasattr(o, "devices"):
             dev = ",".join(sorted(str(d) for d in o.devices()))
@@ -505,8 +574,16 @@ def _finite(x: float) -> float | str:
     return x if math.isfinite(x) else str(x)
 
 
-def bench(lib: str, workload: str, size: str, device: str, budget: float, cache: Path,
-          tol: float, tf32: bool) -> dict[str, Any]:
+def bench(
+    lib: str,
+    workload: str,
+    size: str,
+    device: str,
+    budget: float,
+    cache: Path,
+    tol: float,
+    tf32: bool,
+) -> dict[str, Any]:
     """Build, check and time one cell; the record (without the common header fields)."""
     arrays, reference, ref_note = load_prepared(workload, size, cache)
     if lib == "llgrad":
@@ -525,22 +602,27 @@ def bench(lib: str, workload: str, size: str, device: str, budget: float, cache:
     else:
         raise KeyError(lib)
     build_s = time.perf_counter() - t0
-    rec: dict[str, Any] = {"device_name": cell.device_name, "version": cell.version,
-                           "reference": ref_note, **cell.extra}
+    rec: dict[str, Any] = {
+        "device_name": cell.device_name,
+        "version": cell.version,
+        "reference": ref_note,
+        **cell.extra,
+    }
     first, outs = _timed(cell)
     rec["build_s"] = round(build_s, 4)
     rec["first_call_s"] = round(first, 4)
     rec["output_devices"] = _devices(outs)
-    got_first = cell.host(outs)              # before B2's next step changes the parameters
+    got_first = cell.host(outs)  # before B2's next step changes the parameters
     del outs
     rec.update(measure(cell, budget))
     steady = rec["median_ms"] / 1e3
-    rec["compile_s"] = round(max(0.0, first + sum(rec["warmup_s"])
-                                 - (1 + len(rec["warmup_s"])) * steady), 4)
+    rec["compile_s"] = round(
+        max(0.0, first + sum(rec["warmup_s"]) - (1 + len(rec["warmup_s"])) * steady), 4
+    )
     if cell.peak_memory is not None:
         try:
             rec["peak_memory_bytes"] = int(cell.peak_memory())
-        except Exception as e:          # noqa: BLE001  (a note, not a failure)
+        except Exception as e:  # noqa: BLE001  (a note, not a failure)
             rec["peak_memory_error"] = f"{type(e).__name__}: {e}"[:200]
     if workload == "B1":
         rec["bytes_moved"] = b1_bytes(size)
@@ -563,6 +645,7 @@ def bench(lib: str, workload: str, size: str, device: str, budget: float, cache:
 def copy_bench(size: str, device: str, budget: float) -> dict[str, Any]:
     """Device-to-device copy bandwidth with torch: dst.copy_(src), bytes read + written."""
     import torch
+
     cuda = device == "cuda"
     if cuda and not torch.cuda.is_available():
         raise RuntimeError("torch.cuda.is_available() is False")
@@ -580,12 +663,23 @@ def copy_bench(size: str, device: str, budget: float) -> dict[str, Any]:
 
     def events() -> tuple[Any, Any]:
         return torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    cell = Cell(step, sync, lambda outs: [], torch.cuda.get_device_name(0) if cuda
-                else _cpu_name(), torch.__version__, events if cuda else None)
+
+    cell = Cell(
+        step,
+        sync,
+        lambda outs: [],
+        torch.cuda.get_device_name(0) if cuda else _cpu_name(),
+        torch.__version__,
+        events if cuda else None,
+    )
     first, _ = _timed(cell)
-    rec: dict[str, Any] = {"device_name": cell.device_name, "version": cell.version,
-                           "first_call_s": round(first, 4), "bytes_per_copy": 8 * n,
-                           "how": f"torch dst.copy_(src) of {4 * n / 2**30:.3g} GiB, read + written"}
+    rec: dict[str, Any] = {
+        "device_name": cell.device_name,
+        "version": cell.version,
+        "first_call_s": round(first, 4),
+        "bytes_per_copy": 8 * n,
+        "how": f"torch dst.copy_(src) of {4 * n / 2**30:.3g} GiB, read + written",
+    }
     rec.update(measure(cell, budget))
     rec["gb_s"] = 8 * n / (rec["median_ms"] / 1e3) / 1e9
     if "events_ms" in rec:
@@ -598,15 +692,25 @@ def copy_bench(size: str, device: str, budget: float) -> dict[str, Any]:
 # command line
 # --------------------------------------------------------------------------------------
 
+
 def _header(args: argparse.Namespace) -> dict[str, Any]:
-    return {"schema": SCHEMA, "library": args.lib,
-            "workload": "copy" if args.lib == "copy" else args.workload,
-            "size": args.size, "device": args.device,
-            "sizes": ({"bytes": COPY_BYTES[args.size]} if args.lib == "copy"
-                      else workload_sizes(args.workload, args.size)),
-            "tf32": args.tf32, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-            "llgrad_env": {k: v for k, v in os.environ.items() if k.startswith("LLGRAD_GPU")},
-            "host": platform.node(), "python": platform.python_version()}
+    return {
+        "schema": SCHEMA,
+        "library": args.lib,
+        "workload": "copy" if args.lib == "copy" else args.workload,
+        "size": args.size,
+        "device": args.device,
+        "sizes": (
+            {"bytes": COPY_BYTES[args.size]}
+            if args.lib == "copy"
+            else workload_sizes(args.workload, args.size)
+        ),
+        "tf32": args.tf32,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "llgrad_env": {k: v for k, v in os.environ.items() if k.startswith("LLGRAD_GPU")},
+        "host": platform.node(),
+        "python": platform.python_version(),
+    }
 
 
 def summary(rec: dict[str, Any]) -> str:
@@ -622,8 +726,11 @@ def summary(rec: dict[str, Any]) -> str:
     if "first_call_s" in rec:
         parts.append(f"first call {rec['first_call_s']:.3g} s")
     if "max_rel_err" in rec:
-        parts.append(f"max rel err {rec['max_rel_err']:.2g}" if isinstance(rec["max_rel_err"], float)
-                     else f"max rel err {rec['max_rel_err']}")
+        parts.append(
+            f"max rel err {rec['max_rel_err']:.2g}"
+            if isinstance(rec["max_rel_err"], float)
+            else f"max rel err {rec['max_rel_err']}"
+        )
     check = {True: "ok", False: "WRONG", None: "unchecked"}[rec.get("ok")]
     return f"{head}: {', '.join(parts)}; {check} [{rec.get('device_name', '?')}]"
 
@@ -657,30 +764,47 @@ def _setup_env(args: argparse.Namespace) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line, measure one cell (or prepare), emit the JSON record."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.gpu_bench", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.gpu_bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--lib", choices=(*LIBS, "copy"), help="the library (or copy bandwidth)")
     p.add_argument("--workload", choices=(*WORKLOADS, "all"), default=None)
     p.add_argument("--size", choices=tuple(SIZES), default="scaled")
     p.add_argument("--json", type=Path, default=None, help="append the record to this file")
-    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
-                   help="cpu: torch/JAX on the CPU, llgrad on its grid emulator (smoke test)")
-    p.add_argument("--budget", type=float, default=None,
-                   help="seconds of per-call timing (default 1.5; quick: 0.3)")
+    p.add_argument(
+        "--device",
+        choices=("cuda", "cpu"),
+        default="cuda",
+        help="cpu: torch/JAX on the CPU, llgrad on its grid emulator (smoke test)",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        help="seconds of per-call timing (default 1.5; quick: 0.3)",
+    )
     p.add_argument("--cache", default=None, help="folder of prepared inputs and references")
     p.add_argument("--tol", type=float, default=TOLERANCE, help="max relative error allowed")
     p.add_argument("--tf32", action="store_true", help="let torch and JAX use TF32 matmuls")
-    p.add_argument("--warm-cache", action="store_true",
-                   help="llgrad: keep the user's compile cache (default: a fresh one)")
-    p.add_argument("--prepare", action="store_true",
-                   help="only write the inputs and float64 reference into the cache")
+    p.add_argument(
+        "--warm-cache",
+        action="store_true",
+        help="llgrad: keep the user's compile cache (default: a fresh one)",
+    )
+    p.add_argument(
+        "--prepare",
+        action="store_true",
+        help="only write the inputs and float64 reference into the cache",
+    )
     args = p.parse_args(argv)
-    faulthandler.enable()               # a crash in a library still leaves a traceback
+    faulthandler.enable()  # a crash in a library still leaves a traceback
     cache = cache_dir(args.cache)
     if args.prepare:
         if args.workload is None:
             p.error("--prepare needs --workload")
-        for w in (WORKLOADS if args.workload == "all" else (args.workload,)):
+        for w in WORKLOADS if args.workload == "all" else (args.workload,):
             print(json.dumps(prepare(w, args.size, cache)), flush=True)
         return 0
     if args.lib is None or (args.lib != "copy" and args.workload in (None, "all")):
@@ -693,12 +817,24 @@ def main(argv: list[str] | None = None) -> int:
         if args.lib == "copy":
             rec.update(copy_bench(args.size, args.device, budget))
         else:
-            rec.update(bench(args.lib, args.workload, args.size, args.device, budget, cache,
-                             args.tol, args.tf32))
-    except BaseException as e:          # noqa: BLE001  (the record says why; Ctrl-C too)
+            rec.update(
+                bench(
+                    args.lib,
+                    args.workload,
+                    args.size,
+                    args.device,
+                    budget,
+                    cache,
+                    args.tol,
+                    args.tf32,
+                )
+            )
+    except BaseException as e:  # noqa: BLE001  (the record says why; Ctrl-C too)
         tb = traceback.format_exc()
         print(tb, file=sys.stderr)
-        rec["error"] = f"{type(e).__name__}: {e}".splitlines()[0][:300] if str(e) else type(e).__name__
+        rec["error"] = (
+            f"{type(e).__name__}: {e}".splitlines()[0][:300] if str(e) else type(e).__name__
+        )
         rec["traceback"] = tb[-3000:]
         code = 1
     finally:

@@ -15,6 +15,7 @@ under the table say why. Below the table: steps issued back
 to back, first-call (trace + compile) times, and each cell's largest relative error.
 The text is printed and written to `--out` (default: gpu_report.md beside the first input).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,10 +53,14 @@ def read_records(paths: Iterable[Path]) -> list[dict[str, Any]]:
 def group(records: list[dict[str, Any]]) -> dict[tuple[str, str], dict[tuple[str, str], dict]]:
     """{(size, device): {(library, workload): last record}}; a record without size or device
     (a timeout the shell wrote) joins the group most records belong to."""
-    keys = Counter((r.get("size"), r.get("device")) for r in records
-                   if r.get("size") and r.get("device"))
-    default: tuple[str, str] = ((str(keys.most_common(1)[0][0][0]), str(keys.most_common(1)[0][0][1]))
-                                if keys else ("?", "?"))
+    keys = Counter(
+        (r.get("size"), r.get("device")) for r in records if r.get("size") and r.get("device")
+    )
+    default: tuple[str, str] = (
+        (str(keys.most_common(1)[0][0][0]), str(keys.most_common(1)[0][0][1]))
+        if keys
+        else ("?", "?")
+    )
     groups: dict[tuple[str, str], dict[tuple[str, str], dict]] = {}
     for r in records:
         size, device = r.get("size"), r.get("device")
@@ -80,8 +85,7 @@ def valid(r: dict[str, Any] | None) -> bool:
     """A record with a time that did not fail its check."""
     if not r:
         return False
-    return ("error" not in r and "skipped" not in r and r.get("ok") is not False
-            and "median_ms" in r)
+    return "error" not in r and "skipped" not in r and r.get("ok") is not False and "median_ms" in r
 
 
 def _cell(r: dict[str, Any] | None, key: str = "median_ms") -> str:
@@ -125,23 +129,28 @@ def _sizes_text(r: dict[str, Any] | None, workload: str, size: str) -> str:
     sizes = r.get("sizes") if r else None
     if not sizes:
         from benchmarks.gpu_bench import SIZES, workload_sizes
+
         sizes = workload_sizes(workload, size) if size in SIZES else {}
     return " ".join(f"{k} {v}" for k, v in sizes.items() if k != "layers")
 
 
 def render_group(size: str, device: str, cells: dict[tuple[str, str], dict]) -> str:
     """The Markdown of one (size, device) group."""
-    libs = list(LIBS)                   # every column, "–" where a library has no record
+    libs = list(LIBS)  # every column, "–" where a library has no record
     workloads = [w for w in WORKLOADS if any(wl == w for _, wl in cells)]
     names = sorted({r["device_name"] for r in cells.values() if r.get("device_name")})
     dates = sorted(r["date"] for r in cells.values() if r.get("date"))
-    lines = [f"## {', '.join(names) or 'unknown device'} ({device}, {size} sizes)", "",
-             (f"{dates[0]} to {dates[-1]}. " if dates else "")
-             + "Median ms per step (each call timed alone, up to a device synchronization; "
-               "`benchmarks/gpu_bench.py`), **bold** the fastest; ratio: llgrad over the "
-               "fastest of torch.compile and jax.jit (below 1: llgrad ahead).", "",
-             "| workload | sizes | " + " | ".join(libs) + " | ratio |",
-             "|---|---|" + "---|" * len(libs) + "---|"]
+    lines = [
+        f"## {', '.join(names) or 'unknown device'} ({device}, {size} sizes)",
+        "",
+        (f"{dates[0]} to {dates[-1]}. " if dates else "")
+        + "Median ms per step (each call timed alone, up to a device synchronization; "
+        "`benchmarks/gpu_bench.py`), **bold** the fastest; ratio: llgrad over the "
+        "fastest of torch.compile and jax.jit (below 1: llgrad ahead).",
+        "",
+        "| workload | sizes | " + " | ".join(libs) + " | ratio |",
+        "|---|---|" + "---|" * len(libs) + "---|",
+    ]
     notes: list[str] = []
     skipped: list[str] = []
     for w in workloads:
@@ -157,7 +166,9 @@ def render_group(size: str, device: str, cells: dict[tuple[str, str], dict]) -> 
         peers = [ok[p] for p in PEERS if p in ok]
         ratio = f"{ok['llgrad'] / min(peers):.2f}" if "llgrad" in ok and peers else "–"
         sample = next((r for r in row.values() if r and r.get("sizes")), None)
-        lines.append(f"| {w} | {_sizes_text(sample, w, size)} | " + " | ".join(texts) + f" | {ratio} |")
+        lines.append(
+            f"| {w} | {_sizes_text(sample, w, size)} | " + " | ".join(texts) + f" | {ratio} |"
+        )
         if w == "B1":
             bw = _bandwidth_row(cells, libs)
             if bw:
@@ -169,13 +180,20 @@ def render_group(size: str, device: str, cells: dict[tuple[str, str], dict]) -> 
             elif r and "error" in r:
                 notes.append(f"- {w} {lib}: error: {r['error']}")
             elif r and r.get("ok") is False:
-                notes.append(f"- {w} {lib}: wrong: max relative error {r.get('max_rel_err')} "
-                             f"(tolerance {r.get('tolerance')}); {fmt_ms(r['median_ms'])} ms"
-                             if "median_ms" in r else f"- {w} {lib}: wrong")
-            elif r and device == "cuda" and any("cpu" in d.lower()
-                                                  for d in r.get("output_devices", [])):
-                notes.append(f"- {w} {lib}: outputs on {', '.join(r['output_devices'])}, "
-                             f"not the GPU")
+                notes.append(
+                    f"- {w} {lib}: wrong: max relative error {r.get('max_rel_err')} "
+                    f"(tolerance {r.get('tolerance')}); {fmt_ms(r['median_ms'])} ms"
+                    if "median_ms" in r
+                    else f"- {w} {lib}: wrong"
+                )
+            elif (
+                r
+                and device == "cuda"
+                and any("cpu" in d.lower() for d in r.get("output_devices", []))
+            ):
+                notes.append(
+                    f"- {w} {lib}: outputs on {', '.join(r['output_devices'])}, not the GPU"
+                )
             elif r and r.get("ok") is None and "median_ms" in r:
                 notes.append(f"- {w} {lib}: unchecked ({r.get('reference', 'no reference')})")
     if skipped:
@@ -186,19 +204,46 @@ def render_group(size: str, device: str, cells: dict[tuple[str, str], dict]) -> 
         if "error" in copy:
             notes.append(f"- copy bandwidth: error: {copy['error']}")
         elif "gb_s" in copy:
-            ev = (f", {fmt_ms(copy['gb_s_events'])} GB/s timed with CUDA events over back-to-back "
-                  f"copies" if copy.get("gb_s_events") else "")
-            lines += ["", (f"Copy bandwidth: {fmt_ms(copy['gb_s'])} GB/s "
-                           f"({copy.get('how', 'copy')}, timed as the steps are{ev}).")]
+            ev = (
+                f", {fmt_ms(copy['gb_s_events'])} GB/s timed with CUDA events over back-to-back "
+                f"copies"
+                if copy.get("gb_s_events")
+                else ""
+            )
+            lines += [
+                "",
+                (
+                    f"Copy bandwidth: {fmt_ms(copy['gb_s'])} GB/s "
+                    f"({copy.get('how', 'copy')}, timed as the steps are{ev})."
+                ),
+            ]
     if notes:
         lines += ["", "Failures:", "", *notes]
-    lines += _side_table(cells, libs, workloads, "pipelined_ms",
-                         "Steps issued back to back (one synchronization per group), ms per step:")
-    lines += _side_table(cells, libs, workloads, "first_call_s",
-                         "First call (trace and compile included), s:", seconds=True)
-    lines += ["", ("Largest relative error against the float64 reference (loss and every "
-                   "gradient; B2: loss and updated parameters):"), "",
-              "| workload | " + " | ".join(libs) + " |", "|---|" + "---|" * len(libs)]
+    lines += _side_table(
+        cells,
+        libs,
+        workloads,
+        "pipelined_ms",
+        "Steps issued back to back (one synchronization per group), ms per step:",
+    )
+    lines += _side_table(
+        cells,
+        libs,
+        workloads,
+        "first_call_s",
+        "First call (trace and compile included), s:",
+        seconds=True,
+    )
+    lines += [
+        "",
+        (
+            "Largest relative error against the float64 reference (loss and every "
+            "gradient; B2: loss and updated parameters):"
+        ),
+        "",
+        "| workload | " + " | ".join(libs) + " |",
+        "|---|" + "---|" * len(libs),
+    ]
     for w in workloads:
         errs = []
         for lib in libs:
@@ -209,8 +254,14 @@ def render_group(size: str, device: str, cells: dict[tuple[str, str], dict]) -> 
     return "\n".join(lines) + "\n"
 
 
-def _side_table(cells: dict[tuple[str, str], dict], libs: list[str], workloads: list[str],
-                key: str, title: str, seconds: bool = False) -> list[str]:
+def _side_table(
+    cells: dict[tuple[str, str], dict],
+    libs: list[str],
+    workloads: list[str],
+    key: str,
+    title: str,
+    seconds: bool = False,
+) -> list[str]:
     rows = []
     for w in workloads:
         vals = []
@@ -222,8 +273,14 @@ def _side_table(cells: dict[tuple[str, str], dict], libs: list[str], workloads: 
             rows.append(f"| {w} | " + " | ".join(vals) + " |")
     if not rows:
         return []
-    return ["", title, "", "| workload | " + " | ".join(libs) + " |",
-            "|---|" + "---|" * len(libs), *rows]
+    return [
+        "",
+        title,
+        "",
+        "| workload | " + " | ".join(libs) + " |",
+        "|---|" + "---|" * len(libs),
+        *rows,
+    ]
 
 
 def render(records: list[dict[str, Any]]) -> str:
@@ -239,8 +296,11 @@ def render(records: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Read the records, print the report and write it to --out."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.gpu_report", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.gpu_report",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("inputs", nargs="+", type=Path, help="JSON-lines files of gpu_bench records")
     p.add_argument("--out", type=Path, default=None, help="Markdown file to write")
     args = p.parse_args(argv)

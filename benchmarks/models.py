@@ -27,6 +27,7 @@ compiles the steady-state step on the second), so every library is checked over
 `CHECK_STEPS` steps: the loss of each step, the parameters and BatchNorm's running
 statistics after the last, against torch eager in float64.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,24 +36,35 @@ from typing import Any, Callable
 WORKLOADS = ("B9", "B10", "B11", "B12", "B12/foreach")
 CHECK_STEPS = 2
 
+
 def _resnet18_shapes() -> list[tuple[str, tuple[int, ...]]]:
     """torchvision's resnet18 parameters in `named_parameters()` order (62 tensors,
     11,689,512 elements): the stem, four stages of two BasicBlocks (the first block of
     stages 2-4 with a 1x1 downsampling convolution and its BatchNorm), the classifier."""
     out: list[tuple[str, tuple[int, ...]]] = [
-        ("conv1.weight", (64, 3, 7, 7)), ("bn1.weight", (64,)), ("bn1.bias", (64,))]
+        ("conv1.weight", (64, 3, 7, 7)),
+        ("bn1.weight", (64,)),
+        ("bn1.bias", (64,)),
+    ]
     cin = 64
     for stage, c in enumerate((64, 128, 256, 512), start=1):
         for block in range(2):
             pre = f"layer{stage}.{block}."
             first_in = cin if block == 0 else c
-            out += [(pre + "conv1.weight", (c, first_in, 3, 3)),
-                    (pre + "bn1.weight", (c,)), (pre + "bn1.bias", (c,)),
-                    (pre + "conv2.weight", (c, c, 3, 3)),
-                    (pre + "bn2.weight", (c,)), (pre + "bn2.bias", (c,))]
+            out += [
+                (pre + "conv1.weight", (c, first_in, 3, 3)),
+                (pre + "bn1.weight", (c,)),
+                (pre + "bn1.bias", (c,)),
+                (pre + "conv2.weight", (c, c, 3, 3)),
+                (pre + "bn2.weight", (c,)),
+                (pre + "bn2.bias", (c,)),
+            ]
             if block == 0 and first_in != c:
-                out += [(pre + "downsample.0.weight", (c, first_in, 1, 1)),
-                        (pre + "downsample.1.weight", (c,)), (pre + "downsample.1.bias", (c,))]
+                out += [
+                    (pre + "downsample.0.weight", (c, first_in, 1, 1)),
+                    (pre + "downsample.1.weight", (c,)),
+                    (pre + "downsample.1.bias", (c,)),
+                ]
         cin = c
     out += [("fc.weight", (1000, 512)), ("fc.bias", (1000,))]
     return out
@@ -67,11 +79,17 @@ def config(workload: str, quick: bool) -> dict[str, Any]:
     if w == "B9":
         return {"batch": 4, "hw": 8} if quick else {"batch": 64, "hw": 32}
     if w == "B10":
-        return ({"vocab": 50, "batch": 2, "seq": 16, "d": 32, "heads": 4, "ff": 64} if quick
-                else {"vocab": 1000, "batch": 4, "seq": 128, "d": 256, "heads": 4, "ff": 1024})
+        return (
+            {"vocab": 50, "batch": 2, "seq": 16, "d": 32, "heads": 4, "ff": 64}
+            if quick
+            else {"vocab": 1000, "batch": 4, "seq": 128, "d": 256, "heads": 4, "ff": 1024}
+        )
     if w == "B11":
-        return ({"inp": 8, "hidden": 16, "batch": 4, "seq": 6} if quick
-                else {"inp": 64, "hidden": 256, "batch": 32, "seq": 50})
+        return (
+            {"inp": 8, "hidden": 16, "batch": 4, "seq": 6}
+            if quick
+            else {"inp": 64, "hidden": 256, "batch": 32, "seq": 50}
+        )
     if w == "B12":
         return {"scale": 8 if quick else 1}
     raise KeyError(workload)
@@ -81,36 +99,60 @@ def param_shapes(workload: str, quick: bool) -> list[tuple[str, tuple[int, ...]]
     """(name, shape) of every parameter, named as the module's `named_parameters()`."""
     w, c = workload.split("/")[0], config(workload, quick)
     if w == "B9":
-        return [("0.weight", (32, 3, 3, 3)), ("0.bias", (32,)), ("1.weight", (32,)),
-                ("1.bias", (32,)), ("3.weight", (32, 32, 3, 3)), ("3.bias", (32,)),
-                ("4.weight", (32,)), ("4.bias", (32,)), ("7.weight", (64, 32, 3, 3)),
-                ("7.bias", (64,)), ("8.weight", (64,)), ("8.bias", (64,)),
-                ("13.weight", (10, 64)), ("13.bias", (10,))]
+        return [
+            ("0.weight", (32, 3, 3, 3)),
+            ("0.bias", (32,)),
+            ("1.weight", (32,)),
+            ("1.bias", (32,)),
+            ("3.weight", (32, 32, 3, 3)),
+            ("3.bias", (32,)),
+            ("4.weight", (32,)),
+            ("4.bias", (32,)),
+            ("7.weight", (64, 32, 3, 3)),
+            ("7.bias", (64,)),
+            ("8.weight", (64,)),
+            ("8.bias", (64,)),
+            ("13.weight", (10, 64)),
+            ("13.bias", (10,)),
+        ]
     if w == "B10":
         d, ff = c["d"], c["ff"]
         out = [("emb.weight", (c["vocab"], d)), ("pos", (c["seq"], d))]
         for i in range(2):
             p = f"blocks.{i}."
-            out += [(p + "ln1.weight", (d,)), (p + "ln1.bias", (d,)),
-                    (p + "qkv.weight", (3 * d, d)), (p + "qkv.bias", (3 * d,)),
-                    (p + "proj.weight", (d, d)), (p + "proj.bias", (d,)),
-                    (p + "ln2.weight", (d,)), (p + "ln2.bias", (d,)),
-                    (p + "fc1.weight", (ff, d)), (p + "fc1.bias", (ff,)),
-                    (p + "fc2.weight", (d, ff)), (p + "fc2.bias", (d,))]
+            out += [
+                (p + "ln1.weight", (d,)),
+                (p + "ln1.bias", (d,)),
+                (p + "qkv.weight", (3 * d, d)),
+                (p + "qkv.bias", (3 * d,)),
+                (p + "proj.weight", (d, d)),
+                (p + "proj.bias", (d,)),
+                (p + "ln2.weight", (d,)),
+                (p + "ln2.bias", (d,)),
+                (p + "fc1.weight", (ff, d)),
+                (p + "fc1.bias", (ff,)),
+                (p + "fc2.weight", (d, ff)),
+                (p + "fc2.bias", (d,)),
+            ]
         return out + [("lnf.weight", (d,)), ("lnf.bias", (d,))]
     if w == "B11":
         h, out = c["hidden"], []
         for layer in range(2):
             inp = c["inp"] if layer == 0 else h
-            out += [(f"lstm.weight_ih_l{layer}", (4 * h, inp)),
-                    (f"lstm.weight_hh_l{layer}", (4 * h, h)),
-                    (f"lstm.bias_ih_l{layer}", (4 * h,)), (f"lstm.bias_hh_l{layer}", (4 * h,))]
+            out += [
+                (f"lstm.weight_ih_l{layer}", (4 * h, inp)),
+                (f"lstm.weight_hh_l{layer}", (4 * h, h)),
+                (f"lstm.bias_ih_l{layer}", (4 * h,)),
+                (f"lstm.bias_hh_l{layer}", (4 * h,)),
+            ]
         return out + [("head.weight", (1, h)), ("head.bias", (1,))]
     if w == "B12":
         s = c["scale"]
         small = {64: 64 // s, 128: 128 // s, 256: 256 // s, 512: 512 // s, 1000: 1000 // s}
-        return [(n, tuple(small.get(d, d) if s > 1 else d for d in shape))
-                for n, shape in RESNET18_SHAPES]
+        return [
+            (n, tuple(small.get(d, d) if s > 1 else d for d in shape))
+            for n, shape in RESNET18_SHAPES
+        ]
     raise KeyError(workload)
 
 
@@ -125,6 +167,7 @@ def inputs(workload: str, quick: bool) -> dict[str, Any]:
     """Float32 data and parameters of the workload, the same in every process (seeded):
     parameters under their names, the data under `x`, `y` (B12: gradients under `grad:`)."""
     import numpy as np
+
     rng = np.random.default_rng(9)
     f32 = np.float32
     out: dict[str, Any] = {}
@@ -133,7 +176,7 @@ def inputs(workload: str, quick: bool) -> dict[str, Any]:
             bound = 1.0 / math.sqrt(float(np.prod(shape[1:])))
             out[name] = rng.uniform(-bound, bound, shape).astype(f32)
         elif name.endswith("weight") and "head" not in name:
-            out[name] = (1.0 + rng.uniform(-0.1, 0.1, shape)).astype(f32)   # norm scales
+            out[name] = (1.0 + rng.uniform(-0.1, 0.1, shape)).astype(f32)  # norm scales
         else:
             out[name] = rng.uniform(-0.1, 0.1, shape).astype(f32)
     w, c = workload.split("/")[0], config(workload, quick)
@@ -156,6 +199,7 @@ def inputs(workload: str, quick: bool) -> dict[str, Any]:
 # torch and llgrad: one module and optimizer definition over either library
 # --------------------------------------------------------------------------------------
 
+
 def make_model(workload: str, t: Any, quick: bool) -> Any:
     """The workload's `nn.Module` built from library `t` (torch or llgrad): its `nn`,
     `nn.functional` and `Parameter`, nothing else."""
@@ -163,10 +207,21 @@ def make_model(workload: str, t: Any, quick: bool) -> Any:
     w, c = workload.split("/")[0], config(workload, quick)
     if w == "B9":
         return nn.Sequential(
-            nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
-            nn.Conv2d(32, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
-            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
+            nn.Conv2d(3, 32, 3, padding=1),
+            nn.BatchNorm2d(32),
+            nn.ReLU(),
+            nn.Conv2d(32, 32, 3, padding=1),
+            nn.BatchNorm2d(32),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1),
+            nn.BatchNorm2d(64),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Linear(64, 10),
+        )
     if w == "B10":
         d, heads = c["d"], c["heads"]
 
@@ -182,8 +237,7 @@ def make_model(workload: str, t: Any, quick: bool) -> Any:
             def forward(self, x: Any) -> Any:
                 b, s, _ = x.shape
                 q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
-                q, k, v = (z.reshape(b, s, heads, d // heads).transpose(1, 2)
-                           for z in (q, k, v))
+                q, k, v = (z.reshape(b, s, heads, d // heads).transpose(1, 2) for z in (q, k, v))
                 a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
                 x = x + self.proj(a.transpose(1, 2).reshape(b, s, d))
                 return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
@@ -207,6 +261,7 @@ def make_model(workload: str, t: Any, quick: bool) -> Any:
 
         return LM()
     if w == "B11":
+
         class Regressor(nn.Module):
             """A 2-layer LSTM and a linear head on its last step."""
 
@@ -245,22 +300,26 @@ def loss_of(workload: str, t: Any) -> Callable[[Any, Any], Any]:
     if workload == "B9":
         return F.cross_entropy
     if workload == "B10":
-        return lambda logits, y: F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                                 y.reshape(-1))
+        return lambda logits, y: F.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), y.reshape(-1)
+        )
     return F.mse_loss
 
 
-def build_module_step(lib: str, workload: str, arrays: dict[str, Any],
-                      quick: bool) -> Callable[[], list[Any]]:
+def build_module_step(
+    lib: str, workload: str, arrays: dict[str, Any], quick: bool
+) -> Callable[[], list[Any]]:
     """torch, torch.compile, llgrad eager or llgrad (compiled): a zero-argument step that
     runs one training step (B12: one optimizer step) and returns
     [loss, *parameters, *running statistics] (B12: the parameters)."""
     if lib.startswith("llgrad"):
         import llgrad as t
+
         tensor = t.tensor
     else:
         import torch as t
-        tensor = lambda a: t.from_numpy(a.copy())   # noqa: E731
+
+        tensor = lambda a: t.from_numpy(a.copy())  # noqa: E731
     shapes = param_shapes(workload, quick)
     names = [n for n, _ in shapes]
     if workload.startswith("B12"):
@@ -271,6 +330,7 @@ def build_module_step(lib: str, workload: str, arrays: dict[str, Any],
 
         def update() -> None:
             opt.step()
+
         fn = update
         if lib in ("llgrad", "torch.compile"):
             fn = t.compile(update)
@@ -278,7 +338,8 @@ def build_module_step(lib: str, workload: str, arrays: dict[str, Any],
         def opt_step() -> list[Any]:
             fn()
             return list(params)
-        opt_step.compiled = fn   # type: ignore[attr-defined]
+
+        opt_step.compiled = fn  # type: ignore[attr-defined]
         return opt_step
     model = make_model(workload, t, quick)
     model.train()
@@ -302,20 +363,23 @@ def build_module_step(lib: str, workload: str, arrays: dict[str, Any],
         loss.backward()
         opt.step()
         return loss
+
     fn = train_step
     if lib in ("llgrad", "torch.compile"):
         fn = t.compile(train_step)
 
     def step() -> list[Any]:
         loss = fn(model, opt, x, y)
-        return [loss.item(), *params, *buffers]     # .item(): the step has finished
-    step.compiled = fn   # type: ignore[attr-defined]
+        return [loss.item(), *params, *buffers]  # .item(): the step has finished
+
+    step.compiled = fn  # type: ignore[attr-defined]
     return step
 
 
 # --------------------------------------------------------------------------------------
 # jax.jit: the same math, functionally
 # --------------------------------------------------------------------------------------
+
 
 def _jax_sgd(jnp: Any, params: dict, grads: dict, bufs: dict) -> tuple[dict, dict]:
     """SGD, lr 0.05, momentum 0.9 (no dampening), weight decay 5e-4 (torch's rule; a
@@ -328,13 +392,14 @@ def _jax_sgd(jnp: Any, params: dict, grads: dict, bufs: dict) -> tuple[dict, dic
     return new_p, new_b
 
 
-def _jax_adam(jnp: Any, params: dict, grads: dict, state: dict, lr: float, wd: float,
-              decoupled: bool) -> tuple[dict, dict]:
+def _jax_adam(
+    jnp: Any, params: dict, grads: dict, state: dict, lr: float, wd: float, decoupled: bool
+) -> tuple[dict, dict]:
     """Adam (betas 0.9, 0.999, eps 1e-8), torch's rules: AdamW decays the parameter by
     lr * wd before the update; Adam with wd adds wd * p to the gradient."""
     step = state["step"] + 1.0
-    bc1 = 1.0 - 0.9 ** step
-    bc2 = 1.0 - 0.999 ** step
+    bc1 = 1.0 - 0.9**step
+    bc2 = 1.0 - 0.999**step
     new_p, new_m, new_v = {}, {}, {}
     for k, p in params.items():
         g = grads[k]
@@ -350,19 +415,22 @@ def _jax_adam(jnp: Any, params: dict, grads: dict, state: dict, lr: float, wd: f
     return new_p, {"step": step, "m": new_m, "v": new_v}
 
 
-def build_jax_step(workload: str, arrays: dict[str, Any], quick: bool
-                   ) -> Callable[[], list[Any]]:
+def build_jax_step(workload: str, arrays: dict[str, Any], quick: bool) -> Callable[[], list[Any]]:
     """jax.jit: one jitted function per step (value_and_grad and the update), parameters
     and optimizer state donated; returns the same outputs as `build_module_step`."""
     import jax
     import jax.numpy as jnp
     from jax import lax
+
     c = config(workload, quick)
     names = [n for n, _ in param_shapes(workload, quick)]
     params = {n: jnp.asarray(arrays[n]) for n in names}
     zeros = {n: jnp.zeros_like(p) for n, p in params.items()}
-    adam_state = {"step": jnp.zeros((), jnp.float32), "m": zeros,
-                  "v": {n: jnp.zeros_like(p) for n, p in params.items()}}
+    adam_state = {
+        "step": jnp.zeros((), jnp.float32),
+        "m": zeros,
+        "v": {n: jnp.zeros_like(p) for n, p in params.items()},
+    }
 
     def cross_entropy(logits: Any, y: Any) -> Any:
         logp = jax.nn.log_softmax(logits, -1)
@@ -378,6 +446,7 @@ def build_jax_step(workload: str, arrays: dict[str, Any], quick: bool
 
         def adamw(params: dict, state: dict, grads: dict) -> tuple[dict, dict]:
             return _jax_adam(jnp, params, grads, state, 1e-3, 0.01, True)
+
         update = jax.jit(adamw, donate_argnums=(0, 1))
         st = {"params": params, "opt": adam_state}
 
@@ -385,6 +454,7 @@ def build_jax_step(workload: str, arrays: dict[str, Any], quick: bool
             st["params"], st["opt"] = update(st["params"], st["opt"], grads)
             jax.block_until_ready(st["params"])
             return [st["params"][n] for n in names]
+
         return opt_step
 
     x, y = jnp.asarray(arrays["x"]), jnp.asarray(arrays["y"])
@@ -397,21 +467,27 @@ def build_jax_step(workload: str, arrays: dict[str, Any], quick: bool
         def loss_fn(p: dict, bufs: dict, x: Any, y: Any) -> tuple[Any, dict]:
             h, new = x, {}
             for conv, bn, pool in (("0", "1", False), ("3", "4", True), ("7", "8", True)):
-                h = lax.conv_general_dilated(h, p[conv + ".weight"], (1, 1), ((1, 1), (1, 1)),
-                                             dimension_numbers=("NCHW", "OIHW", "NCHW"))
+                h = lax.conv_general_dilated(
+                    h,
+                    p[conv + ".weight"],
+                    (1, 1),
+                    ((1, 1), (1, 1)),
+                    dimension_numbers=("NCHW", "OIHW", "NCHW"),
+                )
                 h = h + p[conv + ".bias"][None, :, None, None]
                 mean = h.mean((0, 2, 3))
                 var = ((h - mean[None, :, None, None]) ** 2).mean((0, 2, 3))
                 n = h.size // h.shape[1]
-                h = ((h - mean[None, :, None, None]) / jnp.sqrt(var + 1e-5)[None, :, None, None]
-                     * p[bn + ".weight"][None, :, None, None] + p[bn + ".bias"][None, :, None, None])
+                h = (h - mean[None, :, None, None]) / jnp.sqrt(var + 1e-5)[None, :, None, None] * p[
+                    bn + ".weight"
+                ][None, :, None, None] + p[bn + ".bias"][None, :, None, None]
                 new[bn + ".running_mean"] = 0.9 * bufs[bn + ".running_mean"] + 0.1 * mean
-                new[bn + ".running_var"] = (0.9 * bufs[bn + ".running_var"]
-                                            + 0.1 * var * (n / (n - 1)))
+                new[bn + ".running_var"] = 0.9 * bufs[bn + ".running_var"] + 0.1 * var * (
+                    n / (n - 1)
+                )
                 h = jax.nn.relu(h)
                 if pool:
-                    h = lax.reduce_window(h, -jnp.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2),
-                                          "VALID")
+                    h = lax.reduce_window(h, -jnp.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
             h = h.mean((2, 3))
             logits = h @ p["13.weight"].T + p["13.bias"]
             return cross_entropy(logits, y), jax.lax.stop_gradient(new)
@@ -420,6 +496,7 @@ def build_jax_step(workload: str, arrays: dict[str, Any], quick: bool
             (loss, new_bufs), g = jax.value_and_grad(loss_fn, has_aux=True)(p, bufs, x, y)
             p, opt = _jax_sgd(jnp, p, g, opt)
             return loss, p, opt, new_bufs
+
         state = {"p": params, "opt": zeros, "bufs": bufs}
     elif workload == "B10":
         d, heads, s = c["d"], c["heads"], c["seq"]
@@ -433,8 +510,10 @@ def build_jax_step(workload: str, arrays: dict[str, Any], quick: bool
                 q = f"blocks.{i}."
                 z = layer_norm(h, p[q + "ln1.weight"], p[q + "ln1.bias"])
                 qkv = z @ p[q + "qkv.weight"].T + p[q + "qkv.bias"]
-                qq, kk, vv = (qkv[..., j * d:(j + 1) * d].reshape(b, s, heads, hd)
-                              .transpose(0, 2, 1, 3) for j in range(3))
+                qq, kk, vv = (
+                    qkv[..., j * d : (j + 1) * d].reshape(b, s, heads, hd).transpose(0, 2, 1, 3)
+                    for j in range(3)
+                )
                 sc = qq @ kk.transpose(0, 1, 3, 2) / math.sqrt(hd)
                 a = jax.nn.softmax(jnp.where(mask, sc, -jnp.inf), -1) @ vv
                 a = a.transpose(0, 2, 1, 3).reshape(b, s, d)
@@ -449,15 +528,17 @@ def build_jax_step(workload: str, arrays: dict[str, Any], quick: bool
             def loss_fn(p: dict) -> Any:
                 logits = forward(p, x)
                 return cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+
             loss, g = jax.value_and_grad(loss_fn)(p)
             p, opt = _jax_adam(jnp, p, g, opt, 3e-4, 0.1, True)
             return loss, p, opt, bufs
+
         state = {"p": params, "opt": adam_state, "bufs": {}}
     elif workload == "B11":
         hidden = c["hidden"]
 
         def forward(p: dict, x: Any) -> Any:
-            seq = x.transpose(1, 0, 2)                  # (time, batch, features)
+            seq = x.transpose(1, 0, 2)  # (time, batch, features)
             for layer in range(2):
                 sfx = f"_l{layer}"
                 xw = seq @ p["lstm.weight_ih" + sfx].T + p["lstm.bias_ih" + sfx]
@@ -466,10 +547,11 @@ def build_jax_step(workload: str, arrays: dict[str, Any], quick: bool
                 def cell(carry: tuple, xt: Any, whh: Any = whh, bhh: Any = bhh) -> tuple:
                     h, cc = carry
                     gates = xt + h @ whh.T + bhh
-                    i, f, gg, o = (gates[:, k * hidden:(k + 1) * hidden] for k in range(4))
+                    i, f, gg, o = (gates[:, k * hidden : (k + 1) * hidden] for k in range(4))
                     cc = jax.nn.sigmoid(f) * cc + jax.nn.sigmoid(i) * jnp.tanh(gg)
                     h = jax.nn.sigmoid(o) * jnp.tanh(cc)
                     return (h, cc), h
+
                 z = jnp.zeros((x.shape[0], hidden), x.dtype)
                 _, seq = lax.scan(cell, (z, z), xw)
             return seq[-1] @ p["head.weight"].T + p["head.bias"]
@@ -478,6 +560,7 @@ def build_jax_step(workload: str, arrays: dict[str, Any], quick: bool
             loss, g = jax.value_and_grad(lambda p: jnp.mean((forward(p, x) - y) ** 2))(p)
             p, opt = _jax_adam(jnp, p, g, opt, 1e-3, 0.0, False)
             return loss, p, opt, bufs
+
         state = {"p": params, "opt": adam_state, "bufs": {}}
     else:
         raise KeyError(workload)
@@ -486,15 +569,17 @@ def build_jax_step(workload: str, arrays: dict[str, Any], quick: bool
 
     def step() -> list[Any]:
         loss, state["p"], state["opt"], state["bufs"] = jtrain(
-            state["p"], state["opt"], state["bufs"], x, y)
+            state["p"], state["opt"], state["bufs"], x, y
+        )
         jax.block_until_ready(state["p"])
-        return [float(loss), *[state["p"][n] for n in names],
-                *[state["bufs"][n] for n in bnames]]
+        return [float(loss), *[state["p"][n] for n in names], *[state["bufs"][n] for n in bnames]]
+
     return step
 
 
-def build(lib: str, workload: str, quick: bool,
-          arrays: dict[str, Any] | None = None) -> Callable[[], list[Any]]:
+def build(
+    lib: str, workload: str, quick: bool, arrays: dict[str, Any] | None = None
+) -> Callable[[], list[Any]]:
     """The zero-argument step of `lib` on `workload` (a B9-B12 name)."""
     arrays = inputs(workload, quick) if arrays is None else arrays
     if lib == "jax.jit":
@@ -502,12 +587,14 @@ def build(lib: str, workload: str, quick: bool,
     return build_module_step(lib, workload, arrays, quick)
 
 
-def run_checked(step: Callable[[], list[Any]], to_numpy: Callable[[list[Any]], list[Any]]
-                ) -> tuple[list[Any], list[float]]:
+def run_checked(
+    step: Callable[[], list[Any]], to_numpy: Callable[[list[Any]], list[Any]]
+) -> tuple[list[Any], list[float]]:
     """`CHECK_STEPS` calls of `step`: (each step's loss and the last step's other outputs,
     as NumPy arrays; the seconds each call took). Outputs are copied out right after each
     call (parameters are updated in place by the next)."""
     import time
+
     losses: list[Any] = []
     last: list[Any] = []
     times = []
@@ -516,7 +603,7 @@ def run_checked(step: Callable[[], list[Any]], to_numpy: Callable[[list[Any]], l
         out = step()
         times.append(time.perf_counter() - t0)
         arrs = to_numpy(out)
-        if arrs and arrs[0].ndim == 0:              # a loss (parameters are never 0-d)
+        if arrs and arrs[0].ndim == 0:  # a loss (parameters are never 0-d)
             losses.append(arrs[0])
             arrs = arrs[1:]
         last = arrs
@@ -533,11 +620,15 @@ def check_updates(workload: str, quick: bool, got: list[Any], want: list[Any]) -
     before BatchNorm, Adam's update is +-lr with the noise's sign. torch eager in float32
     against float64: 5e-4 overall, 6e-3 on the worst tensor.)"""
     import numpy as np
+
     arrays = inputs(workload, quick)
     init = [arrays[n] for n, _ in param_shapes(workload, quick)]
-    init += [np.zeros_like(arrays[b.split(".")[0] + ".weight"]) if "mean" in b
-             else np.ones_like(arrays[b.split(".")[0] + ".weight"])
-             for b in buffer_names(workload)]
+    init += [
+        np.zeros_like(arrays[b.split(".")[0] + ".weight"])
+        if "mean" in b
+        else np.ones_like(arrays[b.split(".")[0] + ".weight"])
+        for b in buffer_names(workload)
+    ]
     k = len(want) - len(init)
     num = den = 0.0
     for i, a in enumerate(init):
@@ -551,13 +642,15 @@ def check_updates(workload: str, quick: bool, got: list[Any], want: list[Any]) -
     return None
 
 
-def reference(workload: str, quick: bool, to_numpy: Callable[[list[Any]], list[Any]]
-              ) -> list[Any]:
+def reference(workload: str, quick: bool, to_numpy: Callable[[list[Any]], list[Any]]) -> list[Any]:
     """torch eager in float64 over `CHECK_STEPS` steps (the outputs `run_checked` gives)."""
     import numpy as np
     import torch
-    arrays = {k: (v.astype(np.float64) if v.dtype == np.float32 else v)
-              for k, v in inputs(workload, quick).items()}
+
+    arrays = {
+        k: (v.astype(np.float64) if v.dtype == np.float32 else v)
+        for k, v in inputs(workload, quick).items()
+    }
     before = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
     try:

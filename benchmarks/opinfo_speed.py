@@ -14,6 +14,7 @@ own). The ratio is
 llgrad's median over torch's; the table lists the worst ten first. A correctness check is not
 repeated here: the OpInfo suite compares values.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,13 @@ THREADS = 2
 
 
 def pin_threads() -> None:
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                "LLGRAD_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
+    for var in (
+        "OMP_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "OPENBLAS_NUM_THREADS",
+        "LLGRAD_NUM_THREADS",
+        "NUMEXPR_NUM_THREADS",
+    ):
         os.environ[var] = str(THREADS)
     try:
         os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[:THREADS]))
@@ -55,6 +61,7 @@ def median_time(call: Callable[[], Any], budget: float) -> float:
 
 
 # -- the torch process ---------------------------------------------------------------------
+
 
 def _neutral(x: Any, torch: Any) -> Any:
     """A torch value as NumPy arrays and Python values (tagged tuples)."""
@@ -79,35 +86,45 @@ def _neutral(x: Any, torch: Any) -> Any:
 def torch_side(path: str, only: set[str] | None, budget: float) -> None:
     pin_threads()
     import warnings
+
     warnings.filterwarnings("ignore")
     import torch
+
     torch.set_num_threads(THREADS)
     sys.path.insert(0, str(ROOT / "tests"))
     import opinfo_harness as H
+
     status_file = ROOT / "tests" / "opinfo_status.json"
     status = json.loads(status_file.read_text()) if status_file.exists() else {}
     out: dict[str, Any] = {}
     for op in H.cpu_ops():
         key = H.key_of(op)
-        if (only and key not in only and op.name not in only) or \
-                (not only and status.get(key, {}).get("status") != "pass"):
+        if (only and key not in only and op.name not in only) or (
+            not only and status.get(key, {}).get("status") != "pass"
+        ):
             continue
         _, how = H.resolve(op)
         if H.is_random(op, next(iter(op.sample_inputs("cpu", torch.float32)), None)):
             continue
         supported = op.supported_dtypes("cpu")
-        dtype = next((d for d in (torch.float32, torch.float64) if d in supported),
-                     next(iter(sorted(supported, key=str)), None))
+        dtype = next(
+            (d for d in (torch.float32, torch.float64) if d in supported),
+            next(iter(sorted(supported, key=str)), None),
+        )
         torch.manual_seed(0)
         try:
             samples = list(op.sample_inputs("cpu", dtype))
-            samples.sort(key=lambda s: sum(t.numel() for t in H.flatten(
-                [s.input, list(s.args), list(s.kwargs.values())]) if isinstance(t, torch.Tensor)))
+            samples.sort(
+                key=lambda s: sum(
+                    t.numel()
+                    for t in H.flatten([s.input, list(s.args), list(s.kwargs.values())])
+                    if isinstance(t, torch.Tensor)
+                )
+            )
             s = samples[len(samples) // 2]
-            neutral = (_neutral(s.input, torch), _neutral(s.args, torch),
-                       _neutral(s.kwargs, torch))
+            neutral = (_neutral(s.input, torch), _neutral(s.args, torch), _neutral(s.kwargs, torch))
             t = median_time(lambda: op.op(s.input, *s.args, **s.kwargs), budget)
-        except Exception as e:          # noqa: BLE001
+        except Exception as e:  # noqa: BLE001
             print(f"torch {key}: skipped ({type(e).__name__}: {e})"[:160], file=sys.stderr)
             continue
         out[key] = {"name": op.name, "how": how, "sample": neutral, "torch_s": t}
@@ -118,14 +135,17 @@ def torch_side(path: str, only: set[str] | None, budget: float) -> None:
 
 # -- the llgrad process (torch is never imported here) ------------------------------------------
 
+
 def llgrad_side(path: str, result: str, budget: float) -> None:
     pin_threads()
     # each OpInfo stands for a program of its own: the process-wide cap on eager compiled
     # keys (256, meant for one program's shapes) would leave the later ops uncompiled
     os.environ.setdefault("LLGRAD_EAGER_COMPILE_LIMIT", "100000")
     import warnings
+
     warnings.filterwarnings("ignore")
     import llgrad as lg
+
     assert "torch" not in sys.modules
     with open(path, "rb") as f:
         cases = pickle.load(f)
@@ -134,8 +154,9 @@ def llgrad_side(path: str, result: str, budget: float) -> None:
         if isinstance(x, tuple) and x and x[0] == "tensor" and len(x) == 3:
             _, arr, name = x
             d = lg.bool if name == "bool" else getattr(lg, name)
-            return lg.tensor(arr).to(d) if name in ("bfloat16", "float16") else \
-                lg.tensor(arr, dtype=d)
+            return (
+                lg.tensor(arr).to(d) if name in ("bfloat16", "float16") else lg.tensor(arr, dtype=d)
+            )
         if isinstance(x, tuple) and len(x) == 2 and x[0] == "dtype":
             return lg.bool if x[1] == "bool" else getattr(lg, x[1])
         if isinstance(x, (list, tuple)):
@@ -152,16 +173,16 @@ def llgrad_side(path: str, result: str, budget: float) -> None:
             fn: Any = lg
             for part in name.split("."):
                 fn = getattr(fn, part)
-            call = lambda: fn(x, *args, **kwargs)            # noqa: E731
+            call = lambda: fn(x, *args, **kwargs)  # noqa: E731
         elif how == "attribute":
-            call = lambda: getattr(x, name)                   # noqa: E731
+            call = lambda: getattr(x, name)  # noqa: E731
         elif name.endswith("_"):
-            call = lambda: getattr(x.clone(), name)(*args, **kwargs)   # noqa: E731
+            call = lambda: getattr(x.clone(), name)(*args, **kwargs)  # noqa: E731
         else:
             call = lambda: getattr(x, name)(*args, **kwargs)  # noqa: E731
         try:
             times[key] = median_time(call, budget)
-        except Exception as e:          # noqa: BLE001
+        except Exception as e:  # noqa: BLE001
             print(f"llgrad {key}: failed ({type(e).__name__}: {e})"[:160], file=sys.stderr)
             continue
         print(f"llgrad {key}: {times[key] * 1e6:.1f} us", file=sys.stderr, flush=True)
@@ -169,6 +190,7 @@ def llgrad_side(path: str, result: str, budget: float) -> None:
 
 
 # -- the parent ----------------------------------------------------------------------------
+
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -188,19 +210,29 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="llgrad-opspeed-") as tmp:
         samples, result = f"{tmp}/samples.pkl", f"{tmp}/llgrad.json"
         base = [sys.executable, "-m", "benchmarks.opinfo_speed", "--budget", str(ns.budget)]
-        subprocess.run(base + (["--only", ns.only] if ns.only else []) +
-                       ["--torch-side", samples], check=True, cwd=ROOT)
+        subprocess.run(
+            base + (["--only", ns.only] if ns.only else []) + ["--torch-side", samples],
+            check=True,
+            cwd=ROOT,
+        )
         subprocess.run(base + ["--llgrad-side", samples, result], check=True, cwd=ROOT)
         with open(samples, "rb") as f:
             cases = pickle.load(f)
         mine = json.loads(Path(result).read_text())
-    rows = sorted(((mine[k] / c["torch_s"], k, mine[k], c["torch_s"]) for k, c in cases.items()
-                   if k in mine), reverse=True)
+    rows = sorted(
+        ((mine[k] / c["torch_s"], k, mine[k], c["torch_s"]) for k, c in cases.items() if k in mine),
+        reverse=True,
+    )
     over = sum(r[0] > 2 for r in rows)
-    lines = [f"# Every covered op against torch eager ({time.strftime('%Y-%m-%d')})", "",
-             f"`python -m benchmarks.opinfo_speed`: {len(rows)} OpInfos timed, median sample, "
-             f"one library per process, {THREADS} threads; {over} over 2x torch's time.", "",
-             "| OpInfo | llgrad (us) | torch (us) | ratio |", "|---|---:|---:|---:|"]
+    lines = [
+        f"# Every covered op against torch eager ({time.strftime('%Y-%m-%d')})",
+        "",
+        f"`python -m benchmarks.opinfo_speed`: {len(rows)} OpInfos timed, median sample, "
+        f"one library per process, {THREADS} threads; {over} over 2x torch's time.",
+        "",
+        "| OpInfo | llgrad (us) | torch (us) | ratio |",
+        "|---|---:|---:|---:|",
+    ]
     lines += [f"| `{k}` | {m * 1e6:.1f} | {t * 1e6:.1f} | {r:.2f} |" for r, k, m, t in rows]
     text = "\n".join(lines) + "\n"
     print("\n".join(lines[:16]))

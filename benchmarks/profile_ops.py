@@ -10,6 +10,7 @@ steps, then profiles `--steps` steps: `torch.profiler.profile` on torch's side,
 Times include each profiler's own cost per event (1-3 us), so compare the shares of
 ops more than the totals, and take step times from `benchmarks.peers`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,14 +25,17 @@ LIBS = ("llgrad eager", "torch")
 
 def _child(lib: str, workload: str, steps: int, rows: int) -> None:
     from benchmarks.peers import pin_threads
-    pin_threads(2)                       # (before either library is imported)
+
+    pin_threads(2)  # (before either library is imported)
     from benchmarks import models
+
     if lib == "torch":
         import torch
+
         torch.set_num_threads(2)
         from torch.profiler import profile
     else:
-        from llgrad.profiler import profile          # type: ignore[assignment]
+        from llgrad.profiler import profile  # type: ignore[assignment]
     step = models.build(lib, workload, False)
     for _ in range(3):
         step()
@@ -45,8 +49,11 @@ def _child(lib: str, workload: str, steps: int, rows: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.profile_ops", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.profile_ops",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("workload", help="B9, B10, B11, B12 or B12/foreach")
     p.add_argument("--libs", default=",".join(LIBS), help="comma list of " + ", ".join(LIBS))
     p.add_argument("--steps", type=int, default=3, help="profiled steps")
@@ -60,9 +67,23 @@ def main(argv: list[str] | None = None) -> None:
     for lib in (s.strip() for s in a.libs.split(",") if s.strip()):
         if lib not in LIBS:
             raise SystemExit(f"unknown library {lib!r}: choose from {', '.join(LIBS)}")
-        subprocess.run([sys.executable, "-m", "benchmarks.profile_ops", a.workload,
-                        "--steps", str(a.steps), "--rows", str(a.rows), "--child", lib],
-                       env=env, cwd=ROOT, check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "benchmarks.profile_ops",
+                a.workload,
+                "--steps",
+                str(a.steps),
+                "--rows",
+                str(a.rows),
+                "--child",
+                lib,
+            ],
+            env=env,
+            cwd=ROOT,
+            check=True,
+        )
 
 
 if __name__ == "__main__":

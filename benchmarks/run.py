@@ -11,6 +11,7 @@ The thread count is llgrad's (`llgrad.runtime.launch._THREADS`). OpenBLAS reads 
 count once, when NumPy loads it, so this module sets `OPENBLAS_NUM_THREADS` before NumPy is
 imported (unless the user set it) and checks afterwards that it agrees with llgrad's.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,7 +24,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results.md"
-BUSY_LOAD = 0.5     # 1-min load average at start above which the run is flagged as noisy
+BUSY_LOAD = 0.5  # 1-min load average at start above which the run is flagged as noisy
 
 
 def _llgrad_thread_count() -> int:
@@ -36,21 +37,42 @@ def _llgrad_thread_count() -> int:
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true",
-                   help="tiny sizes and few repeats: checks the code runs, numbers mean "
-                        "nothing; saves only when --out is given")
-    p.add_argument("--suite", choices=["eager", "all"], default="all",
-                   help="which suite to run (default: all; the compiled workloads against "
-                        "the peers are `python -m benchmarks.peers`, one process per cell)")
-    p.add_argument("--out", type=Path, default=None,
-                   help=f"Markdown output (default: {DEFAULT_OUT.relative_to(HERE.parent)} "
-                        "for a full run, none for --quick)")
-    p.add_argument("--json", type=Path, default=None,
-                   help="raw results (default: the --out path with a .json suffix)")
-    p.add_argument("--no-torch", action="store_true",
-                   help="leave PyTorch out even if installed (its columns show '–')")
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.run",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny sizes and few repeats: checks the code runs, numbers mean "
+        "nothing; saves only when --out is given",
+    )
+    p.add_argument(
+        "--suite",
+        choices=["eager", "all"],
+        default="all",
+        help="which suite to run (default: all; the compiled workloads against "
+        "the peers are `python -m benchmarks.peers`, one process per cell)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=f"Markdown output (default: {DEFAULT_OUT.relative_to(HERE.parent)} "
+        "for a full run, none for --quick)",
+    )
+    p.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        help="raw results (default: the --out path with a .json suffix)",
+    )
+    p.add_argument(
+        "--no-torch",
+        action="store_true",
+        help="leave PyTorch out even if installed (its columns show '–')",
+    )
     return p.parse_args(argv)
 
 
@@ -91,18 +113,24 @@ def render_header(results: dict[str, Any]) -> str:
         "|---|---|---|---|",
     ]
     c = lim["copy_numpy"]
-    lines.append(f"| memory copy, `np.copyto` (1 thread), read + written | "
-                 f"{_fmt(c['gbps_best'])} GB/s | {_fmt(c['gbps_median'])} GB/s | "
-                 f"{c['bytes'] / 2e6:.0f} MB copied, {c['time']['n']} runs |")
+    lines.append(
+        f"| memory copy, `np.copyto` (1 thread), read + written | "
+        f"{_fmt(c['gbps_best'])} GB/s | {_fmt(c['gbps_median'])} GB/s | "
+        f"{c['bytes'] / 2e6:.0f} MB copied, {c['time']['n']} runs |"
+    )
     if "copy_torch" in lim:
         c = lim["copy_torch"]
-        lines.append(f"| memory copy, torch `copy_` ({m['torch_threads']} threads), read + "
-                     f"written | {_fmt(c['gbps_best'])} GB/s | {_fmt(c['gbps_median'])} GB/s "
-                     f"| {c['bytes'] / 2e6:.0f} MB copied, {c['time']['n']} runs |")
+        lines.append(
+            f"| memory copy, torch `copy_` ({m['torch_threads']} threads), read + "
+            f"written | {_fmt(c['gbps_best'])} GB/s | {_fmt(c['gbps_median'])} GB/s "
+            f"| {c['bytes'] / 2e6:.0f} MB copied, {c['time']['n']} runs |"
+        )
     g = lim["gemm_numpy"]
-    lines.append(f"| float32 GEMM, NumPy `matmul` (OpenBLAS) | {_fmt(g['gflops_best'])} "
-                 f"GFLOP/s | {_fmt(g['gflops_median'])} GFLOP/s | {g['n']}×{g['n']}, "
-                 f"{g['time']['n']} runs |")
+    lines.append(
+        f"| float32 GEMM, NumPy `matmul` (OpenBLAS) | {_fmt(g['gflops_best'])} "
+        f"GFLOP/s | {_fmt(g['gflops_median'])} GFLOP/s | {g['n']}×{g['n']}, "
+        f"{g['time']['n']} runs |"
+    )
     if results.get("warnings"):
         lines += ["", "Warnings:", ""] + [f"- {w}" for w in results["warnings"]]
     return "\n".join(lines) + "\n"
@@ -114,24 +142,28 @@ def main(argv: list[str] | None = None) -> int:
     load_start = os.getloadavg()[0]
     os.environ.setdefault("OPENBLAS_NUM_THREADS", str(_llgrad_thread_count()))
 
-    from . import common, eager_ops          # imports NumPy: after the environment is set
+    from . import common, eager_ops  # imports NumPy: after the environment is set
     from llgrad.runtime import launch
 
     threads = launch._THREADS
     warnings = []
     if os.environ["OPENBLAS_NUM_THREADS"] != str(threads):
-        warnings.append(f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']} differs "
-                        f"from llgrad's {threads} threads")
+        warnings.append(
+            f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']} differs "
+            f"from llgrad's {threads} threads"
+        )
     torch = common.load_torch(not args.no_torch, threads)
     machine = common.machine_info(threads, torch)
 
     if args.quick:
-        limit_sizes = common.LimitSizes(copy_elements=1 << 20, copy_repeats=3, gemm_n=128,
-                                        gemm_repeats=3)
+        limit_sizes = common.LimitSizes(
+            copy_elements=1 << 20, copy_repeats=3, gemm_n=128, gemm_repeats=3
+        )
         sizes = eager_ops.QUICK
     else:
-        limit_sizes = common.LimitSizes(copy_elements=40_000_000, copy_repeats=20,
-                                        gemm_n=2048, gemm_repeats=10)
+        limit_sizes = common.LimitSizes(
+            copy_elements=40_000_000, copy_repeats=20, gemm_n=2048, gemm_repeats=10
+        )
         sizes = eager_ops.FULL
     limits = common.measure_limits(limit_sizes, torch)
     suites: dict[str, Any] = {}
@@ -140,20 +172,31 @@ def main(argv: list[str] | None = None) -> int:
 
     load_end = os.getloadavg()[0]
     if load_start > BUSY_LOAD:
-        warnings.append(f"the machine was busy when the run started (1-min load average "
-                        f"{load_start:.2f}): other processes competed for the cores, so "
-                        f"times are inflated and noisy, most for multi-threaded calls")
-    results = {"machine": machine, "quick": args.quick, "limits": limits, "suites": suites,
-               "load_average_1min": {"start": load_start, "end": load_end},
-               "warnings": warnings, "wall_s": time.perf_counter() - started}
+        warnings.append(
+            f"the machine was busy when the run started (1-min load average "
+            f"{load_start:.2f}): other processes competed for the cores, so "
+            f"times are inflated and noisy, most for multi-threaded calls"
+        )
+    results = {
+        "machine": machine,
+        "quick": args.quick,
+        "limits": limits,
+        "suites": suites,
+        "load_average_1min": {"start": load_start, "end": load_end},
+        "warnings": warnings,
+        "wall_s": time.perf_counter() - started,
+    }
     text = render_header(results)
     if "eager" in suites:
         text += "\n" + eager_ops.render(suites["eager"])
     print(text)
 
     out = args.out if args.out is not None else (None if args.quick else DEFAULT_OUT)
-    json_path = args.json if args.json is not None else (
-        out.with_suffix(".json") if out is not None else None)
+    json_path = (
+        args.json
+        if args.json is not None
+        else (out.with_suffix(".json") if out is not None else None)
+    )
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text, encoding="utf-8")

@@ -10,6 +10,7 @@ number of ranks (up to float32 rounding), because the ranks together see exactly
 batch one process would. `--compile` compiles the whole step (forward, backward, the
 all-reduce of the gradients, the optimizer update) into one graph.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,7 +43,7 @@ def main() -> None:
     if args.batch % world:
         raise SystemExit(f"the global batch {args.batch} must divide among {world} ranks")
 
-    lg.manual_seed(rank)          # each rank starts differently; DDP broadcasts rank 0's
+    lg.manual_seed(rank)  # each rank starts differently; DDP broadcasts rank 0's
     model = DDP(nn.Sequential(nn.Linear(20, 64), nn.ReLU(), nn.Linear(64, 4)))
     opt = lg.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     data = make_data()

@@ -9,6 +9,7 @@ one graph by `lg.compile`. It prints the test accuracy of both, checks they trai
 same weights, reports the median time of one training step in each mode, and saves the
 loss and accuracy curves as a PNG. `--steps N` stops each run after N steps (a smoke test).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,28 +28,46 @@ from llgrad.utils.data import DataLoader, TensorDataset
 def load(seed: int) -> tuple[lg.Tensor, lg.Tensor, lg.Tensor, lg.Tensor]:
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
+
     digits = load_digits()
-    x = (digits.images / 16.0).astype(np.float32)[:, None]        # N x 1 x 8 x 8
-    x_tr, x_te, y_tr, y_te = train_test_split(x, digits.target, test_size=0.2,
-                                              random_state=seed, stratify=digits.target)
+    x = (digits.images / 16.0).astype(np.float32)[:, None]  # N x 1 x 8 x 8
+    x_tr, x_te, y_tr, y_te = train_test_split(
+        x, digits.target, test_size=0.2, random_state=seed, stratify=digits.target
+    )
     mean, std = x_tr.mean(), x_tr.std()
-    return (lg.tensor((x_tr - mean) / std), lg.tensor(y_tr), lg.tensor((x_te - mean) / std),
-            lg.tensor(y_te))
+    return (
+        lg.tensor((x_tr - mean) / std),
+        lg.tensor(y_tr),
+        lg.tensor((x_te - mean) / std),
+        lg.tensor(y_te),
+    )
 
 
 def mlp() -> nn.Module:
-    return nn.Sequential(nn.Flatten(), nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64),
-                         nn.ReLU(), nn.Linear(64, 10))
+    return nn.Sequential(
+        nn.Flatten(),
+        nn.Linear(64, 128),
+        nn.ReLU(),
+        nn.Linear(128, 64),
+        nn.ReLU(),
+        nn.Linear(64, 10),
+    )
 
 
 def cnn() -> nn.Module:
-    return nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Flatten(), nn.Linear(32 * 2 * 2, 10))
+    return nn.Sequential(
+        nn.Conv2d(1, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(32 * 2 * 2, 10),
+    )
 
 
-def train_step(model: nn.Module, opt: lg.optim.Optimizer, x: lg.Tensor, y: lg.Tensor
-               ) -> lg.Tensor:
+def train_step(model: nn.Module, opt: lg.optim.Optimizer, x: lg.Tensor, y: lg.Tensor) -> lg.Tensor:
     opt.zero_grad()
     loss = F.cross_entropy(model(x), y)
     loss.backward()
@@ -61,21 +80,37 @@ def accuracy(model: nn.Module, x: lg.Tensor, y: lg.Tensor) -> float:
         return (model(x).argmax(1) == y).float().mean().item()
 
 
-def run(make: type, data: tuple, compiled: bool, epochs: int, steps: int | None,
-        seed: int, progress: bool) -> dict:
+def run(
+    make: type,
+    data: tuple,
+    compiled: bool,
+    epochs: int,
+    steps: int | None,
+    seed: int,
+    progress: bool,
+) -> dict:
     x_tr, y_tr, x_te, y_te = data
     lg.manual_seed(seed)
     model = make()
     opt = lg.optim.Adam(model.parameters(), lr=3e-3)
     step = lg.compile(train_step) if compiled else train_step
-    loader = DataLoader(TensorDataset(x_tr, y_tr), batch_size=64, shuffle=True,
-                        drop_last=True, generator=lg.Generator().manual_seed(seed))
+    loader = DataLoader(
+        TensorDataset(x_tr, y_tr),
+        batch_size=64,
+        shuffle=True,
+        drop_last=True,
+        generator=lg.Generator().manual_seed(seed),
+    )
     losses, accs, times, done = [], [], [], 0
     bar = None
     if progress:
         from tqdm import tqdm
-        bar = tqdm(total=steps or epochs * len(loader), leave=False,
-                   desc=f"{make.__name__} {'compiled' if compiled else 'eager'}")
+
+        bar = tqdm(
+            total=steps or epochs * len(loader),
+            leave=False,
+            desc=f"{make.__name__} {'compiled' if compiled else 'eager'}",
+        )
     for _ in range(epochs):
         total = 0.0
         for xb, yb in loader:
@@ -95,15 +130,22 @@ def run(make: type, data: tuple, compiled: bool, epochs: int, steps: int | None,
             break
     if bar is not None:
         bar.close()
-    warm = times[2:] or times                   # the first calls trace and compile
-    return {"model": model, "losses": losses, "accs": accs, "step_ms":
-            1e3 * statistics.median(warm), "first_ms": 1e3 * max(times[:3])}
+    warm = times[2:] or times  # the first calls trace and compile
+    return {
+        "model": model,
+        "losses": losses,
+        "accs": accs,
+        "step_ms": 1e3 * statistics.median(warm),
+        "first_ms": 1e3 * max(times[:3]),
+    }
 
 
 def plot(results: dict, path: Path) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
     for (name, mode), r in results.items():
         style = "-" if mode == "compiled" else "--"
@@ -132,16 +174,23 @@ def main(argv: list[str] | None = None) -> dict:
     for make in (mlp, cnn):
         for compiled in (False, True):
             mode = "compiled" if compiled else "eager"
-            results[make.__name__, mode] = r = run(make, data, compiled, ns.epochs, ns.steps,
-                                                   ns.seed, not ns.no_progress)
-            print(f"{make.__name__:>4} {mode:>8}: test accuracy {r['accs'][-1]:.3f}, "
-                  f"step {r['step_ms']:.2f} ms (slowest of the first three {r['first_ms']:.0f} "
-                  f"ms: tracing and compiling)")
+            results[make.__name__, mode] = r = run(
+                make, data, compiled, ns.epochs, ns.steps, ns.seed, not ns.no_progress
+            )
+            print(
+                f"{make.__name__:>4} {mode:>8}: test accuracy {r['accs'][-1]:.3f}, "
+                f"step {r['step_ms']:.2f} ms (slowest of the first three {r['first_ms']:.0f} "
+                f"ms: tracing and compiling)"
+            )
         eager, comp = results[make.__name__, "eager"], results[make.__name__, "compiled"]
-        gap = max(float(np.abs(a.detach().numpy() - b.detach().numpy()).max())
-                  for a, b in zip(eager["model"].parameters(), comp["model"].parameters()))
-        print(f"{make.__name__:>4}: compiled step {eager['step_ms'] / comp['step_ms']:.1f}x "
-              f"the eager one; largest weight difference after training {gap:.2g}")
+        gap = max(
+            float(np.abs(a.detach().numpy() - b.detach().numpy()).max())
+            for a, b in zip(eager["model"].parameters(), comp["model"].parameters())
+        )
+        print(
+            f"{make.__name__:>4}: compiled step {eager['step_ms'] / comp['step_ms']:.1f}x "
+            f"the eager one; largest weight difference after training {gap:.2g}"
+        )
     out = Path(ns.out)
     out.mkdir(parents=True, exist_ok=True)
     plot(results, out / "digits_curves.png")

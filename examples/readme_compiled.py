@@ -2,6 +2,7 @@
 
 Run: python examples/readme_compiled.py
 """
+
 import llgrad as lg
 from llgrad import nn
 from llgrad.utils.data import DataLoader, TensorDataset
@@ -27,10 +28,13 @@ def train_step(xb, yb):
 
 for epoch in range(5):
     for xb, yb in loader:
-        loss = train_step(xb, yb)     # first call creates AdamW's state eagerly, then one graph
+        loss = train_step(xb, yb)  # first call creates AdamW's state eagerly, then one graph
     print(f"epoch {epoch}: loss {loss.item():.4f}")
 
-report = train_step.inspect(xb, yb)   # every stage: traced IR, passes, schedule, LLVM IR, asm
+report = train_step.inspect(xb, yb)  # every stage: traced IR, passes, schedule, LLVM IR, asm
 print(str(report.schedule).splitlines()[0])
-print({k: report.stats[k] for k in ("traced nodes", "kernels")},
-      "graph breaks:", train_step.graph_breaks)
+print(
+    {k: report.stats[k] for k in ("traced nodes", "kernels")},
+    "graph breaks:",
+    train_step.graph_breaks,
+)

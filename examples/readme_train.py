@@ -2,13 +2,14 @@
 
 Run: python examples/readme_train.py
 """
-import llgrad as torch                      # was: import torch
+
+import llgrad as torch  # was: import torch
 from llgrad import nn
 from llgrad.utils.data import DataLoader, TensorDataset
 
 torch.manual_seed(0)
 x = torch.randn(1024, 20)
-y = (x[:, :5].sum(1) > 0).long()            # a 2-class problem the model can learn
+y = (x[:, :5].sum(1) > 0).long()  # a 2-class problem the model can learn
 loader = DataLoader(TensorDataset(x, y), batch_size=64, shuffle=True)
 
 

@@ -1,4 +1,5 @@
 """The torch.autograd reference page's examples, with `import llgrad as lg`."""
+
 import llgrad as lg
 from llgrad.autograd import Function, gradcheck, gradgradcheck
 from llgrad.autograd.functional import hessian, jacobian
@@ -7,22 +8,22 @@ from llgrad.utils.checkpoint import checkpoint
 lg.manual_seed(0)
 
 # backward
-x = lg.tensor([1., 2., 3.], requires_grad=True)
+x = lg.tensor([1.0, 2.0, 3.0], requires_grad=True)
 y = x.sum()
 lg.autograd.backward(y)
 print(x.grad)  # tensor([1., 1., 1.])
 
 # grad
-x = lg.tensor([1., 2., 3.], requires_grad=True)
-y = x ** 2
+x = lg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+y = x**2
 z = y.sum()
 grads = lg.autograd.grad(z, x)
 print(grads[0])  # tensor([2., 4., 6.])
 
 # no_grad, as a context manager and as a decorator
-x = lg.tensor([1., 2., 3.], requires_grad=True)
+x = lg.tensor([1.0, 2.0, 3.0], requires_grad=True)
 with lg.no_grad():
-    y = x ** 2
+    y = x**2
     print(y.requires_grad)  # False
 
 
@@ -36,14 +37,14 @@ print(inference(lambda d: d * 2, x).requires_grad)  # False
 # enable_grad inside no_grad
 with lg.no_grad():
     with lg.enable_grad():
-        y = x ** 2
+        y = x**2
         print(y.requires_grad)  # True
 
 
 # set_grad_enabled
 def forward(x, training=True):
     with lg.set_grad_enabled(training):
-        y = x ** 2
+        y = x**2
         return y
 
 
@@ -59,7 +60,7 @@ print(y.requires_grad)  # False
 
 # gradcheck and gradgradcheck
 def my_func(x):
-    return x ** 2
+    return x**2
 
 
 x = lg.randn(3, 4, dtype=lg.double, requires_grad=True)
@@ -68,7 +69,7 @@ print(f"Gradcheck passed: {test}")
 
 
 def my_func3(x):
-    return (x ** 3).sum()
+    return (x**3).sum()
 
 
 x = lg.randn(3, 4, dtype=lg.double, requires_grad=True)
@@ -76,9 +77,9 @@ test = gradgradcheck(my_func3, x)
 print(f"Gradgradcheck passed: {test}")
 
 # anomaly detection
-x = lg.tensor([1., 2., 3.], requires_grad=True)
+x = lg.tensor([1.0, 2.0, 3.0], requires_grad=True)
 with lg.autograd.detect_anomaly():
-    y = x ** 2
+    y = x**2
     z = y.sum()
     z.backward()
 lg.autograd.set_detect_anomaly(True)
@@ -90,22 +91,22 @@ class MySquare(Function):
     @staticmethod
     def forward(ctx, input):
         ctx.save_for_backward(input)
-        return input ** 2
+        return input**2
 
     @staticmethod
     def backward(ctx, grad_output):
-        input, = ctx.saved_tensors
+        (input,) = ctx.saved_tensors
         grad_input = 2 * input * grad_output
         return grad_input
 
 
-x = lg.tensor([1., 2., 3.], requires_grad=True)
+x = lg.tensor([1.0, 2.0, 3.0], requires_grad=True)
 y = MySquare.apply(x)
 y.sum().backward()
 print(x.grad)  # tensor([2., 4., 6.])
 
 # gradients accumulate
-x = lg.tensor([1., 2., 3.], requires_grad=True)
+x = lg.tensor([1.0, 2.0, 3.0], requires_grad=True)
 y = x.sum()
 y.backward()
 print(x.grad)  # tensor([1., 1., 1.])
@@ -116,20 +117,18 @@ x.grad.zero_()
 x.grad = None
 
 # gradients of gradients
-x = lg.tensor([1., 2., 3.], requires_grad=True)
-y = x ** 3
-grad_x = lg.autograd.grad(outputs=y, inputs=x, grad_outputs=lg.ones_like(y),
-                          create_graph=True)[0]
-grad_grad_x = lg.autograd.grad(outputs=grad_x, inputs=x,
-                               grad_outputs=lg.ones_like(grad_x))[0]
-print(grad_x)       # tensor([3., 12., 27.], grad_fn=...)
+x = lg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+y = x**3
+grad_x = lg.autograd.grad(outputs=y, inputs=x, grad_outputs=lg.ones_like(y), create_graph=True)[0]
+grad_grad_x = lg.autograd.grad(outputs=grad_x, inputs=x, grad_outputs=lg.ones_like(grad_x))[0]
+print(grad_x)  # tensor([3., 12., 27.], grad_fn=...)
 print(grad_grad_x)  # tensor([6., 12., 18.])
 
 
 # checkpointing
 def custom_forward(x, y):
     z = x * y
-    z = z ** 2
+    z = z**2
     return z
 
 
@@ -142,10 +141,10 @@ z.sum().backward()
 
 # jacobian and hessian
 def f(x):
-    return x ** 2
+    return x**2
 
 
-x = lg.tensor([1., 2., 3.])
+x = lg.tensor([1.0, 2.0, 3.0])
 jac = jacobian(f, x)
 print(jac)  # diag([2., 4., 6.])
 hess = hessian(lambda x: f(x).sum(), x)
@@ -155,8 +154,8 @@ print(hess)  # diag([2., 2., 2.])
 model.zero_grad(set_to_none=True)
 
 # in-place operations can cause errors
-x = lg.tensor([1., 2., 3.], requires_grad=True)
-y = x ** 2
+x = lg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+y = x**2
 y += 1
 y = y + 1
 

@@ -1,4 +1,5 @@
 """'Automatic differentiation with torch.autograd' (Learn the Basics), with `import llgrad as lg`."""
+
 import llgrad as lg
 
 lg.manual_seed(0)

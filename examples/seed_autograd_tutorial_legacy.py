@@ -2,6 +2,7 @@
 
 Every statement of the tutorial runs; the comments show the outputs the tutorial prints.
 """
+
 import llgrad as lg
 
 lg.manual_seed(0)
@@ -21,7 +22,7 @@ out = z.mean()
 print(z, out)  # 27s and tensor(27., grad_fn=<MeanBackward0>)
 
 a = lg.randn(2, 2)
-a = ((a * 3) / (a - 1))
+a = (a * 3) / (a - 1)
 print(a.requires_grad)  # False
 a.requires_grad_(True)
 print(a.requires_grad)  # True
@@ -42,9 +43,9 @@ y.backward(gradients)
 print(x.grad)  # gradients * 2**k for the k doublings above
 
 print(x.requires_grad)
-print((x ** 2).requires_grad)
+print((x**2).requires_grad)
 with lg.no_grad():
-    print((x ** 2).requires_grad)
+    print((x**2).requires_grad)
 
 # The second half of the older text: backward twice through part of a graph.
 x = lg.ones(2, 2, requires_grad=True)
@@ -55,6 +56,6 @@ z = y * y
 gradient = lg.randn(2, 2)
 z.backward(gradient)
 print(x.grad)  # 1 + 2 * y * gradient
-print((x ** 2).requires_grad)
+print((x**2).requires_grad)
 with lg.no_grad():
-    print((x ** 2).requires_grad)
+    print((x**2).requires_grad)

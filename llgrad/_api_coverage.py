@@ -11,6 +11,7 @@ torch's signatures come from `inspect.signature` where torch's object is Python,
 signature lines of its docstring (`add(input, other, *, alpha=1, out=None) -> Tensor`; every
 overload's names are taken together). torch is only read here, never used by llgrad itself.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -46,6 +47,7 @@ NAMESPACES: tuple[tuple[str, str, str], ...] = (
 @dataclass(frozen=True)
 class Rule:
     """One exclusion: names of `namespace` matching `pattern` are left out for `reason`."""
+
     namespace: str
     pattern: str
     reason: str
@@ -54,9 +56,10 @@ class Rule:
 @dataclass
 class Report:
     """The coverage of one namespace."""
+
     label: str
     public: list[str] = field(default_factory=list)
-    excluded: dict[str, str] = field(default_factory=dict)      # name -> reason
+    excluded: dict[str, str] = field(default_factory=dict)  # name -> reason
     covered: list[str] = field(default_factory=list)
     differs: dict[str, list[str]] = field(default_factory=dict)  # name -> refused parameters
     missing: list[str] = field(default_factory=list)
@@ -73,10 +76,15 @@ class Report:
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready summary."""
-        return {"public": len(self.public), "excluded": len(self.excluded),
-                "considered": self.considered, "covered": len(self.covered),
-                "differs": len(self.differs), "missing": len(self.missing),
-                "percent": round(self.percent, 1)}
+        return {
+            "public": len(self.public),
+            "excluded": len(self.excluded),
+            "considered": self.considered,
+            "covered": len(self.covered),
+            "differs": len(self.differs),
+            "missing": len(self.missing),
+            "percent": round(self.percent, 1),
+        }
 
 
 def load_rules(path: Path = EXCLUSIONS) -> list[Rule]:
@@ -117,7 +125,7 @@ def public_names(obj: Any) -> list[str]:
             continue
         try:
             value = getattr(obj, name)
-        except Exception:        # a property that raises on the class
+        except Exception:  # a property that raises on the class
             value = None
         if isinstance(value, types.ModuleType):
             continue
@@ -148,8 +156,10 @@ _TYPE_WORDS = {"int", "float", "bool", "str", "Tensor", "LongTensor", "Number", 
 def _docstring_params(name: str, doc: str) -> list[tuple[str, str]] | None:
     """Parameter (name, kind) pairs from the signature lines of a torch docstring: its
     first line, and any line `name(...) -> ...` (one per overload)."""
-    pattern = re.compile(rf"^\s*(?:\.\.\s+function::\s+)?(?:[\w.]*\.)?{re.escape(name)}"
-                         rf"\((.*?)\)\s*(->.*)?$")
+    pattern = re.compile(
+        rf"^\s*(?:\.\.\s+function::\s+)?(?:[\w.]*\.)?{re.escape(name)}"
+        rf"\((.*?)\)\s*(->.*)?$"
+    )
     found: dict[str, str] = {}
     seen = False
     lines = doc.strip().splitlines()
@@ -160,16 +170,21 @@ def _docstring_params(name: str, doc: str) -> list[tuple[str, str]] | None:
         seen = True
         for item in _split_top(m.group(1)):
             item = item.strip().split("=", 1)[0].split(":", 1)[0].strip()
-            if not item or item in ("*", "/", "self") or item.lstrip("*") in _TYPE_WORDS \
-                    or not item.lstrip("*").isidentifier():
+            if (
+                not item
+                or item in ("*", "/", "self")
+                or item.lstrip("*") in _TYPE_WORDS
+                or not item.lstrip("*").isidentifier()
+            ):
                 continue
             kind = "var" if item.startswith("*") else "named"
             found.setdefault(item.lstrip("*"), kind)
     return list(found.items()) if seen else None
 
 
-def torch_params(name: str, obj: Any, method: bool, label: str = "torch"
-                 ) -> list[tuple[str, str]] | None:
+def torch_params(
+    name: str, obj: Any, method: bool, label: str = "torch"
+) -> list[tuple[str, str]] | None:
     """The parameters torch accepts for `obj` (None when they cannot be read): its Python
     signature, else the schemas of the ATen operator behind a builtin (the names its
     argument parser takes), else its docstring's signature lines."""
@@ -184,9 +199,18 @@ def torch_params(name: str, obj: Any, method: bool, label: str = "torch"
         params = list(sig.parameters.values())
         if method or inspect.isclass(obj):
             params = params[1:] if params and params[0].name in ("self", "cls") else params
-        return [(p.name, "var" if p.kind is p.VAR_POSITIONAL else
-                 "kw" if p.kind is p.VAR_KEYWORD else "named") for p in params
-                if p.kind is not p.VAR_KEYWORD]
+        return [
+            (
+                p.name,
+                "var"
+                if p.kind is p.VAR_POSITIONAL
+                else "kw"
+                if p.kind is p.VAR_KEYWORD
+                else "named",
+            )
+            for p in params
+            if p.kind is not p.VAR_KEYWORD
+        ]
     if not inspect.isclass(obj):
         schema = _schema_params(name, method, label)
         if schema is not None:
@@ -204,14 +228,18 @@ def _schema_params(name: str, method: bool, label: str) -> list[tuple[str, str]]
     methods, and methods take no `out`)."""
     try:
         import torch
+
         schemas = torch._C._jit_get_schemas_for_operator(f"aten::{_PREFIX.get(label, '')}{name}")
     except Exception:
         return None
     schemas = [s for s in schemas if any("Tensor" in str(a.type) for a in s.arguments)]
     if any(a.name == "self" for s in schemas for a in s.arguments):
         # overloads whose `self` is not a tensor (lists, numbers) are TorchScript's
-        schemas = [s for s in schemas if any(a.name == "self" and str(a.type) == "Tensor"
-                                             for a in s.arguments)]
+        schemas = [
+            s
+            for s in schemas
+            if any(a.name == "self" and str(a.type) == "Tensor" for a in s.arguments)
+        ]
     if not schemas:
         return None
     found: dict[str, str] = {}
@@ -220,7 +248,7 @@ def _schema_params(name: str, method: bool, label: str) -> list[tuple[str, str]]
             n = a.name
             info = a.alias_info
             if a.kwarg_only and info is not None and info.is_write:
-                n = "out"            # an out overload's outputs: Python's `out=`
+                n = "out"  # an out overload's outputs: Python's `out=`
             if n == "self":
                 if method:
                     continue
@@ -244,28 +272,36 @@ def refused(ours: Any, theirs: list[tuple[str, str]], method: bool) -> list[str]
     except (TypeError, ValueError):
         return None
     params = list(sig.parameters.values())
-    if (method or inspect.isclass(ours)) and params and params[0].kind in (
-            inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD) \
-            and params[0].name in ("self", "cls", "input", "tensor", "t", "x"):
+    if (
+        (method or inspect.isclass(ours))
+        and params
+        and params[0].kind
+        in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        and params[0].name in ("self", "cls", "input", "tensor", "t", "x")
+    ):
         params = params[1:]
     if any(p.kind is p.VAR_KEYWORD for p in params):
         return []
     named = {p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
     varargs = any(p.kind is p.VAR_POSITIONAL for p in params)
-    first = params[0] if params and params[0].kind in (
-        inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD) else None
+    first = (
+        params[0]
+        if params
+        and params[0].kind
+        in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        else None
+    )
     bad = []
     for pname, kind in theirs:
         if pname in named or (kind == "var" and varargs):
             continue
         if pname in ("input", "self") and (method or first is not None or varargs):
-            continue            # the first operand, passed by position in practice
+            continue  # the first operand, passed by position in practice
         bad.append(pname)
     return bad
 
 
-def measure(label: str, torch_path: str, llgrad_path: str,
-            rules: Iterable[Rule]) -> Report:
+def measure(label: str, torch_path: str, llgrad_path: str, rules: Iterable[Rule]) -> Report:
     """The coverage of one namespace."""
     theirs_ns = _resolve(torch_path)
     ours_ns = _resolve(llgrad_path)
@@ -300,31 +336,41 @@ def measure(label: str, torch_path: str, llgrad_path: str,
 def measure_all() -> list[Report]:
     """Every namespace's coverage (torch must be importable)."""
     import llgrad  # noqa: F401  (the namespaces below resolve through it)
+
     rules = load_rules()
     return [measure(label, t, l, rules) for label, t, l in NAMESPACES]
 
 
 def table(reports: list[Report]) -> str:
     """The markdown table the README quotes."""
-    lines = ["| namespace | public names | excluded | considered | covered | differs | "
-             "missing | coverage |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| namespace | public names | excluded | considered | covered | differs | "
+        "missing | coverage |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in reports:
-        lines.append(f"| `{r.label}` | {len(r.public)} | {len(r.excluded)} | {r.considered} | "
-                     f"{len(r.covered)} | {len(r.differs)} | {len(r.missing)} | "
-                     f"{r.percent:.1f}% |")
+        lines.append(
+            f"| `{r.label}` | {len(r.public)} | {len(r.excluded)} | {r.considered} | "
+            f"{len(r.covered)} | {len(r.differs)} | {len(r.missing)} | "
+            f"{r.percent:.1f}% |"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     """`python tools/api_coverage.py [--missing NS] [--differs NS] [--excluded NS] [--json]`."""
     import argparse
+
     p = argparse.ArgumentParser(prog="api_coverage", description=__doc__.split("\n")[0])
     p.add_argument("--missing", metavar="NS", help="list the missing names of a namespace")
     p.add_argument("--differs", metavar="NS", help="list names whose signatures differ")
     p.add_argument("--excluded", metavar="NS", help="list excluded names with reasons")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.add_argument("--write-floor", metavar="PATH",
-                   help="write each namespace's covered count to PATH (the test's floor)")
+    p.add_argument(
+        "--write-floor",
+        metavar="PATH",
+        help="write each namespace's covered count to PATH (the test's floor)",
+    )
     ns = p.parse_args(argv)
     try:
         import torch  # noqa: F401
@@ -348,8 +394,9 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(f"{k}: {v}" for k, v in r.excluded.items()))
         return 0
     if ns.write_floor:
-        Path(ns.write_floor).write_text(json.dumps(
-            {r.label: len(r.covered) for r in reports}, indent=1) + "\n")
+        Path(ns.write_floor).write_text(
+            json.dumps({r.label: len(r.covered) for r in reports}, indent=1) + "\n"
+        )
     if ns.json:
         print(json.dumps({r.label: r.as_dict() for r in reports}, indent=1))
     else:

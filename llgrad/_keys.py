@@ -6,6 +6,7 @@ specialized for one to a call with the other (`x + c`, `fill(c)`, `pad(value=c)`
 holding it never hits and each call would specialize again. `number_key` gives the
 signed zeros different keys and every NaN one key.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -19,7 +20,7 @@ def number_key(v: Any) -> Any:
     c = v.__class__
     if c is float:
         if v == 0.0 or v != v:
-            return (c, repr(v))            # '0.0' / '-0.0' / 'nan'
+            return (c, repr(v))  # '0.0' / '-0.0' / 'nan'
         return (c, v)
     if c is complex:
         return (c, number_key(v.real), number_key(v.imag))

@@ -19,6 +19,7 @@ shortcut that turns the named channels on with llgrad's own handler, printing
 printed twice under a root handler); `set_channels` does the same at run time. A name
 that is not a channel warns, listing the channels.
 """
+
 from __future__ import annotations
 
 import logging
@@ -26,15 +27,24 @@ import os
 import sys
 import warnings
 
-CHANNELS = ("graph", "passes", "fusion", "llvm", "cache", "recompiles", "graph_breaks",
-            "kernels", "stages")
+CHANNELS = (
+    "graph",
+    "passes",
+    "fusion",
+    "llvm",
+    "cache",
+    "recompiles",
+    "graph_breaks",
+    "kernels",
+    "stages",
+)
 
 _root = logging.getLogger("llgrad")
-if _root.level == logging.NOTSET:          # the application's own setting wins
+if _root.level == logging.NOTSET:  # the application's own setting wins
     _root.setLevel(logging.WARNING)
 _loggers = {c: logging.getLogger(f"llgrad.{c}") for c in CHANNELS}
 _handler: logging.Handler | None = None
-_shortcut: frozenset[str] = frozenset()       # channels LLGRAD_LOG/set_channels turned on
+_shortcut: frozenset[str] = frozenset()  # channels LLGRAD_LOG/set_channels turned on
 
 
 class _Stderr(logging.StreamHandler):
@@ -64,9 +74,13 @@ def _parse(value: str) -> frozenset[str]:
         return frozenset(CHANNELS)
     unknown = sorted(names - set(CHANNELS))
     if unknown:
-        warnings.warn(f"LLGRAD_LOG: unknown channel{'s' if len(unknown) > 1 else ''} "
-                      f"{', '.join(map(repr, unknown))} (channels: {', '.join(CHANNELS)}, "
-                      f"or all)", RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"LLGRAD_LOG: unknown channel{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(map(repr, unknown))} (channels: {', '.join(CHANNELS)}, "
+            f"or all)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
     return frozenset(names & set(CHANNELS))
 
 

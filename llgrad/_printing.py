@@ -324,9 +324,7 @@ def _summarized_values(array: np.ndarray, edgeitems: int) -> np.ndarray:
     return np.concatenate([_summarized_values(array[i], edgeitems) for i in indices])
 
 
-def _vector_str(
-    vector: np.ndarray, indent: int, summarize: bool, printer: _ElementPrinter
-) -> str:
+def _vector_str(vector: np.ndarray, indent: int, summarize: bool, printer: _ElementPrinter) -> str:
     edgeitems = _OPTIONS.edgeitems
     per_line = max(1, math.floor((_OPTIONS.linewidth - indent) / printer.element_width))
 
@@ -345,9 +343,7 @@ def _vector_str(
     return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
 
 
-def _array_str(
-    array: np.ndarray, indent: int, summarize: bool, printer: _ElementPrinter
-) -> str:
+def _array_str(array: np.ndarray, indent: int, summarize: bool, printer: _ElementPrinter) -> str:
     if array.ndim == 0:
         return printer(array.item())
     if array.ndim == 1:
@@ -462,7 +458,7 @@ def format_tensor(
     array = _coerce_values(values, dtype_name)
     indent = len(prefix)
     suffixes: list[tuple[str, int]] = []  # (text, length used for line wrapping)
-    if device is not None:                # a tensor off the CPU names its device first
+    if device is not None:  # a tensor off the CPU names its device first
         _add_plain(suffixes, f"device='{device}'")
     dtype_suffix = (
         f"dtype={_MODULE_NAME}.{dtype_name}",

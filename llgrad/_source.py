@@ -1,5 +1,6 @@
 """Generated Python: the specialized call paths (`compiler.callpath`, `CompiledGraph.runner`,
 eager launches) write their code as text with constants bound by name."""
+
 from __future__ import annotations
 
 from typing import Any, Callable

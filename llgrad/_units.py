@@ -1,4 +1,5 @@
 """`human_bytes`: a byte count as people read it (error messages, `llgrad cache info`)."""
+
 from __future__ import annotations
 
 

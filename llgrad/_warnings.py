@@ -1,4 +1,5 @@
 """`warn_at_user`: a warning that points at the user's line, not at llgrad's internals."""
+
 from __future__ import annotations
 
 import os

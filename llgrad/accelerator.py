@@ -1,4 +1,5 @@
 """`lg.accelerator`: PyTorch's device-agnostic accelerator queries; llgrad has none."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,5 +21,7 @@ def device_count() -> int:
 
 
 def synchronize(device: Any = None) -> None:
-    raise RuntimeError("llgrad.accelerator.synchronize(): no accelerator is available "
-                       "(llgrad runs on the CPU only)")
+    raise RuntimeError(
+        "llgrad.accelerator.synchronize(): no accelerator is available "
+        "(llgrad runs on the CPU only)"
+    )

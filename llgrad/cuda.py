@@ -10,6 +10,7 @@ Differences from PyTorch: only device 0 runs work (set_device to another index r
 current stream is process-wide rather than per thread; the caching allocator never splits
 blocks (see `llgrad.runtime.cuda.allocator`).
 """
+
 from __future__ import annotations
 
 import os
@@ -18,19 +19,44 @@ from typing import Any
 
 from .runtime.cuda import driver as _driver
 
-__all__ = ["is_available", "device_count", "is_initialized", "init", "current_device",
-           "set_device", "device", "get_device_name", "get_device_capability",
-           "get_device_properties", "synchronize", "memory_allocated", "max_memory_allocated",
-           "memory_reserved", "max_memory_reserved", "reset_peak_memory_stats", "empty_cache",
-           "memory_stats", "Stream", "Event", "current_stream", "default_stream", "stream",
-           "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed",
-           "is_bf16_supported", "CudaError"]
+__all__ = [
+    "is_available",
+    "device_count",
+    "is_initialized",
+    "init",
+    "current_device",
+    "set_device",
+    "device",
+    "get_device_name",
+    "get_device_capability",
+    "get_device_properties",
+    "synchronize",
+    "memory_allocated",
+    "max_memory_allocated",
+    "memory_reserved",
+    "max_memory_reserved",
+    "reset_peak_memory_stats",
+    "empty_cache",
+    "memory_stats",
+    "Stream",
+    "Event",
+    "current_stream",
+    "default_stream",
+    "stream",
+    "manual_seed",
+    "manual_seed_all",
+    "seed",
+    "seed_all",
+    "initial_seed",
+    "is_bf16_supported",
+    "CudaError",
+]
 
 CudaError = _driver.CudaError
 
 # The CUDA generator's state, read by llgrad's random kernels (Philox: key = seed,
 # counter offset advanced by every kernel that draws numbers).
-_DEFAULT_SEED = 67280421310721          # PyTorch's default generator seed
+_DEFAULT_SEED = 67280421310721  # PyTorch's default generator seed
 _seed: int = _DEFAULT_SEED
 _offset: int = 0
 _seed_lock = threading.Lock()
@@ -39,9 +65,11 @@ _current_device: int = 0
 
 def _unavailable(what: str) -> RuntimeError:
     why = _driver._probe_real()[1] or "no NVIDIA GPU with a working driver"
-    return RuntimeError(f"llgrad.cuda.{what}: CUDA is not available ({why}); check "
-                        f"llgrad.cuda.is_available() first, or set {_driver.EMULATE_ENV}=1 to run "
-                        f"on llgrad's grid emulator")
+    return RuntimeError(
+        f"llgrad.cuda.{what}: CUDA is not available ({why}); check "
+        f"llgrad.cuda.is_available() first, or set {_driver.EMULATE_ENV}=1 to run "
+        f"on llgrad's grid emulator"
+    )
 
 
 def _backend(what: str) -> _driver.Backend:
@@ -62,9 +90,12 @@ def _device_index(dev: Any, what: str, optional: bool = True) -> int:
     if isinstance(dev, int):
         return _current_device if dev < 0 else dev
     from .device import device as _dev_cls
+
     d = dev if isinstance(dev, _dev_cls) else _dev_cls(dev) if isinstance(dev, str) else None
     if d is None:
-        raise TypeError(f"{what}: expected a device, an index or a string, got {type(dev).__name__}")
+        raise TypeError(
+            f"{what}: expected a device, an index or a string, got {type(dev).__name__}"
+        )
     if d.type != "cuda":
         raise ValueError(f"Expected a cuda device, but got: {d}")
     return _current_device if d.index is None else d.index
@@ -81,6 +112,7 @@ def _checked_index(dev: Any, what: str) -> tuple[_driver.Backend, int]:
 # --------------------------------------------------------------------------------------
 # availability and devices
 # --------------------------------------------------------------------------------------
+
 
 def is_available() -> bool:
     """True when a GPU and its driver work, or LLGRAD_CUDA_EMULATE=1; never raises."""
@@ -121,7 +153,9 @@ def set_device(device: Any) -> None:
     if not 0 <= i < b.device_count():
         raise RuntimeError("CUDA error: invalid device ordinal")
     if i != 0:
-        raise RuntimeError(f"llgrad.cuda.set_device({i}): llgrad's CUDA runtime drives device 0 only")
+        raise RuntimeError(
+            f"llgrad.cuda.set_device({i}): llgrad's CUDA runtime drives device 0 only"
+        )
     _current_device = i
 
 
@@ -147,8 +181,9 @@ class device:
 class _CudaDeviceProperties:
     """What get_device_properties returns: name, total_memory, multi_processor_count, major, minor."""
 
-    def __init__(self, name: str, total_memory: int, multi_processor_count: int, major: int,
-                 minor: int) -> None:
+    def __init__(
+        self, name: str, total_memory: int, multi_processor_count: int, major: int, minor: int
+    ) -> None:
         self.name = name
         self.total_memory = total_memory
         self.multi_processor_count = multi_processor_count
@@ -156,9 +191,11 @@ class _CudaDeviceProperties:
         self.minor = minor
 
     def __repr__(self) -> str:
-        return (f"_CudaDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
-                f"total_memory={self.total_memory // (1 << 20)}MB, "
-                f"multi_processor_count={self.multi_processor_count})")
+        return (
+            f"_CudaDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
+            f"total_memory={self.total_memory // (1 << 20)}MB, "
+            f"multi_processor_count={self.multi_processor_count})"
+        )
 
 
 def get_device_name(device: Any = None) -> str:
@@ -177,8 +214,9 @@ def get_device_properties(device: Any = None) -> _CudaDeviceProperties:
     """Name, total memory, multiprocessor count and capability of the device."""
     b, i = _checked_index(device, "get_device_properties()")
     major, minor = b.capability(i)
-    return _CudaDeviceProperties(b.device_name(i), b.total_memory(i), b.multiprocessors(i),
-                                 major, minor)
+    return _CudaDeviceProperties(
+        b.device_name(i), b.total_memory(i), b.multiprocessors(i), major, minor
+    )
 
 
 def is_bf16_supported(including_emulation: bool = True) -> bool:
@@ -199,6 +237,7 @@ def synchronize(device: Any = None) -> None:
 # --------------------------------------------------------------------------------------
 # memory (0 and no-ops until the backend exists, as torch before CUDA initializes)
 # --------------------------------------------------------------------------------------
+
 
 def _made() -> _driver.Backend | None:
     return _driver.get() if _driver.initialized() else None
@@ -253,11 +292,13 @@ def memory_stats(device: Any = None) -> dict[str, int]:
 # streams and events
 # --------------------------------------------------------------------------------------
 
+
 class Event:
     """A CUDA event, as torch.cuda.Event (blocking/interprocess are accepted and ignored)."""
 
-    def __init__(self, enable_timing: bool = False, blocking: bool = False,
-                 interprocess: bool = False) -> None:
+    def __init__(
+        self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
+    ) -> None:
         self.enable_timing = enable_timing
         self._event = _backend("Event()").new_event(enable_timing)
 
@@ -317,6 +358,7 @@ class Stream:
     def device(self) -> Any:
         """The stream's device (cuda:0)."""
         from .device import device as _dev_cls
+
         return _dev_cls("cuda", 0)
 
     def synchronize(self) -> None:
@@ -393,6 +435,7 @@ class stream:
 # seeding (stored here; the random kernels read `_generator_seed()`)
 # --------------------------------------------------------------------------------------
 
+
 def manual_seed(seed: int) -> None:
     """Seed the CUDA generator (stored even without CUDA, as torch queues it) and reset its offset."""
     global _seed, _offset
@@ -434,4 +477,3 @@ def _advance_offset(n: int) -> int:
         old = _offset
         _offset += int(n)
         return old
-

@@ -21,6 +21,7 @@ one and not the other counts; integers and booleans must be equal). The defaults
 with the dtype (float16/bfloat16 1e-2, float32 1e-4, float64 1e-9; atol is rtol times the
 largest reference magnitude, at least rtol).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -33,8 +34,14 @@ from .ir.printer import format_type
 
 __all__ = ["bisect", "BisectReport"]
 
-_RTOL = {"float16": 1e-2, "bfloat16": 1e-2, "float32": 1e-4, "float64": 1e-9,
-         "complex64": 1e-4, "complex128": 1e-9}
+_RTOL = {
+    "float16": 1e-2,
+    "bfloat16": 1e-2,
+    "float32": 1e-4,
+    "float64": 1e-9,
+    "complex64": 1e-4,
+    "complex128": 1e-9,
+}
 
 
 @dataclass
@@ -43,13 +50,13 @@ class BisectReport:
 
     reference: str
     node: Node | None
-    index: int | None                  # position in the decomposed graph
-    error: float                       # max |compiled - reference| at that node
+    index: int | None  # position in the decomposed graph
+    error: float  # max |compiled - reference| at that node
     tolerance: str
     compiled: np.ndarray | None = None
     expected: np.ndarray | None = None
     compiles: int = 0
-    outputs: list[float] = field(default_factory=list)   # error per graph output
+    outputs: list[float] = field(default_factory=list)  # error per graph output
 
     @property
     def loc(self) -> str | None:
@@ -57,16 +64,20 @@ class BisectReport:
 
     def __str__(self) -> str:
         if self.node is None:
-            return (f"bisect ({self.reference} reference): every output agrees within "
-                    f"{self.tolerance} (max errors {self.outputs}); {self.compiles} "
-                    f"compile(s)")
+            return (
+                f"bisect ({self.reference} reference): every output agrees within "
+                f"{self.tolerance} (max errors {self.outputs}); {self.compiles} "
+                f"compile(s)"
+            )
         n = self.node
         ins = ", ".join(format_type(i.type) for i in n.inputs)
         where = f" at {n.loc}" if n.loc else ""
-        return (f"bisect ({self.reference} reference): first divergence at node "
-                f"{self.index}: {n.op}({ins}) -> {format_type(n.type)}{where}\n"
-                f"  max |compiled - reference| = {self.error:.6g} (tolerance "
-                f"{self.tolerance}) while its inputs agree; {self.compiles} compile(s)")
+        return (
+            f"bisect ({self.reference} reference): first divergence at node "
+            f"{self.index}: {n.op}({ins}) -> {format_type(n.type)}{where}\n"
+            f"  max |compiled - reference| = {self.error:.6g} (tolerance "
+            f"{self.tolerance}) while its inputs agree; {self.compiles} compile(s)"
+        )
 
 
 def _wide(a: np.ndarray) -> np.ndarray:
@@ -80,10 +91,12 @@ def _wide(a: np.ndarray) -> np.ndarray:
 def _references(g: Graph, inputs: list[np.ndarray], wide: bool) -> dict[Node, np.ndarray]:
     from .ir import registry
     from .ir.interpret import interpret, run_node
+
     if not wide:
         every = Graph(g.name, g.params, [n for n in g.nodes if n not in set(g.params)])
         return dict(zip(every.outputs, interpret(every, inputs)))
     from .ir.interpret import from_bfloat16_bits
+
     values: dict[Node, np.ndarray] = {}
     for p, x in zip(g.params, inputs):
         values[p] = _wide(from_bfloat16_bits(x) if p.dtype.name == "bfloat16" else x)
@@ -91,22 +104,35 @@ def _references(g: Graph, inputs: list[np.ndarray], wide: bool) -> dict[Node, np
         if n in values:
             continue
         args = [values[i] for i in n.inputs]
-        if n.dtype.kind not in "fc":             # integer results: the node's own dtype
-            values[n] = run_node(n, [a.astype(i.dtype.np) if i.dtype.kind in "biu" else a
-                                     for a, i in zip(args, n.inputs)])
+        if n.dtype.kind not in "fc":  # integer results: the node's own dtype
+            values[n] = run_node(
+                n,
+                [
+                    a.astype(i.dtype.np) if i.dtype.kind in "biu" else a
+                    for a, i in zip(args, n.inputs)
+                ],
+            )
             continue
         ref = registry.get(n.op).reference
         values[n] = _wide(np.asarray(ref(*args, **dict(n.attrs))))
     return values
 
 
-def _error(got: np.ndarray, want: np.ndarray, dtype: Any, rtol: float | None,
-           atol: float | None) -> tuple[float, bool, str]:
+def _error(
+    got: np.ndarray, want: np.ndarray, dtype: Any, rtol: float | None, atol: float | None
+) -> tuple[float, bool, str]:
     """(max abs error, whether it is beyond tolerance, the tolerance as text)."""
     if dtype.kind in "biu":
         bad = bool(np.any(got != want))
-        return (float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
-                if got.size else 0.0), bad, "exact"
+        return (
+            (
+                float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
+                if got.size
+                else 0.0
+            ),
+            bad,
+            "exact",
+        )
     got = np.asarray(got, dtype=np.complex128 if dtype.is_complex else np.float64)
     want = np.asarray(want, dtype=got.dtype)
     r = _RTOL.get(dtype.name, 1e-4) if rtol is None else rtol
@@ -115,8 +141,9 @@ def _error(got: np.ndarray, want: np.ndarray, dtype: Any, rtol: float | None,
     a = r * max(scale, 1.0) if atol is None else atol
     nan_mismatch = bool(np.any(np.isnan(got) != np.isnan(want)))
     both = np.isfinite(got) & finite
-    inf_mismatch = bool(np.any((~np.isfinite(got) | ~finite) & ~np.isnan(got) &
-                               ~np.isnan(want) & (got != want)))
+    inf_mismatch = bool(
+        np.any((~np.isfinite(got) | ~finite) & ~np.isnan(got) & ~np.isnan(want) & (got != want))
+    )
     diff = np.abs(got[both] - want[both])
     err = float(diff.max()) if diff.size else 0.0
     beyond = bool(np.any(diff > a + r * np.abs(want[both]))) or nan_mismatch or inf_mismatch
@@ -125,9 +152,14 @@ def _error(got: np.ndarray, want: np.ndarray, dtype: Any, rtol: float | None,
     return err, beyond, f"rtol {r:g}, atol {a:g}"
 
 
-def bisect(fn: Callable[..., Any], *args: Any, reference: str = "numpy",
-           rtol: float | None = None, atol: float | None = None,
-           **kwargs: Any) -> BisectReport:
+def bisect(
+    fn: Callable[..., Any],
+    *args: Any,
+    reference: str = "numpy",
+    rtol: float | None = None,
+    atol: float | None = None,
+    **kwargs: Any,
+) -> BisectReport:
     """Run `fn(*args, **kwargs)` compiled and by the reference, node by node, and report
     the first IR node whose compiled values differ beyond the tolerance (see the module
     docstring); `print(report)` says which op, where in the source, by how much."""
@@ -136,7 +168,8 @@ def bisect(fn: Callable[..., Any], *args: Any, reference: str = "numpy",
     from .compiler.pipeline import compile_graph
     from .passes.decompose import decompose
     from .tracer.make_ir import _flatten, trace
-    fn = getattr(fn, "fn", fn)                  # a CompiledFunction: its Python function
+
+    fn = getattr(fn, "fn", fn)  # a CompiledFunction: its Python function
     leaves: list[Any] = []
     _flatten((args, kwargs), leaves)
     graph, ctx, _ = trace(fn, args, kwargs)
@@ -156,6 +189,7 @@ def bisect(fn: Callable[..., Any], *args: Any, reference: str = "numpy",
         want = refs[n]
         if n.dtype.name == "bfloat16" and reference == "numpy":
             from .ir.interpret import from_bfloat16_bits
+
             want = from_bfloat16_bits(want)
         return _error(got, want, n.dtype, rtol, atol)
 
@@ -165,8 +199,9 @@ def bisect(fn: Callable[..., Any], *args: Any, reference: str = "numpy",
     bad = [o for o, e in zip(outs, errors) if e[1]]
     tol = errors[0][2] if errors else "-"
     if not bad:
-        return BisectReport(reference, None, None, 0.0, tol, compiles=compiles[0],
-                            outputs=[e[0] for e in errors])
+        return BisectReport(
+            reference, None, None, 0.0, tol, compiles=compiles[0], outputs=[e[0] for e in errors]
+        )
     # the nodes the first differing output depends on, in order
     target = bad[0]
     needed: set[Node] = set()
@@ -186,7 +221,7 @@ def bisect(fn: Callable[..., Any], *args: Any, reference: str = "numpy",
             probed[n] = (check(n, v), v)
         return probed[n][0]
 
-    lo, hi = 0, len(order) - 1               # order[hi] differs (it is the output)
+    lo, hi = 0, len(order) - 1  # order[hi] differs (it is the output)
     while lo < hi:
         mid = (lo + hi) // 2
         if probe(order[mid])[1]:
@@ -195,11 +230,20 @@ def bisect(fn: Callable[..., Any], *args: Any, reference: str = "numpy",
             lo = mid + 1
     node = order[lo]
     probe(node)
-    while True:                               # walk back while an input differs too
+    while True:  # walk back while an input differs too
         differing = [i for i in node.inputs if i not in params and probe(i)[1]]
         if not differing:
             break
         node = differing[0]
     (err, _, tol), value = probed[node]
-    return BisectReport(reference, node, position[node], err, tol, value, refs[node],
-                        compiles[0], [e[0] for e in errors])
+    return BisectReport(
+        reference,
+        node,
+        position[node],
+        err,
+        tol,
+        value,
+        refs[node],
+        compiles[0],
+        [e[0] for e in errors],
+    )

@@ -10,6 +10,7 @@ on the host CPU, and a silent fallback would hide where the program expected its
 `lg.cuda`, `lg.accelerator` and `lg.backends` answer the availability questions PyTorch
 programs ask before choosing a device (no CUDA, no MPS, no accelerator).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,9 +18,28 @@ from typing import Any
 __all__ = ["device", "check_device", "set_default_device", "get_default_device"]
 
 # PyTorch's device types, in the order its error message lists them
-DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip",
-                "ve", "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
-                "privateuseone")
+DEVICE_TYPES = (
+    "cpu",
+    "cuda",
+    "ipu",
+    "xpu",
+    "mkldnn",
+    "opengl",
+    "opencl",
+    "ideep",
+    "hip",
+    "ve",
+    "fpga",
+    "maia",
+    "xla",
+    "lazy",
+    "vulkan",
+    "mps",
+    "meta",
+    "hpu",
+    "mtia",
+    "privateuseone",
+)
 
 
 class device:
@@ -34,26 +54,36 @@ class device:
             self._type, self._index = type._type, type._index
             return
         if isinstance(type, int) and not isinstance(type, bool):
-            raise RuntimeError(f"device({type}): an integer names an accelerator device "
-                               f"(cuda:{type}), and llgrad has none; use device('cpu')")
+            raise RuntimeError(
+                f"device({type}): an integer names an accelerator device "
+                f"(cuda:{type}), and llgrad has none; use device('cpu')"
+            )
         if not isinstance(type, str):
-            raise TypeError(f"device() expects a string such as 'cpu' or 'cuda:0', got "
-                            f"{type!r} ({builtin_type(type).__name__})")
+            raise TypeError(
+                f"device() expects a string such as 'cpu' or 'cuda:0', got "
+                f"{type!r} ({builtin_type(type).__name__})"
+            )
         name, sep, rest = type.partition(":")
         if name not in DEVICE_TYPES:
-            raise RuntimeError(f"Expected one of {', '.join(DEVICE_TYPES)} device type at start "
-                               f"of device string: {type}")
+            raise RuntimeError(
+                f"Expected one of {', '.join(DEVICE_TYPES)} device type at start "
+                f"of device string: {type}"
+            )
         if sep:
             if index is not None:
-                raise RuntimeError(f"type (string) must not include an index because index was "
-                                   f"passed explicitly: {type}")
+                raise RuntimeError(
+                    f"type (string) must not include an index because index was "
+                    f"passed explicitly: {type}"
+                )
             if not rest.isdigit():
                 raise RuntimeError(f"Invalid device string: '{type}'")
             index = int(rest)
-        if index is not None and (not isinstance(index, int) or isinstance(index, bool)
-                                  or index < 0):
-            raise RuntimeError(f"Device index must not be negative (or must be an int), got "
-                               f"{index!r}")
+        if index is not None and (
+            not isinstance(index, int) or isinstance(index, bool) or index < 0
+        ):
+            raise RuntimeError(
+                f"Device index must not be negative (or must be an int), got {index!r}"
+            )
         self._type, self._index = name, index
 
     @property
@@ -102,14 +132,16 @@ def check_device(dev: Any, op: str) -> None:
         return
     d = dev if isinstance(dev, device) else device(dev)
     if d._type != "cpu":
-        raise RuntimeError(f"{op}: device '{d}' is not available: llgrad runs on the CPU only "
-                           f"(there is no CUDA, MPS or other accelerator backend). Use "
-                           f"device='cpu', or choose the device with "
-                           f"`'cuda' if llgrad.cuda.is_available() else 'cpu'`.")
+        raise RuntimeError(
+            f"{op}: device '{d}' is not available: llgrad runs on the CPU only "
+            f"(there is no CUDA, MPS or other accelerator backend). Use "
+            f"device='cpu', or choose the device with "
+            f"`'cuda' if llgrad.cuda.is_available() else 'cpu'`."
+        )
 
 
 def device_type(dev: Any, op: str) -> str:
-    """"cpu" or "cuda" for a device a tensor may be made on; raises for any other device,
+    """ "cpu" or "cuda" for a device a tensor may be made on; raises for any other device,
     and for CUDA when neither a GPU nor the grid emulator (`LLGRAD_CUDA_EMULATE=1`) is
     available. One CUDA device: `cuda` and `cuda:0`."""
     if dev is None:
@@ -119,13 +151,17 @@ def device_type(dev: Any, op: str) -> str:
         return "cpu"
     if d._type == "cuda" and d._index in (None, 0):
         from .runtime.cuda import driver
+
         if driver.available():
             return "cuda"
     if d._type == "cuda" and d._index not in (None, 0):
         from .runtime.cuda import driver
+
         if driver.available():
-            raise RuntimeError(f"{op}: CUDA error: invalid device ordinal (device '{d}'; "
-                               f"llgrad uses one GPU, cuda:0)")
+            raise RuntimeError(
+                f"{op}: CUDA error: invalid device ordinal (device '{d}'; "
+                f"llgrad uses one GPU, cuda:0)"
+            )
     check_device(d, op)
     return "cpu"
 

@@ -15,6 +15,7 @@ are llgrad's (`llgrad.transforms`). Where the two conventions differ:
 Dict inputs keep their insertion order everywhere, so `zip(grads.values(),
 params.values())` pairs each gradient with its parameter.
 """
+
 from __future__ import annotations
 
 import functools
@@ -24,31 +25,42 @@ from . import transforms as _t
 from .nn.utils.stateless import functional_call
 from .transforms.vmap import RANDOMNESS
 
-__all__ = ["functional_call", "grad", "grad_and_value", "vmap", "vjp", "jvp", "jacrev",
-           "jacfwd", "hessian", "stack_module_state"]
+__all__ = [
+    "functional_call",
+    "grad",
+    "grad_and_value",
+    "vmap",
+    "vjp",
+    "jvp",
+    "jacrev",
+    "jacfwd",
+    "hessian",
+    "stack_module_state",
+]
 
 
 def _check_chunk_size(chunk_size: int | None) -> None:
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0):
-        raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got "
-                         f"{chunk_size})")
+        raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got {chunk_size})")
 
 
 def _check_randomness(randomness: str) -> None:
     if randomness not in RANDOMNESS:
-        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or "
-                           f"'same'. Got {randomness}")
+        raise RuntimeError(
+            f"Only allowed values for randomness are 'error', 'different', or "
+            f"'same'. Got {randomness}"
+        )
 
 
-def grad(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False
-         ) -> Callable[..., Any]:
+def grad(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False) -> Callable[..., Any]:
     """The gradient of a scalar-valued `func` with respect to the arguments at `argnums`;
     with `has_aux`, `func` returns `(value, aux)` and the result is `(grad, aux)`."""
     return _t.grad(func, argnums, has_aux)
 
 
-def grad_and_value(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False
-                   ) -> Callable[..., Any]:
+def grad_and_value(
+    func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False
+) -> Callable[..., Any]:
     """`(grad, value)`, or `(grad, (value, aux))` with `has_aux` (torch.func's order)."""
     vg = _t.value_and_grad(func, argnums, has_aux)
 
@@ -60,8 +72,14 @@ def grad_and_value(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = F
     return wrapper
 
 
-def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0,
-         randomness: str = "error", *, chunk_size: int | None = None) -> Callable[..., Any]:
+def vmap(
+    func: Callable[..., Any],
+    in_dims: Any = 0,
+    out_dims: Any = 0,
+    randomness: str = "error",
+    *,
+    chunk_size: int | None = None,
+) -> Callable[..., Any]:
     """Vectorize `func` over the `in_dims` axes of its positional arguments; keyword
     arguments are passed through unmapped (torch.func's rule)."""
     _check_chunk_size(chunk_size)
@@ -74,6 +92,7 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0,
 
         def positional_only(*a: Any) -> Any:
             return func(*a, **kwargs)
+
         return _t.vmap(positional_only, in_dims, out_dims, randomness)(*args)
 
     return wrapper
@@ -85,23 +104,35 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     return _t.vjp(func, *primals, has_aux=has_aux)
 
 
-def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, strict: bool = False,
-        has_aux: bool = False) -> Any:
+def jvp(
+    func: Callable[..., Any],
+    primals: Any,
+    tangents: Any,
+    *,
+    strict: bool = False,
+    has_aux: bool = False,
+) -> Any:
     """`(output, jvp_out)` (or with `aux`): `func(*primals)` and its Jacobian applied to
     `tangents`."""
     return _t.jvp(func, primals, tangents, has_aux=has_aux)
 
 
-def jacrev(func: Callable[..., Any], argnums: Any = 0, *, has_aux: bool = False,
-           chunk_size: int | None = None, _preallocate_and_copy: bool = False
-           ) -> Callable[..., Any]:
+def jacrev(
+    func: Callable[..., Any],
+    argnums: Any = 0,
+    *,
+    has_aux: bool = False,
+    chunk_size: int | None = None,
+    _preallocate_and_copy: bool = False,
+) -> Callable[..., Any]:
     """The Jacobian of `func` by reverse mode (one vjp per output element, vmapped)."""
     _check_chunk_size(chunk_size)
     return _t.jacrev(func, argnums, has_aux=has_aux)
 
 
-def jacfwd(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False, *,
-           randomness: str = "error") -> Callable[..., Any]:
+def jacfwd(
+    func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False, *, randomness: str = "error"
+) -> Callable[..., Any]:
     """The Jacobian of `func` by forward mode (one jvp per input element, vmapped)."""
     _check_randomness(randomness)
     return _t.jacfwd(func, argnums, has_aux=has_aux)
@@ -119,13 +150,15 @@ def stack_module_state(models: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     `functional_call`. Stacked parameters are new leaves that require grad when the
     originals do; they share no memory with the models."""
     from . import functions as F
+
     models = list(models)
     if not models:
         raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
     first = models[0]
     if not all(m.training == first.training for m in models):
-        raise RuntimeError("stack_module_state: Expected all models to have the same "
-                           "training/eval mode.")
+        raise RuntimeError(
+            "stack_module_state: Expected all models to have the same training/eval mode."
+        )
     if not all(type(m) is type(first) for m in models):
         raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
 
@@ -135,8 +168,9 @@ def stack_module_state(models: Any) -> tuple[dict[str, Any], dict[str, Any]]:
             ts = [n[name] for n in named]
             needs = [t.requires_grad for t in ts]
             if any(needs) and not all(needs):
-                raise RuntimeError(f"Expected {name} from each model to have the same "
-                                   f".requires_grad")
+                raise RuntimeError(
+                    f"Expected {name} from each model to have the same .requires_grad"
+                )
             value = F.stack([t.detach() for t in ts])
             out[name] = value.requires_grad_() if all(needs) else value
         return out

@@ -16,14 +16,31 @@ only. `ignore`, `unused`, `export`, `annotate`, `Final`, `freeze`,
 has nothing to change in eager code. `is_scripting()` is False; `is_tracing()` is True while
 `lg.compile` traces (code that avoids Python-side effects under tracing keeps doing so).
 """
+
 from __future__ import annotations
 
 import warnings
 from typing import Any, Callable, Final, TypeVar
 
-__all__ = ["script", "trace", "trace_module", "ignore", "unused", "export", "is_scripting",
-           "is_tracing", "annotate", "Final", "save", "load", "freeze",
-           "optimize_for_inference", "fork", "wait", "Future"]
+__all__ = [
+    "script",
+    "trace",
+    "trace_module",
+    "ignore",
+    "unused",
+    "export",
+    "is_scripting",
+    "is_tracing",
+    "annotate",
+    "Final",
+    "save",
+    "load",
+    "freeze",
+    "optimize_for_inference",
+    "fork",
+    "wait",
+    "Future",
+]
 
 T = TypeVar("T")
 
@@ -33,34 +50,57 @@ _noticed: set[str] = set()
 def _notice(name: str) -> None:
     if name not in _noticed:
         _noticed.add(name)
-        warnings.warn(f"llgrad.jit.{name}: llgrad has no TorchScript; the function or module "
-                      f"is returned unchanged and runs eagerly (same results). Wrap it in "
-                      f"lg.compile to compile it.", UserWarning, stacklevel=3)
+        warnings.warn(
+            f"llgrad.jit.{name}: llgrad has no TorchScript; the function or module "
+            f"is returned unchanged and runs eagerly (same results). Wrap it in "
+            f"lg.compile to compile it.",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
-def script(obj: T, optimize: Any = None, _frames_up: int = 0, _rcb: Any = None,
-           example_inputs: Any = None) -> T:
+def script(
+    obj: T, optimize: Any = None, _frames_up: int = 0, _rcb: Any = None, example_inputs: Any = None
+) -> T:
     """Return `obj` (a function, module or class) unchanged (notice once)."""
     _notice("script")
     return obj
 
 
-def trace(func: T, example_inputs: Any = None, optimize: Any = None, check_trace: bool = True,
-          check_inputs: Any = None, check_tolerance: float = 1e-5, strict: bool = True,
-          _force_outplace: bool = False, _module_class: Any = None,
-          _compilation_unit: Any = None, example_kwarg_inputs: Any = None,
-          _store_inputs: bool = True) -> T:
+def trace(
+    func: T,
+    example_inputs: Any = None,
+    optimize: Any = None,
+    check_trace: bool = True,
+    check_inputs: Any = None,
+    check_tolerance: float = 1e-5,
+    strict: bool = True,
+    _force_outplace: bool = False,
+    _module_class: Any = None,
+    _compilation_unit: Any = None,
+    example_kwarg_inputs: Any = None,
+    _store_inputs: bool = True,
+) -> T:
     """Return `func` (a function or module) unchanged (notice once); the example inputs
     are not run."""
     _notice("trace")
     return func
 
 
-def trace_module(mod: T, inputs: Any, optimize: Any = None, check_trace: bool = True,
-                 check_inputs: Any = None, check_tolerance: float = 1e-5, strict: bool = True,
-                 _force_outplace: bool = False, _module_class: Any = None,
-                 _compilation_unit: Any = None, example_inputs_is_kwarg: bool = False,
-                 _store_inputs: bool = True) -> T:
+def trace_module(
+    mod: T,
+    inputs: Any,
+    optimize: Any = None,
+    check_trace: bool = True,
+    check_inputs: Any = None,
+    check_tolerance: float = 1e-5,
+    strict: bool = True,
+    _force_outplace: bool = False,
+    _module_class: Any = None,
+    _compilation_unit: Any = None,
+    example_inputs_is_kwarg: bool = False,
+    _store_inputs: bool = True,
+) -> T:
     """Return `mod` unchanged (notice once)."""
     _notice("trace_module")
     return mod
@@ -91,6 +131,7 @@ def is_scripting() -> bool:
 def is_tracing() -> bool:
     """Whether `lg.compile` is tracing the calling code."""
     from .tracer.tensor import tracing
+
     return tracing()
 
 
@@ -103,19 +144,24 @@ def save(m: Any, f: Any, _extra_files: Any = None) -> None:
     """Write `m` (a module or function) to `f` with `lg.save` (pickle, not a TorchScript
     archive); `_extra_files` (name -> bytes) are written beside it in the same file."""
     from .serialization import save as lg_save
+
     payload = {"llgrad.jit": m, "extra_files": dict(_extra_files or {})}
     lg_save(payload, f)
 
 
-def load(f: Any, map_location: Any = None, _extra_files: Any = None,
-         _restore_shapes: bool = False) -> Any:
+def load(
+    f: Any, map_location: Any = None, _extra_files: Any = None, _restore_shapes: bool = False
+) -> Any:
     """Read what `save` wrote; a dict passed as `_extra_files` is filled with the saved
     extra files it names."""
     from .serialization import load as lg_load
+
     payload = lg_load(f, map_location=map_location, weights_only=False)
     if not isinstance(payload, dict) or "llgrad.jit" not in payload:
-        raise RuntimeError("llgrad.jit.load: the file was not written by llgrad.jit.save "
-                           "(TorchScript archives cannot be read by llgrad)")
+        raise RuntimeError(
+            "llgrad.jit.load: the file was not written by llgrad.jit.save "
+            "(TorchScript archives cannot be read by llgrad)"
+        )
     if _extra_files is not None:
         saved = payload.get("extra_files", {})
         for name in list(_extra_files):
@@ -124,8 +170,7 @@ def load(f: Any, map_location: Any = None, _extra_files: Any = None,
     return payload["llgrad.jit"]
 
 
-def freeze(mod: T, preserved_attrs: list[str] | None = None,
-           optimize_numerics: bool = True) -> T:
+def freeze(mod: T, preserved_attrs: list[str] | None = None, optimize_numerics: bool = True) -> T:
     """Return `mod` unchanged (there is no TorchScript graph to freeze)."""
     return mod
 

@@ -63,6 +63,7 @@ microseconds like torch. Recording costs roughly 1-3 microseconds per event (mor
 `record_shapes` or `with_stack`), which counts in the enclosing event's self time: with
 many tiny ops the parents' self times are inflated by that much.
 """
+
 from __future__ import annotations
 
 import enum
@@ -160,35 +161,42 @@ def _user_stack(limit: int = 5) -> tuple[str, ...]:
 
 def _op_wrapper(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     """`fn` timed as the op `name` while a profile is active (a plain call otherwise)."""
+
     @functools.wraps(fn)
     def op(*args: Any, **kwargs: Any) -> Any:
         s = _SESSION
         if s is None:
             return fn(*args, **kwargs)
         return s._timed(name, "op", fn, args, kwargs, True, args, kwargs)
+
     return op
 
 
-def _method_wrapper(fn: Callable[..., Any], naming: Callable[[Any], str], kind: str,
-                    fold: bool) -> Callable[..., Any]:
+def _method_wrapper(
+    fn: Callable[..., Any], naming: Callable[[Any], str], kind: str, fold: bool
+) -> Callable[..., Any]:
     """A method `fn(self, ...)` timed under `naming(self)` while a profile is active."""
+
     @functools.wraps(fn)
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         s = _SESSION
         if s is None:
             return fn(self, *args, **kwargs)
         return s._timed(naming(self), kind, fn, (self, *args), kwargs, fold, args)
+
     return method
 
 
 def _named_wrapper(fn: Callable[..., Any], name: str, kind: str) -> Callable[..., Any]:
     """A function timed as `name` (of `kind`) while a profile is active."""
+
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
         s = _SESSION
         if s is None:
             return fn(*args, **kwargs)
         return s._timed(name, kind, fn, args, kwargs, True, args)
+
     return call
 
 
@@ -217,37 +225,138 @@ def _cached(orig: Any, make: Callable[..., Any], *args: Any) -> Any:
 # --------------------------------------------------------------------------------------
 # names of functions made by factories (a closure's own name says nothing): the
 # attribute's name is used instead
-_GENERIC = frozenset({"cast", "method", "call", "wrapper", "inner", "named", "fn", "f",
-                      "func", "function", "impl", "wrapped", "replayed", "op", "run",
-                      "forward"})
+_GENERIC = frozenset(
+    {
+        "cast",
+        "method",
+        "call",
+        "wrapper",
+        "inner",
+        "named",
+        "fn",
+        "f",
+        "func",
+        "function",
+        "impl",
+        "wrapped",
+        "replayed",
+        "op",
+        "run",
+        "forward",
+    }
+)
 # operators -> the function they are (torch's names; torch records `aten::__and__`)
 _DUNDERS = {
-    "__add__": "add", "__radd__": "add", "__iadd__": "add_", "__sub__": "sub",
-    "__rsub__": "rsub", "__isub__": "sub_", "__mul__": "mul", "__rmul__": "mul",
-    "__imul__": "mul_", "__truediv__": "div", "__rtruediv__": "div", "__itruediv__": "div_",
-    "__floordiv__": "floor_divide", "__rfloordiv__": "floor_divide", "__mod__": "remainder",
-    "__rmod__": "remainder", "__pow__": "pow", "__rpow__": "pow", "__ipow__": "pow_",
-    "__matmul__": "matmul", "__rmatmul__": "matmul", "__neg__": "neg", "__pos__": "positive",
-    "__abs__": "abs", "__invert__": "bitwise_not", "__eq__": "eq", "__ne__": "ne",
-    "__lt__": "lt", "__le__": "le", "__gt__": "gt", "__ge__": "ge", "__and__": "__and__",
-    "__rand__": "__and__", "__or__": "__or__", "__ror__": "__or__", "__xor__": "__xor__",
-    "__rxor__": "__xor__", "__getitem__": "getitem", "__setitem__": "setitem",
-    "__bool__": "is_nonzero", "__float__": "item", "__int__": "item",
+    "__add__": "add",
+    "__radd__": "add",
+    "__iadd__": "add_",
+    "__sub__": "sub",
+    "__rsub__": "rsub",
+    "__isub__": "sub_",
+    "__mul__": "mul",
+    "__rmul__": "mul",
+    "__imul__": "mul_",
+    "__truediv__": "div",
+    "__rtruediv__": "div",
+    "__itruediv__": "div_",
+    "__floordiv__": "floor_divide",
+    "__rfloordiv__": "floor_divide",
+    "__mod__": "remainder",
+    "__rmod__": "remainder",
+    "__pow__": "pow",
+    "__rpow__": "pow",
+    "__ipow__": "pow_",
+    "__matmul__": "matmul",
+    "__rmatmul__": "matmul",
+    "__neg__": "neg",
+    "__pos__": "positive",
+    "__abs__": "abs",
+    "__invert__": "bitwise_not",
+    "__eq__": "eq",
+    "__ne__": "ne",
+    "__lt__": "lt",
+    "__le__": "le",
+    "__gt__": "gt",
+    "__ge__": "ge",
+    "__and__": "__and__",
+    "__rand__": "__and__",
+    "__or__": "__or__",
+    "__ror__": "__or__",
+    "__xor__": "__xor__",
+    "__rxor__": "__xor__",
+    "__getitem__": "getitem",
+    "__setitem__": "setitem",
+    "__bool__": "is_nonzero",
+    "__float__": "item",
+    "__int__": "item",
 }
 # Tensor methods that read metadata or register things (no computation): not recorded
-_TENSOR_SKIP = frozenset(["size", "dim", "numel", "nelement", "ndimension", "element_size", "stride", "storage_offset", "data_ptr", "const_data_ptr", "get_device", "untyped_storage", "storage", "dim_order", "type", "requires_grad_", "retain_grad", "register_hook", "register_post_accumulate_grad_hook", "backward", "size_arg", "parse_to", "python_index", "no_bool_subtraction", "share_memory_"])
+_TENSOR_SKIP = frozenset(
+    [
+        "size",
+        "dim",
+        "numel",
+        "nelement",
+        "ndimension",
+        "element_size",
+        "stride",
+        "storage_offset",
+        "data_ptr",
+        "const_data_ptr",
+        "get_device",
+        "untyped_storage",
+        "storage",
+        "dim_order",
+        "type",
+        "requires_grad_",
+        "retain_grad",
+        "register_hook",
+        "register_post_accumulate_grad_hook",
+        "backward",
+        "size_arg",
+        "parse_to",
+        "python_index",
+        "no_bool_subtraction",
+        "share_memory_",
+    ]
+)
 # `lg.*` functions that are not computations (seeds, settings, type queries)
-_FUNCTION_SKIP = frozenset(["manual_seed", "seed", "initial_seed", "numel", "promote_types", "result_type", "can_cast", "broadcast_shapes", "typename", "use_deterministic_algorithms", "init_num_threads", "compiled_with_cxx11_abi", "slice_all"])
-_FUNCTION_MODULES = ("llgrad.functions", "llgrad.nn.", "llgrad.linalg", "llgrad.fft",
-                     "llgrad.special")
+_FUNCTION_SKIP = frozenset(
+    [
+        "manual_seed",
+        "seed",
+        "initial_seed",
+        "numel",
+        "promote_types",
+        "result_type",
+        "can_cast",
+        "broadcast_shapes",
+        "typename",
+        "use_deterministic_algorithms",
+        "init_num_threads",
+        "compiled_with_cxx11_abi",
+        "slice_all",
+    ]
+)
+_FUNCTION_MODULES = (
+    "llgrad.functions",
+    "llgrad.nn.",
+    "llgrad.linalg",
+    "llgrad.fft",
+    "llgrad.special",
+)
 
 
 def _op_name(fn: Any, attr: str, prefix: str) -> str:
     """`aten::` + the function's llgrad name (its `__name__` unless that is private or a
     factory's closure name, then the attribute's, operators mapped to their function)."""
     name = getattr(fn, "__name__", "")
-    if not isinstance(name, str) or not name.isidentifier() or name.startswith("_") or \
-            name in _GENERIC:
+    if (
+        not isinstance(name, str)
+        or not name.isidentifier()
+        or name.startswith("_")
+        or name in _GENERIC
+    ):
         name = _DUNDERS.get(attr, attr.strip("_") or attr)
     if prefix and not name.startswith(prefix):
         name = prefix + name
@@ -274,7 +383,7 @@ def _namespace_plan(mod: Any, prefix: str) -> list[tuple[Any, str, Any, Any]]:
 def _tensor_plan() -> list[tuple[Any, str, Any, Any]]:
     plan = []
     for name, fn in list(vars(Tensor).items()):
-        if type(fn) is not types.FunctionType:          # properties, class/static methods
+        if type(fn) is not types.FunctionType:  # properties, class/static methods
             continue
         if name.startswith("_"):
             if name not in _DUNDERS:
@@ -341,8 +450,9 @@ def _plan() -> list[tuple[Any, str, Any, Any]]:
                 plan.append((owner, attr, fn, w))
 
     call = vars(Module)["__call__"]
-    plan.append((Module, "__call__", call,
-                 _cached(call, _method_wrapper, _module_name, "module", False)))
+    plan.append(
+        (Module, "__call__", call, _cached(call, _method_wrapper, _module_name, "module", False))
+    )
     for cls in _subclasses(Optimizer):
         for attr in ("step", "zero_grad"):
             fn = cls.__dict__.get(attr)
@@ -350,12 +460,19 @@ def _plan() -> list[tuple[Any, str, Any, Any]]:
                 w = _cached(fn, _method_wrapper, _OPTIMIZER_NAMES[attr], "optimizer", True)
                 plan.append((cls, attr, fn, w))
     call = vars(CompiledFunction)["__call__"]
-    plan.append((CompiledFunction, "__call__", call,
-                 _cached(call, _method_wrapper, _compiled_name, "compiled", False)))
+    plan.append(
+        (
+            CompiledFunction,
+            "__call__",
+            call,
+            _cached(call, _method_wrapper, _compiled_name, "compiled", False),
+        )
+    )
     direct = vars(CompiledBackward).get("direct_grads")
     if type(direct) is types.FunctionType:
-        plan.append((CompiledBackward, "direct_grads", direct,
-                     _cached(direct, _direct_grads_wrapper)))
+        plan.append(
+            (CompiledBackward, "direct_grads", direct, _cached(direct, _direct_grads_wrapper))
+        )
     return plan
 
 
@@ -363,6 +480,7 @@ def _direct_grads_wrapper(fn: Callable[..., Any]) -> Callable[..., Any]:
     """`CompiledBackward.direct_grads` (a compiled call's node answering `backward()`
     alone, without the engine) timed as the node, when it answers (None: it declined,
     the engine runs the node and records it)."""
+
     @functools.wraps(fn)
     def direct_grads(self: Any, *args: Any) -> Any:
         s = _SESSION
@@ -383,6 +501,7 @@ def _direct_grads_wrapper(fn: Callable[..., Any]) -> Callable[..., Any]:
             del stack[depth:]
             if out is not None:
                 s._events.append((name, "backward", t0, t1, tid, depth, None, None))
+
     return direct_grads
 
 
@@ -498,9 +617,18 @@ class FunctionEvent(_Row):
 
     count = 1
 
-    def __init__(self, id: int, name: str, kind: str, start_us: float, end_us: float,
-                 thread: int, depth: int, input_shapes: list[Any] | None,
-                 stack: Sequence[str] | None):
+    def __init__(
+        self,
+        id: int,
+        name: str,
+        kind: str,
+        start_us: float,
+        end_us: float,
+        thread: int,
+        depth: int,
+        input_shapes: list[Any] | None,
+        stack: Sequence[str] | None,
+    ):
         self.id = id
         self.name = self.key = name
         self.kind = kind
@@ -527,9 +655,11 @@ class FunctionEvent(_Row):
         return self.kind == "user"
 
     def __repr__(self) -> str:
-        return (f"<FunctionEvent id={self.id} name={self.name!r} thread={self.thread} "
-                f"start_us={self.start_us:.3f} cpu_time_total={self.cpu_time_total:.3f} "
-                f"self_cpu_time_total={self.self_cpu_time_total:.3f} depth={self.depth}>")
+        return (
+            f"<FunctionEvent id={self.id} name={self.name!r} thread={self.thread} "
+            f"start_us={self.start_us:.3f} cpu_time_total={self.cpu_time_total:.3f} "
+            f"self_cpu_time_total={self.self_cpu_time_total:.3f} depth={self.depth}>"
+        )
 
 
 class FunctionEventAvg(_Row):
@@ -539,8 +669,9 @@ class FunctionEventAvg(_Row):
     input shape, else the first event's) and `stack`. As in torch, an event nested in
     one of the same key counts in both totals."""
 
-    def __init__(self, key: str, input_shapes: list[Any] | None = None,
-                 stack: Sequence[str] | None = None):
+    def __init__(
+        self, key: str, input_shapes: list[Any] | None = None, stack: Sequence[str] | None = None
+    ):
         self.key = key
         self.count = 0
         self.cpu_time_total = 0.0
@@ -556,26 +687,47 @@ class FunctionEventAvg(_Row):
         return self
 
     def __repr__(self) -> str:
-        return (f"<FunctionEventAvg key={self.key!r} count={self.count} "
-                f"cpu_time_total={self.cpu_time_total:.3f} "
-                f"self_cpu_time_total={self.self_cpu_time_total:.3f} "
-                f"input_shapes={self.input_shapes}>")
+        return (
+            f"<FunctionEventAvg key={self.key!r} count={self.count} "
+            f"cpu_time_total={self.cpu_time_total:.3f} "
+            f"self_cpu_time_total={self.self_cpu_time_total:.3f} "
+            f"input_shapes={self.input_shapes}>"
+        )
 
 
-_SORT_KEYS = ("self_cpu_time_total", "cpu_time_total", "count", "cpu_time", "self_cpu_time",
-              "device_time_total", "self_device_time_total", "device_time",
-              "cuda_time_total", "self_cuda_time_total", "cuda_time", "cpu_memory_usage",
-              "self_cpu_memory_usage", "flops")
+_SORT_KEYS = (
+    "self_cpu_time_total",
+    "cpu_time_total",
+    "count",
+    "cpu_time",
+    "self_cpu_time",
+    "device_time_total",
+    "self_device_time_total",
+    "device_time",
+    "cuda_time_total",
+    "self_cuda_time_total",
+    "cuda_time",
+    "cpu_memory_usage",
+    "self_cpu_memory_usage",
+    "flops",
+)
 
 
 class EventList(list):
     """A list of `FunctionEvent`s or `FunctionEventAvg`s (torch's `EventList`), with
     `table()`, `key_averages()`, `total_average()` and `self_cpu_time_total`."""
 
-    def table(self, sort_by: str | None = "self_cpu_time_total", row_limit: int = 100,
-              max_src_column_width: int = 75, max_name_column_width: int = 55,
-              max_shapes_column_width: int = 80, header: str | None = None,
-              top_level_events_only: bool = False, time_unit: str | None = None) -> str:
+    def table(
+        self,
+        sort_by: str | None = "self_cpu_time_total",
+        row_limit: int = 100,
+        max_src_column_width: int = 75,
+        max_name_column_width: int = 55,
+        max_shapes_column_width: int = 80,
+        header: str | None = None,
+        top_level_events_only: bool = False,
+        time_unit: str | None = None,
+    ) -> str:
         """The rows as torch's text table: Name, Self CPU %, Self CPU, CPU total %, CPU
         total, CPU time avg, # of Calls (plus Input Shapes when recorded, Source
         Location when grouped by stack). Percentages are of the sum of the rows' self
@@ -587,12 +739,21 @@ class EventList(list):
         are 0 for every row in llgrad (the order then is the rows' own). Sorted largest
         first. row_limit: at most this many rows (negative: all). time_unit: "s", "ms"
         or "us" for every time, else each picks its own as torch does."""
-        return _build_table(self, sort_by, row_limit, max_src_column_width,
-                            max_name_column_width, max_shapes_column_width, header,
-                            top_level_events_only, time_unit)
+        return _build_table(
+            self,
+            sort_by,
+            row_limit,
+            max_src_column_width,
+            max_name_column_width,
+            max_shapes_column_width,
+            header,
+            top_level_events_only,
+            time_unit,
+        )
 
-    def key_averages(self, group_by_input_shape: bool = False,
-                     group_by_stack_n: int = 0) -> EventList:
+    def key_averages(
+        self, group_by_input_shape: bool = False, group_by_stack_n: int = 0
+    ) -> EventList:
         """One `FunctionEventAvg` per event name (and per input shapes with
         `group_by_input_shape`, per first `group_by_stack_n` source frames with that),
         in the order the keys first occur."""
@@ -600,13 +761,18 @@ class EventList(list):
         for e in self:
             key: Any = e.key
             if group_by_input_shape or group_by_stack_n:
-                key = (e.key, str(e.input_shapes) if group_by_input_shape else None,
-                       tuple(e.stack[:group_by_stack_n]) if group_by_stack_n else None)
+                key = (
+                    e.key,
+                    str(e.input_shapes) if group_by_input_shape else None,
+                    tuple(e.stack[:group_by_stack_n]) if group_by_stack_n else None,
+                )
             avg = groups.get(key)
             if avg is None:
                 avg = groups[key] = FunctionEventAvg(
-                    e.key, list(e.input_shapes),
-                    e.stack[:group_by_stack_n] if group_by_stack_n else None)
+                    e.key,
+                    list(e.input_shapes),
+                    e.stack[:group_by_stack_n] if group_by_stack_n else None,
+                )
             avg.add(e)
         return EventList(groups.values())
 
@@ -623,18 +789,26 @@ class EventList(list):
         return sum(e.self_cpu_time_total for e in self)
 
 
-def _build_table(events: Sequence[_Row], sort_by: str | None, row_limit: int,
-                 max_src_column_width: int | None, max_name_column_width: int | None,
-                 max_shapes_column_width: int | None, header: str | None,
-                 top_level_events_only: bool, time_unit: str | None) -> str:
+def _build_table(
+    events: Sequence[_Row],
+    sort_by: str | None,
+    row_limit: int,
+    max_src_column_width: int | None,
+    max_name_column_width: int | None,
+    max_shapes_column_width: int | None,
+    header: str | None,
+    top_level_events_only: bool,
+    time_unit: str | None,
+) -> str:
     """torch's `profiler_util._build_table`, for the CPU columns llgrad has."""
     if not events:
         return ""
     rows = list(events)
     if sort_by is not None:
         if sort_by not in _SORT_KEYS:
-            raise ValueError(f"table: unknown sort_by {sort_by!r}; use one of "
-                             f"{', '.join(_SORT_KEYS)}")
+            raise ValueError(
+                f"table: unknown sort_by {sort_by!r}; use one of {', '.join(_SORT_KEYS)}"
+            )
         rows.sort(key=lambda e: getattr(e, sort_by), reverse=True)
     has_shapes = any(e.input_shapes for e in rows)
     has_stack = any(e.stack for e in rows)
@@ -650,8 +824,15 @@ def _build_table(events: Sequence[_Row], sort_by: str | None, row_limit: int,
         if max_src_column_width is not None:
             src_width = min(src_width, max_src_column_width)
 
-    headers = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total",
-               "CPU time avg", "# of Calls"]
+    headers = [
+        "Name",
+        "Self CPU %",
+        "Self CPU",
+        "CPU total %",
+        "CPU total",
+        "CPU time avg",
+        "# of Calls",
+    ]
     widths = [name_width] + [12] * 6
     align = [">"] * 7
     if has_shapes:
@@ -668,7 +849,7 @@ def _build_table(events: Sequence[_Row], sort_by: str | None, row_limit: int,
 
     def trim_path(path: str) -> str:
         if len(path) > src_width:
-            path = path[len(path) - src_width:]
+            path = path[len(path) - src_width :]
             if len(path) > 3:
                 path = "..." + path[3:]
         return path
@@ -689,13 +870,16 @@ def _build_table(events: Sequence[_Row], sort_by: str | None, row_limit: int,
         shown += 1
         name = e.key
         if max_name_column_width is not None and len(name) >= max_name_column_width - 3:
-            name = name[:max_name_column_width - 3] + "..."
+            name = name[: max_name_column_width - 3] + "..."
         values: list[Any] = [
-            name, _format_share(e.self_cpu_time_total, total),
+            name,
+            _format_share(e.self_cpu_time_total, total),
             _format_time_unit(e.self_cpu_time_total, time_unit),
             _format_share(e.cpu_time_total, total),
             _format_time_unit(e.cpu_time_total, time_unit),
-            _format_time_unit(e.cpu_time, time_unit), e.count]
+            _format_time_unit(e.cpu_time, time_unit),
+            e.count,
+        ]
         if has_shapes:
             values.append(str(e.input_shapes)[:shapes_width])
         if has_stack:
@@ -741,32 +925,46 @@ class profile:
     loops written for torch run; without a schedule torch records nothing more either.
     """
 
-    def __init__(self, activities: Iterable[ProfilerActivity] | None = None, *,
-                 schedule: Callable[[int], Any] | None = None,
-                 on_trace_ready: Callable[[profile], Any] | None = None,
-                 record_shapes: bool = False, profile_memory: bool = False,
-                 with_stack: bool = False, with_flops: bool = False,
-                 with_modules: bool = False, experimental_config: Any = None,
-                 execution_trace_observer: Any = None, acc_events: bool = False,
-                 use_cuda: bool | None = None,
-                 custom_trace_id_callback: Callable[[], str] | None = None):
+    def __init__(
+        self,
+        activities: Iterable[ProfilerActivity] | None = None,
+        *,
+        schedule: Callable[[int], Any] | None = None,
+        on_trace_ready: Callable[[profile], Any] | None = None,
+        record_shapes: bool = False,
+        profile_memory: bool = False,
+        with_stack: bool = False,
+        with_flops: bool = False,
+        with_modules: bool = False,
+        experimental_config: Any = None,
+        execution_trace_observer: Any = None,
+        acc_events: bool = False,
+        use_cuda: bool | None = None,
+        custom_trace_id_callback: Callable[[], str] | None = None,
+    ):
         if activities is None:
             activities = [ProfilerActivity.CPU]
         acts = set(activities)
         for a in acts:
             if not isinstance(a, ProfilerActivity):
-                raise TypeError(f"profile: activities must be ProfilerActivity members "
-                                 f"(CPU, CUDA), got {a!r}")
+                raise TypeError(
+                    f"profile: activities must be ProfilerActivity members (CPU, CUDA), got {a!r}"
+                )
         if schedule is not None:
-            raise ValueError("profile: llgrad's profiler supports schedule=None only (it "
-                             "records every step between start and stop); profile the "
-                             "steps you want instead of passing a schedule")
-        for name, value in (("experimental_config", experimental_config),
-                            ("execution_trace_observer", execution_trace_observer),
-                            ("custom_trace_id_callback", custom_trace_id_callback)):
+            raise ValueError(
+                "profile: llgrad's profiler supports schedule=None only (it "
+                "records every step between start and stop); profile the "
+                "steps you want instead of passing a schedule"
+            )
+        for name, value in (
+            ("experimental_config", experimental_config),
+            ("execution_trace_observer", execution_trace_observer),
+            ("custom_trace_id_callback", custom_trace_id_callback),
+        ):
             if value is not None:
-                raise ValueError(f"profile: {name} is not supported by llgrad's profiler "
-                                 f"(pass None)")
+                raise ValueError(
+                    f"profile: {name} is not supported by llgrad's profiler (pass None)"
+                )
         if on_trace_ready is not None and not callable(on_trace_ready):
             raise TypeError("profile: on_trace_ready must be callable")
         self.activities = acts
@@ -803,13 +1001,15 @@ class profile:
         install the engine hook. RuntimeError if a profile is already active."""
         global _SESSION
         if _SESSION is not None:
-            raise RuntimeError("llgrad.profiler.profile: another profile is already "
-                               "active; profilers cannot be nested (torch refuses too): "
-                               "stop the active one first")
+            raise RuntimeError(
+                "llgrad.profiler.profile: another profile is already "
+                "active; profilers cannot be nested (torch refuses too): "
+                "stop the active one first"
+            )
         if self._started:
-            raise RuntimeError("llgrad.profiler.profile: this profile already ran; make a "
-                               "new one")
+            raise RuntimeError("llgrad.profiler.profile: this profile already ran; make a new one")
         from .autograd import engine
+
         self._started = True
         self._modules_before = set(sys.modules)
         plan = _plan()
@@ -833,6 +1033,7 @@ class profile:
         if not self._active:
             return
         from .autograd import engine
+
         self._active = False
         if _SESSION is self:
             _SESSION = None
@@ -847,11 +1048,14 @@ class profile:
     def _restore(self) -> None:
         for owner, attr, orig, wrapper in reversed(self._patched):
             try:
-                here = owner.__dict__.get(attr) if isinstance(owner, type) else \
-                    getattr(owner, attr, None)
+                here = (
+                    owner.__dict__.get(attr)
+                    if isinstance(owner, type)
+                    else getattr(owner, attr, None)
+                )
                 if here is wrapper:
                     setattr(owner, attr, orig)
-            except Exception:       # noqa: BLE001,S110  (one that refuses: restore the rest)
+            except Exception:  # noqa: BLE001,S110  (one that refuses: restore the rest)
                 pass
         self._patched = []
         # wrappers that modules imported meanwhile bound (`from llgrad import add`)
@@ -865,7 +1069,7 @@ class profile:
                 if orig is not None and _WRAPPERS.get(id(orig), (None, None))[1] is v:
                     try:
                         setattr(mod, k, orig)
-                    except Exception:   # noqa: BLE001,S110  (a read-only module: left)
+                    except Exception:  # noqa: BLE001,S110  (a read-only module: left)
                         pass
 
     def step(self) -> None:
@@ -880,9 +1084,17 @@ class profile:
             stack = self._stacks[tid] = []
         return stack
 
-    def _timed(self, name: str, kind: str, fn: Callable[..., Any], args: Sequence[Any],
-               kwargs: dict[str, Any] | None, fold: bool, shape_of: Sequence[Any],
-               shape_kwargs: dict[str, Any] | None = None) -> Any:
+    def _timed(
+        self,
+        name: str,
+        kind: str,
+        fn: Callable[..., Any],
+        args: Sequence[Any],
+        kwargs: dict[str, Any] | None,
+        fold: bool,
+        shape_of: Sequence[Any],
+        shape_kwargs: dict[str, Any] | None = None,
+    ) -> Any:
         """`fn(*args, **kwargs)` recorded as an event `name` of `kind` (with `fold`, a
         call directly inside an event of the same name is not one of its own); with
         `record_shapes`, the shapes of `shape_of` and of the tensors in `shape_kwargs`."""
@@ -911,8 +1123,20 @@ class profile:
             return self._built[1]
         n = len(raw)
         base = self._base
-        evs = [FunctionEvent(i, r[0], r[1], (r[2] - base) / 1000.0, (r[3] - base) / 1000.0,
-                             r[4], r[5], r[6], r[7]) for i, r in enumerate(raw[:n])]
+        evs = [
+            FunctionEvent(
+                i,
+                r[0],
+                r[1],
+                (r[2] - base) / 1000.0,
+                (r[3] - base) / 1000.0,
+                r[4],
+                r[5],
+                r[6],
+                r[7],
+            )
+            for i, r in enumerate(raw[:n])
+        ]
         # raw events are in the order they ended: on each thread, an event's children
         # (depth + 1) are those that ended since the previous event of its depth ended
         pending: dict[tuple[int, int], list[int]] = {}
@@ -936,8 +1160,9 @@ class profile:
         self._built = (n, out)
         return out
 
-    def key_averages(self, group_by_input_shape: bool = False,
-                     group_by_stack_n: int = 0) -> EventList:
+    def key_averages(
+        self, group_by_input_shape: bool = False, group_by_stack_n: int = 0
+    ) -> EventList:
         """The events added up per name (torch's `key_averages`): an `EventList` of
         `FunctionEventAvg` (print it with `.table(sort_by=..., row_limit=...)`).
         group_by_input_shape: one row per name and input shapes (needs
@@ -957,13 +1182,18 @@ class profile:
         chrome://tracing or https://ui.perfetto.dev."""
         pid = os.getpid()
         trace: list[dict[str, Any]] = [
-            {"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
-             "args": {"name": "llgrad"}}]
+            {"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": "llgrad"}}
+        ]
         for e in self.events():
             item: dict[str, Any] = {
-                "ph": "X", "cat": _CATEGORIES.get(e.kind, e.kind), "name": e.name,
-                "pid": pid, "tid": e.thread, "ts": round(e.start_us, 3),
-                "dur": round(e.cpu_time_total, 3)}
+                "ph": "X",
+                "cat": _CATEGORIES.get(e.kind, e.kind),
+                "name": e.name,
+                "pid": pid,
+                "tid": e.thread,
+                "ts": round(e.start_us, 3),
+                "dur": round(e.cpu_time_total, 3),
+            }
             args: dict[str, Any] = {}
             if e.input_shapes:
                 args["Input Dims"] = e.input_shapes
@@ -973,13 +1203,18 @@ class profile:
                 item["args"] = args
             trace.append(item)
         with open(path, "w") as f:
-            json.dump({"traceEvents": trace, "displayTimeUnit": "ms",
-                       "traceName": str(path)}, f)
+            json.dump({"traceEvents": trace, "displayTimeUnit": "ms", "traceName": str(path)}, f)
 
 
-_CATEGORIES = {"op": "cpu_op", "module": "python_function", "backward": "cpu_op",
-               "autograd": "cpu_op", "optimizer": "user_annotation",
-               "compiled": "python_function", "user": "user_annotation"}
+_CATEGORIES = {
+    "op": "cpu_op",
+    "module": "python_function",
+    "backward": "cpu_op",
+    "autograd": "cpu_op",
+    "optimizer": "user_annotation",
+    "compiled": "python_function",
+    "user": "user_annotation",
+}
 
 
 class record_function:
@@ -1029,4 +1264,5 @@ class record_function:
         def recorded(*a: Any, **k: Any) -> Any:
             with record_function(name, args):
                 return fn(*a, **k)
+
         return recorded

@@ -18,22 +18,32 @@ with the same keys in another order are different structures.
 `broadcast_prefix` matches an axis specification (`in_dims`) that is a *prefix* of a
 tree, where an int or None stands for a whole subtree.
 """
+
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
-__all__ = ["TreeDef", "flatten", "unflatten", "tree_map", "broadcast_prefix", "leaves",
-           "register_pytree_node"]
+__all__ = [
+    "TreeDef",
+    "flatten",
+    "unflatten",
+    "tree_map",
+    "broadcast_prefix",
+    "leaves",
+    "register_pytree_node",
+]
 
 # type -> (flatten: x -> (children, context), unflatten: (children, context) -> x)
-_REGISTRY: dict[type, tuple[Callable[[Any], tuple[Any, Any]],
-                            Callable[[list[Any], Any], Any]]] = {}
+_REGISTRY: dict[type, tuple[Callable[[Any], tuple[Any, Any]], Callable[[list[Any], Any], Any]]] = {}
 
 
-def register_pytree_node(cls: type, flatten_fn: Callable[[Any], tuple[Any, Any]],
-                         unflatten_fn: Callable[[list[Any], Any], Any]) -> None:
+def register_pytree_node(
+    cls: type,
+    flatten_fn: Callable[[Any], tuple[Any, Any]],
+    unflatten_fn: Callable[[list[Any], Any], Any],
+) -> None:
     """Make instances of `cls` pytree nodes: `flatten_fn(x)` returns `(children, context)`
     and `unflatten_fn(children, context)` rebuilds an instance (torch.utils._pytree's
     convention). The context is part of the structure, so it should be hashable and
@@ -49,9 +59,9 @@ def register_pytree_node(cls: type, flatten_fn: Callable[[Any], tuple[Any, Any]]
 class TreeDef:
     """The shape of a pytree without its leaves."""
 
-    kind: str          # leaf | none | tuple | list | dict | namedtuple | dataclass | custom
-    meta: Any          # dict: (type, keys, default_factory); namedtuple: its class; dataclass: (class,
-                       # field names); custom: (class, context)
+    kind: str  # leaf | none | tuple | list | dict | namedtuple | dataclass | custom
+    meta: Any  # dict: (type, keys, default_factory); namedtuple: its class; dataclass: (class,
+    # field names); custom: (class, context)
     children: tuple["TreeDef", ...]
     num_leaves: int
 
@@ -66,11 +76,15 @@ class TreeDef:
         if self.kind == "list":
             return f"[{inner}]"
         if self.kind == "dict":
-            return "{" + ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.meta[1], self.children)) \
-                + "}"
+            return (
+                "{" + ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.meta[1], self.children)) + "}"
+            )
         if self.kind == "dataclass":
-            return f"{self.meta[0].__name__}(" + ", ".join(
-                f"{k}={c!r}" for k, c in zip(self.meta[1], self.children)) + ")"
+            return (
+                f"{self.meta[0].__name__}("
+                + ", ".join(f"{k}={c!r}" for k, c in zip(self.meta[1], self.children))
+                + ")"
+            )
         if self.kind == "custom":
             return f"{self.meta[0].__name__}[{self.meta[1]!r}]({inner})"
         return f"{self.meta.__name__}({inner})"
@@ -94,13 +108,13 @@ def _children(x: Any) -> tuple[str, Any, list[Any]] | None:
         return ("custom", (type(x), context), list(kids))
     if _is_namedtuple(x):
         return ("namedtuple", type(x), list(x))
-    if isinstance(x, tuple):        # a tuple subclass (`frexp`'s result) keeps its type
+    if isinstance(x, tuple):  # a tuple subclass (`frexp`'s result) keeps its type
         return ("tuple", None if type(x) is tuple else type(x), list(x))
     if isinstance(x, list):
         return ("list", None, list(x))
     if isinstance(x, dict):
         keys = tuple(x)
-        factory = getattr(x, "default_factory", None)        # a defaultdict's
+        factory = getattr(x, "default_factory", None)  # a defaultdict's
         return ("dict", (type(x), keys, factory), [x[k] for k in keys])
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
         names = tuple(f.name for f in dataclasses.fields(x) if f.init)
@@ -108,8 +122,7 @@ def _children(x: Any) -> tuple[str, Any, list[Any]] | None:
     return None
 
 
-def flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None
-            ) -> tuple[list[Any], TreeDef]:
+def flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list[Any], TreeDef]:
     """The leaves of `tree` in order, and its structure."""
     out: list[Any] = []
     return out, _flatten(tree, out, is_leaf)
@@ -138,8 +151,10 @@ def unflatten(treedef: TreeDef, values: Any) -> Any:
     """Rebuild the structure `treedef` with `values` as its leaves."""
     values = list(values)
     if len(values) != treedef.num_leaves:
-        raise ValueError(f"pytree: structure {treedef!r} has {treedef.num_leaves} leaves, "
-                         f"got {len(values)} values")
+        raise ValueError(
+            f"pytree: structure {treedef!r} has {treedef.num_leaves} leaves, "
+            f"got {len(values)} values"
+        )
     it = iter(values)
     return _build(treedef, it)
 
@@ -159,6 +174,7 @@ def _build(d: TreeDef, it: Any) -> Any:
         if cls is dict:
             return dict(zip(keys, kids))
         from collections import defaultdict
+
         if issubclass(cls, defaultdict):
             return cls(factory, zip(keys, kids))
         return cls(zip(keys, kids))
@@ -169,7 +185,6 @@ def _build(d: TreeDef, it: Any) -> Any:
         cls, context = d.meta
         return _REGISTRY[cls][1](kids, context)
     return d.meta(*kids)
-
 
 
 def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
@@ -184,8 +199,9 @@ def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
     return unflatten(d, [fn(*xs) for xs in zip(flat, *others)])
 
 
-def broadcast_prefix(prefix: Any, tree: Any, what: str = "in_dims",
-                     is_spec_leaf: Callable[[Any], bool] | None = None) -> list[Any]:
+def broadcast_prefix(
+    prefix: Any, tree: Any, what: str = "in_dims", is_spec_leaf: Callable[[Any], bool] | None = None
+) -> list[Any]:
     """One entry of `prefix` per leaf of `tree`: a prefix leaf covers a whole subtree.
 
     A spec leaf is anything `is_spec_leaf` accepts (by default None and ints, as for JAX's
@@ -197,20 +213,34 @@ def broadcast_prefix(prefix: Any, tree: Any, what: str = "in_dims",
     return out
 
 
-def _broadcast(p: Any, x: Any, out: list[Any], spec_leaf: Callable[[Any], bool], what: str,
-               whole_p: Any, whole_x: Any) -> None:
+def _broadcast(
+    p: Any,
+    x: Any,
+    out: list[Any],
+    spec_leaf: Callable[[Any], bool],
+    what: str,
+    whole_p: Any,
+    whole_x: Any,
+) -> None:
     if spec_leaf(p):
         out.extend([p] * flatten(x)[1].num_leaves)
         return
     pn, xn = _children(p), _children(x)
-    if pn is not None and xn is not None and pn[0] == xn[0] == "dict" and \
-            set(pn[1][1]) == set(xn[1][1]):      # dict specs match by key, in x's order
+    if (
+        pn is not None
+        and xn is not None
+        and pn[0] == xn[0] == "dict"
+        and set(pn[1][1]) == set(xn[1][1])
+    ):  # dict specs match by key, in x's order
         pn = ("dict", xn[1], [p[k] for k in xn[1][1]])
-    mismatch = pn is None or xn is None or pn[0] != xn[0] or pn[1] != xn[1] or \
-        len(pn[2]) != len(xn[2])
+    mismatch = (
+        pn is None or xn is None or pn[0] != xn[0] or pn[1] != xn[1] or len(pn[2]) != len(xn[2])
+    )
     if mismatch:
-        raise ValueError(f"{what} specification must be a tree prefix of the corresponding "
-                         f"value, got specification {whole_p!r} for value tree "
-                         f"{flatten(whole_x)[1]!r}")
+        raise ValueError(
+            f"{what} specification must be a tree prefix of the corresponding "
+            f"value, got specification {whole_p!r} for value tree "
+            f"{flatten(whole_x)[1]!r}"
+        )
     for pc, xc in zip(pn[2], xn[2]):
         _broadcast(pc, xc, out, spec_leaf, what, whole_p, whole_x)

@@ -14,6 +14,7 @@ numbers, strings), and refuses any other class a file names, since unpickling ar
 classes runs arbitrary code. `weights_only=False` loads anything pickle can (whole modules,
 optimizers), for files you trust.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,35 +34,53 @@ DEFAULT_PROTOCOL = 5
 
 def _tensor_payload(t: Tensor, protocol: int) -> tuple[Any, ...]:
     from .nn.parameter import Parameter
+
     values = np.ascontiguousarray(t.detach()._numpy_view())
-    if protocol >= 5:       # in-band buffer: written from the tensor's memory, read back
+    if protocol >= 5:  # in-band buffer: written from the tensor's memory, read back
         data: Any = pickle.PickleBuffer(values if values.flags.writeable else values.copy())
-    else:                   # as a bytearray the new tensor then owns (no second copy)
+    else:  # as a bytearray the new tensor then owns (no second copy)
         data = values.tobytes()
-    return (_FORMAT, t._dtype.name, tuple(t._shape), data, bool(t._requires_grad),
-            isinstance(t, Parameter))
+    return (
+        _FORMAT,
+        t._dtype.name,
+        tuple(t._shape),
+        data,
+        bool(t._requires_grad),
+        isinstance(t, Parameter),
+    )
 
 
-def _restore_tensor(fmt: int, dtype_name: str, shape: tuple[int, ...], data: Any,
-                    requires_grad: bool, is_parameter: bool) -> Tensor:
+def _restore_tensor(
+    fmt: int,
+    dtype_name: str,
+    shape: tuple[int, ...],
+    data: Any,
+    requires_grad: bool,
+    is_parameter: bool,
+) -> Tensor:
     """Rebuild a saved tensor from its bytes (validated before any memory is touched)."""
     if fmt != _FORMAT:
-        raise pickle.UnpicklingError(f"llgrad.load: tensor record of format {fmt} is not "
-                                     f"supported (this llgrad reads format {_FORMAT})")
+        raise pickle.UnpicklingError(
+            f"llgrad.load: tensor record of format {fmt} is not "
+            f"supported (this llgrad reads format {_FORMAT})"
+        )
     d = dt.from_name(dtype_name)
     if not isinstance(shape, tuple) or any(not isinstance(s, int) or s < 0 for s in shape):
         raise pickle.UnpicklingError(f"llgrad.load: invalid tensor shape {shape!r}")
     if not isinstance(data, (bytes, bytearray)):
-        raise pickle.UnpicklingError(f"llgrad.load: tensor data must be bytes, got "
-                                     f"{type(data).__name__}")
+        raise pickle.UnpicklingError(
+            f"llgrad.load: tensor data must be bytes, got {type(data).__name__}"
+        )
     n = 1
     for s in shape:
         n *= s
     if len(data) != n * d.itemsize:
-        raise pickle.UnpicklingError(f"llgrad.load: a {d.name} tensor of shape {list(shape)} "
-                                     f"needs {n * d.itemsize} bytes, the file holds "
-                                     f"{len(data)}")
-    if isinstance(data, bytearray) and n:    # protocol 5: the tensor takes the buffer
+        raise pickle.UnpicklingError(
+            f"llgrad.load: a {d.name} tensor of shape {list(shape)} "
+            f"needs {n * d.itemsize} bytes, the file holds "
+            f"{len(data)}"
+        )
+    if isinstance(data, bytearray) and n:  # protocol 5: the tensor takes the buffer
         out = Tensor._from_numpy(np.frombuffer(data, dtype=d.np).reshape(shape), d)
     else:
         out = Tensor._empty(shape, d)
@@ -69,6 +88,7 @@ def _restore_tensor(fmt: int, dtype_name: str, shape: tuple[int, ...], data: Any
             out._numpy_view()[...] = np.frombuffer(data, dtype=d.np).reshape(shape)
     if is_parameter:
         from .nn.parameter import Parameter
+
         return Parameter(out, requires_grad)
     if requires_grad:
         out.requires_grad_(True)
@@ -94,7 +114,7 @@ _SAFE_GLOBALS = {
     ("builtins", "frozenset"),
     ("builtins", "complex"),
     ("builtins", "slice"),
-    ("_codecs", "encode"),        # how protocols 0-2 spell bytes (latin-1 text to bytes)
+    ("_codecs", "encode"),  # how protocols 0-2 spell bytes (latin-1 text to bytes)
 }
 
 
@@ -105,23 +125,28 @@ class _WeightsOnlyUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(
             f"llgrad.load: weights_only load refused the global {module}.{name}: only tensors, "
             f"dtypes and plain containers are rebuilt by default. If you trust the file, "
-            f"call llgrad.load(..., weights_only=False).")
+            f"call llgrad.load(..., weights_only=False)."
+        )
 
 
 def _open(f: Any, mode: str) -> tuple[BinaryIO, bool]:
     if isinstance(f, (str, bytes, os.PathLike)):
         return open(f, mode), True
     if "w" in mode and not hasattr(f, "write"):
-        raise TypeError(f"save: expected a path or a binary file object, got "
-                        f"{type(f).__name__}")
+        raise TypeError(f"save: expected a path or a binary file object, got {type(f).__name__}")
     if "r" in mode and not hasattr(f, "read"):
-        raise TypeError(f"load: expected a path or a binary file object, got "
-                        f"{type(f).__name__}")
+        raise TypeError(f"load: expected a path or a binary file object, got {type(f).__name__}")
     return f, False
 
 
-def save(obj: Any, f: Any, pickle_protocol: int = DEFAULT_PROTOCOL, *,
-         format: str | None = None, metadata: dict[str, str] | None = None) -> None:
+def save(
+    obj: Any,
+    f: Any,
+    pickle_protocol: int = DEFAULT_PROTOCOL,
+    *,
+    format: str | None = None,
+    metadata: dict[str, str] | None = None,
+) -> None:
     """Write `obj` to `f`, a path or a writable binary file, as it is written (no copy of
     the whole file in memory).
 
@@ -134,6 +159,7 @@ def save(obj: Any, f: Any, pickle_protocol: int = DEFAULT_PROTOCOL, *,
     try:
         if fmt == "safetensors":
             from .utils.safetensors import write
+
             write(obj, handle, metadata)
         else:
             if metadata is not None:
@@ -160,8 +186,7 @@ def _sniff(head: bytes) -> str:
         return "pickle"
     if head[:4] == b"PK\x03\x04":
         return "zip"
-    if len(head) >= 9 and head[8:9] == b"{" and \
-            int.from_bytes(head[:8], "little") < (1 << 30):
+    if len(head) >= 9 and head[8:9] == b"{" and int.from_bytes(head[:8], "little") < (1 << 30):
         return "safetensors"
     return "unknown"
 
@@ -171,14 +196,20 @@ def load(f: Any, map_location: Any = None, weights_only: bool = True) -> Any:
     tensors, whoever wrote it); the format is read from the file's first bytes. Tensors
     are read straight into their own memory. `map_location` is accepted for PyTorch
     compatibility (everything lives on the CPU)."""
-    if map_location not in (None, "cpu") and not callable(map_location) \
-            and not isinstance(map_location, dict):
-        raise ValueError(f"load: map_location must be None or 'cpu' (llgrad has only the "
-                         f"CPU), got {map_location!r}")
+    if (
+        map_location not in (None, "cpu")
+        and not callable(map_location)
+        and not isinstance(map_location, dict)
+    ):
+        raise ValueError(
+            f"load: map_location must be None or 'cpu' (llgrad has only the "
+            f"CPU), got {map_location!r}"
+        )
     handle, close = _open(f, "rb")
     try:
-        if not handle.seekable():          # a pipe or socket: read it whole
+        if not handle.seekable():  # a pipe or socket: read it whole
             import io
+
             handle = io.BytesIO(handle.read())
         start = handle.tell()
         head = handle.read(9)
@@ -188,23 +219,25 @@ def load(f: Any, map_location: Any = None, weights_only: bool = True) -> Any:
                 "llgrad.load: this is a PyTorch file (torch.save's zip format), which "
                 "llgrad does not read: in PyTorch, save the state dict with "
                 "safetensors.torch.save_file(model.state_dict(), 'model.safetensors') and "
-                "load that file here")
+                "load that file here"
+            )
         if not head:
             raise pickle.UnpicklingError("llgrad.load: the file is empty or truncated")
         if kind == "unknown":
             raise pickle.UnpicklingError(
                 f"llgrad.load: neither an llgrad file (pickle) nor a safetensors file: it "
-                f"starts with {head[:8]!r}")
+                f"starts with {head[:8]!r}"
+            )
         handle.seek(start)
         if kind == "safetensors":
             from .utils.safetensors import read
+
             return read(handle)
         unpickler = _WeightsOnlyUnpickler if weights_only else pickle.Unpickler
         try:
             return unpickler(handle).load()
         except EOFError:
-            raise pickle.UnpicklingError("llgrad.load: the file is empty or truncated") \
-                from None
+            raise pickle.UnpicklingError("llgrad.load: the file is empty or truncated") from None
     finally:
         if close:
             handle.close()

@@ -4,6 +4,7 @@ Memory is owned by a `Storage` (aligned, addressed once); a tensor is (storage, 
 offset, shape, element strides, dtype). Views share the storage and its version counter.
 All arithmetic runs on generated kernels; NumPy only allocates and converts.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -15,9 +16,16 @@ import numpy as np
 from .ir import dtypes as dt
 from .ir.dtypes import DType
 from .schedule.layout import contiguous_strides, is_contiguous
-from .runtime.storage import (BLOCK_MAX, SLAB_MAX, Storage, allocate, allocate_block_source,
-                              allocate_small, allocate_small_source, borrow)
-
+from .runtime.storage import (
+    BLOCK_MAX,
+    SLAB_MAX,
+    Storage,
+    allocate,
+    allocate_block_source,
+    allocate_small,
+    allocate_small_source,
+    borrow,
+)
 
 
 class Size(tuple):
@@ -35,9 +43,20 @@ class Size(tuple):
 
 _new = object.__new__
 # `Tensor.item`'s reader of one element per dtype (the others go through NumPy)
-_ITEM = {d: struct.Struct("=" + code).unpack for d, code in (
-    (dt.float32, "f"), (dt.float64, "d"), (dt.float16, "e"), (dt.int64, "q"),
-    (dt.int32, "i"), (dt.int16, "h"), (dt.int8, "b"), (dt.uint8, "B"), (dt.bool_, "?"))}
+_ITEM = {
+    d: struct.Struct("=" + code).unpack
+    for d, code in (
+        (dt.float32, "f"),
+        (dt.float64, "d"),
+        (dt.float16, "e"),
+        (dt.int64, "q"),
+        (dt.int32, "i"),
+        (dt.int16, "h"),
+        (dt.int8, "b"),
+        (dt.uint8, "B"),
+        (dt.bool_, "?"),
+    )
+}
 _string_at = ctypes.string_at
 _row_major: dict[tuple, tuple] = {}
 
@@ -46,7 +65,7 @@ def _row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     """`contiguous_strides(shape)`, remembered per shape (a program makes few shapes)."""
     try:
         strides = _row_major.get(shape)
-    except TypeError:                       # a list: not a key
+    except TypeError:  # a list: not a key
         return contiguous_strides(shape)
     if strides is None:
         strides = contiguous_strides(shape)
@@ -63,8 +82,9 @@ _numpy_layouts: dict[tuple, tuple] = {}
 def _numpy_layout(key: tuple) -> tuple:
     dtype, shape, strides = key
     item = dtype.itemsize
-    byte_strides = None if strides == contiguous_strides(shape) else \
-        tuple(s * item for s in strides)
+    byte_strides = (
+        None if strides == contiguous_strides(shape) else tuple(s * item for s in strides)
+    )
     layout = (dtype.np, byte_strides, 0 if 0 in shape else item)
     if len(_numpy_layouts) < 4096:
         _numpy_layouts[key] = layout
@@ -77,24 +97,47 @@ _DEVICE_STORAGE: list[Any] = [(), {}]
 
 
 class Tensor:
-    __slots__ = ("_storage", "_offset", "_shape", "_strides", "_dtype", "_ptr", "_lkey",
-                 "_requires_grad",
-                 "_grad", "grad_fn", "_retains_grad", "_hooks", "_base", "_output_nr",
-                 "_inference", "__weakref__", "__dict__")
+    __slots__ = (
+        "_storage",
+        "_offset",
+        "_shape",
+        "_strides",
+        "_dtype",
+        "_ptr",
+        "_lkey",
+        "_requires_grad",
+        "_grad",
+        "grad_fn",
+        "_retains_grad",
+        "_hooks",
+        "_base",
+        "_output_nr",
+        "_inference",
+        "__weakref__",
+        "__dict__",
+    )
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "Tensor":
         """PyTorch's legacy constructor: `Tensor([1, 2])` (data in the default dtype),
         `Tensor(2, 3)` (uninitialized, of that size), `Tensor()` (empty). Internally
         tensors are made with `_make`, which never comes here."""
         from .functions.legacy import legacy_new
+
         return legacy_new(None, args, kwargs)
 
     # -- construction (internal) ----------------------------------------------------------
     @classmethod
-    def _make(cls, storage: Storage, offset: int, shape: tuple[int, ...],
-              strides: tuple[int, ...], dtype: DType, base: "Tensor | None" = None) -> "Tensor":
+    def _make(
+        cls,
+        storage: Storage,
+        offset: int,
+        shape: tuple[int, ...],
+        strides: tuple[int, ...],
+        dtype: DType,
+        base: "Tensor | None" = None,
+    ) -> "Tensor":
         device = storage.__class__ is _DEVICE_STORAGE[0]
-        if device:                                       # device memory: a CUDA tensor
+        if device:  # device memory: a CUDA tensor
             cls = _DEVICE_STORAGE[1].get(cls, cls)
         t = _new(cls)
         t._storage = storage
@@ -104,10 +147,10 @@ class Tensor:
         t._dtype = dtype
         # (device memory has no host address: None, so that no CPU kernel can take it)
         t._ptr = None if device else storage.ptr + offset * dtype.itemsize
-        t._lkey = (dtype, shape, strides)          # what selects a cached launch plan
+        t._lkey = (dtype, shape, strides)  # what selects a cached launch plan
         t._init_state(base)
-        if storage.inference:       # memory made under inference_mode: every view of it
-            t._inference = True     # is an inference tensor, as in PyTorch
+        if storage.inference:  # memory made under inference_mode: every view of it
+            t._inference = True  # is an inference tensor, as in PyTorch
         return t
 
     def _init_state(self, base: "Tensor | None" = None) -> None:
@@ -122,8 +165,9 @@ class Tensor:
         self._inference = False
 
     @classmethod
-    def _empty(cls, shape: tuple[int, ...], dtype: DType,
-               strides: tuple[int, ...] | None = None) -> "Tensor":
+    def _empty(
+        cls, shape: tuple[int, ...], dtype: DType, strides: tuple[int, ...] | None = None
+    ) -> "Tensor":
         """A new contiguous tensor (pass `strides` when they are already known)."""
         n = dtype.itemsize
         for s in shape:
@@ -135,7 +179,7 @@ class Tensor:
             if _grad_state.inference:
                 storage.inference = True
             return cls._make(storage, 0, shape, strides, dtype)
-        t = _new(Tensor)        # `_make` and `_init_state` written out (every new tensor)
+        t = _new(Tensor)  # `_make` and `_init_state` written out (every new tensor)
         t._storage = storage
         t._offset = 0
         t._shape = shape
@@ -154,8 +198,7 @@ class Tensor:
         return t
 
     @classmethod
-    def _empty_maker(cls, shape: tuple[int, ...], dtype: DType,
-                     strides: tuple[int, ...]) -> Any:
+    def _empty_maker(cls, shape: tuple[int, ...], dtype: DType, strides: tuple[int, ...]) -> Any:
         """A function of no arguments doing `Tensor._empty(shape, dtype, strides)`, for
         generated code that makes outputs of one layout over and over (eager direct
         launches): `_empty_source`'s lines as a function."""
@@ -163,12 +206,14 @@ class Tensor:
             return lambda: cls._empty(shape, dtype, strides)
         lines, consts = Tensor._empty_source(shape, dtype, strides, "t")
         from ._source import define
+
         source = "def make():\n" + "".join(f"    {l}\n" for l in lines + ["return t"])
         return define(source, f"<llgrad output {dtype.name}{list(shape)}>", consts, "make")
 
     @staticmethod
-    def _empty_source(shape: tuple[int, ...], dtype: DType, strides: tuple[int, ...],
-                      name: str, tag: str = "") -> tuple[list[str], dict[str, Any]]:
+    def _empty_source(
+        shape: tuple[int, ...], dtype: DType, strides: tuple[int, ...], name: str, tag: str = ""
+    ) -> tuple[list[str], dict[str, Any]]:
         """Source lines binding `name` to `Tensor._empty(shape, dtype, strides)`, and the
         constants they read: the allocation (a tiny output's slab cut, a small one's block,
         inline) and the tensor's fields written out with the layout as constants (fresh
@@ -187,18 +232,39 @@ class Tensor:
             consts = {"allocate": allocate, f"N{tag}": n}
         fresh = _new(Tensor)
         fresh._init_state(None)
-        state = [(k, getattr(fresh, k)) for k in Tensor.__slots__ if hasattr(fresh, k)
-                 and not k.startswith("__")]
-        consts.update({"new": _new, "Tensor": Tensor, "grad_state": _grad_state,
-                       f"SHAPE{tag}": shape, f"STRIDES{tag}": strides, f"DTYPE{tag}": dtype,
-                       f"LKEY{tag}": (dtype, shape, strides)})
+        state = [
+            (k, getattr(fresh, k))
+            for k in Tensor.__slots__
+            if hasattr(fresh, k) and not k.startswith("__")
+        ]
+        consts.update(
+            {
+                "new": _new,
+                "Tensor": Tensor,
+                "grad_state": _grad_state,
+                f"SHAPE{tag}": shape,
+                f"STRIDES{tag}": strides,
+                f"DTYPE{tag}": dtype,
+                f"LKEY{tag}": (dtype, shape, strides),
+            }
+        )
         t = name
-        body = [f"{t} = new(Tensor)", f"{t}._storage = st", f"{t}._offset = 0",
-                f"{t}._shape = SHAPE{tag}", f"{t}._strides = STRIDES{tag}",
-                f"{t}._dtype = DTYPE{tag}", f"{t}._ptr = ptr", f"{t}._lkey = LKEY{tag}"]
+        body = [
+            f"{t} = new(Tensor)",
+            f"{t}._storage = st",
+            f"{t}._offset = 0",
+            f"{t}._shape = SHAPE{tag}",
+            f"{t}._strides = STRIDES{tag}",
+            f"{t}._dtype = DTYPE{tag}",
+            f"{t}._ptr = ptr",
+            f"{t}._lkey = LKEY{tag}",
+        ]
         body += [f"{t}.{k} = {v!r}" for k, v in state]
-        body += ["if grad_state.inference:", "    st.inference = True",
-                 f"    {t}._inference = True"]
+        body += [
+            "if grad_state.inference:",
+            "    st.inference = True",
+            f"    {t}._inference = True",
+        ]
         return lines + body, consts
 
     @classmethod
@@ -218,6 +284,7 @@ class Tensor:
         if dim is None:
             return Size(self._shape)
         from .ir.types import normalize_axis
+
         return self._shape[normalize_axis(dim, len(self._shape), "size")]
 
     @property
@@ -247,6 +314,7 @@ class Tensor:
         if dim is None:
             return self._strides
         from .ir.types import normalize_axis
+
         return self._strides[normalize_axis(dim, len(self._shape), "stride")]
 
     def storage_offset(self) -> int:
@@ -273,6 +341,7 @@ class Tensor:
     def device(self) -> Any:
         """Always `device(type='cpu')`: llgrad's tensors live in host memory."""
         from .device import CPU
+
         return CPU
 
     @property
@@ -298,9 +367,13 @@ class Tensor:
         """A copy in CUDA device memory (`device` None, 0, "cuda" or "cuda:0"); raises
         when no GPU (and no grid emulator, `LLGRAD_CUDA_EMULATE=1`) is available."""
         from .device import device_type
-        device_type("cuda" if device is None else
-                    (f"cuda:{device}" if isinstance(device, int) else device), "cuda()")
+
+        device_type(
+            "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device),
+            "cuda()",
+        )
         from .eager.cuda import upload
+
         return upload(self, non_blocking)
 
     @property
@@ -322,17 +395,22 @@ class Tensor:
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         if self.grad_fn is not None:
             if not requires_grad:
-                raise RuntimeError("you can only change requires_grad flags of leaf variables. "
-                                   "If you want to use a computed variable in a subgraph that "
-                                   "doesn't require differentiation use var_no_grad = "
-                                   "var.detach().")
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. "
+                    "If you want to use a computed variable in a subgraph that "
+                    "doesn't require differentiation use var_no_grad = "
+                    "var.detach()."
+                )
             return self
         if requires_grad and not (self._dtype.is_floating_point or self._dtype.is_complex):
-            raise RuntimeError("only Tensors of floating point and complex dtype can require "
-                               "gradients")
+            raise RuntimeError(
+                "only Tensors of floating point and complex dtype can require gradients"
+            )
         if requires_grad and self._inference and not _grad_state.inference:
-            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
-                               "InferenceMode is not allowed.")
+            raise RuntimeError(
+                "Setting requires_grad=True on inference tensor outside "
+                "InferenceMode is not allowed."
+            )
         self._requires_grad = bool(requires_grad)
         return self
 
@@ -344,25 +422,36 @@ class Tensor:
     def grad(self) -> "Tensor | None":
         if self.grad_fn is not None and not self._retains_grad and self._grad is None:
             import warnings
-            warnings.warn("The .grad attribute of a Tensor that is not a leaf Tensor is being "
-                          "accessed. Its .grad attribute won't be populated during "
-                          "autograd.backward(). If you indeed want the .grad field to be "
-                          "populated for a non-leaf Tensor, use .retain_grad() on the non-leaf "
-                          "Tensor.", UserWarning, stacklevel=2)
+
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being "
+                "accessed. Its .grad attribute won't be populated during "
+                "autograd.backward(). If you indeed want the .grad field to be "
+                "populated for a non-leaf Tensor, use .retain_grad() on the non-leaf "
+                "Tensor.",
+                UserWarning,
+                stacklevel=2,
+            )
         return self._grad
 
     @grad.setter
     def grad(self, value: "Tensor | None") -> None:
         if value is not None:
             if not isinstance(value, Tensor):
-                raise TypeError(f"assigned grad expected to be a Tensor or None but got "
-                                f"grad of type {type(value).__name__}")
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got "
+                    f"grad of type {type(value).__name__}"
+                )
             if value._shape != self._shape:
-                raise RuntimeError(f"assigned grad has data of a different size: "
-                                   f"{list(value._shape)} vs the tensor's {list(self._shape)}")
+                raise RuntimeError(
+                    f"assigned grad has data of a different size: "
+                    f"{list(value._shape)} vs the tensor's {list(self._shape)}"
+                )
             if value._dtype is not self._dtype:
-                raise RuntimeError(f"assigned grad has data of a different type: "
-                                   f"{value._dtype.name} vs {self._dtype.name}")
+                raise RuntimeError(
+                    f"assigned grad has data of a different type: "
+                    f"{value._dtype.name} vs {self._dtype.name}"
+                )
         self._grad = value
 
     @property
@@ -375,15 +464,16 @@ class Tensor:
         if self.grad_fn is None or self._retains_grad:
             return
         import weakref
+
         self.grad_fn.metadata.setdefault("retain_grad", {})[self._output_nr] = weakref.ref(self)
         self._retains_grad = True
 
     def register_hook(self, hook: Any) -> Any:
         """Call `hook(grad)` when this tensor's gradient is computed; it may return a new one."""
         from .autograd.node import RemovableHandle
+
         if not self._requires_grad:
-            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
-                               "gradient")
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is not None:
             table = self.grad_fn.metadata.setdefault("tensor_hooks", {})
             store = table.setdefault(self._output_nr, {})
@@ -397,24 +487,38 @@ class Tensor:
 
     def register_post_accumulate_grad_hook(self, hook: Any) -> Any:
         from .autograd.node import RemovableHandle
+
         if self.grad_fn is not None:
-            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
-                               "tensors")
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors"
+            )
         store = self.__dict__.setdefault("_post_accumulate_hooks", {})
         handle = RemovableHandle(store)
         store[handle.id] = hook
         return handle
 
-    def backward(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,
-                 create_graph: bool = False, inputs: Any = None) -> None:
+    def backward(
+        self,
+        gradient: "Tensor | None" = None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+        inputs: Any = None,
+    ) -> None:
         from .autograd.api import backward
-        backward(self, gradient if gradient is None else [gradient],
-                 retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
+
+        backward(
+            self,
+            gradient if gradient is None else [gradient],
+            retain_graph=retain_graph,
+            create_graph=create_graph,
+            inputs=inputs,
+        )
 
     def _alias(self) -> "Tensor":
         """Another tensor object over the same values, with no autograd history."""
-        return Tensor._make(self._storage, self._offset, self._shape, self._strides,
-                            self._dtype, base=self._base)
+        return Tensor._make(
+            self._storage, self._offset, self._shape, self._strides, self._dtype, base=self._base
+        )
 
     def detach(self) -> "Tensor":
         return self._alias()
@@ -435,6 +539,7 @@ class Tensor:
             # memory moving to or from the device: the object changes class with it
             # (a Parameter stays the same object, as `module.cuda()` needs)
             from .eager.cuda import moved_class
+
             self.__class__ = moved_class(self.__class__, there is _DEVICE_STORAGE[0])
         self._storage, self._offset = value._storage, value._offset
         self._shape, self._strides, self._dtype = value._shape, value._strides, value._dtype
@@ -448,15 +553,15 @@ class Tensor:
         if layout is None:
             layout = _numpy_layout(self._lkey)
         np_dtype, byte_strides, item = layout
-        if item == 0:                  # no elements: the offset may lie past the buffer
+        if item == 0:  # no elements: the offset may lie past the buffer
             return np.ndarray(self._shape, np_dtype, self._storage.buffer[:0])
         # (positional arguments, and no strides for a row-major layout: NumPy parses
         # these several times faster than keywords, on every host op's operands)
         if byte_strides is None:
-            return np.ndarray(self._shape, np_dtype, self._storage.buffer,
-                              self._offset * item)
-        return np.ndarray(self._shape, np_dtype, self._storage.buffer, self._offset * item,
-                          byte_strides)
+            return np.ndarray(self._shape, np_dtype, self._storage.buffer, self._offset * item)
+        return np.ndarray(
+            self._shape, np_dtype, self._storage.buffer, self._offset * item, byte_strides
+        )
 
     def _values(self) -> np.ndarray:
         """Values as a NumPy array (bfloat16 widened to float32); may share memory."""
@@ -467,11 +572,15 @@ class Tensor:
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
         if self._requires_grad and not force:
-            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
-                               "Use tensor.detach().numpy() instead.")
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. "
+                "Use tensor.detach().numpy() instead."
+            )
         if self._dtype is dt.bfloat16:
-            raise TypeError("Got unsupported ScalarType BFloat16 (NumPy has no bfloat16; "
-                            "convert first, e.g. t.float().numpy())")
+            raise TypeError(
+                "Got unsupported ScalarType BFloat16 (NumPy has no bfloat16; "
+                "convert first, e.g. t.float().numpy())"
+            )
         return self._numpy_view()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
@@ -480,27 +589,34 @@ class Tensor:
         A tensor that requires grad raises, as `numpy()` and PyTorch do (a shared array
         would let writes bypass autograd); use `t.detach()`."""
         if self._requires_grad:
-            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
-                               "Use tensor.detach().numpy() instead.")
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. "
+                "Use tensor.detach().numpy() instead."
+            )
         a = self._values()
         if dtype is not None and np.dtype(dtype) != a.dtype:
             if copy is False:
-                raise ValueError(f"Unable to avoid copy while creating an array as requested "
-                                 f"(dtype {self._dtype.name} to {np.dtype(dtype)})")
+                raise ValueError(
+                    f"Unable to avoid copy while creating an array as requested "
+                    f"(dtype {self._dtype.name} to {np.dtype(dtype)})"
+                )
             return a.astype(dtype)
         if copy:
             return np.array(a, copy=True)
         if copy is False and not np.may_share_memory(a, self._storage.buffer):
-            raise ValueError(f"Unable to avoid copy while creating an array as requested "
-                             f"(a {self._dtype.name} tensor has no NumPy view)")
+            raise ValueError(
+                f"Unable to avoid copy while creating an array as requested "
+                f"(a {self._dtype.name} tensor has no NumPy view)"
+            )
         return a
 
     def item(self) -> Any:
         if self.numel() != 1:
-            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted "
-                               f"to Scalar")
+            raise RuntimeError(
+                f"a Tensor with {self.numel()} elements cannot be converted to Scalar"
+            )
         unpack = _ITEM.get(self._dtype)
-        if unpack is not None and self._ptr.__class__ is int:   # read by address
+        if unpack is not None and self._ptr.__class__ is int:  # read by address
             return unpack(_string_at(self._ptr, self._dtype.itemsize))[0]
         return self._values().reshape(()).item()
 
@@ -510,11 +626,12 @@ class Tensor:
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
         if self._dtype is dt.bfloat16:
             from .runtime.dlpack import export_bfloat16
+
             return export_bfloat16(self._numpy_view(), *args, **kwargs)
         return self._numpy_view().__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return (1, 0)   # kDLCPU
+        return (1, 0)  # kDLCPU
 
     def __len__(self) -> int:
         if not self._shape:
@@ -529,8 +646,10 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is "
-                               f"ambiguous (shape {list(self._shape)})")
+            raise RuntimeError(
+                f"Boolean value of Tensor with more than one value is "
+                f"ambiguous (shape {list(self._shape)})"
+            )
         return bool(self.item())
 
     def __float__(self) -> float:
@@ -541,8 +660,7 @@ class Tensor:
 
     def __index__(self) -> int:
         if self._dtype.is_floating_point or self.numel() != 1:
-            raise TypeError("only integer tensors of a single element can be converted "
-                            "to an index")
+            raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 
     def __hash__(self) -> int:
@@ -550,15 +668,19 @@ class Tensor:
 
     def __repr__(self) -> str:
         from ._printing import format_tensor
+
         grad_fn = None if self.grad_fn is None else type(self.grad_fn).__name__
-        return format_tensor(self._values(), dtype_name=self._dtype.name,
-                             requires_grad=self._requires_grad, grad_fn_name=grad_fn)
+        return format_tensor(
+            self._values(),
+            dtype_name=self._dtype.name,
+            requires_grad=self._requires_grad,
+            grad_fn_name=grad_fn,
+        )
 
     __str__ = __repr__
 
     def __reduce__(self):
-        return (_rebuild, (self.detach()._values().copy(), self._dtype.name,
-                           self._requires_grad))
+        return (_rebuild, (self.detach()._values().copy(), self._dtype.name, self._requires_grad))
 
 
 # Classes whose instances are plain tensors with data (Tensor, nn.Parameter): generated
@@ -616,6 +738,7 @@ class SymbolicTensor(Tensor):
 
 def _rebuild(values: np.ndarray, dtype_name: str, requires_grad: bool) -> Tensor:
     from .functions.creation import tensor
+
     return tensor(values, dtype=dt.from_name(dtype_name), requires_grad=requires_grad)
 
 

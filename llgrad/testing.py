@@ -7,6 +7,7 @@ its checks of shape, dtype and device, and fails with an AssertionError in PyTor
 relative differences with their indices and the allowed ones). `make_tensor` makes random
 test inputs of a dtype and shape.
 """
+
 from __future__ import annotations
 
 import math
@@ -65,12 +66,20 @@ def _number_dtype(x: Any) -> DType:
     return dt.complex128
 
 
-def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True,
-                 rtol: float | None = None, atol: float | None = None,
-                 equal_nan: bool = False, check_device: bool = True,
-                 check_dtype: bool = True, check_layout: bool = True,
-                 check_stride: bool = False, msg: str | Callable[[str], str] | None = None
-                 ) -> None:
+def assert_close(
+    actual: Any,
+    expected: Any,
+    *,
+    allow_subclasses: bool = True,
+    rtol: float | None = None,
+    atol: float | None = None,
+    equal_nan: bool = False,
+    check_device: bool = True,
+    check_dtype: bool = True,
+    check_layout: bool = True,
+    check_stride: bool = False,
+    msg: str | Callable[[str], str] | None = None,
+) -> None:
     """Raise AssertionError unless `actual` and `expected` are close:
     |actual - expected| <= atol + rtol * |expected| elementwise, NaN equal to NaN only with
     `equal_nan`, infinities equal only to themselves.
@@ -89,13 +98,26 @@ def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True,
         allow_subclasses: tensor subclasses (nn.Parameter) compare as tensors.
     """
     if (rtol is None) != (atol is None):
-        raise ValueError(f"Both 'rtol' and 'atol' must be either specified or omitted, but "
-                         f"got no {'rtol' if rtol is None else 'atol'}.")
+        raise ValueError(
+            f"Both 'rtol' and 'atol' must be either specified or omitted, but "
+            f"got no {'rtol' if rtol is None else 'atol'}."
+        )
     try:
-        _compare(actual, expected, (), dict(
-            allow_subclasses=allow_subclasses, rtol=rtol, atol=atol, equal_nan=equal_nan,
-            check_device=check_device, check_dtype=check_dtype, check_stride=check_stride,
-            msg=msg))
+        _compare(
+            actual,
+            expected,
+            (),
+            dict(
+                allow_subclasses=allow_subclasses,
+                rtol=rtol,
+                atol=atol,
+                equal_nan=equal_nan,
+                check_device=check_device,
+                check_dtype=check_dtype,
+                check_stride=check_stride,
+                msg=msg,
+            ),
+        )
     except _Mismatch as e:
         raise AssertionError(str(e)) from None
 
@@ -103,8 +125,10 @@ def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True,
 def _compare(actual: Any, expected: Any, path: tuple[Any, ...], o: dict[str, Any]) -> None:
     if isinstance(actual, Tensor) and isinstance(expected, Tensor):
         if not o["allow_subclasses"] and type(actual) is not type(expected):
-            raise TypeError(f"assert_close: types differ ({type(actual).__name__} and "
-                            f"{type(expected).__name__}) and allow_subclasses=False")
+            raise TypeError(
+                f"assert_close: types differ ({type(actual).__name__} and "
+                f"{type(expected).__name__}) and allow_subclasses=False"
+            )
         _compare_tensors(actual, expected, path, o)
         return
     if _is_number(actual) and _is_number(expected):
@@ -115,21 +139,29 @@ def _compare(actual: Any, expected: Any, path: tuple[Any, ...], o: dict[str, Any
         if set(a_keys) != set(e_keys):
             missing = [k for k in e_keys if k not in actual]
             extra = [k for k in a_keys if k not in expected]
-            _fail(f"The keys of the mappings do not match:\nMissing keys in the actual "
-                  f"mapping: {sorted(missing, key=repr)}\nAdditional keys in the actual "
-                  f"mapping: {sorted(extra, key=repr)}", o["msg"], path)
+            _fail(
+                f"The keys of the mappings do not match:\nMissing keys in the actual "
+                f"mapping: {sorted(missing, key=repr)}\nAdditional keys in the actual "
+                f"mapping: {sorted(extra, key=repr)}",
+                o["msg"],
+                path,
+            )
         for k in e_keys:
             _compare(actual[k], expected[k], path + (k,), o)
         return
     if _is_sequence(actual) and _is_sequence(expected):
         if len(actual) != len(expected):
-            _fail(f"The length of the sequences mismatch: {len(actual)} != {len(expected)}",
-                  o["msg"], path)
+            _fail(
+                f"The length of the sequences mismatch: {len(actual)} != {len(expected)}",
+                o["msg"],
+                path,
+            )
         for i, (a, e) in enumerate(zip(actual, expected)):
             _compare(a, e, path + (i,), o)
         return
-    raise TypeError(f"No comparison pair was able to handle inputs of type "
-                    f"{type(actual)} and {type(expected)}.")
+    raise TypeError(
+        f"No comparison pair was able to handle inputs of type {type(actual)} and {type(expected)}."
+    )
 
 
 def _is_sequence(x: Any) -> bool:
@@ -142,15 +174,24 @@ def _tolerances(o: dict[str, Any], *dtypes: DType) -> tuple[float, float]:
     return _default_tolerances(*dtypes)
 
 
-def _compare_numbers(actual: Any, expected: Any, path: tuple[Any, ...],
-                     o: dict[str, Any]) -> None:
+def _compare_numbers(actual: Any, expected: Any, path: tuple[Any, ...], o: dict[str, Any]) -> None:
     da, de = _number_dtype(actual), _number_dtype(expected)
-    if o["check_dtype"] and type(actual) is not type(expected) and \
-            not (isinstance(actual, (int, float)) and isinstance(expected, (int, float))
-                 and type(actual) is not bool and type(expected) is not bool and
-                 da is de):
-        _fail(f"The values for attribute 'type' do not match: {type(actual)} != "
-              f"{type(expected)}.", o["msg"], path)
+    if (
+        o["check_dtype"]
+        and type(actual) is not type(expected)
+        and not (
+            isinstance(actual, (int, float))
+            and isinstance(expected, (int, float))
+            and type(actual) is not bool
+            and type(expected) is not bool
+            and da is de
+        )
+    ):
+        _fail(
+            f"The values for attribute 'type' do not match: {type(actual)} != {type(expected)}.",
+            o["msg"],
+            path,
+        )
     rtol, atol = _tolerances(o, da, de)
     a, e = complex(actual), complex(expected)
     if _close(a, e, rtol, atol, o["equal_nan"]):
@@ -158,34 +199,43 @@ def _compare_numbers(actual: Any, expected: Any, path: tuple[Any, ...],
     exact = rtol == 0 and atol == 0
     diff = abs(a - e)
     rel = diff / abs(e) if e != 0 else math.inf
-    if isinstance(actual, (bool, int, np.integer, np.bool_)) and \
-            isinstance(expected, (bool, int, np.integer, np.bool_)):
+    if isinstance(actual, (bool, int, np.integer, np.bool_)) and isinstance(
+        expected, (bool, int, np.integer, np.bool_)
+    ):
         diff_s = f"{int(abs(int(actual) - int(expected)))}"
     else:
         diff_s = f"{diff}"
     allowed = ("", "") if exact else (f" (up to {atol} allowed)", f" (up to {rtol} allowed)")
-    _fail(f"Scalars are not {'equal' if exact else 'close'}!\n\nExpected {expected} but got "
-          f"{actual}.\nAbsolute difference: {diff_s}{allowed[0]}\nRelative difference: "
-          f"{rel}{allowed[1]}", o["msg"], path)
+    _fail(
+        f"Scalars are not {'equal' if exact else 'close'}!\n\nExpected {expected} but got "
+        f"{actual}.\nAbsolute difference: {diff_s}{allowed[0]}\nRelative difference: "
+        f"{rel}{allowed[1]}",
+        o["msg"],
+        path,
+    )
 
 
 def _close(a: complex, e: complex, rtol: float, atol: float, equal_nan: bool) -> bool:
     if a == e:
         return True
-    if equal_nan and (a != a or (a.real != a.real or a.imag != a.imag)) and \
-            (e.real != e.real or e.imag != e.imag):
+    if (
+        equal_nan
+        and (a != a or (a.real != a.real or a.imag != a.imag))
+        and (e.real != e.real or e.imag != e.imag)
+    ):
         return True
     if any(math.isinf(v) for v in (a.real, a.imag, e.real, e.imag)):
         return False
     return abs(a - e) <= atol + rtol * abs(e)
 
 
-def _compare_tensors(actual: Tensor, expected: Tensor, path: tuple[Any, ...],
-                     o: dict[str, Any]) -> None:
+def _compare_tensors(
+    actual: Tensor, expected: Tensor, path: tuple[Any, ...], o: dict[str, Any]
+) -> None:
     def meta(name: str, a: Any, e: Any) -> None:
         if a != e:
-            _fail(f"The values for attribute '{name}' do not match: {a} != {e}.",
-                  o["msg"], path)
+            _fail(f"The values for attribute '{name}' do not match: {a} != {e}.", o["msg"], path)
+
     meta("shape", actual.shape, expected.shape)
     if o["check_device"]:
         meta("device", actual.device, expected.device)
@@ -200,8 +250,10 @@ def _compare_tensors(actual: Tensor, expected: Tensor, path: tuple[Any, ...],
     if a.dtype.kind == "c" or e.dtype.kind == "c":
         a, e = a.astype(np.complex128), e.astype(np.complex128)
     elif a.dtype.kind in "iub" and e.dtype.kind in "iub":
-        a, e = a.astype(np.int64) if a.dtype != np.uint64 else a, \
-            e.astype(np.int64) if e.dtype != np.uint64 else e
+        a, e = (
+            a.astype(np.int64) if a.dtype != np.uint64 else a,
+            e.astype(np.int64) if e.dtype != np.uint64 else e,
+        )
     else:
         a, e = a.astype(np.float64), e.astype(np.float64)
     if a.size == 0:
@@ -216,9 +268,12 @@ def _compare_tensors(actual: Tensor, expected: Tensor, path: tuple[Any, ...],
             finite = np.isfinite(a) & np.isfinite(e)
             ok = same | (finite & (diff <= atol + rtol * np.abs(e)))
             if o["equal_nan"]:
-                ok |= np.isnan(a) & np.isnan(e) if a.dtype.kind == "f" else \
-                    (np.isnan(a.real) | np.isnan(a.imag)) & (np.isnan(e.real) |
-                                                             np.isnan(e.imag))
+                ok |= (
+                    np.isnan(a) & np.isnan(e)
+                    if a.dtype.kind == "f"
+                    else (np.isnan(a.real) | np.isnan(a.imag))
+                    & (np.isnan(e.real) | np.isnan(e.imag))
+                )
         if ok.all():
             return
         diff = np.where(ok, 0, diff).astype(np.float64)
@@ -231,25 +286,35 @@ def _compare_tensors(actual: Tensor, expected: Tensor, path: tuple[Any, ...],
         flat = values.reshape(-1)
         nan_at = np.flatnonzero(np.isnan(flat))
         i = int(nan_at[0]) if nan_at.size else int(np.argmax(flat))
-        index = tuple(int(v) for v in np.unravel_index(i, values.shape)) if values.ndim \
-            else ()
+        index = tuple(int(v) for v in np.unravel_index(i, values.shape)) if values.ndim else ()
         return flat[i], index
+
     d_max, d_at = greatest(diff)
     r_max, r_at = greatest(rel)
     if a.dtype.kind in "iu" and math.isfinite(d_max):
         d_max = int(d_max)
     allowed = ("", "") if exact else (f" (up to {atol} allowed)", f" (up to {rtol} allowed)")
-    _fail(f"Tensor-likes are not {'equal' if exact else 'close'}!\n\n"
-          f"Mismatched elements: {bad} / {total} ({100.0 * bad / total:.1f}%)\n"
-          f"Greatest absolute difference: {d_max} at index {d_at}{allowed[0]}\n"
-          f"Greatest relative difference: {float(r_max)} at index {r_at}{allowed[1]}",
-          o["msg"], path)
+    _fail(
+        f"Tensor-likes are not {'equal' if exact else 'close'}!\n\n"
+        f"Mismatched elements: {bad} / {total} ({100.0 * bad / total:.1f}%)\n"
+        f"Greatest absolute difference: {d_max} at index {d_at}{allowed[0]}\n"
+        f"Greatest relative difference: {float(r_max)} at index {r_at}{allowed[1]}",
+        o["msg"],
+        path,
+    )
 
 
-def make_tensor(*shape: Any, dtype: DType, device: Any = None, low: float | None = None,
-                high: float | None = None, requires_grad: bool = False,
-                noncontiguous: bool = False, exclude_zero: bool = False,
-                memory_format: Any = None) -> Tensor:
+def make_tensor(
+    *shape: Any,
+    dtype: DType,
+    device: Any = None,
+    low: float | None = None,
+    high: float | None = None,
+    requires_grad: bool = False,
+    noncontiguous: bool = False,
+    exclude_zero: bool = False,
+    memory_format: Any = None,
+) -> Tensor:
     """A random tensor of `shape` and `dtype` for tests (drawn from llgrad's default
     generator, so `lg.manual_seed` makes it reproducible).
 
@@ -263,6 +328,7 @@ def make_tensor(*shape: Any, dtype: DType, device: Any = None, low: float | None
     import llgrad as lg
     from .device import check_device
     from .functions.shape import size_arg
+
     check_device(device, "make_tensor")
     if not isinstance(dtype, DType):
         raise TypeError(f"make_tensor(): dtype must be an llgrad dtype, got {dtype!r}")
@@ -287,19 +353,25 @@ def make_tensor(*shape: Any, dtype: DType, device: Any = None, low: float | None
         lo = max(-9.0 if low is None else float(low), -limit)
         hi = min(9.0 if high is None else float(high), limit)
         if lo > hi:
-            raise ValueError(f"make_tensor: low ({lo}) must be less than or equal to high "
-                             f"({hi})")
+            raise ValueError(f"make_tensor: low ({lo}) must be less than or equal to high ({hi})")
 
         def draw() -> Tensor:
             return lg.rand(size, dtype=dt.float64) * (hi - lo) + lo
-        values = lg.complex(draw(), draw()).to(dtype) if dtype.is_complex else \
-            draw().to(dtype)
+
+        values = lg.complex(draw(), draw()).to(dtype) if dtype.is_complex else draw().to(dtype)
     if exclude_zero:
         if dtype is dt.bool_:
             values = lg.ones(size, dtype=dt.bool_)
         else:
-            tiny = 1 if dtype.is_integer else float(np.finfo(
-                (dt.float32 if dtype.to_real() is dt.bfloat16 else dtype.to_real()).np).tiny)
+            tiny = (
+                1
+                if dtype.is_integer
+                else float(
+                    np.finfo(
+                        (dt.float32 if dtype.to_real() is dt.bfloat16 else dtype.to_real()).np
+                    ).tiny
+                )
+            )
             values = lg.where(values == 0, lg.full((), tiny, dtype=dtype), values)
     if noncontiguous and values.numel() > 1:
         wide = lg.empty(size[:-1] + (2 * size[-1],), dtype=dtype)

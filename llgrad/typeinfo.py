@@ -1,4 +1,5 @@
 """`lg.finfo` and `lg.iinfo`: the numerical limits of a dtype, with PyTorch's fields."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,11 +18,12 @@ class finfo:
     def __init__(self, type: dt.DType | None = None) -> None:
         d = dt.get_default_dtype() if type is None else type
         if not isinstance(d, dt.DType) or not (d.is_floating_point or d.is_complex):
-            raise TypeError(f"finfo(): argument 'type' must be a floating point llgrad dtype, "
-                            f"got {d!r}")
+            raise TypeError(
+                f"finfo(): argument 'type' must be a floating point llgrad dtype, got {d!r}"
+            )
         real = d.to_real() if d.is_complex else d
-        if real is dt.bfloat16:      # 8 exponent bits as float32, 7 stored mantissa bits
-            self.bits, self.eps = 16, 2.0 ** -7
+        if real is dt.bfloat16:  # 8 exponent bits as float32, 7 stored mantissa bits
+            self.bits, self.eps = 16, 2.0**-7
             self.max = float(np.float32(3.3895313892515355e38))
             self.tiny = self.smallest_normal = float(np.finfo(np.float32).tiny)
             self.resolution = 0.01
@@ -36,9 +38,11 @@ class finfo:
         self.dtype = real.name
 
     def __repr__(self) -> str:
-        return (f"finfo(resolution={self.resolution}, min={self.min:.6g}, max={self.max:.6g}, "
-                f"eps={self.eps:.6g}, smallest_normal={self.tiny:.6g}, tiny={self.tiny:.6g}, "
-                f"dtype={self.dtype})")
+        return (
+            f"finfo(resolution={self.resolution}, min={self.min:.6g}, max={self.max:.6g}, "
+            f"eps={self.eps:.6g}, smallest_normal={self.tiny:.6g}, tiny={self.tiny:.6g}, "
+            f"dtype={self.dtype})"
+        )
 
 
 class iinfo:
@@ -46,8 +50,9 @@ class iinfo:
 
     def __init__(self, type: Any) -> None:
         if not isinstance(type, dt.DType) or not (type.is_integer or type is dt.bool_):
-            raise TypeError(f"iinfo(): argument 'type' must be an integer llgrad dtype, got "
-                            f"{type!r}")
+            raise TypeError(
+                f"iinfo(): argument 'type' must be an integer llgrad dtype, got {type!r}"
+            )
         if type is dt.bool_:
             self.bits, self.min, self.max = 8, 0, 1
         else:

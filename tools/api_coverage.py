@@ -1,4 +1,5 @@
 """Print llgrad's coverage of PyTorch's public API (see llgrad/_api_coverage.py)."""
+
 import sys
 from pathlib import Path
 

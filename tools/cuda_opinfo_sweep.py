@@ -33,6 +33,7 @@ crashes (`LLGRAD_SWEEP_CRASH_ON=key,...` makes a worker segfault at those OpInfo
 check of that path). The JSON (`counts`, then per OpInfo its class, message and details) and the
 markdown summary go to the two paths given.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -74,8 +75,7 @@ from llgrad.eager import cuda as lg_cuda  # noqa: E402
 torch = H.torch
 
 CLASSES = ("ok-gpu", "ok-host", "mismatch", "error", "crash", "skip")
-SEVERITY = {c: i for i, c in enumerate(("skip", "ok-gpu", "ok-host", "error", "mismatch",
-                                        "crash"))}
+SEVERITY = {c: i for i, c in enumerate(("skip", "ok-gpu", "ok-host", "error", "mismatch", "crash"))}
 
 
 class Timeout(BaseException):
@@ -85,16 +85,17 @@ class Timeout(BaseException):
 @dataclass
 class CudaOpResult:
     """What one OpInfo did on CUDA tensors against the CPU."""
+
     key: str
     cls: str = "skip"
     message: str = ""
-    where: str = ""                       # the innermost llgrad frame of an error
-    samples: int = 0                      # samples compared (values)
-    grad_samples: int = 0                 # samples whose gradients were compared
-    skipped: int = 0                      # samples the CPU run could not take
+    where: str = ""  # the innermost llgrad frame of an error
+    samples: int = 0  # samples compared (values)
+    grad_samples: int = 0  # samples whose gradients were compared
+    skipped: int = 0  # samples the CPU run could not take
     host_ops: list[str] = field(default_factory=list)
     seconds: float = 0.0
-    cpu_status: str = ""                  # the harness's CPU-vs-torch status of the OpInfo
+    cpu_status: str = ""  # the harness's CPU-vs-torch status of the OpInfo
     notes: list[str] = field(default_factory=list)
 
     def set(self, cls: str, message: str = "", where: str = "") -> None:
@@ -107,6 +108,7 @@ class CudaOpResult:
 # ------------------------------------------------------------------------------------------
 # host fallbacks
 # ------------------------------------------------------------------------------------------
+
 
 class HostWatch:
     """Records every op that runs on the host while it is active.
@@ -125,8 +127,13 @@ class HostWatch:
         real_note = lg_cuda._note_host
         watch = self
 
-        def run_op(kind: str, op: str, operands: Sequence[Any], attrs: Any,
-                   call: Callable[[list[Any]], Any]) -> Any:
+        def run_op(
+            kind: str,
+            op: str,
+            operands: Sequence[Any],
+            attrs: Any,
+            call: Callable[[list[Any]], Any],
+        ) -> Any:
             key = lg_cuda._key_of(kind, op, attrs, operands)
             try:
                 return real_run_op(kind, op, operands, attrs, call)
@@ -160,6 +167,7 @@ class HostWatch:
 # ------------------------------------------------------------------------------------------
 # one OpInfo
 # ------------------------------------------------------------------------------------------
+
 
 def _describe(e: BaseException) -> str:
     lines = str(e).strip().splitlines()
@@ -216,8 +224,9 @@ def _host_array(t: Any) -> tuple[np.ndarray, str]:
     return H.to_np(t)
 
 
-def _differs(got: np.ndarray, want: np.ndarray, dtype: str, tol: tuple[float, float] | None = None
-             ) -> str | None:
+def _differs(
+    got: np.ndarray, want: np.ndarray, dtype: str, tol: tuple[float, float] | None = None
+) -> str | None:
     """None when `got` equals `want` (exactly for integer and bool dtypes, within the
     harness's tolerance of `dtype` for floats), else the largest error."""
     if not want.size:
@@ -234,8 +243,9 @@ def _differs(got: np.ndarray, want: np.ndarray, dtype: str, tol: tuple[float, fl
     return f"max abs err {err:.3g} (rtol {rtol:g}, atol {atol:g})"
 
 
-def compare_outputs(got: Any, want: Any, *, random: bool = False, ties: bool = False,
-                    expect_cuda: bool = True) -> str | None:
+def compare_outputs(
+    got: Any, want: Any, *, random: bool = False, ties: bool = False, expect_cuda: bool = True
+) -> str | None:
     """None when the CUDA run's outputs `got` equal the CPU run's `want`, else what differs.
     `random`: shapes and dtypes only; `ties`: int64 outputs (indices among equal values,
     unspecified) by shape and dtype only; `expect_cuda`: tensor outputs must be CUDA
@@ -261,13 +271,16 @@ def compare_outputs(got: Any, want: Any, *, random: bool = False, ties: bool = F
             if diff:
                 return f"output {i}: values differ ({diff})"
         elif isinstance(w, float) and isinstance(m, float):
-            if not (m == w or (math.isnan(m) and math.isnan(w)) or
-                    math.isclose(m, w, rel_tol=1e-5, abs_tol=1e-8)):
+            if not (
+                m == w
+                or (math.isnan(m) and math.isnan(w))
+                or math.isclose(m, w, rel_tol=1e-5, abs_tol=1e-8)
+            ):
                 return f"output {i}: {m!r}, CPU {w!r}"
         else:
             try:
                 same = bool(m == w)
-            except Exception:          # noqa: BLE001 -- incomparable objects: by type
+            except Exception:  # noqa: BLE001 -- incomparable objects: by type
                 same = type(m) is type(w)
             if not same:
                 return f"output {i}: {m!r:.80}, CPU {w!r:.80}"
@@ -323,12 +336,13 @@ def _samples_of(op: Any, max_samples: int, grad: bool) -> Iterator[tuple[str, An
                 yield str(d).split(".")[1], s
         except Timeout:
             raise
-        except Exception:             # noqa: BLE001 -- torch's sample generator refuses
+        except Exception:  # noqa: BLE001 -- torch's sample generator refuses
             continue
 
 
-def _grads(fn: Callable[..., Any], args: Any, leaves: list[Any], cots: list[np.ndarray],
-           out: Any) -> list[Any]:
+def _grads(
+    fn: Callable[..., Any], args: Any, leaves: list[Any], cots: list[np.ndarray], out: Any
+) -> list[Any]:
     outs = [o for o in _flat(out) if isinstance(o, lg.Tensor) and o.requires_grad]
     device = lg_cuda.is_cuda_tensor(leaves[0]) if leaves else False
     cot_tensors = []
@@ -338,8 +352,9 @@ def _grads(fn: Callable[..., Any], args: Any, leaves: list[Any], cots: list[np.n
     return list(lg.autograd.grad(outs, leaves, cot_tensors, allow_unused=True))
 
 
-def _values_without_grad(fn: Callable[..., Any], dx: Any, da: Any, dk: Any, want: Any,
-                         random: bool) -> str:
+def _values_without_grad(
+    fn: Callable[..., Any], dx: Any, da: Any, dk: Any, want: Any, random: bool
+) -> str:
     """After the CUDA call raised on inputs that require grad: the same call under
     `lg.no_grad()` and what its values did (so a backward-only gap shows as such)."""
     try:
@@ -349,14 +364,24 @@ def _values_without_grad(fn: Callable[..., Any], dx: Any, da: Any, dk: Any, want
         diff = compare_outputs(got, want, random=random)
     except Timeout:
         raise
-    except Exception as e:            # noqa: BLE001
+    except Exception as e:  # noqa: BLE001
         return f"under no_grad also raises {type(e).__name__}"
-    return "under no_grad the values match" if diff is None else \
-        f"under no_grad the values differ: {diff}"
+    return (
+        "under no_grad the values match"
+        if diff is None
+        else f"under no_grad the values differ: {diff}"
+    )
 
 
-def check_sample(op: Any, fn: Callable[..., Any], dtype: str, sample: Any, res: CudaOpResult,
-                 watch: HostWatch, grad: bool = True) -> None:
+def check_sample(
+    op: Any,
+    fn: Callable[..., Any],
+    dtype: str,
+    sample: Any,
+    res: CudaOpResult,
+    watch: HostWatch,
+    grad: bool = True,
+) -> None:
     """Run one sample on the CPU and on CUDA tensors; compare values (and gradients)."""
     try:
         x, a, k = H.to_lg(sample.input), H.to_lg(sample.args), H.to_lg(sample.kwargs)
@@ -371,7 +396,7 @@ def check_sample(op: Any, fn: Callable[..., Any], dtype: str, sample: Any, res: 
         want = fn(x, *a, **k)
     except Timeout:
         raise
-    except Exception:                 # noqa: BLE001 -- the CPU path refuses: not CUDA's
+    except Exception:  # noqa: BLE001 -- the CPU path refuses: not CUDA's
         res.skipped += 1
         return
     memo: dict[int, Any] = {}
@@ -379,7 +404,7 @@ def check_sample(op: Any, fn: Callable[..., Any], dtype: str, sample: Any, res: 
         dx, da, dk = to_cuda(x, memo), to_cuda(a, memo), to_cuda(k, memo)
     except Timeout:
         raise
-    except Exception as e:            # noqa: BLE001
+    except Exception as e:  # noqa: BLE001
         res.set("error", f"copy to cuda: {_describe(e)}", _where(e))
         return
     try:
@@ -387,20 +412,23 @@ def check_sample(op: Any, fn: Callable[..., Any], dtype: str, sample: Any, res: 
         got = fn(dx, *da, **dk)
     except Timeout:
         raise
-    except Exception as e:            # noqa: BLE001
+    except Exception as e:  # noqa: BLE001
         message = f"{dtype}: {_describe(e)}"
         if any(t.requires_grad for t in memo.values()):
             message += f" [{_values_without_grad(fn, dx, da, dk, want, random)}]"
         res.set("error", message, _where(e))
         return
-    device_kw = any(isinstance(v, lg.device) or (isinstance(v, str) and v in ("cpu", "cuda"))
-                    for v in _flat([a, k]))
+    device_kw = any(
+        isinstance(v, lg.device) or (isinstance(v, str) and v in ("cpu", "cuda"))
+        for v in _flat([a, k])
+    )
     try:
-        diff = compare_outputs(got, want, random=random, ties=ties and _has_ties(sample),
-                               expect_cuda=not device_kw)
+        diff = compare_outputs(
+            got, want, random=random, ties=ties and _has_ties(sample), expect_cuda=not device_kw
+        )
     except Timeout:
         raise
-    except Exception as e:            # noqa: BLE001 -- e.g. reading a CUDA output fails
+    except Exception as e:  # noqa: BLE001 -- e.g. reading a CUDA output fails
         res.set("error", f"{dtype} reading outputs: {_describe(e)}", _where(e))
         return
     res.samples += 1
@@ -421,19 +449,21 @@ def check_sample(op: Any, fn: Callable[..., Any], dtype: str, sample: Any, res: 
         want_g = _grads(fn, (x, a, k), cpu_leaves, cots, want)
     except Timeout:
         raise
-    except Exception:                 # noqa: BLE001 -- no CPU gradient to compare with
+    except Exception:  # noqa: BLE001 -- no CPU gradient to compare with
         return
     dev_leaves = [memo[id(t)] for t in cpu_leaves]
     try:
         dev_outs = [o for o in _flat(got) if isinstance(o, lg.Tensor) and o.requires_grad]
         if len(dev_outs) != len(cpu_outs):
-            res.set("mismatch", f"{dtype} grad: {len(dev_outs)} outputs require grad, "
-                                f"CPU {len(cpu_outs)}")
+            res.set(
+                "mismatch",
+                f"{dtype} grad: {len(dev_outs)} outputs require grad, CPU {len(cpu_outs)}",
+            )
             return
         got_g = _grads(fn, (dx, da, dk), dev_leaves, cots, got)
     except Timeout:
         raise
-    except Exception as e:            # noqa: BLE001
+    except Exception as e:  # noqa: BLE001
         res.set("error", f"{dtype} grad: {_describe(e)}", _where(e))
         return
     res.grad_samples += 1
@@ -454,12 +484,14 @@ def check_sample(op: Any, fn: Callable[..., Any], dtype: str, sample: Any, res: 
                 w_v, wd = _host_array(w)
         except Timeout:
             raise
-        except Exception as e:        # noqa: BLE001
+        except Exception as e:  # noqa: BLE001
             res.set("error", f"{dtype} grad reading: {_describe(e)}", _where(e))
             return
         if g_v.shape != w_v.shape:
-            res.set("mismatch", f"{dtype} grad: input {i} gradient shape {list(g_v.shape)}, "
-                                f"CPU {list(w_v.shape)}")
+            res.set(
+                "mismatch",
+                f"{dtype} grad: input {i} gradient shape {list(g_v.shape)}, CPU {list(w_v.shape)}",
+            )
             return
         diff = _differs(g_v, w_v, wd, _grad_tol(wd))
         if diff:
@@ -467,8 +499,14 @@ def check_sample(op: Any, fn: Callable[..., Any], dtype: str, sample: Any, res: 
             return
 
 
-def _check_samples(op: Any, fn: Callable[..., Any], max_samples: int, grad: bool,
-                   res: CudaOpResult, watch: HostWatch) -> None:
+def _check_samples(
+    op: Any,
+    fn: Callable[..., Any],
+    max_samples: int,
+    grad: bool,
+    res: CudaOpResult,
+    watch: HostWatch,
+) -> None:
     host: set[str] = set(res.host_ops)
     try:
         for dtype, sample in _samples_of(op, max_samples, grad):
@@ -483,8 +521,9 @@ def _check_samples(op: Any, fn: Callable[..., Any], max_samples: int, grad: bool
         res.host_ops = sorted(host)
 
 
-def check_op(op: Any, max_samples: int = 3, grad: bool = True,
-             watch: HostWatch | None = None) -> CudaOpResult:
+def check_op(
+    op: Any, max_samples: int = 3, grad: bool = True, watch: HostWatch | None = None
+) -> CudaOpResult:
     """Classify one OpInfo (see the module docstring). `watch` records host fallbacks
     (one is made, and removed afterwards, when not given)."""
     res = CudaOpResult(H.key_of(op))
@@ -544,6 +583,7 @@ def _cpu_status() -> dict[str, str]:
 # worker: one batch in this process
 # ------------------------------------------------------------------------------------------
 
+
 def _alarm(signum: int, frame: Any) -> None:
     raise Timeout()
 
@@ -552,6 +592,7 @@ def worker(keys: list[str], out_path: str, max_samples: int, timeout: int) -> in
     """Run the named OpInfos here, appending `{"start": key}` before and `{"result": ...}`
     after each to `out_path` (so a crash shows which OpInfo was running)."""
     from llgrad.runtime.cuda import driver
+
     assert driver.emulating(), "LLGRAD_CUDA_EMULATE=1 must be set before llgrad is imported"
     ops = {H.key_of(o): o for o in covered_ops(set(keys))}
     status = _cpu_status()
@@ -562,7 +603,8 @@ def worker(keys: list[str], out_path: str, max_samples: int, timeout: int) -> in
             f.flush()
             if key in os.environ.get("LLGRAD_SWEEP_CRASH_ON", "").split(","):
                 import faulthandler
-                faulthandler._sigsegv()          # a check of the sweep's crash handling
+
+                faulthandler._sigsegv()  # a check of the sweep's crash handling
             op = ops.get(key)
             if op is None:
                 r = CudaOpResult(key, "skip", "no such OpInfo covered by the harness")
@@ -572,7 +614,7 @@ def worker(keys: list[str], out_path: str, max_samples: int, timeout: int) -> in
                     r = check_op(op, max_samples, watch=watch)
                 except Timeout:
                     r = CudaOpResult(key, "error", "Timeout: the OpInfo ran past the limit")
-                except Exception as e:          # noqa: BLE001 -- a defect of the sweep
+                except Exception as e:  # noqa: BLE001 -- a defect of the sweep
                     r = CudaOpResult(key, "error", f"sweep: {_describe(e)}", _where(e))
                 finally:
                     signal.alarm(0)
@@ -586,13 +628,15 @@ def worker(keys: list[str], out_path: str, max_samples: int, timeout: int) -> in
 # driver: batches in subprocesses
 # ------------------------------------------------------------------------------------------
 
+
 @dataclass
 class BatchRun:
     """A finished subprocess: its results, the OpInfo it was running when it ended, how
     it ended."""
+
     results: dict[str, dict[str, Any]]
     running: str | None
-    returncode: int | None              # None: killed at the time limit
+    returncode: int | None  # None: killed at the time limit
     stderr_tail: str
 
 
@@ -606,13 +650,30 @@ def run_batch(keys: list[str], max_samples: int, timeout: int) -> BatchRun:
     with tempfile.TemporaryDirectory(prefix="cuda_sweep_") as tmp:
         out = Path(tmp) / "results.jsonl"
         err = Path(tmp) / "stderr.txt"
-        cmd = [sys.executable, "-X", "faulthandler", str(Path(__file__).resolve()),
-               "--worker", str(out), "--ops", ",".join(keys), "--samples", str(max_samples),
-               "--timeout", str(timeout)]
+        cmd = [
+            sys.executable,
+            "-X",
+            "faulthandler",
+            str(Path(__file__).resolve()),
+            "--worker",
+            str(out),
+            "--ops",
+            ",".join(keys),
+            "--samples",
+            str(max_samples),
+            "--timeout",
+            str(timeout),
+        ]
         limit = 60 + (timeout + 15) * len(keys)
         with open(err, "w") as ef:
-            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=ef, env=env,
-                                    cwd=str(ROOT), start_new_session=True)
+            proc = subprocess.Popen(
+                cmd,
+                stdout=subprocess.DEVNULL,
+                stderr=ef,
+                env=env,
+                cwd=str(ROOT),
+                start_new_session=True,
+            )
             try:
                 rc: int | None = proc.wait(limit)
             except subprocess.TimeoutExpired:
@@ -651,20 +712,29 @@ def _crash_message(run: BatchRun) -> str:
         detail = " | ".join(l.strip() for l in lines[-4:] if l.strip())
     else:
         picked = [lines[start].strip()]
-        picked += [l.strip() for l in lines[start + 1:start + 12]
-                   if l.strip().startswith("File")][:5]
+        picked += [
+            l.strip() for l in lines[start + 1 : start + 12] if l.strip().startswith("File")
+        ][:5]
         detail = " | ".join(picked)
     return f"process died ({sig or f'exit {rc}'}): {detail}"[:900]
 
 
-def sweep(keys: list[str], max_samples: int, timeout: int, jobs: int, batch: int,
-          log: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
+def sweep(
+    keys: list[str],
+    max_samples: int,
+    timeout: int,
+    jobs: int,
+    batch: int,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, dict[str, Any]]:
     """Every key's result, batches in subprocesses; a batch that dies is rerun one OpInfo
     per process for the OpInfos it had not finished."""
     if log is None:
+
         def log(line: str) -> None:
             print(line, flush=True)
-    batches = [keys[i:i + batch] for i in range(0, len(keys), batch)]
+
+    batches = [keys[i : i + batch] for i in range(0, len(keys), batch)]
     results: dict[str, dict[str, Any]] = {}
     t0 = time.time()
 
@@ -672,8 +742,10 @@ def sweep(keys: list[str], max_samples: int, timeout: int, jobs: int, batch: int
         run = run_batch(b, max_samples, timeout)
         results.update(run.results)
         left = [k for k in b if k not in run.results]
-        log(f"[{time.time() - t0:.0f}s] batch {b[0]}..{b[-1]}: {len(run.results)}/{len(b)} "
-            f"done, rc {run.returncode}" + (f", rerunning {len(left)} alone" if left else ""))
+        log(
+            f"[{time.time() - t0:.0f}s] batch {b[0]}..{b[-1]}: {len(run.results)}/{len(b)} "
+            f"done, rc {run.returncode}" + (f", rerunning {len(left)} alone" if left else "")
+        )
         if not left:
             return
         for k in left:
@@ -682,15 +754,18 @@ def sweep(keys: list[str], max_samples: int, timeout: int, jobs: int, batch: int
                 r = single.results[k]
                 if k == run.running:
                     # died in the batch but not alone: still a crash, with both stories
-                    note = (f"the batch died while running it ({_crash_message(run)}); "
-                            f"alone it was {r['cls']}")
+                    note = (
+                        f"the batch died while running it ({_crash_message(run)}); "
+                        f"alone it was {r['cls']}"
+                    )
                     r["notes"] = r.get("notes", []) + [note]
                     if run.returncode is not None:
                         r["cls"], r["message"] = "crash", note[:900]
                 results[k] = r
             elif single.returncode is None:
-                results[k] = asdict(CudaOpResult(k, "error", "Timeout: the process ran past "
-                                                             "its limit"))
+                results[k] = asdict(
+                    CudaOpResult(k, "error", "Timeout: the process ran past its limit")
+                )
             else:
                 results[k] = asdict(CudaOpResult(k, "crash", _crash_message(single)))
             log(f"    {k}: {results[k]['cls']} {results[k]['message'][:120]}")
@@ -704,11 +779,17 @@ def sweep(keys: list[str], max_samples: int, timeout: int, jobs: int, batch: int
 # reports
 # ------------------------------------------------------------------------------------------
 
+
 def _group(message: str) -> str:
     """A message without its numbers and sample positions (for grouping similar ones)."""
     import re
-    m = re.sub(r"^(float|int|uint|bool|complex)\d*( grad reading| grad| reading outputs| "
-               r"sample \d+)?: ", "", message)
+
+    m = re.sub(
+        r"^(float|int|uint|bool|complex)\d*( grad reading| grad| reading outputs| "
+        r"sample \d+)?: ",
+        "",
+        message,
+    )
     m = re.sub(r"^(\w+): [\w.]+: on CUDA tensors", r"\1: OP: on CUDA tensors", m)
     m = re.sub(r"(kernel)_[0-9a-f]{6,}", r"\1_HASH", m)
     m = re.sub(r"0x[0-9a-f]+", "ADDR", m)
@@ -721,25 +802,34 @@ def summarize(results: dict[str, dict[str, Any]]) -> dict[str, int]:
     return {c: counts.get(c, 0) for c in CLASSES}
 
 
-def write_reports(results: dict[str, dict[str, Any]], json_path: Path, md_path: Path,
-                  meta: dict[str, Any]) -> None:
+def write_reports(
+    results: dict[str, dict[str, Any]], json_path: Path, md_path: Path, meta: dict[str, Any]
+) -> None:
     """The JSON (meta, counts, per-OpInfo results) and the markdown summary."""
     counts = summarize(results)
-    json_path.write_text(json.dumps({"meta": meta, "counts": counts, "ops": results},
-                                    indent=1, sort_keys=True) + "\n")
-    lines = ["# llgrad CUDA backend (grid emulator) against the CPU, every OpInfo", "",
-             (f"`{meta['command']}`: {meta['ops']} OpInfos, up to {meta['samples']} float32 "
-              f"samples, one float64 and one int64 each; torch {meta['torch']}; "
-              f"{meta['seconds']:.0f} s."), "",
-             "| class | OpInfos |", "|---|---|"]
+    json_path.write_text(
+        json.dumps({"meta": meta, "counts": counts, "ops": results}, indent=1, sort_keys=True)
+        + "\n"
+    )
+    lines = [
+        "# llgrad CUDA backend (grid emulator) against the CPU, every OpInfo",
+        "",
+        (
+            f"`{meta['command']}`: {meta['ops']} OpInfos, up to {meta['samples']} float32 "
+            f"samples, one float64 and one int64 each; torch {meta['torch']}; "
+            f"{meta['seconds']:.0f} s."
+        ),
+        "",
+        "| class | OpInfos |",
+        "|---|---|",
+    ]
     lines += [f"| {c} | {n} |" for c, n in counts.items()]
     host = Counter(h for r in results.values() if r["cls"] == "ok-host" for h in r["host_ops"])
     for cls in ("crash", "mismatch", "error", "skip"):
         bad = sorted((k, r) for k, r in results.items() if r["cls"] == cls)
         if not bad:
             continue
-        lines += ["", f"## {cls} ({len(bad)})", "", "| OpInfo | message | where |",
-                  "|---|---|---|"]
+        lines += ["", f"## {cls} ({len(bad)})", "", "| OpInfo | message | where |", "|---|---|---|"]
         for k, r in bad:
             msg = r["message"].replace("|", "\\|").replace("\n", " ")
             lines.append(f"| `{k}` | {msg} | {r.get('where', '')} |")
@@ -747,19 +837,28 @@ def write_reports(results: dict[str, dict[str, Any]], json_path: Path, md_path: 
         groups = Counter(_group(r["message"]) for r in results.values() if r["cls"] == cls)
         if not groups:
             continue
-        lines += ["", f"## Most common {cls} messages", "",
-                  "| OpInfos | message (numbers as N, op names as OP) |", "|---|---|"]
-        lines += [f"| {n} | {m.replace('|', chr(92) + '|')} |"
-                  for m, n in groups.most_common(25)]
+        lines += [
+            "",
+            f"## Most common {cls} messages",
+            "",
+            "| OpInfos | message (numbers as N, op names as OP) |",
+            "|---|---|",
+        ]
+        lines += [f"| {n} | {m.replace('|', chr(92) + '|')} |" for m, n in groups.most_common(25)]
     if host:
-        lines += ["", "## Ops that ran on the host (in ok-host OpInfos)", "",
-                  ", ".join(f"`{h}` ({n})" for h, n in host.most_common())]
+        lines += [
+            "",
+            "## Ops that ran on the host (in ok-host OpInfos)",
+            "",
+            ", ".join(f"`{h}` ({n})" for h, n in host.most_common()),
+        ]
     md_path.write_text("\n".join(lines) + "\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("json_out", nargs="?", help="the JSON results")
     p.add_argument("md_out", nargs="?", help="the markdown summary")
     p.add_argument("--limit", type=int, help="only the first N OpInfos")
@@ -778,13 +877,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = set(ns.ops.split(",")) if ns.ops else None
     keys = [H.key_of(o) for o in covered_ops(names)]
     if ns.limit is not None:
-        keys = keys[:ns.limit]
+        keys = keys[: ns.limit]
     t0 = time.time()
     results = sweep(keys, ns.samples, ns.timeout, ns.jobs, ns.batch)
-    meta = {"command": "python tools/cuda_opinfo_sweep.py " + " ".join(sys.argv[1:] if argv is
-                                                                         None else argv),
-            "ops": len(keys), "samples": ns.samples, "torch": torch.__version__,
-            "seconds": time.time() - t0}
+    meta = {
+        "command": "python tools/cuda_opinfo_sweep.py "
+        + " ".join(sys.argv[1:] if argv is None else argv),
+        "ops": len(keys),
+        "samples": ns.samples,
+        "torch": torch.__version__,
+        "seconds": time.time() - t0,
+    }
     write_reports(results, Path(ns.json_out), Path(ns.md_out), meta)
     counts = summarize(results)
     print(json.dumps(counts))

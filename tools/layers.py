@@ -14,6 +14,7 @@ inside a function body: it runs on call, so Python's import order does not const
 The *knot* is the largest circle when inline imports count as edges too. tests/test_layers.py
 holds each count to a ceiling that may only go down.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,11 +28,19 @@ PACKAGE = ROOT / "llgrad"
 
 # (importing layer, imported layer) pairs the architecture forbids.
 FORBIDDEN: tuple[tuple[str, str], ...] = (
-    ("runtime", "passes"), ("runtime", "compiler"), ("runtime", "tensor"),
-    ("passes", "autograd"), ("passes", "tensor"), ("passes", "functions"),
+    ("runtime", "passes"),
+    ("runtime", "compiler"),
+    ("runtime", "tensor"),
+    ("passes", "autograd"),
+    ("passes", "tensor"),
+    ("passes", "functions"),
     ("codegen", "runtime"),
-    ("ir", "passes"), ("ir", "codegen"), ("ir", "runtime"), ("ir", "tensor"),
-    ("ir", "autograd"), ("ir", "functions"),
+    ("ir", "passes"),
+    ("ir", "codegen"),
+    ("ir", "runtime"),
+    ("ir", "tensor"),
+    ("ir", "autograd"),
+    ("ir", "functions"),
 )
 
 
@@ -39,11 +48,11 @@ FORBIDDEN: tuple[tuple[str, str], ...] = (
 class Import:
     """One import statement's target as seen from a file of llgrad."""
 
-    source: str          # importing module, dotted ("llgrad.runtime.launch")
-    target: str          # imported llgrad module, dotted
+    source: str  # importing module, dotted ("llgrad.runtime.launch")
+    target: str  # imported llgrad module, dotted
     line: int
-    inline: bool         # inside a function body
-    type_only: bool      # under `if TYPE_CHECKING:`
+    inline: bool  # inside a function body
+    type_only: bool  # under `if TYPE_CHECKING:`
 
 
 @dataclass
@@ -56,8 +65,11 @@ class Report:
     def forbidden(self) -> list[Import]:
         """Runtime imports (module-level or inline) whose layers `FORBIDDEN` rules out."""
         bad = set(FORBIDDEN)
-        return [i for i in self.imports if not i.type_only
-                and (layer_of(i.source), layer_of(i.target)) in bad]
+        return [
+            i
+            for i in self.imports
+            if not i.type_only and (layer_of(i.source), layer_of(i.target)) in bad
+        ]
 
     def inline(self) -> list[Import]:
         """Import statements executed inside function bodies."""
@@ -71,8 +83,12 @@ class Report:
         """
         graph: dict[str, set[str]] = {m: set() for m in self.modules}
         for i in self.imports:
-            if ((with_inline or not i.inline) and not i.type_only and i.target in graph
-                    and i.target != i.source):
+            if (
+                (with_inline or not i.inline)
+                and not i.type_only
+                and i.target in graph
+                and i.target != i.source
+            ):
                 graph[i.source].add(i.target)
         return [sorted(c) for c in _strongly_connected(graph) if len(c) > 1]
 
@@ -104,7 +120,8 @@ def _resolve(source: str, is_package: bool, node: ast.ImportFrom) -> str:
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def scan(package: Path = PACKAGE) -> Report:
@@ -146,13 +163,15 @@ def scan(package: Path = PACKAGE) -> Report:
                         if alias.name.split(".")[0] == "llgrad":
                             for t in target_modules(alias.name, []):
                                 report.imports.append(
-                                    Import(source, t, child.lineno, inline, type_only))
+                                    Import(source, t, child.lineno, inline, type_only)
+                                )
                 elif isinstance(child, ast.ImportFrom):
                     name = _resolve(source, is_package, child)
                     if name.split(".")[0] == "llgrad":
                         for t in target_modules(name, [a.name for a in child.names]):
                             report.imports.append(
-                                Import(source, t, child.lineno, inline, type_only))
+                                Import(source, t, child.lineno, inline, type_only)
+                            )
                 else:
                     visit(child, inline, type_only)
 
@@ -208,12 +227,14 @@ def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
 def summary(report: Report) -> dict[str, int]:
     """The figures tests/test_layers.py holds to ceilings."""
     circles = report.circles()
-    return {"modules": len(report.modules),
-            "forbidden imports": len(report.forbidden()),
-            "largest circle": max((len(c) for c in circles), default=1),
-            "files in circles": sum(len(c) for c in circles),
-            "largest knot": max((len(c) for c in report.circles(with_inline=True)), default=1),
-            "inline imports": len(report.inline())}
+    return {
+        "modules": len(report.modules),
+        "forbidden imports": len(report.forbidden()),
+        "largest circle": max((len(c) for c in circles), default=1),
+        "files in circles": sum(len(c) for c in circles),
+        "largest knot": max((len(c) for c in report.circles(with_inline=True)), default=1),
+        "inline imports": len(report.inline()),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,5 @@
 """Anomaly detection: forward tracebacks on nodes and NaN checks in backward."""
+
 from __future__ import annotations
 
 import threading
@@ -6,7 +7,7 @@ import warnings
 
 
 class _State(threading.local):
-    enabled = False          # every thread starts here (read on each recorded node)
+    enabled = False  # every thread starts here (read on each recorded node)
     check_nan = True
 
 
@@ -41,8 +42,11 @@ class detect_anomaly:
 
     def __init__(self, check_nan: bool = True):
         self.check_nan = check_nan
-        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime "
-                      "and should only be enabled for debugging.", stacklevel=2)
+        warnings.warn(
+            "Anomaly Detection has been enabled. This mode will increase the runtime "
+            "and should only be enabled for debugging.",
+            stacklevel=2,
+        )
 
     def __enter__(self) -> None:
         self.prev = (is_anomaly_enabled(), is_anomaly_check_nan_enabled())
@@ -58,5 +62,9 @@ def warn_forward_trace(node) -> None:
     trace = getattr(node, "_trace", None)
     if not trace:
         return
-    warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused the "
-                  f"error:\n{''.join(trace)}", RuntimeWarning, stacklevel=3)
+    warnings.warn(
+        f"Error detected in {node.name()}. Traceback of forward call that caused the "
+        f"error:\n{''.join(trace)}",
+        RuntimeWarning,
+        stacklevel=3,
+    )

@@ -5,6 +5,7 @@ on and an operand requires grad, attaches a node of the op's PyTorch name to the
 Which tensors the node saves is the op's `saves` declaration (PyTorch saves the same), so
 a second backward fails exactly where PyTorch's does.
 """
+
 from __future__ import annotations
 
 import weakref
@@ -16,8 +17,7 @@ from ..tensor import DENSE_CLASSES, Tensor
 from . import forward_ad
 from .grad_mode import _state as grad_state
 from .grad_mode import is_grad_enabled
-from .node import (_NO_EDGE, SavedTensor, _save_plan, _save_plans, _sequence, edge,
-                   node_class)
+from .node import _NO_EDGE, SavedTensor, _save_plan, _save_plans, _sequence, edge, node_class
 
 
 def needs_grad(operands: Sequence[Any]) -> bool:
@@ -29,26 +29,36 @@ def needs_grad(operands: Sequence[Any]) -> bool:
     return False
 
 
-def record(op: str, operands: Sequence[Any], attrs: dict[str, Any], out: Tensor,
-           name: str | None = None, base: type | None = None) -> Tensor:
+def record(
+    op: str,
+    operands: Sequence[Any],
+    attrs: dict[str, Any],
+    out: Tensor,
+    name: str | None = None,
+    base: type | None = None,
+) -> Tensor:
     """Attach `op`'s node (of class `base`, default `OpNode`, named as PyTorch names it)."""
     if not out._dtype.differentiable:
-        return out                       # integer and bool results are not differentiable
+        return out  # integer and bool results are not differentiable
     made = _node_classes.get((op, name, base)) or _node_class(op, name, base)
-    out._requires_grad = True      # before the node saves `out`: its alias must carry grad
+    out._requires_grad = True  # before the node saves `out`: its alias must carry grad
     out.grad_fn = made[0](op, tuple(operands), attrs, out, made[1])
     out._output_nr = 0
     return out
 
 
-_node_classes: dict[tuple, tuple[type, str]] = {}     # (op, name, base) -> (class, saves)
+_node_classes: dict[tuple, tuple[type, str]] = {}  # (op, name, base) -> (class, saves)
 
 
 def _node_class(op: str, name: str | None, base: type | None) -> tuple[type, str]:
     opdef = registry.get(op)
     made = _node_classes[(op, name, base)] = (
-        node_class(name or opdef.backward_name or f"{op.capitalize()}Backward0",
-                   *(() if base is None else (base,))), opdef.saves)
+        node_class(
+            name or opdef.backward_name or f"{op.capitalize()}Backward0",
+            *(() if base is None else (base,)),
+        ),
+        opdef.saves,
+    )
     return made
 
 
@@ -74,11 +84,13 @@ def direct_recorder(op: str, operands: Sequence[Any], out: Tensor) -> Callable[.
     n = len(operands)
     args = [f"a{i}" for i in range(n)] + ["out"]
     if not out._dtype.differentiable:
-        return define(f"def rec({', '.join(args)}):\n    return out\n",
-                      f"<llgrad record {op}>", {}, "rec")
+        return define(
+            f"def rec({', '.join(args)}):\n    return out\n", f"<llgrad record {op}>", {}, "rec"
+        )
     cls, saves = _node_classes.get((op, None, None)) or _node_class(op, None, None)
-    save_all, digits, save_for, keeps_layout, save_out = \
-        _save_plans.get((op, saves)) or _save_plan(op, saves)
+    save_all, digits, save_for, keeps_layout, save_out = _save_plans.get((op, saves)) or _save_plan(
+        op, saves
+    )
     tensor = [isinstance(o, Tensor) for o in operands]
     meta: list[Any] = []
     for o in operands:
@@ -86,27 +98,38 @@ def direct_recorder(op: str, operands: Sequence[Any], out: Tensor) -> Callable[.
     lines = ["node = new(CLS)"]
     for i in range(n):
         if tensor[i]:
-            lines += [f"fn = a{i}.grad_fn",
-                      f"e{i} = (fn, a{i}._output_nr) if fn is not None else edge(a{i}) "
-                      f"if a{i}._requires_grad else NO_EDGE"]
+            lines += [
+                f"fn = a{i}.grad_fn",
+                f"e{i} = (fn, a{i}._output_nr) if fn is not None else edge(a{i}) "
+                f"if a{i}._requires_grad else NO_EDGE",
+            ]
     edges = [f"e{i}" if tensor[i] else "NO_EDGE" for i in range(n)]
-    lines += [f"node.next_functions = ({', '.join(edges)},)",
-              "node._hooks = node._prehooks = node._metadata = node._trace = None",
-              "node._seq = next(sequence)", "node.op = OP", "node.attrs = {}",
-              "node._meta = META", "node._layouts = LAYOUTS", "node._plan = PLAN",
-              "node._released = False"]
+    lines += [
+        f"node.next_functions = ({', '.join(edges)},)",
+        "node._hooks = node._prehooks = node._metadata = node._trace = None",
+        "node._seq = next(sequence)",
+        "node.op = OP",
+        "node.attrs = {}",
+        "node._meta = META",
+        "node._layouts = LAYOUTS",
+        "node._plan = PLAN",
+        "node._released = False",
+    ]
     if all(tensor):
         lines.append("node._scalars = None")
     else:
         # the numbers, as a tuple shared while the same number objects come (a literal in
         # a loop: one object), so most calls make no new tuple
         same = " and ".join(f"last[{i}] is a{i}" for i in range(n) if not tensor[i])
-        lines += ["last = LAST[0]",
-                  f"if {same}:",
-                  "    node._scalars = last",
-                  "else:",
-                  "    node._scalars = LAST[0] = (" + "".join(
-                      f"a{i}, " if not tensor[i] else "None, " for i in range(n)) + ")"]
+        lines += [
+            "last = LAST[0]",
+            f"if {same}:",
+            "    node._scalars = last",
+            "else:",
+            "    node._scalars = LAST[0] = ("
+            + "".join(f"a{i}, " if not tensor[i] else "None, " for i in range(n))
+            + ")",
+        ]
     saved = []
     for i in range(n):
         if not tensor[i] or not (save_all or i in digits):
@@ -114,7 +137,7 @@ def direct_recorder(op: str, operands: Sequence[Any], out: Tensor) -> Callable[.
             continue
         readers = [r for r in save_for.get(i, ()) if tensor[r]]
         if i in save_for and not readers:
-            saved.append("None")            # only numbers read it: nothing needs it
+            saved.append("None")  # only numbers read it: nothing needs it
             continue
         cond = " or ".join(f"e{r}[0] is not None" for r in readers) if i in save_for else ""
         body = SavedTensor.source_lines(f"s{i}", f"a{i}", False)
@@ -123,21 +146,38 @@ def direct_recorder(op: str, operands: Sequence[Any], out: Tensor) -> Callable[.
         else:
             lines += body
         saved.append(f"s{i}")
-    if save_out:        # (`out` requires grad before it is saved, as `record` orders it)
+    if save_out:  # (`out` requires grad before it is saved, as `record` orders it)
         lines += ["out._requires_grad = True"] + SavedTensor.source_lines("so", "out", True)
     saved.append("so" if save_out else "None")
     # (a node that saves nothing shares one tuple of Nones: `_saved` is only ever read or
     # rebound, and checkpoint replaces saved tensors only)
-    lines += [f"node._saved = [{', '.join(saved)}]" if any(x != "None" for x in saved) else
-              "node._saved = NOTHING_SAVED", "out._requires_grad = True",
-              "out.grad_fn = node", "out._output_nr = 0", "return out"]
+    lines += [
+        f"node._saved = [{', '.join(saved)}]"
+        if any(x != "None" for x in saved)
+        else "node._saved = NOTHING_SAVED",
+        "out._requires_grad = True",
+        "out.grad_fn = node",
+        "out._output_nr = 0",
+        "return out",
+    ]
     needs = None if sum(tensor) > 1 else tuple(tensor)
-    consts = {"new": object.__new__, "CLS": cls, "Saved": SavedTensor, "edge": edge,
-              "NO_EDGE": _NO_EDGE, "sequence": _sequence, "OP": op, "META": tuple(meta),
-              "LAYOUTS": tuple(o._strides if isinstance(o, Tensor) else None
-                               for o in operands) if keeps_layout else None,
-              "PLAN": DirectPlan(needs), "ref": weakref.ref,
-              "LAST": [tuple(None for _ in range(n))], "NOTHING_SAVED": (None,) * (n + 1)}
+    consts = {
+        "new": object.__new__,
+        "CLS": cls,
+        "Saved": SavedTensor,
+        "edge": edge,
+        "NO_EDGE": _NO_EDGE,
+        "sequence": _sequence,
+        "OP": op,
+        "META": tuple(meta),
+        "LAYOUTS": tuple(o._strides if isinstance(o, Tensor) else None for o in operands)
+        if keeps_layout
+        else None,
+        "PLAN": DirectPlan(needs),
+        "ref": weakref.ref,
+        "LAST": [tuple(None for _ in range(n))],
+        "NOTHING_SAVED": (None,) * (n + 1),
+    }
     source = f"def rec({', '.join(args)}):\n" + "".join(f"    {l}\n" for l in lines)
     return define(source, f"<llgrad record {op}>", consts, "rec")
 
@@ -152,18 +192,27 @@ class Interpreter:
     def handles(self, operands: Sequence[Any]) -> bool:
         raise AssertionError("subclass responsibility")
 
-    def process(self, op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,
-                forward: Callable[..., Tensor], name: str | None) -> Tensor:
+    def process(
+        self,
+        op: str,
+        operands: Sequence[Any],
+        attrs: dict[str, Any] | None,
+        forward: Callable[..., Tensor],
+        name: str | None,
+    ) -> Tensor:
         raise AssertionError("subclass responsibility")
 
-    def process_composite(self, op: str, operands: Sequence[Any], attrs: dict[str, Any],
-                          name: str | None) -> Tensor:
+    def process_composite(
+        self, op: str, operands: Sequence[Any], attrs: dict[str, Any], name: str | None
+    ) -> Tensor:
         """Default: run the op's decomposition on the interpreter's values."""
         from .. import functions as F
+
         return registry.get(op).decompose(F, *operands, **attrs)
 
-    def process_tangent(self, op: str, operands: Sequence[Any], attrs: dict[str, Any],
-                        out: Tensor) -> None:
+    def process_tangent(
+        self, op: str, operands: Sequence[Any], attrs: dict[str, Any], out: Tensor
+    ) -> None:
         """Forward mode when some operand's *tangent* is this interpreter's tensor.
 
         `apply` asks this instead of `forward_ad.propagate` (the default) so that an
@@ -172,8 +221,9 @@ class Interpreter:
         """
         forward_ad.propagate(op, operands, attrs, out)
 
-    def process_function(self, fn_name: str, fn: Callable[..., Any], args: tuple[Any, ...],
-                         kwargs: dict[str, Any]) -> Any:
+    def process_function(
+        self, fn_name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
         """A function outside the op registry (`getitem`, `argmax`, ...) met this
         interpreter's tensors (see `dispatch_function`). Default: run it unchanged."""
         return fn(*args, **kwargs)
@@ -189,8 +239,13 @@ def _interpreter_for(operands: Sequence[Any]) -> Interpreter | None:
     return None
 
 
-def apply(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,
-          forward: Callable[..., Tensor], name: str | None = None) -> Tensor:
+def apply(
+    op: str,
+    operands: Sequence[Any],
+    attrs: dict[str, Any] | None,
+    forward: Callable[..., Tensor],
+    name: str | None = None,
+) -> Tensor:
     if interpreters:
         interp = _interpreter_for(operands)
         if interp is not None:
@@ -214,8 +269,13 @@ def _propagate(op: str, operands: Sequence[Any], attrs: dict[str, Any], out: Ten
     forward_ad.propagate(op, operands, attrs, out)
 
 
-def dispatch_function(fn_name: str, tensors: Sequence[Any], fn: Callable[..., Any],
-                      args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Any:
+def dispatch_function(
+    fn_name: str,
+    tensors: Sequence[Any],
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any] | None = None,
+) -> Any:
     """Entry point for functions that do not go through `apply` (they call eager code
     directly, e.g. indexing): when an interpreter handles one of `tensors`, it runs the
     call (`Interpreter.process_function`); otherwise `fn(*args, **kwargs)` runs as is.
@@ -228,8 +288,9 @@ def dispatch_function(fn_name: str, tensors: Sequence[Any], fn: Callable[..., An
     return fn(*args, **kwargs)
 
 
-def apply_composite(op: str, operands: Sequence[Any], attrs: dict[str, Any],
-                    name: str | None = None) -> Tensor:
+def apply_composite(
+    op: str, operands: Sequence[Any], attrs: dict[str, Any], name: str | None = None
+) -> Tensor:
     """Run a composite op through its decomposition, recorded as one node of its own.
 
     The forward runs the decomposition without recording; the node's backward is the op's
@@ -245,17 +306,23 @@ def apply_composite(op: str, operands: Sequence[Any], attrs: dict[str, Any],
         if interp is not None:
             return interp.process_composite(op, operands, attrs, name)
     level = forward_ad._level[0]
-    tangents = level and grad_state.enabled and \
-        any(forward_ad.tangent_of(o) is not None for o in operands)
-    compiled = compiled_composites if opdef.eager_compile and not level and \
-        compiled_composites.ENABLED and \
-        all(o.__class__ in DENSE_CLASSES for o in operands) else None
+    tangents = (
+        level and grad_state.enabled and any(forward_ad.tangent_of(o) is not None for o in operands)
+    )
+    compiled = (
+        compiled_composites
+        if opdef.eager_compile
+        and not level
+        and compiled_composites.ENABLED
+        and all(o.__class__ in DENSE_CLASSES for o in operands)
+        else None
+    )
     out = compiled.forward(op, operands, attrs) if compiled is not None else None
     if out is None:
         F = _functions()
         if tangents:
             out = opdef.decompose(F, *operands, **attrs)
-        else:                      # (no_grad, without a context manager's objects)
+        else:  # (no_grad, without a context manager's objects)
             state = grad_state
             was = state.enabled
             state.enabled = False
@@ -264,8 +331,14 @@ def apply_composite(op: str, operands: Sequence[Any], attrs: dict[str, Any],
             finally:
                 state.enabled = was
     if needs_grad(operands):
-        record(op, operands, attrs, out, name,
-               compiled.CompiledRuleNode if compiled is not None else None)
+        record(
+            op,
+            operands,
+            attrs,
+            out,
+            name,
+            compiled.CompiledRuleNode if compiled is not None else None,
+        )
     return out
 
 
@@ -275,6 +348,7 @@ def _functions() -> Any:
     global _F
     if _F is None:
         from .. import functions
+
         _F = functions
     return _F
 
@@ -299,6 +373,7 @@ def composite_function(fn: Callable[..., Any]) -> Callable[..., Any]:
         if cc is None or interpreters or forward_ad._level[0] or not cc.ENABLED:
             return run_function(fn, fn.__name__, args, kwargs)
         return cc.function(fn, args, kwargs)
+
     return composite
 
 
@@ -309,6 +384,7 @@ def run_function(fn: Callable[..., Any], name: str, args: tuple, kwargs: dict) -
         return fn(*args, **kwargs)
     except (RuntimeError, TypeError) as e:
         from ..functions._errors import DEVICE_RERUN
+
         failed = DEVICE_RERUN[0]
         if failed is not None and failed(e, args, kwargs):
             return DEVICE_RERUN[1](fn, name, args, kwargs)

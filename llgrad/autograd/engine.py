@@ -10,6 +10,7 @@ One walk serves `Tensor.backward`, `autograd.backward` and `autograd.grad`:
 4. accumulate into leaves' `.grad` or capture for `autograd.grad`; free each node's saved
    tensors once it ran, unless the graph is retained.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -26,29 +27,38 @@ Edge = tuple[Node, int]
 
 def _check_root(i: int, t: Tensor, g: Tensor | None) -> Tensor:
     from .. import functions as F
+
     if not isinstance(t, Tensor):
         raise TypeError(f"backward: expected a Tensor, got {type(t).__name__}")
     if not t._requires_grad:
-        raise RuntimeError(f"element {i} of tensors does not require grad and does not have a "
-                           f"grad_fn")
+        raise RuntimeError(
+            f"element {i} of tensors does not require grad and does not have a grad_fn"
+        )
     if g is None:
         if t.numel() != 1:
             raise RuntimeError("grad can be implicitly created only for scalar outputs")
-        if not t._dtype.is_floating_point:        # complex too: PyTorch's rule
-            raise RuntimeError(f"grad can be implicitly created only for real scalar outputs "
-                               f"but got {t._dtype}")
+        if not t._dtype.is_floating_point:  # complex too: PyTorch's rule
+            raise RuntimeError(
+                f"grad can be implicitly created only for real scalar outputs but got {t._dtype}"
+            )
         return F.ones_like(t)
     if not isinstance(g, Tensor):
-        raise TypeError(f"backward: gradient for output {i} must be a Tensor or None, got "
-                        f"{type(g).__name__}")
+        raise TypeError(
+            f"backward: gradient for output {i} must be a Tensor or None, got {type(g).__name__}"
+        )
     if g._shape != t._shape:
-        raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
-                           f"{g.shape!r} and output[{i}] has a shape of {t.shape!r}.")
+        raise RuntimeError(
+            f"Mismatch in shape: grad_output[{i}] has a shape of "
+            f"{g.shape!r} and output[{i}] has a shape of {t.shape!r}."
+        )
     return g
 
 
-def _discover(roots: list[Node], parents: dict[Node, list[Node]] | None = None,
-              sinks: list[Node] | None = None) -> dict[Node, int]:
+def _discover(
+    roots: list[Node],
+    parents: dict[Node, list[Node]] | None = None,
+    sinks: list[Node] | None = None,
+) -> dict[Node, int]:
     """The count of incoming edges of every node reachable from `roots` (roots have none
     unless another root points to them); with `parents`, also who points to whom; with
     `sinks`, the nodes that send no gradient on (leaves' AccumulateGrad, mostly). (Nodes
@@ -68,7 +78,7 @@ def _discover(roots: list[Node], parents: dict[Node, list[Node]] | None = None,
                 deps[nxt] = d + 1
             else:
                 deps[nxt] = 1
-                if nxt not in roots_seen:         # (a root is walked from already)
+                if nxt not in roots_seen:  # (a root is walked from already)
                     stack.append(nxt)
             if parents is not None:
                 ps = parents.get(nxt)
@@ -104,6 +114,7 @@ def _reduce_to_input(node: Node, i: int, g: Tensor) -> Tensor:
     if shape is None:
         return g
     from .. import functions as F
+
     if g._shape != shape:
         g = F.sum_to_size(g, shape)
     if g._dtype is not dtype:
@@ -117,6 +128,7 @@ def _add(a: Tensor | None, b: Tensor) -> Tensor:
 
 def _has_nan(g: Tensor) -> bool:
     from .. import functions as F
+
     with no_grad():
         return bool(F.isnan(g).any().item())
 
@@ -127,8 +139,8 @@ def _has_nan(g: Tensor) -> bool:
 PROFILE_HOOK: Callable[[Node, list[Tensor | None]], Any] | None = None
 
 _seeds: dict[tuple, Tensor] = {}
-_CUDA: list[type | None] = [None]      # eager.cuda.CudaTensor, set when it is imported
-IN_BACKWARD = [0]                      # backward passes running (counted with CUDA only)
+_CUDA: list[type | None] = [None]  # eager.cuda.CudaTensor, set when it is imported
+IN_BACKWARD = [0]  # backward passes running (counted with CUDA only)
 
 
 def _seed(t: Tensor) -> Tensor:
@@ -138,6 +150,7 @@ def _seed(t: Tensor) -> Tensor:
     s = _seeds.get(key)
     if s is None:
         from .. import functions as F
+
         s = _seeds[key] = F.ones_like(t.detach())
     return s
 
@@ -151,8 +164,7 @@ def plain_leaf(node: Node) -> Tensor | None:
     """The leaf whose AccumulateGrad `node` is, when a gradient may go to it without the
     engine: neither the node nor the leaf has hooks (None otherwise, or for any other
     node)."""
-    if node.__class__ is not AccumulateGrad or node._prehooks or node._hooks or \
-            node._metadata:
+    if node.__class__ is not AccumulateGrad or node._prehooks or node._hooks or node._metadata:
         return None
     v = node.variable
     if v._hooks or v.__dict__.get("_post_accumulate_hooks"):
@@ -169,9 +181,13 @@ def hand_over(leaf: Tensor, g: Tensor) -> None:
         _accumulate(leaf, g, False)
 
 
-def _run_direct(root: Tensor, grad: Tensor | None, retain_graph: bool,
-                capture: Sequence[Tensor] | None, accumulate: bool
-                ) -> list[Tensor | None] | None:
+def _run_direct(
+    root: Tensor,
+    grad: Tensor | None,
+    retain_graph: bool,
+    capture: Sequence[Tensor] | None,
+    accumulate: bool,
+) -> list[Tensor | None] | None:
     """`execute` for a graph that is one node over leaves, or None when the graph is not
     that: one root whose grad_fn may run `direct` (a compiled call's backward), no hooks,
     retain_grad or anomaly mode, every next node a leaf's AccumulateGrad without hooks,
@@ -179,8 +195,14 @@ def _run_direct(root: Tensor, grad: Tensor | None, retain_graph: bool,
     the leaves; its outputs are new buffers nobody else holds, so a leaf without a .grad
     takes them as they are (PyTorch's AccumulateGrad steals such too)."""
     node = root.grad_fn if root.__class__ is Tensor else None
-    if node is None or not node.direct or node._prehooks or node._hooks or node._metadata \
-            or anomaly._state.enabled:
+    if (
+        node is None
+        or not node.direct
+        or node._prehooks
+        or node._hooks
+        or node._metadata
+        or anomaly._state.enabled
+    ):
         return None
     nexts = node.next_functions
     leaves = []
@@ -197,9 +219,8 @@ def _run_direct(root: Tensor, grad: Tensor | None, retain_graph: bool,
                     break
             else:
                 return None
-    if grad is None and root._requires_grad and root._dtype.is_floating_point and \
-            root.numel() == 1:
-        grad = _seed(root)          # read by the compiled backward only, never handed out
+    if grad is None and root._requires_grad and root._dtype.is_floating_point and root.numel() == 1:
+        grad = _seed(root)  # read by the compiled backward only, never handed out
     else:
         grad = _check_root(0, root, grad)
     in_grads: list[Tensor | None] = [None] * node.num_outputs
@@ -207,8 +228,7 @@ def _run_direct(root: Tensor, grad: Tensor | None, retain_graph: bool,
     mode = grad_mode._state
     enabled, mode.enabled = mode.enabled, False
     try:
-        outs = node.apply(in_grads) if PROFILE_HOOK is None else \
-            PROFILE_HOOK(node, in_grads)
+        outs = node.apply(in_grads) if PROFILE_HOOK is None else PROFILE_HOOK(node, in_grads)
     finally:
         mode.enabled = enabled
     if not retain_graph:
@@ -237,55 +257,87 @@ def _run_direct(root: Tensor, grad: Tensor | None, retain_graph: bool,
     return [by_leaf.get(id(t)) for t in capture]
 
 
-_callbacks: list[list[Callable[[], Any]]] = []     # one list per running backward
+_callbacks: list[list[Callable[[], Any]]] = []  # one list per running backward
 
 
 def queue_callback(fn: Callable[[], Any]) -> None:
     """Run `fn()` once the backward pass that is running now has finished (PyTorch's
     `Variable._execution_engine.queue_callback`; DDP waits for its all-reduces there)."""
     if not _callbacks:
-        raise RuntimeError("queue_callback: no backward pass is running (call it from a "
-                           "hook during backward)")
+        raise RuntimeError(
+            "queue_callback: no backward pass is running (call it from a hook during backward)"
+        )
     _callbacks[-1].append(fn)
 
 
-def execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_graph: bool,
-            create_graph: bool, capture: Sequence[Tensor] | None = None,
-            accumulate: bool = True) -> list[Tensor | None]:
+def execute(
+    roots: Sequence[Tensor],
+    grads: Sequence[Tensor | None],
+    *,
+    retain_graph: bool,
+    create_graph: bool,
+    capture: Sequence[Tensor] | None = None,
+    accumulate: bool = True,
+) -> list[Tensor | None]:
     """Run backward from `roots`. With `capture`, return the gradients reaching those
     tensors (and accumulate nowhere unless `accumulate`). Callbacks queued during the
     pass run at its end, in order. While CUDA tensors exist, the pass counts itself in
     `IN_BACKWARD`: derivative rules make their helper tensors (an `arange`, a mask) on
     the host, and CUDA ops then take them to the device instead of refusing the mix."""
     if _CUDA[0] is None:
-        return _execute_pass(roots, grads, retain_graph=retain_graph,
-                             create_graph=create_graph, capture=capture,
-                             accumulate=accumulate)
+        return _execute_pass(
+            roots,
+            grads,
+            retain_graph=retain_graph,
+            create_graph=create_graph,
+            capture=capture,
+            accumulate=accumulate,
+        )
     IN_BACKWARD[0] += 1
     try:
-        captured = _execute_pass(roots, grads, retain_graph=retain_graph,
-                                 create_graph=create_graph, capture=capture,
-                                 accumulate=accumulate)
+        captured = _execute_pass(
+            roots,
+            grads,
+            retain_graph=retain_graph,
+            create_graph=create_graph,
+            capture=capture,
+            accumulate=accumulate,
+        )
     finally:
         IN_BACKWARD[0] -= 1
-    if capture is not None:      # a rule's host-made gradient for a CUDA input: moved
-        captured = [g.cuda() if g is not None and t._ptr is None and t._storage is not None
-                    and g._ptr is not None else g for t, g in zip(capture, captured)]
+    if capture is not None:  # a rule's host-made gradient for a CUDA input: moved
+        captured = [
+            g.cuda()
+            if g is not None and t._ptr is None and t._storage is not None and g._ptr is not None
+            else g
+            for t, g in zip(capture, captured)
+        ]
     return captured
 
 
-def _execute_pass(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *,
-                  retain_graph: bool, create_graph: bool,
-                  capture: Sequence[Tensor] | None = None,
-                  accumulate: bool = True) -> list[Tensor | None]:
-    if len(roots) == 1 and not create_graph:     # (runs no hooks, so queues nothing)
+def _execute_pass(
+    roots: Sequence[Tensor],
+    grads: Sequence[Tensor | None],
+    *,
+    retain_graph: bool,
+    create_graph: bool,
+    capture: Sequence[Tensor] | None = None,
+    accumulate: bool = True,
+) -> list[Tensor | None]:
+    if len(roots) == 1 and not create_graph:  # (runs no hooks, so queues nothing)
         direct = _run_direct(roots[0], grads[0], retain_graph, capture, accumulate)
         if direct is not None:
             return direct
     _callbacks.append([])
     try:
-        captured = _execute(roots, grads, retain_graph=retain_graph, create_graph=create_graph,
-                            capture=capture, accumulate=accumulate)
+        captured = _execute(
+            roots,
+            grads,
+            retain_graph=retain_graph,
+            create_graph=create_graph,
+            capture=capture,
+            accumulate=accumulate,
+        )
         queued = _callbacks[-1]
         while queued:
             queued.pop(0)()
@@ -294,9 +346,15 @@ def _execute_pass(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *,
     return captured
 
 
-def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_graph: bool,
-             create_graph: bool, capture: Sequence[Tensor] | None,
-             accumulate: bool) -> list[Tensor | None]:
+def _execute(
+    roots: Sequence[Tensor],
+    grads: Sequence[Tensor | None],
+    *,
+    retain_graph: bool,
+    create_graph: bool,
+    capture: Sequence[Tensor] | None,
+    accumulate: bool,
+) -> list[Tensor | None]:
     root_grads = [_check_root(i, t, g) for i, (t, g) in enumerate(zip(roots, grads))]
     root_edges = [edge(t) for t in roots]
     buffers: dict[Node, list[Tensor | None]] = {}
@@ -308,7 +366,7 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
     sinks: list[Node] | None = [] if capture is not None else None
     deps = _discover(starts, None, sinks)
     capture_edges: list[Edge | None] = []
-    needed: set[Node] | None = None       # None: every node
+    needed: set[Node] | None = None  # None: every node
     if capture is not None:
         for t in capture:
             if not t._requires_grad:
@@ -341,7 +399,7 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
     # the nodes a gradient is sent to: needed ones and targets (None: every node)
     receives = None if needed is None else needed | capture_nodes
     with set_grad_enabled(create_graph):
-        follow = None                 # the one node this one made ready, run next directly
+        follow = None  # the one node this one made ready, run next directly
         while ready or follow is not None:
             if follow is not None:
                 node, follow = follow, None
@@ -365,8 +423,12 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
                     for k in capture_at.get((node, 0), ()):
                         captured[k] = g
                 g = None
-                if not skip and in_grads[0] is not None and accumulate_leaves and \
-                        (capture is None or (node, 0) in capture_at):
+                if (
+                    not skip
+                    and in_grads[0] is not None
+                    and accumulate_leaves
+                    and (capture is None or (node, 0) in capture_at)
+                ):
                     # hand the gradient over as its only holder (`_accumulate_owned`)
                     _accumulate_owned(node.variable, [in_grads.pop()], create_graph)
                 continue
@@ -374,7 +436,7 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
                 for nr in range(len(in_grads)):
                     for k in capture_at.get((node, nr), ()):
                         captured[k] = in_grads[nr]
-                if skip:                  # only its gradient is asked for
+                if skip:  # only its gradient is asked for
                     continue
             if node._prehooks:
                 for hook in list(node._prehooks.values()):
@@ -382,26 +444,30 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
                     if r is not None:
                         in_grads = list(r)
             nexts = node.next_functions
-            if (in_grads[0] is None if len(in_grads) == 1 else
-                    all(g is None for g in in_grads)):
+            if in_grads[0] is None if len(in_grads) == 1 else all(g is None for g in in_grads):
                 outs: tuple[Tensor | None, ...] = (None,) * len(nexts)
             else:
                 try:
-                    outs = node.apply(in_grads) if PROFILE_HOOK is None else \
-                        PROFILE_HOOK(node, in_grads)
+                    outs = (
+                        node.apply(in_grads)
+                        if PROFILE_HOOK is None
+                        else PROFILE_HOOK(node, in_grads)
+                    )
                 except Exception:
                     anomaly.warn_forward_trace(node)
                     raise
             if len(outs) != len(nexts):
-                raise RuntimeError(f"function {node.name()} returned an incorrect number of "
-                                   f"gradients (expected {len(nexts)}, got {len(outs)})")
+                raise RuntimeError(
+                    f"function {node.name()} returned an incorrect number of "
+                    f"gradients (expected {len(nexts)}, got {len(outs)})"
+                )
             if node._hooks:
                 for hook in list(node._hooks.values()):
                     r = hook(tuple(outs), tuple(in_grads))
                     if r is not None:
                         outs = tuple(r)
             if release:
-                node.release()            # as PyTorch does, once the node and its hooks ran
+                node.release()  # as PyTorch does, once the node and its hooks ran
             meta = node._meta
             made_ready = None
             i = -1
@@ -411,15 +477,17 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
                     continue
                 buf = None
                 if g is not None and (receives is None or nxt in receives):
-                    if meta is not None:          # `_reduce_to_input`, inlined
+                    if meta is not None:  # `_reduce_to_input`, inlined
                         shape = meta[2 * i]
-                        if shape is not None and (g._shape != shape or
-                                                  g._dtype is not meta[2 * i + 1]):
+                        if shape is not None and (
+                            g._shape != shape or g._dtype is not meta[2 * i + 1]
+                        ):
                             g = _reduce_to_input(node, i, g)
                     if check_nan and _has_nan(g):
                         anomaly.warn_forward_trace(node)
-                        raise RuntimeError(f"Function '{node.name()}' returned nan values in "
-                                           f"its {i}th output.")
+                        raise RuntimeError(
+                            f"Function '{node.name()}' returned nan values in its {i}th output."
+                        )
                     buf = buffers.get(nxt)
                     if buf is None:
                         buf = buffers[nxt] = [None] * nxt.num_outputs
@@ -435,9 +503,9 @@ def _execute(roots: Sequence[Tensor], grads: Sequence[Tensor | None], *, retain_
                     else:
                         push(ready, (-nxt._seq, id(nxt), nxt))
             if made_ready is not None:
-                if ready:                 # others wait: the newest runs first
+                if ready:  # others wait: the newest runs first
                     push(ready, (-made_ready._seq, id(made_ready), made_ready))
-                else:                     # a chain: nothing to order
+                else:  # a chain: nothing to order
                     follow = made_ready
             # the gradients now live in `buffers` only (`_accumulate_owned` counts on it)
             outs = in_grads = g = prev = buf = None
@@ -480,7 +548,7 @@ def _refs(box: list) -> int:
     return sys.getrefcount(g)
 
 
-_OWNED_REFS = _refs([object()])         # an object nothing but its box refers to
+_OWNED_REFS = _refs([object()])  # an object nothing but its box refers to
 
 
 def _accumulate_owned(leaf: Tensor, box: list, create_graph: bool) -> None:
@@ -496,20 +564,30 @@ def _accumulate_owned(leaf: Tensor, box: list, create_graph: bool) -> None:
     is held by nothing else; `.grad` is then a plain tensor on that memory."""
     g = box[0]
     base = g._base
-    if leaf._grad is None and not create_graph and not leaf._hooks and \
-            g.__class__ is Tensor and not g._requires_grad and g._offset == 0 and \
-            g._dtype is leaf._dtype and g._shape == leaf._shape and \
-            g._strides == leaf._strides and "_post_accumulate_hooks" not in leaf.__dict__ \
-            and (base is None or base._base is None and base.__class__ is Tensor):
+    if (
+        leaf._grad is None
+        and not create_graph
+        and not leaf._hooks
+        and g.__class__ is Tensor
+        and not g._requires_grad
+        and g._offset == 0
+        and g._dtype is leaf._dtype
+        and g._shape == leaf._shape
+        and g._strides == leaf._strides
+        and "_post_accumulate_hooks" not in leaf.__dict__
+        and (base is None or base._base is None and base.__class__ is Tensor)
+    ):
         del g
         st = box[0]._storage
-        holders = 1 if base is None else 2          # tensors known to hold `st`
-        if _refs(box) <= _OWNED_REFS and (base is None or sys.getrefcount(base) <= 3) \
-                and sys.getrefcount(st) <= holders + 2 and (
-                    st._buffer is None or sys.getrefcount(st._buffer) <= 2):
+        holders = 1 if base is None else 2  # tensors known to hold `st`
+        if (
+            _refs(box) <= _OWNED_REFS
+            and (base is None or sys.getrefcount(base) <= 3)
+            and sys.getrefcount(st) <= holders + 2
+            and (st._buffer is None or sys.getrefcount(st._buffer) <= 2)
+        ):
             g = box.pop()
-            leaf._grad = g if base is None else \
-                Tensor._make(st, 0, g._shape, g._strides, g._dtype)
+            leaf._grad = g if base is None else Tensor._make(st, 0, g._shape, g._strides, g._dtype)
             return
     _accumulate(leaf, box.pop(), create_graph)
 
@@ -525,10 +603,15 @@ def _leaf_hooks(leaf: Tensor, g: Tensor) -> Tensor:
 
 def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
     """Add `g` (already through the leaf's own hooks, `_leaf_hooks`) into `leaf.grad`."""
-    traced = getattr(g, "_ctx", None) is not None     # backward() inside a compiled step
-    if _CUDA[0] is not None and leaf._ptr is None and g._ptr is not None and \
-            leaf._storage is not None and not traced:
-        g = g.cuda()             # a rule's host-made gradient for a CUDA leaf
+    traced = getattr(g, "_ctx", None) is not None  # backward() inside a compiled step
+    if (
+        _CUDA[0] is not None
+        and leaf._ptr is None
+        and g._ptr is not None
+        and leaf._storage is not None
+        and not traced
+    ):
+        g = g.cuda()  # a rule's host-made gradient for a CUDA leaf
     if leaf._grad is None:
         leaf._grad = g if create_graph or traced else g.detach().clone()
     elif create_graph or traced:
@@ -536,8 +619,10 @@ def _accumulate(leaf: Tensor, g: Tensor, create_graph: bool) -> None:
     else:
         with no_grad():
             if leaf._grad._shape != g._shape:
-                raise RuntimeError(f"the gradient of shape {list(g._shape)} does not match "
-                                   f"the existing .grad of shape {list(leaf._grad._shape)}")
+                raise RuntimeError(
+                    f"the gradient of shape {list(g._shape)} does not match "
+                    f"the existing .grad of shape {list(leaf._grad._shape)}"
+                )
             leaf._grad.add_(g)
     post = leaf.__dict__.get("_post_accumulate_hooks")
     if post:
@@ -552,5 +637,4 @@ def as_list(x: Any, name: str) -> list[Any]:
         return [x]
     if isinstance(x, (list, tuple)):
         return list(x)
-    raise TypeError(f"{name}: expected a Tensor or a sequence of Tensors, got "
-                    f"{type(x).__name__}")
+    raise TypeError(f"{name}: expected a Tensor or a sequence of Tensors, got {type(x).__name__}")

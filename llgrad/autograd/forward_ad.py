@@ -13,6 +13,7 @@ second copy of any derivative:
    complex gradient packs d/dre + i d/dim), not the Jacobian itself, so complex
    elementwise ops come here too, with the real inner product <a, b> = re(conj(a) b).
 """
+
 from __future__ import annotations
 
 from collections import namedtuple
@@ -78,17 +79,25 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
     if not active():
         raise RuntimeError("make_dual: no dual level is active; use `with dual_level():`")
     if tangent._shape != tensor._shape:
-        raise RuntimeError(f"make_dual: expected tangent to have the same shape as primal "
-                           f"({list(tensor._shape)}), got {list(tangent._shape)}")
+        raise RuntimeError(
+            f"make_dual: expected tangent to have the same shape as primal "
+            f"({list(tensor._shape)}), got {list(tangent._shape)}"
+        )
     if not (tensor._dtype.is_floating_point or tensor._dtype.is_complex):
-        raise ValueError(f"make_dual: expected a floating point primal, got "
-                         f"{tensor._dtype.name}")
+        raise ValueError(f"make_dual: expected a floating point primal, got {tensor._dtype.name}")
     from ..functions.shape import reshape
+
     # a recorded alias, so reverse-mode gradients of the dual still reach `tensor`
     dual = reshape(tensor, tensor._shape, name="AliasBackward0")
     if dual is tensor or tangent_of(dual) is not None:
-        dual = Tensor._make(tensor._storage, tensor._offset, tensor._shape, tensor._strides,
-                            tensor._dtype, base=tensor._base or tensor)
+        dual = Tensor._make(
+            tensor._storage,
+            tensor._offset,
+            tensor._shape,
+            tensor._strides,
+            tensor._dtype,
+            base=tensor._base or tensor,
+        )
     set_tangent(dual, tangent.to(tensor._dtype))
     return dual
 
@@ -97,8 +106,14 @@ def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTens
     t = tangent_of(tensor)
     if t is None:
         return UnpackedDualTensor(tensor, None)
-    primal = Tensor._make(tensor._storage, tensor._offset, tensor._shape, tensor._strides,
-                          tensor._dtype, base=tensor._base)
+    primal = Tensor._make(
+        tensor._storage,
+        tensor._offset,
+        tensor._shape,
+        tensor._strides,
+        tensor._dtype,
+        base=tensor._base,
+    )
     primal._requires_grad = tensor._requires_grad
     primal.grad_fn = tensor.grad_fn
     return UnpackedDualTensor(primal, t)
@@ -108,6 +123,7 @@ def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTens
 # Propagation
 # --------------------------------------------------------------------------------------
 
+
 class _JvpContext:
     """What a rule reads (the same names a vjp rule reads from its node)."""
 
@@ -115,9 +131,11 @@ class _JvpContext:
         self.inputs = tuple(_primal(o) for o in operands)
         self.output = _primal(output)
         self.needs_input_grad = wanted
-        self.input_meta = tuple((o._shape, o._dtype) if isinstance(o, Tensor) else None
-                                for o in operands)
+        self.input_meta = tuple(
+            (o._shape, o._dtype) if isinstance(o, Tensor) else None for o in operands
+        )
         from .. import functions
+
         self.F = functions
 
 
@@ -130,7 +148,7 @@ def _primal(x: Any) -> Any:
 def propagate(op: str, operands: Sequence[Any], attrs: dict[str, Any], out: Tensor) -> None:
     """Attach `out`'s tangent when some operand carries one."""
     if not (out._dtype.is_floating_point or out._dtype.is_complex):
-        return                                  # comparisons, argmax: no tangent
+        return  # comparisons, argmax: no tangent
     tangents = [tangent_of(o) for o in operands]
     if all(t is None for t in tangents):
         return
@@ -151,21 +169,27 @@ def propagate(op: str, operands: Sequence[Any], attrs: dict[str, Any], out: Tens
 
 
 def _complex(operands: Sequence[Any], out: Tensor) -> bool:
-    return out._dtype.is_complex or any(isinstance(o, Tensor) and o._dtype.is_complex
-                                        for o in operands)
+    return out._dtype.is_complex or any(
+        isinstance(o, Tensor) and o._dtype.is_complex for o in operands
+    )
 
 
-def _elementwise_jvp(opdef: registry.OpDef, operands: Sequence[Any], attrs: dict[str, Any],
-                     out: Tensor, tangents: list[Tensor | None]) -> Tensor | None:
+def _elementwise_jvp(
+    opdef: registry.OpDef,
+    operands: Sequence[Any],
+    attrs: dict[str, Any],
+    out: Tensor,
+    tangents: list[Tensor | None],
+) -> Tensor | None:
     from .. import functions as F
+
     total = None
     for i, t in enumerate(tangents):
         if t is None:
             continue
         wanted = tuple(k == i for k in range(len(operands)))
         ctx = _JvpContext(operands, out, wanted)
-        g = F.expand(t.to(out._dtype), out._shape) if t._shape != out._shape else \
-            t.to(out._dtype)
+        g = F.expand(t.to(out._dtype), out._shape) if t._shape != out._shape else t.to(out._dtype)
         part = opdef.vjp(ctx, g, **attrs)
         part = part[i] if isinstance(part, tuple) else part
         if part is None:
@@ -174,12 +198,18 @@ def _elementwise_jvp(opdef: registry.OpDef, operands: Sequence[Any], attrs: dict
     return total
 
 
-def _transposed_vjp(opdef: registry.OpDef, operands: Sequence[Any], attrs: dict[str, Any],
-                    out: Tensor, tangents: list[Tensor | None]) -> Tensor | None:
+def _transposed_vjp(
+    opdef: registry.OpDef,
+    operands: Sequence[Any],
+    attrs: dict[str, Any],
+    out: Tensor,
+    tangents: list[Tensor | None],
+) -> Tensor | None:
     """`J t` from the vjp (linear in g): differentiate <vjp(u), t> with respect to u."""
     from .. import functions as F
     from .api import grad
     from .grad_mode import enable_grad
+
     with enable_grad():
         u = F.zeros(out._shape, dtype=out._dtype, requires_grad=True)
         wanted = tuple(t is not None for t in tangents)
@@ -193,7 +223,7 @@ def _transposed_vjp(opdef: registry.OpDef, operands: Sequence[Any], attrs: dict[
             shape = ctx.input_meta[i][0]
             if p._shape != shape:
                 p = F.sum_to_size(p, shape)
-            term = F.sum(F.real(F.mul(F.conj(p), t.to(p._dtype))))   # re<p, t>
+            term = F.sum(F.real(F.mul(F.conj(p), t.to(p._dtype))))  # re<p, t>
             total = term if total is None else F.add(total, term)
         if total is None or not total._requires_grad:
             return F.zeros(out._shape, dtype=out._dtype)

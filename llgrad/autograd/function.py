@@ -11,6 +11,7 @@ edge with the input's shape and dtype. A user's backward is arbitrary code, so i
 is validated here (count, None for non-tensor inputs, broadcastable shape, dtype) with
 PyTorch's messages before it reaches the engine.
 """
+
 from __future__ import annotations
 
 import functools
@@ -22,8 +23,7 @@ from ..tensor import Tensor
 from .grad_mode import is_grad_enabled, no_grad
 from .node import FREED, Node, SavedTensor, edge
 
-__all__ = ["Function", "FunctionCtx", "BackwardCFunction", "InplaceFunction",
-           "once_differentiable"]
+__all__ = ["Function", "FunctionCtx", "BackwardCFunction", "InplaceFunction", "once_differentiable"]
 
 
 def _differentiable_dtype(d: dt.DType) -> bool:
@@ -37,8 +37,10 @@ class FunctionCtx:
         """Keep tensors for backward; they are version-checked when read back."""
         for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, Tensor):
-                raise TypeError(f"save_for_backward can only save variables, but argument {i} "
-                                f"is of type {type(t).__name__}")
+                raise TypeError(
+                    f"save_for_backward can only save variables, but argument {i} "
+                    f"is of type {type(t).__name__}"
+                )
         self.to_save = tensors
 
     def mark_dirty(self, *args: Tensor) -> None:
@@ -85,8 +87,9 @@ class BackwardCFunction(Node, FunctionCtx):
     def saved_tensors(self) -> tuple[Tensor | None, ...]:
         if self._released:
             raise RuntimeError(FREED)
-        return tuple(None if s is None else s.unpack(self, self.name(), i)
-                     for i, s in enumerate(self._saved))
+        return tuple(
+            None if s is None else s.unpack(self, self.name(), i) for i, s in enumerate(self._saved)
+        )
 
     def release(self) -> None:
         self._released = True
@@ -97,8 +100,10 @@ class BackwardCFunction(Node, FunctionCtx):
         has_backward = cls.backward is not Function.backward
         has_vjp = cls.vjp is not Function.vjp
         if has_backward and has_vjp:
-            raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function "
-                               "is not allowed. You should only implement one of them.")
+            raise RuntimeError(
+                "Implementing both 'backward' and 'vjp' for a custom Function "
+                "is not allowed. You should only implement one of them."
+            )
         return cls.vjp if has_vjp else cls.backward
 
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
@@ -110,6 +115,7 @@ class BackwardCFunction(Node, FunctionCtx):
 
     def _materialize(self, grads: list[Tensor | None]) -> list[Tensor | None]:
         from .. import functions as F
+
         out: list[Tensor | None] = []
         for g, meta in zip(grads, self._output_meta):
             if g is None and meta is not None:
@@ -125,20 +131,26 @@ class BackwardCFunction(Node, FunctionCtx):
         if len(result) > n and all(r is None for r in result[n:]):
             result = result[:n]
         if len(result) != n:
-            raise RuntimeError(f"function {self.name()} returned an incorrect number of "
-                               f"gradients (expected {n}, got {len(result)})")
+            raise RuntimeError(
+                f"function {self.name()} returned an incorrect number of "
+                f"gradients (expected {n}, got {len(result)})"
+            )
         out: list[Tensor | None] = []
         k = 0
         for pos, (g, is_tensor) in enumerate(zip(result, self._is_tensor_input)):
             if not is_tensor:
                 if g is not None:
-                    raise RuntimeError(f"function {self.name()} returned a gradient different "
-                                       f"than None at position {pos + 1}, but the corresponding "
-                                       f"forward input was not a Variable")
+                    raise RuntimeError(
+                        f"function {self.name()} returned a gradient different "
+                        f"than None at position {pos + 1}, but the corresponding "
+                        f"forward input was not a Variable"
+                    )
                 continue
             if g is not None and not isinstance(g, Tensor):
-                raise TypeError(f"function {self.name()}: expected Variable or None (got "
-                                f"{type(g).__name__}) as the gradient at position {pos + 1}")
+                raise TypeError(
+                    f"function {self.name()}: expected Variable or None (got "
+                    f"{type(g).__name__}) as the gradient at position {pos + 1}"
+                )
             if g is not None and self.next_functions[k][0] is not None:
                 g = self._fit(k, g)
             else:
@@ -149,12 +161,15 @@ class BackwardCFunction(Node, FunctionCtx):
 
     def _fit(self, k: int, g: Tensor) -> Tensor:
         from .. import functions as F
+
         shape, dtype = self._input_meta[k]
         if g._shape != shape:
             if not _expandable(shape, g._shape):
-                raise RuntimeError(f"Function {self.name()} returned an invalid gradient at "
-                                   f"index {k} - got {list(g._shape)} but expected shape "
-                                   f"compatible with {list(shape)}")
+                raise RuntimeError(
+                    f"Function {self.name()} returned an invalid gradient at "
+                    f"index {k} - got {list(g._shape)} but expected shape "
+                    f"compatible with {list(shape)}"
+                )
             g = F.sum_to_size(g, shape)
         if g._dtype is not dtype:
             g = g.to(dtype)
@@ -175,8 +190,11 @@ class FunctionMeta(type):
     """Gives every Function subclass its node class, named `<ClassName>Backward`."""
 
     def __init__(cls, name: str, bases: tuple[type, ...], attrs: dict[str, Any]):
-        cls._backward_cls = type(name + "Backward", (BackwardCFunction,),
-                                 {"_forward_cls": cls, "__module__": cls.__module__})
+        cls._backward_cls = type(
+            name + "Backward",
+            (BackwardCFunction,),
+            {"_forward_cls": cls, "__module__": cls.__module__},
+        )
         super().__init__(name, bases, attrs)
 
 
@@ -187,16 +205,19 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
         pass
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("Legacy autograd function with non-static forward method is "
-                           "deprecated. Please use new-style autograd function with static "
-                           "forward method. (Example: "
-                           "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+        raise RuntimeError(
+            "Legacy autograd function with non-static forward method is "
+            "deprecated. Please use new-style autograd function with static "
+            "forward method. (Example: "
+            "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)"
+        )
 
     @staticmethod
     def forward(*args: Any, **kwargs: Any) -> Any:
         # An abstract method: PyTorch raises NotImplementedError when a subclass omits it.
-        raise NotImplementedError("You must implement the forward function for custom "
-                                  "autograd.Function.")
+        raise NotImplementedError(
+            "You must implement the forward function for custom autograd.Function."
+        )
 
     @staticmethod
     def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> Any:
@@ -204,9 +225,11 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
 
     @staticmethod
     def backward(ctx: Any, *grad_outputs: Any) -> Any:
-        raise NotImplementedError("You must implement either the backward or vjp method for "
-                                  "your custom autograd.Function to use it with backward "
-                                  "mode AD.")
+        raise NotImplementedError(
+            "You must implement either the backward or vjp method for "
+            "your custom autograd.Function to use it with backward "
+            "mode AD."
+        )
 
     vjp = backward
 
@@ -232,8 +255,9 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
         return _wrap_outputs(node, args, raw, executable)
 
 
-def _bind(cls: type, setup_style: bool, args: tuple[Any, ...], kwargs: dict[str, Any]
-          ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+def _bind(
+    cls: type, setup_style: bool, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """Bind keyword arguments to forward's positional parameters (as PyTorch 2.x does)."""
     if not kwargs and not setup_style:
         return args, {}
@@ -253,12 +277,19 @@ def _bind(cls: type, setup_style: bool, args: tuple[Any, ...], kwargs: dict[str,
 
 def _alias(t: Tensor) -> Tensor:
     """A new tensor object over `t`'s memory (a view of it), without history."""
-    return Tensor._make(t._storage, t._offset, t._shape, t._strides, t._dtype,
-                        base=t._base if t._base is not None else t)
+    return Tensor._make(
+        t._storage,
+        t._offset,
+        t._shape,
+        t._strides,
+        t._dtype,
+        base=t._base if t._base is not None else t,
+    )
 
 
-def _wrap_outputs(node: BackwardCFunction, args: tuple[Any, ...], raw: Any,
-                  executable: bool) -> Any:
+def _wrap_outputs(
+    node: BackwardCFunction, args: tuple[Any, ...], raw: Any, executable: bool
+) -> Any:
     is_tuple = isinstance(raw, tuple)
     outputs = raw if is_tuple else (raw,)
     input_ids = {id(a) for a in args if isinstance(a, Tensor)}
@@ -266,9 +297,11 @@ def _wrap_outputs(node: BackwardCFunction, args: tuple[Any, ...], raw: Any,
     nondiff = {id(t) for t in (node.non_differentiable or ())}
     returned = {id(o) for o in outputs if isinstance(o, Tensor)}
     if dirty - returned:
-        raise RuntimeError("Some elements marked as dirty during the forward method were not "
-                           "returned as output. The inputs that are modified inplace must all "
-                           "be outputs of the Function.")
+        raise RuntimeError(
+            "Some elements marked as dirty during the forward method were not "
+            "returned as output. The inputs that are modified inplace must all "
+            "be outputs of the Function."
+        )
     results: list[Any] = []
     meta: list[tuple[tuple[int, ...], dt.DType] | None] = []
     for nr, o in enumerate(outputs):
@@ -276,8 +309,7 @@ def _wrap_outputs(node: BackwardCFunction, args: tuple[Any, ...], raw: Any,
             results.append(o)
             meta.append(None)
             continue
-        differentiable = (executable and id(o) not in nondiff
-                          and _differentiable_dtype(o._dtype))
+        differentiable = executable and id(o) not in nondiff and _differentiable_dtype(o._dtype)
         if id(o) in dirty:
             o._storage.version += 1
             if differentiable:
@@ -313,13 +345,16 @@ def _attach(t: Tensor, node: Node, nr: int) -> None:
 def _rebase_dirty(node: BackwardCFunction, t: Tensor, nr: int) -> None:
     """An input modified in place by forward now ends in this node (or its base does)."""
     if t._requires_grad and t.grad_fn is None:
-        raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
-                           "operation.")
+        raise RuntimeError(
+            "a leaf Variable that requires grad has been used in an in-place operation."
+        )
     base = t._base
     if base is not None and base._requires_grad and base.grad_fn is None:
-        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
-                           "in-place operation.")
+        raise RuntimeError(
+            "a view of a leaf Variable that requires grad is being used in an in-place operation."
+        )
     from ..functions.inplace import rebase
+
     proxy = Tensor._make(t._storage, t._offset, t._shape, t._strides, t._dtype)
     _attach(proxy, node, nr)
     t._grad = None
@@ -359,6 +394,7 @@ def _pack_saved(node: BackwardCFunction, outputs: list[Any]) -> None:
 # once_differentiable
 # ------------------------------------------------------------------------------------------
 
+
 class Error(Node):
     """Stands where a once-differentiable backward's result would need differentiating
     (PyTorch's DelayedError node, whose class is named `Error`)."""
@@ -389,8 +425,10 @@ def once_differentiable(fn: Callable[..., Any]) -> Callable[..., Any]:
             return outputs
         is_tuple = isinstance(outputs, tuple)
         outs = outputs if is_tuple else (outputs,)
-        err = Error("trying to differentiate twice a function that was marked with "
-                           "@once_differentiable", len(outs))
+        err = Error(
+            "trying to differentiate twice a function that was marked with @once_differentiable",
+            len(outs),
+        )
         wrapped = []
         for nr, o in enumerate(outs):
             if isinstance(o, Tensor) and _differentiable_dtype(o._dtype):

@@ -9,6 +9,7 @@ All are built from `autograd.grad`, as PyTorch's `torch.autograd.functional` is:
 Return structures match PyTorch: a Tensor for a Tensor input/output, tuples otherwise;
 `jacobian(...)[i][j]` has shape `outputs[i].shape + inputs[j].shape`.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -23,17 +24,22 @@ __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 # helpers (PyTorch's private helpers, same behaviour and messages)
 # ------------------------------------------------------------------------------------------
 
+
 def _as_tuple(inp: Any, arg_name: str, fn_name: str) -> tuple[bool, tuple[Tensor, ...]]:
     is_tuple = isinstance(inp, tuple)
     tup = inp if is_tuple else (inp,)
     for i, el in enumerate(tup):
         if not isinstance(el, Tensor):
             if is_tuple:
-                raise TypeError(f"The {arg_name} given to {fn_name} must be either a Tensor or "
-                                f"a tuple of Tensors but the value at index {i} has type "
-                                f"{type(el)}.")
-            raise TypeError(f"The {arg_name} given to {fn_name} must be either a Tensor or a "
-                            f"tuple of Tensors but the given {arg_name} has type {type(el)}.")
+                raise TypeError(
+                    f"The {arg_name} given to {fn_name} must be either a Tensor or "
+                    f"a tuple of Tensors but the value at index {i} has type "
+                    f"{type(el)}."
+                )
+            raise TypeError(
+                f"The {arg_name} given to {fn_name} must be either a Tensor or a "
+                f"tuple of Tensors but the given {arg_name} has type {type(el)}."
+            )
     return is_tuple, tup
 
 
@@ -49,8 +55,9 @@ def _tuple_postprocess(res: Any, to_unpack: bool | tuple[bool, bool]) -> Any:
     return res
 
 
-def _grad_preprocess(inputs: tuple[Tensor, ...], create_graph: bool, need_graph: bool
-                     ) -> tuple[Tensor, ...]:
+def _grad_preprocess(
+    inputs: tuple[Tensor, ...], create_graph: bool, need_graph: bool
+) -> tuple[Tensor, ...]:
     """Fresh tensor objects: differentiable views under create_graph, else detached leaves."""
     res = []
     for inp in inputs:
@@ -70,53 +77,69 @@ def _grad_postprocess(inputs: Any, create_graph: bool) -> Any:
 def _validate_v(v: tuple[Tensor, ...], other: tuple[Tensor, ...], is_other_tuple: bool) -> None:
     if len(other) != len(v):
         if is_other_tuple:
-            raise RuntimeError(f"v is a tuple of invalid length: should be {len(other)} but "
-                               f"got {len(v)}.")
+            raise RuntimeError(
+                f"v is a tuple of invalid length: should be {len(other)} but got {len(v)}."
+            )
         raise RuntimeError("The given v should contain a single Tensor.")
     for idx, (el_v, el_other) in enumerate(zip(v, other)):
         if el_v._shape != el_other._shape:
             prepend = f"Entry {idx} in " if is_other_tuple else ""
-            raise RuntimeError(f"{prepend}v has invalid size: should be {el_other.size()} but "
-                               f"got {el_v.size()}.")
+            raise RuntimeError(
+                f"{prepend}v has invalid size: should be {el_other.size()} but got {el_v.size()}."
+            )
 
 
-def _check_requires_grad(inputs: tuple[Tensor | None, ...], input_type: str, strict: bool
-                         ) -> None:
+def _check_requires_grad(inputs: tuple[Tensor | None, ...], input_type: str, strict: bool) -> None:
     if not strict:
         return
     for i, inp in enumerate(inputs):
         if inp is None:
-            raise RuntimeError(f"The output of the user-provided function is independent of "
-                               f"input {i}. This is not allowed in strict mode.")
+            raise RuntimeError(
+                f"The output of the user-provided function is independent of "
+                f"input {i}. This is not allowed in strict mode."
+            )
         if inp._requires_grad:
             continue
         if input_type == "hessian":
-            raise RuntimeError(f"The hessian of the user-provided function with respect to "
-                               f"input {i} is independent of the input. This is not allowed in "
-                               f"strict mode. You should ensure that your function is thrice "
-                               f"differentiable and that the hessian depends on the inputs.")
+            raise RuntimeError(
+                f"The hessian of the user-provided function with respect to "
+                f"input {i} is independent of the input. This is not allowed in "
+                f"strict mode. You should ensure that your function is thrice "
+                f"differentiable and that the hessian depends on the inputs."
+            )
         if input_type == "jacobian":
-            raise RuntimeError(f"While computing the hessian, found that the jacobian of the "
-                               f"user-provided function with respect to input {i} is "
-                               f"independent of the input. This is not allowed in strict mode. "
-                               f"You should ensure that your function is twice differentiable "
-                               f"and that the jacobian depends on the inputs (this would be "
-                               f"violated by a linear function for example).")
+            raise RuntimeError(
+                f"While computing the hessian, found that the jacobian of the "
+                f"user-provided function with respect to input {i} is "
+                f"independent of the input. This is not allowed in strict mode. "
+                f"You should ensure that your function is twice differentiable "
+                f"and that the jacobian depends on the inputs (this would be "
+                f"violated by a linear function for example)."
+            )
         if input_type == "grad_inputs":
-            raise RuntimeError(f"The gradient with respect to input {i} is independent of the "
-                               f"inputs of the user-provided function. This is not allowed in "
-                               f"strict mode.")
-        raise RuntimeError(f"Output {i} of the user-provided function does not require "
-                           f"gradients. The outputs must be computed in a differentiable "
-                           f"manner from the input when running in strict mode.")
+            raise RuntimeError(
+                f"The gradient with respect to input {i} is independent of the "
+                f"inputs of the user-provided function. This is not allowed in "
+                f"strict mode."
+            )
+        raise RuntimeError(
+            f"Output {i} of the user-provided function does not require "
+            f"gradients. The outputs must be computed in a differentiable "
+            f"manner from the input when running in strict mode."
+        )
 
 
-def _autograd_grad(outputs: tuple[Tensor | None, ...], inputs: tuple[Tensor, ...],
-                   grad_outputs: tuple[Tensor | None, ...] | None = None,
-                   create_graph: bool = False, retain_graph: bool | None = None,
-                   is_grads_batched: bool = False) -> tuple[Tensor | None, ...]:
+def _autograd_grad(
+    outputs: tuple[Tensor | None, ...],
+    inputs: tuple[Tensor, ...],
+    grad_outputs: tuple[Tensor | None, ...] | None = None,
+    create_graph: bool = False,
+    retain_graph: bool | None = None,
+    is_grads_batched: bool = False,
+) -> tuple[Tensor | None, ...]:
     """`autograd.grad` that skips outputs without a graph and allows unused inputs."""
     from .api import grad
+
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     new_outputs = []
@@ -127,30 +150,42 @@ def _autograd_grad(outputs: tuple[Tensor | None, ...], inputs: tuple[Tensor, ...
             new_grad_outputs.append(g)
     if not new_outputs:
         return (None,) * len(inputs)
-    return grad(new_outputs, inputs, new_grad_outputs, allow_unused=True,
-                create_graph=create_graph, retain_graph=retain_graph,
-                is_grads_batched=is_grads_batched)
+    return grad(
+        new_outputs,
+        inputs,
+        new_grad_outputs,
+        allow_unused=True,
+        create_graph=create_graph,
+        retain_graph=retain_graph,
+        is_grads_batched=is_grads_batched,
+    )
 
 
 _FILL_MESSAGES = {
     "back": "The output of the user-provided function is independent of input {i}. This is "
-            "not allowed in strict mode.",
+    "not allowed in strict mode.",
     "back_trick": "The gradient with respect to the input is independent of entry {i} in the "
-                  "grad_outputs when using the double backward trick to compute forward mode "
-                  "gradients. This is not allowed in strict mode.",
+    "grad_outputs when using the double backward trick to compute forward mode "
+    "gradients. This is not allowed in strict mode.",
     "double_back": "The jacobian of the user-provided function is independent of input {i}. "
-                   "This is not allowed in strict mode.",
+    "This is not allowed in strict mode.",
     "double_back_trick": "The hessian of the user-provided function is independent of entry "
-                         "{i} in the grad_jacobian. This is not allowed in strict mode as it "
-                         "prevents from using the double backward trick to replace forward "
-                         "mode AD.",
+    "{i} in the grad_jacobian. This is not allowed in strict mode as it "
+    "prevents from using the double backward trick to replace forward "
+    "mode AD.",
 }
 
 
-def _fill_in_zeros(grads: tuple[Tensor | None, ...], refs: tuple[Tensor, ...], strict: bool,
-                   create_graph: bool, stage: str) -> tuple[Tensor, ...]:
+def _fill_in_zeros(
+    grads: tuple[Tensor | None, ...],
+    refs: tuple[Tensor, ...],
+    strict: bool,
+    create_graph: bool,
+    stage: str,
+) -> tuple[Tensor, ...]:
     """Replace missing gradients by zeros (or raise, in strict mode)."""
     from ..functions.creation import zeros_like
+
     res = []
     for i, g in enumerate(grads):
         if g is None:
@@ -159,9 +194,11 @@ def _fill_in_zeros(grads: tuple[Tensor | None, ...], refs: tuple[Tensor, ...], s
             g = zeros_like(refs[i])
         elif strict and create_graph and not g._requires_grad:
             what = "hessian" if "double" in stage else "jacobian"
-            raise RuntimeError(f"The {what} of the user-provided function is independent of "
-                               f"input {i}. This is not allowed in strict mode when "
-                               f"create_graph=True.")
+            raise RuntimeError(
+                f"The {what} of the user-provided function is independent of "
+                f"input {i}. This is not allowed in strict mode when "
+                f"create_graph=True."
+            )
         res.append(g)
     return tuple(res)
 
@@ -170,14 +207,21 @@ def _fill_in_zeros(grads: tuple[Tensor | None, ...], refs: tuple[Tensor, ...], s
 # vjp / jvp / vhp / hvp
 # ------------------------------------------------------------------------------------------
 
-def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
-        strict: bool = False) -> tuple[Any, Any]:
+
+def vjp(
+    func: Callable[..., Any],
+    inputs: Any,
+    v: Any = None,
+    create_graph: bool = False,
+    strict: bool = False,
+) -> tuple[Any, Any]:
     """`(func(inputs), v^T J)`."""
     with enable_grad():
         is_inputs_tuple, ins = _as_tuple(inputs, "inputs", "vjp")
         ins = _grad_preprocess(ins, create_graph=create_graph, need_graph=True)
-        is_outputs_tuple, outputs = _as_tuple(func(*ins), "outputs of the user-provided "
-                                              "function", "vjp")
+        is_outputs_tuple, outputs = _as_tuple(
+            func(*ins), "outputs of the user-provided function", "vjp"
+        )
         _check_requires_grad(outputs, "outputs", strict=strict)
         if v is not None:
             _, vs = _as_tuple(v, "v", "vjp")
@@ -185,8 +229,10 @@ def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
             _validate_v(vs, outputs, is_outputs_tuple)
         else:
             if len(outputs) != 1 or outputs[0].numel() != 1:
-                raise RuntimeError("The vector v can only be None if the user-provided function "
-                                   "returns a single Tensor with a single element.")
+                raise RuntimeError(
+                    "The vector v can only be None if the user-provided function "
+                    "returns a single Tensor with a single element."
+                )
             vs = None
     with set_grad_enabled(True if create_graph else is_grad_enabled()):
         grad_res = _autograd_grad(outputs, ins, vs, create_graph=create_graph)
@@ -194,10 +240,16 @@ def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     return _finish(outputs, result, create_graph, is_outputs_tuple, is_inputs_tuple)
 
 
-def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
-        strict: bool = False) -> tuple[Any, Any]:
+def jvp(
+    func: Callable[..., Any],
+    inputs: Any,
+    v: Any = None,
+    create_graph: bool = False,
+    strict: bool = False,
+) -> tuple[Any, Any]:
     """`(func(inputs), J v)` by the double-backward trick."""
     from ..functions.creation import zeros_like
+
     with enable_grad():
         is_inputs_tuple, ins = _as_tuple(inputs, "inputs", "jvp")
         ins = _grad_preprocess(ins, create_graph=create_graph, need_graph=True)
@@ -207,12 +259,15 @@ def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
             _validate_v(vs, ins, is_inputs_tuple)
         else:
             if len(ins) != 1 or ins[0].numel() != 1:
-                raise RuntimeError("The vector v can only be None if the input to the "
-                                   "user-provided function is a single Tensor with a single "
-                                   "element.")
+                raise RuntimeError(
+                    "The vector v can only be None if the input to the "
+                    "user-provided function is a single Tensor with a single "
+                    "element."
+                )
             vs = None
-        is_outputs_tuple, outputs = _as_tuple(func(*ins), "outputs of the user-provided "
-                                              "function", "jvp")
+        is_outputs_tuple, outputs = _as_tuple(
+            func(*ins), "outputs of the user-provided function", "jvp"
+        )
         _check_requires_grad(outputs, "outputs", strict=strict)
         # The vjp is linear in grad_outputs, so their value never enters the result; zeros
         # avoid inf/nan.
@@ -224,38 +279,45 @@ def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
         result = _fill_in_zeros(grad_res, outputs, strict, create_graph, "back_trick")
     outputs = _grad_postprocess(outputs, create_graph)
     result = _grad_postprocess(result, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(result, is_outputs_tuple))
+    return (
+        _tuple_postprocess(outputs, is_outputs_tuple),
+        _tuple_postprocess(result, is_outputs_tuple),
+    )
 
 
-def _scalar_output(func: Callable[..., Any], ins: tuple[Tensor, ...], name: str, strict: bool
-                   ) -> tuple[bool, tuple[Tensor, ...]]:
-    is_outputs_tuple, outputs = _as_tuple(func(*ins), "outputs of the user-provided function",
-                                          name)
+def _scalar_output(
+    func: Callable[..., Any], ins: tuple[Tensor, ...], name: str, strict: bool
+) -> tuple[bool, tuple[Tensor, ...]]:
+    is_outputs_tuple, outputs = _as_tuple(func(*ins), "outputs of the user-provided function", name)
     _check_requires_grad(outputs, "outputs", strict=strict)
     if is_outputs_tuple or not isinstance(outputs[0], Tensor):
         raise RuntimeError(f"The function given to {name} should return a single Tensor")
     if outputs[0].numel() != 1:
-        raise RuntimeError(f"The Tensor returned by the function given to {name} should "
-                           f"contain a single element")
+        raise RuntimeError(
+            f"The Tensor returned by the function given to {name} should contain a single element"
+        )
     return is_outputs_tuple, outputs
 
 
-def _vector_for_inputs(v: Any, ins: tuple[Tensor, ...], is_inputs_tuple: bool, name: str,
-                       create_graph: bool) -> tuple[Tensor, ...] | None:
+def _vector_for_inputs(
+    v: Any, ins: tuple[Tensor, ...], is_inputs_tuple: bool, name: str, create_graph: bool
+) -> tuple[Tensor, ...] | None:
     if v is not None:
         _, vs = _as_tuple(v, "v", name)
         vs = _grad_preprocess(vs, create_graph=create_graph, need_graph=False)
         _validate_v(vs, ins, is_inputs_tuple)
         return vs
     if len(ins) != 1 or ins[0].numel() != 1:
-        raise RuntimeError("The vector v can only be None if the input to the user-provided "
-                           "function is a single Tensor with a single element.")
+        raise RuntimeError(
+            "The vector v can only be None if the input to the user-provided "
+            "function is a single Tensor with a single element."
+        )
     return None
 
 
-def _first_derivative(func: Callable[..., Any], inputs: Any, v: Any, name: str,
-                      create_graph: bool, strict: bool) -> tuple:
+def _first_derivative(
+    func: Callable[..., Any], inputs: Any, v: Any, name: str, create_graph: bool, strict: bool
+) -> tuple:
     """What vhp and hvp start from (under enable_grad): the inputs, the vector, the scalar
     output and its gradient, built with a graph so it can be differentiated again."""
     is_inputs_tuple, ins = _as_tuple(inputs, "inputs", name)
@@ -267,34 +329,50 @@ def _first_derivative(func: Callable[..., Any], inputs: Any, v: Any, name: str,
     return is_inputs_tuple, ins, vs, is_outputs_tuple, outputs, jac
 
 
-def _finish(outputs: Any, result: Any, create_graph: bool, is_outputs_tuple: bool,
-            is_inputs_tuple: bool) -> tuple[Any, Any]:
+def _finish(
+    outputs: Any, result: Any, create_graph: bool, is_outputs_tuple: bool, is_inputs_tuple: bool
+) -> tuple[Any, Any]:
     """Detach unless create_graph, and unwrap one-element tuples as the user passed them."""
     outputs = _grad_postprocess(outputs, create_graph)
     result = _grad_postprocess(result, create_graph)
-    return (_tuple_postprocess(outputs, is_outputs_tuple),
-            _tuple_postprocess(result, is_inputs_tuple))
+    return (
+        _tuple_postprocess(outputs, is_outputs_tuple),
+        _tuple_postprocess(result, is_inputs_tuple),
+    )
 
 
-def vhp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
-        strict: bool = False) -> tuple[Any, Any]:
+def vhp(
+    func: Callable[..., Any],
+    inputs: Any,
+    v: Any = None,
+    create_graph: bool = False,
+    strict: bool = False,
+) -> tuple[Any, Any]:
     """`(func(inputs), v^T H)` for a scalar function."""
     with enable_grad():
         is_inputs_tuple, ins, vs, is_outputs_tuple, outputs, jac = _first_derivative(
-            func, inputs, v, "vhp", create_graph, strict)
+            func, inputs, v, "vhp", create_graph, strict
+        )
     with set_grad_enabled(True if create_graph else is_grad_enabled()):
         grad_res = _autograd_grad(jac, ins, vs, create_graph=create_graph)
         result = _fill_in_zeros(grad_res, ins, strict, create_graph, "double_back")
     return _finish(outputs, result, create_graph, is_outputs_tuple, is_inputs_tuple)
 
 
-def hvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
-        strict: bool = False) -> tuple[Any, Any]:
+def hvp(
+    func: Callable[..., Any],
+    inputs: Any,
+    v: Any = None,
+    create_graph: bool = False,
+    strict: bool = False,
+) -> tuple[Any, Any]:
     """`(func(inputs), H v)` for a scalar function, by the double-backward trick."""
     from ..functions.creation import zeros_like
+
     with enable_grad():
         is_inputs_tuple, ins, vs, is_outputs_tuple, outputs, jac = _first_derivative(
-            func, inputs, v, "hvp", create_graph, strict)
+            func, inputs, v, "hvp", create_graph, strict
+        )
         grad_jac = tuple(zeros_like(inp, requires_grad=True) for inp in ins)
         double_back = _autograd_grad(jac, ins, grad_jac, create_graph=True)
         _check_requires_grad(jac, "hessian", strict=strict)
@@ -308,23 +386,27 @@ def hvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
 # jacobian / hessian
 # ------------------------------------------------------------------------------------------
 
+
 def _basis(numels: tuple[int, ...], like: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
     """Rows of the identity of size sum(numels), split per tensor: (total, numel_k) each."""
     from ..functions.creation import eye
+
     total = sum(numels)
     out = []
     start = 0
     for n, t in zip(numels, like):
-        out.append(eye(total, dtype=t._dtype)[:, start:start + n].contiguous())
+        out.append(eye(total, dtype=t._dtype)[:, start : start + n].contiguous())
         start += n
     return tuple(out)
 
 
-def _jacobian_rows(outputs: tuple[Tensor, ...], ins: tuple[Tensor, ...], create_graph: bool,
-                   strict: bool) -> tuple[tuple[Tensor, ...], ...]:
+def _jacobian_rows(
+    outputs: tuple[Tensor, ...], ins: tuple[Tensor, ...], create_graph: bool, strict: bool
+) -> tuple[tuple[Tensor, ...], ...]:
     """One vjp per output element; result[i][j]: outputs[i].shape + ins[j].shape."""
     from ..functions.creation import zeros_like
     from ..functions.shape import stack
+
     jacobian = []
     for i, out in enumerate(outputs):
         rows: list[list[Tensor]] = [[] for _ in ins]
@@ -334,40 +416,50 @@ def _jacobian_rows(outputs: tuple[Tensor, ...], ins: tuple[Tensor, ...], create_
             for el_idx, (vj_el, inp) in enumerate(zip(vj, ins)):
                 if vj_el is not None:
                     if strict and create_graph and not vj_el._requires_grad:
-                        raise RuntimeError(f"The jacobian of the user-provided function is "
-                                           f"independent of input {i}. This is not allowed in "
-                                           f"strict mode when create_graph=True.")
+                        raise RuntimeError(
+                            f"The jacobian of the user-provided function is "
+                            f"independent of input {i}. This is not allowed in "
+                            f"strict mode when create_graph=True."
+                        )
                     rows[el_idx].append(vj_el)
                 else:
                     if strict:
-                        raise RuntimeError(f"Output {i} of the user-provided function is "
-                                           f"independent of input {el_idx}. This is not "
-                                           f"allowed in strict mode.")
+                        raise RuntimeError(
+                            f"Output {i} of the user-provided function is "
+                            f"independent of input {el_idx}. This is not "
+                            f"allowed in strict mode."
+                        )
                     rows[el_idx].append(zeros_like(inp))
-        jacobian.append(tuple(_stack_rows(r, out, inp, stack)
-                              for r, inp in zip(rows, ins)))
+        jacobian.append(tuple(_stack_rows(r, out, inp, stack) for r, inp in zip(rows, ins)))
     return tuple(jacobian)
 
 
-def _stack_rows(rows: list[Tensor], out: Tensor, inp: Tensor, stack: Callable[..., Tensor]
-                ) -> Tensor:
+def _stack_rows(
+    rows: list[Tensor], out: Tensor, inp: Tensor, stack: Callable[..., Tensor]
+) -> Tensor:
     from ..functions.creation import zeros
+
     shape = tuple(out._shape) + tuple(inp._shape)
     if not rows:
         return zeros(shape, dtype=inp._dtype)
     return stack(rows, 0).reshape(shape)
 
 
-def _jacobian_vectorized(outputs: tuple[Tensor, ...], ins: tuple[Tensor, ...],
-                         create_graph: bool) -> tuple[tuple[Tensor, ...], ...]:
+def _jacobian_vectorized(
+    outputs: tuple[Tensor, ...], ins: tuple[Tensor, ...], create_graph: bool
+) -> tuple[tuple[Tensor, ...], ...]:
     """All vjps at once with `is_grads_batched`."""
     from ..functions.creation import zeros
+
     numels = tuple(o.numel() for o in outputs)
     total = sum(numels)
     flat_outputs = tuple(o.reshape(-1) for o in outputs)
     grad_outputs = _basis(numels, outputs)
-    vj = list(_autograd_grad(flat_outputs, ins, grad_outputs, create_graph=create_graph,
-                             is_grads_batched=True))
+    vj = list(
+        _autograd_grad(
+            flat_outputs, ins, grad_outputs, create_graph=create_graph, is_grads_batched=True
+        )
+    )
     for k, v in enumerate(vj):
         if v is None:
             vj[k] = zeros((total,) + tuple(ins[k]._shape), dtype=ins[k]._dtype)
@@ -376,27 +468,29 @@ def _jacobian_vectorized(outputs: tuple[Tensor, ...], ins: tuple[Tensor, ...],
         pieces = []
         start = 0
         for n, out in zip(numels, outputs):
-            pieces.append(jac_in[start:start + n].reshape(tuple(out._shape) + tuple(inp._shape)))
+            pieces.append(jac_in[start : start + n].reshape(tuple(out._shape) + tuple(inp._shape)))
             start += n
         per_input.append(pieces)
     return tuple(zip(*per_input))
 
 
-def _jacobian_forward(ins: tuple[Tensor, ...], outputs: tuple[Tensor, ...], create_graph: bool
-                      ) -> tuple[tuple[Tensor, ...], ...]:
+def _jacobian_forward(
+    ins: tuple[Tensor, ...], outputs: tuple[Tensor, ...], create_graph: bool
+) -> tuple[tuple[Tensor, ...], ...]:
     """One jvp (double-backward trick) per input element; same layout as reverse mode."""
     from ..functions.creation import zeros, zeros_like
     from ..functions.shape import stack
     from .gradcheck import _one_hot
+
     grad_outputs = tuple(zeros_like(out, requires_grad=True) for out in outputs)
     grad_inputs = _autograd_grad(outputs, ins, grad_outputs, create_graph=True)
     columns: list[list[list[Tensor]]] = [[[] for _ in ins] for _ in outputs]
     for j, inp in enumerate(ins):
         for e in range(inp.numel()):
-            v = tuple(_one_hot(inp, e) if k == j else zeros_like(x)
-                      for k, x in enumerate(ins))
-            jv = _autograd_grad(grad_inputs, grad_outputs, v, retain_graph=True,
-                                create_graph=create_graph)
+            v = tuple(_one_hot(inp, e) if k == j else zeros_like(x) for k, x in enumerate(ins))
+            jv = _autograd_grad(
+                grad_inputs, grad_outputs, v, retain_graph=True, create_graph=create_graph
+            )
             for i, out in enumerate(outputs):
                 columns[i][j].append(jv[i] if jv[i] is not None else zeros_like(out))
     result = []
@@ -406,7 +500,7 @@ def _jacobian_forward(ins: tuple[Tensor, ...], outputs: tuple[Tensor, ...], crea
             cols = columns[i][j]
             shape_in = tuple(inp._shape)
             if cols:
-                m = stack([c.reshape(-1) for c in cols], -1)   # (out_numel, in_numel)
+                m = stack([c.reshape(-1) for c in cols], -1)  # (out_numel, in_numel)
                 row.append(m.reshape(tuple(out._shape) + shape_in))
             else:
                 row.append(zeros(tuple(out._shape) + shape_in, dtype=inp._dtype))
@@ -414,28 +508,40 @@ def _jacobian_forward(ins: tuple[Tensor, ...], outputs: tuple[Tensor, ...], crea
     return tuple(result)
 
 
-def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False,
-             strict: bool = False, vectorize: bool = False, strategy: str = "reverse-mode"
-             ) -> Any:
+def jacobian(
+    func: Callable[..., Any],
+    inputs: Any,
+    create_graph: bool = False,
+    strict: bool = False,
+    vectorize: bool = False,
+    strategy: str = "reverse-mode",
+) -> Any:
     """The Jacobian of `func` at `inputs` (one block per output/input pair)."""
     if strategy not in ("forward-mode", "reverse-mode"):
-        raise ValueError('Expected strategy to be either "forward-mode" or "reverse-mode". '
-                         'Hint: If your function has more outputs than inputs, '
-                         '"forward-mode" tends to be more performant. Otherwise, prefer to use '
-                         '"reverse-mode".')
+        raise ValueError(
+            'Expected strategy to be either "forward-mode" or "reverse-mode". '
+            "Hint: If your function has more outputs than inputs, "
+            '"forward-mode" tends to be more performant. Otherwise, prefer to use '
+            '"reverse-mode".'
+        )
     if strict and vectorize:
-        raise RuntimeError("llgrad.autograd.functional.jacobian: `strict=True` and "
-                           "`vectorize=True` are not supported together. Please either set "
-                           "`strict=False` or `vectorize=False`.")
+        raise RuntimeError(
+            "llgrad.autograd.functional.jacobian: `strict=True` and "
+            "`vectorize=True` are not supported together. Please either set "
+            "`strict=False` or `vectorize=False`."
+        )
     if strategy == "forward-mode" and strict:
-        raise RuntimeError("llgrad.autograd.functional.jacobian: `strict=True` and "
-                           "`strategy=\"forward-mode\"` are not supported together. Please set "
-                           "`strict=False`.")
+        raise RuntimeError(
+            "llgrad.autograd.functional.jacobian: `strict=True` and "
+            '`strategy="forward-mode"` are not supported together. Please set '
+            "`strict=False`."
+        )
     with enable_grad():
         is_inputs_tuple, ins = _as_tuple(inputs, "inputs", "jacobian")
         ins = _grad_preprocess(ins, create_graph=create_graph, need_graph=True)
-        is_outputs_tuple, outputs = _as_tuple(func(*ins), "outputs of the user-provided "
-                                              "function", "jacobian")
+        is_outputs_tuple, outputs = _as_tuple(
+            func(*ins), "outputs of the user-provided function", "jacobian"
+        )
         _check_requires_grad(outputs, "outputs", strict=strict)
         if strategy == "forward-mode":
             jac = _jacobian_forward(ins, outputs, create_graph)
@@ -447,9 +553,14 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False,
         return _tuple_postprocess(jac, (is_outputs_tuple, is_inputs_tuple))
 
 
-def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False,
-            strict: bool = False, vectorize: bool = False,
-            outer_jacobian_strategy: str = "reverse-mode") -> Any:
+def hessian(
+    func: Callable[..., Any],
+    inputs: Any,
+    create_graph: bool = False,
+    strict: bool = False,
+    vectorize: bool = False,
+    outer_jacobian_strategy: str = "reverse-mode",
+) -> Any:
     """The Hessian of a scalar function: `hessian(...)[i][j]` is inputs[i].shape +
     inputs[j].shape."""
     is_inputs_tuple, ins = _as_tuple(inputs, "inputs", "hessian")
@@ -458,24 +569,30 @@ def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False,
 
     def ensure_single_output_function(*inp: Tensor) -> Tensor:
         out = func(*inp)
-        is_out_tuple, t_out = _as_tuple(out, "outputs of the user-provided function",
-                                        "hessian")
+        is_out_tuple, t_out = _as_tuple(out, "outputs of the user-provided function", "hessian")
         _check_requires_grad(t_out, "outputs", strict=strict)
         if is_out_tuple or not isinstance(out, Tensor):
             raise RuntimeError("The function given to hessian should return a single Tensor")
         if out.numel() != 1:
-            raise RuntimeError("The Tensor returned by the function given to hessian should "
-                               "contain a single element")
+            raise RuntimeError(
+                "The Tensor returned by the function given to hessian should "
+                "contain a single element"
+            )
         return out.reshape(())
 
     def jac_func(*inp: Tensor) -> Any:
         if outer_jacobian_strategy == "forward-mode":
             inp = tuple(t.requires_grad_(True) for t in inp)
         jac = jacobian(ensure_single_output_function, inp, create_graph=True)
-        _check_requires_grad(jac if isinstance(jac, tuple) else (jac,), "jacobian",
-                             strict=strict)
+        _check_requires_grad(jac if isinstance(jac, tuple) else (jac,), "jacobian", strict=strict)
         return jac
 
-    res = jacobian(jac_func, ins, create_graph=create_graph, strict=strict,
-                   vectorize=vectorize, strategy=outer_jacobian_strategy)
+    res = jacobian(
+        jac_func,
+        ins,
+        create_graph=create_graph,
+        strict=strict,
+        vectorize=vectorize,
+        strategy=outer_jacobian_strategy,
+    )
     return _tuple_postprocess(res, (is_inputs_tuple, is_inputs_tuple))

@@ -19,6 +19,7 @@ Values are the ones the unfused rule gives up to the last bit: each node rounds 
 dtype as the separate kernels did, but products and sums may contract to fused
 multiply-adds in one kernel (as in every kernel llgrad compiles).
 """
+
 from __future__ import annotations
 
 import os
@@ -32,18 +33,56 @@ from ..schedule.elementwise import Expr, ExprNode
 from ..tensor import Tensor
 from .node import OpNode, RuleContext
 
-_UNARY = frozenset({"neg", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "sin", "cos",
-                    "tan", "tanh", "sigmoid", "erf", "erfc", "abs", "sign", "reciprocal",
-                    "square", "relu", "silu", "logical_not"})
-_BINARY = frozenset({"mul", "div", "add", "sub", "eq", "ne", "lt", "le", "gt", "ge",
-                     "logical_and", "logical_or", "maximum", "minimum"})
+_UNARY = frozenset(
+    {
+        "neg",
+        "exp",
+        "expm1",
+        "log",
+        "log1p",
+        "sqrt",
+        "rsqrt",
+        "sin",
+        "cos",
+        "tan",
+        "tanh",
+        "sigmoid",
+        "erf",
+        "erfc",
+        "abs",
+        "sign",
+        "reciprocal",
+        "square",
+        "relu",
+        "silu",
+        "logical_not",
+    }
+)
+_BINARY = frozenset(
+    {
+        "mul",
+        "div",
+        "add",
+        "sub",
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "logical_and",
+        "logical_or",
+        "maximum",
+        "minimum",
+    }
+)
 _NUMBERS = (bool, int, float)
-LIMIT = 4096                    # keys remembered (both kinds); then the table starts over
+LIMIT = 4096  # keys remembered (both kinds); then the table starts over
 ENABLED = os.environ.get("LLGRAD_FUSED_RULES", "1") != "0"
 
 _NOT_FUSABLE = object()
 _keys: dict[tuple, Any] = {}
-_unfusable: set[tuple] = set()        # keys without layouts whose rule does not fuse
+_unfusable: set[tuple] = set()  # keys without layouts whose rule does not fuse
 
 
 def _clear() -> None:
@@ -51,7 +90,7 @@ def _clear() -> None:
     _unfusable.clear()
 
 
-dt.on_default_dtype_change(_clear)          # a number's dtype follows it
+dt.on_default_dtype_change(_clear)  # a number's dtype follows it
 
 
 class _NotFusable(Exception):
@@ -64,8 +103,9 @@ class _Value:
 
     __slots__ = ("ref", "_dtype", "_shape", "_builder")
 
-    def __init__(self, ref: tuple[str, int], dtype: Any, shape: tuple[int, ...],
-                 builder: "_Builder"):
+    def __init__(
+        self, ref: tuple[str, int], dtype: Any, shape: tuple[int, ...], builder: "_Builder"
+    ):
         self.ref, self._dtype, self._shape, self._builder = ref, dtype, shape, builder
 
     def to(self, dtype: Any) -> "_Value":
@@ -83,7 +123,7 @@ class _Value:
 class _Builder:
     def __init__(self, shape: tuple[int, ...]):
         self.shape = shape
-        self.numbers: list[tuple[Any, Any]] = []          # (value, dtype it is packed as)
+        self.numbers: list[tuple[Any, Any]] = []  # (value, dtype it is packed as)
         self.nodes: list[tuple[str, tuple, tuple]] = []
 
     def call(self, op: str, operands: tuple[Any, ...]) -> _Value:
@@ -99,12 +139,12 @@ class _Builder:
                 described.append(o)
             else:
                 raise _NotFusable(type(o).__name__)
-        if op == "sub" and any(isinstance(o, bool) or isinstance(o, _Value) and
-                               o.dtype is dt.bool_ for o in operands):
-            raise _NotFusable("bool subtraction")           # the eager op raises
+        if op == "sub" and any(
+            isinstance(o, bool) or isinstance(o, _Value) and o.dtype is dt.bool_ for o in operands
+        ):
+            raise _NotFusable("bool subtraction")  # the eager op raises
         computed = ew.compute_dtype(registry.get(op), described)
-        stored = tuple(o.dtype if isinstance(o, _Value) else c
-                       for o, c in zip(operands, computed))
+        stored = tuple(o.dtype if isinstance(o, _Value) else c for o, c in zip(operands, computed))
         sub, result = ew.expression(op, stored, tuple(computed), ())
         local: list[tuple[str, int]] = []
         for o, c in zip(operands, computed):
@@ -146,24 +186,27 @@ class _Functions:
 
 def _conj(x: Any) -> Any:
     if isinstance(x, _Value) and not x.dtype.is_complex or x.__class__ in _NUMBERS:
-        return x                        # real: unchanged, as F.conj returns it
+        return x  # real: unchanged, as F.conj returns it
     raise _NotFusable("conj")
 
 
-def _build(node: OpNode, g: Tensor, inputs: tuple[Any, ...], output: Tensor | None,
-           tensors: list[Tensor]) -> Any:
+def _build(
+    node: OpNode, g: Tensor, inputs: tuple[Any, ...], output: Tensor | None, tensors: list[Tensor]
+) -> Any:
     """(launch, gradient slot) for the node's key, or _NOT_FUSABLE."""
     b = _Builder(g._shape)
     k = iter(range(len(tensors)))
     gv = _Value(("t", next(k)), g._dtype, g._shape, b)
-    xs = tuple(_Value(("t", next(k)), x._dtype, x._shape, b) if isinstance(x, Tensor) else x
-               for x in inputs)
+    xs = tuple(
+        _Value(("t", next(k)), x._dtype, x._shape, b) if isinstance(x, Tensor) else x
+        for x in inputs
+    )
     ov = _Value(("t", next(k)), output._dtype, g._shape, b) if output is not None else None
     ctx = RuleContext(xs, ov, node.needs_input_grad, node.input_meta, node.input_strides)
     ctx.F = _Functions(b)
     try:
         r = registry.get(node.op).vjp(ctx, gv, **node.attrs)
-    except Exception:               # noqa: BLE001 - not fusable; the rule runs as written
+    except Exception:  # noqa: BLE001 - not fusable; the rule runs as written
         return _NOT_FUSABLE
     r = r if isinstance(r, tuple) else (r,)
     edges = node.next_functions
@@ -173,7 +216,7 @@ def _build(node: OpNode, g: Tensor, inputs: tuple[Any, ...], output: Tensor | No
     if len(slots) != 1 or not isinstance(r[slots[0]], _Value):
         return _NOT_FUSABLE
     if r[slots[0]] is gv:
-        return None, slots[0], None     # the gradient passes through (add, sub of a number)
+        return None, slots[0], None  # the gradient passes through (add, sub of a number)
     if r[slots[0]].ref[0] != "n":
         return _NOT_FUSABLE
     n_t, n_in = len(tensors), len(tensors) + len(b.numbers)
@@ -181,23 +224,32 @@ def _build(node: OpNode, g: Tensor, inputs: tuple[Any, ...], output: Tensor | No
     def index(ref: tuple[str, int]) -> int:
         kind, i = ref
         return i if kind == "t" else n_t + i if kind == "s" else n_in + i
+
     result = r[slots[0]]
-    expr = Expr(tuple(t._dtype for t in tensors) + tuple(d for _, d in b.numbers),
-                tuple(ExprNode(op, tuple(index(a) for a in args), attrs)
-                      for op, args, attrs in b.nodes),
-                (index(result.ref),))
+    expr = Expr(
+        tuple(t._dtype for t in tensors) + tuple(d for _, d in b.numbers),
+        tuple(ExprNode(op, tuple(index(a) for a in args), attrs) for op, args, attrs in b.nodes),
+        (index(result.ref),),
+    )
     numbers = [v for v, _ in b.numbers]
     operands = [*tensors, *numbers]
     name = f"{node.op}_backward"
     try:
-        plan = ew.make_plan(expr, g._shape, result.dtype, None, operands,
-                            [t._dtype for t in tensors] + [d for _, d in b.numbers])
+        plan = ew.make_plan(
+            expr,
+            g._shape,
+            result.dtype,
+            None,
+            operands,
+            [t._dtype for t in tensors] + [d for _, d in b.numbers],
+        )
         direct = ew.direct_launch(name, plan, operands, bind_numbers=True)
-    except Exception:               # noqa: BLE001 - e.g. a dtype the kernels lack
+    except Exception:  # noqa: BLE001 - e.g. a dtype the kernels lack
         return _NOT_FUSABLE
 
     def launch(*ts: Tensor) -> Tensor:
         return ew.launch_plan(name, plan, [*ts, *numbers])
+
     # (the general launch, the gradient's slot, and the direct launch, which takes the
     # tensors only (the numbers are its constants) and declines while kernels are recorded)
     return launch, slots[0], direct
@@ -224,11 +276,11 @@ def apply(node: OpNode, g: Tensor) -> tuple[Tensor | None, ...] | None:
     if lkeys:
         k = 0
         saved = node._saved
-        for i, s in enumerate(saved):       # `node.inputs` and `node.output`: version checks
+        for i, s in enumerate(saved):  # `node.inputs` and `node.output`: version checks
             if s is not None:
                 t = s.values(node, node.name(), 0 if s.is_output else i)
                 if k == len(lkeys) or t._lkey != lkeys[k]:
-                    return _apply(node, g, needs, None)     # (its `.data` was set)
+                    return _apply(node, g, needs, None)  # (its `.data` was set)
                 tensors.append(t)
                 k += 1
         if k != len(lkeys):
@@ -236,8 +288,7 @@ def apply(node: OpNode, g: Tensor) -> tuple[Tensor | None, ...] | None:
     return _gradients(entry, g, tensors, len(needs))
 
 
-def _gradients(entry: Any, g: Tensor, tensors: list[Tensor], n: int
-               ) -> tuple[Tensor | None, ...]:
+def _gradients(entry: Any, g: Tensor, tensors: list[Tensor], n: int) -> tuple[Tensor | None, ...]:
     """The node's `n` gradients from `entry` (see `_build`) on `tensors` (the incoming
     gradient, then the saved tensors)."""
     launch, slot, direct = entry
@@ -251,26 +302,33 @@ def _gradients(entry: Any, g: Tensor, tensors: list[Tensor], n: int
     return tuple(grads)
 
 
-def _apply(node: OpNode, g: Tensor, needs: tuple[bool, ...], memo: tuple[dict, Any] | None
-           ) -> tuple[Tensor | None, ...] | None:
+def _apply(
+    node: OpNode, g: Tensor, needs: tuple[bool, ...], memo: tuple[dict, Any] | None
+) -> tuple[Tensor | None, ...] | None:
     """`apply` by the full key; with `memo` (a plan's table and key), what it decided is
     filed there too."""
     saved = node._saved
     scalars = node._scalars
     attrs = node.attrs
-    try:        # what decides whether the rule fuses (not the layouts: those pick a plan)
-        shape_key = (node.op, attrs_key(attrs) if attrs else (), needs, g._lkey,
-                     node._meta, tuple(scalars) if scalars else None)
+    try:  # what decides whether the rule fuses (not the layouts: those pick a plan)
+        shape_key = (
+            node.op,
+            attrs_key(attrs) if attrs else (),
+            needs,
+            g._lkey,
+            node._meta,
+            tuple(scalars) if scalars else None,
+        )
         if shape_key in _unfusable:
             return _decided(memo, _NOT_FUSABLE, ())
-    except TypeError:                       # an unhashable attribute or number
+    except TypeError:  # an unhashable attribute or number
         return None
     shape = g._shape
     tensors = [g]
     numbers: list[Any] = []
     inputs: list[Any] = []
     name = None
-    for i in range(len(saved) - 1):     # `node.inputs`, with its version checks
+    for i in range(len(saved) - 1):  # `node.inputs`, with its version checks
         s = saved[i]
         if s is not None:
             if name is None:

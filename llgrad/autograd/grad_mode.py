@@ -3,6 +3,7 @@
 Each works as a context manager and as a decorator, as in PyTorch. The state is
 per thread.
 """
+
 from __future__ import annotations
 
 import functools
@@ -54,6 +55,7 @@ class _Mode:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             with self.clone():
                 return fn(*args, **kwargs)
+
         return wrapper  # type: ignore[return-value]
 
     def clone(self) -> "_Mode":
@@ -85,7 +87,7 @@ class set_grad_enabled(_Mode):
         _set(self.mode)
 
     def __call__(self, fn: F) -> F:
-        _set(self._prev[0])          # used as a decorator: undo the immediate effect
+        _set(self._prev[0])  # used as a decorator: undo the immediate effect
         return super().__call__(fn)
 
     def clone(self) -> "set_grad_enabled":

@@ -8,6 +8,7 @@ The analytical Jacobian is built row by row from `autograd.grad` with one-hot
 caught too. Layouts and messages follow PyTorch: `jacobian[input][output]` has shape
 (input.numel(), output.numel()).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -21,8 +22,13 @@ from ..tensor import Tensor
 from .grad_mode import no_grad
 from .node import Node, edge
 
-__all__ = ["gradcheck", "gradgradcheck", "GradcheckError", "get_numerical_jacobian",
-           "get_analytical_jacobian"]
+__all__ = [
+    "gradcheck",
+    "gradgradcheck",
+    "GradcheckError",
+    "get_numerical_jacobian",
+    "get_analytical_jacobian",
+]
 
 
 class GradcheckError(RuntimeError):
@@ -32,18 +38,21 @@ class GradcheckError(RuntimeError):
 FAILED_NONDET_MSG = (
     "\n\nNOTE: If your op relies on non-deterministic operations (atomic accumulation, "
     "randomness), this failure might be expected: call gradcheck/gradgradcheck with "
-    "`nondet_tol=<tol>` as a keyword argument.\n")
+    "`nondet_tol=<tol>` as a keyword argument.\n"
+)
 
 FAST_FAIL_SLOW_OK_MSG = (
     "\nFast gradcheck failed but element-wise differences are small. This means that the\n"
     "test might've passed in slow_mode!\n\nIf you are adding a new operator, please file "
     "an issue and then use one of the\nworkarounds: call gradcheck/gradgradcheck with "
-    "`fast_mode=False` as a keyword argument.\n")
+    "`fast_mode=False` as a keyword argument.\n"
+)
 
 
 # ------------------------------------------------------------------------------------------
 # helpers
 # ------------------------------------------------------------------------------------------
+
 
 def _as_tuple(x: Any) -> tuple[Any, ...]:
     if isinstance(x, tuple):
@@ -81,6 +90,7 @@ def _element(t: Tensor, flat: int) -> Tensor:
 
 def _matrix(rows: np.ndarray, dtype: dt.DType) -> Tensor:
     from ..functions.creation import from_values
+
     return from_values(rows, dtype)
 
 
@@ -90,21 +100,28 @@ def _np_dtype(d: dt.DType) -> Any:
 
 def _check_inputs(inputs: tuple[Any, ...]) -> None:
     if not any(isinstance(t, Tensor) and t._requires_grad for t in inputs):
-        raise ValueError("gradcheck expects at least one input tensor to require gradient, "
-                         "but none of the them have requires_grad=True.")
+        raise ValueError(
+            "gradcheck expects at least one input tensor to require gradient, "
+            "but none of the them have requires_grad=True."
+        )
     for idx, t in enumerate(inputs):
         if not (isinstance(t, Tensor) and t._requires_grad):
             continue
         if t._dtype is not dt.float64 and t._dtype is not dt.complex128:
-            warnings.warn(f"Input #{idx} requires gradient and is not a double precision "
-                          f"floating point or complex. This check will likely fail if all the "
-                          f"inputs are not of double precision floating point or complex. ",
-                          UserWarning, stacklevel=3)
+            warnings.warn(
+                f"Input #{idx} requires gradient and is not a double precision "
+                f"floating point or complex. This check will likely fail if all the "
+                f"inputs are not of double precision floating point or complex. ",
+                UserWarning,
+                stacklevel=3,
+            )
         if any(st == 0 and sz > 1 for st, sz in zip(t._strides, t._shape)):
-            raise RuntimeError(f"The {idx}th input has a dimension with stride 0. gradcheck "
-                               f"only supports inputs that are non-overlapping to be able to "
-                               f"compute the numerical gradients correctly. You should call "
-                               f".contiguous on the input before passing it to gradcheck.")
+            raise RuntimeError(
+                f"The {idx}th input has a dimension with stride 0. gradcheck "
+                f"only supports inputs that are non-overlapping to be able to "
+                f"compute the numerical gradients correctly. You should call "
+                f".contiguous on the input before passing it to gradcheck."
+            )
 
 
 def _evaluate(func: Callable[..., Any], inputs: tuple[Any, ...]) -> list[Tensor | None]:
@@ -118,9 +135,14 @@ def _evaluate(func: Callable[..., Any], inputs: tuple[Any, ...]) -> list[Tensor 
 # numerical Jacobian
 # ------------------------------------------------------------------------------------------
 
-def _perturbed_outputs(func: Callable[..., Any], inputs: tuple[Any, ...], target: Tensor,
-                       minus: Tensor | float, plus: Tensor | float
-                       ) -> tuple[list[Tensor | None], list[Tensor | None]]:
+
+def _perturbed_outputs(
+    func: Callable[..., Any],
+    inputs: tuple[Any, ...],
+    target: Tensor,
+    minus: Tensor | float,
+    plus: Tensor | float,
+) -> tuple[list[Tensor | None], list[Tensor | None]]:
     """Evaluate with `target` set to `minus`, then `plus`; restore its values."""
     with no_grad():
         orig = target.clone()
@@ -137,21 +159,23 @@ def _perturbed_outputs(func: Callable[..., Any], inputs: tuple[Any, ...], target
     return outa, outb
 
 
-def _central_difference(outa: Tensor | None, outb: Tensor | None, eps: float
-                        ) -> Tensor | None:
+def _central_difference(outa: Tensor | None, outb: Tensor | None, eps: float) -> Tensor | None:
     if outa is None or outb is None:
         return None
     if outa._shape != outb._shape or outa._dtype is not outb._dtype:
-        raise GradcheckError(f"Expected all outputs of the function to have the same shape "
-                             f"and dtype when its input is perturbed by eps={eps}, got "
-                             f"{list(outa._shape)} {outa._dtype.name} and {list(outb._shape)} "
-                             f"{outb._dtype.name}")
+        raise GradcheckError(
+            f"Expected all outputs of the function to have the same shape "
+            f"and dtype when its input is perturbed by eps={eps}, got "
+            f"{list(outa._shape)} {outa._dtype.name} and {list(outb._shape)} "
+            f"{outb._dtype.name}"
+        )
     with no_grad():
         return (outb - outa) / (2 * eps)
 
 
-def get_numerical_jacobian(func: Callable[..., Any], inputs: Any, eps: float = 1e-6
-                           ) -> list[list[Tensor | None]]:
+def get_numerical_jacobian(
+    func: Callable[..., Any], inputs: Any, eps: float = 1e-6
+) -> list[list[Tensor | None]]:
     """`result[i][k]`: d output k / d (i-th input that requires grad), (in_numel, out_numel).
 
     Entries for outputs that are not floating point are None.
@@ -161,8 +185,10 @@ def get_numerical_jacobian(func: Callable[..., Any], inputs: Any, eps: float = 1
     result: list[list[Tensor | None]] = []
     for _, x in _diff_inputs(tupled):
         n_in = x.numel()
-        rows = [None if o is None else np.zeros((n_in, o.numel()), _np_dtype(o._dtype))
-                for o in reference]
+        rows = [
+            None if o is None else np.zeros((n_in, o.numel()), _np_dtype(o._dtype))
+            for o in reference
+        ]
         raw = _raw(x)
         for j in range(n_in):
             elem = _element(raw, j)
@@ -172,11 +198,14 @@ def get_numerical_jacobian(func: Callable[..., Any], inputs: Any, eps: float = 1
                 d = _central_difference(a, b, eps)
                 if d is not None and rows[k] is not None:
                     if d.numel() != rows[k].shape[1]:
-                        raise GradcheckError("Expected all outputs of the function to keep "
-                                             "their number of elements under perturbation")
+                        raise GradcheckError(
+                            "Expected all outputs of the function to keep "
+                            "their number of elements under perturbation"
+                        )
                     rows[k][j, :] = d.reshape(-1)._values()
-        result.append([None if r is None else _matrix(r, o._dtype)
-                       for r, o in zip(rows, reference)])
+        result.append(
+            [None if r is None else _matrix(r, o._dtype) for r, o in zip(rows, reference)]
+        )
     return result
 
 
@@ -184,22 +213,27 @@ def get_numerical_jacobian(func: Callable[..., Any], inputs: Any, eps: float = 1
 # analytical Jacobian
 # ------------------------------------------------------------------------------------------
 
+
 def _one_hot(like: Tensor, flat: int) -> Tensor:
     from ..functions.creation import zeros
+
     g = zeros(like._shape, dtype=like._dtype)
     if g.numel():
         ew.copy_into(_element(g, flat), 1)
     return g
 
 
-def _vjp(output: Tensor, diff_inputs: list[Tensor], grad_output: Tensor
-         ) -> tuple[Tensor | None, ...]:
+def _vjp(
+    output: Tensor, diff_inputs: list[Tensor], grad_output: Tensor
+) -> tuple[Tensor | None, ...]:
     from .api import grad
+
     return grad(output, diff_inputs, grad_output, retain_graph=True, allow_unused=True)
 
 
-def _stack_columns(columns: list[tuple[Tensor | None, ...]], diff_inputs: list[Tensor],
-                   n_cols: int) -> tuple[list[Tensor], bool, bool]:
+def _stack_columns(
+    columns: list[tuple[Tensor | None, ...]], diff_inputs: list[Tensor], n_cols: int
+) -> tuple[list[Tensor], bool, bool]:
     """Jacobians (in_numel, n_cols) from per-column gradients; also (sizes_ok, types_ok)."""
     sizes_ok = types_ok = True
     mats = [np.zeros((x.numel(), n_cols), _np_dtype(x._dtype)) for x in diff_inputs]
@@ -223,9 +257,13 @@ def _max_abs_diff(a: Tensor, b: Tensor) -> float:
         return float((a.to(dt.float64) - b.to(dt.float64)).abs().max().item())
 
 
-def _analytical_jacobian(inputs: tuple[Any, ...], output: Tensor, nondet_tol: float,
-                         check_grad_dtypes: bool,
-                         grad_outputs: list[Tensor] | None = None) -> list[Tensor]:
+def _analytical_jacobian(
+    inputs: tuple[Any, ...],
+    output: Tensor,
+    nondet_tol: float,
+    check_grad_dtypes: bool,
+    grad_outputs: list[Tensor] | None = None,
+) -> list[Tensor]:
     """Rows of d output / d inputs, computed twice to detect non-reentrant backwards."""
     diff = [t for _, t in _diff_inputs(inputs)]
     if grad_outputs is None:
@@ -240,37 +278,42 @@ def _analytical_jacobian(inputs: tuple[Any, ...], output: Tensor, nondet_tol: fl
     if not sizes_ok:
         raise GradcheckError("Analytical gradient has incorrect size")
     if not reentrant:
-        raise GradcheckError("Backward is not reentrant, i.e., running backward with same "
-                             "input and grad_output multiple times gives different values, "
-                             "although analytical gradient matches numerical gradient."
-                             f"The tolerance for nondeterminism was {nondet_tol}."
-                             + FAILED_NONDET_MSG)
+        raise GradcheckError(
+            "Backward is not reentrant, i.e., running backward with same "
+            "input and grad_output multiple times gives different values, "
+            "although analytical gradient matches numerical gradient."
+            f"The tolerance for nondeterminism was {nondet_tol}." + FAILED_NONDET_MSG
+        )
     return jac1
 
 
-def get_analytical_jacobian(inputs: Any, output: Tensor, nondet_tol: float = 0.0
-                            ) -> list[Tensor]:
+def get_analytical_jacobian(inputs: Any, output: Tensor, nondet_tol: float = 0.0) -> list[Tensor]:
     """`result[i]`: d output / d (i-th input that requires grad), (in_numel, out_numel)."""
     return _analytical_jacobian(_as_tuple(inputs), output, nondet_tol, False)
 
 
 def _allclose(a: Tensor, n: Tensor, rtol: float, atol: float) -> bool:
     from ..functions.misc import allclose
+
     with no_grad():
         return allclose(a.to(dt.float64), n.to(dt.float64), rtol, atol)
 
 
 def _notallclose_msg(a: Tensor, n: Tensor, out_idx: int, in_idx: int) -> str:
-    return (f"Jacobian mismatch for output {out_idx:d} with respect to input {in_idx:d},\n"
-            f"numerical:{n}\nanalytical:{a}\n")
+    return (
+        f"Jacobian mismatch for output {out_idx:d} with respect to input {in_idx:d},\n"
+        f"numerical:{n}\nanalytical:{a}\n"
+    )
 
 
 # ------------------------------------------------------------------------------------------
 # extra checks
 # ------------------------------------------------------------------------------------------
 
-def _check_no_differentiable_outputs(func: Callable[..., Any], inputs: tuple[Any, ...],
-                                     eps: float) -> None:
+
+def _check_no_differentiable_outputs(
+    func: Callable[..., Any], inputs: tuple[Any, ...], eps: float
+) -> None:
     for per_input in get_numerical_jacobian(func, inputs, eps):
         for n in per_input:
             if n is None:
@@ -301,18 +344,22 @@ def _test_undefined_backward(func: Callable[..., Any], inputs: tuple[Any, ...]) 
     """Backward must cope with undefined output gradients (all at once, or one at a time)."""
     from .api import grad
     from ..functions.creation import zeros_like
+
     diff = [t for _, t in _diff_inputs(inputs)]
 
     def check(outputs: list[Tensor]) -> None:
         try:
             gin = grad(outputs, diff, [zeros_like(o) for o in outputs], allow_unused=True)
         except RuntimeError as e:
-            raise GradcheckError("Expected backward function to handle undefined output grads. "
-                                 f"It raised: {e}") from e
+            raise GradcheckError(
+                f"Expected backward function to handle undefined output grads. It raised: {e}"
+            ) from e
         for g in gin:
             if g is not None and _max_abs_diff(g, g * 0) > 0:
-                raise GradcheckError("Expected all input grads to be undefined or zero when "
-                                     "all output grads are undefined or zero.")
+                raise GradcheckError(
+                    "Expected all input grads to be undefined or zero when "
+                    "all output grads are undefined or zero."
+                )
 
     first = _differentiable_outputs(_as_tuple(func(*inputs)))
     check([_undefined_grad(o) for o in first])
@@ -322,13 +369,14 @@ def _test_undefined_backward(func: Callable[..., Any], inputs: tuple[Any, ...]) 
             check([_undefined_grad(o) if i == k else o for i, o in enumerate(outs)])
 
 
-def _test_backward_mul_by_grad_output(outputs: tuple[Tensor, ...], inputs: tuple[Any, ...]
-                                      ) -> None:
+def _test_backward_mul_by_grad_output(outputs: tuple[Tensor, ...], inputs: tuple[Any, ...]) -> None:
     from .api import grad
     from ..functions.creation import zeros_like
+
     diff = [t for _, t in _diff_inputs(inputs)]
-    gin = grad(outputs, diff, [zeros_like(o) for o in outputs], retain_graph=True,
-               allow_unused=True)
+    gin = grad(
+        outputs, diff, [zeros_like(o) for o in outputs], retain_graph=True, allow_unused=True
+    )
     for g, x in zip(gin, diff):
         if g is None:
             continue
@@ -340,20 +388,23 @@ def _test_backward_mul_by_grad_output(outputs: tuple[Tensor, ...], inputs: tuple
             raise GradcheckError("grad is incorrect size")
 
 
-def _test_batched_grad(inputs: tuple[Any, ...], output: Tensor, out_idx: int,
-                       rtol: float, atol: float) -> None:
+def _test_batched_grad(
+    inputs: tuple[Any, ...], output: Tensor, out_idx: int, rtol: float, atol: float
+) -> None:
     """`is_grads_batched=True` must equal one backward per grad_output."""
     from .api import grad
     from ..functions.creation import Generator, rand
     from ..functions.shape import stack
+
     diff = [t for _, t in _diff_inputs(inputs)]
-    gen = Generator(4321 + out_idx)      # private: the user's RNG stream is left alone
+    gen = Generator(4321 + out_idx)  # private: the user's RNG stream is left alone
     with no_grad():
         gos = [rand(output._shape, dtype=output._dtype, generator=gen) for _ in range(2)]
         batched_go = stack(gos)
     expected = [grad(output, diff, g, retain_graph=True, allow_unused=True) for g in gos]
-    got = grad(output, diff, batched_go, retain_graph=True, allow_unused=True,
-               is_grads_batched=True)
+    got = grad(
+        output, diff, batched_go, retain_graph=True, allow_unused=True, is_grads_batched=True
+    )
     for i, g in enumerate(got):
         for b in range(2):
             e = expected[b][i]
@@ -361,24 +412,36 @@ def _test_batched_grad(inputs: tuple[Any, ...], output: Tensor, out_idx: int,
                 continue
             gb = g[b] if g is not None else None
             if e is None or gb is None or not _allclose(gb, e, rtol, atol):
-                raise GradcheckError(f"While computing batched gradients, got: {g}\n\n"
-                                     f"Expected: the per-sample gradients {e} (output "
-                                     f"{out_idx}, input {i}, sample {b})")
+                raise GradcheckError(
+                    f"While computing batched gradients, got: {g}\n\n"
+                    f"Expected: the per-sample gradients {e} (output "
+                    f"{out_idx}, input {i}, sample {b})"
+                )
 
 
 # ------------------------------------------------------------------------------------------
 # slow and fast mode
 # ------------------------------------------------------------------------------------------
 
-def _slow_gradcheck(func: Callable[..., Any], inputs: tuple[Any, ...], func_out: tuple[Any, ...],
-                    outputs: tuple[Tensor, ...], eps: float, rtol: float, atol: float,
-                    check_grad_dtypes: bool, nondet_tol: float) -> None:
+
+def _slow_gradcheck(
+    func: Callable[..., Any],
+    inputs: tuple[Any, ...],
+    func_out: tuple[Any, ...],
+    outputs: tuple[Tensor, ...],
+    eps: float,
+    rtol: float,
+    atol: float,
+    check_grad_dtypes: bool,
+    nondet_tol: float,
+) -> None:
     if not outputs:
         _check_no_differentiable_outputs(func, inputs, eps)
         return
-    numerical = get_numerical_jacobian(func, inputs, eps)     # [input][output]
-    diff_positions = [k for k, o in enumerate(func_out) if isinstance(o, Tensor)
-                      and o._requires_grad]
+    numerical = get_numerical_jacobian(func, inputs, eps)  # [input][output]
+    diff_positions = [
+        k for k, o in enumerate(func_out) if isinstance(o, Tensor) and o._requires_grad
+    ]
     for i, o in enumerate(outputs):
         analytical = _analytical_jacobian(inputs, o, nondet_tol, check_grad_dtypes)
         for j, a in enumerate(analytical):
@@ -389,6 +452,7 @@ def _slow_gradcheck(func: Callable[..., Any], inputs: tuple[Any, ...], func_out:
 
 def _random_unit(n: int, dtype: dt.DType, generator: Any) -> Tensor:
     from ..functions.creation import rand
+
     with no_grad():
         v = rand(max(n, 1), generator=generator, dtype=dt.float64)[:n]
         if n:
@@ -396,11 +460,20 @@ def _random_unit(n: int, dtype: dt.DType, generator: Any) -> Tensor:
         return v.to(dtype)
 
 
-def _fast_gradcheck(func: Callable[..., Any], inputs: tuple[Any, ...], func_out: tuple[Any, ...],
-                    outputs: tuple[Tensor, ...], eps: float, rtol: float, atol: float,
-                    check_grad_dtypes: bool, nondet_tol: float) -> None:
+def _fast_gradcheck(
+    func: Callable[..., Any],
+    inputs: tuple[Any, ...],
+    func_out: tuple[Any, ...],
+    outputs: tuple[Tensor, ...],
+    eps: float,
+    rtol: float,
+    atol: float,
+    check_grad_dtypes: bool,
+    nondet_tol: float,
+) -> None:
     """Compare v^T (J u) by finite differences with (v^T J) u by backward, for random u, v."""
     from ..functions.creation import Generator
+
     gen = Generator(0)
     diff = _diff_inputs(inputs)
     all_u = [_random_unit(x.numel(), x._dtype, gen) for _, x in diff]
@@ -408,8 +481,9 @@ def _fast_gradcheck(func: Callable[..., Any], inputs: tuple[Any, ...], func_out:
     if not outputs:
         _check_no_differentiable_outputs(func, inputs, eps)
         return
-    diff_positions = [k for k, o in enumerate(func_out) if isinstance(o, Tensor)
-                      and o._requires_grad]
+    diff_positions = [
+        k for k, o in enumerate(func_out) if isinstance(o, Tensor) and o._requires_grad
+    ]
     # numerical: J u for each input, then v . (J u) for each output
     numerical: list[list[Tensor]] = []
     for (_, x), u in zip(diff, all_u):
@@ -426,8 +500,9 @@ def _fast_gradcheck(func: Callable[..., Any], inputs: tuple[Any, ...], func_out:
                 row.append((ju.reshape(-1).to(dt.float64) * v.to(dt.float64)).sum())
         numerical.append(row)
     for j_out, (o, v) in enumerate(zip(outputs, all_v)):
-        vjs = _analytical_jacobian(inputs, o, nondet_tol, check_grad_dtypes,
-                                   grad_outputs=[v.reshape(o._shape)])
+        vjs = _analytical_jacobian(
+            inputs, o, nondet_tol, check_grad_dtypes, grad_outputs=[v.reshape(o._shape)]
+        )
         for i_in, (vj, u) in enumerate(zip(vjs, all_u)):
             with no_grad():
                 a = (vj.reshape(-1).to(dt.float64) * u.to(dt.float64)).sum()
@@ -435,21 +510,32 @@ def _fast_gradcheck(func: Callable[..., Any], inputs: tuple[Any, ...], func_out:
                 sum_v = float(v.sum().item()) if v.numel() else 0.0
             n = numerical[i_in][j_out]
             if not _allclose(a, n, rtol, atol * sum_u * sum_v):
-                detail = _slow_mode_detail(func, inputs, o, i_in, diff_positions[j_out], rtol,
-                                           atol, eps)
+                detail = _slow_mode_detail(
+                    func, inputs, o, i_in, diff_positions[j_out], rtol, atol, eps
+                )
                 raise GradcheckError(_notallclose_msg(a, n, j_out, i_in) + detail)
 
 
-def _slow_mode_detail(func: Callable[..., Any], inputs: tuple[Any, ...], output: Tensor,
-                      in_idx: int, out_pos: int, rtol: float, atol: float, eps: float) -> str:
+def _slow_mode_detail(
+    func: Callable[..., Any],
+    inputs: tuple[Any, ...],
+    output: Tensor,
+    in_idx: int,
+    out_pos: int,
+    rtol: float,
+    atol: float,
+    eps: float,
+) -> str:
     slow_n = get_numerical_jacobian(func, inputs, eps)[in_idx][out_pos]
     slow_a = _analytical_jacobian(inputs, output, float("inf"), False)[in_idx]
-    msg = ("\nThe above quantities relating the numerical and analytical jacobians are "
-           "computed \nin fast mode. See: https://github.com/pytorch/pytorch/issues/53876 for "
-           "more background \nabout fast mode. Below, we recompute numerical and analytical "
-           "jacobians in slow mode:\n\n"
-           f"Numerical:\n {slow_n}\nAnalytical:\n{slow_a}\n\n"
-           f"The max per-element difference (slow mode) is: {_max_abs_diff(slow_n, slow_a)}.\n")
+    msg = (
+        "\nThe above quantities relating the numerical and analytical jacobians are "
+        "computed \nin fast mode. See: https://github.com/pytorch/pytorch/issues/53876 for "
+        "more background \nabout fast mode. Below, we recompute numerical and analytical "
+        "jacobians in slow mode:\n\n"
+        f"Numerical:\n {slow_n}\nAnalytical:\n{slow_a}\n\n"
+        f"The max per-element difference (slow mode) is: {_max_abs_diff(slow_n, slow_a)}.\n"
+    )
     if _allclose(slow_a, slow_n, rtol, atol):
         msg += FAST_FAIL_SLOW_OK_MSG
     return msg
@@ -459,12 +545,25 @@ def _slow_mode_detail(func: Callable[..., Any], inputs: tuple[Any, ...], output:
 # public API
 # ------------------------------------------------------------------------------------------
 
-def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol: float = 1e-5,
-              rtol: float = 1e-3, raise_exception: bool = True, nondet_tol: float = 0.0,
-              check_undefined_grad: bool = True, check_grad_dtypes: bool = False,
-              check_batched_grad: bool = False, check_batched_forward_grad: bool = False,
-              check_forward_ad: bool = False, check_backward_ad: bool = True,
-              fast_mode: bool = False, masked: bool | None = None) -> bool:
+
+def gradcheck(
+    func: Callable[..., Any],
+    inputs: Any,
+    *,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    raise_exception: bool = True,
+    nondet_tol: float = 0.0,
+    check_undefined_grad: bool = True,
+    check_grad_dtypes: bool = False,
+    check_batched_grad: bool = False,
+    check_batched_forward_grad: bool = False,
+    check_forward_ad: bool = False,
+    check_backward_ad: bool = True,
+    fast_mode: bool = False,
+    masked: bool | None = None,
+) -> bool:
     """Check `func`'s gradients w.r.t. inputs with requires_grad against finite differences.
 
     `check_backward_ad`: reverse-mode Jacobians (default); `check_forward_ad`: forward-mode
@@ -476,27 +575,47 @@ def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol:
     True, or raises GradcheckError (returns False with raise_exception=False).
     """
     if check_batched_forward_grad and not check_forward_ad:
-        raise AssertionError("Setting check_batched_forward_grad=True requires "
-                             "check_forward_ad to be True")
+        raise AssertionError(
+            "Setting check_batched_forward_grad=True requires check_forward_ad to be True"
+        )
     try:
-        return _gradcheck(func, inputs, eps=eps, atol=atol, rtol=rtol, nondet_tol=nondet_tol,
-                          check_undefined_grad=check_undefined_grad,
-                          check_grad_dtypes=check_grad_dtypes,
-                          check_batched_grad=check_batched_grad,
-                          check_backward_ad=check_backward_ad, fast_mode=fast_mode,
-                          check_forward_ad=check_forward_ad,
-                          check_batched_forward_grad=check_batched_forward_grad)
+        return _gradcheck(
+            func,
+            inputs,
+            eps=eps,
+            atol=atol,
+            rtol=rtol,
+            nondet_tol=nondet_tol,
+            check_undefined_grad=check_undefined_grad,
+            check_grad_dtypes=check_grad_dtypes,
+            check_batched_grad=check_batched_grad,
+            check_backward_ad=check_backward_ad,
+            fast_mode=fast_mode,
+            check_forward_ad=check_forward_ad,
+            check_batched_forward_grad=check_batched_forward_grad,
+        )
     except GradcheckError:
         if raise_exception:
             raise
         return False
 
 
-def _gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float, atol: float, rtol: float,
-               nondet_tol: float, check_undefined_grad: bool, check_grad_dtypes: bool,
-               check_batched_grad: bool, check_backward_ad: bool, fast_mode: bool,
-               check_forward_ad: bool = False, check_batched_forward_grad: bool = False
-               ) -> bool:
+def _gradcheck(
+    func: Callable[..., Any],
+    inputs: Any,
+    *,
+    eps: float,
+    atol: float,
+    rtol: float,
+    nondet_tol: float,
+    check_undefined_grad: bool,
+    check_grad_dtypes: bool,
+    check_batched_grad: bool,
+    check_backward_ad: bool,
+    fast_mode: bool,
+    check_forward_ad: bool = False,
+    check_batched_forward_grad: bool = False,
+) -> bool:
     tupled = _as_tuple(inputs)
     _check_inputs(tupled)
     func_out = _as_tuple(func(*tupled))
@@ -510,8 +629,7 @@ def _gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float, atol: float
     outputs = _differentiable_outputs(func_out)
     if check_backward_ad:
         checker = _fast_gradcheck if fast_mode else _slow_gradcheck
-        checker(func, tupled, func_out, outputs, eps, rtol, atol, check_grad_dtypes,
-                nondet_tol)
+        checker(func, tupled, func_out, outputs, eps, rtol, atol, check_grad_dtypes, nondet_tol)
     if check_batched_grad:
         for k, o in enumerate(outputs):
             _test_batched_grad(tupled, o, k, rtol, atol)
@@ -522,57 +640,95 @@ def _gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float, atol: float
     return True
 
 
-def gradgradcheck(func: Callable[..., Any], inputs: Any, grad_outputs: Any = None, *,
-                  eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
-                  gen_non_contig_grad_outputs: bool = False, raise_exception: bool = True,
-                  nondet_tol: float = 0.0, check_undefined_grad: bool = True,
-                  check_grad_dtypes: bool = False, check_batched_grad: bool = False,
-                  check_fwd_over_rev: bool = False, check_rev_over_rev: bool = True,
-                  fast_mode: bool = False, masked: bool = False) -> bool:
+def gradgradcheck(
+    func: Callable[..., Any],
+    inputs: Any,
+    grad_outputs: Any = None,
+    *,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    gen_non_contig_grad_outputs: bool = False,
+    raise_exception: bool = True,
+    nondet_tol: float = 0.0,
+    check_undefined_grad: bool = True,
+    check_grad_dtypes: bool = False,
+    check_batched_grad: bool = False,
+    check_fwd_over_rev: bool = False,
+    check_rev_over_rev: bool = True,
+    fast_mode: bool = False,
+    masked: bool = False,
+) -> bool:
     """gradcheck of `(inputs, grad_outputs) -> autograd.grad(func(inputs), inputs,
     grad_outputs, create_graph=True)`: second derivatives against finite differences,
     by reverse mode over the backward (`check_rev_over_rev`, default) and/or forward mode
     over it (`check_fwd_over_rev`). `masked` is accepted and ignored (no sparse tensors)."""
     from .api import grad
+
     if check_undefined_grad and not check_rev_over_rev:
-        raise AssertionError("Setting check_undefined_grad=True requires "
-                             "check_rev_over_rev to be True")
+        raise AssertionError(
+            "Setting check_undefined_grad=True requires check_rev_over_rev to be True"
+        )
     tupled_inputs = _as_tuple(inputs)
     if grad_outputs is None:
         outs = _differentiable_outputs(_as_tuple(func(*tupled_inputs)))
-        tupled_grad_outputs = tuple(_random_grad_output(o, k, gen_non_contig_grad_outputs)
-                                    for k, o in enumerate(outs))
+        tupled_grad_outputs = tuple(
+            _random_grad_output(o, k, gen_non_contig_grad_outputs) for k, o in enumerate(outs)
+        )
     else:
         tupled_grad_outputs = _as_tuple(grad_outputs)
     num_outputs = len(tupled_grad_outputs)
-    diff_input_idx = {i for i, x in enumerate(tupled_inputs)
-                      if isinstance(x, Tensor) and x._requires_grad}
-    diff_go_idx = {i for i, x in enumerate(tupled_grad_outputs)
-                   if isinstance(x, Tensor) and x._requires_grad}
+    diff_input_idx = {
+        i for i, x in enumerate(tupled_inputs) if isinstance(x, Tensor) and x._requires_grad
+    }
+    diff_go_idx = {
+        i for i, x in enumerate(tupled_grad_outputs) if isinstance(x, Tensor) and x._requires_grad
+    }
 
     def new_func(*args: Any) -> tuple[Tensor, ...]:
-        input_args = tuple(x.requires_grad_() if i in diff_input_idx else x
-                           for i, x in enumerate(args[:len(args) - num_outputs]))
+        input_args = tuple(
+            x.requires_grad_() if i in diff_input_idx else x
+            for i, x in enumerate(args[: len(args) - num_outputs])
+        )
         outputs = _differentiable_outputs(_as_tuple(func(*input_args)))
-        gos = tuple(x.requires_grad_() if i in diff_go_idx else x
-                    for i, x in enumerate(args[len(args) - num_outputs:]))
+        gos = tuple(
+            x.requires_grad_() if i in diff_go_idx else x
+            for i, x in enumerate(args[len(args) - num_outputs :])
+        )
         diff_args = tuple(x for i, x in enumerate(input_args) if i in diff_input_idx)
         grad_inputs = grad(outputs, diff_args, gos, create_graph=True, allow_unused=True)
         return tuple(g for g in grad_inputs if g is not None)
 
     ok = True
     if check_fwd_over_rev:
-        ok = gradcheck(new_func, tupled_inputs + tupled_grad_outputs, eps=eps, atol=atol,
-                       rtol=rtol, raise_exception=raise_exception, nondet_tol=nondet_tol,
-                       check_undefined_grad=False, check_grad_dtypes=check_grad_dtypes,
-                       check_forward_ad=True, check_backward_ad=False, fast_mode=fast_mode)
+        ok = gradcheck(
+            new_func,
+            tupled_inputs + tupled_grad_outputs,
+            eps=eps,
+            atol=atol,
+            rtol=rtol,
+            raise_exception=raise_exception,
+            nondet_tol=nondet_tol,
+            check_undefined_grad=False,
+            check_grad_dtypes=check_grad_dtypes,
+            check_forward_ad=True,
+            check_backward_ad=False,
+            fast_mode=fast_mode,
+        )
     if check_rev_over_rev:
-        ok = ok and gradcheck(new_func, tupled_inputs + tupled_grad_outputs, eps=eps,
-                              atol=atol, rtol=rtol, raise_exception=raise_exception,
-                              nondet_tol=nondet_tol,
-                              check_undefined_grad=check_undefined_grad,
-                              check_grad_dtypes=check_grad_dtypes,
-                              check_batched_grad=check_batched_grad, fast_mode=fast_mode)
+        ok = ok and gradcheck(
+            new_func,
+            tupled_inputs + tupled_grad_outputs,
+            eps=eps,
+            atol=atol,
+            rtol=rtol,
+            raise_exception=raise_exception,
+            nondet_tol=nondet_tol,
+            check_undefined_grad=check_undefined_grad,
+            check_grad_dtypes=check_grad_dtypes,
+            check_batched_grad=check_batched_grad,
+            fast_mode=fast_mode,
+        )
     return ok
 
 
@@ -580,21 +736,22 @@ def _random_grad_output(o: Tensor, k: int, noncontiguous: bool) -> Tensor:
     """Uniform in [-1, 1), like PyTorch's make_tensor, from a fixed private generator."""
     from ..functions.creation import Generator, rand
     from ..functions.shape import permute
+
     gen = Generator(1234 + k)
     d = o._dtype if _is_float(o) else dt.float64
     if d.is_complex:
         from ..functions.shape import stack
         from ..functions import view_as_complex
+
         part = dt.float64 if d is dt.complex128 else dt.float32
         with no_grad():
-            pairs = stack([rand(o._shape, generator=gen, dtype=part) * 2 - 1
-                           for _ in range(2)], -1)
+            pairs = stack([rand(o._shape, generator=gen, dtype=part) * 2 - 1 for _ in range(2)], -1)
             t = view_as_complex(pairs)
         return t.requires_grad_(True)
     with no_grad():
         if noncontiguous and o.ndim >= 2:
             shape = tuple(reversed(o._shape))
-            t = (rand(shape, generator=gen, dtype=d) * 2 - 1)
+            t = rand(shape, generator=gen, dtype=d) * 2 - 1
             t = permute(t, tuple(reversed(range(o.ndim))))
         else:
             t = rand(o._shape, generator=gen, dtype=d) * 2 - 1
@@ -605,38 +762,49 @@ def _random_grad_output(o: Tensor, k: int, noncontiguous: bool) -> Tensor:
 # complex inputs and outputs; forward mode
 # ------------------------------------------------------------------------------------------
 
+
 def _has_complex(inputs: tuple[Any, ...], outputs: tuple[Any, ...]) -> bool:
-    return any(isinstance(t, Tensor) and t._requires_grad and t._dtype.is_complex
-               for t in inputs) or any(isinstance(o, Tensor) and o._dtype.is_complex
-                                       for o in outputs)
+    return any(
+        isinstance(t, Tensor) and t._requires_grad and t._dtype.is_complex for t in inputs
+    ) or any(isinstance(o, Tensor) and o._dtype.is_complex for o in outputs)
 
 
-def _realified(func: Callable[..., Any], inputs: tuple[Any, ...]
-               ) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+def _realified(
+    func: Callable[..., Any], inputs: tuple[Any, ...]
+) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     """`func` over real tensors: each complex input that requires grad becomes a real leaf
     (..., 2) read through `view_as_complex`, and complex outputs are returned through
     `view_as_real`. Its real Jacobian is checked in place of the complex one."""
     from ..functions import view_as_complex, view_as_real
-    positions = {i for i, t in enumerate(inputs)
-                 if isinstance(t, Tensor) and t._requires_grad and t._dtype.is_complex}
+
+    positions = {
+        i
+        for i, t in enumerate(inputs)
+        if isinstance(t, Tensor) and t._requires_grad and t._dtype.is_complex
+    }
     with no_grad():
-        real_inputs = tuple(view_as_real(t.detach()).clone().requires_grad_(True)
-                            if i in positions else t for i, t in enumerate(inputs))
+        real_inputs = tuple(
+            view_as_real(t.detach()).clone().requires_grad_(True) if i in positions else t
+            for i, t in enumerate(inputs)
+        )
 
     def real_func(*args: Any) -> tuple[Any, ...]:
         args = tuple(view_as_complex(a) if i in positions else a for i, a in enumerate(args))
         outs = _as_tuple(func(*args))
-        return tuple(view_as_real(o) if isinstance(o, Tensor) and o._dtype.is_complex else o
-                     for o in outs)
+        return tuple(
+            view_as_real(o) if isinstance(o, Tensor) and o._dtype.is_complex else o for o in outs
+        )
 
     return real_func, real_inputs
 
 
-def _forward_columns(func: Callable[..., Any], inputs: tuple[Any, ...], index: int,
-                     tangent: Tensor) -> list[Tensor | None]:
+def _forward_columns(
+    func: Callable[..., Any], inputs: tuple[Any, ...], index: int, tangent: Tensor
+) -> list[Tensor | None]:
     """The output tangents of `func` for `tangent` on input `index` (forward mode)."""
     from . import forward_ad as fwAD
     from ..functions.creation import zeros_like
+
     with fwAD.dual_level():
         args = list(inputs)
         args[index] = fwAD.make_dual(inputs[index].detach(), tangent)
@@ -648,23 +816,25 @@ def _forward_columns(func: Callable[..., Any], inputs: tuple[Any, ...], index: i
                 continue
             t = fwAD.unpack_dual(o).tangent
             with no_grad():
-                result.append(zeros_like(o).detach() if t is None
-                              else t.detach().clone())
+                result.append(zeros_like(o).detach() if t is None else t.detach().clone())
     return result
 
 
-def _check_forward_ad(func: Callable[..., Any], inputs: tuple[Any, ...], eps: float,
-                      rtol: float, atol: float) -> None:
+def _check_forward_ad(
+    func: Callable[..., Any], inputs: tuple[Any, ...], eps: float, rtol: float, atol: float
+) -> None:
     """Forward-mode Jacobians (one JVP per input element) against finite differences."""
-    numerical = get_numerical_jacobian(func, inputs, eps)       # [input][output]
+    numerical = get_numerical_jacobian(func, inputs, eps)  # [input][output]
     for j, (i, x) in enumerate(_diff_inputs(inputs)):
         n_in = x.numel()
         rows: list[np.ndarray | None] | None = None
         for e in range(n_in):
             cols = _forward_columns(func, inputs, i, _one_hot(x, e))
             if rows is None:
-                rows = [None if c is None else np.zeros((n_in, c.numel()),
-                                                       _np_dtype(c._dtype)) for c in cols]
+                rows = [
+                    None if c is None else np.zeros((n_in, c.numel()), _np_dtype(c._dtype))
+                    for c in cols
+                ]
             for k, c in enumerate(cols):
                 if c is not None and rows[k] is not None:
                     rows[k][e, :] = c.reshape(-1)._values()
@@ -673,17 +843,21 @@ def _check_forward_ad(func: Callable[..., Any], inputs: tuple[Any, ...], eps: fl
                 continue
             a = _matrix(rows[k], n._dtype)
             if not _allclose(a, n, rtol, atol):
-                raise GradcheckError(f"Jacobian computed with forward mode mismatch for output "
-                                     f"{k:d} with respect to input {j:d},\n"
-                                     f"numerical:{n}\nanalytical:{a}\n")
+                raise GradcheckError(
+                    f"Jacobian computed with forward mode mismatch for output "
+                    f"{k:d} with respect to input {j:d},\n"
+                    f"numerical:{n}\nanalytical:{a}\n"
+                )
 
 
-def _check_batched_forward_grad(func: Callable[..., Any], inputs: tuple[Any, ...],
-                                rtol: float, atol: float) -> None:
+def _check_batched_forward_grad(
+    func: Callable[..., Any], inputs: tuple[Any, ...], rtol: float, atol: float
+) -> None:
     """JVPs of a batch of two tangents under `vmap` equal one JVP per tangent."""
     from ..functions.creation import Generator, rand
     from ..functions.shape import stack
     from ..transforms import jvp, vmap
+
     for i, x in _diff_inputs(inputs):
         gen = Generator(2468 + i)
         with no_grad():
@@ -695,17 +869,22 @@ def _check_batched_forward_grad(func: Callable[..., Any], inputs: tuple[Any, ...
                 args = list(inputs)
                 args[i] = v
                 return tuple(o for o in _as_tuple(func(*args)) if _is_float(o))
+
             return jvp(f, (primal,), (t,))[1]
 
         try:
             batched = vmap(along)(stack(tangents))
-        except Exception as e:      # noqa: BLE001  (reported as the check's failure)
-            raise GradcheckError(f"While computing batched forward gradients for input {i}, "
-                                 f"vmap raised {type(e).__name__}: {e}") from e
+        except Exception as e:  # noqa: BLE001  (reported as the check's failure)
+            raise GradcheckError(
+                f"While computing batched forward gradients for input {i}, "
+                f"vmap raised {type(e).__name__}: {e}"
+            ) from e
         for b, t in enumerate(tangents):
             single = along(t)
             for k, (got, want) in enumerate(zip(_as_tuple(batched), single)):
                 if not _allclose(got[b], want, rtol, atol):
-                    raise GradcheckError(f"While computing batched forward gradients, got: "
-                                         f"{got[b]}\n\nExpected: {want} (output {k}, input "
-                                         f"{i}, sample {b})")
+                    raise GradcheckError(
+                        f"While computing batched forward gradients, got: "
+                        f"{got[b]}\n\nExpected: {want} (output {k}, input "
+                        f"{i}, sample {b})"
+                    )

@@ -5,6 +5,7 @@ once per name. It holds the op, its attributes, the tensors its derivative rule 
 (saved with their version, so in-place changes are caught) and `next_functions`. The rule
 itself lives in the op registry; a node only supplies the context the rule reads.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -21,11 +22,13 @@ from .grad_mode import _state as _grad_state
 
 _sequence = itertools.count()
 
-FREED = ("Trying to backward through the graph a second time (or directly access saved "
-         "tensors after they have already been freed). Saved intermediate values of the graph "
-         "are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if "
-         "you need to backward through the graph a second time or if you need to access saved "
-         "tensors after calling backward.")
+FREED = (
+    "Trying to backward through the graph a second time (or directly access saved "
+    "tensors after they have already been freed). Saved intermediate values of the graph "
+    "are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if "
+    "you need to backward through the graph a second time or if you need to access saved "
+    "tensors after calling backward."
+)
 
 
 def _functions():
@@ -33,6 +36,7 @@ def _functions():
     global _functions_module
     if _functions_module is None:
         from .. import functions
+
         _functions_module = functions
     return _functions_module
 
@@ -58,8 +62,15 @@ class RemovableHandle:
 
 
 def _type_name(t: Tensor) -> str:
-    kind = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-            "int64": "Long", "int32": "Int", "bool": "Bool"}.get(t._dtype.name, t._dtype.name)
+    kind = {
+        "float32": "Float",
+        "float64": "Double",
+        "float16": "Half",
+        "bfloat16": "BFloat16",
+        "int64": "Long",
+        "int32": "Int",
+        "bool": "Bool",
+    }.get(t._dtype.name, t._dtype.name)
     return f"llgrad.{kind}Tensor [{', '.join(map(str, t._shape))}]"
 
 
@@ -98,16 +109,20 @@ class SavedTensor:
         call's recorder, `apply.direct_recorder`) where `<t>` is a plain `Tensor` with a
         storage; it reads the names `new`, `Saved` and `ref` (`object.__new__`, this
         class, `weakref.ref`)."""
-        lines = [f"{var} = new(Saved)", f"{var}.is_output = {is_output}",
-                 f"{var}.requires_grad = {t}._requires_grad",
-                 f"{var}.version = {t}._storage.version"]
+        lines = [
+            f"{var} = new(Saved)",
+            f"{var}.is_output = {is_output}",
+            f"{var}.requires_grad = {t}._requires_grad",
+            f"{var}.version = {t}._storage.version",
+        ]
         if not is_output:
-            return lines + [f"{var}._layout = None", f"{var}._data = {t}",
-                            f"{var}.source = None"]
-        return lines + [f"{var}._data = None",
-                        f"{var}._layout = ({t}._storage, {t}._offset, {t}._shape, "
-                        f"{t}._strides, {t}._dtype, {t}._base)",
-                        f"{var}.source = ref({t})"]
+            return lines + [f"{var}._layout = None", f"{var}._data = {t}", f"{var}.source = None"]
+        return lines + [
+            f"{var}._data = None",
+            f"{var}._layout = ({t}._storage, {t}._offset, {t}._shape, "
+            f"{t}._strides, {t}._dtype, {t}._base)",
+            f"{var}.source = ref({t})",
+        ]
 
     def _alias(self) -> Tensor:
         """A new tensor over the saved values, without history."""
@@ -131,7 +146,7 @@ class SavedTensor:
         layout = self._layout
         st = layout[0] if layout is not None else self._data._storage
         if st is not None and st.version != self.version:
-            return self.unpack(node, op_name, index)            # (raises)
+            return self.unpack(node, op_name, index)  # (raises)
         return self.data
 
     def unpack(self, node: "Node", op_name: str, index: int) -> Tensor:
@@ -145,7 +160,8 @@ class SavedTensor:
                 f"{index} of {op_name}, is at version {t._storage.version}; expected version "
                 f"{self.version} instead. Hint: the backtrace further above can point at the "
                 f"operation that failed to compute its gradient; enable anomaly detection with "
-                f"llgrad.autograd.set_detect_anomaly(True) to find it.")
+                f"llgrad.autograd.set_detect_anomaly(True) to find it."
+            )
         if self.is_output and self.requires_grad:
             alias = self._alias()
             # the tangent is attached to the output after the node is recorded (a tangent
@@ -177,8 +193,15 @@ class Node:
     # it cannot (`autograd.api.grad` and `backward`)
     direct_grads: Any = None
 
-    __slots__ = ("next_functions", "_hooks", "_prehooks", "_seq", "_trace", "_metadata",
-                 "__weakref__")
+    __slots__ = (
+        "next_functions",
+        "_hooks",
+        "_prehooks",
+        "_seq",
+        "_trace",
+        "_metadata",
+        "__weakref__",
+    )
 
     def __init__(self, next_functions: tuple[tuple["Node | None", int], ...]):
         self.next_functions = next_functions
@@ -241,11 +264,11 @@ class AccumulateGrad(Node):
 class OpNode(Node):
     """A node for one registry op; `ctx` for its vjp rule."""
 
-    __slots__ = ("op", "attrs", "_saved", "_released", "_meta", "_scalars", "_layouts",
-                 "_plan")
+    __slots__ = ("op", "attrs", "_saved", "_released", "_meta", "_scalars", "_layouts", "_plan")
 
-    def __init__(self, op: str, operands: tuple[Any, ...], attrs: dict[str, Any],
-                 output: Tensor, saves: str):
+    def __init__(
+        self, op: str, operands: tuple[Any, ...], attrs: dict[str, Any], output: Tensor, saves: str
+    ):
         # (every operand on the tape's hot path: Node.__init__ and `edge` inlined)
         plan = _save_plans.get((op, saves))
         if plan is None:
@@ -253,13 +276,15 @@ class OpNode(Node):
         save_all, save_digits, save_for, keeps_layout, save_out = plan
         scalars = None
         o = operands[0] if len(operands) == 1 else None
-        if o.__class__ is Tensor:                  # one tensor operand: a unary op
+        if o.__class__ is Tensor:  # one tensor operand: a unary op
             fn = o.grad_fn
-            self.next_functions = ((fn, o._output_nr) if fn is not None else
-                                   edge(o) if o._requires_grad else _NO_EDGE,)
+            self.next_functions = (
+                (fn, o._output_nr) if fn is not None else edge(o) if o._requires_grad else _NO_EDGE,
+            )
             meta: Any = (o._shape, o._dtype)
             saved: list[SavedTensor | None] = [
-                SavedTensor(o) if save_all or 0 in save_digits else None]
+                SavedTensor(o) if save_all or 0 in save_digits else None
+            ]
         else:
             edges = []
             meta = []
@@ -267,8 +292,13 @@ class OpNode(Node):
             for i, o in enumerate(operands):
                 if isinstance(o, Tensor):
                     fn = o.grad_fn
-                    edges.append((fn, o._output_nr) if fn is not None else
-                                 edge(o) if o._requires_grad else _NO_EDGE)
+                    edges.append(
+                        (fn, o._output_nr)
+                        if fn is not None
+                        else edge(o)
+                        if o._requires_grad
+                        else _NO_EDGE
+                    )
                     meta.append(o._shape)
                     meta.append(o._dtype)
                     saved.append(SavedTensor(o) if save_all or i in save_digits else None)
@@ -287,10 +317,13 @@ class OpNode(Node):
         self._trace = traceback.format_stack()[:-2] if _anomaly.enabled else None
         self.op = op
         self.attrs = attrs
-        self._meta = meta               # (shape, dtype) of each operand, flattened
+        self._meta = meta  # (shape, dtype) of each operand, flattened
         self._scalars = scalars
-        self._layouts = tuple(o._strides if isinstance(o, Tensor) else None
-                              for o in operands) if keeps_layout else None
+        self._layouts = (
+            tuple(o._strides if isinstance(o, Tensor) else None for o in operands)
+            if keeps_layout
+            else None
+        )
         if save_for:
             edges = self.next_functions
             for k, readers in save_for.items():
@@ -308,8 +341,9 @@ class OpNode(Node):
     @property
     def input_meta(self) -> tuple[tuple[tuple[int, ...], Any] | None, ...]:
         m = self._meta
-        return tuple(None if m[2 * i] is None else (m[2 * i], m[2 * i + 1])
-                     for i in range(len(m) // 2))
+        return tuple(
+            None if m[2 * i] is None else (m[2 * i], m[2 * i + 1]) for i in range(len(m) // 2)
+        )
 
     @property
     def input_strides(self) -> tuple[tuple[int, ...] | None, ...] | None:
@@ -351,9 +385,13 @@ class OpNode(Node):
         # an elementwise rule as one kernel (`autograd.fused`; a direct call's node, with a
         # `_plan`, is elementwise and finds it there first). A fused kernel carries no
         # forward-mode tangents: with a level open the rule runs as written
-        if g.__class__ is Tensor and not self._released and not _grad_state.enabled and \
-                not _forward_level[0] and (self._plan is not None or
-                                           opdef.group in _ELEMENTWISE):
+        if (
+            g.__class__ is Tensor
+            and not self._released
+            and not _grad_state.enabled
+            and not _forward_level[0]
+            and (self._plan is not None or opdef.group in _ELEMENTWISE)
+        ):
             fused = _fused_apply(self, g)
             if fused is not None:
                 return fused
@@ -379,8 +417,9 @@ class RuleContext:
     """What a derivative rule reads from its node (`OpNode`'s context), over other
     values: traced tensors (`compiler.composites`) or symbolic ones (`autograd.fused`)."""
 
-    def __init__(self, inputs: tuple[Any, ...], output: Any, needs: tuple[bool, ...],
-                 meta: Any, strides: Any):
+    def __init__(
+        self, inputs: tuple[Any, ...], output: Any, needs: tuple[bool, ...], meta: Any, strides: Any
+    ):
         self.inputs, self._output, self.needs_input_grad = inputs, output, needs
         self.input_meta, self.input_strides, self.F = meta, strides, _functions()
 
@@ -400,6 +439,7 @@ def _fused_apply(node: OpNode, g: Tensor) -> tuple[Tensor | None, ...] | None:
     then takes this name's place."""
     global _fused_apply
     from .fused import apply
+
     _fused_apply = apply
     return apply(node, g)
 
@@ -412,8 +452,13 @@ def _save_plan(op: str, saves: str) -> tuple:
     the output) of `op` with `saves` ("i": every input; digits name single inputs, "0"
     for where's condition; "o": the output), made once per (op, saves)."""
     opdef = registry.get(op)
-    plan = ("i" in saves, frozenset(int(c) for c in saves if c.isdigit()),
-            dict(opdef.save_for), opdef.keeps_layout, "o" in saves)
+    plan = (
+        "i" in saves,
+        frozenset(int(c) for c in saves if c.isdigit()),
+        dict(opdef.save_for),
+        opdef.keeps_layout,
+        "o" in saves,
+    )
     _save_plans[(op, saves)] = plan
     return plan
 

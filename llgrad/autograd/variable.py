@@ -4,6 +4,7 @@ Since PyTorch 0.4 a Variable is a Tensor: `Variable(t, requires_grad=...)` retur
 leaf tensor over `t`'s memory (detached from `t`'s history), and `isinstance(x, Variable)`
 holds for every tensor. llgrad keeps both rules so old scripts run unchanged.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -22,17 +23,21 @@ class Variable(metaclass=_VariableMeta):
     `data`'s memory, with `requires_grad` set; `Variable()` is an empty float tensor.
     `volatile` has no effect (it warns, as PyTorch does: use `no_grad`)."""
 
-    def __new__(cls, data: Tensor | None = None, requires_grad: bool = False,
-                volatile: bool = False) -> Tensor:  # type: ignore[misc]
+    def __new__(
+        cls, data: Tensor | None = None, requires_grad: bool = False, volatile: bool = False
+    ) -> Tensor:  # type: ignore[misc]
         if volatile:
-            warnings.warn("volatile was removed and now has no effect. Use `with "
-                          "torch.no_grad():` instead.", UserWarning, stacklevel=2)
+            warnings.warn(
+                "volatile was removed and now has no effect. Use `with torch.no_grad():` instead.",
+                UserWarning,
+                stacklevel=2,
+            )
         if data is None:
             from ..functions.creation import empty
+
             data = empty(0)
         if not isinstance(data, Tensor):
-            raise TypeError(f"Variable data has to be a tensor, but got "
-                            f"{type(data).__name__}")
+            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
         out = data.detach()
         if requires_grad:
             out.requires_grad_(True)

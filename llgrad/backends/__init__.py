@@ -11,6 +11,7 @@ answers whether MKL's library (the `llgrad[mkl]` extra, used for gemm) is instal
 `cpu.get_cpu_capability()` names the host's vector extension as PyTorch does ("AVX512",
 "AVX2", "DEFAULT"). Each submodule is importable (`import llgrad.backends.cudnn`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -19,8 +20,19 @@ import types
 from types import SimpleNamespace
 from typing import Any, Iterator
 
-__all__ = ["mps", "cudnn", "cuda", "cpu", "mkl", "mkldnn", "nnpack", "openmp", "opt_einsum",
-           "mha", "fp32_precision"]
+__all__ = [
+    "mps",
+    "cudnn",
+    "cuda",
+    "cpu",
+    "mkl",
+    "mkldnn",
+    "nnpack",
+    "openmp",
+    "opt_einsum",
+    "mha",
+    "fp32_precision",
+]
 
 fp32_precision = "none"
 
@@ -68,8 +80,9 @@ def _cpu_capability() -> str:
     """PyTorch's name for the host's widest vector extension."""
     try:
         import llvmlite.binding as llvm
+
         features = set(llvm.get_host_cpu_features().flatten().split(","))
-    except Exception:               # noqa: BLE001  (no feature map: the portable answer)
+    except Exception:  # noqa: BLE001  (no feature map: the portable answer)
         return "DEFAULT"
     if {"+avx512f", "+avx512bw", "+avx512vl", "+avx512dq"} <= features:
         return "AVX512"
@@ -80,6 +93,7 @@ def _cpu_capability() -> str:
 
 def _mkl_installed() -> bool:
     from ..runtime.blas import _find_mkl
+
     return _find_mkl() is not None
 
 
@@ -93,11 +107,13 @@ _sdp = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True}
 def _sdp_switches() -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kind in _sdp:
+
         def enabled(kind: str = kind) -> bool:
             return _sdp[kind]
 
         def enable(value: bool, kind: str = kind) -> None:
             _sdp[kind] = bool(value)
+
         enabled.__doc__ = f"Whether the {kind} SDP kernel may be used (a flag: no CUDA)."
         enable.__doc__ = f"Allow or forbid the {kind} SDP kernel (a flag: no CUDA)."
         out[f"{kind}_sdp_enabled"] = enabled
@@ -105,37 +121,72 @@ def _sdp_switches() -> dict[str, Any]:
     return out
 
 
-mps = _FlagModule("mps", "Apple's Metal backend (never available in llgrad).", {},
-                  is_available=_false, is_built=_false, is_macos13_or_newer=_false,
-                  is_macos_or_newer=lambda major, minor: False)
-cudnn = _FlagModule("cudnn", "cuDNN switches (no cuDNN code runs in llgrad).",
-                    dict(enabled=True, benchmark=False, benchmark_limit=None,
-                         deterministic=False, allow_tf32=True, fp32_precision="none"),
-                    is_available=_false, version=_none,
-                    is_acceptable=lambda tensor: False)
-mkldnn = _FlagModule("mkldnn", "oneDNN switches (llgrad does not use oneDNN).",
-                     dict(enabled=True, deterministic=False, allow_tf32=True,
-                          fp32_precision="none"),
-                     is_available=_false, is_acl_available=_false)
-mkl = _FlagModule("mkl", "Intel MKL (llgrad's optional gemm library).", {},
-                  is_available=_mkl_installed)
-openmp = _FlagModule("openmp", "OpenMP (llgrad runs its kernels on its own thread pool).",
-                     {}, is_available=_false)
-nnpack = _FlagModule("nnpack", "NNPACK switches (not used by llgrad).", dict(enabled=True),
-                     is_available=_false)
-opt_einsum = _FlagModule("opt_einsum", "opt_einsum's contraction-order search, as on a "
-                         "PyTorch build without the opt_einsum package.",
-                         dict(enabled=False, strategy=None),
-                         is_available=_false, get_opt_einsum=_none)
+mps = _FlagModule(
+    "mps",
+    "Apple's Metal backend (never available in llgrad).",
+    {},
+    is_available=_false,
+    is_built=_false,
+    is_macos13_or_newer=_false,
+    is_macos_or_newer=lambda major, minor: False,
+)
+cudnn = _FlagModule(
+    "cudnn",
+    "cuDNN switches (no cuDNN code runs in llgrad).",
+    dict(
+        enabled=True,
+        benchmark=False,
+        benchmark_limit=None,
+        deterministic=False,
+        allow_tf32=True,
+        fp32_precision="none",
+    ),
+    is_available=_false,
+    version=_none,
+    is_acceptable=lambda tensor: False,
+)
+mkldnn = _FlagModule(
+    "mkldnn",
+    "oneDNN switches (llgrad does not use oneDNN).",
+    dict(enabled=True, deterministic=False, allow_tf32=True, fp32_precision="none"),
+    is_available=_false,
+    is_acl_available=_false,
+)
+mkl = _FlagModule(
+    "mkl", "Intel MKL (llgrad's optional gemm library).", {}, is_available=_mkl_installed
+)
+openmp = _FlagModule(
+    "openmp", "OpenMP (llgrad runs its kernels on its own thread pool).", {}, is_available=_false
+)
+nnpack = _FlagModule(
+    "nnpack", "NNPACK switches (not used by llgrad).", dict(enabled=True), is_available=_false
+)
+opt_einsum = _FlagModule(
+    "opt_einsum",
+    "opt_einsum's contraction-order search, as on a PyTorch build without the opt_einsum package.",
+    dict(enabled=False, strategy=None),
+    is_available=_false,
+    get_opt_einsum=_none,
+)
 cpu = _FlagModule("cpu", "The CPU backend.", {}, get_cpu_capability=_cpu_capability)
 _fastpath = {"on": True}
-mha = _FlagModule("mha", "MultiheadAttention's fast path switch (a flag in llgrad).", {},
-                  get_fastpath_enabled=lambda: _fastpath["on"],
-                  set_fastpath_enabled=lambda value: _fastpath.__setitem__("on", bool(value)))
-cuda = _FlagModule("cuda", "CUDA switches (llgrad has no CUDA backend).", {},
-                   is_built=_false,
-                   matmul=SimpleNamespace(allow_tf32=False,
-                                          allow_fp16_reduced_precision_reduction=True,
-                                          allow_bf16_reduced_precision_reduction=True,
-                                          fp32_precision="none"),
-                   **_sdp_switches())
+mha = _FlagModule(
+    "mha",
+    "MultiheadAttention's fast path switch (a flag in llgrad).",
+    {},
+    get_fastpath_enabled=lambda: _fastpath["on"],
+    set_fastpath_enabled=lambda value: _fastpath.__setitem__("on", bool(value)),
+)
+cuda = _FlagModule(
+    "cuda",
+    "CUDA switches (llgrad has no CUDA backend).",
+    {},
+    is_built=_false,
+    matmul=SimpleNamespace(
+        allow_tf32=False,
+        allow_fp16_reduced_precision_reduction=True,
+        allow_bf16_reduced_precision_reduction=True,
+        fp32_precision="none",
+    ),
+    **_sdp_switches(),
+)

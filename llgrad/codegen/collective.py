@@ -1,4 +1,5 @@
 """Collective kernels: calls into the MPI library (see `schedule/collective.py`)."""
+
 from __future__ import annotations
 
 from llvmlite import ir
@@ -22,21 +23,33 @@ def build(spec: CollectiveKernel, name: str) -> ir.Module:
     if spec.phase == "start":
         fn_t = ir.FunctionType(I32, [PTR, PTR, I32, handle, handle, handle, PTR])
         count = b.trunc(args.int(2, "count"), I32)
-        rc = b.call(args.function(3, fn_t, "MPI_Iallreduce"),
-                    [args.ptr(0, "send"), args.ptr(1, "recv"), count,
-                     load_handle(4, "datatype"), load_handle(5, "op"),
-                     load_handle(6, "comm"), args.ptr(7, "request")], name="rc")
+        rc = b.call(
+            args.function(3, fn_t, "MPI_Iallreduce"),
+            [
+                args.ptr(0, "send"),
+                args.ptr(1, "recv"),
+                count,
+                load_handle(4, "datatype"),
+                load_handle(5, "op"),
+                load_handle(6, "comm"),
+                args.ptr(7, "request"),
+            ],
+            name="rc",
+        )
         err = args.ptr(8, "err")
     else:
         fn_t = ir.FunctionType(I32, [PTR, PTR])
         err = args.ptr(3, "err")
-        failed = b.load(err, typ=I64, name="failed")     # the start failed: no request
+        failed = b.load(err, typ=I64, name="failed")  # the start failed: no request
         done = fn.append_basic_block("done")
         call = fn.append_basic_block("call")
         b.cbranch(b.icmp_signed("!=", failed, I64(0)), done, call)
         b.position_at_end(call)
-        rc = b.call(args.function(0, fn_t, "MPI_Wait"),
-                    [args.ptr(1, "request"), args.ptr(2, "status")], name="rc")
+        rc = b.call(
+            args.function(0, fn_t, "MPI_Wait"),
+            [args.ptr(1, "request"), args.ptr(2, "status")],
+            name="rc",
+        )
     bad = fn.append_basic_block("bad")
     ok = fn.append_basic_block("ok")
     b.cbranch(b.icmp_signed("!=", rc, I32(0)), bad, ok)

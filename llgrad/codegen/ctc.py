@@ -30,6 +30,7 @@ sequence's `tmp` row, then copies it into `out`: a loop that stored into the arr
 reads the previous row from would keep LLVM's vectorized form from running (its overlap
 checks, hoisted out of the time loop, span every row).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -108,20 +109,20 @@ def build_ctc(spec: CtcKernel, name: str) -> ir.Module:
             with for_range(b, I64(0), size, name="s") as s:
                 p = b.add(prow, s)
                 lp = b.load(at(lpe, b.add(lrow, s), F64), typ=F64)
-                moved = b.icmp_unsigned("!=", b.load(at(skip, b.add(mrow, s), I8), typ=I8),
-                                        I8(0))
-                if spec.reverse:          # stay, step back, skip back (padding after)
+                moved = b.icmp_unsigned("!=", b.load(at(skip, b.add(mrow, s), I8), typ=I8), I8(0))
+                if spec.reverse:  # stay, step back, skip back (padding after)
                     x = b.load(at(out, p, F64), typ=F64)
                     y = b.load(at(out, b.add(p, I64(1)), F64), typ=F64)
                     z = b.load(at(out, b.add(p, I64(2)), F64), typ=F64)
-                else:                     # stay, advance, skip (padding before)
+                else:  # stay, advance, skip (padding before)
                     x = b.load(at(out, b.add(p, I64(2)), F64), typ=F64)
                     y = b.load(at(out, b.add(p, I64(1)), F64), typ=F64)
                     z = b.load(at(out, p, F64), typ=F64)
                 value = b.fadd(_lse3(b, x, y, b.select(moved, z, NINF)), lp)
                 if spec.reverse:
                     first = b.icmp_unsigned(
-                        "!=", b.load(at(start, b.add(mrow, s), I8), typ=I8), I8(0))
+                        "!=", b.load(at(start, b.add(mrow, s), I8), typ=I8), I8(0)
+                    )
                     value = b.select(at_last, b.select(first, lp, NINF), value)
                     value = b.select(after, NINF, value)
                 b.store(value, at(tmp, b.add(mrow, s), F64))

@@ -25,6 +25,7 @@ not used and the user is warned once per folder.
 
 `llgrad cache info|clear|prune` is the command line face of `info`, `clear` and `prune`.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -41,14 +42,24 @@ from .._warnings import warn_at_user
 from .._units import human_bytes
 from .._version import __version__ as VERSION
 
-__all__ = ["root", "folder", "get", "put", "info", "clear", "prune", "size_limit",
-           "untrusted", "CacheInfo"]
+__all__ = [
+    "root",
+    "folder",
+    "get",
+    "put",
+    "info",
+    "clear",
+    "prune",
+    "size_limit",
+    "untrusted",
+    "CacheInfo",
+]
 
-_MAGIC = b"LLGRADOBJ2"          # 2: the checksum covers the toolchain and the key
-_ENTRY = re.compile(r"(ir-)?[0-9a-f]{64}(\.\d+\.\d+\.tmp)?")   # objects, IR texts
+_MAGIC = b"LLGRADOBJ2"  # 2: the checksum covers the toolchain and the key
+_ENTRY = re.compile(r"(ir-)?[0-9a-f]{64}(\.\d+\.\d+\.tmp)?")  # objects, IR texts
 _FOLDER = re.compile(r"\d[\w.+-]*-llvm\d+(\.\d+)*")
 DEFAULT_SIZE = 1 << 30
-_refused: dict[str, str] = {}        # directory -> why its entries are not loaded
+_refused: dict[str, str] = {}  # directory -> why its entries are not loaded
 _lock = threading.Lock()
 # bytes the cache holds: None until a scan (started by the first write, on a helper thread,
 # since walking a large cache takes a while) has counted them; then kept up to date
@@ -59,8 +70,9 @@ _scanning = [False]
 def default_root() -> Path:
     """The platform's user cache folder for llgrad (platformdirs' rules)."""
     if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or os.path.join(os.path.expanduser("~"),
-                                                              "AppData", "Local")
+        base = os.environ.get("LOCALAPPDATA") or os.path.join(
+            os.path.expanduser("~"), "AppData", "Local"
+        )
         return Path(base) / "llgrad" / "Cache"
     if sys.platform == "darwin":
         return Path(os.path.expanduser("~")) / "Library" / "Caches" / "llgrad"
@@ -79,6 +91,7 @@ def root() -> Path | None:
 
 def version_tag() -> str:
     import llvmlite.binding as llvm
+
     return f"{VERSION}-llvm{'.'.join(map(str, llvm.llvm_version_info))}"
 
 
@@ -95,13 +108,13 @@ def size_limit() -> int:
         return DEFAULT_SIZE
     m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kKmMgG]?)i?[bB]?", text)
     if m is None:
-        raise ValueError(f"LLGRAD_CACHE_SIZE must be a byte count such as 500M or 2G, "
-                         f"got {text!r}")
+        raise ValueError(f"LLGRAD_CACHE_SIZE must be a byte count such as 500M or 2G, got {text!r}")
     scale = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
     return int(float(m.group(1)) * scale)
 
 
 # -- trust ------------------------------------------------------------------------------
+
 
 def untrusted(path: Path, directory: bool) -> str | None:
     """Why native code from `path` must not be loaded (None when it may be).
@@ -146,14 +159,17 @@ def _folders_trusted(*folders: Path) -> bool:
 
 def _refuse(key: str, why: str) -> None:
     _refused[key] = why
-    message = (f"llgrad: not using the compiled-code cache at {key}: {why}. Compiled code "
-               f"is built in this process instead; fix the permissions (chmod go-w, chown) "
-               f"or set LLGRAD_CACHE_DIR to a private directory.")
+    message = (
+        f"llgrad: not using the compiled-code cache at {key}: {why}. Compiled code "
+        f"is built in this process instead; fix the permissions (chmod go-w, chown) "
+        f"or set LLGRAD_CACHE_DIR to a private directory."
+    )
     _log.log("cache", message)
     warn_at_user(message)
 
 
 # -- entries ----------------------------------------------------------------------------
+
 
 def get(key: str) -> bytes | None:
     r, d = root(), folder()
@@ -174,17 +190,20 @@ def get(key: str) -> bytes | None:
     if len(blob) < head or not blob.startswith(_MAGIC):
         _log.log("cache", f"corrupt entry {path.name}: bad header; rebuilding")
         return None
-    digest, body = blob[len(_MAGIC):head], blob[head:]
+    digest, body = blob[len(_MAGIC) : head], blob[head:]
     if checksum(key, body) != digest:
-        _log.log("cache", f"corrupt entry {path.name}: checksum mismatch (another key's or "
-                          f"another toolchain's entry, or damaged); rebuilding")
+        _log.log(
+            "cache",
+            f"corrupt entry {path.name}: checksum mismatch (another key's or "
+            f"another toolchain's entry, or damaged); rebuilding",
+        )
         return None
     why = _malformed(key, body)
     if why is not None:
         _log.log("cache", f"corrupt entry {path.name}: {why}; rebuilding")
         return None
     try:
-        os.utime(path)                 # recently used: pruned last
+        os.utime(path)  # recently used: pruned last
     except OSError:
         pass
     _log.log("cache", f"hit {path.name}")
@@ -199,6 +218,7 @@ def toolchain() -> str:
     versions, the target triple, the CPU and its features (the compiler's fingerprint)."""
     if not _toolchain:
         from .target import get_target
+
         _toolchain.append(f"{version_tag()}|{get_target().fingerprint}")
     return _toolchain[0]
 
@@ -240,7 +260,7 @@ def put(key: str, obj: bytes) -> None:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(_MAGIC + checksum(key, obj) + obj)
-        os.replace(tmp, path)         # atomic: readers never see half an entry
+        os.replace(tmp, path)  # atomic: readers never see half an entry
     except OSError as e:
         _log.log("cache", f"could not write {path}: {e}")
         return
@@ -251,8 +271,9 @@ def put(key: str, obj: bytes) -> None:
             total = _usage[0] = total + len(obj) + len(_MAGIC) + 32
         elif not _scanning[0]:
             _scanning[0] = True
-            threading.Thread(target=_count, args=(r, limit), daemon=True,
-                             name="llgrad-cache-scan").start()
+            threading.Thread(
+                target=_count, args=(r, limit), daemon=True, name="llgrad-cache-scan"
+            ).start()
     if total is not None and total > limit:
         prune(int(0.8 * limit))
 
@@ -302,7 +323,7 @@ class CacheInfo:
     root: Path | None
     current: str
     limit: int
-    folders: dict[str, tuple[int, int]] = field(default_factory=dict)   # tag: (n, bytes)
+    folders: dict[str, tuple[int, int]] = field(default_factory=dict)  # tag: (n, bytes)
     refused: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -316,9 +337,11 @@ class CacheInfo:
     def __str__(self) -> str:
         if self.root is None:
             return "compiled-code cache: off (LLGRAD_CACHE_DIR is empty)"
-        lines = [f"compiled-code cache: {self.root}",
-                 f"  {self.entries} entries, {human_bytes(self.bytes)} of {human_bytes(self.limit)} "
-                 f"(LLGRAD_CACHE_SIZE)"]
+        lines = [
+            f"compiled-code cache: {self.root}",
+            f"  {self.entries} entries, {human_bytes(self.bytes)} of {human_bytes(self.limit)} "
+            f"(LLGRAD_CACHE_SIZE)",
+        ]
         for tag, (n, b) in sorted(self.folders.items()):
             mark = "  (this version)" if tag == self.current else "  (other version)"
             lines.append(f"  {tag}: {n} entries, {human_bytes(b)}{mark}")
@@ -355,7 +378,7 @@ def _remove_empty_folders(r: Path) -> None:
     for t in [t for t in r.iterdir() if t.is_dir() and _FOLDER.fullmatch(t.name)]:
         for sub in list(t.iterdir()):
             try:
-                sub.rmdir()            # only when empty
+                sub.rmdir()  # only when empty
             except OSError:
                 pass
         try:

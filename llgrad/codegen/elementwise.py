@@ -10,6 +10,7 @@ Argument block: `[lo, hi, size_1 .. size_{r-1}, (ptr, stride_0 .. stride_{r-1}) 
 with outputs first; the outermost loop runs over `[lo, hi)` so the runtime can split it
 across threads. Strides are in elements.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -53,14 +54,19 @@ def apply_node(s: LLVMScalar, node: ExprNode, args: Sequence[SV]) -> SV:
     return rule(s, *args, **dict(node.attrs))
 
 
-def load_evaluate_store(s: LLVMScalar, expr: Expr, ins: Sequence[tuple[ir.Value, ir.Value]],
-                        outs: Sequence[tuple[ir.Value, ir.Value]]) -> None:
+def load_evaluate_store(
+    s: LLVMScalar,
+    expr: Expr,
+    ins: Sequence[tuple[ir.Value, ir.Value]],
+    outs: Sequence[tuple[ir.Value, ir.Value]],
+) -> None:
     """One element of an elementwise kernel: load each input at its (pointer, element
     offset), evaluate the DAG, and store each output (cast to its dtype) at its own."""
     b = s.b
-    loaded = [s.load(b.gep(p, [off], inbounds=True, source_etype=memory_type(d)), d,
-                     name=f"x{j}")
-              for j, ((p, off), d) in enumerate(zip(ins, expr.in_dtypes))]
+    loaded = [
+        s.load(b.gep(p, [off], inbounds=True, source_etype=memory_type(d)), d, name=f"x{j}")
+        for j, ((p, off), d) in enumerate(zip(ins, expr.in_dtypes))
+    ]
     for (p, off), v, d in zip(outs, evaluate(s, expr, loaded), out_dtypes(expr)):
         if v.dtype is not d:
             v = s.cast(v, d)
@@ -95,10 +101,14 @@ def build(spec: ElementwiseKernel, name: str) -> ir.Module:
             if depth + 1 < rank:
                 nest(depth + 1, here)
                 return
-            s._index = here[0]        # the output's element offset: its linear index
+            s._index = here[0]  # the output's element offset: its linear index
             own = [0 if j in spec.in_place else n_out + j for j in range(len(expr.in_dtypes))]
-            load_evaluate_store(s, expr, [(ptrs[o], here[o]) for o in own],
-                                [(ptrs[k], here[k]) for k in range(n_out)])
+            load_evaluate_store(
+                s,
+                expr,
+                [(ptrs[o], here[o]) for o in own],
+                [(ptrs[k], here[k]) for k in range(n_out)],
+            )
 
     nest(0, [I64(0)] * len(dtypes))
     b.ret_void()

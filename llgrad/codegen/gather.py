@@ -39,6 +39,7 @@ the kernel reads and checks the indices once per row and copies the row in a pla
 Nonzero is two kernels over a strided input (`count`, then `fill`, which writes the
 coordinates of at most `capacity` non-zero elements and zero-pads the rest).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ from .loops import I1, I64, for_range, new_kernel
 from .scalar import LLVMScalar, memory_type
 
 INDEX_TYPES = {"int32": ir.IntType(32), "int64": I64}
+
 
 @dataclass(slots=True)
 class _Index:
@@ -94,10 +96,15 @@ def build_index(spec: IndexKernel, name: str) -> ir.Module:
     indices = []
     for k, d in enumerate(spec.index_dtypes):
         s = lay["index"] + k * lay["index_size"]
-        indices.append(_Index(args.ptr(s, f"idx{k}"), args.int(s + 1, f"n{k}"),
-                              args.int(s + 2, f"st{k}"),
-                              [args.int(s + 3 + j, f"is{k}_{j}") for j in range(rank)],
-                              INDEX_TYPES[d.name]))
+        indices.append(
+            _Index(
+                args.ptr(s, f"idx{k}"),
+                args.int(s + 1, f"n{k}"),
+                args.int(s + 2, f"st{k}"),
+                [args.int(s + 3 + j, f"is{k}_{j}") for j in range(rank)],
+                INDEX_TYPES[d.name],
+            )
+        )
     strides = [xs, ds] + [ix.strides for ix in indices]
     frame = _Frame(spec, b, err, x_ptr, data_ptr, indices)
 
@@ -119,21 +126,22 @@ def build_index(spec: IndexKernel, name: str) -> ir.Module:
     return module
 
 
-def _wrap_indices(f: _Frame, x_off: ir.Value, index_offs: list[ir.Value]
-                  ) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
+def _wrap_indices(
+    f: _Frame, x_off: ir.Value, index_offs: list[ir.Value]
+) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
     """Read, wrap and check every index: (offset into x, any bad, first bad k, its value)."""
     b = f.b
     off = x_off
     any_bad = I1(0)
     first_k, first_raw = I64(-1), I64(0)
     for k, (ix, at) in enumerate(zip(f.indices, index_offs)):
-        raw = b.load(b.gep(ix.ptr, [at], inbounds=True, source_etype=ix.etype),
-                     typ=ix.etype, name=f"raw{k}")
+        raw = b.load(
+            b.gep(ix.ptr, [at], inbounds=True, source_etype=ix.etype), typ=ix.etype, name=f"raw{k}"
+        )
         if ix.etype != I64:
             raw = b.sext(raw, I64)
-        wrapped = b.select(b.icmp_signed("<", raw, I64(0)), b.add(raw, ix.size), raw,
-                           name=f"w{k}")
-        bad = b.icmp_unsigned(">=", wrapped, ix.size, name=f"bad{k}")   # catches < 0 too
+        wrapped = b.select(b.icmp_signed("<", raw, I64(0)), b.add(raw, ix.size), raw, name=f"w{k}")
+        bad = b.icmp_unsigned(">=", wrapped, ix.size, name=f"bad{k}")  # catches < 0 too
         is_first = b.and_(bad, b.not_(any_bad))
         first_k = b.select(is_first, I64(k), first_k)
         first_raw = b.select(is_first, raw, first_raw)
@@ -164,21 +172,22 @@ def _element(f: _Frame, here: list[ir.Value]) -> None:
     _guarded(f, here[0], here[2:], lambda off: _act(f.spec, f.b, f.x, f.data, off, here[1]))
 
 
-def _hoisted_row(f: _Frame, offsets: list[ir.Value], start: ir.Value, stop: ir.Value,
-                 xs: ir.Value, ds: ir.Value) -> None:
+def _hoisted_row(
+    f: _Frame, offsets: list[ir.Value], start: ir.Value, stop: ir.Value, xs: ir.Value, ds: ir.Value
+) -> None:
     """The innermost loop when no index moves along it: check once, then copy a row."""
     b = f.b
 
     def row(off: ir.Value) -> None:
         with for_range(b, start, stop, name="inner") as i:
-            _act(f.spec, b, f.x, f.data, b.add(off, b.mul(i, xs)),
-                 b.add(offsets[1], b.mul(i, ds)))
+            _act(f.spec, b, f.x, f.data, b.add(off, b.mul(i, xs)), b.add(offsets[1], b.mul(i, ds)))
 
     _guarded(f, offsets[0], offsets[2:], row)
 
 
-def _record_error(b: ir.IRBuilder, err: ir.Value, raw: ir.Value, k: ir.Value,
-                  cont: ir.Block) -> None:
+def _record_error(
+    b: ir.IRBuilder, err: ir.Value, raw: ir.Value, k: ir.Value, cont: ir.Block
+) -> None:
     """`if (!err[0]) { err[0] = 1; err[1] = raw; err[2] = k; }` then go on."""
     flag = b.load(b.gep(err, [I64(0)], inbounds=True, source_etype=I64), typ=I64)
     with b.if_then(b.icmp_signed("==", flag, I64(0))):
@@ -187,25 +196,36 @@ def _record_error(b: ir.IRBuilder, err: ir.Value, raw: ir.Value, k: ir.Value,
     b.branch(cont)
 
 
-def _act(spec: IndexKernel, b: ir.IRBuilder, x_ptr: ir.Value, data_ptr: ir.Value,
-         off: ir.Value, doff: ir.Value) -> None:
+def _act(
+    spec: IndexKernel,
+    b: ir.IRBuilder,
+    x_ptr: ir.Value,
+    data_ptr: ir.Value,
+    off: ir.Value,
+    doff: ir.Value,
+) -> None:
     mode = spec.mode
     if mode == "check":
         return
     if mode == "offset":
         b.store(b.add(x_ptr, off), b.gep(data_ptr, [doff], inbounds=True, source_etype=I64))
         return
-    if spec.dtype is None:                       # raw moves: gather, put without a cast
+    if spec.dtype is None:  # raw moves: gather, put without a cast
         t = ir.IntType(8 * spec.width)
-        src, dst = ((x_ptr, off), (data_ptr, doff)) if mode == "gather" else \
-            ((data_ptr, doff), (x_ptr, off))
+        src, dst = (
+            ((x_ptr, off), (data_ptr, doff))
+            if mode == "gather"
+            else ((data_ptr, doff), (x_ptr, off))
+        )
         v = b.load(b.gep(src[0], [src[1]], inbounds=True, source_etype=t), typ=t)
         b.store(v, b.gep(dst[0], [dst[1]], inbounds=True, source_etype=t))
         return
     s = LLVMScalar(b)
     d, sd = spec.dtype, spec.src_dtype
-    value = s.cast(s.load(b.gep(data_ptr, [doff], inbounds=True,
-                                source_etype=memory_type(sd)), sd, name="v"), d)
+    value = s.cast(
+        s.load(b.gep(data_ptr, [doff], inbounds=True, source_etype=memory_type(sd)), sd, name="v"),
+        d,
+    )
     target = b.gep(x_ptr, [off], inbounds=True, source_etype=memory_type(d))
     if mode == "scatter_add":
         value = s.add(s.load(target, d, name="cur"), value)
@@ -215,6 +235,7 @@ def _act(spec: IndexKernel, b: ir.IRBuilder, x_ptr: ir.Value, data_ptr: ir.Value
 # --------------------------------------------------------------------------------------
 # nonzero
 # --------------------------------------------------------------------------------------
+
 
 def _truthy(s: LLVMScalar, ptr: ir.Value, d: DType) -> ir.Value:
     """x != 0 as i1; NaN counts as non-zero and -0.0 as zero, as in NumPy."""
@@ -266,9 +287,7 @@ def build_nonzero(spec: NonzeroKernel, name: str) -> ir.Module:
     return module
 
 
-def _store_row(b: ir.IRBuilder, out: ir.Value, k: ir.Value, values: list[ir.Value],
-               r: int) -> None:
+def _store_row(b: ir.IRBuilder, out: ir.Value, k: ir.Value, values: list[ir.Value], r: int) -> None:
     row = b.mul(k, I64(r))
     for d, v in enumerate(values):
         b.store(v, b.gep(out, [b.add(row, I64(d))], inbounds=True, source_etype=I64))
-

@@ -39,6 +39,7 @@ packing pads panels with zeros, so the micro-kernel never branches inside its lo
 The packing buffers come from `malloc`, sized to the call; if it fails, the same loops run
 over one micro-panel of each operand on the stack.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -57,21 +58,21 @@ GEMM_EX = ir.FunctionType(VOID, [PTR] * 15)
 # void tile(ctx, m0, n0, rows, cols): C[m0:m0+rows, n0:n0+cols] (column-major, BLAS's
 # indices) is final; called once per column of tiles right after it is stored
 TILE = ir.FunctionType(VOID, [PTR, I64, I64, I64, I64])
-SMALL_KC = 64                  # k slab of the fallback (packing buffers on the stack)
+SMALL_KC = 64  # k slab of the fallback (packing buffers on the stack)
 
 
 @dataclass(frozen=True)
 class Blocking:
     """Register tile and cache blocks of one dtype at one vector width."""
 
-    element: ir.Type             # float or double
-    size: int                    # bytes per element
-    lanes: int                   # V: elements per vector register
-    mr_vectors: int              # MR = mr_vectors * V
+    element: ir.Type  # float or double
+    size: int  # bytes per element
+    lanes: int  # V: elements per vector register
+    mr_vectors: int  # MR = mr_vectors * V
     nr: int
-    kc: int                      # k slab (L1: kc * NR elements of B's micro-panel)
-    mc: int                      # rows of A's packed block (L2)
-    nc: int                      # columns of B's packed block (L2/L3)
+    kc: int  # k slab (L1: kc * NR elements of B's micro-panel)
+    mc: int  # rows of A's packed block (L2)
+    nc: int  # columns of B's packed block (L2/L3)
 
     @property
     def mr(self) -> int:
@@ -90,9 +91,16 @@ def blockings(vector_bits: int) -> dict[str, Blocking]:
         lanes = vector_bits // (8 * size)
         mr = 2 * lanes
         kc = 256
-        out[name] = Blocking(element, size, lanes, 2, nr, kc,
-                             mc=max(mr, (384 * 1024 // (kc * size)) // mr * mr),
-                             nc=max(nr, (1024 * 1024 // (kc * size)) // nr * nr))
+        out[name] = Blocking(
+            element,
+            size,
+            lanes,
+            2,
+            nr,
+            kc,
+            mc=max(mr, (384 * 1024 // (kc * size)) // mr * mr),
+            nc=max(nr, (1024 * 1024 // (kc * size)) // nr * nr),
+        )
     return out
 
 
@@ -111,15 +119,16 @@ class _Gemm:
     def __init__(self, module: ir.Module, prefix: str, blk: Blocking):
         self.m, self.p, self.k = module, prefix, blk
         self.vec = ir.VectorType(blk.element, blk.lanes)
-        self.fma = self._declare(f"llvm.fma.v{blk.lanes}{self._suffix()}",
-                                 self.vec, [self.vec] * 3)
+        self.fma = self._declare(f"llvm.fma.v{blk.lanes}{self._suffix()}", self.vec, [self.vec] * 3)
         mask = ir.VectorType(I1, blk.lanes)
         self.masked_store = self._declare(
-            f"llvm.masked.store.v{blk.lanes}{self._suffix()}.p0", VOID,
-            [self.vec, PTR, I32, mask])
+            f"llvm.masked.store.v{blk.lanes}{self._suffix()}.p0", VOID, [self.vec, PTR, I32, mask]
+        )
         self.masked_load = self._declare(
-            f"llvm.masked.load.v{blk.lanes}{self._suffix()}.p0", self.vec,
-            [PTR, I32, mask, self.vec])
+            f"llvm.masked.load.v{blk.lanes}{self._suffix()}.p0",
+            self.vec,
+            [PTR, I32, mask, self.vec],
+        )
         self.malloc = self._declare("malloc", PTR, [I64])
         self.free = self._declare("free", VOID, [PTR])
 
@@ -142,8 +151,9 @@ class _Gemm:
         """`x` in every lane of a V-lane vector of its type."""
         t = ir.VectorType(x.type, self.k.lanes)
         one = b.insert_element(ir.Constant(t, ir.Undefined), x, I32(0))
-        return b.shuffle_vector(one, ir.Constant(t, ir.Undefined),
-                                ir.Constant(ir.VectorType(I32, self.k.lanes), None))
+        return b.shuffle_vector(
+            one, ir.Constant(t, ir.Undefined), ir.Constant(ir.VectorType(I32, self.k.lanes), None)
+        )
 
     def _internal(self, name: str, args: list[ir.Type]) -> tuple[ir.Function, ir.IRBuilder]:
         fn = ir.Function(self.m, ir.FunctionType(VOID, args), f"{self.p}_{name}")
@@ -159,8 +169,9 @@ class _Gemm:
         ldc]`) gets `ap` (MR x kc) @ `bp` (kc x NR). `rs` is 1 but for a product computed
         transposed (see `entry`); then the tile is stored one element at a time."""
         blk, vec = self.k, self.vec
-        fn, b = self._internal("micro", [I64, PTR, PTR, PTR, I64, I64, I64, I64,
-                                         blk.element, blk.element, I1])
+        fn, b = self._internal(
+            "micro", [I64, PTR, PTR, PTR, I64, I64, I64, I64, blk.element, blk.element, I1]
+        )
         kc, ap, bp, c, rs, ldc, rows, cols, alpha, beta, first = fn.args
         for arg in (ap, bp, c):
             arg.add_attribute("noalias")
@@ -168,15 +179,16 @@ class _Gemm:
         n_acc = blk.mr_vectors * blk.nr
         with accumulate(b, I64(0), kc, [zero] * n_acc, name="k") as (p, acc, out):
             a_row = b.mul(p, I64(blk.mr))
-            a = [b.load(self._at(b, ap, b.add(a_row, I64(v * blk.lanes))), typ=vec)
-                 for v in range(blk.mr_vectors)]
+            a = [
+                b.load(self._at(b, ap, b.add(a_row, I64(v * blk.lanes))), typ=vec)
+                for v in range(blk.mr_vectors)
+            ]
             for v in a:
                 v.align = blk.size * blk.lanes
             b_row = b.mul(p, I64(blk.nr))
             new = [None] * n_acc
             for j in range(blk.nr):
-                x = self._splat(b, b.load(self._at(b, bp, b.add(b_row, I64(j))),
-                                          typ=blk.element))
+                x = self._splat(b, b.load(self._at(b, bp, b.add(b_row, I64(j))), typ=blk.element))
                 for v in range(blk.mr_vectors):
                     q = j * blk.mr_vectors + v
                     new[q] = b.call(self.fma, [a[v], x, acc[q]])
@@ -186,10 +198,12 @@ class _Gemm:
         tile = b.alloca(vec, size=I64(n_acc), name="tile")
         tile.align = blk.size * blk.lanes
         for q, value in enumerate(out):
-            b.store(value, b.gep(tile, [I64(q)], inbounds=True, source_etype=vec)).align = \
+            b.store(value, b.gep(tile, [I64(q)], inbounds=True, source_etype=vec)).align = (
                 blk.size * blk.lanes
-        masks = [self._lanes_below(b, b.sub(rows, I64(v * blk.lanes)))
-                 for v in range(blk.mr_vectors)]
+            )
+        masks = [
+            self._lanes_below(b, b.sub(rows, I64(v * blk.lanes))) for v in range(blk.mr_vectors)
+        ]
         # beta is 0 on the first slab of a plain product: C is then written, never read;
         # later slabs add to it
         read_c = b.or_(b.not_(first), b.fcmp_ordered("!=", beta, self._zero()))
@@ -207,9 +221,18 @@ class _Gemm:
         b.ret_void()
         return fn
 
-    def _store_columns(self, b: ir.IRBuilder, tile: ir.Value, c: ir.Value, ldc: ir.Value,
-                       cols: ir.Value, masks: list[ir.Value] | None, va: ir.Value,
-                       vb: ir.Value, read_c: ir.Value) -> None:
+    def _store_columns(
+        self,
+        b: ir.IRBuilder,
+        tile: ir.Value,
+        c: ir.Value,
+        ldc: ir.Value,
+        cols: ir.Value,
+        masks: list[ir.Value] | None,
+        va: ir.Value,
+        vb: ir.Value,
+        read_c: ir.Value,
+    ) -> None:
         """The tile into C's columns, a masked vector at a time (`masks` None: every row
         of the tile is real, and plain vector loads and stores serve: masked ones are
         slow on some CPUs)."""
@@ -217,12 +240,16 @@ class _Gemm:
         zero = ir.Constant(vec, [0.0] * blk.lanes)
         with b.if_else(read_c) as (then, otherwise):
             for update in (True, False):
-                with (then if update else otherwise):
+                with then if update else otherwise:
                     with for_range(b, I64(0), cols, name="update" if update else "store") as j:
                         col = self._at(b, c, b.mul(j, ldc))
                         for v in range(blk.mr_vectors):
-                            slot = b.gep(tile, [b.add(b.mul(j, I64(blk.mr_vectors)), I64(v))],
-                                         inbounds=True, source_etype=vec)
+                            slot = b.gep(
+                                tile,
+                                [b.add(b.mul(j, I64(blk.mr_vectors)), I64(v))],
+                                inbounds=True,
+                                source_etype=vec,
+                            )
                             value = b.fmul(b.load(slot, typ=vec), va)
                             ptr = self._at(b, col, I64(v * blk.lanes))
                             if update:
@@ -230,18 +257,28 @@ class _Gemm:
                                     old = b.load(ptr, typ=vec)
                                     old.align = blk.size
                                 else:
-                                    old = b.call(self.masked_load,
-                                                 [ptr, I32(blk.size), masks[v], zero])
+                                    old = b.call(
+                                        self.masked_load, [ptr, I32(blk.size), masks[v], zero]
+                                    )
                                 value = b.call(self.fma, [old, vb, value])
                             if masks is None:
                                 b.store(value, ptr).align = blk.size
                             else:
-                                b.call(self.masked_store,
-                                       [value, ptr, I32(blk.size), masks[v]])
+                                b.call(self.masked_store, [value, ptr, I32(blk.size), masks[v]])
 
-    def _store_elements(self, b: ir.IRBuilder, tile: ir.Value, c: ir.Value, rs: ir.Value,
-                        ldc: ir.Value, rows: ir.Value, cols: ir.Value, alpha: ir.Value,
-                        beta: ir.Value, read_c: ir.Value) -> None:
+    def _store_elements(
+        self,
+        b: ir.IRBuilder,
+        tile: ir.Value,
+        c: ir.Value,
+        rs: ir.Value,
+        ldc: ir.Value,
+        rows: ir.Value,
+        cols: ir.Value,
+        alpha: ir.Value,
+        beta: ir.Value,
+        read_c: ir.Value,
+    ) -> None:
         """The tile into C one element at a time (C's rows are not contiguous)."""
         blk = self.k
         with for_range(b, I64(0), cols, name="sj") as j:
@@ -268,19 +305,23 @@ class _Gemm:
         rows = list(rows)
         h = lanes // 2
         while h >= 1:
-            first = [x for c in range(0, lanes, 2 * h)
-                     for x in [c + t for t in range(h)] + [lanes + c + t for t in range(h)]]
-            second = [x for c in range(0, lanes, 2 * h)
-                      for x in [c + h + t for t in range(h)] +
-                      [lanes + c + h + t for t in range(h)]]
+            first = [
+                x
+                for c in range(0, lanes, 2 * h)
+                for x in [c + t for t in range(h)] + [lanes + c + t for t in range(h)]
+            ]
+            second = [
+                x
+                for c in range(0, lanes, 2 * h)
+                for x in [c + h + t for t in range(h)] + [lanes + c + h + t for t in range(h)]
+            ]
             for i in range(lanes):
                 if i & h:
                     continue
                 j = i + h
                 x, y = rows[i], rows[j]
                 rows[i] = b.shuffle_vector(x, y, ir.Constant(ir.VectorType(I32, lanes), first))
-                rows[j] = b.shuffle_vector(x, y,
-                                           ir.Constant(ir.VectorType(I32, lanes), second))
+                rows[j] = b.shuffle_vector(x, y, ir.Constant(ir.VectorType(I32, lanes), second))
             h //= 2
         return rows
 
@@ -307,8 +348,9 @@ class _Gemm:
         # panel (an NR panel narrower than V), a row's extra lanes fall on the next row's
         # first elements, which the next store then writes (the last row stays masked).
         full = b.icmp_signed("==", width, I64(lanes))
-        spill = b.and_(b.icmp_signed("==", width, panel),
-                       b.icmp_signed(">=", b.mul(panel, I64(2)), I64(lanes)))
+        spill = b.and_(
+            b.icmp_signed("==", width, panel), b.icmp_signed(">=", b.mul(panel, I64(2)), I64(lanes))
+        )
         with b.if_else(b.or_(full, spill)) as (plain, masked):
             with plain:
                 for t, v in enumerate(cols):
@@ -323,8 +365,10 @@ class _Gemm:
                         b.store(v, ptr).align = size
             with masked:
                 for t, v in enumerate(cols):
-                    b.call(self.masked_store, [v, self._at(b, dst, b.mul(I64(t), panel)),
-                                               I32(size), mask])
+                    b.call(
+                        self.masked_store,
+                        [v, self._at(b, dst, b.mul(I64(t), panel)), I32(size), mask],
+                    )
         b.ret_void()
         return fn
 
@@ -356,39 +400,47 @@ class _Gemm:
                 c0 = b.mul(chunk, I64(lanes))
                 # rows c0.. of the panel: `part` real ones, `width` stored
                 left = b.sub(valid, c0)
-                part = b.select(b.icmp_signed("<", left, I64(0)), I64(0),
-                                _min(b, left, I64(lanes)))
+                part = b.select(b.icmp_signed("<", left, I64(0)), I64(0), _min(b, left, I64(lanes)))
                 width = _min(b, b.sub(panel, c0), I64(lanes))
                 with b.if_else(contiguous) as (along_r, along_p):
                     with along_r:
                         load_mask = self._lanes_below(b, part)
                         store_mask = self._lanes_below(b, width)
-                        whole = b.and_(b.icmp_signed("==", part, I64(lanes)),
-                                       b.icmp_signed("==", width, I64(lanes)))
+                        whole = b.and_(
+                            b.icmp_signed("==", part, I64(lanes)),
+                            b.icmp_signed("==", width, I64(lanes)),
+                        )
                         with b.if_else(whole) as (plain, masked):
                             for is_plain, arm in ((True, plain), (False, masked)):
                                 with arm:
                                     with for_range(b, I64(0), kc, name="p") as p:
-                                        s = self._at(b, src, b.add(b.add(r0, c0),
-                                                                   b.mul(p, ld)))
+                                        s = self._at(b, src, b.add(b.add(r0, c0), b.mul(p, ld)))
                                         d = self._at(b, out, b.add(b.mul(p, panel), c0))
                                         if is_plain:
                                             v = b.load(s, typ=self.vec)
                                             v.align = size
                                             b.store(v, d).align = size
                                         else:
-                                            v = b.call(self.masked_load,
-                                                       [s, I32(size), load_mask, zeros])
-                                            b.call(self.masked_store,
-                                                   [v, d, I32(size), store_mask])
+                                            v = b.call(
+                                                self.masked_load, [s, I32(size), load_mask, zeros]
+                                            )
+                                            b.call(self.masked_store, [v, d, I32(size), store_mask])
                     with along_p:
                         first_row = self._at(b, src, b.mul(b.add(r0, c0), ld))
                         blocks = b.sdiv(kc, I64(lanes))
                         with for_range(b, I64(0), blocks, name="pv") as pb:
                             p0 = b.mul(pb, I64(lanes))
-                            b.call(transpose, [self._at(b, first_row, p0), ld,
-                                               self._at(b, out, b.add(b.mul(p0, panel), c0)),
-                                               panel, part, width])
+                            b.call(
+                                transpose,
+                                [
+                                    self._at(b, first_row, p0),
+                                    ld,
+                                    self._at(b, out, b.add(b.mul(p0, panel), c0)),
+                                    panel,
+                                    part,
+                                    width,
+                                ],
+                            )
                         with for_range(b, b.mul(blocks, I64(lanes)), kc, name="pt") as p:
                             with for_range(b, I64(0), width, name="rt") as r:
                                 d = self._at(b, out, b.add(b.mul(p, panel), b.add(c0, r)))
@@ -426,18 +478,65 @@ class _Gemm:
         transposed)."""
         blk = self.k
         micro, pack = self.micro_kernel(), self.pack()
-        fn, b = self._internal("blocked", [I1, I1, I64, I64, I64, blk.element, PTR, I64,
-                                           PTR, I64, blk.element, PTR, I64, I64, PTR, PTR,
-                                           I1, PTR, PTR, I64, I64, I64])
-        (ta, tb, m, n, k, alpha, a, lda, bm, ldb, beta, c, rs, ldc, tile, ctx, swapped,
-         a_pack, b_pack, mc_block, nc_block, kc_block) = fn.args
+        fn, b = self._internal(
+            "blocked",
+            [
+                I1,
+                I1,
+                I64,
+                I64,
+                I64,
+                blk.element,
+                PTR,
+                I64,
+                PTR,
+                I64,
+                blk.element,
+                PTR,
+                I64,
+                I64,
+                PTR,
+                PTR,
+                I1,
+                PTR,
+                PTR,
+                I64,
+                I64,
+                I64,
+            ],
+        )
+        (
+            ta,
+            tb,
+            m,
+            n,
+            k,
+            alpha,
+            a,
+            lda,
+            bm,
+            ldb,
+            beta,
+            c,
+            rs,
+            ldc,
+            tile,
+            ctx,
+            swapped,
+            a_pack,
+            b_pack,
+            mc_block,
+            nc_block,
+            kc_block,
+        ) = fn.args
         has_tile = b.icmp_unsigned("!=", b.ptrtoint(tile, I64), I64(0))
         # k slabs of balanced size (784 = 4 x 196, not 3 x 256 + 16); blocks of rows too,
         # in whole micro-panels (392 = 224 + 168, not 384 + 8)
         slabs = _ceil_div(b, k, kc_block)
         blocks_m = _ceil_div(b, m, mc_block)
-        mc_even = _min(b, b.mul(_ceil_div(b, _ceil_div(b, m, blocks_m), blk.mr), I64(blk.mr)),
-                       mc_block)
+        mc_even = _min(
+            b, b.mul(_ceil_div(b, _ceil_div(b, m, blocks_m), blk.mr), I64(blk.mr)), mc_block
+        )
         kc_max = _ceil_div(b, k, slabs)
         with for_range(b, I64(0), _ceil_div(b, n, nc_block), name="jc") as jq:
             jc = b.mul(jq, nc_block)
@@ -448,43 +547,53 @@ class _Gemm:
                 first = b.icmp_signed("==", pq, I64(0))
                 last = b.icmp_signed("==", b.add(pq, I64(1)), slabs)
                 # op(B)[pc + p, jc + j]: b[p + j * ldb] ('N'), b[j + p * ldb] ('T')
-                b_src = self._at(b, bm, b.select(tb, b.add(jc, b.mul(pc, ldb)),
-                                                 b.add(pc, b.mul(jc, ldb))))
+                b_src = self._at(
+                    b, bm, b.select(tb, b.add(jc, b.mul(pc, ldb)), b.add(pc, b.mul(jc, ldb)))
+                )
                 b.call(pack, [b_src, tb, ldb, nc, kc, b_pack, I64(blk.nr)])
                 with for_range(b, I64(0), blocks_m, name="ic") as iq:
                     ic = b.mul(iq, mc_even)
                     mc = _min(b, b.sub(m, ic), mc_even)
                     # op(A)[ic + i, pc + p]: a[i + p * lda] ('N'), a[p + i * lda] ('T')
-                    a_src = self._at(b, a, b.select(ta, b.add(pc, b.mul(ic, lda)),
-                                                    b.add(ic, b.mul(pc, lda))))
+                    a_src = self._at(
+                        b, a, b.select(ta, b.add(pc, b.mul(ic, lda)), b.add(ic, b.mul(pc, lda)))
+                    )
                     b.call(pack, [a_src, b.not_(ta), lda, mc, kc, a_pack, I64(blk.mr)])
                     with for_range(b, I64(0), _ceil_div(b, nc, blk.nr), name="jr") as jr:
                         j0 = b.mul(jr, I64(blk.nr))
                         cols = _min(b, b.sub(nc, j0), I64(blk.nr))
                         bp = self._at(b, b_pack, b.mul(j0, kc))
-                        with for_range(b, I64(0), _ceil_div(b, mc, blk.mr),
-                                       name="ir") as ir_:
+                        with for_range(b, I64(0), _ceil_div(b, mc, blk.mr), name="ir") as ir_:
                             i0 = b.mul(ir_, I64(blk.mr))
                             rows = _min(b, b.sub(mc, i0), I64(blk.mr))
                             ap = self._at(b, a_pack, b.mul(i0, kc))
-                            ct = self._at(b, c, b.add(b.mul(b.add(ic, i0), rs),
-                                                      b.mul(b.add(jc, j0), ldc)))
-                            b.call(micro, [kc, ap, bp, ct, rs, ldc, rows, cols, alpha,
-                                           beta, first])
+                            ct = self._at(
+                                b, c, b.add(b.mul(b.add(ic, i0), rs), b.mul(b.add(jc, j0), ldc))
+                            )
+                            b.call(micro, [kc, ap, bp, ct, rs, ldc, rows, cols, alpha, beta, first])
                         # the column of tiles just finished (mc x NR, in L1): one call
                         with b.if_then(b.and_(last, has_tile)):
                             c0 = b.add(jc, j0)
-                            b.call(Callee(tile, TILE),
-                                   [ctx, b.select(swapped, c0, ic), b.select(swapped, ic, c0),
-                                    b.select(swapped, cols, mc), b.select(swapped, mc, cols)])
+                            b.call(
+                                Callee(tile, TILE),
+                                [
+                                    ctx,
+                                    b.select(swapped, c0, ic),
+                                    b.select(swapped, ic, c0),
+                                    b.select(swapped, cols, mc),
+                                    b.select(swapped, mc, cols),
+                                ],
+                            )
         b.ret_void()
         return fn
 
     def _padded(self, b: ir.IRBuilder, rows: ir.Value, cols: ir.Value) -> ir.Value:
         """Elements of C's tiles when `rows` run along MR and `cols` along NR."""
         blk = self.k
-        return b.mul(b.mul(_ceil_div(b, rows, blk.mr), I64(blk.mr)),
-                     b.mul(_ceil_div(b, cols, blk.nr), I64(blk.nr)))
+        return b.mul(
+            b.mul(_ceil_div(b, rows, blk.mr), I64(blk.mr)),
+            b.mul(_ceil_div(b, cols, blk.nr), I64(blk.nr)),
+        )
 
     # -- the entry ----------------------------------------------------------------------
     def entry(self) -> ir.Function:
@@ -504,15 +613,16 @@ class _Gemm:
         fn = ir.Function(self.m, GEMM_EX, f"llgrad_{self.p}gemm_ex")
         fn.attributes.add("nounwind")
         b = ir.IRBuilder(fn.append_basic_block("entry"))
-        (p_ta, p_tb, p_m, p_n, p_k, p_alpha, a, p_lda, bm, p_ldb, p_beta, c,
-         p_ldc, tile, ctx) = fn.args
+        (p_ta, p_tb, p_m, p_n, p_k, p_alpha, a, p_lda, bm, p_ldb, p_beta, c, p_ldc, tile, ctx) = (
+            fn.args
+        )
 
         def integer(ptr: ir.Value) -> ir.Value:
             return b.sext(b.load(ptr, typ=I32), I64)
 
         def transposed(ptr: ir.Value) -> ir.Value:
             ch = b.load(ptr, typ=I8)
-            upper = b.and_(ch, I8(0xDF))           # 'n'/'t'/'c' as 'N'/'T'/'C'
+            upper = b.and_(ch, I8(0xDF))  # 'n'/'t'/'c' as 'N'/'T'/'C'
             return b.icmp_unsigned("!=", upper, I8(ord("N")))
 
         ta, tb = transposed(p_ta), transposed(p_tb)
@@ -528,8 +638,9 @@ class _Gemm:
         empty = b.or_(b.icmp_signed("<=", m, I64(0)), b.icmp_signed("<=", n, I64(0)))
         with b.if_then(empty):
             b.ret_void()
-        no_product = b.or_(b.icmp_signed("<=", k, I64(0)),
-                           b.fcmp_ordered("==", alpha, self._zero()))
+        no_product = b.or_(
+            b.icmp_signed("<=", k, I64(0)), b.fcmp_ordered("==", alpha, self._zero())
+        )
         with b.if_then(no_product):
             b.call(scale, [m, n, beta, c, ldc])
             with b.if_then(b.icmp_unsigned("!=", b.ptrtoint(tile, I64), I64(0))):
@@ -543,27 +654,26 @@ class _Gemm:
         a_elems = b.mul(mc_max, kc_max)
         b_elems = b.mul(nc_max, kc_max)
         # both buffers 64-byte aligned (a_elems * size is a multiple of 64: MR is)
-        raw = b.call(self.malloc, [b.add(b.mul(b.add(a_elems, b_elems), I64(blk.size)),
-                                         I64(64))])
+        raw = b.call(self.malloc, [b.add(b.mul(b.add(a_elems, b_elems), I64(blk.size)), I64(64))])
         # A product with few rows of C and many columns runs transposed (C^T = op(B)^T
         # op(A)^T, C's tile stored element by element) when that wastes fewer lanes:
         # 128x512 @ 512x10 as 10 rows of C would fill 10 of 32 lanes.
-        swap = b.icmp_signed("<", b.mul(I64(4), self._padded(b, n, m)),
-                             b.mul(I64(3), self._padded(b, m, n)))
+        swap = b.icmp_signed(
+            "<", b.mul(I64(4), self._padded(b, n, m)), b.mul(I64(3), self._padded(b, m, n))
+        )
         ta_, tb_ = b.select(swap, b.not_(tb), ta), b.select(swap, b.not_(ta), tb)
         m_, n_ = b.select(swap, n, m), b.select(swap, m, n)
         a_, b_ = b.select(swap, bm, a), b.select(swap, a, bm)
         lda_, ldb_ = b.select(swap, ldb, lda), b.select(swap, lda, ldb)
         rs, cs = b.select(swap, ldc, I64(1)), b.select(swap, I64(1), ldc)
-        common = [ta_, tb_, m_, n_, k, alpha, a_, lda_, b_, ldb_, beta, c, rs, cs, tile, ctx,
-                  swap]
+        common = [ta_, tb_, m_, n_, k, alpha, a_, lda_, b_, ldb_, beta, c, rs, cs, tile, ctx, swap]
         with b.if_else(b.icmp_unsigned("==", b.ptrtoint(raw, I64), I64(0))) as (no, yes):
             with no:
-                b.call(blocked, common + [small_a, small_b, I64(blk.mr), I64(blk.nr),
-                                          I64(SMALL_KC)])
+                b.call(
+                    blocked, common + [small_a, small_b, I64(blk.mr), I64(blk.nr), I64(SMALL_KC)]
+                )
             with yes:
-                a_pack = b.inttoptr(b.and_(b.add(b.ptrtoint(raw, I64), I64(63)), I64(-64)),
-                                    PTR)
+                a_pack = b.inttoptr(b.and_(b.add(b.ptrtoint(raw, I64), I64(63)), I64(-64)), PTR)
                 b_pack = self._at(b, a_pack, a_elems)
                 b.call(blocked, common + [a_pack, b_pack, mc_max, nc_max, I64(blk.kc)])
                 b.call(self.free, [raw])

@@ -26,6 +26,7 @@ compiles slower; "never" keeps run-time trip counts, which stop a short loop fro
 vectorizing well); on large memory-bound shapes the three are level. "always" is the
 default.
 """
+
 from __future__ import annotations
 
 import functools
@@ -65,7 +66,6 @@ _BUILDERS = {
 }
 
 
-
 # --------------------------------------------------------------------------------------
 # Emission: one module
 # --------------------------------------------------------------------------------------
@@ -74,7 +74,7 @@ INLINE_MODES = ("always", "auto", "never")
 
 
 _PLACEHOLDER = "llgrad.kernel.placeholder"
-SPLIT_BYTES = 48_000     # kernel text above which a graph's launches go into two modules
+SPLIT_BYTES = 48_000  # kernel text above which a graph's launches go into two modules
 
 
 def parts_for(program: Program, inline: str) -> int:
@@ -85,6 +85,7 @@ def parts_for(program: Program, inline: str) -> int:
         return 1
     size = sum(len(_kernel_template(spec, inline)) for spec in specs)
     return 2 if size > SPLIT_BYTES else 1
+
 
 _kernel_texts: dict[tuple[Any, str], str] = {}
 
@@ -114,8 +115,9 @@ def stage_layout(program: Program) -> tuple[list[Stage], list[str]]:
     """The stages and exported symbols of `program`'s module (see the module docstring)."""
     stages = program.stages()
     if not any(s.parallel for s in stages):
-        return ([Stage(list(program.launches), False, "entry")] if program.launches
-                else []), ["entry"]
+        return ([Stage(list(program.launches), False, "entry")] if program.launches else []), [
+            "entry"
+        ]
     for i, st in enumerate(stages):
         st.symbol = f"stage{i}"
     return stages, ["entry"]
@@ -130,8 +132,9 @@ class _Emitter:
         self.module = ir.Module(name=program.graph.name)
         # part 0 is `module` (entry, stages, constants); launches' wrappers are spread over
         # the parts by the size of their kernels' text, so the parts optimize in parallel
-        self.modules = [self.module] + [ir.Module(name=f"{program.graph.name}.{i}")
-                                        for i in range(1, parts)]
+        self.modules = [self.module] + [
+            ir.Module(name=f"{program.graph.name}.{i}") for i in range(1, parts)
+        ]
         self.part_bytes = [0] * parts
         self.part_kernels: list[set[str]] = [set() for _ in range(parts)]
         self.kernel_names: dict[Any, str] = {}
@@ -145,11 +148,14 @@ class _Emitter:
     def kernel(self, spec: Any, part: int = 0) -> ir.Function:
         name = self.kernel_names.get(spec)
         if name is None:
-            name = self.kernel_names[spec] = f"k{len(self.kernel_names)}_{type(spec).__name__.lower()}"
+            name = self.kernel_names[spec] = (
+                f"k{len(self.kernel_names)}_{type(spec).__name__.lower()}"
+            )
         fn = self.kernel_fns.get((part, name))
         if fn is None:
             fn = self.kernel_fns[part, name] = ir.Function(
-                self.modules[part], ir.FunctionType(ir.VoidType(), [PTR]), name=name)
+                self.modules[part], ir.FunctionType(ir.VoidType(), [PTR]), name=name
+            )
             self.part_kernels[part].add(name)
         return fn
 
@@ -162,7 +168,7 @@ class _Emitter:
         name = self.kernel_names.get(spec)
         cost = [0 if name in held else size for held in self.part_kernels]
         part = min(range(len(self.modules)), key=lambda i: self.part_bytes[i] + cost[i])
-        self.part_bytes[part] += cost[part] + 200       # a wrapper's own text, roughly
+        self.part_bytes[part] += cost[part] + 200  # a wrapper's own text, roughly
         return part
 
     def global_of(self, b: Buffer) -> ir.GlobalVariable:
@@ -180,8 +186,9 @@ class _Emitter:
         return gv
 
     # -- function bodies ----------------------------------------------------------------
-    def body(self, fn: ir.Function, launches: list[Launch], lo: ir.Value | None,
-             hi: ir.Value | None) -> None:
+    def body(
+        self, fn: ir.Function, launches: list[Launch], lo: ir.Value | None, hi: ir.Value | None
+    ) -> None:
         """Compute every launch's pointers and call its wrapper (see `wrapper`)."""
         entry = fn.append_basic_block("entry")
         b = ir.IRBuilder(entry)
@@ -214,8 +221,11 @@ class _Emitter:
         Launches that differ only in their pointers share one wrapper, so a repeated
         structure (the layers of a model) is optimized and compiled once.
         """
-        key = (launch.spec, ranged, tuple(("p", v.extra) if isinstance(v, Ptr) else v
-                                         for v in launch.block))
+        key = (
+            launch.spec,
+            ranged,
+            tuple(("p", v.extra) if isinstance(v, Ptr) else v for v in launch.block),
+        )
         fn = self.wrappers.get(key)
         if fn is not None:
             return fn
@@ -228,8 +238,8 @@ class _Emitter:
         self.n_wrappers += 1
         if part == 0:
             fn.linkage = "internal"
-        else:                          # defined in another part: called by its name (the
-            declared = ir.Function(self.module, fnty, name=name)   # parts share one dylib)
+        else:  # defined in another part: called by its name (the
+            declared = ir.Function(self.module, fnty, name=name)  # parts share one dylib)
             for j, a in zip(slots, declared.args):
                 if not launch.block[j].extra:
                     a.add_attribute("noalias")
@@ -240,7 +250,7 @@ class _Emitter:
                 a.add_attribute("noalias")
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         blk = b.alloca(I64, size=I64(len(launch.block)), name="blk")
-        blk.type = PTR                # print `ptr`, not llvmlite's typed `i64*`
+        blk.type = PTR  # print `ptr`, not llvmlite's typed `i64*`
         ptr_args = dict(zip(slots, fn.args))
         for j, v in enumerate(launch.block):
             if j < 2 and ranged:
@@ -250,7 +260,7 @@ class _Emitter:
             else:
                 value = I64(int(v))
             slot = b.gep(blk, [I64(j)], inbounds=True, source_etype=I64)
-            slot.type = PTR           # an opaque pointer: the slot holds an i64 or a ptr
+            slot.type = PTR  # an opaque pointer: the slot holds an i64 or a ptr
             b.store(value, slot)
         b.call(self.kernel(launch.spec, part), [blk])
         b.ret_void()
@@ -294,8 +304,7 @@ class _Emitter:
                 fn.attributes.add("noinline")
                 fn.linkage = "internal"
                 lo, hi = fn.args[1], fn.args[2]
-                self.body(fn, st.launches, lo if st.parallel else None,
-                          hi if st.parallel else None)
+                self.body(fn, st.launches, lo if st.parallel else None, hi if st.parallel else None)
                 fns.append(fn)
             b = ir.IRBuilder(entry.append_basic_block("entry"))
             slot = self.n_in + self.n_out + 1 + self.p.extras.index(PARALLEL_FOR)
@@ -343,11 +352,12 @@ class _Emitter:
 def _declared_name(line: str) -> str:
     at = line.index("@")
     end = line.index("(", at)
-    return line[at + 1:end].strip('"')
+    return line[at + 1 : end].strip('"')
 
 
-def emit(program: Program, inline: str = "always", cache: bool = True
-         ) -> tuple[str, list[str], list[Stage]]:
+def emit(
+    program: Program, inline: str = "always", cache: bool = True
+) -> tuple[str, list[str], list[Stage]]:
     """The module's text, its exported symbols (`entry`, stages), and the stages.
 
     Building the text is mostly Python (llvmlite's IR builder), so it is cached on disk
@@ -357,8 +367,12 @@ def emit(program: Program, inline: str = "always", cache: bool = True
     """
     key = None
     if cache:
-        key = "ir-" + hashlib.sha256((_source_fingerprint() + inline + "|" +
-                                      describe(program)).encode()).hexdigest()
+        key = (
+            "ir-"
+            + hashlib.sha256(
+                (_source_fingerprint() + inline + "|" + describe(program)).encode()
+            ).hexdigest()
+        )
         blob = diskcache.get(key)
         if blob is not None:
             stages, symbols = stage_layout(program)
@@ -371,8 +385,13 @@ def emit(program: Program, inline: str = "always", cache: bool = True
 
 def describe(program: Program) -> str:
     """A deterministic description of everything the emitted module depends on."""
-    parts = [program.graph.name, str(len(program.inputs)), str(len(program.outputs)),
-             ",".join(program.extras), str(program.threads)]
+    parts = [
+        program.graph.name,
+        str(len(program.inputs)),
+        str(len(program.outputs)),
+        ",".join(program.extras),
+        str(program.threads),
+    ]
 
     def value(v: Any) -> str:
         if isinstance(v, Ptr):
@@ -387,8 +406,10 @@ def describe(program: Program) -> str:
         return str(v)
 
     for launch in program.launches:
-        parts.append(f"{launch.spec!r}|{launch.ranged}{launch.split}{launch.work}|"
-                     f"{launch.extent}|{' '.join(value(v) for v in launch.block)}")
+        parts.append(
+            f"{launch.spec!r}|{launch.ranged}{launch.split}{launch.work}|"
+            f"{launch.extent}|{' '.join(value(v) for v in launch.block)}"
+        )
     return "\n".join(parts)
 
 

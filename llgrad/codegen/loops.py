@@ -4,6 +4,7 @@ Every generated kernel has the C signature `void kernel(int64_t *args)`: one for
 one pointer. `ArgBlock` reads slot k of that block as an integer or as a pointer (a typed
 load of the same memory, so no inttoptr is needed).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -61,8 +62,9 @@ def new_kernel(module: ir.Module, name: str) -> tuple[ir.Function, ir.IRBuilder,
 
 
 @contextlib.contextmanager
-def for_range(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, name: str = "i",
-              step: ir.Value | None = None) -> Iterator[ir.Value]:
+def for_range(
+    b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, name: str = "i", step: ir.Value | None = None
+) -> Iterator[ir.Value]:
     """`for (i = lo; i < hi; i += step)` (step 1 by default): yields the induction
     variable; body goes in the block."""
     fn = b.function
@@ -84,9 +86,14 @@ def for_range(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, name: str = "i",
 
 
 @contextlib.contextmanager
-def accumulate(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, init: list[ir.Value],
-               name: str = "r", step: ir.Value | None = None
-               ) -> Iterator[tuple[ir.Value, list[ir.Value], list[ir.Value]]]:
+def accumulate(
+    b: ir.IRBuilder,
+    lo: ir.Value,
+    hi: ir.Value,
+    init: list[ir.Value],
+    name: str = "r",
+    step: ir.Value | None = None,
+) -> Iterator[tuple[ir.Value, list[ir.Value], list[ir.Value]]]:
     """A loop carrying values in registers (reduction accumulators), `i += step` (1).
 
     Yields `(i, current, updated)`: the body reads `current` and fills `updated` in place

@@ -39,6 +39,7 @@ and B's column stride is taken to be 1 (the caller copies B otherwise); `gemm` i
 address of the BLAS function (unused, 0, by the loops): of llgrad's `gemm_ex` for a
 kernel whose epilogue runs per tile (`_tile_function`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -55,7 +56,7 @@ from .loops import I64, PTR, ArgBlock, Callee, accumulate, for_range, new_kernel
 from .scalar import FLAGS, SV, LLVMScalar, llvm_type, memory_type
 
 I8, I32 = ir.IntType(8), ir.IntType(32)
-BLOCK = 256                       # accumulator columns of the loop kernel (one row's slice)
+BLOCK = 256  # accumulator columns of the loop kernel (one row's slice)
 # void gemv(trans, m, n, alpha, a, lda, x, incx, beta, y, incy)
 GEMV_TYPE = ir.FunctionType(ir.VoidType(), [PTR] * 11)
 
@@ -76,29 +77,32 @@ class _Args:
         self.n, self.m, self.k = args.int(2, "n"), args.int(3, "m"), args.int(4, "k")
         self.sizes = [args.int(5 + d, f"size{d}") for d in range(rank)]
         base = 5 + rank
-        self.operands = [operand(args, base + x * (rank + 3), rank, label)
-                         for x, label in enumerate("cab")]
+        self.operands = [
+            operand(args, base + x * (rank + 3), rank, label) for x, label in enumerate("cab")
+        ]
         flags = base + 3 * (rank + 3)
         self.a_transposed = args.int(flags, "a_t")
         self.b_transposed = args.int(flags + 1, "b_t")
         self.gemm_slot = flags + 2
         self.gemv_slot = flags + 3
         self.alpha_slot = flags + 4
-        self.epilogue_slot = flags + 5          # epilogue operands, outputs first
+        self.epilogue_slot = flags + 5  # epilogue operands, outputs first
 
 
-def operand(args: ArgBlock, slot: int, rank: int, label: str,
-            col: int | None = None) -> _Operand:
+def operand(args: ArgBlock, slot: int, rank: int, label: str, col: int | None = None) -> _Operand:
     """The operand `(ptr, batch_stride * rank, row_stride, col_stride)` at `slot`; a
     known column stride (`col`) is baked in instead of read."""
-    return _Operand(args.ptr(slot, f"p{label}"),
-                    [args.int(slot + 1 + d, f"{label}_bs{d}") for d in range(rank)],
-                    args.int(slot + 1 + rank, f"{label}_rs"),
-                    args.int(slot + 2 + rank, f"{label}_cs") if col is None else I64(col))
+    return _Operand(
+        args.ptr(slot, f"p{label}"),
+        [args.int(slot + 1 + d, f"{label}_bs{d}") for d in range(rank)],
+        args.int(slot + 1 + rank, f"{label}_rs"),
+        args.int(slot + 2 + rank, f"{label}_cs") if col is None else I64(col),
+    )
 
 
-def _batch_offsets(b: ir.IRBuilder, index: ir.Value, sizes: list[ir.Value],
-                   operands: list[_Operand]) -> list[ir.Value]:
+def _batch_offsets(
+    b: ir.IRBuilder, index: ir.Value, sizes: list[ir.Value], operands: list[_Operand]
+) -> list[ir.Value]:
     """Element offsets of batch element `index` (row-major over `sizes`) per operand."""
     offsets = [I64(0)] * len(operands)
     rest = index
@@ -108,14 +112,14 @@ def _batch_offsets(b: ir.IRBuilder, index: ir.Value, sizes: list[ir.Value],
         else:
             i = b.urem(rest, sizes[d])
             rest = b.udiv(rest, sizes[d])
-        offsets = [b.add(off, b.mul(i, op.batch_strides[d]))
-                   for off, op in zip(offsets, operands)]
+        offsets = [b.add(off, b.mul(i, op.batch_strides[d])) for off, op in zip(offsets, operands)]
     return offsets
 
 
 # --------------------------------------------------------------------------------------
 # BLAS
 # --------------------------------------------------------------------------------------
+
 
 def _alloca_store(b: ir.IRBuilder, typ: ir.Type, value: ir.Value, name: str) -> ir.Value:
     slot = b.alloca(typ, name=name)
@@ -133,16 +137,18 @@ def _scalar_constant(dtype: DType, value: float) -> ir.Constant:
 
 def _build_blas(spec: MatmulKernel, name: str) -> ir.Module:
     module = ir.Module(name=name)
-    tile = _tile_function(module, spec, f"{name}_tile") if spec.epilogue is not None \
-        else None
+    tile = _tile_function(module, spec, f"{name}_tile") if spec.epilogue is not None else None
     fn, b, block = new_kernel(module, name)
     a = _Args(block, spec.batch_rank)
     gemm_ptr = block.ptr(a.gemm_slot, "gemm")
     gemm = Callee(gemm_ptr, FORTRAN_GEMM)
-    ctx = b.alloca(I64, size=I64(2 + 3 * spec.n_epilogue_operands), name="ctx") \
-        if tile is not None else None
+    ctx = (
+        b.alloca(I64, size=I64(2 + 3 * spec.n_epilogue_operands), name="ctx")
+        if tile is not None
+        else None
+    )
     c_op, a_op, b_op = a.operands
-    real = memory_type(spec.dtype)       # complex: [2 x float], so alpha = {1, 0} in memory
+    real = memory_type(spec.dtype)  # complex: [2 x float], so alpha = {1, 0} in memory
     # Fortran reads every argument through a pointer: park them in the frame.
     trans_a = b.select(b.icmp_signed("!=", a.a_transposed, I64(0)), I8(ord("T")), I8(ord("N")))
     trans_b = b.select(b.icmp_signed("!=", a.b_transposed, I64(0)), I8(ord("T")), I8(ord("N")))
@@ -151,8 +157,14 @@ def _build_blas(spec: MatmulKernel, name: str) -> ir.Module:
     lda = b.select(b.icmp_signed("!=", a.a_transposed, I64(0)), a_op.col, a_op.row)
     ldb = b.select(b.icmp_signed("!=", a.b_transposed, I64(0)), b_op.col, b_op.row)
     ints = {}
-    for label, v in (("m", a.m), ("n", a.n), ("k", a.k), ("lda", lda), ("ldb", ldb),
-                     ("ldc", c_op.row)):
+    for label, v in (
+        ("m", a.m),
+        ("n", a.n),
+        ("k", a.k),
+        ("lda", lda),
+        ("ldb", ldb),
+        ("ldc", c_op.row),
+    ):
         ints[label] = _alloca_store(b, I32, b.trunc(v, I32), label)
     alpha = _alloca_store(b, real, _alpha(b, spec.dtype, a, block), "alpha")
     beta = _alloca_store(b, real, _scalar_constant(spec.dtype, 0.0), "beta")
@@ -170,17 +182,56 @@ def _build_blas(spec: MatmulKernel, name: str) -> ir.Module:
                 # C (1 x m) = a (1 x k) @ B: y = op(B) x; C (n x 1) = A @ b: y = op(A)^T x
                 with b.if_else(row_vector) as (row, column):
                     with row:
-                        b.call(gemv, [args["b_trans"], args["b_rows"], args["b_cols"], alpha,
-                                      pb, ints["ldb"], pa, args["a_inc"], beta, pc,
-                                      args["one"]])
+                        b.call(
+                            gemv,
+                            [
+                                args["b_trans"],
+                                args["b_rows"],
+                                args["b_cols"],
+                                alpha,
+                                pb,
+                                ints["ldb"],
+                                pa,
+                                args["a_inc"],
+                                beta,
+                                pc,
+                                args["one"],
+                            ],
+                        )
                     with column:
-                        b.call(gemv, [args["a_trans"], args["a_rows"], args["a_cols"], alpha,
-                                      pa, ints["lda"], pb, args["b_inc"], beta, pc,
-                                      ints["ldc"]])
+                        b.call(
+                            gemv,
+                            [
+                                args["a_trans"],
+                                args["a_rows"],
+                                args["a_cols"],
+                                alpha,
+                                pa,
+                                ints["lda"],
+                                pb,
+                                args["b_inc"],
+                                beta,
+                                pc,
+                                ints["ldc"],
+                            ],
+                        )
             with otherwise:
                 # column-major C^T (m x n) = op(B) (m x k) @ op(A) (k x n)
-                args = [p_trans_b, p_trans_a, ints["m"], ints["n"], ints["k"], alpha,
-                        pb, ints["ldb"], pa, ints["lda"], beta, pc, ints["ldc"]]
+                args = [
+                    p_trans_b,
+                    p_trans_a,
+                    ints["m"],
+                    ints["n"],
+                    ints["k"],
+                    alpha,
+                    pb,
+                    ints["ldb"],
+                    pa,
+                    ints["lda"],
+                    beta,
+                    pc,
+                    ints["ldc"],
+                ]
                 if spec.tile_epilogue:
                     b.call(Callee(gemm_ptr, GEMM_EX), args + [tile, ctx])
                 else:
@@ -208,8 +259,9 @@ def _alpha(b: ir.IRBuilder, dtype: DType, a: _Args, block: ArgBlock) -> ir.Value
     return value
 
 
-def _gemv_arguments(b: ir.IRBuilder, a: _Args, block: ArgBlock,
-                    ints: dict[str, ir.Value]) -> tuple[ir.Value, ir.Value, Callee, dict]:
+def _gemv_arguments(
+    b: ir.IRBuilder, a: _Args, block: ArgBlock, ints: dict[str, ir.Value]
+) -> tuple[ir.Value, ir.Value, Callee, dict]:
     """Whether this call is a matrix-vector product (and a gemv address was given),
     whether the vector is A's row (n == 1) rather than B's column (m == 1), the gemv
     callee and its by-pointer arguments for both cases."""
@@ -263,8 +315,11 @@ def _tile_function(module: ir.Module, spec: MatmulKernel, name: str) -> ir.Funct
     body = _tile_body(module, spec, f"{name}_body")
     args = [block.ptr(0, "c"), block.int(1, "c_rs")]
     for q, inner in enumerate(spec.epilogue_inner):
-        args += [block.ptr(2 + 3 * q, f"e{q}"), block.int(3 + 3 * q, f"e{q}_rs"),
-                 block.int(4 + 3 * q, f"e{q}_cs") if inner is None else I64(inner)]
+        args += [
+            block.ptr(2 + 3 * q, f"e{q}"),
+            block.int(3 + 3 * q, f"e{q}_rs"),
+            block.int(4 + 3 * q, f"e{q}_cs") if inner is None else I64(inner),
+        ]
     assert len(args) == 2 + 3 * n_ops
     b.call(body, args + [m0, n0, cols, rows])
     b.ret_void()
@@ -277,16 +332,21 @@ def _tile_body(module: ir.Module, spec: MatmulKernel, name: str) -> ir.Function:
     expr = spec.epilogue
     assert expr is not None
     n_ops = spec.n_epilogue_operands
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, I64] + [PTR, I64, I64] *
-                                             n_ops + [I64] * 4), name=name)
+    fn = ir.Function(
+        module,
+        ir.FunctionType(ir.VoidType(), [PTR, I64] + [PTR, I64, I64] * n_ops + [I64] * 4),
+        name=name,
+    )
     fn.linkage = "internal"
     fn.attributes.add("nounwind")
     fn.attributes.add("alwaysinline")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     c_ptr, c_row = fn.args[0], fn.args[1]
-    ops = [_Operand(fn.args[2 + 3 * q], [], fn.args[3 + 3 * q], fn.args[4 + 3 * q])
-           for q in range(n_ops)]
-    m0, n0, cols, rows = fn.args[2 + 3 * n_ops:]
+    ops = [
+        _Operand(fn.args[2 + 3 * q], [], fn.args[3 + 3 * q], fn.args[4 + 3 * q])
+        for q in range(n_ops)
+    ]
+    m0, n0, cols, rows = fn.args[2 + 3 * n_ops :]
     for arg in [c_ptr] + [op.ptr for op in ops]:
         arg.add_attribute("noalias")
     n_out = len(expr.outputs)
@@ -299,11 +359,17 @@ def _tile_body(module: ir.Module, spec: MatmulKernel, name: str) -> ir.Function:
         at_row = [b.mul(i, op.row) for op in ops]
         with for_range(b, m0, b.add(m0, cols), name="ej") as j:
             at = [b.add(r, b.mul(j, op.col)) for r, op in zip(at_row, ops)]
-            loaded = [s.load(b.gep(c_ptr, [b.add(row_c, j)], inbounds=True,
-                                   source_etype=c_mem), spec.dtype, name="c")]
-            loaded += [s.load(b.gep(op.ptr, [o], inbounds=True, source_etype=mt), d, name="e")
-                       for op, o, mt, d in zip(ops[n_out:], at[n_out:], mem[n_out:],
-                                               expr.in_dtypes[1:])]
+            loaded = [
+                s.load(
+                    b.gep(c_ptr, [b.add(row_c, j)], inbounds=True, source_etype=c_mem),
+                    spec.dtype,
+                    name="c",
+                )
+            ]
+            loaded += [
+                s.load(b.gep(op.ptr, [o], inbounds=True, source_etype=mt), d, name="e")
+                for op, o, mt, d in zip(ops[n_out:], at[n_out:], mem[n_out:], expr.in_dtypes[1:])
+            ]
             for k, v in enumerate(evaluate(s, expr, loaded)):
                 if v.dtype is not dtypes[k]:
                     v = s.cast(v, dtypes[k])
@@ -312,17 +378,29 @@ def _tile_body(module: ir.Module, spec: MatmulKernel, name: str) -> ir.Function:
     return fn
 
 
-def _fill_context(b: ir.IRBuilder, ctx: ir.Value, spec: MatmulKernel, a: _Args,
-                  block: ArgBlock, t: ir.Value, pc: ir.Value) -> None:
+def _fill_context(
+    b: ir.IRBuilder,
+    ctx: ir.Value,
+    spec: MatmulKernel,
+    a: _Args,
+    block: ArgBlock,
+    t: ir.Value,
+    pc: ir.Value,
+) -> None:
     """The tile function's context for batch element `t` (C at `pc`)."""
     rank = spec.batch_rank
-    ops = [operand(block, a.epilogue_slot + q * (rank + 3), rank, f"e{q}")
-           for q in range(spec.n_epilogue_operands)]
+    ops = [
+        operand(block, a.epilogue_slot + q * (rank + 3), rank, f"e{q}")
+        for q in range(spec.n_epilogue_operands)
+    ]
     offs = _batch_offsets(b, t, a.sizes, ops)
     values = [b.ptrtoint(pc, I64), a.operands[0].row]
     for op, off, d in zip(ops, offs, _epilogue_memory_types(spec)):
-        values += [b.ptrtoint(b.gep(op.ptr, [off], inbounds=True, source_etype=d), I64),
-                   op.row, op.col]
+        values += [
+            b.ptrtoint(b.gep(op.ptr, [off], inbounds=True, source_etype=d), I64),
+            op.row,
+            op.col,
+        ]
     for k, v in enumerate(values):
         b.store(v, b.gep(ctx, [I64(k)], inbounds=True, source_etype=I64))
 
@@ -330,16 +408,17 @@ def _fill_context(b: ir.IRBuilder, ctx: ir.Value, spec: MatmulKernel, a: _Args,
 def _epilogue_memory_types(spec: MatmulKernel) -> list[ir.Type]:
     expr = spec.epilogue
     assert expr is not None
-    return [memory_type(d) for d in out_dtypes(expr)] + \
-        [memory_type(d) for d in expr.in_dtypes[1:]]
+    return [memory_type(d) for d in out_dtypes(expr)] + [memory_type(d) for d in expr.in_dtypes[1:]]
 
 
 # --------------------------------------------------------------------------------------
 # Generated loops (float16, bfloat16, integers, bool)
 # --------------------------------------------------------------------------------------
 
-def _multiply_add(b: ir.IRBuilder, dtype: DType, acc: ir.Value, x: ir.Value,
-                  y: ir.Value) -> ir.Value:
+
+def _multiply_add(
+    b: ir.IRBuilder, dtype: DType, acc: ir.Value, x: ir.Value, y: ir.Value
+) -> ir.Value:
     """acc + x * y in the compute type: wrapping for integers, or-of-ands for bool."""
     if dtype.is_floating_point:
         return b.fadd(acc, b.fmul(x, y, flags=FLAGS), flags=FLAGS)
@@ -373,10 +452,12 @@ def _rows_times_vector(b: ir.IRBuilder, s: LLVMScalar, a: _Args, d: DType) -> No
     with for_range(b, a.lo, a.hi, name="vrow") as t:
         row_c, row_a, off_b = _row_start(b, a, t)
         with accumulate(b, I64(0), a.k, [_zero(d)], name="dot") as (kk, current, updated):
-            pa = b.gep(a_op.ptr, [b.add(row_a, b.mul(kk, a_op.col))], inbounds=True,
-                       source_etype=mem_t)
-            pb = b.gep(b_op.ptr, [b.add(off_b, b.mul(kk, b_op.row))], inbounds=True,
-                       source_etype=mem_t)
+            pa = b.gep(
+                a_op.ptr, [b.add(row_a, b.mul(kk, a_op.col))], inbounds=True, source_etype=mem_t
+            )
+            pb = b.gep(
+                b_op.ptr, [b.add(off_b, b.mul(kk, b_op.row))], inbounds=True, source_etype=mem_t
+            )
             x, y = s.load(pa, d, name="a").value, s.load(pb, d, name="b").value
             updated.append(_multiply_add(b, d, current[0], x, y))
         s.store(SV(updated[0], d), b.gep(c_op.ptr, [row_c], inbounds=True, source_etype=mem_t))
@@ -402,14 +483,16 @@ def _rows_times_matrix(b: ir.IRBuilder, s: LLVMScalar, a: _Args, d: DType) -> No
             with for_range(b, I64(0), jn, name="zero") as j:
                 b.store(_zero(d), acc_slot(j))
             with for_range(b, I64(0), a.k, name="kk") as kk:
-                pa = b.gep(a_op.ptr, [b.add(row_a, b.mul(kk, a_op.col))], inbounds=True,
-                           source_etype=mem_t)
+                pa = b.gep(
+                    a_op.ptr, [b.add(row_a, b.mul(kk, a_op.col))], inbounds=True, source_etype=mem_t
+                )
                 x = s.load(pa, d, name="a").value
                 row_b = b.add(b.add(off_b, b.mul(kk, b_op.row)), j0)
                 brow = b.gep(b_op.ptr, [row_b], inbounds=True, source_etype=mem_t)
                 with for_range(b, I64(0), jn, name="j") as j:
-                    y = s.load(b.gep(brow, [j], inbounds=True, source_etype=mem_t), d,
-                               name="b").value
+                    y = s.load(
+                        b.gep(brow, [j], inbounds=True, source_etype=mem_t), d, name="b"
+                    ).value
                     slot = acc_slot(j)
                     b.store(_multiply_add(b, d, b.load(slot, typ=acc_t), x, y), slot)
             crow = b.gep(c_op.ptr, [b.add(row_c, j0)], inbounds=True, source_etype=mem_t)

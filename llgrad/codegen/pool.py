@@ -34,6 +34,7 @@ adapts eager kernels, whose one argument is a block with `[lo, hi)` in its first
 slots: `ctx = [kernel address, n, block[0..n)]`; each piece copies the block to its
 stack, sets its range and calls the kernel.
 """
+
 from __future__ import annotations
 
 from llvmlite import ir
@@ -42,13 +43,25 @@ I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType(I8)
 VOID = ir.VoidType()
 PIECE_T = ir.FunctionType(VOID, [PTR, I64, I64])
-MAX_BLOCK = 1024                    # eager argument blocks (runtime.launch._SLOTS)
-YIELD_AFTER = 20_000                # cycles of pure spinning before a spinner yields
+MAX_BLOCK = 1024  # eager argument blocks (runtime.launch._SLOTS)
+YIELD_AFTER = 20_000  # cycles of pure spinning before a spinner yields
 
 # The state lives in one global of 64-byte lines (no false sharing between the
 # fields the caller writes and the counters everyone updates).
-_FIELDS = ("ticket", "done", "epoch", "sleepers", "busy", "stop", "fn", "args", "lo",
-           "step", "hi", "parts")
+_FIELDS = (
+    "ticket",
+    "done",
+    "epoch",
+    "sleepers",
+    "busy",
+    "stop",
+    "fn",
+    "args",
+    "lo",
+    "step",
+    "hi",
+    "parts",
+)
 _LINE = {name: i for i, name in enumerate(_FIELDS)}
 
 
@@ -77,8 +90,7 @@ class _Pool:
         self.sched_yield = ir.Function(self.m, ir.FunctionType(I32, []), "sched_yield")
         self.futex = _futex_syscall(triple)
         if self.futex is not None:
-            self.syscall = ir.Function(self.m, ir.FunctionType(I64, [I64], var_arg=True),
-                                       "syscall")
+            self.syscall = ir.Function(self.m, ir.FunctionType(I64, [I64], var_arg=True), "syscall")
         else:
             self.usleep = ir.Function(self.m, ir.FunctionType(I32, [I32]), "usleep")
         if triple.startswith(("x86_64", "amd64", "i686", "i386")):
@@ -103,7 +115,7 @@ class _Pool:
         if self.pause is None:
             return
         if self.pause.name == "llvm.aarch64.hint":
-            b.call(self.pause, [I32(1)])          # YIELD
+            b.call(self.pause, [I32(1)])  # YIELD
         else:
             b.call(self.pause, [])
 
@@ -112,11 +124,19 @@ class _Pool:
         b.atomic_rmw("add", self.field(b, "epoch", I32), I32(1), "seq_cst")
         if self.futex is None:
             return
-        sleeping = b.icmp_signed(">", b.load_atomic(self.field(b, "sleepers"), "seq_cst", 8),
-                                 I64(0))
+        sleeping = b.icmp_signed(
+            ">", b.load_atomic(self.field(b, "sleepers"), "seq_cst", 8), I64(0)
+        )
         with b.if_then(sleeping):
-            b.call(self.syscall, [I64(self.futex), b.ptrtoint(self.field(b, "epoch", I32), I64),
-                                  I32(1 | 128), I32(2 ** 31 - 1)])
+            b.call(
+                self.syscall,
+                [
+                    I64(self.futex),
+                    b.ptrtoint(self.field(b, "epoch", I32), I64),
+                    I32(1 | 128),
+                    I32(2**31 - 1),
+                ],
+            )
 
     def claim_loop(self, fn: ir.Function, b: ir.IRBuilder, gen: ir.Value) -> ir.IRBuilder:
         """Claim and run pieces of job `gen` until none are left; returns the builder at
@@ -151,8 +171,11 @@ class _Pool:
 
     # -- functions ----------------------------------------------------------------------
     def parallel_for(self) -> None:
-        fn = ir.Function(self.m, ir.FunctionType(VOID, [PIECE_T.as_pointer(), PTR, I64, I64,
-                                                        I64]), "llgrad_parallel_for")
+        fn = ir.Function(
+            self.m,
+            ir.FunctionType(VOID, [PIECE_T.as_pointer(), PTR, I64, I64, I64]),
+            "llgrad_parallel_for",
+        )
         target, args, lo, hi, parts = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         n = b.sub(hi, lo)
@@ -188,9 +211,15 @@ class _Pool:
         owner = fn.append_basic_block("owner")
         b.cbranch(b.extract_value(got, 1), owner, serial)
         b.position_at_end(owner)
-        for name, value in (("fn", b.ptrtoint(target, I64)), ("args", b.ptrtoint(args, I64)),
-                            ("lo", lo), ("step", step), ("hi", hi), ("parts", parts),
-                            ("done", I64(0))):
+        for name, value in (
+            ("fn", b.ptrtoint(target, I64)),
+            ("args", b.ptrtoint(args, I64)),
+            ("lo", lo),
+            ("step", step),
+            ("hi", hi),
+            ("parts", parts),
+            ("done", I64(0)),
+        ):
             b.store_atomic(value, self.field(b, name), "monotonic", 8)
         gen = b.add(b.lshr(self.load(b, "ticket"), I64(32)), I64(1))
         gen = b.and_(gen, I64(0xFFFFFFFF))
@@ -235,7 +264,7 @@ class _Pool:
         self.relax(b)
         elapsed = b.sub(b.call(self.cycles, []), start)
         with b.if_then(b.icmp_unsigned(">", elapsed, I64(YIELD_AFTER))):
-            b.call(self.sched_yield, [])          # a runnable thread (BLAS's) goes first
+            b.call(self.sched_yield, [])  # a runnable thread (BLAS's) goes first
         b.cbranch(b.icmp_unsigned("<", elapsed, I64(self.spin_cycles)), spin, sleep)
 
         b.position_at_end(sleep)
@@ -243,9 +272,16 @@ class _Pool:
             b.atomic_rmw("add", self.field(b, "sleepers"), I64(1), "seq_cst")
             cur = b.load_atomic(self.field(b, "epoch", I32), "seq_cst", 4)
             with b.if_then(b.icmp_unsigned("==", cur, b.load(seen))):
-                b.call(self.syscall, [I64(self.futex),
-                                      b.ptrtoint(self.field(b, "epoch", I32), I64),
-                                      I32(0 | 128), b.load(seen), I64(0)])   # FUTEX_WAIT
+                b.call(
+                    self.syscall,
+                    [
+                        I64(self.futex),
+                        b.ptrtoint(self.field(b, "epoch", I32), I64),
+                        I32(0 | 128),
+                        b.load(seen),
+                        I64(0),
+                    ],
+                )  # FUTEX_WAIT
             b.atomic_rmw("sub", self.field(b, "sleepers"), I64(1), "seq_cst")
         else:
             b.call(self.usleep, [I32(100)])
@@ -286,18 +322,25 @@ class _Pool:
         words = b.bitcast(ctx, I64.as_pointer())
         kernel = b.inttoptr(b.load(words), ir.FunctionType(VOID, [PTR]).as_pointer())
         n = b.load(b.gep(words, [I64(1)]))
-        first = b.alloca(I64, size=n)          # the block's own copy, on this stack
+        first = b.alloca(I64, size=n)  # the block's own copy, on this stack
         src = b.bitcast(b.gep(words, [I64(2)]), PTR)
         memcpy = self.m.declare_intrinsic("llvm.memcpy", [PTR, PTR, I64])
-        b.call(memcpy, [b.bitcast(first, PTR), src, b.mul(n, I64(8)), ir.Constant(ir.IntType(1), 0)])
+        b.call(
+            memcpy, [b.bitcast(first, PTR), src, b.mul(n, I64(8)), ir.Constant(ir.IntType(1), 0)]
+        )
         b.store(lo, first)
         b.store(hi, b.gep(first, [I64(1)]))
         b.call(kernel, [b.bitcast(first, PTR)])
         b.ret_void()
 
 
-SYMBOLS = ["llgrad_parallel_for", "llgrad_pool_worker", "llgrad_pool_stop",
-           "llgrad_pool_reset", "llgrad_block_piece"]
+SYMBOLS = [
+    "llgrad_parallel_for",
+    "llgrad_pool_worker",
+    "llgrad_pool_stop",
+    "llgrad_pool_reset",
+    "llgrad_block_piece",
+]
 
 
 def build(triple: str, spin_cycles: int) -> str:

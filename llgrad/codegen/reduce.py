@@ -3,6 +3,7 @@ argmax, argmin over any set of axes; row and column kernel shapes, partial and c
 modes, prologues). The spec, its argument block and the loop ordering are described in
 `llgrad/schedule/reduce.py`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,16 +14,23 @@ from llvmlite import ir
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
 from ..schedule.elementwise import out_dtypes
-from ..schedule.reduce import (COLUMN_CAP, COLUMN_ROWS, SUM_BLOCK, ReduceKernel, Slots,
-                               narrow_dtype, wide_dtype)
+from ..schedule.reduce import (
+    COLUMN_CAP,
+    COLUMN_ROWS,
+    SUM_BLOCK,
+    ReduceKernel,
+    Slots,
+    narrow_dtype,
+    wide_dtype,
+)
 from .elementwise import evaluate
 from .loops import I1, I64, accumulate, for_range, new_kernel
-from .scalar import (FLAGS, SV, LLVMScalar, component_type, intrinsic, llvm_type,
-                     memory_type)
+from .scalar import FLAGS, SV, LLVMScalar, component_type, intrinsic, llvm_type, memory_type
 
 # --------------------------------------------------------------------------------------
 # Code generation
 # --------------------------------------------------------------------------------------
+
 
 def _identity(op: str, d: DType) -> ir.Constant:
     """The value an accumulator of dtype `d` starts from."""
@@ -47,8 +55,7 @@ def extreme(b: ir.IRBuilder, is_max: bool, a: ir.Value, v: ir.Value, d: DType) -
     if d.is_floating_point:
         name = "llvm.maximum" if is_max else "llvm.minimum"
         t = a.type
-        fn = intrinsic(b.module, f"{name}.{'f32' if t == ir.FloatType() else 'f64'}",
-                       t, [t, t])
+        fn = intrinsic(b.module, f"{name}.{'f32' if t == ir.FloatType() else 'f64'}", t, [t, t])
         return b.call(fn, [a, v])
     if d is dt.bool_:
         return b.or_(a, v) if is_max else b.and_(a, v)
@@ -56,8 +63,15 @@ def extreme(b: ir.IRBuilder, is_max: bool, a: ir.Value, v: ir.Value, d: DType) -
     return b.select(cmp(">" if is_max else "<", v, a), v, a)
 
 
-def arg_update(b: ir.IRBuilder, is_max: bool, best: ir.Value, best_i: ir.Value,
-               v: ir.Value, i: ir.Value, d: DType) -> list[ir.Value]:
+def arg_update(
+    b: ir.IRBuilder,
+    is_max: bool,
+    best: ir.Value,
+    best_i: ir.Value,
+    v: ir.Value,
+    i: ir.Value,
+    d: DType,
+) -> list[ir.Value]:
     """The (value, index) an arg reduction keeps: the better value; NaN beats everything;
     among equal extremes (or two NaNs) the smaller flat index.
 
@@ -71,8 +85,7 @@ def arg_update(b: ir.IRBuilder, is_max: bool, best: ir.Value, best_i: ir.Value,
         v_nan = b.fcmp_unordered("uno", v, v)
         best_nan = b.fcmp_unordered("uno", best, best)
         tie = b.or_(equal, b.and_(v_nan, best_nan))
-        take = b.or_(b.or_(better, b.and_(tie, earlier)),
-                     b.and_(v_nan, b.xor(best_nan, I1(1))))
+        take = b.or_(b.or_(better, b.and_(tie, earlier)), b.and_(v_nan, b.xor(best_nan, I1(1))))
     else:
         cmp = b.icmp_signed if d.kind == "i" else b.icmp_unsigned
         better = cmp(">" if is_max else "<", v, best)
@@ -111,29 +124,37 @@ class _Emitter:
             self.side_dtypes = out_dtypes(spec.prologue)[1:]
         self.out_ptr = args.ptr(sl.out_ptr, "out")
         self.out_st = [args.int(sl.out_strides + d, f"os{d}") for d in range(r)]
-        self.idx_st = [args.int(sl.index_strides + d, f"is{d}") for d in range(r)] \
-            if sl.index_strides >= 0 else None
-        self.out_index_ptr = args.ptr(sl.out_index_ptr, "out_index") \
-            if sl.out_index_ptr >= 0 else None
-        self.in_index_ptr = args.ptr(sl.in_index_ptr, "x_index") \
-            if sl.in_index_ptr >= 0 else None
+        self.idx_st = (
+            [args.int(sl.index_strides + d, f"is{d}") for d in range(r)]
+            if sl.index_strides >= 0
+            else None
+        )
+        self.out_index_ptr = (
+            args.ptr(sl.out_index_ptr, "out_index") if sl.out_index_ptr >= 0 else None
+        )
+        self.in_index_ptr = args.ptr(sl.in_index_ptr, "x_index") if sl.in_index_ptr >= 0 else None
         self.chunk_step = args.int(sl.chunk_step, "chunk_step") if sl.chunk_step >= 0 else None
-        self.chunk_stride = args.int(sl.chunk_stride, "chunk_stride") \
-            if sl.chunk_stride >= 0 else None
+        self.chunk_stride = (
+            args.int(sl.chunk_stride, "chunk_stride") if sl.chunk_stride >= 0 else None
+        )
         self.chunk_id: ir.Value | None = None
         self.wide = wide_dtype(spec.op, spec.in_dtype)
         self.narrow = narrow_dtype(spec.op, spec.in_dtype)
-        self.kept_outer = [d for d in range(r) if not spec.reduced[d]
-                           and not (spec.is_column and d == r - 1)]
+        self.kept_outer = [
+            d for d in range(r) if not spec.reduced[d] and not (spec.is_column and d == r - 1)
+        ]
         self.red = [d for d in range(r) if spec.reduced[d]]
         if spec.is_column:
             t = llvm_type(self.wide)
             self.col_width = args.int(sl.col_width, "col_width")
-            self.col_acc = b.alloca(t, size=I64(COLUMN_CAP), name="acc") \
-                if not self.wide.is_complex else \
-                b.alloca(component_type(self.wide), size=I64(2 * COLUMN_CAP), name="acc")
-            self.col_idx = b.alloca(I64, size=I64(COLUMN_CAP), name="acc_index") \
-                if spec.is_arg else None
+            self.col_acc = (
+                b.alloca(t, size=I64(COLUMN_CAP), name="acc")
+                if not self.wide.is_complex
+                else b.alloca(component_type(self.wide), size=I64(2 * COLUMN_CAP), name="acc")
+            )
+            self.col_idx = (
+                b.alloca(I64, size=I64(COLUMN_CAP), name="acc_index") if spec.is_arg else None
+            )
 
     # -- small helpers ---------------------------------------------------------------------
     def min(self, a: ir.Value, c: ir.Value) -> ir.Value:
@@ -152,16 +173,23 @@ class _Emitter:
             d = self.spec.in_dtype
             p = self.b.gep(self.in_ptr, [off], inbounds=True, source_etype=memory_type(d))
             return self.s.load(p, d, name="xv")
-        loaded = [self.s.load(self.b.gep(ptr, [o], inbounds=True, source_etype=memory_type(d)),
-                              d, name=f"x{j}v")
-                  for j, (ptr, o, d) in enumerate(zip(self.in_ptrs, off, prologue.in_dtypes))]
+        loaded = [
+            self.s.load(
+                self.b.gep(ptr, [o], inbounds=True, source_etype=memory_type(d)), d, name=f"x{j}v"
+            )
+            for j, (ptr, o, d) in enumerate(zip(self.in_ptrs, off, prologue.in_dtypes))
+        ]
         value, *side = evaluate(self.s, prologue, loaded)
         n_in = len(prologue.in_dtypes)
-        for k, (v, d) in enumerate(zip(side, self.side_dtypes)):   # stored where computed
+        for k, (v, d) in enumerate(zip(side, self.side_dtypes)):  # stored where computed
             if v.dtype is not d:
                 v = self.s.cast(v, d)
-            p = self.b.gep(self.in_ptrs[n_in + k], [off[n_in + k]], inbounds=True,
-                           source_etype=memory_type(v.dtype))
+            p = self.b.gep(
+                self.in_ptrs[n_in + k],
+                [off[n_in + k]],
+                inbounds=True,
+                source_etype=memory_type(v.dtype),
+            )
             self.s.store(v, p)
         if value.dtype is not self.spec.in_dtype:
             value = self.s.cast(value, self.spec.in_dtype)
@@ -172,7 +200,7 @@ class _Emitter:
         return self.b.load(p, typ=I64, name="xi")
 
     def identity(self) -> list[ir.Value]:
-        if self.wide.is_complex:          # complex sum/prod: (re, im) accumulators
+        if self.wide.is_complex:  # complex sum/prod: (re, im) accumulators
             return list(self.s.const(1 if self.spec.op == "prod" else 0, self.wide).value)
         init = [_identity(self.spec.op, self.wide)]
         if self.spec.is_arg:
@@ -188,8 +216,9 @@ class _Emitter:
         return start, self.min(self.b.add(start, self.chunk_step), n)
 
     # -- combining one element into an accumulator -----------------------------------------
-    def combine(self, acc: list[ir.Value], x: SV, index: ir.Value | None,
-                to: DType | None = None) -> list[ir.Value]:
+    def combine(
+        self, acc: list[ir.Value], x: SV, index: ir.Value | None, to: DType | None = None
+    ) -> list[ir.Value]:
         """`acc op x` in dtype `to` (default: the wide dtype); arg ops also carry `index`."""
         to = to or self.wide
         b, op = self.b, self.spec.op
@@ -216,8 +245,9 @@ class _Emitter:
     def extreme(self, is_max: bool, a: ir.Value, v: ir.Value, d: DType) -> ir.Value:
         return extreme(self.b, is_max, a, v, d)
 
-    def arg_update(self, is_max: bool, best: ir.Value, best_i: ir.Value, v: ir.Value,
-                   i: ir.Value, d: DType) -> list[ir.Value]:
+    def arg_update(
+        self, is_max: bool, best: ir.Value, best_i: ir.Value, v: ir.Value, i: ir.Value, d: DType
+    ) -> list[ir.Value]:
         return arg_update(self.b, is_max, best, best_i, v, i, d)
 
     def element_index(self, off: ir.Value, index: ir.Value | None) -> ir.Value | None:
@@ -234,11 +264,12 @@ class _Emitter:
             return
         acc_value = (acc[0], acc[1]) if self.wide.is_complex else acc[0]
         value = s.cast(SV(acc_value, self.wide), spec.out_dtype)
-        s.store(value, b.gep(self.out_ptr, [out_off], inbounds=True,
-                             source_etype=memory_type(spec.out_dtype)))
+        s.store(
+            value,
+            b.gep(self.out_ptr, [out_off], inbounds=True, source_etype=memory_type(spec.out_dtype)),
+        )
         if spec.is_arg:
-            b.store(acc[1], b.gep(self.out_index_ptr, [out_off], inbounds=True,
-                                  source_etype=I64))
+            b.store(acc[1], b.gep(self.out_index_ptr, [out_off], inbounds=True, source_etype=I64))
 
     # -- the loop nest ---------------------------------------------------------------------
     def emit(self) -> None:
@@ -260,8 +291,12 @@ class _Emitter:
         d = self.kept_outer[level]
         lo, hi = (self.lo, self.hi) if split and level == 0 else (I64(0), self.sizes[d])
         with for_range(self.b, lo, hi, name=f"k{d}") as i:
-            self.outer(level + 1, self.madd(in_off, i, self.in_st[d]),
-                       self.madd(out_off, i, self.out_st[d]), split)
+            self.outer(
+                level + 1,
+                self.madd(in_off, i, self.in_st[d]),
+                self.madd(out_off, i, self.out_st[d]),
+                split,
+            )
 
     # row kernels: accumulators in registers
     def row(self, in_off: ir.Value, out_off: ir.Value) -> None:
@@ -271,8 +306,7 @@ class _Emitter:
         acc = self.row_loops(0, in_off, I64(0), self.identity(), self.combine_at)
         self.store(acc, out_off)
 
-    def combine_at(self, acc: list[ir.Value], off: ir.Value, index: ir.Value
-                   ) -> list[ir.Value]:
+    def combine_at(self, acc: list[ir.Value], off: ir.Value, index: ir.Value) -> list[ir.Value]:
         return self.combine(acc, self.load_x(off), self.element_index(off, index))
 
     def arg_row(self, in_off: ir.Value) -> list[ir.Value]:
@@ -289,15 +323,17 @@ class _Emitter:
             v = self.s.cast(self.load_x(off), d).value
             return [self.extreme(is_max, acc[0], v, d)]
 
-        best = self.row_loops(0, in_off, I64(0), [_identity("amax" if is_max else "amin", d)],
-                              extreme)[0]
+        best = self.row_loops(
+            0, in_off, I64(0), [_identity("amax" if is_max else "amin", d)], extreme
+        )[0]
         best_nan = b.fcmp_unordered("uno", best, best) if d.is_floating_point else None
 
         def first(acc: list[ir.Value], off: ir.Value, index: ir.Value) -> list[ir.Value]:
             v = self.s.cast(self.load_x(off), d).value
             if d.is_floating_point:
-                match = b.or_(b.fcmp_ordered("==", v, best),
-                              b.and_(b.fcmp_unordered("uno", v, v), best_nan))
+                match = b.or_(
+                    b.fcmp_ordered("==", v, best), b.and_(b.fcmp_unordered("uno", v, v), best_nan)
+                )
             else:
                 match = b.icmp_signed("==", v, best)
             candidate = b.select(match, index, I64((1 << 63) - 1))
@@ -306,8 +342,9 @@ class _Emitter:
         index = self.row_loops(0, in_off, I64(0), [I64((1 << 63) - 1)], first)[0]
         return [best, index]
 
-    def row_loops(self, level: int, in_off: ir.Value, index: ir.Value,
-                  acc: list[ir.Value], step) -> list[ir.Value]:
+    def row_loops(
+        self, level: int, in_off: ir.Value, index: ir.Value, acc: list[ir.Value], step
+    ) -> list[ir.Value]:
         """The reduced loops around `step(acc, offset, flat_index) -> acc`."""
         d = self.red[level]
         last = level == len(self.red) - 1
@@ -323,8 +360,9 @@ class _Emitter:
                 upd.extend(self.row_loops(level + 1, off, ix, cur, step))
         return upd
 
-    def blocked_sum(self, d: int, lo: ir.Value, hi: ir.Value, in_off: ir.Value,
-                    acc: list[ir.Value]) -> list[ir.Value]:
+    def blocked_sum(
+        self, d: int, lo: ir.Value, hi: ir.Value, in_off: ir.Value, acc: list[ir.Value]
+    ) -> list[ir.Value]:
         """Sum runs of SUM_BLOCK in float32 (vectorized), add each run's total in float64."""
         b = self.b
         blocks = b.sdiv(b.add(b.sub(hi, lo), I64(SUM_BLOCK - 1)), I64(SUM_BLOCK))
@@ -362,8 +400,10 @@ class _Emitter:
         """Complex accumulators: (re, im) of output k live at 2k and 2k + 1."""
         t = component_type(self.wide)
         at = self.b.mul(k, I64(2))
-        return [self.b.gep(self.col_acc, [self.b.add(at, I64(j))], inbounds=True,
-                           source_etype=t) for j in (0, 1)]
+        return [
+            self.b.gep(self.col_acc, [self.b.add(at, I64(j))], inbounds=True, source_etype=t)
+            for j in (0, 1)
+        ]
 
     def col_get(self, k: ir.Value) -> list[ir.Value]:
         b = self.b
@@ -372,8 +412,7 @@ class _Emitter:
             return [b.load(p, typ=component_type(self.wide)) for p in self.col_halves(k)]
         vals = [b.load(b.gep(self.col_acc, [k], inbounds=True, source_etype=t), typ=t)]
         if self.col_idx is not None:
-            vals.append(b.load(b.gep(self.col_idx, [k], inbounds=True, source_etype=I64),
-                               typ=I64))
+            vals.append(b.load(b.gep(self.col_idx, [k], inbounds=True, source_etype=I64), typ=I64))
         return vals
 
     def col_put(self, k: ir.Value, vals: list[ir.Value]) -> None:
@@ -387,8 +426,7 @@ class _Emitter:
         if self.col_idx is not None:
             b.store(vals[1], b.gep(self.col_idx, [k], inbounds=True, source_etype=I64))
 
-    def column_loops(self, level: int, in_off: ir.Value, index: ir.Value,
-                     width: ir.Value) -> None:
+    def column_loops(self, level: int, in_off: ir.Value, index: ir.Value, width: ir.Value) -> None:
         """The reduced loops around the block; the innermost one takes ROWS rows per pass.
 
         Folding several rows into the stack accumulators per pass divides their load and
@@ -410,13 +448,15 @@ class _Emitter:
         with for_range(b, b.add(lo, b.mul(groups, I64(COLUMN_ROWS))), hi, name=f"r{d}") as i:
             self.column_rows([i], d, in_off, index, width)
 
-    def column_rows(self, rows: list[ir.Value], d: int, in_off: ir.Value, index: ir.Value,
-                    width: ir.Value) -> None:
+    def column_rows(
+        self, rows: list[ir.Value], d: int, in_off: ir.Value, index: ir.Value, width: ir.Value
+    ) -> None:
         """acc[k] = acc[k] op x[row][k] for each row in turn (vectorized over k)."""
         inner = self.spec.rank - 1
         offs = [self.madd(in_off, i, self.in_st[d]) for i in rows]
-        idxs = [self.madd(index, i, self.idx_st[d]) if self.idx_st is not None else index
-                for i in rows]
+        idxs = [
+            self.madd(index, i, self.idx_st[d]) if self.idx_st is not None else index for i in rows
+        ]
         with for_range(self.b, I64(0), width, name="col") as k:
             acc = self.col_get(k)
             for off, ix in zip(offs, idxs):
@@ -436,6 +476,7 @@ def build(spec: ReduceKernel, name: str) -> ir.Module:
 # --------------------------------------------------------------------------------------
 # Extremes with their positions along one dimension: max/min with dim, cummax/cummin
 # --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class ExtremeKernel:
@@ -481,7 +522,7 @@ def build_extreme(spec: ExtremeKernel, name: str) -> ir.Module:
     with for_range(b, I64(0), outer, name="o") as o:
         xo = b.mul(o, so)
         oo = b.mul(o, b.mul(n, inner) if spec.running else inner)
-        with for_range(b, I64(0), inner, name="i") as i:          # position 0: itself
+        with for_range(b, I64(0), inner, name="i") as i:  # position 0: itself
             xp = b.gep(x, [b.add(xo, b.mul(i, si))], inbounds=True, source_etype=mt)
             out = b.add(oo, i)
             b.store(b.load(xp, typ=mt), b.gep(values, [out], inbounds=True, source_etype=mt))
@@ -503,13 +544,15 @@ def build_extreme(spec: ExtremeKernel, name: str) -> ir.Module:
                 else:
                     take = s.cmp("gt" if spec.largest else "lt", v, best).value
                     if floating:
-                        first_nan = b.and_(s.isnan(v).value,
-                                           b.xor(s.isnan(best).value, I1(1)))
+                        first_nan = b.and_(s.isnan(v).value, b.xor(s.isnan(best).value, I1(1)))
                         take = b.or_(take, first_nan)
                 raw = b.select(take, b.load(xp, typ=mt), b.load(pv, typ=mt))
                 b.store(raw, b.gep(values, [out], inbounds=True, source_etype=mt))
-                at = b.select(take, k, b.load(b.gep(indices, [prev], inbounds=True,
-                                                    source_etype=I64), typ=I64))
+                at = b.select(
+                    take,
+                    k,
+                    b.load(b.gep(indices, [prev], inbounds=True, source_etype=I64), typ=I64),
+                )
                 b.store(at, b.gep(indices, [out], inbounds=True, source_etype=I64))
     b.ret_void()
     return module
@@ -519,7 +562,7 @@ def build_extreme(spec: ExtremeKernel, name: str) -> ir.Module:
 # mode along one dimension of short rows
 # --------------------------------------------------------------------------------------
 
-MODE_MAX_ROW = 32        # rows up to this length: pairwise counting beats sorting
+MODE_MAX_ROW = 32  # rows up to this length: pairwise counting beats sorting
 
 
 @dataclass(frozen=True, slots=True)
@@ -564,8 +607,7 @@ def build_mode(spec: ModeKernel, name: str) -> ir.Module:
     last = b.alloca(I64, name="last")
 
     def element(base: ir.Value, k: ir.Value) -> Any:
-        return s.load(b.gep(x, [b.add(base, b.mul(k, sn))], inbounds=True,
-                            source_etype=mt), d)
+        return s.load(b.gep(x, [b.add(base, b.mul(k, sn))], inbounds=True, source_etype=mt), d)
 
     with for_range(b, I64(0), outer, name="o") as o:
         with for_range(b, I64(0), inner, name="i") as i:
@@ -582,16 +624,16 @@ def build_mode(spec: ModeKernel, name: str) -> ir.Module:
                         b.store(b.add(b.load(count, typ=I64), I64(1)), count)
                         b.store(j, last)
                 c = b.load(count, typ=I64)
-                if floating:           # a NaN equals nothing, itself included
+                if floating:  # a NaN equals nothing, itself included
                     c = b.select(s.isnan(a).value, I64(1), c)
                 bc = b.load(best_count, typ=I64)
                 bv = element(row, b.load(best_at, typ=I64))
                 smaller = s.cmp("lt", a, bv).value
                 if floating:
-                    smaller = b.or_(smaller, b.and_(b.xor(s.isnan(a).value, I1(1)),
-                                                    s.isnan(bv).value))
-                take = b.or_(b.icmp_signed(">", c, bc),
-                             b.and_(b.icmp_signed("==", c, bc), smaller))
+                    smaller = b.or_(
+                        smaller, b.and_(b.xor(s.isnan(a).value, I1(1)), s.isnan(bv).value)
+                    )
+                take = b.or_(b.icmp_signed(">", c, bc), b.and_(b.icmp_signed("==", c, bc), smaller))
                 with b.if_then(take):
                     b.store(c, best_count)
                     b.store(b.load(last, typ=I64), best_at)
@@ -607,6 +649,7 @@ def build_mode(spec: ModeKernel, name: str) -> ir.Module:
 # --------------------------------------------------------------------------------------
 # histc: equal-width bins in one pass
 # --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class HistcKernel:
@@ -649,8 +692,7 @@ def build_histc(spec: HistcKernel, name: str) -> ir.Module:
     nbins = b.sitofp(bins, ft)
     last = b.sub(bins, I64(1))
     with for_range(b, I64(0), n, name="i") as i:
-        v = s.load(b.gep(x, [b.mul(i, xs)], inbounds=True, source_etype=memory_type(d)),
-                   d).value
+        v = s.load(b.gep(x, [b.mul(i, xs)], inbounds=True, source_etype=memory_type(d)), d).value
         inside = b.and_(b.fcmp_ordered(">=", v, lo), b.fcmp_ordered("<=", v, hi))
         with b.if_then(inside):
             at = b.fptosi(b.fdiv(b.fmul(b.fsub(v, lo), nbins), width), I64)
@@ -659,7 +701,6 @@ def build_histc(spec: HistcKernel, name: str) -> ir.Module:
             b.store(b.add(b.load(p, typ=I64), I64(1)), p)
     with for_range(b, I64(0), bins, name="w") as k:
         c = b.load(b.gep(counts, [k], inbounds=True, source_etype=I64), typ=I64)
-        s.store(SV(b.sitofp(c, ft), d), b.gep(out, [k], inbounds=True,
-                                              source_etype=memory_type(d)))
+        s.store(SV(b.sitofp(c, ft), d), b.gep(out, [k], inbounds=True, source_etype=memory_type(d)))
     b.ret_void()
     return module

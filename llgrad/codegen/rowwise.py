@@ -16,6 +16,7 @@ partial buffer, `(C, 1)` per piece), then inputs. The row loop runs over `[lo, h
 runtime can split rows across threads; `step` is the rows per piece (piece = lo // step).
 Strides in elements.
 """
+
 from __future__ import annotations
 
 from llvmlite import ir
@@ -64,9 +65,12 @@ class _Emitter:
             cs = args.int(slot + 2, f"cs{k}")
             self.cs.append(I64(spec.inner[k]) if spec.inner[k] is not None else cs)
         self.buffers: dict[int, ir.Value] = {}
-        for ref in self.plan.cached:          # row buffers: static allocas at entry
-            t = llvm_type(self.plan.dtypes[ref].compute
-                          if self.plan.dtypes[ref].is_floating_point else self.plan.dtypes[ref])
+        for ref in self.plan.cached:  # row buffers: static allocas at entry
+            t = llvm_type(
+                self.plan.dtypes[ref].compute
+                if self.plan.dtypes[ref].is_floating_point
+                else self.plan.dtypes[ref]
+            )
             self.buffers[ref] = b.alloca(t, size=I64(spec.cols), name=f"row{ref}")
 
     # -- values ---------------------------------------------------------------------------
@@ -91,8 +95,15 @@ class _Emitter:
         values[ref] = v
         return v
 
-    def full_value(self, ref: int, p: int, row: ir.Value, col: ir.Value,
-                   rows: dict[int, SV], here: dict[int, SV]) -> SV:
+    def full_value(
+        self,
+        ref: int,
+        p: int,
+        row: ir.Value,
+        col: ir.Value,
+        rows: dict[int, SV],
+        here: dict[int, SV],
+    ) -> SV:
         """A value at column `col` in pass `p`: loaded, re-read from its row buffer, or
         computed from its arguments."""
         if self.plan.is_row[ref]:
@@ -106,14 +117,22 @@ class _Emitter:
             v = self.s.load(self.operand_ptr(k, row, col, d), d, name=f"x{ref}")
         elif ref in self.buffers and self.plan.level[ref] < p:
             d = self.plan.dtypes[ref]
-            raw = self.b.load(self.b.gep(self.buffers[ref], [col], inbounds=True,
-                                         source_etype=self.buffers[ref].allocated_type),
-                              typ=self.buffers[ref].allocated_type, name=f"c{ref}")
+            raw = self.b.load(
+                self.b.gep(
+                    self.buffers[ref],
+                    [col],
+                    inbounds=True,
+                    source_etype=self.buffers[ref].allocated_type,
+                ),
+                typ=self.buffers[ref].allocated_type,
+                name=f"c{ref}",
+            )
             v = SV(raw, d)
         else:
             node = self.spec.expr.nodes[ref - self.n_in]
-            v = apply_node(self.s, node, [self.full_value(a, p, row, col, rows, here)
-                                          for a in node.args])
+            v = apply_node(
+                self.s, node, [self.full_value(a, p, row, col, rows, here) for a in node.args]
+            )
         here[ref] = v
         return v
 
@@ -122,12 +141,19 @@ class _Emitter:
         expr, pl = self.spec.expr, self.plan
         rows: dict[int, SV] = {}
         for p in range(pl.passes):
-            reductions = [self.n_in + j for j, n in enumerate(expr.nodes)
-                          if n.op in REDUCTIONS and pl.level[n.args[0]] == p]
-            stores = [(k, o) for k, o in enumerate(expr.outputs)
-                      if not pl.is_row[o] and not pl.is_column[o] and pl.level[o] == p]
-            columns = [(k, o) for k, o in enumerate(expr.outputs)
-                       if pl.is_column[o] and pl.level[o] == p]
+            reductions = [
+                self.n_in + j
+                for j, n in enumerate(expr.nodes)
+                if n.op in REDUCTIONS and pl.level[n.args[0]] == p
+            ]
+            stores = [
+                (k, o)
+                for k, o in enumerate(expr.outputs)
+                if not pl.is_row[o] and not pl.is_column[o] and pl.level[o] == p
+            ]
+            columns = [
+                (k, o) for k, o in enumerate(expr.outputs) if pl.is_column[o] and pl.level[o] == p
+            ]
             caches = [c for c in pl.cached if pl.level[c] == p]
             # row values this pass reads are computed before its loop (they dominate it)
             self.pass_loop(p, row, rows, reductions, stores, caches, columns)
@@ -138,25 +164,41 @@ class _Emitter:
                     v = self.s.cast(v, self.out_dtypes[k])
                 self.s.store(v, self.operand_ptr(k, row, None, self.out_dtypes[k]))
 
-    def pass_loop(self, p: int, row: ir.Value, rows: dict[int, SV], reductions: list[int],
-                  stores: list[tuple[int, int]], caches: list[int],
-                  columns: list[tuple[int, int]]) -> None:
+    def pass_loop(
+        self,
+        p: int,
+        row: ir.Value,
+        rows: dict[int, SV],
+        reductions: list[int],
+        stores: list[tuple[int, int]],
+        caches: list[int],
+        columns: list[tuple[int, int]],
+    ) -> None:
         b, s, expr = self.b, self.s, self.spec.expr
         # row values used in this pass, hoisted before the loop
         for ref in range(self.n_in + len(expr.nodes)):
-            if self.plan.is_row[ref] and ref not in rows and self.plan.level[ref] <= p and \
-                    not (ref >= self.n_in and expr.nodes[ref - self.n_in].op in REDUCTIONS):
+            if (
+                self.plan.is_row[ref]
+                and ref not in rows
+                and self.plan.level[ref] <= p
+                and not (ref >= self.n_in and expr.nodes[ref - self.n_in].op in REDUCTIONS)
+            ):
                 if self._row_ready(ref, rows):
                     self.row_value(ref, row, rows)
         ops = [expr.nodes[r - self.n_in].op for r in reductions]
-        accs = [_acc_dtypes(op, self.plan.dtypes[expr.nodes[r - self.n_in].args[0]])
-                for op, r in zip(ops, reductions)]
+        accs = [
+            _acc_dtypes(op, self.plan.dtypes[expr.nodes[r - self.n_in].args[0]])
+            for op, r in zip(ops, reductions)
+        ]
         wide_init = [_identity(op, w) for op, (_, w) in zip(ops, accs)]
         n_runs = -(-self.spec.cols // SUM_BLOCK)
         with accumulate(b, I64(0), I64(n_runs), wide_init, name=f"pass{p}") as (j, wcur, wupd):
             start = b.mul(j, I64(SUM_BLOCK))
-            stop = b.select(b.icmp_signed("<", b.add(start, I64(SUM_BLOCK)), self.cols),
-                            b.add(start, I64(SUM_BLOCK)), self.cols)
+            stop = b.select(
+                b.icmp_signed("<", b.add(start, I64(SUM_BLOCK)), self.cols),
+                b.add(start, I64(SUM_BLOCK)),
+                self.cols,
+            )
             narrow_init = [_identity(op, n) for op, (n, _) in zip(ops, accs)]
             with accumulate(b, start, stop, narrow_init, name=f"col{p}") as (c, ncur, nupd):
                 here: dict[int, SV] = {}
@@ -168,17 +210,16 @@ class _Emitter:
                 for ref in caches:
                     v = self.full_value(ref, p, row, c, rows, here)
                     buf = self.buffers[ref]
-                    b.store(v.value, b.gep(buf, [c], inbounds=True,
-                                           source_etype=buf.allocated_type))
+                    b.store(
+                        v.value, b.gep(buf, [c], inbounds=True, source_etype=buf.allocated_type)
+                    )
                 for k, o in columns:
-                    x = self.full_value(expr.nodes[o - self.n_in].args[0], p, row, c, rows,
-                                        here)
+                    x = self.full_value(expr.nodes[o - self.n_in].args[0], p, row, c, rows, here)
                     at = self.partial(k, c)
                     old = b.load(at, typ=ir.DoubleType())
                     b.store(b.fadd(old, s.cast(x, dt.float64).value, flags=FLAGS), at)
                 for r, op, (narrow, _), acc in zip(reductions, ops, accs, ncur):
-                    x = self.full_value(expr.nodes[r - self.n_in].args[0], p, row, c, rows,
-                                        here)
+                    x = self.full_value(expr.nodes[r - self.n_in].args[0], p, row, c, rows, here)
                     nupd.append(self._combine(op, acc, s.cast(x, narrow).value, narrow))
             for op, (narrow, wide), w, n in zip(ops, accs, wcur, nupd):
                 nv = s.cast(SV(n, narrow), wide).value if narrow is not wide else n

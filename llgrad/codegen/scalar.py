@@ -12,6 +12,7 @@ interleaved in memory as `[2 x float]` (NumPy's and PyTorch's layout). Keeping t
 in separate registers lets LLVM vectorize complex loops as interleaved loads and stores of
 plain floats; the arithmetic lives in `ComplexOps` below.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from llvmlite import ir
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
 
-FLAGS = ("reassoc", "contract")   # never nnan/ninf: NaN and Inf behave as in NumPy
+FLAGS = ("reassoc", "contract")  # never nnan/ninf: NaN and Inf behave as in NumPy
 
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
@@ -34,18 +35,36 @@ C64, C128 = ir.ArrayType(F32, 2), ir.ArrayType(F64, 2)
 def llvm_type(d: DType) -> ir.Type:
     """The register type a dtype computes in (complex: the pair type, for stack slots)."""
     return {
-        "bool": I1, "uint8": I8, "int8": I8, "int16": I16, "int32": I32, "int64": I64,
-        "float16": F32, "bfloat16": F32, "float32": F32, "float64": F64,
-        "complex64": C64, "complex128": C128,
+        "bool": I1,
+        "uint8": I8,
+        "int8": I8,
+        "int16": I16,
+        "int32": I32,
+        "int64": I64,
+        "float16": F32,
+        "bfloat16": F32,
+        "float32": F32,
+        "float64": F64,
+        "complex64": C64,
+        "complex128": C128,
     }[d.name]
 
 
 def memory_type(d: DType) -> ir.Type:
     """The type a dtype is stored as."""
     return {
-        "bool": I8, "uint8": I8, "int8": I8, "int16": I16, "int32": I32, "int64": I64,
-        "float16": F16, "bfloat16": I16, "float32": F32, "float64": F64,
-        "complex64": C64, "complex128": C128,
+        "bool": I8,
+        "uint8": I8,
+        "int8": I8,
+        "int16": I16,
+        "int32": I32,
+        "int64": I64,
+        "float16": F16,
+        "bfloat16": I16,
+        "float32": F32,
+        "float64": F64,
+        "complex64": C64,
+        "complex128": C128,
     }[d.name]
 
 
@@ -215,8 +234,9 @@ class LLVMScalar:
         """`op` (udiv or urem) with a divisor of 0 giving 0, no trap."""
         t = b.value.type
         zero = self.b.icmp_unsigned("==", b.value, t(0))
-        return SV(self.b.select(zero, t(0), op(a.value, self.b.select(zero, t(1), b.value))),
-                  a.dtype)
+        return SV(
+            self.b.select(zero, t(0), op(a.value, self.b.select(zero, t(1), b.value))), a.dtype
+        )
 
     def floordiv(self, a: SV, b: SV) -> SV:
         d = a.dtype
@@ -231,8 +251,9 @@ class LLVMScalar:
         q = bd.sdiv(a.value, safe_b)
         r = bd.srem(a.value, safe_b)
         # C division truncates; floor division rounds down when the signs differ
-        adjust = bd.and_(bd.icmp_signed("!=", r, t(0)),
-                         bd.icmp_signed("<", bd.xor(r, safe_b), t(0)))
+        adjust = bd.and_(
+            bd.icmp_signed("!=", r, t(0)), bd.icmp_signed("<", bd.xor(r, safe_b), t(0))
+        )
         q = bd.sub(q, bd.zext(adjust, t))
         q = bd.select(minus1, bd.neg(a.value), q)
         return SV(bd.select(zero, t(0), q), d)
@@ -252,12 +273,16 @@ class LLVMScalar:
         adjust = bd.and_(bd.fcmp_unordered("!=", mod, zero), differ)
         div = bd.select(adjust, bd.fsub(div, one), div)
         floor = self._call_unary("llvm.floor", div)
-        floor = bd.select(bd.fcmp_ordered(">", bd.fsub(div, floor), ir.Constant(t, 0.5)),
-                          bd.fadd(floor, one), floor)
+        floor = bd.select(
+            bd.fcmp_ordered(">", bd.fsub(div, floor), ir.Constant(t, 0.5)),
+            bd.fadd(floor, one),
+            floor,
+        )
         quotient = bd.fdiv(a, b)
         copysign = intrinsic(self.module, f"llvm.copysign.{_suffix(t)}", t, [t, t])
-        out = bd.select(bd.fcmp_ordered("==", div, zero), bd.call(copysign, [zero, quotient]),
-                        floor)
+        out = bd.select(
+            bd.fcmp_ordered("==", div, zero), bd.call(copysign, [zero, quotient]), floor
+        )
         return bd.select(bd.fcmp_ordered("==", b, zero), quotient, out)
 
     def fmod(self, a: SV, b: SV) -> SV:
@@ -281,17 +306,19 @@ class LLVMScalar:
         bd = self.b
         if d.is_floating_point:
             r = bd.frem(a.value, b.value)
-            fix = bd.and_(bd.fcmp_ordered("!=", r, r.type(0.0)),
-                          bd.xor(bd.fcmp_ordered("<", r, r.type(0.0)),
-                                 bd.fcmp_ordered("<", b.value, r.type(0.0))))
+            fix = bd.and_(
+                bd.fcmp_ordered("!=", r, r.type(0.0)),
+                bd.xor(
+                    bd.fcmp_ordered("<", r, r.type(0.0)), bd.fcmp_ordered("<", b.value, r.type(0.0))
+                ),
+            )
             return self._fix(bd.select(fix, bd.fadd(r, b.value), r), d)
         if d.kind == "u" or d is dt.bool_:
             return self._unsigned_divide(bd.urem, a, b)
         safe_b, zero, minus1 = self._safe_divisor(a, b)
         t = a.value.type
         r = bd.srem(a.value, safe_b)
-        fix = bd.and_(bd.icmp_signed("!=", r, t(0)),
-                      bd.icmp_signed("<", bd.xor(r, safe_b), t(0)))
+        fix = bd.and_(bd.icmp_signed("!=", r, t(0)), bd.icmp_signed("<", bd.xor(r, safe_b), t(0)))
         r = bd.select(fix, bd.add(r, safe_b), r)
         return SV(bd.select(bd.or_(zero, minus1), t(0), r), d)
 
@@ -317,8 +344,14 @@ class LLVMScalar:
     def min(self, a: SV, b: SV) -> SV:
         return self._minmax("min", a, b)
 
-    _FCMP = {"eq": ("oeq", True), "ne": ("une", False), "lt": ("olt", True),
-             "le": ("ole", True), "gt": ("ogt", True), "ge": ("oge", True)}
+    _FCMP = {
+        "eq": ("oeq", True),
+        "ne": ("une", False),
+        "lt": ("olt", True),
+        "le": ("ole", True),
+        "gt": ("ogt", True),
+        "ge": ("oge", True),
+    }
     _ICMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
     def cmp(self, pred: str, a: SV, b: SV) -> SV:
@@ -332,8 +365,7 @@ class LLVMScalar:
         fn = bd.icmp_signed if a.dtype.kind == "i" else bd.icmp_unsigned
         return SV(fn(self._ICMP[pred], a.value, b.value), dt.bool_)
 
-    _FCMP_SYMBOL = {"oeq": "==", "une": "!=", "olt": "<", "ole": "<=", "ogt": ">",
-                    "oge": ">="}
+    _FCMP_SYMBOL = {"oeq": "==", "une": "!=", "olt": "<", "ole": "<=", "ogt": ">", "oge": ">="}
 
     def select(self, c: SV, a: SV, b: SV) -> SV:
         if a.dtype.is_complex:
@@ -372,8 +404,10 @@ class LLVMScalar:
     def complex(self, re: SV, im: SV) -> SV:
         """A complex value from two real values of one dtype (float32 or float64)."""
         if re.dtype not in (dt.float32, dt.float64) or im.dtype is not re.dtype:
-            raise TypeError(f"complex: parts must both be float32 or float64, got "
-                            f"{re.dtype.name} and {im.dtype.name}")
+            raise TypeError(
+                f"complex: parts must both be float32 or float64, got "
+                f"{re.dtype.name} and {im.dtype.name}"
+            )
         return SV((re.value, im.value), re.dtype.to_complex())
 
     def conj(self, z: SV) -> SV:
@@ -407,8 +441,7 @@ class LLVMScalar:
             # saturating conversion to int64 (NaN -> 0, never poison), then wrap into
             # narrower integers as PyTorch and NumPy do (-2.0 -> 254 for uint8)
             wide = I64 if tt.width < 32 else tt
-            fn = intrinsic(self.module, f"llvm.fptosi.sat.{wide}.{_suffix(x.type)}", wide,
-                           [x.type])
+            fn = intrinsic(self.module, f"llvm.fptosi.sat.{wide}.{_suffix(x.type)}", wide, [x.type])
             y = bd.call(fn, [x])
             return SV(bd.trunc(y, tt) if wide is not tt else y, to)
         if to.is_floating_point:
@@ -426,8 +459,14 @@ class LLVMScalar:
         fn = intrinsic(self.module, f"{name}.{_suffix(x.type)}", x.type, [x.type])
         return self.b.call(fn, [x])
 
-    _INTRINSIC_UNARY = {"floor": "llvm.floor", "ceil": "llvm.ceil", "round": "llvm.roundeven",
-                        "trunc": "llvm.trunc", "abs": "llvm.fabs", "sqrt": "llvm.sqrt"}
+    _INTRINSIC_UNARY = {
+        "floor": "llvm.floor",
+        "ceil": "llvm.ceil",
+        "round": "llvm.roundeven",
+        "trunc": "llvm.trunc",
+        "abs": "llvm.fabs",
+        "sqrt": "llvm.sqrt",
+    }
 
     def math(self, name: str, *args: SV, **params: int) -> SV:
         """`name(*args)` (`params`: a parametrized mathlib function's, polygamma's order)."""
@@ -443,6 +482,7 @@ class LLVMScalar:
         if name in self._INTRINSIC_UNARY:
             return self._fix(self._call_unary(self._INTRINSIC_UNARY[name], args[0].value), d)
         from . import mathlib
+
         return self._fix(mathlib.emit(self.b, name, [a.value for a in args], **params), d)
 
     def _int_pow(self, a: SV, e: SV) -> SV:
@@ -454,8 +494,11 @@ class LLVMScalar:
         pre = bd.block
         loop = fn.append_basic_block("ipow.loop")
         done = fn.append_basic_block("ipow.done")
-        start = bd.select(bd.icmp_signed("<", e.value, t(0)), t(0), e.value) \
-            if a.dtype.kind == "i" else e.value
+        start = (
+            bd.select(bd.icmp_signed("<", e.value, t(0)), t(0), e.value)
+            if a.dtype.kind == "i"
+            else e.value
+        )
         bd.cbranch(bd.icmp_unsigned("!=", start, t(0)), loop, done)
         bd.position_at_end(loop)
         acc = bd.phi(t, name="ipow.acc")
@@ -540,6 +583,7 @@ class _Real:
 
     def math(self, name: str, *args: Any) -> ir.Value:
         from . import mathlib
+
         return mathlib.emit(self.b, name, [self.v(a) for a in args])
 
     def lt(self, x: Any, y: Any) -> ir.Value:
@@ -620,8 +664,9 @@ class ComplexOps:
     def _halves(self, ptr: ir.Value, d: DType) -> tuple[ir.Value, ir.Value]:
         """Addresses of the real and imaginary parts of the element at `ptr`."""
         pair = memory_type(d)
-        return tuple(self.b.gep(ptr, [I64(0), I32(k)], inbounds=True, source_etype=pair)
-                     for k in (0, 1))
+        return tuple(
+            self.b.gep(ptr, [I64(0), I32(k)], inbounds=True, source_etype=pair) for k in (0, 1)
+        )
 
     def load(self, ptr: ir.Value, d: DType, name: str = "") -> SV:
         t = component_type(d)
@@ -667,8 +712,7 @@ class ComplexOps:
             return SV(R.and_(R.eq(a, c), R.eq(b, d)), dt.bool_)
         if pred == "ne":
             return SV(R.or_(R.ne(a, c), R.ne(b, d)), dt.bool_)
-        raise TypeError(f"{pred}: not defined for {x.dtype.name} (complex numbers are not "
-                        f"ordered)")
+        raise TypeError(f"{pred}: not defined for {x.dtype.name} (complex numbers are not ordered)")
 
     def select(self, c: SV, x: SV, y: SV) -> SV:
         R = self.real_ops(x.dtype)
@@ -731,6 +775,7 @@ class ComplexOps:
 
 
 # Pure functions on pairs: R is the float type they compute in.
+
 
 def _mul(R: _Real, x: Pair, y: Pair) -> Pair:
     (a, b), (c, d) = x, y
@@ -803,9 +848,9 @@ def _sqrt(R: _Real, x: ir.Value, y: ir.Value) -> Pair:
     input rescaled near overflow and underflow."""
     ax, ay = R.fabs(x), R.fabs(y)
     hi = R.select(R.ge(ax, ay), ax, ay)
-    big, tiny = R.gt(hi, 2.0 ** 1020), R.lt(hi, 2.0 ** -1000)
-    scale = R.select(big, 0.25, R.select(tiny, 2.0 ** 200, 1.0))
-    unscale = R.select(big, 2.0, R.select(tiny, 2.0 ** -100, 1.0))
+    big, tiny = R.gt(hi, 2.0**1020), R.lt(hi, 2.0**-1000)
+    scale = R.select(big, 0.25, R.select(tiny, 2.0**200, 1.0))
+    unscale = R.select(big, 2.0, R.select(tiny, 2.0**-100, 1.0))
     xs, ys = R.mul(x, scale), R.mul(y, scale)
     t = R.sqrt(R.mul(R.add(R.fabs(xs), _hypot(R, xs, ys)), 0.5))
     two_t = R.mul(t, 2.0)
@@ -907,6 +952,7 @@ def _scaled_log(factor: float):
     def log_base(R: _Real, x: ir.Value, y: ir.Value) -> Pair:
         re, im = _log(R, x, y)
         return R.mul(re, factor), R.mul(im, factor)
+
     return log_base
 
 
@@ -920,7 +966,7 @@ def _expm1(R: _Real, x: ir.Value, y: ir.Value) -> Pair:
     half = R.math("sin", R.mul(y, 0.5))
     re = R.sub(R.mul(R.math("expm1", x), R.math("cos", y)), R.mul(R.mul(half, half), 2.0))
     ex, im = _exp(R, x, y)
-    far = R.or_(R.gt(x, 700.0), R.isinf(x))     # no cancellation: e^z - 1 as it stands
+    far = R.or_(R.gt(x, 700.0), R.isinf(x))  # no cancellation: e^z - 1 as it stands
     re = R.select(far, R.sub(ex, 1.0), re)
     y_zero = R.eq(y, 0.0)
     return R.select(y_zero, R.math("expm1", x), re), R.select(y_zero, y, im)
@@ -943,8 +989,19 @@ def _tan(R: _Real, x: ir.Value, y: ir.Value) -> Pair:
 
 
 _FUNCTIONS = {
-    "exp": _exp, "exp2": _exp2, "expm1": _expm1, "log": _log,
-    "log2": _scaled_log(1.4426950408889634), "log10": _scaled_log(0.4342944819032518),
-    "log1p": _log1p, "sqrt": _sqrt, "rsqrt": _rsqrt, "sin": _sin, "cos": _cos, "tan": _tan,
-    "tanh": _tanh, "sigmoid": _sigmoid, "pow": _pow,
+    "exp": _exp,
+    "exp2": _exp2,
+    "expm1": _expm1,
+    "log": _log,
+    "log2": _scaled_log(1.4426950408889634),
+    "log10": _scaled_log(0.4342944819032518),
+    "log1p": _log1p,
+    "sqrt": _sqrt,
+    "rsqrt": _rsqrt,
+    "sin": _sin,
+    "cos": _cos,
+    "tan": _tan,
+    "tanh": _tanh,
+    "sigmoid": _sigmoid,
+    "pow": _pow,
 }

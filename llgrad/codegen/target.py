@@ -5,6 +5,7 @@ for the host CPU, turns it into an object, and links the object into an ORC JIT.
 are cached on disk, keyed by the IR text, the llgrad, llvmlite and LLVM versions and the
 CPU; a cache entry carries a checksum and is rebuilt when it does not match.
 """
+
 from __future__ import annotations
 
 import functools
@@ -21,8 +22,14 @@ import llvmlite.binding as llvm
 
 from .. import _log
 from . import diskcache
-from .worker import (LIGHT_MARKERS, CompileWorker, compile_many, enabled as worker_enabled,
-                     optimize, target_machine)
+from .worker import (
+    LIGHT_MARKERS,
+    CompileWorker,
+    compile_many,
+    enabled as worker_enabled,
+    optimize,
+    target_machine,
+)
 
 VERSION = diskcache.VERSION
 # Between the module texts of one graph emitted as several modules (codegen.graph.emit)
@@ -68,14 +75,20 @@ class Target:
         self._width_attribute = f'\\1 "prefer-vector-width"="{self.vector_width}" {{'
         self.fingerprint = hashlib.sha256(
             f"{VERSION}|{llvmlite.__version__}|{llvm.llvm_version_info}|{self.triple}|"
-            f"{self.cpu}|{self.features}|{self.vector_width}".encode()).hexdigest()[:16]
+            f"{self.cpu}|{self.features}|{self.vector_width}".encode()
+        ).hexdigest()[:16]
         # optimization and code generation run in helper processes (see codegen.worker):
         # one per core up to two, so the two modules of a big graph build at once
         self.workers: list[CompileWorker] = []
         if worker_enabled():
             from ..runtime.launch import usable_cpus
-            settings = {"triple": self.triple, "cpu": self.cpu, "features": self.features,
-                        "data_layout": self.data_layout}
+
+            settings = {
+                "triple": self.triple,
+                "cpu": self.cpu,
+                "features": self.features,
+                "data_layout": self.data_layout,
+            }
             # started at the first compile the disk cache cannot answer (a warm start
             # never needs them)
             self.workers = [CompileWorker(settings) for _ in range(min(2, usable_cpus()))]
@@ -98,7 +111,7 @@ class Target:
         mod = llvm.parse_assembly(self._widen(ir_text))
         mod.triple = self.triple
         mod.data_layout = self.data_layout
-        mod.verify()       # an invalid module can crash the optimizer instead of raising
+        mod.verify()  # an invalid module can crash the optimizer instead of raising
         return mod
 
     def assembly(self, ir_text: str) -> str:
@@ -121,13 +134,14 @@ class Target:
 
     def compile(self, ir_text: str, symbols: list[str], name: str = "kernel") -> Compiled:
         """Optimize, emit an object (or take it from the cache), link it, return addresses."""
-        parts = split_parts(ir_text)      # a big graph comes as modules to build at once
+        parts = split_parts(ir_text)  # a big graph comes as modules to build at once
         t0 = time.perf_counter()
         objs, from_cache, seconds = self._objects(parts, self.workers)
         return self._link(objs, symbols, name, ir_text, from_cache, seconds, t0)
 
-    def compile_generated(self, source_key: str, make_text: Callable[[], str],
-                          symbols: list[str], name: str) -> Compiled:
+    def compile_generated(
+        self, source_key: str, make_text: Callable[[], str], symbols: list[str], name: str
+    ) -> Compiled:
         """`compile` for a module that a generator makes and `source_key` identifies (a
         hash of the generator's source and settings): a disk-cache hit skips making the
         text (the gemm module's takes 20-30 ms of Python). Built on the last compile
@@ -142,8 +156,9 @@ class Target:
         diskcache.put(key, objs[0])
         return self._link(objs, symbols, name, text, from_cache, seconds, t0)
 
-    def _objects(self, parts: list[str], workers: list[CompileWorker]
-                 ) -> tuple[list[bytes], bool, dict[str, float]]:
+    def _objects(
+        self, parts: list[str], workers: list[CompileWorker]
+    ) -> tuple[list[bytes], bool, dict[str, float]]:
         """Objects of the module texts `parts` (from the disk cache, the compile workers,
         or built here), whether all came from the cache, and the seconds spent."""
         keys = [hashlib.sha256((self.fingerprint + p).encode()).hexdigest() for p in parts]
@@ -177,10 +192,18 @@ class Target:
                 for k, v in (("parse", t2 - t1), ("optimize", t3 - t2), ("codegen", t4 - t3)):
                     seconds[k] = seconds.get(k, 0.0) + v
                 diskcache.put(keys[i], obj)
-        return objs, from_cache, seconds   # type: ignore[return-value]
+        return objs, from_cache, seconds  # type: ignore[return-value]
 
-    def _link(self, objs: list[bytes], symbols: list[str], name: str, ir_text: str,
-              from_cache: bool, seconds: dict[str, float], t0: float) -> Compiled:
+    def _link(
+        self,
+        objs: list[bytes],
+        symbols: list[str],
+        name: str,
+        ir_text: str,
+        from_cache: bool,
+        seconds: dict[str, float],
+        t0: float,
+    ) -> Compiled:
         t4 = time.perf_counter()
         with self._lock:
             self._count += 1
@@ -190,15 +213,24 @@ class Target:
                 builder.add_object_img(obj)
             builder.add_current_process()
             for sym, address in self._symbols.items():
-                builder.import_symbol(sym, address)   # add_symbol alone is not seen by ORC
+                builder.import_symbol(sym, address)  # add_symbol alone is not seen by ORC
             for s in symbols:
                 builder.export_symbol(s)
             tracker = builder.link(self.jit, lib)
         seconds["link"] = time.perf_counter() - t4
-        _log.log("llvm", f"compiled {name} ({'disk cache' if from_cache else 'built'}) "
-                         f"in {1e3 * (time.perf_counter() - t0):.1f} ms")
-        return Compiled(name, {s: tracker[s] for s in symbols}, ir_text, tracker,
-                        from_cache=from_cache, seconds=seconds)
+        _log.log(
+            "llvm",
+            f"compiled {name} ({'disk cache' if from_cache else 'built'}) "
+            f"in {1e3 * (time.perf_counter() - t0):.1f} ms",
+        )
+        return Compiled(
+            name,
+            {s: tracker[s] for s in symbols},
+            ir_text,
+            tracker,
+            from_cache=from_cache,
+            seconds=seconds,
+        )
 
 
 _DEFINE = re.compile(r"^(define [^\n]*?)\s*\{$", re.M)

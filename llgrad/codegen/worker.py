@@ -19,6 +19,7 @@ length and the IR text; the child answers with a 1-byte status (0: object follow
 error message follows), a 4-byte length and the payload. The child writes one byte when
 ready and exits at end of input.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,13 +30,14 @@ import sys
 import threading
 from typing import Any
 
-RECYCLE = 256            # compiles per child before it is replaced
+RECYCLE = 256  # compiles per child before it is replaced
 _LEN = struct.Struct("<I")
 
 
 # --------------------------------------------------------------------------------------
 # the child
 # --------------------------------------------------------------------------------------
+
 
 def _read_exact(f: Any, n: int) -> bytes | None:
     data = b""
@@ -50,8 +52,10 @@ def _read_exact(f: Any, n: int) -> bytes | None:
 def target_machine(triple: str, cpu: str, features: str) -> Any:
     """The target machine llgrad compiles for (here and in the parent alike)."""
     import llvmlite.binding as llvm
+
     return llvm.Target.from_triple(triple).create_target_machine(
-        cpu=cpu, features=features, opt=3, reloc="pic", codemodel="default")
+        cpu=cpu, features=features, opt=3, reloc="pic", codemodel="default"
+    )
 
 
 # The first line of a module whose loops are vectorized by hand (`codegen/gemm.py`): it
@@ -70,6 +74,7 @@ def optimize(machine: Any, mod: Any, light: bool = False) -> None:
     without them when `light`), run on `mod` for `machine`: here and in the parent's
     in-process path alike."""
     import llvmlite.binding as llvm
+
     pto = llvm.create_pipeline_tuning_options(speed_level=2 if light else 3)
     pto.loop_vectorization = not light
     pto.slp_vectorization = not light
@@ -80,6 +85,7 @@ def optimize(machine: Any, mod: Any, light: bool = False) -> None:
 
 def _child() -> None:
     import llvmlite.binding as llvm
+
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     head = _read_exact(inp, _LEN.size)
     if head is None:
@@ -102,7 +108,7 @@ def _child() -> None:
             mod.verify()
             optimize(machine, mod, light=text.startswith(LIGHT_MARKERS))
             status, payload = b"\0", machine.emit_object(mod)
-        except Exception as e:          # the parent redoes it in-process for the real error
+        except Exception as e:  # the parent redoes it in-process for the real error
             status, payload = b"\1", f"{type(e).__name__}: {e}".encode()
         out.write(status + _LEN.pack(len(payload)) + payload)
         out.flush()
@@ -111,6 +117,7 @@ def _child() -> None:
 # --------------------------------------------------------------------------------------
 # the parent's side
 # --------------------------------------------------------------------------------------
+
 
 class CompileWorker:
     """One child process at a time; `compile` returns an object file or None (then the
@@ -123,7 +130,7 @@ class CompileWorker:
         self._ready = threading.Event()
         self._count = 0
         self.failed = False
-        self.compiled = 0                # objects this process got from children
+        self.compiled = 0  # objects this process got from children
         self._restart_here = False
         self._started = False
         if hasattr(os, "register_at_fork"):
@@ -144,9 +151,13 @@ class CompileWorker:
     def start(self) -> None:
         """Start a child without waiting for it (its first byte sets `_ready`)."""
         try:
-            proc = subprocess.Popen([sys.executable, "-S", os.path.abspath(__file__)],
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.DEVNULL, env=_child_env())
+            proc = subprocess.Popen(
+                [sys.executable, "-S", os.path.abspath(__file__)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=_child_env(),
+            )
             blob = json.dumps(self.settings).encode()
             assert proc.stdin is not None
             proc.stdin.write(_LEN.pack(len(blob)) + blob)
@@ -157,13 +168,14 @@ class CompileWorker:
         ready = threading.Event()
         self._proc, self._ready, self._count = proc, ready, 0
 
-        def wait() -> None:              # a thread, so no platform needs a pollable pipe
+        def wait() -> None:  # a thread, so no platform needs a pollable pipe
             try:
                 assert proc.stdout is not None
                 if proc.stdout.read(1) == b"R":
                     ready.set()
             except (OSError, ValueError):
                 pass
+
         threading.Thread(target=wait, daemon=True, name="llgrad-compile-worker").start()
 
     def compile(self, ir_text: str) -> bytes | None:
@@ -173,7 +185,7 @@ class CompileWorker:
         """Whether a request can go to the child now (call with `_lock` held)."""
         if self.failed:
             return False
-        if self._restart_here:           # first compile after a fork
+        if self._restart_here:  # first compile after a fork
             self._restart_here = False
             self.start()
         return self._proc is not None and self._ready.is_set()
@@ -195,15 +207,14 @@ class CompileWorker:
         try:
             assert proc is not None and proc.stdout is not None
             head = _read_exact(proc.stdout, 1 + _LEN.size)
-            payload = None if head is None else \
-                _read_exact(proc.stdout, _LEN.unpack(head[1:])[0])
+            payload = None if head is None else _read_exact(proc.stdout, _LEN.unpack(head[1:])[0])
             if head is None or payload is None:
                 raise OSError("the compile worker exited")
         except (OSError, ValueError):
-            self._restart()              # a fresh child for the next request
+            self._restart()  # a fresh child for the next request
             return None
         self._count += 1
-        if self._count >= RECYCLE:       # give back what the child leaked
+        if self._count >= RECYCLE:  # give back what the child leaked
             self._restart()
         if head[:1] != b"\0":
             return None
@@ -217,7 +228,7 @@ class CompileWorker:
         self._stop()
         self.start()
         if not self.failed and not self._ready.wait(10):
-            self.failed = True           # a child that does not come up: compile here
+            self.failed = True  # a child that does not come up: compile here
 
     def _stop(self) -> None:
         proc, self._proc = self._proc, None
@@ -267,11 +278,11 @@ def compile_many(workers: list[CompileWorker], texts: list[str]) -> list[bytes |
                     out[i] = w._receive()
                 finished()
 
-    wanted = workers[:len(texts)]
+    wanted = workers[: len(texts)]
     if not wanted:
         return out
     if len(wanted) == 1 and not wanted[0]._lock.locked():
-        serve(wanted[0])                # the common case, without a thread
+        serve(wanted[0])  # the common case, without a thread
         return out
     for w in wanted:
         threading.Thread(target=serve, args=(w,), daemon=True, name="llgrad-compile").start()
@@ -282,10 +293,12 @@ def compile_many(workers: list[CompileWorker], texts: list[str]) -> list[bytes |
 
 def _child_env() -> dict[str, str]:
     env = dict(os.environ)
-    import llvmlite                      # the child finds the same llvmlite as this process
+    import llvmlite  # the child finds the same llvmlite as this process
+
     env["PYTHONPATH"] = os.pathsep.join(
-        [os.path.dirname(os.path.dirname(llvmlite.__file__))] +
-        [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        [os.path.dirname(os.path.dirname(llvmlite.__file__))]
+        + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    )
     return env
 
 

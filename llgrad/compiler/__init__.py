@@ -1,4 +1,5 @@
 """`lg.compile`: tracing, symbolic autodiff, passes and whole-graph native code."""
+
 from .api import CompileError, CompiledFunction, Report, compile, disable_compile
 from .function import GraphFunction
 from . import composites as _composites
@@ -11,6 +12,7 @@ _apply.compiled_composites = _composites
 def _prepare_gemm(operands: tuple) -> None:
     from ..runtime import blas
     from ..tensor import Tensor
+
     for x in operands:
         if isinstance(x, Tensor):
             blas.prepare(x.dtype)
@@ -18,5 +20,11 @@ def _prepare_gemm(operands: tuple) -> None:
 
 _context.on_first_trace["matmul"] = _prepare_gemm
 
-__all__ = ["compile", "disable_compile", "CompiledFunction", "CompileError", "Report",
-           "GraphFunction"]
+__all__ = [
+    "compile",
+    "disable_compile",
+    "CompiledFunction",
+    "CompileError",
+    "Report",
+    "GraphFunction",
+]

@@ -17,6 +17,7 @@ checked by identity (numbers and strings by class and value). Side effects (in-p
 writes, `.grad` updates: a whole training step) are written out as statements after the
 call, as `api._apply_effects` would replay them.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -29,16 +30,21 @@ from ..tensor import DENSE_CLASSES
 from ..tracer.context import current
 from ..tracer.make_ir import _Leaf
 
-MISS = object()        # returned by a specialized call whose checks failed
+MISS = object()  # returned by a specialized call whose checks failed
 
 
-_SIMPLE = (bool, int, float, complex, str, type(None))     # guarded values (see api._guards)
-_SIGNED = (float, complex)          # compared by `number_key`: signed zeros, NaN
+_SIMPLE = (bool, int, float, complex, str, type(None))  # guarded values (see api._guards)
+_SIGNED = (float, complex)  # compared by `number_key`: signed zeros, NaN
 _MISSING = object()
 
 
-def specialize(entry: Any, key: tuple, args: tuple, sources: list[tuple[str, Any, str]],
-               disabled: Callable[[], bool]) -> Callable[[tuple], Any] | None:
+def specialize(
+    entry: Any,
+    key: tuple,
+    args: tuple,
+    sources: list[tuple[str, Any, str]],
+    disabled: Callable[[], bool],
+) -> Callable[[tuple], Any] | None:
     """The specialized call for `entry` (an `api.Entry`) under signature `key`, made from
     the positional `args` that produced the key, or None when the signature needs the
     general path. `sources` are where the guarded Python constants live
@@ -53,24 +59,34 @@ def specialize(entry: Any, key: tuple, args: tuple, sources: list[tuple[str, Any
     names = [f"a{i}" for i in range(n_args)]
     tensors = [names[i] for i in range(n_args) if args[i].__class__ in DENSE_CLASSES]
     inputs = tensors + [f"c{j}" for j in range(len(entry.captured))]
-    consts: dict[str, Any] = {"MISS": MISS, "DENSE": DENSE_CLASSES, "grad_state": grad_state,
-                              "current": current, "disabled": disabled}
+    consts: dict[str, Any] = {
+        "MISS": MISS,
+        "DENSE": DENSE_CLASSES,
+        "grad_state": grad_state,
+        "current": current,
+        "disabled": disabled,
+    }
     checks = []
-    params = entry.graph.params                 # the arguments', then the captured tensors
+    params = entry.graph.params  # the arguments', then the captured tensors
     for i, (a, (shape, _, requires_grad)) in enumerate(zip(tensors, sig)):
         consts[f"D{i}"] = params[i].dtype
-        checks.append(f"{a}.__class__ not in DENSE or {a}._shape != {shape!r} or "
-                      f"{a}._dtype is not D{i} or {a}._requires_grad is not {requires_grad}")
+        checks.append(
+            f"{a}.__class__ not in DENSE or {a}._shape != {shape!r} or "
+            f"{a}._dtype is not D{i} or {a}._requires_grad is not {requires_grad}"
+        )
     for i, a in enumerate(args):
         if a.__class__ in DENSE_CLASSES:
             continue
         consts[f"K{i}"] = a
-        if a.__class__ in _SIGNED:          # -0.0 is not 0.0 here (`_keys.number_key`)
+        if a.__class__ in _SIGNED:  # -0.0 is not 0.0 here (`_keys.number_key`)
             consts.update({"KEY": number_key, f"KK{i}": number_key(a)})
             checks.append(f"a{i}.__class__ is not K{i}.__class__ or KEY(a{i}) != KK{i}")
         else:
-            checks.append(f"a{i}.__class__ is not K{i}.__class__ or a{i} != K{i}"
-                          if a.__class__ in _SIMPLE else f"a{i} is not K{i}")
+            checks.append(
+                f"a{i}.__class__ is not K{i}.__class__ or a{i} != K{i}"
+                if a.__class__ in _SIMPLE
+                else f"a{i} is not K{i}"
+            )
     for j, c in enumerate(entry.captured):
         consts[f"c{j}"] = c
         checks.append(f"c{j}._requires_grad is not {c._requires_grad}")
@@ -78,9 +94,7 @@ def specialize(entry: Any, key: tuple, args: tuple, sources: list[tuple[str, Any
     checks.append("default_dtype[0] is not DEFAULT")
     checks.append(f"grad_state.enabled is not {bool(grad_on)}")
     checks.append("current() is not None or disabled()")
-    lines = ["def call(args):",
-             f"    if len(args) != {n_args}:",
-             "        return MISS"]
+    lines = ["def call(args):", f"    if len(args) != {n_args}:", "        return MISS"]
     if n_args:
         lines.append(f"    {', '.join(names)}, = args")
     lines.append("    if (" + " or\n            ".join(checks) + "):")
@@ -102,8 +116,13 @@ def specialize(entry: Any, key: tuple, args: tuple, sources: list[tuple[str, Any
         consts[f"before{k}"] = refresh
         lines.append(f"    before{k}()")
     # the same captured tensors' requires_grad and grad mode as when the key was made
-    wrt = function.wrt_of([_Placeholder(rg, p.dtype) for (_, _, rg), p in zip(sig, params)]
-                          + entry.captured) if grad_on and not entry.self_contained else ()
+    wrt = (
+        function.wrt_of(
+            [_Placeholder(rg, p.dtype) for (_, _, rg), p in zip(sig, params)] + entry.captured
+        )
+        if grad_on and not entry.self_contained
+        else ()
+    )
     call = ", ".join(inputs)
     if not wrt:
         consts["run"] = function.plain().runner(n_leaves)
@@ -113,8 +132,13 @@ def specialize(entry: Any, key: tuple, args: tuple, sources: list[tuple[str, Any
         run = f"dcall({call})"
     if entry.self_contained and grad_on:
         # a training step (backward() and updates inside): no autodiff around it
-        lines += ["    grad_state.enabled = False", "    try:", f"        o = {run}",
-                  "    finally:", "        grad_state.enabled = True"]
+        lines += [
+            "    grad_state.enabled = False",
+            "    try:",
+            f"        o = {run}",
+            "    finally:",
+            "        grad_state.enabled = True",
+        ]
     else:
         lines.append(f"    o = {run}")
     effects = _effect_lines(entry, tensors, consts)
@@ -125,8 +149,7 @@ def specialize(entry: Any, key: tuple, args: tuple, sources: list[tuple[str, Any
     if result is None:
         return None
     lines.append(f"    return {result}")
-    return define("\n".join(lines) + "\n", f"<llgrad call {entry.graph.name}>", consts,
-                  "call")
+    return define("\n".join(lines) + "\n", f"<llgrad call {entry.graph.name}>", consts, "call")
 
 
 def _flat(structure: Any, args: tuple) -> bool:
@@ -151,12 +174,14 @@ def _flat(structure: Any, args: tuple) -> bool:
     return True
 
 
-def _written_checks(entry: Any, args: tuple, inputs: list[str], consts: dict[str, Any]
-                    ) -> list[str] | None:
+def _written_checks(
+    entry: Any, args: tuple, inputs: list[str], consts: dict[str, Any]
+) -> list[str] | None:
     """Lines that return MISS when a tensor the graph writes in place overlaps itself or
     shares memory with another input (the general path then runs the function eagerly,
     see `api._aliases_a_written_input`); None when that is already so."""
     from ..schedule.layout import contiguous_strides
+
     values = [a for a in args if a.__class__ in DENSE_CLASSES] + list(entry.captured)
     if len({id(x._storage) for x in values}) != len(values):
         return None
@@ -169,18 +194,19 @@ def _written_checks(entry: Any, args: tuple, inputs: list[str], consts: dict[str
         lines.append(f"    if {inputs[w]}._strides != {strides!r}:")
         lines.append("        return MISS")
     if len(values) > 1:
-        lines.append(f"    if len({{{', '.join(f'{v}._storage' for v in inputs)}}}) != "
-                     f"{len(values)}:")
+        lines.append(
+            f"    if len({{{', '.join(f'{v}._storage' for v in inputs)}}}) != {len(values)}:"
+        )
         lines.append("        return MISS")
     return lines
 
 
-def _effect_lines(entry: Any, tensors: list[str], consts: dict[str, Any]
-                  ) -> list[str] | None:
+def _effect_lines(entry: Any, tensors: list[str], consts: dict[str, Any]) -> list[str] | None:
     """The entry's side effects written out (what `api._apply_effects` does for them):
     in-place writes (nothing to copy when the graph wrote the target's own memory) and
     `.grad` assignments, from the outputs after the function's own."""
     from ..eager.elementwise import copy_into
+
     lines, k = [], entry.n_outputs
     for n, e in enumerate(entry.effects):
         if e.target is not None:
@@ -192,24 +218,27 @@ def _effect_lines(entry: Any, tensors: list[str], consts: dict[str, Any]
             return None
         if e.kind == "write":
             consts["copy_into"] = copy_into
-            lines += [f"    v = o[{k}]",
-                      f"    if v._storage is not {target}._storage or "
-                      f"v._offset != {target}._offset:",
-                      f"        copy_into({target}, v.detach())",
-                      f"    {target}._storage.version += 1"]
+            lines += [
+                f"    v = o[{k}]",
+                f"    if v._storage is not {target}._storage or v._offset != {target}._offset:",
+                f"        copy_into({target}, v.detach())",
+                f"    {target}._storage.version += 1",
+            ]
             k += 1
         elif e.kind == "grad":
             # a self-contained step's outputs are fresh tensors outside autograd
-            lines.append(f"    {target}._grad = o[{k}]" if entry.self_contained else
-                         f"    {target}._grad = o[{k}].detach()")
+            lines.append(
+                f"    {target}._grad = o[{k}]"
+                if entry.self_contained
+                else f"    {target}._grad = o[{k}].detach()"
+            )
             k += 1
         else:
             lines.append(f"    {target}._grad = None")
     return lines
 
 
-def _guard_checks(sources: list[tuple[str, Any, str]], consts: dict[str, Any]
-                  ) -> list[str] | None:
+def _guard_checks(sources: list[tuple[str, Any, str]], consts: dict[str, Any]) -> list[str] | None:
     """Lines that return MISS unless each guarded global or closure value is what it is
     now: an equal value of the same class for a constant the key holds, any value that
     is not such a constant otherwise (stricter than the key's comparison, never looser)."""
@@ -222,18 +251,22 @@ def _guard_checks(sources: list[tuple[str, Any, str]], consts: dict[str, Any]
         else:
             try:
                 read, value = f"W{k}.cell_contents", where.cell_contents
-            except ValueError:                  # an empty cell: leave it to the key
+            except ValueError:  # an empty cell: leave it to the key
                 return None
         if value.__class__ in _SIGNED:
             consts.update({"KEY": number_key, f"V{k}": value, f"VK{k}": number_key(value)})
-            lines += [f"        v = {read}",
-                      f"        if v.__class__ is not V{k}.__class__ or KEY(v) != VK{k}:",
-                      "            return MISS"]
+            lines += [
+                f"        v = {read}",
+                f"        if v.__class__ is not V{k}.__class__ or KEY(v) != VK{k}:",
+                "            return MISS",
+            ]
         elif value.__class__ in _SIMPLE:
             consts[f"V{k}"] = value
-            lines += [f"        v = {read}",
-                      f"        if v.__class__ is not V{k}.__class__ or v != V{k}:",
-                      "            return MISS"]
+            lines += [
+                f"        v = {read}",
+                f"        if v.__class__ is not V{k}.__class__ or v != V{k}:",
+                "            return MISS",
+            ]
         else:
             lines += [f"        if {read}.__class__ in SIMPLE:", "            return MISS"]
     return lines

@@ -23,6 +23,7 @@ the rule eagerly (its result must be differentiable). `LLGRAD_EAGER_COMPILE=0` t
 stage off; under `lg.compiler.disable_compile()` (or `LLGRAD_DISABLE_COMPILE=1`) new keys
 run eagerly too (keys compiled before stay compiled: a key's choice is kept).
 """
+
 from __future__ import annotations
 
 import os
@@ -40,12 +41,12 @@ from ..tensor import DENSE_CLASSES, Tensor
 from ..tracer.make_ir import _Leaf, _unflatten
 from .api import compile_disabled
 
-SHAPES_PER_FAMILY = 8        # keys compiled per (op, attributes, dtypes, ranks)
+SHAPES_PER_FAMILY = 8  # keys compiled per (op, attributes, dtypes, ranks)
 # keys compiled in all (~100 KB of code and data each); LLGRAD_EAGER_COMPILE_LIMIT sets it
 LIMIT = int(os.environ.get("LLGRAD_EAGER_COMPILE_LIMIT", "256"))
 ENABLED = os.environ.get("LLGRAD_EAGER_COMPILE", "1") != "0"
 
-_COLD = object()             # a key whose trace or compile failed: eager for good
+_COLD = object()  # a key whose trace or compile failed: eager for good
 _compiled: dict[tuple, Any] = {}
 _families: dict[tuple, int] = {}
 
@@ -57,15 +58,20 @@ def _lookup(key: tuple, family: tuple, build: Callable[[], Any]) -> Any:
     fn = _compiled.get(key)
     if fn is not None:
         return None if fn is _COLD else fn
-    if _families.get(family, 0) >= SHAPES_PER_FAMILY or len(_compiled) >= LIMIT or \
-            compile_disabled():
+    if (
+        _families.get(family, 0) >= SHAPES_PER_FAMILY
+        or len(_compiled) >= LIMIT
+        or compile_disabled()
+    ):
         return None
     _families[family] = _families.get(family, 0) + 1
     try:
         fn = build()
-    except Exception as e:            # noqa: BLE001 - the eager path stays correct
-        _log.log("graph_breaks", f"eager {key[1]}: not compiled ({type(e).__name__}: {e}); "
-                                 f"runs its decomposition")
+    except Exception as e:  # noqa: BLE001 - the eager path stays correct
+        _log.log(
+            "graph_breaks",
+            f"eager {key[1]}: not compiled ({type(e).__name__}: {e}); runs its decomposition",
+        )
         fn = _COLD
     _compiled[key] = fn
     return None if fn is _COLD else fn
@@ -76,7 +82,7 @@ def clear() -> None:
     _families.clear()
 
 
-dt.on_default_dtype_change(clear)        # a decomposition's constants follow it
+dt.on_default_dtype_change(clear)  # a decomposition's constants follow it
 
 
 def _traced(fn: Callable[..., Any], args: tuple[Any, ...], name: str) -> Callable[..., Any]:
@@ -84,6 +90,7 @@ def _traced(fn: Callable[..., Any], args: tuple[Any, ...], name: str) -> Callabl
     without autodiff: a callable of the tensor arguments that returns `fn`'s structure."""
     from ..tracer.make_ir import _unflatten, trace
     from .function import GraphFunction
+
     tensors = [a for a in args if isinstance(a, Tensor)]
     slots = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
 
@@ -92,6 +99,7 @@ def _traced(fn: Callable[..., Any], args: tuple[Any, ...], name: str) -> Callabl
         for i, t in zip(slots, ts):
             full[i] = t
         return fn(*full)
+
     on_tensors.__name__ = name
     with no_grad():
         graph, ctx, structure = trace(on_tensors, tuple(tensors), {})
@@ -103,12 +111,14 @@ def _traced(fn: Callable[..., Any], args: tuple[Any, ...], name: str) -> Callabl
     if structure.treedef.kind == "leaf" and structure.slots[0].__class__ is _Leaf:
         first = structure.slots[0].index
 
-        def one(*ts: Tensor) -> Any:     # (the plain graph records nothing)
+        def one(*ts: Tensor) -> Any:  # (the plain graph records nothing)
             return run(*ts, *captured)[first]
+
         return one
 
     def call(*ts: Tensor) -> Any:
         return _unflatten(structure, list(run(*ts, *captured)))
+
     return call
 
 
@@ -116,21 +126,24 @@ def _traced(fn: Callable[..., Any], args: tuple[Any, ...], name: str) -> Callabl
 # forward
 # --------------------------------------------------------------------------------------
 
+
 def forward(op: str, operands: Sequence[Any], attrs: dict[str, Any]) -> Tensor | None:
     """The op's output from its compiled decomposition, or None when the key runs
     eagerly (the caller runs the decomposition). Operands must all be plain tensors."""
     key = ("forward", op, attrs_key(attrs), tuple(o._lkey for o in operands))
     try:
         fn = _compiled.get(key)
-    except TypeError:                  # an unhashable attribute
+    except TypeError:  # an unhashable attribute
         return None
     if fn is None:
         family = key[:3] + (tuple((o._dtype, len(o._shape)) for o in operands),)
 
         def build() -> Any:
             from .. import functions as F
+
             decompose = registry.get(op).decompose
             return _traced(lambda *xs: decompose(F, *xs, **attrs), tuple(operands), op)
+
         fn = _lookup(key, family, build)
     return None if fn is None or fn is _COLD else fn(*operands)
 
@@ -138,6 +151,7 @@ def forward(op: str, operands: Sequence[Any], attrs: dict[str, Any]) -> Tensor |
 # --------------------------------------------------------------------------------------
 # backward: the derivative rule
 # --------------------------------------------------------------------------------------
+
 
 class CompiledRuleNode(OpNode):
     """An op node whose rule runs compiled when its key is (see the module docstring);
@@ -147,20 +161,37 @@ class CompiledRuleNode(OpNode):
 
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         g = grads[0]
-        if not ENABLED or is_grad_enabled() or g is None or g.__class__ is not Tensor or \
-                self._released:
+        if (
+            not ENABLED
+            or is_grad_enabled()
+            or g is None
+            or g.__class__ is not Tensor
+            or self._released
+        ):
             return super().apply(grads)
-        inputs = self.inputs                     # version checks, as the eager rule's
+        inputs = self.inputs  # version checks, as the eager rule's
         saved_out = self._saved[-1]
         output = saved_out.unpack(self, self.name(), 0) if saved_out is not None else None
         if not all(x is None or isinstance(x, (Tensor, int, float)) for x in inputs):
             return super().apply(grads)
         needs = self.needs_input_grad
-        key = ("rule", self.op, attrs_key(self.attrs), g._lkey, needs,
-               tuple(x._lkey if isinstance(x, Tensor) else x for x in inputs),
-               None if output is None else output._lkey)
-        family = ("rule", self.op, key[2], (g._dtype, len(g._shape)), needs,
-                  tuple(None if m is None else (m[1], len(m[0])) for m in self.input_meta))
+        key = (
+            "rule",
+            self.op,
+            attrs_key(self.attrs),
+            g._lkey,
+            needs,
+            tuple(x._lkey if isinstance(x, Tensor) else x for x in inputs),
+            None if output is None else output._lkey,
+        )
+        family = (
+            "rule",
+            self.op,
+            key[2],
+            (g._dtype, len(g._shape)),
+            needs,
+            tuple(None if m is None else (m[1], len(m[0])) for m in self.input_meta),
+        )
         op, attrs, meta, strides = self.op, self.attrs, self.input_meta, self.input_strides
 
         def build() -> Any:
@@ -169,15 +200,22 @@ class CompiledRuleNode(OpNode):
             def run(g: Any, out: Any, *xs: Any) -> Any:
                 r = rule(RuleContext(xs, out, needs, meta, strides), g, **attrs)
                 return r if isinstance(r, tuple) else (r,)
+
             return _traced(run, (g, output, *inputs), f"{op}_vjp")
+
         try:
             fn = _lookup(key, family, build)
         except TypeError:
             fn = None
         if fn is None:
             return super().apply(grads)
-        return tuple(fn(g, *([] if output is None else [output]),
-                        *[x for x in inputs if isinstance(x, Tensor)]))
+        return tuple(
+            fn(
+                g,
+                *([] if output is None else [output]),
+                *[x for x in inputs if isinstance(x, Tensor)],
+            )
+        )
 
 
 # --------------------------------------------------------------------------------------
@@ -198,7 +236,7 @@ def _signature(values: Any, tensors: list[Tensor]) -> tuple | None:
             tensors.append(v)
             sig.append(v._lkey)
         elif c in _SCALARS:
-            sig.append(number_key(v))       # (-0.0 and 0.0 apart: `_keys`)
+            sig.append(number_key(v))  # (-0.0 and 0.0 apart: `_keys`)
         elif c is tuple or c is list:
             inner = _signature(v, tensors)
             if inner is None:
@@ -222,8 +260,11 @@ class _Composite:
         self.function, self.captured, self.structure = function, captured, structure
         self.run = function.plain().run
         # the output is the graph's only output, as it is (no tuple or list around it)
-        self.single = structure.treedef.kind == "leaf" and \
-            structure.slots[0].__class__ is _Leaf and structure.slots[0].index == 0
+        self.single = (
+            structure.treedef.kind == "leaf"
+            and structure.slots[0].__class__ is _Leaf
+            and structure.slots[0].index == 0
+        )
 
     def __call__(self, tensors: list[Tensor]) -> Any:
         if grad_state.enabled and any(t._requires_grad for t in tensors):
@@ -249,6 +290,7 @@ def _aliases_an_input(graph: Any) -> bool:
 def _build_function(fn: Callable[..., Any], args: tuple, kwargs: dict) -> _Composite:
     from ..tracer.make_ir import trace
     from .function import CompiledBackward, GraphFunction
+
     graph, ctx, structure = trace(fn, args, kwargs)
     if ctx.effects or ctx.guards:
         raise RuntimeError("the trace has side effects or guards")
@@ -273,8 +315,9 @@ def _eager_node_name(fn: Callable[..., Any], args: tuple, kwargs: dict) -> str:
         if isinstance(v, Tensor) and (v._dtype.is_floating_point or v._dtype.is_complex):
             return v.detach().requires_grad_()
         return v
+
     global ENABLED
-    was, ENABLED = ENABLED, False     # (the parts run as written: nothing compiles for them)
+    was, ENABLED = ENABLED, False  # (the parts run as written: nothing compiles for them)
     try:
         with enable_grad():
             a, k = pytree.tree_map(fresh, (args, kwargs))
@@ -285,8 +328,7 @@ def _eager_node_name(fn: Callable[..., Any], args: tuple, kwargs: dict) -> str:
         node = getattr(leaf, "grad_fn", None)
         if node is not None:
             return type(node).__name__
-    return "".join(part.capitalize() for part in fn.__name__.strip("_").split("_")) + \
-        "Backward0"
+    return "".join(part.capitalize() for part in fn.__name__.strip("_").split("_")) + "Backward0"
 
 
 def function(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
@@ -307,7 +349,7 @@ def function(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     key = ("function", fn, sig)
     try:
         entry = _compiled.get(key)
-    except TypeError:                 # an unhashable value inside a number-like class
+    except TypeError:  # an unhashable value inside a number-like class
         return fn(*args, **kwargs)
     if entry is None:
         family = ("function", fn, tuple((t._dtype, len(t._shape)) for t in tensors))
@@ -316,5 +358,5 @@ def function(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         return fn(*args, **kwargs)
     try:
         return entry(tensors)
-    except Exception:                 # noqa: BLE001 - e.g. an index out of range, which
-        return fn(*args, **kwargs)    # the compiled kernel finds: eager's error names it
+    except Exception:  # noqa: BLE001 - e.g. an index out of range, which
+        return fn(*args, **kwargs)  # the compiled kernel finds: eager's error names it

@@ -16,6 +16,7 @@ fusion, lower to the schedule, memory plan, emit one LLVM module, compile). A ca
 The arena is allocated once per thread and reused by every call, so concurrent calls from
 different threads are safe.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -69,11 +70,16 @@ class CompiledGraph:
     runs in one foreign call of `entry`.
     """
 
-    def __init__(self, graph: Graph, *, inline: str = "always", threads: int | None = None,
-                 check: bool = True):
+    def __init__(
+        self,
+        graph: Graph,
+        *,
+        inline: str = "always",
+        threads: int | None = None,
+        check: bool = True,
+    ):
         if not isinstance(graph, Graph):
-            raise TypeError(f"CompiledGraph expects an llgrad.ir Graph, got "
-                            f"{type(graph).__name__}")
+            raise TypeError(f"CompiledGraph expects an llgrad.ir Graph, got {type(graph).__name__}")
         self.graph = graph
         # llgrad's own gemm (compiled once per process) builds while this graph does
         for d in {n.dtype for n in graph.nodes if n.op == "matmul"}:
@@ -87,15 +93,21 @@ class CompiledGraph:
         seconds, stages = build.seconds, build.emitted
         self._entry = _ENTRY(self.compiled.addresses["entry"])
         # gemms split across our threads: BLAS is held at one thread during the call
-        self._hold_blas = any(l.parallel(self.threads) and isinstance(l.spec, MatmulKernel)
-                              and "BLAS" in l.what and blas.holds_library(l.spec.dtype)
-                              for l in self.program.launches)
+        self._hold_blas = any(
+            l.parallel(self.threads)
+            and isinstance(l.spec, MatmulKernel)
+            and "BLAS" in l.what
+            and blas.holds_library(l.spec.dtype)
+            for l in self.program.launches
+        )
         self._in_place: list[tuple[int, int]] = []
-        self._run: Any = None               # see `runner`
+        self._run: Any = None  # see `runner`
         self._runners: dict[int, Any] = {}
         self._params = [_Param(p) for p in graph.params]
-        self._outs = [(o.shape, o.dtype, contiguous_strides(o.shape),
-                       o.dtype.itemsize * _numel(o.shape)) for o in graph.outputs]
+        self._outs = [
+            (o.shape, o.dtype, contiguous_strides(o.shape), o.dtype.itemsize * _numel(o.shape))
+            for o in graph.outputs
+        ]
         self._extras = [_extra_address(name, self.threads) for name in self.program.extras]
         n_slots = len(self._params) + len(self._outs) + 1 + len(self._extras)
         self._struct = struct.Struct(f"{n_slots}q")
@@ -116,8 +128,18 @@ class CompiledGraph:
             "seconds": seconds,
         }
         moved = traffic(self.program)
-        self.stats.update({k: moved[k] for k in ("bytes read", "bytes written", "bytes moved",
-                                                 "minimum bytes", "traffic ratio")})
+        self.stats.update(
+            {
+                k: moved[k]
+                for k in (
+                    "bytes read",
+                    "bytes written",
+                    "bytes moved",
+                    "minimum bytes",
+                    "traffic ratio",
+                )
+            }
+        )
         if _log.enabled("fusion"):
             _log.log("fusion", f"{self.fusion}\n{self.plan}")
         if _log.enabled("llvm"):
@@ -141,8 +163,10 @@ class CompiledGraph:
         return get_target().optimized_ir(self.llvm_ir)
 
     def __repr__(self) -> str:
-        return (f"<CompiledGraph @{self.graph.name}: {self.stats['nodes']} nodes, "
-                f"{self.stats['kernels']} kernels, arena {self.stats['arena_bytes']} B>")
+        return (
+            f"<CompiledGraph @{self.graph.name}: {self.stats['nodes']} nodes, "
+            f"{self.stats['kernels']} kernels, arena {self.stats['arena_bytes']} B>"
+        )
 
     def write_in_place(self, pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """Let output `j` be written into input `i`'s memory for each `(j, i)` the schedule
@@ -150,9 +174,8 @@ class CompiledGraph:
         then returns input `i`'s own tensor as output `j` when that argument is used as
         passed (a dense tensor of the parameter's type sharing memory with no other
         argument); otherwise output `j` is a new tensor as usual."""
-        self._in_place = [(j, i) for j, i in pairs
-                          if can_write_in_place(self.program, j, i)]
-        self._run = None                    # made again with the in-place outputs
+        self._in_place = [(j, i) for j, i in pairs if can_write_in_place(self.program, j, i)]
+        self._run = None  # made again with the in-place outputs
         self._runners.clear()
         return list(self._in_place)
 
@@ -168,15 +191,15 @@ class CompiledGraph:
             if self._err_span is not None:
                 lo, hi = self._err_span
                 err = (ctypes.c_int64 * ((hi - lo) // 8)).from_address(arena.ptr + lo)
-                err._arena = arena               # the records live in the arena
-                ctypes.memset(arena.ptr + lo, 0, hi - lo)   # kept zero between calls
-            self._tls.arena = arena               # keeps the arena alive with the thread
+                err._arena = arena  # the records live in the arena
+                ctypes.memset(arena.ptr + lo, 0, hi - lo)  # kept zero between calls
+            self._tls.arena = arena  # keeps the arena alive with the thread
             self._tls.state = (block, ctypes.addressof(block), arena.ptr, err)
             return self._tls.state
 
     def __call__(self, *args: Any) -> list[Tensor]:
         if len(args) != len(self._params):
-            return self._call(*args)          # raises, naming the parameters
+            return self._call(*args)  # raises, naming the parameters
         run = self._run
         if run is None:
             run = self.runner()
@@ -205,24 +228,34 @@ class CompiledGraph:
         params = self._params
         if len(args) != len(params):
             expected = ", ".join(f"{p.name}: {format_type(p.node.type)}" for p in params)
-            raise TypeError(f"graph @{self.graph.name} takes {len(params)} inputs "
-                            f"({expected}), got {len(args)}")
+            raise TypeError(
+                f"graph @{self.graph.name} takes {len(params)} inputs ({expected}), got {len(args)}"
+            )
         ptrs: list[int] = []
         keep: list[Tensor] | None = None
         for p, x in zip(params, args):
-            if x.__class__ in DENSE_CLASSES and x._dtype is p.dtype and x._shape == p.shape \
-                    and x._strides == p.strides:
+            if (
+                x.__class__ in DENSE_CLASSES
+                and x._dtype is p.dtype
+                and x._shape == p.shape
+                and x._strides == p.strides
+            ):
                 ptrs.append(x._ptr)
-            else:                           # validation errors, conversions, copies
+            else:  # validation errors, conversions, copies
                 x = self._convert(p, x)
                 keep = [x] if keep is None else keep + [x]
                 ptrs.append(x._ptr)
         outs = [_new_output(shape, d, st, nbytes) for shape, d, st, nbytes in self._outs]
         for j, i in self._in_place:
             x = args[i]
-            if isinstance(x, Tensor) and ptrs[i] == x._ptr and not any(
+            if (
+                isinstance(x, Tensor)
+                and ptrs[i] == x._ptr
+                and not any(
                     k != i and isinstance(y, Tensor) and y._storage is x._storage
-                    for k, y in enumerate(args)):
+                    for k, y in enumerate(args)
+                )
+            ):
                 outs[j] = x
         for o in outs:
             ptrs.append(o._ptr)
@@ -248,24 +281,25 @@ class CompiledGraph:
         where = f"graph @{self.graph.name}: input %{p.name} ({format_type(p.node.type)})"
         if isinstance(x, np.ndarray):
             if p.np_dtype is None:
-                raise TypeError(f"{where} is bfloat16, which NumPy cannot hold; pass an "
-                                f"llgrad Tensor")
+                raise TypeError(
+                    f"{where} is bfloat16, which NumPy cannot hold; pass an llgrad Tensor"
+                )
             if x.dtype != p.np_dtype:
                 raise TypeError(f"{where} expects a {p.dtype.name} array, got {x.dtype}")
             if x.shape != p.shape:
-                raise ValueError(f"{where} expects shape {list(p.shape)}, got "
-                                 f"{list(x.shape)}")
-            x = Tensor._from_numpy(np.ascontiguousarray(x) if x.flags.writeable
-                                   else np.array(x, order="C"), p.dtype)
+                raise ValueError(f"{where} expects shape {list(p.shape)}, got {list(x.shape)}")
+            x = Tensor._from_numpy(
+                np.ascontiguousarray(x) if x.flags.writeable else np.array(x, order="C"), p.dtype
+            )
         elif not isinstance(x, Tensor):
-            raise TypeError(f"{where} expects a Tensor or a NumPy array, got "
-                            f"{type(x).__name__}")
+            raise TypeError(f"{where} expects a Tensor or a NumPy array, got {type(x).__name__}")
         if x._dtype is not p.dtype:
             raise TypeError(f"{where} expects dtype {p.dtype.name}, got {x._dtype.name}")
         if x._shape != p.shape:
             raise ValueError(f"{where} expects shape {list(p.shape)}, got {list(x._shape)}")
         if not is_contiguous(x._shape, x._strides):
             from ..eager.views import contiguous
+
             x = contiguous(x)
         return x
 
@@ -277,14 +311,15 @@ class CompiledGraph:
             return
         values = list(err)
         ctypes.memset(ctypes.addressof(err), 0, ctypes.sizeof(err))
-        err = values                                 # type: ignore[assignment]
+        err = values  # type: ignore[assignment]
         for offset, l in self._errors:
             k = offset // 8
             if err[k] and l.node.op == "all_reduce":
                 raise mpi.DistError(
                     f"all_reduce: MPI error {err[k + 1]}: {mpi.error_string(err[k + 1])} "
                     f"({self.fusion.names.get(l.node, 'all_reduce')} in graph "
-                    f"@{self.graph.name}{f' at {l.node.loc}' if l.node.loc else ''})")
+                    f"@{self.graph.name}{f' at {l.node.loc}' if l.node.loc else ''})"
+                )
             if err[k]:
                 node = l.node
                 name = self.fusion.names.get(node, node.op)
@@ -294,14 +329,16 @@ class CompiledGraph:
                 loc = f" at {node.loc}" if node.loc else ""
                 # (an indexing expression gathers from the flattened tensor; an index
                 # outside its own dimension shows as a position past the end)
-                error = IndexError(f"{node.op}: index {err[k + 1]} is out of bounds for "
-                                   f"dimension 0 with size {numel} ({name} = {node.op} in "
-                                   f"graph @{self.graph.name}{loc}; for x[i, ...] this is "
-                                   f"the flattened position: some index is outside its "
-                                   f"dimension)")
+                error = IndexError(
+                    f"{node.op}: index {err[k + 1]} is out of bounds for "
+                    f"dimension 0 with size {numel} ({name} = {node.op} in "
+                    f"graph @{self.graph.name}{loc}; for x[i, ...] this is "
+                    f"the flattened position: some index is outside its "
+                    f"dimension)"
+                )
                 # `lg.compile` reruns the call eagerly for eager's message (the op, the
                 # index as written, its dimension and size): see CompiledFunction
-                error.compiled_index = True                # type: ignore[attr-defined]
+                error.compiled_index = True  # type: ignore[attr-defined]
                 raise error
 
 
@@ -312,8 +349,7 @@ def _numel(shape: tuple[int, ...]) -> int:
     return n
 
 
-def _new_output(shape: tuple[int, ...], d: DType, strides: tuple[int, ...],
-                nbytes: int) -> Tensor:
+def _new_output(shape: tuple[int, ...], d: DType, strides: tuple[int, ...], nbytes: int) -> Tensor:
     """A graph output (`Tensor._empty`; tiny ones come from a slab, see runtime.storage)."""
     return Tensor._empty(shape, d, strides)
 
@@ -321,9 +357,10 @@ def _new_output(shape: tuple[int, ...], d: DType, strides: tuple[int, ...],
 def _extra_address(name: str, threads: int) -> int:
     if name == PARALLEL_FOR:
         return pool.address(threads)
-    if name.startswith("mpi:"):                 # MPI functions and handles (runtime.mpi)
+    if name.startswith("mpi:"):  # MPI functions and handles (runtime.mpi)
         return mpi.extra(name[4:])
     from ..ir import dtypes as dt
+
     dtype = {"s": dt.float32, "d": dt.float64, "c": dt.complex64, "z": dt.complex128}[name[0]]
     if name.endswith("gemm_ex"):
         return blas.gemm_ex_address(dtype)
@@ -334,17 +371,24 @@ def _generate_runner(g: CompiledGraph, verified: int = 0) -> Any:
     """The source of `g.runner()` (see there), compiled."""
     n = len(g._params)
     args = [f"a{i}" for i in range(n)]
-    consts: dict[str, Any] = {"DENSE": DENSE_CLASSES, "general": g._call,
-                              "tls": g._tls, "scratch": g._scratch,
-                              "pack": g._pack, "entry": g._entry}
+    consts: dict[str, Any] = {
+        "DENSE": DENSE_CLASSES,
+        "general": g._call,
+        "tls": g._tls,
+        "scratch": g._scratch,
+        "pack": g._pack,
+        "entry": g._entry,
+    }
     checks = []
     for i, p in enumerate(g._params):
         if i < verified:
             checks.append(f"a{i}._strides != {p.strides!r}")
             continue
         consts[f"D{i}"] = p.dtype
-        checks.append(f"a{i}.__class__ not in DENSE or a{i}._dtype is not D{i} or "
-                      f"a{i}._shape != {p.shape!r} or a{i}._strides != {p.strides!r}")
+        checks.append(
+            f"a{i}.__class__ not in DENSE or a{i}._dtype is not D{i} or "
+            f"a{i}._shape != {p.shape!r} or a{i}._strides != {p.strides!r}"
+        )
     if g._in_place and n > 1:
         # an output written into an input's memory: only when no other argument shares
         # that memory (as `_call` decides; arguments sharing any storage go there)
@@ -356,27 +400,35 @@ def _generate_runner(g: CompiledGraph, verified: int = 0) -> Any:
         lines.append("    if (" + " or\n            ".join(checks) + "):")
         lines.append(f"        return general({', '.join(args)})")
     for k, (shape, d, strides, _) in enumerate(g._outs):
-        if k not in in_place:       # `Tensor._empty` written out, one tag per output
+        if k not in in_place:  # `Tensor._empty` written out, one tag per output
             make, names = Tensor._empty_source(shape, d, strides, f"o{k}", tag=f"_{k}")
             consts.update(names)
             lines += [f"    {line}" for line in make]
-    lines += ["    try:",
-              "        block, addr, arena, err = tls.state",
-              "    except AttributeError:",
-              "        block, addr, arena, err = scratch()"]
+    lines += [
+        "    try:",
+        "        block, addr, arena, err = tls.state",
+        "    except AttributeError:",
+        "        block, addr, arena, err = scratch()",
+    ]
     ptrs = [f"{a}._ptr" for a in args + outs] + ["arena"] + [str(x) for x in g._extras]
     lines.append(f"    pack(block, 0, {', '.join(ptrs)})")
     if g._err_span is not None:
         consts.update(check=g._check_errors)
     if g._hold_blas:
         consts.update(hold=blas.hold_single_threaded, release=blas.release_single_threaded)
-        lines += ["    hold()", "    try:", "        entry(addr)", "    finally:",
-                  "        release()"]
+        lines += [
+            "    hold()",
+            "    try:",
+            "        entry(addr)",
+            "    finally:",
+            "        release()",
+        ]
     else:
         lines.append("    entry(addr)")
-    if g._err_span is not None:         # (records are zero unless a kernel failed)
-        lines.append("    if " + " or ".join(f"err[{offset // 8}]" for offset, _ in g._errors)
-                     + ":")
+    if g._err_span is not None:  # (records are zero unless a kernel failed)
+        lines.append(
+            "    if " + " or ".join(f"err[{offset // 8}]" for offset, _ in g._errors) + ":"
+        )
         lines.append("        check(err)")
     lines.append(f"    return [{', '.join(outs)}]")
     return define("\n".join(lines) + "\n", f"<llgrad runner @{g.graph.name}>", consts, "run")

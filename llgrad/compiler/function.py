@@ -19,6 +19,7 @@ was changed in place since. Any other backward (another cotangent, a second back
 function whose results are mostly not differentiated that way stops computing gradients
 ahead (see `_Speculation`) and runs the partitioned forward and backward instead.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,19 +33,26 @@ from ..autograd.node import Node, SavedTensor, _sequence, edge
 from ..ir.graph import Graph
 from ..tensor import Tensor
 from .pipeline import (  # noqa: F401  (re-exported: the compiler's public entry points)
-    Compiled, CompileFailure, compile_graph, compiling, failures, optimize, report_failure,
-    run_stage)
+    Compiled,
+    CompileFailure,
+    compile_graph,
+    compiling,
+    failures,
+    optimize,
+    report_failure,
+    run_stage,
+)
 
 
 @dataclass
 class Differentiated:
-    forward: Compiled          # outputs + residuals
-    backward: Compiled         # (residuals, cotangents) -> grads
-    grad_graph: Graph          # (primals, cotangents) -> grads: for create_graph
+    forward: Compiled  # outputs + residuals
+    backward: Compiled  # (residuals, cotangents) -> grads
+    grad_graph: Graph  # (primals, cotangents) -> grads: for create_graph
     n_outputs: int
     partition: Any
-    output_meta: list | None = None     # (shape, dtype) of each result (`CompiledBackward`)
-    backward_run: Any = None            # `backward.run`, looked up once
+    output_meta: list | None = None  # (shape, dtype) of each result (`CompiledBackward`)
+    backward_run: Any = None  # `backward.run`, looked up once
 
 
 # Whether scalar-loss calls compute their gradients in the forward (module docstring);
@@ -70,7 +78,7 @@ class _Speculation:
         self.forward = forward
         self.needed = needed
         self.on = True
-        self.pending = 0              # nodes made whose backward has not run yet
+        self.pending = 0  # nodes made whose backward has not run yet
         self.misses = 0
 
     def made(self) -> None:
@@ -116,8 +124,9 @@ class DiffCall:
         spec = self.spec
         if spec is not None:
             if spec.on:
-                return self.function.record_speculative(spec, self.wrt, inputs,
-                                                        self.spec_run(*inputs))
+                return self.function.record_speculative(
+                    spec, self.wrt, inputs, self.spec_run(*inputs)
+                )
             self._partitioned()
         return self.function.record(self.d, self.wrt, inputs, self.run(*inputs))
 
@@ -132,46 +141,61 @@ def _speculative_call(call: DiffCall) -> Any:
     n_in, n_out = len(function.graph.params), len(function.graph.outputs)
     args = ", ".join(f"a{i}" for i in range(n_in))
     consts: dict[str, Any] = {
-        "spec": spec, "slow": call, "anomaly": _anomaly, "run": call.spec_run,
-        "new": object.__new__, "Backward": CompiledBackward, "edge": edge,
-        "sequence": _sequence, "function": function, "WRT": wrt,
-        "META": [(o.shape, o.dtype) for o in function.graph.outputs]}
-    lines = [f"def call({args}):",
-             "    if not spec.on or anomaly.enabled:",
-             f"        return slow({args})",
-             f"    outs = run({args})",
-             "    node = new(Backward)",
-             f"    node.next_functions = ({''.join(f'edge(a{i}), ' for i in wrt)})",
-             "    node._hooks = None",
-             "    node._prehooks = None",
-             "    node._seq = next(sequence)",
-             "    node._metadata = None",
-             "    node._trace = None",
-             "    node.function = function",
-             "    node.wrt = WRT",
-             f"    node.inputs = ({args}{',' if n_in == 1 else ''})",
-             f"    node.versions = [{', '.join(f'a{i}._storage.version' for i in range(n_in))}]",
-             "    node.residuals = []",
-             "    node.spec = spec",
-             "    node.precomputed = outs[N:]",
-             "    node.output_meta = META",
-             "    node.diff = None",
-             "    spec.made()"]
+        "spec": spec,
+        "slow": call,
+        "anomaly": _anomaly,
+        "run": call.spec_run,
+        "new": object.__new__,
+        "Backward": CompiledBackward,
+        "edge": edge,
+        "sequence": _sequence,
+        "function": function,
+        "WRT": wrt,
+        "META": [(o.shape, o.dtype) for o in function.graph.outputs],
+    }
+    lines = [
+        f"def call({args}):",
+        "    if not spec.on or anomaly.enabled:",
+        f"        return slow({args})",
+        f"    outs = run({args})",
+        "    node = new(Backward)",
+        f"    node.next_functions = ({''.join(f'edge(a{i}), ' for i in wrt)})",
+        "    node._hooks = None",
+        "    node._prehooks = None",
+        "    node._seq = next(sequence)",
+        "    node._metadata = None",
+        "    node._trace = None",
+        "    node.function = function",
+        "    node.wrt = WRT",
+        f"    node.inputs = ({args}{',' if n_in == 1 else ''})",
+        f"    node.versions = [{', '.join(f'a{i}._storage.version' for i in range(n_in))}]",
+        "    node.residuals = []",
+        "    node.spec = spec",
+        "    node.precomputed = outs[N:]",
+        "    node.output_meta = META",
+        "    node.diff = None",
+        "    spec.made()",
+    ]
     consts["N"] = n_out
     for k, carries in enumerate(function.carries_gradient(wrt)):
         if carries:
-            lines += [f"    r = outs[{k}]", "    r._requires_grad = True",
-                      "    r.grad_fn = node", f"    r._output_nr = {k}"]
+            lines += [
+                f"    r = outs[{k}]",
+                "    r._requires_grad = True",
+                "    r.grad_fn = node",
+                f"    r._output_nr = {k}",
+            ]
     lines.append("    return outs[:N]")
-    return define("\n".join(lines) + "\n", f"<llgrad speculative call @{function.graph.name}>",
-                  consts, "call")
+    return define(
+        "\n".join(lines) + "\n", f"<llgrad speculative call @{function.graph.name}>", consts, "call"
+    )
 
 
 class GraphFunction:
     def __init__(self, graph: Graph, dynamic: bool = False, device: str = "cpu"):
         self.graph = graph
         self.dynamic = dynamic
-        self.device = device              # "cpu" or "cuda": where the executables run
+        self.device = device  # "cpu" or "cuda": where the executables run
         self._plain: Compiled | None = None
         self._joint: dict[tuple[int, ...], Graph] = {}
         self._diff: dict[tuple[int, ...], Differentiated] = {}
@@ -200,15 +224,17 @@ class GraphFunction:
         """The joint forward+backward graph (`passes.autodiff.differentiate`)."""
         j = self._joint.get(wrt)
         if j is None:
-            j = self._joint[wrt] = run_stage("autodiff", self.graph, list(wrt),
-                                             label=self.graph.name)
+            j = self._joint[wrt] = run_stage(
+                "autodiff", self.graph, list(wrt), label=self.graph.name
+            )
         return j
 
     def grad_graph(self, wrt: tuple[int, ...]) -> Graph:
         """(primals, cotangents) -> gradients: what a recomputing backward runs."""
         joint = self.joint(wrt)
-        return Graph(f"{self.graph.name}_grad", joint.params,
-                     joint.outputs[len(self.graph.outputs):])
+        return Graph(
+            f"{self.graph.name}_grad", joint.params, joint.outputs[len(self.graph.outputs) :]
+        )
 
     def differentiated(self, wrt: tuple[int, ...]) -> Differentiated:
         d = self._diff.get(wrt)
@@ -217,11 +243,13 @@ class GraphFunction:
             with compiling(self.graph, "autodiff and partition"):
                 joint = self.joint(wrt)
                 part = run_stage("partition", joint, n_in, n_out, label=self.graph.name)
-            d = Differentiated(compile_graph(part.forward, self.dynamic, self.fallback,
-                                             self.device),
-                               compile_graph(part.backward, self.dynamic, self.fallback,
-                                             self.device),
-                               self.grad_graph(wrt), n_out, part)
+            d = Differentiated(
+                compile_graph(part.forward, self.dynamic, self.fallback, self.device),
+                compile_graph(part.backward, self.dynamic, self.fallback, self.device),
+                self.grad_graph(wrt),
+                n_out,
+                part,
+            )
             self._diff[wrt] = d
         return d
 
@@ -230,21 +258,32 @@ class GraphFunction:
         None when the graph is not a scalar loss or the policy turned it off."""
         if wrt not in self._spec:
             self._spec[wrt] = None
-            floats = [o for o in self.graph.outputs if o.dtype.is_floating_point
-                      or o.dtype.is_complex]
-            if GRADIENTS_IN_FORWARD and len(floats) == 1 and \
-                    floats[0].dtype.is_floating_point and \
-                    _numel(floats[0].shape) == 1:
+            floats = [
+                o for o in self.graph.outputs if o.dtype.is_floating_point or o.dtype.is_complex
+            ]
+            if (
+                GRADIENTS_IN_FORWARD
+                and len(floats) == 1
+                and floats[0].dtype.is_floating_point
+                and _numel(floats[0].shape) == 1
+            ):
                 with compiling(self.graph, "autodiff"):
-                    fused = run_stage("autodiff", self.graph, list(wrt),
-                                      f"{self.graph.name}_value_grad", unit_cotangents=True,
-                                      label=self.graph.name)
+                    fused = run_stage(
+                        "autodiff",
+                        self.graph,
+                        list(wrt),
+                        f"{self.graph.name}_value_grad",
+                        unit_cotangents=True,
+                        label=self.graph.name,
+                    )
                     grads = self.grad_graph(wrt)
                 reads = _reads(grads)
-                needed = tuple(k for k, p in enumerate(grads.params[:len(self.graph.params)])
-                               if p in reads)
+                needed = tuple(
+                    k for k, p in enumerate(grads.params[: len(self.graph.params)]) if p in reads
+                )
                 self._spec[wrt] = _Speculation(
-                    compile_graph(fused, self.dynamic, self.fallback, self.device), needed)
+                    compile_graph(fused, self.dynamic, self.fallback, self.device), needed
+                )
         s = self._spec[wrt]
         return s if s is not None and s.on else None
 
@@ -265,9 +304,11 @@ class GraphFunction:
         """The inputs a call differentiates with respect to (none when grad is off)."""
         if not is_grad_enabled():
             return ()
-        return tuple(i for i, x in enumerate(inputs)
-                     if x._requires_grad and (x._dtype.is_floating_point or
-                                              x._dtype.is_complex))
+        return tuple(
+            i
+            for i, x in enumerate(inputs)
+            if x._requires_grad and (x._dtype.is_floating_point or x._dtype.is_complex)
+        )
 
     def carries_gradient(self, wrt: tuple[int, ...]) -> tuple[bool, ...]:
         """Which outputs require grad when params `wrt` do: eager autograd's rule on the
@@ -279,32 +320,37 @@ class GraphFunction:
             params = self.graph.params
             live = {params[i] for i in wrt}
             for n in self.graph.nodes:
-                if n.op != "stop_gradient" and n.dtype.differentiable and \
-                        any(i in live for i in n.inputs):
+                if (
+                    n.op != "stop_gradient"
+                    and n.dtype.differentiable
+                    and any(i in live for i in n.inputs)
+                ):
                     live.add(n)
             flags = self._carries[wrt] = tuple(o in live for o in self.graph.outputs)
         return flags
 
-    def record(self, d: Differentiated, wrt: tuple[int, ...], inputs: Sequence[Tensor],
-               outs: list[Tensor]) -> list[Tensor]:
+    def record(
+        self, d: Differentiated, wrt: tuple[int, ...], inputs: Sequence[Tensor], outs: list[Tensor]
+    ) -> list[Tensor]:
         """Give the results of a differentiable call (`outs`: results then residuals of
         `d.forward`) their one backward node; returns the results."""
-        results, residuals = outs[:d.n_outputs], outs[d.n_outputs:]
+        results, residuals = outs[: d.n_outputs], outs[d.n_outputs :]
         node = self.node_class(self, wrt, inputs, residuals, results, d)
         return self._attach(node, wrt, results)
 
-    def record_speculative(self, spec: _Speculation, wrt: tuple[int, ...],
-                           inputs: Sequence[Tensor], outs: list[Tensor]) -> list[Tensor]:
+    def record_speculative(
+        self, spec: _Speculation, wrt: tuple[int, ...], inputs: Sequence[Tensor], outs: list[Tensor]
+    ) -> list[Tensor]:
         """`record` for a call of `spec.forward` (results, then gradients)."""
         n = len(self.graph.outputs)
         results = outs[:n]
-        node = self.node_class(self, wrt, inputs, [], results, spec=spec,
-                                precomputed=outs[n:])
+        node = self.node_class(self, wrt, inputs, [], results, spec=spec, precomputed=outs[n:])
         spec.made()
         return self._attach(node, wrt, results)
 
-    def _attach(self, node: "CompiledBackward", wrt: tuple[int, ...],
-                results: list[Tensor]) -> list[Tensor]:
+    def _attach(
+        self, node: "CompiledBackward", wrt: tuple[int, ...], results: list[Tensor]
+    ) -> list[Tensor]:
         """Make `node` the grad_fn of the results that carry a gradient
         (`carries_gradient`); returns the results."""
         carries = self.carries_gradient(wrt)
@@ -349,7 +395,7 @@ def _is_one(g: Tensor) -> bool:
     tensor's value is read from the device)."""
     if is_seed(g):
         return True
-    if g._ptr is None and g._storage is not None:       # in device memory
+    if g._ptr is None and g._storage is not None:  # in device memory
         return g.detach().cpu().item() == 1
     return g._values().reshape(-1)[0] == 1
 
@@ -357,17 +403,33 @@ def _is_one(g: Tensor) -> bool:
 class CompiledBackward(Node):
     """The one backward node of a compiled call."""
 
-    __slots__ = ("function", "wrt", "inputs", "versions", "residuals", "output_meta", "diff",
-                 "spec", "precomputed")
+    __slots__ = (
+        "function",
+        "wrt",
+        "inputs",
+        "versions",
+        "residuals",
+        "output_meta",
+        "diff",
+        "spec",
+        "precomputed",
+    )
 
     @property
-    def direct(self) -> bool:          # static graphs return new buffers (see Node.direct)
+    def direct(self) -> bool:  # static graphs return new buffers (see Node.direct)
         return not self.function.dynamic
 
-    def __init__(self, function: GraphFunction, wrt: tuple[int, ...], inputs: Sequence[Tensor],
-                 residuals: list[Tensor], results: list[Tensor],
-                 diff: Differentiated | None = None, spec: _Speculation | None = None,
-                 precomputed: list[Tensor] | None = None):
+    def __init__(
+        self,
+        function: GraphFunction,
+        wrt: tuple[int, ...],
+        inputs: Sequence[Tensor],
+        residuals: list[Tensor],
+        results: list[Tensor],
+        diff: Differentiated | None = None,
+        spec: _Speculation | None = None,
+        precomputed: list[Tensor] | None = None,
+    ):
         super().__init__(tuple([edge(inputs[i]) for i in wrt]))
         self.function = function
         self.wrt = wrt
@@ -386,7 +448,7 @@ class CompiledBackward(Node):
         d = diff if diff is not None else function.differentiated(wrt)
         if function.dynamic:
             self.output_meta = [(r._shape, r._dtype) for r in results]
-        else:                             # a static graph's outputs always look alike
+        else:  # a static graph's outputs always look alike
             if d.output_meta is None:
                 d.output_meta = [(r._shape, r._dtype) for r in results]
             self.output_meta = d.output_meta
@@ -398,7 +460,7 @@ class CompiledBackward(Node):
         if x._storage.version != self.versions[k]:
             saved = SavedTensor(x)
             saved.version = self.versions[k]
-            saved.unpack(self, self.name(), k)          # raises PyTorch's error
+            saved.unpack(self, self.name(), k)  # raises PyTorch's error
         return x
 
     @property
@@ -408,12 +470,14 @@ class CompiledBackward(Node):
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         if self.residuals is None:
             from ..autograd.node import FREED
+
             raise RuntimeError(FREED)
         cts = list(grads)
         for k, (shape, dtype) in enumerate(self.output_meta):
             g = cts[k]
             if g is None:
                 from ..functions import zeros
+
                 cts[k] = zeros(shape, dtype=dtype)
             elif g._dtype is not dtype:
                 cts[k] = g.to(dtype)
@@ -421,12 +485,12 @@ class CompiledBackward(Node):
             pre, self.precomputed = self.precomputed, None
             if pre is not None:
                 hit = not is_grad_enabled()
-                if hit:                   # every float cotangent is exactly 1 ...
+                if hit:  # every float cotangent is exactly 1 ...
                     for g, (_, dtype) in zip(cts, self.output_meta):
                         if dtype.is_floating_point and not _is_one(g):
                             hit = False
                             break
-                if hit:                   # ... and no input it read was written since
+                if hit:  # ... and no input it read was written since
                     inputs, versions = self.inputs, self.versions
                     for k in self.spec.needed:
                         if inputs[k]._storage.version != versions[k]:
@@ -439,23 +503,26 @@ class CompiledBackward(Node):
             # create_graph, or no gradients made ahead for this cotangent: recompute
             # through a (differentiable) compiled graph from the inputs
             needed = self.spec.needed if self.spec is not None else None
-            primals = [self.saved_input(k) if needed is None or k in needed
-                       else self.inputs[k] for k in range(len(self.inputs))]
+            primals = [
+                self.saved_input(k) if needed is None or k in needed else self.inputs[k]
+                for k in range(len(self.inputs))
+            ]
             return tuple(self.function.grad_function(self.wrt)(*primals, *cts))
         d = self.diff
         saved = []
         for kind, k in d.partition.residual_sources:
             if kind == "out":
                 saved.append(self.residuals[k])
-            else:            # an input read by reference: eager's saved-tensor check
+            else:  # an input read by reference: eager's saved-tensor check
                 saved.append(self.saved_input(k))
         run = d.backward_run
         if run is None:
             run = d.backward_run = d.backward.run
         return tuple(run(*saved, *cts))
 
-    def direct_grads(self, root: Tensor, inputs: Sequence[Tensor] | None, retain_graph: bool
-                     ) -> tuple[Tensor, ...] | None:
+    def direct_grads(
+        self, root: Tensor, inputs: Sequence[Tensor] | None, retain_graph: bool
+    ) -> tuple[Tensor, ...] | None:
         """`autograd.grad(root, inputs)` with default arguments, or with `inputs` None
         `root.backward()`, answered from the gradients the forward made when that is all
         it takes: they are still here, `root` is this node's loss, neither the node nor
@@ -467,17 +534,23 @@ class CompiledBackward(Node):
         new buffer, as `engine._run_direct` does) and `()` returned. None otherwise: the
         engine decides, with the same answer or its error."""
         pre = self.precomputed
-        if pre is None or self._prehooks or self._hooks or self._metadata or \
-                _anomaly.enabled or root.__class__ is not Tensor or \
-                not root._dtype.is_floating_point or self.function.dynamic:
+        if (
+            pre is None
+            or self._prehooks
+            or self._hooks
+            or self._metadata
+            or _anomaly.enabled
+            or root.__class__ is not Tensor
+            or not root._dtype.is_floating_point
+            or self.function.dynamic
+        ):
             return None
         nexts = self.next_functions
         if inputs is not None and len(inputs) != len(nexts):
             return None
         for k, ((acc, _), g) in enumerate(zip(nexts, pre)):
             t = plain_leaf(acc)
-            if t is None or inputs is not None and inputs[k] is not t or \
-                    g._dtype is not t._dtype:
+            if t is None or inputs is not None and inputs[k] is not t or g._dtype is not t._dtype:
                 return None
         if len(nexts) > 1 and len({id(acc) for acc, _ in nexts}) != len(nexts):
             return None
@@ -496,7 +569,7 @@ class CompiledBackward(Node):
         return ()
 
     def release(self) -> None:
-        if self.precomputed is not None:          # made, never used
+        if self.precomputed is not None:  # made, never used
             self.precomputed = None
             self.spec.used(False)
         self.residuals = None

@@ -22,6 +22,7 @@ CUDA graphs hand the optimized graph to the GPU lowering (`eager.cuda`).
 (`LLGRAD_LOG=stages`), prints the artifact it made. `cf.inspect(*args, stages=True)`
 prints the artifacts of one compiled function in the same order.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -45,9 +46,23 @@ from ..passes.memory import plan_buffers
 from ..passes.partition import partition as split
 from ..runtime import blas, mpi
 
-__all__ = ["Stage", "STAGES", "STAGE_NAMES", "run_stage", "Compiled", "CompileFailure",
-           "compiling", "report_failure", "compile_graph", "optimize", "NativeBuild",
-           "build_native", "autodiff", "partition", "decompose"]
+__all__ = [
+    "Stage",
+    "STAGES",
+    "STAGE_NAMES",
+    "run_stage",
+    "Compiled",
+    "CompileFailure",
+    "compiling",
+    "report_failure",
+    "compile_graph",
+    "optimize",
+    "NativeBuild",
+    "build_native",
+    "autodiff",
+    "partition",
+    "decompose",
+]
 
 
 @dataclass(frozen=True)
@@ -65,8 +80,10 @@ class Stage:
 
 # -- the stages -----------------------------------------------------------------------------
 
-def autodiff(graph: Graph, wrt: list[int], name: str | None = None, *,
-             unit_cotangents: bool = False) -> Graph:
+
+def autodiff(
+    graph: Graph, wrt: list[int], name: str | None = None, *, unit_cotangents: bool = False
+) -> Graph:
     """The joint forward+backward graph of `graph` for the inputs `wrt`."""
     return differentiate(graph, wrt, name, unit_cotangents=unit_cotangents)
 
@@ -125,8 +142,9 @@ STAGE_NAMES: tuple[str, ...] = tuple(s.name for s in STAGES)
 _BY_NAME = {s.name: s for s in STAGES}
 
 
-def run_stage(name: str, *args: Any, seconds: dict[str, float] | None = None,
-              label: str = "", **kwargs: Any) -> Any:
+def run_stage(
+    name: str, *args: Any, seconds: dict[str, float] | None = None, label: str = "", **kwargs: Any
+) -> Any:
     """Run the stage `name` on `args`; add its time to `seconds[name]` and, when the
     `stages` log channel is on, log the artifact it made (`label` names the graph)."""
     stage = _BY_NAME[name]
@@ -135,8 +153,9 @@ def run_stage(name: str, *args: Any, seconds: dict[str, float] | None = None,
     if seconds is not None:
         seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - t0
     if _log.enabled("stages"):
-        _log.log("stages", f"== {name}{f' @{label}' if label else ''} ==\n"
-                           f"{artifact_text(name, out)}")
+        _log.log(
+            "stages", f"== {name}{f' @{label}' if label else ''} ==\n{artifact_text(name, out)}"
+        )
     return out
 
 
@@ -149,12 +168,15 @@ def artifact_text(name: str, artifact: Any) -> str:
     if name == "emit":
         return artifact[0]
     if name == "compile":
-        return (f"module {artifact.name}: {len(artifact.addresses)} symbols"
-                f"{' (from the disk cache)' if artifact.from_cache else ''}")
+        return (
+            f"module {artifact.name}: {len(artifact.addresses)} symbols"
+            f"{' (from the disk cache)' if artifact.from_cache else ''}"
+        )
     return str(artifact)
 
 
 # -- driving the stages -----------------------------------------------------------------------
+
 
 @dataclass
 class Compiled:
@@ -191,7 +213,7 @@ class CompileFailure(Exception):
 
 
 _warned_failure = [False]
-failures: list[str] = []         # every compile failure of this process (tests read it)
+failures: list[str] = []  # every compile failure of this process (tests read it)
 
 
 def report_failure(failure: CompileFailure, where: str, fallback: str) -> None:
@@ -202,9 +224,11 @@ def report_failure(failure: CompileFailure, where: str, fallback: str) -> None:
     _log.log("graph_breaks", message)
     if not _warned_failure[0]:
         _warned_failure[0] = True
-        warn_at_user(f"lg.compile could not compile a graph and runs it eagerly instead: "
-                     f"{message}. This is an llgrad bug worth reporting; later failures "
-                     f"are logged on LLGRAD_LOG=graph_breaks only.")
+        warn_at_user(
+            f"lg.compile could not compile a graph and runs it eagerly instead: "
+            f"{message}. This is an llgrad bug worth reporting; later failures "
+            f"are logged on LLGRAD_LOG=graph_breaks only."
+        )
 
 
 @contextlib.contextmanager
@@ -228,8 +252,9 @@ def optimize(graph: Graph) -> tuple[Graph, list[tuple[str, Graph]], float]:
     return result.graph, stages, time.perf_counter() - t0
 
 
-def compile_graph(graph: Graph, dynamic: bool = False, fallback: bool = False,
-                  device: str = "cpu") -> Compiled:
+def compile_graph(
+    graph: Graph, dynamic: bool = False, fallback: bool = False, device: str = "cpu"
+) -> Compiled:
     """Stages `decompose` to `compile` for one graph: one native module for the whole
     graph, or (`dynamic`) a runner over the shape-generic eager kernels. A failure in any
     stage raises `CompileFailure`; with `fallback` (graphs compiled while a backward runs,
@@ -249,7 +274,8 @@ def compile_graph(graph: Graph, dynamic: bool = False, fallback: bool = False,
 
 
 def _compile_graph(graph: Graph, dynamic: bool = False, device: str = "cpu") -> Compiled:
-    from .executable import CompiledGraph   # (executable imports build_native from here)
+    from .executable import CompiledGraph  # (executable imports build_native from here)
+
     t0 = time.perf_counter()
     lowered = run_stage("decompose", graph, label=graph.name)
     t_dec = time.perf_counter() - t0
@@ -257,15 +283,18 @@ def _compile_graph(graph: Graph, dynamic: bool = False, device: str = "cpu") -> 
     stages = [("decompose", lowered)] + stages
     t0 = time.perf_counter()
     if device == "cuda":
-        from ..eager.cuda import CudaExecutable   # (the CUDA runtime loads on first use)
+        from ..eager.cuda import CudaExecutable  # (the CUDA runtime loads on first use)
+
         executable: Any = CudaExecutable(optimized)
     elif dynamic:
         executable = GraphRunner(optimized)
     else:
         executable = CompiledGraph(optimized)
     seconds = {"decompose": t_dec, "passes": t_opt, "codegen": time.perf_counter() - t0}
-    _log.log("graph", f"compiled @{graph.name}: {len(graph.nodes)} nodes -> "
-                      f"{len(optimized.nodes)} after passes")
+    _log.log(
+        "graph",
+        f"compiled @{graph.name}: {len(graph.nodes)} nodes -> {len(optimized.nodes)} after passes",
+    )
     return Compiled(graph, optimized, executable, stages, seconds)
 
 
@@ -273,19 +302,20 @@ def _compile_graph(graph: Graph, dynamic: bool = False, device: str = "cpu") -> 
 class NativeBuild:
     """What stages `fusion` to `compile` made for one optimized graph."""
 
-    fusion: Any             # passes.fusion.FusionPlan
-    program: Any            # schedule.program.Program
-    plan: Any               # passes.memory.MemoryPlan
+    fusion: Any  # passes.fusion.FusionPlan
+    program: Any  # schedule.program.Program
+    plan: Any  # passes.memory.MemoryPlan
     llvm_ir: str
     symbols: Any
-    emitted: list           # codegen.graph.emit's stage list (launch wrappers)
-    module: Any             # codegen.target's loaded module: `addresses["entry"]`
+    emitted: list  # codegen.graph.emit's stage list (launch wrappers)
+    module: Any  # codegen.target's loaded module: `addresses["entry"]`
     threads: int
     seconds: dict[str, float]
 
 
-def build_native(graph: Graph, *, inline: str = "always", threads: int = 1,
-                 check: bool = True) -> NativeBuild:
+def build_native(
+    graph: Graph, *, inline: str = "always", threads: int = 1, check: bool = True
+) -> NativeBuild:
     """Stages `fusion`, `lower`, `memory`, `emit` and `compile` for an optimized graph
     (verified first when `check`), with each stage's seconds (`llvm.*`: LLVM's own)."""
     seconds: dict[str, float] = {}
@@ -296,13 +326,14 @@ def build_native(graph: Graph, *, inline: str = "always", threads: int = 1,
     fusion = run_stage("fusion", graph, seconds=seconds, label=graph.name)
     program = run_stage("lower", fusion, threads, seconds=seconds, label=graph.name)
     plan = run_stage("memory", fusion, program, seconds=seconds, label=graph.name)
-    llvm_ir, symbols, emitted = run_stage("emit", program, inline, seconds=seconds,
-                                          label=graph.name)
-    module = run_stage("compile", llvm_ir, symbols, f"graph_{graph.name}", seconds=seconds,
-                       label=graph.name)
+    llvm_ir, symbols, emitted = run_stage(
+        "emit", program, inline, seconds=seconds, label=graph.name
+    )
+    module = run_stage(
+        "compile", llvm_ir, symbols, f"graph_{graph.name}", seconds=seconds, label=graph.name
+    )
     seconds["llvm"] = seconds.pop("compile")
     for k, v in module.seconds.items():
         seconds[f"llvm.{k}"] = v
     seconds["total"] = time.perf_counter() - t0
-    return NativeBuild(fusion, program, plan, llvm_ir, symbols, emitted, module, threads,
-                       seconds)
+    return NativeBuild(fusion, program, plan, llvm_ir, symbols, emitted, module, threads, seconds)

@@ -34,6 +34,7 @@ Choices:
   `all_reduce` calls are not checked (their shapes are fixed when the graph is traced, the
   same program on every rank).
 """
+
 from __future__ import annotations
 
 import datetime
@@ -46,11 +47,31 @@ from ..runtime import mpi as _mpi
 from ..runtime.mpi import DistError, DistTimeoutError
 from ..tensor import Tensor
 
-__all__ = ["init_process_group", "destroy_process_group", "is_available", "is_initialized",
-           "is_mpi_available", "get_rank", "get_world_size", "get_backend", "barrier",
-           "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor",
-           "reduce_scatter", "reduce_scatter_tensor", "ReduceOp", "Work", "group",
-           "GroupMember", "ProcessGroup", "DistError", "DistTimeoutError", "Backend"]
+__all__ = [
+    "init_process_group",
+    "destroy_process_group",
+    "is_available",
+    "is_initialized",
+    "is_mpi_available",
+    "get_rank",
+    "get_world_size",
+    "get_backend",
+    "barrier",
+    "all_reduce",
+    "broadcast",
+    "all_gather",
+    "all_gather_into_tensor",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "ReduceOp",
+    "Work",
+    "group",
+    "GroupMember",
+    "ProcessGroup",
+    "DistError",
+    "DistTimeoutError",
+    "Backend",
+]
 
 DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
 
@@ -120,33 +141,45 @@ def is_initialized() -> bool:
     return GroupMember.WORLD is not None
 
 
-def init_process_group(backend: str | None = None, init_method: str | None = None,
-                       timeout: datetime.timedelta | None = None, world_size: int = -1,
-                       rank: int = -1, store: Any = None, group_name: str = "",
-                       pg_options: Any = None, device_id: Any = None) -> None:
+def init_process_group(
+    backend: str | None = None,
+    init_method: str | None = None,
+    timeout: datetime.timedelta | None = None,
+    world_size: int = -1,
+    rank: int = -1,
+    store: Any = None,
+    group_name: str = "",
+    pg_options: Any = None,
+    device_id: Any = None,
+) -> None:
     """Join the MPI world (see the module docstring for the backends accepted)."""
     if GroupMember.WORLD is not None:
         raise RuntimeError("trying to initialize the default process group twice!")
     name = "mpi" if backend is None else str(backend).lower()
     if name not in ("mpi", "gloo", "cpu:gloo", "cpu:mpi"):
-        raise ValueError(f"init_process_group: backend {backend!r} is not available in "
-                         f"llgrad; it runs on CPUs over MPI (backend='mpi'; 'gloo' is "
-                         f"accepted and also runs on MPI)")
+        raise ValueError(
+            f"init_process_group: backend {backend!r} is not available in "
+            f"llgrad; it runs on CPUs over MPI (backend='mpi'; 'gloo' is "
+            f"accepted and also runs on MPI)"
+        )
     if timeout is None:
         timeout = DEFAULT_TIMEOUT
-    seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) \
-        else float(timeout)
+    seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else float(timeout)
     if not seconds > 0:
         raise ValueError(f"init_process_group: timeout must be positive, got {timeout!r}")
     comm = _mpi.comm()
     if world_size not in (-1, comm.Get_size()):
-        raise ValueError(f"init_process_group: world_size={world_size} but MPI started "
-                         f"{comm.Get_size()} processes")
+        raise ValueError(
+            f"init_process_group: world_size={world_size} but MPI started "
+            f"{comm.Get_size()} processes"
+        )
     if rank not in (-1, comm.Get_rank()):
-        raise ValueError(f"init_process_group: rank={rank} but MPI says this process is "
-                         f"rank {comm.Get_rank()}")
+        raise ValueError(
+            f"init_process_group: rank={rank} but MPI says this process is rank {comm.Get_rank()}"
+        )
     GroupMember.WORLD = ProcessGroup(comm, seconds, "mpi")
     from ..ir import registry
+
     registry.get("all_reduce").extra["transport"] = _reference_all_reduce
     _mpi.abort_on_uncaught_exception()
 
@@ -155,22 +188,27 @@ def destroy_process_group(group: Any = None) -> None:
     _check_group(group, "destroy_process_group")
     GroupMember.WORLD = None
     from ..ir import registry
+
     registry.get("all_reduce").extra.pop("transport", None)
 
 
 def _world(what: str) -> ProcessGroup:
     g = GroupMember.WORLD
     if g is None:
-        raise RuntimeError(f"{what}: Default process group has not been initialized, please "
-                           f"make sure to call init_process_group.")
+        raise RuntimeError(
+            f"{what}: Default process group has not been initialized, please "
+            f"make sure to call init_process_group."
+        )
     return g
 
 
 def _check_group(g: Any, what: str) -> ProcessGroup:
     world = _world(what)
     if g is not None and g is not world:
-        raise ValueError(f"{what}: llgrad has one process group, the world (group=None or "
-                         f"group.WORLD); got {g!r}")
+        raise ValueError(
+            f"{what}: llgrad has one process group, the world (group=None or "
+            f"group.WORLD); got {g!r}"
+        )
     return world
 
 
@@ -189,6 +227,7 @@ def get_backend(group: Any = None) -> str:
 def _reference_all_reduce(x: np.ndarray, reduce: str) -> np.ndarray:
     """The interpreter's all_reduce (`ops.collective`): MPI on NumPy arrays."""
     from ..ir import dtypes as dt
+
     g = _world("all_reduce")
     out = np.empty_like(x)
     _mpi.all_reduce_into(g.comm, x, out, dt.from_numpy(x.dtype), reduce, g.timeout)
@@ -198,6 +237,7 @@ def _reference_all_reduce(x: np.ndarray, reduce: str) -> np.ndarray:
 # --------------------------------------------------------------------------------------
 # Work handles
 # --------------------------------------------------------------------------------------
+
 
 class Work:
     """A collective in flight (`async_op=True`): `wait()` blocks until it completed (with
@@ -210,9 +250,15 @@ class Work:
 
     def wait(self, timeout: datetime.timedelta | float | None = None) -> bool:
         if self._pending is not None:
-            seconds = self._group.timeout if timeout is None else (
-                timeout.total_seconds() if isinstance(timeout, datetime.timedelta)
-                else float(timeout))
+            seconds = (
+                self._group.timeout
+                if timeout is None
+                else (
+                    timeout.total_seconds()
+                    if isinstance(timeout, datetime.timedelta)
+                    else float(timeout)
+                )
+            )
             self._pending.wait(seconds)
         return True
 
@@ -232,8 +278,9 @@ class Work:
         return f"<Work {what} {state}>"
 
 
-def _finish(pending: _mpi.Pending | None, g: ProcessGroup, async_op: bool,
-            result: Any = None) -> Work | None:
+def _finish(
+    pending: _mpi.Pending | None, g: ProcessGroup, async_op: bool, result: Any = None
+) -> Work | None:
     if async_op:
         return Work(pending, g, result)
     if pending is not None:
@@ -245,13 +292,15 @@ def _finish(pending: _mpi.Pending | None, g: ProcessGroup, async_op: bool,
 # Argument checks
 # --------------------------------------------------------------------------------------
 
+
 def _op_name(op: Any, what: str) -> str:
     if isinstance(op, ReduceOp):
         return op.value
     if isinstance(op, str) and op.lower() in {o.value for o in ReduceOp}:
         return op.lower()
-    raise ValueError(f"{what}: op must be a ReduceOp (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, "
-                     f"BXOR), got {op!r}")
+    raise ValueError(
+        f"{what}: op must be a ReduceOp (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR), got {op!r}"
+    )
 
 
 def _tensor(t: Any, what: str, name: str = "tensor") -> Tensor:
@@ -262,38 +311,43 @@ def _tensor(t: Any, what: str, name: str = "tensor") -> Tensor:
 
 def _contiguous(t: Tensor, what: str) -> None:
     if not t.is_contiguous():
-        raise ValueError(f"{what}: Tensors must be contiguous (got shape {list(t.shape)}, "
-                         f"strides {list(t.stride())})")
+        raise ValueError(
+            f"{what}: Tensors must be contiguous (got shape {list(t.shape)}, "
+            f"strides {list(t.stride())})"
+        )
 
 
 def _traced(*ts: Tensor) -> bool:
     from ..tracer.context import current
+
     return current() is not None or any(getattr(t, "_ctx", None) is not None for t in ts)
 
 
 def _check_avg(op: str, t: Tensor, what: str) -> None:
     if op == "avg" and not (t._dtype.is_floating_point or t._dtype.is_complex):
-        raise TypeError(f"{what}: ReduceOp.AVG takes floating-point or complex tensors, got "
-                        f"{t._dtype.name}")
+        raise TypeError(
+            f"{what}: ReduceOp.AVG takes floating-point or complex tensors, got {t._dtype.name}"
+        )
 
 
 def _bump(t: Tensor) -> None:
     t._storage.version += 1
 
 
-_CALLS = ("all_reduce", "broadcast", "all_gather_into_tensor", "reduce_scatter_tensor",
-          "barrier")
+_CALLS = ("all_reduce", "broadcast", "all_gather_into_tensor", "reduce_scatter_tensor", "barrier")
 _REDUCTIONS = ("", "sum", "avg", "product", "min", "max", "band", "bor", "bxor")
-_SIG_DIMS = 10               # dims carried in a signature (more: folded into the last)
+_SIG_DIMS = 10  # dims carried in a signature (more: folded into the last)
 
 
 def _checking() -> bool:
     import os
+
     return os.environ.get("LLGRAD_DISTRIBUTED_DEBUG", "").strip().upper() in ("INFO", "DETAIL")
 
 
 def _signature(what: str, t: Tensor | None, reduce: str, root: int) -> np.ndarray:
     from ..ir import dtypes as dt
+
     sig = np.full(6 + _SIG_DIMS, -1, np.int64)
     sig[0] = _CALLS.index(what)
     sig[1] = _REDUCTIONS.index(reduce)
@@ -305,27 +359,27 @@ def _signature(what: str, t: Tensor | None, reduce: str, root: int) -> np.ndarra
         dims = list(t._shape)
         if len(dims) > _SIG_DIMS:
             folded = 1
-            for s in dims[_SIG_DIMS - 1:]:
+            for s in dims[_SIG_DIMS - 1 :]:
                 folded *= s
-            dims = dims[:_SIG_DIMS - 1] + [folded]
-        sig[6:6 + len(dims)] = dims
+            dims = dims[: _SIG_DIMS - 1] + [folded]
+        sig[6 : 6 + len(dims)] = dims
     return sig
 
 
 def _describe(sig: np.ndarray) -> str:
     from ..ir import dtypes as dt
+
     what = _CALLS[sig[0]] if 0 <= sig[0] < len(_CALLS) else "?"
     if sig[4] < 0:
         return what
-    shape = [int(s) for s in sig[6:6 + min(int(sig[4]), _SIG_DIMS)]]
+    shape = [int(s) for s in sig[6 : 6 + min(int(sig[4]), _SIG_DIMS)]]
     dtype = dt.ALL[sig[3]].name if 0 <= sig[3] < len(dt.ALL) else "?"
     extra = f", op {_REDUCTIONS[sig[1]].upper()}" if sig[1] > 0 else ""
     extra += f", src {sig[2]}" if sig[2] >= 0 else ""
     return f"{what} of {dtype}{shape}{extra}"
 
 
-def _agree(g: ProcessGroup, what: str, t: Tensor | None, reduce: str = "",
-           root: int = -1) -> None:
+def _agree(g: ProcessGroup, what: str, t: Tensor | None, reduce: str = "", root: int = -1) -> None:
     """Check that every rank called `what` on a tensor of the same dtype and shape (and
     reduction, root): one all-gather of a signature. A mismatch raises `DistError` on
     every rank (each sees every signature) before any tensor memory reaches MPI."""
@@ -334,23 +388,26 @@ def _agree(g: ProcessGroup, what: str, t: Tensor | None, reduce: str = "",
     mine = _signature(what, t, reduce, root)
     every = np.empty((g.size(), mine.size), np.int64)
     BYTE = _mpi.mpi().BYTE
-    req = _mpi.call(what, g.comm.Iallgather, [mine, mine.nbytes, BYTE],
-                    [every, mine.nbytes, BYTE])
+    req = _mpi.call(what, g.comm.Iallgather, [mine, mine.nbytes, BYTE], [every, mine.nbytes, BYTE])
     _mpi.Pending(req, (mine, every), None, f"{what} (signature check)").wait(g.timeout)
     if (every == every[0]).all():
         return
     calls = "; ".join(f"rank {r}: {_describe(every[r])}" for r in range(g.size()))
-    raise DistError(f"{what}: the ranks' calls do not match ({calls}); every rank must call "
-                    f"the same collectives in the same order with tensors of one dtype and "
-                    f"shape (this check runs with LLGRAD_DISTRIBUTED_DEBUG=INFO or DETAIL)")
+    raise DistError(
+        f"{what}: the ranks' calls do not match ({calls}); every rank must call "
+        f"the same collectives in the same order with tensors of one dtype and "
+        f"shape (this check runs with LLGRAD_DISTRIBUTED_DEBUG=INFO or DETAIL)"
+    )
 
 
 # --------------------------------------------------------------------------------------
 # Collectives
 # --------------------------------------------------------------------------------------
 
-def all_reduce(tensor: Tensor, op: Any = ReduceOp.SUM, group: Any = None,
-               async_op: bool = False) -> Work | None:
+
+def all_reduce(
+    tensor: Tensor, op: Any = ReduceOp.SUM, group: Any = None, async_op: bool = False
+) -> Work | None:
     """Reduce `tensor` across ranks, in place (every rank gets the result)."""
     what = "all_reduce"
     t = _tensor(tensor, what)
@@ -362,6 +419,7 @@ def all_reduce(tensor: Tensor, op: Any = ReduceOp.SUM, group: Any = None,
     if _traced(t):
         from ..autograd.grad_mode import no_grad
         from ..functions._collective import all_reduce as functional
+
         with no_grad():
             r = functional(t, reduce)
             if name == "avg":
@@ -371,23 +429,28 @@ def all_reduce(tensor: Tensor, op: Any = ReduceOp.SUM, group: Any = None,
     _contiguous(t, what)
     _agree(g, what, t, name)
     wide = _mpi.WIDENED.get(t._dtype)
-    if wide is not None:                       # reduce a float32 copy, round back once
+    if wide is not None:  # reduce a float32 copy, round back once
         from ..autograd.grad_mode import no_grad
+
         with no_grad():
             w = t.to(wide)
         pending = _post_all_reduce(w, reduce, g)
 
         def back() -> None:
             from ..autograd.grad_mode import no_grad
+
             with no_grad():
                 r = w / g.size() if name == "avg" else w
                 t.detach().copy_(r)
+
         return _finish(_chain(pending, back), g, async_op, [t])
     pending = _post_all_reduce(t, reduce, g)
     if name == "avg":
+
         def divide() -> None:
             a = t._numpy_view()
             a /= g.size()
+
         pending = _chain(pending, divide)
     _bump(t)
     return _finish(pending, g, async_op, [t])
@@ -398,8 +461,13 @@ def _post_all_reduce(t: Tensor, reduce: str, g: ProcessGroup) -> _mpi.Pending | 
         return None
     d = t._dtype
     a = t._numpy_view()
-    req = _mpi.call("all_reduce", g.comm.Iallreduce, _mpi.mpi().IN_PLACE,
-                    _mpi.buffer(a, d), _mpi.mpi_op(reduce, d))
+    req = _mpi.call(
+        "all_reduce",
+        g.comm.Iallreduce,
+        _mpi.mpi().IN_PLACE,
+        _mpi.buffer(a, d),
+        _mpi.mpi_op(reduce, d),
+    )
     return _mpi.Pending(req, (t,), None, "all_reduce")
 
 
@@ -411,8 +479,13 @@ def _chain(pending: _mpi.Pending | None, then: Any) -> _mpi.Pending | None:
     return pending
 
 
-def broadcast(tensor: Tensor, src: int = 0, group: Any = None, async_op: bool = False,
-              group_src: int | None = None) -> Work | None:
+def broadcast(
+    tensor: Tensor,
+    src: int = 0,
+    group: Any = None,
+    async_op: bool = False,
+    group_src: int | None = None,
+) -> Work | None:
     """Rank `src`'s `tensor` into every rank's `tensor` (in place)."""
     what = "broadcast"
     t = _tensor(tensor, what)
@@ -425,6 +498,7 @@ def broadcast(tensor: Tensor, src: int = 0, group: Any = None, async_op: bool = 
         from .. import functions as F
         from ..autograd.grad_mode import no_grad
         from ..functions._collective import all_reduce as functional
+
         with no_grad():
             mine = t if g.rank() == src else F.zeros_like(t)
             op = "bor" if t._dtype.name == "bool" else "sum"
@@ -446,25 +520,33 @@ def _eager_only(what: str, *ts: Tensor) -> None:
     if _traced(*ts):
         from ..tracer.context import user_location
         from ..tracer.tensor import GraphBreak
-        raise GraphBreak(f"llgrad.distributed.{what} inside a compiled function",
-                         user_location(), advice="only all_reduce and broadcast compile; "
-                                                 "this call runs eagerly")
+
+        raise GraphBreak(
+            f"llgrad.distributed.{what} inside a compiled function",
+            user_location(),
+            advice="only all_reduce and broadcast compile; this call runs eagerly",
+        )
 
 
-def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group: Any = None,
-                           async_op: bool = False) -> Work | None:
+def all_gather_into_tensor(
+    output_tensor: Tensor, input_tensor: Tensor, group: Any = None, async_op: bool = False
+) -> Work | None:
     """Every rank's `input_tensor`, concatenated along dim 0 (rank order) into
     `output_tensor` (or stacked, when `output_tensor` has one more dimension)."""
     what = "all_gather_into_tensor"
-    out, x = _tensor(output_tensor, what, "output_tensor"), _tensor(input_tensor, what,
-                                                                    "input_tensor")
+    out, x = (
+        _tensor(output_tensor, what, "output_tensor"),
+        _tensor(input_tensor, what, "input_tensor"),
+    )
     g = _check_group(group, what)
     _eager_only(what, out, x)
     _same_dtype(out, x, what)
     if out.numel() != x.numel() * g.size():
-        raise ValueError(f"{what}: output_tensor has {out.numel()} elements, expected "
-                         f"input_tensor's {x.numel()} times the world size {g.size()} "
-                         f"(shapes {list(out.shape)} and {list(x.shape)})")
+        raise ValueError(
+            f"{what}: output_tensor has {out.numel()} elements, expected "
+            f"input_tensor's {x.numel()} times the world size {g.size()} "
+            f"(shapes {list(out.shape)} and {list(x.shape)})"
+        )
     _contiguous(out, what)
     _agree(g, what, x)
     x = x.contiguous()
@@ -478,8 +560,9 @@ def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group: A
     return _finish(pending, g, async_op, out)
 
 
-def all_gather(tensor_list: list[Tensor], tensor: Tensor, group: Any = None,
-               async_op: bool = False) -> Work | None:
+def all_gather(
+    tensor_list: list[Tensor], tensor: Tensor, group: Any = None, async_op: bool = False
+) -> Work | None:
     """`tensor_list[r]` = rank r's `tensor` on every rank."""
     what = "all_gather"
     x = _tensor(tensor, what)
@@ -487,19 +570,23 @@ def all_gather(tensor_list: list[Tensor], tensor: Tensor, group: Any = None,
     _list(tensor_list, g, x, what, "tensor_list")
     _eager_only(what, x, *tensor_list)
     from .. import functions as F
+
     flat = F.empty((g.size(),) + tuple(x.shape), dtype=x.dtype)
     pending = _pending_of(all_gather_into_tensor(flat, x.detach(), async_op=True))
 
     def scatter_back() -> None:
         from ..autograd.grad_mode import no_grad
+
         with no_grad():
             for r, dst in enumerate(tensor_list):
                 dst.copy_(flat[r])
+
     return _finish(_chain(pending, scatter_back), g, async_op, tensor_list)
 
 
-def reduce_scatter_tensor(output: Tensor, input: Tensor, op: Any = ReduceOp.SUM,
-                          group: Any = None, async_op: bool = False) -> Work | None:
+def reduce_scatter_tensor(
+    output: Tensor, input: Tensor, op: Any = ReduceOp.SUM, group: Any = None, async_op: bool = False
+) -> Work | None:
     """`input` (world size x output's elements, rank-major) reduced across ranks; rank r
     keeps block r in `output`."""
     what = "reduce_scatter_tensor"
@@ -512,23 +599,29 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op: Any = ReduceOp.SUM,
     reduce = "sum" if name == "avg" else name
     _mpi.check_reduction(reduce, out._dtype, what)
     if x.numel() != out.numel() * g.size():
-        raise ValueError(f"{what}: input has {x.numel()} elements, expected output's "
-                         f"{out.numel()} times the world size {g.size()} (shapes "
-                         f"{list(x.shape)} and {list(out.shape)})")
+        raise ValueError(
+            f"{what}: input has {x.numel()} elements, expected output's "
+            f"{out.numel()} times the world size {g.size()} (shapes "
+            f"{list(x.shape)} and {list(out.shape)})"
+        )
     _contiguous(out, what)
     _agree(g, what, x, name)
     wide = _mpi.WIDENED.get(out._dtype)
     from ..autograd.grad_mode import no_grad
+
     with no_grad():
         send = x.to(wide) if wide is not None else x.contiguous()
         recv = out if wide is None else out.to(wide)
     pending = None
     if out.numel():
         d = send._dtype
-        req = _mpi.call(what, g.comm.Ireduce_scatter_block,
-                        [send._numpy_view(), _mpi.mpi_type(d)],
-                        [recv._numpy_view(), _mpi.mpi_type(d)],
-                        _mpi.mpi_op(reduce, d))
+        req = _mpi.call(
+            what,
+            g.comm.Ireduce_scatter_block,
+            [send._numpy_view(), _mpi.mpi_type(d)],
+            [recv._numpy_view(), _mpi.mpi_type(d)],
+            _mpi.mpi_op(reduce, d),
+        )
         pending = _mpi.Pending(req, (send, recv), None, what)
 
     def finish() -> None:
@@ -537,12 +630,18 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op: Any = ReduceOp.SUM,
                 recv.div_(g.size())
             if recv is not out:
                 out.detach().copy_(recv)
+
     _bump(out)
     return _finish(_chain(pending, finish), g, async_op, out)
 
 
-def reduce_scatter(output: Tensor, input_list: list[Tensor], op: Any = ReduceOp.SUM,
-                   group: Any = None, async_op: bool = False) -> Work | None:
+def reduce_scatter(
+    output: Tensor,
+    input_list: list[Tensor],
+    op: Any = ReduceOp.SUM,
+    group: Any = None,
+    async_op: bool = False,
+) -> Work | None:
     """Rank r's `output` = the reduction over ranks of their `input_list[r]`."""
     what = "reduce_scatter"
     out = _tensor(output, what, "output")
@@ -551,6 +650,7 @@ def reduce_scatter(output: Tensor, input_list: list[Tensor], op: Any = ReduceOp.
     _eager_only(what, out, *input_list)
     from .. import functions as F
     from ..autograd.grad_mode import no_grad
+
     with no_grad():
         flat = F.stack([t.detach() for t in input_list])
     return reduce_scatter_tensor(out, flat, op, group, async_op)
@@ -570,17 +670,21 @@ def _pending_of(work: Work | None) -> _mpi.Pending | None:
 
 def _same_dtype(a: Tensor, b: Tensor, what: str) -> None:
     if a._dtype is not b._dtype:
-        raise TypeError(f"{what}: the tensors must share one dtype, got {a._dtype.name} and "
-                        f"{b._dtype.name}")
+        raise TypeError(
+            f"{what}: the tensors must share one dtype, got {a._dtype.name} and {b._dtype.name}"
+        )
 
 
 def _list(ts: Sequence[Tensor], g: ProcessGroup, like: Tensor, what: str, name: str) -> None:
     if not isinstance(ts, (list, tuple)) or len(ts) != g.size():
         n = len(ts) if isinstance(ts, (list, tuple)) else type(ts).__name__
-        raise ValueError(f"{what}: {name} must be a list of world size ({g.size()}) tensors, "
-                         f"got {n}")
+        raise ValueError(
+            f"{what}: {name} must be a list of world size ({g.size()}) tensors, got {n}"
+        )
     for k, t in enumerate(ts):
         _tensor(t, what, f"{name}[{k}]")
         if t._dtype is not like._dtype or t._shape != like._shape:
-            raise ValueError(f"{what}: {name}[{k}] is {t._dtype.name}{list(t.shape)}, "
-                             f"expected {like._dtype.name}{list(like.shape)}")
+            raise ValueError(
+                f"{what}: {name}[{k}] is {t._dtype.name}{list(t.shape)}, "
+                f"expected {like._dtype.name}{list(like.shape)}"
+            )

@@ -8,6 +8,7 @@ machine's cores divided among the ranks, at least 1) through LLGRAD_NUM_THREADS 
 OMP_NUM_THREADS, and exits with the job's exit code. Several machines: pass the MPI
 library's own host options after `--mpi-args`, e.g. `--mpi-args "-hosts a,b"`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,22 +26,24 @@ def find_mpiexec(explicit: str | None = None) -> str:
         if candidate:
             path = shutil.which(candidate)
             if path is None:
-                raise FileNotFoundError(f"llgrad.distributed.run: mpiexec {candidate!r} not "
-                                        f"found")
+                raise FileNotFoundError(f"llgrad.distributed.run: mpiexec {candidate!r} not found")
             return path
     beside = Path(sys.executable).parent / "mpiexec"
     if beside.exists():
         return str(beside)
     found = shutil.which("mpiexec") or shutil.which("mpirun")
     if found is None:
-        raise FileNotFoundError("llgrad.distributed.run: no mpiexec found; pip install "
-                                "'llgrad[distributed]' (MPICH), or install an MPI library "
-                                "and put its mpiexec on PATH")
+        raise FileNotFoundError(
+            "llgrad.distributed.run: no mpiexec found; pip install "
+            "'llgrad[distributed]' (MPICH), or install an MPI library "
+            "and put its mpiexec on PATH"
+        )
     return found
 
 
-def command(n: int, target: list[str], module: bool = False, mpiexec: str | None = None,
-            mpi_args: str = "") -> list[str]:
+def command(
+    n: int, target: list[str], module: bool = False, mpiexec: str | None = None, mpi_args: str = ""
+) -> list[str]:
     """The mpiexec command line that starts `n` ranks of `target`."""
     if n < 1:
         raise ValueError(f"llgrad.distributed.run: -n must be at least 1, got {n}")
@@ -60,13 +63,22 @@ def environment(n: int, threads: int | None) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m llgrad.distributed.run",
-                                     description="Run a script on N MPI ranks.")
+    parser = argparse.ArgumentParser(
+        prog="python -m llgrad.distributed.run", description="Run a script on N MPI ranks."
+    )
     parser.add_argument("-n", "--nproc", type=int, required=True, help="number of ranks")
-    parser.add_argument("-m", dest="module", action="store_true",
-                        help="run the target as a module (python -m target)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="compute threads per rank (default: cores / ranks)")
+    parser.add_argument(
+        "-m",
+        dest="module",
+        action="store_true",
+        help="run the target as a module (python -m target)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="compute threads per rank (default: cores / ranks)",
+    )
     parser.add_argument("--mpiexec", default=None, help="the mpiexec to use")
     parser.add_argument("--mpi-args", default="", help="extra mpiexec arguments (one string)")
     parser.add_argument("target", nargs=argparse.REMAINDER, help="script.py [args...]")

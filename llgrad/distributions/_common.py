@@ -1,4 +1,5 @@
 """Small helpers the distribution classes share."""
+
 from __future__ import annotations
 
 from numbers import Number
@@ -9,12 +10,20 @@ from ..tensor import Size, Tensor
 
 def lg() -> Any:
     import llgrad
+
     return llgrad
 
 
-def expand_params(self: Any, cls: type, batch_shape: Sequence[int], names: Sequence[str],
-                  _instance: Any = None, event_shape: Sequence[int] | None = None,
-                  param_event_dims: int = 0, extra: Sequence[str] = ()) -> Any:
+def expand_params(
+    self: Any,
+    cls: type,
+    batch_shape: Sequence[int],
+    names: Sequence[str],
+    _instance: Any = None,
+    event_shape: Sequence[int] | None = None,
+    param_event_dims: int = 0,
+    extra: Sequence[str] = (),
+) -> Any:
     """The common `expand`: a new instance of `cls` whose parameters `names` (present in
     self.__dict__) are expanded to batch_shape (+ their trailing `param_event_dims` dims);
     attributes `extra` are copied as they are."""
@@ -23,15 +32,19 @@ def expand_params(self: Any, cls: type, batch_shape: Sequence[int], names: Seque
     for name in names:
         if name in self.__dict__:
             v = getattr(self, name)
-            tail = tuple(v.shape[v.dim() - param_event_dims:]) if param_event_dims else ()
+            tail = tuple(v.shape[v.dim() - param_event_dims :]) if param_event_dims else ()
             setattr(new, name, v.expand(tuple(batch_shape) + tail))
     for name in extra:
         if name in self.__dict__:
             setattr(new, name, getattr(self, name))
     from .distribution import Distribution
-    Distribution.__init__(new, batch_shape,
-                          self.event_shape if event_shape is None else event_shape,
-                          validate_args=False)
+
+    Distribution.__init__(
+        new,
+        batch_shape,
+        self.event_shape if event_shape is None else event_shape,
+        validate_args=False,
+    )
     new._validate_args = self._validate_args
     return new
 

@@ -20,6 +20,7 @@ Second derivatives through a sample with respect to the concentration are not av
 (torch's `_standard_gamma_grad` has no derivative either): a double backward that reaches
 one raises.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -35,6 +36,7 @@ __all__ = ["standard_gamma", "gamma_dx_dalpha", "sample_dirichlet"]
 
 def _lg() -> Any:
     import llgrad
+
     return llgrad
 
 
@@ -60,10 +62,10 @@ def _series(x: np.ndarray, a: np.ndarray) -> np.ndarray:
     # P(a, x) = x^a e^-x / Γ(a+1) * S,  S = Σ_n x^n / ((a+1)...(a+n))
     # dP/da / p(x; a) = (x / a) * [(log x - ψ(a+1)) S + S']
     term = np.ones_like(x)
-    dterm = np.zeros_like(x)          # d term / da
+    dterm = np.zeros_like(x)  # d term / da
     s = term.copy()
     ds = dterm.copy()
-    cum = np.zeros_like(x)            # Σ_k 1 / (a + k)
+    cum = np.zeros_like(x)  # Σ_k 1 / (a + k)
     active = np.ones(x.shape, dtype=bool)
     limit = int(60 + 40 * np.sqrt(np.max(a) + np.max(x)))
     for n in range(1, limit + 1):
@@ -73,11 +75,14 @@ def _series(x: np.ndarray, a: np.ndarray) -> np.ndarray:
         dterm = -term * cum
         s = np.where(active, s + term, s)
         ds = np.where(active, ds + dterm, ds)
-        active = active & ((np.abs(term) > 1e-17 * np.abs(s)) |
-                           (np.abs(dterm) > 1e-17 * np.maximum(np.abs(ds), 1e-300)))
+        active = active & (
+            (np.abs(term) > 1e-17 * np.abs(s))
+            | (np.abs(dterm) > 1e-17 * np.maximum(np.abs(ds), 1e-300))
+        )
         if not active.any():
             break
-    from scipy.special import digamma      # SciPy's special functions load on first use
+    from scipy.special import digamma  # SciPy's special functions load on first use
+
     ratio = (x / a) * ((np.log(x) - digamma(a + 1)) * s + ds)
     return -ratio
 
@@ -87,10 +92,10 @@ def _continued_fraction(x: np.ndarray, a: np.ndarray) -> np.ndarray:
     # F = b0 + a1 / (b1 + a2 / (b2 + ...)),  b_i = x + 2i + 1 - a,  a_i = -i (i - a).
     # dX/da = dQ/da / p(x; a) = x * [(log x - ψ(a)) h + h'].
     # Convergents A_n / B_n with their a-derivatives, rescaled every step.
-    a_prev, da_prev = np.ones_like(x), np.zeros_like(x)        # A_{-1}
-    b_prev, db_prev = np.zeros_like(x), np.zeros_like(x)       # B_{-1}
-    a_cur, da_cur = x + 1 - a, -np.ones_like(x)                # A_0 = b0
-    b_cur, db_cur = np.ones_like(x), np.zeros_like(x)          # B_0 = 1
+    a_prev, da_prev = np.ones_like(x), np.zeros_like(x)  # A_{-1}
+    b_prev, db_prev = np.zeros_like(x), np.zeros_like(x)  # B_{-1}
+    a_cur, da_cur = x + 1 - a, -np.ones_like(x)  # A_0 = b0
+    b_cur, db_cur = np.ones_like(x), np.zeros_like(x)  # B_0 = 1
     f = a_cur / b_cur
     df = da_cur.copy()
     active = np.ones(x.shape, dtype=bool)
@@ -103,14 +108,18 @@ def _continued_fraction(x: np.ndarray, a: np.ndarray) -> np.ndarray:
         b_new = bn * b_cur + an * b_prev
         db_new = dbn * b_cur + bn * db_cur + dan * b_prev + an * db_prev
         scale = np.where(b_new != 0, 1.0 / np.abs(b_new), 1.0)
-        a_prev, da_prev, b_prev, db_prev = a_cur * scale, da_cur * scale, b_cur * scale, \
-            db_cur * scale
-        a_cur, da_cur, b_cur, db_cur = a_new * scale, da_new * scale, b_new * scale, \
-            db_new * scale
+        a_prev, da_prev, b_prev, db_prev = (
+            a_cur * scale,
+            da_cur * scale,
+            b_cur * scale,
+            db_cur * scale,
+        )
+        a_cur, da_cur, b_cur, db_cur = a_new * scale, da_new * scale, b_new * scale, db_new * scale
         f_new = a_cur / b_cur
         df_new = (da_cur * b_cur - a_cur * db_cur) / (b_cur * b_cur)
-        done = (np.abs(f_new - f) <= 1e-16 * np.abs(f_new)) & \
-            (np.abs(df_new - df) <= 1e-15 * np.maximum(np.abs(df_new), 1e-300))
+        done = (np.abs(f_new - f) <= 1e-16 * np.abs(f_new)) & (
+            np.abs(df_new - df) <= 1e-15 * np.maximum(np.abs(df_new), 1e-300)
+        )
         f = np.where(active, f_new, f)
         df = np.where(active, df_new, df)
         active = active & ~done
@@ -119,6 +128,7 @@ def _continued_fraction(x: np.ndarray, a: np.ndarray) -> np.ndarray:
     h = 1.0 / f
     dh = -df / (f * f)
     from scipy.special import digamma
+
     return x * ((np.log(x) - digamma(a)) * h + dh)
 
 
@@ -154,6 +164,7 @@ def standard_gamma(alpha: Tensor, generator: Any = None) -> Tensor:
     alpha by implicit reparameterization (grad_fn `StandardGammaBackward0`). Inside
     `lg.compile` it is a graph break (sampled on the host)."""
     from ..functions.sampling import _host_rng, _no_trace
+
     lg = _lg()
     _no_trace("_standard_gamma", alpha)
     a = np.asarray(alpha.detach()._values(), dtype=np.float64).reshape(tuple(alpha.shape))
@@ -162,8 +173,9 @@ def standard_gamma(alpha: Tensor, generator: Any = None) -> Tensor:
         x = rng.standard_gamma(np.where(a > 0, a, 1.0)) if a.size else np.zeros(a.shape)
     x = np.where(a > 0, x, np.nan)
     x = np.asarray(x, dtype=np.float64).reshape(a.shape)
-    tiny = np.finfo(np.dtype(alpha.dtype.name if alpha.dtype.name != "bfloat16"
-                             else "float32")).tiny
+    tiny = np.finfo(
+        np.dtype(alpha.dtype.name if alpha.dtype.name != "bfloat16" else "float32")
+    ).tiny
     x = np.maximum(x, tiny)
     out = lg.tensor(x, dtype=alpha.dtype)
     if needs_grad([alpha]):

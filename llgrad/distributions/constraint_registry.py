@@ -7,6 +7,7 @@ unconstrained reals onto it (as `torch.distributions.constraint_registry`).
 `PositiveDefiniteTransform`). Both dispatch on the constraint's class; register new
 ones with `biject_to.register(MyConstraint, factory)` (or as a decorator).
 """
+
 from __future__ import annotations
 
 import numbers
@@ -31,10 +32,11 @@ class ConstraintRegistry:
             return lambda factory: self.register(constraint, factory)
         if isinstance(constraint, constraints.Constraint):
             constraint = type(constraint)
-        if not isinstance(constraint, type) or not issubclass(constraint,
-                                                              constraints.Constraint):
-            raise TypeError(f"Expected constraint to be either a Constraint subclass or "
-                            f"instance, but got {constraint}")
+        if not isinstance(constraint, type) or not issubclass(constraint, constraints.Constraint):
+            raise TypeError(
+                f"Expected constraint to be either a Constraint subclass or "
+                f"instance, but got {constraint}"
+            )
         self._registry[constraint] = factory
         return factory
 
@@ -44,8 +46,9 @@ class ConstraintRegistry:
         try:
             factory = self._registry[type(constraint)]
         except KeyError:
-            raise NotImplementedError(f"Cannot transform {type(constraint).__name__} "
-                                      f"constraints") from None
+            raise NotImplementedError(
+                f"Cannot transform {type(constraint).__name__} constraints"
+            ) from None
         return factory(constraint)
 
 
@@ -62,22 +65,24 @@ def _positive(constraint: Any) -> transforms.Transform:
 
 
 def _greater_than(constraint: Any) -> transforms.Transform:
-    return transforms.ComposeTransform([transforms.ExpTransform(),
-                                        transforms.AffineTransform(constraint.lower_bound, 1)])
+    return transforms.ComposeTransform(
+        [transforms.ExpTransform(), transforms.AffineTransform(constraint.lower_bound, 1)]
+    )
 
 
 def _less_than(constraint: Any) -> transforms.Transform:
-    return transforms.ComposeTransform([transforms.ExpTransform(),
-                                        transforms.AffineTransform(constraint.upper_bound, -1)])
+    return transforms.ComposeTransform(
+        [transforms.ExpTransform(), transforms.AffineTransform(constraint.upper_bound, -1)]
+    )
 
 
 def _interval(constraint: Any) -> transforms.Transform:
     lb, ub = constraint.lower_bound, constraint.upper_bound
-    if isinstance(lb, numbers.Number) and lb == 0 and isinstance(ub, numbers.Number) \
-            and ub == 1:
+    if isinstance(lb, numbers.Number) and lb == 0 and isinstance(ub, numbers.Number) and ub == 1:
         return transforms.SigmoidTransform()
-    return transforms.ComposeTransform([transforms.SigmoidTransform(),
-                                        transforms.AffineTransform(lb, ub - lb)])
+    return transforms.ComposeTransform(
+        [transforms.SigmoidTransform(), transforms.AffineTransform(lb, ub - lb)]
+    )
 
 
 def _corr_cholesky(constraint: Any) -> transforms.Transform:
@@ -98,14 +103,16 @@ for _reg in (biject_to, transform_to):
 
 @biject_to.register(constraints.independent)
 def _biject_to_independent(constraint: Any) -> transforms.Transform:
-    return transforms.IndependentTransform(biject_to(constraint.base_constraint),
-                                           constraint.reinterpreted_batch_ndims)
+    return transforms.IndependentTransform(
+        biject_to(constraint.base_constraint), constraint.reinterpreted_batch_ndims
+    )
 
 
 @transform_to.register(constraints.independent)
 def _transform_to_independent(constraint: Any) -> transforms.Transform:
-    return transforms.IndependentTransform(transform_to(constraint.base_constraint),
-                                           constraint.reinterpreted_batch_ndims)
+    return transforms.IndependentTransform(
+        transform_to(constraint.base_constraint), constraint.reinterpreted_batch_ndims
+    )
 
 
 @biject_to.register(constraints.simplex)
@@ -131,14 +138,16 @@ def _transform_to_positive_definite(constraint: Any) -> transforms.Transform:
 
 @biject_to.register(constraints.cat)
 def _biject_to_cat(constraint: Any) -> transforms.Transform:
-    return transforms.CatTransform([biject_to(c) for c in constraint.cseq], constraint.dim,
-                                   constraint.lengths)
+    return transforms.CatTransform(
+        [biject_to(c) for c in constraint.cseq], constraint.dim, constraint.lengths
+    )
 
 
 @transform_to.register(constraints.cat)
 def _transform_to_cat(constraint: Any) -> transforms.Transform:
-    return transforms.CatTransform([transform_to(c) for c in constraint.cseq],
-                                   constraint.dim, constraint.lengths)
+    return transforms.CatTransform(
+        [transform_to(c) for c in constraint.cseq], constraint.dim, constraint.lengths
+    )
 
 
 @biject_to.register(constraints.stack)
@@ -148,5 +157,4 @@ def _biject_to_stack(constraint: Any) -> transforms.Transform:
 
 @transform_to.register(constraints.stack)
 def _transform_to_stack(constraint: Any) -> transforms.Transform:
-    return transforms.StackTransform([transform_to(c) for c in constraint.cseq],
-                                     constraint.dim)
+    return transforms.StackTransform([transform_to(c) for c in constraint.cseq], constraint.dim)

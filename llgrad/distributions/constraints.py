@@ -5,6 +5,7 @@ A constraint's `check(value)` returns a bool tensor over the value's batch dimen
 rightmost `event_dim` dimensions are reduced). `is_discrete` says whether the set is
 discrete; `event_dim` how many rightmost dimensions make one point.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
@@ -12,17 +13,44 @@ from typing import Any, Callable, Sequence
 from ..tensor import Tensor
 
 __all__ = [
-    "Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property",
-    "greater_than", "greater_than_eq", "independent", "integer_interval", "interval",
-    "half_open_interval", "is_dependent", "less_than", "lower_cholesky", "lower_triangular",
-    "MixtureSameFamilyConstraint", "multinomial", "nonnegative", "nonnegative_integer",
-    "one_hot", "positive", "positive_semidefinite", "positive_definite", "positive_integer",
-    "real", "real_vector", "simplex", "square", "stack", "symmetric", "unit_interval",
+    "Constraint",
+    "boolean",
+    "cat",
+    "corr_cholesky",
+    "dependent",
+    "dependent_property",
+    "greater_than",
+    "greater_than_eq",
+    "independent",
+    "integer_interval",
+    "interval",
+    "half_open_interval",
+    "is_dependent",
+    "less_than",
+    "lower_cholesky",
+    "lower_triangular",
+    "MixtureSameFamilyConstraint",
+    "multinomial",
+    "nonnegative",
+    "nonnegative_integer",
+    "one_hot",
+    "positive",
+    "positive_semidefinite",
+    "positive_definite",
+    "positive_integer",
+    "real",
+    "real_vector",
+    "simplex",
+    "square",
+    "stack",
+    "symmetric",
+    "unit_interval",
 ]
 
 
 def _lg() -> Any:
     import llgrad
+
     return llgrad
 
 
@@ -71,8 +99,9 @@ class _Dependent(Constraint):
             raise NotImplementedError(".event_dim cannot be determined statically")
         return self._event_dim
 
-    def __call__(self, *, is_discrete: Any = NotImplemented,
-                 event_dim: Any = NotImplemented) -> "_Dependent":
+    def __call__(
+        self, *, is_discrete: Any = NotImplemented, event_dim: Any = NotImplemented
+    ) -> "_Dependent":
         """A dependent constraint with these static attributes."""
         if is_discrete is NotImplemented:
             is_discrete = self._is_discrete
@@ -93,8 +122,13 @@ class _DependentProperty(property, _Dependent):
     """A dependent constraint on the class, a property on instances (e.g. Uniform's support,
     which depends on `low` and `high`)."""
 
-    def __init__(self, fn: Callable[..., Any] | None = None, *,
-                 is_discrete: Any = NotImplemented, event_dim: Any = NotImplemented):
+    def __init__(
+        self,
+        fn: Callable[..., Any] | None = None,
+        *,
+        is_discrete: Any = NotImplemented,
+        event_dim: Any = NotImplemented,
+    ):
         property.__init__(self, fn)
         self._is_discrete = is_discrete
         self._event_dim = event_dim
@@ -110,11 +144,14 @@ class _IndependentConstraint(Constraint):
 
     def __init__(self, base_constraint: Constraint, reinterpreted_batch_ndims: int):
         if not isinstance(base_constraint, Constraint):
-            raise AssertionError(f"Expected base_constraint to be a Constraint, got "
-                                 f"{type(base_constraint).__name__}")
+            raise AssertionError(
+                f"Expected base_constraint to be a Constraint, got {type(base_constraint).__name__}"
+            )
         if not isinstance(reinterpreted_batch_ndims, int) or reinterpreted_batch_ndims < 0:
-            raise AssertionError(f"Expected reinterpreted_batch_ndims to be a non-negative "
-                                 f"int, got {reinterpreted_batch_ndims!r}")
+            raise AssertionError(
+                f"Expected reinterpreted_batch_ndims to be a non-negative "
+                f"int, got {reinterpreted_batch_ndims!r}"
+            )
         self.base_constraint = base_constraint
         self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
         super().__init__()
@@ -132,13 +169,16 @@ class _IndependentConstraint(Constraint):
         if result.dim() < self.reinterpreted_batch_ndims:
             expected = self.base_constraint.event_dim + self.reinterpreted_batch_ndims
             raise ValueError(f"Expected value.dim() >= {expected} but got {value.dim()}")
-        result = result.reshape(tuple(result.shape[:result.dim()
-                                                    - self.reinterpreted_batch_ndims]) + (-1,))
+        result = result.reshape(
+            tuple(result.shape[: result.dim() - self.reinterpreted_batch_ndims]) + (-1,)
+        )
         return result.all(-1)
 
     def __repr__(self) -> str:
-        return (f"{self.__class__.__name__[1:]}({self.base_constraint!r}, "
-                f"{self.reinterpreted_batch_ndims})")
+        return (
+            f"{self.__class__.__name__[1:]}({self.base_constraint!r}, "
+            f"{self.reinterpreted_batch_ndims})"
+        )
 
 
 class MixtureSameFamilyConstraint(Constraint):
@@ -147,8 +187,9 @@ class MixtureSameFamilyConstraint(Constraint):
 
     def __init__(self, base_constraint: Constraint):
         if not isinstance(base_constraint, Constraint):
-            raise AssertionError(f"Expected base_constraint to be a Constraint, got "
-                                 f"{type(base_constraint).__name__}")
+            raise AssertionError(
+                f"Expected base_constraint to be a Constraint, got {type(base_constraint).__name__}"
+            )
         self.base_constraint = base_constraint
         super().__init__()
 
@@ -175,6 +216,7 @@ class MixtureSameFamilyConstraint(Constraint):
 
 class _Boolean(Constraint):
     """{0, 1}."""
+
     is_discrete = True
 
     def check(self, value: Tensor) -> Tensor:
@@ -183,6 +225,7 @@ class _Boolean(Constraint):
 
 class _OneHot(Constraint):
     """One-hot vectors: 0/1 entries summing to 1."""
+
     is_discrete = True
     event_dim = 1
 
@@ -194,6 +237,7 @@ class _OneHot(Constraint):
 
 class _IntegerInterval(Constraint):
     """Integers in [lower_bound, upper_bound]."""
+
     is_discrete = True
 
     def __init__(self, lower_bound: Any, upper_bound: Any):
@@ -205,12 +249,15 @@ class _IntegerInterval(Constraint):
         return (value % 1 == 0) & (self.lower_bound <= value) & (value <= self.upper_bound)
 
     def __repr__(self) -> str:
-        return (f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, "
-                f"upper_bound={self.upper_bound})")
+        return (
+            f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, "
+            f"upper_bound={self.upper_bound})"
+        )
 
 
 class _IntegerLessThan(Constraint):
     """Integers <= upper_bound."""
+
     is_discrete = True
 
     def __init__(self, upper_bound: Any):
@@ -226,6 +273,7 @@ class _IntegerLessThan(Constraint):
 
 class _IntegerGreaterThan(Constraint):
     """Integers >= lower_bound."""
+
     is_discrete = True
 
     def __init__(self, lower_bound: Any):
@@ -300,8 +348,10 @@ class _Interval(Constraint):
         return (self.lower_bound <= value) & (value <= self.upper_bound)
 
     def __repr__(self) -> str:
-        return (f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, "
-                f"upper_bound={self.upper_bound})")
+        return (
+            f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, "
+            f"upper_bound={self.upper_bound})"
+        )
 
 
 class _HalfOpenInterval(Constraint):
@@ -316,12 +366,15 @@ class _HalfOpenInterval(Constraint):
         return (self.lower_bound <= value) & (value < self.upper_bound)
 
     def __repr__(self) -> str:
-        return (f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, "
-                f"upper_bound={self.upper_bound})")
+        return (
+            f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, "
+            f"upper_bound={self.upper_bound})"
+        )
 
 
 class _Simplex(Constraint):
     """The probability simplex: nonnegative vectors summing to 1 (within 1e-6)."""
+
     event_dim = 1
 
     def check(self, value: Tensor) -> Tensor:
@@ -330,6 +383,7 @@ class _Simplex(Constraint):
 
 class _Multinomial(Constraint):
     """Nonnegative integer vectors summing to at most `upper_bound` (the total count)."""
+
     is_discrete = True
     event_dim = 1
 
@@ -342,6 +396,7 @@ class _Multinomial(Constraint):
 
 class _LowerTriangular(Constraint):
     """Lower-triangular square matrices."""
+
     event_dim = 2
 
     def check(self, value: Tensor) -> Tensor:
@@ -352,6 +407,7 @@ class _LowerTriangular(Constraint):
 
 class _LowerCholesky(Constraint):
     """Lower-triangular matrices with a positive diagonal."""
+
     event_dim = 2
 
     def check(self, value: Tensor) -> Tensor:
@@ -365,6 +421,7 @@ class _LowerCholesky(Constraint):
 class _CorrCholesky(Constraint):
     """Lower Cholesky factors of correlation matrices: lower Cholesky with rows of unit
     Euclidean norm (within 1e-4 of 1, as torch scales its tolerance)."""
+
     event_dim = 2
 
     def check(self, value: Tensor) -> Tensor:
@@ -377,12 +434,12 @@ class _CorrCholesky(Constraint):
 
 class _Square(Constraint):
     """Square matrices."""
+
     event_dim = 2
 
     def check(self, value: Tensor) -> Tensor:
         lg = _lg()
-        return lg.full(tuple(value.shape[:-2]), value.shape[-2] == value.shape[-1],
-                       dtype=lg.bool)
+        return lg.full(tuple(value.shape[:-2]), value.shape[-2] == value.shape[-1], dtype=lg.bool)
 
 
 class _Symmetric(_Square):
@@ -423,8 +480,9 @@ class _Cat(Constraint):
     """Constraints `cseq` applied to consecutive slices of `lengths` along `dim` (as
     `lg.cat` joins them)."""
 
-    def __init__(self, cseq: Sequence[Constraint], dim: int = 0,
-                 lengths: Sequence[int] | None = None):
+    def __init__(
+        self, cseq: Sequence[Constraint], dim: int = 0, lengths: Sequence[int] | None = None
+    ):
         if not all(isinstance(c, Constraint) for c in cseq):
             raise AssertionError("Expected all elements of cseq to be Constraints")
         self.cseq = list(cseq)
@@ -432,8 +490,9 @@ class _Cat(Constraint):
             lengths = [1] * len(self.cseq)
         self.lengths = list(lengths)
         if len(self.lengths) != len(self.cseq):
-            raise AssertionError(f"Expected lengths to have {len(self.cseq)} elements, got "
-                                 f"{len(self.lengths)}")
+            raise AssertionError(
+                f"Expected lengths to have {len(self.cseq)} elements, got {len(self.lengths)}"
+            )
         self.dim = dim
         super().__init__()
 
@@ -448,8 +507,7 @@ class _Cat(Constraint):
     def check(self, value: Tensor) -> Tensor:
         lg = _lg()
         if not -value.dim() <= self.dim < value.dim():
-            raise AssertionError(f"Dim {self.dim} out of range for a value of "
-                                 f"{value.dim()} dims")
+            raise AssertionError(f"Dim {self.dim} out of range for a value of {value.dim()} dims")
         checks = []
         start = 0
         for constr, length in zip(self.cseq, self.lengths):
@@ -483,8 +541,7 @@ class _Stack(Constraint):
     def check(self, value: Tensor) -> Tensor:
         lg = _lg()
         if not -value.dim() <= self.dim < value.dim():
-            raise AssertionError(f"Dim {self.dim} out of range for a value of "
-                                 f"{value.dim()} dims")
+            raise AssertionError(f"Dim {self.dim} out of range for a value of {value.dim()} dims")
         vs = [value.select(self.dim, i) for i in range(value.size(self.dim))]
         return lg.stack([c.check(v) for v, c in zip(vs, self.cseq)], self.dim)
 

@@ -7,6 +7,7 @@ Everything is written with llgrad ops, so log_prob/cdf/entropy/moments are diffe
 loc + scale * noise; Gamma, Chi2, Beta, Dirichlet, StudentT and FisherSnedecor
 reparameterize through the implicit gamma gradient of `_gamma.standard_gamma`.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,12 +21,31 @@ from . import constraints
 from ._common import all_numbers, expand_params, inf_like, lg, nan_like
 from ._gamma import sample_dirichlet, standard_gamma
 from .distribution import Distribution, ExponentialFamily
-from .utils import (_standard_normal, broadcast_all, clamp_probs, lazy_property,
-                    logits_to_probs, probs_to_logits)
+from .utils import (
+    _standard_normal,
+    broadcast_all,
+    clamp_probs,
+    lazy_property,
+    logits_to_probs,
+    probs_to_logits,
+)
 
-__all__ = ["Normal", "Uniform", "Laplace", "Cauchy", "Exponential", "Gamma", "Chi2", "Beta",
-           "Dirichlet", "StudentT", "FisherSnedecor", "VonMises", "GeneralizedPareto",
-           "ContinuousBernoulli"]
+__all__ = [
+    "Normal",
+    "Uniform",
+    "Laplace",
+    "Cauchy",
+    "Exponential",
+    "Gamma",
+    "Chi2",
+    "Beta",
+    "Dirichlet",
+    "StudentT",
+    "FisherSnedecor",
+    "VonMises",
+    "GeneralizedPareto",
+    "ContinuousBernoulli",
+]
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -94,8 +114,7 @@ class Normal(ExponentialFamily):
     def cdf(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
-        return 0.5 * (1 + lg().erf((value - self.loc) * self.scale.reciprocal()
-                                   / math.sqrt(2)))
+        return 0.5 * (1 + lg().erf((value - self.loc) * self.scale.reciprocal() / math.sqrt(2)))
 
     def icdf(self, value: Tensor) -> Tensor:
         return self.loc + self.scale * lg().erfinv(2 * value - 1) * math.sqrt(2)
@@ -124,8 +143,7 @@ class Uniform(Distribution):
     @property
     def arg_constraints(self) -> dict[str, constraints.Constraint]:  # type: ignore[override]
         """low < high (each checked against the other)."""
-        return {"low": constraints.less_than(self.high),
-                "high": constraints.greater_than(self.low)}
+        return {"low": constraints.less_than(self.high), "high": constraints.greater_than(self.low)}
 
     def __init__(self, low: Any, high: Any, validate_args: bool | None = None) -> None:
         self.low, self.high = broadcast_all(low, high)
@@ -145,7 +163,7 @@ class Uniform(Distribution):
 
     @property
     def stddev(self) -> Tensor:
-        return (self.high - self.low) / 12 ** 0.5
+        return (self.high - self.low) / 12**0.5
 
     @property
     def variance(self) -> Tensor:
@@ -208,7 +226,7 @@ class Laplace(Distribution):
 
     @property
     def stddev(self) -> Tensor:
-        return (2 ** 0.5) * self.scale
+        return (2**0.5) * self.scale
 
     def rsample(self, sample_shape: Sequence[int] = Size()) -> Tensor:
         eps = lg().finfo(self.loc.dtype).eps
@@ -224,7 +242,8 @@ class Laplace(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         return 0.5 - 0.5 * (value - self.loc).sign() * lg().expm1(
-            -(value - self.loc).abs() / self.scale)
+            -(value - self.loc).abs() / self.scale
+        )
 
     def icdf(self, value: Tensor) -> Tensor:
         term = value - 0.5
@@ -269,8 +288,11 @@ class Cauchy(Distribution):
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
-        return (-math.log(math.pi) - self.scale.log()
-                - ((value - self.loc) / self.scale).square().log1p())
+        return (
+            -math.log(math.pi)
+            - self.scale.log()
+            - ((value - self.loc) / self.scale).square().log1p()
+        )
 
     def cdf(self, value: Tensor) -> Tensor:
         if self._validate_args:
@@ -354,8 +376,7 @@ class Gamma(ExponentialFamily):
     has_rsample = True
     _mean_carrier_measure = 0
 
-    def __init__(self, concentration: Any, rate: Any, validate_args: bool | None = None
-                 ) -> None:
+    def __init__(self, concentration: Any, rate: Any, validate_args: bool | None = None) -> None:
         self.concentration, self.rate = broadcast_all(concentration, rate)
         batch_shape = Size() if all_numbers(concentration, rate) else self.rate.size()
         super().__init__(batch_shape, validate_args=validate_args)
@@ -388,13 +409,21 @@ class Gamma(ExponentialFamily):
         value = L.as_tensor(value, dtype=self.rate.dtype)
         if self._validate_args:
             self._validate_sample(value)
-        return (L.xlogy(self.concentration, self.rate) + L.xlogy(self.concentration - 1, value)
-                - self.rate * value - L.lgamma(self.concentration))
+        return (
+            L.xlogy(self.concentration, self.rate)
+            + L.xlogy(self.concentration - 1, value)
+            - self.rate * value
+            - L.lgamma(self.concentration)
+        )
 
     def entropy(self) -> Tensor:
         L = lg()
-        return (self.concentration - L.log(self.rate) + L.lgamma(self.concentration)
-                + (1.0 - self.concentration) * L.digamma(self.concentration))
+        return (
+            self.concentration
+            - L.log(self.rate)
+            + L.lgamma(self.concentration)
+            + (1.0 - self.concentration) * L.digamma(self.concentration)
+        )
 
     @property
     def _natural_params(self) -> tuple[Tensor, ...]:
@@ -416,8 +445,9 @@ class Chi2(Gamma):
     arg_constraints = {"df": constraints.positive}
 
     def __init__(self, df: Any, validate_args: bool | None = None) -> None:
-        super().__init__(0.5 * df if isinstance(df, Tensor) else 0.5 * df, 0.5,
-                         validate_args=validate_args)
+        super().__init__(
+            0.5 * df if isinstance(df, Tensor) else 0.5 * df, 0.5, validate_args=validate_args
+        )
 
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> "Chi2":
         new = self._get_checked_instance(Chi2, _instance)
@@ -447,8 +477,9 @@ class Dirichlet(ExponentialFamily):
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
 
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> "Dirichlet":
-        return expand_params(self, Dirichlet, batch_shape, ("concentration",), _instance,
-                             param_event_dims=1)
+        return expand_params(
+            self, Dirichlet, batch_shape, ("concentration",), _instance, param_event_dims=1
+        )
 
     def rsample(self, sample_shape: Sequence[int] = Size()) -> Tensor:
         shape = _shape(self, sample_shape)
@@ -459,8 +490,11 @@ class Dirichlet(ExponentialFamily):
         L = lg()
         if self._validate_args:
             self._validate_sample(value)
-        return (L.xlogy(self.concentration - 1.0, value).sum(-1)
-                + L.lgamma(self.concentration.sum(-1)) - L.lgamma(self.concentration).sum(-1))
+        return (
+            L.xlogy(self.concentration - 1.0, value).sum(-1)
+            + L.lgamma(self.concentration.sum(-1))
+            - L.lgamma(self.concentration).sum(-1)
+        )
 
     @property
     def mean(self) -> Tensor:
@@ -485,9 +519,12 @@ class Dirichlet(ExponentialFamily):
         L = lg()
         k = self.concentration.size(-1)
         a0 = self.concentration.sum(-1)
-        return (L.lgamma(self.concentration).sum(-1) - L.lgamma(a0)
-                - (k - a0) * L.digamma(a0)
-                - ((self.concentration - 1.0) * L.digamma(self.concentration)).sum(-1))
+        return (
+            L.lgamma(self.concentration).sum(-1)
+            - L.lgamma(a0)
+            - (k - a0) * L.digamma(a0)
+            - ((self.concentration - 1.0) * L.digamma(self.concentration)).sum(-1)
+        )
 
     @property
     def _natural_params(self) -> tuple[Tensor, ...]:
@@ -502,22 +539,23 @@ class Beta(ExponentialFamily):
     """The beta distribution on [0, 1] with `concentration1` (alpha) and
     `concentration0` (beta), both > 0 (a two-component Dirichlet underneath)."""
 
-    arg_constraints = {"concentration1": constraints.positive,
-                       "concentration0": constraints.positive}
+    arg_constraints = {
+        "concentration1": constraints.positive,
+        "concentration0": constraints.positive,
+    }
     support = constraints.unit_interval
     has_rsample = True
 
-    def __init__(self, concentration1: Any, concentration0: Any,
-                 validate_args: bool | None = None) -> None:
+    def __init__(
+        self, concentration1: Any, concentration0: Any, validate_args: bool | None = None
+    ) -> None:
         L = lg()
         if all_numbers(concentration1, concentration0):
-            concentration1_concentration0 = L.tensor(
-                [float(concentration1), float(concentration0)])
+            concentration1_concentration0 = L.tensor([float(concentration1), float(concentration0)])
         else:
             concentration1, concentration0 = broadcast_all(concentration1, concentration0)
             concentration1_concentration0 = L.stack([concentration1, concentration0], -1)
-        self._dirichlet = Dirichlet(concentration1_concentration0,
-                                    validate_args=validate_args)
+        self._dirichlet = Dirichlet(concentration1_concentration0, validate_args=validate_args)
         super().__init__(self._dirichlet._batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> "Beta":
@@ -575,16 +613,20 @@ class Beta(ExponentialFamily):
         """The regularized incomplete beta function I_value(alpha, beta), computed on the
         host with SciPy (no gradient: torch has no Beta.cdf at all)."""
         from scipy import special as sp
+
         L = lg()
         if self._validate_args:
             self._validate_sample(value)
-        a, b, v = L.broadcast_tensors(self.concentration1.detach(),
-                                      self.concentration0.detach(),
-                                      L.as_tensor(value, dtype=self.concentration1.dtype)
-                                      .detach())
-        out = sp.betainc(np.asarray(a.numpy(), dtype=np.float64),
-                         np.asarray(b.numpy(), dtype=np.float64),
-                         np.clip(np.asarray(v.numpy(), dtype=np.float64), 0, 1))
+        a, b, v = L.broadcast_tensors(
+            self.concentration1.detach(),
+            self.concentration0.detach(),
+            L.as_tensor(value, dtype=self.concentration1.dtype).detach(),
+        )
+        out = sp.betainc(
+            np.asarray(a.numpy(), dtype=np.float64),
+            np.asarray(b.numpy(), dtype=np.float64),
+            np.clip(np.asarray(v.numpy(), dtype=np.float64), 0, 1),
+        )
         return L.tensor(out, dtype=a.dtype)
 
 
@@ -593,13 +635,17 @@ class StudentT(Distribution):
     `scale` > 0. rsample = loc + scale * Z / sqrt(V / df), Z normal and V ~ Chi2(df)
     (reparameterized in all three parameters)."""
 
-    arg_constraints = {"df": constraints.positive, "loc": constraints.real,
-                       "scale": constraints.positive}
+    arg_constraints = {
+        "df": constraints.positive,
+        "loc": constraints.real,
+        "scale": constraints.positive,
+    }
     support = constraints.real
     has_rsample = True
 
-    def __init__(self, df: Any, loc: Any = 0.0, scale: Any = 1.0,
-                 validate_args: bool | None = None) -> None:
+    def __init__(
+        self, df: Any, loc: Any = 0.0, scale: Any = 1.0, validate_args: bool | None = None
+    ) -> None:
         self.df, self.loc, self.scale = broadcast_all(df, loc, scale)
         self._chi2 = Chi2(self.df)
         batch_shape = self.df.size()
@@ -624,8 +670,9 @@ class StudentT(Distribution):
         L = lg()
         safe_df = L.where(self.df > 2, self.df, L.full_like(self.df, 3.0))
         finite = self.scale.square() * safe_df / (safe_df - 2)
-        return L.where(self.df > 2, finite,
-                       L.where(self.df > 1, inf_like(self.df), nan_like(self.df)))
+        return L.where(
+            self.df > 2, finite, L.where(self.df > 1, inf_like(self.df), nan_like(self.df))
+        )
 
     def rsample(self, sample_shape: Sequence[int] = Size()) -> Tensor:
         L = lg()
@@ -640,17 +687,24 @@ class StudentT(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         y = (value - self.loc) / self.scale
-        z = (self.scale.log() + 0.5 * self.df.log() + 0.5 * math.log(math.pi)
-             + L.lgamma(0.5 * self.df) - L.lgamma(0.5 * (self.df + 1.0)))
+        z = (
+            self.scale.log()
+            + 0.5 * self.df.log()
+            + 0.5 * math.log(math.pi)
+            + L.lgamma(0.5 * self.df)
+            - L.lgamma(0.5 * (self.df + 1.0))
+        )
         return -0.5 * (self.df + 1.0) * L.log1p(y.square() / self.df) - z
 
     def entropy(self) -> Tensor:
         L = lg()
-        lbeta = (L.lgamma(0.5 * self.df) + math.lgamma(0.5)
-                 - L.lgamma(0.5 * (self.df + 1)))
-        return (self.scale.log() + 0.5 * (self.df + 1)
-                * (L.digamma(0.5 * (self.df + 1)) - L.digamma(0.5 * self.df))
-                + 0.5 * self.df.log() + lbeta)
+        lbeta = L.lgamma(0.5 * self.df) + math.lgamma(0.5) - L.lgamma(0.5 * (self.df + 1))
+        return (
+            self.scale.log()
+            + 0.5 * (self.df + 1) * (L.digamma(0.5 * (self.df + 1)) - L.digamma(0.5 * self.df))
+            + 0.5 * self.df.log()
+            + lbeta
+        )
 
 
 class FisherSnedecor(Distribution):
@@ -692,8 +746,7 @@ class FisherSnedecor(Distribution):
         L = lg()
         ok = self.df2 > 4
         df2 = L.where(ok, self.df2, L.full_like(self.df2, 5.0))
-        var = (2 * df2.square() * (self.df1 + df2 - 2)
-               / (self.df1 * (df2 - 2).square() * (df2 - 4)))
+        var = 2 * df2.square() * (self.df1 + df2 - 2) / (self.df1 * (df2 - 2).square() * (df2 - 4))
         return L.where(ok, var, nan_like(var))
 
     def rsample(self, sample_shape: Sequence[int] = Size()) -> Tensor:
@@ -737,8 +790,7 @@ class VonMises(Distribution):
     support = constraints.real
     has_rsample = False
 
-    def __init__(self, loc: Any, concentration: Any, validate_args: bool | None = None
-                 ) -> None:
+    def __init__(self, loc: Any, concentration: Any, validate_args: bool | None = None) -> None:
         self.loc, self.concentration = broadcast_all(loc, concentration)
         super().__init__(self.loc.shape, Size(), validate_args)
 
@@ -751,12 +803,14 @@ class VonMises(Distribution):
 
     def sample(self, sample_shape: Sequence[int] = Size()) -> Tensor:
         from ..functions.sampling import _host_rng, _no_trace
+
         L = lg()
         _no_trace("VonMises.sample", self.loc, self.concentration)
         shape = _shape(self, sample_shape)
         mu = np.broadcast_to(np.asarray(self.loc.detach().numpy(), dtype=np.float64), shape)
-        kappa = np.broadcast_to(np.asarray(self.concentration.detach().numpy(),
-                                           dtype=np.float64), shape)
+        kappa = np.broadcast_to(
+            np.asarray(self.concentration.detach().numpy(), dtype=np.float64), shape
+        )
         n = int(np.prod(shape)) if shape else 1
         rng = _host_rng("VonMises.sample", None, n)
         x = rng.vonmises(0.0, kappa) if n else np.zeros(shape)
@@ -764,8 +818,7 @@ class VonMises(Distribution):
         return L.tensor(np.asarray(x, dtype=np.float64).reshape(shape), dtype=self.loc.dtype)
 
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> "VonMises":
-        return expand_params(self, VonMises, batch_shape, ("loc", "concentration"),
-                             _instance)
+        return expand_params(self, VonMises, batch_shape, ("loc", "concentration"), _instance)
 
     @property
     def mean(self) -> Tensor:
@@ -779,28 +832,33 @@ class VonMises(Distribution):
     @lazy_property
     def variance(self) -> Tensor:  # type: ignore[override]
         """The circular variance 1 - I1(k)/I0(k)."""
-        return 1 - (_log_bessel_i(self.concentration, 1)
-                    - _log_bessel_i(self.concentration, 0)).exp()
+        return (
+            1 - (_log_bessel_i(self.concentration, 1) - _log_bessel_i(self.concentration, 0)).exp()
+        )
 
 
 class GeneralizedPareto(Distribution):
     """The generalized Pareto distribution (`loc`, `scale` > 0, `concentration` real);
     concentration 0 is the exponential limit. rsample = icdf(uniform)."""
 
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive,
-                       "concentration": constraints.real}
+    arg_constraints = {
+        "loc": constraints.real,
+        "scale": constraints.positive,
+        "concentration": constraints.real,
+    }
     has_rsample = True
 
-    def __init__(self, loc: Any, scale: Any, concentration: Any,
-                 validate_args: bool | None = None) -> None:
+    def __init__(
+        self, loc: Any, scale: Any, concentration: Any, validate_args: bool | None = None
+    ) -> None:
         self.loc, self.scale, self.concentration = broadcast_all(loc, scale, concentration)
         batch_shape = Size() if all_numbers(loc, scale, concentration) else self.loc.size()
         super().__init__(batch_shape, validate_args=validate_args)
 
-    def expand(self, batch_shape: Sequence[int], _instance: Any = None
-               ) -> "GeneralizedPareto":
-        return expand_params(self, GeneralizedPareto, batch_shape,
-                             ("loc", "scale", "concentration"), _instance)
+    def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> "GeneralizedPareto":
+        return expand_params(
+            self, GeneralizedPareto, batch_shape, ("loc", "scale", "concentration"), _instance
+        )
 
     def rsample(self, sample_shape: Sequence[int] = Size()) -> Tensor:
         u = _uniform(_shape(self, sample_shape), self.loc)
@@ -875,8 +933,9 @@ class GeneralizedPareto(Distribution):
     def support(self) -> Any:
         L = lg()
         lower = self.loc
-        upper = L.where(self.concentration < 0, lower - self.scale / self.concentration,
-                        inf_like(lower))
+        upper = L.where(
+            self.concentration < 0, lower - self.scale / self.concentration, inf_like(lower)
+        )
         return constraints.interval(lower, upper)
 
 
@@ -890,9 +949,13 @@ class ContinuousBernoulli(ExponentialFamily):
     _mean_carrier_measure = 0
     has_rsample = True
 
-    def __init__(self, probs: Any = None, logits: Any = None,
-                 lims: tuple[float, float] = (0.499, 0.501),
-                 validate_args: bool | None = None) -> None:
+    def __init__(
+        self,
+        probs: Any = None,
+        logits: Any = None,
+        lims: tuple[float, float] = (0.499, 0.501),
+        validate_args: bool | None = None,
+    ) -> None:
         if (probs is None) == (logits is None):
             raise ValueError("Either `probs` or `logits` must be specified, but not both.")
         if probs is not None:
@@ -910,10 +973,10 @@ class ContinuousBernoulli(ExponentialFamily):
         self._lims = lims
         super().__init__(batch_shape, validate_args=validate_args)
 
-    def expand(self, batch_shape: Sequence[int], _instance: Any = None
-               ) -> "ContinuousBernoulli":
-        new = expand_params(self, ContinuousBernoulli, batch_shape, ("probs", "logits"),
-                            _instance, extra=("_lims",))
+    def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> "ContinuousBernoulli":
+        new = expand_params(
+            self, ContinuousBernoulli, batch_shape, ("probs", "logits"), _instance, extra=("_lims",)
+        )
         new._lims = self._lims
         new._param = new.probs if "probs" in self.__dict__ else new.logits
         return new
@@ -923,8 +986,9 @@ class ContinuousBernoulli(ExponentialFamily):
 
     def _cut_probs(self) -> Tensor:
         L = lg()
-        return L.where(self._outside_unstable_region(), self.probs,
-                       self._lims[0] * L.ones_like(self.probs))
+        return L.where(
+            self._outside_unstable_region(), self.probs, self._lims[0] * L.ones_like(self.probs)
+        )
 
     def _cont_bern_log_norm(self) -> Tensor:
         L = lg()
@@ -932,7 +996,8 @@ class ContinuousBernoulli(ExponentialFamily):
         below = L.where(L.le(cut, 0.5), cut, L.zeros_like(cut))
         above = L.where(L.ge(cut, 0.5), cut, L.ones_like(cut))
         log_norm = L.log(L.abs(L.log1p(-cut) - L.log(cut))) - L.where(
-            L.le(cut, 0.5), L.log1p(-2.0 * below), L.log(2.0 * above - 1.0))
+            L.le(cut, 0.5), L.log1p(-2.0 * below), L.log(2.0 * above - 1.0)
+        )
         x = (self.probs - 0.5).square()
         taylor = math.log(2.0) + (4.0 / 3.0 + 104.0 / 45.0 * x) * x
         return L.where(self._outside_unstable_region(), log_norm, taylor)
@@ -954,8 +1019,10 @@ class ContinuousBernoulli(ExponentialFamily):
     def variance(self) -> Tensor:
         L = lg()
         cut = self._cut_probs()
-        vs = cut * (cut - 1.0) / (1.0 - 2.0 * cut).square() + 1.0 / (
-            L.log1p(-cut) - L.log(cut)).square()
+        vs = (
+            cut * (cut - 1.0) / (1.0 - 2.0 * cut).square()
+            + 1.0 / (L.log1p(-cut) - L.log(cut)).square()
+        )
         x = (self.probs - 0.5).square()
         taylor = 1.0 / 12.0 - (1.0 / 15.0 - 128.0 / 945.0 * x) * x
         return L.where(self._outside_unstable_region(), vs, taylor)
@@ -989,27 +1056,33 @@ class ContinuousBernoulli(ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
-        return (-L.nn.functional.binary_cross_entropy_with_logits(logits, value,
-                                                                  reduction="none")
-                + self._cont_bern_log_norm())
+        return (
+            -L.nn.functional.binary_cross_entropy_with_logits(logits, value, reduction="none")
+            + self._cont_bern_log_norm()
+        )
 
     def cdf(self, value: Tensor) -> Tensor:
         L = lg()
         if self._validate_args:
             self._validate_sample(value)
         cut = self._cut_probs()
-        cdfs = (L.pow(cut, value) * L.pow(1.0 - cut, 1.0 - value) + cut - 1.0) / (2.0 * cut
-                                                                                  - 1.0)
+        cdfs = (L.pow(cut, value) * L.pow(1.0 - cut, 1.0 - value) + cut - 1.0) / (2.0 * cut - 1.0)
         unbounded = L.where(self._outside_unstable_region(), cdfs, value)
-        return L.where(L.le(value, 0.0), L.zeros_like(value),
-                       L.where(L.ge(value, 1.0), L.ones_like(value), unbounded))
+        return L.where(
+            L.le(value, 0.0),
+            L.zeros_like(value),
+            L.where(L.ge(value, 1.0), L.ones_like(value), unbounded),
+        )
 
     def icdf(self, value: Tensor) -> Tensor:
         L = lg()
         cut = self._cut_probs()
-        return L.where(self._outside_unstable_region(),
-                       (L.log1p(-cut + value * (2.0 * cut - 1.0)) - L.log1p(-cut))
-                       / (L.log(cut) - L.log1p(-cut)), value)
+        return L.where(
+            self._outside_unstable_region(),
+            (L.log1p(-cut + value * (2.0 * cut - 1.0)) - L.log1p(-cut))
+            / (L.log(cut) - L.log1p(-cut)),
+            value,
+        )
 
     def entropy(self) -> Tensor:
         L = lg()

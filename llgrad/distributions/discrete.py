@@ -5,6 +5,7 @@ log_prob, entropy and moments are written with llgrad ops (differentiable with r
 the parameters). Samples use llgrad's samplers: `bernoulli` and `multinomial`, and on the
 host `binomial` and `poisson` (graph breaks inside `lg.compile`).
 """
+
 from __future__ import annotations
 
 from numbers import Number
@@ -16,9 +17,17 @@ from ._common import expand_params, lg, nan_like
 from .distribution import Distribution, ExponentialFamily
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
-__all__ = ["Bernoulli", "Binomial", "Categorical", "OneHotCategorical",
-           "OneHotCategoricalStraightThrough", "Geometric", "Poisson", "NegativeBinomial",
-           "Multinomial"]
+__all__ = [
+    "Bernoulli",
+    "Binomial",
+    "Categorical",
+    "OneHotCategorical",
+    "OneHotCategoricalStraightThrough",
+    "Geometric",
+    "Poisson",
+    "NegativeBinomial",
+    "Multinomial",
+]
 
 
 def _shape(d: Distribution, sample_shape: Sequence[int]) -> tuple[int, ...]:
@@ -31,12 +40,12 @@ def _one_of(probs: Any, logits: Any) -> None:
 
 
 def _bce_logits(logits: Tensor, target: Tensor) -> Tensor:
-    return lg().nn.functional.binary_cross_entropy_with_logits(logits, target,
-                                                               reduction="none")
+    return lg().nn.functional.binary_cross_entropy_with_logits(logits, target, reduction="none")
 
 
-def _enumerate(values: Tensor, batch_shape: Sequence[int], expand: bool,
-               event: tuple[int, ...] = ()) -> Tensor:
+def _enumerate(
+    values: Tensor, batch_shape: Sequence[int], expand: bool, event: tuple[int, ...] = ()
+) -> Tensor:
     n = values.shape[0]
     values = values.reshape((n,) + (1,) * len(batch_shape) + event)
     if expand:
@@ -53,8 +62,9 @@ class Bernoulli(ExponentialFamily):
     has_enumerate_support = True
     _mean_carrier_measure = 0
 
-    def __init__(self, probs: Any = None, logits: Any = None,
-                 validate_args: bool | None = None) -> None:
+    def __init__(
+        self, probs: Any = None, logits: Any = None, validate_args: bool | None = None
+    ) -> None:
         _one_of(probs, logits)
         if probs is not None:
             is_scalar = isinstance(probs, Number)
@@ -138,12 +148,20 @@ class Binomial(Distribution):
     """The binomial distribution: successes in `total_count` trials of probability
     `probs` (or `logits`)."""
 
-    arg_constraints = {"total_count": constraints.nonnegative_integer,
-                       "probs": constraints.unit_interval, "logits": constraints.real}
+    arg_constraints = {
+        "total_count": constraints.nonnegative_integer,
+        "probs": constraints.unit_interval,
+        "logits": constraints.real,
+    }
     has_enumerate_support = True
 
-    def __init__(self, total_count: Any = 1, probs: Any = None, logits: Any = None,
-                 validate_args: bool | None = None) -> None:
+    def __init__(
+        self,
+        total_count: Any = 1,
+        probs: Any = None,
+        logits: Any = None,
+        validate_args: bool | None = None,
+    ) -> None:
         _one_of(probs, logits)
         if probs is not None:
             self.total_count, self.probs = broadcast_all(total_count, probs)
@@ -155,8 +173,9 @@ class Binomial(Distribution):
         super().__init__(self._param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> "Binomial":
-        new = expand_params(self, Binomial, batch_shape, ("total_count", "probs", "logits"),
-                            _instance)
+        new = expand_params(
+            self, Binomial, batch_shape, ("total_count", "probs", "logits"), _instance
+        )
         new._param = new.probs if "probs" in self.__dict__ else new.logits
         return new
 
@@ -195,8 +214,9 @@ class Binomial(Distribution):
         L = lg()
         shape = _shape(self, sample_shape)
         with L.no_grad():
-            return L.binomial(self.total_count.expand(shape).contiguous(),
-                              self.probs.expand(shape).contiguous())
+            return L.binomial(
+                self.total_count.expand(shape).contiguous(), self.probs.expand(shape).contiguous()
+            )
 
     def log_prob(self, value: Tensor) -> Tensor:
         L = lg()
@@ -206,9 +226,11 @@ class Binomial(Distribution):
         log_factorial_k = L.lgamma(value + 1)
         log_factorial_nmk = L.lgamma(self.total_count - value + 1)
         # log(1 + e^logits) * n, written to stay finite for large |logits|
-        normalize_term = (self.total_count * _clamp_by_zero(self.logits)
-                          + self.total_count * L.log1p(L.exp(-L.abs(self.logits)))
-                          - log_factorial_n)
+        normalize_term = (
+            self.total_count * _clamp_by_zero(self.logits)
+            + self.total_count * L.log1p(L.exp(-L.abs(self.logits)))
+            - log_factorial_n
+        )
         return value * self.logits - log_factorial_k - log_factorial_nmk - normalize_term
 
     def _homogeneous_count(self, what: str) -> int:
@@ -234,12 +256,18 @@ class Categorical(Distribution):
     """A categorical distribution over {0, ..., K-1} along the last dim of `probs`
     (nonnegative, normalized here) or `logits` (unnormalized log probabilities)."""
 
-    arg_constraints = {"probs": constraints.simplex,
-                       "logits": constraints.independent(constraints.real, 1)}
+    arg_constraints = {
+        "probs": constraints.simplex,
+        "logits": constraints.independent(constraints.real, 1),
+    }
     has_enumerate_support = True
 
-    def __init__(self, probs: Tensor | None = None, logits: Tensor | None = None,
-                 validate_args: bool | None = None) -> None:
+    def __init__(
+        self,
+        probs: Tensor | None = None,
+        logits: Tensor | None = None,
+        validate_args: bool | None = None,
+    ) -> None:
         _one_of(probs, logits)
         if probs is not None:
             if probs.dim() < 1:
@@ -255,8 +283,9 @@ class Categorical(Distribution):
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> "Categorical":
-        new = expand_params(self, Categorical, batch_shape, ("probs", "logits"), _instance,
-                            param_event_dims=1)
+        new = expand_params(
+            self, Categorical, batch_shape, ("probs", "logits"), _instance, param_event_dims=1
+        )
         new._param = new.probs if "probs" in self.__dict__ else new.logits
         new._num_events = self._num_events
         return new
@@ -334,15 +363,18 @@ class OneHotCategorical(Distribution):
     support = constraints.one_hot
     has_enumerate_support = True
 
-    def __init__(self, probs: Tensor | None = None, logits: Tensor | None = None,
-                 validate_args: bool | None = None) -> None:
+    def __init__(
+        self,
+        probs: Tensor | None = None,
+        logits: Tensor | None = None,
+        validate_args: bool | None = None,
+    ) -> None:
         self._categorical = Categorical(probs, logits)
         batch_shape = self._categorical.batch_shape
         event_shape = self._categorical.param_shape[-1:]
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
 
-    def expand(self, batch_shape: Sequence[int], _instance: Any = None
-               ) -> "OneHotCategorical":
+    def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> "OneHotCategorical":
         new = self._get_checked_instance(OneHotCategorical, _instance)
         batch_shape = Size(tuple(batch_shape))
         new._categorical = self._categorical.expand(batch_shape)
@@ -427,8 +459,9 @@ class Geometric(Distribution):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.nonnegative_integer
 
-    def __init__(self, probs: Any = None, logits: Any = None,
-                 validate_args: bool | None = None) -> None:
+    def __init__(
+        self, probs: Any = None, logits: Any = None, validate_args: bool | None = None
+    ) -> None:
         _one_of(probs, logits)
         if probs is not None:
             (self.probs,) = broadcast_all(probs)
@@ -436,18 +469,22 @@ class Geometric(Distribution):
         else:
             (self.logits,) = broadcast_all(logits)
             param = self.logits
-        batch_shape = Size() if isinstance(probs if probs is not None else logits, Number) \
-            else param.size()
+        batch_shape = (
+            Size() if isinstance(probs if probs is not None else logits, Number) else param.size()
+        )
         super().__init__(batch_shape, validate_args=validate_args)
         if self._validate_args and probs is not None:
             from .utils import _is_all_true
+
             value = self.probs
             valid = value > 0
             if not _is_all_true(valid):
                 invalid_value = value.detach()[~valid]
-                raise ValueError(f"Expected parameter probs ({type(value).__name__} of shape "
-                                 f"{tuple(value.shape)}) of distribution {self!r} to be "
-                                 f"positive but found invalid values:\n{invalid_value}")
+                raise ValueError(
+                    f"Expected parameter probs ({type(value).__name__} of shape "
+                    f"{tuple(value.shape)}) of distribution {self!r} to be "
+                    f"positive but found invalid values:\n{invalid_value}"
+                )
 
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> "Geometric":
         return expand_params(self, Geometric, batch_shape, ("probs", "logits"), _instance)
@@ -544,13 +581,20 @@ class NegativeBinomial(Distribution):
     """The number of successes before `total_count` failures of Bernoulli(probs)
     trials; `probs` in [0, 1) or `logits`."""
 
-    arg_constraints = {"total_count": constraints.greater_than_eq(0),
-                       "probs": constraints.half_open_interval(0.0, 1.0),
-                       "logits": constraints.real}
+    arg_constraints = {
+        "total_count": constraints.greater_than_eq(0),
+        "probs": constraints.half_open_interval(0.0, 1.0),
+        "logits": constraints.real,
+    }
     support = constraints.nonnegative_integer
 
-    def __init__(self, total_count: Any, probs: Any = None, logits: Any = None,
-                 validate_args: bool | None = None) -> None:
+    def __init__(
+        self,
+        total_count: Any,
+        probs: Any = None,
+        logits: Any = None,
+        validate_args: bool | None = None,
+    ) -> None:
         _one_of(probs, logits)
         if probs is not None:
             self.total_count, self.probs = broadcast_all(total_count, probs)
@@ -561,10 +605,10 @@ class NegativeBinomial(Distribution):
         self._param = self.probs if probs is not None else self.logits
         super().__init__(self._param.size(), validate_args=validate_args)
 
-    def expand(self, batch_shape: Sequence[int], _instance: Any = None
-               ) -> "NegativeBinomial":
-        new = expand_params(self, NegativeBinomial, batch_shape,
-                            ("total_count", "probs", "logits"), _instance)
+    def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> "NegativeBinomial":
+        new = expand_params(
+            self, NegativeBinomial, batch_shape, ("total_count", "probs", "logits"), _instance
+        )
         new._param = new.probs if "probs" in self.__dict__ else new.logits
         return new
 
@@ -598,8 +642,10 @@ class NegativeBinomial(Distribution):
     @lazy_property
     def _gamma(self) -> Any:
         from .continuous import Gamma
-        return Gamma(concentration=self.total_count, rate=lg().exp(-self.logits),
-                     validate_args=False)
+
+        return Gamma(
+            concentration=self.total_count, rate=lg().exp(-self.logits), validate_args=False
+        )
 
     def sample(self, sample_shape: Sequence[int] = Size()) -> Tensor:
         L = lg()
@@ -612,10 +658,12 @@ class NegativeBinomial(Distribution):
         F = L.nn.functional
         if self._validate_args:
             self._validate_sample(value)
-        log_unnormalized_prob = (self.total_count * F.logsigmoid(-self.logits)
-                                 + value * F.logsigmoid(self.logits))
-        log_normalization = (-L.lgamma(self.total_count + value) + L.lgamma(1.0 + value)
-                             + L.lgamma(self.total_count))
+        log_unnormalized_prob = self.total_count * F.logsigmoid(
+            -self.logits
+        ) + value * F.logsigmoid(self.logits)
+        log_normalization = (
+            -L.lgamma(self.total_count + value) + L.lgamma(1.0 + value) + L.lgamma(self.total_count)
+        )
         log_normalization = log_normalization.masked_fill(self.total_count + value == 0.0, 0.0)
         return log_unnormalized_prob - log_normalization
 
@@ -625,11 +673,18 @@ class Multinomial(Distribution):
     (vectors along the last dim). Sampling and log_prob allow any total; `entropy` needs
     the total (as torch)."""
 
-    arg_constraints = {"probs": constraints.simplex,
-                       "logits": constraints.independent(constraints.real, 1)}
+    arg_constraints = {
+        "probs": constraints.simplex,
+        "logits": constraints.independent(constraints.real, 1),
+    }
 
-    def __init__(self, total_count: int = 1, probs: Tensor | None = None,
-                 logits: Tensor | None = None, validate_args: bool | None = None) -> None:
+    def __init__(
+        self,
+        total_count: int = 1,
+        probs: Tensor | None = None,
+        logits: Tensor | None = None,
+        validate_args: bool | None = None,
+    ) -> None:
         if not isinstance(total_count, int):
             raise NotImplementedError("inhomogeneous total_count is not supported")
         self.total_count = total_count
@@ -644,8 +699,9 @@ class Multinomial(Distribution):
         batch_shape = Size(tuple(batch_shape))
         new.total_count = self.total_count
         new._categorical = self._categorical.expand(batch_shape)
-        new._binomial = Binomial(total_count=self.total_count, probs=new._categorical.probs,
-                                 validate_args=False)
+        new._binomial = Binomial(
+            total_count=self.total_count, probs=new._categorical.probs, validate_args=False
+        )
         Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
@@ -710,7 +766,6 @@ class Multinomial(Distribution):
         logits, value = broadcast_all(self.logits, value)
         log_factorial_n = L.lgamma(value.sum(-1) + 1)
         log_factorial_xs = L.lgamma(value + 1).sum(-1)
-        logits = L.where((value == 0) & (logits == float("-inf")), L.zeros_like(logits),
-                         logits)
+        logits = L.where((value == 0) & (logits == float("-inf")), L.zeros_like(logits), logits)
         log_powers = (logits * value).sum(-1)
         return log_factorial_n - log_factorial_xs + log_powers

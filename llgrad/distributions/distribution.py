@@ -1,5 +1,6 @@
 """`Distribution` and `ExponentialFamily`: the base classes of every distribution (as
 `torch.distributions.Distribution`)."""
+
 from __future__ import annotations
 
 import warnings
@@ -14,6 +15,7 @@ __all__ = ["Distribution", "ExponentialFamily"]
 
 def _lg() -> Any:
     import llgrad
+
     return llgrad
 
 
@@ -50,8 +52,12 @@ class Distribution:
             raise ValueError
         Distribution._validate_args = value
 
-    def __init__(self, batch_shape: Sequence[int] = Size(), event_shape: Sequence[int] = Size(),
-                 validate_args: bool | None = None) -> None:
+    def __init__(
+        self,
+        batch_shape: Sequence[int] = Size(),
+        event_shape: Sequence[int] = Size(),
+        validate_args: bool | None = None,
+    ) -> None:
         self._batch_shape = _size(batch_shape)
         self._event_shape = _size(event_shape)
         if validate_args is not None:
@@ -61,14 +67,18 @@ class Distribution:
                 arg_constraints = self.arg_constraints
             except NotImplementedError:
                 arg_constraints = {}
-                warnings.warn(f"{self.__class__} does not define `arg_constraints`. Please set "
-                              f"`arg_constraints = {{}}` or initialize the distribution with "
-                              f"`validate_args=False` to turn off validation.", stacklevel=2)
+                warnings.warn(
+                    f"{self.__class__} does not define `arg_constraints`. Please set "
+                    f"`arg_constraints = {{}}` or initialize the distribution with "
+                    f"`validate_args=False` to turn off validation.",
+                    stacklevel=2,
+                )
             for param, constraint in arg_constraints.items():
                 if constraints.is_dependent(constraint):
                     continue
-                if param not in self.__dict__ and isinstance(getattr(type(self), param, None),
-                                                             lazy_property):
+                if param not in self.__dict__ and isinstance(
+                    getattr(type(self), param, None), lazy_property
+                ):
                     continue
                 value = getattr(self, param)
                 valid = constraint.check(value)
@@ -76,7 +86,8 @@ class Distribution:
                     raise ValueError(
                         f"Expected parameter {param} ({type(value).__name__} of shape "
                         f"{tuple(value.shape)}) of distribution {self!r} to satisfy the "
-                        f"constraint {constraint!r}, but found invalid values:\n{value}")
+                        f"constraint {constraint!r}, but found invalid values:\n{value}"
+                    )
         super().__init__()
 
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> "Distribution":
@@ -136,8 +147,11 @@ class Distribution:
 
     def sample_n(self, n: int) -> Tensor:
         """`sample((n,))` (deprecated, as in torch: warns FutureWarning)."""
-        warnings.warn("`sample_n(n)` will be deprecated. Use `sample((n,))` instead.",
-                      FutureWarning, stacklevel=2)
+        warnings.warn(
+            "`sample_n(n)` will be deprecated. Use `sample((n,))` instead.",
+            FutureWarning,
+            stacklevel=2,
+        )
         return self.sample(Size((n,)))
 
     def log_prob(self, value: Tensor) -> Tensor:
@@ -155,8 +169,7 @@ class Distribution:
     def enumerate_support(self, expand: bool = True) -> Tensor:
         """Every value of a discrete support along dim 0: shape `(cardinality,) +
         batch_shape + event_shape` (with `expand=False`, size-1 batch dims)."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement "
-                                  f"enumerate_support()")
+        raise NotImplementedError(f"{type(self).__name__} does not implement enumerate_support()")
 
     def entropy(self) -> Tensor:
         """The entropy, of shape batch_shape."""
@@ -168,8 +181,9 @@ class Distribution:
 
     def _extended_shape(self, sample_shape: Sequence[int] = Size()) -> Size:
         """sample_shape + batch_shape + event_shape."""
-        return Size(tuple(_size(sample_shape)) + tuple(self._batch_shape)
-                    + tuple(self._event_shape))
+        return Size(
+            tuple(_size(sample_shape)) + tuple(self._batch_shape) + tuple(self._event_shape)
+        )
 
     def _validate_sample(self, value: Tensor) -> None:
         """Check `value` for log_prob/cdf/icdf: a tensor whose rightmost dims are the
@@ -178,20 +192,27 @@ class Distribution:
             raise ValueError("The value argument to log_prob must be a Tensor")
         event_dim_start = value.dim() - len(self._event_shape)
         if tuple(value.shape[event_dim_start:]) != tuple(self._event_shape):
-            raise ValueError(f"The right-most size of value must match event_shape: "
-                             f"{value.size()} vs {self._event_shape}.")
+            raise ValueError(
+                f"The right-most size of value must match event_shape: "
+                f"{value.size()} vs {self._event_shape}."
+            )
         actual_shape = value.size()
         expected_shape = Size(tuple(self._batch_shape) + tuple(self._event_shape))
         for i, j in zip(reversed(actual_shape), reversed(expected_shape)):
             if i != 1 and j != 1 and i != j:
-                raise ValueError(f"Value is not broadcastable with batch_shape+event_shape: "
-                                 f"{actual_shape} vs {expected_shape}.")
+                raise ValueError(
+                    f"Value is not broadcastable with batch_shape+event_shape: "
+                    f"{actual_shape} vs {expected_shape}."
+                )
         try:
             support = self.support
         except NotImplementedError:
-            warnings.warn(f"{self.__class__} does not define `support` to enable sample "
-                          f"validation. Please initialize the distribution with "
-                          f"`validate_args=False` to turn off validation.", stacklevel=2)
+            warnings.warn(
+                f"{self.__class__} does not define `support` to enable sample "
+                f"validation. Please initialize the distribution with "
+                f"`validate_args=False` to turn off validation.",
+                stacklevel=2,
+            )
             return
         if support is None:
             raise AssertionError("support is unexpectedly None")
@@ -200,13 +221,15 @@ class Distribution:
             raise ValueError(
                 f"Expected value argument ({type(value).__name__} of shape "
                 f"{tuple(value.shape)}) to be within the support ({support!r}) of the "
-                f"distribution {self!r}, but found invalid values:\n{value}")
+                f"distribution {self!r}, but found invalid values:\n{value}"
+            )
 
     def _get_checked_instance(self, cls: type, _instance: Any = None) -> Any:
         if _instance is None and type(self).__init__ != cls.__init__:
             raise NotImplementedError(
                 f"Subclass {self.__class__.__name__} of {cls.__name__} that defines a custom "
-                f"__init__ method must also define a custom .expand() method.")
+                f"__init__ method must also define a custom .expand() method."
+            )
         return self.__new__(type(self)) if _instance is None else _instance
 
     def __repr__(self) -> str:
@@ -216,7 +239,8 @@ class Distribution:
             names = []
         args = ", ".join(
             f"{p}: {self.__dict__[p] if self.__dict__[p].numel() == 1 else self.__dict__[p].size()}"
-            for p in names)
+            for p in names
+        )
         return self.__class__.__name__ + "(" + args + ")"
 
 
@@ -235,8 +259,7 @@ class ExponentialFamily(Distribution):
 
     @property
     def _mean_carrier_measure(self) -> float:
-        raise NotImplementedError(f"{type(self).__name__} does not define "
-                                  f"_mean_carrier_measure")
+        raise NotImplementedError(f"{type(self).__name__} does not define _mean_carrier_measure")
 
     def entropy(self) -> Tensor:
         """The entropy from the log normalizer: F(θ) - <θ, ∇F(θ)> - E[k(x)]."""

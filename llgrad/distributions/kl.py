@@ -6,6 +6,7 @@ Every formula is written with llgrad ops, so the divergences are differentiable 
 distributions' parameters. Where torch writes `inf` into masked positions, llgrad selects
 with `where` (same values; zero gradient there, as torch's masked write gives).
 """
+
 from __future__ import annotations
 
 import math
@@ -15,16 +16,27 @@ from typing import Any, Callable
 
 from ..tensor import Tensor
 from ._common import lg
-from .continuous import (Beta, Cauchy, ContinuousBernoulli, Dirichlet, Exponential, Gamma,
-                         Laplace, Normal, Uniform)
-from .discrete import (Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical,
-                       Poisson)
+from .continuous import (
+    Beta,
+    Cauchy,
+    ContinuousBernoulli,
+    Dirichlet,
+    Exponential,
+    Gamma,
+    Laplace,
+    Normal,
+    Uniform,
+)
+from .discrete import Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical, Poisson
 from .distribution import Distribution, ExponentialFamily
-from .multivariate import (LowRankMultivariateNormal, MultivariateNormal,
-                           _batch_lowrank_logdet, _batch_lowrank_mahalanobis,
-                           _batch_mahalanobis)
-from .transformed import (Gumbel, HalfNormal, Independent, Pareto,
-                          TransformedDistribution)
+from .multivariate import (
+    LowRankMultivariateNormal,
+    MultivariateNormal,
+    _batch_lowrank_logdet,
+    _batch_lowrank_mahalanobis,
+    _batch_mahalanobis,
+)
+from .transformed import Gumbel, HalfNormal, Independent, Pareto, TransformedDistribution
 from .utils import _sum_rightmost, euler_constant as _euler_gamma
 
 __all__ = ["register_kl", "kl_divergence"]
@@ -39,8 +51,10 @@ def register_kl(type_p: type, type_q: type) -> Callable[[Callable[..., Any]], Ca
     ambiguous pair warns as torch)."""
     for t in (type_p, type_q):
         if not (isinstance(t, type) and issubclass(t, Distribution)):
-            raise TypeError(f"Expected type_{'p' if t is type_p else 'q'} to be a "
-                            f"Distribution subclass but got {t}")
+            raise TypeError(
+                f"Expected type_{'p' if t is type_p else 'q'} to be a "
+                f"Distribution subclass but got {t}"
+            )
 
     def decorator(fun: Callable[..., Any]) -> Callable[..., Any]:
         _KL_REGISTRY[type_p, type_q] = fun
@@ -72,8 +86,9 @@ class _Match:
 
 
 def _dispatch_kl(type_p: type, type_q: type) -> Any:
-    matches = [(sp, sq) for sp, sq in _KL_REGISTRY
-               if issubclass(type_p, sp) and issubclass(type_q, sq)]
+    matches = [
+        (sp, sq) for sp, sq in _KL_REGISTRY if issubclass(type_p, sp) and issubclass(type_q, sq)
+    ]
     if not matches:
         return NotImplemented
     left_p, left_q = min(_Match(*m) for m in matches).types
@@ -81,9 +96,12 @@ def _dispatch_kl(type_p: type, type_q: type) -> Any:
     left_fun = _KL_REGISTRY[left_p, left_q]
     right_fun = _KL_REGISTRY[right_p, right_q]
     if left_fun is not right_fun:
-        warnings.warn(f"Ambiguous kl_divergence({type_p.__name__}, {type_q.__name__}). "
-                      f"Please register_kl({left_p.__name__}, {right_q.__name__})",
-                      RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"Ambiguous kl_divergence({type_p.__name__}, {type_q.__name__}). "
+            f"Please register_kl({left_p.__name__}, {right_q.__name__})",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return left_fun
 
 
@@ -96,8 +114,10 @@ def kl_divergence(p: Distribution, q: Distribution) -> Tensor:
         fun = _dispatch_kl(type(p), type(q))
         _KL_MEMOIZE[type(p), type(q)] = fun
     if fun is NotImplemented:
-        raise NotImplementedError(f"No KL(p || q) is implemented for p type "
-                                  f"{p.__class__.__name__} and q type {q.__class__.__name__}")
+        raise NotImplementedError(
+            f"No KL(p || q) is implemented for p type "
+            f"{p.__class__.__name__} and q type {q.__class__.__name__}"
+        )
     return fun(p, q)
 
 
@@ -119,6 +139,7 @@ def _batch_trace_XXT(bmat: Tensor) -> Tensor:
 
 
 # ---- same-family pairs -------------------------------------------------------------
+
 
 @register_kl(Bernoulli, Bernoulli)
 def _kl_bernoulli_bernoulli(p: Any, q: Any) -> Tensor:
@@ -147,10 +168,10 @@ def _kl_beta_beta(p: Any, q: Any) -> Tensor:
 @register_kl(Binomial, Binomial)
 def _kl_binomial_binomial(p: Any, q: Any) -> Tensor:
     if bool((p.total_count < q.total_count).any()):
-        raise NotImplementedError("KL between Binomials where q.total_count > "
-                                  "p.total_count is not implemented")
-    kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p()
-                          - (-q.probs).log1p())
+        raise NotImplementedError(
+            "KL between Binomials where q.total_count > p.total_count is not implemented"
+        )
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p() - (-q.probs).log1p())
     return _set_inf(kl, p.total_count > q.total_count)
 
 
@@ -194,8 +215,10 @@ def _kl_expfamily_expfamily(p: Any, q: Any) -> Tensor:
     """The Bregman divergence of the log normalizer (same family only)."""
     L = lg()
     if type(p) is not type(q):
-        raise NotImplementedError("The cross KL-divergence between different exponential "
-                                  "families cannot be computed using Bregman divergences")
+        raise NotImplementedError(
+            "The cross KL-divergence between different exponential "
+            "families cannot be computed using Bregman divergences"
+        )
     p_nparams = [n.detach().requires_grad_() for n in p._natural_params]
     q_nparams = q._natural_params
     with L.enable_grad():
@@ -244,31 +267,39 @@ def _kl_laplace_laplace(p: Any, q: Any) -> Tensor:
     L = lg()
     scale_ratio = p.scale / q.scale
     loc_abs_diff = (p.loc - q.loc).abs()
-    return (-scale_ratio.log() + loc_abs_diff / q.scale
-            + scale_ratio * L.exp(-loc_abs_diff / p.scale) - 1)
+    return (
+        -scale_ratio.log()
+        + loc_abs_diff / q.scale
+        + scale_ratio * L.exp(-loc_abs_diff / p.scale)
+        - 1
+    )
 
 
 def _same_event(p: Any, q: Any, what: str) -> None:
     if tuple(p.event_shape) != tuple(q.event_shape):
-        raise ValueError(f"KL-divergence between two {what} with different event shapes "
-                         f"cannot be computed")
+        raise ValueError(
+            f"KL-divergence between two {what} with different event shapes cannot be computed"
+        )
 
 
 @register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
 def _kl_lowrank_lowrank(p: Any, q: Any) -> Tensor:
     L = lg()
     _same_event(p, q, "Low Rank Multivariate Normals")
-    term1 = (_batch_lowrank_logdet(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag,
-                                   q._capacitance_tril)
-             - _batch_lowrank_logdet(p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag,
-                                     p._capacitance_tril))
-    term3 = _batch_lowrank_mahalanobis(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag,
-                                       q.loc - p.loc, q._capacitance_tril)
+    term1 = _batch_lowrank_logdet(
+        q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q._capacitance_tril
+    ) - _batch_lowrank_logdet(
+        p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag, p._capacitance_tril
+    )
+    term3 = _batch_lowrank_mahalanobis(
+        q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q.loc - p.loc, q._capacitance_tril
+    )
     qWt_qDinv = q._unbroadcasted_cov_factor.mT / q._unbroadcasted_cov_diag.unsqueeze(-2)
     A = L.linalg.solve_triangular(q._capacitance_tril, qWt_qDinv, upper=False)
     term21 = (p._unbroadcasted_cov_diag / q._unbroadcasted_cov_diag).sum(-1)
-    term22 = _batch_trace_XXT(p._unbroadcasted_cov_factor
-                              * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
+    term22 = _batch_trace_XXT(
+        p._unbroadcasted_cov_factor * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1)
+    )
     term23 = _batch_trace_XXT(A * p._unbroadcasted_cov_diag.sqrt().unsqueeze(-2))
     term24 = _batch_trace_XXT(A.matmul(p._unbroadcasted_cov_factor))
     term2 = term21 + term22 - term23 - term24
@@ -279,15 +310,17 @@ def _kl_lowrank_lowrank(p: Any, q: Any) -> Tensor:
 def _kl_mvn_lowrank(p: Any, q: Any) -> Tensor:
     L = lg()
     _same_event(p, q, "(Low Rank) Multivariate Normals")
-    term1 = (_batch_lowrank_logdet(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag,
-                                   q._capacitance_tril)
-             - 2 * p._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1))
-    term3 = _batch_lowrank_mahalanobis(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag,
-                                       q.loc - p.loc, q._capacitance_tril)
+    term1 = _batch_lowrank_logdet(
+        q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q._capacitance_tril
+    ) - 2 * p._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+    term3 = _batch_lowrank_mahalanobis(
+        q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q.loc - p.loc, q._capacitance_tril
+    )
     qWt_qDinv = q._unbroadcasted_cov_factor.mT / q._unbroadcasted_cov_diag.unsqueeze(-2)
     A = L.linalg.solve_triangular(q._capacitance_tril, qWt_qDinv, upper=False)
-    term21 = _batch_trace_XXT(p._unbroadcasted_scale_tril
-                              * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
+    term21 = _batch_trace_XXT(
+        p._unbroadcasted_scale_tril * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1)
+    )
     term22 = _batch_trace_XXT(A.matmul(p._unbroadcasted_scale_tril))
     return 0.5 * (term1 + term21 - term22 + term3 - p.event_shape[0])
 
@@ -296,20 +329,24 @@ def _kl_mvn_lowrank(p: Any, q: Any) -> Tensor:
 def _kl_lowrank_mvn(p: Any, q: Any) -> Tensor:
     L = lg()
     _same_event(p, q, "(Low Rank) Multivariate Normals")
-    term1 = (2 * q._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-             - _batch_lowrank_logdet(p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag,
-                                     p._capacitance_tril))
+    term1 = 2 * q._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(
+        -1
+    ) - _batch_lowrank_logdet(
+        p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag, p._capacitance_tril
+    )
     term3 = _batch_mahalanobis(q._unbroadcasted_scale_tril, q.loc - p.loc)
-    batch = tuple(L.broadcast_shapes(tuple(q._unbroadcasted_scale_tril.shape[:-2]),
-                                     tuple(p._unbroadcasted_cov_factor.shape[:-2])))
+    batch = tuple(
+        L.broadcast_shapes(
+            tuple(q._unbroadcasted_scale_tril.shape[:-2]),
+            tuple(p._unbroadcasted_cov_factor.shape[:-2]),
+        )
+    )
     n = p.event_shape[0]
     q_scale_tril = q._unbroadcasted_scale_tril.expand(batch + (n, n))
     p_cov_factor = p._unbroadcasted_cov_factor.expand(batch + (n, p.cov_factor.size(-1)))
     p_cov_diag = L.diag_embed(p._unbroadcasted_cov_diag.sqrt()).expand(batch + (n, n))
-    term21 = _batch_trace_XXT(L.linalg.solve_triangular(q_scale_tril, p_cov_factor,
-                                                        upper=False))
-    term22 = _batch_trace_XXT(L.linalg.solve_triangular(q_scale_tril, p_cov_diag,
-                                                        upper=False))
+    term21 = _batch_trace_XXT(L.linalg.solve_triangular(q_scale_tril, p_cov_factor, upper=False))
+    term22 = _batch_trace_XXT(L.linalg.solve_triangular(q_scale_tril, p_cov_diag, upper=False))
     return 0.5 * (term1 + term21 + term22 + term3 - p.event_shape[0])
 
 
@@ -317,15 +354,19 @@ def _kl_lowrank_mvn(p: Any, q: Any) -> Tensor:
 def _kl_mvn_mvn(p: Any, q: Any) -> Tensor:
     L = lg()
     _same_event(p, q, "Multivariate Normals")
-    half_term1 = (q._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-                  - p._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1))
-    batch = tuple(L.broadcast_shapes(tuple(q._unbroadcasted_scale_tril.shape[:-2]),
-                                     tuple(p._unbroadcasted_scale_tril.shape[:-2])))
+    half_term1 = q._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(
+        -1
+    ) - p._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+    batch = tuple(
+        L.broadcast_shapes(
+            tuple(q._unbroadcasted_scale_tril.shape[:-2]),
+            tuple(p._unbroadcasted_scale_tril.shape[:-2]),
+        )
+    )
     n = p.event_shape[0]
     q_scale_tril = q._unbroadcasted_scale_tril.expand(batch + (n, n))
     p_scale_tril = p._unbroadcasted_scale_tril.expand(batch + (n, n))
-    term2 = _batch_trace_XXT(L.linalg.solve_triangular(q_scale_tril, p_scale_tril,
-                                                       upper=False))
+    term2 = _batch_trace_XXT(L.linalg.solve_triangular(q_scale_tril, p_scale_tril, upper=False))
     term3 = _batch_mahalanobis(q._unbroadcasted_scale_tril, q.loc - p.loc)
     return half_term1 + 0.5 * (term2 + term3 - n)
 
@@ -359,11 +400,9 @@ def _kl_poisson_poisson(p: Any, q: Any) -> Tensor:
 def _kl_transformed_transformed(p: Any, q: Any) -> Tensor:
     """KL of the base distributions, when both push through equal transforms."""
     if p.transforms != q.transforms:
-        raise NotImplementedError("KL between TransformedDistributions needs equal "
-                                  "transforms")
+        raise NotImplementedError("KL between TransformedDistributions needs equal transforms")
     if tuple(p.event_shape) != tuple(q.event_shape):
-        raise NotImplementedError("KL between TransformedDistributions needs equal event "
-                                  "shapes")
+        raise NotImplementedError("KL between TransformedDistributions needs equal event shapes")
     return kl_divergence(p.base_dist, q.base_dist)
 
 
@@ -376,8 +415,9 @@ def _kl_uniform_uniform(p: Any, q: Any) -> Tensor:
 @register_kl(Independent, Independent)
 def _kl_independent_independent(p: Any, q: Any) -> Tensor:
     if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
-        raise NotImplementedError("KL between Independent distributions needs equal "
-                                  "reinterpreted_batch_ndims")
+        raise NotImplementedError(
+            "KL between Independent distributions needs equal reinterpreted_batch_ndims"
+        )
     result = kl_divergence(p.base_dist, q.base_dist)
     return _sum_rightmost(result, p.reinterpreted_batch_ndims)
 
@@ -391,6 +431,7 @@ def _kl_cauchy_cauchy(p: Any, q: Any) -> Tensor:
 
 # ---- cross-family pairs ------------------------------------------------------------
 
+
 @register_kl(Bernoulli, Poisson)
 def _kl_bernoulli_poisson(p: Any, q: Any) -> Tensor:
     return -p.entropy() - (p.probs * q.rate.log() - q.rate)
@@ -403,16 +444,20 @@ def _kl_beta_cb(p: Any, q: Any) -> Tensor:
 
 @register_kl(Beta, Exponential)
 def _kl_beta_exponential(p: Any, q: Any) -> Tensor:
-    return (-p.entropy() - q.rate.log()
-            + q.rate * (p.concentration1 / (p.concentration1 + p.concentration0)))
+    return (
+        -p.entropy()
+        - q.rate.log()
+        + q.rate * (p.concentration1 / (p.concentration1 + p.concentration0))
+    )
 
 
 @register_kl(Beta, Gamma)
 def _kl_beta_gamma(p: Any, q: Any) -> Tensor:
     t1 = -p.entropy()
     t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
-    t3 = (q.concentration - 1) * (p.concentration1.digamma()
-                                  - (p.concentration1 + p.concentration0).digamma())
+    t3 = (q.concentration - 1) * (
+        p.concentration1.digamma() - (p.concentration1 + p.concentration0).digamma()
+    )
     t4 = q.rate * p.concentration1 / (p.concentration1 + p.concentration0)
     return t1 + t2 - t3 + t4
 
@@ -423,8 +468,7 @@ def _kl_beta_normal(p: Any, q: Any) -> Tensor:
     var_normal = q.scale.square()
     t1 = -p.entropy()
     t2 = 0.5 * (var_normal * 2 * math.pi).log()
-    t3 = (E_beta * (1 - E_beta) / (p.concentration1 + p.concentration0 + 1)
-          + E_beta.square()) * 0.5
+    t3 = (E_beta * (1 - E_beta) / (p.concentration1 + p.concentration0 + 1) + E_beta.square()) * 0.5
     t4 = q.loc * E_beta
     t5 = q.loc.square() * 0.5
     return t1 + t2 + (t3 - t4 + t5) / var_normal
@@ -454,29 +498,30 @@ def _kl_cb_normal(p: Any, q: Any) -> Tensor:
 def _kl_cb_uniform(p: Any, q: Any) -> Tensor:
     L = lg()
     result = -p.entropy() + (q.high - q.low).log()
-    return _set_inf(result, L.ge(q.low, p.support.lower_bound)
-                    | L.le(q.high, p.support.upper_bound))
+    return _set_inf(
+        result, L.ge(q.low, p.support.lower_bound) | L.le(q.high, p.support.upper_bound)
+    )
 
 
 def _kl_infinity(attr: str) -> Callable[[Any, Any], Tensor]:
     def fun(p: Any, q: Any) -> Tensor:
         return _inf_like(getattr(p, attr))
+
     fun.__doc__ = "KL is infinite: q's support does not cover p's."
     return fun
 
 
-for _p, _qs, _attr in ((Beta, (Pareto,), "concentration1"),
-                       (ContinuousBernoulli, (Pareto,), "probs"),
-                       (Exponential, (Beta, ContinuousBernoulli, Pareto, Uniform), "rate"),
-                       (Gamma, (Beta, ContinuousBernoulli, Pareto, Uniform), "concentration"),
-                       (Gumbel, (Beta, ContinuousBernoulli, Exponential, Gamma, Pareto,
-                                 Uniform), "loc"),
-                       (Laplace, (Beta, ContinuousBernoulli, Exponential, Gamma, Pareto,
-                                  Uniform), "loc"),
-                       (Normal, (Beta, ContinuousBernoulli, Exponential, Gamma, Pareto,
-                                 Uniform), "loc"),
-                       (Pareto, (Beta, ContinuousBernoulli, Uniform), "scale"),
-                       (Poisson, (Bernoulli, Binomial), "rate")):
+for _p, _qs, _attr in (
+    (Beta, (Pareto,), "concentration1"),
+    (ContinuousBernoulli, (Pareto,), "probs"),
+    (Exponential, (Beta, ContinuousBernoulli, Pareto, Uniform), "rate"),
+    (Gamma, (Beta, ContinuousBernoulli, Pareto, Uniform), "concentration"),
+    (Gumbel, (Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform), "loc"),
+    (Laplace, (Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform), "loc"),
+    (Normal, (Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform), "loc"),
+    (Pareto, (Beta, ContinuousBernoulli, Uniform), "scale"),
+    (Poisson, (Bernoulli, Binomial), "rate"),
+):
     for _q in _qs:
         register_kl(_p, _q)(_kl_infinity(_attr))
 
@@ -486,8 +531,9 @@ def _kl_exponential_gamma(p: Any, q: Any) -> Tensor:
     L = lg()
     ratio = q.rate / p.rate
     t1 = -q.concentration * L.log(ratio)
-    return (t1 + ratio + q.concentration.lgamma() + q.concentration * _euler_gamma
-            - (1 + _euler_gamma))
+    return (
+        t1 + ratio + q.concentration.lgamma() + q.concentration * _euler_gamma - (1 + _euler_gamma)
+    )
 
 
 @register_kl(Exponential, Gumbel)
@@ -523,11 +569,16 @@ def _kl_gamma_gumbel(p: Any, q: Any) -> Tensor:
     L = lg()
     beta_scale_prod = p.rate * q.scale
     loc_scale_ratio = q.loc / q.scale
-    t1 = ((p.concentration - 1) * p.concentration.digamma() - p.concentration.lgamma()
-          - p.concentration)
+    t1 = (
+        (p.concentration - 1) * p.concentration.digamma()
+        - p.concentration.lgamma()
+        - p.concentration
+    )
     t2 = beta_scale_prod.log() + p.concentration / beta_scale_prod
-    t3 = (L.exp(loc_scale_ratio) * (1 + beta_scale_prod.reciprocal()).pow(-p.concentration)
-          - loc_scale_ratio)
+    t3 = (
+        L.exp(loc_scale_ratio) * (1 + beta_scale_prod.reciprocal()).pow(-p.concentration)
+        - loc_scale_ratio
+    )
     return t1 + t2 + t3
 
 
@@ -536,8 +587,11 @@ def _kl_gamma_normal(p: Any, q: Any) -> Tensor:
     L = lg()
     var_normal = q.scale.square()
     beta_sqr = p.rate.square()
-    t1 = (0.5 * L.log(beta_sqr * var_normal * 2 * math.pi) - p.concentration
-          - p.concentration.lgamma())
+    t1 = (
+        0.5 * L.log(beta_sqr * var_normal * 2 * math.pi)
+        - p.concentration
+        - p.concentration.lgamma()
+    )
     t2 = 0.5 * (p.concentration.square() + p.concentration) / beta_sqr
     t3 = q.loc * p.concentration / p.rate
     t4 = 0.5 * q.loc.square()
@@ -624,12 +678,17 @@ def _kl_uniform_beta(p: Any, q: Any) -> Tensor:
     L = lg()
     common_term = p.high - p.low
     t1 = L.log(common_term)
-    t2 = ((q.concentration1 - 1) * (_x_log_x(p.high) - _x_log_x(p.low) - common_term)
-          / common_term)
-    t3 = ((q.concentration0 - 1) * (_x_log_x(1 - p.high) - _x_log_x(1 - p.low) + common_term)
-          / common_term)
-    t4 = (q.concentration1.lgamma() + q.concentration0.lgamma()
-          - (q.concentration1 + q.concentration0).lgamma())
+    t2 = (q.concentration1 - 1) * (_x_log_x(p.high) - _x_log_x(p.low) - common_term) / common_term
+    t3 = (
+        (q.concentration0 - 1)
+        * (_x_log_x(1 - p.high) - _x_log_x(1 - p.low) + common_term)
+        / common_term
+    )
+    t4 = (
+        q.concentration1.lgamma()
+        + q.concentration0.lgamma()
+        - (q.concentration1 + q.concentration0).lgamma()
+    )
     result = t3 + t4 - t1 - t2
     return _set_inf(result, (p.high > q.support.upper_bound) | (p.low < q.support.lower_bound))
 
@@ -638,8 +697,9 @@ def _kl_uniform_beta(p: Any, q: Any) -> Tensor:
 def _kl_uniform_cb(p: Any, q: Any) -> Tensor:
     L = lg()
     result = -p.entropy() - p.mean * q.logits - L.log1p(-q.probs) - q._cont_bern_log_norm()
-    return _set_inf(result, L.ge(p.high, q.support.upper_bound)
-                    | L.le(p.low, q.support.lower_bound))
+    return _set_inf(
+        result, L.ge(p.high, q.support.upper_bound) | L.le(p.low, q.support.lower_bound)
+    )
 
 
 @register_kl(Uniform, Exponential)
@@ -653,8 +713,7 @@ def _kl_uniform_gamma(p: Any, q: Any) -> Tensor:
     common_term = p.high - p.low
     t1 = common_term.log()
     t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
-    t3 = ((1 - q.concentration) * (_x_log_x(p.high) - _x_log_x(p.low) - common_term)
-          / common_term)
+    t3 = (1 - q.concentration) * (_x_log_x(p.high) - _x_log_x(p.low) - common_term) / common_term
     t4 = q.rate * (p.high + p.low) / 2
     return _set_inf(-t1 + t2 + t3 + t4, p.low < q.support.lower_bound)
 

@@ -1,5 +1,6 @@
 """Multivariate distributions over vectors and matrices: MultivariateNormal,
 LowRankMultivariateNormal, Wishart, LKJCholesky."""
+
 from __future__ import annotations
 
 import math
@@ -47,32 +48,46 @@ class MultivariateNormal(Distribution):
     `covariance_matrix`, `precision_matrix` or `scale_tril` (its lower Cholesky factor);
     batch dims of loc and the matrix broadcast."""
 
-    arg_constraints = {"loc": constraints.real_vector,
-                       "covariance_matrix": constraints.positive_definite,
-                       "precision_matrix": constraints.positive_definite,
-                       "scale_tril": constraints.lower_cholesky}
+    arg_constraints = {
+        "loc": constraints.real_vector,
+        "covariance_matrix": constraints.positive_definite,
+        "precision_matrix": constraints.positive_definite,
+        "scale_tril": constraints.lower_cholesky,
+    }
     support = constraints.real_vector
     has_rsample = True
 
-    def __init__(self, loc: Tensor, covariance_matrix: Tensor | None = None,
-                 precision_matrix: Tensor | None = None, scale_tril: Tensor | None = None,
-                 validate_args: bool | None = None) -> None:
+    def __init__(
+        self,
+        loc: Tensor,
+        covariance_matrix: Tensor | None = None,
+        precision_matrix: Tensor | None = None,
+        scale_tril: Tensor | None = None,
+        validate_args: bool | None = None,
+    ) -> None:
         L = lg()
         if loc.dim() < 1:
             raise ValueError("loc must be at least one-dimensional.")
-        if (covariance_matrix is not None) + (scale_tril is not None) + \
-                (precision_matrix is not None) != 1:
-            raise ValueError("Exactly one of covariance_matrix or precision_matrix or "
-                             "scale_tril may be specified.")
-        for name, m in (("scale_tril", scale_tril), ("covariance_matrix", covariance_matrix),
-                        ("precision_matrix", precision_matrix)):
+        if (covariance_matrix is not None) + (scale_tril is not None) + (
+            precision_matrix is not None
+        ) != 1:
+            raise ValueError(
+                "Exactly one of covariance_matrix or precision_matrix or "
+                "scale_tril may be specified."
+            )
+        for name, m in (
+            ("scale_tril", scale_tril),
+            ("covariance_matrix", covariance_matrix),
+            ("precision_matrix", precision_matrix),
+        ):
             if m is not None:
                 if m.dim() < 2:
                     what = "scale_tril matrix" if name == "scale_tril" else name
-                    raise ValueError(f"{what} must be at least two-dimensional, with "
-                                     f"optional leading batch dimensions")
-                batch_shape = tuple(L.broadcast_shapes(tuple(m.shape[:-2]),
-                                                       tuple(loc.shape[:-1])))
+                    raise ValueError(
+                        f"{what} must be at least two-dimensional, with "
+                        f"optional leading batch dimensions"
+                    )
+                batch_shape = tuple(L.broadcast_shapes(tuple(m.shape[:-2]), tuple(loc.shape[:-1])))
                 setattr(self, name, m.expand(batch_shape + (-1, -1)))
         self.loc = loc.expand(batch_shape + (-1,))
         event_shape = self.loc.shape[-1:]
@@ -84,8 +99,7 @@ class MultivariateNormal(Distribution):
         else:
             self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
 
-    def expand(self, batch_shape: Sequence[int], _instance: Any = None
-               ) -> "MultivariateNormal":
+    def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> "MultivariateNormal":
         new = self._get_checked_instance(MultivariateNormal, _instance)
         batch_shape = Size(tuple(batch_shape))
         loc_shape = tuple(batch_shape) + tuple(self.event_shape)
@@ -116,8 +130,7 @@ class MultivariateNormal(Distribution):
     @lazy_property
     def precision_matrix(self) -> Tensor:
         """Σ^-1."""
-        return lg().cholesky_inverse(self._unbroadcasted_scale_tril).expand(
-            self._matrix_shape())
+        return lg().cholesky_inverse(self._unbroadcasted_scale_tril).expand(self._matrix_shape())
 
     @property
     def mean(self) -> Tensor:
@@ -129,8 +142,11 @@ class MultivariateNormal(Distribution):
 
     @property
     def variance(self) -> Tensor:
-        return self._unbroadcasted_scale_tril.square().sum(-1).expand(
-            tuple(self._batch_shape) + tuple(self._event_shape))
+        return (
+            self._unbroadcasted_scale_tril.square()
+            .sum(-1)
+            .expand(tuple(self._batch_shape) + tuple(self._event_shape))
+        )
 
     def rsample(self, sample_shape: Sequence[int] = Size()) -> Tensor:
         shape = tuple(self._extended_shape(sample_shape))
@@ -167,8 +183,7 @@ def _batch_lowrank_logdet(W: Tensor, D: Tensor, capacitance_tril: Tensor) -> Ten
     return 2 * capacitance_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1) + D.log().sum(-1)
 
 
-def _batch_lowrank_mahalanobis(W: Tensor, D: Tensor, x: Tensor,
-                               capacitance_tril: Tensor) -> Tensor:
+def _batch_lowrank_mahalanobis(W: Tensor, D: Tensor, x: Tensor, capacitance_tril: Tensor) -> Tensor:
     """x^T (W W^T + D)^-1 x by the Woodbury identity."""
     Wt_Dinv = W.mT / D.unsqueeze(-2)
     Wt_Dinv_x = _batch_mv(Wt_Dinv, x)
@@ -182,34 +197,41 @@ class LowRankMultivariateNormal(Distribution):
     diag(cov_diag) (cov_factor: (..., n, m), cov_diag: (..., n) > 0); log_prob and
     entropy use the Woodbury identity and the determinant lemma (O(n m²))."""
 
-    arg_constraints = {"loc": constraints.real_vector,
-                       "cov_factor": constraints.independent(constraints.real, 2),
-                       "cov_diag": constraints.independent(constraints.positive, 1)}
+    arg_constraints = {
+        "loc": constraints.real_vector,
+        "cov_factor": constraints.independent(constraints.real, 2),
+        "cov_diag": constraints.independent(constraints.positive, 1),
+    }
     support = constraints.real_vector
     has_rsample = True
 
-    def __init__(self, loc: Tensor, cov_factor: Tensor, cov_diag: Tensor,
-                 validate_args: bool | None = None) -> None:
+    def __init__(
+        self, loc: Tensor, cov_factor: Tensor, cov_diag: Tensor, validate_args: bool | None = None
+    ) -> None:
         L = lg()
         if loc.dim() < 1:
             raise ValueError("loc must be at least one-dimensional.")
         event_shape = tuple(loc.shape[-1:])
         if cov_factor.dim() < 2:
-            raise ValueError("cov_factor must be at least two-dimensional, with optional "
-                             "leading batch dimensions")
+            raise ValueError(
+                "cov_factor must be at least two-dimensional, with optional "
+                "leading batch dimensions"
+            )
         if tuple(cov_factor.shape[-2:-1]) != event_shape:
-            raise ValueError(f"cov_factor must be a batch of matrices with shape "
-                             f"{event_shape[0]} x m")
+            raise ValueError(
+                f"cov_factor must be a batch of matrices with shape {event_shape[0]} x m"
+            )
         if tuple(cov_diag.shape[-1:]) != event_shape:
-            raise ValueError(f"cov_diag must be a batch of vectors with shape "
-                             f"{Size(event_shape)}")
+            raise ValueError(f"cov_diag must be a batch of vectors with shape {Size(event_shape)}")
         loc_ = loc.unsqueeze(-1)
         cov_diag_ = cov_diag.unsqueeze(-1)
         try:
             loc_, self.cov_factor, cov_diag_ = L.broadcast_tensors(loc_, cov_factor, cov_diag_)
         except RuntimeError as e:
-            raise ValueError(f"Incompatible batch shapes: loc {loc.shape}, cov_factor "
-                             f"{cov_factor.shape}, cov_diag {cov_diag.shape}") from e
+            raise ValueError(
+                f"Incompatible batch shapes: loc {loc.shape}, cov_factor "
+                f"{cov_factor.shape}, cov_diag {cov_diag.shape}"
+            ) from e
         self.loc = loc_[..., 0]
         self.cov_diag = cov_diag_[..., 0]
         batch_shape = self.loc.shape[:-1]
@@ -218,8 +240,9 @@ class LowRankMultivariateNormal(Distribution):
         self._capacitance_tril = _batch_capacitance_tril(cov_factor, cov_diag)
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
 
-    def expand(self, batch_shape: Sequence[int], _instance: Any = None
-               ) -> "LowRankMultivariateNormal":
+    def expand(
+        self, batch_shape: Sequence[int], _instance: Any = None
+    ) -> "LowRankMultivariateNormal":
         new = self._get_checked_instance(LowRankMultivariateNormal, _instance)
         batch_shape = Size(tuple(batch_shape))
         loc_shape = tuple(batch_shape) + tuple(self.event_shape)
@@ -246,9 +269,9 @@ class LowRankMultivariateNormal(Distribution):
 
     @lazy_property
     def variance(self) -> Tensor:  # type: ignore[override]
-        return (self._unbroadcasted_cov_factor.square().sum(-1)
-                + self._unbroadcasted_cov_diag).expand(tuple(self._batch_shape)
-                                                       + tuple(self._event_shape))
+        return (
+            self._unbroadcasted_cov_factor.square().sum(-1) + self._unbroadcasted_cov_diag
+        ).expand(tuple(self._batch_shape) + tuple(self._event_shape))
 
     @lazy_property
     def scale_tril(self) -> Tensor:
@@ -267,7 +290,8 @@ class LowRankMultivariateNormal(Distribution):
         L = lg()
         W = self._unbroadcasted_cov_factor
         return (L.matmul(W, W.mT) + L.diag_embed(self._unbroadcasted_cov_diag)).expand(
-            self._matrix_shape())
+            self._matrix_shape()
+        )
 
     @lazy_property
     def precision_matrix(self) -> Tensor:
@@ -275,31 +299,40 @@ class LowRankMultivariateNormal(Distribution):
         L = lg()
         Wt_Dinv = self._unbroadcasted_cov_factor.mT / self._unbroadcasted_cov_diag.unsqueeze(-2)
         A = L.linalg.solve_triangular(self._capacitance_tril, Wt_Dinv, upper=False)
-        return (L.diag_embed(self._unbroadcasted_cov_diag.reciprocal())
-                - L.matmul(A.mT, A)).expand(self._matrix_shape())
+        return (L.diag_embed(self._unbroadcasted_cov_diag.reciprocal()) - L.matmul(A.mT, A)).expand(
+            self._matrix_shape()
+        )
 
     def rsample(self, sample_shape: Sequence[int] = Size()) -> Tensor:
         shape = tuple(self._extended_shape(sample_shape))
         w_shape = shape[:-1] + tuple(self.cov_factor.shape[-1:])
         eps_W = _standard_normal(w_shape, self.loc.dtype)
         eps_D = _standard_normal(shape, self.loc.dtype)
-        return (self.loc + _batch_mv(self._unbroadcasted_cov_factor, eps_W)
-                + self._unbroadcasted_cov_diag.sqrt() * eps_D)
+        return (
+            self.loc
+            + _batch_mv(self._unbroadcasted_cov_factor, eps_W)
+            + self._unbroadcasted_cov_diag.sqrt() * eps_D
+        )
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
         diff = value - self.loc
-        M = _batch_lowrank_mahalanobis(self._unbroadcasted_cov_factor,
-                                       self._unbroadcasted_cov_diag, diff,
-                                       self._capacitance_tril)
-        log_det = _batch_lowrank_logdet(self._unbroadcasted_cov_factor,
-                                        self._unbroadcasted_cov_diag, self._capacitance_tril)
+        M = _batch_lowrank_mahalanobis(
+            self._unbroadcasted_cov_factor,
+            self._unbroadcasted_cov_diag,
+            diff,
+            self._capacitance_tril,
+        )
+        log_det = _batch_lowrank_logdet(
+            self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag, self._capacitance_tril
+        )
         return -0.5 * (self._event_shape[0] * _LOG_2PI + log_det + M)
 
     def entropy(self) -> Tensor:
-        log_det = _batch_lowrank_logdet(self._unbroadcasted_cov_factor,
-                                        self._unbroadcasted_cov_diag, self._capacitance_tril)
+        log_det = _batch_lowrank_logdet(
+            self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag, self._capacitance_tril
+        )
         H = 0.5 * (self._event_shape[0] * (1.0 + _LOG_2PI) + log_det)
         if len(self._batch_shape) == 0:
             return H
@@ -328,24 +361,35 @@ class Wishart(ExponentialFamily):
 
     @property
     def arg_constraints(self) -> dict[str, constraints.Constraint]:  # type: ignore[override]
-        return {"covariance_matrix": constraints.positive_definite,
-                "precision_matrix": constraints.positive_definite,
-                "scale_tril": constraints.lower_cholesky,
-                "df": constraints.greater_than(self.event_shape[-1] - 1)}
+        return {
+            "covariance_matrix": constraints.positive_definite,
+            "precision_matrix": constraints.positive_definite,
+            "scale_tril": constraints.lower_cholesky,
+            "df": constraints.greater_than(self.event_shape[-1] - 1),
+        }
 
-    def __init__(self, df: Any, covariance_matrix: Tensor | None = None,
-                 precision_matrix: Tensor | None = None, scale_tril: Tensor | None = None,
-                 validate_args: bool | None = None) -> None:
+    def __init__(
+        self,
+        df: Any,
+        covariance_matrix: Tensor | None = None,
+        precision_matrix: Tensor | None = None,
+        scale_tril: Tensor | None = None,
+        validate_args: bool | None = None,
+    ) -> None:
         L = lg()
-        if (covariance_matrix is not None) + (scale_tril is not None) + \
-                (precision_matrix is not None) != 1:
-            raise AssertionError("Exactly one of covariance_matrix or precision_matrix or "
-                                 "scale_tril may be specified.")
-        param = next(p for p in (covariance_matrix, precision_matrix, scale_tril)
-                     if p is not None)
+        if (covariance_matrix is not None) + (scale_tril is not None) + (
+            precision_matrix is not None
+        ) != 1:
+            raise AssertionError(
+                "Exactly one of covariance_matrix or precision_matrix or "
+                "scale_tril may be specified."
+            )
+        param = next(p for p in (covariance_matrix, precision_matrix, scale_tril) if p is not None)
         if param.dim() < 2:
-            raise ValueError("scale_tril must be at least two-dimensional, with optional "
-                             "leading batch dimensions")
+            raise ValueError(
+                "scale_tril must be at least two-dimensional, with optional "
+                "leading batch dimensions"
+            )
         if isinstance(df, Number):
             batch_shape = tuple(param.shape[:-2])
             self.df = L.tensor(float(df), dtype=param.dtype)
@@ -354,8 +398,9 @@ class Wishart(ExponentialFamily):
             self.df = df.expand(batch_shape)
         event_shape = tuple(param.shape[-2:])
         if not _is_traced(self.df) and bool(self.df.le(event_shape[-1] - 1).any()):
-            raise ValueError(f"Value of df={df} expected to be greater than ndim - 1 = "
-                             f"{event_shape[-1] - 1}.")
+            raise ValueError(
+                f"Value of df={df} expected to be greater than ndim - 1 = {event_shape[-1] - 1}."
+            )
         if scale_tril is not None:
             self.scale_tril = param.expand(batch_shape + (-1, -1))
         elif covariance_matrix is not None:
@@ -363,8 +408,11 @@ class Wishart(ExponentialFamily):
         else:
             self.precision_matrix = param.expand(batch_shape + (-1, -1))
         if not _is_traced(self.df) and bool(self.df.lt(event_shape[-1]).any()):
-            warnings.warn("Low df values detected. Singular samples are highly likely to "
-                          "occur for ndim - 1 < df < ndim.", stacklevel=2)
+            warnings.warn(
+                "Low df values detected. Singular samples are highly likely to "
+                "occur for ndim - 1 < df < ndim.",
+                stacklevel=2,
+            )
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
         self._batch_dims = [-(x + 1) for x in range(len(self._batch_shape))]
         if scale_tril is not None:
@@ -416,7 +464,8 @@ class Wishart(ExponentialFamily):
         L = lg()
         identity = L.eye(self._event_shape[-1], dtype=self._unbroadcasted_scale_tril.dtype)
         return L.cholesky_solve(identity, self._unbroadcasted_scale_tril).expand(
-            self._matrix_shape())
+            self._matrix_shape()
+        )
 
     @property
     def mean(self) -> Tensor:
@@ -434,7 +483,8 @@ class Wishart(ExponentialFamily):
         V = self.covariance_matrix
         diag_V = V.diagonal(dim1=-2, dim2=-1)
         return self.df.reshape(tuple(self._batch_shape) + (1, 1)) * (
-            V.square() + diag_V.unsqueeze(-1) * diag_V.unsqueeze(-2))
+            V.square() + diag_V.unsqueeze(-1) * diag_V.unsqueeze(-2)
+        )
 
     def _bartlett_sampling(self, sample_shape: Sequence[int] = Size()) -> Tensor:
         L = lg()
@@ -446,8 +496,9 @@ class Wishart(ExponentialFamily):
         chol = self._unbroadcasted_scale_tril @ noise
         return chol @ chol.transpose(-2, -1)
 
-    def rsample(self, sample_shape: Sequence[int] = Size(),
-                max_try_correction: int | None = None) -> Tensor:
+    def rsample(
+        self, sample_shape: Sequence[int] = Size(), max_try_correction: int | None = None
+    ) -> Tensor:
         L = lg()
         if max_try_correction is None:
             max_try_correction = 10
@@ -474,21 +525,27 @@ class Wishart(ExponentialFamily):
         nu = self.df
         p = self._event_shape[-1]
         half_logdet_scale = self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-        return (-nu * (p * _LOG_2 / 2 + half_logdet_scale)
-                - L.mvlgamma(nu / 2, p=p)
-                + (nu - p - 1) / 2 * L.linalg.slogdet(value).logabsdet
-                - L.cholesky_solve(value, self._unbroadcasted_scale_tril)
-                .diagonal(dim1=-2, dim2=-1).sum(dim=-1) / 2)
+        return (
+            -nu * (p * _LOG_2 / 2 + half_logdet_scale)
+            - L.mvlgamma(nu / 2, p=p)
+            + (nu - p - 1) / 2 * L.linalg.slogdet(value).logabsdet
+            - L.cholesky_solve(value, self._unbroadcasted_scale_tril)
+            .diagonal(dim1=-2, dim2=-1)
+            .sum(dim=-1)
+            / 2
+        )
 
     def entropy(self) -> Tensor:
         L = lg()
         nu = self.df
         p = self._event_shape[-1]
         half_logdet_scale = self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-        return ((p + 1) * (p * _LOG_2 / 2 + half_logdet_scale)
-                + L.mvlgamma(nu / 2, p=p)
-                - (nu - p - 1) / 2 * _mvdigamma(nu / 2, p=p)
-                + nu * p / 2)
+        return (
+            (p + 1) * (p * _LOG_2 / 2 + half_logdet_scale)
+            + L.mvlgamma(nu / 2, p=p)
+            - (nu - p - 1) / 2 * _mvdigamma(nu / 2, p=p)
+            + nu * p / 2
+        )
 
     @property
     def _natural_params(self) -> tuple[Tensor, ...]:
@@ -499,8 +556,9 @@ class Wishart(ExponentialFamily):
     def _log_normalizer(self, x: Tensor, y: Tensor) -> Tensor:
         L = lg()
         p = self._event_shape[-1]
-        return (y + (p + 1) / 2) * (-L.linalg.slogdet(-2 * x).logabsdet + _LOG_2 * p) \
-            + L.mvlgamma(y + (p + 1) / 2, p=p)
+        return (y + (p + 1) / 2) * (-L.linalg.slogdet(-2 * x).logabsdet + _LOG_2 * p) + L.mvlgamma(
+            y + (p + 1) / 2, p=p
+        )
 
 
 class LKJCholesky(Distribution):
@@ -511,12 +569,14 @@ class LKJCholesky(Distribution):
     arg_constraints = {"concentration": constraints.positive}
     support = constraints.corr_cholesky
 
-    def __init__(self, dim: int, concentration: Any = 1.0, validate_args: bool | None = None
-                 ) -> None:
+    def __init__(
+        self, dim: int, concentration: Any = 1.0, validate_args: bool | None = None
+    ) -> None:
         L = lg()
         if dim < 2:
-            raise ValueError(f"Expected dim to be an integer greater than or equal to 2. "
-                             f"Found dim={dim}.")
+            raise ValueError(
+                f"Expected dim to be an integer greater than or equal to 2. Found dim={dim}."
+            )
         self.dim = dim
         (self.concentration,) = broadcast_all(concentration)
         batch_shape = self.concentration.size()
@@ -543,8 +603,7 @@ class LKJCholesky(Distribution):
         L = lg()
         with L.no_grad():
             y = self._beta.sample(sample_shape).unsqueeze(-1)
-            u_normal = L.randn(tuple(self._extended_shape(sample_shape)),
-                               dtype=y.dtype).tril(-1)
+            u_normal = L.randn(tuple(self._extended_shape(sample_shape)), dtype=y.dtype).tril(-1)
             u_hypersphere = u_normal / u_normal.norm(dim=-1, keepdim=True)
             first_row = L.arange(self.dim).reshape(-1, 1) == 0
             u_hypersphere = L.where(first_row, L.zeros_like(u_hypersphere), u_hypersphere)

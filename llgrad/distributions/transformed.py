@@ -2,6 +2,7 @@
 MixtureSameFamily, and the families defined as transformed distributions (LogNormal,
 HalfNormal, HalfCauchy, Gumbel, Pareto, Weibull, Kumaraswamy, InverseGamma,
 LogisticNormal, RelaxedBernoulli, RelaxedOneHotCategorical)."""
+
 from __future__ import annotations
 
 import math
@@ -14,14 +15,42 @@ from ._common import all_numbers, inf_like, lg, nan_like
 from .continuous import Cauchy, Exponential, Gamma, Normal, Uniform
 from .discrete import Categorical
 from .distribution import Distribution
-from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform,
-                         PowerTransform, SigmoidTransform, StickBreakingTransform, Transform)
-from .utils import (_sum_rightmost, broadcast_all, clamp_probs, euler_constant,
-                    lazy_property, logits_to_probs, probs_to_logits)
+from .transforms import (
+    AbsTransform,
+    AffineTransform,
+    ComposeTransform,
+    ExpTransform,
+    PowerTransform,
+    SigmoidTransform,
+    StickBreakingTransform,
+    Transform,
+)
+from .utils import (
+    _sum_rightmost,
+    broadcast_all,
+    clamp_probs,
+    euler_constant,
+    lazy_property,
+    logits_to_probs,
+    probs_to_logits,
+)
 
-__all__ = ["TransformedDistribution", "Independent", "MixtureSameFamily", "LogNormal",
-           "HalfNormal", "HalfCauchy", "Gumbel", "Pareto", "Weibull", "Kumaraswamy",
-           "InverseGamma", "LogisticNormal", "RelaxedBernoulli", "RelaxedOneHotCategorical"]
+__all__ = [
+    "TransformedDistribution",
+    "Independent",
+    "MixtureSameFamily",
+    "LogNormal",
+    "HalfNormal",
+    "HalfCauchy",
+    "Gumbel",
+    "Pareto",
+    "Weibull",
+    "Kumaraswamy",
+    "InverseGamma",
+    "LogisticNormal",
+    "RelaxedBernoulli",
+    "RelaxedOneHotCategorical",
+]
 
 
 class Independent(Distribution):
@@ -30,17 +59,23 @@ class Independent(Distribution):
 
     arg_constraints: dict[str, constraints.Constraint] = {}
 
-    def __init__(self, base_distribution: Distribution, reinterpreted_batch_ndims: int,
-                 validate_args: bool | None = None) -> None:
+    def __init__(
+        self,
+        base_distribution: Distribution,
+        reinterpreted_batch_ndims: int,
+        validate_args: bool | None = None,
+    ) -> None:
         if reinterpreted_batch_ndims > len(base_distribution.batch_shape):
-            raise ValueError(f"Expected reinterpreted_batch_ndims <= "
-                             f"len(base_distribution.batch_shape), actual "
-                             f"{reinterpreted_batch_ndims} vs "
-                             f"{len(base_distribution.batch_shape)}")
+            raise ValueError(
+                f"Expected reinterpreted_batch_ndims <= "
+                f"len(base_distribution.batch_shape), actual "
+                f"{reinterpreted_batch_ndims} vs "
+                f"{len(base_distribution.batch_shape)}"
+            )
         shape = tuple(base_distribution.batch_shape) + tuple(base_distribution.event_shape)
         event_dim = reinterpreted_batch_ndims + len(base_distribution.event_shape)
-        batch_shape = shape[:len(shape) - event_dim]
-        event_shape = shape[len(shape) - event_dim:]
+        batch_shape = shape[: len(shape) - event_dim]
+        event_shape = shape[len(shape) - event_dim :]
         self.base_dist = base_distribution
         self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
@@ -49,7 +84,8 @@ class Independent(Distribution):
         new = self._get_checked_instance(Independent, _instance)
         batch_shape = Size(tuple(batch_shape))
         new.base_dist = self.base_dist.expand(
-            tuple(batch_shape) + tuple(self.event_shape[:self.reinterpreted_batch_ndims]))
+            tuple(batch_shape) + tuple(self.event_shape[: self.reinterpreted_batch_ndims])
+        )
         new.reinterpreted_batch_ndims = self.reinterpreted_batch_ndims
         Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
         new._validate_args = self._validate_args
@@ -113,8 +149,9 @@ class TransformedDistribution(Distribution):
 
     arg_constraints: dict[str, constraints.Constraint] = {}
 
-    def __init__(self, base_distribution: Distribution, transforms: Any,
-                 validate_args: bool | None = None) -> None:
+    def __init__(
+        self, base_distribution: Distribution, transforms: Any, validate_args: bool | None = None
+    ) -> None:
         if isinstance(transforms, Transform):
             self.transforms = [transforms]
         elif isinstance(transforms, list):
@@ -127,12 +164,14 @@ class TransformedDistribution(Distribution):
         base_event_dim = len(base_distribution.event_shape)
         transform = ComposeTransform(self.transforms)
         if len(base_shape) < transform.domain.event_dim:
-            raise ValueError(f"base_distribution needs to have shape with size at least "
-                             f"{transform.domain.event_dim}, but got {Size(base_shape)}.")
+            raise ValueError(
+                f"base_distribution needs to have shape with size at least "
+                f"{transform.domain.event_dim}, but got {Size(base_shape)}."
+            )
         forward_shape = tuple(transform.forward_shape(base_shape))
         expanded_base_shape = tuple(transform.inverse_shape(forward_shape))
         if base_shape != expanded_base_shape:
-            base_batch_shape = expanded_base_shape[:len(expanded_base_shape) - base_event_dim]
+            base_batch_shape = expanded_base_shape[: len(expanded_base_shape) - base_event_dim]
             base_distribution = base_distribution.expand(base_batch_shape)
         reinterpreted_batch_ndims = transform.domain.event_dim - base_event_dim
         if reinterpreted_batch_ndims > 0:
@@ -143,14 +182,15 @@ class TransformedDistribution(Distribution):
         cut = len(forward_shape) - event_dim
         super().__init__(forward_shape[:cut], forward_shape[cut:], validate_args=validate_args)
 
-    def expand(self, batch_shape: Sequence[int], _instance: Any = None
-               ) -> "TransformedDistribution":
+    def expand(
+        self, batch_shape: Sequence[int], _instance: Any = None
+    ) -> "TransformedDistribution":
         new = self._get_checked_instance(TransformedDistribution, _instance)
         batch_shape = Size(tuple(batch_shape))
         shape: Any = tuple(batch_shape) + tuple(self.event_shape)
         for t in reversed(self.transforms):
             shape = tuple(t.inverse_shape(shape))
-        base_batch_shape = shape[:len(shape) - len(self.base_dist.event_shape)]
+        base_batch_shape = shape[: len(shape) - len(self.base_dist.event_shape)]
         new.base_dist = self.base_dist.expand(base_batch_shape)
         new.transforms = self.transforms
         Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
@@ -163,8 +203,7 @@ class TransformedDistribution(Distribution):
             return self.base_dist.support
         support = self.transforms[-1].codomain
         if len(self.event_shape) > support.event_dim:
-            support = constraints.independent(support, len(self.event_shape)
-                                              - support.event_dim)
+            support = constraints.independent(support, len(self.event_shape) - support.event_dim)
         return support
 
     @property
@@ -193,11 +232,13 @@ class TransformedDistribution(Distribution):
         for transform in reversed(self.transforms):
             x = transform.inv(y)
             event_dim += transform.domain.event_dim - transform.codomain.event_dim
-            log_prob = log_prob - _sum_rightmost(transform.log_abs_det_jacobian(x, y),
-                                                 event_dim - transform.domain.event_dim)
+            log_prob = log_prob - _sum_rightmost(
+                transform.log_abs_det_jacobian(x, y), event_dim - transform.domain.event_dim
+            )
             y = x
-        return log_prob + _sum_rightmost(self.base_dist.log_prob(y),
-                                         event_dim - len(self.base_dist.event_shape))
+        return log_prob + _sum_rightmost(
+            self.base_dist.log_prob(y), event_dim - len(self.base_dist.event_shape)
+        )
 
     def _monotonize_cdf(self, value: Tensor) -> Tensor:
         sign: Any = 1
@@ -230,46 +271,57 @@ class MixtureSameFamily(Distribution):
     arg_constraints: dict[str, constraints.Constraint] = {}
     has_rsample = False
 
-    def __init__(self, mixture_distribution: Categorical,
-                 component_distribution: Distribution,
-                 validate_args: bool | None = None) -> None:
+    def __init__(
+        self,
+        mixture_distribution: Categorical,
+        component_distribution: Distribution,
+        validate_args: bool | None = None,
+    ) -> None:
         self._mixture_distribution = mixture_distribution
         self._component_distribution = component_distribution
         if not isinstance(self._mixture_distribution, Categorical):
-            raise ValueError(" The Mixture distribution needs to be an  instance of "
-                             "torch.distributions.Categorical")
+            raise ValueError(
+                " The Mixture distribution needs to be an  instance of "
+                "torch.distributions.Categorical"
+            )
         if not isinstance(self._component_distribution, Distribution):
-            raise ValueError("The Component distribution need to be an instance of "
-                             "torch.distributions.Distribution")
+            raise ValueError(
+                "The Component distribution need to be an instance of "
+                "torch.distributions.Distribution"
+            )
         mdbs = self._mixture_distribution.batch_shape
         cdbs = self._component_distribution.batch_shape[:-1]
         for size1, size2 in zip(reversed(mdbs), reversed(cdbs)):
             if size1 != 1 and size2 != 1 and size1 != size2:
-                raise ValueError(f"`mixture_distribution.batch_shape` ({mdbs}) is not "
-                                 f"compatible with `component_distribution.batch_shape`"
-                                 f"({cdbs})")
+                raise ValueError(
+                    f"`mixture_distribution.batch_shape` ({mdbs}) is not "
+                    f"compatible with `component_distribution.batch_shape`"
+                    f"({cdbs})"
+                )
         km = self._mixture_distribution.logits.shape[-1]
         kc = self._component_distribution.batch_shape[-1]
         if km != kc:
-            raise ValueError(f"`mixture_distribution component` ({km}) does not equal "
-                             f"`component_distribution.batch_shape[-1]` ({kc})")
+            raise ValueError(
+                f"`mixture_distribution component` ({km}) does not equal "
+                f"`component_distribution.batch_shape[-1]` ({kc})"
+            )
         self._num_component = km
         event_shape = self._component_distribution.event_shape
         self._event_ndims = len(event_shape)
-        super().__init__(batch_shape=cdbs, event_shape=event_shape,
-                         validate_args=validate_args)
+        super().__init__(batch_shape=cdbs, event_shape=event_shape, validate_args=validate_args)
 
-    def expand(self, batch_shape: Sequence[int], _instance: Any = None
-               ) -> "MixtureSameFamily":
+    def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> "MixtureSameFamily":
         batch_shape = Size(tuple(batch_shape))
         new = self._get_checked_instance(MixtureSameFamily, _instance)
         new._component_distribution = self._component_distribution.expand(
-            tuple(batch_shape) + (self._num_component,))
+            tuple(batch_shape) + (self._num_component,)
+        )
         new._mixture_distribution = self._mixture_distribution.expand(batch_shape)
         new._num_component = self._num_component
         new._event_ndims = self._event_ndims
-        Distribution.__init__(new, batch_shape, new._component_distribution.event_shape,
-                              validate_args=False)
+        Distribution.__init__(
+            new, batch_shape, new._component_distribution.event_shape, validate_args=False
+        )
         new._validate_args = self._validate_args
         return new
 
@@ -295,10 +347,10 @@ class MixtureSameFamily(Distribution):
     @property
     def variance(self) -> Tensor:
         probs = self._pad_mixture_dimensions(self.mixture_distribution.probs)
-        mean_cond_var = (probs * self.component_distribution.variance).sum(
-            -1 - self._event_ndims)
-        var_cond_mean = (probs * (self.component_distribution.mean
-                                  - self._pad(self.mean)).square()).sum(-1 - self._event_ndims)
+        mean_cond_var = (probs * self.component_distribution.variance).sum(-1 - self._event_ndims)
+        var_cond_mean = (
+            probs * (self.component_distribution.mean - self._pad(self.mean)).square()
+        ).sum(-1 - self._event_ndims)
         return mean_cond_var + var_cond_mean
 
     def cdf(self, x: Tensor) -> Tensor:
@@ -341,12 +393,14 @@ class MixtureSameFamily(Distribution):
         return x.reshape(xs[:-1] + (1,) * pad_ndims + xs[-1:] + (1,) * self._event_ndims)
 
     def __repr__(self) -> str:
-        return (f"MixtureSameFamily(\n  {self.mixture_distribution},\n  "
-                f"{self.component_distribution})")
+        return (
+            f"MixtureSameFamily(\n  {self.mixture_distribution},\n  {self.component_distribution})"
+        )
 
 
-def _td_expand(self: Any, cls: type, batch_shape: Sequence[int], names: Sequence[str],
-               _instance: Any) -> Any:
+def _td_expand(
+    self: Any, cls: type, batch_shape: Sequence[int], names: Sequence[str], _instance: Any
+) -> Any:
     new = self._get_checked_instance(cls, _instance)
     for name in names:
         setattr(new, name, getattr(self, name).expand(tuple(batch_shape)))
@@ -512,11 +566,17 @@ class Gumbel(TransformedDistribution):
         if all_numbers(loc, scale):
             base_dist = Uniform(finfo.tiny, 1 - finfo.eps, validate_args=validate_args)
         else:
-            base_dist = Uniform(L.full_like(self.loc, finfo.tiny),
-                                L.full_like(self.loc, 1 - finfo.eps),
-                                validate_args=validate_args)
-        transforms = [ExpTransform().inv, AffineTransform(loc=0, scale=-L.ones_like(self.scale)),
-                      ExpTransform().inv, AffineTransform(loc=self.loc, scale=-self.scale)]
+            base_dist = Uniform(
+                L.full_like(self.loc, finfo.tiny),
+                L.full_like(self.loc, 1 - finfo.eps),
+                validate_args=validate_args,
+            )
+        transforms = [
+            ExpTransform().inv,
+            AffineTransform(loc=0, scale=-L.ones_like(self.scale)),
+            ExpTransform().inv,
+            AffineTransform(loc=self.loc, scale=-self.scale),
+        ]
         super().__init__(base_dist, transforms, validate_args=validate_args)
 
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> "Gumbel":
@@ -590,14 +650,15 @@ class Weibull(TransformedDistribution):
     arg_constraints = {"scale": constraints.positive, "concentration": constraints.positive}
     support = constraints.positive
 
-    def __init__(self, scale: Any, concentration: Any, validate_args: bool | None = None
-                 ) -> None:
+    def __init__(self, scale: Any, concentration: Any, validate_args: bool | None = None) -> None:
         L = lg()
         self.scale, self.concentration = broadcast_all(scale, concentration)
         self.concentration_reciprocal = self.concentration.reciprocal()
         base_dist = Exponential(L.ones_like(self.scale), validate_args=validate_args)
-        transforms = [PowerTransform(exponent=self.concentration_reciprocal),
-                      AffineTransform(loc=0, scale=self.scale)]
+        transforms = [
+            PowerTransform(exponent=self.concentration_reciprocal),
+            AffineTransform(loc=0, scale=self.scale),
+        ]
         super().__init__(base_dist, transforms, validate_args=validate_args)
 
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> "Weibull":
@@ -606,8 +667,10 @@ class Weibull(TransformedDistribution):
         new.concentration = self.concentration.expand(tuple(batch_shape))
         new.concentration_reciprocal = new.concentration.reciprocal()
         base_dist = self.base_dist.expand(tuple(batch_shape))
-        transforms = [PowerTransform(exponent=new.concentration_reciprocal),
-                      AffineTransform(loc=0, scale=new.scale)]
+        transforms = [
+            PowerTransform(exponent=new.concentration_reciprocal),
+            AffineTransform(loc=0, scale=new.scale),
+        ]
         TransformedDistribution.__init__(new, base_dist, transforms, validate_args=False)
         new._validate_args = self._validate_args
         return new
@@ -618,18 +681,25 @@ class Weibull(TransformedDistribution):
 
     @property
     def mode(self) -> Tensor:
-        return (self.scale * ((self.concentration - 1) / self.concentration)
-                ** self.concentration.reciprocal())
+        return (
+            self.scale
+            * ((self.concentration - 1) / self.concentration) ** self.concentration.reciprocal()
+        )
 
     @property
     def variance(self) -> Tensor:
         L = lg()
-        return self.scale.square() * (L.exp(L.lgamma(1 + 2 * self.concentration_reciprocal))
-                                    - L.exp(2 * L.lgamma(1 + self.concentration_reciprocal)))
+        return self.scale.square() * (
+            L.exp(L.lgamma(1 + 2 * self.concentration_reciprocal))
+            - L.exp(2 * L.lgamma(1 + self.concentration_reciprocal))
+        )
 
     def entropy(self) -> Tensor:
-        return (euler_constant * (1 - self.concentration_reciprocal)
-                + lg().log(self.scale * self.concentration_reciprocal) + 1)
+        return (
+            euler_constant * (1 - self.concentration_reciprocal)
+            + lg().log(self.scale * self.concentration_reciprocal)
+            + 1
+        )
 
 
 def _kumaraswamy_moment(a: Tensor, b: Tensor, n: int) -> Tensor:
@@ -642,26 +712,34 @@ class Kumaraswamy(TransformedDistribution):
     """The Kumaraswamy distribution on [0, 1] with `concentration1` (a) and
     `concentration0` (b) > 0: (1 - (1 - U)^(1/b))^(1/a)."""
 
-    arg_constraints = {"concentration1": constraints.positive,
-                       "concentration0": constraints.positive}
+    arg_constraints = {
+        "concentration1": constraints.positive,
+        "concentration0": constraints.positive,
+    }
     support = constraints.unit_interval
     has_rsample = True
 
-    def __init__(self, concentration1: Any, concentration0: Any,
-                 validate_args: bool | None = None) -> None:
+    def __init__(
+        self, concentration1: Any, concentration0: Any, validate_args: bool | None = None
+    ) -> None:
         L = lg()
-        self.concentration1, self.concentration0 = broadcast_all(concentration1,
-                                                                 concentration0)
-        base_dist = Uniform(L.full_like(self.concentration0, 0),
-                            L.full_like(self.concentration0, 1), validate_args=validate_args)
-        transforms = [PowerTransform(exponent=self.concentration0.reciprocal()),
-                      AffineTransform(loc=1.0, scale=-1.0),
-                      PowerTransform(exponent=self.concentration1.reciprocal())]
+        self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
+        base_dist = Uniform(
+            L.full_like(self.concentration0, 0),
+            L.full_like(self.concentration0, 1),
+            validate_args=validate_args,
+        )
+        transforms = [
+            PowerTransform(exponent=self.concentration0.reciprocal()),
+            AffineTransform(loc=1.0, scale=-1.0),
+            PowerTransform(exponent=self.concentration1.reciprocal()),
+        ]
         super().__init__(base_dist, transforms, validate_args=validate_args)
 
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> "Kumaraswamy":
-        return _td_expand(self, Kumaraswamy, batch_shape, ("concentration1", "concentration0"),
-                          _instance)
+        return _td_expand(
+            self, Kumaraswamy, batch_shape, ("concentration1", "concentration0"), _instance
+        )
 
     @property
     def mean(self) -> Tensor:
@@ -670,15 +748,16 @@ class Kumaraswamy(TransformedDistribution):
     @property
     def mode(self) -> Tensor:
         L = lg()
-        log_mode = (self.concentration0.reciprocal() * (-self.concentration0).log1p()
-                    - (-self.concentration0 * self.concentration1).log1p())
+        log_mode = (
+            self.concentration0.reciprocal() * (-self.concentration0).log1p()
+            - (-self.concentration0 * self.concentration1).log1p()
+        )
         bad = (self.concentration0 < 1) | (self.concentration1 < 1)
         return L.where(bad, nan_like(log_mode), log_mode).exp()
 
     @property
     def variance(self) -> Tensor:
-        return (_kumaraswamy_moment(self.concentration1, self.concentration0, 2)
-                - self.mean.square())
+        return _kumaraswamy_moment(self.concentration1, self.concentration0, 2) - self.mean.square()
 
     def entropy(self) -> Tensor:
         L = lg()
@@ -695,8 +774,7 @@ class InverseGamma(TransformedDistribution):
     support = constraints.positive
     has_rsample = True
 
-    def __init__(self, concentration: Any, rate: Any, validate_args: bool | None = None
-                 ) -> None:
+    def __init__(self, concentration: Any, rate: Any, validate_args: bool | None = None) -> None:
         base_dist = Gamma(concentration, rate, validate_args=validate_args)
         neg_one = -lg().ones((), dtype=base_dist.rate.dtype)
         super().__init__(base_dist, PowerTransform(neg_one), validate_args=validate_args)
@@ -728,13 +806,16 @@ class InverseGamma(TransformedDistribution):
     @property
     def variance(self) -> Tensor:
         L = lg()
-        result = self.rate.square() / ((self.concentration - 1).square()
-                                       * (self.concentration - 2))
+        result = self.rate.square() / ((self.concentration - 1).square() * (self.concentration - 2))
         return L.where(self.concentration > 2, result, inf_like(result))
 
     def entropy(self) -> Tensor:
-        return (self.concentration + self.rate.log() + self.concentration.lgamma()
-                - (1 + self.concentration) * self.concentration.digamma())
+        return (
+            self.concentration
+            + self.rate.log()
+            + self.concentration.lgamma()
+            - (1 + self.concentration) * self.concentration.digamma()
+        )
 
 
 class LogisticNormal(TransformedDistribution):
@@ -773,8 +854,13 @@ class LogitRelaxedBernoulli(Distribution):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.real
 
-    def __init__(self, temperature: Tensor, probs: Any = None, logits: Any = None,
-                 validate_args: bool | None = None) -> None:
+    def __init__(
+        self,
+        temperature: Tensor,
+        probs: Any = None,
+        logits: Any = None,
+        validate_args: bool | None = None,
+    ) -> None:
         self.temperature = temperature
         if (probs is None) == (logits is None):
             raise ValueError("Either `probs` or `logits` must be specified, but not both.")
@@ -788,11 +874,17 @@ class LogitRelaxedBernoulli(Distribution):
         batch_shape = Size() if is_scalar else self._param.size()
         super().__init__(batch_shape, validate_args=validate_args)
 
-    def expand(self, batch_shape: Sequence[int], _instance: Any = None
-               ) -> "LogitRelaxedBernoulli":
+    def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> "LogitRelaxedBernoulli":
         from ._common import expand_params
-        new = expand_params(self, LogitRelaxedBernoulli, batch_shape, ("probs", "logits"),
-                            _instance, extra=("temperature",))
+
+        new = expand_params(
+            self,
+            LogitRelaxedBernoulli,
+            batch_shape,
+            ("probs", "logits"),
+            _instance,
+            extra=("temperature",),
+        )
         new._param = new.probs if "probs" in self.__dict__ else new.logits
         return new
 
@@ -820,8 +912,9 @@ class LogitRelaxedBernoulli(Distribution):
         shape = tuple(self._extended_shape(sample_shape))
         probs = clamp_probs(self.probs.expand(shape))
         uniforms = clamp_probs(L.rand(shape, dtype=probs.dtype))
-        return (uniforms.log() - (-uniforms).log1p() + probs.log()
-                - (-probs).log1p()) / self.temperature
+        return (
+            uniforms.log() - (-uniforms).log1p() + probs.log() - (-probs).log1p()
+        ) / self.temperature
 
     def log_prob(self, value: Tensor) -> Tensor:
         L = lg()
@@ -829,8 +922,9 @@ class LogitRelaxedBernoulli(Distribution):
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
         diff = logits - value.mul(self.temperature)
-        return L.log(L.as_tensor(self.temperature, dtype=diff.dtype)) + diff \
-            - 2 * diff.exp().log1p()
+        return (
+            L.log(L.as_tensor(self.temperature, dtype=diff.dtype)) + diff - 2 * diff.exp().log1p()
+        )
 
 
 class RelaxedBernoulli(TransformedDistribution):
@@ -841,13 +935,17 @@ class RelaxedBernoulli(TransformedDistribution):
     support = constraints.unit_interval
     has_rsample = True
 
-    def __init__(self, temperature: Tensor, probs: Any = None, logits: Any = None,
-                 validate_args: bool | None = None) -> None:
+    def __init__(
+        self,
+        temperature: Tensor,
+        probs: Any = None,
+        logits: Any = None,
+        validate_args: bool | None = None,
+    ) -> None:
         base_dist = LogitRelaxedBernoulli(temperature, probs, logits)
         super().__init__(base_dist, SigmoidTransform(), validate_args=validate_args)
 
-    def expand(self, batch_shape: Sequence[int], _instance: Any = None
-               ) -> "RelaxedBernoulli":
+    def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> "RelaxedBernoulli":
         new = self._get_checked_instance(RelaxedBernoulli, _instance)
         return super().expand(batch_shape, _instance=new)
 
@@ -874,16 +972,20 @@ class ExpRelaxedCategorical(Distribution):
     support = constraints.real_vector
     has_rsample = True
 
-    def __init__(self, temperature: Tensor, probs: Tensor | None = None,
-                 logits: Tensor | None = None, validate_args: bool | None = None) -> None:
+    def __init__(
+        self,
+        temperature: Tensor,
+        probs: Tensor | None = None,
+        logits: Tensor | None = None,
+        validate_args: bool | None = None,
+    ) -> None:
         self._categorical = Categorical(probs, logits)
         self.temperature = temperature
         batch_shape = self._categorical.batch_shape
         event_shape = self._categorical.param_shape[-1:]
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
 
-    def expand(self, batch_shape: Sequence[int], _instance: Any = None
-               ) -> "ExpRelaxedCategorical":
+    def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> "ExpRelaxedCategorical":
         new = self._get_checked_instance(ExpRelaxedCategorical, _instance)
         batch_shape = Size(tuple(batch_shape))
         new.temperature = self.temperature
@@ -925,8 +1027,7 @@ class ExpRelaxedCategorical(Distribution):
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
         temperature = L.as_tensor(self.temperature, dtype=logits.dtype)
-        log_scale = L.full_like(temperature, float(k)).lgamma() - temperature.log().mul(
-            -(k - 1))
+        log_scale = L.full_like(temperature, float(k)).lgamma() - temperature.log().mul(-(k - 1))
         score = logits - value.mul(temperature)
         score = (score - score.logsumexp(dim=-1, keepdim=True)).sum(-1)
         return score + log_scale
@@ -940,14 +1041,19 @@ class RelaxedOneHotCategorical(TransformedDistribution):
     support = constraints.simplex
     has_rsample = True
 
-    def __init__(self, temperature: Tensor, probs: Tensor | None = None,
-                 logits: Tensor | None = None, validate_args: bool | None = None) -> None:
-        base_dist = ExpRelaxedCategorical(temperature, probs, logits,
-                                          validate_args=validate_args)
+    def __init__(
+        self,
+        temperature: Tensor,
+        probs: Tensor | None = None,
+        logits: Tensor | None = None,
+        validate_args: bool | None = None,
+    ) -> None:
+        base_dist = ExpRelaxedCategorical(temperature, probs, logits, validate_args=validate_args)
         super().__init__(base_dist, ExpTransform(), validate_args=validate_args)
 
-    def expand(self, batch_shape: Sequence[int], _instance: Any = None
-               ) -> "RelaxedOneHotCategorical":
+    def expand(
+        self, batch_shape: Sequence[int], _instance: Any = None
+    ) -> "RelaxedOneHotCategorical":
         new = self._get_checked_instance(RelaxedOneHotCategorical, _instance)
         return super().expand(batch_shape, _instance=new)
 

@@ -5,6 +5,7 @@ Each transform is differentiable by composition of llgrad ops (so gradients, `vm
 `lg.compile` apply). `cache_size=1` keeps the last (x, y) pair so that `t.inv(t(x))`
 returns `x` itself.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,21 +14,41 @@ from typing import Any, Sequence
 
 from ..tensor import Size, Tensor
 from . import constraints
-from .utils import _sum_rightmost, broadcast_all, lazy_property, tril_matrix_to_vec, \
-    vec_to_tril_matrix
+from .utils import (
+    _sum_rightmost,
+    broadcast_all,
+    lazy_property,
+    tril_matrix_to_vec,
+    vec_to_tril_matrix,
+)
 
 __all__ = [
-    "AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
-    "CorrCholeskyTransform", "CumulativeDistributionTransform", "ExpTransform",
-    "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
-    "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftplusTransform",
-    "TanhTransform", "SoftmaxTransform", "StackTransform", "StickBreakingTransform",
-    "Transform", "identity_transform",
+    "AbsTransform",
+    "AffineTransform",
+    "CatTransform",
+    "ComposeTransform",
+    "CorrCholeskyTransform",
+    "CumulativeDistributionTransform",
+    "ExpTransform",
+    "IndependentTransform",
+    "LowerCholeskyTransform",
+    "PositiveDefiniteTransform",
+    "PowerTransform",
+    "ReshapeTransform",
+    "SigmoidTransform",
+    "SoftplusTransform",
+    "TanhTransform",
+    "SoftmaxTransform",
+    "StackTransform",
+    "StickBreakingTransform",
+    "Transform",
+    "identity_transform",
 ]
 
 
 def _lg() -> Any:
     import llgrad
+
     return llgrad
 
 
@@ -286,8 +307,9 @@ class ComposeTransform(Transform):
         total: Any = None
         event_dim = self.domain.event_dim
         for part, xi, yi in zip(self.parts, xs[:-1], xs[1:]):
-            term = _sum_rightmost(part.log_abs_det_jacobian(xi, yi),
-                                  event_dim - part.domain.event_dim)
+            term = _sum_rightmost(
+                part.log_abs_det_jacobian(xi, yi), event_dim - part.domain.event_dim
+            )
             total = term if total is None else total + term
             event_dim += part.codomain.event_dim - part.domain.event_dim
         return total
@@ -303,8 +325,12 @@ class ComposeTransform(Transform):
         return shape
 
     def __repr__(self) -> str:
-        return (self.__class__.__name__ + "(\n    "
-                + ",\n    ".join(repr(p) for p in self.parts) + "\n)")
+        return (
+            self.__class__.__name__
+            + "(\n    "
+            + ",\n    ".join(repr(p) for p in self.parts)
+            + "\n)"
+        )
 
 
 identity_transform = ComposeTransform([])
@@ -314,8 +340,9 @@ class IndependentTransform(Transform):
     """`base_transform` with `reinterpreted_batch_ndims` extra rightmost dims treated as
     event dims (its log-det is summed over them)."""
 
-    def __init__(self, base_transform: Transform, reinterpreted_batch_ndims: int,
-                 cache_size: int = 0) -> None:
+    def __init__(
+        self, base_transform: Transform, reinterpreted_batch_ndims: int, cache_size: int = 0
+    ) -> None:
         super().__init__(cache_size=cache_size)
         self.base_transform = base_transform.with_cache(cache_size)
         self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
@@ -323,18 +350,17 @@ class IndependentTransform(Transform):
     def with_cache(self, cache_size: int = 1) -> Transform:
         if self._cache_size == cache_size:
             return self
-        return IndependentTransform(self.base_transform, self.reinterpreted_batch_ndims,
-                                    cache_size=cache_size)
+        return IndependentTransform(
+            self.base_transform, self.reinterpreted_batch_ndims, cache_size=cache_size
+        )
 
     @constraints.dependent_property(is_discrete=False)
     def domain(self) -> Any:
-        return constraints.independent(self.base_transform.domain,
-                                       self.reinterpreted_batch_ndims)
+        return constraints.independent(self.base_transform.domain, self.reinterpreted_batch_ndims)
 
     @constraints.dependent_property(is_discrete=False)
     def codomain(self) -> Any:
-        return constraints.independent(self.base_transform.codomain,
-                                       self.reinterpreted_batch_ndims)
+        return constraints.independent(self.base_transform.codomain, self.reinterpreted_batch_ndims)
 
     @property
     def bijective(self) -> bool:  # type: ignore[override]
@@ -359,8 +385,9 @@ class IndependentTransform(Transform):
         return _sum_rightmost(result, self.reinterpreted_batch_ndims)
 
     def __repr__(self) -> str:
-        return (f"{self.__class__.__name__}({self.base_transform!r}, "
-                f"{self.reinterpreted_batch_ndims})")
+        return (
+            f"{self.__class__.__name__}({self.base_transform!r}, {self.reinterpreted_batch_ndims})"
+        )
 
     def forward_shape(self, shape: Sequence[int]) -> Any:
         return self.base_transform.forward_shape(shape)
@@ -374,8 +401,9 @@ class ReshapeTransform(Transform):
 
     bijective = True
 
-    def __init__(self, in_shape: Sequence[int], out_shape: Sequence[int],
-                 cache_size: int = 0) -> None:
+    def __init__(
+        self, in_shape: Sequence[int], out_shape: Sequence[int], cache_size: int = 0
+    ) -> None:
         self.in_shape = Size(tuple(in_shape))
         self.out_shape = Size(tuple(out_shape))
         if self.in_shape.numel() != self.out_shape.numel():
@@ -396,15 +424,15 @@ class ReshapeTransform(Transform):
         return ReshapeTransform(self.in_shape, self.out_shape, cache_size=cache_size)
 
     def _call(self, x: Tensor) -> Tensor:
-        batch_shape = tuple(x.shape[:x.dim() - len(self.in_shape)])
+        batch_shape = tuple(x.shape[: x.dim() - len(self.in_shape)])
         return x.reshape(batch_shape + tuple(self.out_shape))
 
     def _inverse(self, y: Tensor) -> Tensor:
-        batch_shape = tuple(y.shape[:y.dim() - len(self.out_shape)])
+        batch_shape = tuple(y.shape[: y.dim() - len(self.out_shape)])
         return y.reshape(batch_shape + tuple(self.in_shape))
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
-        batch_shape = tuple(x.shape[:x.dim() - len(self.in_shape)])
+        batch_shape = tuple(x.shape[: x.dim() - len(self.in_shape)])
         return _lg().zeros(batch_shape, dtype=x.dtype)
 
     def forward_shape(self, shape: Sequence[int]) -> Any:
@@ -412,8 +440,9 @@ class ReshapeTransform(Transform):
             raise ValueError("Too few dimensions on input")
         cut = len(shape) - len(self.in_shape)
         if tuple(shape[cut:]) != tuple(self.in_shape):
-            raise ValueError(f"Shape mismatch: expected {tuple(shape[cut:])} but got "
-                             f"{self.in_shape}")
+            raise ValueError(
+                f"Shape mismatch: expected {tuple(shape[cut:])} but got {self.in_shape}"
+            )
         return Size(tuple(shape[:cut]) + tuple(self.out_shape))
 
     def inverse_shape(self, shape: Sequence[int]) -> Any:
@@ -421,13 +450,15 @@ class ReshapeTransform(Transform):
             raise ValueError("Too few dimensions on input")
         cut = len(shape) - len(self.out_shape)
         if tuple(shape[cut:]) != tuple(self.out_shape):
-            raise ValueError(f"Shape mismatch: expected {tuple(shape[cut:])} but got "
-                             f"{self.out_shape}")
+            raise ValueError(
+                f"Shape mismatch: expected {tuple(shape[cut:])} but got {self.out_shape}"
+            )
         return Size(tuple(shape[:cut]) + tuple(self.in_shape))
 
 
 class ExpTransform(Transform):
     """y = exp(x)."""
+
     domain = constraints.real
     codomain = constraints.positive
     bijective = True
@@ -450,6 +481,7 @@ class ExpTransform(Transform):
 
 class PowerTransform(Transform):
     """y = x ** exponent (x > 0)."""
+
     domain = constraints.positive
     codomain = constraints.positive
     bijective = True
@@ -498,6 +530,7 @@ def _clipped_sigmoid(x: Tensor) -> Tensor:
 
 class SigmoidTransform(Transform):
     """y = sigmoid(x) (clipped into [tiny, 1 - eps])."""
+
     domain = constraints.real
     codomain = constraints.unit_interval
     bijective = True
@@ -523,6 +556,7 @@ class SigmoidTransform(Transform):
 
 class SoftplusTransform(Transform):
     """y = log(1 + exp(x))."""
+
     domain = constraints.real
     codomain = constraints.positive
     bijective = True
@@ -545,6 +579,7 @@ class SoftplusTransform(Transform):
 
 class TanhTransform(Transform):
     """y = tanh(x)."""
+
     domain = constraints.real
     codomain = constraints.interval(-1.0, 1.0)
     bijective = True
@@ -568,6 +603,7 @@ class TanhTransform(Transform):
 
 class AbsTransform(Transform):
     """y = |x| (not bijective; its `inv` returns y)."""
+
     domain = constraints.real
     codomain = constraints.positive
 
@@ -655,8 +691,8 @@ class AffineTransform(Transform):
         else:
             result = lg.abs(scale).log()
         if self.event_dim:
-            result = result.reshape(tuple(result.shape[:-self.event_dim]) + (-1,)).sum(-1)
-            shape = shape[:-self.event_dim]
+            result = result.reshape(tuple(result.shape[: -self.event_dim]) + (-1,)).sum(-1)
+            shape = shape[: -self.event_dim]
         return result.expand(shape)
 
     def forward_shape(self, shape: Sequence[int]) -> Any:
@@ -682,6 +718,7 @@ class CorrCholeskyTransform(Transform):
     """An unconstrained vector of D(D-1)/2 entries -> the lower Cholesky factor of a DxD
     correlation matrix: the entries go through tanh into the strict lower triangle row
     by row, then each row is made of unit norm by a signed stick-breaking."""
+
     domain = constraints.real_vector
     codomain = constraints.corr_cholesky
     bijective = True
@@ -739,6 +776,7 @@ class CorrCholeskyTransform(Transform):
 
 class SoftmaxTransform(Transform):
     """x -> softmax over the last dim (onto the simplex; not bijective, `inv` is log)."""
+
     domain = constraints.real_vector
     codomain = constraints.simplex
 
@@ -769,6 +807,7 @@ class StickBreakingTransform(Transform):
     """An unconstrained vector of K-1 entries -> the K-simplex by stick breaking (each
     entry, shifted by log of the remaining count, through a sigmoid takes its share of
     what is left). Bijective."""
+
     domain = constraints.real_vector
     codomain = constraints.simplex
     bijective = True
@@ -816,6 +855,7 @@ class StickBreakingTransform(Transform):
 class LowerCholeskyTransform(Transform):
     """An unconstrained matrix -> a lower-triangular one with positive diagonal (strict
     lower triangle kept, diagonal exponentiated)."""
+
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.lower_cholesky
 
@@ -833,6 +873,7 @@ class LowerCholeskyTransform(Transform):
 
 class PositiveDefiniteTransform(Transform):
     """An unconstrained matrix -> L L^T with L its LowerCholeskyTransform."""
+
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.positive_definite
 
@@ -859,8 +900,13 @@ class CatTransform(Transform):
     """Transforms `tseq` applied to consecutive slices of `lengths` along `dim` (the
     pieces joined as `lg.cat` joins them)."""
 
-    def __init__(self, tseq: Sequence[Transform], dim: int = 0,
-                 lengths: Sequence[int] | None = None, cache_size: int = 0) -> None:
+    def __init__(
+        self,
+        tseq: Sequence[Transform],
+        dim: int = 0,
+        lengths: Sequence[int] | None = None,
+        cache_size: int = 0,
+    ) -> None:
         if not all(isinstance(t, Transform) for t in tseq):
             raise AssertionError("All elements of tseq must be Transform instances")
         if cache_size:
@@ -871,8 +917,9 @@ class CatTransform(Transform):
             lengths = [1] * len(self.transforms)
         self.lengths = list(lengths)
         if len(self.lengths) != len(self.transforms):
-            raise AssertionError(f"lengths ({len(self.lengths)}) must match transforms "
-                                 f"({len(self.transforms)})")
+            raise AssertionError(
+                f"lengths ({len(self.lengths)}) must match transforms ({len(self.transforms)})"
+            )
         self.dim = dim
 
     @lazy_property
@@ -891,8 +938,9 @@ class CatTransform(Transform):
     def _check(self, t: Tensor, name: str) -> None:
         _check_dim(self.dim, t, name)
         if t.size(self.dim) != self.length:
-            raise AssertionError(f"{name}.size({self.dim}) = {t.size(self.dim)} must equal "
-                                 f"length {self.length}")
+            raise AssertionError(
+                f"{name}.size({self.dim}) = {t.size(self.dim)} must equal length {self.length}"
+            )
 
     def _map(self, v: Tensor, inverse: bool) -> Tensor:
         self._check(v, "y" if inverse else "x")
@@ -944,8 +992,7 @@ class CatTransform(Transform):
 
     @constraints.dependent_property
     def codomain(self) -> Any:
-        return constraints.cat([t.codomain for t in self.transforms], self.dim,
-                               self.lengths)
+        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
 
 
 class StackTransform(Transform):
@@ -971,25 +1018,31 @@ class StackTransform(Transform):
     def _check(self, t: Tensor, name: str) -> None:
         _check_dim(self.dim, t, name)
         if t.size(self.dim) != len(self.transforms):
-            raise AssertionError(f"{name}.size({self.dim}) = {t.size(self.dim)} must equal "
-                                 f"len(transforms) {len(self.transforms)}")
+            raise AssertionError(
+                f"{name}.size({self.dim}) = {t.size(self.dim)} must equal "
+                f"len(transforms) {len(self.transforms)}"
+            )
 
     def _call(self, x: Tensor) -> Tensor:
         self._check(x, "x")
-        return _lg().stack([t(s) for s, t in zip(self._slice(x), self.transforms)],
-                           dim=self.dim)
+        return _lg().stack([t(s) for s, t in zip(self._slice(x), self.transforms)], dim=self.dim)
 
     def _inverse(self, y: Tensor) -> Tensor:
         self._check(y, "y")
-        return _lg().stack([t.inv(s) for s, t in zip(self._slice(y), self.transforms)],
-                           dim=self.dim)
+        return _lg().stack(
+            [t.inv(s) for s, t in zip(self._slice(y), self.transforms)], dim=self.dim
+        )
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
         self._check(x, "x")
         self._check(y, "y")
-        return _lg().stack([t.log_abs_det_jacobian(xs, ys) for xs, ys, t in
-                            zip(self._slice(x), self._slice(y), self.transforms)],
-                           dim=self.dim)
+        return _lg().stack(
+            [
+                t.log_abs_det_jacobian(xs, ys)
+                for xs, ys, t in zip(self._slice(x), self._slice(y), self.transforms)
+            ],
+            dim=self.dim,
+        )
 
     @property
     def bijective(self) -> bool:  # type: ignore[override]
@@ -1007,6 +1060,7 @@ class StackTransform(Transform):
 class CumulativeDistributionTransform(Transform):
     """y = distribution.cdf(x) (onto the unit interval); its inverse is `icdf` and its
     log-det `log_prob`."""
+
     bijective = True
     codomain = constraints.unit_interval
     sign = +1

@@ -1,4 +1,5 @@
 """Helpers shared by the distributions (as `torch.distributions.utils`)."""
+
 from __future__ import annotations
 
 import math
@@ -8,14 +9,23 @@ from typing import Any, Callable, Generic, TypeVar, overload
 
 from ..tensor import Tensor
 
-__all__ = ["broadcast_all", "logits_to_probs", "probs_to_logits", "clamp_probs",
-           "lazy_property", "tril_matrix_to_vec", "vec_to_tril_matrix", "euler_constant"]
+__all__ = [
+    "broadcast_all",
+    "logits_to_probs",
+    "probs_to_logits",
+    "clamp_probs",
+    "lazy_property",
+    "tril_matrix_to_vec",
+    "vec_to_tril_matrix",
+    "euler_constant",
+]
 
 euler_constant = 0.57721566490153286060  # Euler-Mascheroni constant
 
 
 def _lg() -> Any:
     import llgrad
+
     return llgrad
 
 
@@ -25,22 +35,24 @@ def broadcast_all(*values: Any) -> tuple[Tensor, ...]:
     anything else (as torch). Where llgrad differs: broadcast results are made contiguous
     copies (torch returns expanded views); values and gradients are the same."""
     lg = _lg()
-    if not all(isinstance(v, (Tensor, Number)) and not isinstance(v, bool)
-               or isinstance(v, Tensor) for v in values):
-        raise ValueError("Input arguments must all be instances of numbers.Number, "
-                         "torch.Tensor or objects implementing __torch_function__.")
+    if not all(
+        isinstance(v, (Tensor, Number)) and not isinstance(v, bool) or isinstance(v, Tensor)
+        for v in values
+    ):
+        raise ValueError(
+            "Input arguments must all be instances of numbers.Number, "
+            "torch.Tensor or objects implementing __torch_function__."
+        )
     if not all(isinstance(v, Tensor) for v in values):
         dtype = lg.get_default_dtype()
         for v in values:
             if isinstance(v, Tensor):
                 dtype = v.dtype
                 break
-        values = tuple(v if isinstance(v, Tensor) else lg.tensor(v, dtype=dtype)
-                       for v in values)
+        values = tuple(v if isinstance(v, Tensor) else lg.tensor(v, dtype=dtype) for v in values)
     # dense results: llgrad's math kernels compile far slower for stride-0 (expanded)
     # inputs, and the parameters feed many of them
-    return tuple(v if v.is_contiguous() else v.contiguous()
-                 for v in lg.broadcast_tensors(*values))
+    return tuple(v if v.is_contiguous() else v.contiguous() for v in lg.broadcast_tensors(*values))
 
 
 def _standard_normal(shape: Any, dtype: Any, generator: Any = None) -> Tensor:
@@ -52,7 +64,7 @@ def _sum_rightmost(value: Tensor, dim: int) -> Tensor:
     """Sum out the rightmost `dim` dimensions of `value`."""
     if dim == 0:
         return value
-    required_shape = tuple(value.shape[:value.dim() - dim]) + (-1,)
+    required_shape = tuple(value.shape[: value.dim() - dim]) + (-1,)
     return value.reshape(required_shape).sum(-1)
 
 
@@ -98,7 +110,9 @@ class lazy_property(Generic[T, R]):
         update_wrapper(self, wrapped)  # type: ignore[arg-type]
 
     @overload
-    def __get__(self, instance: None, obj_type: Any = None) -> "_lazy_property_and_property[T, R]": ...
+    def __get__(
+        self, instance: None, obj_type: Any = None
+    ) -> "_lazy_property_and_property[T, R]": ...
 
     @overload
     def __get__(self, instance: T, obj_type: Any = None) -> R: ...
@@ -136,12 +150,16 @@ def vec_to_tril_matrix(vec: Tensor, diag: int = 0) -> Tensor:
     row by row into the lower triangle of a square matrix (zeros elsewhere)."""
     lg = _lg()
     # vec.shape[-1] = n*(n+1)/2 + diag*n (for diag <= 0 it counts the cut-off entries)
-    n = (-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * vec.shape[-1]
-                            + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    n = (
+        -(1 + 2 * diag)
+        + ((1 + 2 * diag) ** 2 + 8 * vec.shape[-1] + 4 * abs(diag) * (diag + 1)) ** 0.5
+    ) / 2
     eps = lg.finfo(vec.dtype).eps
     if not round(n) - n < eps:
-        raise ValueError(f"The size of last dimension is {vec.shape[-1]} which cannot be "
-                         f"expressed as the lower triangular part of a square D x D matrix.")
+        raise ValueError(
+            f"The size of last dimension is {vec.shape[-1]} which cannot be "
+            f"expressed as the lower triangular part of a square D x D matrix."
+        )
     n = round(n.item()) if isinstance(n, Tensor) else round(n)
     arange = lg.arange(n)
     tril_mask = arange < arange.view(-1, 1) + (diag + 1)

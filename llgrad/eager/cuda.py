@@ -21,6 +21,7 @@ Differences from PyTorch: view ops (`reshape`, `transpose`, slicing, ...) on CUD
 return new tensors rather than views (writing into the result does not change the
 source); one device (`cuda:0`); everything runs on the current stream in order.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
@@ -45,8 +46,7 @@ CUDA_DEVICE_NAME = "cuda:0"
 class CudaStorage:
     """A block of device memory holding a tensor's elements."""
 
-    __slots__ = ("block", "ptr", "nbytes", "version", "owner", "raw", "inference",
-                 "__weakref__")
+    __slots__ = ("block", "ptr", "nbytes", "version", "owner", "raw", "inference", "__weakref__")
 
     def __init__(self, block: Any):
         self.block = block
@@ -60,8 +60,9 @@ class CudaStorage:
     @property
     def buffer(self) -> np.ndarray:
         """Device memory has no host view: copy with `.cpu()` first."""
-        raise RuntimeError("this tensor's memory is on the CUDA device; copy it to the host "
-                           "with .cpu() first")
+        raise RuntimeError(
+            "this tensor's memory is on the CUDA device; copy it to the host with .cpu() first"
+        )
 
     def __repr__(self) -> str:
         return f"<CudaStorage {self.nbytes} bytes at {self.ptr:#x}>"
@@ -77,6 +78,7 @@ class CudaTensor(SymbolicTensor):
     def device(self) -> Any:
         """`device(type='cuda', index=0)`."""
         from ..device import device
+
         return device("cuda", 0)
 
     @property
@@ -105,8 +107,9 @@ class CudaTensor(SymbolicTensor):
 
     def _alias(self) -> "CudaTensor":
         """Another CUDA tensor over the same device memory, without history."""
-        return CudaTensor._make(self._storage, self._offset, self._shape, self._strides,
-                                self._dtype, base=self._base)
+        return CudaTensor._make(
+            self._storage, self._offset, self._shape, self._strides, self._dtype, base=self._base
+        )
 
     # -- reading values (copies to the host) -----------------------------------------------
     def _host(self) -> Tensor:
@@ -132,15 +135,22 @@ class CudaTensor(SymbolicTensor):
         return self._host().__index__()
 
     def _no_data(self, what: str) -> Any:
-        raise TypeError(f"can't convert {CUDA_DEVICE_NAME} device type tensor to numpy. Use "
-                        f"Tensor.cpu() to copy the tensor to host memory first.")
+        raise TypeError(
+            f"can't convert {CUDA_DEVICE_NAME} device type tensor to numpy. Use "
+            f"Tensor.cpu() to copy the tensor to host memory first."
+        )
 
     def __repr__(self) -> str:
         from .._printing import format_tensor
+
         grad_fn = None if self.grad_fn is None else type(self.grad_fn).__name__
-        return format_tensor(self._host()._values(), dtype_name=self._dtype.name,
-                             requires_grad=self._requires_grad, grad_fn_name=grad_fn,
-                             device=CUDA_DEVICE_NAME)
+        return format_tensor(
+            self._host()._values(),
+            dtype_name=self._dtype.name,
+            requires_grad=self._requires_grad,
+            grad_fn_name=grad_fn,
+            device=CUDA_DEVICE_NAME,
+        )
 
     __str__ = __repr__
 
@@ -181,6 +191,7 @@ def _rebuild_cuda(host: Any) -> CudaTensor:
 # memory and copies
 # ------------------------------------------------------------------------------------------
 
+
 def address(t: Tensor) -> int:
     """The device address of a CUDA tensor's first element. (Its `_ptr`, the host address
     every CPU kernel reads, is None, as a tracer's is: a CPU kernel handed a CUDA tensor
@@ -197,6 +208,7 @@ def _backend() -> Any:
     be = _BACKEND[0]
     if be is None:
         from ..runtime.cuda import driver
+
         be = _BACKEND[0] = driver.get()
         _install()
     return be
@@ -215,13 +227,13 @@ def empty(shape: tuple[int, ...], dtype: DType) -> CudaTensor:
 def upload(t: Tensor, non_blocking: bool = False) -> CudaTensor:
     """A CUDA copy of host tensor `t` (dense, same dtype); records `ToCopyBackward0`."""
     if t._storage is None or t._ptr is None:
-        raise RuntimeError(f"cuda: cannot copy a {type(t).__name__} (a tensor without "
-                           f"values) to the device")
+        raise RuntimeError(
+            f"cuda: cannot copy a {type(t).__name__} (a tensor without values) to the device"
+        )
     src = t if t.is_contiguous() else t.contiguous()
     out = empty(src._shape, src._dtype)
     if out._storage.nbytes:
-        _backend().copy_htod(address(out), src._ptr, out._storage.nbytes,
-                             non_blocking=non_blocking)
+        _backend().copy_htod(address(out), src._ptr, out._storage.nbytes, non_blocking=non_blocking)
     if needs_grad((t,)):
         _record_copy(t, out, True)
     return out
@@ -258,15 +270,21 @@ def contiguous(t: CudaTensor) -> CudaTensor:
 def copy_into(dst: CudaTensor, src: Any) -> CudaTensor:
     """`dst[...] = src` on the device: broadcasting and dtype conversion, any strides."""
     from ..functions.creation import tensor as make_tensor
+
     if not isinstance(src, Tensor):
         src = make_tensor(src, dtype=dst._dtype)
     if src.__class__ not in CUDA_CLASSES:
         src = upload(src.detach())
     from ..ir.types import broadcast_shapes
-    if src._shape != dst._shape and \
-            broadcast_shapes(src._shape, dst._shape, op="copy_") != dst._shape:
-        raise RuntimeError(f"copy_: source of shape {list(src._shape)} cannot be broadcast "
-                           f"to destination shape {list(dst._shape)}")
+
+    if (
+        src._shape != dst._shape
+        and broadcast_shapes(src._shape, dst._shape, op="copy_") != dst._shape
+    ):
+        raise RuntimeError(
+            f"copy_: source of shape {list(src._shape)} cannot be broadcast "
+            f"to destination shape {list(dst._shape)}"
+        )
     if dst.numel() == 0:
         return dst
     _copy_kernel(dst, src)
@@ -279,23 +297,27 @@ _copies: dict[tuple, Any] = {}
 def _copy_kernel(dst: CudaTensor, src: CudaTensor) -> None:
     """One elementwise launch from `src` (broadcast to dst's shape) into `dst`."""
     from ..runtime.cuda.kernels import CopyKernel
+
     rank = max(1, len(dst._shape))
     pad = rank - len(src._shape)
     shape = dst._shape or (1,)
-    s_strides = [0] * pad + [0 if (n == 1 and m != 1) else st for n, m, st in
-                             zip(src._shape, shape[pad:], src._strides)]
+    s_strides = [0] * pad + [
+        0 if (n == 1 and m != 1) else st for n, m, st in zip(src._shape, shape[pad:], src._strides)
+    ]
     d_strides = list(dst._strides) or [0]
     key = (dst._dtype, src._dtype, tuple(shape), tuple(d_strides), tuple(s_strides or [0]))
     k = _copies.get(key)
     if k is None:
-        k = _copies[key] = CopyKernel(dst._dtype, src._dtype, tuple(shape), tuple(d_strides),
-                                      tuple(s_strides or [0]))
+        k = _copies[key] = CopyKernel(
+            dst._dtype, src._dtype, tuple(shape), tuple(d_strides), tuple(s_strides or [0])
+        )
     k(address(dst), address(src))
 
 
 # ------------------------------------------------------------------------------------------
 # autograd of the device copies
 # ------------------------------------------------------------------------------------------
+
 
 class ToCopyBackward0(Node):
     """The node of a host<->device copy: the gradient is copied back the other way."""
@@ -311,7 +333,7 @@ class ToCopyBackward0(Node):
         if g is None:
             return (None,)
         on_device = g.__class__ in CUDA_CLASSES
-        if self.to_device:                    # the source is on the host
+        if self.to_device:  # the source is on the host
             return (to_host(g) if on_device else g,)
         return (g if on_device else upload(g),)
 
@@ -327,7 +349,7 @@ def _record_copy(source: Tensor, out: Tensor, to_device: bool) -> None:
 # ------------------------------------------------------------------------------------------
 
 _graphs: dict[tuple, Any] = {}
-_HOST = object()            # a key that runs on the host
+_HOST = object()  # a key that runs on the host
 _logged: set[str] = set()
 
 
@@ -339,6 +361,7 @@ class _Compiled:
         from ..passes.decompose import decompose
         from ..runtime.cuda.graph import CudaGraph
         from ..tracer.make_ir import trace
+
         with no_grad():
             graph, ctx, structure = trace(fn, tuple(examples), {})
         if ctx.effects or ctx.guards or ctx.captured:
@@ -350,6 +373,7 @@ class _Compiled:
 
     def __call__(self, tensors: Sequence[CudaTensor]) -> Any:
         from ..tracer.make_ir import _unflatten
+
         return _unflatten(self.structure, run_graph(self.exe, tensors))
 
 
@@ -377,6 +401,7 @@ def _flatten_operands(operands: Sequence[Any]) -> tuple[list[Tensor], Callable[[
         for k, v in zip(at, values):
             filled[k] = v
         return pytree.unflatten(treedef, filled)
+
     return [flat[k] for k in at], rebuild
 
 
@@ -391,8 +416,10 @@ def _on_device(tensors: list[Tensor], op: str) -> list[CudaTensor]:
         elif t.dim() == 0 or IN_BACKWARD[0]:
             out.append(upload(t.detach()))
         else:
-            raise RuntimeError(f"{op}: Expected all tensors to be on the same device, but "
-                               f"found at least two devices, {CUDA_DEVICE_NAME} and cpu!")
+            raise RuntimeError(
+                f"{op}: Expected all tensors to be on the same device, but "
+                f"found at least two devices, {CUDA_DEVICE_NAME} and cpu!"
+            )
     return out
 
 
@@ -404,8 +431,12 @@ def _key_of(kind: str, op: str, attrs: Any, operands: Sequence[Any]) -> tuple | 
             if isinstance(o, Tensor):
                 parts.append(("T", o._dtype, o._shape))
             elif isinstance(o, (list, tuple)):
-                parts.append(tuple(("T", x._dtype, x._shape) if isinstance(x, Tensor)
-                                   else (type(x), x) for x in o))
+                parts.append(
+                    tuple(
+                        ("T", x._dtype, x._shape) if isinstance(x, Tensor) else (type(x), x)
+                        for x in o
+                    )
+                )
             else:
                 parts.append((type(o), o))
         key = tuple(parts)
@@ -415,8 +446,9 @@ def _key_of(kind: str, op: str, attrs: Any, operands: Sequence[Any]) -> tuple | 
         return None
 
 
-def run_op(kind: str, op: str, operands: Sequence[Any], attrs: Any,
-           call: Callable[[list[Any]], Any]) -> Any:
+def run_op(
+    kind: str, op: str, operands: Sequence[Any], attrs: Any, call: Callable[[list[Any]], Any]
+) -> Any:
     """`call(operands)` on the GPU as a one-op graph (compiled once per key), or on the
     host on copies when that graph cannot run on the GPU."""
     tensors, rebuild = _flatten_operands(operands)
@@ -428,7 +460,7 @@ def run_op(kind: str, op: str, operands: Sequence[Any], attrs: Any,
         if key is not None:
             try:
                 compiled = _Compiled(lambda *ts: call(rebuild(list(ts))), device_tensors, op)
-            except Exception as e:          # noqa: BLE001 -- any failure runs on the host
+            except Exception as e:  # noqa: BLE001 -- any failure runs on the host
                 _note_host(op, e)
             _graphs[key] = compiled
     if compiled is not _HOST:
@@ -442,12 +474,12 @@ def run_op(kind: str, op: str, operands: Sequence[Any], attrs: Any,
 def _note_host(op: str, error: BaseException) -> None:
     if op not in _logged:
         _logged.add(op)
-        _log.log("graph_breaks", f"cuda: {op} runs on the host ({type(error).__name__}: "
-                                 f"{error})")
+        _log.log("graph_breaks", f"cuda: {op} runs on the host ({type(error).__name__}: {error})")
 
 
-def _view(op: str, operands: Sequence[Any], attrs: dict[str, Any],
-          forward: Callable[..., Tensor]) -> Tensor | None:
+def _view(
+    op: str, operands: Sequence[Any], attrs: dict[str, Any], forward: Callable[..., Tensor]
+) -> Tensor | None:
     """A view op's result as a view of the same device memory (the eager forward only
     computes the new layout), or None when the op must copy (a reshape of a layout that
     no view expresses): then it runs as a GPU graph."""
@@ -473,23 +505,32 @@ class CudaInterpreter(Interpreter):
                         return True
         return False
 
-    def process(self, op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,
-                forward: Callable[..., Tensor], name: str | None) -> Tensor:
+    def process(
+        self,
+        op: str,
+        operands: Sequence[Any],
+        attrs: dict[str, Any] | None,
+        forward: Callable[..., Tensor],
+        name: str | None,
+    ) -> Tensor:
         from ..autograd.apply import apply
+
         attrs = attrs or {}
         out = _view(op, operands, attrs, forward) if op in VIEW_OPS else None
         if out is None:
-            out = run_op("op", op, operands, attrs,
-                         lambda xs: apply(op, xs, attrs, forward, name))
+            out = run_op("op", op, operands, attrs, lambda xs: apply(op, xs, attrs, forward, name))
         if needs_grad(operands):
             record(op, operands, attrs, out, name)
         return out
 
-    def process_composite(self, op: str, operands: Sequence[Any], attrs: dict[str, Any],
-                          name: str | None) -> Tensor:
+    def process_composite(
+        self, op: str, operands: Sequence[Any], attrs: dict[str, Any], name: str | None
+    ) -> Tensor:
         from ..autograd.apply import apply_composite
-        out = run_op("composite", op, operands, attrs,
-                     lambda xs: apply_composite(op, xs, attrs, name))
+
+        out = run_op(
+            "composite", op, operands, attrs, lambda xs: apply_composite(op, xs, attrs, name)
+        )
         if needs_grad(operands):
             record(op, operands, attrs, out, name)
         return out
@@ -504,19 +545,23 @@ def _install() -> None:
     if _INTERPRETER not in interpreters:
         interpreters.insert(0, _INTERPRETER)
     from ..functions import _errors
+
     _errors.DEVICE_OUTPUTS[0] = _outputs_on_device
 
 
 def _outputs_on_device(result: Any, args: tuple, kwargs: dict) -> Any:
     """`result` with its host tensors copied to the device when the call had CUDA
     arguments and no host ones (what PyTorch's op would return)."""
-    if not any(isinstance(t, Tensor) and t.__class__ not in CUDA_CLASSES and
-               t._storage is not None for t in pytree.leaves(result)):
+    if not any(
+        isinstance(t, Tensor) and t.__class__ not in CUDA_CLASSES and t._storage is not None
+        for t in pytree.leaves(result)
+    ):
         return result
     leaves = _tensor_leaves((args, kwargs))
-    if not any(t.__class__ in CUDA_CLASSES for t in leaves) or \
-            any(t.__class__ not in CUDA_CLASSES and t.dim() for t in leaves):
-        return result                       # no CUDA arguments, or host ones too
+    if not any(t.__class__ in CUDA_CLASSES for t in leaves) or any(
+        t.__class__ not in CUDA_CLASSES and t.dim() for t in leaves
+    ):
+        return result  # no CUDA arguments, or host ones too
     return _device_tree(result)
 
 
@@ -528,6 +573,7 @@ def is_cuda_tensor(x: Any) -> bool:
 # ------------------------------------------------------------------------------------------
 # creation functions with device=
 # ------------------------------------------------------------------------------------------
+
 
 def device_aware(fn: Callable[..., Tensor], like: bool = False) -> Callable[..., Tensor]:
     """`fn` (a creation function) that also makes its tensor on `device="cuda"`: made on
@@ -563,12 +609,14 @@ def device_aware(fn: Callable[..., Tensor], like: bool = False) -> Callable[...,
         if requires_grad:
             out.requires_grad_(True)
         return out
+
     return made
 
 
 # ------------------------------------------------------------------------------------------
 # compiled functions on CUDA tensors
 # ------------------------------------------------------------------------------------------
+
 
 class CudaExecutable:
     """A compiled function's graph on the GPU: `exe(*tensors) -> list[CudaTensor]`.
@@ -581,12 +629,15 @@ class CudaExecutable:
 
     def __init__(self, graph: Any):
         from ..runtime.cuda.graph import CudaGraph
+
         self.graph = graph
         self.exe = CudaGraph(graph, _symbol(f"graph_{graph.name}"))
         self._in_place: list[tuple[int, int]] = []
-        self.stats = {"launches": len(self.exe.lowered.module.steps),
-                      "arena_bytes": self.exe.lowered.plan.arena_bytes,
-                      "seconds": self.exe.seconds}
+        self.stats = {
+            "launches": len(self.exe.lowered.module.steps),
+            "arena_bytes": self.exe.lowered.plan.arena_bytes,
+            "seconds": self.exe.seconds,
+        }
 
     @property
     def schedule(self) -> Any:
@@ -596,26 +647,33 @@ class CudaExecutable:
     def __call__(self, *inputs: Tensor) -> list[CudaTensor]:
         params = self.graph.params
         if len(inputs) != len(params):
-            raise TypeError(f"compiled graph @{self.graph.name} takes {len(params)} tensors, "
-                            f"got {len(inputs)}")
-        device_inputs = [t if t.__class__ in CUDA_CLASSES else upload(t.detach())
-                         for t in inputs]      # (host tensors: captured constants)
+            raise TypeError(
+                f"compiled graph @{self.graph.name} takes {len(params)} tensors, got {len(inputs)}"
+            )
+        device_inputs = [
+            t if t.__class__ in CUDA_CLASSES else upload(t.detach()) for t in inputs
+        ]  # (host tensors: captured constants)
         for t, p in zip(device_inputs, params):
             if t._dtype is not p.dtype or tuple(t._shape) != tuple(p.shape):
-                raise TypeError(f"compiled graph @{self.graph.name}: argument of "
-                                f"{t._dtype.name}{list(t._shape)} where "
-                                f"{p.dtype.name}{list(p.shape)} was compiled")
+                raise TypeError(
+                    f"compiled graph @{self.graph.name}: argument of "
+                    f"{t._dtype.name}{list(t._shape)} where "
+                    f"{p.dtype.name}{list(p.shape)} was compiled"
+                )
         if not self._in_place:
             return run_graph(self.exe, device_inputs)
         dense = [t if _dense(t) else contiguous(t) for t in device_inputs]
         outs: list[Any] = [None] * len(self.graph.outputs)
         for j, i in self._in_place:
             x = inputs[i]
-            if dense[i] is x and not any(k != i and y._storage is x._storage
-                                         for k, y in enumerate(dense)):
-                outs[j] = x                  # the graph writes output j over input i
-        outs = [o if o is not None else empty(g.shape, g.dtype)
-                for o, g in zip(outs, self.graph.outputs)]
+            if dense[i] is x and not any(
+                k != i and y._storage is x._storage for k, y in enumerate(dense)
+            ):
+                outs[j] = x  # the graph writes output j over input i
+        outs = [
+            o if o is not None else empty(g.shape, g.dtype)
+            for o, g in zip(outs, self.graph.outputs)
+        ]
         self.exe.run([address(t) for t in dense], [address(o) for o in outs])
         return outs
 
@@ -624,6 +682,7 @@ class CudaExecutable:
         (`schedule.program.can_write_in_place`, as `CompiledGraph.write_in_place`): a
         training step's parameter updates then need no copy back."""
         from ..schedule.program import can_write_in_place
+
         program = self.exe.lowered.program
         self._in_place = [(j, i) for j, i in pairs if can_write_in_place(program, j, i)]
         return list(self._in_place)
@@ -637,6 +696,7 @@ def reset() -> None:
     _logged.clear()
     _BACKEND[0] = None
     from ..functions import _errors
+
     _errors.DEVICE_OUTPUTS[0] = None
     if _INTERPRETER in interpreters:
         interpreters.remove(_INTERPRETER)
@@ -646,10 +706,12 @@ def reset() -> None:
 # functions outside the op registry
 # ------------------------------------------------------------------------------------------
 
-_DEVICE_FAILURES = ("can't convert cuda:0 device type tensor to numpy",
-                    "Expected all tensors to be on the same device",
-                    "an argument is not a plain integer",
-                    "this tensor's memory is on the CUDA device")
+_DEVICE_FAILURES = (
+    "can't convert cuda:0 device type tensor to numpy",
+    "Expected all tensors to be on the same device",
+    "an argument is not a plain integer",
+    "this tensor's memory is on the CUDA device",
+)
 _rerunning: list[int] = [0]
 _functions: dict[Any, Any] = {}
 
@@ -680,6 +742,7 @@ def rerun(fn: Callable[..., Any], op: str, args: tuple, kwargs: dict) -> Any:
     recorded (`ToCopyBackward0`), so gradients flow through the host computation."""
     from ..compiler.api import CompileError
     from ..compiler.api import compile as lg_compile
+
     compiled = _functions.get(fn)
     if compiled is None:
         compiled = _functions[fn] = lg_compile(fn, fullgraph=True)
@@ -699,8 +762,10 @@ def rerun(fn: Callable[..., Any], op: str, args: tuple, kwargs: dict) -> Any:
 
 def _device_tree(result: Any) -> Any:
     """Host results of a function on the device, as `upload` records them."""
-    return pytree.tree_map(lambda x: upload(x) if isinstance(x, Tensor) and
-                           x.__class__ not in CUDA_CLASSES else x, result)
+    return pytree.tree_map(
+        lambda x: upload(x) if isinstance(x, Tensor) and x.__class__ not in CUDA_CLASSES else x,
+        result,
+    )
 
 
 def _host_tree(tree: Any) -> Any:
@@ -715,6 +780,7 @@ def _register() -> None:
     from .. import tensor
     from ..autograd import engine
     from ..functions import _errors, indexing
+
     engine._CUDA[0] = CudaTensor
     tensor._DEVICE_STORAGE[:] = [CudaStorage, dict(_DEVICE_CLASS)]
     _errors.DEVICE_RERUN[:] = [device_failure, rerun]

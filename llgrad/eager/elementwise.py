@@ -5,6 +5,7 @@ folded in, picks the kernel for the collapsed rank and stride pattern, and makes
 foreign call. Python scalars travel by value in a small per-thread scratch area (stride
 0), so `x * 1.01` neither allocates a tensor nor compiles a kernel per constant.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -36,6 +37,7 @@ def is_scalar(x: object) -> bool:
 # --------------------------------------------------------------------------------------
 # dtypes
 # --------------------------------------------------------------------------------------
+
 
 def promote(operands: Sequence[Any]) -> DType:
     dims, zero, scalars = [], [], []
@@ -94,8 +96,12 @@ def can_cast(src: DType, dst: DType) -> bool:
 _exprs: dict[tuple, tuple[Expr, DType]] = {}
 
 
-def expression(op: str, stored: tuple[DType, ...], computed: tuple[DType, ...],
-               attrs: tuple[tuple[str, Any], ...]) -> tuple[Expr, DType]:
+def expression(
+    op: str,
+    stored: tuple[DType, ...],
+    computed: tuple[DType, ...],
+    attrs: tuple[tuple[str, Any], ...],
+) -> tuple[Expr, DType]:
     key = (op, stored, computed, attrs_key(dict(attrs)) if attrs else ())
     hit = _exprs.get(key)
     if hit is not None:
@@ -120,9 +126,19 @@ def expression(op: str, stored: tuple[DType, ...], computed: tuple[DType, ...],
 # scalars by value
 # --------------------------------------------------------------------------------------
 
-_FORMAT = {"bool": "?", "uint8": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
-           "float16": "e", "float32": "f", "float64": "d", "complex64": "ff",
-           "complex128": "dd"}
+_FORMAT = {
+    "bool": "?",
+    "uint8": "B",
+    "int8": "b",
+    "int16": "h",
+    "int32": "i",
+    "int64": "q",
+    "float16": "e",
+    "float32": "f",
+    "float64": "d",
+    "complex64": "ff",
+    "complex128": "dd",
+}
 _tls = threading.local()
 
 
@@ -139,8 +155,9 @@ def _pack_scalar(op: str, value: Scalar, d: DType, slot: int) -> int:
     buf, addr = _scratch()
     if isinstance(value, complex) and not d.is_complex:
         if value.imag != 0 and d is not dt.bool_:
-            raise RuntimeError(f"{op}: value cannot be converted to type {d.name} without "
-                               f"overflow: {value!r}")
+            raise RuntimeError(
+                f"{op}: value cannot be converted to type {d.name} without overflow: {value!r}"
+            )
         value = value.real if d is not dt.bool_ else value != 0
     try:
         if d is dt.bfloat16:
@@ -157,8 +174,9 @@ def _pack_scalar(op: str, value: Scalar, d: DType, slot: int) -> int:
         else:
             struct.pack_into(_FORMAT[d.name], buf, 8 * slot, value)
     except (struct.error, OverflowError):
-        raise RuntimeError(f"{op}: value cannot be converted to type {d.name} without "
-                           f"overflow: {value!r}") from None
+        raise RuntimeError(
+            f"{op}: value cannot be converted to type {d.name} without overflow: {value!r}"
+        ) from None
     return addr + 8 * slot
 
 
@@ -166,27 +184,47 @@ def _pack_scalar(op: str, value: Scalar, d: DType, slot: int) -> int:
 # launch
 # --------------------------------------------------------------------------------------
 
+
 class Plan:
     """Everything about a call that depends only on dtypes, shapes and strides."""
 
-    __slots__ = ("kernel", "out_shape", "out_dtype", "template", "ptr_slots", "scalar_dtypes",
-                 "work", "out_strides", "packer", "serial", "launch")
+    __slots__ = (
+        "kernel",
+        "out_shape",
+        "out_dtype",
+        "template",
+        "ptr_slots",
+        "scalar_dtypes",
+        "work",
+        "out_strides",
+        "packer",
+        "serial",
+        "launch",
+    )
 
-    def __init__(self, kernel: cache.Kernel, out_shape: tuple[int, ...], out_dtype: DType,
-                 template: list[int], ptr_slots: list[int], scalar_dtypes: list[DType],
-                 work: int):
+    def __init__(
+        self,
+        kernel: cache.Kernel,
+        out_shape: tuple[int, ...],
+        out_dtype: DType,
+        template: list[int],
+        ptr_slots: list[int],
+        scalar_dtypes: list[DType],
+        work: int,
+    ):
         self.kernel = kernel
         self.out_shape = out_shape
         self.out_dtype = out_dtype
         self.template = template
-        self.ptr_slots = ptr_slots          # where operand pointers go (output first)
+        self.ptr_slots = ptr_slots  # where operand pointers go (output first)
         self.scalar_dtypes = scalar_dtypes  # per operand: the dtype a scalar is packed as
         self.work = work
         from ..schedule.layout import contiguous_strides
+
         self.out_strides = contiguous_strides(out_shape)
         self.packer = launch.packer(len(template))
-        self.serial = work < launch.PARALLEL_MIN_WORK       # one thread, no splitting
-        self.launch: Any = None     # see `_tensor_launch` (False: not made for this plan)
+        self.serial = work < launch.PARALLEL_MIN_WORK  # one thread, no splitting
+        self.launch: Any = None  # see `_tensor_launch` (False: not made for this plan)
 
 
 _plans: dict[tuple, Plan] = {}
@@ -195,10 +233,14 @@ dt.on_default_dtype_change(_plans.clear)
 _PLAN_LIMIT = 8192
 
 
-def _key(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,
-         out: Tensor | None) -> tuple:
-    parts: list[Any] = [op, attrs_key(attrs) if attrs else None,
-                        out._lkey if out is not None else None]
+def _key(
+    op: str, operands: Sequence[Any], attrs: dict[str, Any] | None, out: Tensor | None
+) -> tuple:
+    parts: list[Any] = [
+        op,
+        attrs_key(attrs) if attrs else None,
+        out._lkey if out is not None else None,
+    ]
     for o in operands:
         parts.append(o._lkey if isinstance(o, Tensor) else type(o))
     if out is not None:
@@ -211,13 +253,14 @@ def _in_place(operands: Sequence[Any], out: Tensor | None) -> tuple[int, ...]:
     return () if out is None else tuple(i for i, o in enumerate(operands) if o is out)
 
 
-def run(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None = None,
-        out: Tensor | None = None) -> Tensor:
+def run(
+    op: str, operands: Sequence[Any], attrs: dict[str, Any] | None = None, out: Tensor | None = None
+) -> Tensor:
     """Run elementwise `op` on tensors and Python scalars; returns (or fills) `out`."""
     try:
         key = _key(op, operands, attrs, out)
         plan = _plans.get(key)
-    except TypeError:           # an unhashable attribute: let the slow path explain
+    except TypeError:  # an unhashable attribute: let the slow path explain
         key, plan = None, None
     if plan is None:
         plan = _plan(op, operands, attrs, out)
@@ -228,8 +271,7 @@ def run(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None = None,
     return launch_plan(op, plan, operands, out)
 
 
-def launch_plan(op: str, plan: Plan, operands: Sequence[Any], out: Tensor | None = None
-                ) -> Tensor:
+def launch_plan(op: str, plan: Plan, operands: Sequence[Any], out: Tensor | None = None) -> Tensor:
     """Run `plan` (made for operands of these layouts) on `operands`: into `out`, or a new
     tensor; `op` names the call in errors."""
     if out is None:
@@ -251,7 +293,7 @@ def launch_plan(op: str, plan: Plan, operands: Sequence[Any], out: Tensor | None
         else:
             d = plan.scalar_dtypes[i]
             args[slots[i + 1]] = _pack_scalar(op, o, d, k)
-            k += 2 if d is dt.complex128 else 1      # slots are 8 bytes
+            k += 2 if d is dt.complex128 else 1  # slots are 8 bytes
     if plan.serial and not launch.recording():
         buf, addr = launch.block()
         try:
@@ -267,7 +309,7 @@ def launch_plan(op: str, plan: Plan, operands: Sequence[Any], out: Tensor | None
 _NO_MEMORY = "an operand has no memory (a traced tensor reached eager execution)"
 
 
-_SCALAR_FORMATS = {d: _FORMAT[d] for d in ("float32", "float64")}   # packed inline
+_SCALAR_FORMATS = {d: _FORMAT[d] for d in ("float32", "float64")}  # packed inline
 
 
 def _tensor_launch(op: str, plan: Plan, operands: Sequence[Any]) -> Any:
@@ -282,8 +324,7 @@ def _tensor_launch(op: str, plan: Plan, operands: Sequence[Any]) -> Any:
     return _generate_launch(op, plan, operands, direct=False)
 
 
-def direct_launch(op: str, plan: Plan, operands: Sequence[Any],
-                  bind_numbers: bool = False) -> Any:
+def direct_launch(op: str, plan: Plan, operands: Sequence[Any], bind_numbers: bool = False) -> Any:
     """`_tensor_launch`'s code as a whole call: `direct(*operands)` allocates the output,
     packs, calls and returns the output, or returns None having done nothing (kernels
     being recorded, a number that does not pack). None when the plan has no such launch.
@@ -292,17 +333,16 @@ def direct_launch(op: str, plan: Plan, operands: Sequence[Any],
     takes the tensors only (`autograd.fused`: a rule's numbers belong to its key)."""
     if plan.kernel is None:
         return None
-    return _generate_launch(op, plan, operands, direct=True, bind_numbers=bind_numbers) \
-        or None
+    return _generate_launch(op, plan, operands, direct=True, bind_numbers=bind_numbers) or None
 
 
-def _generate_launch(op: str, plan: Plan, operands: Sequence[Any], direct: bool,
-                     bind_numbers: bool = False) -> Any:
+def _generate_launch(
+    op: str, plan: Plan, operands: Sequence[Any], direct: bool, bind_numbers: bool = False
+) -> Any:
     if not plan.serial:
         return False
     names = ["out"] + [f"a{i}" for i in range(len(operands))]
-    params = [n for n, o in zip(names[1:], operands)
-              if not bind_numbers or isinstance(o, Tensor)]
+    params = [n for n, o in zip(names[1:], operands) if not bind_numbers or isinstance(o, Tensor)]
     values = [str(v) for v in plan.template]
     scalars = []
     k = 0
@@ -320,83 +360,112 @@ def _generate_launch(op: str, plan: Plan, operands: Sequence[Any], direct: bool,
     if direct:
         head = f"def direct({', '.join(params)}):\n"
     else:
-        head = "def go(out, ops):\n" + (f"    {', '.join(names[1:])}, = ops\n" if operands
-                                          else "")
+        head = "def go(out, ops):\n" + (f"    {', '.join(names[1:])}, = ops\n" if operands else "")
     numbers = ""
     if scalars:
-        numbers = (f"    sbuf, saddr = scratch()\n"
-                   f"    try:\n{''.join(scalars)}"
-                   f"    except (struct.error, TypeError, OverflowError):\n"
-                   f"        return {fail}\n")
-    overflow = ("        return None\n" if direct else
-                "        raise RuntimeError(OP + ': ' + NO_MEMORY) from None\n")
+        numbers = (
+            f"    sbuf, saddr = scratch()\n"
+            f"    try:\n{''.join(scalars)}"
+            f"    except (struct.error, TypeError, OverflowError):\n"
+            f"        return {fail}\n"
+        )
+    overflow = (
+        "        return None\n"
+        if direct
+        else "        raise RuntimeError(OP + ': ' + NO_MEMORY) from None\n"
+    )
     consts: dict[str, Any] = {}
     make = ""
-    if direct:          # the output's allocation and fields, written out here
-        lines, consts = Tensor._empty_source(plan.out_shape, plan.out_dtype,
-                                             plan.out_strides, "out")
+    if direct:  # the output's allocation and fields, written out here
+        lines, consts = Tensor._empty_source(
+            plan.out_shape, plan.out_dtype, plan.out_strides, "out"
+        )
         make = "".join(f"    {l}\n" for l in lines)
-    source = (f"{head}"
-              f"    if recording:\n"
-              f"        return {fail}\n"
-              f"{numbers}"
-              f"{make}" +
-              f"    buf, addr = block()\n"
-              f"    try:\n"
-              f"        pack(buf, 0, {', '.join(values)})\n"
-              f"    except struct.error:\n"
-              f"{overflow}"
-              f"    fn(addr)\n"
-              f"    return {done}\n")
+    source = (
+        f"{head}"
+        f"    if recording:\n"
+        f"        return {fail}\n"
+        f"{numbers}"
+        f"{make}" + f"    buf, addr = block()\n"
+        f"    try:\n"
+        f"        pack(buf, 0, {', '.join(values)})\n"
+        f"    except struct.error:\n"
+        f"{overflow}"
+        f"    fn(addr)\n"
+        f"    return {done}\n"
+    )
     if bind_numbers:
         consts.update({n: o for n, o in zip(names[1:], operands) if not isinstance(o, Tensor)})
-    consts.update({"recording": launch._recording, "block": launch.block, "struct": struct,
-                   "pack": plan.packer.pack_into, "fn": plan.kernel.fn,
-                   "NO_MEMORY": _NO_MEMORY, "OP": op, "scratch": _scratch,
-                   "spack": struct.pack_into})
+    consts.update(
+        {
+            "recording": launch._recording,
+            "block": launch.block,
+            "struct": struct,
+            "pack": plan.packer.pack_into,
+            "fn": plan.kernel.fn,
+            "NO_MEMORY": _NO_MEMORY,
+            "OP": op,
+            "scratch": _scratch,
+            "spack": struct.pack_into,
+        }
+    )
     kind = "direct" if direct else "launch"
     return define(source, f"<llgrad eager {kind} {op}>", consts, "direct" if direct else "go")
 
 
-def _plan(op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,
-          out: Tensor | None) -> Plan:
+def _plan(
+    op: str, operands: Sequence[Any], attrs: dict[str, Any] | None, out: Tensor | None
+) -> Plan:
     opdef = registry.get(op)
     norm = opdef.normalize_attrs(attrs or {})
     for o in operands:
         if not isinstance(o, Tensor) and not is_scalar(o):
-            raise TypeError(f"{op}: expected Tensor or number operands, got "
-                            f"{type(o).__name__}")
+            raise TypeError(f"{op}: expected Tensor or number operands, got {type(o).__name__}")
     computed = compute_dtype(opdef, operands)
     stored = tuple(o._dtype if isinstance(o, Tensor) else c for o, c in zip(operands, computed))
     expr, result = expression(op, stored, tuple(computed), norm)
     shapes = [o._shape for o in operands if isinstance(o, Tensor)]
     out_shape = broadcast_shapes(*shapes, op=op) if shapes else ()
     if not shapes and out is not None:
-        out_shape = out._shape                # all-scalar operands fill the whole output
+        out_shape = out._shape  # all-scalar operands fill the whole output
     out_strides = None
     if out is not None:
         if out._shape != out_shape:
-            raise RuntimeError(f"{op}: output with shape {list(out._shape)} doesn't match the "
-                               f"broadcast shape {list(out_shape)}")
+            raise RuntimeError(
+                f"{op}: output with shape {list(out._shape)} doesn't match the "
+                f"broadcast shape {list(out_shape)}"
+            )
         if not can_cast(result, out._dtype):
-            raise RuntimeError(f"{op}: result type {result.name} can't be cast to the "
-                               f"desired output type {out._dtype.name}")
+            raise RuntimeError(
+                f"{op}: result type {result.name} can't be cast to the "
+                f"desired output type {out._dtype.name}"
+            )
         if result is not out._dtype:
             last = len(expr.in_dtypes) + len(expr.nodes) - 1
-            expr = Expr(expr.in_dtypes,
-                        expr.nodes + (ExprNode("cast", (last,), (("dtype", out._dtype),)),),
-                        (last + 1,))
+            expr = Expr(
+                expr.in_dtypes,
+                expr.nodes + (ExprNode("cast", (last,), (("dtype", out._dtype),)),),
+                (last + 1,),
+            )
             result = out._dtype
         out_strides = out._strides
-    return make_plan(expr, out_shape, result, out_strides, operands, computed,
-                     _in_place(operands, out))
+    return make_plan(
+        expr, out_shape, result, out_strides, operands, computed, _in_place(operands, out)
+    )
 
 
-def make_plan(expr: Expr, shape: tuple[int, ...], out_dtype: DType,
-              out_strides: tuple[int, ...] | None, operands: Sequence[Any],
-              scalar_dtypes: Sequence[DType], in_place: tuple[int, ...] = ()) -> Plan:
+def make_plan(
+    expr: Expr,
+    shape: tuple[int, ...],
+    out_dtype: DType,
+    out_strides: tuple[int, ...] | None,
+    operands: Sequence[Any],
+    scalar_dtypes: Sequence[DType],
+    in_place: tuple[int, ...] = (),
+) -> Plan:
     """`in_place`: the operands that are the output itself (`ElementwiseKernel.in_place`)."""
     from ..schedule.layout import contiguous_strides
+
     n = 1
     for s in shape:
         n *= s
@@ -423,12 +492,26 @@ def make_plan(expr: Expr, shape: tuple[int, ...], out_dtype: DType,
 
 # ops whose value is exact (no rounding): a chain of them in one kernel gives the bits
 # of the separate kernels
-EXACT_OPS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "isnan", "logical_and",
-                       "logical_or", "logical_not", "where"})
+EXACT_OPS = frozenset(
+    {
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "isnan",
+        "logical_and",
+        "logical_or",
+        "logical_not",
+        "where",
+    }
+)
 
 
-def chain_plan(steps: Sequence[tuple[str, tuple[int, ...]]], operands: Sequence[Tensor]
-               ) -> Plan | None:
+def chain_plan(
+    steps: Sequence[tuple[str, tuple[int, ...]]], operands: Sequence[Tensor]
+) -> Plan | None:
     """One plan for a chain of exact elementwise ops on tensors, each step `(op, args)`
     reading operands (`args` 0..n-1) and earlier steps (n, n+1, ...), with the promotion
     casts each op adds when run alone (`expression`); the last step is the result. The
@@ -436,7 +519,8 @@ def chain_plan(steps: Sequence[tuple[str, tuple[int, ...]]], operands: Sequence[
     None when a step is not in `EXACT_OPS` or the result is empty."""
     n = len(operands)
     values: list[tuple[DType, tuple[int, ...], int]] = [
-        (o._dtype, o._shape, i) for i, o in enumerate(operands)]
+        (o._dtype, o._shape, i) for i, o in enumerate(operands)
+    ]
     nodes: list[ExprNode] = []
     for op, args in steps:
         if op not in EXACT_OPS:
@@ -454,8 +538,7 @@ def chain_plan(steps: Sequence[tuple[str, tuple[int, ...]]], operands: Sequence[
     if any(s == 0 for s in out_shape):
         return None
     expr = Expr(tuple(o._dtype for o in operands), tuple(nodes), (ref,))
-    return make_plan(expr, out_shape, out_dtype, None, operands,
-                     [o._dtype for o in operands])
+    return make_plan(expr, out_shape, out_dtype, None, operands, [o._dtype for o in operands])
 
 
 def scaled_add_into(dst: Tensor, y: Tensor, alpha: float) -> Tensor:
@@ -467,8 +550,7 @@ def scaled_add_into(dst: Tensor, y: Tensor, alpha: float) -> Tensor:
     plan = _plans.get(key)
     if plan is None:
         expr = Expr((d, d, d), (ExprNode("mul", (1, 2)), ExprNode("add", (0, 3))), (4,))
-        plan = make_plan(expr, dst._shape, d, dst._strides, [dst, y, alpha], [d, d, d],
-                         (0,))
+        plan = make_plan(expr, dst._shape, d, dst._strides, [dst, y, alpha], [d, d, d], (0,))
         if len(_plans) >= _PLAN_LIMIT:
             _plans.clear()
         _plans[key] = plan
@@ -486,15 +568,22 @@ def copy_into(dst: Tensor, src: Tensor | Scalar) -> Tensor:
     kernel when `dst` is in CUDA device memory)."""
     if dst._storage.__class__ is _DEVICE_STORAGE[0]:
         from .cuda import copy_into as device_copy
+
         return device_copy(dst, src)
     if isinstance(src, Tensor) and src._storage.__class__ is _DEVICE_STORAGE[0]:
-        from .cuda import download          # device values into host memory
+        from .cuda import download  # device values into host memory
+
         src = download(src)
     d = src._dtype if isinstance(src, Tensor) else dst._dtype
-    if isinstance(src, Tensor) and src._shape != dst._shape and \
-            broadcast_shapes(src._shape, dst._shape, op="copy_") != dst._shape:
-        raise RuntimeError(f"copy_: source of shape {list(src._shape)} cannot be "
-                           f"broadcast to destination shape {list(dst._shape)}")
+    if (
+        isinstance(src, Tensor)
+        and src._shape != dst._shape
+        and broadcast_shapes(src._shape, dst._shape, op="copy_") != dst._shape
+    ):
+        raise RuntimeError(
+            f"copy_: source of shape {list(src._shape)} cannot be "
+            f"broadcast to destination shape {list(dst._shape)}"
+        )
     key = ("copy_", dst._lkey, src._lkey if isinstance(src, Tensor) else (type(src), d))
     plan = _plans.get(key)
     if plan is None:
@@ -507,8 +596,9 @@ def copy_into(dst: Tensor, src: Tensor | Scalar) -> Tensor:
     if plan.kernel is not None:
         args = plan.template.copy()
         args[plan.ptr_slots[0]] = dst._ptr
-        args[plan.ptr_slots[1]] = src._ptr if isinstance(src, Tensor) else \
-            _pack_scalar("copy_", src, d, 0)
+        args[plan.ptr_slots[1]] = (
+            src._ptr if isinstance(src, Tensor) else _pack_scalar("copy_", src, d, 0)
+        )
         launch.call_split(plan.kernel, args, plan.work)
     if copy_log is not None:
         copy_log.append((dst, src, plan))

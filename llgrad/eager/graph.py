@@ -9,6 +9,7 @@ that nodes are not fused.
 Nodes dispatch by group to the same eager functions plain tensor code runs on (without
 autograd: the compiled function's autodiff already produced the backward graph).
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
@@ -25,9 +26,13 @@ from . import indexing, reduce, views
 
 def _const(node: Node, inputs: list[Tensor]) -> Tensor:
     from ..functions.creation import from_values
+
     value, dtype, shape = node.attr("value"), node.attr("dtype"), node.attr("shape")
-    arr = np.broadcast_to(np.asarray(value), shape) if not isinstance(value, tuple) \
+    arr = (
+        np.broadcast_to(np.asarray(value), shape)
+        if not isinstance(value, tuple)
         else np.asarray(value).reshape(shape)
+    )
     return from_values(np.asarray(arr), dtype)
 
 
@@ -39,6 +44,7 @@ def _generated(node: Node, inputs: list[Tensor]) -> Tensor:
 
 def _movement(node: Node, inputs: list[Tensor]) -> Tensor:
     from ..functions.shape import _cat_forward, _pad_forward
+
     x, a = inputs[0], node.attr_dict
     if node.op == "reshape":
         return views.reshape(x, a["shape"])
@@ -58,8 +64,11 @@ def _movement(node: Node, inputs: list[Tensor]) -> Tensor:
 
 
 def _index(node: Node, inputs: list[Tensor]) -> Tensor:
-    fn = {"gather": indexing.gather, "scatter_add": indexing.scatter_add,
-          "index_put": indexing.index_put}.get(node.op)
+    fn = {
+        "gather": indexing.gather,
+        "scatter_add": indexing.scatter_add,
+        "index_put": indexing.index_put,
+    }.get(node.op)
     if fn is None:
         raise TypeError(f"graph runner: no eager lowering for {node.op!r}")
     return fn(*inputs)
@@ -67,6 +76,7 @@ def _index(node: Node, inputs: list[Tensor]) -> Tensor:
 
 def _linalg(node: Node, inputs: list[Tensor]) -> Tensor:
     from . import linalg
+
     return linalg.matmul(*inputs)
 
 
@@ -110,8 +120,11 @@ class GraphRunner:
 
     @property
     def stats(self) -> dict[str, Any]:
-        return {"nodes": len(self.program), "kernels launched by the last call":
-                len(self._last_kernels), "shape-generic": True}
+        return {
+            "nodes": len(self.program),
+            "kernels launched by the last call": len(self._last_kernels),
+            "shape-generic": True,
+        }
 
     def __call__(self, *args: Tensor) -> list[Tensor]:
         g = self.graph
@@ -119,10 +132,15 @@ class GraphRunner:
             raise TypeError(f"graph @{g.name} takes {len(g.params)} inputs, got {len(args)}")
         values: dict[Node, Tensor] = {}
         for p, x in zip(g.params, args):
-            if not isinstance(x, Tensor) or x._dtype is not p.type.dtype or \
-                    x.ndim != len(p.type.shape):
-                raise TypeError(f"graph @{g.name}: input %{p.attr('name')} must be a "
-                                f"{p.type.dtype.name} tensor of rank {len(p.type.shape)}")
+            if (
+                not isinstance(x, Tensor)
+                or x._dtype is not p.type.dtype
+                or x.ndim != len(p.type.shape)
+            ):
+                raise TypeError(
+                    f"graph @{g.name}: input %{p.attr('name')} must be a "
+                    f"{p.type.dtype.name} tensor of rank {len(p.type.shape)}"
+                )
             values[p] = x
         with record_kernels() as launched:
             for node, run in self.program:

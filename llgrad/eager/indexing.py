@@ -31,6 +31,7 @@ The linear primitives of the registry (`gather`, `scatter_add`, `index_put`, ove
 offsets into the row-major element order) are here too; `linear_index` turns any index
 expression into that form.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -64,6 +65,7 @@ INDEX_DTYPES = (dt.int32, dt.int64)
 # parsing an index expression
 # --------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True, slots=True)
 class Advanced:
     """One index tensor, addressing dimension `dim` of the basic view.
@@ -79,7 +81,7 @@ class Advanced:
 
 @dataclass(frozen=True, slots=True)
 class Parsed:
-    view: Tensor                      # the basic part applied; advanced dims kept whole
+    view: Tensor  # the basic part applied; advanced dims kept whole
     advanced: tuple[Advanced, ...]
 
 
@@ -96,9 +98,11 @@ def _describe(index: Any) -> str:
 
 
 def _bad_type(op: str, item: Any, t: Tensor) -> IndexError:
-    return IndexError(f"{op}: only integers, slices (`:`), ellipsis (`...`), None, bools and "
-                      f"integer or bool tensors are valid indices (got {_describe(item)}, "
-                      f"indexing a tensor of shape {list(t.shape)})")
+    return IndexError(
+        f"{op}: only integers, slices (`:`), ellipsis (`...`), None, bools and "
+        f"integer or bool tensors are valid indices (got {_describe(item)}, "
+        f"indexing a tensor of shape {list(t.shape)})"
+    )
 
 
 def _array_token(op: str, item: Any, arr: np.ndarray, t: Tensor) -> _Token:
@@ -106,7 +110,7 @@ def _array_token(op: str, item: Any, arr: np.ndarray, t: Tensor) -> _Token:
     if arr.dtype == np.bool_:
         return ("mask", Tensor._from_numpy(np.array(arr, dtype=np.bool_)))
     if arr.size == 0 and arr.dtype.kind in "fO":
-        arr = arr.astype(np.int64)            # `x[[]]` is an empty integer index
+        arr = arr.astype(np.int64)  # `x[[]]` is an empty integer index
     if arr.dtype.kind not in "iu":
         raise _bad_type(op, item, t)
     if arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
@@ -127,12 +131,14 @@ def _token(op: str, item: Any, t: Tensor) -> _Token:
         if item.dtype is dt.bool_:
             return ("mask", item)
         if item.dtype in INDEX_DTYPES:
-            if item.ndim == 0:                 # PyTorch: a 0-d index tensor is an int
+            if item.ndim == 0:  # PyTorch: a 0-d index tensor is an int
                 return ("int", int(item.item()))
             return ("tensor", item)
-        raise IndexError(f"{op}: tensors used as indices must be long, int or bool tensors "
-                         f"(got {_describe(item)}, indexing a tensor of shape "
-                         f"{list(t.shape)})")
+        raise IndexError(
+            f"{op}: tensors used as indices must be long, int or bool tensors "
+            f"(got {_describe(item)}, indexing a tensor of shape "
+            f"{list(t.shape)})"
+        )
     if isinstance(item, (int, np.integer)):
         return ("int", int(item))
     if isinstance(item, np.ndarray):
@@ -143,9 +149,11 @@ def _token(op: str, item: Any, t: Tensor) -> _Token:
         try:
             arr = np.asarray(item)
         except (ValueError, TypeError):
-            raise IndexError(f"{op}: a list index must be a rectangular nested list of ints "
-                             f"or bools (got {_describe(item)}, indexing a tensor of shape "
-                             f"{list(t.shape)})") from None
+            raise IndexError(
+                f"{op}: a list index must be a rectangular nested list of ints "
+                f"or bools (got {_describe(item)}, indexing a tensor of shape "
+                f"{list(t.shape)})"
+            ) from None
         return _array_token(op, item, arr, t)
     if hasattr(item, "__index__") and not isinstance(item, (float, complex, str)):
         return ("int", operator.index(item))
@@ -170,12 +178,14 @@ def _tokens(op: str, t: Tensor, index: Any) -> list[_Token]:
         raise IndexError(f"{op}: an index can only have a single ellipsis ('...')")
     used = sum(_consumed(k) for k in toks)
     if used > t.ndim:
-        raise IndexError(f"too many indices for tensor of dimension {t.ndim} "
-                         f"({op} of a tensor of shape {list(t.shape)} with {used} indices)")
+        raise IndexError(
+            f"too many indices for tensor of dimension {t.ndim} "
+            f"({op} of a tensor of shape {list(t.shape)} with {used} indices)"
+        )
     if not ellipses:
-        return toks                       # trailing dimensions are left as they are
+        return toks  # trailing dimensions are left as they are
     e = ellipses[0]
-    return toks[:e] + [("slice", slice(None))] * (t.ndim - used) + toks[e + 1:]
+    return toks[:e] + [("slice", slice(None))] * (t.ndim - used) + toks[e + 1 :]
 
 
 def _unsqueeze(t: Tensor, d: int) -> Tensor:
@@ -206,13 +216,14 @@ def _bool_index(value: bool) -> Tensor:
     return Tensor._from_numpy(np.zeros(1 if value else 0, dtype=np.int64))
 
 
-def _mask_columns(op: str, mask: Tensor, cur: Tensor, d: int, src: int,
-                  t: Tensor) -> list[Tensor]:
+def _mask_columns(op: str, mask: Tensor, cur: Tensor, d: int, src: int, t: Tensor) -> list[Tensor]:
     m = mask.ndim
-    if mask._shape != cur._shape[d:d + m]:
-        raise IndexError(f"{op}: the shape of the mask {list(mask.shape)} at index {src} does "
-                         f"not match the shape of the indexed tensor {list(t.shape)} at "
-                         f"index {src} (mask covers {list(cur._shape[d:d + m])})")
+    if mask._shape != cur._shape[d : d + m]:
+        raise IndexError(
+            f"{op}: the shape of the mask {list(mask.shape)} at index {src} does "
+            f"not match the shape of the indexed tensor {list(t.shape)} at "
+            f"index {src} (mask covers {list(cur._shape[d : d + m])})"
+        )
     coords = nonzero(mask)
     return [views.select(coords, 1, j) for j in range(m)]
 
@@ -231,19 +242,21 @@ def parse(t: Tensor, index: Any, op: str = "getitem") -> Parsed:
         elif kind == "int":
             n = cur._shape[d]
             if not -n <= value < n:
-                raise IndexError(f"{op}: index {value} is out of bounds for dimension "
-                                 f"{src} with size {n}")
+                raise IndexError(
+                    f"{op}: index {value} is out of bounds for dimension {src} with size {n}"
+                )
             cur, src = views.select(cur, d, value), src + 1
         elif kind == "slice":
             cur, d, src = _slice(op, cur, d, value), d + 1, src + 1
         elif kind == "tensor":
-            if cur._shape[d] == 0 and value.numel():   # nothing to index: every index is out
+            if cur._shape[d] == 0 and value.numel():  # nothing to index: every index is out
                 first = int(value._values().reshape(-1)[0])
-                raise IndexError(f"{op}: index {first} is out of bounds for dimension {src} "
-                                 f"with size 0")
+                raise IndexError(
+                    f"{op}: index {first} is out of bounds for dimension {src} with size 0"
+                )
             advanced.append(Advanced(d, value, src))
             d, src = d + 1, src + 1
-        elif value.ndim == 0:                       # 0-d mask: like a bool scalar
+        elif value.ndim == 0:  # 0-d mask: like a bool scalar
             cur = _unsqueeze(cur, d)
             advanced.append(Advanced(d, _bool_index(bool(value.item())), -1))
             d += 1
@@ -258,6 +271,7 @@ def parse(t: Tensor, index: Any, op: str = "getitem") -> Parsed:
 # the index space of an advanced expression
 # --------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True, slots=True)
 class Layout:
     """The result's shape, and how the view and each index tensor walk it."""
@@ -265,7 +279,7 @@ class Layout:
     shape: tuple[int, ...]
     x_strides: tuple[int, ...]
     index_strides: tuple[tuple[int, ...], ...]
-    broadcast: tuple[int, ...]        # the shape the index tensors broadcast to
+    broadcast: tuple[int, ...]  # the shape the index tensors broadcast to
 
 
 def layout(parsed: Parsed, op: str) -> Layout:
@@ -275,22 +289,29 @@ def layout(parsed: Parsed, op: str) -> Layout:
         bshape = broadcast_shapes(*shapes, op=op)
     except ValueError:
         pretty = ", ".join(str(list(s)) for s in shapes)
-        raise IndexError(f"{op}: shape mismatch: indexing tensors could not be broadcast "
-                         f"together with shapes {pretty}") from None
+        raise IndexError(
+            f"{op}: shape mismatch: indexing tensors could not be broadcast "
+            f"together with shapes {pretty}"
+        ) from None
     dims = [a.dim for a in adv]
     rest = [d for d in range(v.ndim) if d not in dims]
     if dims == list(range(dims[0], dims[0] + len(dims))):
         before = [d for d in rest if d < dims[0]]
         after = [d for d in rest if d > dims[-1]]
-    else:                                   # separated advanced indices go to the front
+    else:  # separated advanced indices go to the front
         before, after = [], rest
-    shape = (tuple(v._shape[d] for d in before) + bshape +
-             tuple(v._shape[d] for d in after))
-    x_strides = (tuple(v._strides[d] for d in before) + (0,) * len(bshape) +
-                 tuple(v._strides[d] for d in after))
+    shape = tuple(v._shape[d] for d in before) + bshape + tuple(v._shape[d] for d in after)
+    x_strides = (
+        tuple(v._strides[d] for d in before)
+        + (0,) * len(bshape)
+        + tuple(v._strides[d] for d in after)
+    )
     index_strides = tuple(
-        (0,) * len(before) + broadcast_strides(a.index._shape, a.index._strides, bshape) +
-        (0,) * len(after) for a in adv)
+        (0,) * len(before)
+        + broadcast_strides(a.index._shape, a.index._strides, bshape)
+        + (0,) * len(after)
+        for a in adv
+    )
     return Layout(shape, x_strides, index_strides, bshape)
 
 
@@ -322,8 +343,10 @@ def _raise_recorded(op: str, parsed: Parsed, buf: ctypes.Array) -> None:
         return
     a = parsed.advanced[buf[2]]
     size = parsed.view._shape[a.dim]
-    raise IndexError(f"{op}: index {buf[1]} is out of bounds for dimension "
-                     f"{max(a.source_dim, 0)} with size {size}")
+    raise IndexError(
+        f"{op}: index {buf[1]} is out of bounds for dimension "
+        f"{max(a.source_dim, 0)} with size {size}"
+    )
 
 
 def _baked(stride: int) -> int | None:
@@ -333,38 +356,60 @@ def _baked(stride: int) -> int | None:
 _kernels: dict[tuple, cache.Kernel] = {}
 
 
-def _kernel_for(mode: str, cstrides: list[tuple[int, ...]], parsed: Parsed,
-                data: Tensor | None) -> cache.Kernel:
+def _kernel_for(
+    mode: str, cstrides: list[tuple[int, ...]], parsed: Parsed, data: Tensor | None
+) -> cache.Kernel:
     """The compiled kernel for a collapsed call (memoized on the few facts that pick it)."""
-    key = (mode, len(cstrides[0]), tuple(a.index._dtype for a in parsed.advanced),
-           all(st[-1] == 0 for st in cstrides[2:]), _baked(cstrides[1][-1]),
-           _baked(cstrides[0][-1]), parsed.view._dtype, None if data is None else data._dtype)
+    key = (
+        mode,
+        len(cstrides[0]),
+        tuple(a.index._dtype for a in parsed.advanced),
+        all(st[-1] == 0 for st in cstrides[2:]),
+        _baked(cstrides[1][-1]),
+        _baked(cstrides[0][-1]),
+        parsed.view._dtype,
+        None if data is None else data._dtype,
+    )
     kernel = _kernels.get(key)
     if kernel is None:
         kernel = _kernels[key] = cache.get(_spec_for(mode, cstrides, parsed, data))
     return kernel
 
 
-def _spec_for(mode: str, cstrides: list[tuple[int, ...]], parsed: Parsed,
-              data: Tensor | None) -> IndexKernel:
+def _spec_for(
+    mode: str, cstrides: list[tuple[int, ...]], parsed: Parsed, data: Tensor | None
+) -> IndexKernel:
     """The kernel for a collapsed call: `cstrides` is [data, x, *indices]."""
     index_dtypes = tuple(a.index._dtype for a in parsed.advanced)
     x = parsed.view
-    layout_keys = dict(rank=len(cstrides[0]), index_dtypes=index_dtypes,
-                       hoist=all(st[-1] == 0 for st in cstrides[2:]),
-                       x_inner=_baked(cstrides[1][-1]), data_inner=_baked(cstrides[0][-1]))
+    layout_keys = dict(
+        rank=len(cstrides[0]),
+        index_dtypes=index_dtypes,
+        hoist=all(st[-1] == 0 for st in cstrides[2:]),
+        x_inner=_baked(cstrides[1][-1]),
+        data_inner=_baked(cstrides[0][-1]),
+    )
     if mode == "scatter_add" or (mode == "put" and data._dtype is not x._dtype):
         if data._dtype.is_complex and not x._dtype.is_complex:
-            raise TypeError(f"{mode}: {data._dtype.name} values cannot be written into a "
-                            f"{x._dtype.name} tensor (complex to real)")
+            raise TypeError(
+                f"{mode}: {data._dtype.name} values cannot be written into a "
+                f"{x._dtype.name} tensor (complex to real)"
+            )
         return IndexKernel(mode, dtype=x._dtype, src_dtype=data._dtype, **layout_keys)
     if mode in ("gather", "put"):
         return IndexKernel(mode, width=x._dtype.itemsize, **layout_keys)
     return IndexKernel(mode, **layout_keys)
 
 
-def _call(mode: str, parsed: Parsed, shape: tuple[int, ...], strides: list[tuple[int, ...]],
-          x_slot: int, data: Tensor | None, op: str) -> None:
+def _call(
+    mode: str,
+    parsed: Parsed,
+    shape: tuple[int, ...],
+    strides: list[tuple[int, ...]],
+    x_slot: int,
+    data: Tensor | None,
+    op: str,
+) -> None:
     """Collapse the index space, pick the kernel, make one call, raise a recorded error.
 
     `strides` are [data, x, *indices] over `shape`.
@@ -373,15 +418,23 @@ def _call(mode: str, parsed: Parsed, shape: tuple[int, ...], strides: list[tuple
     kernel = _kernel_for(mode, cstrides, parsed, data)
     buf, err = _error_block()
     x = parsed.view
-    args = [0, cshape[0], *cshape[1:], err, x_slot, *cstrides[1],
-            0 if data is None else data._ptr, *cstrides[0]]
+    args = [
+        0,
+        cshape[0],
+        *cshape[1:],
+        err,
+        x_slot,
+        *cstrides[1],
+        0 if data is None else data._ptr,
+        *cstrides[0],
+    ]
     for a, st in zip(parsed.advanced, cstrides[2:]):
         args += [a.index._ptr, x._shape[a.dim], x._strides[a.dim], *st]
     buf[0] = buf[1] = buf[2] = 0
     if mode in ("gather", "offset", "check"):
         launch.call_split(kernel, args, _numel(shape))
     else:
-        launch.call(kernel, args)          # duplicates must apply in order, on one thread
+        launch.call(kernel, args)  # duplicates must apply in order, on one thread
     _raise_recorded(op, parsed, buf)
 
 
@@ -396,9 +449,10 @@ def run_index(mode: str, parsed: Parsed, lay: Layout, data: Tensor, op: str) -> 
         _check_empty(parsed, lay, op)
         return
     data_strides = broadcast_strides(data._shape, data._strides, lay.shape)
-    x_slot = x._offset if mode == "offset" else x._ptr      # offset mode: the base offset
-    _call(mode, parsed, lay.shape, [data_strides, lay.x_strides, *lay.index_strides],
-          x_slot, data, op)
+    x_slot = x._offset if mode == "offset" else x._ptr  # offset mode: the base offset
+    _call(
+        mode, parsed, lay.shape, [data_strides, lay.x_strides, *lay.index_strides], x_slot, data, op
+    )
 
 
 def _check_empty(parsed: Parsed, lay: Layout, op: str) -> None:
@@ -407,14 +461,16 @@ def _check_empty(parsed: Parsed, lay: Layout, op: str) -> None:
     if not parsed.advanced or _numel(bshape) == 0:
         return
     zeros = (0,) * len(bshape)
-    istrides = [broadcast_strides(a.index._shape, a.index._strides, bshape)
-                for a in parsed.advanced]
+    istrides = [
+        broadcast_strides(a.index._shape, a.index._strides, bshape) for a in parsed.advanced
+    ]
     _call("check", parsed, bshape, [zeros, zeros, *istrides], 0, None, op)
 
 
 # --------------------------------------------------------------------------------------
 # getitem / setitem
 # --------------------------------------------------------------------------------------
+
 
 def getitem(t: Tensor, index: Any) -> Tensor:
     """`t[index]`: a view for basic indexing, a gathered copy for advanced indexing."""
@@ -435,9 +491,11 @@ def _value_tensor(op: str, value: Any, t: Tensor) -> Tensor:
     if isinstance(value, np.generic) and not isinstance(value, np.complexfloating):
         value = value.item()
     if not is_scalar(value):
-        raise TypeError(f"{op}: can only assign a Tensor or a Python number (bool, int, "
-                        f"float) into a tensor of shape {list(t.shape)} and dtype "
-                        f"{t.dtype.name}, got {type(value).__name__}")
+        raise TypeError(
+            f"{op}: can only assign a Tensor or a Python number (bool, int, "
+            f"float) into a tensor of shape {list(t.shape)} and dtype "
+            f"{t.dtype.name}, got {type(value).__name__}"
+        )
     out = Tensor._empty((), t._dtype)
     return copy_into(out, value)
 
@@ -452,9 +510,11 @@ def _fit_value(op: str, value: Tensor, shape: tuple[int, ...]) -> Tensor:
     except ValueError:
         ok = False
     if not ok:
-        raise RuntimeError(f"{op}: shape mismatch: value tensor of shape "
-                           f"{list(value.shape)} cannot be broadcast to indexing result of "
-                           f"shape {list(shape)}")
+        raise RuntimeError(
+            f"{op}: shape mismatch: value tensor of shape "
+            f"{list(value.shape)} cannot be broadcast to indexing result of "
+            f"shape {list(shape)}"
+        )
     return value
 
 
@@ -462,16 +522,22 @@ def setitem(t: Tensor, index: Any, value: Tensor | bool | int | float) -> None:
     """`t[index] = value`: broadcasts and casts `value`; bumps `t`'s version once."""
     parsed = parse(t, index, "setitem")
     if not parsed.advanced and is_scalar(value):
-        copy_into(parsed.view, value)     # the scalar travels by value
+        copy_into(parsed.view, value)  # the scalar travels by value
         t._storage.version += 1
         return
     v = _value_tensor("setitem", value, t)
-    if v._storage is t._storage:          # reading what we write: take a copy first
+    if v._storage is t._storage:  # reading what we write: take a copy first
         v = views.clone(v)
     if any(a.index._storage is t._storage for a in parsed.advanced):
-        parsed = Parsed(parsed.view, tuple(
-            Advanced(a.dim, views.clone(a.index), a.source_dim)
-            if a.index._storage is t._storage else a for a in parsed.advanced))
+        parsed = Parsed(
+            parsed.view,
+            tuple(
+                Advanced(a.dim, views.clone(a.index), a.source_dim)
+                if a.index._storage is t._storage
+                else a
+                for a in parsed.advanced
+            ),
+        )
     lay = layout(parsed, "setitem") if parsed.advanced else None
     v = _fit_value("setitem", v, lay.shape if lay else parsed.view._shape)
     try:
@@ -479,13 +545,14 @@ def setitem(t: Tensor, index: Any, value: Tensor | bool | int | float) -> None:
             copy_into(parsed.view, v)
         else:
             run_index("put", parsed, lay, v, "setitem")
-    finally:                              # a failed put may have written some elements
+    finally:  # a failed put may have written some elements
         t._storage.version += 1
 
 
 # --------------------------------------------------------------------------------------
 # gradients: scatter back what getitem gathered
 # --------------------------------------------------------------------------------------
+
 
 def zeros(shape: tuple[int, ...], dtype: DType) -> Tensor:
     return copy_into(Tensor._empty(tuple(shape), dtype), 0)
@@ -504,8 +571,10 @@ def getitem_backward(shape: tuple[int, ...], dtype: DType, index: Any, grad: Ten
         lay = layout(parsed, "getitem_backward")
         target = lay.shape
     if grad._shape != target:
-        raise RuntimeError(f"getitem_backward: grad of shape {list(grad.shape)} does not "
-                           f"match the indexing result's shape {list(target)}")
+        raise RuntimeError(
+            f"getitem_backward: grad of shape {list(grad.shape)} does not "
+            f"match the indexing result's shape {list(target)}"
+        )
     if not parsed.advanced:
         copy_into(parsed.view, grad)
     else:
@@ -519,8 +588,7 @@ def linear_index(shape: tuple[int, ...], index: Any) -> Tensor:
     `getitem(t, index)` equals `gather(t, linear_index(t.shape, index))`: this is how an
     indexing expression becomes the registry's linear `gather` primitive.
     """
-    meta = Tensor._make(allocate(0), 0, tuple(shape), contiguous_strides(tuple(shape)),
-                        dt.int64)
+    meta = Tensor._make(allocate(0), 0, tuple(shape), contiguous_strides(tuple(shape)), dt.int64)
     parsed = parse(meta, index, "linear_index")
     v = parsed.view
     if parsed.advanced:
@@ -535,6 +603,7 @@ def linear_index(shape: tuple[int, ...], index: Any) -> Tensor:
 # --------------------------------------------------------------------------------------
 # the linear primitives of the registry
 # --------------------------------------------------------------------------------------
+
 
 def _flat(op: str, x: Tensor, index: Tensor) -> Parsed:
     if not isinstance(index, Tensor):
@@ -580,8 +649,7 @@ def index_put(base: Tensor, index: Tensor, src: Tensor) -> Tensor:
     return _scatter("index_put", "put", base, index, src)
 
 
-def index_add_linear(shape: tuple[int, ...], dtype: DType, linear: Tensor,
-                     src: Tensor) -> Tensor:
+def index_add_linear(shape: tuple[int, ...], dtype: DType, linear: Tensor, src: Tensor) -> Tensor:
     """Zeros of `shape` with `src` scatter-added at the row-major offsets `linear`.
 
     With `linear = linear_index(shape, index)` this is `getitem_backward`; autograd can
@@ -608,9 +676,14 @@ def _nonzero_plan(x: Tensor) -> tuple:
         if x._dtype.is_complex:
             raise TypeError(f"nonzero: not implemented for {x._dtype.name}")
         cshape, (cstrides,) = collapse(x._shape, [x._strides])
-        plan = (cache.get(NonzeroKernel("count", x._dtype, len(cshape))), list(cshape),
-                list(cstrides), cache.get(NonzeroKernel("fill", x._dtype, x.ndim)),
-                list(x._shape), list(x._strides))
+        plan = (
+            cache.get(NonzeroKernel("count", x._dtype, len(cshape))),
+            list(cshape),
+            list(cstrides),
+            cache.get(NonzeroKernel("fill", x._dtype, x.ndim)),
+            list(x._shape),
+            list(x._strides),
+        )
         if len(_NONZERO_PLANS) >= 1024:
             _NONZERO_PLANS.clear()
         _NONZERO_PLANS[x._lkey] = plan

@@ -11,6 +11,7 @@ chooses a layout per operand so BLAS reads transposed views in place, copies onl
 layout can express, folds a batch into the rows when the right operand is shared, and
 makes one kernel call (split across threads when that cannot oversubscribe BLAS).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -23,30 +24,29 @@ from ..runtime import blas, cache, launch
 from ..tensor import Tensor
 from .elementwise import copy_into, promote
 from ..schedule.layout import broadcast_strides, collapse, contiguous_strides
-from ..schedule.matmul import (ALPHA_ONE, MatmulKernel, fold_rows, gemm_layout, panels,
-                               uses_blas)
+from ..schedule.matmul import ALPHA_ONE, MatmulKernel, fold_rows, gemm_layout, panels, uses_blas
 from .views import expand, reshape, slice_dims
 
 cache.register_builder(MatmulKernel, build)
 
 INT32_MAX = blas.INT32_MAX
-SPLIT_MIN_MACS = 1 << 21       # multiply-adds below which one core finishes sooner
+SPLIT_MIN_MACS = 1 << 21  # multiply-adds below which one core finishes sooner
 
 
 # --------------------------------------------------------------------------------------
 # Operand layouts
 # --------------------------------------------------------------------------------------
 
-def _compact_shape(shape: tuple[int, ...], strides: tuple[int, ...], keep: int
-                   ) -> tuple[int, ...]:
+
+def _compact_shape(shape: tuple[int, ...], strides: tuple[int, ...], keep: int) -> tuple[int, ...]:
     """`shape` with every broadcast (stride 0) dimension but the last `keep` cut to 1."""
     lead = len(shape) - keep
-    return tuple(1 if d < lead and st == 0 else n
-                 for d, (n, st) in enumerate(zip(shape, strides)))
+    return tuple(1 if d < lead and st == 0 else n for d, (n, st) in enumerate(zip(shape, strides)))
 
 
-def compact_strides(shape: tuple[int, ...], strides: tuple[int, ...], keep: int = 0
-                    ) -> tuple[int, ...]:
+def compact_strides(
+    shape: tuple[int, ...], strides: tuple[int, ...], keep: int = 0
+) -> tuple[int, ...]:
     """The strides `compact_copy(t, keep=keep)` gives a tensor of these shape/strides."""
     small = _compact_shape(shape, strides, keep)
     dense = contiguous_strides(small)
@@ -70,6 +70,7 @@ def compact_copy(t: Tensor, dtype: DType | None = None, keep: int = 0) -> Tensor
 # The primitive
 # --------------------------------------------------------------------------------------
 
+
 class _Plan:
     """Everything about a matmul call that depends only on dtypes, shapes and strides.
 
@@ -78,8 +79,18 @@ class _Plan:
     `kernel` is None when there is nothing to compute.
     """
 
-    __slots__ = ("out_shape", "dtype", "kernel", "template", "slots", "work", "copy_a",
-                 "copy_b", "fill", "make_output")
+    __slots__ = (
+        "out_shape",
+        "dtype",
+        "kernel",
+        "template",
+        "slots",
+        "work",
+        "copy_a",
+        "copy_b",
+        "fill",
+        "make_output",
+    )
 
     def __init__(self, out_shape: tuple[int, ...], dtype: DType) -> None:
         self.out_shape = out_shape
@@ -101,7 +112,8 @@ def _check_blas_sizes(a: Tensor, b: Tensor, n: int, m: int, k: int) -> None:
         if v > INT32_MAX:
             raise RuntimeError(
                 f"matmul: {a._dtype.name} runs on BLAS, whose sizes are 32-bit; {label}={v} "
-                f"exceeds {INT32_MAX} (shapes {list(a._shape)} and {list(b._shape)})")
+                f"exceeds {INT32_MAX} (shapes {list(a._shape)} and {list(b._shape)})"
+            )
 
 
 def _plan(a: Tensor, b: Tensor) -> _Plan:
@@ -110,8 +122,9 @@ def _plan(a: Tensor, b: Tensor) -> _Plan:
     OpenBLAS's thread count is read here, so a plan keeps the split decision made when
     its shapes were first seen.
     """
-    out_type = registry.get("matmul").infer((TensorType(a._dtype, a._shape),
-                                             TensorType(b._dtype, b._shape)))
+    out_type = registry.get("matmul").infer(
+        (TensorType(a._dtype, a._shape), TensorType(b._dtype, b._shape))
+    )
     d = out_type.dtype
     plan = _Plan(out_type.shape, d)
     n, k = a._shape[-2:]
@@ -136,22 +149,34 @@ def _plan(a: Tensor, b: Tensor) -> _Plan:
         b_strides = compact_strides(b._shape, b_strides, keep=2)
     batch = out_type.shape[:-2]
     c_strides = contiguous_strides(out_type.shape)
-    strides = {"c": c_strides[:-2],
-               "a": broadcast_strides(a._shape[:-2], a_strides[:-2], batch),
-               "b": broadcast_strides(b._shape[:-2], b_strides[:-2], batch)}
-    strides = {x: tuple(0 if size == 1 else s for size, s in zip(batch, st))
-               for x, st in strides.items()}       # size-1 dimensions never move
+    strides = {
+        "c": c_strides[:-2],
+        "a": broadcast_strides(a._shape[:-2], a_strides[:-2], batch),
+        "b": broadcast_strides(b._shape[:-2], b_strides[:-2], batch),
+    }
+    strides = {
+        x: tuple(0 if size == 1 else s for size, s in zip(batch, st)) for x, st in strides.items()
+    }  # size-1 dimensions never move
     rows = {"c": c_strides[-2], "a": a_strides[-2], "b": b_strides[-2]}
     cols = {"c": 1, "a": a_strides[-1], "b": b_strides[-1]}
     folded = fold_rows(batch, n, strides, rows)
-    if folded is not None and (not use_blas or (  # BLAS: the folded rows stay 32-bit
-            folded[0] <= INT32_MAX and gemm_layout(folded[0], k, folded[1], cols["a"]))):
+    if folded is not None and (
+        not use_blas
+        or (  # BLAS: the folded rows stay 32-bit
+            folded[0] <= INT32_MAX and gemm_layout(folded[0], k, folded[1], cols["a"])
+        )
+    ):
         n, rows["a"] = folded
         batch, strides = (), {"c": (), "a": (), "b": ()}
     threads = launch._THREADS
-    if use_blas and not batch and threads > 1 and n * m * k >= SPLIT_MIN_MACS \
-            and blas.runs_single_threaded(n, m, k, d):
-        batch, strides, n, m = panels(threads, n, m, rows, cols)   # one panel per thread
+    if (
+        use_blas
+        and not batch
+        and threads > 1
+        and n * m * k >= SPLIT_MIN_MACS
+        and blas.runs_single_threaded(n, m, k, d)
+    ):
+        batch, strides, n, m = panels(threads, n, m, rows, cols)  # one panel per thread
     sizes, (cs, as_, bs) = collapse(batch, [strides["c"], strides["a"], strides["b"]])
     flags = [0, 0]
     if use_blas:
@@ -171,8 +196,12 @@ def _plan(a: Tensor, b: Tensor) -> _Plan:
     for label, bstrides in (("c", cs), ("a", as_), ("b", bs)):
         slots.append(len(template))
         template += [0, *bstrides, rows[label], cols[label]]
-    template += [*flags, blas.gemm_address(d) if use_blas else 0,
-                 blas.gemv_address(d) if use_blas and 1 in (n, m) else 0, ALPHA_ONE]
+    template += [
+        *flags,
+        blas.gemm_address(d) if use_blas else 0,
+        blas.gemv_address(d) if use_blas and 1 in (n, m) else 0,
+        ALPHA_ONE,
+    ]
     plan.kernel = cache.get(MatmulKernel(d, len(sizes)))
     plan.template = template
     plan.slots = (slots[0], slots[1], slots[2])
@@ -211,7 +240,7 @@ def run_matmul(a: Tensor, b: Tensor) -> Tensor:
     args[sc], args[sa], args[sb] = out._ptr, a._ptr, b._ptr
     if plan.work or launch._recording:
         launch.call_split(plan.kernel, args, plan.work)
-    else:                                   # one thread: what call_split would come to
+    else:  # one thread: what call_split would come to
         launch.call(plan.kernel, args)
     return out
 
@@ -220,17 +249,19 @@ def run_matmul(a: Tensor, b: Tensor) -> Tensor:
 # matmul, mm, bmm
 # --------------------------------------------------------------------------------------
 
+
 def _check_tensors(op: str, a: Any, b: Any) -> None:
     for x in (a, b):
         if not isinstance(x, Tensor):
-            raise TypeError(f"{op}: expected Tensor operands, got {type(a).__name__} and "
-                            f"{type(b).__name__}")
+            raise TypeError(
+                f"{op}: expected Tensor operands, got {type(a).__name__} and {type(b).__name__}"
+            )
 
 
 def _promoted(op: str, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
     """Both operands in PyTorch's promoted dtype (a converting copy only if needed)."""
     if a._dtype is b._dtype:
-        return a, b          # the primitive's shape rule names unsupported dtypes
+        return a, b  # the primitive's shape rule names unsupported dtypes
     d = promote([a, b])
     convert = [x if x._dtype is d else compact_copy(x, d) for x in (a, b)]
     return convert[0], convert[1]
@@ -240,23 +271,29 @@ def _mismatch(op: str, a: Tensor, b: Tensor) -> RuntimeError:
     n = a._shape[-2] if a.ndim > 1 else 1
     m = b._shape[-1] if b.ndim > 1 else 1
     ka, kb = a._shape[-1], b._shape[-2] if b.ndim > 1 else b._shape[0]
-    return RuntimeError(f"{op}: mat1 and mat2 shapes cannot be multiplied ({n}x{ka} and "
-                        f"{kb}x{m}) (shapes {list(a._shape)} and {list(b._shape)})")
+    return RuntimeError(
+        f"{op}: mat1 and mat2 shapes cannot be multiplied ({n}x{ka} and "
+        f"{kb}x{m}) (shapes {list(a._shape)} and {list(b._shape)})"
+    )
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     """`torch.matmul`: dot, matrix-vector, vector-matrix, and batched with broadcasting."""
     _check_tensors("matmul", a, b)
     if a.ndim == 0 or b.ndim == 0:
-        raise RuntimeError(f"matmul: both arguments to matmul need to be at least 1D, but "
-                           f"they are {a.ndim}D and {b.ndim}D (shapes {list(a._shape)} and "
-                           f"{list(b._shape)})")
+        raise RuntimeError(
+            f"matmul: both arguments to matmul need to be at least 1D, but "
+            f"they are {a.ndim}D and {b.ndim}D (shapes {list(a._shape)} and "
+            f"{list(b._shape)})"
+        )
     ka = a._shape[-1]
     kb = b._shape[0] if b.ndim == 1 else b._shape[-2]
     if ka != kb:
         if a.ndim == 1 and b.ndim == 1:
-            raise RuntimeError(f"matmul: inconsistent sizes for a dot product: 1-D tensors "
-                               f"of {ka} and {kb} elements")
+            raise RuntimeError(
+                f"matmul: inconsistent sizes for a dot product: 1-D tensors "
+                f"of {ka} and {kb} elements"
+            )
         raise _mismatch("matmul", a, b)
     a, b = _promoted("matmul", a, b)
     if a.ndim == 1 and b.ndim == 1:
@@ -276,8 +313,9 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
     _check_tensors("mm", a, b)
     for label, x in (("self", a), ("mat2", b)):
         if x.ndim != 2:
-            raise RuntimeError(f"mm: {label} must be a matrix, got a {x.ndim}-D tensor of "
-                               f"shape {list(x._shape)}")
+            raise RuntimeError(
+                f"mm: {label} must be a matrix, got a {x.ndim}-D tensor of shape {list(x._shape)}"
+            )
     if a._shape[1] != b._shape[0]:
         raise _mismatch("mm", a, b)
     return run_matmul(*_promoted("mm", a, b))
@@ -288,11 +326,15 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
     _check_tensors("bmm", a, b)
     for label, x in (("batch1", a), ("batch2", b)):
         if x.ndim != 3:
-            raise RuntimeError(f"bmm: {label} must be a 3D tensor, got a {x.ndim}-D tensor "
-                               f"of shape {list(x._shape)}")
+            raise RuntimeError(
+                f"bmm: {label} must be a 3D tensor, got a {x.ndim}-D tensor "
+                f"of shape {list(x._shape)}"
+            )
     if a._shape[0] != b._shape[0]:
-        raise RuntimeError(f"bmm: batch1 and batch2 must have the same batch size, got "
-                           f"shapes {list(a._shape)} and {list(b._shape)}")
+        raise RuntimeError(
+            f"bmm: batch1 and batch2 must have the same batch size, got "
+            f"shapes {list(a._shape)} and {list(b._shape)}"
+        )
     if a._shape[2] != b._shape[1]:
         raise _mismatch("bmm", a, b)
     return run_matmul(*_promoted("bmm", a, b))

@@ -6,14 +6,23 @@ kept outputs, or, when the outputs are too few to split (a full reduction to a s
 sum over axis 0 of a tall narrow matrix), two calls: per-chunk partial accumulators
 computed on every core, then one small call that reduces the partials.
 """
+
 from __future__ import annotations
 
 import struct
 from typing import Any, Sequence
 
 from .._source import define
-from ..codegen.reduce import (MODE_MAX_ROW, ExtremeKernel, HistcKernel, ModeKernel, build,
-                               build_extreme, build_histc, build_mode)
+from ..codegen.reduce import (
+    MODE_MAX_ROW,
+    ExtremeKernel,
+    HistcKernel,
+    ModeKernel,
+    build,
+    build_extreme,
+    build_histc,
+    build_mode,
+)
 from ..ir import dtypes as dt
 from ..ir import registry
 from ..ir.dtypes import DType
@@ -24,8 +33,7 @@ from ..runtime import cache, launch
 from ..tensor import Tensor
 from .elementwise import copy_into
 from ..schedule.layout import collapse, contiguous_strides
-from ..schedule.reduce import (Loops, ReduceKernel, Slots, make_spec, order_loops, pack,
-                               wide_dtype)
+from ..schedule.reduce import Loops, ReduceKernel, Slots, make_spec, order_loops, pack, wide_dtype
 from .views import reshape
 
 cache.register_builder(ReduceKernel, build)
@@ -39,8 +47,15 @@ class _Stage:
 
     __slots__ = ("kernel", "template", "in_slot", "out_slot", "split", "work")
 
-    def __init__(self, kernel: cache.Kernel, template: list[int], in_slot: int,
-                 out_slot: int, split: bool, work: int):
+    def __init__(
+        self,
+        kernel: cache.Kernel,
+        template: list[int],
+        in_slot: int,
+        out_slot: int,
+        split: bool,
+        work: int,
+    ):
         self.kernel = kernel
         self.template = template
         self.in_slot = in_slot
@@ -56,8 +71,17 @@ class Plan:
     (one kernel call) or "two" (partials, then their reduction).
     """
 
-    __slots__ = ("kind", "out_shape", "out_dtype", "fill", "stages", "partial_shape",
-                 "partial_dtype", "partial_index", "index_slots")
+    __slots__ = (
+        "kind",
+        "out_shape",
+        "out_dtype",
+        "fill",
+        "stages",
+        "partial_shape",
+        "partial_dtype",
+        "partial_index",
+        "index_slots",
+    )
 
     def __init__(self, kind: str, out_shape: tuple[int, ...], out_dtype: DType):
         self.kind = kind
@@ -68,7 +92,7 @@ class Plan:
         self.partial_shape: tuple[int, ...] = ()
         self.partial_dtype: DType = out_dtype
         self.partial_index = False
-        self.index_slots: tuple[int, int] = (-1, -1)   # stage 1 output, stage 2 input
+        self.index_slots: tuple[int, int] = (-1, -1)  # stage 1 output, stage 2 input
 
     def execute(self, x: Tensor) -> Tensor:
         out = Tensor._empty(self.out_shape, self.out_dtype)
@@ -89,7 +113,7 @@ class Plan:
             index = Tensor._empty(self.partial_shape, dt.int64)
             a1[self.index_slots[0]] = a2[self.index_slots[1]] = index._ptr
         launch.call_split(first.kernel, a1, first.work)
-        launch.call(second.kernel, a2)      # `partial` and `index` are alive until here
+        launch.call(second.kernel, a2)  # `partial` and `index` are alive until here
         return out
 
     @staticmethod
@@ -132,27 +156,39 @@ def direct_launch(op: str, x: Tensor, axes: Sequence[int], keepdim: bool) -> Any
     pack). None when there is no such plan (not run yet, or a plan of two stages, a fill,
     a call split across threads). For `functions.fastpath`."""
     plan = _plans.get((op, x._dtype, x._shape, x._strides, tuple(axes), keepdim))
-    if plan is None or plan.kind != "one" or plan.stages[0].split and \
-            plan.stages[0].work >= launch.PARALLEL_MIN_WORK:
+    if (
+        plan is None
+        or plan.kind != "one"
+        or plan.stages[0].split
+        and plan.stages[0].work >= launch.PARALLEL_MIN_WORK
+    ):
         return None
     stage = plan.stages[0]
     values = [str(v) for v in stage.template]
     values[stage.in_slot], values[stage.out_slot] = "a0._ptr", "out._ptr"
-    consts = {"make_output": Tensor._empty_maker(plan.out_shape, plan.out_dtype,
-                                                 contiguous_strides(plan.out_shape)),
-              "block": launch.block, "pack": launch.packer(len(values)).pack_into,
-              "fn": stage.kernel.fn, "struct": struct, "recording": launch._recording}
-    source = ("def direct(a0):\n"
-              "    if recording:\n"
-              "        return None\n"
-              "    out = make_output()\n"
-              "    buf, addr = block()\n"
-              "    try:\n"
-              f"        pack(buf, 0, {', '.join(values)})\n"
-              "    except struct.error:\n"
-              "        return None\n"
-              "    fn(addr)\n"
-              "    return out\n")
+    consts = {
+        "make_output": Tensor._empty_maker(
+            plan.out_shape, plan.out_dtype, contiguous_strides(plan.out_shape)
+        ),
+        "block": launch.block,
+        "pack": launch.packer(len(values)).pack_into,
+        "fn": stage.kernel.fn,
+        "struct": struct,
+        "recording": launch._recording,
+    }
+    source = (
+        "def direct(a0):\n"
+        "    if recording:\n"
+        "        return None\n"
+        "    out = make_output()\n"
+        "    buf, addr = block()\n"
+        "    try:\n"
+        f"        pack(buf, 0, {', '.join(values)})\n"
+        "    except struct.error:\n"
+        "        return None\n"
+        "    fn(addr)\n"
+        "    return out\n"
+    )
     return define(source, f"<llgrad eager direct {op}>", consts, "direct")
 
 
@@ -166,8 +202,10 @@ def _plan(op: str, x: Tensor, axes: Sequence[int], keepdim: bool) -> Plan:
         axes = (axes,)
     for a in axes:
         if isinstance(a, bool) or not hasattr(a, "__index__"):
-            raise TypeError(f"{op}: attribute 'axes' expects ints, got {list(axes)!r} "
-                            f"(input shape {list(x._shape)})")
+            raise TypeError(
+                f"{op}: attribute 'axes' expects ints, got {list(axes)!r} "
+                f"(input shape {list(x._shape)})"
+            )
     attrs = dict(opdef.normalize_attrs({"axes": axes, "keepdim": keepdim}))
     out_t = opdef.infer((TensorType(x._dtype, x._shape),), **attrs)
     norm = normalize_axes(op, attrs["axes"], x._shape)
@@ -202,15 +240,20 @@ def _loops(op: str, x: Tensor, axes: tuple[int, ...], all_axes: bool) -> Loops:
     return order_loops(shape, x._strides, out_strides, index, reduced)
 
 
-def _kernel_plan(op: str, in_dtype: DType, out_t: TensorType, loops: Loops, n_in: int,
-                 n_out: int) -> Plan:
+def _kernel_plan(
+    op: str, in_dtype: DType, out_t: TensorType, loops: Loops, n_in: int, n_out: int
+) -> Plan:
     threads = launch.num_threads()
     red = [i for i, r in enumerate(loops.reduced) if r]
     chunk = max(red, key=lambda i: loops.sizes[i])
     width = loops.column_width(threads, split_columns=loops.reduced[0])
-    two_stage = (threads > 1 and n_in >= launch.PARALLEL_MIN_WORK
-                 and loops.split_extent(width) < threads and loops.sizes[chunk] >= 2
-                 and n_out * threads * 4 <= n_in)
+    two_stage = (
+        threads > 1
+        and n_in >= launch.PARALLEL_MIN_WORK
+        and loops.split_extent(width) < threads
+        and loops.sizes[chunk] >= 2
+        and n_out * threads * 4 <= n_in
+    )
     if not two_stage:
         plan = Plan("one", out_t.shape, out_t.dtype)
         spec = make_spec(op, in_dtype, out_t.dtype, loops)
@@ -220,8 +263,16 @@ def _kernel_plan(op: str, in_dtype: DType, out_t: TensorType, loops: Loops, n_in
     return _two_stage_plan(op, in_dtype, out_t, loops, chunk, threads, n_in, n_out)
 
 
-def _two_stage_plan(op: str, in_dtype: DType, out_t: TensorType, loops: Loops, chunk: int,
-                    threads: int, n_in: int, n_out: int) -> Plan:
+def _two_stage_plan(
+    op: str,
+    in_dtype: DType,
+    out_t: TensorType,
+    loops: Loops,
+    chunk: int,
+    threads: int,
+    n_in: int,
+    n_out: int,
+) -> Plan:
     """Chunk the largest reduced loop: per-chunk partials (split), then their reduction."""
     n = loops.sizes[chunk]
     step = -(-n // min(threads, n))
@@ -234,22 +285,29 @@ def _two_stage_plan(op: str, in_dtype: DType, out_t: TensorType, loops: Loops, c
     plan.partial_index = is_arg
 
     spec1 = make_spec(op, in_dtype, wide, loops, "partial", chunk)
-    args1 = pack(spec1, loops, 0, 0, chunk_step=step, chunk_stride=n_out,
-                 col_width=loops.column_width(threads, split_columns=False), lo=0, hi=chunks)
+    args1 = pack(
+        spec1,
+        loops,
+        0,
+        0,
+        chunk_step=step,
+        chunk_stride=n_out,
+        col_width=loops.column_width(threads, split_columns=False),
+        lo=0,
+        hi=chunks,
+    )
     plan.stages.append(_stage(spec1, loops, args1, True, n_in))
 
     loops2 = order_loops((chunks, n_out), (n_out, 1), (0, 1), (0, 0), (True, False))
     spec2 = make_spec(op, wide, out_t.dtype, loops2, "combine" if is_arg else "full")
-    args2 = pack(spec2, loops2, 0, 0,
-                 col_width=loops2.column_width(threads, split_columns=False))
+    args2 = pack(spec2, loops2, 0, 0, col_width=loops2.column_width(threads, split_columns=False))
     plan.stages.append(_stage(spec2, loops2, args2, False, chunks * n_out))
     if is_arg:
         plan.index_slots = (Slots(spec1).out_index_ptr, Slots(spec2).in_index_ptr)
     return plan
 
 
-def _stage(spec: ReduceKernel, loops: Loops, template: list[int], split: bool,
-           work: int) -> _Stage:
+def _stage(spec: ReduceKernel, loops: Loops, template: list[int], split: bool, work: int) -> _Stage:
     slots = Slots(spec)
     return _Stage(cache.get(spec), template, slots.in_ptr, slots.out_ptr, split, work)
 
@@ -257,6 +315,7 @@ def _stage(spec: ReduceKernel, loops: Loops, template: list[int], split: bool,
 # --------------------------------------------------------------------------------------
 # Gradients of broadcasts
 # --------------------------------------------------------------------------------------
+
 
 def sum_to_shape(x: Tensor, shape: Sequence[int]) -> Tensor:
     """Sum a broadcast result (e.g. a gradient) back to `shape`, which broadcasts to x.
@@ -273,16 +332,20 @@ def sum_to_shape(x: Tensor, shape: Sequence[int]) -> Tensor:
     except ValueError:
         ok = False
     if not ok:
-        raise RuntimeError(f"sum_to_shape: shape {list(shape)} is not expandable to the "
-                           f"tensor's shape {list(xs)} ({x._dtype.name})")
-    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
-                                      if n == 1 and xs[lead + i] != 1)
+        raise RuntimeError(
+            f"sum_to_shape: shape {list(shape)} is not expandable to the "
+            f"tensor's shape {list(xs)} ({x._dtype.name})"
+        )
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and xs[lead + i] != 1
+    )
     if not axes:
         return x
     return reshape(run("sum", x, axes, keepdim=True), shape)
 
 
 # -- values-and-indices, mode and histc kernels (codegen.reduce): plans per layout --------
+
 
 def extreme_plan(x: Any, d: int, largest: bool, running: bool) -> Any:
     """(the `ExtremeKernel` for `x`'s dtype, (outer, n, inner), (xstride_outer,
@@ -295,7 +358,7 @@ def extreme_plan(x: Any, d: int, largest: bool, running: bool) -> Any:
         return plan
     plan = None
     shape, strides = x._shape, x._strides
-    parts = [collapse(shape[:d], [strides[:d]]), collapse(shape[d + 1:], [strides[d + 1:]])]
+    parts = [collapse(shape[:d], [strides[:d]]), collapse(shape[d + 1 :], [strides[d + 1 :]])]
     if all(len(c[0]) == 1 for c in parts) and not x._dtype.is_complex:
         (outer,), ((so,),) = parts[0]
         (inner,), ((si,),) = parts[1]
@@ -321,12 +384,11 @@ def mode_plan(x: Any, d: int) -> Any:
         return plan
     plan = None
     shape, strides = x._shape, x._strides
-    parts = [collapse(shape[:d], [strides[:d]]), collapse(shape[d + 1:], [strides[d + 1:]])]
+    parts = [collapse(shape[:d], [strides[:d]]), collapse(shape[d + 1 :], [strides[d + 1 :]])]
     if all(len(c[0]) == 1 for c in parts) and not x._dtype.is_complex:
         (outer,), ((so,),) = parts[0]
         (inner,), ((si,),) = parts[1]
-        plan = (cache.get(ModeKernel(x._dtype)), (outer, shape[d], inner),
-                (so, strides[d], si))
+        plan = (cache.get(ModeKernel(x._dtype)), (outer, shape[d], inner), (so, strides[d], si))
     if len(_EXTREME_PLANS) >= 1024:
         _EXTREME_PLANS.clear()
     _EXTREME_PLANS[key] = plan

@@ -4,6 +4,7 @@ Each function checks its arguments with the op's shape rule (the registry's), th
 the view's (offset, shape, strides). `reshape` copies through an elementwise kernel when
 the strides cannot express the new shape, as PyTorch does.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -33,7 +34,8 @@ def contiguous(t: Tensor) -> Tensor:
     return copy_into(out, t)
 
 
-from ctypes import memmove as _memmove     # noqa: E402  (clone's host copy)
+from ctypes import memmove as _memmove  # noqa: E402  (clone's host copy)
+
 _HOST_COPY_BYTES = 1 << 16
 
 
@@ -42,8 +44,12 @@ def clone(t: Tensor) -> Tensor:
     (one memmove; a kernel launch costs more), unless kernels are being recorded
     (`launch.record_kernels`) or a forward's copies are (`copy_replay`)."""
     out = Tensor._empty(t._shape, t._dtype)
-    if t._strides == out._strides and ew.copy_log is None and not launch._recording and \
-            t._ptr.__class__ is int:            # (a traced tensor has no memory: None)
+    if (
+        t._strides == out._strides
+        and ew.copy_log is None
+        and not launch._recording
+        and t._ptr.__class__ is int
+    ):  # (a traced tensor has no memory: None)
         n = out._storage.nbytes
         if n <= _HOST_COPY_BYTES:
             if n:
@@ -52,8 +58,9 @@ def clone(t: Tensor) -> Tensor:
     return copy_into(out, t)
 
 
-def _view_strides(shape: tuple[int, ...], strides: tuple[int, ...],
-                  new_shape: tuple[int, ...]) -> tuple[int, ...] | None:
+def _view_strides(
+    shape: tuple[int, ...], strides: tuple[int, ...], new_shape: tuple[int, ...]
+) -> tuple[int, ...] | None:
     """Strides for `new_shape` over the same memory, or None if no view can express it.
 
     Walks groups of old dimensions that are contiguous with each other (PyTorch's
@@ -71,8 +78,9 @@ def _view_strides(shape: tuple[int, ...], strides: tuple[int, ...],
     view_numel = 1
     for tensor_d in range(len(shape) - 1, -1, -1):
         tensor_numel *= shape[tensor_d]
-        if tensor_d == 0 or (shape[tensor_d - 1] != 1 and
-                             strides[tensor_d - 1] != tensor_numel * chunk_base_stride):
+        if tensor_d == 0 or (
+            shape[tensor_d - 1] != 1 and strides[tensor_d - 1] != tensor_numel * chunk_base_stride
+        ):
             while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
                 new_strides[view_d] = view_numel * chunk_base_stride
                 view_numel *= new_shape[view_d]
@@ -94,24 +102,25 @@ _reshapes: dict[tuple, tuple[tuple[int, ...], tuple[int, ...] | None]] = {}
 def reshape(t: Tensor, shape: tuple[int, ...], *, must_view: bool = False) -> Tensor:
     key = (t._shape, t._strides, shape)
     known = _reshapes.get(key)
-    if known is not None:                 # (a layout seen before: sizes checked then)
+    if known is not None:  # (a layout seen before: sizes checked then)
         new_shape, strides = known
         if strides is not None:
             return view_of(t, t._offset, new_shape, strides)
     else:
-        new_shape = infer_reshape_shape(t.numel(), tuple(shape),
-                                        "view" if must_view else "reshape")
+        new_shape = infer_reshape_shape(t.numel(), tuple(shape), "view" if must_view else "reshape")
         strides = _view_strides(t._shape, t._strides, new_shape)
         if len(_reshapes) < REPLAY_LIMIT:
             try:
                 _reshapes[key] = (new_shape, strides)
-            except TypeError:             # (sizes of a class that does not hash)
+            except TypeError:  # (sizes of a class that does not hash)
                 pass
     if strides is None:
         if must_view:
-            raise RuntimeError(f"view size is not compatible with input tensor's size and "
-                               f"stride (shape {list(t._shape)}, strides {list(t._strides)}, "
-                               f"requested {list(new_shape)}); use .reshape(...) instead")
+            raise RuntimeError(
+                f"view size is not compatible with input tensor's size and "
+                f"stride (shape {list(t._shape)}, strides {list(t._strides)}, "
+                f"requested {list(new_shape)}); use .reshape(...) instead"
+            )
         c = contiguous(t)
         return view_of(c, c._offset, new_shape, contiguous_strides(new_shape))
     return view_of(t, t._offset, new_shape, strides)
@@ -137,8 +146,9 @@ def expand(t: Tensor, shape: tuple[int, ...]) -> Tensor:
     return view_of(t, t._offset, new_shape, tuple(strides))
 
 
-def slice_dims(t: Tensor, starts: tuple[int, ...], stops: tuple[int, ...],
-               steps: tuple[int, ...]) -> Tensor:
+def slice_dims(
+    t: Tensor, starts: tuple[int, ...], stops: tuple[int, ...], steps: tuple[int, ...]
+) -> Tensor:
     """A strided window; bounds already normalized to [0, size] and steps positive."""
     offset = t._offset
     shape = []
@@ -158,13 +168,18 @@ def select(t: Tensor, dim: int, index: int) -> Tensor:
     if not -n <= index < n:
         raise IndexError(f"index {index} is out of bounds for dimension {d} with size {n}")
     index %= n
-    return view_of(t, t._offset + index * t._strides[d], t._shape[:d] + t._shape[d + 1:],
-                   t._strides[:d] + t._strides[d + 1:])
+    return view_of(
+        t,
+        t._offset + index * t._strides[d],
+        t._shape[:d] + t._shape[d + 1 :],
+        t._strides[:d] + t._strides[d + 1 :],
+    )
 
 
 def flip_view(t: Tensor, axes: tuple[int, ...]) -> Tensor:
     """Flips copy (llgrad, like PyTorch, has no negative strides)."""
     from . import elementwise
+
     axes_n = {normalize_axis(a, t.ndim, "flip") for a in axes}
     out = Tensor._empty(t._shape, t._dtype)
     # write through a view of `out` that walks each flipped axis backwards
@@ -183,7 +198,7 @@ def flip_view(t: Tensor, axes: tuple[int, ...]) -> Tensor:
 # replaying copy-only forwards
 # --------------------------------------------------------------------------------------
 
-REPLAY_LIMIT = 4096          # cached replays in all (each a few small tuples)
+REPLAY_LIMIT = 4096  # cached replays in all (each a few small tuples)
 _replays: dict[tuple, "_CopyReplay"] = {}
 
 
@@ -196,13 +211,18 @@ class _CopyReplay:
     and calls the kernel; other threads, big copies (split across the thread pool) and
     calls while kernels are being recorded pack a block as `launch.call_split` does."""
 
-    __slots__ = ("shape", "dtype", "strides", "parts", "numbers", "make", "thread",
-                 "calls")
+    __slots__ = ("shape", "dtype", "strides", "parts", "numbers", "make", "thread", "calls")
 
-    def __init__(self, shape: tuple[int, ...], dtype: Any, strides: tuple[int, ...],
-                 parts: tuple[tuple[int, int, int, Any], ...], numbers: tuple = ()):
+    def __init__(
+        self,
+        shape: tuple[int, ...],
+        dtype: Any,
+        strides: tuple[int, ...],
+        parts: tuple[tuple[int, int, int, Any], ...],
+        numbers: tuple = (),
+    ):
         self.shape, self.dtype, self.strides, self.parts = shape, dtype, strides, parts
-        self.numbers = numbers          # the packed numbers' memory (kept alive here)
+        self.numbers = numbers  # the packed numbers' memory (kept alive here)
         self.make = Tensor._empty_maker(shape, dtype, strides)
         self.thread = threading.get_ident()
         calls = []
@@ -213,8 +233,18 @@ class _CopyReplay:
                 calls.append((index, src, dst, None, 0, 0, 0, plan))
                 continue
             block = (ctypes.c_int64 * len(plan.template))(*plan.template)
-            calls.append((index, src, dst, block, ctypes.addressof(block), plan.ptr_slots[0],
-                          plan.ptr_slots[1], plan))
+            calls.append(
+                (
+                    index,
+                    src,
+                    dst,
+                    block,
+                    ctypes.addressof(block),
+                    plan.ptr_slots[0],
+                    plan.ptr_slots[1],
+                    plan,
+                )
+            )
         self.calls = tuple(calls)
 
     def run(self, operands: Sequence[Tensor]) -> Tensor:
@@ -248,8 +278,7 @@ class _CopyReplay:
         return out
 
 
-def copy_replay(forward: Callable[[str, Any, dict], Tensor]
-                ) -> Callable[[str, Any, dict], Tensor]:
+def copy_replay(forward: Callable[[str, Any, dict], Tensor]) -> Callable[[str, Any, dict], Tensor]:
     """`forward(op, operands, attrs)` (an `apply` forward whose only kernels are
     `copy_into` calls from the operands, or from numbers in `attrs`, into the one new
     tensor it returns: cat, flip, pad, ...) made cheap to call again: the first call of
@@ -258,12 +287,12 @@ def copy_replay(forward: Callable[[str, Any, dict], Tensor]
     launch per copy) without building views or looking plans up. Calls whose copies
     read anything but the operands (a temporary), or whose operands share memory, are
     not kept (the next call runs `forward` again)."""
+
     def replayed(op: str, operands: Any, attrs: dict) -> Tensor:
         try:
-            key = (forward, attrs_key(attrs) if attrs else (),
-                   tuple([o._lkey for o in operands]))
+            key = (forward, attrs_key(attrs) if attrs else (), tuple([o._lkey for o in operands]))
             r = _replays.get(key)
-        except (TypeError, AttributeError):         # unhashable attribute, not a tensor
+        except (TypeError, AttributeError):  # unhashable attribute, not a tensor
             return forward(op, operands, attrs)
         if r is not None:
             return r.run(operands)
@@ -271,18 +300,20 @@ def copy_replay(forward: Callable[[str, Any, dict], Tensor]
         if r is not None and len(_replays) < REPLAY_LIMIT:
             _replays[key] = r
         return out
-    replayed.__wrapped__ = forward                  # type: ignore[attr-defined]
+
+    replayed.__wrapped__ = forward  # type: ignore[attr-defined]
     replayed.__name__ = forward.__name__
     replayed.__doc__ = forward.__doc__
     return replayed
 
 
-def record_copies(make: Callable[[], Tensor], operands: Sequence[Tensor]
-                  ) -> tuple[Tensor, _CopyReplay | None]:
+def record_copies(
+    make: Callable[[], Tensor], operands: Sequence[Tensor]
+) -> tuple[Tensor, _CopyReplay | None]:
     """`make()` (which must launch only `copy_into` kernels, from `operands` or numbers
     into the one new tensor it returns), and its replay on tensors of the operands'
     layouts, or None when it cannot have one (see `copy_replay`)."""
-    if ew.copy_log is not None:                     # (inside another recorded call)
+    if ew.copy_log is not None:  # (inside another recorded call)
         return make(), None
     log: list = []
     ew.copy_log = log
@@ -293,14 +324,19 @@ def record_copies(make: Callable[[], Tensor], operands: Sequence[Tensor]
     return out, _reduce(operands, out, log)
 
 
-def replay_of(forward: Callable[[str, Any, dict], Tensor], operands: Sequence[Tensor],
-              attrs: dict) -> _CopyReplay | None:
+def replay_of(
+    forward: Callable[[str, Any, dict], Tensor], operands: Sequence[Tensor], attrs: dict
+) -> _CopyReplay | None:
     """The replay `copy_replay(forward)` kept for these operands' layouts and `attrs`,
     if any."""
     try:
-        return _replays.get((forward.__wrapped__,                  # type: ignore[attr-defined]
-                             attrs_key(attrs) if attrs else (),
-                             tuple([o._lkey for o in operands])))
+        return _replays.get(
+            (
+                forward.__wrapped__,  # type: ignore[attr-defined]
+                attrs_key(attrs) if attrs else (),
+                tuple([o._lkey for o in operands]),
+            )
+        )
     except TypeError:
         return None
 
@@ -309,8 +345,12 @@ def _reduce(operands: Sequence[Tensor], out: Tensor, log: list) -> _CopyReplay |
     """The replay of a recorded forward (see `copy_replay`), or None."""
     storages = {id(o._storage) for o in operands}
     numbers: list[ctypes.Array] = []
-    if len(storages) != len(operands) or out.__class__ is not Tensor or out._offset or \
-            id(out._storage) in storages:
+    if (
+        len(storages) != len(operands)
+        or out.__class__ is not Tensor
+        or out._offset
+        or id(out._storage) in storages
+    ):
         return None
     parts = []
     for dst, src, plan in log:
@@ -323,7 +363,7 @@ def _reduce(operands: Sequence[Tensor], out: Tensor, log: list) -> _CopyReplay |
                     break
             else:
                 return None
-        else:                         # the number, packed into memory of the replay's own
+        else:  # the number, packed into memory of the replay's own
             value = (ctypes.c_int64 * 2)()
             ctypes.memmove(value, ew._pack_scalar("copy_", src, dst._dtype, 0), 16)
             numbers.append(value)

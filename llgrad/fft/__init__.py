@@ -26,6 +26,7 @@ transform runs eagerly (its line is recorded in `cf.graph_breaks`; `fullgraph=Tr
 raises). `fftfreq`, `rfftfreq`, `fftshift` and `ifftshift` are made of creation and
 shape ops and compile into the graph.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
@@ -41,14 +42,40 @@ from ..ir.types import normalize_axis
 from ..runtime.storage import Storage, _address
 from ..tensor import Tensor
 
-__all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2",
-           "irfft2", "rfftn", "irfftn", "hfft", "ihfft", "hfft2", "ihfft2", "hfftn",
-           "ihfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
+__all__ = [
+    "fft",
+    "ifft",
+    "fft2",
+    "ifft2",
+    "fftn",
+    "ifftn",
+    "rfft",
+    "irfft",
+    "rfft2",
+    "irfft2",
+    "rfftn",
+    "irfftn",
+    "hfft",
+    "ihfft",
+    "hfft2",
+    "ihfft2",
+    "hfftn",
+    "ihfftn",
+    "fftfreq",
+    "rfftfreq",
+    "fftshift",
+    "ifftshift",
+]
 
 _NORMS = ("backward", "forward", "ortho")
-_TORCH_NAMES = {"float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
-                "float64": "Double", "complex64": "ComplexFloat",
-                "complex128": "ComplexDouble"}
+_TORCH_NAMES = {
+    "float16": "Half",
+    "bfloat16": "BFloat16",
+    "float32": "Float",
+    "float64": "Double",
+    "complex64": "ComplexFloat",
+    "complex128": "ComplexDouble",
+}
 
 
 def _torch_name(d: dt.DType) -> str:
@@ -58,6 +85,7 @@ def _torch_name(d: dt.DType) -> str:
 # --------------------------------------------------------------------------------------
 # The three host primitives and their nodes
 # --------------------------------------------------------------------------------------
+
 
 class _FftNode(Node):
     """The backward of one transform: `rule(grad)`, written with llgrad functions."""
@@ -81,19 +109,30 @@ def _dual(norm: str) -> str:
     return {"backward": "forward", "forward": "backward"}.get(norm, norm)
 
 
-def _host(name: str, x: Tensor, dims: tuple[int, ...], compute: Callable[..., np.ndarray],
-          rule: Callable[[Tensor], Tensor], again: Callable[[Tensor], Tensor]) -> Tensor:
+def _host(
+    name: str,
+    x: Tensor,
+    dims: tuple[int, ...],
+    compute: Callable[..., np.ndarray],
+    rule: Callable[[Tensor], Tensor],
+    again: Callable[[Tensor], Tensor],
+) -> Tensor:
     """Run `compute(array, axes)` on `x`'s values; record `rule` as the backward and
     `again` (the same linear map) for forward-mode tangents. Batched (vmap) inputs are
     transformed with their batch dimensions leading."""
     from ..tracer.context import user_location
     from ..tracer.tensor import GraphBreak, tracing
     from ..transforms.batching import levels, lift, unlift
+
     if tracing() or getattr(x, "_ctx", None) is not None:
-        kind = {"FftC2CBackward0": "complex-to-complex", "FftR2CBackward0": "real-to-complex",
-                "FftC2RBackward0": "complex-to-real"}[name]
-        raise GraphBreak(f"an lg.fft {kind} transform (it runs on the host: pocketfft)",
-                         user_location())
+        kind = {
+            "FftC2CBackward0": "complex-to-complex",
+            "FftR2CBackward0": "real-to-complex",
+            "FftC2RBackward0": "complex-to-real",
+        }[name]
+        raise GraphBreak(
+            f"an lg.fft {kind} transform (it runs on the host: pocketfft)", user_location()
+        )
     lv = levels(x)
     if lv:
         plain = lift(x, lv)
@@ -122,17 +161,18 @@ def _c2c(x: Tensor, dims: tuple[int, ...], forward: bool, norm: str) -> Tensor:
         return (sf.fftn if forward else sf.ifftn)(a, axes=axes, norm=norm)
 
     def rule(g: Tensor) -> Tensor:
-        return _c2c(g.to(x._dtype) if not g._dtype.is_complex else g, dims, not forward,
-                    _dual(norm))
-    return _host("FftC2CBackward0", x, dims, compute, rule,
-                 lambda t: _c2c(t, dims, forward, norm))
+        return _c2c(
+            g.to(x._dtype) if not g._dtype.is_complex else g, dims, not forward, _dual(norm)
+        )
+
+    return _host("FftC2CBackward0", x, dims, compute, rule, lambda t: _c2c(t, dims, forward, norm))
 
 
-def _r2c(x: Tensor, dims: tuple[int, ...], forward: bool, norm: str, onesided: bool
-         ) -> Tensor:
+def _r2c(x: Tensor, dims: tuple[int, ...], forward: bool, norm: str, onesided: bool) -> Tensor:
     """Real-to-complex DFT of `x` over `dims`; `onesided`: only the first n//2+1 bins of
     the last dim (the others are their conjugates)."""
     import scipy.fft as sf
+
     full = x._shape[dims[-1]] if dims else 0
 
     def compute(a: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
@@ -143,6 +183,7 @@ def _r2c(x: Tensor, dims: tuple[int, ...], forward: bool, norm: str, onesided: b
     def rule(g: Tensor) -> Tensor:
         from ..functions.elementwise import real
         from ..functions.shape import pad_dims
+
         if not g._dtype.is_complex:
             g = g.to(x._dtype.to_complex())
         if onesided:
@@ -152,14 +193,17 @@ def _r2c(x: Tensor, dims: tuple[int, ...], forward: bool, norm: str, onesided: b
             if highs[last]:
                 g = pad_dims(g, [0] * g.ndim, highs)
         return real(_c2c(g, dims, not forward, _dual(norm)))
-    return _host("FftR2CBackward0", x, dims, compute, rule,
-                 lambda t: _r2c(t, dims, forward, norm, onesided))
+
+    return _host(
+        "FftR2CBackward0", x, dims, compute, rule, lambda t: _r2c(t, dims, forward, norm, onesided)
+    )
 
 
 def _c2r(x: Tensor, dims: tuple[int, ...], n_last: int, forward: bool, norm: str) -> Tensor:
     """One-sided Hermitian half (last dim of size n_last//2+1) to a real signal of n_last
     along the last dim (complex-to-complex over the other dims first)."""
     import scipy.fft as sf
+
     sizes = [x._shape[d] for d in dims[:-1]] + [n_last]
 
     def compute(a: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
@@ -168,30 +212,36 @@ def _c2r(x: Tensor, dims: tuple[int, ...], n_last: int, forward: bool, norm: str
     def rule(g: Tensor) -> Tensor:
         from ..functions.creation import tensor
         from ..functions.elementwise import mul
+
         gi = _r2c(g, dims, not forward, _dual(norm), True)
         half = gi._shape[dims[-1]]
-        double = n_last - half           # bins 1..double stand for two conjugate bins
+        double = n_last - half  # bins 1..double stand for two conjugate bins
         if double > 0:
             w = np.ones(half, dtype=x._dtype.to_real().np)
-            w[1:1 + double] = 2
+            w[1 : 1 + double] = 2
             shape = [1] * gi.ndim
             shape[dims[-1]] = half
             gi = mul(gi, tensor(w).reshape(shape))
         return gi
-    return _host("FftC2RBackward0", x, dims, compute, rule,
-                 lambda t: _c2r(t, dims, n_last, forward, norm))
+
+    return _host(
+        "FftC2RBackward0", x, dims, compute, rule, lambda t: _c2r(t, dims, n_last, forward, norm)
+    )
 
 
 # --------------------------------------------------------------------------------------
 # Argument handling shared by the public functions
 # --------------------------------------------------------------------------------------
 
+
 def _norm_arg(op: str, norm: Any) -> str:
     if norm is None:
         return "backward"
     if norm not in _NORMS:
-        raise ValueError(f"{op}: Invalid normalization mode: {norm!r} (expected one of "
-                         f"'backward', 'forward', 'ortho' or None)")
+        raise ValueError(
+            f"{op}: Invalid normalization mode: {norm!r} (expected one of "
+            f"'backward', 'forward', 'ortho' or None)"
+        )
     return norm
 
 
@@ -199,8 +249,10 @@ def _check_input(op: str, x: Any) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}(): argument 'input' must be a Tensor, not {type(x).__name__}")
     if x._dtype in (dt.float16, dt.bfloat16):
-        raise RuntimeError(f"{op}: Unsupported dtype {_torch_name(x._dtype)} (llgrad's and "
-                           f"PyTorch's CPU transforms need float32/float64 or complex)")
+        raise RuntimeError(
+            f"{op}: Unsupported dtype {_torch_name(x._dtype)} (llgrad's and "
+            f"PyTorch's CPU transforms need float32/float64 or complex)"
+        )
     return x
 
 
@@ -218,8 +270,7 @@ def _as_complex(x: Tensor) -> Tensor:
 
 def _as_real(op: str, x: Tensor) -> Tensor:
     if x._dtype.is_complex:
-        raise RuntimeError(f"{op} expects a real input tensor, but got "
-                           f"{_torch_name(x._dtype)}")
+        raise RuntimeError(f"{op} expects a real input tensor, but got {_torch_name(x._dtype)}")
     return _floating(x)
 
 
@@ -237,8 +288,9 @@ def _one_dim(op: str, x: Tensor, dim: int) -> int:
     return normalize_axis(dim, x.ndim, op)
 
 
-def _dims_and_sizes(op: str, x: Tensor, s: Any, dim: Any, default: Sequence[int] | None
-                    ) -> tuple[tuple[int, ...], list[int | None]]:
+def _dims_and_sizes(
+    op: str, x: Tensor, s: Any, dim: Any, default: Sequence[int] | None
+) -> tuple[tuple[int, ...], list[int | None]]:
     """The transformed dims and their requested sizes (None: keep) as torch.fft.fftn
     reads `s` and `dim`: with `dim` None, the last len(s) dims (or `default`, or all)."""
     if s is not None and not isinstance(s, (list, tuple)):
@@ -250,21 +302,24 @@ def _dims_and_sizes(op: str, x: Tensor, s: Any, dim: Any, default: Sequence[int]
     if dim is None:
         if s is not None:
             if len(s) > x.ndim:
-                raise RuntimeError(f"{op}: Got shape with {len(s)} values but input tensor "
-                                   f"only has {x.ndim} dimensions.")
+                raise RuntimeError(
+                    f"{op}: Got shape with {len(s)} values but input tensor "
+                    f"only has {x.ndim} dimensions."
+                )
             dims = tuple(range(x.ndim - len(s), x.ndim))
         else:
             dims = tuple(range(x.ndim))
     else:
         if x.ndim == 0 and len(dim):
-            raise IndexError(f"{op}: Dimension specified as {dim[0]} but tensor has no "
-                             f"dimensions")
+            raise IndexError(f"{op}: Dimension specified as {dim[0]} but tensor has no dimensions")
         dims = tuple(normalize_axis(d, x.ndim, op) for d in dim)
         if len(set(dims)) != len(dims):
             raise RuntimeError(f"{op}: FFT dims must be unique (got {list(dim)})")
         if s is not None and len(s) != len(dims):
-            raise RuntimeError(f"{op}: When given, dim and shape arguments must have the "
-                               f"same length (s {list(s)}, dim {list(dim)})")
+            raise RuntimeError(
+                f"{op}: When given, dim and shape arguments must have the "
+                f"same length (s {list(s)}, dim {list(dim)})"
+            )
     sizes: list[int | None] = [None] * len(dims)
     if s is not None:
         for i, n in enumerate(s):
@@ -279,6 +334,7 @@ def _dims_and_sizes(op: str, x: Tensor, s: Any, dim: Any, default: Sequence[int]
 def _resize(x: Tensor, dims: Sequence[int], sizes: Sequence[int | None]) -> Tensor:
     """Zero-pad or trim `x` along `dims` to `sizes` (None: unchanged)."""
     from ..functions.shape import pad_dims, slice_dim
+
     highs = [0] * x.ndim
     for d, n in zip(dims, sizes):
         if n is None or n == x._shape[d]:
@@ -296,13 +352,16 @@ def _finish(op: str, result: Tensor, out: Any) -> Tensor:
     if out is None:
         return result
     from ..functions.statistics import write_out
+
     if out is not None and isinstance(out, Tensor):
         if result._dtype.is_complex and not out._dtype.is_complex:
-            raise RuntimeError(f"{op} expects a complex output tensor, but got "
-                               f"{_torch_name(out._dtype)}")
+            raise RuntimeError(
+                f"{op} expects a complex output tensor, but got {_torch_name(out._dtype)}"
+            )
         if not result._dtype.is_complex and out._dtype.category < 2:
-            raise RuntimeError(f"{op} expects a floating point output tensor, but got "
-                               f"{_torch_name(out._dtype)}")
+            raise RuntimeError(
+                f"{op} expects a floating point output tensor, but got {_torch_name(out._dtype)}"
+            )
     return write_out(op, out, result)
 
 
@@ -326,8 +385,8 @@ def _finish(op: str, result: Tensor, out: Any) -> Tensor:
 
 _plans: dict[tuple, tuple] = {}
 _PLAN_DTYPES = frozenset({"float32", "float64", "complex64", "complex128"})
-_pocket: Any = None          # scipy's pypocketfft extension (None: not loaded / missing)
-_pocket_config: Any = None   # scipy.fft's thread-local config (its default `workers`)
+_pocket: Any = None  # scipy's pypocketfft extension (None: not loaded / missing)
+_pocket_config: Any = None  # scipy.fft's thread-local config (its default `workers`)
 _INORM = {"backward": 0, "ortho": 1, "forward": 2}
 
 
@@ -362,9 +421,14 @@ def _direct(op: str, x: Any, s: Any, dim: Any, norm: Any, out: Any) -> Tensor | 
     """The direct path of public transform `op`: its plan's result (the plan is made
     here the first time a call's arguments pass the general path's checks), or None when
     the call must take the general path."""
-    if out is not None or x.__class__ is not Tensor or interpreters or \
-            forward_ad._level[0] or (x._requires_grad and _grad_state.enabled) or \
-            (norm is not None and norm.__class__ is not str):
+    if (
+        out is not None
+        or x.__class__ is not Tensor
+        or interpreters
+        or forward_ad._level[0]
+        or (x._requires_grad and _grad_state.enabled)
+        or (norm is not None and norm.__class__ is not str)
+    ):
         return None
     try:
         key = (op, x._lkey, _hashable_ints(s), _hashable_ints(dim), norm)
@@ -397,23 +461,31 @@ def _run_plan(plan: tuple, x: Tensor) -> Tensor:
         r = _pocket.r2c(a, args[0], args[1], args[2], None, workers)
     else:
         r = _pocket.c2r(a, args[0], args[1], args[2], args[3], None, workers)
-    if not r.flags.c_contiguous:               # (pocketfft's results are; kept general)
+    if not r.flags.c_contiguous:  # (pocketfft's results are; kept general)
         r = np.ascontiguousarray(r)
-    return Tensor._make(Storage(r.reshape(-1).view(np.uint8), _address(r)), 0,
-                        *out_layout)
+    return Tensor._make(Storage(r.reshape(-1).view(np.uint8), _address(r)), 0, *out_layout)
 
 
 # public op -> (family, forward sign, default dims, one-dimensional signature)
 _OPS: dict[str, tuple[str, bool, tuple[int, ...] | None, bool]] = {
-    "fft": ("c1", True, None, True), "ifft": ("c1", False, None, True),
-    "fftn": ("cn", True, None, False), "ifftn": ("cn", False, None, False),
-    "fft2": ("cn", True, (-2, -1), False), "ifft2": ("cn", False, (-2, -1), False),
-    "rfft": ("r2c", True, None, True), "ihfft": ("r2c", False, None, True),
-    "rfftn": ("r2c", True, None, False), "ihfftn": ("r2c", False, None, False),
-    "rfft2": ("r2c", True, (-2, -1), False), "ihfft2": ("r2c", False, (-2, -1), False),
-    "irfft": ("c2r", False, None, True), "hfft": ("c2r", True, None, True),
-    "irfftn": ("c2r", False, None, False), "hfftn": ("c2r", True, None, False),
-    "irfft2": ("c2r", False, (-2, -1), False), "hfft2": ("c2r", True, (-2, -1), False),
+    "fft": ("c1", True, None, True),
+    "ifft": ("c1", False, None, True),
+    "fftn": ("cn", True, None, False),
+    "ifftn": ("cn", False, None, False),
+    "fft2": ("cn", True, (-2, -1), False),
+    "ifft2": ("cn", False, (-2, -1), False),
+    "rfft": ("r2c", True, None, True),
+    "ihfft": ("r2c", False, None, True),
+    "rfftn": ("r2c", True, None, False),
+    "ihfftn": ("r2c", False, None, False),
+    "rfft2": ("r2c", True, (-2, -1), False),
+    "ihfft2": ("r2c", False, (-2, -1), False),
+    "irfft": ("c2r", False, None, True),
+    "hfft": ("c2r", True, None, True),
+    "irfftn": ("c2r", False, None, False),
+    "hfftn": ("c2r", True, None, False),
+    "irfft2": ("c2r", False, (-2, -1), False),
+    "hfft2": ("c2r", True, (-2, -1), False),
 }
 
 
@@ -432,7 +504,7 @@ def _make_plan(op: str, x: Tensor, s: Any, dim: Any, norm: Any) -> tuple | None:
             sizes: list[int | None] = [_check_n(op, s) if s is not None else None]
         else:
             dims, sizes = _dims_and_sizes(op, x, s, dim, default)
-    except Exception:               # noqa: BLE001 - the general path raises it
+    except Exception:  # noqa: BLE001 - the general path raises it
         return None
     if not dims:
         return None
@@ -479,16 +551,24 @@ def _make_plan(op: str, x: Tensor, s: Any, dim: Any, norm: Any) -> tuple | None:
         strides.append(step)
         step *= n
     item = x._dtype.itemsize
-    return (np.dtype(x._dtype.np), tuple(v * item for v in x._strides), resize, kind, args,
-            (out_shape, tuple(reversed(strides)), out_dtype))
+    return (
+        np.dtype(x._dtype.np),
+        tuple(v * item for v in x._strides),
+        resize,
+        kind,
+        args,
+        (out_shape, tuple(reversed(strides)), out_dtype),
+    )
 
 
 # --------------------------------------------------------------------------------------
 # Complex-to-complex transforms (and real inputs to the full spectrum)
 # --------------------------------------------------------------------------------------
 
-def _fft1(op: str, input: Tensor, n: int | None, dim: int, norm: str | None, forward: bool,
-          out: Any) -> Tensor:
+
+def _fft1(
+    op: str, input: Tensor, n: int | None, dim: int, norm: str | None, forward: bool, out: Any
+) -> Tensor:
     x = _floating(_check_input(op, input))
     mode = _norm_arg(op, norm)
     d = _one_dim(op, x, dim)
@@ -503,8 +583,16 @@ def _fft1(op: str, input: Tensor, n: int | None, dim: int, norm: str | None, for
     return _finish(op, y, out)
 
 
-def _fftn(op: str, input: Tensor, s: Any, dim: Any, norm: str | None, forward: bool,
-          default: Sequence[int] | None, out: Any) -> Tensor:
+def _fftn(
+    op: str,
+    input: Tensor,
+    s: Any,
+    dim: Any,
+    norm: str | None,
+    forward: bool,
+    default: Sequence[int] | None,
+    out: Any,
+) -> Tensor:
     x = _check_input(op, input)
     mode = _norm_arg(op, norm)
     dims, sizes = _dims_and_sizes(op, x, s, dim, default)
@@ -512,8 +600,14 @@ def _fftn(op: str, input: Tensor, s: Any, dim: Any, norm: str | None, forward: b
     return _finish(op, _c2c(x, dims, forward, mode), out)
 
 
-def fft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *,
-        out: Tensor | None = None) -> Tensor:
+def fft(
+    input: Tensor,
+    n: int | None = None,
+    dim: int = -1,
+    norm: str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor:
     """One-dimensional discrete Fourier transform of `input` along `dim`.
 
     Args: `n` pads (zeros) or trims the signal to that length first; `norm` is
@@ -526,8 +620,14 @@ def fft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = N
     return _fft1("fft", input, n, dim, norm, True, out)
 
 
-def ifft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *,
-         out: Tensor | None = None) -> Tensor:
+def ifft(
+    input: Tensor,
+    n: int | None = None,
+    dim: int = -1,
+    norm: str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor:
     """One-dimensional inverse DFT along `dim` (`norm="backward"` scales by 1/n).
 
     Args as `fft`.
@@ -538,8 +638,14 @@ def ifft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = 
     return _fft1("ifft", input, n, dim, norm, False, out)
 
 
-def fftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
-         norm: str | None = None, *, out: Tensor | None = None) -> Tensor:
+def fftn(
+    input: Tensor,
+    s: Sequence[int] | None = None,
+    dim: Any = None,
+    norm: str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor:
     """N-dimensional DFT over `dim` (default: all dims, or the last len(s)).
 
     Args: `s` the signal size per transformed dim (-1 keeps a dim's size); `norm` as
@@ -551,8 +657,14 @@ def fftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
     return _fftn("fftn", input, s, dim, norm, True, None, out)
 
 
-def ifftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
-          norm: str | None = None, *, out: Tensor | None = None) -> Tensor:
+def ifftn(
+    input: Tensor,
+    s: Sequence[int] | None = None,
+    dim: Any = None,
+    norm: str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor:
     """N-dimensional inverse DFT over `dim`; args as `fftn`."""
     y = _direct("ifftn", input, s, dim, norm, out)
     if y is not None:
@@ -560,8 +672,14 @@ def ifftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
     return _fftn("ifftn", input, s, dim, norm, False, None, out)
 
 
-def fft2(input: Tensor, s: Sequence[int] | None = None, dim: Any = (-2, -1),
-         norm: str | None = None, *, out: Tensor | None = None) -> Tensor:
+def fft2(
+    input: Tensor,
+    s: Sequence[int] | None = None,
+    dim: Any = (-2, -1),
+    norm: str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor:
     """Two-dimensional DFT over `dim` (default the last two); args as `fftn`."""
     y = _direct("fft2", input, s, dim, norm, out)
     if y is not None:
@@ -569,8 +687,14 @@ def fft2(input: Tensor, s: Sequence[int] | None = None, dim: Any = (-2, -1),
     return _fftn("fft2", input, s, dim, norm, True, (-2, -1), out)
 
 
-def ifft2(input: Tensor, s: Sequence[int] | None = None, dim: Any = (-2, -1),
-          norm: str | None = None, *, out: Tensor | None = None) -> Tensor:
+def ifft2(
+    input: Tensor,
+    s: Sequence[int] | None = None,
+    dim: Any = (-2, -1),
+    norm: str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor:
     """Two-dimensional inverse DFT over `dim` (default the last two); args as `fftn`."""
     y = _direct("ifft2", input, s, dim, norm, out)
     if y is not None:
@@ -582,8 +706,18 @@ def ifft2(input: Tensor, s: Sequence[int] | None = None, dim: Any = (-2, -1),
 # Real-to-complex (one-sided) and complex-to-real transforms
 # --------------------------------------------------------------------------------------
 
-def _r2c_public(op: str, input: Tensor, s: Any, dim: Any, norm: str | None, forward: bool,
-                default: Sequence[int] | None, out: Any, one: bool = False) -> Tensor:
+
+def _r2c_public(
+    op: str,
+    input: Tensor,
+    s: Any,
+    dim: Any,
+    norm: str | None,
+    forward: bool,
+    default: Sequence[int] | None,
+    out: Any,
+    one: bool = False,
+) -> Tensor:
     x = _as_real(op, _check_input(op, input))
     mode = _norm_arg(op, norm)
     if one:
@@ -600,8 +734,17 @@ def _r2c_public(op: str, input: Tensor, s: Any, dim: Any, norm: str | None, forw
     return _finish(op, _r2c(x, dims, forward, mode, onesided=True), out)
 
 
-def _c2r_public(op: str, input: Tensor, s: Any, dim: Any, norm: str | None, forward: bool,
-                default: Sequence[int] | None, out: Any, one: bool = False) -> Tensor:
+def _c2r_public(
+    op: str,
+    input: Tensor,
+    s: Any,
+    dim: Any,
+    norm: str | None,
+    forward: bool,
+    default: Sequence[int] | None,
+    out: Any,
+    one: bool = False,
+) -> Tensor:
     x = _as_complex(_check_input(op, input))
     mode = _norm_arg(op, norm)
     if one:
@@ -620,8 +763,14 @@ def _c2r_public(op: str, input: Tensor, s: Any, dim: Any, norm: str | None, forw
     return _finish(op, _c2r(x, dims, n_last, forward, mode), out)
 
 
-def rfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *,
-         out: Tensor | None = None) -> Tensor:
+def rfft(
+    input: Tensor,
+    n: int | None = None,
+    dim: int = -1,
+    norm: str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor:
     """DFT of a real signal along `dim`: the n//2+1 non-negative frequency bins.
 
     Args as `fft`; a complex input raises.
@@ -632,8 +781,14 @@ def rfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = 
     return _r2c_public("rfft", input, n, dim, norm, True, None, out, one=True)
 
 
-def irfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *,
-          out: Tensor | None = None) -> Tensor:
+def irfft(
+    input: Tensor,
+    n: int | None = None,
+    dim: int = -1,
+    norm: str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor:
     """Inverse of `rfft`: a real signal of length `n` (default 2*(m-1)) from m bins.
 
     Args as `fft`; the imaginary parts of the zero (and Nyquist) bins are ignored.
@@ -644,8 +799,14 @@ def irfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None =
     return _c2r_public("irfft", input, n, dim, norm, False, None, out, one=True)
 
 
-def rfftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
-          norm: str | None = None, *, out: Tensor | None = None) -> Tensor:
+def rfftn(
+    input: Tensor,
+    s: Sequence[int] | None = None,
+    dim: Any = None,
+    norm: str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor:
     """N-dimensional DFT of a real input, one-sided along the last transformed dim."""
     y = _direct("rfftn", input, s, dim, norm, out)
     if y is not None:
@@ -653,8 +814,14 @@ def rfftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
     return _r2c_public("rfftn", input, s, dim, norm, True, None, out)
 
 
-def irfftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
-           norm: str | None = None, *, out: Tensor | None = None) -> Tensor:
+def irfftn(
+    input: Tensor,
+    s: Sequence[int] | None = None,
+    dim: Any = None,
+    norm: str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor:
     """Inverse of `rfftn`; `s[-1]` is the real output length of the last dim (default
     2*(m-1))."""
     y = _direct("irfftn", input, s, dim, norm, out)
@@ -663,8 +830,14 @@ def irfftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
     return _c2r_public("irfftn", input, s, dim, norm, False, None, out)
 
 
-def rfft2(input: Tensor, s: Sequence[int] | None = None, dim: Any = (-2, -1),
-          norm: str | None = None, *, out: Tensor | None = None) -> Tensor:
+def rfft2(
+    input: Tensor,
+    s: Sequence[int] | None = None,
+    dim: Any = (-2, -1),
+    norm: str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor:
     """`rfftn` over two dims (default the last two)."""
     y = _direct("rfft2", input, s, dim, norm, out)
     if y is not None:
@@ -672,8 +845,14 @@ def rfft2(input: Tensor, s: Sequence[int] | None = None, dim: Any = (-2, -1),
     return _r2c_public("rfft2", input, s, dim, norm, True, (-2, -1), out)
 
 
-def irfft2(input: Tensor, s: Sequence[int] | None = None, dim: Any = (-2, -1),
-           norm: str | None = None, *, out: Tensor | None = None) -> Tensor:
+def irfft2(
+    input: Tensor,
+    s: Sequence[int] | None = None,
+    dim: Any = (-2, -1),
+    norm: str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor:
     """`irfftn` over two dims (default the last two)."""
     y = _direct("irfft2", input, s, dim, norm, out)
     if y is not None:
@@ -681,8 +860,14 @@ def irfft2(input: Tensor, s: Sequence[int] | None = None, dim: Any = (-2, -1),
     return _c2r_public("irfft2", input, s, dim, norm, False, (-2, -1), out)
 
 
-def hfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *,
-         out: Tensor | None = None) -> Tensor:
+def hfft(
+    input: Tensor,
+    n: int | None = None,
+    dim: int = -1,
+    norm: str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor:
     """DFT of a Hermitian-symmetric signal given by its one-sided half: a real result of
     length `n` (default 2*(m-1)). Args as `fft`."""
     y = _direct("hfft", input, n, dim, norm, out)
@@ -691,8 +876,14 @@ def hfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = 
     return _c2r_public("hfft", input, n, dim, norm, True, None, out, one=True)
 
 
-def ihfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None = None, *,
-          out: Tensor | None = None) -> Tensor:
+def ihfft(
+    input: Tensor,
+    n: int | None = None,
+    dim: int = -1,
+    norm: str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor:
     """Inverse of `hfft`: the one-sided inverse DFT of a real signal. Args as `fft`."""
     y = _direct("ihfft", input, n, dim, norm, out)
     if y is not None:
@@ -700,8 +891,14 @@ def ihfft(input: Tensor, n: int | None = None, dim: int = -1, norm: str | None =
     return _r2c_public("ihfft", input, n, dim, norm, False, None, out, one=True)
 
 
-def hfftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
-          norm: str | None = None, *, out: Tensor | None = None) -> Tensor:
+def hfftn(
+    input: Tensor,
+    s: Sequence[int] | None = None,
+    dim: Any = None,
+    norm: str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor:
     """N-dimensional `hfft` (one-sided along the last transformed dim)."""
     y = _direct("hfftn", input, s, dim, norm, out)
     if y is not None:
@@ -709,8 +906,14 @@ def hfftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
     return _c2r_public("hfftn", input, s, dim, norm, True, None, out)
 
 
-def ihfftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
-           norm: str | None = None, *, out: Tensor | None = None) -> Tensor:
+def ihfftn(
+    input: Tensor,
+    s: Sequence[int] | None = None,
+    dim: Any = None,
+    norm: str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor:
     """N-dimensional `ihfft` (one-sided along the last transformed dim)."""
     y = _direct("ihfftn", input, s, dim, norm, out)
     if y is not None:
@@ -718,8 +921,14 @@ def ihfftn(input: Tensor, s: Sequence[int] | None = None, dim: Any = None,
     return _r2c_public("ihfftn", input, s, dim, norm, False, None, out)
 
 
-def hfft2(input: Tensor, s: Sequence[int] | None = None, dim: Any = (-2, -1),
-          norm: str | None = None, *, out: Tensor | None = None) -> Tensor:
+def hfft2(
+    input: Tensor,
+    s: Sequence[int] | None = None,
+    dim: Any = (-2, -1),
+    norm: str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor:
     """`hfftn` over two dims (default the last two)."""
     y = _direct("hfft2", input, s, dim, norm, out)
     if y is not None:
@@ -727,8 +936,14 @@ def hfft2(input: Tensor, s: Sequence[int] | None = None, dim: Any = (-2, -1),
     return _c2r_public("hfft2", input, s, dim, norm, True, (-2, -1), out)
 
 
-def ihfft2(input: Tensor, s: Sequence[int] | None = None, dim: Any = (-2, -1),
-           norm: str | None = None, *, out: Tensor | None = None) -> Tensor:
+def ihfft2(
+    input: Tensor,
+    s: Sequence[int] | None = None,
+    dim: Any = (-2, -1),
+    norm: str | None = None,
+    *,
+    out: Tensor | None = None,
+) -> Tensor:
     """`ihfftn` over two dims (default the last two)."""
     y = _direct("ihfft2", input, s, dim, norm, out)
     if y is not None:
@@ -739,6 +954,7 @@ def ihfft2(input: Tensor, s: Sequence[int] | None = None, dim: Any = (-2, -1),
 # --------------------------------------------------------------------------------------
 # Frequencies and shifts (creation and shape ops: they compile)
 # --------------------------------------------------------------------------------------
+
 
 def _freq_dtype(op: str, dtype: dt.DType | None) -> dt.DType:
     d = dtype if dtype is not None else dt.get_default_dtype()
@@ -752,9 +968,16 @@ def _reciprocal(v: float) -> float:
     return 1.0 / v if v != 0 else float("inf")
 
 
-def fftfreq(n: int, d: float = 1.0, *, out: Tensor | None = None,
-            dtype: dt.DType | None = None, layout: Any = None, device: Any = None,
-            requires_grad: bool = False) -> Tensor:
+def fftfreq(
+    n: int,
+    d: float = 1.0,
+    *,
+    out: Tensor | None = None,
+    dtype: dt.DType | None = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """The sample frequencies of an `fft` of length `n` with sample spacing `d`:
     `[0, 1, ..., (n-1)//2, -(n//2), ..., -1] / (d*n)`.
 
@@ -762,6 +985,7 @@ def fftfreq(n: int, d: float = 1.0, *, out: Tensor | None = None,
     """
     from ..functions.creation import arange
     from ..functions.elementwise import mul, sub, where
+
     n = _check_n("fftfreq", n) if n != 0 else 0
     kind = _freq_dtype("fftfreq", dtype)
     i = arange(n, dtype=kind)
@@ -773,13 +997,21 @@ def fftfreq(n: int, d: float = 1.0, *, out: Tensor | None = None,
     return _finish("fftfreq", res, out)
 
 
-def rfftfreq(n: int, d: float = 1.0, *, out: Tensor | None = None,
-             dtype: dt.DType | None = None, layout: Any = None, device: Any = None,
-             requires_grad: bool = False) -> Tensor:
+def rfftfreq(
+    n: int,
+    d: float = 1.0,
+    *,
+    out: Tensor | None = None,
+    dtype: dt.DType | None = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """The n//2+1 non-negative sample frequencies of an `rfft` of length `n`:
     `[0, 1, ..., n//2] / (d*n)`. Args as `fftfreq`."""
     from ..functions.creation import arange
     from ..functions.elementwise import mul
+
     n = _check_n("rfftfreq", n) if n != 0 else 0
     kind = _freq_dtype("rfftfreq", dtype)
     i = arange(n // 2 + 1, dtype=kind)
@@ -792,6 +1024,7 @@ def rfftfreq(n: int, d: float = 1.0, *, out: Tensor | None = None,
 def _roll(x: Tensor, dims: Sequence[int], shifts: Sequence[int]) -> Tensor:
     """`x` rolled by `shifts` along `dims` (a cat of two slices per dim)."""
     from ..functions.shape import cat, slice_dim
+
     for d, k in zip(dims, shifts):
         n = x._shape[d]
         if n == 0:
@@ -804,8 +1037,7 @@ def _roll(x: Tensor, dims: Sequence[int], shifts: Sequence[int]) -> Tensor:
 
 def _shift(op: str, input: Tensor, dim: Any, inverse: bool) -> Tensor:
     if not isinstance(input, Tensor):
-        raise TypeError(f"{op}(): argument 'input' must be a Tensor, not "
-                        f"{type(input).__name__}")
+        raise TypeError(f"{op}(): argument 'input' must be a Tensor, not {type(input).__name__}")
     if dim is None:
         dims = tuple(range(input.ndim))
     else:
@@ -831,6 +1063,7 @@ def ifftshift(input: Tensor, dim: Any = None) -> Tensor:
 def _served_on_devices() -> None:
     """Every public function here also serves CUDA tensors where its eager code cannot."""
     from ..functions._errors import serve_on_devices
+
     serve_on_devices(globals())
 
 

@@ -6,6 +6,7 @@ in-place API) and DDP build on it when they run inside a trace. Eagerly it runs 
 the input's and output's own memory (`runtime.mpi`), waiting with the process group's
 timeout.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,11 +18,13 @@ from ..tensor import Tensor
 def _forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
     from ..distributed import _world
     from ..runtime import mpi
+
     x = operands[0].contiguous()
     out = Tensor._empty(x._shape, x._dtype)
     group = _world("all_reduce")
-    mpi.all_reduce_into(group.comm, x._numpy_view(), out._numpy_view(), x._dtype,
-                        attrs["reduce"], group.timeout)
+    mpi.all_reduce_into(
+        group.comm, x._numpy_view(), out._numpy_view(), x._dtype, attrs["reduce"], group.timeout
+    )
     return out
 
 
@@ -30,6 +33,7 @@ def all_reduce(x: Tensor, reduce: str = "sum") -> Tensor:
     bxor); float16 and bfloat16 reduce in float32, rounded once."""
     from ..distributed import _world
     from ..runtime import mpi
+
     if not isinstance(x, Tensor):
         raise TypeError(f"all_reduce: expected a Tensor, got {type(x).__name__}")
     _world("all_reduce")

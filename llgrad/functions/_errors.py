@@ -5,6 +5,7 @@ in-place method from its out-of-place form) would otherwise report the inner op'
 `names_op(op)` rewrites the message of a standard error raised inside to start with the
 user's function: `any: dimension out of range ...`, not `amax: ...`.
 """
+
 from __future__ import annotations
 
 import functools
@@ -43,6 +44,7 @@ def names_op(op: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
     Typed with a ParamSpec: type checkers see the decorated function's own signature.
     A call on CUDA tensors that fails because its eager code reads host memory runs
     again through `DEVICE_RERUN` (see `eager.cuda.rerun`)."""
+
     def wrap(fn: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(fn)
         def named(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -54,18 +56,21 @@ def names_op(op: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
                     return DEVICE_RERUN[1](fn, op, args, kwargs)
                 relabel(e, op)
                 raise
+
         return named
+
     return wrap
 
 
 def device_rerun(fn: Callable[P, R]) -> Callable[P, R]:
     """`fn`, served again by `DEVICE_RERUN` when its eager code fails on CUDA tensors (the
     rerun half of `names_op`, for functions whose own messages already name them)."""
+
     @functools.wraps(fn)
     def served(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             result = fn(*args, **kwargs)
-            if DEVICE_OUTPUTS[0] is not None:       # (set while CUDA tensors exist)
+            if DEVICE_OUTPUTS[0] is not None:  # (set while CUDA tensors exist)
                 return DEVICE_OUTPUTS[0](result, args, kwargs)
             return result
         except _STANDARD as e:
@@ -73,6 +78,7 @@ def device_rerun(fn: Callable[P, R]) -> Callable[P, R]:
             if failed is not None and failed(e, args, kwargs):
                 return DEVICE_RERUN[1](fn, fn.__name__, args, kwargs)
             raise
+
     return served
 
 
@@ -81,6 +87,7 @@ def serve_on_devices(namespace: dict[str, Any], names: Any = None) -> None:
     `device_rerun`, in its globals and in its `METHODS` table (the Tensor methods bound
     from it), so that they serve CUDA tensors where their eager code cannot."""
     import inspect
+
     wrapped: dict[int, Any] = {}
     for name in list(names if names is not None else namespace.get("__all__", [])):
         fn = namespace.get(name)

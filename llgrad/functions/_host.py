@@ -3,6 +3,7 @@
 work on NumPy views of the tensors' memory and write into new tensors, skipping the
 general eager machinery; `host_plain` says when that is allowed. (A module of its own:
 the public modules' functions become Tensor methods, these must not.)"""
+
 from __future__ import annotations
 
 from typing import Any
@@ -42,8 +43,13 @@ def host_view(t: Tensor) -> Any:
     if 0 in shape:
         return t._numpy_view()
     item = t._dtype.itemsize
-    return np.ndarray(shape, t._dtype.np, t._storage.buffer, t._offset * item,
-                      tuple([s * item for s in t._strides]))
+    return np.ndarray(
+        shape,
+        t._dtype.np,
+        t._storage.buffer,
+        t._offset * item,
+        tuple([s * item for s in t._strides]),
+    )
 
 
 def host_values(t: Tensor) -> Any:
@@ -94,15 +100,16 @@ def host_take_along(a: Any, idx: Any, axis: int) -> Any:
     if idx.shape != shape or not a.flags.c_contiguous:
         return np.take_along_axis(a, idx, axis)
     step = 1
-    for n in shape[axis + 1:]:
+    for n in shape[axis + 1 :]:
         step *= n
     key = (shape, axis)
     base = _ALONG_BASES.get(key)
     if base is None:
         if len(_ALONG_BASES) > 256:
             _ALONG_BASES.clear()
-        base = _ALONG_BASES[key] = np.arange(a.size, dtype=np.int64).reshape(shape) - \
-            positions_along(shape, axis) * step
+        base = _ALONG_BASES[key] = (
+            np.arange(a.size, dtype=np.int64).reshape(shape) - positions_along(shape, axis) * step
+        )
     return a.reshape(-1).take(base + idx * step if step != 1 else base + idx)
 
 
@@ -118,7 +125,8 @@ def positions_along(shape: tuple[int, ...], d: int) -> Any:
         if len(_POSITIONS) > 256:
             _POSITIONS.clear()
         pos = np.arange(shape[d], dtype=np.int64).reshape(
-            [n if k == d else 1 for k, n in enumerate(shape)])
+            [n if k == d else 1 for k, n in enumerate(shape)]
+        )
         pos.flags.writeable = False
         _POSITIONS[key] = pos
     return pos

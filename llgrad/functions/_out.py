@@ -14,6 +14,7 @@ Where llgrad differs: the values are computed into a fresh tensor and copied, so
 no allocation; the write is checked for overlap with the inputs as every in-place write is.
 Methods (`x.add(y)`) are not wrapped: PyTorch's have no `out` either.
 """
+
 from __future__ import annotations
 
 import functools
@@ -27,7 +28,8 @@ from ._errors import DEVICE_RERUN
 
 # The `lg.*` functions whose PyTorch counterpart takes `out=` (an `out` overload in ATen's
 # schemas, as read by llgrad/_api_coverage.py from torch 2.13).
-OUT_FUNCTIONS = frozenset("""
+OUT_FUNCTIONS = frozenset(
+    """
 abs absolute acos acosh adaptive_avg_pool1d add addbmm addcdiv addcmul addmm addmv addr
 affine_grid_generator alias_copy all amax amin aminmax angle any arange arccos arccosh
 arcsin arcsinh arctan arctan2 arctanh argmax argmin argsort as_strided_copy
@@ -73,11 +75,13 @@ take_along_dim tan tanh tensordot threshold topk trace transpose_copy triangular
 tril_indices triu triu_indices true_divide trunc unbind_copy unfold_copy unique_consecutive
 unsafe_split unsafe_split_with_sizes unsqueeze_copy values_copy var var_mean vdot
 view_as_complex_copy view_as_real_copy view_copy vstack where xlogy zeros zeros_like
-""".split())
+""".split()
+)
 
 # The same for the functions of other namespaces (module name -> names).
 OUT_NAMESPACES: dict[str, frozenset[str]] = {
-    "llgrad.special": frozenset("""
+    "llgrad.special": frozenset(
+        """
     airy_ai bessel_j0 bessel_j1 bessel_y0 bessel_y1 chebyshev_polynomial_t
     chebyshev_polynomial_u chebyshev_polynomial_v chebyshev_polynomial_w digamma entr
     erf erfc erfcx erfinv exp2 expit expm1 gammainc gammaincc gammaln
@@ -88,41 +92,52 @@ OUT_NAMESPACES: dict[str, frozenset[str]] = {
     shifted_chebyshev_polynomial_t shifted_chebyshev_polynomial_u
     shifted_chebyshev_polynomial_v shifted_chebyshev_polynomial_w sinc
     spherical_bessel_j0 xlog1py xlogy zeta
-    """.split()),
-    "llgrad.nn.functional": frozenset("""
+    """.split()
+    ),
+    "llgrad.nn.functional": frozenset(
+        """
     adaptive_avg_pool1d adaptive_max_pool2d adaptive_max_pool3d avg_pool1d avg_pool2d
     avg_pool3d channel_shuffle conv_tbc fractional_max_pool2d fractional_max_pool3d gelu
     hardshrink linear normalize pixel_shuffle pixel_unshuffle softplus softshrink
-    """.split()),
-    "llgrad.linalg": frozenset("""
+    """.split()
+    ),
+    "llgrad.linalg": frozenset(
+        """
     cholesky cholesky_ex cond cross det eig eigh eigvals eigvalsh householder_product
     inv inv_ex ldl_factor ldl_factor_ex ldl_solve lstsq lu lu_factor lu_factor_ex
     lu_solve matmul matrix_exp matrix_norm matrix_power matrix_rank multi_dot norm pinv
     qr slogdet solve solve_ex solve_triangular svd svdvals tensorinv tensorsolve vecdot
     vector_norm
-    """.split()),
+    """.split()
+    ),
 }
 
 # Creation functions: without `dtype=`, their values are made in `out`'s dtype.
-CREATION = frozenset("arange empty eye full linspace logspace ones rand randint randn randperm "
-                     "zeros normal".split())
+CREATION = frozenset(
+    "arange empty eye full linspace logspace ones rand randint randn randperm zeros normal".split()
+)
 
 
 def can_cast(src: dt.DType, dst: dt.DType) -> bool:
     """PyTorch's `can_cast`: no cast to a lower category (complex > float > int > bool)."""
+
     def category(d: dt.DType) -> int:
         return 3 if d.is_complex else 2 if d.is_floating_point else 0 if d is dt.bool_ else 1
+
     return category(src) <= category(dst)
 
 
 def _resize(t: Tensor, shape: tuple[int, ...], op: str) -> None:
     """Point `t` at fresh contiguous memory of `shape` (PyTorch resizes `out` so)."""
     if t.numel() != 0:
-        warnings.warn(f"{op}: an output with one or more elements was resized since it had "
-                      f"shape {list(t._shape)}, which does not match the required output "
-                      f"shape {list(shape)}. This behavior is deprecated (as in PyTorch); "
-                      f"reuse an out tensor only when it has the right shape or no elements.",
-                      UserWarning, stacklevel=4)
+        warnings.warn(
+            f"{op}: an output with one or more elements was resized since it had "
+            f"shape {list(t._shape)}, which does not match the required output "
+            f"shape {list(shape)}. This behavior is deprecated (as in PyTorch); "
+            f"reuse an out tensor only when it has the right shape or no elements.",
+            UserWarning,
+            stacklevel=4,
+        )
     fresh = Tensor._empty(tuple(shape), t._dtype)
     t._storage = fresh._storage
     t._offset = 0
@@ -135,19 +150,27 @@ def _resize(t: Tensor, shape: tuple[int, ...], op: str) -> None:
 def store(op: str, result: Any, out: Any) -> Any:
     """Write `result` (a tensor or a tuple of them) into `out`; return `out`."""
     from ..autograd.grad_mode import is_grad_enabled
+
     results = (result,) if isinstance(result, Tensor) else tuple(result)
     outs = (out,) if isinstance(out, Tensor) else out
-    if not isinstance(outs, (tuple, list)) or len(outs) != len(results) or \
-            not all(isinstance(o, Tensor) for o in outs):
+    if (
+        not isinstance(outs, (tuple, list))
+        or len(outs) != len(results)
+        or not all(isinstance(o, Tensor) for o in outs)
+    ):
         want = "a Tensor" if len(results) == 1 else f"a tuple of {len(results)} Tensors"
         raise TypeError(f"{op}(): argument 'out' must be {want}, not {type(out).__name__}")
     if is_grad_enabled() and any(r._requires_grad for r in results):
-        raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic "
-                           f"differentiation, but one of the arguments requires grad.")
+        raise RuntimeError(
+            f"{op}(): functions with out=... arguments don't support automatic "
+            f"differentiation, but one of the arguments requires grad."
+        )
     for r, o in zip(results, outs):
         if not can_cast(r._dtype, o._dtype):
-            raise RuntimeError(f"{op}: result type {r._dtype.name} can't be cast to the "
-                               f"desired output type {o._dtype.name}")
+            raise RuntimeError(
+                f"{op}: result type {r._dtype.name} can't be cast to the "
+                f"desired output type {o._dtype.name}"
+            )
         if o._shape != r._shape:
             _resize(o, r._shape, op)
         o.copy_(r)
@@ -165,8 +188,8 @@ def with_out(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
         if out is None:
             try:
                 return fn(*args, **kwargs)
-            except (RuntimeError, TypeError) as e:     # eager code that cannot take CUDA
-                failed = DEVICE_RERUN[0]               # tensors: served again
+            except (RuntimeError, TypeError) as e:  # eager code that cannot take CUDA
+                failed = DEVICE_RERUN[0]  # tensors: served again
                 if failed is not None and failed(e, args, kwargs):
                     return DEVICE_RERUN[1](fn, name, args, kwargs)
                 raise
@@ -178,8 +201,11 @@ def with_out(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
         sig = inspect.signature(fn)
         params = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
         extra = [p for p in sig.parameters.values() if p.kind is p.VAR_KEYWORD]
-        params.append(inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None,
-                                        annotation="Tensor | None"))
+        params.append(
+            inspect.Parameter(
+                "out", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="Tensor | None"
+            )
+        )
         wrapper.__signature__ = sig.replace(parameters=params + extra)  # type: ignore[attr-defined]
     except (TypeError, ValueError):
         pass
@@ -205,5 +231,6 @@ def add_out(namespace: dict[str, Any], names: frozenset[str] = OUT_FUNCTIONS) ->
 def add_out_namespaces() -> None:
     """`add_out` over each module of OUT_NAMESPACES (imported by then)."""
     import sys
+
     for module, names in OUT_NAMESPACES.items():
         add_out(vars(sys.modules[module]), names)

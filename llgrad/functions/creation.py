@@ -1,4 +1,5 @@
 """Tensor creation: `tensor`, `zeros`, `ones`, `full`, `arange`, `rand`, ... and the RNG."""
+
 from __future__ import annotations
 
 import ctypes
@@ -20,7 +21,7 @@ from ..runtime.storage import _slabs
 from ..schedule.layout import contiguous_strides
 from ..tensor import Size, Tensor, _row_major_strides
 from ..tracer import context as _trace
-from ..tracer.context import _tls as _trace_state          # (its `stack`: the traces)
+from ..tracer.context import _tls as _trace_state  # (its `stack`: the traces)
 from ._errors import _STANDARD, names_op, relabel
 from .shape import size_arg
 from . import tensor_extras as _extras
@@ -50,8 +51,9 @@ def _infer_dtype(arr: np.ndarray, data: Any) -> DType:
         if isinstance(data, (np.ndarray, np.complexfloating)):
             return dt.from_numpy(arr.dtype)
         return dt.get_default_dtype().to_complex()
-    raise TypeError(f"tensor: could not infer dtype of {type(data).__name__} "
-                    f"(NumPy says {arr.dtype})")
+    raise TypeError(
+        f"tensor: could not infer dtype of {type(data).__name__} (NumPy says {arr.dtype})"
+    )
 
 
 _INT64_MIN, _UINT64_END = -(1 << 63), 1 << 64
@@ -62,11 +64,15 @@ def _float_max(d: DType) -> float:
     return _FLOAT_MAX[d.to_real()]
 
 
-_FLOAT_MAX = {d: 3.3895313892515355e38 if d is dt.bfloat16 else float(np.finfo(d.np).max)
-              for d in (dt.float16, dt.bfloat16, dt.float32, dt.float64)}
+_FLOAT_MAX = {
+    d: 3.3895313892515355e38 if d is dt.bfloat16 else float(np.finfo(d.np).max)
+    for d in (dt.float16, dt.bfloat16, dt.float32, dt.float64)
+}
 # an integer dtype's (min, max) as Python ints
-_INT_RANGE = {d: (int(np.iinfo(d.np).min), int(np.iinfo(d.np).max))
-              for d in (dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64)}
+_INT_RANGE = {
+    d: (int(np.iinfo(d.np).min), int(np.iinfo(d.np).max))
+    for d in (dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64)
+}
 
 
 def checked_scalar(value: Any, d: DType, op: str) -> Any:
@@ -83,17 +89,22 @@ def checked_scalar(value: Any, d: DType, op: str) -> Any:
     if d.kind == "f" and (c is float or c is int and _INT64_MIN <= value < _UINT64_END):
         # the common case, decided at once (the checks below, for a real float dtype)
         if (c is int or value - value == 0.0) and abs(float(value)) > _FLOAT_MAX[d]:
-            raise RuntimeError(f"{op}: value cannot be converted to type {d.name} without "
-                               f"overflow (value {value!r})")
+            raise RuntimeError(
+                f"{op}: value cannot be converted to type {d.name} without "
+                f"overflow (value {value!r})"
+            )
         return value
-    if c is bool:                       # any dtype takes a bool (as 0 or 1 unless bool)
+    if c is bool:  # any dtype takes a bool (as 0 or 1 unless bool)
         return value if d is dt.bool_ else int(value)
     if isinstance(value, (np.generic,)):
         value = value.item()
     if isinstance(value, Tensor):
         value = value.item()
-    if isinstance(value, int) and not isinstance(value, bool) and \
-            not _INT64_MIN <= value < _UINT64_END:
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and not _INT64_MIN <= value < _UINT64_END
+    ):
         raise OverflowError(f"{op}: int too big to convert ({value})")
     if d is dt.bool_:
         return bool(value)
@@ -101,8 +112,9 @@ def checked_scalar(value: Any, d: DType, op: str) -> Any:
         value = int(value)
 
     def overflow() -> RuntimeError:
-        return RuntimeError(f"{op}: value cannot be converted to type {d.name} without "
-                            f"overflow (value {value!r})")
+        return RuntimeError(
+            f"{op}: value cannot be converted to type {d.name} without overflow (value {value!r})"
+        )
 
     if isinstance(value, complex):
         if not d.is_complex and value.imag != 0:
@@ -157,27 +169,45 @@ def _check_data(data: Any, arr: np.ndarray, dtype: DType | None) -> np.ndarray:
     PyTorch's "Overflow when unpacking long long"); for an explicit integer dtype each
     value must fit it (RuntimeError, PyTorch's `checked_convert`). NumPy holds ints past
     int64 as uint64, float64 or objects: those are found here, never wrapped."""
+
     def unpack_error() -> ValueError:
-        return ValueError("Overflow when unpacking long long (an int outside "
-                          "[-2**63, 2**63) for an integer tensor)")
+        return ValueError(
+            "Overflow when unpacking long long (an int outside "
+            "[-2**63, 2**63) for an integer tensor)"
+        )
+
     kind = arr.dtype.kind
-    if kind == "O" or kind == "u" or (kind == "f" and arr.size and
-                                      float(np.max(np.abs(arr))) >= 2.0 ** 63):
+    if (
+        kind == "O"
+        or kind == "u"
+        or (kind == "f" and arr.size and float(np.max(np.abs(arr))) >= 2.0**63)
+    ):
         numbers = _python_numbers(data)
         if not all(isinstance(v, (bool, int, float, complex)) for v in numbers):
-            return arr                      # not numbers: the caller names the problem
+            return arr  # not numbers: the caller names the problem
         has = {type(v) for v in numbers}
-        inferred = (dt.get_default_dtype().to_complex() if complex in has else
-                    dt.get_default_dtype() if float in has else
-                    dt.int64 if int in has else dt.bool_)
+        inferred = (
+            dt.get_default_dtype().to_complex()
+            if complex in has
+            else dt.get_default_dtype()
+            if float in has
+            else dt.int64
+            if int in has
+            else dt.bool_
+        )
         d = dtype or inferred
         big = any(type(v) is int and not _INT64_MIN <= v < -_INT64_MIN for v in numbers)
         if big and (d.is_integer or (dtype is None and d is dt.int64)):
             raise unpack_error()
         if kind in "Ou":
-            arr = np.asarray(_nested_values(data), dtype=np.complex128 if complex in has
-                             else np.float64 if (d.is_floating_point or d.is_complex or big)
-                             else np.int64)
+            arr = np.asarray(
+                _nested_values(data),
+                dtype=np.complex128
+                if complex in has
+                else np.float64
+                if (d.is_floating_point or d.is_complex or big)
+                else np.int64,
+            )
         return arr
     d = dtype or _infer_dtype(arr, data)
     if d.is_integer and kind in "iu" and arr.size:
@@ -212,14 +242,19 @@ def from_values(arr: np.ndarray, dtype: DType) -> Tensor:
         if dtype.kind in "iub" and arr.dtype.kind == "f":
             with np.errstate(invalid="ignore"):
                 arr = np.trunc(arr)
-        with np.errstate(over="ignore"):        # a float beyond the dtype becomes inf
+        with np.errstate(over="ignore"):  # a float beyond the dtype becomes inf
             out._numpy_view()[...] = arr
     return out
 
 
 @names_op("tensor")
-def tensor(data: Any, dtype: DType | None = None, device: Any = None,
-           requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+def tensor(
+    data: Any,
+    dtype: DType | None = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    pin_memory: bool = False,
+) -> Tensor:
     if isinstance(data, Tensor):
         arr = data._values()
         d = dtype or data._dtype
@@ -227,31 +262,36 @@ def tensor(data: Any, dtype: DType | None = None, device: Any = None,
         try:
             arr = np.asarray(_nested_values(data))
         except ValueError as e:
-            raise ValueError(f"tensor: could not make a tensor from {type(data).__name__}: "
-                             f"{e}") from None
+            raise ValueError(
+                f"tensor: could not make a tensor from {type(data).__name__}: {e}"
+            ) from None
         if not isinstance(data, np.ndarray):
             arr = _check_data(data, arr, dtype)
         if arr.dtype == object or arr.dtype.kind in "USV":
-            raise TypeError(f"tensor: could not infer dtype of {type(data).__name__} "
-                            f"(nested sequences must be rectangular and numeric)")
+            raise TypeError(
+                f"tensor: could not infer dtype of {type(data).__name__} "
+                f"(nested sequences must be rectangular and numeric)"
+            )
         d = dtype or _infer_dtype(arr, data)
         if d.kind in "iu" and arr.dtype.kind == "f" and arr.size:
             info = np.iinfo(d.np)
             if not np.all(np.isfinite(arr)) or arr.max() > info.max or arr.min() < info.min:
-                raise RuntimeError(f"tensor: value cannot be converted to type {d.name} "
-                                   f"without overflow")
-            arr = np.trunc(arr).astype(d.np)       # float data truncates, as in PyTorch
+                raise RuntimeError(
+                    f"tensor: value cannot be converted to type {d.name} without overflow"
+                )
+            arr = np.trunc(arr).astype(d.np)  # float data truncates, as in PyTorch
     if requires_grad and not (d.is_floating_point or d.is_complex):
-        raise RuntimeError("Only Tensors of floating point and complex dtype can require "
-                           "gradients")
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
     if device is not None and _device_type(device, "tensor") == "cuda":
         from ..eager.cuda import upload
+
         out = upload(from_values(arr, d))
         return out.requires_grad_(True) if requires_grad else out
     from ..tracer.context import current
+
     ctx = current()
     if ctx is not None and not isinstance(data, Tensor) and arr.size <= 4096:
-        return ctx.literal(arr, d)          # inside a trace: literal data is a constant
+        return ctx.literal(arr, d)  # inside a trace: literal data is a constant
     return _finish(from_values(arr, d), requires_grad)
 
 
@@ -265,16 +305,22 @@ def as_tensor(data: Any, dtype: DType | None = None, device: Any = None) -> Tens
     copied (PyTorch shares read-only memory with a warning)."""
     if device is not None and _device_type(device, "as_tensor") == "cuda":
         from ..eager.cuda import is_cuda_tensor, upload
+
         if is_cuda_tensor(data):
             return data if dtype is None or dtype is data._dtype else data.to(dtype)
         host = as_tensor(data, dtype)
-        return upload(host.detach()) if host.__class__ is Tensor or not \
-            host._requires_grad else upload(host)
+        return (
+            upload(host.detach())
+            if host.__class__ is Tensor or not host._requires_grad
+            else upload(host)
+        )
     if isinstance(data, Tensor):
         return data if dtype is None or dtype is data._dtype else data.to(dtype)
     from ..tracer.context import current
+
     if isinstance(data, np.ndarray) and current() is None:
         from .tensor_extras import _shareable
+
         if _shareable(data) and (dtype is None or dtype is dt.from_numpy(data.dtype)):
             return Tensor._from_numpy(data)
     return tensor(data, dtype=dtype)
@@ -296,7 +342,8 @@ def from_dlpack(obj: Any) -> Tensor:
     if isinstance(obj, Tensor):
         return obj
     from ..runtime.dlpack import import_array
-    arr, bf16 = import_array(obj)           # read-only memory comes back copied
+
+    arr, bf16 = import_array(obj)  # read-only memory comes back copied
     return Tensor._from_numpy(arr, dt.bfloat16) if bf16 else Tensor._from_numpy(arr)
 
 
@@ -309,8 +356,8 @@ def from_dlpack(obj: Any) -> Tensor:
 # kernel for big ones), `_finish`. Inside a trace (`lg.compile`) each function takes its
 # general code, which makes the graph's constants.
 
-_HOST_BYTES = 1 << 16       # up to here the host fills memory (a kernel launch costs more)
-_HOST_VALUES = 256          # values computed on the host (arange, linspace) up to here
+_HOST_BYTES = 1 << 16  # up to here the host fills memory (a kernel launch costs more)
+_HOST_VALUES = 256  # values computed on the host (arange, linspace) up to here
 
 _layouts: dict[tuple, tuple[tuple[int, ...], tuple[int, ...]]] = {}
 _SIZE_SEQUENCES = (tuple, list)
@@ -321,9 +368,8 @@ def _layout(size: tuple[Any, ...], op: str) -> tuple[tuple[int, ...], tuple[int,
     None): remembered per size, so a repeated size costs one lookup."""
     key = size
     if not size:
-        return size_arg(size, op), None         # (raises: no size)
-    if len(size) == 1 and (size[0].__class__ in _SIZE_SEQUENCES or
-                           size[0].__class__ is Size):
+        return size_arg(size, op), None  # (raises: no size)
+    if len(size) == 1 and (size[0].__class__ in _SIZE_SEQUENCES or size[0].__class__ is Size):
         key = tuple(size[0])
     for s in key:
         if s.__class__ is not int or s < 0:
@@ -338,11 +384,16 @@ def _layout(size: tuple[Any, ...], op: str) -> tuple[tuple[int, ...], tuple[int,
 
 
 _ELEMENT: dict[DType, Any] = {
-    dt.float32: struct.Struct("=f").pack, dt.float64: struct.Struct("=d").pack,
-    dt.float16: struct.Struct("=e").pack, dt.int8: struct.Struct("=b").pack,
-    dt.uint8: struct.Struct("=B").pack, dt.int16: struct.Struct("=h").pack,
-    dt.int32: struct.Struct("=i").pack, dt.int64: struct.Struct("=q").pack,
-    dt.bool_: struct.Struct("=?").pack}
+    dt.float32: struct.Struct("=f").pack,
+    dt.float64: struct.Struct("=d").pack,
+    dt.float16: struct.Struct("=e").pack,
+    dt.int8: struct.Struct("=b").pack,
+    dt.uint8: struct.Struct("=B").pack,
+    dt.int16: struct.Struct("=h").pack,
+    dt.int32: struct.Struct("=i").pack,
+    dt.int64: struct.Struct("=q").pack,
+    dt.bool_: struct.Struct("=?").pack,
+}
 _PAIR = {dt.complex64: struct.Struct("=ff").pack, dt.complex128: struct.Struct("=dd").pack}
 _F32 = struct.Struct("=f")
 _U32 = struct.Struct("=I")
@@ -405,12 +456,12 @@ def _write(out: Tensor, data: bytes) -> None:
             view = (owner, memoryview(owner), owner.__array_interface__["data"][0])
             _slab_view[0] = view
         start = st.ptr - view[2]
-        view[1][start:start + len(data)] = data
+        view[1][start : start + len(data)] = data
     elif data:
         ctypes.memmove(out._ptr, data, len(data))
 
 
-_SMALL_INTS: dict[tuple[DType, int], bytes] = {}     # (dtype, 0 or 1) -> its element
+_SMALL_INTS: dict[tuple[DType, int], bytes] = {}  # (dtype, 0 or 1) -> its element
 
 
 def _put(out: Tensor, value: Any) -> Tensor:
@@ -445,11 +496,14 @@ def fill_dense(t: Tensor, value: Any) -> Tensor:
     kernel. `fill_`/`zero_`'s write."""
     d = t._dtype
     c = value.__class__
-    if t._strides == _row_major_strides(t._shape) and ew.copy_log is None and \
-            (c is not float or value != 0):     # (-0.0 and 0.0 are one key: not kept)
+    if (
+        t._strides == _row_major_strides(t._shape)
+        and ew.copy_log is None
+        and (c is not float or value != 0)
+    ):  # (-0.0 and 0.0 are one key: not kept)
         one = _FILL_ELEMENTS.get((d, c, value))
-        if one is not None:          # (the common fills: `_host_fill`'s write, its checks
-            n = d.itemsize           # made when the element was kept)
+        if one is not None:  # (the common fills: `_host_fill`'s write, its checks
+            n = d.itemsize  # made when the element was kept)
             for s in t._shape:
                 n *= s
             if n <= _HOST_BYTES:
@@ -458,16 +512,16 @@ def fill_dense(t: Tensor, value: Any) -> Tensor:
                 elif n:
                     ctypes.memmove(t._ptr, one * (n // len(one)), n)
                 return t
-        elif (c is int or c is bool or c is float and value == value) and \
-                len(_FILL_ELEMENTS) < 256:
+        elif (c is int or c is bool or c is float and value == value) and len(_FILL_ELEMENTS) < 256:
             try:
                 one = _element(value, d)
             except (struct.error, OverflowError, TypeError, ValueError):
                 pass
             else:
                 _FILL_ELEMENTS[(d, c, value)] = _ZERO if one.count(0) == len(one) else one
-    if t._strides != _row_major_strides(t._shape) or \
-            not _host_fill(t._ptr, t.numel() * t._dtype.itemsize, value, t._dtype):
+    if t._strides != _row_major_strides(t._shape) or not _host_fill(
+        t._ptr, t.numel() * t._dtype.itemsize, value, t._dtype
+    ):
         ew.copy_into(t, value)
     return t
 
@@ -479,8 +533,15 @@ _FILL_ELEMENTS: dict[tuple, Any] = {}
 _ZERO: Any = object()
 
 
-_ARRAY_CODES = {dt.float32: "f", dt.float64: "d", dt.int64: "q", dt.int32: "i",
-                dt.int16: "h", dt.int8: "b", dt.uint8: "B"}
+_ARRAY_CODES = {
+    dt.float32: "f",
+    dt.float64: "d",
+    dt.int64: "q",
+    dt.int32: "i",
+    dt.int16: "h",
+    dt.int8: "b",
+    dt.uint8: "B",
+}
 
 
 def _put_values(out: Tensor, values: Any) -> bool:
@@ -524,19 +585,21 @@ def _fill(shape: tuple[int, ...], value: Any, dtype: DType | None) -> Tensor:
     if dtype is None:
         dtype = dt.scalar_dtype(value) if not isinstance(value, bool) else dt.bool_
     ctx = _trace.current()
-    if ctx is not None and ctx.constant_creations:     # inside the autodiff pass
+    if ctx is not None and ctx.constant_creations:  # inside the autodiff pass
         return ctx.constant(value, dtype, shape)
     return _put(Tensor._empty(shape, dtype), value)
 
 
-def _create(shape: tuple[int, ...], strides: tuple[int, ...] | None, value: Any, d: DType,
-            rg: bool) -> Tensor:
+def _create(
+    shape: tuple[int, ...], strides: tuple[int, ...] | None, value: Any, d: DType, rg: bool
+) -> Tensor:
     """A new tensor of `shape` (`strides`: its row-major strides when known) and dtype
     `d` holding the number `value` (checked for `d`; None: uninitialized, as `empty`
     leaves it), requiring grad when `rg`."""
     if _trace_state.stack:
-        out = _fill(shape, value, d) if value is not None else \
-            _uninitialized(Tensor._empty(shape, d))
+        out = (
+            _fill(shape, value, d) if value is not None else _uninitialized(Tensor._empty(shape, d))
+        )
         return _finish(out, rg)
     out = Tensor._empty(shape, d, strides)
     if value is not None:
@@ -550,8 +613,9 @@ def _create(shape: tuple[int, ...], strides: tuple[int, ...] | None, value: Any,
     return out
 
 
-_CREATION_KEYWORDS = frozenset(("dtype", "requires_grad", "device", "layout", "pin_memory",
-                                 "memory_format"))       # (new tensors are row-major)
+_CREATION_KEYWORDS = frozenset(
+    ("dtype", "requires_grad", "device", "layout", "pin_memory", "memory_format")
+)  # (new tensors are row-major)
 
 
 def _kw(kwargs: dict[str, Any], op: str) -> tuple[DType | None, bool]:
@@ -568,8 +632,9 @@ def _kw(kwargs: dict[str, Any], op: str) -> tuple[DType | None, bool]:
     if layout is not None and repr(layout) != "llgrad.strided":
         raise RuntimeError(f"{op}: llgrad has only the strided layout, got {layout!r}")
     if not _CREATION_KEYWORDS.issuperset(kwargs):
-        raise TypeError(f"{op}() got unexpected keyword arguments "
-                        f"{sorted(set(kwargs) - _CREATION_KEYWORDS)}")
+        raise TypeError(
+            f"{op}() got unexpected keyword arguments {sorted(set(kwargs) - _CREATION_KEYWORDS)}"
+        )
     if dtype is not None and not isinstance(dtype, DType):
         raise TypeError(f"{op}(): dtype must be an llgrad dtype, got {dtype!r}")
     return dtype, get("requires_grad", False)
@@ -577,11 +642,10 @@ def _kw(kwargs: dict[str, Any], op: str) -> tuple[DType | None, bool]:
 
 def _check_grad_dtype(d: DType, rg: bool) -> None:
     if rg and not (d.is_floating_point or d.is_complex):
-        raise RuntimeError("Only Tensors of floating point and complex dtype can require "
-                           "gradients")
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
 
 
-_default_dtype = dt._default_dtype          # [the default dtype] (read on every call)
+_default_dtype = dt._default_dtype  # [the default dtype] (read on every call)
 
 
 def _sized(op: str, value: Any, size: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor:
@@ -599,7 +663,7 @@ def zeros(*size: Any, **kwargs: Any) -> Tensor:
     `pin_memory`, `out` as PyTorch."""
     try:
         return _sized("zeros", 0, size, kwargs)
-    except _STANDARD as e:          # errors name the function (as `names_op` does)
+    except _STANDARD as e:  # errors name the function (as `names_op` does)
         relabel(e, "zeros")
         raise
 
@@ -608,7 +672,7 @@ def ones(*size: Any, **kwargs: Any) -> Tensor:
     """A tensor of `size` filled with 1 (keywords as `zeros`)."""
     try:
         return _sized("ones", 1, size, kwargs)
-    except _STANDARD as e:          # errors name the function (as `names_op` does)
+    except _STANDARD as e:  # errors name the function (as `names_op` does)
         relabel(e, "ones")
         raise
 
@@ -618,7 +682,7 @@ def empty(*size: Any, **kwargs: Any) -> Tensor:
     `use_deterministic_algorithms(True)`, as PyTorch; keywords as `zeros`)."""
     try:
         return _sized("empty", None, size, kwargs)
-    except _STANDARD as e:          # errors name the function (as `names_op` does)
+    except _STANDARD as e:  # errors name the function (as `names_op` does)
         relabel(e, "empty")
         raise
 
@@ -652,10 +716,8 @@ def _full(size: Sequence[int], fill_value: Any, kwargs: dict[str, Any]) -> Tenso
         if isinstance(fill_value, Tensor):
             fill_value = fill_value.item()
         if not isinstance(fill_value, _NUMBER_CLASSES):
-            raise TypeError(f"full: fill_value must be a number, got "
-                            f"{type(fill_value).__name__}")
-        d = dtype or (dt.bool_ if isinstance(fill_value, bool) else
-                      dt.scalar_dtype(fill_value))
+            raise TypeError(f"full: fill_value must be a number, got {type(fill_value).__name__}")
+        d = dtype or (dt.bool_ if isinstance(fill_value, bool) else dt.scalar_dtype(fill_value))
     if rg:
         _check_grad_dtype(d, rg)
     return _create(shape, strides, checked_scalar(fill_value, d, "full"), d, rg)
@@ -668,7 +730,7 @@ def _like(op: str, input: Tensor, value: Any, kwargs: dict[str, Any]) -> Tensor:
         _check_grad_dtype(d, rg)
     if input.__class__ is not Tensor:
         ctx = getattr(input, "_ctx", None)
-        if ctx is not None:                 # a tracer: the constant becomes part of the graph
+        if ctx is not None:  # a tracer: the constant becomes part of the graph
             return ctx.constant(0 if value is None else value, d, input._shape)
     if value is not None:
         value = checked_scalar(value, d, op)
@@ -744,14 +806,14 @@ def _eye_image(n: int, m: int, d: DType) -> bytes:
     image = bytearray(n * m * size)
     one, step = _element(1, d), (m + 1) * size
     for i in range(0, min(n, m) * step, step):
-        image[i:i + size] = one
+        image[i : i + size] = one
     return bytes(image)
 
 
 def iota(n: int, dtype: DType) -> Tensor:
     """0, 1, ..., n-1 computed from the element index (no data read)."""
     ctx = _trace.current()
-    if ctx is not None:                      # a pure constant: a node of the graph
+    if ctx is not None:  # a pure constant: a node of the graph
         return ctx.iota(n).to(dtype)
     return ew.run("iota", [], {"dtype": dtype, "shape": (n,)}, out=Tensor._empty((n,), dtype))
 
@@ -772,30 +834,45 @@ def arange(start: Any, end: Any = None, step: Any = 1, **kwargs: Any) -> Tensor:
             start, end, step = vals
             break
     dtype, rg = _kw(kwargs, "arange")
-    if dtype is not None and dtype.kind in "iu":   # an integer range counts in integers
+    if dtype is not None and dtype.kind in "iu":  # an integer range counts in integers
         start, end, step = int(start), int(end), int(step)
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
     for v in (start, end, step):
         if isinstance(v, float) and not math.isfinite(v):
-            raise RuntimeError(f"arange: unsupported range: {start} -> {end} (step {step}): "
-                               f"the bounds and the step must be finite")
+            raise RuntimeError(
+                f"arange: unsupported range: {start} -> {end} (step {step}): "
+                f"the bounds and the step must be finite"
+            )
     if (end - start) * step < 0:
-        raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step sign "
-                           f"(start={start}, end={end}, step={step})")
+        raise RuntimeError(
+            f"arange: upper bound and lower bound inconsistent with step sign "
+            f"(start={start}, end={end}, step={step})"
+        )
     n = max(0, math.ceil((end - start) / step))
     if dtype is None:
-        dtype = dt.int64 if isinstance(vals[0], int) and isinstance(vals[1], int) and \
-            isinstance(vals[2], int) else dt.get_default_dtype()
-    compute = dt.int64 if dtype.kind in "iu" and isinstance(step, int) and \
-        isinstance(start, int) else dt.float64
+        dtype = (
+            dt.int64
+            if isinstance(vals[0], int) and isinstance(vals[1], int) and isinstance(vals[2], int)
+            else dt.get_default_dtype()
+        )
+    compute = (
+        dt.int64
+        if dtype.kind in "iu" and isinstance(step, int) and isinstance(start, int)
+        else dt.float64
+    )
     ctx = _trace.current() if _trace_state.stack else None
-    if ctx is not None and n:                # a pure constant: start + step * iota, traced
+    if ctx is not None and n:  # a pure constant: start + step * iota, traced
         return (ctx.iota(n).to(compute) * step + start).to(dtype)
     out = Tensor._empty((n,), dtype)
     if n:
-        values = _range_values(start, step, n, compute, dtype) if n <= _HOST_VALUES and \
-            start.__class__ in _PLAIN_NUMBERS and step.__class__ in _PLAIN_NUMBERS else None
+        values = (
+            _range_values(start, step, n, compute, dtype)
+            if n <= _HOST_VALUES
+            and start.__class__ in _PLAIN_NUMBERS
+            and step.__class__ in _PLAIN_NUMBERS
+            else None
+        )
         if values is None or not _put_values(out, values):
             ew.run("add", [ew.run("mul", [iota(n, compute), step]), start], out=out)
     return _finish(out, rg)
@@ -811,8 +888,7 @@ def _range_values(start: Any, step: Any, n: int, compute: DType, d: DType) -> An
             return None
         low, high = _INT_RANGE[d]
         last = start + step * (n - 1)
-        if not (low <= start <= high and low <= last <= high and
-                _INT64_MIN <= step < -_INT64_MIN):
+        if not (low <= start <= high and low <= last <= high and _INT64_MIN <= step < -_INT64_MIN):
             return None
         return range(start, last + (1 if step > 0 else -1), step)
     if d.kind != "f":
@@ -842,18 +918,25 @@ def linspace(start: float, end: float, steps: int, **kwargs: Any) -> Tensor:
         return _finish(_fill((1,), start, d), rg)
     step = (end - start) / (steps - 1)
     half = steps // 2
-    if steps.__class__ is int and steps <= _HOST_VALUES and \
-            start.__class__ in _PLAIN_NUMBERS and \
-            end.__class__ in _PLAIN_NUMBERS and d.kind == "f" and _trace.current() is None:
+    if (
+        steps.__class__ is int
+        and steps <= _HOST_VALUES
+        and start.__class__ in _PLAIN_NUMBERS
+        and end.__class__ in _PLAIN_NUMBERS
+        and d.kind == "f"
+        and _trace.current() is None
+    ):
         # the kernels' formula below, on the host (the same float64 operations)
         fstart, fend, last = float(start), float(end), steps - 1.0
         out = Tensor._empty((steps,), d)
-        if _put_values(out, [i * step + fstart if i < half else fend - (last - i) * step
-                             for i in range(steps)]):
+        if _put_values(
+            out, [i * step + fstart if i < half else fend - (last - i) * step for i in range(steps)]
+        ):
             return _finish(out, rg)
     idx = iota(steps, dt.float64)
-    if _trace.current() is not None:         # traced: the same formula as graph ops
+    if _trace.current() is not None:  # traced: the same formula as graph ops
         from . import elementwise as E
+
         fwd = E.add(E.mul(idx, step), float(start))
         bwd = E.sub(float(end), E.mul(E.sub(steps - 1.0, idx), step))
         return _finish(E.where(E.lt(idx, half), fwd, bwd).to(d), rg)
@@ -862,7 +945,7 @@ def linspace(start: float, end: float, steps: int, **kwargs: Any) -> Tensor:
     bwd = ew.run("sub", [float(end), ew.run("mul", [ew.run("sub", [steps - 1.0, idx]), step])])
     mask = ew.run("lt", [idx, half])
     out = ew.run("where", [mask, fwd, bwd])
-    if out._dtype is not d:                  # integer results truncate, as in PyTorch
+    if out._dtype is not d:  # integer results truncate, as in PyTorch
         out = ew.run("cast", [out], {"dtype": d})
     return _finish(out, rg)
 
@@ -870,6 +953,7 @@ def linspace(start: float, end: float, steps: int, **kwargs: Any) -> Tensor:
 # --------------------------------------------------------------------------------------
 # Random numbers
 # --------------------------------------------------------------------------------------
+
 
 class Generator:
     """A random number generator: a key (from the seed) and a counter of the draws made
@@ -895,6 +979,7 @@ class Generator:
     def device(self) -> Any:
         """`device(type='cpu')`."""
         from ..device import CPU
+
         return CPU
 
     @property
@@ -919,8 +1004,7 @@ class Generator:
         if isinstance(seed, np.integer):
             seed = int(seed)
         if isinstance(seed, bool) or not isinstance(seed, int):
-            raise RuntimeError(f"manual_seed expected a long, but got "
-                               f"{type(seed).__name__}")
+            raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
         if not -(1 << 63) <= seed < (1 << 64):
             raise ValueError(f"manual_seed: Overflow when unpacking long long ({seed})")
         self._seed = seed & ((1 << 64) - 1)
@@ -930,6 +1014,7 @@ class Generator:
     def seed(self) -> int:
         """Seed from a non-deterministic source (the OS's entropy) and return that seed."""
         import random
+
         s = random.SystemRandom().getrandbits(63)
         self.manual_seed(s)
         return s
@@ -974,16 +1059,18 @@ class Generator:
     def set_state(self, new_state: Tensor) -> "Generator":
         """Restore a state made by `get_state` (of this or any llgrad generator)."""
         if not isinstance(new_state, Tensor):
-            raise TypeError(f"expected a llgrad.ByteTensor, but got "
-                            f"{type(new_state).__name__}")
+            raise TypeError(f"expected a llgrad.ByteTensor, but got {type(new_state).__name__}")
         if new_state._dtype is not dt.uint8:
             raise TypeError("RNG state must be a llgrad.ByteTensor")
         if new_state.numel() != self.STATE_BYTES:
-            raise RuntimeError(f"Expected an llgrad Generator state of size "
-                               f"{self.STATE_BYTES} but found the input RNG state size to "
-                               f"be {new_state.numel()}")
-        seed, counter = (int(v) for v in np.ascontiguousarray(
-            new_state._values().reshape(-1)).view("<u8"))
+            raise RuntimeError(
+                f"Expected an llgrad Generator state of size "
+                f"{self.STATE_BYTES} but found the input RNG state size to "
+                f"be {new_state.numel()}"
+            )
+        seed, counter = (
+            int(v) for v in np.ascontiguousarray(new_state._values().reshape(-1)).view("<u8")
+        )
         self.manual_seed(seed)
         self._write(self.key, counter)
         return self
@@ -1038,13 +1125,17 @@ def initial_seed() -> int:
 
 def _random(op: str, shape: tuple[int, ...], d: DType, generator: Generator | None) -> Tensor:
     if not (d.is_floating_point or d.is_complex):
-        raise TypeError(f"{'rand' if op == 'uniform' else 'randn'}: expected a floating point "
-                        f"dtype, got {d.name}")
+        raise TypeError(
+            f"{'rand' if op == 'uniform' else 'randn'}: expected a floating point "
+            f"dtype, got {d.name}"
+        )
     from ..autograd.apply import interpreters
+
     if interpreters:
         per_element = _vmap_randomness(interpreters)
-        if per_element:                    # randomness="different": one draw per element
+        if per_element:  # randomness="different": one draw per element
             from ..transforms.batching import unlift
+
             ordered = sorted(per_element, key=lambda i: i.level)
             full = tuple(i.size for i in ordered) + tuple(shape)
             return unlift(_draw(op, full, d, generator), ordered)
@@ -1057,9 +1148,11 @@ def _vmap_randomness(interpreters: list) -> list:
     for interp in interpreters:
         mode = getattr(interp, "randomness", None)
         if mode == "error":
-            raise RuntimeError("vmap: called random operation while in randomness error mode. "
-                               "Please either use the 'same' or 'different' randomness flags "
-                               "on vmap or perform the randomness operation out of vmap")
+            raise RuntimeError(
+                "vmap: called random operation while in randomness error mode. "
+                "Please either use the 'same' or 'different' randomness flags "
+                "on vmap or perform the randomness operation out of vmap"
+            )
         if mode == "different":
             out.append(interp)
     return out
@@ -1071,16 +1164,20 @@ def _draw(op: str, shape: tuple[int, ...], d: DType, generator: Generator | None
         # [0, 1) (rand) or normal with variance 1/2 (randn); llgrad functions, so that a
         # trace records them too
         from .elementwise import complex as make_complex, mul
+
         part = d.to_real()
         re, im = _draw(op, shape, part, generator), _draw(op, shape, part, generator)
         if op == "normal":
-            re, im = mul(re, 0.5 ** 0.5), mul(im, 0.5 ** 0.5)
+            re, im = mul(re, 0.5**0.5), mul(im, 0.5**0.5)
         return make_complex(re, im)
     if generator is not None and not isinstance(generator, Generator):
-        raise TypeError(f"{op}: 'generator' must be an llgrad Generator "
-                        f"(lg.Generator()), not {type(generator).__name__}")
+        raise TypeError(
+            f"{op}: 'generator' must be an llgrad Generator "
+            f"(lg.Generator()), not {type(generator).__name__}"
+        )
     gen = generator or default_generator
     from ..tracer.context import current
+
     ctx = current()
     if ctx is not None:
         return _traced_random(ctx, op, shape, d, gen)
@@ -1090,19 +1187,19 @@ def _draw(op: str, shape: tuple[int, ...], d: DType, generator: Generator | None
     return ew.run(op, [key, counter], {"dtype": d, "shape": shape}, out=out)
 
 
-def _traced_random(ctx: Any, op: str, shape: tuple[int, ...], d: DType, gen: Generator
-                   ) -> Tensor:
+def _traced_random(ctx: Any, op: str, shape: tuple[int, ...], d: DType, gen: Generator) -> Tensor:
     """A draw inside a compiled function: the generator's state is a graph input, and the
     advanced counter is written back after every call, so each call draws new numbers."""
     from .elementwise import add
     from .shape import select
+
     n = 1
     for s in shape:
         n *= s
     state = gen.state_tensor
     key, counter = select(state, 0, 0), select(state, 0, 1)
     out = ctx.emit(op, [key, counter], {"dtype": d, "shape": tuple(shape)})
-    del key, counter            # views of the state: the write below needs it unshared
+    del key, counter  # views of the state: the write below needs it unshared
     ctx.write(state, add(state, ctx.literal([0, n], dt.int64)))
     return out
 
@@ -1146,8 +1243,9 @@ def randperm(n: int, *, generator: Generator | None = None, **kwargs: Any) -> Te
 
 
 @names_op("randint")
-def randint(*args: Any, size: Any = None, generator: Generator | None = None,
-            **kwargs: Any) -> Tensor:
+def randint(
+    *args: Any, size: Any = None, generator: Generator | None = None, **kwargs: Any
+) -> Tensor:
     """`randint(high, size)`, `randint(low, high, size)` (PyTorch's signatures; `low`,
     `high` and `size` also by keyword): integers drawn uniformly from [low, high)."""
     args = list(args)
@@ -1167,17 +1265,21 @@ def randint(*args: Any, size: Any = None, generator: Generator | None = None,
     elif len(ints) == 2:
         low, high = ints
     else:
-        raise TypeError(f"randint() expects (high, size) or (low, high, size), got "
-                        f"{len(args)} positional numbers")
+        raise TypeError(
+            f"randint() expects (high, size) or (low, high, size), got "
+            f"{len(args)} positional numbers"
+        )
     if size is None:
         raise TypeError("randint() missing required argument 'size' (a tuple of ints)")
     low, high = _as_int("low", low), _as_int("high", high)
     if high <= low:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
-                           f"from={low} >= to={high}")
+        raise RuntimeError(
+            f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+        )
     shape = size_arg((size,), "randint")
     dtype, rg = _kw(kwargs, "randint")
     from . import elementwise as E
+
     u = _random("uniform", shape, dt.float64, generator)
     scaled = E.floor(E.add(E.mul(u, float(high - low)), float(low)))
     return _finish(scaled.to(dtype or dt.int64), rg)
@@ -1198,12 +1300,23 @@ def _as_int(what: str, v: Any) -> int:
 def _on_devices() -> None:
     """Creation functions accept device="cuda" (see `eager.cuda.device_aware`)."""
     from ..eager.cuda import device_aware
+
     g = globals()
-    for name in ("zeros", "ones", "empty", "full", "eye", "arange", "linspace", "rand",
-                 "randn", "randperm", "randint"):
+    for name in (
+        "zeros",
+        "ones",
+        "empty",
+        "full",
+        "eye",
+        "arange",
+        "linspace",
+        "rand",
+        "randn",
+        "randperm",
+        "randint",
+    ):
         g[name] = device_aware(g[name])
-    for name in ("zeros_like", "ones_like", "empty_like", "full_like", "rand_like",
-                 "randn_like"):
+    for name in ("zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like"):
         g[name] = device_aware(g[name], like=True)
 
 

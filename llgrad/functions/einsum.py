@@ -9,6 +9,7 @@ the rows and columns. `...` stands for broadcast dimensions (aligned from the ri
 1 broadcasting as in PyTorch). Every step is a differentiable function, so gradients,
 vmap and compiled code come from matmul, sum and the view ops.
 """
+
 from __future__ import annotations
 
 import string
@@ -33,8 +34,10 @@ def _parse(equation: str, operands: Sequence[Tensor]) -> tuple[list[list[str]], 
     terms = lhs.split(",")
     if len(terms) != len(operands):
         which = "more" if len(operands) > len(terms) else "fewer"
-        raise ValueError(f"einsum(): {which} operands were provided than specified in the "
-                         f"equation ({equation!r} names {len(terms)}, got {len(operands)})")
+        raise ValueError(
+            f"einsum(): {which} operands were provided than specified in the "
+            f"equation ({equation!r} names {len(terms)}, got {len(operands)})"
+        )
     ell = 0
     for k, (term, op) in enumerate(zip(terms, operands)):
         if term.count("...") > 1:
@@ -43,37 +46,44 @@ def _parse(equation: str, operands: Sequence[Tensor]) -> tuple[list[list[str]], 
         if "..." in term:
             ell = max(ell, op.ndim - named)
         elif named != op.ndim:
-            raise ValueError(f"einsum(): the number of subscripts in the equation ({named}) "
-                             f"does not match the number of dimensions ({op.ndim}) for "
-                             f"operand {k} and no ellipsis was given")
+            raise ValueError(
+                f"einsum(): the number of subscripts in the equation ({named}) "
+                f"does not match the number of dimensions ({op.ndim}) for "
+                f"operand {k} and no ellipsis was given"
+            )
     ell_labels = [str(i) for i in range(ell)]
 
     def labels(term: str, ndim: int | None) -> list[str]:
         for ch in term.replace("...", ""):
             if ch not in _LETTERS:
-                raise ValueError(f"einsum(): invalid subscript given at index "
-                                 f"{equation.index(ch)} in the equation string, subscripts "
-                                 f"must be in [a-zA-Z]")
+                raise ValueError(
+                    f"einsum(): invalid subscript given at index "
+                    f"{equation.index(ch)} in the equation string, subscripts "
+                    f"must be in [a-zA-Z]"
+                )
         if "..." not in term:
             return list(term)
         left, right = term.split("...")
         n = (ndim - len(left) - len(right)) if ndim is not None else ell
         if n < 0:
-            raise ValueError(f"einsum(): operand has {ndim} dimensions, fewer than the "
-                             f"{len(left) + len(right)} subscripts of {term!r}")
-        return list(left) + ell_labels[ell - n:] + list(right)
+            raise ValueError(
+                f"einsum(): operand has {ndim} dimensions, fewer than the "
+                f"{len(left) + len(right)} subscripts of {term!r}"
+            )
+        return list(left) + ell_labels[ell - n :] + list(right)
 
     ins = [labels(t, op.ndim) for t, op in zip(terms, operands)]
     if explicit:
         out = labels(rhs, None)
         if len(set(out)) != len(out):
-            raise ValueError(f"einsum(): output subscript appears more than once in "
-                             f"{rhs!r}")
+            raise ValueError(f"einsum(): output subscript appears more than once in {rhs!r}")
         seen = {c for term in ins for c in term}
         for c in out:
             if c not in seen:
-                raise ValueError(f"einsum(): output subscript {c} does not appear in the "
-                                 f"equation for any input operand")
+                raise ValueError(
+                    f"einsum(): output subscript {c} does not appear in the "
+                    f"equation for any input operand"
+                )
     else:
         counts: dict[str, int] = {}
         for term in ins:
@@ -90,9 +100,11 @@ def _diagonals(t: Tensor, labels: list[str]) -> tuple[Tensor, list[str]]:
         i = labels.index(c)
         j = labels.index(c, i + 1)
         if t.shape[i] != t.shape[j]:
-            raise RuntimeError(f"einsum(): subscript {c} is repeated for operand but the "
-                               f"sizes don't match, {t.shape[i]} != {t.shape[j]}")
-        t = _diagonal(t, i, j)                        # diagonal goes last
+            raise RuntimeError(
+                f"einsum(): subscript {c} is repeated for operand but the "
+                f"sizes don't match, {t.shape[i]} != {t.shape[j]}"
+            )
+        t = _diagonal(t, i, j)  # diagonal goes last
         labels = [x for k, x in enumerate(labels) if k not in (i, j)] + [c]
     return t, labels
 
@@ -102,12 +114,13 @@ def _diagonal(t: Tensor, i: int, j: int) -> Tensor:
     (k, k), which vmap batches)."""
     from .creation import arange
     from .indexing import gather
+
     n = t.shape[i]
     rest = [d for d in range(t.ndim) if d not in (i, j)]
-    moved = shape.permute(t, tuple(rest) + (i, j))              # (..., n, n)
+    moved = shape.permute(t, tuple(rest) + (i, j))  # (..., n, n)
     lead = tuple(moved.shape[:-2])
     rows = shape.expand(shape.reshape(arange(n), (1,) * len(lead) + (n, 1)), lead + (n, 1))
-    picked = gather(moved, -1, rows)                            # (..., n, 1): [.., i, i]
+    picked = gather(moved, -1, rows)  # (..., n, 1): [.., i, i]
     return shape.squeeze(picked, -1)
 
 
@@ -125,25 +138,28 @@ def _squeeze_label(t: Tensor, labels: list[str], c: str) -> tuple[Tensor, list[s
 
 def _size(sizes: dict[str, int], c: str, n: int) -> None:
     if sizes.get(c, 1) != 1 and n != 1 and sizes[c] != n:
-        raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes "
-                           f"(subscript {c!r} has sizes {sizes[c]} and {n})")
-    if c not in sizes or sizes[c] == 1:        # a size-1 dimension broadcasts (0 does not)
+        raise RuntimeError(
+            f"einsum(): operands do not broadcast with remapped shapes "
+            f"(subscript {c!r} has sizes {sizes[c]} and {n})"
+        )
+    if c not in sizes or sizes[c] == 1:  # a size-1 dimension broadcasts (0 does not)
         sizes[c] = n
 
 
-def _contract(a: Tensor, la: list[str], b: Tensor, lb: list[str], needed: set[str]
-              ) -> tuple[Tensor, list[str]]:
+def _contract(
+    a: Tensor, la: list[str], b: Tensor, lb: list[str], needed: set[str]
+) -> tuple[Tensor, list[str]]:
     # a contracted label of size 1 in one operand only broadcasts: as PyTorch does, the
     # other operand is summed over it first (so an integer operand's sum is int64, as
     # torch's, and float results round as torch's do)
-    same_dtype = a.dtype is b.dtype        # (mixed operand dtypes raise in matmul, as torch)
+    same_dtype = a.dtype is b.dtype  # (mixed operand dtypes raise in matmul, as torch)
     for c in [c for c in la if c in lb and c not in needed]:
         na, nb = a.shape[la.index(c)], b.shape[lb.index(c)]
         if na == 1 and nb != 1:
             (a, la), (b, lb) = _squeeze_label(a, la, c), _sum_labels(b, lb, set(lb) - {c})
         elif nb == 1 and na != 1:
             (a, la), (b, lb) = _sum_labels(a, la, set(la) - {c}), _squeeze_label(b, lb, c)
-    if same_dtype and a.dtype is not b.dtype:      # an integer sum above is int64
+    if same_dtype and a.dtype is not b.dtype:  # an integer sum above is int64
         d = promote_types(a.dtype, b.dtype)
         a, b = a.to(d), b.to(d)
     sizes: dict[str, int] = {}
@@ -157,10 +173,11 @@ def _contract(a: Tensor, la: list[str], b: Tensor, lb: list[str], needed: set[st
 
     def arrange(t: Tensor, ls: list[str], order: list[str], groups: list[list[str]]) -> Tensor:
         t = shape.permute(t, tuple(ls.index(c) for c in order))
-        full = tuple(sizes[c] if c in batch or c in inner else t.shape[k]
-                     for k, c in enumerate(order))
+        full = tuple(
+            sizes[c] if c in batch or c in inner else t.shape[k] for k, c in enumerate(order)
+        )
         if tuple(t.shape) != full:
-            t = shape.expand(t, full)                   # size-1 batch/inner dims broadcast
+            t = shape.expand(t, full)  # size-1 batch/inner dims broadcast
         dims = []
         for g in groups:
             n = 1
@@ -172,8 +189,11 @@ def _contract(a: Tensor, la: list[str], b: Tensor, lb: list[str], needed: set[st
     am = arrange(a, la, batch + rows + inner, [batch, rows, inner])
     bm = arrange(b, lb, batch + inner + cols, [batch, inner, cols])
     prod = linalg.matmul(am, bm)
-    out_shape = tuple(sizes[c] for c in batch) + \
-        tuple(a.shape[la.index(c)] for c in rows) + tuple(b.shape[lb.index(c)] for c in cols)
+    out_shape = (
+        tuple(sizes[c] for c in batch)
+        + tuple(a.shape[la.index(c)] for c in rows)
+        + tuple(b.shape[lb.index(c)] for c in cols)
+    )
     return shape.reshape(prod, out_shape), batch + rows + cols
 
 
@@ -181,8 +201,9 @@ def _contract(a: Tensor, la: list[str], b: Tensor, lb: list[str], needed: set[st
 def _sublist_labels(sub: Any) -> str:
     """A sublist (`[0, 1]`, `[..., 0]`) as equation letters: 0-25 are a-z, 26-51 A-Z."""
     if not isinstance(sub, (list, tuple)):
-        raise TypeError(f"einsum(): expected a sublist (a list of ints and Ellipsis), got "
-                        f"{type(sub).__name__}")
+        raise TypeError(
+            f"einsum(): expected a sublist (a list of ints and Ellipsis), got {type(sub).__name__}"
+        )
     out = []
     for v in sub:
         if v is Ellipsis:
@@ -190,14 +211,16 @@ def _sublist_labels(sub: Any) -> str:
         elif isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 52:
             out.append(chr(ord("a") + v) if v < 26 else chr(ord("A") + v - 26))
         else:
-            raise ValueError(f"einsum(): subscript in subscript list is not within the valid "
-                             f"range [0, 52), got {v!r}")
+            raise ValueError(
+                f"einsum(): subscript in subscript list is not within the valid "
+                f"range [0, 52), got {v!r}"
+            )
     return "".join(out)
 
 
 def _from_sublists(args: tuple) -> tuple[str, tuple]:
     """The equation and operands of the sublist form `einsum(a, [0, 1], b, [1, 2], [0, 2])`."""
-    pairs, rest = args[: len(args) // 2 * 2], args[len(args) // 2 * 2:]
+    pairs, rest = args[: len(args) // 2 * 2], args[len(args) // 2 * 2 :]
     operands = pairs[0::2]
     equation = ",".join(_sublist_labels(sub) for sub in pairs[1::2])
     if rest:
@@ -212,26 +235,27 @@ def einsum(equation: Any, *operands: Any) -> Tensor:
     if isinstance(equation, Tensor):
         equation, operands = _from_sublists((equation,) + operands)
     if not isinstance(equation, str):
-        raise TypeError(f"einsum(): the equation must be a string (or the first operand of "
-                        f"the sublist form), got {type(equation).__name__}")
+        raise TypeError(
+            f"einsum(): the equation must be a string (or the first operand of "
+            f"the sublist form), got {type(equation).__name__}"
+        )
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     for k, op in enumerate(operands):
         if not isinstance(op, Tensor):
-            raise TypeError(f"einsum(): operand {k} must be a Tensor, got "
-                            f"{type(op).__name__}")
+            raise TypeError(f"einsum(): operand {k} must be a Tensor, got {type(op).__name__}")
     if not operands:
         raise ValueError("einsum(): must provide at least one operand")
     ins, out = _parse(equation, operands)
     terms = []
     for k, (t, ls) in enumerate(zip(operands, ins)):
         t, ls = _diagonals(t, list(ls))
-        later = set(out).union(*[set(x) for x in ins[:k] + ins[k + 1:]])
+        later = set(out).union(*[set(x) for x in ins[:k] + ins[k + 1 :]])
         terms.append(_sum_labels(t, ls, later))
     acc, la = terms[0]
     for k in range(1, len(terms)):
         b, lb = terms[k]
-        needed = set(out).union(*[set(x) for _, x in terms[k + 1:]])
+        needed = set(out).union(*[set(x) for _, x in terms[k + 1 :]])
         acc, la = _contract(acc, la, b, lb, needed)
         acc, la = _sum_labels(acc, la, needed)
     acc, la = _sum_labels(acc, la, set(out))

@@ -1,4 +1,5 @@
 """Elementwise functions: `lg.exp`, `lg.add`, ... and the operators behind `+ - * / **`."""
+
 from __future__ import annotations
 
 import builtins
@@ -26,8 +27,10 @@ def _check(op: str, *operands: Any) -> None:
     for o in operands:
         if isinstance(o, Tensor):
             return
-    raise TypeError(f"{op}: expected at least one Tensor argument, got "
-                    f"{', '.join(type(o).__name__ for o in operands)}")
+    raise TypeError(
+        f"{op}: expected at least one Tensor argument, got "
+        f"{', '.join(type(o).__name__ for o in operands)}"
+    )
 
 
 _PLAIN = frozenset({Tensor, bool, int, float, complex})
@@ -42,7 +45,7 @@ def elementwise(op: str, *operands: Any, name: str | None = None, **attrs: Any) 
 
 def _general(op: str, operands: tuple, attrs: dict[str, Any], name: str | None) -> Tensor:
     for o in operands:
-        if o.__class__ not in _PLAIN:        # NumPy scalars are Python numbers here
+        if o.__class__ not in _PLAIN:  # NumPy scalars are Python numbers here
             operands = plain_numbers(operands)
             break
     _check(op, *operands)
@@ -52,13 +55,19 @@ def _general(op: str, operands: tuple, attrs: dict[str, Any], name: str | None) 
 def _unary(op: str, rounding: bool = False):
     """`lg.<op>(x)`. `rounding` (floor, ceil, round, trunc): integers are whole already and
     come back as a copy, as in PyTorch; bools are refused."""
+
     def fn(input: Tensor) -> Tensor:
-        if rounding and isinstance(input, Tensor) and not input._dtype.is_floating_point \
-                and not input._dtype.is_complex:
+        if (
+            rounding
+            and isinstance(input, Tensor)
+            and not input._dtype.is_floating_point
+            and not input._dtype.is_complex
+        ):
             if input._dtype is dt.bool_:
                 raise TypeError(f"{op}: not defined for bool (input bool{list(input.shape)})")
             return input.clone()
         return elementwise(op, input)
+
     fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = f"Elementwise `{op}` (differentiable; see the op registry for its rule)."
     # (rounding: an integer input never runs the op's kernel, so only float inputs learn
@@ -96,6 +105,8 @@ def square(input: Tensor) -> Tensor:
     if isinstance(input, Tensor) and input._dtype is dt.bool_:
         input = input.to(dt.int64)
     return _square(input)
+
+
 floor = _unary("floor", rounding=True)
 ceil = _unary("ceil", rounding=True)
 trunc = _unary("trunc", rounding=True)
@@ -110,21 +121,26 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:
     if decimals == 0:
         return _round_half_even(input)
     if isinstance(input, Tensor) and not input._dtype.is_floating_point:
-        raise NotImplementedError(f'"round_cpu" not implemented for '
-                                  f"'{input._dtype.name}' (round with decimals takes "
-                                  f"floating-point tensors)")
+        raise NotImplementedError(
+            f'"round_cpu" not implemented for '
+            f"'{input._dtype.name}' (round with decimals takes "
+            f"floating-point tensors)"
+        )
     if not isinstance(decimals, int):
-        raise TypeError(f"round(): argument 'decimals' must be int, not "
-                        f"{type(decimals).__name__}")
+        raise TypeError(f"round(): argument 'decimals' must be int, not {type(decimals).__name__}")
     # one op (RoundBackward1, zero gradient): rint(x * 10^d) / 10^d, or for d < 0
     # rint(x / 10^-d) * 10^-d, in the input's dtype
-    return fastpath.elementwise("round_decimals", (input,), {"decimals": decimals}, None,
-                                _general_elementwise)
+    return fastpath.elementwise(
+        "round_decimals", (input,), {"decimals": decimals}, None, _general_elementwise
+    )
 
 
-def _general_elementwise(op: str, operands: tuple, attrs: dict[str, Any],
-                         name: str | None) -> Tensor:
+def _general_elementwise(
+    op: str, operands: tuple, attrs: dict[str, Any], name: str | None
+) -> Tensor:
     return elementwise(op, *operands, name=name, **attrs)
+
+
 relu = _unary("relu")
 silu = _unary("silu")
 isnan = _unary("isnan")
@@ -146,31 +162,37 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     return elementwise("leaky_relu", input, negative_slope=float(negative_slope))
 
 
-def elu(input: Tensor, alpha: float = 1.0, scale: float = 1.0, input_scale: float = 1.0
-        ) -> Tensor:
+def elu(input: Tensor, alpha: float = 1.0, scale: float = 1.0, input_scale: float = 1.0) -> Tensor:
     """`scale * x` above zero, `scale * alpha * expm1(input_scale * x)` at or below it."""
-    return elementwise("elu", input, alpha=float(alpha), scale=float(scale),
-                       input_scale=float(input_scale))
+    return elementwise(
+        "elu", input, alpha=float(alpha), scale=float(scale), input_scale=float(input_scale)
+    )
 
 
 def _scaled(op: str, input: Any, other: Any, alpha: Any) -> Any:
     """`other * alpha` for add/sub (a Python number stays one)."""
     if alpha == 1 or not _numbers_or_tensors(input, other):
-        return other                    # (a bad operand is named by the op itself)
+        return other  # (a bad operand is named by the op itself)
     if isinstance(alpha, float) and ew.promote([input, other]).kind in "iub":
-        raise RuntimeError(f"{op}: for integral input tensors, argument alpha must not be a "
-                           f"floating point number (alpha={alpha})")
+        raise RuntimeError(
+            f"{op}: for integral input tensors, argument alpha must not be a "
+            f"floating point number (alpha={alpha})"
+        )
     if isinstance(other, Tensor) and other._dtype is dt.bool_ and isinstance(alpha, int):
-        alpha = bool(alpha)             # bool arithmetic stays bool, as in PyTorch
+        alpha = bool(alpha)  # bool arithmetic stays bool, as in PyTorch
     return mul(other, alpha) if isinstance(other, Tensor) else other * alpha
 
 
 def no_bool_subtraction(op: str, input: Any, other: Any) -> None:
-    if any(isinstance(o, Tensor) and o._dtype is dt.bool_ or isinstance(o, bool)
-           for o in (input, other)):
-        raise RuntimeError(f"{op}: subtraction, the `-` operator, with a bool tensor is not "
-                           f"supported. If you are trying to invert a mask, use the `~` or "
-                           f"`logical_not()` operator instead.")
+    if any(
+        isinstance(o, Tensor) and o._dtype is dt.bool_ or isinstance(o, bool)
+        for o in (input, other)
+    ):
+        raise RuntimeError(
+            f"{op}: subtraction, the `-` operator, with a bool tensor is not "
+            f"supported. If you are trying to invert a mask, use the `~` or "
+            f"`logical_not()` operator instead."
+        )
 
 
 def _scaled_operands(input: Any, other: Any, alpha: Any) -> tuple[Any, Any, Any]:
@@ -197,7 +219,7 @@ def _sub(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
     input, other, alpha = _scaled_operands(input, other, alpha)
     no_bool_subtraction("sub", input, other)
     other = _scaled("sub", input, other, alpha)
-    name = "RsubBackward1" if not isinstance(input, Tensor) else None   # `2 - x`
+    name = "RsubBackward1" if not isinstance(input, Tensor) else None  # `2 - x`
     return elementwise("sub", input, other, name=name)
 
 
@@ -216,9 +238,13 @@ def _plain_floats(input: Any, other: Any, alpha: Any) -> bool:
     """Two plain real floating-point tensors and a Python float or int `alpha`: the
     operands for which add/sub with `alpha` are exactly `input +/- other * alpha` of
     the direct operators (no bool, integer or NumPy rule applies)."""
-    return input.__class__ is Tensor and other.__class__ is Tensor and \
-        (alpha.__class__ is float or alpha.__class__ is int) and \
-        input._dtype.is_floating_point and other._dtype.is_floating_point
+    return (
+        input.__class__ is Tensor
+        and other.__class__ is Tensor
+        and (alpha.__class__ is float or alpha.__class__ is int)
+        and input._dtype.is_floating_point
+        and other._dtype.is_floating_point
+    )
 
 
 def add(input: Any, other: Any, *, alpha: Number = 1) -> Tensor:
@@ -245,6 +271,7 @@ subtract = sub
 
 def _no_grad() -> Any:
     from ..autograd.grad_mode import no_grad
+
     return no_grad()
 
 
@@ -256,13 +283,13 @@ def _integer_divisor(op: str, input: Any, other: Any) -> None:
     """Integer division by zero raises, as in PyTorch (the kernels would give 0). A divisor
     only known when the traced function runs breaks the graph, so eager code checks it."""
     if not (isinstance(input, Tensor) or isinstance(other, Tensor)):
-        return                          # the op itself refuses it
-    for o in (input, other):            # any float or complex operand: a float division
+        return  # the op itself refuses it
+    for o in (input, other):  # any float or complex operand: a float division
         if isinstance(o, Tensor):
             if o._dtype.kind not in "iub":
                 return
         elif not isinstance(o, (bool, int)):
-            return                      # (a non-number: the op itself names it)
+            return  # (a non-number: the op itself names it)
     if not isinstance(other, Tensor):
         if other == 0:
             raise RuntimeError(f"{op}: ZeroDivisionError (integer division by zero)")
@@ -270,13 +297,18 @@ def _integer_divisor(op: str, input: Any, other: Any) -> None:
     if getattr(other, "_ctx", None) is not None:
         from ..tracer.context import user_location
         from ..tracer.tensor import GraphBreak
-        raise GraphBreak(f"{op} of integers by a tensor (a zero divisor must raise)",
-                         user_location())
+
+        raise GraphBreak(
+            f"{op} of integers by a tensor (a zero divisor must raise)", user_location()
+        )
     from .reduction import any as any_
+
     with _no_grad():
         if other.numel() and bool(any_(eq(other, 0)).item()):
-            raise RuntimeError(f"{op}: ZeroDivisionError (integer division by zero; divisor "
-                               f"shape {list(other.shape)}, dtype {other._dtype.name})")
+            raise RuntimeError(
+                f"{op}: ZeroDivisionError (integer division by zero; divisor "
+                f"shape {list(other.shape)}, dtype {other._dtype.name})"
+            )
 
 
 def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
@@ -288,8 +320,10 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
 @names_op("div")
 def _div_rounded(input: Any, other: Any, rounding_mode: str) -> Tensor:
     if rounding_mode not in ("floor", "trunc"):
-        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
-                         f"but found {rounding_mode!r}")
+        raise ValueError(
+            f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+            f"but found {rounding_mode!r}"
+        )
     _integer_divisor("div", input, other)
     if rounding_mode == "floor":
         return elementwise("floor_divide", input, other, name="DivBackward2")
@@ -306,10 +340,12 @@ def _div_rounded(input: Any, other: Any, rounding_mode: str) -> Tensor:
 _div_operator = fastpath.binary("div", div)
 # div with rounding_mode of a real floating-point tensor by anything: no integer divisor
 # check applies, so the direct launch of `floor_divide` or `trunc_divide` is the call
-_floor_div_direct = fastpath.binary("floor_divide",
-                                    lambda a, b: _div_rounded(a, b, "floor"), records=False)
-_trunc_div_direct = fastpath.binary("trunc_divide",
-                                    lambda a, b: _div_rounded(a, b, "trunc"), records=False)
+_floor_div_direct = fastpath.binary(
+    "floor_divide", lambda a, b: _div_rounded(a, b, "floor"), records=False
+)
+_trunc_div_direct = fastpath.binary(
+    "trunc_divide", lambda a, b: _div_rounded(a, b, "trunc"), records=False
+)
 
 
 def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
@@ -355,8 +391,12 @@ def pow(input: Any, exponent: Any) -> Tensor:
         name = "PowBackward1"
     else:
         name = "PowBackward0"
-        if isinstance(input, Tensor) and not input._dtype.is_floating_point and \
-                isinstance(exponent, int) and exponent < 0:
+        if (
+            isinstance(input, Tensor)
+            and not input._dtype.is_floating_point
+            and isinstance(exponent, int)
+            and exponent < 0
+        ):
             raise RuntimeError("Integers to negative integer powers are not allowed.")
     return elementwise("pow", input, exponent, name=name)
 
@@ -385,24 +425,29 @@ minimum = fastpath.binary("minimum", minimum, keywords=True)
 def where(condition: Tensor, input: Any = None, other: Any = None) -> Tensor:
     if input is None and other is None:
         from .indexing import nonzero
-        return tuple(nonzero(condition).unbind(1))        # type: ignore[return-value]
+
+        return tuple(nonzero(condition).unbind(1))  # type: ignore[return-value]
     return elementwise("where", condition, input, other)
 
 
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
     """input limited to [min, max] (numbers or tensors, broadcast; either may be None):
     a bound is taken where it is crossed, a NaN bound gives NaN."""
-    if input.__class__ is Tensor and (min.__class__ is Tensor or max.__class__ is Tensor) \
-            and (min is None or min.__class__ is Tensor) and \
-            (max is None or max.__class__ is Tensor):
+    if (
+        input.__class__ is Tensor
+        and (min.__class__ is Tensor or max.__class__ is Tensor)
+        and (min is None or min.__class__ is Tensor)
+        and (max is None or max.__class__ is Tensor)
+    ):
         return _clamp_chain(input, min, max)
     min, max = plain_numbers((min, max))
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _clamp_tensors(input, min, max)
-    if not input._dtype.is_floating_point and any(isinstance(v, float)
-                                                   for v in (min, max) if v is not None):
+    if not input._dtype.is_floating_point and any(
+        isinstance(v, float) for v in (min, max) if v is not None
+    ):
         d = ew.promote([input] + [v for v in (min, max) if v is not None])
         input = input.to(d)
     return elementwise("clamp", input, min=min, max=max)
@@ -457,6 +502,7 @@ _clamp_chain = fastpath.chain("clamp", _clamp_tensors, _clamp_steps)
 def _compare(op: str):
     def fn(input: Any, other: Any) -> Tensor:
         return elementwise(op, input, other)
+
     fn.__name__ = fn.__qualname__ = op
     fn.__doc__ = f"Elementwise `{op}` of two tensors, or a tensor and a number (broadcast)."
     return fastpath.binary(op, fn, keywords=True)
@@ -489,13 +535,19 @@ def _lerp_direct(input: Any, end: Any, weight: Any) -> Tensor | None:
     when one is missing (the general path runs and learns it). Values as the general
     path's: each launch is the kernel its op runs (a number weight multiplies from the
     right: IEEE multiplication commutes)."""
-    if input.__class__ is not Tensor or end.__class__ is not Tensor or \
-            end._dtype is not input._dtype or _interpreters or _forward_ad._level[0]:
+    if (
+        input.__class__ is not Tensor
+        or end.__class__ is not Tensor
+        or end._dtype is not input._dtype
+        or _interpreters
+        or _forward_ad._level[0]
+    ):
         return None
     c = weight.__class__
     if c is Tensor:
-        if _grad_state.enabled and (input._requires_grad or end._requires_grad or
-                                    weight._requires_grad):
+        if _grad_state.enabled and (
+            input._requires_grad or end._requires_grad or weight._requires_grad
+        ):
             return None
     elif c is float or c is int:
         if _grad_state.enabled and (input._requires_grad or end._requires_grad):
@@ -526,8 +578,9 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     if out is not None:
         return out
     if isinstance(end, Tensor) and isinstance(input, Tensor) and end._dtype is not input._dtype:
-        raise RuntimeError(f"lerp: expected dtype {input._dtype.name} for `end` but got dtype "
-                           f"{end._dtype.name}")
+        raise RuntimeError(
+            f"lerp: expected dtype {input._dtype.name} for `end` but got dtype {end._dtype.name}"
+        )
     name = "LerpBackward1" if isinstance(weight, Tensor) else "LerpBackward0"
     if weight.__class__ in (float, int) and isinstance(input, Tensor):
         # (`weight * diff` as `diff * weight`: one direct table for `_lerp_direct`)
@@ -539,6 +592,7 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
 def xlogy(input: Any, other: Any) -> Tensor:
     if not isinstance(input, Tensor):
         from .creation import full
+
         name = "XlogyBackward1"
         input = full((), input, dtype=ew.promote([input, other]))
     else:
@@ -548,11 +602,13 @@ def xlogy(input: Any, other: Any) -> Tensor:
     # PyTorch's) where input == 0 and other <= 0: the log is replaced by 0 there, which
     # gives the value 0 and no 0 * log(0) = NaN in either gradient's masked positions.
     import math
+
     if isinstance(other, Tensor):
-        log_other: Any = elementwise("where", logical_and(eq(input, 0), le(other, 0)), 0.0,
-                                     log(other))
+        log_other: Any = elementwise(
+            "where", logical_and(eq(input, 0), le(other, 0)), 0.0, log(other)
+        )
         at_inf = logical_and(eq(input, 0), eq(other, math.inf))
-    else:                       # a Python number: its log, with log's 0 and negative cases
+    else:  # a Python number: its log, with log's 0 and negative cases
         log_other = math.log(other) if other > 0 else -math.inf if other == 0 else math.nan
         if other <= 0:
             log_other = elementwise("where", eq(input, 0), 0.0, log_other)
@@ -595,15 +651,21 @@ def is_conj(input: Tensor) -> bool:
     return False
 
 
-from . import shape as _shape     # noqa: E402  (imports this module's siblings only)
+from . import shape as _shape  # noqa: E402  (imports this module's siblings only)
 
 
 def _part_forward(op: str, operands: Any, attrs: Any) -> Tensor:
     """`.real` / `.imag` as views: every other float of the interleaved storage."""
     from .shape import reinterpret
+
     x = operands[0]
-    return reinterpret(x, x._dtype.to_real(), 2 * x._offset + (op == "imag"), x._shape,
-                       tuple(2 * s for s in x._strides))
+    return reinterpret(
+        x,
+        x._dtype.to_real(),
+        2 * x._offset + (op == "imag"),
+        x._shape,
+        tuple(2 * s for s in x._strides),
+    )
 
 
 def real(input: Any) -> Any:
@@ -617,8 +679,7 @@ def real(input: Any) -> Any:
     if not input._dtype.is_complex:
         return input
     out = apply("real", (input,), None, _part_forward, None)
-    return _shape.learn_reinterpreted("real", input, out) if _shape._unrecorded(input) \
-        else out
+    return _shape.learn_reinterpreted("real", input, out) if _shape._unrecorded(input) else out
 
 
 def imag(input: Any) -> Any:
@@ -632,8 +693,7 @@ def imag(input: Any) -> Any:
     if not input._dtype.is_complex:
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
     out = apply("imag", (input,), None, _part_forward, None)
-    return _shape.learn_reinterpreted("imag", input, out) if _shape._unrecorded(input) \
-        else out
+    return _shape.learn_reinterpreted("imag", input, out) if _shape._unrecorded(input) else out
 
 
 angle = _unary("angle")
@@ -641,8 +701,9 @@ angle = _unary("angle")
 
 def _check_parts(op: str, a: Any, b: Any) -> None:
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
-        raise TypeError(f"{op}: expected two Tensors, got {type(a).__name__} and "
-                        f"{type(b).__name__}")
+        raise TypeError(
+            f"{op}: expected two Tensors, got {type(a).__name__} and {type(b).__name__}"
+        )
 
 
 def complex(real: Tensor, imag: Tensor) -> Tensor:

@@ -22,6 +22,7 @@ their general call returned, so the function accepted the operands); the eager p
 are cleared together with these when the default dtype changes (a number's dtype follows
 it).
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -36,7 +37,7 @@ from ..ir import dtypes as dt
 from ..tensor import Tensor
 
 _NUMBERS = (float, int)
-_tables: dict[Any, dict] = {}      # every direct table (cleared with the eager plans)
+_tables: dict[Any, dict] = {}  # every direct table (cleared with the eager plans)
 
 
 def _learn(table: dict, key: Any, make: Callable[[], Any]) -> None:
@@ -54,6 +55,7 @@ def _elementwise_launch(op: str, operands: tuple) -> Callable[[], Any]:
     def make() -> Any:
         plan = ew._plans.get(ew._key(op, operands, None, None))
         return None if plan is None else ew.direct_launch(op, plan, operands)
+
     return make
 
 
@@ -65,8 +67,9 @@ def _table(op: str) -> dict:
     return t
 
 
-def binary(op: str, general: Callable[..., Tensor], keywords: bool = False,
-           records: bool = True) -> Callable[..., Tensor]:
+def binary(
+    op: str, general: Callable[..., Tensor], keywords: bool = False, records: bool = True
+) -> Callable[..., Tensor]:
     """`general(a, b)` (an operator such as `Tensor.__add__`, or with `keywords` a
     function such as `lg.mul` whose keyword arguments always take `general`) with a
     direct path. Without `records` (a function whose node is not `op`'s default one,
@@ -86,8 +89,12 @@ def binary(op: str, general: Callable[..., Tensor], keywords: bool = False,
         else:
             return general(a, b)
         entry = table.get(key)
-        if entry is not None and not interpreters and not forward_ad._level[0] and \
-                not (recorded and (anomaly._state.enabled or not records)):
+        if (
+            entry is not None
+            and not interpreters
+            and not forward_ad._level[0]
+            and not (recorded and (anomaly._state.enabled or not records))
+        ):
             out = entry[0](a, b)
             if out is not None:
                 if not recorded:
@@ -108,22 +115,27 @@ def binary(op: str, general: Callable[..., Tensor], keywords: bool = False,
         if kwargs or len(args) != 2:
             return general(*args, **kwargs)
         return method(*args)
+
     return _like(function, general, op)
 
 
 def unary(op: str, general: Callable[[Any], Tensor]) -> Callable[[Any], Tensor]:
     """`general(x)` (such as `lg.exp`) with a direct path."""
-    call = _one_operand(_table(("unary", op)), general,
-                        lambda x: _elementwise_launch(op, (x,)), op, True)
+    call = _one_operand(
+        _table(("unary", op)), general, lambda x: _elementwise_launch(op, (x,)), op, True
+    )
 
     def fn(input: Any) -> Tensor:
         return call(input) if input.__class__ is Tensor else general(input)
+
     return _like(fn, general, op)
 
 
-def reduction(op: str, general: Callable[..., Tensor],
-              attrs_of: Callable[[Any, bool, int], tuple] | None = None
-              ) -> Callable[..., Tensor]:
+def reduction(
+    op: str,
+    general: Callable[..., Tensor],
+    attrs_of: Callable[[Any, bool, int], tuple] | None = None,
+) -> Callable[..., Tensor]:
     """`general(x, dim=None, keepdim=False, ...)` (such as `lg.sum`) with a direct path
     for the whole reduction `general(x)` and, given `attrs_of(dim, keepdim, ndim)` (the
     `(axes, keepdim)` the general path runs `eager.reduce.run` with), for
@@ -132,47 +144,60 @@ def reduction(op: str, general: Callable[..., Tensor],
     `general` (its node's name depends on the arguments)."""
     whole = whole_reduction(op, general)
     if attrs_of is None:
+
         def fn(input: Any, *args: Any, **kwargs: Any) -> Tensor:
             if input.__class__ is Tensor and not args and not kwargs:
                 return whole(input)
             return general(input, *args, **kwargs)
+
         return _like(fn, general, op)
     table = _table(("reduction_dims", op))
 
-    def with_dims(input: Any, dim: Any = _MISSING, keepdim: Any = False, *rest: Any,
-                  **kwargs: Any) -> Tensor:
+    def with_dims(
+        input: Any, dim: Any = _MISSING, keepdim: Any = False, *rest: Any, **kwargs: Any
+    ) -> Tensor:
         if input.__class__ is not Tensor or kwargs or rest:
             if rest:
                 return general(input, dim, keepdim, *rest, **kwargs)
-            return general(input, *(() if dim is _MISSING else (dim,)),
-                           **({} if keepdim is False else {"keepdim": keepdim}), **kwargs)
+            return general(
+                input,
+                *(() if dim is _MISSING else (dim,)),
+                **({} if keepdim is False else {"keepdim": keepdim}),
+                **kwargs,
+            )
         if dim is _MISSING:
             if keepdim is False:
                 return whole(input)
             return general(input, keepdim=keepdim)
         c = dim.__class__
-        if not (c is int or dim is None or c is tuple and _ints(dim)) or \
-                keepdim.__class__ is not bool:
+        if (
+            not (c is int or dim is None or c is tuple and _ints(dim))
+            or keepdim.__class__ is not bool
+        ):
             return general(input, dim, keepdim)
         key = (input._lkey, dim, keepdim)
         entry = table.get(key)
-        if entry is not None and not interpreters and not forward_ad._level[0] and \
-                not (grad_state.enabled and input._requires_grad):
+        if (
+            entry is not None
+            and not interpreters
+            and not forward_ad._level[0]
+            and not (grad_state.enabled and input._requires_grad)
+        ):
             out = entry(input)
             if out is not None:
                 return out
         out = general(input, dim, keepdim)
-        if key not in table and not interpreters and not forward_ad._level[0] and \
-                len(table) < 256:
+        if key not in table and not interpreters and not forward_ad._level[0] and len(table) < 256:
             axes, kept = attrs_of(dim, keepdim, len(input._shape))
             direct = reduce.direct_launch(op, input, axes, kept)
             if direct is not None:
                 table[key] = direct
         return out
+
     return _like(with_dims, general, op)
 
 
-_MISSING: Any = object()     # an argument not given
+_MISSING: Any = object()  # an argument not given
 
 
 def _ints(dims: tuple) -> bool:
@@ -186,12 +211,18 @@ def whole_reduction(op: str, general: Callable[[Any], Tensor]) -> Callable[[Tens
     """`general(x)`, a reduction of a plain tensor `x` over every axis that runs
     `eager.reduce.run(op, x)` (`lg.sum(x)`, `lg.max(x)`), with a direct path for the calls
     autograd does not record; the functions of one `op` share its table."""
-    return _one_operand(_table(("reduction", op)), general,
-                        lambda x: lambda: reduce.direct_launch(op, x, (), False), op, False)
+    return _one_operand(
+        _table(("reduction", op)),
+        general,
+        lambda x: lambda: reduce.direct_launch(op, x, (), False),
+        op,
+        False,
+    )
 
 
-def chain(name: str, general: Callable[..., Tensor],
-          steps_of: Callable[..., Any]) -> Callable[..., Tensor]:
+def chain(
+    name: str, general: Callable[..., Tensor], steps_of: Callable[..., Any]
+) -> Callable[..., Tensor]:
     """`general(*operands)` (plain tensors, or None for an absent operand), a function
     whose value is a chain of exact elementwise ops (`eager.elementwise.chain_plan`;
     `steps_of(*operands)` gives the steps, over the tensors present), with a direct path
@@ -213,27 +244,36 @@ def chain(name: str, general: Callable[..., Tensor],
                     recorded = True
         key = tuple(key)
         entry = table.get(key)
-        if entry and not interpreters and not forward_ad._level[0] and \
-                not (recorded and grad_state.enabled):
+        if (
+            entry
+            and not interpreters
+            and not forward_ad._level[0]
+            and not (recorded and grad_state.enabled)
+        ):
             out = entry(*tensors)
             if out is not None:
                 return out
         out = general(*operands)
-        if key not in table and not interpreters and not forward_ad._level[0] and \
-                len(table) < 256:
+        if key not in table and not interpreters and not forward_ad._level[0] and len(table) < 256:
             plan = ew.chain_plan(steps_of(*operands), tensors)
             table[key] = (plan is not None and ew.direct_launch(name, plan, tensors)) or False
         return out
+
     return _like(fn, general, name)
 
 
 _ew_table: dict[tuple, Any] = {}
 _tables["elementwise"] = _ew_table
-_NO_DIRECT: Any = [None, None]      # an entry whose call has no direct launch
+_NO_DIRECT: Any = [None, None]  # an entry whose call has no direct launch
 
 
-def elementwise(op: str, operands: tuple, attrs: dict[str, Any], name: str | None,
-                general: Callable[[str, tuple, dict, str | None], Tensor]) -> Tensor:
+def elementwise(
+    op: str,
+    operands: tuple,
+    attrs: dict[str, Any],
+    name: str | None,
+    general: Callable[[str, tuple, dict, str | None], Tensor],
+) -> Tensor:
     """`general(op, operands, attrs, name)`, the general call of `functions.elementwise`
     (checks, then `autograd.apply` of `eager.elementwise.run` under node name `name`),
     with a direct path when the operands are plain tensors and Python floats and ints:
@@ -258,7 +298,7 @@ def elementwise(op: str, operands: tuple, attrs: dict[str, Any], name: str | Non
     recorded = recorded and grad_state.enabled
     try:
         entry = _ew_table.get(key)
-    except TypeError:               # an unhashable attribute
+    except TypeError:  # an unhashable attribute
         return general(op, operands, attrs, name)
     if entry is None:
         out = general(op, operands, attrs, name)
@@ -282,18 +322,27 @@ def elementwise(op: str, operands: tuple, attrs: dict[str, Any], name: str | Non
     return record(op, operands, attrs, out, name)
 
 
-def _one_operand(table: dict, general: Callable[[Any], Tensor],
-                 launch_of: Callable[[Tensor], Callable[[], Any]], op: str,
-                 records: bool) -> Callable[[Tensor], Tensor]:
+def _one_operand(
+    table: dict,
+    general: Callable[[Any], Tensor],
+    launch_of: Callable[[Tensor], Callable[[], Any]],
+    op: str,
+    records: bool,
+) -> Callable[[Tensor], Tensor]:
     """The direct-or-general call of a one-tensor op on a plain tensor; with `records`,
     a call that autograd records runs directly too, recording `op`'s node as the general
     path does (`apply` with no attributes)."""
+
     def call(input: Tensor) -> Tensor:
         key = input._lkey
         recorded = grad_state.enabled and input._requires_grad
         entry = table.get(key)
-        if entry is not None and not interpreters and not forward_ad._level[0] and \
-                not (recorded and (anomaly._state.enabled or not records)):
+        if (
+            entry is not None
+            and not interpreters
+            and not forward_ad._level[0]
+            and not (recorded and (anomaly._state.enabled or not records))
+        ):
             out = entry[0](input)
             if out is not None:
                 if not recorded:
@@ -306,6 +355,7 @@ def _one_operand(table: dict, general: Callable[[Any], Tensor],
         if key not in table:
             _learn(table, key, launch_of(input))
         return out
+
     return call
 
 

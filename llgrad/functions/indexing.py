@@ -4,6 +4,7 @@
 (accumulating repeated indices); that scatter is itself recorded, with `x[idx]` as its
 backward, so indexing is differentiable to any order.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -65,8 +66,10 @@ def python_index(index: Any) -> Any:
     if kind is range:
         return list(index)
     if kind is list:
-        if len(index) < 32 and any(v is None or v is Ellipsis or isinstance(
-                v, (list, tuple, range, slice, Tensor)) for v in index):
+        if len(index) < 32 and any(
+            v is None or v is Ellipsis or isinstance(v, (list, tuple, range, slice, Tensor))
+            for v in index
+        ):
             return tuple(list(v) if type(v) is range else v for v in index)
         return index
     if kind is tuple and any(type(v) is range for v in index):
@@ -74,7 +77,7 @@ def python_index(index: Any) -> Any:
     return index
 
 
-_DEVICE_CLASSES: set[type] = set()      # CUDA tensor classes (filled by eager.cuda)
+_DEVICE_CLASSES: set[type] = set()  # CUDA tensor classes (filled by eager.cuda)
 
 
 def _getitem_of(x: Tensor, index: Any) -> Tensor:
@@ -87,6 +90,7 @@ def getitem(x: Tensor, index: Any, name: str | None = None) -> Tensor:
         index = python_index(index)
     if getattr(x, "_ctx", None) is not None or _traced_index(index):
         from ..tracer import indexing as traced
+
         return traced.getitem(x, index)
     if x.__class__ in _DEVICE_CLASSES:
         # a CUDA tensor: a basic index is a view of its memory (only the layout is
@@ -95,26 +99,34 @@ def getitem(x: Tensor, index: Any, name: str | None = None) -> Tensor:
             out = _first_dim_view(x, index)
             if out is None:
                 from ..eager import indexing
+
                 out = indexing.getitem(x, index)
         except (TypeError, RuntimeError):
             from ..eager.cuda import rerun, upload
+
             # index tensors on the host are taken to the device, as PyTorch allows them
-            items = [upload(i.detach()) if isinstance(i, Tensor) and i.__class__ not in
-                     _DEVICE_CLASSES else i for i in
-                     (index if isinstance(index, tuple) else (index,))]
+            items = [
+                upload(i.detach())
+                if isinstance(i, Tensor) and i.__class__ not in _DEVICE_CLASSES
+                else i
+                for i in (index if isinstance(index, tuple) else (index,))
+            ]
             index = tuple(items) if isinstance(index, tuple) else items[0]
             return rerun(_getitem_of, "getitem", (x, index), {})
     else:
         out = _first_dim_view(x, index)
         if out is None:
             from ..eager import indexing
+
             out = indexing.getitem(x, index)
     tangent = forward_ad.tangent_of(x) if forward_ad._level[0] else None
-    if tangent is not None or (needs_grad([x]) and (out._dtype.is_floating_point or
-                                                    out._dtype.is_complex)):
+    if tangent is not None or (
+        needs_grad([x]) and (out._dtype.is_floating_point or out._dtype.is_complex)
+    ):
         # a new tensor object: a basic index's view must not share autograd state
-        out = Tensor._make(out._storage, out._offset, out._shape, out._strides, out._dtype,
-                           base=out._base)
+        out = Tensor._make(
+            out._storage, out._offset, out._shape, out._strides, out._dtype, base=out._base
+        )
     if needs_grad([x]) and (out._dtype.is_floating_point or out._dtype.is_complex):
         out._requires_grad = True
         out.grad_fn = node_class(name or _index_name(index), IndexNode)(x, index)
@@ -127,20 +139,22 @@ def _first_dim_view(x: Tensor, index: Any) -> Tensor | None:
     """`x[a:b:c]` and `x[i]` on the first dimension without the general index parser
     (the common case; everything else returns None and takes the general path)."""
     from ..eager import views
+
     if not x._shape:
         return None
     n = x._shape[0]
     if type(index) is slice:
         if index.step is not None and index.step <= 0:
-            return None                      # the general path raises PyTorch's error
+            return None  # the general path raises PyTorch's error
         start, stop, step = index.indices(n)
         length = max(0, (stop - start + step - 1) // step)
         offset = x._offset + (start * x._strides[0] if length else 0)
-        return views.view_of(x, offset, (length,) + x._shape[1:],
-                             (x._strides[0] * step,) + x._strides[1:])
+        return views.view_of(
+            x, offset, (length,) + x._shape[1:], (x._strides[0] * step,) + x._strides[1:]
+        )
     if type(index) is int:
         if not -n <= index < n:
-            return None                      # the general path raises IndexError
+            return None  # the general path raises IndexError
         return views.select(x, 0, index)
     return None
 
@@ -152,6 +166,7 @@ def _traced_index(index: Any) -> bool:
 
 def index_backward(g: Tensor, shape: tuple[int, ...], index: Any) -> Tensor:
     from ..tracer.context import current
+
     ctx = current()
     if ctx is not None:
         # traced: scatter-add g at the positions `x[index]` reads (an iota indexed alike)
@@ -161,28 +176,36 @@ def index_backward(g: Tensor, shape: tuple[int, ...], index: Any) -> Tensor:
         positions = getitem(ctx.iota(n).reshape(shape), index)
         zeros = ctx.constant(0, g._dtype, shape)
         return scatter_add_linear(zeros, positions, g)
-    if g.__class__ in _DEVICE_CLASSES:          # a CUDA gradient: traced, on the GPU
+    if g.__class__ in _DEVICE_CLASSES:  # a CUDA gradient: traced, on the GPU
         from ..eager.cuda import rerun
+
         return rerun(index_backward, "index_backward", (g, shape, index), {})
     from ..eager import indexing
+
     out = indexing.getitem_backward(shape, g._dtype, index, g)
     if needs_grad([g]):
         out._requires_grad = True
         out.grad_fn = node_class("IndexBackwardBackward0", IndexScatterNode)(g, index)
     tangent = forward_ad.tangent_of(g) if forward_ad._level[0] else None
-    if tangent is not None:                  # linear in g: the tangent scatters the same way
+    if tangent is not None:  # linear in g: the tangent scatters the same way
         forward_ad.set_tangent(out, index_backward(tangent, shape, index))
     return out
 
 
-def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
-           name: str | None = None) -> Tensor:
+def gather(
+    input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False, name: str | None = None
+) -> Tensor:
     """`out[i][j][k] = input[index[i][j][k]][j][k]` (for dim 0), as torch.gather.
     `sparse_grad` is accepted; llgrad's gradient is always dense (PyTorch makes a sparse
     one when it is True)."""
-    if index.__class__ is Tensor and 0 in index._shape and input.__class__ is Tensor \
-            and dim.__class__ is int and -max(input.ndim, 1) <= dim < max(input.ndim, 1) \
-            and host_plain(input):
+    if (
+        index.__class__ is Tensor
+        and 0 in index._shape
+        and input.__class__ is Tensor
+        and dim.__class__ is int
+        and -max(input.ndim, 1) <= dim < max(input.ndim, 1)
+        and host_plain(input)
+    ):
         # an empty index with nothing to record: an empty result of index's shape (what
         # the general path makes, without converting the index or building views)
         return Tensor._empty(index._shape, input._dtype)
@@ -191,27 +214,30 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
 
 @names_op("gather")
 @composite_function
-def _gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
-            name: str | None = None) -> Tensor:
+def _gather(
+    input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False, name: str | None = None
+) -> Tensor:
     """`gather` (its general path: every call but an empty index's plain one)."""
     from ..ir.types import normalize_axis
     from .creation import iota
+
     d = normalize_axis(dim, input.ndim, "gather")
     if not isinstance(index, Tensor):
         raise RuntimeError("gather(): Expected dtype int32/int64 for index")
     if index._dtype not in (dt.int64, dt.int32):
-        if 0 not in index._shape:       # an empty index of any dtype is accepted, as torch
+        if 0 not in index._shape:  # an empty index of any dtype is accepted, as torch
             raise RuntimeError("gather(): Expected dtype int32/int64 for index")
         index = index.to(dt.int64)
-    if 0 in index._shape:               # empty: index's shape, no rank or size checks
+    if 0 in index._shape:  # empty: index's shape, no rank or size checks
         return input.reshape(-1)[:0].reshape(index._shape)
     if not (input.ndim == 0 and index.ndim == 1):  # a 0-d input counts as 1-d, as torch
         _check_index_shape("gather", input, index, d)
     size = input._shape[d] if input.ndim else 1
     _check_index_range("gather", index, d, size)
     if input.ndim == 0:
-        return getitem(input.reshape(1), _no_negative(index.reshape(-1), 1), name or
-                       "GatherBackward0").reshape(index._shape)
+        return getitem(
+            input.reshape(1), _no_negative(index.reshape(-1), 1), name or "GatherBackward0"
+        ).reshape(index._shape)
     index = _no_negative(index, size)
     parts = []
     for k in range(input.ndim):
@@ -224,13 +250,16 @@ def _gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False
     # through the interpreter stack, so that vmap batches `input` and `index` (its
     # indexing rule); plain tensors take `getitem` directly
     from ..autograd.apply import dispatch_function
-    return dispatch_function("getitem", [input, index], _named_getitem(name or "GatherBackward0"),
-                             (input, tuple(parts)))
+
+    return dispatch_function(
+        "getitem", [input, index], _named_getitem(name or "GatherBackward0"), (input, tuple(parts))
+    )
 
 
 def _named_getitem(name: str) -> Any:
     def run(x: Tensor, index: Any) -> Tensor:
         return getitem(x, index, name)
+
     return run
 
 
@@ -244,16 +273,21 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     raises (torch does not check it)."""
     from ..ir.types import broadcast_shapes, normalize_axis
     from .shape import expand
+
     if not isinstance(indices, Tensor) or indices._dtype is not dt.int64:
-        raise RuntimeError(f"take_along_dim(): dtype of indices should be int64 but got "
-                           f"{getattr(indices, 'dtype', type(indices).__name__)}")
+        raise RuntimeError(
+            f"take_along_dim(): dtype of indices should be int64 but got "
+            f"{getattr(indices, 'dtype', type(indices).__name__)}"
+        )
     if dim is None:
         flat = input.reshape(-1)
         return gather(flat, 0, _wrap_negative(indices.reshape(-1), flat._shape[0]))
     if input.ndim != indices.ndim:
-        raise RuntimeError(f"take_along_dim(): input and indices should have the same number "
-                           f"of dimensions, but got {input.ndim} dimensions for input, and "
-                           f"{indices.ndim} dimensions for indices")
+        raise RuntimeError(
+            f"take_along_dim(): input and indices should have the same number "
+            f"of dimensions, but got {input.ndim} dimensions for input, and "
+            f"{indices.ndim} dimensions for indices"
+        )
     d = normalize_axis(dim, input.ndim, "take_along_dim")
     if input.ndim == 0:
         return gather(input, d, _wrap_negative(indices, 1))
@@ -262,10 +296,10 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     rest[d] = indices._shape[d]
     try:
         shape = broadcast_shapes(tuple(rest), indices._shape, op="take_along_dim")
-    except ValueError as e:                  # torch reports it as a RuntimeError
+    except ValueError as e:  # torch reports it as a RuntimeError
         raise RuntimeError(str(e)) from None
     index_shape = tuple(shape)
-    input_shape = shape[:d] + (size,) + shape[d + 1:]
+    input_shape = shape[:d] + (size,) + shape[d + 1 :]
     if indices._shape != index_shape:
         indices = expand(indices, index_shape)
     if input._shape != input_shape:
@@ -277,6 +311,7 @@ def _wrap_negative(index: Tensor, size: int) -> Tensor:
     """`index` with values in [-size, 0) counted from the end (others left for the range
     check of the op that takes them)."""
     from . import elementwise as E
+
     return E.where(E.logical_and(E.lt(index, 0), E.ge(index, -size)), E.add(index, size), index)
 
 
@@ -284,68 +319,90 @@ def _wrap_negative(index: Tensor, size: int) -> Tensor:
 @composite_function
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     from ..ir.types import normalize_axis
+
     d = normalize_axis(dim, input.ndim, "index_select")
     if not isinstance(index, Tensor) or index._dtype not in (dt.int64, dt.int32):
-        raise TypeError(f"index_select(): Expected dtype int32 or int64 for index, got "
-                        f"{getattr(index, 'dtype', type(index).__name__)}")
+        raise TypeError(
+            f"index_select(): Expected dtype int32 or int64 for index, got "
+            f"{getattr(index, 'dtype', type(index).__name__)}"
+        )
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     size = input._shape[d] if input.ndim else 1
     if size == 0 and index.numel():
-        raise IndexError(f"index_select(): cannot select {index.numel()} entries along "
-                         f"dimension {d} of size 0 (shape {list(input._shape)})")
+        raise IndexError(
+            f"index_select(): cannot select {index.numel()} entries along "
+            f"dimension {d} of size 0 (shape {list(input._shape)})"
+        )
     _check_index_range("index_select", index, d, size, IndexError)
     if input.numel() == 0 and index.numel() and getattr(index, "_ctx", None) is not None:
         from ..tracer.context import user_location
         from ..tracer.tensor import GraphBreak
-        raise GraphBreak("index_select from an empty tensor (no kernel would check the "
-                         "indices)", user_location())
+
+        raise GraphBreak(
+            "index_select from an empty tensor (no kernel would check the indices)", user_location()
+        )
     index = _no_negative(index, size)
     if input.ndim == 0:
         if index.numel() != 1:
-            raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
-                               f"{index.numel()} value(s)")
+            raise RuntimeError(
+                f"index_select(): Index to scalar can have only 1 value, got "
+                f"{index.numel()} value(s)"
+            )
         out = index_select(input.reshape(1), 0, index)
         return out.reshape(()) if index.ndim == 0 or index.numel() == 1 else out
     from ..autograd.apply import dispatch_function
-    return dispatch_function("getitem", [input, index], _named_getitem("IndexSelectBackward0"),
-                             (input, (slice(None),) * d + (index.reshape(-1),)))
+
+    return dispatch_function(
+        "getitem",
+        [input, index],
+        _named_getitem("IndexSelectBackward0"),
+        (input, (slice(None),) * d + (index.reshape(-1),)),
+    )
 
 
 @names_op("masked_fill")
 @composite_function
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     from . import elementwise as E
+
     if mask._dtype is not dt.bool_:
-        raise RuntimeError(f"masked_fill only supports boolean masks, but got mask with dtype "
-                           f"{mask._dtype.name}")
+        raise RuntimeError(
+            f"masked_fill only supports boolean masks, but got mask with dtype {mask._dtype.name}"
+        )
     name = "MaskedFillBackward1" if isinstance(value, Tensor) else "MaskedFillBackward0"
     if isinstance(value, Tensor):
         if value.__class__ is Tensor and value.ndim == 0 and not value._requires_grad:
-            from .creation import checked_scalar     # PyTorch checks a 0-d value's range
+            from .creation import checked_scalar  # PyTorch checks a 0-d value's range
+
             checked_scalar(value.item(), input._dtype, "masked_fill")
         value = value.to(input._dtype)
     else:
         from .creation import full
+
         value = full((), value, dtype=input._dtype)
     return E.elementwise("where", mask, value, input, name=name)
 
 
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     if input.__class__ is Tensor and not as_tuple and not input._dtype.is_complex:
-        return _eager_nonzero(input)          # (a plain tensor: no tracer, no conversion)
+        return _eager_nonzero(input)  # (a plain tensor: no tracer, no conversion)
     from ..eager import indexing
+
     if getattr(input, "_ctx", None) is not None:
         from ..tracer.tensor import GraphBreak
         from ..tracer.context import user_location
+
         raise GraphBreak("nonzero() (its result size depends on data)", user_location())
-    if input._dtype.is_complex:           # nonzero where either part is
+    if input._dtype.is_complex:  # nonzero where either part is
         from .elementwise import ne
+
         input = ne(input, 0)
     out = indexing.nonzero(input)
     if as_tuple:
-        if input.ndim == 0:               # a nonzero scalar has one position, 0
+        if input.ndim == 0:  # a nonzero scalar has one position, 0
             from .creation import zeros
+
             return (zeros(int(bool(input.item())), dtype=dt.int64),)
         return tuple(out[:, k] for k in range(input.ndim))
     return out
@@ -360,6 +417,7 @@ def _eager_nonzero(x: Tensor) -> Tensor:
     one's package)."""
     global _eager_nonzero
     from ..eager.indexing import nonzero as run
+
     _eager_nonzero = run
     return run(x)
 
@@ -368,27 +426,35 @@ def _eager_nonzero(x: Tensor) -> Tensor:
 # The linear-index primitives (what traced indexing and its gradients are made of)
 # --------------------------------------------------------------------------------------
 
+
 def _linear_forward(op: str, operands: Any, attrs: Any) -> Tensor:
     from ..eager import indexing
-    return {"gather": indexing.gather, "scatter_add": indexing.scatter_add,
-            "index_put": indexing.index_put}[op](*operands)
+
+    return {
+        "gather": indexing.gather,
+        "scatter_add": indexing.scatter_add,
+        "index_put": indexing.index_put,
+    }[op](*operands)
 
 
 def gather_linear(x: Tensor, index: Tensor) -> Tensor:
     """`x.reshape(-1)[index]` for int64 row-major offsets (the `gather` primitive)."""
     from ..autograd.apply import apply
+
     return apply("gather", (x, index), None, _linear_forward, "IndexBackward0")
 
 
 def scatter_add_linear(base: Tensor, index: Tensor, src: Tensor) -> Tensor:
     """`base` with `src` added at row-major offsets `index` (duplicates accumulate)."""
     from ..autograd.apply import apply
+
     return apply("scatter_add", (base, index, src), None, _linear_forward, "IndexPutBackward0")
 
 
 def index_put_linear(base: Tensor, index: Tensor, src: Tensor) -> Tensor:
     """`base` with `src` written at row-major offsets `index`."""
     from ..autograd.apply import apply
+
     return apply("index_put", (base, index, src), None, _linear_forward, "IndexPutBackward0")
 
 
@@ -396,41 +462,52 @@ def index_put_linear(base: Tensor, index: Tensor, src: Tensor) -> Tensor:
 # torch.scatter / scatter_add: writes along one dimension, on the linear primitives
 # --------------------------------------------------------------------------------------
 
+
 def _check_index_shape(op: str, input: Tensor, index: Tensor, d: int) -> None:
     """gather/scatter: index has input's rank and is no larger outside dimension `d`."""
     if index.ndim != input.ndim:
-        raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as "
-                           f"self tensor (index {list(index.shape)}, self "
-                           f"{list(input.shape)})")
+        raise RuntimeError(
+            f"{op}(): Index tensor must have the same number of dimensions as "
+            f"self tensor (index {list(index.shape)}, self "
+            f"{list(input.shape)})"
+        )
     for k in range(index.ndim):
         if k != d and index.shape[k] > input.shape[k]:
-            raise RuntimeError(f"{op}(): Expected index {list(index.shape)} to be smaller "
-                               f"than self {list(input.shape)} apart from dimension {d}")
+            raise RuntimeError(
+                f"{op}(): Expected index {list(index.shape)} to be smaller "
+                f"than self {list(input.shape)} apart from dimension {d}"
+            )
 
 
-def _check_index_range(op: str, index: Tensor, d: int, size: int,
-                       error: type = RuntimeError) -> None:
+def _check_index_range(
+    op: str, index: Tensor, d: int, size: int, error: type = RuntimeError
+) -> None:
     """gather, scatter and index_select take indices in [0, size): unlike `x[i]`, a
     negative index is an error, not counted from the end. Checked here when the values
     are known; in a traced function the callers map a bad index where the indexing
     kernel rejects it."""
     from ..tracer.tensor import tracing
     from ..transforms.batching import bottom
-    values = bottom(index)                  # under vmap: every batch element's indices
+
+    values = bottom(index)  # under vmap: every batch element's indices
     if values.numel() and not tracing() and getattr(values, "_ctx", None) is None:
         from ..autograd.grad_mode import no_grad
         from .reduction import amax, amin
+
         with no_grad():
             lo, hi = int(amin(values).item()), int(amax(values).item())
         if lo < 0 or hi >= size:
-            raise error(f"{op}(): index {lo if lo < 0 else hi} is out of bounds for "
-                        f"dimension {d} with size {size}")
+            raise error(
+                f"{op}(): index {lo if lo < 0 else hi} is out of bounds for "
+                f"dimension {d} with size {size}"
+            )
 
 
 def _no_negative(index: Tensor, size: int) -> Tensor:
     """`index` with negative values moved to `size`, past the end, where the indexing
     kernel's bounds check rejects them (instead of counting them from the end)."""
     from . import elementwise as E
+
     return E.where(E.lt(index, 0), size, index)
 
 
@@ -441,10 +518,12 @@ def _scatter_offsets(op: str, input: Tensor, dim: int, index: Tensor) -> Tensor:
     from ..ir.types import normalize_axis
     from . import elementwise as E
     from .creation import iota
+
     d = normalize_axis(dim, max(input.ndim, 1), op)
     if not isinstance(index, Tensor):
-        raise RuntimeError(f"{op}(): Expected an int64 Tensor for index, got "
-                           f"{type(index).__name__}")
+        raise RuntimeError(
+            f"{op}(): Expected an int64 Tensor for index, got {type(index).__name__}"
+        )
     if index._dtype not in (dt.int64, dt.int32):
         raise RuntimeError(f"{op}(): Expected dtype int64 for index, got {index._dtype.name}")
     if index._dtype is dt.int32:
@@ -464,7 +543,7 @@ def _scatter_offsets(op: str, input: Tensor, dim: int, index: Tensor) -> Tensor:
         term = E.mul(coord, stride) if stride != 1 else coord
         offset = term if offset is None else E.add(offset, term)
         stride *= input.shape[k]
-    if offset is None:                                   # 0-d input and index
+    if offset is None:  # 0-d input and index
         offset = index
     bad = E.logical_or(E.lt(index, 0), E.ge(index, size))
     return E.where(bad, input.numel(), offset)
@@ -473,14 +552,19 @@ def _scatter_offsets(op: str, input: Tensor, dim: int, index: Tensor) -> Tensor:
 def _scatter_source(op: str, input: Tensor, index: Tensor, src: Any) -> Tensor:
     from .creation import full
     from .misc import slice_all
+
     if not isinstance(src, Tensor):
         return full(tuple(index.shape), src, dtype=input._dtype)
     if src._dtype is not input._dtype:
-        raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype (self "
-                           f"{input._dtype.name}, src {src._dtype.name})")
+        raise RuntimeError(
+            f"{op}(): Expected self.dtype to be equal to src.dtype (self "
+            f"{input._dtype.name}, src {src._dtype.name})"
+        )
     if src.ndim != index.ndim or any(i > s for i, s in zip(index.shape, src.shape)):
-        raise RuntimeError(f"{op}(): Expected index {list(index.shape)} to be smaller than "
-                           f"src {list(src.shape)} in every dimension")
+        raise RuntimeError(
+            f"{op}(): Expected index {list(index.shape)} to be smaller than "
+            f"src {list(src.shape)} in every dimension"
+        )
     if tuple(src.shape) != tuple(index.shape):
         src = slice_all(src, (0,) * src.ndim, tuple(index.shape), (1,) * src.ndim)
     return src
@@ -488,8 +572,15 @@ def _scatter_source(op: str, input: Tensor, index: Tensor, src: Any) -> Tensor:
 
 @names_op("scatter")
 @composite_function
-def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
-            reduce: str | None = None) -> Tensor:
+def scatter(
+    input: Tensor,
+    dim: int,
+    index: Tensor,
+    src: Any = None,
+    *,
+    value: Any = None,
+    reduce: str | None = None,
+) -> Tensor:
     """A copy of `input` with `src[i][j]` written at `[index[i][j]][j]` (for dim 0); `src`
     may be a number. With duplicate positions one of the writes wins, as in PyTorch."""
     op = "scatter"
@@ -499,12 +590,13 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
         raise TypeError("scatter(): expected a src tensor or a value")
     if reduce is not None:
         if reduce not in ("add", "multiply"):
-            raise RuntimeError(f"scatter(): reduce argument must be either add or multiply, "
-                               f"got {reduce!r}")
+            raise RuntimeError(
+                f"scatter(): reduce argument must be either add or multiply, got {reduce!r}"
+            )
         if reduce == "multiply":
             from .selection import scatter_reduce
-            return scatter_reduce(input, dim, index, _scatter_source(op, input, index, src),
-                                  "prod")
+
+            return scatter_reduce(input, dim, index, _scatter_source(op, input, index, src), "prod")
         return scatter_add(input, dim, index, _scatter_source(op, input, index, src))
     offsets = _scatter_offsets(op, input, dim, index)
     return index_put_linear(input, offsets, _scatter_source(op, input, index, src))
@@ -522,6 +614,7 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 
 def _served_on_devices() -> None:
     from ._errors import serve_on_devices
+
     serve_on_devices(globals(), ["argwhere"])
 
 

@@ -9,6 +9,7 @@
   (`CopySlices`): the gradient of the base is split into the written window, which flows
   to the new values, and the rest, which flows to the base's old history.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -57,20 +58,26 @@ def check_inplace(t: Tensor, same_value: bool = False) -> None:
     """Refuse an in-place write PyTorch refuses. `same_value`: every element gets one value
     (fill_, zero_), which is well defined even when elements share memory."""
     if not same_value and overlaps_itself(t._shape, t._strides):
-        raise RuntimeError("unsupported operation: more than one element of the written-to "
-                           "tensor refers to a single memory location. Please clone() the "
-                           "tensor before performing the operation.")
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to "
+            "tensor refers to a single memory location. Please clone() the "
+            "tensor before performing the operation."
+        )
     if is_grad_enabled() and t._requires_grad and t.grad_fn is None:
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
-                           "operation.")
+        raise RuntimeError(
+            "a leaf Variable that requires grad is being used in an in-place operation."
+        )
     if t._inference and not is_inference_mode_enabled():
-        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
-                           "allowed. You can make a clone to get a normal tensor before doing "
-                           "inplace update.")
+        raise RuntimeError(
+            "Inplace update to inference tensor outside InferenceMode is not "
+            "allowed. You can make a clone to get a normal tensor before doing "
+            "inplace update."
+        )
     base = t._base
     if base is not None and is_grad_enabled() and base._requires_grad and base.grad_fn is None:
-        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
-                           "in-place operation.")
+        raise RuntimeError(
+            "a view of a leaf Variable that requires grad is being used in an in-place operation."
+        )
 
 
 def check_reinterpreted(t: Tensor, recorded: bool) -> None:
@@ -78,19 +85,28 @@ def check_reinterpreted(t: Tensor, recorded: bool) -> None:
     an in-place write into its base's history: CopySlices addresses the base's elements."""
     base = t._base
     if recorded and base is not None and base._dtype is not t._dtype:
-        raise RuntimeError(f"in-place write to a {t._dtype.name} view of a {base._dtype.name} "
-                           f"tensor (x.real, x.imag, view_as_real, view_as_complex) while "
-                           f"autograd records it is not supported in llgrad; write to a clone "
-                           f"or build the new values out of place (e.g. lg.complex(re, im))")
+        raise RuntimeError(
+            f"in-place write to a {t._dtype.name} view of a {base._dtype.name} "
+            f"tensor (x.real, x.imag, view_as_real, view_as_complex) while "
+            f"autograd records it is not supported in llgrad; write to a clone "
+            f"or build the new values out of place (e.g. lg.complex(re, im))"
+        )
 
 
 def bump(t: Tensor) -> None:
     t._storage.version += 1
 
 
-def run_inplace(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, ...],
-                direct: Callable[[], Any], clone_self: bool, same_value: bool = False,
-                operands: tuple[Any, ...] | None = None, alias_ok: bool = True) -> Tensor:
+def run_inplace(
+    t: Tensor,
+    functional: Callable[..., Tensor],
+    args: tuple[Any, ...],
+    direct: Callable[[], Any],
+    clone_self: bool,
+    same_value: bool = False,
+    operands: tuple[Any, ...] | None = None,
+    alias_ok: bool = True,
+) -> Tensor:
     """`direct()` writes without autograd; `functional(t, *args)` is the recorded form.
     `operands` (default: `args`): every tensor the op reads besides `t`, checked against
     `t` for memory overlap (`runtime.overlap`; `alias_ok` False: an exact alias is refused
@@ -101,8 +117,12 @@ def run_inplace(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, .
         direct = _out_of_place(t, functional, args)
     elif _shares_memory(t, args if operands is None else operands, alias_ok):
         direct = _out_of_place(t, functional, args)
-    if not _grad_state.enabled and t.__class__ in DENSE_CLASSES and \
-            not forward_ad._level[0] and _trace_context() is None:
+    if (
+        not _grad_state.enabled
+        and t.__class__ in DENSE_CLASSES
+        and not forward_ad._level[0]
+        and _trace_context() is None
+    ):
         # what the steps below come to for a plain tensor without grad mode, a trace or
         # forward mode (an optimizer's update), decided up front
         check_inplace(t, same_value)
@@ -114,13 +134,17 @@ def run_inplace(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, .
         # raises; a non-leaf records the write in its history, which a call cannot)
         from ..tracer.context import user_location
         from ..tracer.tensor import GraphBreak
-        raise GraphBreak("an in-place write to an argument that requires grad",
-                         user_location(), advice="this signature runs eagerly")
+
+        raise GraphBreak(
+            "an in-place write to an argument that requires grad",
+            user_location(),
+            advice="this signature runs eagerly",
+        )
     check_inplace(t, same_value)
     if getattr(t, "_ctx", None) is not None:
         return _inplace_traced(t, functional(t, *args))
     ctx = _trace_context()
-    if ctx is not None:                  # a captured concrete tensor written in a trace
+    if ctx is not None:  # a captured concrete tensor written in a trace
         ctx.write(t, functional(t, *args))
         return t
     dual = _dual(t, args)
@@ -132,8 +156,10 @@ def run_inplace(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, .
     operand = t.clone() if clone_self else t
     result = functional(operand, *args)
     if result._shape != t._shape:
-        raise RuntimeError(f"output with shape {list(t._shape)} doesn't match the broadcast "
-                           f"shape {list(result._shape)}")
+        raise RuntimeError(
+            f"output with shape {list(t._shape)} doesn't match the broadcast "
+            f"shape {list(result._shape)}"
+        )
     with no_grad():
         ew.copy_into(t, result.detach())
     bump(t)
@@ -152,21 +178,27 @@ def _shares_memory(t: Tensor, operands: Any, alias_ok: bool) -> bool:
     for a in operands:
         if a.__class__ in (tuple, list) or getattr(a, "_storage", None) is st:
             from ..runtime import overlap
+
             return overlap.check(t, overlap.tensors_in(operands), alias_ok)
     return False
 
 
-def _out_of_place(t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, ...]
-                  ) -> Callable[[], None]:
+def _out_of_place(
+    t: Tensor, functional: Callable[..., Tensor], args: tuple[Any, ...]
+) -> Callable[[], None]:
     """A `direct` that computes the new values out of place before writing them: an
     operand shares memory with `t` in a way a kernel writing `t` could read back."""
+
     def direct() -> None:
         with no_grad():
             result = functional(t, *args)
             if result._shape != t._shape:
-                raise RuntimeError(f"output with shape {list(t._shape)} doesn't match the "
-                                   f"broadcast shape {list(result._shape)}")
+                raise RuntimeError(
+                    f"output with shape {list(t._shape)} doesn't match the "
+                    f"broadcast shape {list(result._shape)}"
+                )
             ew.copy_into(t, result)
+
     return direct
 
 
@@ -182,6 +214,7 @@ def write_tangent(t: Tensor, result: Tensor) -> None:
     if it has none). A view writes it into its base's tangent (zero if the base had none),
     and takes the window of that, so base and view agree as their values do."""
     from .creation import zeros
+
     new = forward_ad.tangent_of(result)
     with no_grad():
         if new is None:
@@ -206,12 +239,16 @@ def _inplace_traced(t: Tensor, result: Tensor) -> Tensor:
     call runs eagerly, with eager's semantics)."""
     t._ctx.check_unshared(t, "an in-place write")
     if result._shape != t._shape:
-        raise RuntimeError(f"output with shape {list(t._shape)} doesn't match the broadcast "
-                           f"shape {list(result._shape)}")
+        raise RuntimeError(
+            f"output with shape {list(t._shape)} doesn't match the broadcast "
+            f"shape {list(result._shape)}"
+        )
     if result._dtype is not t._dtype:
         if not ew.can_cast(result._dtype, t._dtype):
-            raise RuntimeError(f"result type {result._dtype.name} can't be cast to the desired "
-                               f"output type {t._dtype.name}")
+            raise RuntimeError(
+                f"result type {result._dtype.name} can't be cast to the desired "
+                f"output type {t._dtype.name}"
+            )
         result = result.to(t._dtype)
     t._node = result._node
     if result._requires_grad:
@@ -253,6 +290,7 @@ class _Overwritten(Node):
 
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         from .creation import zeros
+
         return (zeros(self.shape, dtype=self.dtype),)
 
 
@@ -276,6 +314,7 @@ class _Window:
         self.base_shape = base._shape
         self.shape = view._shape
         from ..schedule.layout import contiguous_strides
+
         if base.is_contiguous():
             self.offset = view._offset - base._offset
             self.strides = view._strides
@@ -285,19 +324,22 @@ class _Window:
             from .creation import iota
             from ..runtime.storage import allocate
             from ..ir import dtypes as dt
+
             image_storage = allocate(base._storage.nbytes // base._dtype.itemsize * 8 + 8)
             image = Tensor._make(image_storage, base._offset, base._shape, base._strides, dt.int64)
             ew.copy_into(image, iota(base.numel(), dt.int64).reshape(base._shape))
-            self.linear = Tensor._make(image_storage, view._offset, view._shape,
-                                       view._strides, dt.int64).clone()
+            self.linear = Tensor._make(
+                image_storage, view._offset, view._shape, view._strides, dt.int64
+            ).clone()
             self.offset = 0
             self.strides = contiguous_strides(view._shape)
 
     def view_of(self, g: Tensor) -> Tensor:
         """The window of a contiguous, base-shaped tensor `g`."""
         if self.linear is None:
-            return Tensor._make(g._storage, g._offset + self.offset, self.shape, self.strides,
-                                g._dtype)
+            return Tensor._make(
+                g._storage, g._offset + self.offset, self.shape, self.strides, g._dtype
+            )
         return g.reshape(-1)[self.linear]
 
     def write(self, g: Tensor, values: Tensor) -> None:
@@ -315,12 +357,14 @@ class _Window:
             return self.linear
         from .creation import iota
         from ..ir import dtypes as dt
+
         n = 1
         for size in self.base_shape:
             n *= size
         image = iota(n, dt.int64)
-        return Tensor._make(image._storage, image._offset + self.offset, self.shape,
-                            self.strides, dt.int64).clone()
+        return Tensor._make(
+            image._storage, image._offset + self.offset, self.shape, self.strides, dt.int64
+        ).clone()
 
     def mask(self) -> Tensor:
         """A bool tensor of the base's shape, True inside the window."""
@@ -347,9 +391,10 @@ class CopySlices(Node):
 
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         g = grads[0]
-        if is_grad_enabled() and g._requires_grad:     # create_graph: stay differentiable
+        if is_grad_enabled() and g._requires_grad:  # create_graph: stay differentiable
             from .elementwise import where
             from .indexing import getitem
+
             window = getitem(g.reshape(-1), self.window.linear_index())
             return (where(self.window.mask(), 0.0, g), window)
         g = g.contiguous()
@@ -371,9 +416,11 @@ class ViewFromBase(Node):
 
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         from .creation import zeros
+
         g = grads[0]
-        if is_grad_enabled() and g._requires_grad:     # create_graph: stay differentiable
+        if is_grad_enabled() and g._requires_grad:  # create_graph: stay differentiable
             from .indexing import index_backward
+
             shape = self.window.base_shape
             n = 1
             for size in shape:
@@ -393,35 +440,54 @@ class ViewFromBase(Node):
 # The in-place methods
 # --------------------------------------------------------------------------------------
 
+
 def _binary_inplace(op: str, functional: Callable[..., Tensor], clone_self: bool):
     def method(self: Tensor, other: Any, **kwargs: Any) -> Tensor:
         alpha = plain_number(kwargs.pop("alpha", 1))
         if kwargs:
             raise TypeError(f"{op}_() got unexpected keyword arguments {sorted(kwargs)}")
         other = plain_number(other)
-        read = (other,)                   # what the overlap check sees (before `* alpha`)
+        read = (other,)  # what the overlap check sees (before `* alpha`)
         if op == "sub":
             from .elementwise import no_bool_subtraction
+
             no_bool_subtraction("sub_", self, other)
-        if alpha != 1 and op in ("add", "sub") and isinstance(other, Tensor) and \
-                other._dtype is self._dtype and \
-                self._dtype in (dt.float32, dt.float64) and other._shape == self._shape and \
-                alpha.__class__ in (int, float):
+        if (
+            alpha != 1
+            and op in ("add", "sub")
+            and isinstance(other, Tensor)
+            and other._dtype is self._dtype
+            and self._dtype in (dt.float32, dt.float64)
+            and other._shape == self._shape
+            and alpha.__class__ in (int, float)
+        ):
             # `p.add_(g, alpha=-lr)`: one pass, no `g * alpha` temporary
             scale = alpha if op == "add" else -alpha
-            return run_inplace(self, lambda t, o: functional(t, o, alpha=alpha), (other,),
-                               lambda: ew.scaled_add_into(self, other, scale), clone_self)
+            return run_inplace(
+                self,
+                lambda t, o: functional(t, o, alpha=alpha),
+                (other,),
+                lambda: ew.scaled_add_into(self, other, scale),
+                clone_self,
+            )
         if alpha != 1:
             other = other * alpha
-        return run_inplace(self, functional, (other,),
-                           lambda: ew.run(op, [self, other], None, out=self), clone_self,
-                           operands=read)
+        return run_inplace(
+            self,
+            functional,
+            (other,),
+            lambda: ew.run(op, [self, other], None, out=self),
+            clone_self,
+            operands=read,
+        )
+
     method.__name__ = method.__qualname__ = f"{op}_"
     return method
 
 
 def make_inplace_methods() -> dict[str, Callable[..., Any]]:
     from . import elementwise as E
+
     methods = {
         "add_": _binary_inplace("add", E.add, False),
         "sub_": _binary_inplace("sub", E.sub, False),
@@ -432,34 +498,61 @@ def make_inplace_methods() -> dict[str, Callable[..., Any]]:
 
     def unary_inplace(name: str, fn: Callable[[Tensor], Tensor]):
         def method(self: Tensor) -> Tensor:
-            if name == "abs" and self._dtype.is_complex:       # |z| is real (PyTorch too)
+            if name == "abs" and self._dtype.is_complex:  # |z| is real (PyTorch too)
                 raise RuntimeError("In-place abs is not supported for complex tensors.")
             if name in ("floor", "ceil", "round", "trunc") and self._dtype.kind in "iu":
                 check_inplace(self)
-                return self                                  # integers are whole already
+                return self  # integers are whole already
             return run_inplace(self, fn, (), lambda: ew.run(name, [self], None, out=self), True)
+
         method.__name__ = method.__qualname__ = f"{name}_"
         return method
 
-    for name in ("exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "neg", "abs",
-                 "floor", "ceil", "round", "trunc", "reciprocal", "log1p", "expm1"):
+    for name in (
+        "exp",
+        "log",
+        "sqrt",
+        "sin",
+        "cos",
+        "tanh",
+        "sigmoid",
+        "relu",
+        "neg",
+        "abs",
+        "floor",
+        "ceil",
+        "round",
+        "trunc",
+        "reciprocal",
+        "log1p",
+        "expm1",
+    ):
         methods[f"{name}_"] = unary_inplace(name, getattr(E, name))
 
     def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
         if min is None and max is None:
             raise RuntimeError("clamp_: at least one of 'min' or 'max' must not be None")
         if not (self._dtype.is_floating_point or self._dtype.is_complex) and any(
-                isinstance(v, float) for v in (min, max)):
-            raise RuntimeError(f"clamp_: result type float can't be cast to the desired "
-                               f"output type {self._dtype.name}")
-        if isinstance(min, Tensor) or isinstance(max, Tensor):       # tensor bounds
+            isinstance(v, float) for v in (min, max)
+        ):
+            raise RuntimeError(
+                f"clamp_: result type float can't be cast to the desired "
+                f"output type {self._dtype.name}"
+            )
+        if isinstance(min, Tensor) or isinstance(max, Tensor):  # tensor bounds
+
             def direct() -> None:
                 ew.copy_into(self, E.clamp(self, min, max))
-            return run_inplace(self, lambda x, lo, hi: E.clamp(x, lo, hi), (min, max),
-                               direct, True)
-        return run_inplace(self, lambda x: E.clamp(x, min, max), (),
-                           lambda: ew.run("clamp", [self], {"min": min, "max": max}, out=self),
-                           True, operands=(min, max))
+
+            return run_inplace(self, lambda x, lo, hi: E.clamp(x, lo, hi), (min, max), direct, True)
+        return run_inplace(
+            self,
+            lambda x: E.clamp(x, min, max),
+            (),
+            lambda: ew.run("clamp", [self], {"min": min, "max": max}, out=self),
+            True,
+            operands=(min, max),
+        )
 
     def zero_(self: Tensor) -> Tensor:
         return fill_(self, 0)
@@ -467,15 +560,21 @@ def make_inplace_methods() -> dict[str, Callable[..., Any]]:
     def fill_(self: Tensor, value: Any) -> Tensor:
         if isinstance(value, Tensor):
             if value.ndim:
-                raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got "
-                                   f"tensor with {value.ndim} dimensions.")
+                raise RuntimeError(
+                    f"fill_ only supports 0-dimension value tensor but got "
+                    f"tensor with {value.ndim} dimensions."
+                )
             if value._requires_grad:
                 return copy_(self, value.expand(self._shape))
-            value = value.to(self._dtype).item()    # a tensor's value converts as a cast
+            value = value.to(self._dtype).item()  # a tensor's value converts as a cast
         value = _creation.checked_scalar(plain_number(value), self._dtype, "fill_")
-        if self.__class__ is Tensor and not self._requires_grad and not forward_ad._level[0] \
-                and (self._base is None or not self._base._requires_grad) and \
-                _trace_context() is None:
+        if (
+            self.__class__ is Tensor
+            and not self._requires_grad
+            and not forward_ad._level[0]
+            and (self._base is None or not self._base._requires_grad)
+            and _trace_context() is None
+        ):
             # nothing to record: `run_inplace`'s unrecorded write, decided up front
             check_inplace(self, True)
             _creation.fill_dense(self, value)
@@ -484,37 +583,54 @@ def make_inplace_methods() -> dict[str, Callable[..., Any]]:
 
         def functional(x: Tensor) -> Tensor:
             # `where` keeps x in the graph with a zero gradient (x * 0 would turn NaN into NaN)
-            return E.where(_creation.ones_like(x, dtype=dt.bool_),
-                           _creation.full((), value, dtype=x._dtype), x)
-        return run_inplace(self, functional, (), lambda: ew.copy_into(self, value), False,
-                           same_value=True)
+            return E.where(
+                _creation.ones_like(x, dtype=dt.bool_), _creation.full((), value, dtype=x._dtype), x
+            )
+
+        return run_inplace(
+            self, functional, (), lambda: ew.copy_into(self, value), False, same_value=True
+        )
 
     def copy_(self: Tensor, other: Any, non_blocking: bool = False) -> Tensor:
         """Write `other`'s values (broadcast, converted to this dtype) into this tensor."""
         from .shape import expand
+
         src = other
         if isinstance(src, Tensor):
+
             def functional(x: Tensor, s: Tensor) -> Tensor:
                 y = expand(s, x._shape) if s._shape != x._shape else s
                 return y.to(x._dtype) if y._dtype is not x._dtype else y.clone()
+
             return run_inplace(self, functional, (src,), lambda: ew.copy_into(self, src), False)
         return fill_(self, src)
 
     methods.update(clamp_=clamp_, clip_=clamp_, zero_=zero_, fill_=fill_, copy_=copy_)
     methods.update(_rewrites())
     from ._errors import names_op
+
     return {name: names_op(name)(method) for name, method in methods.items()}
 
 
 # in-place ops that write where an index says: an operand may not even be an exact alias
 # of the written tensor (PyTorch's rule); and ops whose 0-d value operand is a number
-NO_ALIAS = frozenset({"scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
-                      "index_fill", "index_put", "index_reduce", "put"})
+NO_ALIAS = frozenset(
+    {
+        "scatter",
+        "scatter_add",
+        "scatter_reduce",
+        "index_add",
+        "index_copy",
+        "index_fill",
+        "index_put",
+        "index_reduce",
+        "put",
+    }
+)
 SCALAR_VALUE = frozenset({"masked_fill", "index_fill"})
 # in-place ops whose operands PyTorch reads whole before writing (products, composites):
 # no overlap is refused; llgrad computes them out of place first anyway
-READ_FIRST = frozenset({"addmm", "addmv", "addbmm", "baddbmm", "ldexp",
-                        "masked_scatter", "renorm"})
+READ_FIRST = frozenset({"addmm", "addmv", "addbmm", "baddbmm", "ldexp", "masked_scatter", "renorm"})
 
 
 def _rewrite_inplace(name: str, fn: Callable[..., Tensor]) -> Callable[..., Any]:
@@ -532,11 +648,14 @@ def _rewrite_inplace(name: str, fn: Callable[..., Tensor]) -> Callable[..., Any]
         def direct() -> None:
             with no_grad():
                 ew.copy_into(self, fn(self, *args, **kwargs))
+
         operands = () if read_first else args + tuple(kwargs.values())
-        if scalar_value:      # a 0-d value is read once, as a number (PyTorch too)
+        if scalar_value:  # a 0-d value is read once, as a number (PyTorch too)
             operands = tuple(a for a in operands if getattr(a, "ndim", 1) != 0)
-        return run_inplace(self, functional, args, direct, True, operands=operands,
-                           alias_ok=alias_ok)
+        return run_inplace(
+            self, functional, args, direct, True, operands=operands, alias_ok=alias_ok
+        )
+
     method.__name__ = method.__qualname__ = f"{name}_"
     return method
 
@@ -548,14 +667,16 @@ def _random_fill(name: str, draw: Callable[..., Tensor]) -> Callable[..., Any]:
 
     def method(self: Tensor, *args: Any, generator: Any = None, **kwargs: Any) -> Tensor:
         if not (self._dtype.is_floating_point or self._dtype.is_complex):
-            raise TypeError(f"{name}_: expected a floating point tensor, got "
-                            f"{self._dtype.name} (shape {list(self.shape)})")
-        if kwargs:                  # PyTorch's keywords: uniform_(from=, to=), normal_(mean=, std=)
+            raise TypeError(
+                f"{name}_: expected a floating point tensor, got "
+                f"{self._dtype.name} (shape {list(self.shape)})"
+            )
+        if kwargs:  # PyTorch's keywords: uniform_(from=, to=), normal_(mean=, std=)
             unknown = set(kwargs) - set(keywords)
             if unknown or len(args) + len(kwargs) > 2:
                 raise TypeError(f"{name}_() got unexpected arguments {sorted(kwargs)}")
             defaults = {"uniform": (0.0, 1.0), "normal": (0.0, 1.0)}[name]
-            values = list(args) + list(defaults[len(args):])
+            values = list(args) + list(defaults[len(args) :])
             for i, key in enumerate(keywords):
                 if key in kwargs:
                     if i < len(args):
@@ -563,57 +684,66 @@ def _random_fill(name: str, draw: Callable[..., Tensor]) -> Callable[..., Any]:
                     values[i] = kwargs[key]
             args = tuple(values)
         return self.copy_(draw(self, *args, generator=generator))
+
     method.__name__ = method.__qualname__ = f"{name}_"
     return method
 
 
-def _uniform(t: Tensor, low: float = 0.0, high: float = 1.0, *, generator: Any = None
-             ) -> Tensor:
+def _uniform(t: Tensor, low: float = 0.0, high: float = 1.0, *, generator: Any = None) -> Tensor:
     from . import elementwise as E
     from .creation import rand
+
     if low > high:
-        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
-                           f"from={low} > to={high}")
-    if t._dtype.is_complex:             # real and imaginary parts each uniform, as torch
+        raise RuntimeError(
+            f"uniform_ expects to return a [from, to) range, but found from={low} > to={high}"
+        )
+    if t._dtype.is_complex:  # real and imaginary parts each uniform, as torch
         from .shape import view_as_complex
+
         u = rand(tuple(t.shape) + (2,), dtype=t._dtype.to_real(), generator=generator)
         return view_as_complex(E.add(E.mul(u, high - low), low))
     u = rand(tuple(t.shape), dtype=t._dtype.compute, generator=generator)
     return E.add(E.mul(u, high - low), low)
 
 
-def _normal(t: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = None
-            ) -> Tensor:
+def _normal(t: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Tensor:
     from . import elementwise as E
     from .creation import randn
+
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    if t._dtype.is_complex:             # each part N(mean, std^2 / 2), as torch
+    if t._dtype.is_complex:  # each part N(mean, std^2 / 2), as torch
         from .shape import view_as_complex
+
         z = randn(tuple(t.shape) + (2,), dtype=t._dtype.to_real(), generator=generator)
-        return view_as_complex(E.add(E.mul(z, std / 2 ** 0.5), mean))
+        return view_as_complex(E.add(E.mul(z, std / 2**0.5), mean))
     z = randn(tuple(t.shape), dtype=t._dtype.compute, generator=generator)
     return E.add(E.mul(z, std), mean)
 
 
 def _rewrites() -> dict[str, Callable[..., Any]]:
     from .indexing import masked_fill, scatter, scatter_add
-    return {"masked_fill_": _rewrite_inplace("masked_fill", masked_fill),
-            "scatter_": _rewrite_inplace("scatter", scatter),
-            "scatter_add_": _rewrite_inplace("scatter_add", scatter_add),
-            "uniform_": _random_fill("uniform", _uniform),
-            "normal_": _random_fill("normal", _normal)}
+
+    return {
+        "masked_fill_": _rewrite_inplace("masked_fill", masked_fill),
+        "scatter_": _rewrite_inplace("scatter", scatter),
+        "scatter_add_": _rewrite_inplace("scatter_add", scatter_add),
+        "uniform_": _random_fill("uniform", _uniform),
+        "normal_": _random_fill("normal", _normal),
+    }
 
 
 def setitem(t: Tensor, index: Any, value: Any) -> None:
     """`t[index] = value`, differentiable in `t`'s history and in `value`."""
     from ..eager import indexing
     from .indexing import getitem, python_index
+
     check_inplace(t)
     index = python_index(index)
     if not isinstance(value, Tensor):
         value = _setitem_scalar(t, plain_number(value))
     from ..tracer.context import current
+
     ctx = current()
     if ctx is not None:
         _setitem_traced(ctx, t, index, value)
@@ -621,7 +751,7 @@ def setitem(t: Tensor, index: Any, value: Any) -> None:
     basic = _is_basic(index)
     recorded = needs_grad((t, value)) or _view_of_grad_base(t) or _dual(t, (value,))
     check_reinterpreted(t, recorded)
-    if not basic:                 # an index_put: no operand may even be an exact alias
+    if not basic:  # an index_put: no operand may even be an exact alias
         read = (value,) + (index if isinstance(index, tuple) else (index,))
         if _shares_memory(t, read, False) and isinstance(value, Tensor):
             value = value.clone()
@@ -636,8 +766,9 @@ def setitem(t: Tensor, index: Any, value: Any) -> None:
             bump(t)
             return
         methods = make_inplace_methods()
-        methods["copy_"](view, value) if isinstance(value, Tensor) else \
-            methods["fill_"](view, value)
+        methods["copy_"](view, value) if isinstance(value, Tensor) else methods["fill_"](
+            view, value
+        )
         return
     if not recorded:
         indexing.setitem(t, index, value)
@@ -655,10 +786,15 @@ def _setitem_scalar(t: Tensor, value: Any) -> Any:
     """A number written by `t[index] = value`, checked as PyTorch checks it (`full`'s
     overflow rule; float16/bfloat16 take a too large float as infinity, as PyTorch)."""
     from .creation import checked_scalar, _float_max
+
     if not isinstance(value, (bool, int, float, complex)):
         return value
-    if t._dtype in (dt.float16, dt.bfloat16) and isinstance(value, float) and \
-            abs(value) > _float_max(t._dtype) and value == value:
+    if (
+        t._dtype in (dt.float16, dt.bfloat16)
+        and isinstance(value, float)
+        and abs(value) > _float_max(t._dtype)
+        and value == value
+    ):
         return value * float("inf")
     return checked_scalar(value, t._dtype, "setitem")
 
@@ -667,12 +803,13 @@ def _setitem_traced(ctx: Any, t: Tensor, index: Any, value: Any) -> None:
     """`t[index] = value` in a trace: an index_put at the positions `t[index]` reads."""
     from .indexing import getitem, index_put_linear
     from .shape import expand, reshape
+
     positions = getitem(reshape(ctx.iota(t.numel()), t._shape), index)
     if not isinstance(value, Tensor):
         value = ctx.constant(value, t._dtype, ())
     v = value.to(t._dtype) if value._dtype is not t._dtype else value
     if v._shape != positions._shape:
-        while v.ndim > positions.ndim and v._shape[0] == 1:    # leading 1s, as PyTorch
+        while v.ndim > positions.ndim and v._shape[0] == 1:  # leading 1s, as PyTorch
             v = reshape(v, v._shape[1:])
         v = expand(v, positions._shape)
     new = index_put_linear(t, positions, v)
@@ -684,8 +821,10 @@ def _setitem_traced(ctx: Any, t: Tensor, index: Any, value: Any) -> None:
 
 def _is_basic(index: Any) -> bool:
     items = index if isinstance(index, tuple) else (index,)
-    return all(i is None or i is Ellipsis or isinstance(i, (int, slice)) and
-               not isinstance(i, bool) for i in items)
+    return all(
+        i is None or i is Ellipsis or isinstance(i, (int, slice)) and not isinstance(i, bool)
+        for i in items
+    )
 
 
 class IndexPutNode(Node):
@@ -704,13 +843,14 @@ class IndexPutNode(Node):
         from .elementwise import where
         from .indexing import getitem
         from .reduction import sum_to_size
+
         g = grads[0]
-        gx = where(written_mask(g._shape, self.index), 0.0, g)     # differentiable in g
+        gx = where(written_mask(g._shape, self.index), 0.0, g)  # differentiable in g
         gv = None
         if self.value_shape is not None:
             gv = getitem(g, self.index)
             extra = len(self.value_shape) - gv.ndim
-            if extra > 0:           # setitem drops a value's leading size-1 dims
+            if extra > 0:  # setitem drops a value's leading size-1 dims
                 gv = gv.reshape((1,) * extra + gv._shape)
             if gv._shape != self.value_shape:
                 gv = sum_to_size(gv, self.value_shape)
@@ -723,6 +863,7 @@ def index_put(x: Tensor, index: Any, value: Any) -> Tensor:
     """Out-of-place `x[index] = value` for advanced indices, recorded for autograd (and
     for forward mode: the tangent is `index_put` of the tangents)."""
     from ..eager import indexing
+
     out = x.detach().clone()
     indexing.setitem(out, index, value.detach() if isinstance(value, Tensor) else value)
     if needs_grad((x, value)):
@@ -732,6 +873,7 @@ def index_put(x: Tensor, index: Any, value: Any) -> Tensor:
         tx, tv = forward_ad.tangent_of(x), forward_ad.tangent_of(value)
         if tx is not None or tv is not None:
             from .creation import zeros
+
             tx = tx if tx is not None else zeros(x._shape, dtype=x._dtype)
             forward_ad.set_tangent(out, index_put(tx, index, tv if tv is not None else 0.0))
     return out
@@ -743,6 +885,7 @@ def written_mask(shape: tuple[int, ...], index: Any, flat: bool = False) -> Tens
     from ..eager import indexing
     from .creation import zeros
     from ..ir import dtypes as dt
+
     n = 1
     for size in shape:
         n *= size

@@ -10,6 +10,7 @@ vmap they are gathers of those positions (a traced one is marked as sharing its 
 memory, so an in-place write through it is a graph break, as for every traced view).
 `as_strided` reads memory, which a traced value does not have: a graph break.
 """
+
 from __future__ import annotations
 
 import functools
@@ -34,18 +35,70 @@ from ._errors import names_op
 from ._host import host_empty, host_plain, host_view
 
 __all__: list[str] = [
-    "roll", "tile", "repeat_interleave", "tensor_split", "hsplit", "vsplit", "dsplit",
-    "hstack", "vstack", "dstack", "column_stack", "row_stack", "atleast_1d", "atleast_2d",
-    "atleast_3d", "meshgrid", "fliplr", "flipud", "rot90", "diag_embed", "diagflat",
-    "diagonal", "diagonal_scatter", "select_scatter", "slice_scatter", "as_strided",
-    "as_strided_scatter", "block_diag", "cartesian_prod", "combinations", "unflatten",
-    "ravel", "moveaxis", "movedim", "swapdims", "split_with_sizes", "unsafe_chunk",
-    "unsafe_split", "unsafe_split_with_sizes", "narrow_copy", "channel_shuffle",
-    "native_channel_shuffle", "pixel_shuffle", "pixel_unshuffle",
-    "alias_copy", "expand_copy", "permute_copy", "select_copy", "slice_copy", "split_copy",
-    "split_with_sizes_copy", "squeeze_copy", "t_copy", "transpose_copy", "unbind_copy",
-    "unfold_copy", "unsqueeze_copy", "values_copy", "view_copy", "detach_copy",
-    "diagonal_copy", "view_as_real_copy", "view_as_complex_copy", "indices_copy",
+    "roll",
+    "tile",
+    "repeat_interleave",
+    "tensor_split",
+    "hsplit",
+    "vsplit",
+    "dsplit",
+    "hstack",
+    "vstack",
+    "dstack",
+    "column_stack",
+    "row_stack",
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+    "meshgrid",
+    "fliplr",
+    "flipud",
+    "rot90",
+    "diag_embed",
+    "diagflat",
+    "diagonal",
+    "diagonal_scatter",
+    "select_scatter",
+    "slice_scatter",
+    "as_strided",
+    "as_strided_scatter",
+    "block_diag",
+    "cartesian_prod",
+    "combinations",
+    "unflatten",
+    "ravel",
+    "moveaxis",
+    "movedim",
+    "swapdims",
+    "split_with_sizes",
+    "unsafe_chunk",
+    "unsafe_split",
+    "unsafe_split_with_sizes",
+    "narrow_copy",
+    "channel_shuffle",
+    "native_channel_shuffle",
+    "pixel_shuffle",
+    "pixel_unshuffle",
+    "alias_copy",
+    "expand_copy",
+    "permute_copy",
+    "select_copy",
+    "slice_copy",
+    "split_copy",
+    "split_with_sizes_copy",
+    "squeeze_copy",
+    "t_copy",
+    "transpose_copy",
+    "unbind_copy",
+    "unfold_copy",
+    "unsqueeze_copy",
+    "values_copy",
+    "view_copy",
+    "detach_copy",
+    "diagonal_copy",
+    "view_as_real_copy",
+    "view_as_complex_copy",
+    "indices_copy",
     "as_strided_copy",
 ]
 
@@ -79,6 +132,7 @@ def _ints(op: str, value: Any) -> tuple[int, ...]:
 # strided views: diagonal, unfold, as_strided
 # --------------------------------------------------------------------------------------
 
+
 class _StridedViewNode(Node):
     """Backward of a strided view: the gradient scattered (summed where positions repeat)
     into zeros of the input's shape at the row-major positions the view reads (-1: a
@@ -96,9 +150,9 @@ class _StridedViewNode(Node):
         return (_scatter_back(grads[0], self.positions, self.shape, self.missing),)
 
 
-def _scatter_back(g: Tensor, positions: Tensor, shape: tuple[int, ...], missing: bool
-                  ) -> Tensor:
+def _scatter_back(g: Tensor, positions: Tensor, shape: tuple[int, ...], missing: bool) -> Tensor:
     from .indexing import index_backward
+
     n = _numel(shape)
     if missing:
         pos = E.where(E.lt(positions, 0), n, positions)
@@ -107,37 +161,47 @@ def _scatter_back(g: Tensor, positions: Tensor, shape: tuple[int, ...], missing:
     return index_backward(g, (n,), (positions,)).reshape(shape)
 
 
-def _strided_view(x: Tensor, name: str, geometry: Callable[[int, tuple, tuple],
-                                                            tuple[int, tuple, tuple]],
-                  positions: Callable[[], np.ndarray]) -> Tensor:
+def _strided_view(
+    x: Tensor,
+    name: str,
+    geometry: Callable[[int, tuple, tuple], tuple[int, tuple, tuple]],
+    positions: Callable[[], np.ndarray],
+) -> Tensor:
     """A view of `x` at `geometry(offset, shape, strides) -> (offset, shape, strides)`
     (linear in the strides; the positions it reads in `x`'s row-major order are
     `positions()`, -1 for none)."""
     from ..autograd.apply import interpreters
     from .creation import tensor
+
     if _traced(x) or interpreters:
         pos = positions()
         if (pos < 0).any():
             from ..tracer.context import user_location
             from ..tracer.tensor import GraphBreak
-            raise GraphBreak(f"{name}: a view that reads memory outside its input",
-                             user_location(), advice="this part runs eagerly")
+
+            raise GraphBreak(
+                f"{name}: a view that reads memory outside its input",
+                user_location(),
+                advice="this part runs eagerly",
+            )
         from ..autograd.apply import dispatch_function
         from .indexing import _named_getitem
+
         flat, index = S.reshape(x, (-1,)), tensor(pos, dtype=dt.int64)
-        out = dispatch_function("getitem", [flat, index], _named_getitem(name),
-                                (flat, (index,)))
+        out = dispatch_function("getitem", [flat, index], _named_getitem(name), (flat, (index,)))
         if _traced(x):
             x._ctx.share(x, out)
         return out
     from ..eager import views
+
     offset, shape, strides = geometry(x._offset, x._shape, x._strides)
     out = views.view_of(x, offset, tuple(shape), tuple(strides))
     if needs_grad([x]) and (x._dtype.is_floating_point or x._dtype.is_complex):
         pos = positions()
         out._requires_grad = True
         out.grad_fn = node_class(name, _StridedViewNode)(
-            x, tensor(pos, dtype=dt.int64), bool((pos < 0).any()))
+            x, tensor(pos, dtype=dt.int64), bool((pos < 0).any())
+        )
     if forward_ad._level[0]:
         tangent = forward_ad.tangent_of(x)
         if tangent is not None:
@@ -145,8 +209,9 @@ def _strided_view(x: Tensor, name: str, geometry: Callable[[int, tuple, tuple],
     return out
 
 
-def _diagonal_geometry(offset: int, d1: int, d2: int, ndim: int
-                       ) -> Callable[[int, tuple, tuple], tuple[int, tuple, tuple]]:
+def _diagonal_geometry(
+    offset: int, d1: int, d2: int, ndim: int
+) -> Callable[[int, tuple, tuple], tuple[int, tuple, tuple]]:
     def geometry(start: int, shape: tuple, strides: tuple) -> tuple[int, tuple, tuple]:
         n1, n2 = shape[d1], shape[d2]
         if offset >= 0:
@@ -156,23 +221,30 @@ def _diagonal_geometry(offset: int, d1: int, d2: int, ndim: int
             length = max(0, min(n1 + offset, n2))
             first = -offset * strides[d1]
         rest = [k for k in range(ndim) if k not in (d1, d2)]
-        return (start + (first if length else 0),
-                tuple(shape[k] for k in rest) + (length,),
-                tuple(strides[k] for k in rest) + (strides[d1] + strides[d2],))
+        return (
+            start + (first if length else 0),
+            tuple(shape[k] for k in rest) + (length,),
+            tuple(strides[k] for k in rest) + (strides[d1] + strides[d2],),
+        )
+
     return geometry
 
 
 def _positions_of(geometry: Callable, shape: tuple[int, ...]) -> Callable[[], np.ndarray]:
     """The row-major positions a logical view (one that addresses elements through the
     input's strides) reads: the geometry applied to a contiguous index image."""
+
     def positions() -> np.ndarray:
         from ..schedule.layout import contiguous_strides
+
         image = np.arange(max(_numel(shape), 1), dtype=np.int64)
         offset, vshape, vstrides = geometry(0, shape, contiguous_strides(shape))
         if _numel(vshape) == 0:
             return np.zeros(vshape, np.int64)
         return np.lib.stride_tricks.as_strided(
-            image[offset:], vshape, tuple(8 * s for s in vstrides)).copy()
+            image[offset:], vshape, tuple(8 * s for s in vstrides)
+        ).copy()
+
     return positions
 
 
@@ -184,15 +256,15 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
     _tensor("diagonal", input)
     n = input.ndim
     if n < 2:
-        raise RuntimeError(f"diagonal(): expected a tensor with at least 2 dimensions, got "
-                           f"{n}")
+        raise RuntimeError(f"diagonal(): expected a tensor with at least 2 dimensions, got {n}")
     d1 = normalize_axis(dim1, n, "diagonal")
     d2 = normalize_axis(dim2, n, "diagonal")
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     geometry = _diagonal_geometry(offset, d1, d2, n)
-    return _strided_view(input, "DiagonalBackward0", geometry,
-                         _positions_of(geometry, input._shape))
+    return _strided_view(
+        input, "DiagonalBackward0", geometry, _positions_of(geometry, input._shape)
+    )
 
 
 @S._view_function
@@ -204,21 +276,22 @@ def _unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
     d = normalize_axis(dimension, max(n, 1), "unfold")
     length = input._shape[d] if n else 1
     if size < 0 or size > length:
-        raise RuntimeError(f"unfold(): maximum size for tensor at dimension {d} is {length} "
-                           f"but size is {size}")
+        raise RuntimeError(
+            f"unfold(): maximum size for tensor at dimension {d} is {length} but size is {size}"
+        )
     if step <= 0:
         raise RuntimeError(f"unfold(): step is {step} but must be > 0")
     count = (length - size) // step + 1
 
     def geometry(start: int, shape: tuple, strides: tuple) -> tuple[int, tuple, tuple]:
-        if not shape:                  # a 0-d input: its one window, 1-D
+        if not shape:  # a 0-d input: its one window, 1-D
             return start, (size,), (1,)
         st = strides[d]
-        new_shape = shape[:d] + (count,) + shape[d + 1:] + (size,)
-        new_strides = strides[:d] + (st * step,) + strides[d + 1:] + (st,)
+        new_shape = shape[:d] + (count,) + shape[d + 1 :] + (size,)
+        new_strides = strides[:d] + (st * step,) + strides[d + 1 :] + (st,)
         return start, new_shape, new_strides
-    return _strided_view(input, "UnfoldBackward0", geometry,
-                         _positions_of(geometry, input._shape))
+
+    return _strided_view(input, "UnfoldBackward0", geometry, _positions_of(geometry, input._shape))
 
 
 def _storage_image(x: Tensor) -> tuple[np.ndarray, int]:
@@ -238,11 +311,13 @@ def _storage_image(x: Tensor) -> tuple[np.ndarray, int]:
 _STRIDED_POSITIONS: dict[tuple, np.ndarray] = {}
 
 
-def _as_strided_positions(x: Tensor, size: tuple[int, ...], stride: tuple[int, ...],
-                          offset: int) -> Callable[[], np.ndarray]:
+def _as_strided_positions(
+    x: Tensor, size: tuple[int, ...], stride: tuple[int, ...], offset: int
+) -> Callable[[], np.ndarray]:
     """The row-major index in `x` of each element `x.as_strided(size, stride, offset)`
     reads (-1 where it reads memory outside `x`'s elements): a read-only array, kept per
     (`x`'s layout, size, stride, offset), since it depends on nothing else."""
+
     def positions() -> np.ndarray:
         key = (x._shape, x._strides, x._offset, size, stride, offset)
         hit = _STRIDED_POSITIONS.get(key)
@@ -263,13 +338,15 @@ def _as_strided_positions(x: Tensor, size: tuple[int, ...], stride: tuple[int, .
         out = np.full(where.shape, -1, np.int64)
         out[inside] = image[where[inside]]
         return out.reshape(size)
+
     return positions
 
 
 @functools.partial(S._view_function, absolute=True)
 @names_op("as_strided")
-def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int],
-               storage_offset: int | None = None) -> Tensor:
+def as_strided(
+    input: Tensor, size: Sequence[int], stride: Sequence[int], storage_offset: int | None = None
+) -> Tensor:
     """A view of `input`'s memory with the given sizes, strides (in elements) and storage
     offset (default: `input`'s). Its gradient reaches the elements of `input` it reads
     (summed where they are read more than once). Inside `lg.compile` a graph break (a
@@ -278,16 +355,21 @@ def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int],
     size = S.shape_arg((tuple(size),), "as_strided")
     stride = S.shape_arg((tuple(stride),), "as_strided")
     if len(size) != len(stride):
-        raise RuntimeError(f"as_strided(): mismatch in length of strides and shape "
-                           f"({len(size)} sizes, {len(stride)} strides)")
+        raise RuntimeError(
+            f"as_strided(): mismatch in length of strides and shape "
+            f"({len(size)} sizes, {len(stride)} strides)"
+        )
     if any(s < 0 for s in size) or any(s < 0 for s in stride):
-        raise RuntimeError(f"as_strided(): negative size or stride ({list(size)}, "
-                           f"{list(stride)})")
+        raise RuntimeError(f"as_strided(): negative size or stride ({list(size)}, {list(stride)})")
     if _traced(input):
         from ..tracer.context import user_location
         from ..tracer.tensor import GraphBreak
-        raise GraphBreak("as_strided() of a traced value (its memory layout is not known "
-                         "while tracing)", user_location(), advice="this part runs eagerly")
+
+        raise GraphBreak(
+            "as_strided() of a traced value (its memory layout is not known while tracing)",
+            user_location(),
+            advice="this part runs eagerly",
+        )
     offset = input._offset if storage_offset is None else storage_offset
     if offset < 0:
         raise RuntimeError(f"as_strided(): negative storage offset {offset}")
@@ -295,35 +377,44 @@ def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int],
         last = offset + sum((n - 1) * s for n, s in zip(size, stride))
         capacity = input._storage.nbytes // input._dtype.itemsize
         if last >= capacity:
-            raise RuntimeError(f"as_strided(): setStorage: sizes {list(size)}, strides "
-                               f"{list(stride)}, storage offset {offset} require "
-                               f"{(last + 1) * input._dtype.itemsize} bytes, more than the "
-                               f"storage's {capacity * input._dtype.itemsize}")
+            raise RuntimeError(
+                f"as_strided(): setStorage: sizes {list(size)}, strides "
+                f"{list(stride)}, storage offset {offset} require "
+                f"{(last + 1) * input._dtype.itemsize} bytes, more than the "
+                f"storage's {capacity * input._dtype.itemsize}"
+            )
 
     def geometry(start: int, shape: tuple, strides: tuple) -> tuple[int, tuple, tuple]:
         return offset, size, stride
-    return _strided_view(input, "AsStridedBackward0", geometry,
-                         _as_strided_positions(input, size, stride, offset))
+
+    return _strided_view(
+        input, "AsStridedBackward0", geometry, _as_strided_positions(input, size, stride, offset)
+    )
 
 
 # --------------------------------------------------------------------------------------
 # scatters into views (out of place): diagonal/select/slice/as_strided_scatter
 # --------------------------------------------------------------------------------------
 
+
 def _scatter_positions(op: str, input: Tensor, src: Tensor, positions: np.ndarray) -> Tensor:
     from .creation import tensor
     from .indexing import index_put_linear
+
     if not isinstance(src, Tensor):
         raise TypeError(f"{op}(): src must be a Tensor, got {type(src).__name__}")
     if tuple(src._shape) != tuple(positions.shape):
-        raise RuntimeError(f"{op}(): expected src to have a size equal to the slice of self. "
-                           f"src size = {list(src.shape)}, slice size = "
-                           f"{list(positions.shape)}")
+        raise RuntimeError(
+            f"{op}(): expected src to have a size equal to the slice of self. "
+            f"src size = {list(src.shape)}, slice size = "
+            f"{list(positions.shape)}"
+        )
     if src._dtype is not input._dtype:
         src = src.to(input._dtype)
     keep = positions >= 0
     if not keep.all():
         from .indexing import getitem
+
         src = getitem(src.reshape(-1), (tensor(np.flatnonzero(keep.reshape(-1))),))
         positions = positions[keep]
     flat = S.reshape(input, (-1,))
@@ -333,8 +424,9 @@ def _scatter_positions(op: str, input: Tensor, src: Tensor, positions: np.ndarra
 
 @names_op("diagonal_scatter")
 @composite_function
-def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
-                     dim2: int = 1) -> Tensor:
+def diagonal_scatter(
+    input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1
+) -> Tensor:
     """A copy of `input` with `src` written into `diagonal(input, offset, dim1, dim2)`."""
     _tensor("diagonal_scatter", input)
     if input.ndim < 2:
@@ -344,8 +436,9 @@ def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     geometry = _diagonal_geometry(offset, d1, d2, input.ndim)
-    return _scatter_positions("diagonal_scatter", input, src,
-                              _positions_of(geometry, input._shape)())
+    return _scatter_positions(
+        "diagonal_scatter", input, src, _positions_of(geometry, input._shape)()
+    )
 
 
 @names_op("select_scatter")
@@ -358,8 +451,10 @@ def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
     d = normalize_axis(dim, input.ndim, "select_scatter")
     n = input._shape[d]
     if not -n <= index < n:
-        raise IndexError(f"select_scatter(): index {index} out of range for tensor of size "
-                         f"{list(input.shape)} at dimension {d}")
+        raise IndexError(
+            f"select_scatter(): index {index} out of range for tensor of size "
+            f"{list(input.shape)} at dimension {d}"
+        )
     index %= n
     pos = np.arange(_numel(input._shape), dtype=np.int64).reshape(input._shape)
     return _scatter_positions("select_scatter", input, src, np.take(pos, index, axis=d))
@@ -367,8 +462,14 @@ def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
 
 @names_op("slice_scatter")
 @composite_function
-def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None,
-                  end: int | None = None, step: int = 1) -> Tensor:
+def slice_scatter(
+    input: Tensor,
+    src: Tensor,
+    dim: int = 0,
+    start: int | None = None,
+    end: int | None = None,
+    step: int = 1,
+) -> Tensor:
     """A copy of `input` with `src` written into `input[start:end:step]` along `dim`."""
     _tensor("slice_scatter", input)
     if step <= 0:
@@ -383,8 +484,13 @@ def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = 
 
 
 @names_op("as_strided_scatter")
-def as_strided_scatter(input: Tensor, src: Tensor, size: Sequence[int], stride: Sequence[int],
-                       storage_offset: int | None = None) -> Tensor:
+def as_strided_scatter(
+    input: Tensor,
+    src: Tensor,
+    size: Sequence[int],
+    stride: Sequence[int],
+    storage_offset: int | None = None,
+) -> Tensor:
     """A copy of `input` with `src` written into `input.as_strided(size, stride,
     storage_offset)` (positions outside `input`'s elements are skipped). A graph break
     inside `lg.compile`."""
@@ -392,17 +498,24 @@ def as_strided_scatter(input: Tensor, src: Tensor, size: Sequence[int], stride: 
     if _traced(input):
         from ..tracer.context import user_location
         from ..tracer.tensor import GraphBreak
-        raise GraphBreak("as_strided_scatter() of a traced value (its memory layout is not "
-                         "known while tracing)", user_location(),
-                         advice="this part runs eagerly")
+
+        raise GraphBreak(
+            "as_strided_scatter() of a traced value (its memory layout is not known while tracing)",
+            user_location(),
+            advice="this part runs eagerly",
+        )
     size = S.shape_arg((tuple(size),), "as_strided_scatter")
     stride = S.shape_arg((tuple(stride),), "as_strided_scatter")
     if len(size) != len(stride):
         raise RuntimeError("as_strided_scatter(): mismatch in length of strides and shape")
     offset = input._offset if storage_offset is None else storage_offset
     pos = _as_strided_positions(input, size, stride, offset)()
-    if src.__class__ is Tensor and src._dtype is input._dtype and src._shape == pos.shape \
-            and host_plain(input, src):
+    if (
+        src.__class__ is Tensor
+        and src._dtype is input._dtype
+        and src._shape == pos.shape
+        and host_plain(input, src)
+    ):
         return _host_scatter_positions(input, src, pos)
     return _scatter_positions("as_strided_scatter", input, src, pos)
 
@@ -420,8 +533,9 @@ def _host_scatter_positions(input: Tensor, src: Tensor, positions: np.ndarray) -
         flat = positions.reshape(-1)
         keep = flat >= 0
         # (the positions written, and which of src's elements go there: all when None)
-        kept = (positions, None, flat) if keep.all() else \
-            (positions, np.flatnonzero(keep), flat[keep])
+        kept = (
+            (positions, None, flat) if keep.all() else (positions, np.flatnonzero(keep), flat[keep])
+        )
         if len(_KEPT) >= 1024:
             _KEPT.clear()
         _KEPT[id(positions)] = kept
@@ -436,6 +550,7 @@ def _host_scatter_positions(input: Tensor, src: Tensor, positions: np.ndarray) -
 # rolls, tiles, repeats, flips
 # --------------------------------------------------------------------------------------
 
+
 @names_op("roll")
 @composite_function
 def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
@@ -445,13 +560,15 @@ def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     shifts = _ints("roll", shifts)
     if dims is None:
         if len(shifts) != 1:
-            raise RuntimeError(f"roll(): shifts must be a single value when dims is not "
-                               f"given, got {list(shifts)}")
+            raise RuntimeError(
+                f"roll(): shifts must be a single value when dims is not given, got {list(shifts)}"
+            )
         return roll(input.reshape(-1), shifts, 0).reshape(input._shape)
     dims = _ints("roll", dims)
     if len(shifts) != len(dims):
-        raise RuntimeError(f"roll(): shifts and dimensions must align. shifts: "
-                           f"{len(shifts)}, dims: {len(dims)}")
+        raise RuntimeError(
+            f"roll(): shifts and dimensions must align. shifts: {len(shifts)}, dims: {len(dims)}"
+        )
     out = input
     for shift, dim in zip(shifts, dims):
         d = normalize_axis(dim, max(input.ndim, 1), "roll")
@@ -472,6 +589,7 @@ def tile(input: Tensor, dims: Any) -> Tensor:
     """`input` repeated `dims[i]` times along each dimension (leading ones added to the
     shorter of `dims` and the shape)."""
     from .methods import _repeat
+
     _tensor("tile", input)
     reps = _ints("tile", dims)
     if len(reps) < input.ndim:
@@ -480,20 +598,22 @@ def tile(input: Tensor, dims: Any) -> Tensor:
 
 
 @names_op("repeat_interleave")
-def repeat_interleave(input: Any, repeats: Any = None, dim: int | None = None, *,
-                      output_size: int | None = None) -> Tensor:
+def repeat_interleave(
+    input: Any, repeats: Any = None, dim: int | None = None, *, output_size: int | None = None
+) -> Tensor:
     """Each element (or slice along `dim`; the flattened input without `dim`) repeated
     `repeats` times (an int, or a tensor with one count per element). With one tensor
     argument: `arange(len(r))` repeated `r` times. A tensor of counts makes a
     data-dependent size: a graph break inside `lg.compile` unless `output_size` is given."""
     from .creation import tensor, iota
+
     if repeats is None:
         counts = _tensor("repeat_interleave", input)
         if counts.ndim > 1 or counts._dtype not in (dt.int64, dt.int32):
-            raise RuntimeError("repeat_interleave(): repeats must be a 0-dim or 1-dim int "
-                               "tensor")
-        return repeat_interleave(iota(counts.numel(), dt.int64), counts.reshape(-1), 0,
-                                 output_size=output_size)
+            raise RuntimeError("repeat_interleave(): repeats must be a 0-dim or 1-dim int tensor")
+        return repeat_interleave(
+            iota(counts.numel(), dt.int64), counts.reshape(-1), 0, output_size=output_size
+        )
     _tensor("repeat_interleave", input)
     if dim is None:
         input, d = input.reshape(-1), 0
@@ -506,16 +626,16 @@ def repeat_interleave(input: Any, repeats: Any = None, dim: int | None = None, *
         repeats = repeats.item() if not _traced(repeats) else repeats.reshape(1)
     if isinstance(repeats, int) and not isinstance(repeats, bool):
         if repeats < 0:
-            raise RuntimeError(f"repeat_interleave(): repeats can not be negative, got "
-                               f"{repeats}")
+            raise RuntimeError(f"repeat_interleave(): repeats can not be negative, got {repeats}")
         if output_size is not None and output_size != n * repeats:
-            raise RuntimeError(f"repeat_interleave(): output_size {output_size} does not "
-                               f"match {n} * {repeats}")
+            raise RuntimeError(
+                f"repeat_interleave(): output_size {output_size} does not match {n} * {repeats}"
+            )
         x = S.unsqueeze(input, d + 1)
         shape = list(x._shape)
         shape[d + 1] = repeats
         y = S.expand(x, tuple(shape))
-        out = y.reshape(input._shape[:d] + (n * repeats,) + input._shape[d + 1:])
+        out = y.reshape(input._shape[:d] + (n * repeats,) + input._shape[d + 1 :])
         # new memory always, as torch's (with one repeat, or one element, the reshape
         # is a view of the input)
         return out.clone() if out._storage is input._storage else out
@@ -526,21 +646,29 @@ def repeat_interleave(input: Any, repeats: Any = None, dim: int | None = None, *
     if repeats.numel() == 1 and n != 1:
         repeats = S.expand(repeats.reshape(1), (n,))
     if repeats.numel() != n:
-        raise RuntimeError(f"repeat_interleave(): repeats must have the same size as input "
-                           f"along dim, but got repeats.size(0) = {repeats.numel()} and "
-                           f"input.size({d}) = {n}")
+        raise RuntimeError(
+            f"repeat_interleave(): repeats must have the same size as input "
+            f"along dim, but got repeats.size(0) = {repeats.numel()} and "
+            f"input.size({d}) = {n}"
+        )
     from .indexing import index_select
+
     if _traced(repeats) or _traced(input):
         if output_size is None:
             if _traced(repeats):
                 from ..tracer.context import user_location
                 from ..tracer.tensor import GraphBreak
-                raise GraphBreak("repeat_interleave() with a tensor of repeats (its size "
-                                 "depends on them); pass output_size", user_location(),
-                                 advice="this part runs eagerly")
+
+                raise GraphBreak(
+                    "repeat_interleave() with a tensor of repeats (its size "
+                    "depends on them); pass output_size",
+                    user_location(),
+                    advice="this part runs eagerly",
+                )
         else:
             from .selection import searchsorted
             from .sorting import cumsum
+
             ends = cumsum(repeats.to(dt.int64), 0)
             idx = searchsorted(ends, iota(output_size, dt.int64), right=True)
             idx = E.minimum(idx, max(n - 1, 0))
@@ -550,8 +678,10 @@ def repeat_interleave(input: Any, repeats: Any = None, dim: int | None = None, *
         raise RuntimeError("repeat_interleave(): repeats can not be negative")
     total = int(counts.sum())
     if output_size is not None and output_size != total:
-        raise RuntimeError(f"repeat_interleave(): output_size {output_size} does not match "
-                           f"the sum of repeats {total}")
+        raise RuntimeError(
+            f"repeat_interleave(): output_size {output_size} does not match "
+            f"the sum of repeats {total}"
+        )
     idx = tensor(np.repeat(np.arange(n, dtype=np.int64), counts), dtype=dt.int64)
     return index_select(input, d, idx)
 
@@ -579,16 +709,17 @@ def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
     _tensor("rot90", input)
     dims = tuple(dims)
     if len(dims) != 2:
-        raise RuntimeError(f"rot90(): expected total rotation dims == 2, but got dims = "
-                           f"{len(dims)}")
+        raise RuntimeError(
+            f"rot90(): expected total rotation dims == 2, but got dims = {len(dims)}"
+        )
     if input.ndim < 2:
-        raise RuntimeError(f"rot90(): expected total dims >= 2, but got total dims = "
-                           f"{input.ndim}")
+        raise RuntimeError(f"rot90(): expected total dims >= 2, but got total dims = {input.ndim}")
     a = normalize_axis(dims[0], input.ndim, "rot90")
     b = normalize_axis(dims[1], input.ndim, "rot90")
     if a == b:
-        raise RuntimeError(f"rot90(): expected rotation dims to be different, but got dim0 = "
-                           f"{a} and dim1 = {b}")
+        raise RuntimeError(
+            f"rot90(): expected rotation dims to be different, but got dim0 = {a} and dim1 = {b}"
+        )
     k %= 4
     if k == 1:
         return S.transpose(S.flip(input, (b,)), a, b)
@@ -603,6 +734,7 @@ def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
 # splits
 # --------------------------------------------------------------------------------------
 
+
 @names_op("tensor_split")
 def _split_spec(op: str, args: tuple, given: dict[str, Any], most: int) -> tuple[Any, ...]:
     """The positional arguments of a split op whose first one PyTorch also takes under
@@ -610,57 +742,75 @@ def _split_spec(op: str, args: tuple, given: dict[str, Any], most: int) -> tuple
     `tensor_indices_or_sections=` a tensor)."""
     named = [(k, v) for k, v in given.items() if v is not None]
     if len(named) > 1 or (named and args and len(args) >= 1 and most == 1):
-        raise TypeError(f"{op}() got multiple values for its split argument "
-                        f"({', '.join(k for k, _ in named)})")
+        raise TypeError(
+            f"{op}() got multiple values for its split argument ({', '.join(k for k, _ in named)})"
+        )
     if named:
         args = (named[0][1],) + tuple(args)
     if not args:
-        raise TypeError(f"{op}() missing 1 required positional argument: "
-                        f"'indices_or_sections'")
+        raise TypeError(f"{op}() missing 1 required positional argument: 'indices_or_sections'")
     if len(args) > most:
-        raise TypeError(f"{op}() takes at most {most + 1} positional arguments "
-                        f"({len(args) + 1} given)")
+        raise TypeError(
+            f"{op}() takes at most {most + 1} positional arguments ({len(args) + 1} given)"
+        )
     return args
 
 
 @S._view_function
-def tensor_split(input: Tensor, *args: Any, sections: int | None = None,
-                 indices: Sequence[int] | None = None,
-                 tensor_indices_or_sections: Tensor | None = None, dim: int = 0
-                 ) -> tuple[Tensor, ...]:
+def tensor_split(
+    input: Tensor,
+    *args: Any,
+    sections: int | None = None,
+    indices: Sequence[int] | None = None,
+    tensor_indices_or_sections: Tensor | None = None,
+    dim: int = 0,
+) -> tuple[Tensor, ...]:
     """Views of `input` split along `dim`: into `n` nearly equal parts (the first `size %
     n` one longer) for an int, or at the given indices for a sequence (a 1-D int tensor
     is indices, a 0-d one a count). Called as `tensor_split(input, indices_or_sections,
     dim=0)`, or with PyTorch's keywords `sections=`, `indices=`,
     `tensor_indices_or_sections=`."""
-    args = _split_spec("tensor_split", args, {"sections": sections, "indices": indices,
-                       "tensor_indices_or_sections": tensor_indices_or_sections}, 2)
+    args = _split_spec(
+        "tensor_split",
+        args,
+        {
+            "sections": sections,
+            "indices": indices,
+            "tensor_indices_or_sections": tensor_indices_or_sections,
+        },
+        2,
+    )
     if len(args) == 2:
         args, dim = args[:1], args[1]
     return _tensor_split(input, args[0], dim)
 
 
-def _tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0
-                  ) -> tuple[Tensor, ...]:
+def _tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
     _tensor("tensor_split", input)
     if input.ndim == 0:
-        raise RuntimeError("tensor_split(): expected at least a 1-dimensional tensor, but got "
-                           "a tensor with 0 dims")
+        raise RuntimeError(
+            "tensor_split(): expected at least a 1-dimensional tensor, but got a tensor with 0 dims"
+        )
     d = normalize_axis(dim, input.ndim, "tensor_split")
     n = input._shape[d]
     spec = indices_or_sections
     if isinstance(spec, Tensor):
         if spec._dtype not in (dt.int64, dt.int32, dt.int16, dt.int8, dt.uint8):
-            raise RuntimeError(f"tensor_split(): expected tensor_indices_or_sections to have "
-                               f"integer dtype, but got {spec._dtype.name}")
+            raise RuntimeError(
+                f"tensor_split(): expected tensor_indices_or_sections to have "
+                f"integer dtype, but got {spec._dtype.name}"
+            )
         if spec.ndim > 1:
-            raise RuntimeError("tensor_split(): expected tensor_indices_or_sections to be a "
-                               "zero-dimensional or one-dimensional tensor")
+            raise RuntimeError(
+                "tensor_split(): expected tensor_indices_or_sections to be a "
+                "zero-dimensional or one-dimensional tensor"
+            )
         spec = int(spec.item()) if spec.ndim == 0 else [int(v) for v in spec.tolist()]
     if isinstance(spec, int) and not isinstance(spec, bool):
         if spec <= 0:
-            raise RuntimeError(f"tensor_split(): number of sections must be larger than 0, "
-                               f"got {spec}")
+            raise RuntimeError(
+                f"tensor_split(): number of sections must be larger than 0, got {spec}"
+            )
         small, extra = divmod(n, spec)
         bounds, start = [], 0
         for i in range(spec):
@@ -675,26 +825,30 @@ def _tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0
             c = min(max(c, 0), n)
             bounds.append((start, max(start, c)))
             start = max(start, c)
-    return tuple(S.slice_dim(input, d, a, b, name="SplitWithSizesBackward0")
-                 for a, b in bounds)
+    return tuple(S.slice_dim(input, d, a, b, name="SplitWithSizesBackward0") for a, b in bounds)
 
 
 def _split_dir(op: str, input: Tensor, spec: Any, d: int, need: int) -> tuple[Tensor, ...]:
     _tensor(op, input)
     if input.ndim < need:
-        raise RuntimeError(f"torch.{op} requires a tensor with at least {need} dimension, "
-                           f"but got a tensor with {input.ndim} dimensions!")
+        raise RuntimeError(
+            f"torch.{op} requires a tensor with at least {need} dimension, "
+            f"but got a tensor with {input.ndim} dimensions!"
+        )
     if isinstance(spec, int) and not isinstance(spec, bool):
         if spec <= 0 or input._shape[d] % spec:
-            raise RuntimeError(f"torch.{op} attempted to split along dimension {d}, but the "
-                               f"size of the dimension {input._shape[d]} is not divisible by "
-                               f"the split_size {spec}!")
+            raise RuntimeError(
+                f"torch.{op} attempted to split along dimension {d}, but the "
+                f"size of the dimension {input._shape[d]} is not divisible by "
+                f"the split_size {spec}!"
+            )
     return tensor_split(input, spec, d)
 
 
 @S._view_function
-def hsplit(input: Tensor, *args: Any, sections: int | None = None,
-           indices: Sequence[int] | None = None) -> tuple[Tensor, ...]:
+def hsplit(
+    input: Tensor, *args: Any, sections: int | None = None, indices: Sequence[int] | None = None
+) -> tuple[Tensor, ...]:
     """`tensor_split` along dimension 1 (0 for a 1-D tensor); an int must divide it.
     `hsplit(input, indices_or_sections)`, or `sections=` / `indices=` as PyTorch."""
     (spec,) = _split_spec("hsplit", args, {"sections": sections, "indices": indices}, 1)
@@ -702,8 +856,9 @@ def hsplit(input: Tensor, *args: Any, sections: int | None = None,
 
 
 @S._view_function
-def vsplit(input: Tensor, *args: Any, sections: int | None = None,
-           indices: Sequence[int] | None = None) -> tuple[Tensor, ...]:
+def vsplit(
+    input: Tensor, *args: Any, sections: int | None = None, indices: Sequence[int] | None = None
+) -> tuple[Tensor, ...]:
     """`tensor_split` along dimension 0 of an at least 2-D tensor; an int must divide it.
     `vsplit(input, indices_or_sections)`, or `sections=` / `indices=`."""
     (spec,) = _split_spec("vsplit", args, {"sections": sections, "indices": indices}, 1)
@@ -711,8 +866,9 @@ def vsplit(input: Tensor, *args: Any, sections: int | None = None,
 
 
 @S._view_function
-def dsplit(input: Tensor, *args: Any, sections: int | None = None,
-           indices: Sequence[int] | None = None) -> tuple[Tensor, ...]:
+def dsplit(
+    input: Tensor, *args: Any, sections: int | None = None, indices: Sequence[int] | None = None
+) -> tuple[Tensor, ...]:
     """`tensor_split` along dimension 2 of an at least 3-D tensor; an int must divide it.
     `dsplit(input, indices_or_sections)`, or `sections=` / `indices=`."""
     (spec,) = _split_spec("dsplit", args, {"sections": sections, "indices": indices}, 1)
@@ -721,8 +877,7 @@ def dsplit(input: Tensor, *args: Any, sections: int | None = None,
 
 @S._view_function
 @names_op("split_with_sizes")
-def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0
-                     ) -> tuple[Tensor, ...]:
+def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """Views of `input` along `dim` of the given sizes (which must sum to its size)."""
     return S.split(input, list(split_sizes), dim)
 
@@ -734,8 +889,9 @@ def unsafe_split(input: Tensor, split_size: Any, dim: int = 0) -> tuple[Tensor, 
 
 
 @S._view_function
-def unsafe_split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0
-                            ) -> tuple[Tensor, ...]:
+def unsafe_split_with_sizes(
+    input: Tensor, split_sizes: Sequence[int], dim: int = 0
+) -> tuple[Tensor, ...]:
     """`split_with_sizes` (see `unsafe_split`)."""
     return split_with_sizes(input, split_sizes, dim)
 
@@ -750,14 +906,16 @@ def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]
 # stacking, atleast, meshgrid, block_diag, products
 # --------------------------------------------------------------------------------------
 
+
 def _sequence(op: str, tensors: Any) -> list[Tensor]:
     if isinstance(tensors, Tensor):
         raise TypeError(f"{op}(): expected a sequence of Tensors, got a Tensor")
     out = list(tensors)
     for i, t in enumerate(out):
         if not isinstance(t, Tensor):
-            raise TypeError(f"{op}(): expected a sequence of Tensors, but element {i} is "
-                            f"{type(t).__name__}")
+            raise TypeError(
+                f"{op}(): expected a sequence of Tensors, but element {i} is {type(t).__name__}"
+            )
     return out
 
 
@@ -848,12 +1006,15 @@ def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[Tensor, ...]:
         raise RuntimeError("meshgrid expects a non-empty TensorList")
     indexing = "ij" if indexing is None else indexing
     if indexing not in ("ij", "xy"):
-        raise RuntimeError(f"meshgrid: indexing must be one of 'xy' or 'ij', but received: "
-                           f"{indexing}")
+        raise RuntimeError(
+            f"meshgrid: indexing must be one of 'xy' or 'ij', but received: {indexing}"
+        )
     for t in ts:
         if t.ndim > 1:
-            raise RuntimeError(f"meshgrid: Expected 0D or 1D tensor in the tensor list but got "
-                               f"a tensor with {t.ndim} dimensions")
+            raise RuntimeError(
+                f"meshgrid: Expected 0D or 1D tensor in the tensor list but got "
+                f"a tensor with {t.ndim} dimensions"
+            )
         if t._dtype is not ts[0]._dtype:
             raise RuntimeError("meshgrid expects all tensors to have the same dtype")
     flat = [t.reshape(-1) for t in ts]
@@ -876,17 +1037,20 @@ def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[Tensor, ...]:
 def block_diag(*tensors: Tensor) -> Tensor:
     """A block-diagonal matrix of the given 0-, 1- or 2-D tensors (dtype promoted)."""
     from .creation import empty
+
     ts = _sequence("block_diag", tensors)
     blocks = []
     for i, t in enumerate(ts):
         if t.ndim > 2:
-            raise RuntimeError(f"block_diag(): Input tensors must have 2 or fewer dimensions. "
-                               f"Input {i} has {t.ndim} dimensions")
-        blocks.append(t.reshape(1, 1) if t.ndim == 0 else t.reshape(1, -1) if t.ndim == 1
-                      else t)
+            raise RuntimeError(
+                f"block_diag(): Input tensors must have 2 or fewer dimensions. "
+                f"Input {i} has {t.ndim} dimensions"
+            )
+        blocks.append(t.reshape(1, 1) if t.ndim == 0 else t.reshape(1, -1) if t.ndim == 1 else t)
     if not blocks:
         return empty(1, 0)
     from ..eager.elementwise import promote
+
     d = promote(blocks)
     width = sum(b._shape[1] for b in blocks)
     rows, col = [], 0
@@ -906,8 +1070,9 @@ def cartesian_prod(*tensors: Tensor) -> Tensor:
     ts = _sequence("cartesian_prod", tensors)
     for t in ts:
         if t.ndim != 1:
-            raise RuntimeError(f"cartesian_prod(): Expect a 1D vector, but got shape "
-                               f"{list(t.shape)}")
+            raise RuntimeError(
+                f"cartesian_prod(): Expect a 1D vector, but got shape {list(t.shape)}"
+            )
     if len(ts) == 1:
         return ts[0]
     grids = meshgrid(*ts, indexing="ij")
@@ -921,17 +1086,16 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
     `(N, r)` (with repeated elements when `with_replacement`)."""
     from .creation import tensor
     from .indexing import index_select
+
     _tensor("combinations", input)
     if input.ndim != 1:
-        raise RuntimeError(f"combinations(): Expect a 1D vector, but got shape "
-                           f"{list(input.shape)}")
+        raise RuntimeError(f"combinations(): Expect a 1D vector, but got shape {list(input.shape)}")
     if r < 0:
         raise RuntimeError(f"combinations(): Expect a non-negative number, but got {r}")
     if r == 0:
         return tensor([], dtype=input._dtype)
     n = input._shape[0]
-    make = itertools.combinations_with_replacement if with_replacement else \
-        itertools.combinations
+    make = itertools.combinations_with_replacement if with_replacement else itertools.combinations
     idx = np.asarray(list(make(range(n), r)), dtype=np.int64).reshape(-1, r)
     picked = index_select(input, 0, tensor(idx.reshape(-1), dtype=dt.int64))
     return picked.reshape(idx.shape[0], r)
@@ -940,6 +1104,7 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
 # --------------------------------------------------------------------------------------
 # reshapes and moves
 # --------------------------------------------------------------------------------------
+
 
 @S._view_function
 @names_op("unflatten")
@@ -958,21 +1123,28 @@ def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     known = _numel([s for s in sizes if s != -1])
     if -1 in sizes:
         if known == 0 or n % known:
-            raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to "
-                               f"the size of dim {dim} ({n}) in the input tensor")
+            raise RuntimeError(
+                f"unflatten: Provided sizes {list(sizes)} don't multiply up to "
+                f"the size of dim {dim} ({n}) in the input tensor"
+            )
         sizes = tuple(n // known if s == -1 else s for s in sizes)
     elif known != n:
-        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the "
-                           f"size of dim {dim} ({n}) in the input tensor")
-    return S.view(input, input._shape[:d] + tuple(sizes) + input._shape[d + 1:]) \
-        if _view_ok(input, input._shape[:d] + tuple(sizes) + input._shape[d + 1:]) else \
-        S.reshape(input, input._shape[:d] + tuple(sizes) + input._shape[d + 1:])
+        raise RuntimeError(
+            f"unflatten: Provided sizes {list(sizes)} don't multiply up to the "
+            f"size of dim {dim} ({n}) in the input tensor"
+        )
+    return (
+        S.view(input, input._shape[:d] + tuple(sizes) + input._shape[d + 1 :])
+        if _view_ok(input, input._shape[:d] + tuple(sizes) + input._shape[d + 1 :])
+        else S.reshape(input, input._shape[:d] + tuple(sizes) + input._shape[d + 1 :])
+    )
 
 
 def _view_ok(x: Tensor, shape: tuple[int, ...]) -> bool:
     if _traced(x):
         return True
     from ..eager.views import _view_strides
+
     return _view_strides(x._shape, x._strides, shape) is not None
 
 
@@ -991,9 +1163,11 @@ def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
     src = _ints("movedim", source)
     dst = _ints("movedim", destination)
     if len(src) != len(dst):
-        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} "
-                           f"dims) should contain the same number of dims as destination "
-                           f"({list(dst)} dims)")
+        raise RuntimeError(
+            f"movedim: Invalid source or destination dims: source ({list(src)} "
+            f"dims) should contain the same number of dims as destination "
+            f"({list(dst)} dims)"
+        )
     n = input.ndim
     src = tuple(normalize_axis(s, max(n, 1), "movedim") for s in src)
     dst = tuple(normalize_axis(s, max(n, 1), "movedim") for s in dst)
@@ -1024,21 +1198,26 @@ def swapdims(input: Tensor, dim0: int, dim1: int) -> Tensor:
 # channel and pixel shuffles
 # --------------------------------------------------------------------------------------
 
+
 @names_op("channel_shuffle")
 def channel_shuffle(input: Tensor, groups: int) -> Tensor:
     """`(N, C, *)` with channels regrouped: channel `g * (C // groups) + k` moves to `k *
     groups + g`."""
     _tensor("channel_shuffle", input)
     if input.ndim < 3:
-        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, "
-                           f"but got input with sizes {list(input.shape)}")
+        raise RuntimeError(
+            f"channel_shuffle expects input to have at least 3 dimensions, "
+            f"but got input with sizes {list(input.shape)}"
+        )
     if groups <= 0:
-        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value "
-                           f"of groups:{groups}")
+        raise RuntimeError(
+            f"Number of groups to divide channels in must be positive. Value of groups:{groups}"
+        )
     n, c = input._shape[:2]
     if c % groups:
-        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
-                           f"and {groups} groups.")
+        raise RuntimeError(
+            f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups."
+        )
     rest = input._shape[2:]
     x = input.reshape((n, groups, c // groups) + rest)
     return S.transpose(x, 1, 2).reshape(input._shape)
@@ -1057,8 +1236,12 @@ _SHUFFLE_LIMIT = 4096
 
 
 def _shuffle_unrecorded(input: Any) -> bool:
-    return input.__class__ is Tensor and not _interpreters and not forward_ad._level[0] \
+    return (
+        input.__class__ is Tensor
+        and not _interpreters
+        and not forward_ad._level[0]
         and not (input._requires_grad and _grad_state.enabled)
+    )
 
 
 def shuffle_direct(key: tuple, input: Any) -> Tensor | None:
@@ -1077,19 +1260,36 @@ def shuffle_direct(key: tuple, input: Any) -> Tensor | None:
     return _views.view_of(x, input._offset + out_at, out_shape, out_strides)
 
 
-def shuffle(key: tuple | None, input: Tensor, split: tuple[int, ...], perm: tuple[int, ...],
-            final: tuple[int, ...]) -> Tensor:
+def shuffle(
+    key: tuple | None,
+    input: Tensor,
+    split: tuple[int, ...],
+    perm: tuple[int, ...],
+    final: tuple[int, ...],
+) -> Tensor:
     """The general path of a pixel shuffle: `input` reshaped to `split`, permuted by
     `perm`, reshaped to `final`; files the direct path's plan under `key` when nothing
     was recorded and the first reshape was a view."""
     x = S.permute(S.reshape(input, split), perm)
     out = S.reshape(x, final)
-    if key is not None and _shuffle_unrecorded(input) and x._storage is input._storage and \
-            out.__class__ is Tensor and len(_shuffles) < _SHUFFLE_LIMIT:
+    if (
+        key is not None
+        and _shuffle_unrecorded(input)
+        and x._storage is input._storage
+        and out.__class__ is Tensor
+        and len(_shuffles) < _SHUFFLE_LIMIT
+    ):
         copies = out._storage is not x._storage
         if copies or (out._base is (input._base if input._base is not None else input)):
-            _shuffles[key] = (x._offset - input._offset, x._shape, x._strides,
-                              out._offset - input._offset, out._shape, out._strides, copies)
+            _shuffles[key] = (
+                x._offset - input._offset,
+                x._shape,
+                x._strides,
+                out._offset - input._offset,
+                out._shape,
+                out._strides,
+                copies,
+            )
     return out
 
 
@@ -1097,53 +1297,75 @@ def shuffle(key: tuple | None, input: Tensor, split: tuple[int, ...], perm: tupl
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     """`(*, C r^2, H, W)` -> `(*, C, H r, W r)`: each group of r^2 channels becomes an r x r
     block of pixels."""
-    key = (pixel_shuffle, input._lkey, upscale_factor) \
-        if input.__class__ is Tensor and upscale_factor.__class__ is int else None
+    key = (
+        (pixel_shuffle, input._lkey, upscale_factor)
+        if input.__class__ is Tensor and upscale_factor.__class__ is int
+        else None
+    )
     out = shuffle_direct(key, input) if key is not None else None
     if out is not None:
         return out
     _tensor("pixel_shuffle", input)
     r = upscale_factor
     if input.ndim < 3:
-        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but "
-                           f"got input with {input.ndim} dimension(s)")
+        raise RuntimeError(
+            f"pixel_shuffle expects input to have at least 3 dimensions, but "
+            f"got input with {input.ndim} dimension(s)"
+        )
     if r <= 0:
         raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
     *lead, c, h, w = input._shape
     if c % (r * r):
-        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
-                           f"divisible by the square of upscale_factor, but input.size(-3)={c} "
-                           f"is not divisible by {r * r}")
+        raise RuntimeError(
+            f"pixel_shuffle expects its input's 'channel' dimension to be "
+            f"divisible by the square of upscale_factor, but input.size(-3)={c} "
+            f"is not divisible by {r * r}"
+        )
     k = len(lead)
-    return shuffle(key, input, tuple(lead) + (c // (r * r), r, r, h, w),
-                   tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2),
-                   tuple(lead) + (c // (r * r), h * r, w * r))
+    return shuffle(
+        key,
+        input,
+        tuple(lead) + (c // (r * r), r, r, h, w),
+        tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2),
+        tuple(lead) + (c // (r * r), h * r, w * r),
+    )
 
 
 @names_op("pixel_unshuffle")
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     """`(*, C, H r, W r)` -> `(*, C r^2, H, W)`: the inverse of `pixel_shuffle`."""
-    key = (pixel_unshuffle, input._lkey, downscale_factor) \
-        if input.__class__ is Tensor and downscale_factor.__class__ is int else None
+    key = (
+        (pixel_unshuffle, input._lkey, downscale_factor)
+        if input.__class__ is Tensor and downscale_factor.__class__ is int
+        else None
+    )
     out = shuffle_direct(key, input) if key is not None else None
     if out is not None:
         return out
     _tensor("pixel_unshuffle", input)
     r = downscale_factor
     if input.ndim < 3:
-        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but "
-                           f"got input with {input.ndim} dimension(s)")
+        raise RuntimeError(
+            f"pixel_unshuffle expects input to have at least 3 dimensions, but "
+            f"got input with {input.ndim} dimension(s)"
+        )
     if r <= 0:
         raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
     *lead, c, h, w = input._shape
     if h % r or w % r:
-        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by "
-                           f"downscale_factor, but got height={h}, width={w}, "
-                           f"downscale_factor={r}")
+        raise RuntimeError(
+            f"pixel_unshuffle expects height and width to be divisible by "
+            f"downscale_factor, but got height={h}, width={w}, "
+            f"downscale_factor={r}"
+        )
     k = len(lead)
-    return shuffle(key, input, tuple(lead) + (c, h // r, r, w // r, r),
-                   tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3),
-                   tuple(lead) + (c * r * r, h // r, w // r))
+    return shuffle(
+        key,
+        input,
+        tuple(lead) + (c, h // r, r, w // r, r),
+        tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3),
+        tuple(lead) + (c * r * r, h // r, w // r),
+    )
 
 
 @composite_function
@@ -1151,13 +1373,13 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
     """A tensor whose diagonals (in the plane of `dim1`, `dim2` of the result, at
     `offset`) hold `input`'s last dimension; zeros elsewhere."""
     from .creation import zeros
+
     _tensor("diag_embed", input)
     n = input.ndim + 1
     d1 = normalize_axis(dim1, n, "diag_embed")
     d2 = normalize_axis(dim2, n, "diag_embed")
     if d1 == d2:
-        raise RuntimeError(f"diag_embed(): diagonal dimensions cannot be identical {dim1}, "
-                           f"{dim2}")
+        raise RuntimeError(f"diag_embed(): diagonal dimensions cannot be identical {dim1}, {dim2}")
     m = (input._shape[-1] if input.ndim else 1) + abs(offset)
     rest = list(input._shape[:-1])
     shape = []
@@ -1187,16 +1409,20 @@ def _copy(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     autograd does not record, of a single view, replay the copy their first call per
     (input layout, arguments) made (`eager.views.record_copies`): one kernel, no view
     built; the others run as a composite (compiled per signature when recorded)."""
+
     def copy(input: Tensor, *args: Any, **kwargs: Any) -> Any:
         out = fn(_tensor(name, input), *args, **kwargs)
         if isinstance(out, tuple):
             return tuple(o.clone() for o in out)
         return out.clone()
+
     copy.__name__ = copy.__qualname__ = name
-    copy.__doc__ = (f"A contiguous copy of `{fn.__name__}(input, ...)` (the out-of-place "
-                    f"form of a view op; no memory shared with `input`).")
-    try:                              # the view op's own parameters, for type checkers
-        copy.__signature__ = inspect.signature(fn)          # type: ignore[attr-defined]
+    copy.__doc__ = (
+        f"A contiguous copy of `{fn.__name__}(input, ...)` (the out-of-place "
+        f"form of a view op; no memory shared with `input`)."
+    )
+    try:  # the view op's own parameters, for type checkers
+        copy.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
     except (TypeError, ValueError):
         pass
     general = names_op(name)(composite_function(copy))
@@ -1220,7 +1446,7 @@ def _copy(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
             return replay.run((input,))
         try:
             view = fn(input, *args, **kwargs)
-        except Exception:             # noqa: BLE001 - the general call raises it, named
+        except Exception:  # noqa: BLE001 - the general call raises it, named
             return general(input, *args, **kwargs)
         if view.__class__ is not Tensor or view._storage is not input._storage:
             return general(input, *args, **kwargs)
@@ -1228,6 +1454,7 @@ def _copy(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
         if replay is not None and len(_copy_replays) < _views.REPLAY_LIMIT:
             _copy_replays[key] = replay
         return out
+
     functools.update_wrapper(fast, general)
     return fast
 
@@ -1236,8 +1463,9 @@ def _expand(input: Tensor, size: Sequence[int], implicit: bool = False) -> Tenso
     return S.expand(input, tuple(size))
 
 
-def _slice(input: Tensor, dim: int = 0, start: int | None = None, end: int | None = None,
-           step: int = 1) -> Tensor:
+def _slice(
+    input: Tensor, dim: int = 0, start: int | None = None, end: int | None = None, step: int = 1
+) -> Tensor:
     if step <= 0:
         raise RuntimeError(f"slice step must be positive, got {step}")
     d = normalize_axis(dim, input.ndim, "slice")
@@ -1247,9 +1475,12 @@ def _slice(input: Tensor, dim: int = 0, start: int | None = None, end: int | Non
 
 def _view_any(input: Tensor, *shape: Any, size: Any = None, dtype: Any = None) -> Tensor:
     from ..ir.dtypes import DType
+
     if dtype is not None or len(shape) == 1 and isinstance(shape[0], DType):
-        raise RuntimeError("view_copy(dtype): reinterpreting a tensor's bytes as another "
-                           "dtype is not supported by llgrad; use .to(dtype)")
+        raise RuntimeError(
+            "view_copy(dtype): reinterpreting a tensor's bytes as another "
+            "dtype is not supported by llgrad; use .to(dtype)"
+        )
     if size is not None:
         if shape:
             raise TypeError("view_copy() got multiple values for argument 'size'")
@@ -1258,13 +1489,16 @@ def _view_any(input: Tensor, *shape: Any, size: Any = None, dtype: Any = None) -
 
 
 def _split(input: Tensor, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
-    return S.split(input, split_size, dim)      # (torch's keyword name for split_copy)
+    return S.split(input, split_size, dim)  # (torch's keyword name for split_copy)
 
 
 def _sparse_only(what: str, kind: str) -> Callable[..., Tensor]:
     def fn(input: Tensor) -> Tensor:
-        raise RuntimeError(f"{what} expected sparse {kind} tensor layout but got Strided "
-                           f"(llgrad has dense tensors only)")
+        raise RuntimeError(
+            f"{what} expected sparse {kind} tensor layout but got Strided "
+            f"(llgrad has dense tensors only)"
+        )
+
     fn.__name__ = what
     return fn
 
@@ -1297,14 +1531,18 @@ indices_copy = _copy(_sparse_only("indices", "coordinate"), "indices_copy")
 # in-place view ops and tril_/triu_
 # --------------------------------------------------------------------------------------
 
+
 def _inplace_view(name: str, fn: Callable[..., Tensor]) -> Callable[..., Any]:
     """`t.name_(...)`: `t` itself becomes the view `fn(t, ...)` (its sizes and strides
     change; its memory does not), recorded as torch records in-place view ops."""
+
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         from ..autograd.grad_mode import is_grad_enabled
+
         if is_grad_enabled() and self._requires_grad and self.grad_fn is None:
-            raise RuntimeError("a leaf Variable that requires grad is being used in an "
-                               "in-place operation.")
+            raise RuntimeError(
+                "a leaf Variable that requires grad is being used in an in-place operation."
+            )
         if _traced(self):
             self._ctx.check_unshared(self, f"{name}_()")
         out = fn(self, *args, **kwargs)
@@ -1320,8 +1558,11 @@ def _inplace_view(name: str, fn: Callable[..., Tensor]) -> Callable[..., Any]:
         if out._requires_grad:
             node = out.grad_fn
             given = args[0] if args else kwargs.get("dim")
-            renamed = _INPLACE_NAMES.get((name, bool(args or kwargs))) if \
-                not isinstance(given, (tuple, list)) else "SqueezeBackward5"
+            renamed = (
+                _INPLACE_NAMES.get((name, bool(args or kwargs)))
+                if not isinstance(given, (tuple, list))
+                else "SqueezeBackward5"
+            )
             if renamed is not None and node is not None and not _traced(self):
                 # torch's in-place view nodes carry their own names (TBackward1, ...)
                 node.__class__ = node_class(renamed, type(node).__mro__[1])
@@ -1331,13 +1572,18 @@ def _inplace_view(name: str, fn: Callable[..., Tensor]) -> Callable[..., Any]:
             if tangent is not None:
                 forward_ad.set_tangent(self, tangent)
         return self
+
     method.__name__ = method.__qualname__ = f"{name}_"
     return names_op(f"{name}_")(method)
 
 
-_INPLACE_NAMES = {("t", False): "TBackward1", ("transpose", True): "TransposeBackward1",
-                  ("unsqueeze", True): "UnsqueezeBackward1", ("squeeze", False):
-                  "SqueezeBackward3", ("squeeze", True): "SqueezeBackward4"}
+_INPLACE_NAMES = {
+    ("t", False): "TBackward1",
+    ("transpose", True): "TransposeBackward1",
+    ("unsqueeze", True): "UnsqueezeBackward1",
+    ("squeeze", False): "SqueezeBackward3",
+    ("squeeze", True): "SqueezeBackward4",
+}
 
 
 def _squeeze(x: Tensor, dim: Any = None) -> Tensor:
@@ -1347,6 +1593,7 @@ def _squeeze(x: Tensor, dim: Any = None) -> Tensor:
 def _tri_(name: str) -> Callable[..., Any]:
     from .inplace import _rewrite_inplace
     from .misc import tril, triu
+
     return names_op(f"{name}_")(_rewrite_inplace(name, tril if name == "tril" else triu))
 
 
@@ -1357,24 +1604,49 @@ transpose_ = _inplace_view("transpose", S.transpose)
 
 
 METHODS: dict[str, Callable[..., Any]] = {
-    "roll": roll, "tile": tile, "repeat_interleave": repeat_interleave,
-    "tensor_split": tensor_split, "hsplit": hsplit, "vsplit": vsplit, "dsplit": dsplit,
-    "fliplr": fliplr, "flipud": flipud, "rot90": rot90, "diag_embed": diag_embed,
-    "diagflat": diagflat, "diagonal": diagonal, "diagonal_scatter": diagonal_scatter,
-    "select_scatter": select_scatter, "slice_scatter": slice_scatter,
-    "as_strided": as_strided, "as_strided_scatter": as_strided_scatter,
-    "unflatten": unflatten, "ravel": ravel, "moveaxis": moveaxis, "movedim": movedim,
-    "swapdims": swapdims, "split_with_sizes": split_with_sizes, "unsafe_chunk": unsafe_chunk,
-    "unsafe_split": unsafe_split, "unsafe_split_with_sizes": unsafe_split_with_sizes,
-    "narrow_copy": narrow_copy, "unfold": _unfold,
-    "squeeze_": squeeze_, "unsqueeze_": unsqueeze_, "t_": t_, "transpose_": transpose_,
-    "swapaxes_": transpose_, "swapdims_": transpose_,
-    "tril_": _tri_("tril"), "triu_": _tri_("triu"),
+    "roll": roll,
+    "tile": tile,
+    "repeat_interleave": repeat_interleave,
+    "tensor_split": tensor_split,
+    "hsplit": hsplit,
+    "vsplit": vsplit,
+    "dsplit": dsplit,
+    "fliplr": fliplr,
+    "flipud": flipud,
+    "rot90": rot90,
+    "diag_embed": diag_embed,
+    "diagflat": diagflat,
+    "diagonal": diagonal,
+    "diagonal_scatter": diagonal_scatter,
+    "select_scatter": select_scatter,
+    "slice_scatter": slice_scatter,
+    "as_strided": as_strided,
+    "as_strided_scatter": as_strided_scatter,
+    "unflatten": unflatten,
+    "ravel": ravel,
+    "moveaxis": moveaxis,
+    "movedim": movedim,
+    "swapdims": swapdims,
+    "split_with_sizes": split_with_sizes,
+    "unsafe_chunk": unsafe_chunk,
+    "unsafe_split": unsafe_split,
+    "unsafe_split_with_sizes": unsafe_split_with_sizes,
+    "narrow_copy": narrow_copy,
+    "unfold": _unfold,
+    "squeeze_": squeeze_,
+    "unsqueeze_": unsqueeze_,
+    "t_": t_,
+    "transpose_": transpose_,
+    "swapaxes_": transpose_,
+    "swapdims_": transpose_,
+    "tril_": _tri_("tril"),
+    "triu_": _tri_("triu"),
 }
 
 
 def _served_on_devices() -> None:
     from ._errors import serve_on_devices
+
     serve_on_devices(globals(), ["combinations"])
 
 

@@ -8,6 +8,7 @@ Old PyTorch code builds tensors with `torch.Tensor([1, 2])` (data, default dtype
 against exactly those, so llgrad answers with them rather than 'llgrad.FloatTensor' (the
 one place llgrad prints `torch.`); `x.type(...)` accepts either prefix.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,15 +17,37 @@ from ..ir import dtypes as dt
 from ..ir.dtypes import DType
 from ..tensor import Size, Tensor
 
-__all__ = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
-           "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor", "legacy_new",
-           "tensor_type", "type_name"]
+__all__ = [
+    "FloatTensor",
+    "DoubleTensor",
+    "HalfTensor",
+    "BFloat16Tensor",
+    "LongTensor",
+    "IntTensor",
+    "ShortTensor",
+    "CharTensor",
+    "ByteTensor",
+    "BoolTensor",
+    "legacy_new",
+    "tensor_type",
+    "type_name",
+]
 
 # dtype -> the middle of PyTorch's legacy type name ('torch.<Name>Tensor')
-_NAMES = {dt.float32: "Float", dt.float64: "Double", dt.float16: "Half",
-          dt.bfloat16: "BFloat16", dt.int64: "Long", dt.int32: "Int", dt.int16: "Short",
-          dt.int8: "Char", dt.uint8: "Byte", dt.bool_: "Bool", dt.complex64: "ComplexFloat",
-          dt.complex128: "ComplexDouble"}
+_NAMES = {
+    dt.float32: "Float",
+    dt.float64: "Double",
+    dt.float16: "Half",
+    dt.bfloat16: "BFloat16",
+    dt.int64: "Long",
+    dt.int32: "Int",
+    dt.int16: "Short",
+    dt.int8: "Char",
+    dt.uint8: "Byte",
+    dt.bool_: "Bool",
+    dt.complex64: "ComplexFloat",
+    dt.complex128: "ComplexDouble",
+}
 _BY_NAME = {f"{name}Tensor": d for d, name in _NAMES.items()}
 
 
@@ -50,8 +73,9 @@ class _LegacyType(type):
 
 
 def _legacy(name: str, d: DType) -> type:
-    return _LegacyType(name, (), {"dtype": d, "__doc__": f"{d.name} tensors (legacy type)",
-                                  "__module__": "llgrad"})
+    return _LegacyType(
+        name, (), {"dtype": d, "__doc__": f"{d.name} tensors (legacy type)", "__module__": "llgrad"}
+    )
 
 
 FloatTensor = _legacy("FloatTensor", dt.float32)
@@ -70,19 +94,23 @@ def _is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def legacy_new(d: DType | None, args: tuple, kwargs: dict[str, Any], name: str = "Tensor"
-               ) -> Tensor:
+def legacy_new(
+    d: DType | None, args: tuple, kwargs: dict[str, Any], name: str = "Tensor"
+) -> Tensor:
     """`Tensor()` (empty), `Tensor(2, 3)` / `Tensor(Size)` (uninitialized, of that size),
     `Tensor(data)` (a copy converted to the type's dtype), `Tensor(tensor)` (the tensor
     itself, which must have that dtype). `d` None means the default dtype."""
     from ..device import check_device
     from .creation import empty, tensor
+
     kwargs = dict(kwargs)
     check_device(kwargs.pop("device", None), name)
     if kwargs:
-        raise TypeError(f"{name}(): unexpected keyword arguments {sorted(kwargs)} (the legacy "
-                        f"constructor takes data or sizes and device=; use llgrad.tensor(data, "
-                        f"dtype=...) for more)")
+        raise TypeError(
+            f"{name}(): unexpected keyword arguments {sorted(kwargs)} (the legacy "
+            f"constructor takes data or sizes and device=; use llgrad.tensor(data, "
+            f"dtype=...) for more)"
+        )
     d = d or dt.get_default_dtype()
     if not args:
         return empty(0, dtype=d)
@@ -95,8 +123,10 @@ def legacy_new(d: DType | None, args: tuple, kwargs: dict[str, Any], name: str =
         return empty(tuple(data), dtype=d)
     if isinstance(data, Tensor):
         if data._dtype is not d:
-            raise TypeError(f"{name}(): expected a {d.name} tensor (got {data._dtype.name}); "
-                            f"convert with .to({d.name}) first")
+            raise TypeError(
+                f"{name}(): expected a {d.name} tensor (got {data._dtype.name}); "
+                f"convert with .to({d.name}) first"
+            )
         return data
     if isinstance(data, (bool, int, float, complex)):
         raise TypeError(f"{name}(): data must be a sequence (got {type(data).__name__})")
@@ -115,16 +145,22 @@ def _dtype_of(target: Any) -> DType:
         prefix, _, rest = target.rpartition(".")
         if prefix in ("torch.cuda", "llgrad.cuda"):
             from ..device import check_device
+
             check_device("cuda", f"type({target!r})")
         if prefix in ("torch", "llgrad") and rest in _BY_NAME:
             return _BY_NAME[rest]
         raise ValueError(f"invalid type: {target!r}")
-    raise TypeError(f"type(): expected a dtype, a legacy tensor type or its name, got "
-                    f"{target!r}")
+    raise TypeError(f"type(): expected a dtype, a legacy tensor type or its name, got {target!r}")
 
 
-def tensor_type(self: Tensor, dtype: Any = None, non_blocking: bool = False, *,
-                memory_format: Any = None, **kwargs: Any) -> Any:
+def tensor_type(
+    self: Tensor,
+    dtype: Any = None,
+    non_blocking: bool = False,
+    *,
+    memory_format: Any = None,
+    **kwargs: Any,
+) -> Any:
     """`x.type()` -> 'torch.FloatTensor'; `x.type(dtype | lg.LongTensor | 'torch.LongTensor')`
     -> x converted (x itself when it already has that type). `non_blocking` (or its old
     spelling `async`, which PyTorch still takes with a warning) and `memory_format` are
@@ -134,13 +170,14 @@ def tensor_type(self: Tensor, dtype: Any = None, non_blocking: bool = False, *,
         raise TypeError(f"type() got an unexpected keyword argument '{sorted(extra)[0]}'")
     if memory_format is not None and dtype is not None:
         from .tensor_extras import _in_format
+
         d = _dtype_of(dtype)
-        return _in_format(self if d is self._dtype else self.to(d), memory_format, "type",
-                          False)
+        return _in_format(self if d is self._dtype else self.to(d), memory_format, "type", False)
     if dtype is None:
         return type_name(self._dtype)
     d = _dtype_of(dtype)
     if d is self._dtype:
         return self
     from .misc import to
+
     return to(self, d)

@@ -1,4 +1,5 @@
 """matmul, mm, bmm, dot: rank handling with differentiable reshapes around one primitive."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -9,13 +10,14 @@ from ..autograd.grad_mode import _state as _grad_state
 from ..tensor import DENSE_CLASSES, Tensor
 from ._errors import names_op
 
-_eager: Any = None          # llgrad.eager.linalg (imported on first use: import order)
+_eager: Any = None  # llgrad.eager.linalg (imported on first use: import order)
 
 
 def _run(a: Tensor, b: Tensor) -> Any:
     global _eager
     if _eager is None:
         from ..eager import linalg
+
         _eager = linalg
     return _eager.run_matmul(a, b)
 
@@ -26,12 +28,22 @@ def _direct(a: Any, b: Any, rank: int, name: str) -> Tensor | None:
     where a gradient is needed, the node `apply` would record; None where the general
     path must run (an interpreter or forward-mode level is active, other classes, ranks,
     dtypes or sizes: that path also raises the errors)."""
-    if interpreters or forward_ad._level[0] or a.__class__ not in DENSE_CLASSES or \
-            b.__class__ not in DENSE_CLASSES:
+    if (
+        interpreters
+        or forward_ad._level[0]
+        or a.__class__ not in DENSE_CLASSES
+        or b.__class__ not in DENSE_CLASSES
+    ):
         return None
     sa, sb = a._shape, b._shape
-    if len(sa) != rank or len(sb) != rank or sa[-1] != sb[-2] or a._dtype is not b._dtype \
-            or a._dtype.name == "bool" or (rank == 3 and sa[0] != sb[0]):
+    if (
+        len(sa) != rank
+        or len(sb) != rank
+        or sa[-1] != sb[-2]
+        or a._dtype is not b._dtype
+        or a._dtype.name == "bool"
+        or (rank == 3 and sa[0] != sb[0])
+    ):
         return None
     out = _run(a, b)
     if _grad_state.enabled and (a._requires_grad or b._requires_grad):
@@ -43,6 +55,7 @@ def _forward(op: str, operands: Any, attrs: Any) -> Tensor:
     global _eager
     if _eager is None:
         from ..eager import linalg
+
         _eager = linalg
     return _eager.matmul(operands[0], operands[1])
 
@@ -52,16 +65,22 @@ def _check(op: str, a: Any, b: Any) -> None:
         if not isinstance(x, Tensor):
             raise TypeError(f"{op}: expected Tensors, got {type(x).__name__}")
     if a.ndim == 0 or b.ndim == 0:
-        raise RuntimeError(f"{op}: both arguments to matmul need to be at least 1D, but they "
-                           f"are {a.ndim}D and {b.ndim}D")
+        raise RuntimeError(
+            f"{op}: both arguments to matmul need to be at least 1D, but they "
+            f"are {a.ndim}D and {b.ndim}D"
+        )
     if a._dtype is not b._dtype:
         # PyTorch raises rather than promote (a float64 operand is usually a mistake)
-        raise RuntimeError(f"{op}: expected m1 and m2 to have the same dtype, but got: "
-                           f"{a._dtype.name} != {b._dtype.name} (shapes {list(a._shape)} and "
-                           f"{list(b._shape)}; convert one with .to(dtype))")
+        raise RuntimeError(
+            f"{op}: expected m1 and m2 to have the same dtype, but got: "
+            f"{a._dtype.name} != {b._dtype.name} (shapes {list(a._shape)} and "
+            f"{list(b._shape)}; convert one with .to(dtype))"
+        )
     if a._dtype.name == "bool":
-        raise RuntimeError(f"{op}: not implemented for bool tensors (shapes {list(a._shape)} "
-                           f"and {list(b._shape)}; convert with .to(dtype))")
+        raise RuntimeError(
+            f"{op}: not implemented for bool tensors (shapes {list(a._shape)} "
+            f"and {list(b._shape)}; convert with .to(dtype))"
+        )
 
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
@@ -72,9 +91,11 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     a, b = input, other
     if a.ndim == 1 and b.ndim == 1:
         if a._shape != b._shape:
-            raise RuntimeError(f"matmul: inconsistent tensor size, expected tensor [{a._shape[0]}] and "
-                               f"src [{b._shape[0]}] to have the same number of elements, but "
-                               f"got {a._shape[0]} and {b._shape[0]} elements respectively")
+            raise RuntimeError(
+                f"matmul: inconsistent tensor size, expected tensor [{a._shape[0]}] and "
+                f"src [{b._shape[0]}] to have the same number of elements, but "
+                f"got {a._shape[0]} and {b._shape[0]} elements respectively"
+            )
         return dot(a, b)
     return _matmul(a, b, _matmul_name(a.ndim, b.ndim))
 
@@ -91,6 +112,7 @@ def _matmul(a: Tensor, b: Tensor, name: str) -> Tensor:
     """The primitive on operands of rank >= 2; 1-D operands become matrices around it. The
     last node carries `name`."""
     from .shape import reshape
+
     squeeze_a = a.ndim == 1
     squeeze_b = b.ndim == 1
     if squeeze_a:
@@ -100,7 +122,7 @@ def _matmul(a: Tensor, b: Tensor, name: str) -> Tensor:
     if not (squeeze_a or squeeze_b):
         return apply("matmul", (a, b), None, _forward, name)
     out = apply("matmul", (a, b), None, _forward, "MmBackward0")
-    shape = out._shape[:-2] + out._shape[-2:][int(squeeze_a):2 - int(squeeze_b)]
+    shape = out._shape[:-2] + out._shape[-2:][int(squeeze_a) : 2 - int(squeeze_b)]
     return reshape(out, shape, name=name)
 
 
@@ -114,6 +136,7 @@ def mm(input: Tensor, mat2: Tensor, *, out_dtype: Any = None) -> Tensor:
             return out
     else:
         from .residual import out_dtype_operands
+
         input, mat2 = out_dtype_operands("mm", out_dtype, input, mat2)
     _check("mm", input, mat2)
     if input.ndim != 2 or mat2.ndim != 2:
@@ -130,13 +153,15 @@ def bmm(input: Tensor, mat2: Tensor, *, out_dtype: Any = None) -> Tensor:
             return out
     else:
         from .residual import out_dtype_operands
+
         input, mat2 = out_dtype_operands("bmm", out_dtype, input, mat2)
     _check("bmm", input, mat2)
     if input.ndim != 3 or mat2.ndim != 3:
         raise RuntimeError(f"bmm: expected 3D tensors, got {input.ndim}D and {mat2.ndim}D")
     if input._shape[0] != mat2._shape[0]:
-        raise RuntimeError(f"bmm: batch sizes must match, got {input._shape[0]} and "
-                           f"{mat2._shape[0]}")
+        raise RuntimeError(
+            f"bmm: batch sizes must match, got {input._shape[0]} and {mat2._shape[0]}"
+        )
     return _matmul(input, mat2, "BmmBackward0")
 
 
@@ -147,9 +172,9 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
     see `vdot`)."""
     other = tensor
     if input.ndim != 1 or other.ndim != 1:
-        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
-                           f"tensors")
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
     from .shape import reshape
+
     _check("dot", input, other)
     out = _matmul(input.unsqueeze(0), other.unsqueeze(-1), "MmBackward0")
     return reshape(out, (), name="DotBackward0")
@@ -160,9 +185,11 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     _check("mv", input, vec)
     if input.ndim != 2 or vec.ndim != 1:
-        raise RuntimeError(f"mv: expected a 2-D matrix and a 1-D vector, got {input.ndim}-D "
-                           f"and {vec.ndim}-D (shapes {list(input._shape)} and "
-                           f"{list(vec._shape)})")
+        raise RuntimeError(
+            f"mv: expected a 2-D matrix and a 1-D vector, got {input.ndim}-D "
+            f"and {vec.ndim}-D (shapes {list(input._shape)} and "
+            f"{list(vec._shape)})"
+        )
     return matmul(input, vec)
 
 
@@ -171,6 +198,8 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
     for x, what in ((input, "self"), (vec2, "vec2")):
         if not isinstance(x, Tensor) or x.ndim != 1:
-            raise RuntimeError(f"outer: expected 1-D argument {what}, but got "
-                               f"{getattr(x, 'ndim', type(x).__name__)}-D")
+            raise RuntimeError(
+                f"outer: expected 1-D argument {what}, but got "
+                f"{getattr(x, 'ndim', type(x).__name__)}-D"
+            )
     return input.unsqueeze(-1) * vec2.unsqueeze(0)

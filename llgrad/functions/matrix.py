@@ -6,6 +6,7 @@ into graphs. The decompositions and solvers call `lg.linalg`'s LAPACK-backed ops
 break inside `lg.compile`); the legacy forms (`torch.svd` returning V, `torch.qr(some=)`,
 `torch.lu`, `triangular_solve`, `cholesky_solve`, ...) are written on them.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,21 +21,60 @@ from ..tensor import Tensor
 from ._errors import names_op
 
 __all__: list[str] = [
-    "addbmm", "addmm", "addmv", "addr", "baddbmm", "cdist", "chain_matmul", "cholesky",
-    "cholesky_inverse", "cholesky_solve", "det", "dist", "frobenius_norm", "geqrf", "ger",
-    "inner", "inverse", "kron", "logdet", "lu", "lu_solve", "lu_unpack", "matrix_exp",
-    "matrix_power", "nuclear_norm", "orgqr", "ormqr", "pdist", "pinverse", "qr", "slogdet",
-    "svd", "tensordot", "triangular_solve", "vdot", "addmm_", "addmv_", "addr_", "addbmm_",
-    "baddbmm_", "cross", "svd_lowrank", "pca_lowrank"]
+    "addbmm",
+    "addmm",
+    "addmv",
+    "addr",
+    "baddbmm",
+    "cdist",
+    "chain_matmul",
+    "cholesky",
+    "cholesky_inverse",
+    "cholesky_solve",
+    "det",
+    "dist",
+    "frobenius_norm",
+    "geqrf",
+    "ger",
+    "inner",
+    "inverse",
+    "kron",
+    "logdet",
+    "lu",
+    "lu_solve",
+    "lu_unpack",
+    "matrix_exp",
+    "matrix_power",
+    "nuclear_norm",
+    "orgqr",
+    "ormqr",
+    "pdist",
+    "pinverse",
+    "qr",
+    "slogdet",
+    "svd",
+    "tensordot",
+    "triangular_solve",
+    "vdot",
+    "addmm_",
+    "addmv_",
+    "addr_",
+    "addbmm_",
+    "baddbmm_",
+    "cross",
+    "svd_lowrank",
+    "pca_lowrank",
+]
 
 
-_modules: dict[str, Any] = {}       # llgrad.functions, llgrad.linalg and its parts, once
+_modules: dict[str, Any] = {}  # llgrad.functions, llgrad.linalg and its parts, once
 
 
 def _F() -> Any:
     m = _modules.get("F")
     if m is None:
         from .. import functions as m
+
         _modules["F"] = m
     return m
 
@@ -43,6 +83,7 @@ def _L() -> Any:
     m = _modules.get("L")
     if m is None:
         from .. import linalg as m
+
         _modules["L"] = m
     return m
 
@@ -52,6 +93,7 @@ def _D() -> Any:
     m = _modules.get("D")
     if m is None:
         from ..linalg import _decomp as m
+
         _modules["D"] = m
     return m
 
@@ -61,6 +103,7 @@ def _H() -> Any:
     m = _modules.get("H")
     if m is None:
         from ..linalg import _host as m
+
         _modules["H"] = m
     return m
 
@@ -87,20 +130,24 @@ def _beta_alpha(op: str, input: Tensor, product: Tensor, beta: Any, alpha: Any) 
     if not (input._dtype.is_floating_point or input._dtype.is_complex):
         if isinstance(beta, float) or isinstance(alpha, float):
             if op == "addr" or input._dtype is dt.bool_:
-                raise RuntimeError(f"{op}: For integral input tensors, argument beta/alpha "
-                                   f"must not be a floating point number.")
+                raise RuntimeError(
+                    f"{op}: For integral input tensors, argument beta/alpha "
+                    f"must not be a floating point number."
+                )
             beta = int(beta) if isinstance(beta, float) else beta
             alpha = int(alpha) if isinstance(alpha, float) else alpha
         if input._dtype is dt.bool_ and product._dtype is dt.bool_:
-            beta, alpha = bool(beta), bool(alpha)   # bool stays bool: and/or, as torch
+            beta, alpha = bool(beta), bool(alpha)  # bool stays bool: and/or, as torch
     p = _scaled(product, alpha)
     try:
         shape = tuple(np.broadcast_shapes(tuple(input._shape), tuple(p._shape)))
     except ValueError:
         shape = None
     if shape != tuple(p._shape):
-        raise RuntimeError(f"{op}: the input of shape {list(input._shape)} cannot be "
-                           f"broadcast to the product's shape {list(p._shape)}")
+        raise RuntimeError(
+            f"{op}: the input of shape {list(input._shape)} cannot be "
+            f"broadcast to the product's shape {list(p._shape)}"
+        )
     if beta == 0:
         # input's values are ignored (NaN and inf do not propagate); its gradient is 0
         keep = F.ones(p._shape, dtype=dt.bool_)
@@ -111,92 +158,120 @@ def _beta_alpha(op: str, input: Tensor, product: Tensor, beta: Any, alpha: Any) 
 def _same_dtype(op: str, *ts: Tensor) -> None:
     for t in ts[1:]:
         if t._dtype is not ts[0]._dtype:
-            raise RuntimeError(f"{op}: expected m1 and m2 to have the same dtype, but got: "
-                               f"{ts[0]._dtype.name} != {t._dtype.name}")
+            raise RuntimeError(
+                f"{op}: expected m1 and m2 to have the same dtype, but got: "
+                f"{ts[0]._dtype.name} != {t._dtype.name}"
+            )
 
 
 @names_op("addmm")
 @composite_function
-def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1,
-          out_dtype: Any = None) -> Tensor:
+def addmm(
+    input: Tensor,
+    mat1: Tensor,
+    mat2: Tensor,
+    *,
+    beta: Any = 1,
+    alpha: Any = 1,
+    out_dtype: Any = None,
+) -> Tensor:
     """beta * input + alpha * (mat1 @ mat2) for 2-D mat1, mat2 (input broadcasts), as
     torch.addmm; made of mm, mul and add. `out_dtype=lg.float32` on float16/bfloat16
     operands computes and returns float32."""
     F = _F()
     if out_dtype is not None:
         from .residual import out_dtype_operands
+
         input, mat1, mat2 = out_dtype_operands("addmm", out_dtype, input, mat1, mat2)
     _T(input, "addmm"), _T(mat1, "addmm", "mat1"), _T(mat2, "addmm", "mat2")
     if mat1.ndim != 2 or mat2.ndim != 2:
-        raise RuntimeError(f"addmm: mat1 must be a matrix, got {mat1.ndim}-D tensor"
-                           if mat1.ndim != 2 else
-                           f"addmm: mat2 must be a matrix, got {mat2.ndim}-D tensor")
+        raise RuntimeError(
+            f"addmm: mat1 must be a matrix, got {mat1.ndim}-D tensor"
+            if mat1.ndim != 2
+            else f"addmm: mat2 must be a matrix, got {mat2.ndim}-D tensor"
+        )
     if mat1._shape[1] != mat2._shape[0]:
-        raise RuntimeError(f"addmm: mat1 and mat2 shapes cannot be multiplied "
-                           f"({mat1._shape[0]}x{mat1._shape[1]} and {mat2._shape[0]}x"
-                           f"{mat2._shape[1]})")
+        raise RuntimeError(
+            f"addmm: mat1 and mat2 shapes cannot be multiplied "
+            f"({mat1._shape[0]}x{mat1._shape[1]} and {mat2._shape[0]}x"
+            f"{mat2._shape[1]})"
+        )
     return _beta_alpha("addmm", input, F.mm(mat1, mat2), beta, alpha)
 
 
 @names_op("addmv")
 @composite_function
-def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1
-          ) -> Tensor:
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """beta * input + alpha * (mat @ vec) for 2-D mat and 1-D vec, as torch.addmv."""
     F = _F()
     _T(input, "addmv"), _T(mat, "addmv", "mat"), _T(vec, "addmv", "vec")
     if mat.ndim != 2 or vec.ndim != 1:
-        raise RuntimeError(f"addmv: vector + matrix @ vector expected, got {input.ndim}, "
-                           f"{mat.ndim}, {vec.ndim}")
+        raise RuntimeError(
+            f"addmv: vector + matrix @ vector expected, got {input.ndim}, {mat.ndim}, {vec.ndim}"
+        )
     if mat._shape[1] != vec._shape[0]:
-        raise RuntimeError(f"addmv: size mismatch, got input ({input._shape[0] if input.ndim else 1}), "
-                           f"mat ({mat._shape[0]}x{mat._shape[1]}), vec ({vec._shape[0]})")
+        raise RuntimeError(
+            f"addmv: size mismatch, got input ({input._shape[0] if input.ndim else 1}), "
+            f"mat ({mat._shape[0]}x{mat._shape[1]}), vec ({vec._shape[0]})"
+        )
     return _beta_alpha("addmv", input, F.mv(mat, vec), beta, alpha)
 
 
 @names_op("addr")
 @composite_function
-def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1
-         ) -> Tensor:
+def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     """beta * input + alpha * outer(vec1, vec2), as torch.addr."""
     F = _F()
     _T(input, "addr"), _T(vec1, "addr", "vec1"), _T(vec2, "addr", "vec2")
     if vec1.ndim != 1 or vec2.ndim != 1:
-        raise RuntimeError(f"addr: expected 1-D argument vec1 and vec2, but got "
-                           f"{vec1.ndim}-D and {vec2.ndim}-D")
+        raise RuntimeError(
+            f"addr: expected 1-D argument vec1 and vec2, but got {vec1.ndim}-D and {vec2.ndim}-D"
+        )
     return _beta_alpha("addr", input, F.outer(vec1, vec2), beta, alpha)
 
 
 @names_op("addbmm")
 @composite_function
-def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1
-           ) -> Tensor:
+def addbmm(
+    input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1
+) -> Tensor:
     """beta * input + alpha * sum_i batch1[i] @ batch2[i], as torch.addbmm."""
     F = _F()
     _T(input, "addbmm"), _T(batch1, "addbmm", "batch1"), _T(batch2, "addbmm", "batch2")
     if batch1.ndim != 3 or batch2.ndim != 3:
-        raise RuntimeError(f"addbmm: batch1 must be a 3D tensor, got {batch1.ndim}D"
-                           if batch1.ndim != 3 else
-                           f"addbmm: batch2 must be a 3D tensor, got {batch2.ndim}D")
+        raise RuntimeError(
+            f"addbmm: batch1 must be a 3D tensor, got {batch1.ndim}D"
+            if batch1.ndim != 3
+            else f"addbmm: batch2 must be a 3D tensor, got {batch2.ndim}D"
+        )
     return _beta_alpha("addbmm", input, F.sum(F.bmm(batch1, batch2), 0), beta, alpha)
 
 
 @names_op("baddbmm")
 @composite_function
-def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
-            alpha: Any = 1, out_dtype: Any = None) -> Tensor:
+def baddbmm(
+    input: Tensor,
+    batch1: Tensor,
+    batch2: Tensor,
+    *,
+    beta: Any = 1,
+    alpha: Any = 1,
+    out_dtype: Any = None,
+) -> Tensor:
     """beta * input + alpha * bmm(batch1, batch2), as torch.baddbmm; `out_dtype` as for
     `addmm`."""
     F = _F()
     if out_dtype is not None:
         from .residual import out_dtype_operands
-        input, batch1, batch2 = out_dtype_operands("baddbmm", out_dtype, input, batch1,
-                                                   batch2)
+
+        input, batch1, batch2 = out_dtype_operands("baddbmm", out_dtype, input, batch1, batch2)
     _T(input, "baddbmm"), _T(batch1, "baddbmm", "batch1"), _T(batch2, "baddbmm", "batch2")
     if batch1.ndim != 3 or batch2.ndim != 3:
-        raise RuntimeError(f"baddbmm: batch1 must be a 3D tensor, got {batch1.ndim}D"
-                           if batch1.ndim != 3 else
-                           f"baddbmm: batch2 must be a 3D tensor, got {batch2.ndim}D")
+        raise RuntimeError(
+            f"baddbmm: batch1 must be a 3D tensor, got {batch1.ndim}D"
+            if batch1.ndim != 3
+            else f"baddbmm: batch2 must be a 3D tensor, got {batch2.ndim}D"
+        )
     return _beta_alpha("baddbmm", input, F.bmm(batch1, batch2), beta, alpha)
 
 
@@ -207,9 +282,12 @@ def _inplace(name: str, fn: Callable[..., Tensor]) -> Callable[..., Any]:
     def checked(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         r = fn(x, *args, **kwargs)
         if r._shape != x._shape:
-            raise RuntimeError(f"{name}_: output with shape {list(x._shape)} doesn't match "
-                               f"the broadcast shape {list(r._shape)}")
+            raise RuntimeError(
+                f"{name}_: output with shape {list(x._shape)} doesn't match "
+                f"the broadcast shape {list(r._shape)}"
+            )
         return r
+
     method = names_op(f"{name}_")(_rewrite_inplace(name, checked))
     method.__doc__ = f"In-place `{name}`: writes `{name}(self, ...)` into self, returns self."
     return method
@@ -232,8 +310,7 @@ def chain_matmul(*matrices: Tensor) -> Tensor:
         raise RuntimeError("chain_matmul(): Expected one or more matrices")
     for i, m in enumerate(matrices):
         if _T(m, "chain_matmul", f"matrices[{i}]").ndim != 2:
-            raise RuntimeError(f"chain_matmul(): Tensor dimension is {m.ndim}, expected 2 "
-                               f"instead.")
+            raise RuntimeError(f"chain_matmul(): Tensor dimension is {m.ndim}, expected 2 instead.")
     if len(matrices) == 1:
         return _F().clone(matrices[0])
     return _L().multi_dot(list(matrices))
@@ -254,8 +331,10 @@ def inner(input: Tensor, other: Tensor) -> Tensor:
     if input.ndim == 0 or other.ndim == 0:
         return F.mul(input, other)
     if input._shape[-1] != other._shape[-1]:
-        raise RuntimeError(f"inner() the last dimension must match on both input tensors "
-                           f"but got shapes {list(input._shape)} and {list(other._shape)}")
+        raise RuntimeError(
+            f"inner() the last dimension must match on both input tensors "
+            f"but got shapes {list(input._shape)} and {list(other._shape)}"
+        )
     return tensordot(input, other, ([input.ndim - 1], [other.ndim - 1]))
 
 
@@ -266,16 +345,19 @@ def vdot(input: Tensor, other: Tensor) -> Tensor:
     F = _F()
     _T(input, "vdot"), _T(other, "vdot", "other")
     if input.ndim != 1 or other.ndim != 1:
-        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
-                           f"tensors")
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
     if input._dtype is not other._dtype:
-        raise RuntimeError(f"vdot: expected both vectors to have same dtype, but found "
-                           f"{input._dtype.name} and {other._dtype.name}")
+        raise RuntimeError(
+            f"vdot: expected both vectors to have same dtype, but found "
+            f"{input._dtype.name} and {other._dtype.name}"
+        )
     if input._shape[0] != other._shape[0]:
-        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input._shape[0]}] "
-                           f"and src [{other._shape[0]}] to have the same number of elements,"
-                           f" but got {input._shape[0]} and {other._shape[0]} elements "
-                           f"respectively")
+        raise RuntimeError(
+            f"inconsistent tensor size, expected tensor [{input._shape[0]}] "
+            f"and src [{other._shape[0]}] to have the same number of elements,"
+            f" but got {input._shape[0]} and {other._shape[0]} elements "
+            f"respectively"
+        )
     x = F.conj(input) if input._dtype.is_complex else input
     return F.dot(x, other)
 
@@ -306,6 +388,7 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
     r = _tensordot(a, b, dims)
     if out is not None:
         from ._out import store
+
         return store("tensordot", r, out)
     return r
 
@@ -319,8 +402,7 @@ def _tensordot(a: Tensor, b: Tensor, dims: Any) -> Tensor:
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
         if dims > a.ndim or dims > b.ndim:
-            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got "
-                               f"dims={dims}")
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
         da = list(range(a.ndim - dims, a.ndim))
         db = list(range(dims))
     else:
@@ -328,9 +410,11 @@ def _tensordot(a: Tensor, b: Tensor, dims: Any) -> Tensor:
         da = [da] if isinstance(da, int) else list(da)
         db = [db] if isinstance(db, int) else list(db)
     if len(da) != len(db):
-        raise RuntimeError(f"both dimension lists should have same length (got {len(da)} and "
-                           f"{len(db)})")
+        raise RuntimeError(
+            f"both dimension lists should have same length (got {len(da)} and {len(db)})"
+        )
     from ..ir.types import normalize_axis
+
     da = [normalize_axis(d, a.ndim, "tensordot") for d in da]
     db = [normalize_axis(d, b.ndim, "tensordot") for d in db]
     for x, y in zip(da, db):
@@ -340,12 +424,16 @@ def _tensordot(a: Tensor, b: Tensor, dims: Any) -> Tensor:
         elif a._shape[x] == 1 and b._shape[y] != 1:
             b = F.sum(b, y, keepdim=True)
         elif a._shape[x] != b._shape[y]:
-            raise RuntimeError(f"contracted dimensions need to match, but first has size "
-                               f"{a._shape[x]} in dim {x} and second has size {b._shape[y]} "
-                               f"in dim {y}")
+            raise RuntimeError(
+                f"contracted dimensions need to match, but first has size "
+                f"{a._shape[x]} in dim {x} and second has size {b._shape[y]} "
+                f"in dim {y}"
+            )
     if a._dtype is not b._dtype:
-        raise RuntimeError(f"tensordot: expected both tensors to have the same dtype, but "
-                           f"got {a._dtype.name} and {b._dtype.name}")
+        raise RuntimeError(
+            f"tensordot: expected both tensors to have the same dtype, but "
+            f"got {a._dtype.name} and {b._dtype.name}"
+        )
     free_a = [d for d in range(a.ndim) if d not in da]
     free_b = [d for d in range(b.ndim) if d not in db]
     k = math.prod(a._shape[d] for d in da)
@@ -354,8 +442,7 @@ def _tensordot(a: Tensor, b: Tensor, dims: Any) -> Tensor:
     pa = F.reshape(F.permute(a, free_a + da), (ma, k))
     pb = F.reshape(F.permute(b, db + free_b), (k, nb))
     r = F.mm(pa, pb)
-    return F.reshape(r, tuple(a._shape[d] for d in free_a) +
-                     tuple(b._shape[d] for d in free_b))
+    return F.reshape(r, tuple(a._shape[d] for d in free_a) + tuple(b._shape[d] for d in free_b))
 
 
 @names_op("cross")
@@ -366,14 +453,19 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     _T(input, "cross"), _T(other, "cross", "other")
     if dim is None:
         import warnings
+
         F = _F()
         shape = tuple(np.broadcast_shapes(tuple(input._shape), tuple(other._shape)))
         sizes = [i for i, s in enumerate(shape) if s == 3]
         if not sizes:
             raise RuntimeError(f"no dimension of size 3 in input (shape {list(shape)})")
-        warnings.warn("Using torch.cross without specifying the dim arg is deprecated. "
-                      "Please either pass the dim explicitly or simply use torch.linalg.cross."
-                      "", UserWarning, stacklevel=3)
+        warnings.warn(
+            "Using torch.cross without specifying the dim arg is deprecated. "
+            "Please either pass the dim explicitly or simply use torch.linalg.cross."
+            "",
+            UserWarning,
+            stacklevel=3,
+        )
         dim = sizes[0]
         input, other = F.broadcast_tensors(input, other)
     return _L().cross(input, other, dim=dim)
@@ -383,10 +475,15 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
 # distances and norms
 # --------------------------------------------------------------------------------------
 
+
 @names_op("cdist")
 @composite_function
-def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
-          compute_mode: str = "use_mm_for_euclid_dist_if_necessary") -> Tensor:
+def cdist(
+    x1: Tensor,
+    x2: Tensor,
+    p: float = 2.0,
+    compute_mode: str = "use_mm_for_euclid_dist_if_necessary",
+) -> Tensor:
     """The p-norm distances between the rows of x1 (..., P, M) and of x2 (..., R, M):
     (..., P, R), as torch.cdist (computed from the differences: `compute_mode` changes
     nothing; the gradient at a zero distance is 0, as torch's)."""
@@ -395,15 +492,19 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
     if x1.ndim < 2 or x2.ndim < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D")
     if x1._shape[-1] != x2._shape[-1]:
-        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
-                           f"{x1._shape[-1]} X2: {x2._shape[-1]}")
+        raise RuntimeError(
+            f"X1 and X2 must have the same number of columns. X1: "
+            f"{x1._shape[-1]} X2: {x2._shape[-1]}"
+        )
     if not (x1._dtype.is_floating_point):
-        raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: "
-                           f"{x1._dtype.name}")
+        raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {x1._dtype.name}")
     if p < 0:
         raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
-    if compute_mode not in ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
-                            "donot_use_mm_for_euclid_dist"):
+    if compute_mode not in (
+        "use_mm_for_euclid_dist_if_necessary",
+        "use_mm_for_euclid_dist",
+        "donot_use_mm_for_euclid_dist",
+    ):
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     diff = F.sub(F.unsqueeze(x1, -2), F.unsqueeze(x2, -3))
     return _L().vector_norm(diff, p, -1)
@@ -422,6 +523,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
     n = input._shape[0]
     rows, cols = np.triu_indices(n, 1)
     from .creation import tensor as mk
+
     ri, ci = mk(rows.astype(np.int64)), mk(cols.astype(np.int64))
     diff = F.sub(input[ri], input[ci])
     return _L().vector_norm(diff, p, -1)
@@ -451,8 +553,10 @@ def nuclear_norm(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tenso
         dim, keepdim = None, dim
     if dim is None:
         if input.ndim != 2:
-            raise RuntimeError(f"nuclear_norm: Expected a tensor with 2 dimensions, but got "
-                               f"a tensor with {input.ndim} dimensions instead.")
+            raise RuntimeError(
+                f"nuclear_norm: Expected a tensor with 2 dimensions, but got "
+                f"a tensor with {input.ndim} dimensions instead."
+            )
         dim = (-2, -1)
     return _L().matrix_norm(input, "nuc", dim, keepdim)
 
@@ -460,6 +564,7 @@ def nuclear_norm(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tenso
 # --------------------------------------------------------------------------------------
 # decompositions, legacy names
 # --------------------------------------------------------------------------------------
+
 
 @names_op("det")
 def det(input: Tensor) -> Tensor:
@@ -526,7 +631,7 @@ def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
         n = L._shape[-1]
         b = np.zeros(L._shape, L._dtype.np)
         if b.size:
-            b.reshape(-1, n * n)[:, ::n + 1] = 1      # the identity, in every matrix
+            b.reshape(-1, n * n)[:, :: n + 1] = 1  # the identity, in every matrix
         (X,) = D._potrs_compute(b, L._numpy_view(), upper)
         return H.from_numpy(X, L._dtype)
     eye = F.eye(L._shape[-1], dtype=L._dtype)
@@ -580,15 +685,17 @@ def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor) -> Tensor:
 
 
 @names_op("lu_unpack")
-def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
-              unpack_pivots: bool = True) -> Any:
+def lu_unpack(
+    LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpack_pivots: bool = True
+) -> Any:
     """(P, L, U) from a packed LU and its pivots, as torch.lu_unpack."""
     return _D().lu_unpack(LU_data, LU_pivots, unpack_data, unpack_pivots)
 
 
 @names_op("triangular_solve")
-def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
-                     unitriangular: bool = False) -> Any:
+def triangular_solve(
+    b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False, unitriangular: bool = False
+) -> Any:
     """(X, a copy of A) with A X = b (A^T X = b with transpose=True) for triangular A, as
     torch.triangular_solve."""
     F = _F()
@@ -612,8 +719,9 @@ def orgqr(input: Tensor, input2: Tensor) -> Tensor:
 
 
 @names_op("ormqr")
-def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True,
-          transpose: bool = False) -> Tensor:
+def ormqr(
+    input: Tensor, input2: Tensor, input3: Tensor, left: bool = True, transpose: bool = False
+) -> Tensor:
     """Q @ C (or C @ Q with left=False; Q^H with transpose=True) for the Q of geqrf's
     output, as torch.ormqr.
 
@@ -643,6 +751,7 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
 # randomized low-rank methods
 # --------------------------------------------------------------------------------------
 
+
 def _orthonormal_range(A: Tensor, q: int, niter: int, M: Tensor | None) -> Tensor:
     """An orthonormal basis (..., m, q) of A's approximate range (Halko et al.'s
     randomized range finder with `niter` subspace iterations)."""
@@ -668,8 +777,7 @@ def _orthonormal_range(A: Tensor, q: int, niter: int, M: Tensor | None) -> Tenso
 
 
 @names_op("svd_lowrank")
-def svd_lowrank(A: Tensor, q: int | None = 6, niter: int = 2, M: Tensor | None = None
-                ) -> Any:
+def svd_lowrank(A: Tensor, q: int | None = 6, niter: int = 2, M: Tensor | None = None) -> Any:
     """An approximate rank-q SVD (U, S, V) of A - M by a randomized range finder (Halko,
     Martinsson and Tropp), as torch.svd_lowrank (the random draws are llgrad's)."""
     F = _F()
@@ -689,16 +797,16 @@ def svd_lowrank(A: Tensor, q: int | None = 6, niter: int = 2, M: Tensor | None =
 
 
 @names_op("pca_lowrank")
-def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True, niter: int = 2
-                ) -> Any:
+def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True, niter: int = 2) -> Any:
     """(U, S, V) of an approximate PCA of the rows of A (centered with center=True), by
     svd_lowrank, as torch.pca_lowrank (q defaults to min(6, m, n))."""
     F = _F()
     m, n = A._shape[-2:]
     q = min(6, m, n) if q is None else q
     if not 0 <= q <= min(m, n):
-        raise ValueError(f"q(={q}) must be non-negative integer and not greater than "
-                         f"min(m, n)={min(m, n)}")
+        raise ValueError(
+            f"q(={q}) must be non-negative integer and not greater than min(m, n)={min(m, n)}"
+        )
     if center:
         mean = F.mean(A, -2, keepdim=True)
         return svd_lowrank(A, q, niter, F.expand(mean, A._shape))
@@ -707,14 +815,39 @@ def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True, niter: int
 
 # Tensor methods this module defines: name -> function (bound by methods.bind()).
 METHODS: dict[str, Callable[..., Any]] = {
-    "det": det, "logdet": logdet, "slogdet": slogdet, "inverse": inverse,
-    "cholesky": cholesky, "cholesky_inverse": cholesky_inverse,
-    "cholesky_solve": cholesky_solve, "qr": qr, "svd": svd, "lu": lu,
-    "lu_solve": lu_solve, "triangular_solve": triangular_solve, "geqrf": geqrf,
-    "orgqr": orgqr, "ormqr": ormqr, "pinverse": pinverse, "matrix_exp": matrix_exp,
-    "matrix_power": matrix_power, "addmm": addmm, "addmm_": addmm_, "addmv": addmv,
-    "addmv_": addmv_, "addr": addr, "addr_": addr_, "addbmm": addbmm, "addbmm_": addbmm_,
-    "baddbmm": baddbmm, "baddbmm_": baddbmm_, "ger": ger, "inner": inner, "vdot": vdot,
-    "kron": kron, "cross": cross, "dist": dist,
+    "det": det,
+    "logdet": logdet,
+    "slogdet": slogdet,
+    "inverse": inverse,
+    "cholesky": cholesky,
+    "cholesky_inverse": cholesky_inverse,
+    "cholesky_solve": cholesky_solve,
+    "qr": qr,
+    "svd": svd,
+    "lu": lu,
+    "lu_solve": lu_solve,
+    "triangular_solve": triangular_solve,
+    "geqrf": geqrf,
+    "orgqr": orgqr,
+    "ormqr": ormqr,
+    "pinverse": pinverse,
+    "matrix_exp": matrix_exp,
+    "matrix_power": matrix_power,
+    "addmm": addmm,
+    "addmm_": addmm_,
+    "addmv": addmv,
+    "addmv_": addmv_,
+    "addr": addr,
+    "addr_": addr_,
+    "addbmm": addbmm,
+    "addbmm_": addbmm_,
+    "baddbmm": baddbmm,
+    "baddbmm_": baddbmm_,
+    "ger": ger,
+    "inner": inner,
+    "vdot": vdot,
+    "kron": kron,
+    "cross": cross,
+    "dist": dist,
 }
 _unused: Sequence[Any] = (dt,)

@@ -1,4 +1,5 @@
 """Tensor methods and operators, bound from the functions (one definition each)."""
+
 from __future__ import annotations
 
 import functools
@@ -27,6 +28,7 @@ def _reflect(fn: Any) -> Any:
 def _iop(name: str) -> Any:
     def method(self: Tensor, other: Any) -> Tensor:
         return getattr(self, name)(other)
+
     return method
 
 
@@ -34,6 +36,7 @@ def _size_method(fn: Any) -> Any:
     @functools.wraps(fn)
     def method(self: Tensor, *sizes: Any, **kwargs: Any) -> Tensor:
         return fn(self, *sizes, **kwargs)
+
     return method
 
 
@@ -44,27 +47,46 @@ def _cast_method(d: dt.DType) -> Any:
 def bind() -> None:
     T = Tensor
     ops = {
-        "__add__": fastpath.binary("add", E.add), "__radd__": _reflect(E.add),
-        "__sub__": fastpath.binary("sub", E.sub), "__rsub__": _reflect(E.sub),
-        "__mul__": E._mul_operator, "__rmul__": _reflect(E.mul),
-        "__truediv__": E._div_operator, "__rtruediv__": _rdiv,
-        "__floordiv__": E.floor_divide, "__rfloordiv__": _reflect(E.floor_divide),
-        "__mod__": E.remainder, "__rmod__": _reflect(E.remainder),
-        "__pow__": E.pow, "__rpow__": _reflect(E.pow), "__matmul__": linalg.matmul,
-        "__rmatmul__": _reflect(linalg.matmul), "__neg__": E.neg, "__pos__": lambda s: s,
-        "__abs__": E.abs, "__invert__": lambda s: E.logical_not(s) if s._dtype is dt.bool_
-        else E.bitwise_not(s),
-        "__eq__": E.eq, "__ne__": E.ne, "__lt__": E.lt, "__le__": E.le, "__gt__": E.gt,
+        "__add__": fastpath.binary("add", E.add),
+        "__radd__": _reflect(E.add),
+        "__sub__": fastpath.binary("sub", E.sub),
+        "__rsub__": _reflect(E.sub),
+        "__mul__": E._mul_operator,
+        "__rmul__": _reflect(E.mul),
+        "__truediv__": E._div_operator,
+        "__rtruediv__": _rdiv,
+        "__floordiv__": E.floor_divide,
+        "__rfloordiv__": _reflect(E.floor_divide),
+        "__mod__": E.remainder,
+        "__rmod__": _reflect(E.remainder),
+        "__pow__": E.pow,
+        "__rpow__": _reflect(E.pow),
+        "__matmul__": linalg.matmul,
+        "__rmatmul__": _reflect(linalg.matmul),
+        "__neg__": E.neg,
+        "__pos__": lambda s: s,
+        "__abs__": E.abs,
+        "__invert__": lambda s: E.logical_not(s) if s._dtype is dt.bool_ else E.bitwise_not(s),
+        "__eq__": E.eq,
+        "__ne__": E.ne,
+        "__lt__": E.lt,
+        "__le__": E.le,
+        "__gt__": E.gt,
         "__ge__": E.ge,
-        "__and__": lambda a, b: E.logical_and(a, b) if a._dtype is dt.bool_ else
-        E.bitwise_and(a, b),
-        "__or__": lambda a, b: E.logical_or(a, b) if a._dtype is dt.bool_ else
-        E.bitwise_or(a, b),
-        "__xor__": lambda a, b: E.logical_xor(a, b) if a._dtype is dt.bool_ else
-        E.bitwise_xor(a, b),
-        "__getitem__": indexing.getitem, "__setitem__": names_op("setitem")(inplace.setitem),
-        "__iadd__": _iop("add_"), "__isub__": _iop("sub_"), "__imul__": _iop("mul_"),
-        "__itruediv__": _iop("div_"), "__ipow__": _iop("pow_"),
+        "__and__": lambda a, b: (
+            E.logical_and(a, b) if a._dtype is dt.bool_ else E.bitwise_and(a, b)
+        ),
+        "__or__": lambda a, b: E.logical_or(a, b) if a._dtype is dt.bool_ else E.bitwise_or(a, b),
+        "__xor__": lambda a, b: (
+            E.logical_xor(a, b) if a._dtype is dt.bool_ else E.bitwise_xor(a, b)
+        ),
+        "__getitem__": indexing.getitem,
+        "__setitem__": names_op("setitem")(inplace.setitem),
+        "__iadd__": _iop("add_"),
+        "__isub__": _iop("sub_"),
+        "__imul__": _iop("mul_"),
+        "__itruediv__": _iop("div_"),
+        "__ipow__": _iop("pow_"),
     }
     for name, fn in ops.items():
         setattr(T, name, fn)
@@ -79,15 +101,38 @@ def bind() -> None:
     for mod in (E, reduction, shape, linalg, indexing, misc, sorting):
         for name in getattr(mod, "__all__", None) or dir(mod):
             fn = getattr(mod, name)
-            if callable(fn) and not name.startswith("_") and getattr(fn, "__module__", "") == \
-                    mod.__name__:
+            if (
+                callable(fn)
+                and not name.startswith("_")
+                and getattr(fn, "__module__", "") == mod.__name__
+            ):
                 plain[name] = fn
-    skip = {"elementwise", "shape_arg", "iota", "slice_dim", "pad_dims", "is_tensor",
-            "broadcast_tensors", "cat", "concat", "concatenate", "stack", "getitem",
-            "values_indices", "index_backward", "IndexNode", "IndexScatterNode",
-            "numel", "slice_all", "parse_to_args", "complex", "polar", "reinterpret",
-            "view_as_real",
-            "view_as_complex"}
+    skip = {
+        "elementwise",
+        "shape_arg",
+        "iota",
+        "slice_dim",
+        "pad_dims",
+        "is_tensor",
+        "broadcast_tensors",
+        "cat",
+        "concat",
+        "concatenate",
+        "stack",
+        "getitem",
+        "values_indices",
+        "index_backward",
+        "IndexNode",
+        "IndexScatterNode",
+        "numel",
+        "slice_all",
+        "parse_to_args",
+        "complex",
+        "polar",
+        "reinterpret",
+        "view_as_real",
+        "view_as_complex",
+    }
     for name, fn in plain.items():
         if name in skip or hasattr(T, name) and name in ("shape", "dtype", "ndim"):
             continue
@@ -108,20 +153,33 @@ def bind() -> None:
     T.mH = property(lambda self: E.conj(shape.transpose(self, -2, -1)))
     T.real = property(E.real, _set_part("real"))
     T.imag = property(E.imag, _set_part("imag"))
-    for name, d in [("float", dt.float32), ("double", dt.float64), ("half", dt.float16),
-                    ("bfloat16", dt.bfloat16), ("long", dt.int64), ("int", dt.int32),
-                    ("bool", dt.bool_), ("short", dt.int16), ("char", dt.int8),
-                    ("byte", dt.uint8), ("cfloat", dt.complex64), ("cdouble", dt.complex128)]:
+    for name, d in [
+        ("float", dt.float32),
+        ("double", dt.float64),
+        ("half", dt.float16),
+        ("bfloat16", dt.bfloat16),
+        ("long", dt.int64),
+        ("int", dt.int32),
+        ("bool", dt.bool_),
+        ("short", dt.int16),
+        ("char", dt.int8),
+        ("byte", dt.uint8),
+        ("cfloat", dt.complex64),
+        ("cdouble", dt.complex128),
+    ]:
         setattr(T, name, _cast_method(d))
     T.new_zeros = _new_sized(creation.zeros, "zeros")
     T.new_ones = _new_sized(creation.ones, "ones")
     T.new_tensor = lambda self, data, **kw: __import__("llgrad").tensor(
-        data, **({"dtype": self._dtype} | ({"device": "cuda"} if self.is_cuda else {}) | kw))
+        data, **({"dtype": self._dtype} | ({"device": "cuda"} if self.is_cuda else {}) | kw)
+    )
     from .legacy import tensor_type
+
     T.type = tensor_type
     for name, fn in inplace.make_inplace_methods().items():
         setattr(T, name, fn)
     from . import FAMILIES
+
     for family in FAMILIES:
         for name, fn in family.METHODS.items():
             setattr(T, name, fn)
@@ -130,6 +188,7 @@ def bind() -> None:
 def _new_sized(make: Any, name: str) -> Any:
     """`t.new_zeros(*size, **kw)` / `t.new_ones`: `make(*size, dtype=t.dtype, **kw)` (`out=`
     goes through `lg.<name>`, which takes it)."""
+
     def method(self: Tensor, *size: Any, **kw: Any) -> Tensor:
         if "out" in kw:
             return getattr(__import__("llgrad"), name)(*size, **({"dtype": self._dtype} | kw))
@@ -137,9 +196,12 @@ def _new_sized(make: Any, name: str) -> Any:
         if self.is_cuda:
             kw.setdefault("device", "cuda")
         return make(*size, **kw)
+
     method.__name__ = method.__qualname__ = f"new_{name}"
-    method.__doc__ = (f"A tensor of `size` filled with {name[:-1]}s, of this tensor's dtype "
-                      f"unless `dtype=` is given.")
+    method.__doc__ = (
+        f"A tensor of `size` filled with {name[:-1]}s, of this tensor's dtype "
+        f"unless `dtype=` is given."
+    )
     return method
 
 
@@ -151,9 +213,12 @@ def _rdiv(self: Tensor, other: Any) -> Tensor:
 
 def _set_part(which: str) -> Any:
     """`x.real = v` / `x.imag = v`: copy into the part's view, as PyTorch does."""
+
     def setter(self: Tensor, value: Any) -> None:
-        getattr(E, which)(self).copy_(value) if isinstance(value, Tensor) else \
-            getattr(E, which)(self).fill_(value)
+        getattr(E, which)(self).copy_(value) if isinstance(value, Tensor) else getattr(E, which)(
+            self
+        ).fill_(value)
+
     return setter
 
 
@@ -172,8 +237,7 @@ def _repeat_copy(x: Tensor, reps: tuple[int, ...]) -> Tensor:
     if out.numel():
         tiled_shape = tuple(tiled)
         src = Tensor._make(x._storage, x._offset, tiled_shape, tuple(src_strides), x._dtype)
-        dst = Tensor._make(out._storage, 0, tiled_shape, contiguous_strides(tiled_shape),
-                           x._dtype)
+        dst = Tensor._make(out._storage, 0, tiled_shape, contiguous_strides(tiled_shape), x._dtype)
         ew.copy_into(dst, src)
     return out
 
@@ -192,10 +256,17 @@ def _repeat(self: Tensor, *sizes: Any, repeats: Any = None) -> Tensor:
     if any(r < 0 for r in reps):
         raise RuntimeError(f"repeat: repeats can not be negative, got {list(reps)}")
     if len(reps) < self.ndim:
-        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
-                           "of dimensions of tensor")
-    if self.__class__ is Tensor and not interpreters and not forward_ad._level[0] and \
-            not (self._requires_grad and grad_state.enabled) and trace_context() is None:
+        raise RuntimeError(
+            "Number of dimensions of repeat dims can not be smaller than number "
+            "of dimensions of tensor"
+        )
+    if (
+        self.__class__ is Tensor
+        and not interpreters
+        and not forward_ad._level[0]
+        and not (self._requires_grad and grad_state.enabled)
+        and trace_context() is None
+    ):
         return _repeat_copy(self, reps)
     x = self.reshape((1,) * (len(reps) - self.ndim) + self._shape)
     # interleave a new axis before each one, expand it, then merge

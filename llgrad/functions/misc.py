@@ -1,4 +1,5 @@
 """Small functions built from the others: conversions, tests, softmax entry points."""
+
 from __future__ import annotations
 
 import math
@@ -17,12 +18,14 @@ def _cast_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
     return ew.run("cast", operands, attrs)
 
 
-def parse_to(args: tuple, kwargs: dict[str, Any], op: str = "to"
-             ) -> tuple[DType | None, bool, str | None, bool]:
+def parse_to(
+    args: tuple, kwargs: dict[str, Any], op: str = "to"
+) -> tuple[DType | None, bool, str | None, bool]:
     """The arguments of `x.to(...)`: a dtype, a tensor (its dtype and device) or a device
     (a string or `lg.device`: the CPU, or CUDA when it is available); returns (dtype or
     None, copy, "cpu"/"cuda" or None when no device was named, non_blocking)."""
     from ..device import device, device_type
+
     kwargs = dict(kwargs)
     dtype = kwargs.pop("dtype", None)
     copy = kwargs.pop("copy", False)
@@ -32,7 +35,7 @@ def parse_to(args: tuple, kwargs: dict[str, Any], op: str = "to"
     kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"{op}() got unexpected keyword arguments {sorted(kwargs)}")
-    flags = []                            # PyTorch's positional (non_blocking, copy)
+    flags = []  # PyTorch's positional (non_blocking, copy)
     for a in args:
         if isinstance(a, bool):
             flags.append(a)
@@ -56,10 +59,10 @@ def parse_to(args: tuple, kwargs: dict[str, Any], op: str = "to"
     return dtype, copy, where, non_blocking
 
 
-def parse_to_args(args: tuple, kwargs: dict[str, Any], op: str = "to"
-                  ) -> tuple[DType | None, bool]:
+def parse_to_args(args: tuple, kwargs: dict[str, Any], op: str = "to") -> tuple[DType | None, bool]:
     """`parse_to` for callers that keep tensors on the CPU (a CUDA device raises)."""
     from ..device import check_device
+
     dtype, copy, where, _ = parse_to(args, kwargs, op)
     if where == "cuda":
         check_device("cuda", op)
@@ -73,6 +76,7 @@ def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     here = "cuda" if input.is_cuda else "cpu"
     if where is not None and where != here:
         from ..eager import cuda
+
         moved = cuda.upload(input, non_blocking) if where == "cuda" else cuda.to_host(input)
         return moved if dtype is None or dtype is moved._dtype else to(moved, dtype)
     if dtype is None or dtype is input._dtype:
@@ -92,8 +96,9 @@ def rsub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
 
 
 def isinf(input: Tensor) -> Tensor:
-    if input._dtype.is_complex:          # either part infinite
+    if input._dtype.is_complex:  # either part infinite
         from .elementwise import imag, real
+
         return E.logical_or(isinf(real(input)), isinf(imag(input)))
     if not input._dtype.is_floating_point:
         return E.ne(input, input)
@@ -101,20 +106,26 @@ def isinf(input: Tensor) -> Tensor:
 
 
 def isfinite(input: Tensor) -> Tensor:
-    if input._dtype.is_complex:          # both parts finite
+    if input._dtype.is_complex:  # both parts finite
         from .elementwise import imag, real
+
         return E.logical_and(isfinite(real(input)), isfinite(imag(input)))
     if not input._dtype.is_floating_point:
         return E.eq(input, input)
     return E.logical_not(E.logical_or(isinf(input), E.isnan(input)))
 
 
-def isclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8,
-            equal_nan: bool = False) -> Tensor:
+def isclose(
+    input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False
+) -> Tensor:
     """|input - other| <= atol + rtol * |other| elementwise (equal values, infinities
     included, are close; NaNs only with `equal_nan`). Bool tensors are close where equal."""
-    if isinstance(input, Tensor) and isinstance(other, Tensor) and \
-            input._dtype is dt.bool_ and other._dtype is dt.bool_:
+    if (
+        isinstance(input, Tensor)
+        and isinstance(other, Tensor)
+        and input._dtype is dt.bool_
+        and other._dtype is dt.bool_
+    ):
         return E.eq(input, other)
     diff = E.abs(E.sub(input, other))
     tol = E.add(E.mul(E.abs(other), rtol), atol)
@@ -124,14 +135,17 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8
     return close
 
 
-def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8,
-             equal_nan: bool = False) -> bool:
+def allclose(
+    input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False
+) -> bool:
     from .reduction import all
+
     return bool(all(isclose(input, other, rtol, atol, equal_nan)).item())
 
 
 def equal(input: Tensor, other: Tensor) -> bool:
     from .reduction import all
+
     if input._shape != other._shape:
         return False
     return bool(all(E.eq(input, other)).item())
@@ -153,12 +167,19 @@ def is_complex(input: Tensor) -> bool:
     return input._dtype.is_complex
 
 
-def slice_all(input: Tensor, starts: tuple[int, ...], stops: tuple[int, ...],
-              steps: tuple[int, ...]) -> Tensor:
+def slice_all(
+    input: Tensor, starts: tuple[int, ...], stops: tuple[int, ...], steps: tuple[int, ...]
+) -> Tensor:
     """A window in every dimension at once (the inverse of `pad_dims`)."""
     from .shape import _slice_forward
-    return apply("slice", (input,), {"starts": tuple(starts), "stops": tuple(stops),
-                                     "steps": tuple(steps)}, _slice_forward, "SliceBackward0")
+
+    return apply(
+        "slice",
+        (input,),
+        {"starts": tuple(starts), "stops": tuple(stops), "steps": tuple(steps)},
+        _slice_forward,
+        "SliceBackward0",
+    )
 
 
 _plain_casts: list[Any] = []
@@ -169,6 +190,7 @@ def _plain_cast() -> Any:
     imported on first use (tensor_extras imports this module)."""
     if not _plain_casts:
         from .tensor_extras import _cast
+
         _plain_casts.append(_cast)
     return _plain_casts[0]
 
@@ -177,11 +199,13 @@ def _softmax_input(x: Tensor, dtype: DType | None) -> Tensor:
     """softmax's input in the dtype it computes in: `dtype` when given (a complex input
     cast to a real `dtype` keeps its real part, as torch); complex results are refused."""
     if (dtype if dtype is not None else x._dtype).is_complex:
-        raise TypeError(f"softmax: not implemented for {x._dtype.name} (complex numbers are "
-                        f"not ordered; PyTorch refuses them too)")
+        raise TypeError(
+            f"softmax: not implemented for {x._dtype.name} (complex numbers are "
+            f"not ordered; PyTorch refuses them too)"
+        )
     if dtype is not None:
         if dtype.__class__ is DType and x.__class__ is Tensor:
-            return _plain_cast()(x, dtype)       # `x.to(dtype)`'s own direct path
+            return _plain_cast()(x, dtype)  # `x.to(dtype)`'s own direct path
         return to(x, dtype)
     if not x._dtype.is_floating_point:
         return to(x, dt.get_default_dtype())
@@ -190,11 +214,12 @@ def _softmax_input(x: Tensor, dtype: DType | None) -> Tensor:
 
 def softmax(input: Tensor, dim: int, dtype: DType | None = None) -> Tensor:
     x = _softmax_input(input, dtype)
-    if x.numel() == 0:                        # nothing to normalize
+    if x.numel() == 0:  # nothing to normalize
         normalize_axis(dim, x.ndim, "softmax")
         return x.clone()
-    return apply_composite("softmax", (x,), {"dim": normalize_axis(dim, x.ndim, "softmax")},
-                           "SoftmaxBackward0")
+    return apply_composite(
+        "softmax", (x,), {"dim": normalize_axis(dim, x.ndim, "softmax")}, "SoftmaxBackward0"
+    )
 
 
 def log_softmax(input: Tensor, dim: int, dtype: DType | None = None) -> Tensor:
@@ -202,24 +227,31 @@ def log_softmax(input: Tensor, dim: int, dtype: DType | None = None) -> Tensor:
     if x.numel() == 0:
         normalize_axis(dim, x.ndim, "log_softmax")
         return x.clone()
-    return apply_composite("log_softmax", (x,),
-                           {"dim": normalize_axis(dim, x.ndim, "log_softmax")},
-                           "LogSoftmaxBackward0")
+    return apply_composite(
+        "log_softmax",
+        (x,),
+        {"dim": normalize_axis(dim, x.ndim, "log_softmax")},
+        "LogSoftmaxBackward0",
+    )
 
 
 def _tri(input: Tensor, diagonal: int, upper: bool) -> Tensor:
     from .creation import iota
+
     if input.ndim < 2:
-        raise RuntimeError(f"{'triu' if upper else 'tril'}: input tensor must have at least 2 "
-                           f"dimensions")
+        raise RuntimeError(
+            f"{'triu' if upper else 'tril'}: input tensor must have at least 2 dimensions"
+        )
     n, m = input._shape[-2], input._shape[-1]
     rows = iota(n, dt.int64).reshape(n, 1)
     cols = iota(m, dt.int64).reshape(1, m)
     keep = E.ge(E.sub(cols, rows), diagonal) if upper else E.le(E.sub(cols, rows), diagonal)
     from .creation import full
-    zero = full((), 0, dtype=input._dtype)     # not input * 0: NaN and inf must not leak
-    return E.elementwise("where", keep, input, zero,
-                         name="TriuBackward0" if upper else "TrilBackward0")
+
+    zero = full((), 0, dtype=input._dtype)  # not input * 0: NaN and inf must not leak
+    return E.elementwise(
+        "where", keep, input, zero, name="TriuBackward0" if upper else "TrilBackward0"
+    )
 
 
 @composite_function
@@ -234,7 +266,8 @@ def tril(input: Tensor, diagonal: int = 0) -> Tensor:
 
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     from .layout import diag_embed, diagonal_copy
-    if input.ndim == 1:             # (both trace: the matrix is a graph value)
+
+    if input.ndim == 1:  # (both trace: the matrix is a graph value)
         return diag_embed(input, diagonal, 0, 1)
     if input.ndim == 2:
         return diagonal_copy(input, diagonal)
@@ -244,4 +277,5 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
 @composite_function
 def trace(input: Tensor) -> Tensor:
     from .reduction import _reduce
+
     return _reduce("sum", diag(input), None, False, "TraceBackward0")

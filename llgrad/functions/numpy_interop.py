@@ -13,6 +13,7 @@
   the same way through `__array_function__`; the ones listed in `FUNCTIONS` run llgrad's
   function, the others follow the same rule as unlisted ufuncs.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -23,8 +24,7 @@ import numpy as np
 from .. import pytree
 from ..tensor import Tensor
 
-__all__ = ["plain_number", "plain_numbers", "array_ufunc", "array_function", "UFUNCS",
-           "FUNCTIONS"]
+__all__ = ["plain_number", "plain_numbers", "array_ufunc", "array_function", "UFUNCS", "FUNCTIONS"]
 
 
 def plain_number(x: Any) -> Any:
@@ -38,43 +38,99 @@ def plain_numbers(operands: tuple) -> tuple:
 
 def _lg() -> Any:
     import llgrad
+
     return llgrad
 
 
 def _ufuncs() -> dict[Any, Callable[..., Any]]:
     lg = _lg()
     table = {
-        np.add: lg.add, np.subtract: lg.sub, np.multiply: lg.mul, np.divide: lg.div,
-        np.true_divide: lg.div, np.floor_divide: lg.floor_divide, np.power: lg.pow,
+        np.add: lg.add,
+        np.subtract: lg.sub,
+        np.multiply: lg.mul,
+        np.divide: lg.div,
+        np.true_divide: lg.div,
+        np.floor_divide: lg.floor_divide,
+        np.power: lg.pow,
         np.float_power: lambda a, b: lg.pow(_as_tensor(a).double(), b),
-        np.remainder: lg.remainder, np.fmod: lg.fmod, np.negative: lg.neg,
-        np.positive: lambda a: a, np.absolute: lg.abs, np.fabs: lg.abs, np.sign: lg.sign,
-        np.exp: lg.exp, np.exp2: lg.exp2, np.expm1: lg.expm1, np.log: lg.log,
-        np.log2: lg.log2, np.log10: lg.log10, np.log1p: lg.log1p, np.sqrt: lg.sqrt,
-        np.square: lg.square, np.reciprocal: lg.reciprocal, np.sin: lg.sin, np.cos: lg.cos,
-        np.tan: lg.tan, np.tanh: lg.tanh, np.floor: lg.floor, np.ceil: lg.ceil,
-        np.trunc: lg.trunc, np.rint: lg.round, np.maximum: lg.maximum,
-        np.minimum: lg.minimum, np.equal: lg.eq, np.not_equal: lg.ne, np.less: lg.lt,
-        np.less_equal: lg.le, np.greater: lg.gt, np.greater_equal: lg.ge,
-        np.logical_and: lg.logical_and, np.logical_or: lg.logical_or,
-        np.logical_xor: lg.logical_xor, np.logical_not: lg.logical_not,
-        np.isnan: lg.isnan, np.isinf: lg.isinf, np.isfinite: lg.isfinite,
-        np.matmul: lg.matmul, np.conjugate: lg.conj, np.arctan2: lg.atan2,
-        np.bitwise_and: lg.bitwise_and, np.bitwise_or: lg.bitwise_or,
-        np.bitwise_xor: lg.bitwise_xor, np.invert: lambda a: ~a,
+        np.remainder: lg.remainder,
+        np.fmod: lg.fmod,
+        np.negative: lg.neg,
+        np.positive: lambda a: a,
+        np.absolute: lg.abs,
+        np.fabs: lg.abs,
+        np.sign: lg.sign,
+        np.exp: lg.exp,
+        np.exp2: lg.exp2,
+        np.expm1: lg.expm1,
+        np.log: lg.log,
+        np.log2: lg.log2,
+        np.log10: lg.log10,
+        np.log1p: lg.log1p,
+        np.sqrt: lg.sqrt,
+        np.square: lg.square,
+        np.reciprocal: lg.reciprocal,
+        np.sin: lg.sin,
+        np.cos: lg.cos,
+        np.tan: lg.tan,
+        np.tanh: lg.tanh,
+        np.floor: lg.floor,
+        np.ceil: lg.ceil,
+        np.trunc: lg.trunc,
+        np.rint: lg.round,
+        np.maximum: lg.maximum,
+        np.minimum: lg.minimum,
+        np.equal: lg.eq,
+        np.not_equal: lg.ne,
+        np.less: lg.lt,
+        np.less_equal: lg.le,
+        np.greater: lg.gt,
+        np.greater_equal: lg.ge,
+        np.logical_and: lg.logical_and,
+        np.logical_or: lg.logical_or,
+        np.logical_xor: lg.logical_xor,
+        np.logical_not: lg.logical_not,
+        np.isnan: lg.isnan,
+        np.isinf: lg.isinf,
+        np.isfinite: lg.isfinite,
+        np.matmul: lg.matmul,
+        np.conjugate: lg.conj,
+        np.arctan2: lg.atan2,
+        np.bitwise_and: lg.bitwise_and,
+        np.bitwise_or: lg.bitwise_or,
+        np.bitwise_xor: lg.bitwise_xor,
+        np.invert: lambda a: ~a,
     }
-    for name, fn in (("arcsin", "asin"), ("arccos", "acos"), ("arctan", "atan"),
-                     ("sinh", "sinh"), ("cosh", "cosh"), ("arcsinh", "asinh"),
-                     ("arccosh", "acosh"), ("arctanh", "atanh"), ("signbit", "signbit"),
-                     ("copysign", "copysign"), ("hypot", "hypot"), ("heaviside", "heaviside"),
-                     ("logaddexp", "logaddexp"), ("fmax", "fmax"), ("fmin", "fmin")):
+    for name, fn in (
+        ("arcsin", "asin"),
+        ("arccos", "acos"),
+        ("arctan", "atan"),
+        ("sinh", "sinh"),
+        ("cosh", "cosh"),
+        ("arcsinh", "asinh"),
+        ("arccosh", "acosh"),
+        ("arctanh", "atanh"),
+        ("signbit", "signbit"),
+        ("copysign", "copysign"),
+        ("hypot", "hypot"),
+        ("heaviside", "heaviside"),
+        ("logaddexp", "logaddexp"),
+        ("fmax", "fmax"),
+        ("fmin", "fmin"),
+    ):
         if hasattr(lg, fn):
             table[getattr(np, name)] = getattr(lg, fn)
     return table
 
 
-_REDUCE = {np.add: "sum", np.multiply: "prod", np.maximum: "amax", np.minimum: "amin",
-           np.logical_and: "all", np.logical_or: "any"}
+_REDUCE = {
+    np.add: "sum",
+    np.multiply: "prod",
+    np.maximum: "amax",
+    np.minimum: "amin",
+    np.logical_and: "all",
+    np.logical_or: "any",
+}
 UFUNCS: dict[Any, Callable[..., Any]] = {}
 
 
@@ -95,9 +151,11 @@ def _to_numpy(values: Any) -> Any:
 
 
 def _refuse(what: str, why: str) -> TypeError:
-    return TypeError(f"{what}: {why}; it would drop the gradient of a tensor that "
-                     f"requires grad. Use the llgrad function, or .detach().numpy() to "
-                     f"leave autograd on purpose")
+    return TypeError(
+        f"{what}: {why}; it would drop the gradient of a tensor that "
+        f"requires grad. Use the llgrad function, or .detach().numpy() to "
+        f"leave autograd on purpose"
+    )
 
 
 def array_ufunc(self: Tensor, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -111,11 +169,15 @@ def array_ufunc(self: Tensor, ufunc: Any, method: str, *inputs: Any, **kwargs: A
         return fn(*[_as_tensor(x) for x in inputs])
     if method == "reduce" and ufunc in _REDUCE and set(kwargs) <= {"axis", "keepdims"}:
         (x,) = inputs
-        return _reduction(_REDUCE[ufunc])(x, kwargs.get("axis", 0),
-                                          bool(kwargs.get("keepdims", False)))
+        return _reduction(_REDUCE[ufunc])(
+            x, kwargs.get("axis", 0), bool(kwargs.get("keepdims", False))
+        )
     if _tensors_need_grad((inputs, kwargs)):
-        why = ("llgrad has no equivalent of this call" if fn is None and method == "__call__"
-               else f"llgrad does not run {'out=/where= arguments' if method == '__call__' else 'this ufunc method'}")
+        why = (
+            "llgrad has no equivalent of this call"
+            if fn is None and method == "__call__"
+            else f"llgrad does not run {'out=/where= arguments' if method == '__call__' else 'this ufunc method'}"
+        )
         raise _refuse(name, why)
     return getattr(ufunc, method)(*_to_numpy(inputs), **_to_numpy(kwargs))
 
@@ -123,6 +185,7 @@ def array_ufunc(self: Tensor, ufunc: Any, method: str, *inputs: Any, **kwargs: A
 def _reduction(name: str) -> Callable[..., Any]:
     """NumPy's `f(a, axis=None, keepdims=False)` on llgrad's reduction `name` (prod, which
     takes one axis, reduces a tuple of axes one at a time)."""
+
     def run(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
         t = _as_tensor(a)
         fn = getattr(_lg(), name)
@@ -131,10 +194,12 @@ def _reduction(name: str) -> Callable[..., Any]:
             return r.reshape([1] * t.ndim) if keepdims else r
         if name != "prod":
             return fn(t, axis, keepdim=keepdims)
-        for ax in sorted((ax % t.ndim for ax in (axis if isinstance(axis, tuple) else
-                                                  (axis,))), reverse=True):
+        for ax in sorted(
+            (ax % t.ndim for ax in (axis if isinstance(axis, tuple) else (axis,))), reverse=True
+        ):
             t = fn(t, ax, keepdim=keepdims)
         return t
+
     return run
 
 
@@ -147,35 +212,53 @@ def _functions() -> dict[Any, Callable[..., Any]]:
     # only the arguments each entry names are taken: any other (out=, dtype=, order=, ...)
     # makes `array_function` fall back instead of being ignored
     return {
-        np.sum: _reduction("sum"), np.mean: _reduction("mean"), np.prod: _reduction("prod"),
-        np.max: _reduction("amax"), np.amax: _reduction("amax"), np.min: _reduction("amin"),
-        np.amin: _reduction("amin"), np.all: _reduction("all"), np.any: _reduction("any"),
-        np.concatenate: seq(lg.cat), np.stack: seq(lg.stack),
-        np.where: lambda c, x=None, y=None: lg.where(_as_tensor(c), _as_tensor(x),
-                                                     _as_tensor(y)) if x is not None
-        else NotImplemented,
+        np.sum: _reduction("sum"),
+        np.mean: _reduction("mean"),
+        np.prod: _reduction("prod"),
+        np.max: _reduction("amax"),
+        np.amax: _reduction("amax"),
+        np.min: _reduction("amin"),
+        np.amin: _reduction("amin"),
+        np.all: _reduction("all"),
+        np.any: _reduction("any"),
+        np.concatenate: seq(lg.cat),
+        np.stack: seq(lg.stack),
+        np.where: lambda c, x=None, y=None: (
+            lg.where(_as_tensor(c), _as_tensor(x), _as_tensor(y))
+            if x is not None
+            else NotImplemented
+        ),
         np.transpose: lambda a, axes=None: _as_tensor(a).permute(
-            *(axes if axes is not None else reversed(range(_as_tensor(a).ndim)))),
+            *(axes if axes is not None else reversed(range(_as_tensor(a).ndim)))
+        ),
         np.reshape: lambda a, shape: _as_tensor(a).reshape(shape),
-        np.squeeze: lambda a, axis=None: lg.squeeze(_as_tensor(a)) if axis is None
-        else lg.squeeze(_as_tensor(a), axis),
+        np.squeeze: lambda a, axis=None: (
+            lg.squeeze(_as_tensor(a)) if axis is None else lg.squeeze(_as_tensor(a), axis)
+        ),
         np.expand_dims: lambda a, axis: lg.unsqueeze(_as_tensor(a), axis),
         np.dot: lambda a, b: lg.matmul(_as_tensor(a), _as_tensor(b)),
         np.clip: lambda a, a_min=None, a_max=None: lg.clamp(
-            _as_tensor(a), plain_number(a_min), plain_number(a_max)),
-        np.cumsum: lambda a, axis=None: lg.cumsum(_as_tensor(a).reshape(-1), 0)
-        if axis is None else lg.cumsum(_as_tensor(a), axis),
+            _as_tensor(a), plain_number(a_min), plain_number(a_max)
+        ),
+        np.cumsum: lambda a, axis=None: (
+            lg.cumsum(_as_tensor(a).reshape(-1), 0)
+            if axis is None
+            else lg.cumsum(_as_tensor(a), axis)
+        ),
         np.argmax: lambda a, axis=None: lg.argmax(_as_tensor(a), axis),
         np.argmin: lambda a, axis=None: lg.argmin(_as_tensor(a), axis),
         np.einsum: lambda eq, *ops: lg.einsum(eq, *[_as_tensor(o) for o in ops]),
         np.shape: lambda a: tuple(_as_tensor(a).shape),
         np.ndim: lambda a: _as_tensor(a).ndim,
-        np.size: lambda a, axis=None: _as_tensor(a).numel() if axis is None
-        else _as_tensor(a).shape[axis],
+        np.size: lambda a, axis=None: (
+            _as_tensor(a).numel() if axis is None else _as_tensor(a).shape[axis]
+        ),
         np.var: lambda a, axis=None, ddof=0, keepdims=False: lg.var(
-            _as_tensor(a), axis, correction=ddof, keepdim=keepdims),
+            _as_tensor(a), axis, correction=ddof, keepdim=keepdims
+        ),
         np.std: lambda a, axis=None, ddof=0, keepdims=False: lg.std(
-            _as_tensor(a), axis, correction=ddof, keepdim=keepdims),
+            _as_tensor(a), axis, correction=ddof, keepdim=keepdims
+        ),
     }
 
 
@@ -205,6 +288,10 @@ def array_function(self: Tensor, func: Any, types: tuple, args: tuple, kwargs: d
         if got is not NotImplemented:
             return got
     if _tensors_need_grad((args, kwargs)):
-        raise _refuse(f"np.{func.__name__}", "llgrad has no equivalent of this call"
-                      if fn is None else "llgrad does not take these arguments")
+        raise _refuse(
+            f"np.{func.__name__}",
+            "llgrad has no equivalent of this call"
+            if fn is None
+            else "llgrad does not take these arguments",
+        )
     return func(*_to_numpy(args), **_to_numpy(kwargs))

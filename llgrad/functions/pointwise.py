@@ -12,6 +12,7 @@ hyperbolic functions and by the special functions; Python numbers are accepted w
 a tensor operand is; functions written by composition name the node of their last op
 where it is not PyTorch's (`mvlgamma` shows `AddBackward0`).
 """
+
 from __future__ import annotations
 
 import builtins
@@ -50,10 +51,12 @@ def _method(name: str, fn: Callable[..., Any]) -> None:
 # Helpers
 # --------------------------------------------------------------------------------------
 
+
 def _tensor_arg(op: str, x: Any) -> None:
     if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(x).__name__}")
+        raise TypeError(
+            f"{op}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}"
+        )
 
 
 def _real_float(op: str, *operands: Any) -> dt.DType:
@@ -89,8 +92,9 @@ def _named(fn: Callable[..., Any], name: str, doc: str) -> Callable[..., Any]:
     return fn
 
 
-def _general_elementwise(op: str, operands: tuple, attrs: dict[str, Any],
-                         name: str | None) -> Tensor:
+def _general_elementwise(
+    op: str, operands: tuple, attrs: dict[str, Any], name: str | None
+) -> Tensor:
     """`elementwise(op, *operands, name=name, **attrs)`: the general call behind
     `fastpath.elementwise` (which runs later calls of the same layouts directly)."""
     return elementwise(op, *operands, name=name, **attrs)
@@ -99,8 +103,9 @@ def _general_elementwise(op: str, operands: tuple, attrs: dict[str, Any],
 _NO_ATTRS: dict[str, Any] = {}
 
 
-def _direct(op: str, operands: tuple, attrs: dict[str, Any] = _NO_ATTRS,
-            name: str | None = None) -> Tensor:
+def _direct(
+    op: str, operands: tuple, attrs: dict[str, Any] = _NO_ATTRS, name: str | None = None
+) -> Tensor:
     """`elementwise(op, *operands, name=name, **attrs)` through `fastpath.elementwise`.
     Callers use it only where the function's general path would call exactly that (the
     operands are already in the op's dtype: the checks passed for them before)."""
@@ -149,9 +154,11 @@ _TRIG_DOCS = {
 }
 
 for _op, _what in _TRIG_DOCS.items():
-    globals()[_op] = _named(E._unary(_op), _op,       # (complex: the wrappers below)
-                            f"Elementwise {_what}.\n\n    Args: input (Tensor; integers "
-                            f"become the default float).")
+    globals()[_op] = _named(
+        E._unary(_op),
+        _op,  # (complex: the wrappers below)
+        f"Elementwise {_what}.\n\n    Args: input (Tensor; integers become the default float).",
+    )
 asin: Callable[[Tensor], Tensor] = globals()["asin"]
 acos: Callable[[Tensor], Tensor] = globals()["acos"]
 atan: Callable[[Tensor], Tensor] = globals()["atan"]
@@ -188,8 +195,7 @@ def cosh(input: Tensor) -> Tensor:
 
 
 _real_asin, _real_acos, _real_atan = asin, acos, atan
-_real_asinh, _real_acosh, _real_atanh = (globals()["asinh"], globals()["acosh"],
-                                         globals()["atanh"])
+_real_asinh, _real_acosh, _real_atanh = (globals()["asinh"], globals()["acosh"], globals()["atanh"])
 
 
 def _parts(z: Tensor) -> tuple[Tensor, Tensor]:
@@ -230,7 +236,7 @@ def _catanh(z: Tensor) -> Tensor:
     """atanh z = (log1p(z) - log1p(-z)) / 2 (the negation keeps the sign of a zero
     imaginary part, so points on the cuts map as C99)."""
     re, im = _parts(E.sub(E.log1p(z), E.log1p(E.neg(z))))
-    return E.complex(E.mul(re, 0.5), E.mul(im, 0.5))     # (halved part by part: inf * 0)
+    return E.complex(E.mul(re, 0.5), E.mul(im, 0.5))  # (halved part by part: inf * 0)
 
 
 def _times_i(z: Tensor, f: Callable[[Tensor], Tensor]) -> Tensor:
@@ -240,38 +246,62 @@ def _times_i(z: Tensor, f: Callable[[Tensor], Tensor]) -> Tensor:
     return E.complex(b, E.neg(a))
 
 
-def _complex_or_real(name: str, real: Callable[[Tensor], Tensor],
-                     complex_: Callable[[Tensor], Tensor], what: str) -> Callable[..., Tensor]:
+def _complex_or_real(
+    name: str, real: Callable[[Tensor], Tensor], complex_: Callable[[Tensor], Tensor], what: str
+) -> Callable[..., Tensor]:
     def fn(input: Tensor) -> Tensor:
         if isinstance(input, Tensor) and input._dtype.is_complex:
             return complex_(input)
         return real(input)
-    return _named(fn, name, f"Elementwise {what}.\n\n    Args: input (Tensor; integers "
-                            f"become the default float). Complex inputs: the principal "
-                            f"branch (C99's cuts), composed of complex sqrt/log1p and real "
-                            f"atan2/asinh.")
+
+    return _named(
+        fn,
+        name,
+        f"Elementwise {what}.\n\n    Args: input (Tensor; integers "
+        f"become the default float). Complex inputs: the principal "
+        f"branch (C99's cuts), composed of complex sqrt/log1p and real "
+        f"atan2/asinh.",
+    )
 
 
 asin = _complex_or_real("asin", _real_asin, _casin, _TRIG_DOCS["asin"])
 acos = _complex_or_real("acos", _real_acos, _cacos, _TRIG_DOCS["acos"])
-atan = _complex_or_real("atan", _real_atan, lambda z: _times_i(z, _catanh),
-                        _TRIG_DOCS["atan"])
+atan = _complex_or_real("atan", _real_atan, lambda z: _times_i(z, _catanh), _TRIG_DOCS["atan"])
 asinh: Callable[[Tensor], Tensor] = _complex_or_real(
-    "asinh", _real_asinh, lambda z: _times_i(z, _casin), _TRIG_DOCS["asinh"])
+    "asinh", _real_asinh, lambda z: _times_i(z, _casin), _TRIG_DOCS["asinh"]
+)
 acosh: Callable[[Tensor], Tensor] = _complex_or_real(
-    "acosh", _real_acosh, _cacosh, _TRIG_DOCS["acosh"])
+    "acosh", _real_acosh, _cacosh, _TRIG_DOCS["acosh"]
+)
 atanh: Callable[[Tensor], Tensor] = _complex_or_real(
-    "atanh", _real_atanh, _catanh, _TRIG_DOCS["atanh"])
+    "atanh", _real_atanh, _catanh, _TRIG_DOCS["atanh"]
+)
 arcsin, arccos, arctan = asin, acos, atan
 arcsinh, arccosh, arctanh = asinh, acosh, atanh
 arctan2 = E.atan2
-_export("asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin",
-        "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "arctan2")
+_export(
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "arctan2",
+)
 
 
 # --------------------------------------------------------------------------------------
 # Binary float utilities
 # --------------------------------------------------------------------------------------
+
 
 @composite_function
 def hypot(input: Any, other: Any) -> Tensor:
@@ -281,10 +311,13 @@ def hypot(input: Any, other: Any) -> Tensor:
     """
     d = _real_float("hypot", input, other)
     if not E.ew.promote([input, other]).is_floating_point:
-        raise TypeError(f"hypot: not implemented for integer inputs (got "
-                        f"{E.ew.promote([input, other]).name})")
-    a, b = E.abs(_as(input, d) if isinstance(input, Tensor) else input), \
-        E.abs(_as(other, d)) if isinstance(other, Tensor) else builtins.abs(other)
+        raise TypeError(
+            f"hypot: not implemented for integer inputs (got {E.ew.promote([input, other]).name})"
+        )
+    a, b = (
+        E.abs(_as(input, d) if isinstance(input, Tensor) else input),
+        E.abs(_as(other, d)) if isinstance(other, Tensor) else builtins.abs(other),
+    )
     if not isinstance(a, Tensor):
         a, b = b, a
     big = E.maximum(a, b) if isinstance(b, Tensor) else E.clamp(a, min=b)
@@ -336,8 +369,14 @@ def fmax(input: Any, other: Any) -> Tensor:
     d = E.ew.promote([input, other])
     take = E.ge(input, other)
     if d.is_floating_point:
-        take = E.logical_or(take, E.isnan(other) if isinstance(other, Tensor)
-                            else E.ge(input, -math.inf) if other != other else take)
+        take = E.logical_or(
+            take,
+            E.isnan(other)
+            if isinstance(other, Tensor)
+            else E.ge(input, -math.inf)
+            if other != other
+            else take,
+        )
     return elementwise("where", take, input, other, name="FmaxBackward0")
 
 
@@ -352,8 +391,14 @@ def fmin(input: Any, other: Any) -> Tensor:
     d = E.ew.promote([input, other])
     take = E.le(input, other)
     if d.is_floating_point:
-        take = E.logical_or(take, E.isnan(other) if isinstance(other, Tensor)
-                            else E.ge(input, -math.inf) if other != other else take)
+        take = E.logical_or(
+            take,
+            E.isnan(other)
+            if isinstance(other, Tensor)
+            else E.ge(input, -math.inf)
+            if other != other
+            else take,
+        )
     return elementwise("where", take, input, other, name="FminBackward0")
 
 
@@ -364,13 +409,12 @@ def ldexp(input: Any, other: Any) -> Tensor:
     """
     E._check("ldexp", input, other)
     d = E.ew.promote([input, other])
-    if d.is_complex:                    # a complex input (or exponent), as torch
-        e = _as(other, d if isinstance(other, Tensor) and other._dtype.is_complex
-                else d.to_real())
-        scale = E.exp2(e) if isinstance(other, Tensor) else 2.0 ** other
+    if d.is_complex:  # a complex input (or exponent), as torch
+        e = _as(other, d if isinstance(other, Tensor) and other._dtype.is_complex else d.to_real())
+        scale = E.exp2(e) if isinstance(other, Tensor) else 2.0**other
         return elementwise("mul", _as(input, d), scale, name="LdexpBackward0")
     d = _real_float("ldexp", input, other)
-    scale = E.exp2(_as(other, d)) if isinstance(other, Tensor) else 2.0 ** other
+    scale = E.exp2(_as(other, d)) if isinstance(other, Tensor) else 2.0**other
     return elementwise("mul", _as(input, d), scale, name="LdexpBackward0")
 
 
@@ -381,13 +425,15 @@ def frexp(input: Tensor) -> tuple[Tensor, Tensor]:
     (input, 0). Gradient: through the mantissa, grad / 2**exponent. Two kernels.
     """
     if input.__class__ is Tensor and input._dtype.is_floating_point:
-        return _FrexpResult((_direct("frexp_mantissa", (input,)),
-                             _direct("frexp_exponent_int32", (input,))))
+        return _FrexpResult(
+            (_direct("frexp_mantissa", (input,)), _direct("frexp_exponent_int32", (input,)))
+        )
     _tensor_arg("frexp", input)
     if not input._dtype.is_floating_point:
         raise TypeError(f"frexp: only supports floating-point dtypes, got {input._dtype.name}")
-    return _FrexpResult((elementwise("frexp_mantissa", input),
-                         elementwise("frexp_exponent_int32", input)))
+    return _FrexpResult(
+        (elementwise("frexp_mantissa", input), elementwise("frexp_exponent_int32", input))
+    )
 
 
 class _FrexpResult(tuple):
@@ -405,11 +451,11 @@ def heaviside(input: Tensor, values: Any) -> Tensor:
     """
     _tensor_arg("heaviside", input)
     if isinstance(values, Tensor) and values._dtype is not input._dtype:
-        raise RuntimeError("heaviside is not yet implemented for tensors with different "
-                           "dtypes.")
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     if input._dtype is dt.bool_ and (isinstance(values, (bool, Tensor))):
         from .elementwise import logical_or
-        return logical_or(input, values)    # True above zero, `values` at zero (False)
+
+        return logical_or(input, values)  # True above zero, `values` at zero (False)
     return elementwise("heaviside", input, values)
 
 
@@ -420,8 +466,10 @@ def float_power(input: Any, exponent: Any) -> Tensor:
     Args: input, exponent (tensors or numbers, broadcast).
     """
     E._check("float_power", input, exponent)
-    cx = any(isinstance(o, Tensor) and o._dtype.is_complex or isinstance(o, complex)
-             for o in (input, exponent))
+    cx = any(
+        isinstance(o, Tensor) and o._dtype.is_complex or isinstance(o, complex)
+        for o in (input, exponent)
+    )
     d = dt.complex128 if cx else dt.float64
     a = _as(input, d)
     b = _as(exponent, d)
@@ -448,8 +496,9 @@ def logaddexp2(input: Tensor, other: Any) -> Tensor:
 
     Args: input, other (float tensors or numbers, broadcast).
     """
-    return _logaddexp("logaddexp2", input, other, E.exp2, 1.0 / math.log(2.0),
-                      "Logaddexp2Backward0")
+    return _logaddexp(
+        "logaddexp2", input, other, E.exp2, 1.0 / math.log(2.0), "Logaddexp2Backward0"
+    )
 
 
 @names_op("logaddexp")
@@ -457,6 +506,7 @@ def _complex_logaddexp(input: Any, other: Any) -> Tensor:
     """log(exp(a) + exp(b)) for complex a, b: m + log1p(exp(n - m)) with m the operand of the
     larger real part; where both real parts are the same infinity, m itself (as torch)."""
     from .creation import tensor
+
     d = E.ew.promote([input, other])
     a = _as(input, d) if isinstance(input, Tensor) else tensor(input, dtype=d)
     b = _as(other, d) if isinstance(other, Tensor) else tensor(other, dtype=d)
@@ -468,15 +518,21 @@ def _complex_logaddexp(input: Any, other: Any) -> Tensor:
     return E.where(same_inf, m, E.add(m, tail))
 
 
-def _logaddexp(op: str, input: Any, other: Any, exp: Callable[[Any], Tensor], scale: float,
-               name: str) -> Tensor:
+def _logaddexp(
+    op: str, input: Any, other: Any, exp: Callable[[Any], Tensor], scale: float, name: str
+) -> Tensor:
     E._check(op, input, other)
     if op == "logaddexp" and E.ew.promote([input, other]).is_complex:
         return _complex_logaddexp(input, other)
     d = _real_float(op, input, other)
     a, b = _as(input, d), _as(other, d)
-    m = E.maximum(a, b) if isinstance(a, Tensor) and isinstance(b, Tensor) else \
-        E.clamp(a, min=b) if isinstance(a, Tensor) else E.clamp(b, min=a)
+    m = (
+        E.maximum(a, b)
+        if isinstance(a, Tensor) and isinstance(b, Tensor)
+        else E.clamp(a, min=b)
+        if isinstance(a, Tensor)
+        else E.clamp(b, min=a)
+    )
     diff = E.abs(E.sub(a, b))
     # equal infinities: |a - b| is NaN, the result is that infinity
     same_inf = E.logical_and(E.eq(a, b), E.eq(E.abs(m), math.inf))
@@ -575,13 +631,19 @@ def isneginf(input: Tensor) -> Tensor:
 def isreal(input: Tensor) -> Tensor:
     """True where the imaginary part is zero (every element of a real tensor)."""
     _tensor_arg("isreal", input)
-    if input.__class__ is Tensor and not input._dtype.is_complex and \
-            _creation._trace.current() is None:  # every element: no kernel reads them
+    if (
+        input.__class__ is Tensor
+        and not input._dtype.is_complex
+        and _creation._trace.current() is None
+    ):  # every element: no kernel reads them
         return _creation._create(input._shape, None, True, dt.bool_, False)
     if input._dtype.is_complex:
         return E.eq(E.imag(input), 0)
-    return E.eq(input, input) if not input._dtype.is_floating_point else \
-        E.logical_or(E.eq(input, input), E.isnan(input))
+    return (
+        E.eq(input, input)
+        if not input._dtype.is_floating_point
+        else E.logical_or(E.eq(input, input), E.isnan(input))
+    )
 
 
 def positive(input: Tensor) -> Tensor:
@@ -600,13 +662,15 @@ def sgn(input: Tensor) -> Tensor:
     mag = E.abs(input)
     zero = E.eq(mag, 0)
     safe = E.where(zero, 1.0, mag)
-    return elementwise("where", zero, E.mul(input, 0.0), E.div(input, safe.to(input._dtype)),
-                       name="SgnBackward0")
+    return elementwise(
+        "where", zero, E.mul(input, 0.0), E.div(input, safe.to(input._dtype)), name="SgnBackward0"
+    )
 
 
 @composite_function
-def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
-               neginf: float | None = None) -> Tensor:
+def nan_to_num(
+    input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None
+) -> Tensor:
     """NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (the dtype's largest
     and lowest finite values by default). Integer tensors come back as a copy.
 
@@ -622,13 +686,15 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
         result = input.clone()
     else:
         from ..typeinfo import finfo
+
         fi = finfo(d)
         hi = fi.max if posinf is None else posinf
         lo = fi.min if neginf is None else neginf
         y = E.where(E.isnan(input), float(nan), input)
         y = E.where(E.eq(input, math.inf), float(hi), y)
-        result = elementwise("where", E.eq(input, -math.inf), float(lo), y,
-                             name="NanToNumBackward0")
+        result = elementwise(
+            "where", E.eq(input, -math.inf), float(lo), y, name="NanToNumBackward0"
+        )
     return result
 
 
@@ -660,11 +726,11 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:
 # Activations
 # --------------------------------------------------------------------------------------
 
+
 def threshold(input: Tensor, threshold: float, value: float) -> Tensor:
     """input where input > threshold, else value."""
     _tensor_arg("threshold", input)
-    return elementwise("where", E.gt(input, threshold), input, value,
-                       name="ThresholdBackward0")
+    return elementwise("where", E.gt(input, threshold), input, value, name="ThresholdBackward0")
 
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -684,12 +750,23 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
         return celu_(input, alpha)
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: celu: alpha must not be 0")
-    return elementwise("elu", _floating("celu", input), alpha=float(alpha), scale=1.0,
-                       input_scale=1.0 / float(alpha), name="CeluBackward0")
+    return elementwise(
+        "elu",
+        _floating("celu", input),
+        alpha=float(alpha),
+        scale=1.0,
+        input_scale=1.0 / float(alpha),
+        name="CeluBackward0",
+    )
 
 
-def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
-          training: bool = False, generator: Any = None) -> Tensor:
+def rrelu(
+    input: Tensor,
+    lower: float = 1.0 / 8,
+    upper: float = 1.0 / 3,
+    training: bool = False,
+    generator: Any = None,
+) -> Tensor:
     """Randomized leaky ReLU: negative inputs scaled by a slope drawn uniformly from
     [lower, upper] in training, by (lower + upper) / 2 otherwise.
 
@@ -698,26 +775,37 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
     """
     _tensor_arg("rrelu", input)
     if not training:
-        return elementwise("leaky_relu", input, negative_slope=(lower + upper) / 2,
-                           name="RreluWithNoiseBackward0")
+        return elementwise(
+            "leaky_relu", input, negative_slope=(lower + upper) / 2, name="RreluWithNoiseBackward0"
+        )
     from .creation import rand
-    slope = E.add(E.mul(rand(tuple(input.shape), dtype=input._dtype, generator=generator),
-                        upper - lower), lower)
-    return elementwise("where", E.ge(input, 0), input, E.mul(input, slope),
-                       name="RreluWithNoiseBackward0")
+
+    slope = E.add(
+        E.mul(rand(tuple(input.shape), dtype=input._dtype, generator=generator), upper - lower),
+        lower,
+    )
+    return elementwise(
+        "where", E.ge(input, 0), input, E.mul(input, slope), name="RreluWithNoiseBackward0"
+    )
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """input where |input| > lambd, else 0."""
     _tensor_arg("hardshrink", input)
     keep = E.logical_or(E.gt(input, lambd), E.lt(input, -lambd))
-    return elementwise("where", keep, input, 0.0 if input._dtype.is_floating_point else 0,
-                       name="HardshrinkBackward0")
+    return elementwise(
+        "where",
+        keep,
+        input,
+        0.0 if input._dtype.is_floating_point else 0,
+        name="HardshrinkBackward0",
+    )
 
 
 # --------------------------------------------------------------------------------------
 # Clamps, integer functions
 # --------------------------------------------------------------------------------------
+
 
 @composite_function
 def clamp_min(input: Tensor, min: Any) -> Tensor:
@@ -738,6 +826,7 @@ def clamp_max(input: Tensor, max: Any) -> Tensor:
 
 def _clamp_one(input: Tensor, lo: Any, hi: Any, name: str) -> Tensor:
     from .numpy_interop import plain_number
+
     lo, hi = plain_number(lo), plain_number(hi)
     if not input._dtype.is_floating_point and isinstance(lo if hi is None else hi, float):
         input = input.to(E.ew.promote([input, lo if hi is None else hi]))
@@ -748,26 +837,36 @@ def _gcd_lcm(op: str, input: Tensor, other: Any) -> Tensor:
     """Computed on the host with NumPy (Euclid's loop has a data-dependent length); inside
     `lg.compile` this is a graph break. Plain integer tensors of one dtype, `other` of
     input's shape or 0-d, go straight to NumPy's ufunc, which writes into the result."""
-    if input.__class__ is Tensor and other.__class__ is Tensor and \
-            input._dtype is other._dtype and input._dtype.kind in "iu" and \
-            (other._shape == input._shape or not other._shape):
+    if (
+        input.__class__ is Tensor
+        and other.__class__ is Tensor
+        and input._dtype is other._dtype
+        and input._dtype.kind in "iu"
+        and (other._shape == input._shape or not other._shape)
+    ):
         out = Tensor._empty(input._shape, input._dtype)
-        (_np.gcd if op == "gcd" else _np.lcm)(input._numpy_view(), other._numpy_view(),
-                                               out._numpy_view())
+        (_np.gcd if op == "gcd" else _np.lcm)(
+            input._numpy_view(), other._numpy_view(), out._numpy_view()
+        )
         return out
     import numpy as np
+
     E._check(op, input, other)
     d = _integral(op, input, other)
     for o in (input, other):
         if getattr(o, "_ctx", None) is not None:
             from ..tracer.context import user_location
             from ..tracer.tensor import GraphBreak
+
             raise GraphBreak(f"{op} (computed on the host)", user_location())
-    a, b = (np.asarray(o.detach().numpy() if isinstance(o, Tensor) else o).astype(d.np)
-            for o in (input, other))
+    a, b = (
+        np.asarray(o.detach().numpy() if isinstance(o, Tensor) else o).astype(d.np)
+        for o in (input, other)
+    )
     with np.errstate(all="ignore"):
         r = (np.gcd if op == "gcd" else np.lcm)(a, b)
     from .creation import tensor
+
     return tensor(np.require(r, requirements="C"), dtype=d)
 
 
@@ -792,9 +891,15 @@ def bitwise_left_shift(input: Any, other: Any) -> Tensor:
     a, b = _as(input, d), _as(other, d)
     bits = d.itemsize * 8
     b_ok = E.logical_and(E.ge(b, 0), E.lt(b, bits))
-    shifted = E.mul(a, E.pow(2 if not isinstance(b, Tensor) else _two(d),
-                             E.clamp(b, min=0, max=bits - 1) if isinstance(b, Tensor)
-                             else builtins.min(builtins.max(b, 0), bits - 1)))
+    shifted = E.mul(
+        a,
+        E.pow(
+            2 if not isinstance(b, Tensor) else _two(d),
+            E.clamp(b, min=0, max=bits - 1)
+            if isinstance(b, Tensor)
+            else builtins.min(builtins.max(b, 0), bits - 1),
+        ),
+    )
     return E.where(b_ok, shifted, 0)
 
 
@@ -808,12 +913,16 @@ def bitwise_right_shift(input: Any, other: Any) -> Tensor:
     d = _integral("bitwise_right_shift", input, other)
     a, b = _as(input, d), _as(other, d)
     bits = d.itemsize * 8
-    top = bits - 1 if d.kind == "i" else bits   # 2^(bits-1) overflows a signed type
+    top = bits - 1 if d.kind == "i" else bits  # 2^(bits-1) overflows a signed type
     b_ok = E.logical_and(E.ge(b, 0), E.lt(b, top))
-    b_safe = E.clamp(b, min=0, max=top - 1) if isinstance(b, Tensor) else \
-        builtins.min(builtins.max(b, 0), top - 1)
-    quot = elementwise("floor_divide", a, E.pow(_two(d), b_safe) if isinstance(b_safe, Tensor)
-                       else 2 ** b_safe)
+    b_safe = (
+        E.clamp(b, min=0, max=top - 1)
+        if isinstance(b, Tensor)
+        else builtins.min(builtins.max(b, 0), top - 1)
+    )
+    quot = elementwise(
+        "floor_divide", a, E.pow(_two(d), b_safe) if isinstance(b_safe, Tensor) else 2**b_safe
+    )
     if d.kind == "i":
         rest = E.where(E.lt(a, 0), -1, 0) if isinstance(a, Tensor) else (-1 if a < 0 else 0)
     else:
@@ -823,45 +932,93 @@ def bitwise_right_shift(input: Any, other: Any) -> Tensor:
 
 def _two(d: dt.DType) -> Tensor:
     from .creation import full
+
     return full((), 2, dtype=d)
 
 
-_export("hypot", "copysign", "nextafter", "fmax", "fmin", "ldexp", "frexp", "heaviside",
-        "float_power", "logaddexp", "logaddexp2", "deg2rad", "rad2deg", "frac", "fix",
-        "signbit", "isposinf", "isneginf", "isreal", "positive", "sgn", "nan_to_num", "sinc",
-        "logit", "threshold", "selu", "celu", "rrelu", "hardshrink", "clamp_min",
-        "clamp_max", "gcd", "lcm", "bitwise_left_shift", "bitwise_right_shift")
+_export(
+    "hypot",
+    "copysign",
+    "nextafter",
+    "fmax",
+    "fmin",
+    "ldexp",
+    "frexp",
+    "heaviside",
+    "float_power",
+    "logaddexp",
+    "logaddexp2",
+    "deg2rad",
+    "rad2deg",
+    "frac",
+    "fix",
+    "signbit",
+    "isposinf",
+    "isneginf",
+    "isreal",
+    "positive",
+    "sgn",
+    "nan_to_num",
+    "sinc",
+    "logit",
+    "threshold",
+    "selu",
+    "celu",
+    "rrelu",
+    "hardshrink",
+    "clamp_min",
+    "clamp_max",
+    "gcd",
+    "lcm",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+)
 
 
 # --------------------------------------------------------------------------------------
 # Special functions (ops with mathlib scalar rules)
 # --------------------------------------------------------------------------------------
 
+
 def _special_unary(op: str, doc: str) -> Callable[[Tensor], Tensor]:
     def fn(input: Tensor) -> Tensor:
         _floating(op, input)
         return elementwise(op, input)
+
     # later calls on a plain tensor of a layout seen before: the direct launch
-    return _fastpath.unary(op, _named(
-        fn, op, doc + "\n\n    Args: input (Tensor; integers become the default float). "
-        "Evaluated in double precision for float32 (docs/mathlib.md)."))
+    return _fastpath.unary(
+        op,
+        _named(
+            fn,
+            op,
+            doc + "\n\n    Args: input (Tensor; integers become the default float). "
+            "Evaluated in double precision for float32 (docs/mathlib.md).",
+        ),
+    )
 
 
 erfinv = _special_unary("erfinv", "The inverse error function: +-inf at +-1, NaN beyond.")
 lgamma = _special_unary("lgamma", "log|Gamma(input)|: inf at the poles 0, -1, -2, ...")
-digamma = _special_unary("digamma", "The logarithmic derivative of Gamma: -inf at +0, inf "
-                         "at -0, NaN at negative integers.")
+digamma = _special_unary(
+    "digamma",
+    "The logarithmic derivative of Gamma: -inf at +0, inf at -0, NaN at negative integers.",
+)
 i0 = _special_unary("i0", "The modified Bessel function of the first kind of order 0.")
 special_i0e = _special_unary("special_i0e", "exp(-|input|) * I0(input).")
-special_i1 = _special_unary("special_i1", "The modified Bessel function of the first kind "
-                            "of order 1.")
+special_i1 = _special_unary(
+    "special_i1", "The modified Bessel function of the first kind of order 1."
+)
 special_i1e = _special_unary("special_i1e", "exp(-|input|) * I1(input).")
-special_ndtri = _special_unary("special_ndtri", "The inverse of the standard normal CDF: "
-                               "-inf at 0, inf at 1, NaN outside [0, 1].")
-special_log_ndtr = _special_unary("special_log_ndtr", "The log of the standard normal CDF, "
-                                  "accurate in both tails.")
-special_erfcx = _special_unary("special_erfcx", "The scaled complementary error function "
-                               "exp(x^2) erfc(x).")
+special_ndtri = _special_unary(
+    "special_ndtri",
+    "The inverse of the standard normal CDF: -inf at 0, inf at 1, NaN outside [0, 1].",
+)
+special_log_ndtr = _special_unary(
+    "special_log_ndtr", "The log of the standard normal CDF, accurate in both tails."
+)
+special_erfcx = _special_unary(
+    "special_erfcx", "The scaled complementary error function exp(x^2) erfc(x)."
+)
 
 
 def special_zeta(input: Any, other: Any) -> Tensor:
@@ -885,10 +1042,12 @@ def _has_negative_fraction(q: Tensor) -> bool:
         return True
     from ..autograd.grad_mode import no_grad
     from .reduction import any as any_
+
     with no_grad():
         qd = q.detach()
-        return q.numel() > 0 and bool(any_(E.logical_and(E.lt(qd, 0), E.ne(E.floor(qd), qd)))
-                                      .item())
+        return q.numel() > 0 and bool(
+            any_(E.logical_and(E.lt(qd, 0), E.ne(E.floor(qd), qd))).item()
+        )
 
 
 def _zeta_negative(s: Any, q: Tensor, zeta: Callable[[Any, Any], Tensor]) -> Tensor:
@@ -925,8 +1084,12 @@ def polygamma(n: int, input: Tensor) -> Tensor:
 
     Args: n (int >= 0), input (Tensor; integers become the default float).
     """
-    if n.__class__ is int and 0 <= n < 8 and input.__class__ is Tensor and \
-            input._dtype.is_floating_point:
+    if (
+        n.__class__ is int
+        and 0 <= n < 8
+        and input.__class__ is Tensor
+        and input._dtype.is_floating_point
+    ):
         return _direct("polygamma", (input,), _POLYGAMMA_ATTRS[n])
     return _polygamma(n, input)
 
@@ -960,6 +1123,7 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
     elif getattr(x, "_ctx", None) is None and x.numel():
         from ..autograd.grad_mode import no_grad
         from .reduction import all as all_
+
         with no_grad():
             if not bool(all_(E.gt(x.detach(), (p - 1) / 2)).item()):
                 raise RuntimeError("All elements must be greater than (p-1)/2")
@@ -993,6 +1157,7 @@ def igammac(input: Tensor, other: Tensor) -> Tensor:
 def _igamma(op: str, a: Any, x: Any, upper: bool) -> Tensor:
     import numpy as np
     import scipy.special as sc
+
     E._check(op, a, x)
     d = _real_float(op, a, x)
     a, x = _as(a, d), _as(x, d)
@@ -1000,15 +1165,18 @@ def _igamma(op: str, a: Any, x: Any, upper: bool) -> Tensor:
         if getattr(o, "_ctx", None) is not None:
             from ..tracer.context import user_location
             from ..tracer.tensor import GraphBreak
+
             raise GraphBreak(f"{op} (computed on the host with SciPy)", user_location())
-    va, vx = (o.detach().numpy() if isinstance(o, Tensor) else np.asarray(o, np.float64)
-              for o in (a, x))
+    va, vx = (
+        o.detach().numpy() if isinstance(o, Tensor) else np.asarray(o, np.float64) for o in (a, x)
+    )
     with np.errstate(all="ignore"):
-        r = (sc.gammaincc if upper else sc.gammainc)(va.astype(np.float64),
-                                                       vx.astype(np.float64))
+        r = (sc.gammaincc if upper else sc.gammainc)(va.astype(np.float64), vx.astype(np.float64))
     from .creation import tensor
+
     value = tensor(np.require(r, requirements="C"), dtype=d)
     from ..autograd.apply import needs_grad
+
     if not needs_grad(tuple(o for o in (a, x) if isinstance(o, Tensor))):
         return value
     return _IncompleteGamma.apply(a, x, value, upper)
@@ -1024,24 +1192,37 @@ def _make_incomplete_gamma() -> Any:
         @staticmethod
         def forward(ctx: Any, a: Any, x: Any, value: Tensor, upper: bool) -> Tensor:
             ctx.upper = upper
-            ctx.save_for_backward(a if isinstance(a, Tensor) else None,
-                                  x if isinstance(x, Tensor) else None)
+            ctx.save_for_backward(
+                a if isinstance(a, Tensor) else None, x if isinstance(x, Tensor) else None
+            )
             ctx.numbers = (a, x)
             return value.clone()
 
         @staticmethod
         def backward(ctx: Any, g: Tensor) -> tuple[Any, ...]:
             if ctx.needs_input_grad[0]:
-                raise NotImplementedError(f"the derivative for '{'igammac' if ctx.upper else 'igamma'}"
-                                          f": input' is not implemented.")
+                raise NotImplementedError(
+                    f"the derivative for '{'igammac' if ctx.upper else 'igamma'}"
+                    f": input' is not implemented."
+                )
             ta, tx = ctx.saved_tensors
             a = ta if ta is not None else ctx.numbers[0]
             x = tx if tx is not None else ctx.numbers[1]
             log_a = lgamma(a) if isinstance(a, Tensor) else math.lgamma(a)
-            dens = E.exp(E.sub(E.sub(E.xlogy(E.sub(a, 1), x) if isinstance(a, Tensor)
-                                     else E.mul(E.log(x), a - 1), x), log_a))
+            dens = E.exp(
+                E.sub(
+                    E.sub(
+                        E.xlogy(E.sub(a, 1), x)
+                        if isinstance(a, Tensor)
+                        else E.mul(E.log(x), a - 1),
+                        x,
+                    ),
+                    log_a,
+                )
+            )
             gx = E.mul(g, dens)
             return None, (E.neg(gx) if ctx.upper else gx), None, None
+
     return IncompleteGamma
 
 
@@ -1070,6 +1251,7 @@ _method("mvlgamma", mvlgamma)
 # In-place forms: Tensor methods `x.foo_(...)` and PyTorch's `torch.foo_(x, ...)`
 # --------------------------------------------------------------------------------------
 
+
 def _inplace(name: str, fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     """`x.name_(*args)`: x overwritten with `fn(x, *args)`, recorded as PyTorch's in-place
     ops are; the result must keep x's shape and be castable to x's dtype."""
@@ -1078,12 +1260,17 @@ def _inplace(name: str, fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     def checked(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         r = fn(x, *args, **kwargs)
         if r._shape != x._shape:
-            raise RuntimeError(f"output with shape {list(x._shape)} doesn't match the "
-                               f"broadcast shape {list(r._shape)}")
+            raise RuntimeError(
+                f"output with shape {list(x._shape)} doesn't match the "
+                f"broadcast shape {list(r._shape)}"
+            )
         if not E.ew.can_cast(r._dtype, x._dtype):
-            raise RuntimeError(f"result type {r._dtype.name} can't be cast to the desired "
-                               f"output type {x._dtype.name}")
+            raise RuntimeError(
+                f"result type {r._dtype.name} can't be cast to the desired "
+                f"output type {x._dtype.name}"
+            )
         return r
+
     method = names_op(f"{name}_")(_rewrite_inplace(name, checked))
     method.__doc__ = f"In-place `{name}`: writes `{name}(self, ...)` into self and returns self."
     return method
@@ -1091,41 +1278,104 @@ def _inplace(name: str, fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
 
 def _lg() -> Any:
     import llgrad
+
     return llgrad
 
 
 def _late(name: str) -> Callable[..., Tensor]:
     """`lg.<name>` looked up when called (functions of other modules, special functions
     defined further down)."""
+
     def call(*args: Any, **kwargs: Any) -> Tensor:
         return getattr(_lg(), name)(*args, **kwargs)
+
     return call
 
 
 # name of the in-place method -> the out-of-place function it writes back
 _INPLACE: dict[str, Callable[..., Tensor]] = {
-    "absolute": E.abs, "negative": E.neg, "sign": E.sign, "square": E.square,
-    "rsqrt": E.rsqrt, "exp2": E.exp2, "erf": E.erf, "erfc": E.erfc, "tan": E.tan,
-    "log10": E.log10, "log2": E.log2, "logical_not": E.logical_not,
-    "bitwise_not": E.bitwise_not, "cos": E.cos,
-    "asin": asin, "acos": acos, "atan": atan, "sinh": sinh, "cosh": cosh, "asinh": asinh,
-    "acosh": acosh, "atanh": atanh, "arcsin": asin, "arccos": acos, "arctan": atan,
-    "arcsinh": asinh, "arccosh": acosh, "arctanh": atanh, "sgn": sgn, "sinc": sinc,
-    "frac": frac, "fix": fix, "deg2rad": deg2rad, "rad2deg": rad2deg,
-    "nan_to_num": nan_to_num, "logit": logit, "clamp_min": clamp_min,
-    "clamp_max": clamp_max, "erfinv": erfinv, "lgamma": lgamma, "digamma": digamma,
-    "i0": i0, "mvlgamma": mvlgamma, "igamma": igamma, "igammac": igammac,
+    "absolute": E.abs,
+    "negative": E.neg,
+    "sign": E.sign,
+    "square": E.square,
+    "rsqrt": E.rsqrt,
+    "exp2": E.exp2,
+    "erf": E.erf,
+    "erfc": E.erfc,
+    "tan": E.tan,
+    "log10": E.log10,
+    "log2": E.log2,
+    "logical_not": E.logical_not,
+    "bitwise_not": E.bitwise_not,
+    "cos": E.cos,
+    "asin": asin,
+    "acos": acos,
+    "atan": atan,
+    "sinh": sinh,
+    "cosh": cosh,
+    "asinh": asinh,
+    "acosh": acosh,
+    "atanh": atanh,
+    "arcsin": asin,
+    "arccos": acos,
+    "arctan": atan,
+    "arcsinh": asinh,
+    "arccosh": acosh,
+    "arctanh": atanh,
+    "sgn": sgn,
+    "sinc": sinc,
+    "frac": frac,
+    "fix": fix,
+    "deg2rad": deg2rad,
+    "rad2deg": rad2deg,
+    "nan_to_num": nan_to_num,
+    "logit": logit,
+    "clamp_min": clamp_min,
+    "clamp_max": clamp_max,
+    "erfinv": erfinv,
+    "lgamma": lgamma,
+    "digamma": digamma,
+    "i0": i0,
+    "mvlgamma": mvlgamma,
+    "igamma": igamma,
+    "igammac": igammac,
     "polygamma": lambda x, n: polygamma(n, x),
-    "atan2": E.atan2, "arctan2": E.atan2, "hypot": hypot, "copysign": copysign,
-    "nextafter": nextafter, "ldexp": ldexp, "gcd": gcd, "lcm": lcm, "heaviside": heaviside,
-    "xlogy": E.xlogy, "fmod": E.fmod, "remainder": E.remainder,
-    "floor_divide": E.floor_divide, "true_divide": E.div, "divide": E.div,
-    "multiply": E.mul, "subtract": E.sub, "lerp": E.lerp,
-    "logical_and": E.logical_and, "logical_or": E.logical_or, "logical_xor": E.logical_xor,
-    "bitwise_and": E.bitwise_and, "bitwise_or": E.bitwise_or, "bitwise_xor": E.bitwise_xor,
-    "bitwise_left_shift": bitwise_left_shift, "bitwise_right_shift": bitwise_right_shift,
-    "eq": E.eq, "ne": E.ne, "lt": E.lt, "le": E.le, "gt": E.gt, "ge": E.ge,
-    "greater": E.gt, "greater_equal": E.ge, "less": E.lt, "less_equal": E.le,
+    "atan2": E.atan2,
+    "arctan2": E.atan2,
+    "hypot": hypot,
+    "copysign": copysign,
+    "nextafter": nextafter,
+    "ldexp": ldexp,
+    "gcd": gcd,
+    "lcm": lcm,
+    "heaviside": heaviside,
+    "xlogy": E.xlogy,
+    "fmod": E.fmod,
+    "remainder": E.remainder,
+    "floor_divide": E.floor_divide,
+    "true_divide": E.div,
+    "divide": E.div,
+    "multiply": E.mul,
+    "subtract": E.sub,
+    "lerp": E.lerp,
+    "logical_and": E.logical_and,
+    "logical_or": E.logical_or,
+    "logical_xor": E.logical_xor,
+    "bitwise_and": E.bitwise_and,
+    "bitwise_or": E.bitwise_or,
+    "bitwise_xor": E.bitwise_xor,
+    "bitwise_left_shift": bitwise_left_shift,
+    "bitwise_right_shift": bitwise_right_shift,
+    "eq": E.eq,
+    "ne": E.ne,
+    "lt": E.lt,
+    "le": E.le,
+    "gt": E.gt,
+    "ge": E.ge,
+    "greater": E.gt,
+    "greater_equal": E.ge,
+    "less": E.lt,
+    "less_equal": E.le,
     "not_equal": E.ne,
 }
 for _name, _fn in _INPLACE.items():
@@ -1134,43 +1384,146 @@ for _name, _fn in _INPLACE.items():
 
 def _float_power_(self: Tensor, exponent: Any) -> Tensor:
     """In-place `float_power`: self must already be float64 (complex128 for complex)."""
-    want = dt.complex128 if self._dtype.is_complex or isinstance(exponent, complex) or \
-        isinstance(exponent, Tensor) and exponent._dtype.is_complex else dt.float64
+    want = (
+        dt.complex128
+        if self._dtype.is_complex
+        or isinstance(exponent, complex)
+        or isinstance(exponent, Tensor)
+        and exponent._dtype.is_complex
+        else dt.float64
+    )
     if self._dtype is not want:
-        raise RuntimeError(f"the base given to float_power_ has dtype {self._dtype.name} but "
-                           f"the operation's result requires dtype {want.name}")
+        raise RuntimeError(
+            f"the base given to float_power_ has dtype {self._dtype.name} but "
+            f"the operation's result requires dtype {want.name}"
+        )
     return _inplace("float_power", float_power)(self, exponent)
 
 
 _method("float_power_", _float_power_)
 
 # Methods PyTorch has that are plain calls of the functions above.
-for _name in ("asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin",
-              "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "arctan2", "hypot",
-              "copysign", "nextafter", "fmax", "fmin", "ldexp", "frexp", "heaviside",
-              "float_power", "logaddexp", "logaddexp2", "deg2rad", "rad2deg", "frac", "fix",
-              "signbit", "isposinf", "isneginf", "isreal", "positive", "sgn", "nan_to_num",
-              "sinc", "logit", "clamp_min", "clamp_max", "gcd", "lcm", "bitwise_left_shift",
-              "bitwise_right_shift"):
+for _name in (
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "arctan2",
+    "hypot",
+    "copysign",
+    "nextafter",
+    "fmax",
+    "fmin",
+    "ldexp",
+    "frexp",
+    "heaviside",
+    "float_power",
+    "logaddexp",
+    "logaddexp2",
+    "deg2rad",
+    "rad2deg",
+    "frac",
+    "fix",
+    "signbit",
+    "isposinf",
+    "isneginf",
+    "isreal",
+    "positive",
+    "sgn",
+    "nan_to_num",
+    "sinc",
+    "logit",
+    "clamp_min",
+    "clamp_max",
+    "gcd",
+    "lcm",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+):
     _method(_name, globals()[_name])
 
 
 def _torch_inplace(name: str) -> Callable[..., Tensor]:
     """`torch.<name>_(input, ...)`: the Tensor method `input.<name>_(...)`."""
+
     def fn(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         _tensor_arg(f"{name}_", input)
         return getattr(input, f"{name}_")(*args, **kwargs)
-    return _named(fn, f"{name}_", f"In-place `{name}` of `input` (the method "
-                                  f"`input.{name}_(...)`); returns input.")
+
+    return _named(
+        fn,
+        f"{name}_",
+        f"In-place `{name}` of `input` (the method `input.{name}_(...)`); returns input.",
+    )
 
 
 _TORCH_INPLACE = (
-    "abs", "acos", "acosh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh",
-    "asin", "asinh", "atan", "atanh", "ceil", "clamp", "clamp_max", "clamp_min", "clip",
-    "cos", "cosh", "deg2rad", "erf", "erfc", "exp", "exp2", "expm1", "fix", "floor", "frac",
-    "gcd", "i0", "lcm", "ldexp", "log", "log10", "log1p", "log2", "logit", "nan_to_num", "neg",
-    "negative", "rad2deg", "reciprocal", "relu", "round", "rsqrt", "sigmoid", "sin", "sinc",
-    "sinh", "sqrt", "square", "tan", "tanh", "trunc", "xlogy",
+    "abs",
+    "acos",
+    "acosh",
+    "arccos",
+    "arccosh",
+    "arcsin",
+    "arcsinh",
+    "arctan",
+    "arctanh",
+    "asin",
+    "asinh",
+    "atan",
+    "atanh",
+    "ceil",
+    "clamp",
+    "clamp_max",
+    "clamp_min",
+    "clip",
+    "cos",
+    "cosh",
+    "deg2rad",
+    "erf",
+    "erfc",
+    "exp",
+    "exp2",
+    "expm1",
+    "fix",
+    "floor",
+    "frac",
+    "gcd",
+    "i0",
+    "lcm",
+    "ldexp",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "logit",
+    "nan_to_num",
+    "neg",
+    "negative",
+    "rad2deg",
+    "reciprocal",
+    "relu",
+    "round",
+    "rsqrt",
+    "sigmoid",
+    "sin",
+    "sinc",
+    "sinh",
+    "sqrt",
+    "square",
+    "tan",
+    "tanh",
+    "trunc",
+    "xlogy",
 )
 for _name in _TORCH_INPLACE:
     globals()[f"{_name}_"] = _torch_inplace(_name)
@@ -1193,8 +1546,13 @@ def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
     return _inplace("celu", celu)(input, alpha)
 
 
-def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
-           training: bool = False, generator: Any = None) -> Tensor:
+def rrelu_(
+    input: Tensor,
+    lower: float = 1.0 / 8,
+    upper: float = 1.0 / 3,
+    training: bool = False,
+    generator: Any = None,
+) -> Tensor:
     """In-place `rrelu`; returns input."""
     return _inplace("rrelu", rrelu)(input, lower, upper, training, generator)
 

@@ -6,6 +6,7 @@ facts (`has_lapack has_mkl has_openmp has_spectral`), `to_dlpack`, `FatalError`,
 Tensor methods `fill_diagonal_ new resize resize_as share_memory_ hardshrink prelu
 is_distributed`.
 """
+
 from __future__ import annotations
 
 import mmap
@@ -20,9 +21,24 @@ from ..tensor import Tensor
 from ._errors import names_op
 
 __all__: list[str] = [
-    "addcmul", "addcdiv", "adjoint", "as_strided_", "conj_physical_", "detach", "detach_",
-    "fill", "fill_", "zero_", "vander", "is_distributed", "to_dlpack", "FatalError",
-    "has_lapack", "has_mkl", "has_openmp", "has_spectral",
+    "addcmul",
+    "addcdiv",
+    "adjoint",
+    "as_strided_",
+    "conj_physical_",
+    "detach",
+    "detach_",
+    "fill",
+    "fill_",
+    "zero_",
+    "vander",
+    "is_distributed",
+    "to_dlpack",
+    "FatalError",
+    "has_lapack",
+    "has_mkl",
+    "has_openmp",
+    "has_spectral",
 ]
 
 # --------------------------------------------------------------------------------------
@@ -40,8 +56,9 @@ has_openmp: bool = False
 def _mkl_loaded() -> bool:
     try:
         from ..backends import mkl
+
         return bool(mkl.is_available())
-    except Exception:            # no MKL backend module or no library
+    except Exception:  # no MKL backend module or no library
         return False
 
 
@@ -64,37 +81,44 @@ def _tensor(op: str, x: Any, name: str = "input") -> Tensor:
 # addcmul / addcdiv
 # --------------------------------------------------------------------------------------
 
-_ADDCDIV_INT = ("Integer division with addcdiv is no longer supported, and in a future "
-                "release addcdiv will perform a true division of tensor1 and tensor2. The "
-                "historic addcdiv behavior can be implemented as (input + value * "
-                "trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input "
-                "+ value * tensor1 / tensor2) for float inputs. The future addcdiv behavior "
-                "is just the latter implementation: (input + value * tensor1 / tensor2), for "
-                "all dtypes.")
+_ADDCDIV_INT = (
+    "Integer division with addcdiv is no longer supported, and in a future "
+    "release addcdiv will perform a true division of tensor1 and tensor2. The "
+    "historic addcdiv behavior can be implemented as (input + value * "
+    "trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input "
+    "+ value * tensor1 / tensor2) for float inputs. The future addcdiv behavior "
+    "is just the latter implementation: (input + value * tensor1 / tensor2), for "
+    "all dtypes."
+)
 
 
-def _addc(op: str, input: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any,
-          divide: bool) -> Tensor:
+def _addc(
+    op: str, input: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any, divide: bool
+) -> Tensor:
     from .creation import checked_scalar
     from .numpy_interop import plain_number
     from . import elementwise as E
+
     for name, t in (("input", input), ("tensor1", tensor1), ("tensor2", tensor2)):
         _tensor(op, t, name)
-    if divide and not any(t._dtype.is_floating_point or t._dtype.is_complex
-                          for t in (tensor1, tensor2)):
+    if divide and not any(
+        t._dtype.is_floating_point or t._dtype.is_complex for t in (tensor1, tensor2)
+    ):
         raise RuntimeError(_ADDCDIV_INT)
     shapes = [t._shape for t in (input, tensor1, tensor2)]
     try:
         from ..ir.types import broadcast_shapes
+
         broadcast_shapes(*shapes, op=op)
-    except ValueError as e:         # PyTorch's type for operands that do not broadcast
-        raise RuntimeError(f"{op}: the size of the operands must match at non-singleton "
-                           f"dimensions ({str(e)})") from None
+    except ValueError as e:  # PyTorch's type for operands that do not broadcast
+        raise RuntimeError(
+            f"{op}: the size of the operands must match at non-singleton dimensions ({str(e)})"
+        ) from None
     dims = [t._dtype for t in (input, tensor1, tensor2) if t.ndim]
     zero = [t._dtype for t in (input, tensor1, tensor2) if not t.ndim]
     d = dt.result_type(dims, zero, [])
     if d is dt.bool_:
-        raise NotImplementedError(f'"{op}_cpu_out" not implemented for \'Bool\'')
+        raise NotImplementedError(f"\"{op}_cpu_out\" not implemented for 'Bool'")
     if isinstance(value, Tensor):
         value = value.item()
     value = checked_scalar(plain_number(value), d, op)
@@ -140,13 +164,16 @@ def out_dtype_operands(op: str, out_dtype: Any, *tensors: Tensor) -> tuple[Tenso
         return tensors
     if out_dtype is dt.float32 and d in (dt.float16, dt.bfloat16):
         return tuple(t if t._dtype is dt.float32 else t.to(dt.float32) for t in tensors)
-    raise RuntimeError(f"{op}: out_dtype must be the same as input dtype or fp32 for fp16/bf16 "
-                       f"inputs (inputs {d.name}, out_dtype {getattr(out_dtype, 'name', out_dtype)})")
+    raise RuntimeError(
+        f"{op}: out_dtype must be the same as input dtype or fp32 for fp16/bf16 "
+        f"inputs (inputs {d.name}, out_dtype {getattr(out_dtype, 'name', out_dtype)})"
+    )
 
 
 # --------------------------------------------------------------------------------------
 # small functions and torch-level spellings of in-place methods
 # --------------------------------------------------------------------------------------
+
 
 @names_op("adjoint")
 def adjoint(input: Tensor) -> Tensor:
@@ -154,10 +181,13 @@ def adjoint(input: Tensor) -> Tensor:
     conjugate is computed at once for complex ones, where PyTorch sets a lazy bit)."""
     from . import elementwise as E
     from .shape import transpose
+
     _tensor("adjoint", input)
     if input.ndim < 2:
-        raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of "
-                           f"matrices. Got {input.ndim}-D tensor.")
+        raise RuntimeError(
+            f"tensor.adjoint() is only supported on matrices or batches of "
+            f"matrices. Got {input.ndim}-D tensor."
+        )
     t = transpose(input, -2, -1)
     return E.conj(t) if input._dtype.is_complex else t
 
@@ -189,6 +219,7 @@ def _fill(input: Tensor, value: Any) -> Tensor:
     whose gradient is the sum of the result's). `input` gets a zero gradient."""
     _tensor("fill", input)
     from .shape import clone
+
     return clone(input).fill_(value)
 
 
@@ -196,8 +227,12 @@ def fill(input: Tensor, value: Any) -> Tensor:
     """A new tensor of `input`'s shape and dtype holding `value` (a number, or a 0-d tensor
     whose gradient is the sum of the result's). `input` gets a zero gradient."""
     c = value.__class__
-    if input.__class__ is Tensor and (c is float or c is int or c is bool) and \
-            _shape._unrecorded(input) and _trace_current() is None:
+    if (
+        input.__class__ is Tensor
+        and (c is float or c is int or c is bool)
+        and _shape._unrecorded(input)
+        and _trace_current() is None
+    ):
         # nothing to record: the new tensor and its write (a value that does not
         # convert takes the general path, which raises the error)
         try:
@@ -209,14 +244,16 @@ def fill(input: Tensor, value: Any) -> Tensor:
 
 
 @names_op("as_strided_")
-def as_strided_(input: Tensor, size: Sequence[int], stride: Sequence[int],
-                storage_offset: int | None = None) -> Tensor:
+def as_strided_(
+    input: Tensor, size: Sequence[int], stride: Sequence[int], storage_offset: int | None = None
+) -> Tensor:
     """Make `input` itself the view `as_strided(input, size, stride, storage_offset)` of its
     memory (its sizes, strides and offset change in place); returns `input`. A leaf that
     requires grad refuses, as in PyTorch; a non-leaf takes the view's gradient node."""
     from .layout import as_strided
     from .inplace import check_inplace
     from ..autograd.grad_mode import is_grad_enabled
+
     _tensor("as_strided_", input)
     if input._requires_grad and input.grad_fn is None and is_grad_enabled():
         check_inplace(input)
@@ -248,6 +285,7 @@ def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     from .creation import ones
     from .shape import cat, expand, flip, unsqueeze
     from .sorting import cumprod
+
     _tensor("vander", x, "x")
     if x.ndim != 1:
         raise RuntimeError("x must be a one-dimensional tensor.")
@@ -283,11 +321,14 @@ def to_dlpack(tensor: Tensor) -> Any:
 # Tensor methods
 # --------------------------------------------------------------------------------------
 
+
 def _conj_physical_(self: Tensor) -> Tensor:
     from .inplace import _rewrite_inplace
     from . import elementwise as E
+
     if not self._dtype.is_complex:
         from .inplace import check_inplace
+
         check_inplace(self)
         return self
     return names_op("conj_physical_")(_rewrite_inplace("conj_physical", E.conj_physical))(self)
@@ -297,15 +338,19 @@ def _addcmul_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1)
     """In place: self += value * tensor1 * tensor2 (the result keeps self's dtype and
     shape)."""
     from .inplace import _rewrite_inplace
-    return names_op("addcmul_")(_rewrite_inplace(
-        "addcmul", lambda x, a, b: addcmul(x, a, b, value=value)))(self, tensor1, tensor2)
+
+    return names_op("addcmul_")(
+        _rewrite_inplace("addcmul", lambda x, a, b: addcmul(x, a, b, value=value))
+    )(self, tensor1, tensor2)
 
 
 def _addcdiv_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """In place: self += value * tensor1 / tensor2."""
     from .inplace import _rewrite_inplace
-    return names_op("addcdiv_")(_rewrite_inplace(
-        "addcdiv", lambda x, a, b: addcdiv(x, a, b, value=value)))(self, tensor1, tensor2)
+
+    return names_op("addcdiv_")(
+        _rewrite_inplace("addcdiv", lambda x, a, b: addcdiv(x, a, b, value=value))
+    )(self, tensor1, tensor2)
 
 
 @names_op("fill_diagonal_")
@@ -315,6 +360,7 @@ def fill_diagonal_(self: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
     `wrap`. Every dimension of a >2-D tensor must have the same length."""
     from .creation import checked_scalar, tensor
     from .numpy_interop import plain_number
+
     if self.ndim < 2:
         raise RuntimeError("dimensions must larger than 1")
     shape = self._shape
@@ -324,7 +370,7 @@ def fill_diagonal_(self: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
         fill_value = fill_value.item()
     value = checked_scalar(plain_number(fill_value), self._dtype, "fill_diagonal_")
     numel = int(np.prod(shape))
-    step = sum(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+    step = sum(int(np.prod(shape[i + 1 :])) for i in range(len(shape)))
     limit = numel
     if self.ndim == 2 and not wrap and shape[0] > shape[1]:
         limit = shape[1] * shape[1]
@@ -339,6 +385,7 @@ def _new(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     `x.new(size)` (uninitialized), `x.new(data)` (a copy), `x.new(tensor)` (that tensor,
     which must have x's dtype); `device=` only."""
     from .legacy import legacy_new
+
     return legacy_new(self._dtype, args, kwargs, "new")
 
 
@@ -346,6 +393,7 @@ def _resize(self: Tensor, *sizes: Any) -> Tensor:
     """Deprecated (it warns, as PyTorch): a tensor of `sizes` holding this tensor's values
     in row-major order; the element count must not change (autograd flows through)."""
     from .shape import contiguous, reshape, size_arg
+
     warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
     shape = size_arg(sizes, "resize")
     count = int(np.prod(shape)) if shape else 1
@@ -354,7 +402,8 @@ def _resize(self: Tensor, *sizes: Any) -> Tensor:
             f"requested resize to {'x'.join(map(str, shape))} ({count} elements in total), "
             f"but the given tensor has a size of {'x'.join(map(str, self._shape))} "
             f"({self.numel()} elements). autograd's resize can only change the shape of a "
-            f"given tensor, while preserving the number of elements. ")
+            f"given tensor, while preserving the number of elements. "
+        )
     return reshape(contiguous(self), shape)
 
 
@@ -373,11 +422,16 @@ def _share_memory_(self: Tensor) -> Tensor:
     PyTorch). Its cost: the values are copied once and the live tensors are searched for
     the views of this memory (`gc.get_referrers`)."""
     import gc
+
     if getattr(self, "_ctx", None) is not None:
         from ..tracer.context import user_location
         from ..tracer.tensor import GraphBreak
-        raise GraphBreak("share_memory_() (it moves a tensor's memory)", user_location(),
-                         advice="this signature runs eagerly")
+
+        raise GraphBreak(
+            "share_memory_() (it moves a tensor's memory)",
+            user_location(),
+            advice="this signature runs eagerly",
+        )
     st = self._storage
     if isinstance(st.owner, mmap.mmap):
         return self
@@ -385,14 +439,14 @@ def _share_memory_(self: Tensor) -> Tensor:
     shared = mmap.mmap(-1, nbytes + 64, flags=mmap.MAP_SHARED)
     raw = np.frombuffer(shared, dtype=np.uint8)
     start = (-raw.ctypes.data) % 64
-    buf = raw[start:start + nbytes]
+    buf = raw[start : start + nbytes]
     if nbytes:
         buf[:] = st.buffer[:nbytes]
     old_ptr = st.ptr
     st._buffer = buf
     st.ptr = int(buf.ctypes.data)
-    st.owner = shared           # keeps the mapping alive; marks the storage shared
-    st.raw = None               # (a pooled block is no longer this storage's memory)
+    st.owner = shared  # keeps the mapping alive; marks the storage shared
+    st.raw = None  # (a pooled block is no longer this storage's memory)
     if st.ptr != old_ptr:
         for ref in gc.get_referrers(st):
             if isinstance(ref, Tensor) and ref._storage is st:
@@ -410,12 +464,14 @@ def _is_shared(self: Tensor) -> bool:
 def _hardshrink(self: Tensor, lambd: float = 0.5) -> Tensor:
     """`F.hardshrink(self, lambd)`: x where |x| > lambd, else 0."""
     from ..nn import functional as F
+
     return F.hardshrink(self, lambd)
 
 
 def _prelu(self: Tensor, weight: Tensor) -> Tensor:
     """`F.prelu(self, weight)`: max(0, x) + weight * min(0, x), weight per channel."""
     from ..nn import functional as F
+
     return F.prelu(self, weight)
 
 
@@ -427,34 +483,49 @@ def _round_(self: Tensor, *, decimals: int = 0) -> Tensor:
     if decimals == 0:
         if not _PLAIN_ROUND_:
             from .inplace import make_inplace_methods
+
             _PLAIN_ROUND_.append(make_inplace_methods()["round_"])
         return _PLAIN_ROUND_[0](self)
     from .inplace import _rewrite_inplace
     from . import elementwise as E
-    return names_op("round_")(_rewrite_inplace(
-        "round", lambda x: E.round(x, decimals=decimals)))(self)
+
+    return names_op("round_")(_rewrite_inplace("round", lambda x: E.round(x, decimals=decimals)))(
+        self
+    )
 
 
 def _split(self: Tensor, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
     """`lg.split(self, split_size, dim)`: pieces of `split_size` elements along `dim` (the
     last may be smaller), or of the listed sizes."""
     from .shape import split
+
     return split(self, split_size, dim)
 
 
 METHODS: dict[str, Any] = {
-    "round_": _round_, "split": _split,
-    "addcmul": addcmul, "addcdiv": addcdiv,
-    "addcmul_": _addcmul_, "addcdiv_": _addcdiv_,
-    "adjoint": adjoint, "as_strided_": as_strided_, "conj_physical_": conj_physical_,
-    "fill_diagonal_": fill_diagonal_, "new": _new, "resize": _resize,
-    "resize_as": _resize_as, "is_distributed": is_distributed,
-    "hardshrink": _hardshrink, "prelu": _prelu,
-    "share_memory_": _share_memory_, "is_shared": _is_shared,
+    "round_": _round_,
+    "split": _split,
+    "addcmul": addcmul,
+    "addcdiv": addcdiv,
+    "addcmul_": _addcmul_,
+    "addcdiv_": _addcdiv_,
+    "adjoint": adjoint,
+    "as_strided_": as_strided_,
+    "conj_physical_": conj_physical_,
+    "fill_diagonal_": fill_diagonal_,
+    "new": _new,
+    "resize": _resize,
+    "resize_as": _resize_as,
+    "is_distributed": is_distributed,
+    "hardshrink": _hardshrink,
+    "prelu": _prelu,
+    "share_memory_": _share_memory_,
+    "is_shared": _is_shared,
 }
 
 
-from . import shape as _shape                     # noqa: E402
+from . import shape as _shape  # noqa: E402
 from .creation import checked_scalar as _checked, fill_dense as _fill_dense  # noqa: E402
-from ..tracer.context import current as _trace_current      # noqa: E402
+from ..tracer.context import current as _trace_current  # noqa: E402
+
 _creation_fill = (_checked, _fill_dense)

@@ -13,6 +13,7 @@ Most functions here are compositions of the indexing primitives (`gather`, `scat
 - `searchsorted`, `bucketize`, `isin` run on the host eagerly (binary search / sorting)
   and compose from comparisons and sums when traced.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
@@ -26,22 +27,38 @@ from ..ir.types import broadcast_shapes
 from ..tensor import Tensor
 from . import elementwise as E
 from ._errors import names_op
-from ._host import (host_broadcast, host_empty, host_plain, host_tensor, host_values,
-                    host_view)
+from ._host import host_broadcast, host_empty, host_plain, host_tensor, host_values, host_view
 
 __all__: list[str] = [
-    "take", "put", "index_add", "index_copy", "index_fill", "index_put", "index_put_",
-    "index_reduce", "masked_select", "masked_scatter", "scatter_reduce", "unique",
-    "unique_consecutive", "searchsorted", "bucketize", "isin", "nonzero_static",
-    "tril_indices", "triu_indices", "unravel_index",
+    "take",
+    "put",
+    "index_add",
+    "index_copy",
+    "index_fill",
+    "index_put",
+    "index_put_",
+    "index_reduce",
+    "masked_select",
+    "masked_scatter",
+    "scatter_reduce",
+    "unique",
+    "unique_consecutive",
+    "searchsorted",
+    "bucketize",
+    "isin",
+    "nonzero_static",
+    "tril_indices",
+    "triu_indices",
+    "unravel_index",
 ]
 
-_DENSE_LIMIT = 1 << 24          # traced prod/amax/amin: the largest comparison tensor
+_DENSE_LIMIT = 1 << 24  # traced prod/amax/amin: the largest comparison tensor
 
 
 # --------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------
+
 
 def _traced(*ts: Any) -> bool:
     return any(getattr(t, "_ctx", None) is not None for t in ts)
@@ -50,8 +67,10 @@ def _traced(*ts: Any) -> bool:
 def _graph_break(what: str) -> None:
     from ..tracer.context import user_location
     from ..tracer.tensor import GraphBreak
-    raise GraphBreak(what, user_location(),
-                     advice="its result depends on tensor values; this part runs eagerly")
+
+    raise GraphBreak(
+        what, user_location(), advice="its result depends on tensor values; this part runs eagerly"
+    )
 
 
 def _host(t: Tensor) -> np.ndarray:
@@ -59,6 +78,7 @@ def _host(t: Tensor) -> np.ndarray:
     if t.__class__ is Tensor:
         return host_values(t)
     from ..autograd.grad_mode import no_grad
+
     with no_grad():
         if t._dtype is dt.bfloat16:
             t = t.to(dt.float32)
@@ -69,6 +89,7 @@ def _from_host(a: np.ndarray, dtype: dt.DType) -> Tensor:
     if a.dtype == dtype.np and dtype is not dt.bfloat16:
         return host_tensor(a, dtype)
     from .creation import tensor
+
     return tensor(np.array(a, order="C"), dtype=dtype)
 
 
@@ -92,16 +113,15 @@ def _index_tensor(op: str, index: Any, names: str = "int64") -> Tensor:
 def _vector_index(op: str, index: Any) -> Tensor:
     index = _index_tensor(op, index, "int32 or int64")
     if index.ndim > 1:
-        raise IndexError(f"{op}(): Index is supposed to be a vector, got shape "
-                         f"{list(index.shape)}")
+        raise IndexError(f"{op}(): Index is supposed to be a vector, got shape {list(index.shape)}")
     return index.reshape(-1)
 
 
-def _check_range(op: str, index: Tensor, d: int, size: int, error: type,
-                 negative: bool) -> Tensor:
+def _check_range(op: str, index: Tensor, d: int, size: int, error: type, negative: bool) -> Tensor:
     """`index` checked against [0, size) (or [-size, size) with `negative`, which then
     wraps); raises `error` naming the value, dim and size when values are known."""
     from .indexing import _check_index_range, _wrap_negative
+
     if negative:
         index = _wrap_negative(index, size)
     _check_index_range(op, index, d, size, error)
@@ -111,6 +131,7 @@ def _check_range(op: str, index: Tensor, d: int, size: int, error: type,
 def _along(index: Tensor, d: int, shape: tuple[int, ...]) -> Tensor:
     """A vector index placed along dimension `d` and broadcast to `shape` (a view)."""
     from .shape import expand
+
     view = [1] * len(shape)
     view[d] = index._shape[0]
     return expand(index.reshape(view), shape)
@@ -118,6 +139,7 @@ def _along(index: Tensor, d: int, shape: tuple[int, ...]) -> Tensor:
 
 def _dim(op: str, dim: int, ndim: int) -> int:
     from ..ir.types import normalize_axis
+
     return normalize_axis(dim, max(ndim, 1), op)
 
 
@@ -125,8 +147,10 @@ def _same_dtype(op: str, input: Tensor, source: Tensor, what: str = "source") ->
     if not isinstance(source, Tensor):
         raise TypeError(f"{op}(): {what} must be a Tensor, got {type(source).__name__}")
     if source._dtype is not input._dtype:
-        raise RuntimeError(f"{op}(): self ({input._dtype.name}) and {what} "
-                           f"({source._dtype.name}) must have the same scalar type")
+        raise RuntimeError(
+            f"{op}(): self ({input._dtype.name}) and {what} "
+            f"({source._dtype.name}) must have the same scalar type"
+        )
 
 
 def _check_source(op: str, input: Tensor, d: int, index: Tensor, source: Tensor) -> Tensor:
@@ -134,21 +158,29 @@ def _check_source(op: str, input: Tensor, d: int, index: Tensor, source: Tensor)
     _same_dtype(op, input, source)
     if input.ndim == 0:
         if source.numel() != 1 or index.numel() != 1:
-            raise RuntimeError(f"{op}(): a 0-d self takes one index and one source value "
-                               f"(index {list(index.shape)}, source {list(source.shape)})")
+            raise RuntimeError(
+                f"{op}(): a 0-d self takes one index and one source value "
+                f"(index {list(index.shape)}, source {list(source.shape)})"
+            )
         return source.reshape(1)
     if source.ndim == 0 and input.ndim == 1:
         source = source.reshape(1)
     if source.ndim != input.ndim:
-        raise IndexError(f"{op}(): source {list(source.shape)} and self "
-                         f"{list(input.shape)} must have the same number of dimensions")
+        raise IndexError(
+            f"{op}(): source {list(source.shape)} and self "
+            f"{list(input.shape)} must have the same number of dimensions"
+        )
     if source._shape[d] != index.numel():
-        raise RuntimeError(f"{op}(): Number of indices ({index.numel()}) should be equal to "
-                           f"source.size(dim): ({source._shape[d]}), for dim: {d}")
+        raise RuntimeError(
+            f"{op}(): Number of indices ({index.numel()}) should be equal to "
+            f"source.size(dim): ({source._shape[d]}), for dim: {d}"
+        )
     for k in range(input.ndim):
         if k != d and source._shape[k] != input._shape[k]:
-            raise RuntimeError(f"{op}(): source {list(source.shape)} must match self "
-                               f"{list(input.shape)} in every dimension but {d}")
+            raise RuntimeError(
+                f"{op}(): source {list(source.shape)} must match self "
+                f"{list(input.shape)} in every dimension but {d}"
+            )
     return source
 
 
@@ -156,24 +188,30 @@ def _check_source(op: str, input: Tensor, d: int, index: Tensor, source: Tensor)
 # take / put
 # --------------------------------------------------------------------------------------
 
+
 def _flat_positions(op: str, input: Tensor, index: Tensor) -> Tensor:
     """`index` into the row-major elements of `input`, negatives counted from the end,
     checked (IndexError naming the value) where values are known."""
     from .indexing import _wrap_negative
+
     index = _index_tensor(op, index)
     n = input.numel()
     index = _wrap_negative(index, n)
     from ..tracer.tensor import tracing
     from ..transforms.batching import bottom
+
     values = bottom(index)
     if values.numel() and not tracing() and not _traced(values):
         from ..autograd.grad_mode import no_grad
         from .reduction import amax, amin
+
         with no_grad():
             lo, hi = int(amin(values).item()), int(amax(values).item())
         if lo < 0 or hi >= n:
-            raise IndexError(f"{op}(): out of range: tried to access index "
-                             f"{lo - n if lo < 0 else hi} on a tensor of {n} elements")
+            raise IndexError(
+                f"{op}(): out of range: tried to access index "
+                f"{lo - n if lo < 0 else hi} on a tensor of {n} elements"
+            )
     return index
 
 
@@ -183,8 +221,10 @@ def take(input: Tensor, index: Tensor) -> Tensor:
     """`input` read as 1-D at `index` (result shaped like `index`; negatives count from
     the end)."""
     from .indexing import getitem
+
     pos = _flat_positions("take", input, index)
     from .indexing import _no_negative
+
     return getitem(input.reshape(-1), (_no_negative(pos, input.numel()),), "TakeBackward0")
 
 
@@ -194,12 +234,15 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
     """A copy of `input` with `source`'s values written (or added, `accumulate`) at the
     row-major positions `index` (negatives count from the end)."""
     from .indexing import index_put_linear, scatter_add_linear
+
     _same_dtype("put", input, source)
     pos = _flat_positions("put", input, index)
     if source.numel() != pos.numel():
-        raise IndexError(f"put(): Expected source and index to have the same number of "
-                         f"elements, but got source.numel() = {source.numel()}, "
-                         f"index.numel() = {pos.numel()}")
+        raise IndexError(
+            f"put(): Expected source and index to have the same number of "
+            f"elements, but got source.numel() = {source.numel()}, "
+            f"index.numel() = {pos.numel()}"
+        )
     flat = input.reshape(-1)
     pos, src = pos.reshape(-1), source.reshape(-1)
     out = scatter_add_linear(flat, pos, src) if accumulate else index_put_linear(flat, pos, src)
@@ -210,13 +253,14 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
 # index_add / index_copy / index_fill / index_put
 # --------------------------------------------------------------------------------------
 
+
 @names_op("index_add")
 @composite_function
-def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *,
-              alpha: Any = 1) -> Tensor:
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
     """A copy of `input` with `alpha * source` added at `index` along `dim`
     (`out[..., index[i], ...] += alpha * source[..., i, ...]`, duplicates accumulate)."""
     from .indexing import scatter_add
+
     op = "index_add"
     d = _dim(op, dim, input.ndim)
     index = _vector_index(op, index)
@@ -238,6 +282,7 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     """A copy of `input` with `source[..., i, ...]` written at `index[i]` along `dim`
     (with duplicate indices one write wins, as in torch)."""
     from .indexing import scatter
+
     op = "index_copy"
     d = _dim(op, dim, input.ndim)
     index = _vector_index(op, index)
@@ -253,8 +298,8 @@ def _positions_mask(size: int, index: Tensor) -> Tensor:
     """A bool vector of `size`, True at `index` (already within [0, size))."""
     from .creation import zeros, ones
     from .indexing import index_put_linear
-    return index_put_linear(zeros(size, dtype=dt.bool_), index,
-                            ones(index._shape, dtype=dt.bool_))
+
+    return index_put_linear(zeros(size, dtype=dt.bool_), index, ones(index._shape, dtype=dt.bool_))
 
 
 @names_op("index_fill")
@@ -269,11 +314,14 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     index = _check_range(op, index, d, size, IndexError, True)
     if isinstance(value, Tensor):
         if value.ndim:
-            raise RuntimeError(f"index_fill(): only supports a 0-dimensional value tensor, "
-                               f"but got tensor with {value.ndim} dimension(s).")
+            raise RuntimeError(
+                f"index_fill(): only supports a 0-dimensional value tensor, "
+                f"but got tensor with {value.ndim} dimension(s)."
+            )
         value = value.to(input._dtype) if value._dtype is not input._dtype else value
     else:
         from .creation import full
+
         value = full((), value, dtype=input._dtype)
     mask = _positions_mask(size, index)
     if input.ndim:
@@ -289,28 +337,30 @@ def _normalize_indices(op: str, input: Tensor, indices: Any) -> tuple[Any, ...]:
     if isinstance(indices, Tensor):
         indices = (indices,)
     if not isinstance(indices, (tuple, list)):
-        raise TypeError(f"{op}(): indices must be a tuple of tensors, got "
-                        f"{type(indices).__name__}")
+        raise TypeError(f"{op}(): indices must be a tuple of tensors, got {type(indices).__name__}")
     if len(indices) > max(input.ndim, 1):
-        raise IndexError(f"{op}(): too many indices for tensor of dimension {input.ndim} "
-                         f"(got {len(indices)})")
+        raise IndexError(
+            f"{op}(): too many indices for tensor of dimension {input.ndim} (got {len(indices)})"
+        )
     out = []
     for i in indices:
         if i is None:
             out.append(slice(None))
         elif isinstance(i, Tensor):
             if i._dtype not in (dt.int64, dt.int32, dt.bool_, dt.uint8):
-                raise IndexError(f"{op}(): tensors used as indices must be long, int, byte "
-                                 f"or bool tensors, got {i._dtype.name}")
+                raise IndexError(
+                    f"{op}(): tensors used as indices must be long, int, byte "
+                    f"or bool tensors, got {i._dtype.name}"
+                )
             out.append(i.to(dt.bool_) if i._dtype is dt.uint8 else i)
         else:
-            raise TypeError(f"{op}(): indices must be tensors or None, got "
-                            f"{type(i).__name__}")
+            raise TypeError(f"{op}(): indices must be tensors or None, got {type(i).__name__}")
     return tuple(out)
 
 
-def _index_put_host(input: Tensor, index: tuple[Any, ...], values: Tensor,
-                    accumulate: bool) -> Tensor | None:
+def _index_put_host(
+    input: Tensor, index: tuple[Any, ...], values: Tensor, accumulate: bool
+) -> Tensor | None:
     """index_put's plain eager case on the host: every index a tensor (int64/int32, or a
     bool mask of at least one dimension), where NumPy's advanced indexing means what
     PyTorch's does; None when it does not apply or NumPy refuses the index or the values
@@ -336,21 +386,25 @@ def _index_put_host(input: Tensor, index: tuple[Any, ...], values: Tensor,
 
 
 @names_op("index_put")
-def index_put(input: Tensor, indices: Sequence[Any], values: Any,
-              accumulate: bool = False) -> Tensor:
+def index_put(
+    input: Tensor, indices: Sequence[Any], values: Any, accumulate: bool = False
+) -> Tensor:
     """A copy of `input` with `input[indices] = values` (or `+= values`, duplicates adding
     up, with `accumulate`); `values` broadcasts to the indexed shape. Compiles (the
     positions are an index of `input`'s row-major offsets)."""
     from .creation import full, iota
     from .indexing import getitem, index_put_linear, scatter_add_linear
     from .shape import expand
+
     op = "index_put"
     index = _normalize_indices(op, input, indices)
     if isinstance(values, Tensor):
         if values._dtype is not input._dtype:
-            raise RuntimeError(f"index_put(): Index put requires the source and destination "
-                               f"dtypes match, got {input._dtype.name} for the destination "
-                               f"and {values._dtype.name} for the source.")
+            raise RuntimeError(
+                f"index_put(): Index put requires the source and destination "
+                f"dtypes match, got {input._dtype.name} for the destination "
+                f"and {values._dtype.name} for the source."
+            )
     else:
         values = full((), values, dtype=input._dtype)
     if host_plain(input, values, *index):
@@ -363,8 +417,11 @@ def index_put(input: Tensor, indices: Sequence[Any], values: Any,
             values = values.reshape(values._shape[1:])
         values = expand(values, positions._shape)
     flat = input.reshape(-1)
-    out = scatter_add_linear(flat, positions, values) if accumulate else \
-        index_put_linear(flat, positions, values)
+    out = (
+        scatter_add_linear(flat, positions, values)
+        if accumulate
+        else index_put_linear(flat, positions, values)
+    )
     return out.reshape(input._shape)
 
 
@@ -393,8 +450,15 @@ class _ScatterReduceNode(Node):
 
     __slots__ = ("saved", "reduce", "include_self", "offsets", "shape", "wants")
 
-    def __init__(self, input: Tensor, src: Tensor, out: Tensor, offsets: Tensor,
-                 reduce: str, include_self: bool):
+    def __init__(
+        self,
+        input: Tensor,
+        src: Tensor,
+        out: Tensor,
+        offsets: Tensor,
+        reduce: str,
+        include_self: bool,
+    ):
         super().__init__((edge(input), edge(src)))
         self.saved = (SavedTensor(input), SavedTensor(src), SavedTensor(out, True))
         self.reduce = reduce
@@ -404,18 +468,22 @@ class _ScatterReduceNode(Node):
 
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         x, s, r = (sv.unpack(self, type(self).__name__, i) for i, sv in enumerate(self.saved))
-        return _reduce_backward(grads[0], x, s, r.detach(), self.offsets, self.reduce,
-                                self.include_self)
+        return _reduce_backward(
+            grads[0], x, s, r.detach(), self.offsets, self.reduce, self.include_self
+        )
 
 
-def _reduce_backward(g: Tensor, x: Tensor, s: Tensor, r: Tensor, o: Tensor, reduce: str,
-                     include_self: bool) -> tuple[Tensor, Tensor]:
+def _reduce_backward(
+    g: Tensor, x: Tensor, s: Tensor, r: Tensor, o: Tensor, reduce: str, include_self: bool
+) -> tuple[Tensor, Tensor]:
     """Gradients of `r = scatter_reduce(x, offsets o, s)` for prod/amax/amin (flat)."""
     from .creation import zeros
     from .indexing import gather_linear, scatter_add_linear
+
     shape = x._shape
     xf, gf, rf = x.reshape(-1), g.reshape(-1), r.reshape(-1)
     from .creation import ones_like
+
     ones_s = ones_like(s)
     hits = scatter_add_linear(zeros(xf._shape, dtype=s._dtype), o, ones_s)
     untouched = E.eq(hits, 0)
@@ -424,8 +492,10 @@ def _reduce_backward(g: Tensor, x: Tensor, s: Tensor, r: Tensor, o: Tensor, redu
         r_at = gather_linear(rf, o)
         src_eq = E.eq(s, r_at)
         self_eq = E.logical_and(self_in, E.logical_or(untouched, E.eq(xf, rf)))
-        count = E.add(scatter_add_linear(zeros(xf._shape, dtype=s._dtype), o,
-                                         src_eq.to(s._dtype)), self_eq.to(s._dtype))
+        count = E.add(
+            scatter_add_linear(zeros(xf._shape, dtype=s._dtype), o, src_eq.to(s._dtype)),
+            self_eq.to(s._dtype),
+        )
         share = E.div(gf, E.where(E.eq(count, 0), 1, count))
         gx = E.where(self_eq, share, 0.0)
         gs = E.where(src_eq, gather_linear(share, o), 0.0)
@@ -433,8 +503,10 @@ def _reduce_backward(g: Tensor, x: Tensor, s: Tensor, r: Tensor, o: Tensor, redu
     # prod: each factor's gradient is the product of the others
     zero_s = E.eq(s, 0)
     zero_x = E.logical_and(E.logical_and(self_in, E.logical_not(untouched)), E.eq(xf, 0))
-    zeros_at = E.add(scatter_add_linear(zeros(xf._shape, dtype=s._dtype), o,
-                                        zero_s.to(s._dtype)), zero_x.to(s._dtype))
+    zeros_at = E.add(
+        scatter_add_linear(zeros(xf._shape, dtype=s._dtype), o, zero_s.to(s._dtype)),
+        zero_x.to(s._dtype),
+    )
     s1 = E.where(zero_s, 1, s)
     x1 = E.where(zero_x, 1, xf)
     nz = _host_reduce(x1 if include_self else E.where(untouched, xf, 1), o, s1, "prod", True)
@@ -442,24 +514,25 @@ def _reduce_backward(g: Tensor, x: Tensor, s: Tensor, r: Tensor, o: Tensor, redu
     r_at = gather_linear(rf, o)
     nz_at = gather_linear(nz, o)
     g_at = gather_linear(gf, o)
-    others_s = E.where(E.eq(z_at, 0), E.div(r_at, s1),
-                       E.where(E.logical_and(E.eq(z_at, 1), zero_s), nz_at, 0.0))
+    others_s = E.where(
+        E.eq(z_at, 0), E.div(r_at, s1), E.where(E.logical_and(E.eq(z_at, 1), zero_s), nz_at, 0.0)
+    )
     gs = E.mul(g_at, others_s)
-    others_x = E.where(E.eq(zeros_at, 0), E.div(rf, x1),
-                       E.where(E.logical_and(E.eq(zeros_at, 1), zero_x), nz, 0.0))
+    others_x = E.where(
+        E.eq(zeros_at, 0), E.div(rf, x1), E.where(E.logical_and(E.eq(zeros_at, 1), zero_x), nz, 0.0)
+    )
     gx = E.where(untouched, gf, E.where(self_in, E.mul(gf, others_x), 0.0))
     return gx.reshape(shape), gs
 
 
-def _host_reduce(xf: Tensor, o: Tensor, s: Tensor, reduce: str, include_self: bool
-                 ) -> Tensor:
+def _host_reduce(xf: Tensor, o: Tensor, s: Tensor, reduce: str, include_self: bool) -> Tensor:
     """The flat reduction on the host (NumPy `ufunc.at`), without autograd."""
     ufunc = {"prod": np.multiply, "amax": np.fmax, "amin": np.fmin}[reduce]
     out = _host(xf).copy()
     pos = _host(o).reshape(-1)
     vals = _host(s).reshape(-1)
     if reduce in ("amax", "amin"):
-        ufunc = np.maximum if reduce == "amax" else np.minimum    # NaN propagates
+        ufunc = np.maximum if reduce == "amax" else np.minimum  # NaN propagates
     if not include_self and pos.size:
         out[pos] = _identity(reduce, xf._dtype)
     if pos.size:
@@ -467,27 +540,39 @@ def _host_reduce(xf: Tensor, o: Tensor, s: Tensor, reduce: str, include_self: bo
     return _from_host(out, xf._dtype)
 
 
-def _reduce_eager(input: Tensor, offsets: Tensor, src: Tensor, reduce: str,
-                  include_self: bool) -> Tensor:
+def _reduce_eager(
+    input: Tensor, offsets: Tensor, src: Tensor, reduce: str, include_self: bool
+) -> Tensor:
     from ..autograd.grad_mode import no_grad
     from ..autograd import forward_ad
+
     with no_grad():
-        out = _host_reduce(input.detach().reshape(-1), offsets, src.detach(), reduce,
-                           include_self).reshape(input._shape)
-    if needs_grad((input, src)) and (input._dtype.is_floating_point or
-                                     input._dtype.is_complex):
+        out = _host_reduce(
+            input.detach().reshape(-1), offsets, src.detach(), reduce, include_self
+        ).reshape(input._shape)
+    if needs_grad((input, src)) and (input._dtype.is_floating_point or input._dtype.is_complex):
         out._requires_grad = True
         name = "ScatterReduceBackward0"
-        out.grad_fn = node_class(name, _ScatterReduceNode)(input, src, out, offsets, reduce,
-                                                           include_self)
+        out.grad_fn = node_class(name, _ScatterReduceNode)(
+            input, src, out, offsets, reduce, include_self
+        )
     if forward_ad._level[0]:
         tx, ts = forward_ad.tangent_of(input), forward_ad.tangent_of(src)
         if tx is not None or ts is not None:
             from .creation import ones_like, zeros_like
+
             # the derivative is linear in the tangents: d out = dx * w_x + scatter(ds * w_s)
-            wx, ws = _reduce_backward(ones_like(out), input.detach(), src.detach(), out.detach(),
-                                      offsets, reduce, include_self)
+            wx, ws = _reduce_backward(
+                ones_like(out),
+                input.detach(),
+                src.detach(),
+                out.detach(),
+                offsets,
+                reduce,
+                include_self,
+            )
             from .indexing import scatter_add_linear
+
             t = zeros_like(out)
             if tx is not None:
                 t = E.add(t, E.mul(tx, wx))
@@ -497,14 +582,16 @@ def _reduce_eager(input: Tensor, offsets: Tensor, src: Tensor, reduce: str,
     return out
 
 
-def _reduce_dense(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
-                  include_self: bool) -> Tensor:
+def _reduce_dense(
+    input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool
+) -> Tensor:
     """prod/amax/amin by composition (in a trace): every index compared with every
     position along `dim`; the contributions reduce over a new axis."""
     from .creation import iota, full
     from .misc import slice_all
     from .reduction import amax, amin, prod
     from .shape import cat, pad_dims, unsqueeze
+
     d = dim
     n = input._shape[d]
     extent = list(index._shape)
@@ -519,9 +606,10 @@ def _reduce_dense(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: s
         contrib = cat([unsqueeze(region, d + 1), contrib], d + 1)
     fn = {"prod": prod, "amax": amax, "amin": amin}[reduce]
     reduced = fn(contrib, d + 1)
-    if reduced._dtype is not input._dtype:          # (a bool or int prod gives int64)
+    if reduced._dtype is not input._dtype:  # (a bool or int prod gives int64)
         reduced = reduced.to(input._dtype)
     from .reduction import any as any_
+
     touched = any_(hit, d + 1)
     merged = E.where(touched, reduced, region)
     if tuple(extent) == input._shape:
@@ -534,19 +622,28 @@ def _reduce_dense(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: s
 
 @names_op("scatter_reduce")
 @composite_function
-def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
-                   include_self: bool = True) -> Tensor:
+def scatter_reduce(
+    input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *, include_self: bool = True
+) -> Tensor:
     """A copy of `input` with `src[i][j]` reduced into `[index[i][j]][j]` (for dim 0) by
     `reduce` in sum, prod, mean, amax, amin; `include_self=False` leaves `input`'s own
     values out of the positions that are written. Integer `mean` rounds down, as torch.
     Gradients as torch's (amax/amin split evenly among ties)."""
     from .creation import zeros, ones_like
-    from .indexing import (_check_index_shape, _scatter_offsets, _scatter_source,
-                           index_put_linear, scatter_add_linear)
+    from .indexing import (
+        _check_index_shape,
+        _scatter_offsets,
+        _scatter_source,
+        index_put_linear,
+        scatter_add_linear,
+    )
+
     op = "scatter_reduce"
     if reduce not in _REDUCES:
-        raise RuntimeError(f"scatter_reduce(): reduce argument must be either sum, prod, "
-                           f"mean, amax or amin, got {reduce}")
+        raise RuntimeError(
+            f"scatter_reduce(): reduce argument must be either sum, prod, "
+            f"mean, amax or amin, got {reduce}"
+        )
     if not isinstance(src, Tensor):
         raise TypeError(f"scatter_reduce(): src must be a Tensor, got {type(src).__name__}")
     index = _index_tensor(op, index)
@@ -555,15 +652,20 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     flat = input.reshape(-1)
     offsets, srcf = offsets.reshape(-1), src.reshape(-1)
     if reduce in ("sum", "mean"):
-        base = flat if include_self else \
-            index_put_linear(flat, offsets, zeros(srcf._shape, dtype=src._dtype))
+        base = (
+            flat
+            if include_self
+            else index_put_linear(flat, offsets, zeros(srcf._shape, dtype=src._dtype))
+        )
         total = scatter_add_linear(base, offsets, srcf)
         if reduce == "sum":
             return total.reshape(input._shape)
-        cdtype = input._dtype if input._dtype.is_floating_point or input._dtype.is_complex \
-            else dt.int64
-        count = scatter_add_linear(zeros(flat._shape, dtype=cdtype), offsets,
-                                   ones_like(srcf, dtype=cdtype))
+        cdtype = (
+            input._dtype if input._dtype.is_floating_point or input._dtype.is_complex else dt.int64
+        )
+        count = scatter_add_linear(
+            zeros(flat._shape, dtype=cdtype), offsets, ones_like(srcf, dtype=cdtype)
+        )
         if include_self:
             count = E.add(count, 1)
         count = E.where(E.eq(count, 0), 1, count)
@@ -573,50 +675,69 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
             mean = E.floor_divide(total, count).to(input._dtype)
         return mean.reshape(input._shape)
     if input._dtype.is_complex:
-        raise RuntimeError(f"scatter_reduce(): reduce={reduce!r} is not defined for complex "
-                           f"tensors ({input._dtype.name})")
+        raise RuntimeError(
+            f"scatter_reduce(): reduce={reduce!r} is not defined for complex "
+            f"tensors ({input._dtype.name})"
+        )
     if _traced(input, index, src):
         d = _dim(op, dim, input.ndim)
         if input.ndim == 0:
-            return _reduce_dense(input.reshape(1), 0, index.reshape(1), src.reshape(1),
-                                 reduce, include_self).reshape(())
+            return _reduce_dense(
+                input.reshape(1), 0, index.reshape(1), src.reshape(1), reduce, include_self
+            ).reshape(())
         _check_index_shape(op, input, index, d)
         if index.numel() * max(input._shape[d], 1) > _DENSE_LIMIT:
-            _graph_break(f"scatter_reduce(reduce={reduce!r}) of {index.numel()} indices "
-                         f"into a dimension of {input._shape[d]}")
+            _graph_break(
+                f"scatter_reduce(reduce={reduce!r}) of {index.numel()} indices "
+                f"into a dimension of {input._shape[d]}"
+            )
         return _reduce_dense(input, d, index, src, reduce, include_self)
     from ..autograd.apply import interpreters
+
     if interpreters:
-        raise RuntimeError(f"scatter_reduce(): reduce={reduce!r} has no batching rule "
-                           f"(vmap); sum and mean do")
+        raise RuntimeError(
+            f"scatter_reduce(): reduce={reduce!r} has no batching rule (vmap); sum and mean do"
+        )
     return _reduce_eager(input, offsets, srcf, reduce, include_self)
 
 
 @names_op("index_reduce")
 @composite_function
-def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
-                 include_self: bool = True) -> Tensor:
+def index_reduce(
+    input: Tensor,
+    dim: int,
+    index: Tensor,
+    source: Tensor,
+    reduce: str,
+    *,
+    include_self: bool = True,
+) -> Tensor:
     """A copy of `input` with `source[..., i, ...]` reduced into `index[i]` along `dim` by
     `reduce` in prod, mean, amax, amin (`include_self` as in scatter_reduce)."""
     op = "index_reduce"
     if reduce not in ("prod", "mean", "amax", "amin"):
-        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
-                           f"amin but got {reduce}.")
+        raise RuntimeError(
+            f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
+            f"amin but got {reduce}."
+        )
     d = _dim(op, dim, input.ndim)
     index = _vector_index(op, index)
     source = _check_source(op, input, d, index, source)
     size = input._shape[d] if input.ndim else 1
     index = _check_range(op, index, d, size, IndexError, False)
     if input.ndim == 0:
-        return scatter_reduce(input.reshape(1), 0, index, source, reduce,
-                              include_self=include_self).reshape(())
-    return scatter_reduce(input, d, _along(index, d, source._shape), source, reduce,
-                          include_self=include_self)
+        return scatter_reduce(
+            input.reshape(1), 0, index, source, reduce, include_self=include_self
+        ).reshape(())
+    return scatter_reduce(
+        input, d, _along(index, d, source._shape), source, reduce, include_self=include_self
+    )
 
 
 # --------------------------------------------------------------------------------------
 # masks
 # --------------------------------------------------------------------------------------
+
 
 def _bool_mask(op: str, mask: Any) -> Tensor:
     if not isinstance(mask, Tensor):
@@ -632,6 +753,7 @@ def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     size depends on the mask: a graph break inside `lg.compile`."""
     from .indexing import getitem
     from .shape import broadcast_tensors
+
     mask = _bool_mask("masked_select", mask)
     if host_plain(input, mask):
         x, m = host_view(input), host_view(mask)
@@ -658,6 +780,7 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     from ..eager import indexing as eager_indexing
     from .inplace import index_put
     from .shape import broadcast_tensors
+
     op = "masked_scatter"
     mask = _bool_mask(op, mask)
     _same_dtype(op, input, source)
@@ -677,8 +800,10 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     x, m = broadcast_tensors(input, mask)
     count = eager_indexing._count_nonzero(m)
     if source.numel() < count:
-        raise RuntimeError(f"masked_scatter(): Number of elements of source < number of ones "
-                           f"in mask ({source.numel()} < {count})")
+        raise RuntimeError(
+            f"masked_scatter(): Number of elements of source < number of ones "
+            f"in mask ({source.numel()} < {count})"
+        )
     values = source.reshape(-1)[:count]
     return index_put(x, (m,), values)
 
@@ -686,6 +811,7 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
 # --------------------------------------------------------------------------------------
 # unique / unique_consecutive
 # --------------------------------------------------------------------------------------
+
 
 def _run_lengths(keep: np.ndarray) -> np.ndarray:
     """The lengths of the runs that start where `keep` (bool, keep[0] True) is True."""
@@ -696,8 +822,14 @@ def _run_lengths(keep: np.ndarray) -> np.ndarray:
     return counts
 
 
-def _unique_host(op: str, input: Tensor, consecutive: bool, return_inverse: bool,
-                 return_counts: bool, dim: int | None) -> Any:
+def _unique_host(
+    op: str,
+    input: Tensor,
+    consecutive: bool,
+    return_inverse: bool,
+    return_counts: bool,
+    dim: int | None,
+) -> Any:
     if _traced(input):
         _graph_break(f"{op}() (its result size depends on data)")
     if input._dtype.is_complex and not consecutive:
@@ -727,19 +859,25 @@ def _unique_host(op: str, input: Tensor, consecutive: bool, return_inverse: bool
         inverse = np.asarray(group, np.int64).reshape(a.shape)
     else:
         from ..ir.types import normalize_axis
+
         if input.ndim == 0:
             raise IndexError(f"{op}(): dim {dim} out of range for a 0-d tensor")
         d = normalize_axis(dim, input.ndim, op)
         if a.size == 0:
             if any(n == 0 for k, n in enumerate(a.shape) if k != d):
-                raise RuntimeError("There are 0 sized dimensions, and they aren't selected, "
-                                   "so unique cannot be applied")
+                raise RuntimeError(
+                    "There are 0 sized dimensions, and they aren't selected, "
+                    "so unique cannot be applied"
+                )
             # (only `dim` is empty: no slices, the input comes back as it is)
             out = _from_host(np.array(a), input._dtype)
-            empty = [_from_host(np.zeros(0, np.int64), dt.int64)
-                     for f in (return_inverse, return_counts) if f]
+            empty = [
+                _from_host(np.zeros(0, np.int64), dt.int64)
+                for f in (return_inverse, return_counts)
+                if f
+            ]
             return out if not empty else (out, *empty)
-        order_axes = (d,) + tuple(k for k in range(a.ndim) if k != d)   # `d` first
+        order_axes = (d,) + tuple(k for k in range(a.ndim) if k != d)  # `d` first
         moved = a.transpose(order_axes)
         rows = moved.reshape(moved.shape[0], -1)
         n = rows.shape[0]
@@ -783,8 +921,13 @@ def _unique_host(op: str, input: Tensor, consecutive: bool, return_inverse: bool
 
 
 @names_op("unique")
-def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
-           return_counts: bool = False, dim: int | None = None) -> Any:
+def unique(
+    input: Tensor,
+    sorted: bool = True,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    dim: int | None = None,
+) -> Any:
     """The distinct values of `input` (or distinct slices along `dim`), sorted; with
     `return_inverse` each element's position in them, with `return_counts` how often each
     occurs. `sorted=False` also sorts (torch's CPU result). Not differentiable; a graph
@@ -793,8 +936,9 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
 
 
 @names_op("unique_consecutive")
-def unique_consecutive(input: Tensor, return_inverse: bool = False,
-                       return_counts: bool = False, dim: int | None = None) -> Any:
+def unique_consecutive(
+    input: Tensor, return_inverse: bool = False, return_counts: bool = False, dim: int | None = None
+) -> Any:
     """`input` with each run of equal consecutive values (or slices along `dim`) kept
     once; `return_inverse`/`return_counts` as in `unique`. A graph break inside
     `lg.compile`."""
@@ -805,10 +949,12 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False,
 # searchsorted / bucketize / isin
 # --------------------------------------------------------------------------------------
 
+
 def _as_tensor(x: Any, like: Tensor | None = None) -> Tensor:
     if isinstance(x, Tensor):
         return x
     from .creation import tensor
+
     return tensor(x)
 
 
@@ -846,6 +992,7 @@ def _traced_search(seq: Tensor, values: Tensor, right: bool) -> Tensor:
     before a value would not)."""
     from .creation import full_like, zeros_like
     from .indexing import take_along_dim
+
     m = seq._shape[-1]
     lo = zeros_like(values, dtype=dt.int64)
     hi = full_like(values, m, dtype=dt.int64)
@@ -862,9 +1009,15 @@ def _traced_search(seq: Tensor, values: Tensor, right: bool) -> Tensor:
 
 @names_op("searchsorted")
 @composite_function
-def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False,
-                 right: bool = False, side: str | None = None, sorter: Tensor | None = None
-                 ) -> Tensor:
+def searchsorted(
+    sorted_sequence: Tensor,
+    input: Any,
+    *,
+    out_int32: bool = False,
+    right: bool = False,
+    side: str | None = None,
+    sorter: Tensor | None = None,
+) -> Tensor:
     """For each value of `input`, the index in `sorted_sequence` (sorted along its last
     dimension) where it would be inserted to keep the order: before equal values, or after
     them with `right=True` / `side='right'`. `sorter` gives the order of an unsorted
@@ -873,27 +1026,34 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
     agree unless the boundaries hold NaN)."""
     if side is not None:
         if side not in ("left", "right"):
-            raise RuntimeError(f"searchsorted(): side can only be 'left' or 'right' but got "
-                               f"{side}")
+            raise RuntimeError(f"searchsorted(): side can only be 'left' or 'right' but got {side}")
         if right and side == "left":
-            raise RuntimeError("searchsorted(): side and right can't be set to opposites, got "
-                               "side of left while right was True")
+            raise RuntimeError(
+                "searchsorted(): side and right can't be set to opposites, got "
+                "side of left while right was True"
+            )
         right = side == "right"
     if not isinstance(sorted_sequence, Tensor):
-        raise TypeError(f"searchsorted(): sorted_sequence must be a Tensor, got "
-                        f"{type(sorted_sequence).__name__}")
+        raise TypeError(
+            f"searchsorted(): sorted_sequence must be a Tensor, got "
+            f"{type(sorted_sequence).__name__}"
+        )
     scalar = not isinstance(input, Tensor)
     values = _as_tensor(input)
     if sorted_sequence.ndim == 0:
-        raise RuntimeError("searchsorted(): boundaries tensor should have at least 1 "
-                           "dimension, got 0")
-    if sorted_sequence.ndim > 1 and (values.ndim != sorted_sequence.ndim or
-                                     values._shape[:-1] != sorted_sequence._shape[:-1]):
-        raise RuntimeError(f"searchsorted(): boundaries tensor should be 1 dimension or the "
-                           f"first N-1 dimensions of boundaries tensor and input value tensor "
-                           f"must match, but we got boundaries tensor "
-                           f"{list(sorted_sequence.shape)} and input value tensor "
-                           f"{list(values.shape)}")
+        raise RuntimeError(
+            "searchsorted(): boundaries tensor should have at least 1 dimension, got 0"
+        )
+    if sorted_sequence.ndim > 1 and (
+        values.ndim != sorted_sequence.ndim or values._shape[:-1] != sorted_sequence._shape[:-1]
+    ):
+        raise RuntimeError(
+            f"searchsorted(): boundaries tensor should be 1 dimension or the "
+            f"first N-1 dimensions of boundaries tensor and input value tensor "
+            f"must match, but we got boundaries tensor "
+            f"{list(sorted_sequence.shape)} and input value tensor "
+            f"{list(values.shape)}"
+        )
     if sorted_sequence._dtype.is_complex or values._dtype.is_complex:
         raise RuntimeError("searchsorted(): not implemented for complex tensors")
     out_dtype = dt.int32 if out_int32 else dt.int64
@@ -902,10 +1062,13 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
         if not isinstance(sorter, Tensor) or sorter._dtype not in (dt.int64, dt.int32):
             raise RuntimeError("searchsorted(): sorter must be an int64 tensor")
         if sorter._shape != seq._shape:
-            raise RuntimeError(f"searchsorted(): boundary and sorter must have the same size, "
-                               f"but got boundary tensor {list(seq.shape)} and got sorter "
-                               f"tensor {list(sorter.shape)}")
+            raise RuntimeError(
+                f"searchsorted(): boundary and sorter must have the same size, "
+                f"but got boundary tensor {list(seq.shape)} and got sorter "
+                f"tensor {list(sorter.shape)}"
+            )
         from .indexing import take_along_dim
+
         seq = take_along_dim(seq, sorter.to(dt.int64), -1)
     if _traced(seq, values):
         return _traced_search(seq, values, right).to(out_dtype)
@@ -921,14 +1084,17 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
 
 @names_op("bucketize")
 @composite_function
-def bucketize(input: Any, boundaries: Tensor, *, out_int32: bool = False,
-              right: bool = False) -> Tensor:
+def bucketize(
+    input: Any, boundaries: Tensor, *, out_int32: bool = False, right: bool = False
+) -> Tensor:
     """The bucket of each value of `input` for the 1-D sorted `boundaries`: with
     `right=False` `boundaries[i-1] < x <= boundaries[i]`, with `right=True`
     `boundaries[i-1] <= x < boundaries[i]` (torch's convention)."""
     if not isinstance(boundaries, Tensor) or boundaries.ndim != 1:
-        raise RuntimeError(f"bucketize(): boundaries tensor must be 1 dimension, but got "
-                           f"dim({getattr(boundaries, 'ndim', '?')})")
+        raise RuntimeError(
+            f"bucketize(): boundaries tensor must be 1 dimension, but got "
+            f"dim({getattr(boundaries, 'ndim', '?')})"
+        )
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
@@ -937,15 +1103,25 @@ _NO_ARG: Any = object()
 
 @names_op("isin")
 @composite_function
-def isin(elements: Any = _NO_ARG, test_elements: Any = _NO_ARG, *, assume_unique: bool = False,
-         invert: bool = False, element: Any = _NO_ARG, test_element: Any = _NO_ARG) -> Tensor:
+def isin(
+    elements: Any = _NO_ARG,
+    test_elements: Any = _NO_ARG,
+    *,
+    assume_unique: bool = False,
+    invert: bool = False,
+    element: Any = _NO_ARG,
+    test_element: Any = _NO_ARG,
+) -> Tensor:
     """Whether each element of `elements` occurs in `test_elements` (either may be a
     number); `invert` negates. Eagerly a sort-based host test; traced, a comparison of
     every pair. PyTorch's keywords for a number operand, `element=` and `test_element=`,
     are taken too."""
     from .reduction import any as any_
-    for name, plain, alias in (("elements", elements, element),
-                               ("test_elements", test_elements, test_element)):
+
+    for name, plain, alias in (
+        ("elements", elements, element),
+        ("test_elements", test_elements, test_element),
+    ):
         if plain is not _NO_ARG and alias is not _NO_ARG:
             raise TypeError(f"isin() got multiple values for argument '{name}'")
     elements = element if elements is _NO_ARG else elements
@@ -953,6 +1129,7 @@ def isin(elements: Any = _NO_ARG, test_elements: Any = _NO_ARG, *, assume_unique
     if elements is _NO_ARG or test_elements is _NO_ARG:
         raise TypeError("isin() missing a required argument: 'elements' and 'test_elements'")
     from .shape import unsqueeze
+
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
         raise TypeError("isin(): at least one of elements and test_elements must be a Tensor")
     e = _as_tensor(elements)
@@ -961,8 +1138,12 @@ def isin(elements: Any = _NO_ARG, test_elements: Any = _NO_ARG, *, assume_unique
         raise RuntimeError("isin(): not implemented for complex tensors")
     if _traced(e, t):
         from .creation import zeros
-        hit = any_(E.eq(unsqueeze(e, -1), t.reshape(-1)), -1) if t.numel() else \
-            zeros(e._shape, dtype=dt.bool_)
+
+        hit = (
+            any_(E.eq(unsqueeze(e, -1), t.reshape(-1)), -1)
+            if t.numel()
+            else zeros(e._shape, dtype=dt.bool_)
+        )
         return E.logical_not(hit) if invert else hit
     out = np.isin(_host(e), _host(t), assume_unique=assume_unique, invert=invert)
     return _from_host(np.asarray(out, np.bool_), dt.bool_)
@@ -972,6 +1153,7 @@ def isin(elements: Any = _NO_ARG, test_elements: Any = _NO_ARG, *, assume_unique
 # nonzero_static, tril/triu_indices, unravel_index
 # --------------------------------------------------------------------------------------
 
+
 @names_op("nonzero_static")
 def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
     """int64 `(size, ndim)` coordinates of the first `size` non-zero elements (row-major),
@@ -979,14 +1161,15 @@ def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
     from ..autograd.apply import apply
     from .creation import iota
     from .reduction import sum as sum_
+
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-        raise RuntimeError(f"nonzero_static(): 'size' must be a non-negative integer, got "
-                           f"{size!r}")
+        raise RuntimeError(f"nonzero_static(): 'size' must be a non-negative integer, got {size!r}")
     if not isinstance(input, Tensor):
         raise TypeError(f"nonzero_static(): expected a Tensor, got {type(input).__name__}")
 
     def forward(op: str, operands: Any, attrs: Any) -> Tensor:
         from ..eager import indexing
+
         return indexing.nonzero(operands[0], attrs["size"])
 
     coords = apply("nonzero", (input,), {"size": size}, forward, None)
@@ -997,8 +1180,7 @@ def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
     return E.where(keep, coords, fill_value).to(dt.int64)
 
 
-def _tri_indices(op: str, row: int, col: int, offset: int, dtype: Any, upper: bool
-                 ) -> Tensor:
+def _tri_indices(op: str, row: int, col: int, offset: int, dtype: Any, upper: bool) -> Tensor:
     for name, v in (("row", row), ("col", col)):
         if not isinstance(v, int) or v < 0:
             raise RuntimeError(f"{op}(): {name} must be a non-negative integer, got {v!r}")
@@ -1011,6 +1193,7 @@ def _tri_indices(op: str, row: int, col: int, offset: int, dtype: Any, upper: bo
         def image() -> tuple[tuple[int, ...], bytes]:
             out = _tri_coordinates(row, col, offset, upper).astype(dtype.np)
             return out.shape, out.tobytes()
+
         made = _creation._imaged((op, row, col, offset, dtype), dtype, image)
         if made is not None:
             return made
@@ -1024,8 +1207,15 @@ def _tri_coordinates(row: int, col: int, offset: int, upper: bool) -> np.ndarray
     return np.stack([r[keep], c[keep]]) if row and col else np.zeros((2, 0), np.int64)
 
 
-def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
-                 layout: Any = None) -> Tensor:
+def tril_indices(
+    row: int,
+    col: int,
+    offset: int = 0,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    layout: Any = None,
+) -> Tensor:
     """The (2, N) row and column coordinates of the lower triangle of a row x col matrix
     (diagonal `offset`), row by row."""
     if device is not None and not (device.__class__ is str and device == "cpu"):
@@ -1033,8 +1223,15 @@ def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, devi
     return _tri_indices("tril_indices", row, col, offset, dtype, False)
 
 
-def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
-                 layout: Any = None) -> Tensor:
+def triu_indices(
+    row: int,
+    col: int,
+    offset: int = 0,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    layout: Any = None,
+) -> Tensor:
     """The (2, N) row and column coordinates of the upper triangle of a row x col matrix
     (diagonal `offset`), row by row."""
     if device is not None and not (device.__class__ is str and device == "cpu"):
@@ -1051,29 +1248,35 @@ def unravel_index(indices: Tensor, shape: Any) -> tuple[Tensor, ...]:
     int64 tensors shaped like `indices`); negative indices count from the end. Composes,
     so it compiles."""
     from .shape import shape_arg
+
     if not isinstance(indices, Tensor):
         from .creation import tensor
+
         indices = tensor(indices)
-    if indices._dtype.is_floating_point or indices._dtype.is_complex or \
-            indices._dtype is dt.bool_:
-        raise TypeError(f"unravel_index(): expected 'indices' to be integer dtype, but got "
-                        f"{indices._dtype.name}")
-    dims = shape_arg((shape,) if isinstance(shape, (tuple, list)) else (shape,),
-                     "unravel_index")
+    if indices._dtype.is_floating_point or indices._dtype.is_complex or indices._dtype is dt.bool_:
+        raise TypeError(
+            f"unravel_index(): expected 'indices' to be integer dtype, but got "
+            f"{indices._dtype.name}"
+        )
+    dims = shape_arg((shape,) if isinstance(shape, (tuple, list)) else (shape,), "unravel_index")
     if any(s < 0 for s in dims):
-        raise ValueError(f"unravel_index(): 'shape' cannot have negative values, but got "
-                         f"{tuple(dims)}")
+        raise ValueError(
+            f"unravel_index(): 'shape' cannot have negative values, but got {tuple(dims)}"
+        )
     n = 1
     for s in dims:
         n *= s
     if not _traced(indices) and indices.numel():
         from ..autograd.grad_mode import no_grad
         from .reduction import amax, amin
+
         with no_grad():
             lo, hi = int(amin(indices).item()), int(amax(indices).item())
         if lo < -n or hi >= n:
-            raise ValueError(f"unravel_index(): index {lo if lo < -n else hi} is out of bounds "
-                             f"for shape {tuple(dims)} ({n} elements)")
+            raise ValueError(
+                f"unravel_index(): index {lo if lo < -n else hi} is out of bounds "
+                f"for shape {tuple(dims)} ({n} elements)"
+            )
     idx = indices.to(dt.int64)
     idx = E.where(E.lt(idx, 0), E.add(idx, n), idx)
     out = []
@@ -1087,49 +1290,65 @@ def unravel_index(indices: Tensor, shape: Any) -> tuple[Tensor, ...]:
 # in-place methods
 # --------------------------------------------------------------------------------------
 
+
 def _inplace(name: str, fn: Callable[..., Tensor]) -> Callable[..., Any]:
     from .inplace import _rewrite_inplace
+
     return names_op(f"{name}_")(_rewrite_inplace(name, fn))
 
 
-def _index_put_method(self: Tensor, indices: Sequence[Any], values: Any,
-                      accumulate: bool = False) -> Tensor:
+def _index_put_method(
+    self: Tensor, indices: Sequence[Any], values: Any, accumulate: bool = False
+) -> Tensor:
     return _inplace("index_put", index_put)(self, indices, values, accumulate)
 
 
-def index_put_(input: Tensor, indices: Sequence[Any], values: Any,
-               accumulate: bool = False) -> Tensor:
+def index_put_(
+    input: Tensor, indices: Sequence[Any], values: Any, accumulate: bool = False
+) -> Tensor:
     """In-place `index_put`: `input[indices] = values` (or `+=` with `accumulate`)."""
-    return _index_put_method(input, tuple(indices) if isinstance(indices, list) else indices,
-                             values, accumulate)
+    return _index_put_method(
+        input, tuple(indices) if isinstance(indices, list) else indices, values, accumulate
+    )
 
 
-def _put_method(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False
-                ) -> Tensor:
+def _put_method(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     return _inplace("put", put)(self, index, source, accumulate)
 
 
 def _masked_scatter_(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """In place: `mask` must broadcast to `self`'s shape (not the other way)."""
     from ..ir.types import broadcast_shapes
+
     mask = _bool_mask("masked_scatter_", mask)
     if broadcast_shapes(self._shape, mask._shape, op="masked_scatter_") != self._shape:
-        raise RuntimeError(f"masked_scatter_(): mask {list(mask.shape)} must be "
-                           f"broadcastable to self {list(self.shape)}")
+        raise RuntimeError(
+            f"masked_scatter_(): mask {list(mask.shape)} must be "
+            f"broadcastable to self {list(self.shape)}"
+        )
     return _inplace("masked_scatter", masked_scatter)(self, mask, source)
 
 
 METHODS: dict[str, Callable[..., Any]] = {
-    "take": take, "put": put, "put_": _put_method,
-    "index_add": index_add, "index_add_": _inplace("index_add", index_add),
-    "index_copy": index_copy, "index_copy_": _inplace("index_copy", index_copy),
-    "index_fill": index_fill, "index_fill_": _inplace("index_fill", index_fill),
-    "index_put": index_put, "index_put_": _index_put_method,
-    "index_reduce": index_reduce, "index_reduce_": _inplace("index_reduce", index_reduce),
-    "masked_select": masked_select, "masked_scatter": masked_scatter,
+    "take": take,
+    "put": put,
+    "put_": _put_method,
+    "index_add": index_add,
+    "index_add_": _inplace("index_add", index_add),
+    "index_copy": index_copy,
+    "index_copy_": _inplace("index_copy", index_copy),
+    "index_fill": index_fill,
+    "index_fill_": _inplace("index_fill", index_fill),
+    "index_put": index_put,
+    "index_put_": _index_put_method,
+    "index_reduce": index_reduce,
+    "index_reduce_": _inplace("index_reduce", index_reduce),
+    "masked_select": masked_select,
+    "masked_scatter": masked_scatter,
     "masked_scatter_": _masked_scatter_,
-    "scatter_reduce": scatter_reduce, "scatter_reduce_": _inplace("scatter_reduce",
-                                                                  scatter_reduce),
-    "unique": unique, "unique_consecutive": unique_consecutive,
+    "scatter_reduce": scatter_reduce,
+    "scatter_reduce_": _inplace("scatter_reduce", scatter_reduce),
+    "unique": unique,
+    "unique_consecutive": unique_consecutive,
     "nonzero_static": nonzero_static,
 }

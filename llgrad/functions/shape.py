@@ -1,4 +1,5 @@
 """Shape functions. Views in eager mode; each records the registry op it is made of."""
+
 from __future__ import annotations
 
 import functools
@@ -37,7 +38,7 @@ def _hashable(values: Any) -> tuple | None:
     return tuple(out)
 
 
-VIEW_LIMIT = 8192                 # cached view geometries in all
+VIEW_LIMIT = 8192  # cached view geometries in all
 _view_geometries: dict[tuple, Any] = {}
 
 
@@ -51,9 +52,14 @@ def _view_function(fn: Callable[..., Any], absolute: bool = False) -> Callable[.
     of `input` (a copy, a tensor with extra attributes) is not kept. With `absolute`
     (`as_strided`, whose `storage_offset` counts from the storage's start) the key holds
     `input`'s offset too, and its storage's size (what the view may reach ends there)."""
+
     def fast(input: Any, *args: Any, **kwargs: Any) -> Any:
-        if input.__class__ not in DENSE_CLASSES or interpreters or forward_ad._level[0] or \
-                (_grad_state.enabled and input._requires_grad):
+        if (
+            input.__class__ not in DENSE_CLASSES
+            or interpreters
+            or forward_ad._level[0]
+            or (_grad_state.enabled and input._requires_grad)
+        ):
             return fn(input, *args, **kwargs)
         values = _hashable(args)
         if values is None:
@@ -63,8 +69,14 @@ def _view_function(fn: Callable[..., Any], absolute: bool = False) -> Callable[.
             if kw is None:
                 return fn(input, *args, **kwargs)
             values += (tuple(kwargs), kw)
-        key = (fast, input._dtype, input._shape, input._strides, values,
-               (input._offset, input._storage.nbytes) if absolute else 0)
+        key = (
+            fast,
+            input._dtype,
+            input._shape,
+            input._strides,
+            values,
+            (input._offset, input._storage.nbytes) if absolute else 0,
+        )
         geometry = _view_geometries.get(key)
         if geometry is not None:
             if geometry.__class__ is tuple:
@@ -78,6 +90,7 @@ def _view_function(fn: Callable[..., Any], absolute: bool = False) -> Callable[.
             if geometry is not None:
                 _view_geometries[key] = geometry
         return out
+
     functools.update_wrapper(fast, fn)
     return fast
 
@@ -94,6 +107,7 @@ def _views_of_many(fn: Callable[..., Any]) -> Callable[..., Any]:
     strides), and later calls make those views directly. Nothing is kept when two of the
     tensors share memory (which one a view is of would be ambiguous) or a result is not
     a plain view."""
+
     def fast(*args: Any, **kwargs: Any) -> Any:
         if interpreters or forward_ad._level[0]:
             return fn(*args, **kwargs)
@@ -130,8 +144,9 @@ def _views_of_many(fn: Callable[..., Any]) -> Callable[..., Any]:
             out = []
             for i, offset, shape, strides in geometries:
                 t = tensors[i]
-                out.append(t if offset is None else
-                           views.view_of(t, t._offset + offset, shape, strides))
+                out.append(
+                    t if offset is None else views.view_of(t, t._offset + offset, shape, strides)
+                )
             return tuple(out)
         out = fn(*args, **kwargs)
         if len(_many_geometries) < VIEW_LIMIT and out.__class__ is tuple:
@@ -139,6 +154,7 @@ def _views_of_many(fn: Callable[..., Any]) -> Callable[..., Any]:
             if geometries is not None:
                 _many_geometries[k] = geometries
         return out
+
     functools.update_wrapper(fast, fn)
     return fast
 
@@ -161,8 +177,13 @@ def _many_geometry(tensors: list[Tensor], out: tuple) -> list | None:
             geometries.append((i, None, None, None))
             continue
         base = t._base if t._base is not None else t
-        if o._base is not base or o._dtype is not t._dtype or o.__dict__ or \
-                o._requires_grad or o._inference != t._inference:
+        if (
+            o._base is not base
+            or o._dtype is not t._dtype
+            or o.__dict__
+            or o._requires_grad
+            or o._inference != t._inference
+        ):
             return None
         geometries.append((i, o._offset - t._offset, o._shape, o._strides))
     return geometries
@@ -179,13 +200,21 @@ def _geometry_of(input: Tensor, out: Any) -> Any:
         return "input"
     if out.__class__ is tuple:
         parts = [_geometry_of(input, o) for o in out]
-        return None if not parts or any(p is None or p.__class__ is not tuple
-                                         for p in parts) else [*parts]
+        return (
+            None
+            if not parts or any(p is None or p.__class__ is not tuple for p in parts)
+            else [*parts]
+        )
     base = input._base if input._base is not None else input
-    if out.__class__ is not Tensor or out._storage is not input._storage or \
-            out._base is not base or out._dtype is not input._dtype or out.__dict__ or \
-            out._requires_grad or \
-            out._inference != input._inference:
+    if (
+        out.__class__ is not Tensor
+        or out._storage is not input._storage
+        or out._base is not base
+        or out._dtype is not input._dtype
+        or out.__dict__
+        or out._requires_grad
+        or out._inference != input._inference
+    ):
         return None
     return (out._offset - input._offset, out._shape, out._strides)
 
@@ -216,14 +245,17 @@ def size_arg(args: tuple[Any, ...], op: str) -> tuple[int, ...]:
         raise TypeError(f"{op}() missing 1 required positional argument: 'size'")
     shape = shape_arg(args, op)
     if any(s < 0 for s in shape):
-        raise RuntimeError(f"{op}: negative dimension in size {list(shape)}; sizes must be "
-                           f"non-negative")
+        raise RuntimeError(
+            f"{op}: negative dimension in size {list(shape)}; sizes must be non-negative"
+        )
     numel = 1
     for s in shape:
         numel *= s
     if numel >= 1 << 60:
-        raise MemoryError(f"{op}: size {list(shape)} has {numel} elements, at least {numel} "
-                          f"bytes: more than any memory can hold")
+        raise MemoryError(
+            f"{op}: size {list(shape)} has {numel} elements, at least {numel} "
+            f"bytes: more than any memory can hold"
+        )
     return shape
 
 
@@ -242,8 +274,7 @@ def _view_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
 
 
 @_view_function
-def reshape(input: Tensor, *sizes: Any, shape: Any = None,
-            name: str = "ViewBackward0") -> Tensor:
+def reshape(input: Tensor, *sizes: Any, shape: Any = None, name: str = "ViewBackward0") -> Tensor:
     """`input`'s values in `shape` (sizes, or a tuple; `shape=` by keyword as PyTorch): a
     view when the strides allow, else a copy."""
     _check_tensor("reshape", input)
@@ -264,8 +295,11 @@ def view(input: Tensor, *shape: Any, size: Any = None, dtype: Any = None) -> Ten
         if shape or size is not None:
             raise TypeError("view() takes either sizes or a dtype, not both")
         return view_dtype(input, dtype)
-    if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int)) and \
-            hasattr(shape[0], "itemsize"):
+    if (
+        len(shape) == 1
+        and not isinstance(shape[0], (tuple, list, int))
+        and hasattr(shape[0], "itemsize")
+    ):
         return view_dtype(input, shape[0])
     shape = _keyword_shape("view", shape, size, "size")
     s = shape_arg(shape, "view")
@@ -281,9 +315,9 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if a > b:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     n = 1
-    for s in input._shape[a:b + 1]:
+    for s in input._shape[a : b + 1]:
         n *= s
-    return reshape(input, input._shape[:a] + (n,) + input._shape[b + 1:])
+    return reshape(input, input._shape[:a] + (n,) + input._shape[b + 1 :])
 
 
 @_view_function
@@ -325,15 +359,24 @@ def _unrecorded(input: Any) -> bool:
     """Whether a view of `input` is all there is to do: a plain tensor that autograd does
     not record, no transform and no forward mode (what `apply` would find; derivative
     rules transpose a lot)."""
-    return input.__class__ in DENSE_CLASSES and not interpreters and \
-        not forward_ad._level[0] and not (_grad_state.enabled and input._requires_grad)
+    return (
+        input.__class__ in DENSE_CLASSES
+        and not interpreters
+        and not forward_ad._level[0]
+        and not (_grad_state.enabled and input._requires_grad)
+    )
 
 
 def _recorded_plainly(input: Any) -> bool:
     """Whether autograd records a view of `input` with nothing else involved: a plain
     tensor that requires grad, grad mode on, no transform and no forward mode."""
-    return input.__class__ in DENSE_CLASSES and not interpreters and \
-        not forward_ad._level[0] and _grad_state.enabled and input._requires_grad
+    return (
+        input.__class__ in DENSE_CLASSES
+        and not interpreters
+        and not forward_ad._level[0]
+        and _grad_state.enabled
+        and input._requires_grad
+    )
 
 
 class _PiecesBackward(Node):
@@ -353,18 +396,20 @@ class _PiecesBackward(Node):
 
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         from .creation import zeros
+
         d, shape = self.dim, self.shape
         parts = []
         for g, size in zip(grads, self.sizes):
             if g is None:
-                piece = shape[:d] + (() if self.stacked else (size,)) + shape[d + 1:]
+                piece = shape[:d] + (() if self.stacked else (size,)) + shape[d + 1 :]
                 g = zeros(piece, dtype=self.dtype)
             parts.append(g)
         return (stack(parts, d) if self.stacked else cat(parts, d),)
 
 
-def _pieces(input: Tensor, d: int, sizes: list[int], name: str, stacked: bool
-            ) -> tuple[Tensor, ...]:
+def _pieces(
+    input: Tensor, d: int, sizes: list[int], name: str, stacked: bool
+) -> tuple[Tensor, ...]:
     """`input`'s consecutive pieces of `sizes` along `d` (each piece a select when
     `stacked`) as views sharing one `_PiecesBackward` node called `name`."""
     node = node_class(name, _PiecesBackward)(input, d, sizes, stacked)
@@ -391,16 +436,15 @@ def _pieces(input: Tensor, d: int, sizes: list[int], name: str, stacked: bool
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     n = input.ndim
     if n == 2 and dim0 in (0, -2) and dim1 in (1, -1) and _unrecorded(input):
-        return views.transpose_matrix(input)          # (derivative rules' usual call)
+        return views.transpose_matrix(input)  # (derivative rules' usual call)
     a = normalize_axis(dim0, n, "transpose")
     b = normalize_axis(dim1, n, "transpose")
     perm = list(range(n))
-    if n:                                   # (a 0-d tensor: dims 0 and -1, nothing to swap)
+    if n:  # (a 0-d tensor: dims 0 and -1, nothing to swap)
         perm[a], perm[b] = perm[b], perm[a]
     if _unrecorded(input):
         return views.permute(input, tuple(perm))
-    return apply("permute", (input,), {"perm": tuple(perm)}, _permute_forward,
-                 "TransposeBackward0")
+    return apply("permute", (input,), {"perm": tuple(perm)}, _permute_forward, "TransposeBackward0")
 
 
 def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
@@ -411,8 +455,7 @@ def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
 @_view_function
 def t(input: Tensor) -> Tensor:
     if input.ndim > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
-                           f"{input.ndim}D")
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
     perm = tuple(reversed(range(input.ndim)))
     if _unrecorded(input):
         return views.permute(input, perm)
@@ -467,9 +510,11 @@ def view_dtype(input: Tensor, dtype: Any) -> Tensor:
     Not differentiable: the result has no autograd history (as in PyTorch, where only a
     view to the same dtype is)."""
     from ..ir.dtypes import DType
+
     if not isinstance(dtype, DType):
-        raise TypeError(f"view(): argument 'dtype' must be llgrad.dtype, not "
-                        f"{type(dtype).__name__}")
+        raise TypeError(
+            f"view(): argument 'dtype' must be llgrad.dtype, not {type(dtype).__name__}"
+        )
     if dtype is input._dtype:
         return view(input, input._shape)
     old, new = input._dtype.itemsize, dtype.itemsize
@@ -489,25 +534,28 @@ def view_dtype(input: Tensor, dtype: Any) -> Tensor:
         else:
             k = new // old
             if shape[-1] % k:
-                raise RuntimeError(f"self.size(-1) must be divisible by {k} {why}, but got "
-                                   f"{shape[-1]}")
+                raise RuntimeError(
+                    f"self.size(-1) must be divisible by {k} {why}, but got {shape[-1]}"
+                )
             if offset % k:
-                raise RuntimeError(f"self.storage_offset() must be divisible by {k} {why}, "
-                                   f"but got {offset}")
+                raise RuntimeError(
+                    f"self.storage_offset() must be divisible by {k} {why}, but got {offset}"
+                )
             for i, st in enumerate(strides[:-1]):
                 if st % k:
-                    raise RuntimeError(f"self.stride({i}) must be divisible by {k} {why}, "
-                                       f"but got {st}")
+                    raise RuntimeError(
+                        f"self.stride({i}) must be divisible by {k} {why}, but got {st}"
+                    )
             shape[-1] //= k
             strides = [st // k for st in strides[:-1]] + [1]
             offset //= k
-    return Tensor._make(input._storage, offset, tuple(shape), tuple(strides), dtype,
-                        base=input)
+    return Tensor._make(input._storage, offset, tuple(shape), tuple(strides), dtype, base=input)
 
 
 def _torch_type_word(d: Any) -> str:
     """PyTorch's scalar type name of a dtype (Float, Half, Byte, ...)."""
     from .legacy import _NAMES
+
     return {"Bool": "Bool"}.get(_NAMES.get(d, d.name), _NAMES.get(d, d.name))
 
 
@@ -518,6 +566,7 @@ def expand_as(input: Tensor, other: Tensor) -> Tensor:
 @_views_of_many
 def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
     from ..ir.types import broadcast_shapes
+
     shape = broadcast_shapes(*(t._shape for t in tensors), op="broadcast_tensors")
     return tuple(expand(t, shape) for t in tensors)
 
@@ -526,8 +575,9 @@ def _slice_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
     return views.slice_dims(operands[0], attrs["starts"], attrs["stops"], attrs["steps"])
 
 
-def slice_dim(input: Tensor, dim: int, start: int, stop: int, step: int = 1,
-              name: str = "SliceBackward0") -> Tensor:
+def slice_dim(
+    input: Tensor, dim: int, start: int, stop: int, step: int = 1, name: str = "SliceBackward0"
+) -> Tensor:
     """`input` restricted to `start:stop:step` along `dim` (already within bounds)."""
     d = normalize_axis(dim, input.ndim, "slice")
     starts = [0] * input.ndim
@@ -536,8 +586,13 @@ def slice_dim(input: Tensor, dim: int, start: int, stop: int, step: int = 1,
     starts[d], stops[d], steps[d] = start, stop, step
     if _unrecorded(input):
         return views.slice_dims(input, tuple(starts), tuple(stops), tuple(steps))
-    return apply("slice", (input,), {"starts": tuple(starts), "stops": tuple(stops),
-                                     "steps": tuple(steps)}, _slice_forward, name)
+    return apply(
+        "slice",
+        (input,),
+        {"starts": tuple(starts), "stops": tuple(stops), "steps": tuple(steps)},
+        _slice_forward,
+        name,
+    )
 
 
 def _needs_a_dimension(input: Tensor, op: str) -> None:
@@ -557,15 +612,18 @@ def narrow(input: Tensor, dim: int, start: int | Tensor, length: int) -> Tensor:
     d = normalize_axis(dim, input.ndim, "narrow")
     n = input._shape[d]
     if not -n <= start <= n:
-        raise IndexError(f"narrow(): start out of range (expected to be in range of "
-                         f"[{-n}, {n}], but got {start})")
+        raise IndexError(
+            f"narrow(): start out of range (expected to be in range of "
+            f"[{-n}, {n}], but got {start})"
+        )
     if length < 0:
         raise RuntimeError("narrow(): length must be non-negative.")
     if start < 0:
         start += n
     if start + length > n:
-        raise RuntimeError(f"narrow(): start ({start}) + length ({length}) exceeds dimension "
-                           f"size ({n}).")
+        raise RuntimeError(
+            f"narrow(): start ({start}) + length ({length}) exceeds dimension size ({n})."
+        )
     return slice_dim(input, d, start, start + length)
 
 
@@ -575,44 +633,59 @@ def select(input: Tensor, dim: int, index: int, *, name: str = "SelectBackward0"
     d = normalize_axis(dim, input.ndim, "select")
     n = input._shape[d]
     if not -n <= index < n:
-        raise IndexError(f"select(): index {index} out of range for tensor of size "
-                         f"{list(input._shape)} at dimension {d}")
+        raise IndexError(
+            f"select(): index {index} out of range for tensor of size "
+            f"{list(input._shape)} at dimension {d}"
+        )
     index %= n
     if _unrecorded(input):
         return views.select(input, d, index)
     part = slice_dim(input, d, index, index + 1)
-    return reshape(part, input._shape[:d] + input._shape[d + 1:], name=name)
+    return reshape(part, input._shape[:d] + input._shape[d + 1 :], name=name)
 
 
 @views.copy_replay
 def _pad_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
     from ..ops.shape import _infer_pad
     from ..ir.types import TensorType
+
     x = operands[0]
     out_t = _infer_pad((TensorType(x._dtype, x._shape),), **attrs)
     out = Tensor._empty(out_t.shape, x._dtype)
     ew.copy_into(out, attrs["value"])
     starts = attrs["lows"]
-    stops = tuple(lo + (n - 1) * (it + 1) + 1 if n else lo
-                  for n, lo, it in zip(x._shape, attrs["lows"], attrs["interior"]))
+    stops = tuple(
+        lo + (n - 1) * (it + 1) + 1 if n else lo
+        for n, lo, it in zip(x._shape, attrs["lows"], attrs["interior"])
+    )
     steps = tuple(it + 1 for it in attrs["interior"])
     ew.copy_into(views.slice_dims(out, starts, stops, steps), x)
     return out
 
 
-def pad_dims(input: Tensor, lows: Sequence[int], highs: Sequence[int],
-             interior: Sequence[int] | None = None, value: Any = 0) -> Tensor:
+def pad_dims(
+    input: Tensor,
+    lows: Sequence[int],
+    highs: Sequence[int],
+    interior: Sequence[int] | None = None,
+    value: Any = 0,
+) -> Tensor:
     """Pad every dimension (low, high, and `interior` gaps between elements)."""
     interior = tuple(interior) if interior is not None else (0,) * input.ndim
-    return apply("pad", (input,), {"lows": tuple(lows), "highs": tuple(highs),
-                                   "interior": interior, "value": value}, _pad_forward,
-                 "ConstantPadNdBackward0")
+    return apply(
+        "pad",
+        (input,),
+        {"lows": tuple(lows), "highs": tuple(highs), "interior": interior, "value": value},
+        _pad_forward,
+        "ConstantPadNdBackward0",
+    )
 
 
 @views.copy_replay
 def _cat_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
     from ..ops.shape import _infer_cat
     from ..ir.types import TensorType
+
     axis = attrs["axis"]
     d = ew.promote(list(operands))
     types = tuple(TensorType(d, t._shape) for t in operands)
@@ -635,8 +708,9 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         raise RuntimeError("cat: expected a non-empty list of Tensors")
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
-            raise TypeError(f"cat: expected a sequence of Tensors, but element {i} is "
-                            f"{type(t).__name__}")
+            raise TypeError(
+                f"cat: expected a sequence of Tensors, but element {i} is {type(t).__name__}"
+            )
     # PyTorch skips legacy 1-d empty tensors in cat
     kept = [t for t in tensors if not (t.ndim == 1 and t._shape[0] == 0)] or tensors[:1]
     return apply("cat", tuple(kept), {"axis": dim}, _cat_forward, "CatBackward0")
@@ -654,36 +728,49 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     unsqueezed views, recorded as one `StackBackward0`. Unrecorded calls replay the copies
     of the first call of each (layouts, dim) directly on `tensors` (an unsqueezed view
     starts where its tensor does)."""
-    if tensors.__class__ in (list, tuple) and dim.__class__ is int and not interpreters \
-            and not forward_ad._level[0]:
+    if (
+        tensors.__class__ in (list, tuple)
+        and dim.__class__ is int
+        and not interpreters
+        and not forward_ad._level[0]
+    ):
         try:
             key = (dim, tuple([t._lkey for t in tensors]))
             replay = _stack_replays.get(key)
-        except AttributeError:                      # (not all tensors: the errors below)
+        except AttributeError:  # (not all tensors: the errors below)
             replay = None
-        if replay is not None and not (_grad_state.enabled and
-                                       any(t._requires_grad for t in tensors)):
+        if replay is not None and not (
+            _grad_state.enabled and any(t._requires_grad for t in tensors)
+        ):
             return replay.run(tensors)
     if isinstance(tensors, Tensor):
-        raise TypeError("stack(): argument 'tensors' must be a tuple or list of Tensors, "
-                        "not Tensor")
+        raise TypeError(
+            "stack(): argument 'tensors' must be a tuple or list of Tensors, not Tensor"
+        )
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
-            raise TypeError(f"stack(): expected Tensor as element {i} in argument 0, but got "
-                            f"{type(t).__name__}")
+            raise TypeError(
+                f"stack(): expected Tensor as element {i} in argument 0, but got {type(t).__name__}"
+            )
     shape = tensors[0]._shape
     for i, t in enumerate(tensors):
         if t._shape != shape:
-            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
-                               f"{list(shape)} at entry 0 and {list(t._shape)} at entry {i}")
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got "
+                f"{list(shape)} at entry 0 and {list(t._shape)} at entry {i}"
+            )
     d = normalize_axis(dim, len(shape) + 1, "stack")
     new = shape[:d] + (1,) + shape[d:]
     plain = all(_unrecorded(t) for t in tensors)
-    parts = tuple(views.reshape(t, new) if plain or _unrecorded(t) else
-                  reshape(t, new, name="UnsqueezeBackward0") for t in tensors)
+    parts = tuple(
+        views.reshape(t, new)
+        if plain or _unrecorded(t)
+        else reshape(t, new, name="UnsqueezeBackward0")
+        for t in tensors
+    )
     out = apply("cat", parts, {"axis": d}, _cat_forward, "StackBackward0")
     if plain and dim.__class__ is int and len(_stack_replays) < views.REPLAY_LIMIT:
         replay = views.replay_of(_cat_forward, parts, {"axis": d})
@@ -709,9 +796,11 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
         name = "SplitWithSizesBackward0"
         sizes = list(split_size_or_sections)
         if sum(sizes) != n:
-            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
-                               f"(input tensor's size at dimension {d}), but got "
-                               f"split_sizes={sizes}")
+            raise RuntimeError(
+                f"split_with_sizes expects split_sizes to sum exactly to {n} "
+                f"(input tensor's size at dimension {d}), but got "
+                f"split_sizes={sizes}"
+            )
     if _recorded_plainly(tensor):
         return _pieces(tensor, d, sizes, name, stacked=False)
     out = []
@@ -730,7 +819,7 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     _needs_a_dimension(input, "chunk")
     d = normalize_axis(dim, input.ndim, "chunk")
     n = input._shape[d]
-    if n == 0:                        # every chunk is empty, as many as asked for
+    if n == 0:  # every chunk is empty, as many as asked for
         return tuple(slice_dim(input, d, 0, 0, name="SplitBackward0") for _ in range(chunks))
     size = max(1, -(-n // chunks))
     return split(input, size, d)
@@ -756,7 +845,7 @@ def flip(input: Tensor, dims: Sequence[int]) -> Tensor:
     dims = tuple(normalize_axis(d, input.ndim, "flip") for d in dims)
     if len(set(dims)) != len(dims):
         raise RuntimeError(f"flip: dim {list(dims)} appears multiple times in the list of dims")
-    if input.ndim == 0:                     # dims 0 and -1 of a scalar flip nothing
+    if input.ndim == 0:  # dims 0 and -1 of a scalar flip nothing
         dims = ()
     return apply("flip", (input,), {"axes": dims}, _flip_forward, "FlipBackward0")
 
@@ -766,10 +855,10 @@ def contiguous(input: Tensor) -> Tensor:
         return input
     try:
         return clone(input)
-    except MemoryError as e:          # name the op (an expanded view can be huge)
+    except MemoryError as e:  # name the op (an expanded view can be huge)
         from ._errors import relabel
-        relabel(e, f"contiguous (of a {input._dtype.name} tensor of shape "
-                   f"{list(input._shape)})")
+
+        relabel(e, f"contiguous (of a {input._dtype.name} tensor of shape {list(input._shape)})")
         raise
 
 
@@ -783,8 +872,9 @@ def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
     dense tensor's memory order; without it the copy is row-major, llgrad's default)."""
     if memory_format is not None:
         from .tensor_extras import _clone
+
         return _clone(input, memory_format=memory_format)
-    if _unrecorded(input):          # what `apply` would do: the copy alone
+    if _unrecorded(input):  # what `apply` would do: the copy alone
         return views.clone(input)
     return apply("cast", (input,), {"dtype": input._dtype}, _clone_forward, "CloneBackward0")
 
@@ -793,8 +883,10 @@ def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
 # Complex <-> real views
 # --------------------------------------------------------------------------------------
 
-def reinterpret(x: Tensor, dtype: Any, offset: int, shape: tuple[int, ...],
-                strides: tuple[int, ...]) -> Tensor:
+
+def reinterpret(
+    x: Tensor, dtype: Any, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]
+) -> Tensor:
     """A view of `x`'s memory as another dtype (offset and strides in that dtype's units)."""
     base = x._base if x._base is not None else x
     return Tensor._make(x._storage, offset, shape, strides, dtype, base=base)
@@ -802,14 +894,24 @@ def reinterpret(x: Tensor, dtype: Any, offset: int, shape: tuple[int, ...],
 
 def _as_real_forward(op: str, operands: Any, attrs: Any) -> Tensor:
     x = operands[0]
-    return reinterpret(x, x._dtype.to_real(), 2 * x._offset, x._shape + (2,),
-                       tuple(2 * s for s in x._strides) + (1,))
+    return reinterpret(
+        x,
+        x._dtype.to_real(),
+        2 * x._offset,
+        x._shape + (2,),
+        tuple(2 * s for s in x._strides) + (1,),
+    )
 
 
 def _as_complex_forward(op: str, operands: Any, attrs: Any) -> Tensor:
     x = operands[0]
-    return reinterpret(x, x._dtype.to_complex(), x._offset // 2, x._shape[:-1],
-                       tuple(s // 2 for s in x._strides[:-1]))
+    return reinterpret(
+        x,
+        x._dtype.to_complex(),
+        x._offset // 2,
+        x._shape[:-1],
+        tuple(s // 2 for s in x._strides[:-1]),
+    )
 
 
 # (op, input layout) -> (dtype, shape, strides) of the view `view_as_real`,
@@ -823,14 +925,18 @@ _reinterpreted: dict[tuple, tuple] = {}
 def reinterpreted_view(op: str, input: Any) -> Tensor | None:
     """The view `op` makes of `input` through `_reinterpreted`, or None (not unrecorded,
     not seen, or an odd offset for `view_as_complex`)."""
-    if input.__class__ not in DENSE_CLASSES or interpreters or forward_ad._level[0] or \
-            (_grad_state.enabled and input._requires_grad):
+    if (
+        input.__class__ not in DENSE_CLASSES
+        or interpreters
+        or forward_ad._level[0]
+        or (_grad_state.enabled and input._requires_grad)
+    ):
         return None
     g = _reinterpreted.get((op, input._lkey))
     if g is None:
         return None
     offset = input._offset
-    if g[3] == 0:                       # view_as_complex: half the offset, which is even
+    if g[3] == 0:  # view_as_complex: half the offset, which is even
         if offset % 2:
             return None
         offset //= 2
@@ -856,8 +962,9 @@ def view_as_real(input: Tensor) -> Tensor:
         return out
     _check_tensor("view_as_real", input)
     if not input._dtype.is_complex:
-        raise RuntimeError(f"view_as_real is only supported for complex tensors, got "
-                           f"{input._dtype.name}")
+        raise RuntimeError(
+            f"view_as_real is only supported for complex tensors, got {input._dtype.name}"
+        )
     out = apply("view_as_real", (input,), None, _as_real_forward, "ViewAsRealBackward0")
     return learn_reinterpreted("view_as_real", input, out) if _unrecorded(input) else out
 
@@ -869,6 +976,7 @@ def view_as_complex(input: Tensor) -> Tensor:
         return out
     _check_tensor("view_as_complex", input)
     from ..autograd.apply import dispatch_function
+
     out = dispatch_function("view_as_complex", [input], _view_as_complex, (input,))
     return learn_reinterpreted("view_as_complex", input, out) if _unrecorded(input) else out
 
@@ -876,20 +984,24 @@ def view_as_complex(input: Tensor) -> Tensor:
 def _view_as_complex(input: Tensor) -> Tensor:
     d = input._dtype
     if d.name not in ("float32", "float64"):
-        raise RuntimeError(f"view_as_complex is only supported for float32 and float64 "
-                           f"tensors, but got a tensor of dtype {d.name}")
+        raise RuntimeError(
+            f"view_as_complex is only supported for float32 and float64 "
+            f"tensors, but got a tensor of dtype {d.name}"
+        )
     shape, strides = input._shape, input._strides
     if not shape or shape[-1] != 2:
-        raise RuntimeError(f"Tensor must have a last dimension of size 2 (shape "
-                           f"{list(shape)})")
+        raise RuntimeError(f"Tensor must have a last dimension of size 2 (shape {list(shape)})")
     if strides[-1] != 1:
-        raise RuntimeError(f"Tensor must have a last dimension with stride 1 (strides "
-                           f"{list(strides)})")
+        raise RuntimeError(
+            f"Tensor must have a last dimension with stride 1 (strides {list(strides)})"
+        )
     if any(s % 2 for s in strides[:-1]):
-        raise RuntimeError(f"Tensor must have a stride divisible by 2 for all but last "
-                           f"dimension (strides {list(strides)})")
+        raise RuntimeError(
+            f"Tensor must have a stride divisible by 2 for all but last "
+            f"dimension (strides {list(strides)})"
+        )
     if input._offset % 2:
-        raise RuntimeError(f"Tensor must have a storage_offset divisible by 2 (offset "
-                           f"{input._offset})")
-    return apply("view_as_complex", (input,), None, _as_complex_forward,
-                 "ViewAsComplexBackward0")
+        raise RuntimeError(
+            f"Tensor must have a storage_offset divisible by 2 (offset {input._offset})"
+        )
+    return apply("view_as_complex", (input,), None, _as_complex_forward, "ViewAsComplexBackward0")

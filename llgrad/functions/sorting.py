@@ -13,6 +13,7 @@ the sort runs eagerly). Under `vmap` the batch dimensions are sorted independent
 `cumprod` is the same scan under multiplication built from `mul`, so its gradient,
 including at zeros, is the chain rule through those products.
 """
+
 from __future__ import annotations
 
 from collections import namedtuple
@@ -35,11 +36,12 @@ topk_result = namedtuple("topk", ["values", "indices"])
 
 def _check(op: str, input: Any) -> Tensor:
     if not isinstance(input, Tensor):
-        raise TypeError(f"{op}(): argument 'input' must be a Tensor, not "
-                        f"{type(input).__name__}")
+        raise TypeError(f"{op}(): argument 'input' must be a Tensor, not {type(input).__name__}")
     if input._dtype.is_complex:
-        raise RuntimeError(f"{op}: not implemented for {input._dtype.name} (complex numbers "
-                           f"have no order; shape {list(input.shape)})")
+        raise RuntimeError(
+            f"{op}: not implemented for {input._dtype.name} (complex numbers "
+            f"have no order; shape {list(input.shape)})"
+        )
     return input
 
 
@@ -55,20 +57,21 @@ def _rank_argsort(x: Tensor, dim: int, descending: bool) -> Tensor:
     from .indexing import scatter
     from .reduction import sum as sum_
     from .shape import expand, movedim, unsqueeze
+
     row = movedim(x, dim, -1)
     n = row.shape[-1]
-    mine, other = unsqueeze(row, -1), unsqueeze(row, -2)          # (..., i, 1), (..., 1, j)
+    mine, other = unsqueeze(row, -1), unsqueeze(row, -2)  # (..., i, 1), (..., 1, j)
     first, second = (mine, other) if descending else (other, mine)
-    ahead = E.lt(first, second)                              # j strictly before i
+    ahead = E.lt(first, second)  # j strictly before i
     same = E.eq(first, second)
     if x._dtype.is_floating_point:
         nan_first, nan_second = E.isnan(first), E.isnan(second)
         ahead = E.logical_or(ahead, E.logical_and(nan_second, E.logical_not(nan_first)))
         same = E.logical_or(same, E.logical_and(nan_first, nan_second))
     j = iota(n, dt.int64)
-    earlier = E.lt(unsqueeze(j, 0), unsqueeze(j, 1))          # [i, j]: j < i
+    earlier = E.lt(unsqueeze(j, 0), unsqueeze(j, 1))  # [i, j]: j < i
     before = E.logical_or(ahead, E.logical_and(same, earlier))
-    rank = sum_(before.to(dt.int64), -1)                     # (..., n)
+    rank = sum_(before.to(dt.int64), -1)  # (..., n)
     positions = expand(j, tuple(rank.shape))
     perm = scatter(zeros(tuple(rank.shape), dtype=dt.int64), -1, rank, positions)
     return movedim(perm, -1, dim)
@@ -79,7 +82,7 @@ def _host_order(arr: np.ndarray, axis: int, descending: bool) -> np.ndarray:
     float16 is ordered as float32, which NumPy's float16 sort would also do, faster)."""
     if arr.dtype == np.float16:
         arr = arr.astype(np.float32)
-    if descending:            # stable descending = reversed stable ascending of the reverse
+    if descending:  # stable descending = reversed stable ascending of the reverse
         rev = np.flip(arr, axis)
         idx = arr.shape[axis] - 1 - np.flip(rev.argsort(axis=axis, kind="stable"), axis)
     else:
@@ -97,42 +100,49 @@ def _plain_order(x: Any) -> bool:
 def _argsort_along(x: Tensor, dim: int, descending: bool) -> Tensor:
     """Stable argsort along `dim` (NaN largest): by NumPy on the host, or by ops when
     traced."""
-    if _plain_order(x):                                      # a plain tensor, eagerly
-        arr = host_values(x)                                 # (bfloat16 widened)
+    if _plain_order(x):  # a plain tensor, eagerly
+        arr = host_values(x)  # (bfloat16 widened)
         return host_tensor(_host_order(arr, dim, descending), dt.int64)
     from ..tracer.context import user_location
     from ..tracer.tensor import GraphBreak, tracing
     from ..transforms.batching import levels, lift, unlift
     from .creation import from_numpy
+
     if tracing():
         if x.shape[dim] <= TRACED_SORT_MAX:
             return _rank_argsort(x, dim, descending)
-        raise GraphBreak(f"sort/argsort/topk over {x.shape[dim]} elements (compiled code "
-                         f"sorts at most {TRACED_SORT_MAX} per row; longer rows are "
-                         f"sorted on the host)", user_location())
+        raise GraphBreak(
+            f"sort/argsort/topk over {x.shape[dim]} elements (compiled code "
+            f"sorts at most {TRACED_SORT_MAX} per row; longer rows are "
+            f"sorted on the host)",
+            user_location(),
+        )
     lv = levels(x)
     plain = lift(x, lv)
     axis = dim + len(lv)
-    if plain._dtype is dt.bfloat16:          # NumPy has no bfloat16: order its float32 copy
+    if plain._dtype is dt.bfloat16:  # NumPy has no bfloat16: order its float32 copy
         plain = plain.float()
     arr = plain.detach().contiguous().numpy()
     return unlift(from_numpy(_host_order(arr, axis, descending)), lv)
 
 
 @names_op("argsort")
-def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False
-            ) -> Tensor:
+def argsort(
+    input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False
+) -> Tensor:
     x = _check("argsort", input)
     if x.ndim == 0:
         normalize_axis(dim, 0, "argsort")
         from .creation import zeros
+
         return zeros((), dtype=dt.int64)
     return _argsort_along(x, normalize_axis(dim, x.ndim, "argsort"), descending)
 
 
 @names_op("sort")
-def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False
-         ) -> sort_result:
+def sort(
+    input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False
+) -> sort_result:
     x = _check("sort", input)
     if x._shape and host_plain(x):
         # the plain eager case: the values are gathered on the host too (their bits, so
@@ -146,12 +156,13 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool
             order = _host_order(raw, d, descending)
             if raw.size > 4096:
                 values = host_take_along(raw, order, d)
-            elif descending:      # (a stable sort's result is the same gather, one call)
+            elif descending:  # (a stable sort's result is the same gather, one call)
                 values = np.flip(np.sort(np.flip(raw, d), d, kind="stable"), d)
             else:
                 values = np.sort(raw, d, kind="stable")
         return sort_result(host_tensor(values, x._dtype), host_tensor(order, dt.int64))
     from .indexing import gather
+
     idx = argsort(x, dim, descending)
     if x.ndim == 0:
         return sort_result(x.clone(), idx)
@@ -164,21 +175,26 @@ def msort(input: Tensor) -> Tensor:
 
 @names_op("topk")
 @composite_function
-def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
-         ) -> topk_result:
+def topk(
+    input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
+) -> topk_result:
     """The k largest (or smallest) elements along `dim` and their positions, in sorted
     order (`sorted=False` returns them in the same, sorted, order)."""
     from .indexing import gather
     from .shape import slice_dim
+
     x = _check("topk", input)
     if x._dtype is dt.bool_:
-        raise RuntimeError(f"topk: does not support bool tensors (shape {list(x.shape)}); "
-                           f"convert with .to(dtype)")
+        raise RuntimeError(
+            f"topk: does not support bool tensors (shape {list(x.shape)}); convert with .to(dtype)"
+        )
     d = normalize_axis(dim, max(x.ndim, 1), "topk")
     size = x.shape[d] if x.ndim else 1
     if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= size:
-        raise RuntimeError(f"topk: selected index k out of range (k={k!r}, size {size} along "
-                           f"dim {dim} of shape {list(x.shape)})")
+        raise RuntimeError(
+            f"topk: selected index k out of range (k={k!r}, size {size} along "
+            f"dim {dim} of shape {list(x.shape)})"
+        )
     if x.ndim == 0:
         return topk_result(x.clone(), argsort(x))
     idx = slice_dim(_argsort_along(x, d, largest), d, 0, k)
@@ -187,12 +203,11 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 
 def _scan_input(op: str, input: Any, dtype: dt.DType | None) -> Tensor:
     if not isinstance(input, Tensor):
-        raise TypeError(f"{op}(): argument 'input' must be a Tensor, not "
-                        f"{type(input).__name__}")
+        raise TypeError(f"{op}(): argument 'input' must be a Tensor, not {type(input).__name__}")
     if dtype is not None:
         return input.to(dtype)
     if input._dtype.is_integer or input._dtype is dt.bool_:
-        return input.to(dt.int64)                 # PyTorch accumulates integers in int64
+        return input.to(dt.int64)  # PyTorch accumulates integers in int64
     return input
 
 
@@ -207,6 +222,7 @@ def cumsum(input: Tensor, dim: int, *, dtype: dt.DType | None = None) -> Tensor:
 def cumprod(input: Tensor, dim: int, *, dtype: dt.DType | None = None) -> Tensor:
     from ..ops.scan import log_step_scan
     from .. import functions as F
+
     x = _scan_input("cumprod", input, dtype)
     if x.ndim == 0:
         normalize_axis(dim, 0, "cumprod")

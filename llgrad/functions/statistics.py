@@ -1,4 +1,5 @@
 """Statistics, scans and order statistics: nan-reductions, median, quantile, mode, cummax, histograms, cov."""
+
 from __future__ import annotations
 
 import struct
@@ -16,8 +17,15 @@ from ..runtime import launch
 from ..schedule.layout import collapse
 from ..tensor import Tensor
 from ..tracer.context import _tls as _trace_tls
-from ._host import (host_empty, host_plain, host_take_along, host_tensor, host_values,
-                    host_view, positions_along as _positions_along)
+from ._host import (
+    host_empty,
+    host_plain,
+    host_take_along,
+    host_tensor,
+    host_values,
+    host_view,
+    positions_along as _positions_along,
+)
 from .indexing import gather
 
 __all__: list[str] = []
@@ -30,12 +38,14 @@ def write_out(op: str, out: Any, result: Tensor) -> Tensor:
     """Copy `result` into `out` with PyTorch's `out=` rules (functions/_out.py's `store`:
     resized with torch's warning, castable dtype, no grad recorded)."""
     from ._out import store
+
     return store(op, result, out)
 
 
 # --------------------------------------------------------------------------------------
 # Shared helpers
 # --------------------------------------------------------------------------------------
+
 
 def _tensor(op: str, x: Any, name: str = "input") -> Tensor:
     if not isinstance(x, Tensor):
@@ -45,8 +55,10 @@ def _tensor(op: str, x: Any, name: str = "input") -> Tensor:
 
 def _no_complex(op: str, x: Tensor) -> Tensor:
     if x._dtype.is_complex:
-        raise RuntimeError(f"{op}(): not implemented for {x._dtype.name} (complex numbers "
-                           f"have no order; shape {list(x.shape)})")
+        raise RuntimeError(
+            f"{op}(): not implemented for {x._dtype.name} (complex numbers "
+            f"have no order; shape {list(x.shape)})"
+        )
     return x
 
 
@@ -56,15 +68,20 @@ def _host_values(op: str, *tensors: Any) -> list[Any]:
     if _trace_tls.stack or any(getattr(t, "_ctx", None) is not None for t in tensors):
         from ..tracer.context import user_location
         from ..tracer.tensor import GraphBreak
-        raise GraphBreak(f"{op}() computes on the host (its result depends on the data)",
-                         user_location())
-    return [None if t is None else host_values(t) if t.__class__ is Tensor else
-            t.detach()._values() for t in tensors]
+
+        raise GraphBreak(
+            f"{op}() computes on the host (its result depends on the data)", user_location()
+        )
+    return [
+        None if t is None else host_values(t) if t.__class__ is Tensor else t.detach()._values()
+        for t in tensors
+    ]
 
 
 def _keep(x: Tensor, d: int, keepdim: bool) -> Tensor:
     """`x` (reduced with keepdim) with dim `d` dropped unless `keepdim`."""
     from .shape import squeeze
+
     return x if keepdim else squeeze(x, d)
 
 
@@ -81,6 +98,7 @@ def _reduced_dim(op: str, x: Tensor, dim: int) -> int:
     """`dim` normalized; a dimension of size zero raises as PyTorch's reductions without
     identity do."""
     from ..ir.types import normalize_axis
+
     d = normalize_axis(dim, x.ndim, op)
     if x.ndim and x._shape[d] == 0:
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
@@ -114,13 +132,14 @@ def _cum_extreme(op: str, input: Tensor, dim: int, largest: bool, out: Any) -> A
     d = normalize_axis(dim, len(x._shape), op)
     if not x._shape or 0 in x._shape:
         from .creation import zeros
+
         idx = zeros(x._shape, dtype=dt.int64)
         values = x.clone() if x.ndim == 0 else gather(x, d, idx, name=name)
         return _results(kind, out, op, values, idx)
     plain = host_plain(x)
     if plain:
         plan = extreme_plan(x, d, largest, True)
-        if plan is not None:          # one kernel: values and indices in one pass
+        if plan is not None:  # one kernel: values and indices in one pass
             kernel, sizes, strides = plan
             values = Tensor._empty(x._shape, x._dtype)
             idx = Tensor._empty(x._shape, dt.int64)
@@ -130,11 +149,11 @@ def _cum_extreme(op: str, input: Tensor, dim: int, largest: bool, out: Any) -> A
     if x._dtype is dt.bool_:
         a = a.view(np.uint8)
     run = (np.maximum if largest else np.minimum).accumulate(a, axis=d)
-    mark = np.equal(a, run)               # ties: the latest position (as PyTorch)
+    mark = np.equal(a, run)  # ties: the latest position (as PyTorch)
     floating = a.dtype.kind == "f"
     if floating:
-        mark |= np.isnan(a)               # a NaN holds from where it appears
-    if plain:           # no gradient to record: the values are read on the host too
+        mark |= np.isnan(a)  # a NaN holds from where it appears
+    if plain:  # no gradient to record: the values are read on the host too
         idx, pos = host_empty(x._shape, dt.int64)
         # each position's index along `d` where marked, 0 elsewhere, carried forward
         np.multiply(mark, _positions_along(a.shape, d), out=pos)
@@ -144,7 +163,7 @@ def _cum_extreme(op: str, input: Tensor, dim: int, largest: bool, out: Any) -> A
             # zero or a NaN's payload may come from another position)
             values = host_take_along(host_view(x), pos, d)
         else:
-            values = run                  # (integers and bools: the same bits)
+            values = run  # (integers and bools: the same bits)
         return _results(kind, out, op, host_tensor(values, x._dtype), idx)
     mark = mark * _positions_along(a.shape, d)
     pos = np.maximum.accumulate(mark, axis=d)
@@ -170,6 +189,7 @@ def cummin(input: Tensor, dim: int, *, out: Any = None) -> Any:
 def _logaddexp(a: Tensor, b: Tensor) -> Tensor:
     """log(exp(a) + exp(b)) without overflow; -inf with -inf gives -inf."""
     from . import elementwise as E
+
     m = E.maximum(a, b)
     delta = E.where(E.eq(a, b), 0.0, E.sub(a, b))
     return E.add(m, E.log1p(E.exp(E.neg(E.abs(delta)))))
@@ -193,10 +213,12 @@ def _logcumsumexp(input: Tensor, dim: int) -> Tensor:
     from ..ir.types import normalize_axis
     from ..ops.scan import log_step_scan
     from .. import functions as F
+
     x = _tensor("logcumsumexp", input)
     if not (x._dtype.is_floating_point or x._dtype.is_complex):
-        raise RuntimeError(f"logcumsumexp(): not implemented for {x._dtype.name}; use a "
-                           f"floating point input")
+        raise RuntimeError(
+            f"logcumsumexp(): not implemented for {x._dtype.name}; use a floating point input"
+        )
     d = normalize_axis(dim, x.ndim, "logcumsumexp")
     if x.ndim == 0:
         res = x.clone()
@@ -219,11 +241,13 @@ def _logcumsumexp(input: Tensor, dim: int) -> Tensor:
 
 def _cumsum_(self: Tensor, dim: int, *, dtype: dt.DType | None = None) -> Tensor:
     from .sorting import cumsum
+
     return cumsum(self, dim, dtype=dtype)
 
 
 def _cumprod_(self: Tensor, dim: int, *, dtype: dt.DType | None = None) -> Tensor:
     from .sorting import cumprod
+
     return cumprod(self, dim, dtype=dtype)
 
 
@@ -241,7 +265,8 @@ def _pick(x: Tensor, d: int, k: Tensor, keepdim: bool, name: str) -> tuple[Tenso
     """The element of sorted rank `k` (int64, keepdim shape) along `d`: (value, index)."""
     from .indexing import gather
     from .sorting import _argsort_along
-    order = _argsort_along(x, d, False)                 # NaN last, stable
+
+    order = _argsort_along(x, d, False)  # NaN last, stable
     idx = gather(order, d, k)
     values = gather(x, d, idx, name=name)
     return _keep(values, d, keepdim), _keep(idx, d, keepdim)
@@ -252,38 +277,50 @@ def _rank_shape(x: Tensor, d: int) -> tuple[int, ...]:
 
 
 @composite_function
-def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,
-             out: Any = None) -> Any:
+def kthvalue(
+    input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *, out: Any = None
+) -> Any:
     """The k-th smallest element along `dim` and its position: `(values, indices)`.
 
     NaN counts as larger than every number. Among equal values the index is the first
     in input order (PyTorch leaves which one unspecified).
     """
     from .creation import full, zeros
+
     x = _no_complex("kthvalue", _tensor("kthvalue", input))
     from ..ir.types import normalize_axis
+
     d = normalize_axis(dim, x.ndim, "kthvalue")
     n = x._shape[d] if x.ndim else 1
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= n:
-        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d} "
-                           f"(k={k!r}, size {n})")
+        raise RuntimeError(
+            f"kthvalue(): selected number k out of range for dimension {d} (k={k!r}, size {n})"
+        )
     if x.ndim == 0:
-        return _results(kthvalue_result, out, "kthvalue", x.clone(),
-                        zeros((), dtype=dt.int64))
-    v, i = _pick(x, d, full(_rank_shape(x, d), k - 1, dtype=dt.int64), keepdim,
-                 "KthvalueBackward0")
+        return _results(kthvalue_result, out, "kthvalue", x.clone(), zeros((), dtype=dt.int64))
+    v, i = _pick(x, d, full(_rank_shape(x, d), k - 1, dtype=dt.int64), keepdim, "KthvalueBackward0")
     return _results(kthvalue_result, out, "kthvalue", v, i)
 
 
-def _median(op: str, input: Tensor, dim: Any, keepdim: bool, out: Any, ignore_nan: bool,
-            kind: Any, names: tuple[str, str]) -> Any:
+def _median(
+    op: str,
+    input: Tensor,
+    dim: Any,
+    keepdim: bool,
+    out: Any,
+    ignore_nan: bool,
+    kind: Any,
+    names: tuple[str, str],
+) -> Any:
     from .creation import full, zeros
+
     x = _no_complex(op, _tensor(op, input))
     if dim is None:
         if x.numel() == 0:
             if not x._dtype.is_floating_point:
-                raise RuntimeError(f"{op}(): cannot compute the median of an empty "
-                                   f"{x._dtype.name} tensor")
+                raise RuntimeError(
+                    f"{op}(): cannot compute the median of an empty {x._dtype.name} tensor"
+                )
             res = full((), float("nan"), dtype=x._dtype)
             return write_out(op, out, res) if out is not None else res
         v, _ = _median_rank(x.reshape(-1), 0, True, ignore_nan, names[0])
@@ -296,17 +333,18 @@ def _median(op: str, input: Tensor, dim: Any, keepdim: bool, out: Any, ignore_na
     return _results(kind, out, op, v, i)
 
 
-def _median_rank(x: Tensor, d: int, keepdim: bool, ignore_nan: bool, name: str
-                 ) -> tuple[Tensor, Tensor]:
+def _median_rank(
+    x: Tensor, d: int, keepdim: bool, ignore_nan: bool, name: str
+) -> tuple[Tensor, Tensor]:
     """The lower median along `d`; with NaN present, median takes the first NaN and
     nanmedian the lower median of the other values."""
     from . import elementwise as E
     from .creation import full
     from .reduction import sum as sum_
+
     n = x._shape[d]
     if not x._dtype.is_floating_point:
-        return _pick(x, d, full(_rank_shape(x, d), (n - 1) // 2, dtype=dt.int64), keepdim,
-                     name)
+        return _pick(x, d, full(_rank_shape(x, d), (n - 1) // 2, dtype=dt.int64), keepdim, name)
     count = sum_(E.logical_not(E.isnan(x)).to(dt.int64), d, keepdim=True)
     if ignore_nan:
         k = E.clamp(E.floor_divide(E.sub(count, 1), 2), min=0)
@@ -323,16 +361,31 @@ def median(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = 
     Among equal values the index is the first in input order (PyTorch leaves it
     unspecified). Sorted by ops, so it compiles (rows up to 1024 elements).
     """
-    return _median("median", input, dim, keepdim, out, False, median_result,
-                   ("MedianBackward0", "MedianBackward1"))
+    return _median(
+        "median",
+        input,
+        dim,
+        keepdim,
+        out,
+        False,
+        median_result,
+        ("MedianBackward0", "MedianBackward1"),
+    )
 
 
 @composite_function
-def nanmedian(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = None
-              ) -> Any:
+def nanmedian(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
     """`median` ignoring NaN values (NaN only where a row holds nothing else)."""
-    return _median("nanmedian", input, dim, keepdim, out, True, nanmedian_result,
-                   ("NanmedianBackward0", "NanmedianBackward1"))
+    return _median(
+        "nanmedian",
+        input,
+        dim,
+        keepdim,
+        out,
+        True,
+        nanmedian_result,
+        ("NanmedianBackward0", "NanmedianBackward1"),
+    )
 
 
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out: Any = None) -> Any:
@@ -346,6 +399,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out: Any = None
     from .creation import zeros
     from .indexing import gather
     from .shape import movedim
+
     x = _no_complex("mode", _tensor("mode", input))
     d = _reduced_dim("mode", x, dim)
     if x.ndim == 0:
@@ -353,10 +407,10 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out: Any = None
     plain = host_plain(x)
     if plain:
         plan = mode_plan(x, d)
-        if plan is not None:          # short rows: one kernel counts each element's equals
+        if plan is not None:  # short rows: one kernel counts each element's equals
             kernel, sizes, strides = plan
             shape = x._shape
-            shape = shape[:d] + (1,) + shape[d + 1:] if keepdim else shape[:d] + shape[d + 1:]
+            shape = shape[:d] + (1,) + shape[d + 1 :] if keepdim else shape[:d] + shape[d + 1 :]
             values = Tensor._empty(shape, x._dtype)
             idx = Tensor._empty(shape, dt.int64)
             launch.call(kernel, [*sizes, x._ptr, *strides, values._ptr, idx._ptr])
@@ -369,7 +423,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out: Any = None
     r = rows.shape[0]
     perm = rows.argsort(axis=1, kind="stable")
     ar = np.arange(r)
-    s = np.sort(rows, axis=1)        # (the sorted values: only their equalities are read)
+    s = np.sort(rows, axis=1)  # (the sorted values: only their equalities are read)
     # in each sorted row, runs of equal values (NaN never equals): the run that ends at
     # each end position has length end - start + 1; the longest run, the first (smallest
     # value) among equally long ones, gives the value and its last input position
@@ -380,30 +434,40 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out: Any = None
     begin = np.maximum.accumulate(starts * j, axis=1)
     length = j - begin
     length += 1
-    length[:, :-1] *= starts[:, 1:]          # (only at each run's end)
+    length[:, :-1] *= starts[:, 1:]  # (only at each run's end)
     pos = perm[ar, length.argmax(axis=1)]
     lead = tuple(a.shape[k] for k in range(a.ndim) if k != d)
-    if plain:           # no gradient to record: the values are read on the host too
+    if plain:  # no gradient to record: the values are read on the host too
         raw = host_view(x)
         raw_rows = (raw if last_axis else raw.transpose(axes)).reshape(-1, n)
-        shape = lead if not keepdim else tuple(1 if k == d else m
-                                               for k, m in enumerate(a.shape))
+        shape = lead if not keepdim else tuple(1 if k == d else m for k, m in enumerate(a.shape))
         # (a size-1 dim inserted anywhere keeps the row-major order of the others)
-        return _results(mode_result, out, "mode",
-                        host_tensor(raw_rows[ar, pos].reshape(shape), x._dtype),
-                        host_tensor(pos.reshape(shape), dt.int64))
+        return _results(
+            mode_result,
+            out,
+            "mode",
+            host_tensor(raw_rows[ar, pos].reshape(shape), x._dtype),
+            host_tensor(pos.reshape(shape), dt.int64),
+        )
     pos = pos.reshape(lead + (1,))
     idx = movedim(_int64_of(pos), -1, d)
     values = gather(x, d, idx, name="ModeBackward0")
-    return _results(mode_result, out, "mode", _keep(values, d, keepdim),
-                    _keep(idx, d, keepdim))
+    return _results(mode_result, out, "mode", _keep(values, d, keepdim), _keep(idx, d, keepdim))
 
 
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
-def _quantile(op: str, input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str,
-              out: Any, ignore_nan: bool) -> Tensor:
+def _quantile(
+    op: str,
+    input: Tensor,
+    q: Any,
+    dim: Any,
+    keepdim: bool,
+    interpolation: str,
+    out: Any,
+    ignore_nan: bool,
+) -> Tensor:
     from ..ir.types import normalize_axis
     from . import elementwise as E
     from .creation import tensor
@@ -411,13 +475,17 @@ def _quantile(op: str, input: Tensor, q: Any, dim: Any, keepdim: bool, interpola
     from .reduction import any as any_, sum as sum_
     from .shape import movedim, reshape
     from .sorting import sort
+
     x = _tensor(op, input)
     if x._dtype not in (dt.float32, dt.float64):
-        raise RuntimeError(f"{op}() input tensor must be either float or double dtype "
-                           f"(got {x._dtype.name})")
+        raise RuntimeError(
+            f"{op}() input tensor must be either float or double dtype (got {x._dtype.name})"
+        )
     if interpolation not in _INTERPOLATIONS:
-        raise ValueError(f"{op}() interpolation must be one of linear, lower, higher, "
-                         f"midpoint or nearest. Got {interpolation}")
+        raise ValueError(
+            f"{op}() interpolation must be one of linear, lower, higher, "
+            f"midpoint or nearest. Got {interpolation}"
+        )
     if x.numel() == 0:
         raise RuntimeError(f"{op}() input tensor must be non-empty")
     scalar_q = not isinstance(q, Tensor)
@@ -427,16 +495,18 @@ def _quantile(op: str, input: Tensor, q: Any, dim: Any, keepdim: bool, interpola
         qs = tensor([float(q)], dtype=x._dtype)
     else:
         if q.ndim > 1:
-            raise RuntimeError(f"{op}() q must be a scalar or 1D tensor (got shape "
-                               f"{list(q.shape)})")
+            raise RuntimeError(
+                f"{op}() q must be a scalar or 1D tensor (got shape {list(q.shape)})"
+            )
         if q._dtype is not x._dtype:
-            raise RuntimeError(f"{op}() q tensor must be same dtype as the input tensor "
-                               f"(q {q._dtype.name}, input {x._dtype.name})")
+            raise RuntimeError(
+                f"{op}() q tensor must be same dtype as the input tensor "
+                f"(q {q._dtype.name}, input {x._dtype.name})"
+            )
         scalar_q = q.ndim == 0
-        qs = q.reshape(-1)          # (differentiable: the interpolation weight depends on q)
+        qs = q.reshape(-1)  # (differentiable: the interpolation weight depends on q)
     if getattr(qs, "_ctx", None) is None:
-        qv, = _host_values(op, qs) if not scalar_q or isinstance(q, Tensor) else \
-            (qs._values(),)
+        (qv,) = _host_values(op, qs) if not scalar_q or isinstance(q, Tensor) else (qs._values(),)
         if qv.size and not ((qv >= 0) & (qv <= 1)).all():
             raise ValueError(f"{op}() q values must be in the range [0, 1]")
     if dim is None:
@@ -466,7 +536,7 @@ def _quantile(op: str, input: Tensor, q: Any, dim: Any, keepdim: bool, interpola
         weights = E.sub(ranks, below.to(x._dtype)) if interpolation == "linear" else 0.5
         above = gather(srt, -1, E.ceil(ranks).to(dt.int64))
         values = E.lerp(values, above, weights)
-    res = movedim(values, -1, 0)                       # (nq, *reduced)
+    res = movedim(values, -1, 0)  # (nq, *reduced)
     if keepdim:
         if dim is None:
             res = reshape(res, (res._shape[0],) + (1,) * x.ndim)
@@ -477,8 +547,15 @@ def _quantile(op: str, input: Tensor, q: Any, dim: Any, keepdim: bool, interpola
     return write_out(op, out, res) if out is not None else res
 
 
-def quantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
-             interpolation: str = "linear", out: Tensor | None = None) -> Tensor:
+def quantile(
+    input: Tensor,
+    q: Any,
+    dim: int | None = None,
+    keepdim: bool = False,
+    *,
+    interpolation: str = "linear",
+    out: Tensor | None = None,
+) -> Tensor:
     """The q-th quantiles of `input` (flattened, or along `dim`).
 
     Args: `q` a float or a 0-d/1-D tensor of values in [0, 1] (a 1-D q adds a leading
@@ -490,8 +567,15 @@ def quantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = Fals
     return _quantile("quantile", input, q, dim, keepdim, interpolation, out, False)
 
 
-def nanquantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
-                interpolation: str = "linear", out: Tensor | None = None) -> Tensor:
+def nanquantile(
+    input: Tensor,
+    q: Any,
+    dim: int | None = None,
+    keepdim: bool = False,
+    *,
+    interpolation: str = "linear",
+    out: Tensor | None = None,
+) -> Tensor:
     """`quantile` ignoring NaN values (NaN only for a row of NaNs)."""
     if out is None and q.__class__ in (float, int):
         return _quantile_of_number(input, q, dim, keepdim, interpolation, True)
@@ -499,25 +583,37 @@ def nanquantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = F
 
 
 @composite_function
-def _quantile_of_number(input: Tensor, q: float, dim: int | None, keepdim: bool,
-                        interpolation: str, ignore_nan: bool) -> Tensor:
+def _quantile_of_number(
+    input: Tensor, q: float, dim: int | None, keepdim: bool, interpolation: str, ignore_nan: bool
+) -> Tensor:
     """quantile/nanquantile of a Python number `q`: a compiled composite (`q` is part of
     its key by value, so its range check runs on each key's first call; a tensor `q`,
     whose values a compiled call could not check, takes `_quantile` as written)."""
-    return _quantile("nanquantile" if ignore_nan else "quantile", input, q, dim, keepdim,
-                     interpolation, None, ignore_nan)
+    return _quantile(
+        "nanquantile" if ignore_nan else "quantile",
+        input,
+        q,
+        dim,
+        keepdim,
+        interpolation,
+        None,
+        ignore_nan,
+    )
 
 
 # --------------------------------------------------------------------------------------
 # NaN-ignoring reductions and aminmax
 # --------------------------------------------------------------------------------------
 
+
 @composite_function
-def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *,
-           dtype: dt.DType | None = None) -> Tensor:
+def nansum(
+    input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: dt.DType | None = None
+) -> Tensor:
     """Sum treating NaN as zero (their gradient is zero). Args as `sum`."""
     from . import elementwise as E
     from .reduction import sum as sum_
+
     x = _tensor("nansum", input)
     if x._dtype.is_complex:
         raise RuntimeError("nansum does not support complex inputs")
@@ -527,15 +623,24 @@ def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *,
 
 
 @composite_function
-def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *,
-            dtype: dt.DType | None = None, out: Tensor | None = None) -> Tensor:
+def nanmean(
+    input: Tensor,
+    dim: Any = None,
+    keepdim: bool = False,
+    *,
+    dtype: dt.DType | None = None,
+    out: Tensor | None = None,
+) -> Tensor:
     """Mean of the non-NaN elements (NaN where there are none). Args as `mean`."""
     from . import elementwise as E
     from .reduction import sum as sum_
+
     x = _tensor("nanmean", input)
     if not (x._dtype.is_floating_point or x._dtype.is_complex):
-        raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
-                           f"dtype but got {x._dtype.name}")
+        raise RuntimeError(
+            f"nanmean(): expected input to have floating point or complex "
+            f"dtype but got {x._dtype.name}"
+        )
     if dtype is not None:
         x = x.to(dtype)
     count = sum_(E.logical_not(E.isnan(x)), dim, keepdim)
@@ -547,11 +652,13 @@ aminmax_result = namedtuple("aminmax", ["min", "max"])
 
 
 @composite_function
-def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False,
-            out: Any = None) -> Any:
+def aminmax(
+    input: Tensor, *, dim: int | None = None, keepdim: bool = False, out: Any = None
+) -> Any:
     """`(amin, amax)` over all elements or along `dim`, as a namedtuple (min, max)."""
     from ..ir.types import normalize_axis
     from .reduction import amax, amin
+
     x = _no_complex("aminmax", _tensor("aminmax", input))
     if dim is not None:
         d = normalize_axis(dim, x.ndim, "aminmax")
@@ -560,8 +667,10 @@ def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False,
         d = None
         empty = x.numel() == 0
     if empty:
-        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
-                           "operation has no identity.")
+        raise RuntimeError(
+            "aminmax(): cannot compute aminmax over an empty dimension as the "
+            "operation has no identity."
+        )
     if d is None:
         lo, hi = amin(x, (), keepdim), amax(x, (), keepdim)
     else:
@@ -579,22 +688,25 @@ histogramdd_result = namedtuple("histogramdd", ["hist", "bin_edges"])
 
 def _float_only(op: str, x: Tensor) -> Tensor:
     if x._dtype not in (dt.float32, dt.float64, dt.float16, dt.bfloat16):
-        raise RuntimeError(f"{op}(): not implemented for {x._dtype.name} (expected a floating "
-                           f"point input)")
+        raise RuntimeError(
+            f"{op}(): not implemented for {x._dtype.name} (expected a floating point input)"
+        )
     return x
 
 
-def histc(input: Tensor, bins: int = 100, min: Any = 0, max: Any = 0, *,
-          out: Tensor | None = None) -> Tensor:
+def histc(
+    input: Tensor, bins: int = 100, min: Any = 0, max: Any = 0, *, out: Tensor | None = None
+) -> Tensor:
     """A histogram of `bins` equal-width bins between `min` and `max` (both 0: the data's
     min and max, widened by 1 each way when they are equal); elements outside are ignored,
     the last bin includes `max`. The result has the input's dtype; no gradient (as
     PyTorch)."""
     import numpy as np
+
     x = _float_only("histc", _tensor("histc", input))
     if not isinstance(bins, int) or isinstance(bins, bool) or bins <= 0:
         raise RuntimeError(f"histc(): bins must be > 0, but got {bins} for dimension 0")
-    a, = _host_values("histc", x)
+    (a,) = _host_values("histc", x)
     a = a.reshape(-1)
     kind = a.dtype.type
     lo, hi = kind(min), kind(max)
@@ -608,12 +720,22 @@ def histc(input: Tensor, bins: int = 100, min: Any = 0, max: Any = 0, *,
         raise RuntimeError(f"histc(): max must be larger than min (min {min}, max {max})")
     if x.__class__ is Tensor and x._dtype in _HISTC_DTYPES:
         cshape, (cstrides,) = collapse(x._shape, [x._strides])
-        if len(cshape) == 1:          # one loop over the elements: one kernel counts
+        if len(cshape) == 1:  # one loop over the elements: one kernel counts
             counts = Tensor._empty((bins,), dt.int64)
             res = Tensor._empty((bins,), x._dtype)
-            launch.call(histc_kernel(x._dtype),
-                        [cshape[0], x._ptr, cstrides[0], _float_bits(lo), _float_bits(hi),
-                         bins, counts._ptr, res._ptr])
+            launch.call(
+                histc_kernel(x._dtype),
+                [
+                    cshape[0],
+                    x._ptr,
+                    cstrides[0],
+                    _float_bits(lo),
+                    _float_bits(hi),
+                    bins,
+                    counts._ptr,
+                    res._ptr,
+                ],
+            )
             return write_out("histc", out, res) if out is not None else res
     keep = (a >= lo) & (a <= hi)
     v = a[keep]
@@ -633,28 +755,30 @@ def _float_bits(v: Any) -> int:
     return struct.unpack("q", struct.pack("d", float(v)))[0]
 
 
-def _edges(op: str, a: Any, bins: Any, rng: Any, np_dtype: Any, k: int | None = None
-           ) -> Any:
+def _edges(op: str, a: Any, bins: Any, rng: Any, np_dtype: Any, k: int | None = None) -> Any:
     """Bin edges of one dimension: a tensor of edges, or `bins` equal bins over `rng` (or
     the data's min and max, widened by 0.5 when equal; [0, 1] for no data)."""
     import numpy as np
+
     if isinstance(bins, Tensor):
         e = bins.detach()._values().astype(np_dtype).reshape(-1)
         if bins.ndim != 1 or e.size < 1:
-            raise RuntimeError(f"{op}(): bins tensor should have one dimension and at least "
-                               f"1 element")
-        return e                        # (unsorted edges are taken as torch takes them)
+            raise RuntimeError(
+                f"{op}(): bins tensor should have one dimension and at least 1 element"
+            )
+        return e  # (unsorted edges are taken as torch takes them)
     if not isinstance(bins, int) or isinstance(bins, bool) or bins <= 0:
-        raise RuntimeError(f"{op}(): bins must be > 0, but got {bins} for dimension "
-                           f"{k or 0}")
+        raise RuntimeError(f"{op}(): bins must be > 0, but got {bins} for dimension {k or 0}")
     if rng is not None:
         lo, hi = np_dtype.type(rng[0]), np_dtype.type(rng[1])
         if lo > hi:
-            raise RuntimeError(f"{op}(): min should not exceed max, but got min {rng[0]} max "
-                               f"{rng[1]} for dimension {k or 0}")
+            raise RuntimeError(
+                f"{op}(): min should not exceed max, but got min {rng[0]} max "
+                f"{rng[1]} for dimension {k or 0}"
+            )
     elif a.size:
         lo, hi = a.min(), a.max()
-    else:                               # no data and no range: torch bins over [0, 1]
+    else:  # no data and no range: torch bins over [0, 1]
         lo, hi = np_dtype.type(0), np_dtype.type(1)
     if not (np.isfinite(lo) and np.isfinite(hi)):
         raise RuntimeError(f"{op}(): range of [{lo}, {hi}] is not finite")
@@ -668,14 +792,15 @@ def _bin_index(a: Any, e: Any) -> Any:
     The bin is found by the binary search torch runs (an upper bound, halving the count),
     so edges that are not sorted give torch's bins too."""
     import numpy as np
+
     n = e.size
     nb = n - 1
     if n < 2 or not (e[1:] >= e[:-1]).all():
         first = _upper_bound(a, e)
-    else:               # sorted edges: NumPy's binary search finds the same upper bound
+    else:  # sorted edges: NumPy's binary search finds the same upper bound
         first = np.searchsorted(e, a, side="right")
     pos = first - 1
-    pos[pos == nb] = nb - 1             # the last bin includes its right edge
+    pos[pos == nb] = nb - 1  # the last bin includes its right edge
     with np.errstate(invalid="ignore"):
         bad = ~((a >= e[0]) & (a <= e[-1])) | (nb < 1)
     pos[bad] = -1
@@ -686,6 +811,7 @@ def _upper_bound(a: Any, e: Any) -> Any:
     """torch's binary search of each value of `a` among edges `e` (sorted or not): the
     first position whose edge is above the value, halving the count."""
     import numpy as np
+
     n = e.size
     first = np.zeros(a.shape, dtype=np.int64)
     count = np.full(a.shape, n, dtype=np.int64)
@@ -693,20 +819,22 @@ def _upper_bound(a: Any, e: Any) -> Any:
         step = count // 2
         it = first + step
         live = count > 0
-        right = live & ~(a < e[np.minimum(it, n - 1)])      # e[it] <= a: go right
+        right = live & ~(a < e[np.minimum(it, n - 1)])  # e[it] <= a: go right
         first = np.where(right, it + 1, first)
         count = np.where(right, count - step - 1, np.where(live, step, 0))
     return first
 
 
-def histogramdd(input: Tensor, bins: Any = 10, *, range: Any = None, weight: Any = None,
-                density: bool = False) -> Any:
+def histogramdd(
+    input: Tensor, bins: Any = 10, *, range: Any = None, weight: Any = None, density: bool = False
+) -> Any:
     """A D-dimensional histogram of the rows of `input` (shape (..., D)).
 
     Args: `bins` an int, a list of D ints, or a list of D tensors of edges; `range` a flat
     list of D (min, max) pairs; `weight` one weight per row; `density` normalizes to a
     density. Returns `(hist, bin_edges)` (a list of D edge tensors)."""
     import numpy as np
+
     x = _float_only("histogramdd", _tensor("histogramdd", input))
     if x.ndim < 2:
         raise RuntimeError("histogramdd(): input tensor should have at least 2 dimensions")
@@ -714,37 +842,54 @@ def histogramdd(input: Tensor, bins: Any = 10, *, range: Any = None, weight: Any
     if weight is not None:
         _tensor("histogramdd", weight, "weight")
         if weight._dtype is not x._dtype:
-            raise RuntimeError(f"histogramdd(): expected weight to have the same dtype as "
-                               f"input ({x._dtype.name}), got {weight._dtype.name}")
+            raise RuntimeError(
+                f"histogramdd(): expected weight to have the same dtype as "
+                f"input ({x._dtype.name}), got {weight._dtype.name}"
+            )
         if tuple(weight._shape) != tuple(x._shape[:-1]):
-            raise RuntimeError(f"histogramdd(): weight should have the same shape as input "
-                               f"excluding its innermost dimension ({list(x._shape[:-1])}), "
-                               f"got {list(weight._shape)}")
+            raise RuntimeError(
+                f"histogramdd(): weight should have the same shape as input "
+                f"excluding its innermost dimension ({list(x._shape[:-1])}), "
+                f"got {list(weight._shape)}"
+            )
     a, w = _host_values("histogramdd", x, weight)
     dtype = a.dtype
-    pts = a.reshape(int(np.prod(x._shape[:-1], dtype=np.int64)), D)   # (not -1: D may be 0)
+    pts = a.reshape(int(np.prod(x._shape[:-1], dtype=np.int64)), D)  # (not -1: D may be 0)
     if isinstance(bins, (int, Tensor)):
         bins_list = [bins] * D
     else:
         bins_list = list(bins)
         if len(bins_list) != D:
-            raise RuntimeError(f"histogramdd(): expected {D} sequences of bin edges for each "
-                               f"of the {D} dimensions of input, got {len(bins_list)}")
+            raise RuntimeError(
+                f"histogramdd(): expected {D} sequences of bin edges for each "
+                f"of the {D} dimensions of input, got {len(bins_list)}"
+            )
     if range is not None:
         flat = [float(r) for r in range]
         if len(flat) != 2 * D:
-            raise RuntimeError(f"histogramdd(): expected {2 * D} values for range, got "
-                               f"{len(flat)}")
-    edges = [_edges("histogramdd", pts[:, k], b, None if range is None else
-                    flat[2 * k:2 * k + 2] if not isinstance(b, Tensor) else None, dtype, k)
-             for k, b in enumerate(bins_list)]
+            raise RuntimeError(f"histogramdd(): expected {2 * D} values for range, got {len(flat)}")
+    edges = [
+        _edges(
+            "histogramdd",
+            pts[:, k],
+            b,
+            None
+            if range is None
+            else flat[2 * k : 2 * k + 2]
+            if not isinstance(b, Tensor)
+            else None,
+            dtype,
+            k,
+        )
+        for k, b in enumerate(bins_list)
+    ]
     shape = tuple(e.size - 1 for e in edges)
     pos = [_bin_index(pts[:, k], e) for k, e in enumerate(edges)]
-    if D == 1:                          # (one dimension: its bins are the flat index)
+    if D == 1:  # (one dimension: its bins are the flat index)
         ok = pos[0] >= 0
         flat_index = pos[0]
     else:
-        ok = np.full(pts.shape[0], D > 0)   # (no dimensions: torch counts nothing)
+        ok = np.full(pts.shape[0], D > 0)  # (no dimensions: torch counts nothing)
         for p in pos:
             ok &= p >= 0
         flat_index = np.zeros(pts.shape[0], dtype=np.int64)
@@ -760,15 +905,22 @@ def histogramdd(input: Tensor, bins: Any = 10, *, range: Any = None, weight: Any
             view = [1] * D
             view[k] = shape[k]
             widths = widths * np.diff(e.astype(np.float64)).reshape(view)
-        with np.errstate(divide="ignore", invalid="ignore"):   # an empty histogram: NaN
+        with np.errstate(divide="ignore", invalid="ignore"):  # an empty histogram: NaN
             hist = hist / (s * widths)
     hist_t = _host_result(hist.astype(dtype), x._dtype)
     edge_ts = [_host_result(e, x._dtype) for e in edges]
     return histogramdd_result(hist_t, edge_ts)
 
 
-def histogram(input: Tensor, bins: Any = 100, *, range: Any = None, weight: Any = None,
-              density: bool = False, out: Any = None) -> Any:
+def histogram(
+    input: Tensor,
+    bins: Any = 100,
+    *,
+    range: Any = None,
+    weight: Any = None,
+    density: bool = False,
+    out: Any = None,
+) -> Any:
     """A histogram of all of `input`'s values: `(hist, bin_edges)`.
 
     Args: `bins` an int (equal bins over `range`, default the data's min and max) or a
@@ -778,15 +930,24 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Any = None, weight: Any 
     """
     x = _float_only("histogram", _tensor("histogram", input))
     if isinstance(bins, Tensor) and bins._dtype is not x._dtype:
-        raise RuntimeError(f"histogram(): input tensor and bins tensors should have the same "
-                           f"dtype, but got input {x._dtype.name} and bins {bins._dtype.name}")
-    if weight is not None and tuple(_tensor("histogram", weight, "weight")._shape) != \
-            tuple(x._shape):
-        raise RuntimeError(f"histogram(): weight should have the same shape as input "
-                           f"({list(x._shape)}), got {list(weight._shape)}")
-    h, edges = histogramdd(x.reshape(-1, 1), [bins], range=range,
-                           weight=None if weight is None else weight.reshape(-1),
-                           density=density)
+        raise RuntimeError(
+            f"histogram(): input tensor and bins tensors should have the same "
+            f"dtype, but got input {x._dtype.name} and bins {bins._dtype.name}"
+        )
+    if weight is not None and tuple(_tensor("histogram", weight, "weight")._shape) != tuple(
+        x._shape
+    ):
+        raise RuntimeError(
+            f"histogram(): weight should have the same shape as input "
+            f"({list(x._shape)}), got {list(weight._shape)}"
+        )
+    h, edges = histogramdd(
+        x.reshape(-1, 1),
+        [bins],
+        range=range,
+        weight=None if weight is None else weight.reshape(-1),
+        density=density,
+    )
     return _results(histogram_result, out, "histogram", h, edges[0])
 
 
@@ -795,22 +956,25 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     `minlength` bins); with `weights`, their sums per value (float32 weights give
     float32, other weights float64, as PyTorch; an empty input gives int64 zeros)."""
     import numpy as np
+
     x = _tensor("bincount", input)
     if x._dtype.is_floating_point or x._dtype.is_complex or x._dtype is dt.bool_:
-        raise RuntimeError(f"bincount(): only integral input is supported, got "
-                           f"{x._dtype.name}")
+        raise RuntimeError(f"bincount(): only integral input is supported, got {x._dtype.name}")
     if x.ndim != 1:
         raise RuntimeError(f"bincount(): input should be 1-d, got shape {list(x.shape)}")
     if minlength < 0:
         raise RuntimeError(f"bincount(): minlength should be >= 0, got {minlength}")
-    if weights is not None and (_tensor("bincount", weights, "weights").ndim != 1 or
-                                weights._shape != x._shape):
-        raise RuntimeError(f"bincount(): weights should be 1-d and have the same length as "
-                           f"input (input {list(x.shape)}, weights {list(weights.shape)})")
+    if weights is not None and (
+        _tensor("bincount", weights, "weights").ndim != 1 or weights._shape != x._shape
+    ):
+        raise RuntimeError(
+            f"bincount(): weights should be 1-d and have the same length as "
+            f"input (input {list(x.shape)}, weights {list(weights.shape)})"
+        )
     a, w = _host_values("bincount", x, weights)
     if a.size and a.min() < 0:
         raise RuntimeError("bincount(): input should contain only non-negative values")
-    if w is None or not a.size:         # (torch: an empty input counts in int64, weights or not)
+    if w is None or not a.size:  # (torch: an empty input counts in int64, weights or not)
         return host_tensor(np.bincount(a, minlength=minlength), dt.int64)
     res = np.bincount(a, weights=w, minlength=minlength)
     kind = dt.float32 if weights._dtype is dt.float32 else dt.float64
@@ -821,20 +985,25 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
 # Integration and differences (compositions: they compile and differentiate)
 # --------------------------------------------------------------------------------------
 
+
 def _spacing_along(x: Tensor, d: int, y: Tensor) -> Tensor:
     """x's differences along `d`, shaped to broadcast against y's slices (x 1-D or like y)."""
     from .shape import slice_dim
     from . import elementwise as E
+
     if x.ndim == 1:
         n = x._shape[0]
         if n != y._shape[d]:
-            raise RuntimeError(f"trapezoid: There must be one `x` value for each sample point "
-                               f"(x has {n}, y has {y._shape[d]} along dim {d})")
+            raise RuntimeError(
+                f"trapezoid: There must be one `x` value for each sample point "
+                f"(x has {n}, y has {y._shape[d]} along dim {d})"
+            )
         dx = E.sub(x[1:], x[:-1])
         shape = [1] * y.ndim
         shape[d] = n - 1
         return dx.reshape(shape)
     from ..ir.types import normalize_axis
+
     dd = normalize_axis(d - y.ndim, x.ndim, "trapezoid")
     return E.sub(slice_dim(x, dd, 1, x._shape[dd]), slice_dim(x, dd, 0, x._shape[dd] - 1))
 
@@ -847,6 +1016,7 @@ def trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Ten
     from . import elementwise as E
     from .reduction import sum as sum_
     from .shape import select, slice_dim
+
     y = _tensor("trapezoid", y, "y")
     if x is not None and dx is not None:
         raise TypeError("trapezoid(): received both x and dx; pass only one")
@@ -874,13 +1044,13 @@ def trapz(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Tensor:
 
 
 @composite_function
-def cumulative_trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1
-                         ) -> Tensor:
+def cumulative_trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Tensor:
     """The running trapezoidal integral along `dim` (one element shorter than `y`)."""
     from ..ir.types import normalize_axis
     from . import elementwise as E
     from .shape import slice_dim
     from .sorting import cumsum
+
     y = _tensor("cumulative_trapezoid", y, "y")
     if x is not None and dx is not None:
         raise TypeError("cumulative_trapezoid(): received both x and dx; pass only one")
@@ -898,14 +1068,20 @@ def cumulative_trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int =
 
 
 @composite_function
-def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
-         append: Tensor | None = None) -> Tensor:
+def diff(
+    input: Tensor,
+    n: int = 1,
+    dim: int = -1,
+    prepend: Tensor | None = None,
+    append: Tensor | None = None,
+) -> Tensor:
     """The n-th forward difference along `dim` (`out[i] = x[i+1] - x[i]`; bool: xor),
     after concatenating `prepend` and `append` along `dim`; `n=0` returns a copy of the
     input, without `prepend`/`append` (which are still checked), as torch."""
     from ..ir.types import normalize_axis
     from . import elementwise as E
     from .shape import cat, slice_dim
+
     x = _tensor("diff", input)
     if x.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
@@ -923,10 +1099,12 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
                 shape[d] = 1
                 extra = extra.expand(tuple(shape))
             if extra.ndim != x.ndim:
-                raise RuntimeError(f"diff expects prepend or append to be the same dimension "
-                                   f"as input (input {x.ndim}-d, {which} {extra.ndim}-d)")
+                raise RuntimeError(
+                    f"diff expects prepend or append to be the same dimension "
+                    f"as input (input {x.ndim}-d, {which} {extra.ndim}-d)"
+                )
         parts.append(extra)
-    if n == 0:                    # torch: the input itself (checked, not extended)
+    if n == 0:  # torch: the input itself (checked, not extended)
         return x.clone()
     if len(parts) > 1:
         x = cat(parts, d)
@@ -939,8 +1117,9 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
     return x
 
 
-def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None, edge_order: int = 1
-             ) -> tuple[Tensor, ...]:
+def gradient(
+    input: Tensor, *, spacing: Any = 1, dim: Any = None, edge_order: int = 1
+) -> tuple[Tensor, ...]:
     """Estimated derivatives of `input` along each of `dim` (default all) by central
     differences inside and one-sided differences of order `edge_order` (1 or 2) at the
     ends.
@@ -951,74 +1130,91 @@ def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None, edge_order: in
     from ..ir.types import normalize_axis
     from . import elementwise as E
     from .shape import cat, slice_dim
+
     x = _tensor("gradient", input)
     if edge_order not in (1, 2):
-        raise RuntimeError(f"torch.gradient only supports edge_order=1 and edge_order=2 "
-                           f"(got {edge_order})")
+        raise RuntimeError(
+            f"torch.gradient only supports edge_order=1 and edge_order=2 (got {edge_order})"
+        )
     if dim is None:
         dims = list(range(x.ndim))
     else:
         raw = [dim] if isinstance(dim, int) else list(dim)
         dims = [normalize_axis(d, x.ndim, "gradient") for d in raw]
-    if spacing is None:                     # PyTorch's "unspecified": unit spacing
+    if spacing is None:  # PyTorch's "unspecified": unit spacing
         spacing = 1
     if isinstance(spacing, (list, tuple)):
         sp = list(spacing)
         if len(sp) != len(dims):
-            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar "
-                               f"or it's spacing and dim arguments to have the same length, "
-                               f"but got a spacing argument of length {len(sp)} and a dim "
-                               f"argument of length {len(dims)}.")
+            raise RuntimeError(
+                f"torch.gradient expected spacing to be unspecified, a scalar "
+                f"or it's spacing and dim arguments to have the same length, "
+                f"but got a spacing argument of length {len(sp)} and a dim "
+                f"argument of length {len(dims)}."
+            )
     elif isinstance(spacing, Tensor) and spacing.ndim > 0:
         sp = [spacing] if len(dims) == 1 else None
         if sp is None:
-            raise RuntimeError("torch.gradient expected spacing to be a list with one entry "
-                               "per dimension")
+            raise RuntimeError(
+                "torch.gradient expected spacing to be a list with one entry per dimension"
+            )
     else:
         sp = [spacing.item() if isinstance(spacing, Tensor) else spacing] * len(dims)
     if not x._dtype.is_floating_point and not x._dtype.is_complex:
         x = x.to(dt.get_default_dtype())
     for d in dims:
         if x._shape[d] < edge_order + 1:
-            raise RuntimeError("torch.gradient expected each dimension size to be at least "
-                               "edge_order+1")
+            raise RuntimeError(
+                "torch.gradient expected each dimension size to be at least edge_order+1"
+            )
     out = []
     for d, h in zip(dims, sp):
         n = x._shape[d]
 
         def s(a: int, b: int) -> Tensor:
             return slice_dim(x, d, a, b)
+
         if isinstance(h, Tensor) and h.ndim > 0:
             if h.ndim != 1 or h._shape[0] != n:
-                raise RuntimeError(f"torch.gradient expected each tensor to be on the same "
-                                   f"size as the dimension it describes (size {n} along "
-                                   f"dim {d}, spacing {list(h.shape)})")
+                raise RuntimeError(
+                    f"torch.gradient expected each tensor to be on the same "
+                    f"size as the dimension it describes (size {n} along "
+                    f"dim {d}, spacing {list(h.shape)})"
+                )
             shape = [1] * x.ndim
             shape[d] = n - 1
             dxs = E.sub(h[1:], h[:-1]).reshape(shape).to(x._dtype)
-            a = slice_dim(dxs, d, 0, n - 2)                 # x[i] - x[i-1]
-            b = slice_dim(dxs, d, 1, n - 1)                 # x[i+1] - x[i]
-            interior = E.div(E.add(E.sub(E.mul(E.mul(a, a), s(2, n)),
-                                         E.mul(E.mul(b, b), s(0, n - 2))),
-                                   E.mul(E.sub(E.mul(b, b), E.mul(a, a)), s(1, n - 1))),
-                             E.mul(E.mul(a, b), E.add(a, b)))
+            a = slice_dim(dxs, d, 0, n - 2)  # x[i] - x[i-1]
+            b = slice_dim(dxs, d, 1, n - 1)  # x[i+1] - x[i]
+            interior = E.div(
+                E.add(
+                    E.sub(E.mul(E.mul(a, a), s(2, n)), E.mul(E.mul(b, b), s(0, n - 2))),
+                    E.mul(E.sub(E.mul(b, b), E.mul(a, a)), s(1, n - 1)),
+                ),
+                E.mul(E.mul(a, b), E.add(a, b)),
+            )
             if edge_order == 1:
                 first = E.div(E.sub(s(1, 2), s(0, 1)), slice_dim(dxs, d, 0, 1))
-                last = E.div(E.sub(s(n - 1, n), s(n - 2, n - 1)),
-                             slice_dim(dxs, d, n - 2, n - 1))
+                last = E.div(E.sub(s(n - 1, n), s(n - 2, n - 1)), slice_dim(dxs, d, n - 2, n - 1))
             else:
                 a0, b0 = slice_dim(dxs, d, 0, 1), slice_dim(dxs, d, 1, 2)
                 c0 = E.add(a0, b0)
-                first = E.add(E.add(E.mul(s(0, 1), E.neg(E.div(E.add(E.mul(a0, 2), b0),
-                                                                  E.mul(a0, c0)))),
-                                    E.mul(s(1, 2), E.div(c0, E.mul(a0, b0)))),
-                              E.mul(s(2, 3), E.neg(E.div(a0, E.mul(b0, c0)))))
+                first = E.add(
+                    E.add(
+                        E.mul(s(0, 1), E.neg(E.div(E.add(E.mul(a0, 2), b0), E.mul(a0, c0)))),
+                        E.mul(s(1, 2), E.div(c0, E.mul(a0, b0))),
+                    ),
+                    E.mul(s(2, 3), E.neg(E.div(a0, E.mul(b0, c0)))),
+                )
                 a1, b1 = slice_dim(dxs, d, n - 3, n - 2), slice_dim(dxs, d, n - 2, n - 1)
                 c1 = E.add(a1, b1)
-                last = E.add(E.add(E.mul(s(n - 3, n - 2), E.div(b1, E.mul(a1, c1))),
-                                   E.mul(s(n - 2, n - 1), E.neg(E.div(c1, E.mul(a1, b1))))),
-                             E.mul(s(n - 1, n), E.div(E.add(E.mul(b1, 2), a1),
-                                                      E.mul(b1, c1))))
+                last = E.add(
+                    E.add(
+                        E.mul(s(n - 3, n - 2), E.div(b1, E.mul(a1, c1))),
+                        E.mul(s(n - 2, n - 1), E.neg(E.div(c1, E.mul(a1, b1)))),
+                    ),
+                    E.mul(s(n - 1, n), E.div(E.add(E.mul(b1, 2), a1), E.mul(b1, c1))),
+                )
         else:
             hv = float(h) if not isinstance(h, Tensor) else h.item()
             interior = E.div(E.sub(s(2, n), s(0, n - 2)), 2 * hv)
@@ -1026,11 +1222,17 @@ def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None, edge_order: in
                 first = E.div(E.sub(s(1, 2), s(0, 1)), hv)
                 last = E.div(E.sub(s(n - 1, n), s(n - 2, n - 1)), hv)
             else:
-                first = E.div(E.add(E.add(E.mul(s(0, 1), -1.5), E.mul(s(1, 2), 2.0)),
-                                    E.mul(s(2, 3), -0.5)), hv)
-                last = E.div(E.add(E.add(E.mul(s(n - 3, n - 2), 0.5),
-                                         E.mul(s(n - 2, n - 1), -2.0)),
-                                   E.mul(s(n - 1, n), 1.5)), hv)
+                first = E.div(
+                    E.add(E.add(E.mul(s(0, 1), -1.5), E.mul(s(1, 2), 2.0)), E.mul(s(2, 3), -0.5)),
+                    hv,
+                )
+                last = E.div(
+                    E.add(
+                        E.add(E.mul(s(n - 3, n - 2), 0.5), E.mul(s(n - 2, n - 1), -2.0)),
+                        E.mul(s(n - 1, n), 1.5),
+                    ),
+                    hv,
+                )
         out.append(cat([first, interior, last], d))
     return tuple(out)
 
@@ -1039,8 +1241,14 @@ def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None, edge_order: in
 # cov, corrcoef, renorm
 # --------------------------------------------------------------------------------------
 
-def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
-        aweights: Tensor | None = None) -> Tensor:
+
+def cov(
+    input: Tensor,
+    *,
+    correction: int = 1,
+    fweights: Tensor | None = None,
+    aweights: Tensor | None = None,
+) -> Tensor:
     """The covariance matrix of the variables in the rows of `input` (a 1-D input is one
     variable), observations in its columns.
 
@@ -1050,10 +1258,13 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
     from . import elementwise as E
     from .linalg import mm
     from .reduction import mean, sum as sum_
+
     x = _tensor("cov", input)
     if x.ndim > 2:
-        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got "
-                           f"an input with {x.ndim} dimensions")
+        raise RuntimeError(
+            f"cov(): expected input to have two or fewer dimensions but got "
+            f"an input with {x.ndim} dimensions"
+        )
     if x._dtype is dt.bool_:
         raise RuntimeError("cov(): bool input is not supported")
     if not (x._dtype.is_floating_point or x._dtype.is_complex):
@@ -1067,19 +1278,28 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
             continue
         _tensor("cov", wt, name)
         if wt.ndim > 1:
-            raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but "
-                               f"got {name} with {wt.ndim} dimensions")
+            raise RuntimeError(
+                f"cov(): expected {name} to have one or fewer dimensions but "
+                f"got {name} with {wt.ndim} dimensions"
+            )
         if wt.numel() != nobs:
-            raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
-                               f"observations in the input but got {wt.numel()} != {nobs}")
+            raise RuntimeError(
+                f"cov(): expected {name} to have the same numel as there are "
+                f"observations in the input but got {wt.numel()} != {nobs}"
+            )
         if name == "fweights" and (wt._dtype.is_floating_point or wt._dtype.is_complex):
-            raise RuntimeError(f"cov(): expected fweights to have integral dtype but got "
-                               f"fweights with {wt._dtype.name} dtype")
+            raise RuntimeError(
+                f"cov(): expected fweights to have integral dtype but got "
+                f"fweights with {wt._dtype.name} dtype"
+            )
         if name == "aweights" and not wt._dtype.is_floating_point:
-            raise RuntimeError(f"cov(): expected aweights to have floating point dtype but "
-                               f"got aweights with {wt._dtype.name} dtype")
+            raise RuntimeError(
+                f"cov(): expected aweights to have floating point dtype but "
+                f"got aweights with {wt._dtype.name} dtype"
+            )
         if getattr(wt, "_ctx", None) is None and wt.numel():
             from ..autograd.grad_mode import no_grad
+
             with no_grad():
                 if float(wt.detach().min().item()) < 0:
                     raise RuntimeError(f"cov(): {name} cannot be negative")
@@ -1096,13 +1316,18 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
         elif aweights is None:
             norm = E.sub(w_sum, correction)
         else:
-            norm = E.sub(w_sum, E.div(E.mul(sum_(E.mul(w, aweights.reshape(-1))),
-                                            correction), w_sum))
+            norm = E.sub(
+                w_sum, E.div(E.mul(sum_(E.mul(w, aweights.reshape(-1))), correction), w_sum)
+            )
     if isinstance(norm, Tensor):
         norm = E.clamp(norm, min=0)
     elif norm <= 0:
-        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
-                      "than the number of observations.", UserWarning, stacklevel=2)
+        warnings.warn(
+            "cov(): degrees of freedom is <= 0. Correction should be strictly less "
+            "than the number of observations.",
+            UserWarning,
+            stacklevel=2,
+        )
         norm = 0
     xm = E.sub(x, avg.unsqueeze(1))
     xw = xm if w is None else E.mul(xm, w)
@@ -1117,6 +1342,7 @@ def corrcoef(input: Tensor) -> Tensor:
     [-1, 1]; the real and imaginary parts separately for complex inputs)."""
     from . import elementwise as E
     from .misc import diag
+
     x = _tensor("corrcoef", input)
     c = cov(x)
     if c.ndim == 0:
@@ -1140,6 +1366,7 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
     from ..ir.types import normalize_axis
     from . import elementwise as E
     from .reduction import norm as norm_
+
     x = _tensor("renorm", input)
     if not (x._dtype.is_floating_point or x._dtype.is_complex):
         raise RuntimeError(f"renorm(): expected a floating point input, got {x._dtype.name}")
@@ -1148,36 +1375,83 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
     if maxnorm < 0:
         raise RuntimeError(f"renorm(): expected maxnorm to be >= 0 but got {maxnorm}")
     if x.ndim <= 1:
-        raise RuntimeError(f"renorm(): input needs at least 2 dimensions, got {x.ndim} "
-                           f"dimensions")
+        raise RuntimeError(f"renorm(): input needs at least 2 dimensions, got {x.ndim} dimensions")
     d = normalize_axis(dim, x.ndim, "renorm")
     others = tuple(i for i in range(x.ndim) if i != d)
     nrm = norm_(x, p, others, keepdim=True)
     factor = E.where(E.gt(nrm, maxnorm), E.div(maxnorm, E.add(nrm, 1e-7)), 1.0)
-    return E.mul(x, factor.to(x._dtype.to_real()))     # (complex: a real factor)
+    return E.mul(x, factor.to(x._dtype.to_real()))  # (complex: a real factor)
 
 
 def _inplace_methods() -> dict[str, Callable[..., Any]]:
     from ._errors import names_op
     from .inplace import _rewrite_inplace
-    return {name + "_": names_op(name + "_")(_rewrite_inplace(name, fn))
-            for name, fn in (("renorm", renorm), ("cumsum", _cumsum_), ("cumprod", _cumprod_))}
+
+    return {
+        name + "_": names_op(name + "_")(_rewrite_inplace(name, fn))
+        for name, fn in (("renorm", renorm), ("cumsum", _cumsum_), ("cumprod", _cumprod_))
+    }
 
 
-__all__ += ["cummax", "cummin", "logcumsumexp", "kthvalue", "median", "nanmedian", "mode",
-            "quantile", "nanquantile", "nansum", "nanmean", "aminmax", "histc", "histogram",
-            "histogramdd", "bincount", "trapezoid", "trapz", "cumulative_trapezoid", "diff",
-            "gradient", "cov", "corrcoef", "renorm"]
+__all__ += [
+    "cummax",
+    "cummin",
+    "logcumsumexp",
+    "kthvalue",
+    "median",
+    "nanmedian",
+    "mode",
+    "quantile",
+    "nanquantile",
+    "nansum",
+    "nanmean",
+    "aminmax",
+    "histc",
+    "histogram",
+    "histogramdd",
+    "bincount",
+    "trapezoid",
+    "trapz",
+    "cumulative_trapezoid",
+    "diff",
+    "gradient",
+    "cov",
+    "corrcoef",
+    "renorm",
+]
 
-METHODS.update({name: globals()[name] for name in (
-    "cummax", "cummin", "logcumsumexp", "kthvalue", "median", "nanmedian", "mode",
-    "quantile", "nanquantile", "nansum", "nanmean", "aminmax", "histc", "histogram",
-    "bincount", "diff", "cov", "corrcoef", "renorm")})
+METHODS.update(
+    {
+        name: globals()[name]
+        for name in (
+            "cummax",
+            "cummin",
+            "logcumsumexp",
+            "kthvalue",
+            "median",
+            "nanmedian",
+            "mode",
+            "quantile",
+            "nanquantile",
+            "nansum",
+            "nanmean",
+            "aminmax",
+            "histc",
+            "histogram",
+            "bincount",
+            "diff",
+            "cov",
+            "corrcoef",
+            "renorm",
+        )
+    }
+)
 METHODS.update(_inplace_methods())
 
 
 def _served_on_devices() -> None:
     from ._errors import serve_on_devices
+
     serve_on_devices(globals())
 
 

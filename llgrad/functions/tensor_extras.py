@@ -6,6 +6,7 @@ dtype queries (`promote_types result_type can_cast`), `broadcast_shapes`, and th
 switches PyTorch exposes (`use_deterministic_algorithms`, `set_float32_matmul_precision`,
 `set_warn_always`, `set_anomaly_enabled`, ...).
 """
+
 from __future__ import annotations
 
 import builtins
@@ -31,26 +32,63 @@ from ..schedule.layout import contiguous_strides as _contiguous_strides
 from ..schedule.layout import is_contiguous as _row_major
 from ..tensor import Size, Tensor
 from ..tracer import context as _trace
-from ..tracer.context import _tls as _trace_state          # (its `stack`: the traces)
+from ..tracer.context import _tls as _trace_state  # (its `stack`: the traces)
 from . import creation as _creation
 from . import shape as _shape
 from ._errors import _STANDARD, names_op, relabel
 
 __all__: list[str] = [
-    "e", "pi", "inf", "nan", "newaxis",
-    "memory_format", "contiguous_format", "channels_last", "channels_last_3d",
-    "preserve_format", "strided",     # (the `layout` class: llgrad/__init__.py binds it)
-    "logspace", "empty_strided", "empty_permuted", "scalar_tensor", "asarray", "frombuffer",
-    "range", "promote_types", "result_type", "can_cast", "broadcast_shapes", "is_nonzero",
-    "is_same_size", "is_signed", "typename", "is_storage", "is_inference",
-    "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
-    "is_deterministic_algorithms_warn_only_enabled", "get_deterministic_debug_mode",
-    "set_deterministic_debug_mode", "get_float32_matmul_precision",
-    "set_float32_matmul_precision", "get_num_interop_threads", "set_num_interop_threads",
-    "init_num_threads", "set_flush_denormal", "is_warn_always_enabled", "set_warn_always",
-    "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
-    "compiled_with_cxx11_abi", "UntypedStorage", "TypedStorage", "is_neg", "resolve_neg",
-    "get_device", "resize_as_",
+    "e",
+    "pi",
+    "inf",
+    "nan",
+    "newaxis",
+    "memory_format",
+    "contiguous_format",
+    "channels_last",
+    "channels_last_3d",
+    "preserve_format",
+    "strided",  # (the `layout` class: llgrad/__init__.py binds it)
+    "logspace",
+    "empty_strided",
+    "empty_permuted",
+    "scalar_tensor",
+    "asarray",
+    "frombuffer",
+    "range",
+    "promote_types",
+    "result_type",
+    "can_cast",
+    "broadcast_shapes",
+    "is_nonzero",
+    "is_same_size",
+    "is_signed",
+    "typename",
+    "is_storage",
+    "is_inference",
+    "use_deterministic_algorithms",
+    "are_deterministic_algorithms_enabled",
+    "is_deterministic_algorithms_warn_only_enabled",
+    "get_deterministic_debug_mode",
+    "set_deterministic_debug_mode",
+    "get_float32_matmul_precision",
+    "set_float32_matmul_precision",
+    "get_num_interop_threads",
+    "set_num_interop_threads",
+    "init_num_threads",
+    "set_flush_denormal",
+    "is_warn_always_enabled",
+    "set_warn_always",
+    "is_anomaly_enabled",
+    "is_anomaly_check_nan_enabled",
+    "set_anomaly_enabled",
+    "compiled_with_cxx11_abi",
+    "UntypedStorage",
+    "TypedStorage",
+    "is_neg",
+    "resolve_neg",
+    "get_device",
+    "resize_as_",
 ]
 
 # --------------------------------------------------------------------------------------
@@ -72,7 +110,7 @@ class memory_format:
 
     def __init__(self, name: str, order: tuple[int, ...] | None = None):
         self._name = name
-        self._order = order          # dims from outermost to innermost (None: row-major)
+        self._order = order  # dims from outermost to innermost (None: row-major)
 
     def __repr__(self) -> str:
         return f"llgrad.{self._name}"
@@ -112,8 +150,9 @@ def _format_order(fmt: memory_format, ndim: int, op: str) -> tuple[int, ...]:
     if order is None:
         return tuple(builtins.range(ndim))
     if len(order) != ndim:
-        raise RuntimeError(f"{op}: required rank {len(order)} tensor to use "
-                           f"{fmt._name} format (got rank {ndim})")
+        raise RuntimeError(
+            f"{op}: required rank {len(order)} tensor to use {fmt._name} format (got rank {ndim})"
+        )
     return order
 
 
@@ -136,6 +175,7 @@ def _is_dense(t: Tensor) -> bool:
 def _laid_out(t: Tensor, order: Sequence[int]) -> Tensor:
     """A copy of `t` (recorded for autograd) whose memory follows `order`."""
     from .shape import clone, permute
+
     inverse = [0] * len(order)
     for i, d in enumerate(order):
         inverse[d] = i
@@ -145,6 +185,7 @@ def _laid_out(t: Tensor, order: Sequence[int]) -> Tensor:
 def _in_format(t: Tensor, fmt: Any, op: str, copy: bool) -> Tensor:
     """`t` laid out in memory format `fmt` (a copy when `copy` or when it is not already)."""
     from .shape import clone, contiguous
+
     if fmt is None or fmt is preserve_format:
         if not copy:
             return t
@@ -152,8 +193,9 @@ def _in_format(t: Tensor, fmt: Any, op: str, copy: bool) -> Tensor:
             return _laid_out(t, dim_order(t))
         return clone(t)
     if not isinstance(fmt, memory_format):
-        raise TypeError(f"{op}(): memory_format must be an llgrad memory_format, "
-                        f"got {type(fmt).__name__}")
+        raise TypeError(
+            f"{op}(): memory_format must be an llgrad memory_format, got {type(fmt).__name__}"
+        )
     order = _format_order(fmt, t.ndim, op)
     if fmt is contiguous_format:
         return clone(t) if copy else contiguous(t)
@@ -172,11 +214,12 @@ def _contiguous(self: Tensor, memory_format: Any = None) -> Tensor:
     so, else a copy in that layout (`lg.channels_last`: NHWC strides for a 4-d tensor)."""
     if memory_format is None or memory_format is contiguous_format:
         return _shape.contiguous(self)
-    if memory_format is preserve_format:    # PyTorch: accepted only when nothing is to do
+    if memory_format is preserve_format:  # PyTorch: accepted only when nothing is to do
         if _row_major(self._shape, self._strides):
             return self
-        raise RuntimeError("contiguous: preserve memory format is unsupported by the "
-                           "contiguous operator")
+        raise RuntimeError(
+            "contiguous: preserve memory format is unsupported by the contiguous operator"
+        )
     return _in_format(self, memory_format, "contiguous", False)
 
 
@@ -185,7 +228,7 @@ def _clone(self: Tensor, *, memory_format: Any = None) -> Tensor:
     the copy is row-major (llgrad's default); `lg.preserve_format` keeps a dense tensor's
     memory order (PyTorch's default), another format lays the copy out in it."""
     if memory_format is None:
-        if _shape._unrecorded(self):        # (`shape.clone`'s copy, one call less)
+        if _shape._unrecorded(self):  # (`shape.clone`'s copy, one call less)
             return _views.clone(self)
         return _shape.clone(self)
     return _in_format(self, memory_format, "clone", True)
@@ -196,8 +239,9 @@ def _is_contiguous(self: Tensor, memory_format: Any = None) -> bool:
     if memory_format is None or memory_format is contiguous_format:
         return _row_major(self._shape, self._strides)
     if not isinstance(memory_format, _MemoryFormat) or memory_format is preserve_format:
-        raise RuntimeError("is_contiguous: preserve_format is not a memory format a tensor "
-                           "can be in")
+        raise RuntimeError(
+            "is_contiguous: preserve_format is not a memory format a tensor can be in"
+        )
     if memory_format._order is None or len(memory_format._order) != self.ndim:
         return False
     return _has_format(self, memory_format._order)
@@ -208,10 +252,16 @@ _MemoryFormat = memory_format
 
 def _to(self: Tensor, *args: Any, memory_format: Any = None, **kwargs: Any) -> Tensor:
     """`t.to(...)` with PyTorch's `memory_format=` (the result laid out in it)."""
-    if not kwargs and len(args) == 1 and args[0].__class__ is DType and \
-            memory_format is None and self.__class__ is Tensor:
+    if (
+        not kwargs
+        and len(args) == 1
+        and args[0].__class__ is DType
+        and memory_format is None
+        and self.__class__ is Tensor
+    ):
         return _cast(self, args[0])
     from .misc import to
+
     out = to(self, *args, **kwargs)
     if memory_format is None or memory_format is preserve_format:
         return out
@@ -222,8 +272,10 @@ def _to(self: Tensor, *args: Any, memory_format: Any = None, **kwargs: Any) -> T
 # Creation
 # --------------------------------------------------------------------------------------
 
-def _creation_kw(op: str, dtype: DType | None, layout_: Any, device: Any,
-                 requires_grad: bool) -> DType:
+
+def _creation_kw(
+    op: str, dtype: DType | None, layout_: Any, device: Any, requires_grad: bool
+) -> DType:
     if device is not None and not (device.__class__ is str and device == "cpu"):
         _check_device(device, op)
     if layout_ is not None:
@@ -237,16 +289,25 @@ def _creation_kw(op: str, dtype: DType | None, layout_: Any, device: Any,
 
 
 @names_op("logspace")
-def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *,
-             dtype: DType | None = None, layout: Any = None, device: Any = None,
-             requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+def logspace(
+    start: Any,
+    end: Any,
+    steps: int,
+    base: float = 10.0,
+    *,
+    dtype: DType | None = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    pin_memory: bool = False,
+) -> Tensor:
     """`steps` values `base ** x` for x evenly spaced from `start` to `end` (inclusive).
     `pin_memory=True` raises, as PyTorch without an accelerator.
 
     Computed in float64 (complex128 for complex dtypes) and rounded once to `dtype`; an
     integer dtype truncates, as PyTorch."""
     if pin_memory:
-        _pin_memory(None)           # type: ignore[arg-type]   (raises)
+        _pin_memory(None)  # type: ignore[arg-type]   (raises)
     d = _creation_kw("logspace", dtype, layout, device, requires_grad)
     if isinstance(start, Tensor):
         start = start.item()
@@ -259,16 +320,18 @@ def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *,
     if steps == 0 and not _interpreters and not _trace_state.stack:
         return _creation._create((0,), (1,), None, d, requires_grad)
     if d.kind in "iu" and not isinstance(start, complex) and not isinstance(end, complex):
-        start, end = int(start), int(end)     # as PyTorch: the ends truncated first
+        start, end = int(start), int(end)  # as PyTorch: the ends truncated first
     wide = dt.complex128 if d.is_complex else dt.float64
     base = float(base) if not isinstance(base, complex) else base
     if not _interpreters and not _trace_state.stack:
         keys = _number_key(start), _number_key(end), _number_key(base)
         if None not in keys and steps * d.itemsize <= _creation._IMAGE_BYTES:
             # the values depend on the numbers only: computed once, then copied
-            out = _creation._imaged(("logspace",) + keys + (steps, d), d,
-                                    lambda: _image_of(_logspace(start, end, steps, base,
-                                                                wide, d)))
+            out = _creation._imaged(
+                ("logspace",) + keys + (steps, d),
+                d,
+                lambda: _image_of(_logspace(start, end, steps, base, wide, d)),
+            )
             if out is not None:
                 return _creation._finish(out, requires_grad)
     return _creation._finish(_logspace(start, end, steps, base, wide, d), requires_grad)
@@ -293,13 +356,17 @@ def _image_of(t: Tensor) -> tuple[tuple[int, ...], bytes]:
 def _logspace(start: Any, end: Any, steps: int, base: Any, wide: DType, d: DType) -> Tensor:
     """`logspace`'s values: base ** linspace(start, end, steps) in `wide`, into `d`."""
     exponents = _creation.linspace(start, end, steps, dtype=wide)
-    if exponents.__class__ is Tensor and (d.kind == "f" and base.__class__ is float or
-                                          d.kind == "c") and \
-            not _interpreters and _trace.current() is None:
+    if (
+        exponents.__class__ is Tensor
+        and (d.kind == "f" and base.__class__ is float or d.kind == "c")
+        and not _interpreters
+        and _trace.current() is None
+    ):
         # the power's kernel rounds into `dtype` as it stores (`E.pow(...).to(dtype)`'s
         # two kernels in one): nothing here is recorded, the exponents are constants
         return _ew.run("pow", [base, exponents], out=Tensor._empty(exponents._shape, d))
     from . import elementwise as E
+
     out = E.pow(base, exponents)
     return out.to(d) if out._dtype is not d else out
 
@@ -312,23 +379,35 @@ def _extent(shape: Sequence[int], strides: Sequence[int]) -> int:
 
 
 @names_op("empty_strided")
-def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: DType | None = None,
-                  layout: Any = None, device: Any = None, requires_grad: bool = False,
-                  pin_memory: bool = False) -> Tensor:
+def empty_strided(
+    size: Sequence[int],
+    stride: Sequence[int],
+    *,
+    dtype: DType | None = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    pin_memory: bool = False,
+) -> Tensor:
     """An uninitialized tensor of `size` with the given element `stride`s (its memory spans
     exactly what the strides reach; stride 0 dims share elements)."""
     from ..runtime.storage import allocate
     from .creation import _finish
     from .shape import size_arg
+
     shape = size_arg((size,), "empty_strided")
     strides = tuple(int(s) for s in stride)
     d = _creation_kw("empty_strided", dtype, layout, device, requires_grad)
     if len(strides) != len(shape):
-        raise RuntimeError(f"empty_strided: dimensionality of sizes ({len(shape)}) must match "
-                           f"dimensionality of strides ({len(strides)})")
+        raise RuntimeError(
+            f"empty_strided: dimensionality of sizes ({len(shape)}) must match "
+            f"dimensionality of strides ({len(strides)})"
+        )
     if any(s < 0 for s in strides):
-        raise RuntimeError(f"empty_strided: strides must be non-negative, got sizes="
-                           f"{list(shape)} and strides={list(strides)}")
+        raise RuntimeError(
+            f"empty_strided: strides must be non-negative, got sizes="
+            f"{list(shape)} and strides={list(strides)}"
+        )
     storage = allocate(_extent(shape, strides) * d.itemsize)
     out = Tensor._make(storage, 0, shape, strides, d)
     _fill_uninitialized(out)
@@ -336,28 +415,52 @@ def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: DType | 
 
 
 @names_op("empty_permuted")
-def empty_permuted(size: Sequence[int], physical_layout: Sequence[int], *,
-                   dtype: DType | None = None, layout: Any = None, device: Any = None,
-                   requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+def empty_permuted(
+    size: Sequence[int],
+    physical_layout: Sequence[int],
+    *,
+    dtype: DType | None = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    pin_memory: bool = False,
+) -> Tensor:
     """An uninitialized tensor of `size` whose memory is row-major in the dimension order
     `physical_layout` (`empty_permuted((2, 3, 4), (0, 2, 1))` has strides (12, 1, 3))."""
     from .shape import size_arg
+
     shape = size_arg((size,), "empty_permuted")
     order = tuple(int(p) for p in physical_layout)
     if len(order) != len(shape):
-        raise RuntimeError(f"empty_permuted: Number of dimensions in size does not match the "
-                           f"length of the physical_layout; i.e. len(size) = {len(shape)} is "
-                           f"not equal to len(physical_layout) = {len(order)}")
+        raise RuntimeError(
+            f"empty_permuted: Number of dimensions in size does not match the "
+            f"length of the physical_layout; i.e. len(size) = {len(shape)} is "
+            f"not equal to len(physical_layout) = {len(order)}"
+        )
     if sorted(order) != list(builtins.range(len(shape))):
-        raise RuntimeError(f"empty_permuted: physical_layout must be a permutation of the "
-                           f"dimensions, got {list(order)}")
-    return empty_strided(shape, _strides_for(shape, order), dtype=dtype, layout=layout,
-                         device=device, requires_grad=requires_grad)
+        raise RuntimeError(
+            f"empty_permuted: physical_layout must be a permutation of the "
+            f"dimensions, got {list(order)}"
+        )
+    return empty_strided(
+        shape,
+        _strides_for(shape, order),
+        dtype=dtype,
+        layout=layout,
+        device=device,
+        requires_grad=requires_grad,
+    )
 
 
-def scalar_tensor(s: Any, *, dtype: DType | None = None, layout: Any = None,
-                  device: Any = None, requires_grad: bool = False,
-                  pin_memory: bool = False) -> Tensor:
+def scalar_tensor(
+    s: Any,
+    *,
+    dtype: DType | None = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    pin_memory: bool = False,
+) -> Tensor:
     """A 0-d tensor holding the number `s`, of `dtype` (the default float dtype when not
     given, whatever `s`'s type), with `full`'s overflow check."""
     try:
@@ -366,9 +469,8 @@ def scalar_tensor(s: Any, *, dtype: DType | None = None, layout: Any = None,
         d = _creation_kw("scalar_tensor", dtype, layout, device, requires_grad)
         if not isinstance(s, _creation._NUMBER_CLASSES):
             raise TypeError(f"full: fill_value must be a number, got {type(s).__name__}")
-        return _creation._create((), (), _creation.checked_scalar(s, d, "full"), d,
-                                 requires_grad)
-    except _STANDARD as e:          # errors name the function (as `names_op` does)
+        return _creation._create((), (), _creation.checked_scalar(s, d, "full"), d, requires_grad)
+    except _STANDARD as e:  # errors name the function (as `names_op` does)
         relabel(e, "scalar_tensor")
         raise
 
@@ -379,15 +481,23 @@ def _shareable(arr: np.ndarray) -> bool:
         dt.from_numpy(arr.dtype)
     except TypeError:
         return False
-    return (arr.flags.writeable and all(s >= 0 and s % arr.itemsize == 0
-                                        for s in arr.strides)
-            and arr.__array_interface__["data"][0] % arr.itemsize == 0
-            and arr.dtype.isnative)
+    return (
+        arr.flags.writeable
+        and all(s >= 0 and s % arr.itemsize == 0 for s in arr.strides)
+        and arr.__array_interface__["data"][0] % arr.itemsize == 0
+        and arr.dtype.isnative
+    )
 
 
 @names_op("asarray")
-def asarray(obj: Any, *, dtype: DType | None = None, device: Any = None,
-            copy: bool | None = None, requires_grad: bool = False) -> Tensor:
+def asarray(
+    obj: Any,
+    *,
+    dtype: DType | None = None,
+    device: Any = None,
+    copy: bool | None = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """`obj` as a tensor, sharing its memory when it can (PyTorch's `asarray`).
 
     `obj`: a tensor, an ndarray or NumPy scalar, an object with `__dlpack__`, a number or a
@@ -397,6 +507,7 @@ def asarray(obj: Any, *, dtype: DType | None = None, device: Any = None,
     objects that only expose the buffer protocol go through `lg.frombuffer`."""
     from ..device import check_device
     from .creation import _finish, from_dlpack, tensor
+
     check_device(device, "asarray")
 
     def no_copy(why: str) -> ValueError:
@@ -435,13 +546,15 @@ def asarray(obj: Any, *, dtype: DType | None = None, device: Any = None,
 
 
 @names_op("frombuffer")
-def frombuffer(buffer: Any, *, dtype: DType, count: int = -1, offset: int = 0,
-               requires_grad: bool = False) -> Tensor:
+def frombuffer(
+    buffer: Any, *, dtype: DType, count: int = -1, offset: int = 0, requires_grad: bool = False
+) -> Tensor:
     """A 1-d tensor over the memory of an object with the buffer protocol (`bytearray`,
     `memoryview`, `array.array`, ...), read as `dtype` from byte `offset`, `count`
     elements (-1: all that remain). Writable buffers are shared; a read-only buffer
     (`bytes`) is copied (PyTorch shares it with a warning; llgrad tensors are writable)."""
     from .creation import _finish
+
     if not isinstance(dtype, DType):
         raise TypeError(f"frombuffer(): dtype must be an llgrad dtype, got {dtype!r}")
     view = memoryview(buffer).cast("B")
@@ -450,17 +563,23 @@ def frombuffer(buffer: Any, *, dtype: DType, count: int = -1, offset: int = 0,
     if n == 0 or count == 0:
         raise ValueError(f"both buffer length ({n}) and count ({count}) must not be 0")
     if not 0 <= offset < n:
-        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than "
-                         f"buffer length ({n} bytes) minus 1")
+        raise ValueError(
+            f"offset ({offset} bytes) must be non-negative and no greater than "
+            f"buffer length ({n} bytes) minus 1"
+        )
     if count < 0:
         if (n - offset) % item:
-            raise ValueError(f"buffer length ({n - offset} bytes) after offset ({offset} "
-                             f"bytes) must be a multiple of element size ({item})")
+            raise ValueError(
+                f"buffer length ({n - offset} bytes) after offset ({offset} "
+                f"bytes) must be a multiple of element size ({item})"
+            )
         count = (n - offset) // item
     elif offset + count * item > n:
-        raise ValueError(f"requested buffer length ({count} * {item} bytes) after offset "
-                         f"({offset} bytes) must not be greater than actual buffer length "
-                         f"({n} bytes)")
+        raise ValueError(
+            f"requested buffer length ({count} * {item} bytes) after offset "
+            f"({offset} bytes) must not be greater than actual buffer length "
+            f"({n} bytes)"
+        )
     arr = np.frombuffer(view, dtype=np.uint8, count=count * item, offset=offset)
     if arr.flags.writeable and arr.__array_interface__["data"][0] % item == 0:
         out = Tensor._from_numpy(arr.view(dtype.np), dtype)
@@ -471,16 +590,28 @@ def frombuffer(buffer: Any, *, dtype: DType, count: int = -1, offset: int = 0,
 
 
 @names_op("range")
-def range(start: Any = 0, end: Any = None, step: Any = 1, *, out: Tensor | None = None,
-          dtype: DType | None = None, layout: Any = None, device: Any = None,
-          requires_grad: bool = False) -> Tensor:
+def range(
+    start: Any = 0,
+    end: Any = None,
+    step: Any = 1,
+    *,
+    out: Tensor | None = None,
+    dtype: DType | None = None,
+    layout: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """Deprecated in PyTorch (it warns): values from `start` to `end` INCLUSIVE by `step`,
     `floor((end - start) / step) + 1` of them, in the default float dtype unless `dtype`."""
     from .creation import _finish, arange
-    warnings.warn("llgrad.range is deprecated and will be removed in a future release "
-                  "because its behavior is inconsistent with Python's range builtin. "
-                  "Instead, use llgrad.arange, which produces values in [start, end).",
-                  UserWarning, stacklevel=3)
+
+    warnings.warn(
+        "llgrad.range is deprecated and will be removed in a future release "
+        "because its behavior is inconsistent with Python's range builtin. "
+        "Instead, use llgrad.arange, which produces values in [start, end).",
+        UserWarning,
+        stacklevel=3,
+    )
     if end is None:
         start, end = 0, start
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
@@ -488,8 +619,10 @@ def range(start: Any = 0, end: Any = None, step: Any = 1, *, out: Tensor | None 
     if step == 0:
         raise RuntimeError("range: step must be nonzero")
     if (end - start) * step < 0:
-        raise RuntimeError(f"range: upper bound and lower bound inconsistent with step sign "
-                           f"(start={start}, end={end}, step={step})")
+        raise RuntimeError(
+            f"range: upper bound and lower bound inconsistent with step sign "
+            f"(start={start}, end={end}, step={step})"
+        )
     if dtype is None and out is not None:
         d = out._dtype
     n = int(math.floor((end - start) / step)) + 1
@@ -497,6 +630,7 @@ def range(start: Any = 0, end: Any = None, step: Any = 1, *, out: Tensor | None 
     result = _finish(values.to(d), requires_grad)
     if out is not None:
         from ._out import store
+
         return store("range", result, out)
     return result
 
@@ -514,8 +648,7 @@ def _dtype_arg(d: Any, op: str, name: str) -> DType:
     if d in _PYTHON_TYPES:
         return _PYTHON_TYPES[d]
     if not isinstance(d, DType):
-        raise TypeError(f"{op}(): argument '{name}' must be llgrad.dtype, not "
-                        f"{type(d).__name__}")
+        raise TypeError(f"{op}(): argument '{name}' must be llgrad.dtype, not {type(d).__name__}")
     return d
 
 
@@ -523,12 +656,19 @@ def promote_types(type1: DType, type2: DType) -> DType:
     """The smallest dtype both `type1` and `type2` convert to without losing their
     category (PyTorch's promotion lattice: uint8 with int8 is int16, float16 with
     bfloat16 is float32)."""
-    return dt.promote_types(_dtype_arg(type1, "promote_types", "type1"),
-                            _dtype_arg(type2, "promote_types", "type2"))
+    return dt.promote_types(
+        _dtype_arg(type1, "promote_types", "type1"), _dtype_arg(type2, "promote_types", "type2")
+    )
 
 
-def result_type(tensor: Any = None, other: Any = None, *, scalar: Any = None,
-                scalar1: Any = None, scalar2: Any = None) -> DType:
+def result_type(
+    tensor: Any = None,
+    other: Any = None,
+    *,
+    scalar: Any = None,
+    scalar1: Any = None,
+    scalar2: Any = None,
+) -> DType:
     """The dtype an arithmetic op on two operands (tensors or Python numbers) computes in:
     PyTorch's rule where dimensioned tensors outrank 0-d tensors, which outrank numbers,
     unless a lower rank holds a higher category (bool < int < float < complex).
@@ -546,8 +686,10 @@ def result_type(tensor: Any = None, other: Any = None, *, scalar: Any = None,
         elif isinstance(v, (bool, int, float, complex, np.number, np.bool_)):
             scalars.append(dt.scalar_dtype(v))
         else:
-            raise TypeError(f"result_type(): argument {i + 1} must be a Tensor or a number, "
-                            f"not {type(v).__name__}")
+            raise TypeError(
+                f"result_type(): argument {i + 1} must be a Tensor or a number, "
+                f"not {type(v).__name__}"
+            )
     return dt.result_type(dims, zero, scalars)
 
 
@@ -555,6 +697,7 @@ def can_cast(from_: DType, to: DType) -> bool:
     """Whether PyTorch's casting rule allows `from_` into `to` in an op's output: never to a
     lower category (complex > float > integer > bool)."""
     from ._out import can_cast as allowed
+
     return allowed(_dtype_arg(from_, "can_cast", "from_"), _dtype_arg(to, "can_cast", "to"))
 
 
@@ -568,8 +711,9 @@ def broadcast_shapes(*shapes: Any) -> Size:
             s = (int(s),)
         s = tuple(int(v) for v in s)
         if any(v < 0 for v in s):
-            raise ValueError("broadcast_shapes: Attempting to broadcast a dimension with "
-                             "negative length!")
+            raise ValueError(
+                "broadcast_shapes: Attempting to broadcast a dimension with negative length!"
+            )
         if len(s) > len(out):
             out = [1] * (len(s) - len(out)) + out
         for k in builtins.range(1, len(s) + 1):
@@ -579,17 +723,20 @@ def broadcast_shapes(*shapes: Any) -> Size:
             if a == 1:
                 out[-k] = b
                 continue
-            raise RuntimeError(f"broadcast_shapes: Attempting to broadcast a dimension of "
-                               f"length {b} at {-k}! Mismatching argument at index {i} had "
-                               f"{s}; but expected shape should be broadcastable to {out}")
+            raise RuntimeError(
+                f"broadcast_shapes: Attempting to broadcast a dimension of "
+                f"length {b} at {-k}! Mismatching argument at index {i} had "
+                f"{s}; but expected shape should be broadcastable to {out}"
+            )
         seen.append(s)
     return Size(out)
 
 
 def _tensor_arg(x: Any, op: str, name: str = "input") -> Tensor:
     if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument '{name}' (position 1) must be Tensor, not "
-                        f"{type(x).__name__}")
+        raise TypeError(
+            f"{op}(): argument '{name}' (position 1) must be Tensor, not {type(x).__name__}"
+        )
     return x
 
 
@@ -601,15 +748,18 @@ def is_nonzero(input: Tensor) -> bool:
     if n == 0:
         raise RuntimeError("is_nonzero: Boolean value of Tensor with no values is ambiguous")
     if n > 1:
-        raise RuntimeError("is_nonzero: Boolean value of Tensor with more than one value is "
-                           "ambiguous")
+        raise RuntimeError(
+            "is_nonzero: Boolean value of Tensor with more than one value is ambiguous"
+        )
     return bool(input._values().reshape(()).item() != 0)
 
 
 def is_same_size(input: Tensor, other: Tensor) -> bool:
     """Whether the two tensors have the same shape."""
-    return _tensor_arg(input, "is_same_size")._shape == \
-        _tensor_arg(other, "is_same_size", "other")._shape
+    return (
+        _tensor_arg(input, "is_same_size")._shape
+        == _tensor_arg(other, "is_same_size", "other")._shape
+    )
 
 
 def is_signed(input: Tensor) -> bool:
@@ -622,6 +772,7 @@ def typename(obj: Any, /) -> str:
     with its module (`'int'`, `'llgrad.nn.modules.linear.Linear'`)."""
     if isinstance(obj, Tensor):
         from .legacy import tensor_type
+
         return tensor_type(obj)
     module = type(obj).__module__
     name = type(obj).__qualname__
@@ -644,6 +795,7 @@ def is_inference(input: Tensor) -> bool:
 # Process-wide switches
 # --------------------------------------------------------------------------------------
 
+
 class _Switches:
     deterministic = False
     warn_only = False
@@ -661,8 +813,9 @@ def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None
     is PyTorch's other effect: `empty`, `empty_like`, `empty_strided` fill their memory
     (NaN for floats, the largest value for integers) instead of leaving it uninitialized."""
     if not isinstance(mode, bool):
-        raise TypeError(f"use_deterministic_algorithms(): mode must be a bool, got "
-                        f"{type(mode).__name__}")
+        raise TypeError(
+            f"use_deterministic_algorithms(): mode must be a bool, got {type(mode).__name__}"
+        )
     _switches.deterministic = mode
     _switches.warn_only = bool(warn_only)
 
@@ -691,14 +844,17 @@ def set_deterministic_debug_mode(debug_mode: int | str) -> None:
     """`use_deterministic_algorithms` by level: 0/"default", 1/"warn", 2/"error"."""
     if isinstance(debug_mode, str):
         if debug_mode not in _DEBUG_MODES:
-            raise RuntimeError(f"invalid value of debug_mode, expected one of `default`, "
-                               f"`warn`, `error`, but got {debug_mode}")
+            raise RuntimeError(
+                f"invalid value of debug_mode, expected one of `default`, "
+                f"`warn`, `error`, but got {debug_mode}"
+            )
         debug_mode = _DEBUG_MODES[debug_mode]
     if isinstance(debug_mode, bool) or not isinstance(debug_mode, int):
         raise TypeError(f"debug_mode must be str or int, but got {type(debug_mode).__name__}")
     if debug_mode not in (0, 1, 2):
-        raise RuntimeError(f"invalid value of debug_mode, expected 0, 1, or 2, but got "
-                           f"{debug_mode}")
+        raise RuntimeError(
+            f"invalid value of debug_mode, expected 0, 1, or 2, but got {debug_mode}"
+        )
     use_deterministic_algorithms(debug_mode > 0, warn_only=debug_mode == 1)
 
 
@@ -708,9 +864,17 @@ def _fill_uninitialized(t: Tensor) -> None:
     if not _switches.deterministic or t.numel() == 0:
         return
     from ..eager import elementwise as ew
+
     d = t._dtype
-    value: Any = (True if d is dt.bool_ else complex(math.nan, math.nan) if d.is_complex
-                  else math.nan if d.is_floating_point else int(np.iinfo(d.np).max))
+    value: Any = (
+        True
+        if d is dt.bool_
+        else complex(math.nan, math.nan)
+        if d.is_complex
+        else math.nan
+        if d.is_floating_point
+        else int(np.iinfo(d.np).max)
+    )
     ew.copy_into(t, value)
 
 
@@ -725,9 +889,12 @@ def set_float32_matmul_precision(precision: str) -> None:
     warns and changes nothing, as PyTorch. llgrad's matmuls are full float32 whatever the
     setting (PyTorch's CPU matmuls are too unless oneDNN's bf16 paths apply)."""
     if precision not in ("highest", "high", "medium"):
-        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the "
-                      f"current set_float32_matmul_precision call has no effect.",
-                      UserWarning, stacklevel=2)
+        warnings.warn(
+            f"{precision} is not one of 'highest', 'high', or 'medium'; the "
+            f"current set_float32_matmul_precision call has no effect.",
+            UserWarning,
+            stacklevel=2,
+        )
         return
     _switches.matmul_precision = precision
 
@@ -739,6 +906,7 @@ def get_num_interop_threads() -> int:
     if _switches.interop_threads is not None:
         return _switches.interop_threads
     from ..runtime.launch import threads
+
     return threads()
 
 
@@ -746,11 +914,14 @@ def set_num_interop_threads(num: int) -> None:
     """Set the inter-op thread count (llgrad records it: it has no inter-op pool). Like
     PyTorch it can be set once; a second call raises."""
     if isinstance(num, bool) or not isinstance(num, int) or num <= 0:
-        raise RuntimeError(f"set_num_interop_threads: expected positive number of threads, "
-                           f"got {num!r}")
+        raise RuntimeError(
+            f"set_num_interop_threads: expected positive number of threads, got {num!r}"
+        )
     if _switches.interop_threads is not None:
-        raise RuntimeError("Error: cannot set number of interop threads after parallel work "
-                           "has started or set_num_interop_threads called")
+        raise RuntimeError(
+            "Error: cannot set number of interop threads after parallel work "
+            "has started or set_num_interop_threads called"
+        )
     _switches.interop_threads = num
 
 
@@ -758,6 +929,7 @@ def init_num_threads() -> None:
     """Start llgrad's kernel thread pool now (it otherwise starts with the first large
     kernel)."""
     from ..runtime.launch import set_threads, threads
+
     set_threads(threads())
 
 
@@ -781,18 +953,21 @@ def set_warn_always(b: bool, /) -> None:
 def is_anomaly_enabled() -> bool:
     """Whether autograd anomaly detection is on (`autograd.set_detect_anomaly`)."""
     from ..autograd.anomaly import is_anomaly_enabled as enabled
+
     return enabled()
 
 
 def is_anomaly_check_nan_enabled() -> bool:
     """Whether anomaly detection raises on NaN gradients."""
     from ..autograd.anomaly import is_anomaly_check_nan_enabled as enabled
+
     return enabled()
 
 
 def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
     """Turn autograd anomaly detection on or off for this thread."""
     from ..autograd.anomaly import _state
+
     _state.enabled = bool(enabled)
     _state.check_nan = bool(check_nan)
 
@@ -807,6 +982,7 @@ def compiled_with_cxx11_abi() -> bool:
 # --------------------------------------------------------------------------------------
 # Storages
 # --------------------------------------------------------------------------------------
+
 
 class UntypedStorage:
     """The memory under a tensor, as bytes (`t.untyped_storage()`): shared with every view
@@ -837,6 +1013,7 @@ class UntypedStorage:
     @property
     def device(self) -> Any:
         from ..device import CPU
+
         return CPU
 
     @property
@@ -879,8 +1056,9 @@ class UntypedStorage:
     def copy_(self, source: "UntypedStorage", non_blocking: bool = False) -> "UntypedStorage":
         """Copy the bytes of a storage of the same size."""
         if source.nbytes() != self.nbytes():
-            raise RuntimeError(f"copy_: storages of different sizes ({source.nbytes()} and "
-                               f"{self.nbytes()} bytes)")
+            raise RuntimeError(
+                f"copy_: storages of different sizes ({source.nbytes()} and {self.nbytes()} bytes)"
+            )
         self._bytes()[...] = source._bytes()
         self._storage.version += 1
         return self
@@ -895,6 +1073,7 @@ class UntypedStorage:
     @staticmethod
     def _from_array(arr: np.ndarray) -> "UntypedStorage":
         from ..runtime.storage import allocate
+
         st = allocate(arr.nbytes)
         if arr.nbytes:
             st.buffer[...] = arr
@@ -909,8 +1088,7 @@ class UntypedStorage:
     def __repr__(self) -> str:
         body = " " + "\n ".join(str(b) for b in self.tolist()[:20]) if len(self) else ""
         more = "\n ..." if len(self) > 20 else ""
-        return (f"{body}{more}\n[llgrad.storage.UntypedStorage(device=cpu) of size "
-                f"{len(self)}]")
+        return f"{body}{more}\n[llgrad.storage.UntypedStorage(device=cpu) of size {len(self)}]"
 
 
 class TypedStorage:
@@ -923,7 +1101,7 @@ class TypedStorage:
 
     def _elements(self) -> np.ndarray:
         n = self._storage.nbytes // self.dtype.itemsize
-        return self._storage.buffer[:n * self.dtype.itemsize].view(self.dtype.np)
+        return self._storage.buffer[: n * self.dtype.itemsize].view(self.dtype.np)
 
     def size(self) -> int:
         """The number of elements."""
@@ -944,6 +1122,7 @@ class TypedStorage:
     @property
     def device(self) -> Any:
         from ..device import CPU
+
         return CPU
 
     def untyped(self) -> UntypedStorage:
@@ -952,8 +1131,7 @@ class TypedStorage:
 
     def _values(self) -> np.ndarray:
         a = self._elements()
-        return (a.astype(np.uint32) << 16).view(np.float32) if self.dtype is dt.bfloat16 \
-            else a
+        return (a.astype(np.uint32) << 16).view(np.float32) if self.dtype is dt.bfloat16 else a
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
@@ -962,9 +1140,11 @@ class TypedStorage:
 
     def __setitem__(self, index: Any, value: Any) -> None:
         from .creation import checked_scalar
+
         if self.dtype is dt.bfloat16:
-            raise TypeError("TypedStorage: writing bfloat16 elements needs a tensor; use "
-                            "the tensor's indexing")
+            raise TypeError(
+                "TypedStorage: writing bfloat16 elements needs a tensor; use the tensor's indexing"
+            )
         self._elements()[index] = checked_scalar(value, self.dtype, "TypedStorage")
         self._storage.version += 1
 
@@ -975,21 +1155,27 @@ class TypedStorage:
         return False
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, TypedStorage) and other._storage is self._storage and \
-            other.dtype is self.dtype
+        return (
+            isinstance(other, TypedStorage)
+            and other._storage is self._storage
+            and other.dtype is self.dtype
+        )
 
     def __hash__(self) -> int:
         return id(self._storage)
 
     def __repr__(self) -> str:
         body = " " + "\n ".join(str(v) for v in self.tolist()[:20]) if len(self) else ""
-        return (f"{body}\n[llgrad.storage.TypedStorage(dtype={self.dtype}, device=cpu) of "
-                f"size {len(self)}]")
+        return (
+            f"{body}\n[llgrad.storage.TypedStorage(dtype={self.dtype}, device=cpu) of "
+            f"size {len(self)}]"
+        )
 
 
 # --------------------------------------------------------------------------------------
 # Tensor methods
 # --------------------------------------------------------------------------------------
+
 
 def _untyped_storage(self: Tensor) -> UntypedStorage:
     """The bytes under this tensor (shared with its views)."""
@@ -999,15 +1185,25 @@ def _untyped_storage(self: Tensor) -> UntypedStorage:
 def _storage(self: Tensor) -> TypedStorage:
     """The memory under this tensor as elements of its dtype (PyTorch deprecates
     `Tensor.storage()` and warns; so does llgrad)."""
-    warnings.warn("TypedStorage is deprecated. Use tensor.untyped_storage() instead of "
-                  "tensor.storage()", UserWarning, stacklevel=2)
+    warnings.warn(
+        "TypedStorage is deprecated. Use tensor.untyped_storage() instead of tensor.storage()",
+        UserWarning,
+        stacklevel=2,
+    )
     return TypedStorage(self._storage, self._dtype)
 
 
 def _size_tuple(size: Any, op: str) -> tuple[int, ...]:
     from .shape import size_arg
-    return size_arg(size if isinstance(size, tuple) and size and not isinstance(
-        size[0], int) else (size,) if not isinstance(size, tuple) else size, op)
+
+    return size_arg(
+        size
+        if isinstance(size, tuple) and size and not isinstance(size[0], int)
+        else (size,)
+        if not isinstance(size, tuple)
+        else size,
+        op,
+    )
 
 
 def _new_kw(self: Tensor, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -1025,6 +1221,7 @@ def _new_kw(self: Tensor, kwargs: dict[str, Any]) -> dict[str, Any]:
 def new_empty(self: Tensor, *size: Any, **kwargs: Any) -> Tensor:
     """An uninitialized tensor of `size` with this tensor's dtype (unless `dtype=`)."""
     from .creation import empty
+
     return empty(*size, **_new_kw(self, kwargs))
 
 
@@ -1032,13 +1229,16 @@ def new_full(self: Tensor, size: Sequence[int], fill_value: Any, **kwargs: Any) 
     """A tensor of `size` filled with `fill_value`, in this tensor's dtype (unless
     `dtype=`), with `full`'s overflow check."""
     if isinstance(size, (int, np.integer)):
-        raise TypeError(f"new_full(): argument 'size' (position 1) must be tuple of ints, "
-                        f"not {type(size).__name__}")
+        raise TypeError(
+            f"new_full(): argument 'size' (position 1) must be tuple of ints, "
+            f"not {type(size).__name__}"
+        )
     return _creation.full(size, fill_value, **_new_kw(self, kwargs))
 
 
-def new_empty_strided(self: Tensor, size: Sequence[int], stride: Sequence[int],
-                      **kwargs: Any) -> Tensor:
+def new_empty_strided(
+    self: Tensor, size: Sequence[int], stride: Sequence[int], **kwargs: Any
+) -> Tensor:
     """`empty_strided(size, stride)` in this tensor's dtype (unless `dtype=`)."""
     return empty_strided(size, stride, **_new_kw(self, kwargs))
 
@@ -1071,8 +1271,12 @@ def _is_same_size(self: Tensor, other: Tensor) -> bool:
 
 def is_set_to(self: Tensor, tensor: Tensor) -> bool:
     """Whether both tensors view the same memory with the same offset, sizes and strides."""
-    return (self._storage is tensor._storage and self._offset == tensor._offset and
-            self._shape == tensor._shape and self._strides == tensor._strides)
+    return (
+        self._storage is tensor._storage
+        and self._offset == tensor._offset
+        and self._shape == tensor._shape
+        and self._strides == tensor._strides
+    )
 
 
 def is_shared(self: Tensor) -> bool:
@@ -1101,15 +1305,18 @@ def dim_order(self: Tensor, *, ambiguity_check: bool = False) -> tuple[int, ...]
         if strides[a] != strides[b]:
             return strides[a] < strides[b]
         return shape[a] < shape[b]
-    for i in builtins.range(1, n):                  # insertion sort, stable
+
+    for i in builtins.range(1, n):  # insertion sort, stable
         j = i
         while j > 0 and after(order[j - 1], order[j]):
             order[j - 1], order[j] = order[j], order[j - 1]
             j -= 1
     if ambiguity_check:
         if len(set(strides)) != len(strides):
-            raise RuntimeError("The tensor does not have unique dim order, or cannot map to "
-                               "exact one of the given memory formats.")
+            raise RuntimeError(
+                "The tensor does not have unique dim order, or cannot map to "
+                "exact one of the given memory formats."
+            )
     return tuple(order)
 
 
@@ -1126,8 +1333,7 @@ def map_(self: Tensor, tensor: Tensor, callable: Callable[[Any, Any], Any]) -> T
     return _map_into(self, "map_", callable, (tensor,))
 
 
-def map2_(self: Tensor, x: Tensor, y: Tensor,
-          callable: Callable[[Any, Any, Any], Any]) -> Tensor:
+def map2_(self: Tensor, x: Tensor, y: Tensor, callable: Callable[[Any, Any, Any], Any]) -> Tensor:
     """self[i] = callable(self[i], x[i], y[i]) in place, `x` and `y` broadcast to self's
     shape (of self's dtype)."""
     return _map_into(self, "map2_", callable, (x, y))
@@ -1137,22 +1343,30 @@ def _map_into(self: Tensor, op: str, fn: Callable[..., Any], others: tuple) -> T
     from .creation import checked_scalar, tensor as make
     from .inplace import bump, check_inplace
     from .shape import expand
+
     if self._requires_grad:
-        raise RuntimeError(f"Can't call {op}() on Variable that requires grad. Use "
-                           f"var.detach().{op}() instead.")
+        raise RuntimeError(
+            f"Can't call {op}() on Variable that requires grad. Use var.detach().{op}() instead."
+        )
     check_inplace(self)
     columns = [self._values().reshape(-1).tolist()]
     for o in others:
         if not isinstance(o, Tensor):
             raise TypeError(f"{op}(): expected a Tensor, got {type(o).__name__}")
         if o._dtype is not self._dtype:
-            raise TypeError(f"{op}: expected a {self._dtype.name} tensor for the other "
-                            f"operands (got {o._dtype.name})")
-        columns.append(expand(o, self._shape)._values().reshape(-1).tolist()
-                       if o._shape != self._shape else o._values().reshape(-1).tolist())
+            raise TypeError(
+                f"{op}: expected a {self._dtype.name} tensor for the other "
+                f"operands (got {o._dtype.name})"
+            )
+        columns.append(
+            expand(o, self._shape)._values().reshape(-1).tolist()
+            if o._shape != self._shape
+            else o._values().reshape(-1).tolist()
+        )
     values = [checked_scalar(fn(*args), self._dtype, op) for args in zip(*columns)]
     if values:
         from ..eager import elementwise as ew
+
         ew.copy_into(self, make(values, dtype=self._dtype).reshape(self._shape))
     bump(self)
     return self
@@ -1165,8 +1379,12 @@ def resize_(self: Tensor, *sizes: Any, size: Any = None, memory_format: Any = No
     if self.__class__ is not Tensor and getattr(self, "_ctx", None) is not None:
         from ..tracer.context import user_location
         from ..tracer.tensor import GraphBreak
-        raise GraphBreak("resize_() of a traced value (it changes the memory under it)",
-                         user_location(), advice="this part runs eagerly")
+
+        raise GraphBreak(
+            "resize_() of a traced value (it changes the memory under it)",
+            user_location(),
+            advice="this part runs eagerly",
+        )
     if self._requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
     if size is None and sizes:
@@ -1174,18 +1392,20 @@ def resize_(self: Tensor, *sizes: Any, size: Any = None, memory_format: Any = No
         if strides is None:
             strides = _contiguous_strides(shape)
     else:
-        shape = _shape.size_arg(_shape._keyword_shape("resize_", sizes, size, "size"),
-                                "resize_")
+        shape = _shape.size_arg(_shape._keyword_shape("resize_", sizes, size, "size"), "resize_")
         strides = _contiguous_strides(shape)
-    if memory_format is not None and memory_format is not contiguous_format and \
-            memory_format is not preserve_format:
+    if (
+        memory_format is not None
+        and memory_format is not contiguous_format
+        and memory_format is not preserve_format
+    ):
         strides = _strides_for(shape, _format_order(memory_format, len(shape), "resize_"))
     need = (self._offset + _extent(shape, strides)) * self._dtype.itemsize
     st = self._storage
     if need > st.nbytes:
         fresh = _allocate(need)
         if st.nbytes:
-            fresh.buffer[:st.nbytes] = st.buffer
+            fresh.buffer[: st.nbytes] = st.buffer
         fresh.version = st.version
         st = fresh
     self._storage = st
@@ -1225,11 +1445,13 @@ def _const_data_ptr(self: Tensor) -> int:
 def _pin_memory(self: Tensor, device: Any = None) -> Tensor:
     """Pinned memory is for copies to an accelerator; llgrad has none, so this raises as
     PyTorch does on a machine without one."""
-    raise RuntimeError("pin_memory: cannot access accelerator device when none is "
-                       "available (llgrad runs on the CPU only)")
+    raise RuntimeError(
+        "pin_memory: cannot access accelerator device when none is "
+        "available (llgrad runs on the CPU only)"
+    )
 
 
-_casts: dict[tuple, Any] = {}      # (layout key, dtype) -> direct launch of the cast, or None
+_casts: dict[tuple, Any] = {}  # (layout key, dtype) -> direct launch of the cast, or None
 
 
 def _cast(x: Tensor, d: DType) -> Tensor:
@@ -1242,15 +1464,19 @@ def _cast(x: Tensor, d: DType) -> Tensor:
         return x
     key = (x._lkey, d)
     go = _casts.get(key)
-    if go is not None and not _interpreters and not _forward_ad._level[0] and \
-            not (x._requires_grad and _grad_state.enabled):
+    if (
+        go is not None
+        and not _interpreters
+        and not _forward_ad._level[0]
+        and not (x._requires_grad and _grad_state.enabled)
+    ):
         out = go(x)
         if out is not None:
             return out
     from .misc import to
+
     out = to(x, d)
-    if key not in _casts and len(_casts) < 1024 and not _interpreters and \
-            not _forward_ad._level[0]:
+    if key not in _casts and len(_casts) < 1024 and not _interpreters and not _forward_ad._level[0]:
         plan = _ew._plans.get(_ew._key("cast", (x,), {"dtype": d}, None))
         _casts[key] = None if plan is None else _ew.direct_launch("cast", plan, (x,))
     return out
@@ -1261,10 +1487,12 @@ def _cast_with_format(d: DType) -> Callable[..., Tensor]:
         if memory_format is None and self.__class__ is Tensor:
             return _cast(self, d)
         from .misc import to
+
         out = to(self, d)
         if memory_format is None or memory_format is preserve_format:
             return out
         return _in_format(out, memory_format, d.name, False)
+
     cast.__doc__ = f"`t.to(llgrad.{d.name})`, laid out in `memory_format` if given."
     return cast
 
@@ -1273,10 +1501,12 @@ def _where(self: Tensor, condition: Tensor, other: Any) -> Tensor:
     """`x.where(condition, other)`: `x` where `condition` holds, else `other` (the method
     takes the condition second, as PyTorch's)."""
     from .elementwise import where
+
     return where(condition, self, other)
 
 
 # -- Python protocols -------------------------------------------------------------------
+
 
 def _one_value(self: Tensor) -> Any:
     if self.numel() != 1:
@@ -1308,14 +1538,15 @@ def __complex__(self: Tensor) -> complex:
 def __bool__(self: Tensor) -> bool:
     n = self.numel()
     if n != 1:
-        raise RuntimeError(f"Boolean value of Tensor with {'no values' if n == 0 else 'more than one value'} is ambiguous")
+        raise RuntimeError(
+            f"Boolean value of Tensor with {'no values' if n == 0 else 'more than one value'} is ambiguous"
+        )
     return bool(self._values().reshape(()).item())
 
 
 def __index__(self: Tensor) -> int:
     if not (self._dtype.is_integer or self._dtype is dt.bool_) or self.numel() != 1:
-        raise TypeError("only integer tensors of a single element can be converted to an "
-                        "index")
+        raise TypeError("only integer tensors of a single element can be converted to an index")
     return int(self._values().reshape(()).item())
 
 
@@ -1327,6 +1558,7 @@ def __format__(self: Tensor, format_spec: str) -> str:
 
 def _dense_classes() -> set:
     from ..tensor import DENSE_CLASSES
+
     return DENSE_CLASSES
 
 
@@ -1334,6 +1566,7 @@ def __iter__(self: Tensor) -> Iterator[Tensor]:
     if not self._shape:
         raise TypeError("iteration over a 0-d tensor")
     from .shape import unbind
+
     return iter(unbind(self, 0))
 
 
@@ -1341,16 +1574,19 @@ def __reversed__(self: Tensor) -> Tensor:
     if not self._shape:
         return self
     from .shape import flip
+
     return flip(self, (0,))
 
 
 def __contains__(self: Tensor, element: Any) -> bool:
     from .elementwise import eq
     from .reduction import any as any_
+
     if isinstance(element, (Tensor, bool, int, float, complex, np.number, np.bool_)):
         return bool(any_(eq(self, element)).item())
-    raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed "
-                       f"in a {type(element)}.")
+    raise RuntimeError(
+        f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type(element)}."
+    )
 
 
 def __deepcopy__(self: Tensor, memo: dict[int, Any]) -> Tensor:
@@ -1359,9 +1595,12 @@ def __deepcopy__(self: Tensor, memo: dict[int, Any]) -> Tensor:
     Only leaves can be copied, as in PyTorch."""
     from ..autograd.grad_mode import no_grad
     from ..runtime.storage import allocate
+
     if self.grad_fn is not None:
-        raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
-                           "support the deepcopy protocol at the moment.")
+        raise RuntimeError(
+            "Only Tensors created explicitly by the user (graph leaves) "
+            "support the deepcopy protocol at the moment."
+        )
     if id(self) in memo:
         return memo[id(self)]
     if getattr(self, "_ctx", None) is not None or type(self) not in _dense_classes():
@@ -1374,7 +1613,7 @@ def __deepcopy__(self: Tensor, memo: dict[int, Any]) -> Tensor:
             if self._storage.nbytes:
                 st.buffer[...] = self._storage.buffer
             memo[key] = st
-            memo.setdefault("llgrad.keep", []).append(self._storage)   # keep ids unique
+            memo.setdefault("llgrad.keep", []).append(self._storage)  # keep ids unique
         new = Tensor._make(st, self._offset, self._shape, self._strides, self._dtype)
         if type(self) is not Tensor:
             new.__class__ = type(self)
@@ -1383,8 +1622,7 @@ def __deepcopy__(self: Tensor, memo: dict[int, Any]) -> Tensor:
         if self._grad is not None:
             new._grad = _copy.deepcopy(self._grad, memo)
         for k, v in self.__dict__.items():
-            if k.startswith("_") and k in ("_accumulator", "_fw_tangent",
-                                           "_post_accumulate_hooks"):
+            if k.startswith("_") and k in ("_accumulator", "_fw_tangent", "_post_accumulate_hooks"):
                 continue
             new.__dict__[k] = _copy.deepcopy(v, memo)
     return new
@@ -1393,18 +1631,22 @@ def __deepcopy__(self: Tensor, memo: dict[int, Any]) -> Tensor:
 def __reduce_ex__(self: Tensor, protocol: int) -> Any:
     """Pickling: the values (as a compact copy), dtype, shape, requires_grad and Python
     attributes; the rebuilt tensor is a new leaf (no `.grad`, no history), as PyTorch's."""
-    if type(self).__reduce__ is not Tensor.__reduce__:       # a subclass's own (Parameter)
+    if type(self).__reduce__ is not Tensor.__reduce__:  # a subclass's own (Parameter)
         return type(self).__reduce__(self)
     if getattr(self, "_ctx", None) is not None or type(self) not in _dense_classes():
         raise RuntimeError(f"pickle: a {type(self).__name__} holds no data to save")
     state = {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
     values = self.detach()._numpy_view().copy()
-    return (_rebuild_tensor, (values, self._dtype.name, self._requires_grad, type(self),
-                              state))
+    return (_rebuild_tensor, (values, self._dtype.name, self._requires_grad, type(self), state))
 
 
-def _rebuild_tensor(values: np.ndarray, dtype_name: str, requires_grad: bool,
-                    cls: type = Tensor, state: dict | None = None) -> Tensor:
+def _rebuild_tensor(
+    values: np.ndarray,
+    dtype_name: str,
+    requires_grad: bool,
+    cls: type = Tensor,
+    state: dict | None = None,
+) -> Tensor:
     d = dt.from_name(dtype_name)
     t = Tensor._empty(tuple(values.shape), d)
     if values.size:
@@ -1417,8 +1659,9 @@ def _rebuild_tensor(values: np.ndarray, dtype_name: str, requires_grad: bool,
     return t
 
 
-def __array_wrap__(self: Tensor, array: np.ndarray, context: Any = None,
-                   return_scalar: bool = False) -> Any:
+def __array_wrap__(
+    self: Tensor, array: np.ndarray, context: Any = None, return_scalar: bool = False
+) -> Any:
     """NumPy's hook for a result computed on this tensor's values: the result as a tensor
     sharing its memory when it can (a NumPy scalar stays one when NumPy asks for it)."""
     if return_scalar:
@@ -1426,6 +1669,7 @@ def __array_wrap__(self: Tensor, array: np.ndarray, context: Any = None,
     if _shareable(array):
         return Tensor._from_numpy(array)
     from .creation import tensor
+
     return tensor(array)
 
 
@@ -1446,36 +1690,78 @@ def _name(self: Tensor) -> None:
 
 
 METHODS: dict[str, Callable[..., Any]] = {
-    "new_empty": new_empty, "new_full": new_full, "new_empty_strided": new_empty_strided,
-    "itemsize": property(_itemsize), "nbytes": property(_nbytes), "ndimension": ndimension,
-    "is_signed": _is_signed, "is_neg": is_neg, "is_nonzero": _is_nonzero,
-    "is_same_size": _is_same_size, "is_set_to": is_set_to, "is_shared": is_shared,
-    "is_pinned": is_pinned, "is_sparse": property(_false), "is_sparse_csr": property(_false),
-    "is_quantized": property(_false), "is_mkldnn": property(_false),
-    "is_nested": property(_false), "output_nr": property(_output_nr),
-    "name": property(_name), "layout": property(_layout),
-    "apply_": apply_, "map_": map_, "map2_": map2_, "dim_order": dim_order,
-    "resize_": resize_, "resize_as_": resize_as_, "untyped_storage": _untyped_storage,
-    "storage": _storage, "contiguous": _contiguous, "clone": _clone,
-    "is_contiguous": _is_contiguous, "to": _to, "where": _where,
-    "__int__": __int__, "__float__": __float__, "__complex__": __complex__,
-    "__bool__": __bool__, "__index__": __index__, "__format__": __format__,
-    "__iter__": __iter__, "__reversed__": __reversed__, "__contains__": __contains__,
-    "__deepcopy__": __deepcopy__, "__reduce_ex__": __reduce_ex__,
-    "__array_wrap__": __array_wrap__, "__array_priority__": 1000,
-    "resolve_neg": resolve_neg, "const_data_ptr": _const_data_ptr, "pin_memory": _pin_memory,
+    "new_empty": new_empty,
+    "new_full": new_full,
+    "new_empty_strided": new_empty_strided,
+    "itemsize": property(_itemsize),
+    "nbytes": property(_nbytes),
+    "ndimension": ndimension,
+    "is_signed": _is_signed,
+    "is_neg": is_neg,
+    "is_nonzero": _is_nonzero,
+    "is_same_size": _is_same_size,
+    "is_set_to": is_set_to,
+    "is_shared": is_shared,
+    "is_pinned": is_pinned,
+    "is_sparse": property(_false),
+    "is_sparse_csr": property(_false),
+    "is_quantized": property(_false),
+    "is_mkldnn": property(_false),
+    "is_nested": property(_false),
+    "output_nr": property(_output_nr),
+    "name": property(_name),
+    "layout": property(_layout),
+    "apply_": apply_,
+    "map_": map_,
+    "map2_": map2_,
+    "dim_order": dim_order,
+    "resize_": resize_,
+    "resize_as_": resize_as_,
+    "untyped_storage": _untyped_storage,
+    "storage": _storage,
+    "contiguous": _contiguous,
+    "clone": _clone,
+    "is_contiguous": _is_contiguous,
+    "to": _to,
+    "where": _where,
+    "__int__": __int__,
+    "__float__": __float__,
+    "__complex__": __complex__,
+    "__bool__": __bool__,
+    "__index__": __index__,
+    "__format__": __format__,
+    "__iter__": __iter__,
+    "__reversed__": __reversed__,
+    "__contains__": __contains__,
+    "__deepcopy__": __deepcopy__,
+    "__reduce_ex__": __reduce_ex__,
+    "__array_wrap__": __array_wrap__,
+    "__array_priority__": 1000,
+    "resolve_neg": resolve_neg,
+    "const_data_ptr": _const_data_ptr,
+    "pin_memory": _pin_memory,
 }
-for _name, _d in [("float", dt.float32), ("double", dt.float64), ("half", dt.float16),
-                  ("bfloat16", dt.bfloat16), ("long", dt.int64), ("int", dt.int32),
-                  ("bool", dt.bool_), ("short", dt.int16), ("char", dt.int8),
-                  ("byte", dt.uint8), ("cfloat", dt.complex64), ("cdouble", dt.complex128)]:
+for _name, _d in [
+    ("float", dt.float32),
+    ("double", dt.float64),
+    ("half", dt.float16),
+    ("bfloat16", dt.bfloat16),
+    ("long", dt.int64),
+    ("int", dt.int32),
+    ("bool", dt.bool_),
+    ("short", dt.int16),
+    ("char", dt.int8),
+    ("byte", dt.uint8),
+    ("cfloat", dt.complex64),
+    ("cdouble", dt.complex128),
+]:
     METHODS[_name] = _cast_with_format(_d)
-
 
 
 def _on_devices() -> None:
     """Creation functions here accept device="cuda" (see `eager.cuda.device_aware`)."""
     from ..eager.cuda import device_aware
+
     g = globals()
     for name in ("empty_strided", "scalar_tensor", "logspace"):
         g[name] = device_aware(g[name])

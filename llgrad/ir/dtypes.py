@@ -6,6 +6,7 @@ the IR, the code generator and the frontend agree on one list. Promotion follows
 and zero-dimensional tensors only decide the result when they are of a higher category
 than the dimensioned tensors.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -18,29 +19,31 @@ import numpy as np
 class DType:
     """dtypes are singletons: they compare and hash by identity (cheap dict keys)."""
 
-    name: str            # "float32"
-    short: str           # "f32": the IR spelling
-    itemsize: int        # bytes per element as stored
-    kind: str            # "b" bool, "i" signed int, "u" unsigned int, "f" float, "c" complex
-    storage: str         # numpy dtype string used to hold the bits ("uint16" for bfloat16)
+    name: str  # "float32"
+    short: str  # "f32": the IR spelling
+    itemsize: int  # bytes per element as stored
+    kind: str  # "b" bool, "i" signed int, "u" unsigned int, "f" float, "c" complex
+    storage: str  # numpy dtype string used to hold the bits ("uint16" for bfloat16)
 
     # derived from `kind` once (read on every op: plain attributes, not properties)
     is_floating_point: bool = field(init=False, repr=False)
     is_complex: bool = field(init=False, repr=False)
     is_signed: bool = field(init=False, repr=False)
     is_integer: bool = field(init=False, repr=False)
-    differentiable: bool = field(init=False, repr=False)    # floating point or complex
-    category: int = field(init=False, repr=False)     # 0 bool, 1 integer, 2 floating, 3 complex
-    np: np.dtype = field(init=False, repr=False)       # the NumPy dtype storing the bits
+    differentiable: bool = field(init=False, repr=False)  # floating point or complex
+    category: int = field(init=False, repr=False)  # 0 bool, 1 integer, 2 floating, 3 complex
+    np: np.dtype = field(init=False, repr=False)  # the NumPy dtype storing the bits
 
     def __post_init__(self) -> None:
-        for name, value in (("is_floating_point", self.kind == "f"),
-                            ("is_complex", self.kind == "c"),
-                            ("is_signed", self.kind in "ifc"),
-                            ("is_integer", self.kind in "iu"),
-                            ("differentiable", self.kind in "fc"),
-                            ("category", {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}[self.kind]),
-                            ("np", np.dtype(self.storage))):
+        for name, value in (
+            ("is_floating_point", self.kind == "f"),
+            ("is_complex", self.kind == "c"),
+            ("is_signed", self.kind in "ifc"),
+            ("is_integer", self.kind in "iu"),
+            ("differentiable", self.kind in "fc"),
+            ("category", {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}[self.kind]),
+            ("np", np.dtype(self.storage)),
+        ):
             object.__setattr__(self, name, value)
 
     @property
@@ -77,8 +80,20 @@ float64 = DType("float64", "f64", 8, "f", "float64")
 complex64 = DType("complex64", "c64", 8, "c", "complex64")
 complex128 = DType("complex128", "c128", 16, "c", "complex128")
 
-ALL: tuple[DType, ...] = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16,
-                          float32, float64, complex64, complex128)
+ALL: tuple[DType, ...] = (
+    bool_,
+    uint8,
+    int8,
+    int16,
+    int32,
+    int64,
+    float16,
+    bfloat16,
+    float32,
+    float64,
+    complex64,
+    complex128,
+)
 FLOATING: tuple[DType, ...] = (float16, bfloat16, float32, float64)
 INTEGER: tuple[DType, ...] = (uint8, int8, int16, int32, int64)
 _BY_NAME = {d.name: d for d in ALL} | {d.short: d for d in ALL}
@@ -89,7 +104,9 @@ def from_name(name: str) -> DType:
     try:
         return _BY_NAME[name]
     except KeyError:
-        raise ValueError(f"unknown dtype {name!r}; known: {', '.join(d.name for d in ALL)}") from None
+        raise ValueError(
+            f"unknown dtype {name!r}; known: {', '.join(d.name for d in ALL)}"
+        ) from None
 
 
 def from_numpy(dt: np.dtype) -> DType:
@@ -97,13 +114,16 @@ def from_numpy(dt: np.dtype) -> DType:
     try:
         return _BY_NUMPY[dt]
     except KeyError:
-        raise TypeError(f"NumPy dtype {dt} has no llgrad equivalent; "
-                        f"supported: {', '.join(str(k) for k in _BY_NUMPY)}") from None
+        raise TypeError(
+            f"NumPy dtype {dt} has no llgrad equivalent; "
+            f"supported: {', '.join(str(k) for k in _BY_NUMPY)}"
+        ) from None
 
 
 # ---------------------------------------------------------------------------------------
 # Promotion
 # ---------------------------------------------------------------------------------------
+
 
 def _promote_pair(a: DType, b: DType) -> DType:
     if a is b:

@@ -3,6 +3,7 @@
 Nodes are keyed by the names the printer gives them (`%x`, `%0`, ...), so the picture, the
 networkx graph and the IR text all talk about the same values.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,9 +44,16 @@ def to_networkx(g: Graph) -> nx.DiGraph:
     G = nx.DiGraph(name=g.name, outputs=[names[o] for o in g.outputs])
     for n in g.nodes:
         is_param = id(n) in params
-        G.add_node(names[n], op=n.op, type=n.type, attrs=dict(n.attrs), loc=n.loc,
-                   label=node_label(n, names[n], is_param), param=is_param,
-                   outputs=tuple(out_positions.get(id(n), ())))
+        G.add_node(
+            names[n],
+            op=n.op,
+            type=n.type,
+            attrs=dict(n.attrs),
+            loc=n.loc,
+            label=node_label(n, names[n], is_param),
+            param=is_param,
+            outputs=tuple(out_positions.get(id(n), ())),
+        )
     for n in g.nodes:
         for pos, x in enumerate(n.inputs):
             key = (names[x], names[n])
@@ -62,10 +70,12 @@ def to_dot(g: Graph) -> str:
     names = value_names(g)
     params = {id(p) for p in g.params}
     outputs = {id(o) for o in g.outputs}
-    lines = [f"digraph {_q(g.name)} {{",
-             "  rankdir=TB;",
-             '  node [shape=box, fontname="monospace", fontsize=10];',
-             '  edge [fontname="monospace", fontsize=8];']
+    lines = [
+        f"digraph {_q(g.name)} {{",
+        "  rankdir=TB;",
+        '  node [shape=box, fontname="monospace", fontsize=10];',
+        '  edge [fontname="monospace", fontsize=8];',
+    ]
     for n in g.nodes:
         attrs = [f"label={_q(node_label(n, names[n], id(n) in params))}"]
         if id(n) in params:
@@ -82,7 +92,7 @@ def to_dot(g: Graph) -> str:
     lines.append('  "return" [shape=plaintext, label="return"];')
     for i, o in enumerate(g.outputs):
         label = f" [label={_q(str(i))}]" if len(g.outputs) > 1 else ""
-        lines.append(f"  {_q(names[o])} -> \"return\"{label};")
+        lines.append(f'  {_q(names[o])} -> "return"{label};')
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -92,18 +102,29 @@ def render(g: Graph, path: str | os.PathLike[str]) -> str:
     target = Path(path)
     fmt = _FORMATS.get(target.suffix.lower())
     if fmt is None:
-        raise ValueError(f"render: cannot tell the image format from {str(path)!r}; use a "
-                         f"path ending in {' or '.join(_FORMATS)}")
+        raise ValueError(
+            f"render: cannot tell the image format from {str(path)!r}; use a "
+            f"path ending in {' or '.join(_FORMATS)}"
+        )
     dot = shutil.which("dot")
     if dot is None:
-        raise RuntimeError("render: Graphviz's `dot` is not installed (not found on PATH); "
-                           "install Graphviz (for example `apt-get install graphviz`), or "
-                           "use to_dot() for the DOT text")
-    proc = subprocess.run([dot, f"-T{fmt}", "-o", str(target)], input=to_dot(g).encode(),
-                          capture_output=True, timeout=120, check=False)
+        raise RuntimeError(
+            "render: Graphviz's `dot` is not installed (not found on PATH); "
+            "install Graphviz (for example `apt-get install graphviz`), or "
+            "use to_dot() for the DOT text"
+        )
+    proc = subprocess.run(
+        [dot, f"-T{fmt}", "-o", str(target)],
+        input=to_dot(g).encode(),
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
     if proc.returncode != 0:
-        raise RuntimeError(f"render: `dot -T{fmt}` failed with exit code {proc.returncode}: "
-                           f"{proc.stderr.decode(errors='replace').strip()}")
+        raise RuntimeError(
+            f"render: `dot -T{fmt}` failed with exit code {proc.returncode}: "
+            f"{proc.stderr.decode(errors='replace').strip()}"
+        )
     return str(target)
 
 

@@ -5,6 +5,7 @@ they are dictionary keys. A `Graph` has named parameters, outputs, and its nodes
 topological order. Graphs are built with a `Builder`, which runs each op's shape rule, so a
 graph is well typed by construction; `verify` re-checks a graph that a pass rewrote.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -74,12 +75,15 @@ class Graph:
     def structure(self) -> tuple:
         """A hashable description of the graph that ignores node identity."""
         index = {n: i for i, n in enumerate(self.nodes)}
-        rows = tuple((n.op, tuple(index[i] for i in n.inputs), _canonical(n.attrs), n.type,
-                      n.loc) for n in self.nodes)
+        rows = tuple(
+            (n.op, tuple(index[i] for i in n.inputs), _canonical(n.attrs), n.type, n.loc)
+            for n in self.nodes
+        )
         return (self.name, rows, tuple(index[o] for o in self.outputs))
 
     def __str__(self) -> str:
         from .printer import print_graph
+
         return print_graph(self)
 
     def __repr__(self) -> str:
@@ -94,14 +98,17 @@ class Graph:
 
     def to_networkx(self):
         from .export import to_networkx
+
         return to_networkx(self)
 
     def to_dot(self) -> str:
         from .export import to_dot
+
         return to_dot(self)
 
     def render(self, path: str) -> str:
         from .export import render
+
         return render(self, path)
 
 
@@ -113,8 +120,10 @@ def _canonical(value: Any) -> Any:
     if isinstance(value, float) and value != value:
         return _NAN
     if isinstance(value, complex) and value != value:
-        return (_NAN if value.real != value.real else value.real,
-                _NAN if value.imag != value.imag else value.imag)
+        return (
+            _NAN if value.real != value.real else value.real,
+            _NAN if value.imag != value.imag else value.imag,
+        )
     if isinstance(value, tuple):
         return tuple(_canonical(v) for v in value)
     return value
@@ -162,8 +171,9 @@ class Builder:
         return Graph(self.name, self.params, outputs)
 
 
-def make_node(name: str, inputs: tuple[Node, ...], attrs: dict[str, Any],
-              loc: str | None = None) -> Node:
+def make_node(
+    name: str, inputs: tuple[Node, ...], attrs: dict[str, Any], loc: str | None = None
+) -> Node:
     opdef = registry.get(name)
     if opdef.nin >= 0 and len(inputs) != opdef.nin:
         raise TypeError(f"{name}: expects {opdef.nin} inputs, got {len(inputs)}")

@@ -9,6 +9,7 @@ Values are held in NumPy's dtype for each llgrad dtype, except bfloat16, which N
 lacks: bfloat16 values are float32 arrays whose values are exactly representable in
 bfloat16 (rounded to nearest even, like PyTorch's conversion).
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -20,8 +21,13 @@ from .dtypes import DType, bfloat16, float32
 from .graph import Graph, Node
 from .printer import format_type
 
-__all__ = ["interpret", "to_bfloat16_bits", "from_bfloat16_bits", "round_to_bfloat16",
-           "numpy_dtype"]
+__all__ = [
+    "interpret",
+    "to_bfloat16_bits",
+    "from_bfloat16_bits",
+    "round_to_bfloat16",
+    "numpy_dtype",
+]
 
 
 def to_bfloat16_bits(x: np.ndarray) -> np.ndarray:
@@ -31,8 +37,7 @@ def to_bfloat16_bits(x: np.ndarray) -> np.ndarray:
     """
     f = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
     bits = f.view(np.uint32)
-    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) \
-        >> np.uint32(16)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
     quiet_nan = (bits >> np.uint32(16)) | np.uint32(0x0040)
     out = np.where(np.isnan(f), quiet_nan, rounded)
     return out.astype(np.uint16)
@@ -83,15 +88,19 @@ def run_node(node: Node, args: list[np.ndarray]) -> np.ndarray:
     """One node: its reference on `args`, cast to the node's dtype, shape checked."""
     opdef = registry.get(node.op)
     if opdef.reference is None:
-        raise TypeError(f"interpret: op {node.op!r} has no NumPy reference to run "
-                        f"(node {node!r}, loc {node.loc})")
+        raise TypeError(
+            f"interpret: op {node.op!r} has no NumPy reference to run "
+            f"(node {node!r}, loc {node.loc})"
+        )
     args = [_as_value(a, x.dtype) for a, x in zip(args, node.inputs)]
     try:
         result = opdef.reference(*args, **dict(node.attrs))
     except Exception as e:
-        e.add_note(f"while interpreting {node.op} on "
-                   f"({', '.join(format_type(x.type) for x in node.inputs)}) -> "
-                   f"{format_type(node.type)}" + (f" at {node.loc}" if node.loc else ""))
+        e.add_note(
+            f"while interpreting {node.op} on "
+            f"({', '.join(format_type(x.type) for x in node.inputs)}) -> "
+            f"{format_type(node.type)}" + (f" at {node.loc}" if node.loc else "")
+        )
         raise
     return _to_node_type(node, np.asarray(result))
 
@@ -99,19 +108,25 @@ def run_node(node: Node, args: list[np.ndarray]) -> np.ndarray:
 def _check_inputs(g: Graph, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     if len(inputs) != len(g.params):
         expected = ", ".join(f"%{_pname(p)}: {format_type(p.type)}" for p in g.params)
-        raise TypeError(f"interpret: graph @{g.name} takes {len(g.params)} inputs "
-                        f"({expected}), got {len(inputs)}")
+        raise TypeError(
+            f"interpret: graph @{g.name} takes {len(g.params)} inputs "
+            f"({expected}), got {len(inputs)}"
+        )
     out = []
     for p, x in zip(g.params, inputs):
         a = np.asarray(x)
         want = numpy_dtype(p.dtype)
         if a.dtype != want:
-            raise TypeError(f"interpret: input %{_pname(p)} of graph @{g.name} must be a "
-                            f"{want} array (for {format_type(p.type)}), got {a.dtype}")
+            raise TypeError(
+                f"interpret: input %{_pname(p)} of graph @{g.name} must be a "
+                f"{want} array (for {format_type(p.type)}), got {a.dtype}"
+            )
         if a.shape != p.shape:
-            raise ValueError(f"interpret: input %{_pname(p)} of graph @{g.name} must have "
-                             f"shape {list(p.shape)} (for {format_type(p.type)}), got "
-                             f"{list(a.shape)}")
+            raise ValueError(
+                f"interpret: input %{_pname(p)} of graph @{g.name} must have "
+                f"shape {list(p.shape)} (for {format_type(p.type)}), got "
+                f"{list(a.shape)}"
+            )
         out.append(round_to_bfloat16(a) if p.dtype is bfloat16 else a)
     return out
 
@@ -123,7 +138,7 @@ def _use_counts(g: Graph) -> dict[int, int]:
         for x in n.inputs:
             counts[id(x)] = counts.get(id(x), 0) + 1
     for o in g.outputs:
-        counts[id(o)] = counts.get(id(o), 0) + len(g.nodes) + 1   # outputs stay alive
+        counts[id(o)] = counts.get(id(o), 0) + len(g.nodes) + 1  # outputs stay alive
     return counts
 
 
@@ -132,8 +147,10 @@ def _lookup(env: dict[int, np.ndarray], x: Node, user: Node | None) -> np.ndarra
         return env[id(x)]
     except KeyError:
         who = f"{user.op}" if user is not None else "the graph's outputs"
-        raise ValueError(f"interpret: {who} reads {x!r}, which is not computed before it "
-                         f"(is the graph verified?)") from None
+        raise ValueError(
+            f"interpret: {who} reads {x!r}, which is not computed before it "
+            f"(is the graph verified?)"
+        ) from None
 
 
 def _as_value(a: np.ndarray, d: DType) -> np.ndarray:
@@ -145,19 +162,27 @@ def _as_value(a: np.ndarray, d: DType) -> np.ndarray:
 def _to_node_type(node: Node, result: np.ndarray) -> np.ndarray:
     d = node.dtype
     if result.dtype.kind == "c" and not d.is_complex:
-        raise TypeError(f"interpret: the reference of {node.op} returned complex values "
-                        f"({result.dtype}) for a {d.name} node {format_type(node.type)}")
+        raise TypeError(
+            f"interpret: the reference of {node.op} returned complex values "
+            f"({result.dtype}) for a {d.name} node {format_type(node.type)}"
+        )
     if result.dtype.kind == "f" and d.kind in "biu":
-        raise TypeError(f"interpret: the reference of {node.op} returned floating values "
-                        f"({result.dtype}) for a {d.name} node {format_type(node.type)}")
+        raise TypeError(
+            f"interpret: the reference of {node.op} returned floating values "
+            f"({result.dtype}) for a {d.name} node {format_type(node.type)}"
+        )
     if result.dtype.kind not in "biufc":
-        raise TypeError(f"interpret: the reference of {node.op} returned a {result.dtype} "
-                        f"array for {format_type(node.type)}")
+        raise TypeError(
+            f"interpret: the reference of {node.op} returned a {result.dtype} "
+            f"array for {format_type(node.type)}"
+        )
     if result.shape != node.shape:
-        raise ValueError(f"interpret: the reference of {node.op} returned shape "
-                         f"{list(result.shape)}, but the node's type is "
-                         f"{format_type(node.type)} (inputs "
-                         f"{', '.join(format_type(x.type) for x in node.inputs)})")
+        raise ValueError(
+            f"interpret: the reference of {node.op} returned shape "
+            f"{list(result.shape)}, but the node's type is "
+            f"{format_type(node.type)} (inputs "
+            f"{', '.join(format_type(x.type) for x in node.inputs)})"
+        )
     with np.errstate(all="ignore"):
         if d is bfloat16:
             return round_to_bfloat16(result.astype(np.float32))

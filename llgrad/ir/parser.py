@@ -5,6 +5,7 @@ shape rule and then checks that the printed type is the inferred one: text that 
 a well-typed graph. Errors are `ParseError`s that give the line and column, quote the line
 and point at the offending token.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -43,24 +44,28 @@ class ParseError(ValueError):
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _STRING = r'"(?:[^"\\\n]|\\.)*"'
 _REAL = r"(?:\d+\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+|inf|nan)"
-_TOKEN = re.compile("|".join([
-    r"(?P<NEWLINE>\n)",
-    r"(?P<SPACE>[ \t\r]+)",
-    r"(?P<COMMENT>#[^\n]*)",
-    rf"(?P<REF>%(?:{_IDENT}|\d+)(?![A-Za-z0-9_]))",
-    rf"(?P<GLOBAL>@(?:{_IDENT}|{_STRING}))",
-    rf"(?P<STRING>{_STRING})",
-    r'(?P<BADSTRING>"[^\n]*)',
-    rf"(?P<NUMBER>[+-]?{_REAL}(?:[+-]{_REAL}j|j)?(?![A-Za-z0-9_.]))",
-    rf"(?P<IDENT>{_IDENT})",
-    r"(?P<PUNCT>[()\[\]{},=:])",
-]))
+_TOKEN = re.compile(
+    "|".join(
+        [
+            r"(?P<NEWLINE>\n)",
+            r"(?P<SPACE>[ \t\r]+)",
+            r"(?P<COMMENT>#[^\n]*)",
+            rf"(?P<REF>%(?:{_IDENT}|\d+)(?![A-Za-z0-9_]))",
+            rf"(?P<GLOBAL>@(?:{_IDENT}|{_STRING}))",
+            rf"(?P<STRING>{_STRING})",
+            r'(?P<BADSTRING>"[^\n]*)',
+            rf"(?P<NUMBER>[+-]?{_REAL}(?:[+-]{_REAL}j|j)?(?![A-Za-z0-9_.]))",
+            rf"(?P<IDENT>{_IDENT})",
+            r"(?P<PUNCT>[()\[\]{},=:])",
+        ]
+    )
+)
 _COMPLEX = re.compile(rf"(?:(?P<re>[+-]?{_REAL})(?P<im>[+-]{_REAL})|(?P<imag>[+-]?{_REAL}))j\Z")
 
 
 @dataclass(frozen=True, slots=True)
 class Token:
-    kind: str       # NEWLINE COMMENT REF GLOBAL STRING NUMBER IDENT PUNCT EOF
+    kind: str  # NEWLINE COMMENT REF GLOBAL STRING NUMBER IDENT PUNCT EOF
     text: str
     line: int
     column: int
@@ -75,8 +80,7 @@ def tokenize(text: str) -> list[Token]:
         m = _TOKEN.match(text, pos)
         column = pos - line_start + 1
         if m is None:
-            raise ParseError(f"unexpected character {text[pos]!r}", line, column,
-                             lines[line - 1])
+            raise ParseError(f"unexpected character {text[pos]!r}", line, column, lines[line - 1])
         kind = m.lastgroup
         assert kind is not None
         if kind == "BADSTRING":
@@ -94,6 +98,7 @@ def tokenize(text: str) -> list[Token]:
 # Parser
 # --------------------------------------------------------------------------------------
 
+
 def parse(text: str) -> Graph:
     """Parse one graph; the result prints back to the same text if `text` came from
     `print_graph` (hand-written text is renumbered into graph order)."""
@@ -101,10 +106,16 @@ def parse(text: str) -> Graph:
 
 
 _KIND_NAMES = {
-    AttrKind.INT: "an int", AttrKind.INTS: "a list of ints", AttrKind.FLOAT: "a float",
-    AttrKind.BOOL: "true or false", AttrKind.DTYPE: "a dtype", AttrKind.STR: "a string",
-    AttrKind.SCALAR: "a number or true/false", AttrKind.VALUE: "a number or nested list",
-    AttrKind.OPT_INT: "an int or none", AttrKind.OPT_INTS: "a list of ints or none",
+    AttrKind.INT: "an int",
+    AttrKind.INTS: "a list of ints",
+    AttrKind.FLOAT: "a float",
+    AttrKind.BOOL: "true or false",
+    AttrKind.DTYPE: "a dtype",
+    AttrKind.STR: "a string",
+    AttrKind.SCALAR: "a number or true/false",
+    AttrKind.VALUE: "a number or nested list",
+    AttrKind.OPT_INT: "an int or none",
+    AttrKind.OPT_INTS: "a list of ints or none",
 }
 _DTYPE_NAMES = {d.short for d in ALL_DTYPES} | {d.name for d in ALL_DTYPES}
 
@@ -114,7 +125,7 @@ class _Parser:
         self.lines = text.split("\n")
         self.tokens = tokenize(text)
         self.pos = 0
-        self.values: dict[str, Node] = {}          # "%x" -> node
+        self.values: dict[str, Node] = {}  # "%x" -> node
         self.defined_at: dict[str, Token] = {}
         self.body: list[tuple[Node, Token]] = []
 
@@ -187,8 +198,9 @@ class _Parser:
         self.expect("PUNCT", "}")
         self.skip_blank()
         if not self.at("EOF"):
-            raise self.error(self.peek(), f"unexpected {_describe(self.peek())} after the "
-                                          f"graph's closing '}}'")
+            raise self.error(
+                self.peek(), f"unexpected {_describe(self.peek())} after the graph's closing '}}'"
+            )
         g = Graph(name, params, outputs)
         self.check_all_used(g)
         return g
@@ -202,8 +214,11 @@ class _Parser:
                 break
             tok = self.expect("REF", what="a parameter '%name' or ')'")
             if tok.text[1:].isdigit():
-                raise self.error(tok, f"parameter {tok.text} needs a name that is an "
-                                      f"identifier (numbers name the graph's other values)")
+                raise self.error(
+                    tok,
+                    f"parameter {tok.text} needs a name that is an "
+                    f"identifier (numbers name the graph's other values)",
+                )
             self.define(tok)
             self.expect("PUNCT", ":", what="':' and the parameter's type")
             type_ = self.type()[0]
@@ -217,8 +232,10 @@ class _Parser:
             if not more:
                 self.skip_blank()
                 if not self.at("PUNCT", ")"):
-                    raise self.error(self.peek(), f"expected ',' or ')' after a parameter, "
-                                                  f"found {_describe(self.peek())}")
+                    raise self.error(
+                        self.peek(),
+                        f"expected ',' or ')' after a parameter, found {_describe(self.peek())}",
+                    )
         self.advance()
         return params
 
@@ -238,16 +255,19 @@ class _Parser:
                     raise self.error(tok, "the graph has no 'return' statement")
                 return outputs
             if outputs is not None:
-                raise self.error(tok, f"expected '}}' after the return statement, found "
-                                      f"{_describe(tok)}")
+                raise self.error(
+                    tok, f"expected '}}' after the return statement, found {_describe(tok)}"
+                )
             if tok.kind == "IDENT" and tok.text == "return":
                 self.advance()
                 outputs = self.returned()
             elif tok.kind == "REF":
                 self.node()
             else:
-                raise self.error(tok, f"expected a node '%n = op(...) : type' or 'return', "
-                                      f"found {_describe(tok)}")
+                raise self.error(
+                    tok,
+                    f"expected a node '%n = op(...) : type' or 'return', found {_describe(tok)}",
+                )
 
     def returned(self) -> tuple[Node, ...]:
         if self.at("PUNCT", "("):
@@ -281,17 +301,20 @@ class _Parser:
         type_, type_tok = self.type()
         loc = self.end_of_line()
         if opdef.infer is None:
-            raise self.error(op_tok, f"{opdef.name}: the op has no shape rule, so it cannot "
-                                     f"appear in a graph")
+            raise self.error(
+                op_tok, f"{opdef.name}: the op has no shape rule, so it cannot appear in a graph"
+            )
         try:
             node = make_node(opdef.name, tuple(inputs), attrs, loc)
-        except (TypeError, ValueError, RuntimeError, IndexError, KeyError,
-                OverflowError) as e:
+        except (TypeError, ValueError, RuntimeError, IndexError, KeyError, OverflowError) as e:
             raise self.error(op_tok, _rule_message(opdef.name, e)) from None
         if node.type != type_:
-            raise self.error(type_tok, f"{opdef.name}: the printed type {type_} does not "
-                                       f"match the type {node.type} that its shape rule "
-                                       f"infers from its inputs")
+            raise self.error(
+                type_tok,
+                f"{opdef.name}: the printed type {type_} does not "
+                f"match the type {node.type} that its shape rule "
+                f"infers from its inputs",
+            )
         self.values[ref.text] = node
         self.body.append((node, ref))
 
@@ -319,8 +342,9 @@ class _Parser:
                 spec = specs.get(tok.text)
                 if spec is None:
                     known = ", ".join(specs) or "none"
-                    raise self.error(tok, f"{opdef.name} has no attribute {tok.text!r} "
-                                          f"(its attributes: {known})")
+                    raise self.error(
+                        tok, f"{opdef.name} has no attribute {tok.text!r} (its attributes: {known})"
+                    )
                 if tok.text in seen:
                     raise self.error(tok, f"attribute {tok.text!r} is given twice")
                 seen.add(tok.text)
@@ -330,8 +354,11 @@ class _Parser:
                 if value is not None or spec.kind in (AttrKind.OPT_INT, AttrKind.OPT_INTS):
                     attrs[spec.name] = value
             else:
-                raise self.error(tok, f"expected an input '%name' or an attribute "
-                                      f"'name=value', found {_describe(tok)}")
+                raise self.error(
+                    tok,
+                    f"expected an input '%name' or an attribute "
+                    f"'name=value', found {_describe(tok)}",
+                )
             if not self.at("PUNCT", ")"):
                 self.expect("PUNCT", ",", what="',' or ')'")
         self.advance()
@@ -367,8 +394,11 @@ class _Parser:
                 return None
             if tok.text in _DTYPE_NAMES:
                 return from_name(tok.text)
-            raise self.error(tok, f"unknown name {tok.text!r} (a value is a number, "
-                                  f"true/false, none, a string, a dtype or a list)")
+            raise self.error(
+                tok,
+                f"unknown name {tok.text!r} (a value is a number, "
+                f"true/false, none, a string, a dtype or a list)",
+            )
         if tok.kind == "PUNCT" and tok.text == "[":
             items = []
             while not self.at("PUNCT", "]"):
@@ -383,7 +413,7 @@ class _Parser:
         """The literal if it has the attribute's kind; None (omit) for a `none` default."""
         k = spec.kind
         if v is None and spec.default is None and not spec.required:
-            return None            # an optional attribute left unset prints as `none`
+            return None  # an optional attribute left unset prints as `none`
         ok = {
             AttrKind.INT: _is_int(v),
             AttrKind.OPT_INT: v is None or _is_int(v),
@@ -397,8 +427,11 @@ class _Parser:
             AttrKind.VALUE: _is_payload(v),
         }[k]
         if not ok:
-            raise self.error(tok, f"attribute {spec.name!r} of {opdef.name} expects "
-                                  f"{_KIND_NAMES[k]}, got {_spell(v)}")
+            raise self.error(
+                tok,
+                f"attribute {spec.name!r} of {opdef.name} expects "
+                f"{_KIND_NAMES[k]}, got {_spell(v)}",
+            )
         return float(v) if k is AttrKind.FLOAT else v
 
     def check_all_used(self, g: Graph) -> None:
@@ -406,8 +439,11 @@ class _Parser:
         reached = {id(n) for n in g.nodes}
         for node, ref in self.body:
             if id(node) not in reached:
-                raise self.error(ref, f"{ref.text} is not used by any output (a graph holds "
-                                      f"only nodes that its outputs depend on)")
+                raise self.error(
+                    ref,
+                    f"{ref.text} is not used by any output (a graph holds "
+                    f"only nodes that its outputs depend on)",
+                )
 
 
 def _rule_message(op: str, e: Exception) -> str:
@@ -423,14 +459,14 @@ def _number(text: str) -> int | float | complex:
         if m.group("imag") is not None:
             return complex(0.0, _real(m.group("imag")))
         return complex(_real(m.group("re")), _real(m.group("im")))
-    if any(c in text for c in ".eEn"):        # 'n' covers inf and nan
+    if any(c in text for c in ".eEn"):  # 'n' covers inf and nan
         return _real(text)
     return int(text)
 
 
 def _real(text: str) -> float:
     x = float(text)
-    return math.nan if math.isnan(x) else x    # one NaN object, so attrs tuples compare equal
+    return math.nan if math.isnan(x) else x  # one NaN object, so attrs tuples compare equal
 
 
 def _is_int(v: Any) -> bool:
@@ -454,6 +490,7 @@ def _is_payload(v: Any) -> bool:
 
 def _spell(v: Any) -> str:
     from .printer import format_value
+
     try:
         return format_value(v)
     except TypeError:

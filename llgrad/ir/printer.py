@@ -14,6 +14,7 @@ and compares equal to `g`. Attribute values are spelled by their Python type (af
 registry normalized them), which makes every spelling unambiguous: `2` is an int, `2.0` a
 float, `[0,1]` a tuple of ints, `f32` a dtype, `"tanh"` a string, `none` a missing value.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,8 +52,10 @@ def value_names(g: Graph) -> dict[Node, str]:
     for p in g.params:
         name = param_name(p)
         if not IDENTIFIER.match(name):
-            raise ValueError(f"graph @{g.name}: parameter name {name!r} is not a valid "
-                             f"identifier ([A-Za-z_][A-Za-z0-9_]*)")
+            raise ValueError(
+                f"graph @{g.name}: parameter name {name!r} is not a valid "
+                f"identifier ([A-Za-z_][A-Za-z0-9_]*)"
+            )
         if name in seen:
             raise ValueError(f"graph @{g.name}: two parameters are named {name!r}")
         seen.add(name)
@@ -106,8 +109,9 @@ def format_value(v: Any) -> str:
         return quote(v)
     if isinstance(v, (tuple, list)):
         return "[" + ",".join(format_value(x) for x in v) + "]"
-    raise TypeError(f"the IR text cannot spell an attribute value of type "
-                    f"{type(v).__name__}: {v!r}")
+    raise TypeError(
+        f"the IR text cannot spell an attribute value of type {type(v).__name__}: {v!r}"
+    )
 
 
 def format_float(x: float) -> str:
@@ -133,8 +137,7 @@ def quote(s: str) -> str:
 
 def format_loc(loc: str) -> str:
     """A source location as written, or quoted when it would not survive a comment."""
-    plain = (loc != "" and loc == loc.strip() and loc.isprintable()
-             and not loc.startswith('"'))
+    plain = loc != "" and loc == loc.strip() and loc.isprintable() and not loc.startswith('"')
     return loc if plain else quote(loc)
 
 
@@ -145,6 +148,7 @@ def format_graph_name(name: str) -> str:
 # --------------------------------------------------------------------------------------
 # Layout
 # --------------------------------------------------------------------------------------
+
 
 def _body_nodes(g: Graph) -> list[Node]:
     params = {id(p) for p in g.params}
@@ -164,8 +168,7 @@ def _header(g: Graph, names: dict[Node, str]) -> list[str]:
     width = max(len(text) for text, _ in rows)
     lines = [head]
     for text, loc in rows:
-        lines.append(text if loc is None else
-                     f"{text.ljust(width)}   # {format_loc(loc)}")
+        lines.append(text if loc is None else f"{text.ljust(width)}   # {format_loc(loc)}")
     lines.append(") {")
     return lines
 
@@ -191,8 +194,11 @@ def _align(rows: list[tuple[str, str, str | None]]) -> list[str]:
     """Line up the type column, then the comment column, for reading a graph as a table."""
     width = max((len(lhs) for lhs, _, _ in rows if len(lhs) <= _MAX_ALIGN), default=0)
     bodies = [f"  {lhs.ljust(width)} : {ty}" for lhs, ty, _ in rows]
-    located = [len(b) for b, (_, _, loc) in zip(bodies, rows)
-               if loc is not None and len(b) <= _MAX_ALIGN + 24]
+    located = [
+        len(b)
+        for b, (_, _, loc) in zip(bodies, rows)
+        if loc is not None and len(b) <= _MAX_ALIGN + 24
+    ]
     comment_col = max(located, default=0)
     out = []
     for body, (_, _, loc) in zip(bodies, rows):

@@ -7,6 +7,7 @@ generator lowers) or a decomposition into other ops (composites). Derivative rul
 
 `ir` imports nothing else of llgrad: the op families in `llgrad.ops` fill this table.
 """
+
 from __future__ import annotations
 
 import enum
@@ -18,17 +19,17 @@ from .types import TensorType
 
 
 class Group(enum.Enum):
-    PARAM = "param"          # a graph input
-    CONST = "const"          # a literal tensor (scalar or small array)
-    UNARY = "unary"          # elementwise, one input
-    BINARY = "binary"        # elementwise, two inputs (broadcast)
-    TERNARY = "ternary"      # elementwise, three inputs (where, clamp)
-    CAST = "cast"            # elementwise dtype conversion
-    REDUCE = "reduce"        # sum/prod/max/min/argmax/argmin over axes
-    MOVEMENT = "movement"    # reshape, permute, expand, slice, pad, cat, flip
-    INDEX = "index"          # gather / scatter-add over a linear index
-    LINALG = "linalg"        # matmul
-    RANDOM = "random"        # random number generation
+    PARAM = "param"  # a graph input
+    CONST = "const"  # a literal tensor (scalar or small array)
+    UNARY = "unary"  # elementwise, one input
+    BINARY = "binary"  # elementwise, two inputs (broadcast)
+    TERNARY = "ternary"  # elementwise, three inputs (where, clamp)
+    CAST = "cast"  # elementwise dtype conversion
+    REDUCE = "reduce"  # sum/prod/max/min/argmax/argmin over axes
+    MOVEMENT = "movement"  # reshape, permute, expand, slice, pad, cat, flip
+    INDEX = "index"  # gather / scatter-add over a linear index
+    LINALG = "linalg"  # matmul
+    RANDOM = "random"  # random number generation
     COLLECTIVE = "collective"  # communication across processes (all_reduce)
     COMPOSITE = "composite"  # defined by a decomposition into other ops
 
@@ -56,10 +57,10 @@ class AttrKind(enum.Enum):
     BOOL = "bool"
     DTYPE = "dtype"
     STR = "str"
-    SCALAR = "scalar"        # int, float, bool or complex literal
-    VALUE = "value"          # a nested list of scalars (const payloads)
-    OPT_INT = "opt_int"      # int or None
-    OPT_INTS = "opt_ints"    # list of ints or None
+    SCALAR = "scalar"  # int, float, bool or complex literal
+    VALUE = "value"  # a nested list of scalars (const payloads)
+    OPT_INT = "opt_int"  # int or None
+    OPT_INTS = "opt_ints"  # list of ints or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,17 +77,17 @@ class OpDef:
 
     name: str
     group: Group
-    nin: int                                   # number of tensor inputs; -1 = variadic
+    nin: int  # number of tensor inputs; -1 = variadic
     attrs: tuple[Attr, ...] = ()
     infer: Callable[..., TensorType] | None = None
     reference: Callable[..., Any] | None = None
-    scalar: Callable[..., Any] | None = None   # elementwise: (s, *values, **attrs) -> value
+    scalar: Callable[..., Any] | None = None  # elementwise: (s, *values, **attrs) -> value
     decompose: Callable[..., Any] | None = None
     vjp: Callable[..., Any] | None = None
     jvp: Callable[..., Any] | None = None
-    backward_name: str | None = None           # PyTorch's grad_fn class name
-    promotion: str = "same"                    # frontend dtype rule (see PROMOTIONS)
-    saves: str = "io"        # what backward keeps: i(nputs), o(utput), or digits naming inputs
+    backward_name: str | None = None  # PyTorch's grad_fn class name
+    promotion: str = "same"  # frontend dtype rule (see PROMOTIONS)
+    saves: str = "io"  # what backward keeps: i(nputs), o(utput), or digits naming inputs
     # input k -> the inputs whose gradients read it: k is saved only when one of them needs
     # a gradient (PyTorch saves `x` of `x * y` only when y requires grad, so `x * 4` and
     # `x / 4` keep nothing of x and a later in-place write to x is legal)
@@ -105,8 +106,9 @@ class OpDef:
         known = {a.name for a in self.attrs}
         unknown = set(given) - known
         if unknown:
-            raise TypeError(f"{self.name}: unknown attribute(s) {sorted(unknown)}; "
-                            f"expected {sorted(known)}")
+            raise TypeError(
+                f"{self.name}: unknown attribute(s) {sorted(unknown)}; expected {sorted(known)}"
+            )
         out = []
         for a in self.attrs:
             if a.name in given:
@@ -158,8 +160,9 @@ def _coerce(op: str, a: Attr, v: Any) -> Any:
         if k is AttrKind.VALUE:
             return _freeze(v)
     except (TypeError, ValueError, AttributeError):
-        raise TypeError(f"{op}: attribute {a.name!r} expects {k.value}, "
-                        f"got {v!r} ({type(v).__name__})") from None
+        raise TypeError(
+            f"{op}: attribute {a.name!r} expects {k.value}, got {v!r} ({type(v).__name__})"
+        ) from None
     raise AssertionError(k)
 
 

@@ -1,4 +1,5 @@
 """Value types: a dtype and a static shape."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,8 +42,10 @@ def broadcast_shapes(*shapes: tuple[int, ...], op: str = "broadcast") -> tuple[i
                 continue
             if size != 1 and d != size:
                 pretty = ", ".join(str(list(s)) for s in shapes)
-                raise ValueError(f"{op}: shapes {pretty} cannot be broadcast together "
-                                 f"(dimension {i - ndim} is {size} vs {d})")
+                raise ValueError(
+                    f"{op}: shapes {pretty} cannot be broadcast together "
+                    f"(dimension {i - ndim} is {size} vs {d})"
+                )
             size = d
         out.append(size)
     return tuple(out)
@@ -54,6 +57,8 @@ def normalize_axis(axis: int, ndim: int, op: str) -> int:
     if not isinstance(axis, int) or isinstance(axis, bool):
         raise TypeError(f"{op}: dim must be an int, got {type(axis).__name__}")
     if not -n <= axis < n:
-        raise IndexError(f"{op}: dimension out of range (expected to be in range of "
-                         f"[{-n}, {n - 1}], but got {axis})")
+        raise IndexError(
+            f"{op}: dimension out of range (expected to be in range of "
+            f"[{-n}, {n - 1}], but got {axis})"
+        )
     return axis % n

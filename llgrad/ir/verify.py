@@ -6,6 +6,7 @@ attributes exactly as the op's spec normalizes them, every type equal to what th
 shape rule infers, parameters uniquely named, outputs inside the graph. Errors name the
 value as the printer would (`%3`), its op, its line in `print_graph(g)` and its source loc.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,8 +23,14 @@ __all__ = ["verify", "VerificationError"]
 class VerificationError(ValueError):
     """A broken invariant; `node`, `op` and `line` (in the printed graph) say where."""
 
-    def __init__(self, reason: str, node: Any = None, name: str | None = None,
-                 line: int | None = None, graph: str = ""):
+    def __init__(
+        self,
+        reason: str,
+        node: Any = None,
+        name: str | None = None,
+        line: int | None = None,
+        graph: str = "",
+    ):
         self.reason = reason
         self.node = node
         self.op = getattr(node, "op", None)
@@ -44,8 +51,9 @@ def verify(g: Graph) -> None:
         raise TypeError(f"verify expects a Graph, got {type(g).__name__}")
     for n in list(g.params) + list(g.nodes) + list(g.outputs):
         if not isinstance(n, Node):
-            raise VerificationError(f"expected a Node, found {type(n).__name__}: {n!r}",
-                                    graph=g.name)
+            raise VerificationError(
+                f"expected a Node, found {type(n).__name__}: {n!r}", graph=g.name
+            )
     _Verifier(g).run()
 
 
@@ -56,8 +64,9 @@ class _Verifier:
         self.names = _names(g)
 
     def fail(self, node: Any, reason: str) -> VerificationError:
-        return VerificationError(reason, node, self.names.get(node, _foreign(node)),
-                                 self.lines.get(node), self.g.name)
+        return VerificationError(
+            reason, node, self.names.get(node, _foreign(node)), self.lines.get(node), self.g.name
+        )
 
     def run(self) -> None:
         self.check_params()
@@ -74,8 +83,10 @@ class _Verifier:
                 raise self.fail(p, f"a parameter has no inputs, found {len(p.inputs)}")
             name = p.attrs[0][1] if len(p.attrs) == 1 and p.attrs[0][0] == "name" else None
             if not isinstance(name, str):
-                raise self.fail(p, f"a parameter's attributes must be exactly (('name', str),),"
-                                   f" found {p.attrs!r}")
+                raise self.fail(
+                    p,
+                    f"a parameter's attributes must be exactly (('name', str),), found {p.attrs!r}",
+                )
             if not IDENTIFIER.match(name):
                 raise self.fail(p, f"parameter name {name!r} is not a valid identifier")
             if name in seen:
@@ -109,8 +120,11 @@ class _Verifier:
             if not isinstance(x, Node):
                 raise self.fail(n, f"input {i} is not a Node: {x!r}")
             if id(x) not in defined:
-                what = ("is used before it is defined" if id(x) in in_graph
-                        else "is not a node of this graph")
+                what = (
+                    "is used before it is defined"
+                    if id(x) in in_graph
+                    else "is not a node of this graph"
+                )
                 raise self.fail(n, f"input {i} ({self.names.get(x, _foreign(x))}) {what}")
         if opdef.nin >= 0 and len(n.inputs) != opdef.nin:
             raise self.fail(n, f"{n.op} takes {opdef.nin} inputs, found {len(n.inputs)}")
@@ -120,50 +134,63 @@ class _Verifier:
 
     def check_attrs(self, n: Node, opdef: registry.OpDef) -> None:
         attrs = n.attrs
-        if (not isinstance(attrs, tuple)
-                or not all(isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], str)
-                           for a in attrs)):
-            raise self.fail(n, f"attributes must be a tuple of (name, value) pairs, "
-                               f"found {attrs!r}")
+        if not isinstance(attrs, tuple) or not all(
+            isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], str) for a in attrs
+        ):
+            raise self.fail(
+                n, f"attributes must be a tuple of (name, value) pairs, found {attrs!r}"
+            )
         given = dict(attrs)
         if len(given) != len(attrs):
             raise self.fail(n, f"an attribute is given twice: {[k for k, _ in attrs]}")
         defaults = {a.name: a.default for a in opdef.attrs}
         # normalize_attrs fills a missing optional attribute with its None default but
         # refuses an explicit None for non-OPT kinds, so leave those out before asking it.
-        given = {k: v for k, v in given.items()
-                 if not (v is None and k in defaults and defaults[k] is None)}
+        given = {
+            k: v
+            for k, v in given.items()
+            if not (v is None and k in defaults and defaults[k] is None)
+        }
         try:
             norm = opdef.normalize_attrs(given)
         except TypeError as e:
             raise self.fail(n, f"attributes do not match the op's spec: {e}") from None
         if not _same_attrs(norm, attrs):
-            raise self.fail(n, f"attributes {attrs!r} are not in normal form; the op's spec "
-                               f"gives {norm!r}")
+            raise self.fail(
+                n, f"attributes {attrs!r} are not in normal form; the op's spec gives {norm!r}"
+            )
 
     def check_type(self, n: Node) -> None:
         t = n.type
-        ok = (isinstance(t, TensorType) and isinstance(t.dtype, DType)
-              and isinstance(t.shape, tuple)
-              and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0
-                      for s in t.shape))
+        ok = (
+            isinstance(t, TensorType)
+            and isinstance(t.dtype, DType)
+            and isinstance(t.shape, tuple)
+            and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in t.shape)
+        )
         if not ok:
-            raise self.fail(n, f"type {t!r} is not a TensorType of a dtype and a tuple of "
-                               f"non-negative ints")
+            raise self.fail(
+                n, f"type {t!r} is not a TensorType of a dtype and a tuple of non-negative ints"
+            )
 
     def check_inferred(self, n: Node, opdef: registry.OpDef) -> None:
         if opdef.infer is None:
             raise self.fail(n, f"op {n.op!r} has no shape rule to check the type against")
         try:
             inferred = opdef.infer(tuple(x.type for x in n.inputs), **dict(n.attrs))
-        except (TypeError, ValueError, RuntimeError, IndexError, KeyError,
-                OverflowError) as e:
-            raise self.fail(n, f"the op's shape rule rejects the inputs "
-                               f"({', '.join(str(x.type) for x in n.inputs)}): {e}") from None
+        except (TypeError, ValueError, RuntimeError, IndexError, KeyError, OverflowError) as e:
+            raise self.fail(
+                n,
+                f"the op's shape rule rejects the inputs "
+                f"({', '.join(str(x.type) for x in n.inputs)}): {e}",
+            ) from None
         if inferred != n.type:
-            raise self.fail(n, f"type {n.type} does not match {inferred}, which the op's "
-                               f"shape rule infers from the inputs "
-                               f"({', '.join(str(x.type) for x in n.inputs)})")
+            raise self.fail(
+                n,
+                f"type {n.type} does not match {inferred}, which the op's "
+                f"shape rule infers from the inputs "
+                f"({', '.join(str(x.type) for x in n.inputs)})",
+            )
 
     def check_outputs(self) -> None:
         in_graph = {id(n) for n in self.g.nodes}
@@ -184,7 +211,7 @@ def _same_value(a: Any, b: Any) -> bool:
         return False
     if isinstance(a, tuple):
         return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
-    return a is b or a == b or (a != a and b != b)     # NaN equals NaN here
+    return a is b or a == b or (a != a and b != b)  # NaN equals NaN here
 
 
 def _names(g: Graph) -> dict[Node, str]:

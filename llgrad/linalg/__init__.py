@@ -34,27 +34,104 @@ ones on every LAPACK build. As in torch, `svd`'s gradient with `full_matrices=Tr
 the gradients of U's columns and Vh's rows past min(m, n) (any orthonormal basis of the
 complement).
 """
+
 from ..functions.linalg import matmul
-from ._composed import (cond, cross, diagonal, matrix_norm, matrix_power, matrix_rank,
-                        multi_dot, norm, tensorinv, tensorsolve, vander, vecdot, vector_norm)
-from ._decomp import (cholesky, cholesky_ex, det, eig, eigh, eigvals, eigvalsh,
-                      householder_product, inv, inv_ex, ldl_factor, ldl_factor_ex, ldl_solve,
-                      lstsq, lu, lu_factor, lu_factor_ex, lu_solve, matrix_exp, pinv, qr,
-                      slogdet, solve, solve_ex, solve_triangular, svd, svdvals)
+from ._composed import (
+    cond,
+    cross,
+    diagonal,
+    matrix_norm,
+    matrix_power,
+    matrix_rank,
+    multi_dot,
+    norm,
+    tensorinv,
+    tensorsolve,
+    vander,
+    vecdot,
+    vector_norm,
+)
+from ._decomp import (
+    cholesky,
+    cholesky_ex,
+    det,
+    eig,
+    eigh,
+    eigvals,
+    eigvalsh,
+    householder_product,
+    inv,
+    inv_ex,
+    ldl_factor,
+    ldl_factor_ex,
+    ldl_solve,
+    lstsq,
+    lu,
+    lu_factor,
+    lu_factor_ex,
+    lu_solve,
+    matrix_exp,
+    pinv,
+    qr,
+    slogdet,
+    solve,
+    solve_ex,
+    solve_triangular,
+    svd,
+    svdvals,
+)
 from ._host import LinAlgError
 
-__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig",
-           "eigh", "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex",
-           "ldl_factor", "ldl_factor_ex", "ldl_solve", "lstsq", "lu", "lu_factor",
-           "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power",
-           "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex",
-           "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "vander",
-           "vecdot", "vector_norm"]
+__all__ = [
+    "LinAlgError",
+    "cholesky",
+    "cholesky_ex",
+    "cond",
+    "cross",
+    "det",
+    "diagonal",
+    "eig",
+    "eigh",
+    "eigvals",
+    "eigvalsh",
+    "householder_product",
+    "inv",
+    "inv_ex",
+    "ldl_factor",
+    "ldl_factor_ex",
+    "ldl_solve",
+    "lstsq",
+    "lu",
+    "lu_factor",
+    "lu_factor_ex",
+    "lu_solve",
+    "matmul",
+    "matrix_exp",
+    "matrix_norm",
+    "matrix_power",
+    "matrix_rank",
+    "multi_dot",
+    "norm",
+    "pinv",
+    "qr",
+    "slogdet",
+    "solve",
+    "solve_ex",
+    "solve_triangular",
+    "svd",
+    "svdvals",
+    "tensorinv",
+    "tensorsolve",
+    "vander",
+    "vecdot",
+    "vector_norm",
+]
 
 
 def _served_on_devices() -> None:
     """Every public function here also serves CUDA tensors where its eager code cannot."""
     from ..functions._errors import serve_on_devices
+
     serve_on_devices(globals())
 
 

@@ -6,6 +6,7 @@ They record the nodes of the ops they are made of and compile into a graph under
 norms need singular values; `cond`, `matrix_rank`, `tensorinv`, `tensorsolve` and a
 negative `matrix_power` need a factorization): those parts are graph breaks.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,6 +31,7 @@ def _out(result: Any, out: Any, op: str) -> Any:
     if out is None:
         return result
     from ..functions._out import store
+
     return store(op, result, out)
 
 
@@ -37,23 +39,35 @@ def _out(result: Any, out: Any, op: str) -> Any:
 # norms
 # ======================================================================================
 
+
 def _norm_dtype(op: str, x: Tensor, dtype: dt.DType | None) -> Tensor:
     if dtype is not None:
         if not (dtype.is_floating_point or dtype.is_complex):
-            raise RuntimeError(f"{op}: dtype should be floating point or complex. Got "
-                               f"{_torch_name(dtype)}")
+            raise RuntimeError(
+                f"{op}: dtype should be floating point or complex. Got {_torch_name(dtype)}"
+            )
         if x._dtype.is_complex and not dtype.is_complex:
-            raise RuntimeError(f"{op}: dtype should be complex for a complex input. Got "
-                               f"{_torch_name(dtype)}")
+            raise RuntimeError(
+                f"{op}: dtype should be complex for a complex input. Got {_torch_name(dtype)}"
+            )
         return x.to(dtype)
     if not (x._dtype.is_floating_point or x._dtype.is_complex):
-        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. "
-                           f"Got {_torch_name(x._dtype)}")
+        raise RuntimeError(
+            f"{op}: Expected a floating point or complex tensor as input. "
+            f"Got {_torch_name(x._dtype)}"
+        )
     return x
 
 
-def vector_norm(x: Tensor, ord: float = 2, dim: Any = None, keepdim: bool = False, *,
-                dtype: dt.DType | None = None, out: Any = None) -> Tensor:
+def vector_norm(
+    x: Tensor,
+    ord: float = 2,
+    dim: Any = None,
+    keepdim: bool = False,
+    *,
+    dtype: dt.DType | None = None,
+    out: Any = None,
+) -> Tensor:
     """The vector `ord`-norm of `x` over `dim` (all elements when None), as
     torch.linalg.vector_norm (ord: any real number, inf, -inf; 0 counts nonzeros)."""
     op = "linalg.vector_norm"
@@ -67,14 +81,18 @@ def vector_norm(x: Tensor, ord: float = 2, dim: Any = None, keepdim: bool = Fals
         # no identity for these orders: torch refuses reducing all of an empty tensor or
         # any empty dimension (a reduction over non-empty dims of it gives an empty result)
         if dim is None:
-            raise RuntimeError(f"{op} cannot compute the {ord} norm on an empty tensor "
-                               f"because the operation does not have an identity (expected "
-                               f"a non-empty tensor)")
-        for d in ((dim,) if isinstance(dim, int) else tuple(dim)):
+            raise RuntimeError(
+                f"{op} cannot compute the {ord} norm on an empty tensor "
+                f"because the operation does not have an identity (expected "
+                f"a non-empty tensor)"
+            )
+        for d in (dim,) if isinstance(dim, int) else tuple(dim):
             if x._shape[normalize_axis(d, x.ndim, op)] == 0:
-                raise RuntimeError(f"{op} cannot compute the {ord} norm on the dimension "
-                                   f"{d} because this dimension is empty and the operation "
-                                   f"does not have an identity")
+                raise RuntimeError(
+                    f"{op} cannot compute the {ord} norm on the dimension "
+                    f"{d} because this dimension is empty and the operation "
+                    f"does not have an identity"
+                )
     return _out(_reduction.norm(x, float(ord), dim, keepdim), out, op)
 
 
@@ -97,8 +115,15 @@ def _restore(r: Tensor, d0: int, d1: int, keepdim: bool) -> Tensor:
 
 
 @composite_function
-def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False, *,
-                dtype: dt.DType | None = None, out: Any = None) -> Tensor:
+def matrix_norm(
+    A: Tensor,
+    ord: Any = "fro",
+    dim: Any = (-2, -1),
+    keepdim: bool = False,
+    *,
+    dtype: dt.DType | None = None,
+    out: Any = None,
+) -> Tensor:
     """The matrix norm `ord` ('fro', 'nuc', inf, -inf, 1, -1, 2, -2) of the matrices over
     `dim`, as torch.linalg.matrix_norm ('nuc' and +-2 use the singular values)."""
     op = "linalg.matrix_norm"
@@ -128,17 +153,24 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool 
         S = D.svdvals(F.movedim(A, (d0, d1), (-2, -1)))
         return _out(_restore(extreme(S, S.ndim - 1, False), d0, d1, keepdim), out, op)
     absA = F.abs(A)
-    if ord in (1, -1):          # column sums, then the max (min) over columns
+    if ord in (1, -1):  # column sums, then the max (min) over columns
         r = extreme(F.sum(absA, d0, keepdim=True), d1, True)
-    else:                       # row sums
+    else:  # row sums
         r = extreme(F.sum(absA, d1, keepdim=True), d0, True)
     if not keepdim:
         r = F.squeeze(F.squeeze(r, max(d0, d1)), min(d0, d1))
     return _out(r, out, op)
 
 
-def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *,
-         out: Any = None, dtype: dt.DType | None = None) -> Tensor:
+def norm(
+    A: Tensor,
+    ord: Any = None,
+    dim: Any = None,
+    keepdim: bool = False,
+    *,
+    out: Any = None,
+    dtype: dt.DType | None = None,
+) -> Tensor:
     """A vector or matrix norm, as torch.linalg.norm: with `dim` an int (or 1-tuple) a
     vector norm, a 2-tuple a matrix norm; with `dim` None the 2-norm of all elements when
     `ord` is None, else the vector (1-D) or matrix (2-D) norm of `ord`."""
@@ -147,25 +179,25 @@ def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *,
     if dim is not None:
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
         if len(dims) == 1:
-            return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype,
-                               out=out)
+            return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype, out=out)
         if len(dims) == 2:
-            if ord is None:             # the 2-norm of the elements, as torch
+            if ord is None:  # the 2-norm of the elements, as torch
                 return vector_norm(A, 2, dims, keepdim, dtype=dtype, out=out)
             return matrix_norm(A, ord, dims, keepdim, dtype=dtype, out=out)
-        raise RuntimeError(f"{op}: If dim is specified, it must be of length 1 or 2. Got "
-                           f"{list(dims)}")
+        raise RuntimeError(
+            f"{op}: If dim is specified, it must be of length 1 or 2. Got {list(dims)}"
+        )
     if ord is None:
         return vector_norm(A, 2, None, keepdim, dtype=dtype, out=out)
     if A.ndim == 2:
         return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype, out=out)
     if A.ndim == 1:
         if isinstance(ord, str):
-            raise RuntimeError(f"{op}: Expected a number as ord for a vector norm, got "
-                               f"'{ord}'")
+            raise RuntimeError(f"{op}: Expected a number as ord for a vector norm, got '{ord}'")
         return vector_norm(A, ord, None, keepdim, dtype=dtype, out=out)
-    raise RuntimeError(f"{op}: If dim is not specified but ord is, the input must be 1D or "
-                       f"2D. Got {A.ndim}D.")
+    raise RuntimeError(
+        f"{op}: If dim is not specified but ord is, the input must be 1D or 2D. Got {A.ndim}D."
+    )
 
 
 def cond(A: Tensor, p: Any = None, *, out: Any = None) -> Tensor:
@@ -199,8 +231,15 @@ def cond(A: Tensor, p: Any = None, *, out: Any = None) -> Tensor:
     return _out(r, out, op)
 
 
-def matrix_rank(A: Tensor, tol: Any = None, hermitian: bool = False, *, atol: Any = None,
-                rtol: Any = None, out: Any = None) -> Tensor:
+def matrix_rank(
+    A: Tensor,
+    tol: Any = None,
+    hermitian: bool = False,
+    *,
+    atol: Any = None,
+    rtol: Any = None,
+    out: Any = None,
+) -> Tensor:
     """The number of singular values (|eigenvalues| with hermitian=True) above
     max(atol, rtol * the largest), as torch.linalg.matrix_rank (`tol` is the older name
     of atol, with rtol 0)."""
@@ -243,6 +282,7 @@ def matrix_rank(A: Tensor, tol: Any = None, hermitian: bool = False, *, atol: An
 # ======================================================================================
 # products
 # ======================================================================================
+
 
 def matrix_power(A: Tensor, n: int, *, out: Any = None) -> Tensor:
     """A to the integer power n (n = 0: the identity; n < 0: the inverse's power), by
@@ -307,28 +347,30 @@ def multi_dot(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
     first_vec = ts[0].ndim == 1
     last_vec = ts[-1].ndim == 1
     if ts[0].ndim not in (1, 2):
-        raise RuntimeError(f"multi_dot(): the first tensor must be 1D or 2D but got "
-                           f"{ts[0].ndim}D")
+        raise RuntimeError(f"multi_dot(): the first tensor must be 1D or 2D but got {ts[0].ndim}D")
     if ts[-1].ndim not in (1, 2):
-        raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got "
-                           f"{ts[-1].ndim}D")
+        raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got {ts[-1].ndim}D")
     for i, t in enumerate(ts[1:-1], 1):
         if t.ndim != 2:
             raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
     for t in ts[1:]:
         if t._dtype is not ts[0]._dtype:
-            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but "
-                               f"tensor 0 is {_torch_name(ts[0]._dtype)} and tensor "
-                               f"{ts.index(t)} {_torch_name(t._dtype)}")
+            raise RuntimeError(
+                f"multi_dot(): all tensors must have be the same dtype but "
+                f"tensor 0 is {_torch_name(ts[0]._dtype)} and tensor "
+                f"{ts.index(t)} {_torch_name(t._dtype)}"
+            )
     if first_vec:
         ts[0] = F.unsqueeze(ts[0], 0)
     if last_vec:
         ts[-1] = F.unsqueeze(ts[-1], -1)
     for i in range(len(ts) - 1):
         if ts[i]._shape[1] != ts[i + 1]._shape[0]:
-            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes "
-                               f"{list(ts[i]._shape)} and {list(ts[i + 1]._shape)} cannot be "
-                               f"multiplied")
+            raise RuntimeError(
+                f"multi_dot(): tensors {i} and {i + 1} with shapes "
+                f"{list(ts[i]._shape)} and {list(ts[i + 1]._shape)} cannot be "
+                f"multiplied"
+            )
     dims = [ts[0]._shape[0]] + [t._shape[1] for t in ts]
     split = _chain_order(dims)
 
@@ -356,12 +398,16 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Any = None) -> Te
     if input.ndim != other.ndim:
         raise RuntimeError(f"{op}: inputs must have the same number of dimensions.")
     if input._dtype is not other._dtype:
-        raise RuntimeError(f"{op}: Expected input and other to have the same dtype, but got "
-                           f"{_torch_name(input._dtype)} and {_torch_name(other._dtype)}")
+        raise RuntimeError(
+            f"{op}: Expected input and other to have the same dtype, but got "
+            f"{_torch_name(input._dtype)} and {_torch_name(other._dtype)}"
+        )
     d = normalize_axis(dim, input.ndim, op)
     if input._shape[d] != 3 or other._shape[d] != 3:
-        raise RuntimeError(f"{op}: inputs dimension {dim} must have length 3. Got "
-                           f"{input._shape[d]} and {other._shape[d]}")
+        raise RuntimeError(
+            f"{op}: inputs dimension {dim} must have length 3. Got "
+            f"{input._shape[d]} and {other._shape[d]}"
+        )
     a, b = F.broadcast_tensors(input, other)
 
     def part(x: Tensor, i: int) -> Tensor:
@@ -369,8 +415,14 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Any = None) -> Te
 
     a0, a1, a2 = part(a, 0), part(a, 1), part(a, 2)
     b0, b1, b2 = part(b, 0), part(b, 1), part(b, 2)
-    c = F.cat([F.sub(F.mul(a1, b2), F.mul(a2, b1)), F.sub(F.mul(a2, b0), F.mul(a0, b2)),
-               F.sub(F.mul(a0, b1), F.mul(a1, b0))], d)
+    c = F.cat(
+        [
+            F.sub(F.mul(a1, b2), F.mul(a2, b1)),
+            F.sub(F.mul(a2, b0), F.mul(a0, b2)),
+            F.sub(F.mul(a0, b1), F.mul(a1, b0)),
+        ],
+        d,
+    )
     return _out(c, out, op)
 
 
@@ -380,9 +432,11 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
     check_tensor(op, x, "x")
     check_tensor(op, y, "y")
     if x._dtype is not y._dtype:
-        raise RuntimeError(f"{op}: Expected x and y to have the same dtype, but found x of "
-                           f"type {_torch_name(x._dtype)} and y of type "
-                           f"{_torch_name(y._dtype)} instead")
+        raise RuntimeError(
+            f"{op}: Expected x and y to have the same dtype, but found x of "
+            f"type {_torch_name(x._dtype)} and y of type "
+            f"{_torch_name(y._dtype)} instead"
+        )
     xc = F.conj(x) if x._dtype.is_complex else x
     return _out(F.sum(F.mul(xc, y), dim), out, op)
 
@@ -400,9 +454,13 @@ def vander(x: Tensor, *, N: int | None = None) -> Tensor:
     if N <= 1:
         raise RuntimeError(f"{op}: N must be greater than 1 (got N={N})")
     x = x.to(dt.int64) if x._dtype is dt.bool_ else x
-    if x.__class__ is Tensor and x._dtype not in (dt.float16, dt.bfloat16) and \
-            not interpreters and not (x._requires_grad and grad_enabled()) and \
-            not forward_ad._level[0]:
+    if (
+        x.__class__ is Tensor
+        and x._dtype not in (dt.float16, dt.bfloat16)
+        and not interpreters
+        and not (x._requires_grad and grad_enabled())
+        and not forward_ad._level[0]
+    ):
         # a plain tensor that needs no gradient: the powers by NumPy's running product
         # (the same products, in the same order, as cumprod's)
         V = Tensor._empty(x._shape + (N,), x._dtype)
@@ -437,14 +495,15 @@ def tensorinv(A: Tensor, ind: int = 2, *, out: Any = None) -> Tensor:
     op = "linalg.tensorinv"
     check_tensor(op, A)
     if ind <= 0:
-        raise RuntimeError(f"{op}: Expected a strictly positive integer for 'ind', but got "
-                           f"{ind}")
+        raise RuntimeError(f"{op}: Expected a strictly positive integer for 'ind', but got {ind}")
     lead, rest = A._shape[:ind], A._shape[ind:]
     p1, p2 = math.prod(lead), math.prod(rest)
     if p1 != p2:
-        raise RuntimeError(f"{op}: Expected self to satisfy the requirement "
-                           f"prod(self.shape[ind:]) == prod(self.shape[:ind]), but got "
-                           f"{p2} != {p1}")
+        raise RuntimeError(
+            f"{op}: Expected self to satisfy the requirement "
+            f"prod(self.shape[ind:]) == prod(self.shape[:ind]), but got "
+            f"{p2} != {p1}"
+        )
     if p1 and A._dtype in D._LAPACK_DTYPES and D._plain_no_grad(A):
         # a plain tensor that needs no gradient: the inverse straight into the result
         X = Tensor._empty(rest + lead, A._dtype)
@@ -467,22 +526,28 @@ def tensorsolve(A: Tensor, other: Tensor, dims: Any = None, *, out: Any = None) 
     if dims is not None:
         ds = [normalize_axis(d, A.ndim, op) for d in dims]
         A = F.movedim(A, ds, list(range(A.ndim - len(ds), A.ndim)))
-    rest = A._shape[B.ndim:]
+    rest = A._shape[B.ndim :]
     nb = math.prod(B._shape)
     nr = math.prod(rest)
     if math.prod(A._shape) != nb * nr or nb != nr:
-        raise RuntimeError(f"{op}: Expected self to satisfy the requirement "
-                           f"prod(result_shape) == prod(other.shape), but got {nr} != {nb}")
-    if nb and A._dtype in D._LAPACK_DTYPES and A._dtype is B._dtype and \
-            D._plain_no_grad(A, B):
+        raise RuntimeError(
+            f"{op}: Expected self to satisfy the requirement "
+            f"prod(result_shape) == prod(other.shape), but got {nr} != {nb}"
+        )
+    if nb and A._dtype in D._LAPACK_DTYPES and A._dtype is B._dtype and D._plain_no_grad(A, B):
         # plain tensors that need no gradient: the solve straight into the result
         X = Tensor._empty(rest, A._dtype)
         info = np.zeros((), np.int32)
-        D._solve_into(A._numpy_view().reshape(nb, nr), B._numpy_view().reshape(nb, 1),
-                      X._numpy_view().reshape(nr, 1), info)
+        D._solve_into(
+            A._numpy_view().reshape(nb, nr),
+            B._numpy_view().reshape(nb, 1),
+            X._numpy_view().reshape(nr, 1),
+            info,
+        )
         if info:
-            raise D.LinAlgError("torch.linalg.solve: The solver failed because the input "
-                                "matrix is singular.")
+            raise D.LinAlgError(
+                "torch.linalg.solve: The solver failed because the input matrix is singular."
+            )
         return _out(X, out, op)
     X = D.solve(F.reshape(A, (nb, nr)), F.reshape(B, (nb,)))
     return _out(F.reshape(X, rest), out, op)

@@ -11,6 +11,7 @@ writes straight into the new outputs' memory (`_cholesky_fast`, `_eigh_fast`,
 give the same values), inputs with no matrices make their outputs without any work, and
 `lu_solve` calls getrs instead of its triangular solves.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -26,9 +27,23 @@ from .. import functions as F
 from ..ir import dtypes as dt
 from ..runtime import lapack
 from ..tensor import Tensor, _row_major_strides
-from ._host import (LinAlgError, check_float, check_matrix, check_square, check_tensor,
-                    diag_embed, diagonal, first_bad, from_numpy, host_op, mH, mT,
-                    same_dtype, square_float, values)
+from ._host import (
+    LinAlgError,
+    check_float,
+    check_matrix,
+    check_square,
+    check_tensor,
+    diag_embed,
+    diagonal,
+    first_bad,
+    from_numpy,
+    host_op,
+    mH,
+    mT,
+    same_dtype,
+    square_float,
+    values,
+)
 
 inv_ex_result = namedtuple("linalg_inv_ex", ["inverse", "info"])
 solve_ex_result = namedtuple("linalg_solve_ex", ["result", "info"])
@@ -38,8 +53,7 @@ qr_result = namedtuple("linalg_qr", ["Q", "R"])
 eigh_result = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
 eig_result = namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
 svd_result = namedtuple("linalg_svd", ["U", "S", "Vh"])
-lstsq_result = namedtuple("linalg_lstsq", ["solution", "residuals", "rank",
-                                           "singular_values"])
+lstsq_result = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 lu_factor_result = namedtuple("linalg_lu_factor", ["LU", "pivots"])
 lu_factor_ex_result = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
 lu_result = namedtuple("linalg_lu", ["P", "L", "U"])
@@ -58,32 +72,36 @@ def _check_errors(op: str, info: Any, kind: str) -> None:
             return
         bad = first_bad(info)
     else:
-        if info.__class__ is Tensor:        # a fresh contiguous info tensor of a host op
+        if info.__class__ is Tensor:  # a fresh contiguous info tensor of a host op
             n = info._dtype.itemsize
             for size in info._shape:
                 n *= size
             if not n or not _string_at(info._ptr, n).strip(b"\0"):
-                return                      # every info is 0 (the bytes, without a view)
+                return  # every info is 0 (the bytes, without a view)
         bad = first_bad(values(info))
     if bad is None:
         return
     where, v = bad
     if kind == "inv":
-        raise LinAlgError(f"{op}: {where}The diagonal element {v} is zero, the inversion "
-                          f"could not be completed because the input matrix is singular.")
+        raise LinAlgError(
+            f"{op}: {where}The diagonal element {v} is zero, the inversion "
+            f"could not be completed because the input matrix is singular."
+        )
     if kind == "solve":
-        raise LinAlgError(f"{op}: {where}The solver failed because the input matrix is "
-                          f"singular.")
+        raise LinAlgError(f"{op}: {where}The solver failed because the input matrix is singular.")
     if kind == "cholesky":
-        raise LinAlgError(f"{op}: {where}The factorization could not be completed because "
-                          f"the input is not positive-definite (the leading minor of order "
-                          f"{v} is not positive-definite).")
+        raise LinAlgError(
+            f"{op}: {where}The factorization could not be completed because "
+            f"the input is not positive-definite (the leading minor of order "
+            f"{v} is not positive-definite)."
+        )
     if kind == "lu":
-        raise LinAlgError(f"{op}: {where}The factorization could not be completed because "
-                          f"the input is singular (U[{v}, {v}] is zero).")
+        raise LinAlgError(
+            f"{op}: {where}The factorization could not be completed because "
+            f"the input is singular (U[{v}, {v}] is zero)."
+        )
     if kind == "ldl":
-        raise LinAlgError(f"{op}: {where}The factorization could not be completed (info = "
-                          f"{v}).")
+        raise LinAlgError(f"{op}: {where}The factorization could not be completed (info = {v}).")
     raise LinAlgError(f"{op}: {where}failed to converge (info = {v}).")
 
 
@@ -98,7 +116,7 @@ def _above(shape: tuple[int, int], k: int, below: bool = False) -> np.ndarray:
     mask = _masks.get(key)
     if mask is None:
         m, n = key[0]
-        tri = np.tri(m, n, k, dtype=bool)           # on and below diagonal k
+        tri = np.tri(m, n, k, dtype=bool)  # on and below diagonal k
         mask = tri if below else ~tri
         mask.flags.writeable = False
         if len(_masks) < 1024:
@@ -120,12 +138,22 @@ def _wants_derivative(A: Tensor) -> bool:
     if A.__class__ is Tensor and not forward_ad._level[0]:
         return needs_grad((A,))
     from ..transforms.batching import bottom
-    return needs_grad([bottom(A)]) or (forward_ad._level[0] > 0 and
-                                       forward_ad.tangent_of(A) is not None)
+
+    return needs_grad([bottom(A)]) or (
+        forward_ad._level[0] > 0 and forward_ad.tangent_of(A) is not None
+    )
 
 
-def _host(op: str, name: str | None, inputs: tuple[Tensor, ...], compute: Any, rule: Any,
-          *, out_dtypes: Any, **kwargs: Any) -> tuple[Tensor, ...]:
+def _host(
+    op: str,
+    name: str | None,
+    inputs: tuple[Tensor, ...],
+    compute: Any,
+    rule: Any,
+    *,
+    out_dtypes: Any,
+    **kwargs: Any,
+) -> tuple[Tensor, ...]:
     """`host_op`, with a short way for plain tensors that need no gradient (no interpreter,
     forward-mode level or tracing: host_op would record nothing): the compute and the
     outputs only. Only for computes that call LAPACK (NumPy's floating-point warnings
@@ -205,8 +233,9 @@ def _pair_fast(op: str, A: Tensor, B: Tensor, into: Any) -> Tensor:
         try:
             batch = tuple(np.broadcast_shapes(ba, bb))
         except ValueError:
-            raise RuntimeError(f"{op}: The batch dimensions of A {list(ba)} and B {list(bb)} "
-                               f"are not broadcastable") from None
+            raise RuntimeError(
+                f"{op}: The batch dimensions of A {list(ba)} and B {list(bb)} are not broadcastable"
+            ) from None
         a = np.broadcast_to(a, batch + a.shape[-2:])
         b = np.broadcast_to(b, batch + b.shape[-2:])
     X = Tensor._empty(batch + b.shape[-2:], B._dtype)
@@ -218,13 +247,16 @@ def _pair_fast(op: str, A: Tensor, B: Tensor, into: Any) -> Tensor:
 def _empty_fast(*specs: tuple[tuple[int, ...], dt.DType, bool]) -> tuple[Tensor, ...]:
     """New tensors (shape, dtype, zeroed) for a call whose outputs hold no values to
     compute (empty matrices): only zero-filled ones (an info) get their bytes set."""
-    return tuple(_zero(Tensor._empty(shape, d)) if zero else Tensor._empty(shape, d)
-                 for shape, d, zero in specs)
+    return tuple(
+        _zero(Tensor._empty(shape, d)) if zero else Tensor._empty(shape, d)
+        for shape, d, zero in specs
+    )
 
 
 # ======================================================================================
 # inv
 # ======================================================================================
+
 
 def _lu_info(a: np.ndarray) -> np.ndarray:
     """getrf's info for each matrix of the batch (first zero pivot, 1-based; 0: none)."""
@@ -274,8 +306,9 @@ def _inv_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
     return [F.neg(F.matmul(Xh, F.matmul(g, Xh)))]
 
 
-def _inv_jvp(primals: list[Tensor], outs: list[Tensor], tangents: list[Tensor | None],
-             attrs: dict[str, Any]) -> list[Tensor | None]:
+def _inv_jvp(
+    primals: list[Tensor], outs: list[Tensor], tangents: list[Tensor | None], attrs: dict[str, Any]
+) -> list[Tensor | None]:
     X = outs[0]
     return [F.neg(F.matmul(X, F.matmul(tangents[0], X))), None]
 
@@ -288,9 +321,17 @@ def inv_ex(A: Tensor, *, check_errors: bool = False, out: Any = None) -> Any:
     if _plain_no_grad(A):
         inv, info = _inv_fast(A)
     else:
-        inv, info = _host(op, "LinalgInvExBackward0", (A,), _inv_compute, _inv_rule,
-                          out_dtypes=(A._dtype, dt.int32), save_inputs=False,
-                          save_outputs=(True, False), jvp=_inv_jvp)
+        inv, info = _host(
+            op,
+            "LinalgInvExBackward0",
+            (A,),
+            _inv_compute,
+            _inv_rule,
+            out_dtypes=(A._dtype, dt.int32),
+            save_inputs=False,
+            save_outputs=(True, False),
+            jvp=_inv_jvp,
+        )
     if check_errors:
         _check_errors("linalg.inv", info, "inv")
     return _out(inv_ex_result(inv, info), out)
@@ -305,9 +346,17 @@ def inv(A: Tensor, *, out: Any = None) -> Tensor:
         res, info = _inv_fast(A)
         _check_errors(op, info, "inv")
         return _out(res, out)
-    res, info = _host(op, "LinalgInvExBackward0", (A,), _inv_compute, _inv_rule,
-                        out_dtypes=(A._dtype, dt.int32), save_inputs=False,
-                        save_outputs=(True, False), jvp=_inv_jvp)
+    res, info = _host(
+        op,
+        "LinalgInvExBackward0",
+        (A,),
+        _inv_compute,
+        _inv_rule,
+        out_dtypes=(A._dtype, dt.int32),
+        save_inputs=False,
+        save_outputs=(True, False),
+        jvp=_inv_jvp,
+    )
     _check_errors(op, info, "inv")
     return _out(res, out)
 
@@ -318,12 +367,14 @@ def _out(result: Any, out: Any, op: str = "linalg") -> Any:
     if out is None:
         return result
     from ..functions._out import store
+
     return store(op, result, out)
 
 
 # ======================================================================================
 # det, slogdet
 # ======================================================================================
+
 
 def _det_compute(a: np.ndarray) -> tuple[np.ndarray]:
     if a.shape[-1] == 0:
@@ -337,13 +388,14 @@ def _adjugate_h(A: Tensor) -> Tensor:
     U, S, Vh = svd(A, full_matrices=False)
     n = S._shape[-1]
     ones = F.ones(S._shape[:-1] + (1,), dtype=S._dtype)
-    left = F.cumprod(F.cat([ones, S[..., :n - 1]], -1), -1)
+    left = F.cumprod(F.cat([ones, S[..., : n - 1]], -1), -1)
     right = F.flip(F.cumprod(F.flip(F.cat([S[..., 1:], ones], -1), [-1]), -1), [-1])
     others = F.mul(left, right).to(A._dtype)
     phase = F.mul(det(U), det(Vh))
-    adj_h = F.matmul(F.mul(U, F.unsqueeze(others, -2)), Vh)      # U diag(others) V^H
-    return F.mul(adj_h, F.unsqueeze(F.unsqueeze(F.conj(phase) if phase._dtype.is_complex
-                                                else phase, -1), -1))
+    adj_h = F.matmul(F.mul(U, F.unsqueeze(others, -2)), Vh)  # U diag(others) V^H
+    return F.mul(
+        adj_h, F.unsqueeze(F.unsqueeze(F.conj(phase) if phase._dtype.is_complex else phase, -1), -1)
+    )
 
 
 def _det_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
@@ -361,8 +413,9 @@ def _det_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
     return [F.mul(_adjugate_h(A), F.unsqueeze(F.unsqueeze(g, -1), -1))]
 
 
-def _det_jvp(primals: list[Tensor], outs: list[Tensor], tangents: list[Tensor | None],
-             attrs: dict[str, Any]) -> list[Tensor | None]:
+def _det_jvp(
+    primals: list[Tensor], outs: list[Tensor], tangents: list[Tensor | None], attrs: dict[str, Any]
+) -> list[Tensor | None]:
     A, dA = primals[0], tangents[0]
     # d det = det * tr(A^{-1} dA)
     tr = F.sum(diagonal(solve(A, dA)), -1)
@@ -374,8 +427,15 @@ def det(A: Tensor, *, out: Any = None) -> Tensor:
     host; the gradient uses A^{-1}, or the SVD where A is singular)."""
     op = "linalg.det"
     square_float(op, A)
-    (d,) = host_op(op, "LinalgDetBackward0", (A,), _det_compute, _det_rule,
-                   out_dtypes=(A._dtype,), jvp=_det_jvp)
+    (d,) = host_op(
+        op,
+        "LinalgDetBackward0",
+        (A,),
+        _det_compute,
+        _det_rule,
+        out_dtypes=(A._dtype,),
+        jvp=_det_jvp,
+    )
     return _out(d, out)
 
 
@@ -411,7 +471,7 @@ def slogdet(A: Tensor, *, out: Any = None) -> Any:
     op = "linalg.slogdet"
     square_float(op, A)
     if _plain_no_grad(A):
-        if not A._shape[-1]:        # empty matrices: det 1
+        if not A._shape[-1]:  # empty matrices: det 1
             sign = Tensor._empty(A._shape[:-2], A._dtype)
             if _count(sign._shape):
                 sign._numpy_view().fill(1)
@@ -419,11 +479,18 @@ def slogdet(A: Tensor, *, out: Any = None) -> Any:
             return _out(slogdet_result(sign, logabs), out)
         with np.errstate(all="ignore"):
             s_, l_ = _slogdet_compute(A._numpy_view())
-        return _out(slogdet_result(from_numpy(s_, A._dtype),
-                                   from_numpy(l_, _real_dtype(A._dtype))), out)
-    sign, logabs = host_op(op, "LinalgSlogdetBackward0", (A,), _slogdet_compute,
-                           _slogdet_rule, out_dtypes=(A._dtype, _real_dtype(A._dtype)),
-                           save_outputs=(True, False))
+        return _out(
+            slogdet_result(from_numpy(s_, A._dtype), from_numpy(l_, _real_dtype(A._dtype))), out
+        )
+    sign, logabs = host_op(
+        op,
+        "LinalgSlogdetBackward0",
+        (A,),
+        _slogdet_compute,
+        _slogdet_rule,
+        out_dtypes=(A._dtype, _real_dtype(A._dtype)),
+        save_outputs=(True, False),
+    )
     return _out(slogdet_result(sign, logabs), out)
 
 
@@ -431,12 +498,17 @@ def logdet_fast(A: Tensor) -> Tensor | None:
     """torch.logdet of a plain real (or empty) tensor that needs no gradient, in NumPy
     from slogdet's values (NaN for a negative determinant); None where the general way
     must run (checks included)."""
-    if not (A.__class__ is Tensor and A.ndim >= 2 and A._shape[-1] == A._shape[-2] and
-            A._dtype in _LAPACK_DTYPES and _plain_no_grad(A)):
+    if not (
+        A.__class__ is Tensor
+        and A.ndim >= 2
+        and A._shape[-1] == A._shape[-2]
+        and A._dtype in _LAPACK_DTYPES
+        and _plain_no_grad(A)
+    ):
         return None
     batch = A._shape[:-2]
     if not A._shape[-1]:
-        return _zero(Tensor._empty(batch, A._dtype))     # log det of 0 x 0 matrices: 0
+        return _zero(Tensor._empty(batch, A._dtype))  # log det of 0 x 0 matrices: 0
     if A._dtype.is_complex:
         return None
     with np.errstate(all="ignore"):
@@ -448,22 +520,25 @@ def logdet_fast(A: Tensor) -> Tensor | None:
 # solve
 # ======================================================================================
 
-def _broadcast_batch(op: str, A: Tensor, B: Tensor, nA: int = 2, nB: int = 2
-                     ) -> tuple[Tensor, Tensor]:
+
+def _broadcast_batch(
+    op: str, A: Tensor, B: Tensor, nA: int = 2, nB: int = 2
+) -> tuple[Tensor, Tensor]:
     """Expand A and B to their common batch shape (A's last nA dims, B's last nB are the
     matrix part)."""
-    ba, bb = A._shape[:A.ndim - nA], B._shape[:B.ndim - nB]
+    ba, bb = A._shape[: A.ndim - nA], B._shape[: B.ndim - nB]
     if ba == bb:
         return A, B
     try:
         batch = tuple(np.broadcast_shapes(ba, bb))
     except ValueError:
-        raise RuntimeError(f"{op}: The batch dimensions of A {list(ba)} and B {list(bb)} "
-                           f"are not broadcastable") from None
+        raise RuntimeError(
+            f"{op}: The batch dimensions of A {list(ba)} and B {list(bb)} are not broadcastable"
+        ) from None
     if ba != batch:
-        A = F.expand(A, batch + A._shape[A.ndim - nA:])
+        A = F.expand(A, batch + A._shape[A.ndim - nA :])
     if bb != batch:
-        B = F.expand(B, batch + B._shape[B.ndim - nB:])
+        B = F.expand(B, batch + B._shape[B.ndim - nB :])
     return A, B
 
 
@@ -484,7 +559,7 @@ def _solve_compute(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray
     if a.shape[-1] and info.size:
         if b.shape[-1]:
             _solve_into(a, b, x, info)
-        else:       # no right-hand sides: A is still factored, for its info (as torch)
+        else:  # no right-hand sides: A is still factored, for its info (as torch)
             info = _lu_info(a)
     return x, info
 
@@ -502,9 +577,11 @@ def _solve_fast(op: str, A: Tensor, B: Tensor, vector: bool) -> tuple[Tensor, Te
         try:
             batch = tuple(np.broadcast_shapes(ba, bb))
         except ValueError:
-            raise RuntimeError(f"{op}: The batch dimensions of A {list(ba)} and B "
-                               f"{list(B._shape[:B.ndim - (1 if vector else 2)])} are not "
-                               f"broadcastable") from None
+            raise RuntimeError(
+                f"{op}: The batch dimensions of A {list(ba)} and B "
+                f"{list(B._shape[: B.ndim - (1 if vector else 2)])} are not "
+                f"broadcastable"
+            ) from None
         a = np.broadcast_to(a, batch + a.shape[-2:])
         b = np.broadcast_to(b, batch + b.shape[-2:])
     n, k = b.shape[-2:]
@@ -512,7 +589,7 @@ def _solve_fast(op: str, A: Tensor, B: Tensor, vector: bool) -> tuple[Tensor, Te
     info = Tensor._empty(batch, dt.int32)
     if not (n and k and _count(batch)):
         _zero(X)
-        if n and _count(batch):     # no right-hand sides: A is still factored, for its info
+        if n and _count(batch):  # no right-hand sides: A is still factored, for its info
             np.copyto(info._numpy_view(), _lu_info(a))
         else:
             _zero(info)
@@ -533,8 +610,9 @@ def _solve_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
     return [gA, gB]
 
 
-def _solve_jvp(primals: list[Tensor], outs: list[Tensor], tangents: list[Tensor | None],
-               attrs: dict[str, Any]) -> list[Tensor | None]:
+def _solve_jvp(
+    primals: list[Tensor], outs: list[Tensor], tangents: list[Tensor | None], attrs: dict[str, Any]
+) -> list[Tensor | None]:
     A = primals[0]
     X = outs[0]
     dA, dB = tangents
@@ -547,9 +625,17 @@ def _solve_jvp(primals: list[Tensor], outs: list[Tensor], tangents: list[Tensor 
 
 def _solve_prim(op: str, A: Tensor, B: Tensor) -> tuple[Tensor, Tensor]:
     """The primitive: A (..., n, n), B (..., n, k) with the same batch shape."""
-    return _host(op, "LinalgSolveExBackward0", (A, B), _solve_compute, _solve_rule,
-                   out_dtypes=(A._dtype, dt.int32), save_inputs=(True, False),
-                   save_outputs=(True, False), jvp=_solve_jvp)
+    return _host(
+        op,
+        "LinalgSolveExBackward0",
+        (A, B),
+        _solve_compute,
+        _solve_rule,
+        out_dtypes=(A._dtype, dt.int32),
+        save_inputs=(True, False),
+        save_outputs=(True, False),
+        jvp=_solve_jvp,
+    )
 
 
 def _solve_common(op: str, A: Tensor, B: Tensor, left: bool) -> tuple[Tensor, Tensor]:
@@ -561,9 +647,11 @@ def _solve_common(op: str, A: Tensor, B: Tensor, left: bool) -> tuple[Tensor, Te
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and B._shape == A._shape[:-1])
     if not left:
         if vector:
-            raise RuntimeError(f"{op}: Vector broadcasting of the left hand side is not "
-                               f"supported for left=False. In this case linalg.solve is "
-                               f"equivalent to B / A.squeeze(-1)")
+            raise RuntimeError(
+                f"{op}: Vector broadcasting of the left hand side is not "
+                f"supported for left=False. In this case linalg.solve is "
+                f"equivalent to B / A.squeeze(-1)"
+            )
         X, info = _solve_common(op, mT(A), mT(B), True)
         return mT(X), info
     n = A._shape[-1]
@@ -571,8 +659,10 @@ def _solve_common(op: str, A: Tensor, B: Tensor, left: bool) -> tuple[Tensor, Te
         raise RuntimeError(f"{op}: The input tensor B must have at least 2 dimensions.")
     rows, cols = (B._shape[-1], 1) if vector else B._shape[-2:]
     if rows != n:
-        raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation AX = B "
-                           f"({A._shape[-2]}x{n} and {rows}x{cols})")
+        raise RuntimeError(
+            f"{op}: Incompatible shapes of A and B for the equation AX = B "
+            f"({A._shape[-2]}x{n} and {rows}x{cols})"
+        )
     if _plain_no_grad(A, B):
         return _solve_fast(op, A, B, vector)
     Bm = F.unsqueeze(B, -1) if vector else B
@@ -583,8 +673,9 @@ def _solve_common(op: str, A: Tensor, B: Tensor, left: bool) -> tuple[Tensor, Te
     return X, info
 
 
-def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False,
-             out: Any = None) -> Any:
+def solve_ex(
+    A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False, out: Any = None
+) -> Any:
     """The solution of A X = B (X A = B with left=False) and LAPACK's info, as
     torch.linalg.solve_ex."""
     X, info = _solve_common("linalg.solve_ex", A, B, left)
@@ -605,6 +696,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor
 # cholesky
 # ======================================================================================
 
+
 def _cholesky_into(L: Tensor, A: Tensor, info: Any, upper: bool) -> None:
     """The Cholesky factor of A's matrices into the new contiguous L, LAPACK's info into
     `info` (both of A's batch; A's lower triangle is read). A's row-major buffer read
@@ -620,20 +712,26 @@ def _cholesky_into(L: Tensor, A: Tensor, info: Any, upper: bool) -> None:
             info.fill(0)
         return
     view = _copy_into(L, A, adjoint=upper)
-    lapack.potrf_at(A._dtype.np, n, count, L._ptr, "L" if upper else "U",
-                    info._ptr if info.__class__ is Tensor else lapack.address(info))
+    lapack.potrf_at(
+        A._dtype.np,
+        n,
+        count,
+        L._ptr,
+        "L" if upper else "U",
+        info._ptr if info.__class__ is Tensor else lapack.address(info),
+    )
     if view is None:
         view = L._numpy_view()
     np.copyto(view, 0, where=_above((n, n), -1, below=True) if upper else _above((n, n), 0))
 
 
-def _cholesky_fast(A: Tensor, upper: bool, info_tensor: bool = True
-                   ) -> tuple[Tensor, Any]:
+def _cholesky_fast(A: Tensor, upper: bool, info_tensor: bool = True) -> tuple[Tensor, Any]:
     """(L, info) of a plain tensor that needs no gradient: LAPACK on the outputs' memory
     (info a NumPy array without `info_tensor`, for a call that only checks it)."""
     L = Tensor._empty(A._shape, A._dtype)
-    info = Tensor._empty(A._shape[:-2], dt.int32) if info_tensor else \
-        np.empty(A._shape[:-2], np.int32)
+    info = (
+        Tensor._empty(A._shape[:-2], dt.int32) if info_tensor else np.empty(A._shape[:-2], np.int32)
+    )
     _cholesky_into(L, A, info, upper)
     return L, info
 
@@ -659,8 +757,9 @@ def _cholesky_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
     return [gA]
 
 
-def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False,
-                out: Any = None) -> Any:
+def cholesky_ex(
+    A: Tensor, *, upper: bool = False, check_errors: bool = False, out: Any = None
+) -> Any:
     """The Cholesky factor (lower L with A = L L^H, or upper U = L^H) of each Hermitian
     positive-definite matrix of `A` (its lower triangle is read) and LAPACK's info (the
     order of the first leading minor that is not positive-definite), as
@@ -670,10 +769,17 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False,
     if _plain_no_grad(A):
         L, info = _cholesky_fast(A, upper)
     else:
-        L, info = host_op(op, "LinalgCholeskyExBackward0", (A,),
-                          lambda a: _cholesky_compute(a, upper), _cholesky_rule,
-                          out_dtypes=(A._dtype, dt.int32), save_inputs=False,
-                          save_outputs=(True, False), attrs={"upper": upper})
+        L, info = host_op(
+            op,
+            "LinalgCholeskyExBackward0",
+            (A,),
+            lambda a: _cholesky_compute(a, upper),
+            _cholesky_rule,
+            out_dtypes=(A._dtype, dt.int32),
+            save_inputs=False,
+            save_outputs=(True, False),
+            attrs={"upper": upper},
+        )
     if check_errors:
         _check_errors("linalg.cholesky", info, "cholesky")
     return _out(cholesky_ex_result(L, info), out)
@@ -687,10 +793,17 @@ def cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
     if _plain_no_grad(A):
         L, info = _cholesky_fast(A, upper, False)
     else:
-        L, info = host_op(op, "LinalgCholeskyExBackward0", (A,),
-                          lambda a: _cholesky_compute(a, upper), _cholesky_rule,
-                          out_dtypes=(A._dtype, dt.int32), save_inputs=False,
-                          save_outputs=(True, False), attrs={"upper": upper})
+        L, info = host_op(
+            op,
+            "LinalgCholeskyExBackward0",
+            (A,),
+            lambda a: _cholesky_compute(a, upper),
+            _cholesky_rule,
+            out_dtypes=(A._dtype, dt.int32),
+            save_inputs=False,
+            save_outputs=(True, False),
+            attrs={"upper": upper},
+        )
     _check_errors(op, info, "cholesky")
     return _out(L, out)
 
@@ -699,16 +812,15 @@ def cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
 # solve_triangular
 # ======================================================================================
 
-def _trsm_into(a: np.ndarray, b: np.ndarray, x: np.ndarray, upper: bool, unit: bool
-               ) -> None:
+
+def _trsm_into(a: np.ndarray, b: np.ndarray, x: np.ndarray, upper: bool, unit: bool) -> None:
     """X of the triangular A X = B (one batch shape) into the new array `x`."""
     fb = lapack.fortran_batch(b)
     lapack.trsm(lapack.fortran_batch(a), fb, lower=not upper, unit=unit)
     np.copyto(x, lapack.from_fortran(fb))
 
 
-def _trsm_compute(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool
-                  ) -> tuple[np.ndarray]:
+def _trsm_compute(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool) -> tuple[np.ndarray]:
     out = np.empty(b.shape, a.dtype)
     if b.size:
         _trsm_into(a, b, out, upper, unit)
@@ -731,8 +843,15 @@ def _trsm_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
     return [gA, gB]
 
 
-def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
-                     unitriangular: bool = False, out: Any = None) -> Tensor:
+def solve_triangular(
+    A: Tensor,
+    B: Tensor,
+    *,
+    upper: bool,
+    left: bool = True,
+    unitriangular: bool = False,
+    out: Any = None,
+) -> Tensor:
     """The solution of A X = B (X A = B with left=False) for triangular A (only the
     triangle named by `upper` is read; `unitriangular`: its diagonal is taken as ones),
     broadcasting batch dims, as torch.linalg.solve_triangular."""
@@ -745,27 +864,36 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
     check_float(op, A)
     same_dtype(op, A, B)
     if not left:
-        X = solve_triangular(mT(A), mT(B), upper=not upper, left=True,
-                             unitriangular=unitriangular)
+        X = solve_triangular(mT(A), mT(B), upper=not upper, left=True, unitriangular=unitriangular)
         return _out(mT(X), out)
     if B._shape[-2] != A._shape[-1]:
-        raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation AX = B "
-                           f"({A._shape[-2]}x{A._shape[-1]} and {B._shape[-2]}x"
-                           f"{B._shape[-1]})")
+        raise RuntimeError(
+            f"{op}: Incompatible shapes of A and B for the equation AX = B "
+            f"({A._shape[-2]}x{A._shape[-1]} and {B._shape[-2]}x"
+            f"{B._shape[-1]})"
+        )
     if _plain_no_grad(A, B):
-        return _out(_pair_fast(op, A, B, lambda a, b, x: _trsm_into(a, b, x, upper,
-                                                                    unitriangular)), out)
+        return _out(
+            _pair_fast(op, A, B, lambda a, b, x: _trsm_into(a, b, x, upper, unitriangular)), out
+        )
     A2, B2 = _broadcast_batch(op, A, B)
-    (X,) = _host(op, "LinalgSolveTriangularBackward0", (A2, B2),
-                   lambda a, b: _trsm_compute(a, b, upper, unitriangular), _trsm_rule,
-                   out_dtypes=(A._dtype,), save_inputs=(True, False),
-                   attrs={"upper": upper, "unit": unitriangular})
+    (X,) = _host(
+        op,
+        "LinalgSolveTriangularBackward0",
+        (A2, B2),
+        lambda a, b: _trsm_compute(a, b, upper, unitriangular),
+        _trsm_rule,
+        out_dtypes=(A._dtype,),
+        save_inputs=(True, False),
+        attrs={"upper": upper, "unit": unitriangular},
+    )
     return _out(X, out)
 
 
 # ======================================================================================
 # cholesky_solve (torch.cholesky_solve; its gradient treats L as a full matrix, as torch)
 # ======================================================================================
+
 
 def _potrs_into(c: np.ndarray, b: np.ndarray, x: np.ndarray, upper: bool) -> None:
     """X of A X = B from A's Cholesky factor `c` (one batch shape) into the new `x`."""
@@ -809,22 +937,31 @@ def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
     check_float(op, L)
     same_dtype(op, B, L, "B", "L")
     if B._shape[-2] != L._shape[-1]:
-        raise RuntimeError(f"{op}: Incompatible matrix sizes for cholesky_solve: each A "
-                           f"matrix is {L._shape[-1]} by {L._shape[-1]} but each b matrix is "
-                           f"{B._shape[-2]} by {B._shape[-1]}")
+        raise RuntimeError(
+            f"{op}: Incompatible matrix sizes for cholesky_solve: each A "
+            f"matrix is {L._shape[-1]} by {L._shape[-1]} but each b matrix is "
+            f"{B._shape[-2]} by {B._shape[-1]}"
+        )
     if _plain_no_grad(B, L):
         return _pair_fast(op, L, B, lambda c, b, x: _potrs_into(c, b, x, upper))
     L2, B2 = _broadcast_batch(op, L, B)
-    (X,) = _host(op, "CholeskySolveBackward0", (B2, L2),
-                   lambda b, c: _potrs_compute(b, c, upper), _potrs_rule,
-                   out_dtypes=(B._dtype,), save_inputs=(False, True),
-                   attrs={"upper": upper})
+    (X,) = _host(
+        op,
+        "CholeskySolveBackward0",
+        (B2, L2),
+        lambda b, c: _potrs_compute(b, c, upper),
+        _potrs_rule,
+        out_dtypes=(B._dtype,),
+        save_inputs=(False, True),
+        attrs={"upper": upper},
+    )
     return X
 
 
 # ======================================================================================
 # qr
 # ======================================================================================
+
 
 def _qr_compute(a: np.ndarray, mode: str) -> tuple[np.ndarray, np.ndarray]:
     m, n = a.shape[-2:]
@@ -869,14 +1006,17 @@ def _qr_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
         return [None]
     mode = ctx.attrs["mode"]
     if mode == "r":
-        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed "
-                           "when mode='r'. Please use linalg.qr(A, mode='reduced') if you are "
-                           "going to differentiate through linalg.qr.")
+        raise RuntimeError(
+            "The derivative of linalg.qr depends on Q, which is not computed "
+            "when mode='r'. Please use linalg.qr(A, mode='reduced') if you are "
+            "going to differentiate through linalg.qr."
+        )
     Q, R = ctx.outputs
     m, n = Q._shape[-2], R._shape[-1]
     if mode == "complete" and m > n:
-        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' "
-                           "and nrows > ncols.")
+        raise RuntimeError(
+            "The QR decomposition is not differentiable when mode='complete' and nrows > ncols."
+        )
     if m >= n:
         return [_qr_core(Q, R, gQ, gR)]
     # wide: A = [X | Y] with X = Q U, Y = Q V
@@ -887,8 +1027,7 @@ def _qr_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
         extra = F.matmul(F.matmul(Q, V), mH(gV))
         gQ = extra if gQ is None else F.add(gQ, extra)
     gX = _qr_core(Q, U, gQ, gU)
-    gY = F.matmul(Q, gV) if gV is not None else F.zeros(V._shape[:-2] + (m, n - m),
-                                                        dtype=Q._dtype)
+    gY = F.matmul(Q, gV) if gV is not None else F.zeros(V._shape[:-2] + (m, n - m), dtype=Q._dtype)
     return [F.cat([gX, gY], -1)]
 
 
@@ -901,25 +1040,35 @@ def qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> Any:
     check_matrix(op, A)
     check_float(op, A)
     if mode not in ("reduced", "complete", "r"):
-        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
-                           f"'reduced' (default), 'r', or 'complete'")
+        raise RuntimeError(
+            f"qr received unrecognized mode '{mode}' but expected one of "
+            f"'reduced' (default), 'r', or 'complete'"
+        )
     if _plain_no_grad(A) and not _count(A._shape):
         m, n = A._shape[-2:]
         k = m if mode == "complete" else min(m, n)
         batch = A._shape[:-2]
         qshape = batch + (m, k) if mode != "r" else (0,)
-        if not _count(qshape):          # (an identity Q of empty matrices: the general way)
+        if not _count(qshape):  # (an identity Q of empty matrices: the general way)
             Q, R = _empty_fast((qshape, A._dtype, False), (batch + (k, n), A._dtype, True))
             return _out(qr_result(Q, R), out)
-    Q, R = _host(op, "LinalgQrBackward0", (A,), lambda a: _qr_compute(a, mode), _qr_rule,
-                   out_dtypes=(A._dtype, A._dtype), save_inputs=False,
-                   attrs={"mode": mode})
+    Q, R = _host(
+        op,
+        "LinalgQrBackward0",
+        (A,),
+        lambda a: _qr_compute(a, mode),
+        _qr_rule,
+        out_dtypes=(A._dtype, A._dtype),
+        save_inputs=False,
+        attrs={"mode": mode},
+    )
     return _out(qr_result(Q, R), out)
 
 
 # ======================================================================================
 # eigh, eigvalsh, eig, eigvals
 # ======================================================================================
+
 
 def _uplo(op: str, UPLO: str) -> str:
     if UPLO not in ("L", "U", "l", "u"):
@@ -953,14 +1102,24 @@ def _eigh_fast(A: Tensor, UPLO: str, vectors: bool) -> tuple[Tensor, Tensor | No
         return W, V
     buf = _host_copy(A)
     info = np.empty(count, np.int32)
-    lapack.syevd_at(npd, n, count, lapack.address(buf), W._ptr, vectors,
-                    "U" if UPLO == "L" else "L", lapack.address(info))
+    lapack.syevd_at(
+        npd,
+        n,
+        count,
+        lapack.address(buf),
+        W._ptr,
+        vectors,
+        "U" if UPLO == "L" else "L",
+        lapack.address(info),
+    )
     if info.any():
         k = int(np.flatnonzero(info)[0])
         where = f"(Batch element {k}): " if batch else ""
-        raise LinAlgError(f"linalg.eigh: {where}The algorithm failed to converge because the "
-                          f"input matrix is ill-conditioned or has too many repeated "
-                          f"eigenvalues (error code: {int(info[k])}).")
+        raise LinAlgError(
+            f"linalg.eigh: {where}The algorithm failed to converge because the "
+            f"input matrix is ill-conditioned or has too many repeated "
+            f"eigenvalues (error code: {int(info[k])})."
+        )
     if vectors:
         view = V._numpy_view()
         t = np.swapaxes(buf, -1, -2)
@@ -979,18 +1138,21 @@ def _eigh_compute(a: np.ndarray, UPLO: str, vectors: bool) -> tuple[np.ndarray, 
 def _gauge_check(op: str, d: Tensor) -> None:
     vals = values(F.imag(d))
     if vals.size and not np.allclose(vals, 0.0, rtol=1e-2, atol=1e-2):
-        raise RuntimeError(f"{op}: The eigenvectors in the complex case are specified up to "
-                           f"multiplication by e^{{i phi}}. The specified loss function "
-                           f"depends on this quantity, so it is ill-defined.")
+        raise RuntimeError(
+            f"{op}: The eigenvectors in the complex case are specified up to "
+            f"multiplication by e^{{i phi}}. The specified loss function "
+            f"depends on this quantity, so it is ill-defined."
+        )
 
 
-def _eig_common_rule(L: Tensor, V: Tensor, gL: Tensor | None, gV: Tensor | None,
-                     hermitian: bool) -> Tensor:
+def _eig_common_rule(
+    L: Tensor, V: Tensor, gL: Tensor | None, gV: Tensor | None, hermitian: bool
+) -> Tensor:
     """The gradient of A = V diag(L) V^{-1} (V^H for Hermitian A)."""
     n = L._shape[-1]
     Lc = F.conj(L) if L._dtype.is_complex else L
-    E = F.sub(F.unsqueeze(Lc, -2), F.unsqueeze(Lc, -1))          # E_ij = L_j - L_i
-    E = F.add(E, F.eye(n, dtype=E._dtype))                       # diagonal: 1
+    E = F.sub(F.unsqueeze(Lc, -2), F.unsqueeze(Lc, -1))  # E_ij = L_j - L_i
+    E = F.add(E, F.eye(n, dtype=E._dtype))  # diagonal: 1
     if gV is not None:
         W = F.matmul(mH(V), gV)
         dW = diagonal(W)
@@ -1029,9 +1191,15 @@ def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Any:
     UPLO = _uplo(op, UPLO)
     if _plain_no_grad(A):
         return _out(eigh_result(*_eigh_fast(A, UPLO, True)), out)
-    L, V = host_op(op, "LinalgEighBackward0", (A,), lambda a: _eigh_compute(a, UPLO, True),
-                   _eigh_rule, out_dtypes=(_real_dtype(A._dtype), A._dtype),
-                   save_inputs=False)
+    L, V = host_op(
+        op,
+        "LinalgEighBackward0",
+        (A,),
+        lambda a: _eigh_compute(a, UPLO, True),
+        _eigh_rule,
+        out_dtypes=(_real_dtype(A._dtype), A._dtype),
+        save_inputs=False,
+    )
     return _out(eigh_result(L, V), out)
 
 
@@ -1044,13 +1212,24 @@ def eigvalsh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Tensor:
     if _plain_no_grad(A):
         return _out(_eigh_fast(A, UPLO, False)[0], out)
     if _wants_derivative(A):
-        L, _ = _host(op, "LinalgEighBackward0", (A,),
-                       lambda a: _eigh_compute(a, UPLO, True), _eigh_rule,
-                       out_dtypes=(_real_dtype(A._dtype), A._dtype), save_inputs=False)
+        L, _ = _host(
+            op,
+            "LinalgEighBackward0",
+            (A,),
+            lambda a: _eigh_compute(a, UPLO, True),
+            _eigh_rule,
+            out_dtypes=(_real_dtype(A._dtype), A._dtype),
+            save_inputs=False,
+        )
     else:
-        L, _ = _host(op, "LinalgEighBackward0", (A,),
-                       lambda a: _eigh_compute(a, UPLO, False), None,
-                       out_dtypes=(_real_dtype(A._dtype), A._dtype))
+        L, _ = _host(
+            op,
+            "LinalgEighBackward0",
+            (A,),
+            lambda a: _eigh_compute(a, UPLO, False),
+            None,
+            out_dtypes=(_real_dtype(A._dtype), A._dtype),
+        )
     return _out(L, out)
 
 
@@ -1078,8 +1257,15 @@ def eig(A: Tensor, *, out: Any = None) -> Any:
     op = "linalg.eig"
     square_float(op, A)
     cd = _complex_dtype(A._dtype)
-    L, V = _host(op, "LinalgEigBackward0", (A,), _eig_compute, _eig_rule,
-                   out_dtypes=(cd, cd), save_inputs=False)
+    L, V = _host(
+        op,
+        "LinalgEigBackward0",
+        (A,),
+        _eig_compute,
+        _eig_rule,
+        out_dtypes=(cd, cd),
+        save_inputs=False,
+    )
     return _out(eig_result(L, V), out)
 
 
@@ -1088,14 +1274,22 @@ def eigvals(A: Tensor, *, out: Any = None) -> Tensor:
     op = "linalg.eigvals"
     square_float(op, A)
     cd = _complex_dtype(A._dtype)
-    L, _ = _host(op, "LinalgEigBackward0", (A,), _eig_compute, _eig_rule,
-                   out_dtypes=(cd, cd), save_inputs=False)
+    L, _ = _host(
+        op,
+        "LinalgEigBackward0",
+        (A,),
+        _eig_compute,
+        _eig_rule,
+        out_dtypes=(cd, cd),
+        save_inputs=False,
+    )
     return _out(L, out)
 
 
 # ======================================================================================
 # svd, svdvals
 # ======================================================================================
+
 
 def _svd_fast(A: Tensor, full: bool, uv: bool) -> tuple[Any, Tensor, Any]:
     """(U, S, Vh) by gesdd on a copy of A (U and Vh None without `uv`). A's
@@ -1116,7 +1310,7 @@ def _svd_fast(A: Tensor, full: bool, uv: bool) -> tuple[Any, Tensor, Any]:
         U = Vh = None
     count = _count(shape) // (m * n) if m * n else 0
     if not count:
-        if uv and _count(batch):                 # empty matrices: U and Vh from the identity
+        if uv and _count(batch):  # empty matrices: U and Vh from the identity
             if m:
                 np.copyto(U._numpy_view(), np.eye(m, mu, dtype=d.np))
             if n:
@@ -1126,18 +1320,32 @@ def _svd_fast(A: Tensor, full: bool, uv: bool) -> tuple[Any, Tensor, Any]:
     info = np.empty(count, np.int32)
     job = ("A" if full else "S") if uv else "N"
     base = lapack.address(buf)
-    lapack.gesdd_at(d.np, n, m, count, base, S._ptr, job, Vh._ptr if Vh is not None else base,
-                    U._ptr if U is not None else base, lapack.address(info))
+    lapack.gesdd_at(
+        d.np,
+        n,
+        m,
+        count,
+        base,
+        S._ptr,
+        job,
+        Vh._ptr if Vh is not None else base,
+        U._ptr if U is not None else base,
+        lapack.address(info),
+    )
     if info.any() or not np.isfinite(S._numpy_view()).all():
         if not np.isfinite(A._numpy_view()).all():
-            raise LinAlgError("linalg.svd: The algorithm failed to converge because the "
-                              "input matrix contained non-finite values.")
+            raise LinAlgError(
+                "linalg.svd: The algorithm failed to converge because the "
+                "input matrix contained non-finite values."
+            )
         if info.any():
             j = int(np.flatnonzero(info)[0])
             where = f"(Batch element {j}): " if batch else ""
-            raise LinAlgError(f"linalg.svd: {where}The algorithm failed to converge because "
-                              f"the input matrix is ill-conditioned or has too many repeated "
-                              f"singular values (error code: {int(info[j])}).")
+            raise LinAlgError(
+                f"linalg.svd: {where}The algorithm failed to converge because "
+                f"the input matrix is ill-conditioned or has too many repeated "
+                f"singular values (error code: {int(info[j])})."
+            )
     return U, S, Vh
 
 
@@ -1177,16 +1385,17 @@ def _svd_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
         total = UhgU if VhgV is None else (VhgV if UhgU is None else F.add(UhgU, VhgV))
         vals = values(F.imag(diagonal(total)))
         if vals.size and not np.allclose(vals, 0.0, rtol=1e-2, atol=1e-2):
-            raise RuntimeError("svd_backward: The singular vectors in the complex case are "
-                               "specified up to multiplication by e^{i phi}. The specified "
-                               "loss function depends on this phase term, making it "
-                               "ill-defined.")
+            raise RuntimeError(
+                "svd_backward: The singular vectors in the complex case are "
+                "specified up to multiplication by e^{i phi}. The specified "
+                "loss function depends on this phase term, making it "
+                "ill-defined."
+            )
     S2 = F.mul(S, S)
     E = F.add(F.sub(F.unsqueeze(S2, -2), F.unsqueeze(S2, -1)), F.eye(k, dtype=S._dtype))
     E = E.to(U._dtype)
     if UhgU is not None and VhgV is not None:
-        ret = F.div(F.add(F.mul(UhgU, F.unsqueeze(Sd, -2)), F.mul(F.unsqueeze(Sd, -1), VhgV)),
-                    E)
+        ret = F.div(F.add(F.mul(UhgU, F.unsqueeze(Sd, -2)), F.mul(F.unsqueeze(Sd, -1), VhgV)), E)
     elif UhgU is not None:
         ret = F.mul(F.div(UhgU, E), F.unsqueeze(Sd, -2))
     else:
@@ -1207,8 +1416,9 @@ def _svd_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
     return [gA]
 
 
-def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None,
-        out: Any = None) -> Any:
+def svd(
+    A: Tensor, full_matrices: bool = True, *, driver: str | None = None, out: Any = None
+) -> Any:
     """The singular value decomposition A = U diag(S) Vh of each matrix of `A` (S
     descending), as torch.linalg.svd (LAPACK gesdd; the singular vectors' signs or phases
     are LAPACK's). `driver` is accepted for compatibility (CUDA-only in torch)."""
@@ -1217,15 +1427,23 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None,
     check_matrix(op, A)
     check_float(op, A)
     if driver is not None:
-        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported "
-                           "on CUDA inputs with cuSOLVER backend.")
+        raise RuntimeError(
+            "torch.linalg.svd: keyword argument `driver=` is only supported "
+            "on CUDA inputs with cuSOLVER backend."
+        )
     if _plain_no_grad(A):
         return _out(svd_result(*_svd_fast(A, full_matrices, True)), out)
     rd = _real_dtype(A._dtype)
-    U, S, Vh = host_op(op, "LinalgSvdBackward0", (A,),
-                       lambda a: _svd_compute(a, full_matrices, True), _svd_rule,
-                       out_dtypes=(A._dtype, rd, A._dtype), save_inputs=False,
-                       attrs={"full": full_matrices})
+    U, S, Vh = host_op(
+        op,
+        "LinalgSvdBackward0",
+        (A,),
+        lambda a: _svd_compute(a, full_matrices, True),
+        _svd_rule,
+        out_dtypes=(A._dtype, rd, A._dtype),
+        save_inputs=False,
+        attrs={"full": full_matrices},
+    )
     return _out(svd_result(U, S, Vh), out)
 
 
@@ -1239,9 +1457,16 @@ def svdvals(A: Tensor, *, driver: str | None = None, out: Any = None) -> Tensor:
         return _out(_svd_fast(A, False, False)[1], out)
     rd = _real_dtype(A._dtype)
     uv = _wants_derivative(A)
-    _, S, _ = _host(op, "LinalgSvdBackward0", (A,), lambda a: _svd_compute(a, False, uv),
-                      _svd_rule if uv else None, out_dtypes=(A._dtype, rd, A._dtype),
-                      save_inputs=False, attrs={"full": False})
+    _, S, _ = _host(
+        op,
+        "LinalgSvdBackward0",
+        (A,),
+        lambda a: _svd_compute(a, False, uv),
+        _svd_rule if uv else None,
+        out_dtypes=(A._dtype, rd, A._dtype),
+        save_inputs=False,
+        attrs={"full": False},
+    )
     return _out(S, out)
 
 
@@ -1249,13 +1474,18 @@ def svdvals(A: Tensor, *, driver: str | None = None, out: Any = None) -> Tensor:
 # pinv, lstsq
 # ======================================================================================
 
-_EPS = {dt.float32: float(np.finfo(np.float32).eps), dt.float64: float(np.finfo(np.float64).eps),
-        dt.float16: float(np.finfo(np.float16).eps), dt.bfloat16: 2.0 ** -7}
+_EPS = {
+    dt.float32: float(np.finfo(np.float32).eps),
+    dt.float64: float(np.finfo(np.float64).eps),
+    dt.float16: float(np.finfo(np.float16).eps),
+    dt.bfloat16: 2.0**-7,
+}
 
 
 def _tolerances(op: str, A: Tensor, atol: Any, rtol: Any) -> tuple[np.ndarray, np.ndarray]:
     """atol and rtol as arrays broadcastable to the batch (torch's defaults: rtol =
     eps * max(m, n) when neither is given or atol is zero, else 0)."""
+
     def value(x: Any) -> np.ndarray | None:
         if x is None:
             return None
@@ -1266,6 +1496,7 @@ def _tolerances(op: str, A: Tensor, atol: Any, rtol: Any) -> tuple[np.ndarray, n
                 return np.asarray(float(x.item()))
             return np.asarray(x.detach()._numpy_view(), np.float64)
         return np.asarray(float(x))
+
     a, r = value(atol), value(rtol)
     eps = _EPS[_real_dtype(A._dtype)]
     if r is None:
@@ -1278,8 +1509,9 @@ def _tolerances(op: str, A: Tensor, atol: Any, rtol: Any) -> tuple[np.ndarray, n
     return a, r
 
 
-def _pinv_compute(x: np.ndarray, atol: np.ndarray, rtol: np.ndarray, hermitian: bool
-                  ) -> tuple[np.ndarray]:
+def _pinv_compute(
+    x: np.ndarray, atol: np.ndarray, rtol: np.ndarray, hermitian: bool
+) -> tuple[np.ndarray]:
     m, n = x.shape[-2:]
     if x.size == 0:
         return (np.zeros(x.shape[:-2] + (n, m), x.dtype),)
@@ -1289,19 +1521,20 @@ def _pinv_compute(x: np.ndarray, atol: np.ndarray, rtol: np.ndarray, hermitian: 
         w, v = Wt._numpy_view(), Vt._numpy_view()
         mag = np.abs(w)
         smax = mag.max(-1, keepdims=True)
-        thresh = np.maximum(atol[..., None] if atol.ndim else atol,
-                            (rtol[..., None] if rtol.ndim else rtol) * smax)
+        thresh = np.maximum(
+            atol[..., None] if atol.ndim else atol, (rtol[..., None] if rtol.ndim else rtol) * smax
+        )
         winv = np.where(mag > thresh, 1.0 / np.where(w == 0, 1, w), 0.0)
         p = (v * winv[..., None, :]) @ np.conj(np.swapaxes(v, -1, -2))
         return (p.astype(x.dtype),)
     Ut, St, Vht = _svd_fast(X, False, True)
     u, s, vh = Ut._numpy_view(), St._numpy_view(), Vht._numpy_view()
     smax = s[..., :1]
-    thresh = np.maximum(atol[..., None] if atol.ndim else atol,
-                        (rtol[..., None] if rtol.ndim else rtol) * smax)
+    thresh = np.maximum(
+        atol[..., None] if atol.ndim else atol, (rtol[..., None] if rtol.ndim else rtol) * smax
+    )
     sinv = np.where(s > thresh, 1.0 / np.where(s == 0, 1, s), 0.0)
-    p = (np.conj(np.swapaxes(vh, -1, -2)) * sinv[..., None, :]) @ \
-        np.conj(np.swapaxes(u, -1, -2))
+    p = (np.conj(np.swapaxes(vh, -1, -2)) * sinv[..., None, :]) @ np.conj(np.swapaxes(u, -1, -2))
     return (p.astype(x.dtype),)
 
 
@@ -1329,8 +1562,15 @@ def _pinv_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
     return [_pinv_grad(A, P, g)]
 
 
-def pinv(A: Tensor, rcond: Any = None, hermitian: bool = False, *, atol: Any = None,
-         rtol: Any = None, out: Any = None) -> Tensor:
+def pinv(
+    A: Tensor,
+    rcond: Any = None,
+    hermitian: bool = False,
+    *,
+    atol: Any = None,
+    rtol: Any = None,
+    out: Any = None,
+) -> Tensor:
     """The Moore-Penrose pseudo-inverse of each matrix of `A` (singular values at or below
     max(atol, rtol * largest) are treated as zero), as torch.linalg.pinv; `rcond` (also
     PyTorch's older positional form `pinv(A, rcond, hermitian)`) is the older name of
@@ -1354,14 +1594,20 @@ def pinv(A: Tensor, rcond: Any = None, hermitian: bool = False, *, atol: Any = N
         with np.errstate(all="ignore"):
             (p,) = _pinv_compute(A._numpy_view(), a, r, hermitian)
         return _out(from_numpy(p, A._dtype), out)
-    (P,) = host_op(op, "LinalgPinvBackward0", (A,),
-                   lambda x: _pinv_compute(x, a, r, hermitian), _pinv_rule,
-                   out_dtypes=(A._dtype,))
+    (P,) = host_op(
+        op,
+        "LinalgPinvBackward0",
+        (A,),
+        lambda x: _pinv_compute(x, a, r, hermitian),
+        _pinv_rule,
+        out_dtypes=(A._dtype,),
+    )
     return _out(P, out)
 
 
-def _lstsq_compute(a: np.ndarray, b: np.ndarray, rcond: float | None, driver: str
-                   ) -> tuple[np.ndarray, ...]:
+def _lstsq_compute(
+    a: np.ndarray, b: np.ndarray, rcond: float | None, driver: str
+) -> tuple[np.ndarray, ...]:
     m, n = a.shape[-2:]
     k = b.shape[-1]
     batch = a.shape[:-2]
@@ -1377,15 +1623,28 @@ def _lstsq_compute(a: np.ndarray, b: np.ndarray, rcond: float | None, driver: st
         np.copyto(fb[..., :m], np.swapaxes(b, -1, -2))
         rank32 = np.zeros(batch, np.int32)
         info = np.zeros(batch, np.int32)
-        lapack.lstsq_at(np.dtype(a.dtype), driver, m, n, k, count, lapack.address(fa),
-                        lapack.address(fb), lapack.address(svals), lapack.address(rank32),
-                        -1.0 if rcond is None else float(rcond), lapack.address(info))
+        lapack.lstsq_at(
+            np.dtype(a.dtype),
+            driver,
+            m,
+            n,
+            k,
+            count,
+            lapack.address(fa),
+            lapack.address(fb),
+            lapack.address(svals),
+            lapack.address(rank32),
+            -1.0 if rcond is None else float(rcond),
+            lapack.address(info),
+        )
         if driver != "gels" and info.any():
             j = int(np.flatnonzero(info.reshape(-1))[0])
             where = f"(Batch element {j}): " if batch else ""
-            raise LinAlgError(f"linalg.lstsq: {where}The algorithm failed to converge because "
-                              f"the input matrix is ill-conditioned or has too many repeated "
-                              f"singular values (error code: {int(info.reshape(-1)[j])}).")
+            raise LinAlgError(
+                f"linalg.lstsq: {where}The algorithm failed to converge because "
+                f"the input matrix is ill-conditioned or has too many repeated "
+                f"singular values (error code: {int(info.reshape(-1)[j])})."
+            )
         np.copyto(sol, np.swapaxes(fb[..., :n], -1, -2))
         ranks[...] = min(m, n) if driver == "gels" else rank32
         full = bool((ranks == min(m, n)).all())
@@ -1414,8 +1673,7 @@ def _lstsq_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
     return [gA, gB]
 
 
-def lstsq(A: Tensor, b: Tensor, rcond: float | None = None, *, driver: str | None = None
-          ) -> Any:
+def lstsq(A: Tensor, b: Tensor, rcond: float | None = None, *, driver: str | None = None) -> Any:
     """The least-squares solution of A X = b for each (batch of) matrix, with the
     residuals, rank and singular values LAPACK's driver computes, as torch.linalg.lstsq
     (drivers 'gelsy' (default), 'gelsd', 'gelss', 'gels'). The gradient flows through
@@ -1430,29 +1688,33 @@ def lstsq(A: Tensor, b: Tensor, rcond: float | None = None, *, driver: str | Non
     same_dtype(op, A, B)
     driver = "gelsy" if driver is None else driver
     if driver not in ("gels", "gelsy", "gelsd", "gelss"):
-        raise RuntimeError(f"{op}: parameter `driver` should be one of (gels, gelsy, gelsd, "
-                           f"gelss)")
+        raise RuntimeError(f"{op}: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
     vector = B.ndim == A.ndim - 1
     Bm = F.unsqueeze(B, -1) if vector else B
     if Bm.ndim < 2 or Bm._shape[-2] != A._shape[-2]:
-        raise RuntimeError(f"{op}: input.size(-2) should match other.size(-2) (A "
-                           f"{list(A._shape)}, B {list(B._shape)})")
+        raise RuntimeError(
+            f"{op}: input.size(-2) should match other.size(-2) (A "
+            f"{list(A._shape)}, B {list(B._shape)})"
+        )
     A2, B2 = _broadcast_batch(op, A, Bm)
     if rcond is None:
-        rcond = float(np.finfo(_real_dtype(A._dtype).np).eps * max(A._shape[-2],
-                                                                     A._shape[-1]))
+        rcond = float(np.finfo(_real_dtype(A._dtype).np).eps * max(A._shape[-2], A._shape[-1]))
     rd = _real_dtype(A._dtype)
-    X, res, rank, sv = _host(op, "LinalgLstsqBackward0", (A2, B2),
-                             lambda a, b: _lstsq_compute(a, b, rcond, driver), _lstsq_rule,
-                             out_dtypes=(A._dtype, rd, dt.int64, rd),
-                             differentiable=(True, False, False, False),
-                             save_outputs=False)
+    X, res, rank, sv = _host(
+        op,
+        "LinalgLstsqBackward0",
+        (A2, B2),
+        lambda a, b: _lstsq_compute(a, b, rcond, driver),
+        _lstsq_rule,
+        out_dtypes=(A._dtype, rd, dt.int64, rd),
+        differentiable=(True, False, False, False),
+        save_outputs=False,
+    )
     if X._requires_grad:
         # the residuals' gradient: LAPACK's values, the derivative of sum |A X - B|^2
         if res.numel():
             diff = F.sub(F.matmul(A2, X), B2)
-            sq = F.real(F.mul(diff, F.conj(diff))) if diff._dtype.is_complex else \
-                F.mul(diff, diff)
+            sq = F.real(F.mul(diff, F.conj(diff))) if diff._dtype.is_complex else F.mul(diff, diff)
             fit = F.sum(sq, -2)
             res = F.add(F.sub(fit, fit.detach()), res)
         else:
@@ -1466,8 +1728,10 @@ def lstsq(A: Tensor, b: Tensor, rcond: float | None = None, *, driver: str | Non
 # matrix_exp
 # ======================================================================================
 
+
 def _expm_compute(a: np.ndarray) -> tuple[np.ndarray]:
     import scipy.linalg
+
     if a.size == 0:
         return (np.zeros(a.shape, a.dtype),)
     return (np.asarray(scipy.linalg.expm(a)).astype(a.dtype),)
@@ -1493,14 +1757,22 @@ def matrix_exp(A: Tensor) -> Tensor:
     check_tensor(op, A)
     check_square(op, A)
     check_float(op, A)
-    (E,) = host_op(op, "LinalgMatrixExpBackward0", (A,), _expm_compute, _expm_rule,
-                   out_dtypes=(A._dtype,), save_outputs=False)
+    (E,) = host_op(
+        op,
+        "LinalgMatrixExpBackward0",
+        (A,),
+        _expm_compute,
+        _expm_rule,
+        out_dtypes=(A._dtype,),
+        save_outputs=False,
+    )
     return E
 
 
 # ======================================================================================
 # LU
 # ======================================================================================
+
 
 def _getrf_fast(A: Tensor) -> tuple[np.ndarray | None, Tensor, Tensor]:
     """getrf of A's matrices: (the column-major factors, None when there are no
@@ -1542,8 +1814,9 @@ def _getrf_compute(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return lapack.from_fortran(f), piv, info
 
 
-def _perm_from_pivots(piv: np.ndarray, m: int, dtype: Any = np.float64,
-                      out: np.ndarray | None = None) -> np.ndarray:
+def _perm_from_pivots(
+    piv: np.ndarray, m: int, dtype: Any = np.float64, out: np.ndarray | None = None
+) -> np.ndarray:
     """The permutation matrices P (A = P L U) of LAPACK's 1-based row interchanges
     (written into `out`, a new array of the batch's (m, m) matrices, when given). The
     interchanges are applied in order to every batch element at once."""
@@ -1614,8 +1887,7 @@ def _lu_square_grad(L: Tensor, U: Tensor, gL: Tensor | None, gU: Tensor | None) 
     return solve_triangular(mH(U), X, upper=False, left=False)
 
 
-def _lu_grad(P: Tensor, L: Tensor, U: Tensor, gL: Tensor | None, gU: Tensor | None
-             ) -> Tensor:
+def _lu_grad(P: Tensor, L: Tensor, U: Tensor, gL: Tensor | None, gU: Tensor | None) -> Tensor:
     """The gradient of A = P L U (L m x k unit lower, U k x n upper)."""
     m, k = L._shape[-2:]
     n = U._shape[-1]
@@ -1628,12 +1900,16 @@ def _lu_grad(P: Tensor, L: Tensor, U: Tensor, gL: Tensor | None, gU: Tensor | No
         gU2 = gU[..., :, m:] if gU is not None else None
         gL2 = gL
         if gU2 is not None:
-            extra = F.neg(F.matmul(solve_triangular(mH(L), gU2, upper=True,
-                                                    unitriangular=True), mH(U2)))
+            extra = F.neg(
+                F.matmul(solve_triangular(mH(L), gU2, upper=True, unitriangular=True), mH(U2))
+            )
             gL2 = extra if gL2 is None else F.add(gL2, extra)
         gA1 = _lu_square_grad(L, U1, gL2, gU1)
-        gA2 = solve_triangular(mH(L), gU2, upper=True, unitriangular=True) \
-            if gU2 is not None else F.zeros(U2._shape, dtype=U._dtype)
+        gA2 = (
+            solve_triangular(mH(L), gU2, upper=True, unitriangular=True)
+            if gU2 is not None
+            else F.zeros(U2._shape, dtype=U._dtype)
+        )
         return F.matmul(P, F.cat([gA1, gA2], -1))
     L1, L2 = L[..., :n, :], L[..., n:, :]
     gL1 = gL[..., :n, :] if gL is not None else None
@@ -1641,12 +1917,14 @@ def _lu_grad(P: Tensor, L: Tensor, U: Tensor, gL: Tensor | None, gU: Tensor | No
     gU2 = gU
     if gL2 is not None:
         # L2 = (P^T A)_2 U^{-1}: U gets -L2^H gL2 U^{-H}
-        extra = F.neg(F.matmul(mH(L2), solve_triangular(mH(U), gL2, upper=False,
-                                                        left=False)))
+        extra = F.neg(F.matmul(mH(L2), solve_triangular(mH(U), gL2, upper=False, left=False)))
         gU2 = extra if gU2 is None else F.add(gU2, extra)
     gA1 = _lu_square_grad(L1, U, gL1, gU2)
-    gA2 = solve_triangular(mH(U), gL2, upper=False, left=False) if gL2 is not None else \
-        F.zeros(L2._shape, dtype=L._dtype)
+    gA2 = (
+        solve_triangular(mH(U), gL2, upper=False, left=False)
+        if gL2 is not None
+        else F.zeros(L2._shape, dtype=L._dtype)
+    )
     return F.matmul(P, F.cat([gA1, gA2], -2))
 
 
@@ -1664,8 +1942,9 @@ def _lu_factor_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]
     return [_lu_grad(P, L, U, gL, gU)]
 
 
-def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False,
-                 out: Any = None) -> Any:
+def lu_factor_ex(
+    A: Tensor, *, pivot: bool = True, check_errors: bool = False, out: Any = None
+) -> Any:
     """The packed LU factorization with partial pivoting of each matrix of `A` (LU,
     1-based int32 pivots, LAPACK's info: the first zero pivot), as
     torch.linalg.lu_factor_ex."""
@@ -1680,9 +1959,16 @@ def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False,
         if check_errors:
             _check_errors("linalg.lu_factor", info, "lu")
         return _out(lu_factor_ex_result(LU, piv, info), out)
-    LU, piv, info = _host(op, "LinalgLuFactorExBackward0", (A,), _getrf_compute,
-                            _lu_factor_rule, out_dtypes=(A._dtype, dt.int32, dt.int32),
-                            save_inputs=False, save_outputs=(True, True, False))
+    LU, piv, info = _host(
+        op,
+        "LinalgLuFactorExBackward0",
+        (A,),
+        _getrf_compute,
+        _lu_factor_rule,
+        out_dtypes=(A._dtype, dt.int32, dt.int32),
+        save_inputs=False,
+        save_outputs=(True, True, False),
+    )
     if check_errors:
         _check_errors("linalg.lu_factor", info, "lu")
     return _out(lu_factor_ex_result(LU, piv, info), out)
@@ -1696,8 +1982,9 @@ def lu_factor(A: Tensor, *, pivot: bool = True, out: Any = None) -> Any:
     return _out(lu_factor_result(LU, piv), out)
 
 
-def _lu_into(f: np.ndarray | None, piv: np.ndarray, P: np.ndarray, L: np.ndarray,
-             U: np.ndarray) -> None:
+def _lu_into(
+    f: np.ndarray | None, piv: np.ndarray, P: np.ndarray, L: np.ndarray, U: np.ndarray
+) -> None:
     """P, L, U (new arrays) from getrf's column-major factors `f` (None: no matrices)."""
     m = P.shape[-1]
     _perm_from_pivots(piv, m, P.dtype, out=P)
@@ -1749,17 +2036,23 @@ def lu(A: Tensor, *, pivot: bool = True, out: Any = None) -> Any:
         raise RuntimeError(f"{op}: LU without pivoting is not implemented on the CPU")
     if _plain_no_grad(A):
         return _out(lu_result(*_lu_fast(A)), out)
-    P, L, U = _host(op, "LinalgLuBackward0", (A,), _lu_compute, _lu_rule,
-                      out_dtypes=(A._dtype, A._dtype, A._dtype),
-                      differentiable=(False, True, True), save_inputs=False)
+    P, L, U = _host(
+        op,
+        "LinalgLuBackward0",
+        (A,),
+        _lu_compute,
+        _lu_rule,
+        out_dtypes=(A._dtype, A._dtype, A._dtype),
+        differentiable=(False, True, True),
+        save_inputs=False,
+    )
     return _out(lu_result(P, L, U), out)
 
 
 _LAPACK_DTYPES = (dt.float32, dt.float64, dt.complex64, dt.complex128)
 
 
-def _lu_unpack_fast(LU: Tensor, piv: Tensor, unpack_data: bool, unpack_pivots: bool
-                    ) -> Any:
+def _lu_unpack_fast(LU: Tensor, piv: Tensor, unpack_data: bool, unpack_pivots: bool) -> Any:
     """lu_unpack of plain tensors that need no gradient, in NumPy into new tensors."""
     Ps, Ls, Us = _lu_shapes(LU._shape)
     d = LU._dtype
@@ -1783,20 +2076,31 @@ def _lu_unpack_fast(LU: Tensor, piv: Tensor, unpack_data: bool, unpack_pivots: b
     return lu_result(P, L, U)
 
 
-def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,
-              unpack_pivots: bool = True, *, out: Any = None) -> Any:
+def lu_unpack(
+    LU_data: Tensor,
+    LU_pivots: Tensor,
+    unpack_data: bool = True,
+    unpack_pivots: bool = True,
+    *,
+    out: Any = None,
+) -> Any:
     """(P, L, U) from a packed LU factorization and its pivots, as torch.lu_unpack
     (L and U are differentiable functions of LU_data)."""
     op = "lu_unpack"
     check_tensor(op, LU_data, "LU_data")
     check_matrix(op, LU_data, "LU_data")
     if LU_pivots._dtype is not dt.int32:
-        raise RuntimeError(f"{op}: LU_pivots is expected to be a contiguous tensor of "
-                           f"torch.int32 dtype. Note: this function is intended to be used "
-                           f"with the output produced by torch.linalg.lu_factor")
+        raise RuntimeError(
+            f"{op}: LU_pivots is expected to be a contiguous tensor of "
+            f"torch.int32 dtype. Note: this function is intended to be used "
+            f"with the output produced by torch.linalg.lu_factor"
+        )
     m, n = LU_data._shape[-2:]
-    if _plain_no_grad(LU_data, LU_pivots) and LU_pivots._shape[:-1] == LU_data._shape[:-2] \
-            and LU_data._dtype in _LAPACK_DTYPES:
+    if (
+        _plain_no_grad(LU_data, LU_pivots)
+        and LU_pivots._shape[:-1] == LU_data._shape[:-2]
+        and LU_data._dtype in _LAPACK_DTYPES
+    ):
         return _out(_lu_unpack_fast(LU_data, LU_pivots, unpack_data, unpack_pivots), out)
     if unpack_data:
         L, U = _lu_unpack_factors(LU_data)
@@ -1826,7 +2130,7 @@ def _lu_solve_fast(LU: Tensor, pivots: Tensor, B: Tensor, adjoint: bool) -> Tens
             return None
     out = Tensor._empty(batch + (n, k), B._dtype)
     if n == 0 or k == 0 or 0 in batch:
-        return out                          # no elements
+        return out  # no elements
     p = pivots._numpy_view()
     if p.min() < 1 or p.max() > n:
         return None
@@ -1839,8 +2143,15 @@ def _lu_solve_fast(LU: Tensor, pivots: Tensor, B: Tensor, adjoint: bool) -> Tens
     return out
 
 
-def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
-             adjoint: bool = False, out: Any = None) -> Tensor:
+def lu_solve(
+    LU: Tensor,
+    pivots: Tensor,
+    B: Tensor,
+    *,
+    left: bool = True,
+    adjoint: bool = False,
+    out: Any = None,
+) -> Tensor:
     """The solution of A X = B (X A = B with left=False; A^H with adjoint=True) given
     A's packed LU factorization, as torch.linalg.lu_solve; made of triangular solves, so
     it is differentiable in LU and B."""
@@ -1852,9 +2163,11 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
     same_dtype(op, LU, B, "LU", "B")
     n = LU._shape[-1]
     if (B._shape[-2] if left else B._shape[-1]) != n:
-        raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation "
-                           f"{'AX = B' if left else 'XA = B'} ({n}x{n} and "
-                           f"{B._shape[-2]}x{B._shape[-1]})")
+        raise RuntimeError(
+            f"{op}: Incompatible shapes of A and B for the equation "
+            f"{'AX = B' if left else 'XA = B'} ({n}x{n} and "
+            f"{B._shape[-2]}x{B._shape[-1]})"
+        )
     if left and _plain_no_grad(LU, pivots, B):
         X = _lu_solve_fast(LU, pivots, B, adjoint)
         if X is not None:
@@ -1883,12 +2196,13 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,
 # Householder: householder_product (orgqr), ormqr, geqrf
 # ======================================================================================
 
+
 def _reflector(A: Tensor, i: int) -> Tensor:
     """v_i = [0, ..., 0, 1, A[i+1:, i]] of each matrix (differentiable in A)."""
     m = A._shape[-2]
     col = A[..., :, i]
     mask = np.zeros(m)
-    mask[i + 1:] = 1.0
+    mask[i + 1 :] = 1.0
     unit = np.zeros(m)
     unit[i] = 1.0
     return F.add(F.mul(col, from_numpy(mask, A._dtype)), from_numpy(unit, A._dtype))
@@ -1909,14 +2223,16 @@ def householder_product(A: Tensor, tau: Tensor, *, out: Any = None) -> Tensor:
     m, n = A._shape[-2:]
     k = tau._shape[-1] if tau.ndim else 0
     if m < n:
-        raise RuntimeError(f"{op}: input.shape[-2] must be greater than or equal to "
-                           f"input.shape[-1]")
+        raise RuntimeError(
+            f"{op}: input.shape[-2] must be greater than or equal to input.shape[-1]"
+        )
     if k > n:
-        raise RuntimeError(f"{op}: input.shape[-1] must be greater than or equal to "
-                           f"tau.shape[-1]")
+        raise RuntimeError(f"{op}: input.shape[-1] must be greater than or equal to tau.shape[-1]")
     if tau.ndim != A.ndim - 1 or tau._shape[:-1] != A._shape[:-2]:
-        raise RuntimeError(f"{op}: Expected batch dimensions of tau to be equal to "
-                           f"input.shape[:-2], but got {list(tau._shape[:-1])}")
+        raise RuntimeError(
+            f"{op}: Expected batch dimensions of tau to be equal to "
+            f"input.shape[:-2], but got {list(tau._shape[:-1])}"
+        )
     Q = F.expand(F.eye(m, n, dtype=A._dtype), A._shape[:-2] + (m, n))
     for i in reversed(range(k)):
         Q = _apply_reflector(Q, _reflector(A, i), tau[..., i], left=True)
@@ -1934,15 +2250,22 @@ def _apply_reflector(C: Tensor, v: Tensor, t: Tensor, *, left: bool) -> Tensor:
     t2 = F.unsqueeze(F.unsqueeze(t, -1), -1)
     if left:
         vH = F.conj(v) if v._dtype.is_complex else v
-        w = F.matmul(F.unsqueeze(vH, -2), C)                          # v^H C: (1, n)
+        w = F.matmul(F.unsqueeze(vH, -2), C)  # v^H C: (1, n)
         return F.sub(C, F.mul(t2, F.mul(F.unsqueeze(v, -1), w)))
-    w = F.matmul(C, F.unsqueeze(v, -1))                               # C v: (m, 1)
+    w = F.matmul(C, F.unsqueeze(v, -1))  # C v: (m, 1)
     vH = F.conj(v) if v._dtype.is_complex else v
     return F.sub(C, F.mul(t2, F.mul(w, F.unsqueeze(vH, -2))))
 
 
-def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True,
-          transpose: bool = False, *, out: Any = None) -> Tensor:
+def ormqr(
+    input: Tensor,
+    tau: Tensor,
+    other: Tensor,
+    left: bool = True,
+    transpose: bool = False,
+    *,
+    out: Any = None,
+) -> Tensor:
     """Q @ other (other @ Q with left=False; Q^H with transpose=True) for the Q of a
     Householder factorization (geqrf's output), as torch.ormqr; computed with llgrad's
     ops, one reflector at a time."""
@@ -1956,8 +2279,10 @@ def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True,
     k = tau._shape[-1]
     size = other._shape[-2] if left else other._shape[-1]
     if input._shape[-2] != size:
-        raise RuntimeError(f"{op}: input.shape[-2] must be equal to other.shape"
-                           f"[{-2 if left else -1}] ({input._shape[-2]} and {size})")
+        raise RuntimeError(
+            f"{op}: input.shape[-2] must be equal to other.shape"
+            f"[{-2 if left else -1}] ({input._shape[-2]} and {size})"
+        )
     C = other
     order = list(range(k))
     # Q = H_1 ... H_k: Q C applies H_k first; Q^H C applies H_1^H first
@@ -1985,6 +2310,7 @@ def _geqrf_compute(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _not_differentiable(op: str) -> Any:
     def rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
         raise RuntimeError(f"the derivative for '{op}' is not implemented.")
+
     return rule
 
 
@@ -2000,18 +2326,27 @@ def geqrf(input: Tensor, *, out: Any = None) -> Any:
     check_float(op, input)
     if _plain_no_grad(input) and not _count(input._shape):
         k = min(input._shape[-2:])
-        a, tau = _empty_fast((input._shape, input._dtype, False),
-                             (input._shape[:-2] + (k,), input._dtype, True))
+        a, tau = _empty_fast(
+            (input._shape, input._dtype, False), (input._shape[:-2] + (k,), input._dtype, True)
+        )
         return _out(geqrf_result(a, tau), out)
-    a, tau = _host(op, "GeqrfBackward0", (input,), _geqrf_compute, _not_differentiable(op),
-                     out_dtypes=(input._dtype, input._dtype), save_inputs=False,
-                     save_outputs=False)
+    a, tau = _host(
+        op,
+        "GeqrfBackward0",
+        (input,),
+        _geqrf_compute,
+        _not_differentiable(op),
+        out_dtypes=(input._dtype, input._dtype),
+        save_inputs=False,
+        save_outputs=False,
+    )
     return _out(geqrf_result(a, tau), out)
 
 
 # ======================================================================================
 # LDL
 # ======================================================================================
+
 
 def _ldl_fast(A: Tensor, hermitian: bool) -> tuple[Tensor, Tensor, Tensor]:
     """(LD, pivots, info) by sytrf (hetrf) on a column-major copy of A, the pivots and
@@ -2028,8 +2363,7 @@ def _ldl_fast(A: Tensor, hermitian: bool) -> tuple[Tensor, Tensor, Tensor]:
         _zero(info)
         return LD, piv, info
     f = lapack.fortran_batch(A._numpy_view())
-    lapack.sytrf_at(f.dtype, n, count, lapack.address(f), piv._ptr, "L", hermitian,
-                    info._ptr)
+    lapack.sytrf_at(f.dtype, n, count, lapack.address(f), piv._ptr, "L", hermitian, info._ptr)
     view = LD._numpy_view()
     np.copyto(view, lapack.from_fortran(f))
     np.copyto(view, 0, where=_above((n, n), 0))
@@ -2040,8 +2374,9 @@ def _ldl_compute(a: np.ndarray, hermitian: bool) -> tuple[np.ndarray, ...]:
     return tuple(t._numpy_view() for t in _ldl_fast(from_numpy(a), hermitian))
 
 
-def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False,
-                  out: Any = None) -> Any:
+def ldl_factor_ex(
+    A: Tensor, *, hermitian: bool = False, check_errors: bool = False, out: Any = None
+) -> Any:
     """The compact LDL factorization (Bunch-Kaufman, LAPACK sytrf/hetrf, lower triangle)
     of each symmetric (Hermitian with hermitian=True) matrix, with LAPACK's pivots and
     info, as torch.linalg.ldl_factor_ex (not differentiable, as in torch)."""
@@ -2050,9 +2385,14 @@ def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = Fa
     if _plain_no_grad(A):
         LD, piv, info = _ldl_fast(A, hermitian)
     else:
-        LD, piv, info = host_op(op, "LinalgLdlFactorExBackward0", (A,),
-                                lambda a: _ldl_compute(a, hermitian), None,
-                                out_dtypes=(A._dtype, dt.int32, dt.int32))
+        LD, piv, info = host_op(
+            op,
+            "LinalgLdlFactorExBackward0",
+            (A,),
+            lambda a: _ldl_compute(a, hermitian),
+            None,
+            out_dtypes=(A._dtype, dt.int32, dt.int32),
+        )
     if check_errors:
         _check_errors("torch.linalg.ldl_factor_ex", info, "ldl")
     return _out(ldl_factor_ex_result(LD, piv, info), out)
@@ -2066,25 +2406,27 @@ def ldl_factor(A: Tensor, *, hermitian: bool = False, out: Any = None) -> Any:
     return _out(ldl_factor_result(LD, piv), out)
 
 
-def _ldl_solve_into(ld: np.ndarray, piv: np.ndarray, b: np.ndarray, x: np.ndarray,
-                    hermitian: bool) -> None:
+def _ldl_solve_into(
+    ld: np.ndarray, piv: np.ndarray, b: np.ndarray, x: np.ndarray, hermitian: bool
+) -> None:
     """X of A X = B from sytrf's factors (one batch shape) into the new array `x`."""
     fb = lapack.fortran_batch(b)
-    lapack.sytrs(lapack.fortran_batch(ld), np.ascontiguousarray(piv, np.int32), fb, "L",
-                 hermitian)
+    lapack.sytrs(lapack.fortran_batch(ld), np.ascontiguousarray(piv, np.int32), fb, "L", hermitian)
     np.copyto(x, lapack.from_fortran(fb))
 
 
-def _ldl_solve_compute(ld: np.ndarray, piv: np.ndarray, b: np.ndarray, hermitian: bool
-                       ) -> tuple[np.ndarray]:
+def _ldl_solve_compute(
+    ld: np.ndarray, piv: np.ndarray, b: np.ndarray, hermitian: bool
+) -> tuple[np.ndarray]:
     out = np.empty(b.shape, b.dtype)
     if b.size:
         _ldl_solve_into(ld, piv, b, out, hermitian)
     return (out,)
 
 
-def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False,
-              out: Any = None) -> Tensor:
+def ldl_solve(
+    LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False, out: Any = None
+) -> Tensor:
     """The solution of A X = B from A's LDL factorization (ldl_factor's output), as
     torch.linalg.ldl_solve (not differentiable, as in torch)."""
     op = "linalg.ldl_solve"
@@ -2094,22 +2436,28 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False,
     check_float(op, LD)
     same_dtype(op, LD, B, "LD", "B")
     if pivots._dtype is not dt.int32:
-        raise RuntimeError(f"{op}: Expected LD.dtype and pivots.dtype to be int32, got "
-                           f"{pivots._dtype.name}")
+        raise RuntimeError(
+            f"{op}: Expected LD.dtype and pivots.dtype to be int32, got {pivots._dtype.name}"
+        )
     if B._shape[-2] != LD._shape[-1]:
-        raise RuntimeError(f"{op}: Incompatible shapes of LD and B ({LD._shape[-1]} and "
-                           f"{B._shape[-2]})")
+        raise RuntimeError(
+            f"{op}: Incompatible shapes of LD and B ({LD._shape[-1]} and {B._shape[-2]})"
+        )
     if _plain_no_grad(LD, pivots, B) and pivots._shape == LD._shape[:-1]:
         p = pivots._numpy_view()
 
         def into(ld: np.ndarray, b: np.ndarray, x: np.ndarray) -> None:
             _ldl_solve_into(ld, np.broadcast_to(p, ld.shape[:-1]), b, x, hermitian)
+
         return _out(_pair_fast(op, LD, B, into), out)
     LD2, B2 = _broadcast_batch(op, LD, B)
     piv2 = F.expand(pivots, LD2._shape[:-1]) if pivots._shape != LD2._shape[:-1] else pivots
-    (X,) = _host(op, "LinalgLdlSolveBackward0", (LD2, piv2, B2),
-                   lambda l, p, b: _ldl_solve_compute(l, p, b, hermitian), None,
-                   out_dtypes=(B._dtype,))
+    (X,) = _host(
+        op,
+        "LinalgLdlSolveBackward0",
+        (LD2, piv2, B2),
+        lambda l, p, b: _ldl_solve_compute(l, p, b, hermitian),
+        None,
+        out_dtypes=(B._dtype,),
+    )
     return _out(X, out)
-
-

@@ -12,6 +12,7 @@ line, so that signature runs eagerly; under `vmap` the batch moves in front of t
 operands (every primitive here batches over leading dimensions) and the results are
 wrapped back.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
@@ -42,6 +43,7 @@ LinAlgError.__module__ = "llgrad.linalg"
 # Checks shared by the ops
 # --------------------------------------------------------------------------------------
 
+
 def check_tensor(op: str, x: Any, what: str = "A") -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected {what} to be a Tensor, got {type(x).__name__}")
@@ -52,18 +54,28 @@ def check_float(op: str, x: Tensor, what: str = "input") -> None:
     """Floating point or complex, single or double precision (torch's LAPACK dtypes)."""
     d = x._dtype
     if d in (dt.float16, dt.bfloat16):
-        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got "
-                           f"{_torch_name(d)}")
+        raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {_torch_name(d)}")
     if not (d.is_floating_point or d.is_complex):
-        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as {what}. "
-                           f"Got {_torch_name(d)}")
+        raise RuntimeError(
+            f"{op}: Expected a floating point or complex tensor as {what}. Got {_torch_name(d)}"
+        )
 
 
 def _torch_name(d: dt.DType) -> str:
-    return {"float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
-            "float64": "Double", "complex64": "ComplexFloat", "complex128": "ComplexDouble",
-            "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-            "uint8": "Byte", "bool": "Bool"}.get(d.name, d.name)
+    return {
+        "float16": "Half",
+        "bfloat16": "BFloat16",
+        "float32": "Float",
+        "float64": "Double",
+        "complex64": "ComplexFloat",
+        "complex128": "ComplexDouble",
+        "int64": "Long",
+        "int32": "Int",
+        "int16": "Short",
+        "int8": "Char",
+        "uint8": "Byte",
+        "bool": "Bool",
+    }.get(d.name, d.name)
 
 
 def check_matrix(op: str, x: Tensor, what: str = "A") -> None:
@@ -74,8 +86,10 @@ def check_matrix(op: str, x: Tensor, what: str = "A") -> None:
 def check_square(op: str, x: Tensor, what: str = "A") -> None:
     check_matrix(op, x, what)
     if x._shape[-1] != x._shape[-2]:
-        raise RuntimeError(f"{op}: {what} must be batches of square matrices, but they are "
-                           f"{x._shape[-2]} by {x._shape[-1]} matrices")
+        raise RuntimeError(
+            f"{op}: {what} must be batches of square matrices, but they are "
+            f"{x._shape[-2]} by {x._shape[-1]} matrices"
+        )
 
 
 def square_float(op: str, x: Any, what: str = "A") -> Tensor:
@@ -87,14 +101,19 @@ def square_float(op: str, x: Any, what: str = "A") -> Tensor:
 
 def same_dtype(op: str, a: Tensor, b: Tensor, an: str = "A", bn: str = "B") -> None:
     if a._dtype is not b._dtype:
-        raise RuntimeError(f"{op}: Expected {an} and {bn} to have the same dtype, but found "
-                           f"{an} of type {_torch_name(a._dtype)} and {bn} of type "
-                           f"{_torch_name(b._dtype)} instead.")
+        raise RuntimeError(
+            f"{op}: Expected {an} and {bn} to have the same dtype, but found "
+            f"{an} of type {_torch_name(a._dtype)} and {bn} of type "
+            f"{_torch_name(b._dtype)} instead."
+        )
 
 
 def batch_prefix(index: tuple[int, ...], nbatch: int) -> str:
-    return f"(Batch element {int(np.ravel_multi_index(index, nbatch))}): " \
-        if isinstance(nbatch, tuple) and len(nbatch) else ""
+    return (
+        f"(Batch element {int(np.ravel_multi_index(index, nbatch))}): "
+        if isinstance(nbatch, tuple) and len(nbatch)
+        else ""
+    )
 
 
 def first_bad(info: np.ndarray) -> tuple[str, int] | None:
@@ -116,12 +135,13 @@ def first_bad(info: np.ndarray) -> tuple[str, int] | None:
 # Small differentiable helpers (llgrad functions only)
 # --------------------------------------------------------------------------------------
 
-_F: list[Any] = []          # llgrad.functions, imported on first use (import order)
+_F: list[Any] = []  # llgrad.functions, imported on first use (import order)
 
 
 def _functions() -> Any:
     if not _F:
         from .. import functions
+
         _F.append(functions)
     return _F[0]
 
@@ -166,7 +186,7 @@ def diag_embed(v: Tensor, m: int | None = None, n: int | None = None) -> Tensor:
     if k == min(m, n):
         ext = v
     else:
-        ext = v[..., :min(m, n)]
+        ext = v[..., : min(m, n)]
     if n > min(m, n):
         ext = F.cat([ext, F.zeros(ext._shape[:-1] + (n - min(m, n),), dtype=v._dtype)], -1)
     return F.mul(F.unsqueeze(ext, -2), eye)
@@ -194,11 +214,13 @@ def sum_to(g: Tensor, shape: tuple[int, ...], dtype: dt.DType) -> Tensor:
 # NumPy in and out
 # --------------------------------------------------------------------------------------
 
+
 def values(t: Tensor) -> np.ndarray:
     """The values of `t` for a check on the host (under vmap: every batch element's)."""
     if t.__class__ is Tensor:
         return t._numpy_view()
     from ..transforms.batching import bottom
+
     return bottom(t)._numpy_view()
 
 
@@ -224,10 +246,10 @@ def from_numpy(a: Any, dtype: dt.DType | None = None) -> Tensor:
     n = a.nbytes
     if n:
         if a.flags.c_contiguous:
-            try:        # the bytes as they are: no NumPy view of the new tensor needed
+            try:  # the bytes as they are: no NumPy view of the new tensor needed
                 _memmove(out._ptr, _addressof(_from_buffer(a)), n)
                 return out
-            except (TypeError, ValueError, BufferError):   # a read-only array
+            except (TypeError, ValueError, BufferError):  # a read-only array
                 pass
         np.copyto(out._numpy_view(), a)
     return out
@@ -237,16 +259,28 @@ def from_numpy(a: Any, dtype: dt.DType | None = None) -> Tensor:
 # The node
 # --------------------------------------------------------------------------------------
 
+
 class _Ctx:
     """What a backward rule reads: the saved inputs and outputs (unpacked, version
     checked), which inputs need a gradient, and the op's attributes."""
 
     __slots__ = ("inputs", "outputs", "needs", "attrs", "meta")
 
-    def __init__(self, inputs: Sequence[Any], outputs: Sequence[Any], needs: tuple[bool, ...],
-                 attrs: dict[str, Any], meta: Sequence[tuple[tuple[int, ...], dt.DType]]):
-        self.inputs, self.outputs, self.needs, self.attrs, self.meta = \
-            tuple(inputs), tuple(outputs), needs, attrs, tuple(meta)
+    def __init__(
+        self,
+        inputs: Sequence[Any],
+        outputs: Sequence[Any],
+        needs: tuple[bool, ...],
+        attrs: dict[str, Any],
+        meta: Sequence[tuple[tuple[int, ...], dt.DType]],
+    ):
+        self.inputs, self.outputs, self.needs, self.attrs, self.meta = (
+            tuple(inputs),
+            tuple(outputs),
+            needs,
+            attrs,
+            tuple(meta),
+        )
 
 
 class _SavedOut(SavedTensor):
@@ -268,11 +302,10 @@ class _SavedOut(SavedTensor):
 class LinalgNode(Node):
     """The grad_fn of one LAPACK-backed call: saved inputs and outputs and the rule."""
 
-    __slots__ = ("_saved_in", "_saved_out", "_released", "_rule", "_nout", "_attrs",
-                 "_in_meta")
+    __slots__ = ("_saved_in", "_saved_out", "_released", "_rule", "_nout", "_attrs", "_in_meta")
 
     @property
-    def num_outputs(self) -> int:        # type: ignore[override]
+    def num_outputs(self) -> int:  # type: ignore[override]
         return self._nout
 
     @property
@@ -283,8 +316,11 @@ class LinalgNode(Node):
     def saved_tensors(self) -> tuple[Tensor | None, ...]:
         if self._released:
             raise RuntimeError(FREED)
-        return tuple(s.unpack(self, self.name(), i) for i, s in
-                     enumerate(self._saved_in + self._saved_out) if s is not None)
+        return tuple(
+            s.unpack(self, self.name(), i)
+            for i, s in enumerate(self._saved_in + self._saved_out)
+            if s is not None
+        )
 
     def release(self) -> None:
         self._released = True
@@ -294,10 +330,10 @@ class LinalgNode(Node):
         if self._released:
             raise RuntimeError(FREED)
         name = self.name()
-        ins = [None if s is None else s.unpack(self, name, i)
-               for i, s in enumerate(self._saved_in)]
-        outs = [None if s is None else s.unpack(self, name, i)
-                for i, s in enumerate(self._saved_out)]
+        ins = [None if s is None else s.unpack(self, name, i) for i, s in enumerate(self._saved_in)]
+        outs = [
+            None if s is None else s.unpack(self, name, i) for i, s in enumerate(self._saved_out)
+        ]
         ctx = _Ctx(ins, outs, self.needs_input_grad, self._attrs, self._in_meta)
         result = self._rule(ctx, list(grads))
         fitted: list[Tensor | None] = []
@@ -313,15 +349,24 @@ def _traced(xs: Sequence[Any]) -> bool:
 def graph_break(op: str) -> None:
     from ..tracer.context import user_location
     from ..tracer.tensor import GraphBreak
+
     raise GraphBreak(f"{op} (LAPACK on the host: a documented graph break)", user_location())
 
 
-def host_op(op: str, name: str | None, inputs: Sequence[Tensor],
-            compute: Callable[..., Sequence[Any]], rule: Callable[..., Sequence[Any]] | None,
-            *, out_dtypes: Sequence[dt.DType], differentiable: Sequence[bool] | None = None,
-            save_inputs: Sequence[bool] | bool = True, save_outputs: Sequence[bool] | bool = True,
-            attrs: dict[str, Any] | None = None,
-            jvp: Callable[..., Sequence[Any]] | None = None) -> tuple[Tensor, ...]:
+def host_op(
+    op: str,
+    name: str | None,
+    inputs: Sequence[Tensor],
+    compute: Callable[..., Sequence[Any]],
+    rule: Callable[..., Sequence[Any]] | None,
+    *,
+    out_dtypes: Sequence[dt.DType],
+    differentiable: Sequence[bool] | None = None,
+    save_inputs: Sequence[bool] | bool = True,
+    save_outputs: Sequence[bool] | bool = True,
+    attrs: dict[str, Any] | None = None,
+    jvp: Callable[..., Sequence[Any]] | None = None,
+) -> tuple[Tensor, ...]:
     """Run `compute(*arrays)` (NumPy arrays of the inputs' values; it returns one array
     per output) and record one node `name` whose backward is `rule(ctx, grads)`.
 
@@ -337,9 +382,19 @@ def host_op(op: str, name: str | None, inputs: Sequence[Tensor],
         interp = _interpreter_for(inputs)
         if interp is not None and hasattr(interp, "batched"):
             values = [interp.batched(x) for x in inputs]
-            outs = host_op(op, name, values, compute, rule, out_dtypes=out_dtypes,
-                           differentiable=differentiable, save_inputs=save_inputs,
-                           save_outputs=save_outputs, attrs=attrs, jvp=jvp)
+            outs = host_op(
+                op,
+                name,
+                values,
+                compute,
+                rule,
+                out_dtypes=out_dtypes,
+                differentiable=differentiable,
+                save_inputs=save_inputs,
+                save_outputs=save_outputs,
+                attrs=attrs,
+                jvp=jvp,
+            )
             return tuple(interp.wrap(o) for o in outs)
     arrays = [x._numpy_view() for x in inputs]
     with np.errstate(all="ignore"):
@@ -366,8 +421,10 @@ def host_op(op: str, name: str | None, inputs: Sequence[Tensor],
         si = [save_inputs] * len(inputs) if isinstance(save_inputs, bool) else save_inputs
         so = [save_outputs] * len(outs) if isinstance(save_outputs, bool) else save_outputs
         node._saved_in = tuple(SavedTensor(x) if s else None for x, s in zip(inputs, si))
-        node._saved_out = tuple((_SavedOut(o) if o.grad_fn is node else SavedTensor(o))
-                                if s else None for o, s in zip(outs, so))
+        node._saved_out = tuple(
+            (_SavedOut(o) if o.grad_fn is node else SavedTensor(o)) if s else None
+            for o, s in zip(outs, so)
+        )
     if forward_ad._level[0]:
         tangents = [forward_ad.tangent_of(x) for x in inputs]
         if any(t is not None for t in tangents):
@@ -375,12 +432,19 @@ def host_op(op: str, name: str | None, inputs: Sequence[Tensor],
     return outs
 
 
-def _forward_mode(inputs: Sequence[Tensor], outs: Sequence[Tensor], diff: Sequence[bool],
-                  tangents: list[Tensor | None], rule: Callable[..., Any],
-                  attrs: dict[str, Any], jvp: Callable[..., Any] | None) -> None:
+def _forward_mode(
+    inputs: Sequence[Tensor],
+    outs: Sequence[Tensor],
+    diff: Sequence[bool],
+    tangents: list[Tensor | None],
+    rule: Callable[..., Any],
+    attrs: dict[str, Any],
+    jvp: Callable[..., Any] | None,
+) -> None:
     """Tangents of the outputs: the op's jvp rule, or the transposed vjp."""
     F = _functions()
     from ..autograd.apply import _interpreter_for, interpreters
+
     primals = [forward_ad.unpack_dual(x).primal for x in inputs]
     outvals = [o.detach() for o in outs]
     interp = _interpreter_for(tangents) if interpreters else None
@@ -392,38 +456,58 @@ def _forward_mode(inputs: Sequence[Tensor], outs: Sequence[Tensor], diff: Sequen
         full = [None if t is None else interp.batched(t) for t in tangents]
         per: list[list[Tensor | None]] = []
         for b in range(interp.size):
-            per.append(_transposed(primals, outvals, diff, [None if t is None else t[b]
-                                                            for t in full], rule, attrs))
-        result = [None if per[0][k] is None else interp.wrap(F.stack([p[k] for p in per]))
-                  for k in range(len(outs))]
+            per.append(
+                _transposed(
+                    primals, outvals, diff, [None if t is None else t[b] for t in full], rule, attrs
+                )
+            )
+        result = [
+            None if per[0][k] is None else interp.wrap(F.stack([p[k] for p in per]))
+            for k in range(len(outs))
+        ]
     else:
         result = _transposed(primals, outvals, diff, tangents, rule, attrs)
     for o, r, d in zip(outs, result, diff):
         if d and r is not None:
-            forward_ad.set_tangent(o, r.detach().to(o._dtype) if r._dtype is not o._dtype
-                                   else r)
+            forward_ad.set_tangent(o, r.detach().to(o._dtype) if r._dtype is not o._dtype else r)
 
 
-def _transposed(primals: Sequence[Tensor], outs: Sequence[Tensor], diff: Sequence[bool],
-                tangents: list[Tensor | None], rule: Callable[..., Any],
-                attrs: dict[str, Any]) -> list[Tensor | None]:
+def _transposed(
+    primals: Sequence[Tensor],
+    outs: Sequence[Tensor],
+    diff: Sequence[bool],
+    tangents: list[Tensor | None],
+    rule: Callable[..., Any],
+    attrs: dict[str, Any],
+) -> list[Tensor | None]:
     """`J t` from the vjp rule (linear in the cotangents u): d<vjp(u), t>/du."""
     F = _functions()
     from ..autograd.api import grad
+
     inputs, outvals = primals, outs
     with enable_grad():
-        us = [F.zeros(o._shape, dtype=o._dtype, requires_grad=True) if d else None
-              for o, d in zip(outvals, diff)]
-        ctx = _Ctx(primals, outvals, tuple(t is not None for t in tangents), attrs,
-                   [(x._shape, x._dtype) for x in inputs])
+        us = [
+            F.zeros(o._shape, dtype=o._dtype, requires_grad=True) if d else None
+            for o, d in zip(outvals, diff)
+        ]
+        ctx = _Ctx(
+            primals,
+            outvals,
+            tuple(t is not None for t in tangents),
+            attrs,
+            [(x._shape, x._dtype) for x in inputs],
+        )
         parts = rule(ctx, list(us))
         total = None
         for p, t, x in zip(parts, tangents, inputs):
             if p is None or t is None:
                 continue
             p = sum_to(p, x._shape, x._dtype)
-            term = F.sum(F.real(F.mul(F.conj(p), t.to(p._dtype)))) if p._dtype.is_complex \
+            term = (
+                F.sum(F.real(F.mul(F.conj(p), t.to(p._dtype))))
+                if p._dtype.is_complex
                 else F.sum(F.mul(p, t.to(p._dtype)))
+            )
             total = term if total is None else F.add(total, term)
         live = [u for u in us if u is not None]
         if total is None or not total._requires_grad:
@@ -440,8 +524,7 @@ def zeros_if_none(g: Tensor | None, like: Tensor) -> Tensor:
     return F.zeros(like._shape, dtype=like._dtype) if g is None else g
 
 
-def batched_loop(fn: Callable[..., Any], *arrays: np.ndarray, nmat: int | None = None
-                 ) -> list[Any]:
+def batched_loop(fn: Callable[..., Any], *arrays: np.ndarray, nmat: int | None = None) -> list[Any]:
     """Call `fn(*mats)` for every matrix of the (common) leading batch; results per element
     in row-major batch order."""
     nmat = len(arrays) if nmat is None else nmat

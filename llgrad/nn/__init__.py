@@ -1,4 +1,5 @@
 """`llgrad.nn`: modules, parameters, functional layers and initializers (PyTorch's API)."""
+
 from . import functional, init, parallel, utils
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _modules_all

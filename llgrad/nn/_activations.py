@@ -8,6 +8,7 @@ equals PyTorch's (e.g. hardswish's derivative at x = -3 is -0.5, hardsigmoid's a
 as an in-place write (`CopyBackwards`) where PyTorch records the op's own node.
 They are re-exported by `llgrad.nn.functional`.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -23,8 +24,10 @@ from .functional import _act, _softmax_dim, _tensor, celu, selu
 def _float_input(op: str, input: Any) -> Tensor:
     _tensor(op, "input", input)
     if not (input._dtype.is_floating_point or input._dtype.is_complex):
-        raise RuntimeError(f"{op}: expected a floating point input, got {input._dtype.name} "
-                           f"(shape {list(input.shape)})")
+        raise RuntimeError(
+            f"{op}: expected a floating point input, got {input._dtype.name} "
+            f"(shape {list(input.shape)})"
+        )
     return input
 
 
@@ -46,9 +49,11 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
             raise RuntimeError(f"{op}: Not allow zero-dim input tensor with {n} weights")
         channels = input.shape[1] if input.ndim >= 2 else 1
         if channels != n:
-            raise RuntimeError(f"{op}: Mismatch of parameter numbers and input channel size. "
-                               f"Found parameter numbers = {n} and channel size = "
-                               f"{channels}.")
+            raise RuntimeError(
+                f"{op}: Mismatch of parameter numbers and input channel size. "
+                f"Found parameter numbers = {n} and channel size = "
+                f"{channels}."
+            )
         shape = [1] * input.ndim
         shape[1] = n
         w = lg.reshape(weight, tuple(shape))
@@ -64,8 +69,9 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
         raise RuntimeError(f"{op} does not support scalars because halving size must be even")
     size = input.shape[dim]
     if size % 2:
-        raise RuntimeError(f"{op}: Halving dimension must be even, but dimension {dim % input.ndim}"
-                           f" is size {size}")
+        raise RuntimeError(
+            f"{op}: Halving dimension must be even, but dimension {dim % input.ndim} is size {size}"
+        )
     a, b = lg.chunk(input, 2, dim)
     return lg.mul(a, lg.sigmoid(b))
 
@@ -79,6 +85,7 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     def fn(x: Tensor) -> Tensor:
         mid = lg.div(lg.mul(x, lg.add(x, 3.0)), 6.0)
         return lg.where(lg.le(x, -3.0), lg.zeros_like(x), lg.where(lg.lt(x, 3.0), mid, x))
+
     return _act("hardswish", fn, input, inplace)
 
 
@@ -86,9 +93,14 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     """relu6(x + 3) / 6; derivative 1/6 strictly inside (-3, 3), else 0 (PyTorch's)."""
     _float_input("hardsigmoid", input)
+
     def fn(x: Tensor) -> Tensor:
-        return lg.where(lg.le(x, -3.0), lg.zeros_like(x),
-                        lg.where(lg.ge(x, 3.0), lg.ones_like(x), lg.add(lg.div(x, 6.0), 0.5)))
+        return lg.where(
+            lg.le(x, -3.0),
+            lg.zeros_like(x),
+            lg.where(lg.ge(x, 3.0), lg.ones_like(x), lg.add(lg.div(x, 6.0), 0.5)),
+        )
+
     return _act("hardsigmoid", fn, input, inplace)
 
 
@@ -105,11 +117,15 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x - lambd above lambd, x + lambd below -lambd, 0 between."""
     _tensor("softshrink", "input", input)
     if lambd < 0:
-        raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be "
-                           f"{lambd}.")
+        raise RuntimeError(
+            f"softshrink: lambda must be greater or equal to 0, but found to be {lambd}."
+        )
     zero = lg.zeros_like(input)
-    return lg.where(lg.gt(input, lambd), lg.sub(input, lambd),
-                    lg.where(lg.lt(input, -lambd), lg.add(input, lambd), zero))
+    return lg.where(
+        lg.gt(input, lambd),
+        lg.sub(input, lambd),
+        lg.where(lg.lt(input, -lambd), lg.add(input, lambd), zero),
+    )
 
 
 def tanhshrink(input: Tensor) -> Tensor:
@@ -122,8 +138,10 @@ def tanhshrink(input: Tensor) -> Tensor:
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """x where x > threshold, else `value` (the gradient flows where x > threshold)."""
     _tensor("threshold", "input", input)
+
     def fn(x: Tensor) -> Tensor:
         return lg.where(lg.gt(x, threshold), x, lg.full_like(x, value))
+
     return _act("threshold", fn, input, inplace)
 
 
@@ -136,8 +154,9 @@ def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
 
 
 @composite_function
-def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
-            dtype: dt.DType | None = None) -> Tensor:
+def softmin(
+    input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: dt.DType | None = None
+) -> Tensor:
     """softmax(-x) along `dim` (the legacy implicit dim when None, with its warning)."""
     _tensor("softmin", "input", input)
     d = _softmax_dim("softmin", input.ndim, dim)
@@ -145,27 +164,42 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
     return lg.softmax(lg.neg(x), d)
 
 
-def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
-          training: bool = False, inplace: bool = False, *, generator: Any = None) -> Tensor:
+def rrelu(
+    input: Tensor,
+    lower: float = 1.0 / 8,
+    upper: float = 1.0 / 3,
+    training: bool = False,
+    inplace: bool = False,
+    *,
+    generator: Any = None,
+) -> Tensor:
     """Randomized leaky ReLU: in training each element x <= 0 is multiplied by a slope drawn
     from U(lower, upper) (from `lg.rand`: seeded by `lg.manual_seed`, other streams than
     PyTorch's); in evaluation the slope is (lower + upper) / 2."""
     op = "rrelu"
     _float_input(op, input)
     if lower > upper:
-        raise RuntimeError(f"{op}: Lower bound should be less than or equal to the upper "
-                           f"bound (lower={lower}, upper={upper})")
+        raise RuntimeError(
+            f"{op}: Lower bound should be less than or equal to the upper "
+            f"bound (lower={lower}, upper={upper})"
+        )
     if not training:
         return _act("rrelu", lg.leaky_relu, input, inplace, (lower + upper) / 2)
-    slopes = lg.add(lg.mul(lg.rand(input.shape, dtype=input._dtype, generator=generator),
-                           upper - lower), lower)
+    slopes = lg.add(
+        lg.mul(lg.rand(input.shape, dtype=input._dtype, generator=generator), upper - lower), lower
+    )
     with no_grad():
         noise = lg.where(lg.le(input, 0), slopes, lg.ones_like(input))
     return _act("rrelu", lg.mul, input, inplace, noise)
 
 
-def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
-           training: bool = False, generator: Any = None) -> Tensor:
+def rrelu_(
+    input: Tensor,
+    lower: float = 1.0 / 8,
+    upper: float = 1.0 / 3,
+    training: bool = False,
+    generator: Any = None,
+) -> Tensor:
     """In-place `rrelu`; `generator` draws the slopes in training."""
     return rrelu(input, lower, upper, training, inplace=True, generator=generator)
 
@@ -183,5 +217,4 @@ def selu_(input: Tensor) -> Tensor:
 def softmax2d_check(input: Tensor) -> None:
     """`Softmax2d`'s rule: a 3-D (C, H, W) or 4-D (N, C, H, W) input."""
     if input.ndim not in (3, 4):
-        raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D "
-                         f"instead")
+        raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D instead")

@@ -3,6 +3,7 @@
 Compositions of differentiable functions (matmul, index_select, reductions), so their
 gradients and compiled code come from those ops; re-exported by `llgrad.nn.functional`.
 """
+
 from __future__ import annotations
 
 
@@ -17,8 +18,7 @@ from .functional import _tensor
 
 
 @composite_function
-def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None
-             ) -> Tensor:
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """y[..., o] = sum_ij x1[..., i] weight[o, i, j] x2[..., j] + bias[o].
 
     Args: input1 (*, in1), input2 (*, in2) with the same leading sizes; weight (out, in1,
@@ -27,19 +27,26 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     for name, t in (("input1", input1), ("input2", input2), ("weight", weight)):
         _tensor(op, name, t)
     if weight.ndim != 3:
-        raise RuntimeError(f"{op}(): weight must be 3-D (out, in1, in2), got shape "
-                           f"{list(weight.shape)}")
+        raise RuntimeError(
+            f"{op}(): weight must be 3-D (out, in1, in2), got shape {list(weight.shape)}"
+        )
     out_f, in1, in2 = weight.shape
-    if input1.ndim == 0 or input1.shape[-1] != in1 or input2.ndim == 0 or \
-            input2.shape[-1] != in2 or input1.shape[:-1] != input2.shape[:-1]:
-        raise RuntimeError(f"{op}(): input1 {list(input1.shape)} and input2 "
-                           f"{list(input2.shape)} must share their leading sizes and end in "
-                           f"{in1} and {in2} (weight {list(weight.shape)})")
+    if (
+        input1.ndim == 0
+        or input1.shape[-1] != in1
+        or input2.ndim == 0
+        or input2.shape[-1] != in2
+        or input1.shape[:-1] != input2.shape[:-1]
+    ):
+        raise RuntimeError(
+            f"{op}(): input1 {list(input1.shape)} and input2 "
+            f"{list(input2.shape)} must share their leading sizes and end in "
+            f"{in1} and {in2} (weight {list(weight.shape)})"
+        )
     if bias is not None:
         _tensor(op, "bias", bias)
         if tuple(bias.shape) != (out_f,):
-            raise RuntimeError(f"{op}(): bias must have shape [{out_f}], got "
-                               f"{list(bias.shape)}")
+            raise RuntimeError(f"{op}(): bias must have shape [{out_f}], got {list(bias.shape)}")
     lead = tuple(input1.shape[:-1])
     x1 = lg.reshape(input1, (-1, in1))
     x2 = lg.reshape(input2, (-1, in2))
@@ -54,11 +61,19 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
 _MODES = ("sum", "mean", "max")
 
 
-def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
-                  max_norm: float | None = None, norm_type: float = 2,
-                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
-                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
-                  padding_idx: int | None = None) -> Tensor:
+def embedding_bag(
+    input: Tensor,
+    weight: Tensor,
+    offsets: Tensor | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2,
+    scale_grad_by_freq: bool = False,
+    mode: str = "mean",
+    sparse: bool = False,
+    per_sample_weights: Tensor | None = None,
+    include_last_offset: bool = False,
+    padding_idx: int | None = None,
+) -> Tensor:
     """Sum, mean or max of the embeddings of each bag, without materializing the
     (bags, length, dim) lookups by the user.
 
@@ -68,32 +83,42 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
     equal to `padding_idx` are left out of their bag (and of a mean's count); an empty bag
     gives zeros. `sparse=True` raises (llgrad has dense tensors only)."""
     from .functional import _embedding_renorm_, embedding
+
     op = "embedding_bag"
     _tensor(op, "input", input)
     _tensor(op, "weight", weight)
     if sparse:
-        raise ValueError(f"{op}: sparse=True asks for a sparse gradient; llgrad has only "
-                         f"dense tensors (use sparse=False)")
+        raise ValueError(
+            f"{op}: sparse=True asks for a sparse gradient; llgrad has only "
+            f"dense tensors (use sparse=False)"
+        )
     if mode not in _MODES:
         raise ValueError(f"{op}: mode has to be one of sum, mean or max, got {mode!r}")
     if weight.ndim != 2:
-        raise ValueError(f"{op}: weight has to be a 2D Tensor, but got Tensor of dimension "
-                         f"{weight.ndim}")
+        raise ValueError(
+            f"{op}: weight has to be a 2D Tensor, but got Tensor of dimension {weight.ndim}"
+        )
     if input._dtype not in nnops.INDEX_DTYPES:
-        raise TypeError(f"{op}: Expected tensor for argument 'indices' to have one of the "
-                        f"following scalar types: Long, Int; but got {input._dtype.name}")
+        raise TypeError(
+            f"{op}: Expected tensor for argument 'indices' to have one of the "
+            f"following scalar types: Long, Int; but got {input._dtype.name}"
+        )
     vocab, dim = weight.shape
     if per_sample_weights is not None:
         _tensor(op, "per_sample_weights", per_sample_weights)
         if mode != "sum":
-            raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
-                                      f"per_sample_weights is only supported for mode='sum' "
-                                      f"(got mode='{mode}'). Please open a feature request "
-                                      f"on GitHub.")
+            raise NotImplementedError(
+                f"embedding_bag: per_sample_weights was not None. "
+                f"per_sample_weights is only supported for mode='sum' "
+                f"(got mode='{mode}'). Please open a feature request "
+                f"on GitHub."
+            )
         if per_sample_weights.shape != input.shape:
-            raise ValueError(f"{op}: embedding_bag: If per_sample_weights "
-                             f"({list(per_sample_weights.shape)}) is not None, then it must "
-                             f"have the same shape as the input ({list(input.shape)})")
+            raise ValueError(
+                f"{op}: embedding_bag: If per_sample_weights "
+                f"({list(per_sample_weights.shape)}) is not None, then it must "
+                f"have the same shape as the input ({list(input.shape)})"
+            )
     if padding_idx is not None:
         if not -vocab <= padding_idx < vocab:
             raise AssertionError("padding_idx must be within the number of embeddings")
@@ -101,9 +126,11 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
     idx = np.asarray(input.detach().numpy()).astype(np.int64)
     if input.ndim == 2:
         if offsets is not None:
-            raise ValueError(f"{op}: if input is 2D, then offsets has to be None, as input is "
-                             f"treated is a mini-batch of fixed length sequences. However, "
-                             f"found offsets of type {type(offsets).__name__}")
+            raise ValueError(
+                f"{op}: if input is 2D, then offsets has to be None, as input is "
+                f"treated is a mini-batch of fixed length sequences. However, "
+                f"found offsets of type {type(offsets).__name__}"
+            )
         bags, length = idx.shape
         starts = np.arange(bags, dtype=np.int64) * length
         ends = starts + length
@@ -118,12 +145,16 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
         off = np.asarray(offsets.detach().numpy()).astype(np.int64)
         total = idx.shape[0]
         if off.shape[0] and off[0] != 0:
-            raise RuntimeError(f"{op}: offsets[0] has to be 0, i.e., the first sequence in "
-                               f"the mini-batch has to start from position 0. However, got "
-                               f"{int(off[0])}")
+            raise RuntimeError(
+                f"{op}: offsets[0] has to be 0, i.e., the first sequence in "
+                f"the mini-batch has to start from position 0. However, got "
+                f"{int(off[0])}"
+            )
         if off.shape[0] and off[-1] > total:
-            raise RuntimeError(f"{op}: offsets[-1] can not be greater than input's length "
-                               f"({total}), but got offsets[-1] of {int(off[-1])}")
+            raise RuntimeError(
+                f"{op}: offsets[-1] can not be greater than input's length "
+                f"({total}), but got offsets[-1] of {int(off[-1])}"
+            )
         if (np.diff(off) < 0).any():
             raise RuntimeError(f"{op}: offsets must be non-decreasing, got {off.tolist()}")
         if include_last_offset:
@@ -132,8 +163,9 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
             starts, ends = off, np.append(off[1:], total).astype(np.int64)
         flat, psw = input, per_sample_weights
     else:
-        raise ValueError(f"{op}: input has to be 1D or 2D Tensor, but got Tensor of dimension "
-                         f"{input.ndim}")
+        raise ValueError(
+            f"{op}: input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}"
+        )
     flat_idx = idx.reshape(-1)
     if flat_idx.size and (flat_idx.min() < 0 or flat_idx.max() >= vocab):
         bad = flat_idx[(flat_idx < 0) | (flat_idx >= vocab)][0]
@@ -141,33 +173,37 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
     if max_norm is not None:
         _embedding_renorm_(weight, flat, max_norm, norm_type)
     bags = starts.shape[0]
-    keep = np.ones(flat_idx.shape[0], dtype=bool) if padding_idx is None else \
-        flat_idx != padding_idx
+    keep = (
+        np.ones(flat_idx.shape[0], dtype=bool) if padding_idx is None else flat_idx != padding_idx
+    )
     # each bag's kept positions, padded to the longest bag with a position past the end
     members = [np.nonzero(keep[s:e])[0] + s for s, e in zip(starts, ends)]
     width = max((m.shape[0] for m in members), default=0)
     pad_pos = flat_idx.shape[0]
     table = np.full((bags, width), pad_pos, dtype=np.int64)
     for b, m in enumerate(members):
-        table[b, :m.shape[0]] = m
+        table[b, : m.shape[0]] = m
     counts = np.array([m.shape[0] for m in members], dtype=np.int64)
-    rows = embedding(flat, weight, padding_idx, None, 2.0, scale_grad_by_freq)   # (T, D)
+    rows = embedding(flat, weight, padding_idx, None, 2.0, scale_grad_by_freq)  # (T, D)
     if psw is not None:
         rows = lg.mul(rows, lg.unsqueeze(psw, 1))
     filler = lg.zeros((1, dim), dtype=weight._dtype)
     if mode == "max":
         filler = lg.full((1, dim), -float("inf"), dtype=weight._dtype)
     ext = lg.cat([rows, filler], 0)
-    picked = lg.reshape(lg.index_select(ext, 0, lg.tensor(table.reshape(-1))),
-                        (bags, width, dim))
+    picked = lg.reshape(lg.index_select(ext, 0, lg.tensor(table.reshape(-1))), (bags, width, dim))
     if width == 0:
-        return lg.zeros((bags, dim), dtype=weight._dtype) if not weight.requires_grad else \
-            lg.sum(lg.mul(picked, 0.0), 1)
+        return (
+            lg.zeros((bags, dim), dtype=weight._dtype)
+            if not weight.requires_grad
+            else lg.sum(lg.mul(picked, 0.0), 1)
+        )
     if mode == "sum":
         return lg.sum(picked, 1)
     if mode == "mean":
-        denom = lg.tensor(np.maximum(counts, 1).astype(np.float64).reshape(bags, 1),
-                          dtype=weight._dtype)
+        denom = lg.tensor(
+            np.maximum(counts, 1).astype(np.float64).reshape(bags, 1), dtype=weight._dtype
+        )
         return lg.div(lg.sum(picked, 1), denom)
     values = lg.max(picked, 1)[0]
     empty = lg.tensor((counts == 0).reshape(bags, 1))
@@ -178,27 +214,41 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:
     """Split the channels (dim 1) into `groups` groups and interleave them: (N, g, C/g, *)
     transposed to (N, C/g, g, *). (A call seen before that records nothing and really
     moves channels takes the direct path of `functions.layout.shuffle_direct`.)"""
-    key = (channel_shuffle, input._lkey, groups) \
-        if input.__class__ is Tensor and groups.__class__ is int else None
+    key = (
+        (channel_shuffle, input._lkey, groups)
+        if input.__class__ is Tensor and groups.__class__ is int
+        else None
+    )
     out = shuffle_direct(key, input) if key is not None else None
     if out is not None:
         return out
     op = "channel_shuffle"
     _tensor(op, "input", input)
     if input.ndim < 3:
-        raise RuntimeError(f"{op}: expected input to have at least 3 dimensions, but got "
-                           f"input with sizes {list(input.shape)}")
+        raise RuntimeError(
+            f"{op}: expected input to have at least 3 dimensions, but got "
+            f"input with sizes {list(input.shape)}"
+        )
     if not isinstance(groups, int) or groups <= 0:
-        raise RuntimeError(f"{op}: Number of groups to divide channels in must be positive. "
-                           f"Value of groups:{groups}")
+        raise RuntimeError(
+            f"{op}: Number of groups to divide channels in must be positive. "
+            f"Value of groups:{groups}"
+        )
     c = input.shape[1]
     if c % groups:
-        raise RuntimeError(f"{op}: Number of channels must be divisible by groups. Got {c} "
-                           f"channels and {groups} groups.")
+        raise RuntimeError(
+            f"{op}: Number of channels must be divisible by groups. Got {c} "
+            f"channels and {groups} groups."
+        )
     n, rest = input.shape[0], tuple(input.shape[2:])
-    if groups > 1 and c // groups > 1:       # the transpose moves data: the result is a copy
-        return shuffle(key, input, (n, groups, c // groups) + rest,
-                       (0, 2, 1) + tuple(range(3, 3 + len(rest))), tuple(input.shape))
+    if groups > 1 and c // groups > 1:  # the transpose moves data: the result is a copy
+        return shuffle(
+            key,
+            input,
+            (n, groups, c // groups) + rest,
+            (0, 2, 1) + tuple(range(3, 3 + len(rest))),
+            tuple(input.shape),
+        )
     x = lg.reshape(input, (n, groups, c // groups) + rest)
     return lg.reshape(lg.contiguous(lg.transpose(x, 1, 2)), tuple(input.shape))
 

@@ -9,6 +9,7 @@ gathers the taps around each grid point from the flattened planes and weighs the
 weights computed from the grid, so gradients flow to the input and to the grid. All are
 compositions: autograd, forward mode and `lg.compile` come from the ops they use.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,8 +28,18 @@ from ..tensor import Tensor
 from ._layers import _ints
 from .functional import _tensor
 
-__all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "grid_sample",
-           "affine_grid", "pixel_shuffle", "pixel_unshuffle", "fold", "unfold"]
+__all__ = [
+    "interpolate",
+    "upsample",
+    "upsample_nearest",
+    "upsample_bilinear",
+    "grid_sample",
+    "affine_grid",
+    "pixel_shuffle",
+    "pixel_unshuffle",
+    "fold",
+    "unfold",
+]
 
 _CUBIC_A = -0.75
 _LINEAR = {"linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2}
@@ -39,12 +50,16 @@ _MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinea
 # pixel_shuffle / pixel_unshuffle
 # --------------------------------------------------------------------------------------
 
+
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     """(*, C r^2, H, W) -> (*, C, H r, W r): each group of r^2 channels becomes an r x r
     block of pixels. (A call seen before that records nothing takes the direct path of
     `functions.layout.shuffle_direct`.)"""
-    key = (pixel_shuffle, input._lkey, upscale_factor) \
-        if input.__class__ is Tensor and upscale_factor.__class__ is int else None
+    key = (
+        (pixel_shuffle, input._lkey, upscale_factor)
+        if input.__class__ is Tensor and upscale_factor.__class__ is int
+        else None
+    )
     out = shuffle_direct(key, input) if key is not None else None
     if out is not None:
         return out
@@ -52,26 +67,37 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     _tensor(op, "input", input)
     r = int(upscale_factor)
     if input.ndim < 3:
-        raise RuntimeError(f"{op} expects input to have at least 3 dimensions, but got input "
-                           f"with {input.ndim} dimension(s)")
+        raise RuntimeError(
+            f"{op} expects input to have at least 3 dimensions, but got input "
+            f"with {input.ndim} dimension(s)"
+        )
     if r <= 0:
         raise RuntimeError(f"{op} expects a positive upscale_factor, but got {r}")
     *lead, c, h, w = input.shape
     if c % (r * r):
-        raise RuntimeError(f"{op} expects its input's 'channel' dimension to be divisible by "
-                           f"the square of upscale_factor, but input.size(-3)={c} is not "
-                           f"divisible by {r * r}")
+        raise RuntimeError(
+            f"{op} expects its input's 'channel' dimension to be divisible by "
+            f"the square of upscale_factor, but input.size(-3)={c} is not "
+            f"divisible by {r * r}"
+        )
     k = len(lead)
-    return shuffle(key, input, tuple(lead) + (c // (r * r), r, r, h, w),
-                   tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2),
-                   tuple(lead) + (c // (r * r), h * r, w * r))
+    return shuffle(
+        key,
+        input,
+        tuple(lead) + (c // (r * r), r, r, h, w),
+        tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2),
+        tuple(lead) + (c // (r * r), h * r, w * r),
+    )
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     """(*, C, H r, W r) -> (*, C r^2, H, W): the inverse of `pixel_shuffle` (with its
     direct path)."""
-    key = (pixel_unshuffle, input._lkey, downscale_factor) \
-        if input.__class__ is Tensor and downscale_factor.__class__ is int else None
+    key = (
+        (pixel_unshuffle, input._lkey, downscale_factor)
+        if input.__class__ is Tensor and downscale_factor.__class__ is int
+        else None
+    )
     out = shuffle_direct(key, input) if key is not None else None
     if out is not None:
         return out
@@ -79,33 +105,46 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     _tensor(op, "input", input)
     r = int(downscale_factor)
     if input.ndim < 3:
-        raise RuntimeError(f"{op} expects input to have at least 3 dimensions, but got input "
-                           f"with {input.ndim} dimension(s)")
+        raise RuntimeError(
+            f"{op} expects input to have at least 3 dimensions, but got input "
+            f"with {input.ndim} dimension(s)"
+        )
     if r <= 0:
         raise RuntimeError(f"{op} expects a positive downscale_factor, but got {r}")
     *lead, c, h, w = input.shape
     if h % r or w % r:
-        raise RuntimeError(f"{op} expects height and width to be divisible by "
-                           f"downscale_factor, but input.size(-2)={h} and input.size(-1)={w} "
-                           f"are not divisible by {r}")
+        raise RuntimeError(
+            f"{op} expects height and width to be divisible by "
+            f"downscale_factor, but input.size(-2)={h} and input.size(-1)={w} "
+            f"are not divisible by {r}"
+        )
     k = len(lead)
-    return shuffle(key, input, tuple(lead) + (c, h // r, r, w // r, r),
-                   tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3),
-                   tuple(lead) + (c * r * r, h // r, w // r))
+    return shuffle(
+        key,
+        input,
+        tuple(lead) + (c, h // r, r, w // r, r),
+        tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3),
+        tuple(lead) + (c * r * r, h // r, w // r),
+    )
 
 
 # --------------------------------------------------------------------------------------
 # interpolate
 # --------------------------------------------------------------------------------------
 
-def _source(mode: str, size: int, out: int, scale: float | None, align_corners: bool
-            ) -> tuple[np.ndarray, np.ndarray]:
+
+def _source(
+    mode: str, size: int, out: int, scale: float | None, align_corners: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """(out, taps) input positions and weights of one dimension."""
     dst = np.arange(out, dtype=np.float64)
     if mode in ("nearest", "nearest-exact"):
         # PyTorch computes these positions in float32
-        s = np.float32(1.0 / scale) if scale is not None and scale > 0 \
+        s = (
+            np.float32(1.0 / scale)
+            if scale is not None and scale > 0
             else np.float32(size) / np.float32(out)
+        )
         d32 = dst.astype(np.float32) + (np.float32(0.5) if mode == "nearest-exact" else 0)
         src = np.minimum(np.floor(d32 * s).astype(np.int64), size - 1)
         return src[:, None], np.ones((out, 1))
@@ -120,11 +159,12 @@ def _source(mode: str, size: int, out: int, scale: float | None, align_corners: 
         t = real - base
         a = _CUBIC_A
 
-        def near(x: np.ndarray) -> np.ndarray:       # |x| <= 1
+        def near(x: np.ndarray) -> np.ndarray:  # |x| <= 1
             return ((a + 2) * x - (a + 3)) * x * x + 1
 
-        def far(x: np.ndarray) -> np.ndarray:        # 1 < |x| < 2
+        def far(x: np.ndarray) -> np.ndarray:  # 1 < |x| < 2
             return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
         weights = np.stack([far(t + 1), near(t), near(1 - t), far(2 - t)], 1)
         pos = base.astype(np.int64)[:, None] + np.arange(-1, 3)[None, :]
         return np.clip(pos, 0, size - 1), weights
@@ -141,7 +181,7 @@ def _resample_dim(x: Tensor, dim: int, pos: np.ndarray, weights: np.ndarray) -> 
     g = lg.index_select(x, dim, lg.tensor(pos.reshape(-1)))
     if taps == 1:
         return g
-    shape = tuple(g.shape[:dim]) + (out, taps) + tuple(g.shape[dim + 1:])
+    shape = tuple(g.shape[:dim]) + (out, taps) + tuple(g.shape[dim + 1 :])
     g = lg.reshape(g, shape)
     wshape = [1] * len(shape)
     wshape[dim], wshape[dim + 1] = out, taps
@@ -152,20 +192,27 @@ def _resample_dim(x: Tensor, dim: int, pos: np.ndarray, weights: np.ndarray) -> 
 def _numbers(op: str, name: str, v: Any, n: int, kind: type) -> tuple[Any, ...]:
     if isinstance(v, (list, tuple)):
         if len(v) != n:
-            raise ValueError(f"{op}: Input and {name} must have the same number of spatial "
-                             f"dimensions, but got input with spatial dimensions of "
-                             f"{n} and {name} of {list(v)}. Please provide input tensor in "
-                             f"(N, C, d1, d2, ...,dK) format and {name} in (o1, o2, ...,oK) "
-                             f"format.")
+            raise ValueError(
+                f"{op}: Input and {name} must have the same number of spatial "
+                f"dimensions, but got input with spatial dimensions of "
+                f"{n} and {name} of {list(v)}. Please provide input tensor in "
+                f"(N, C, d1, d2, ...,dK) format and {name} in (o1, o2, ...,oK) "
+                f"format."
+            )
         return tuple(kind(a) for a in v)
     return (kind(v),) * n
 
 
 @composite_function
-def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
-                mode: str = "nearest", align_corners: bool | None = None,
-                recompute_scale_factor: bool | None = None, antialias: bool = False
-                ) -> Tensor:
+def interpolate(
+    input: Tensor,
+    size: Any = None,
+    scale_factor: Any = None,
+    mode: str = "nearest",
+    align_corners: bool | None = None,
+    recompute_scale_factor: bool | None = None,
+    antialias: bool = False,
+) -> Tensor:
     """Resize the spatial dimensions of an (N, C, *spatial) input to `size` (or
     floor(input size * scale_factor)). Modes: 'nearest', 'nearest-exact', 'linear' (3-D),
     'bilinear'/'bicubic' (4-D), 'trilinear' (5-D), 'area' (adaptive average pooling).
@@ -173,25 +220,33 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
     op = "interpolate"
     _tensor(op, "input", input)
     if mode not in _MODES:
-        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported "
-                                  f"(got {input.ndim}D) for the modes: nearest | linear | "
-                                  f"bilinear | bicubic | trilinear | area | nearest-exact "
-                                  f"(got {mode})")
+        raise NotImplementedError(
+            f"Input Error: Only 3D, 4D and 5D input Tensors supported "
+            f"(got {input.ndim}D) for the modes: nearest | linear | "
+            f"bilinear | bicubic | trilinear | area | nearest-exact "
+            f"(got {mode})"
+        )
     n = input.ndim - 2
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
-            raise ValueError("align_corners option can only be set with the interpolating "
-                             "modes: linear | bilinear | bicubic | trilinear")
+            raise ValueError(
+                "align_corners option can only be set with the interpolating "
+                "modes: linear | bilinear | bicubic | trilinear"
+            )
         align_corners = False
     elif align_corners is None:
         align_corners = False
     if antialias:
-        raise ValueError(f"{op}: antialias=True is not implemented in llgrad (mode {mode!r});"
-                         f" use antialias=False")
+        raise ValueError(
+            f"{op}: antialias=True is not implemented in llgrad (mode {mode!r});"
+            f" use antialias=False"
+        )
     if n < 1:
-        raise ValueError(f"{op}: Input Error: Only 3D, 4D and 5D input Tensors supported (got "
-                         f"{input.ndim}D) for the modes: nearest | linear | bilinear | bicubic"
-                         f" | trilinear | area | nearest-exact (got {mode})")
+        raise ValueError(
+            f"{op}: Input Error: Only 3D, 4D and 5D input Tensors supported (got "
+            f"{input.ndim}D) for the modes: nearest | linear | bilinear | bicubic"
+            f" | trilinear | area | nearest-exact (got {mode})"
+        )
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
     sizes = tuple(input.shape[2:])
@@ -207,23 +262,28 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
         raise ValueError("either size or scale_factor should be defined")
     want = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}.get(mode)
     if want is not None and n != want:
-        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
-                                  f"{want + 2}D input")
+        raise NotImplementedError(
+            f"Got {input.ndim}D input, but {mode} mode needs {want + 2}D input"
+        )
     if n > 3:
-        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported "
-                                  f"(got {input.ndim}D) for the modes: nearest | linear | "
-                                  f"bilinear | bicubic | trilinear | area | nearest-exact "
-                                  f"(got {mode})")
+        raise NotImplementedError(
+            f"Input Error: Only 3D, 4D and 5D input Tensors supported "
+            f"(got {input.ndim}D) for the modes: nearest | linear | "
+            f"bilinear | bicubic | trilinear | area | nearest-exact "
+            f"(got {mode})"
+        )
     if any(o <= 0 for o in out_size):
-        raise RuntimeError(f"{op}: Input and output sizes should be greater than 0, but got "
-                           f"input ({', '.join(map(str, sizes))}) output "
-                           f"({', '.join(map(str, out_size))})")
+        raise RuntimeError(
+            f"{op}: Input and output sizes should be greater than 0, but got "
+            f"input ({', '.join(map(str, sizes))}) output "
+            f"({', '.join(map(str, out_size))})"
+        )
     if mode == "area":
         from ._pooling import _adaptive_avg_poolnd
+
         return _adaptive_avg_poolnd(f"adaptive_avg_pool{n}d", n, input, out_size)
     if not (input._dtype.is_floating_point or mode.startswith("nearest")):
-        raise RuntimeError(f'{op}: "upsample_{mode}" not implemented for '
-                           f"{input._dtype.name}")
+        raise RuntimeError(f'{op}: "upsample_{mode}" not implemented for {input._dtype.name}')
     x = input
     for i in range(n):
         pos, weights = _source(mode, sizes[i], out_size[i], scales[i], align_corners)
@@ -231,27 +291,38 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,
     return x if x is not input else lg.clone(input)
 
 
-def upsample(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
-             align_corners: bool | None = None) -> Tensor:
+def upsample(
+    input: Tensor,
+    size: Any = None,
+    scale_factor: Any = None,
+    mode: str = "nearest",
+    align_corners: bool | None = None,
+) -> Tensor:
     """Deprecated alias of `interpolate` (warns as PyTorch)."""
-    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
-                  "instead.", stacklevel=2)
+    warnings.warn(
+        "`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.",
+        stacklevel=2,
+    )
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
 @composite_function
 def upsample_nearest(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
     """Deprecated: `interpolate(..., mode='nearest')`."""
-    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
-                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    warnings.warn(
+        "`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.",
+        stacklevel=2,
+    )
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
 @composite_function
 def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
     """Deprecated: `interpolate(..., mode='bilinear', align_corners=True)`."""
-    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
-                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    warnings.warn(
+        "`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.",
+        stacklevel=2,
+    )
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
@@ -259,9 +330,11 @@ def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None)
 # grid_sample / affine_grid
 # --------------------------------------------------------------------------------------
 
-_ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to "
-                  "align_corners=False since 1.3.0. Please specify align_corners=True if the "
-                  "old behavior is desired. See the documentation of grid_sample for details.")
+_ALIGN_WARNING = (
+    "Default grid_sample and affine_grid behavior has changed to "
+    "align_corners=False since 1.3.0. Please specify align_corners=True if the "
+    "old behavior is desired. See the documentation of grid_sample for details."
+)
 
 
 def _clip(c: Tensor, size: int) -> Tensor:
@@ -299,8 +372,13 @@ def _unnormalize(g: Tensor, size: int, align_corners: bool) -> Tensor:
 
 
 @composite_function
-def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
-                padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
+def grid_sample(
+    input: Tensor,
+    grid: Tensor,
+    mode: str = "bilinear",
+    padding_mode: str = "zeros",
+    align_corners: bool | None = None,
+) -> Tensor:
     """Sample an (N, C, H, W) input at the (N, Ho, Wo, 2) grid's (x, y) points in [-1, 1]
     (or a 5-D input at an (N, Do, Ho, Wo, 3) grid's (x, y, z)), with mode 'bilinear'
     ('trilinear' in 5-D), 'nearest' (ties to even) or 'bicubic' (4-D), and padding_mode
@@ -309,34 +387,50 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
     _tensor(op, "input", input)
     _tensor(op, "grid", grid)
     if mode not in ("bilinear", "nearest", "bicubic"):
-        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
-                         f"'nearest' or 'bicubic', but got: '{mode}'")
+        raise ValueError(
+            f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
+            f"'nearest' or 'bicubic', but got: '{mode}'"
+        )
     if padding_mode not in ("zeros", "border", "reflection"):
-        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
-                         f"'border', or 'reflection', but got: '{padding_mode}'")
+        raise ValueError(
+            f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+            f"'border', or 'reflection', but got: '{padding_mode}'"
+        )
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, UserWarning, stacklevel=2)
         align_corners = False
     n = input.ndim - 2
-    if input.ndim not in (4, 5) or grid.ndim != input.ndim or grid.shape[-1] != n or \
-            grid.shape[0] != input.shape[0]:
-        raise RuntimeError(f"{op}: expected a 4-D input with an (N, H, W, 2) grid or a 5-D "
-                           f"input with an (N, D, H, W, 3) grid of the same batch size, got "
-                           f"input {list(input.shape)} and grid {list(grid.shape)}")
+    if (
+        input.ndim not in (4, 5)
+        or grid.ndim != input.ndim
+        or grid.shape[-1] != n
+        or grid.shape[0] != input.shape[0]
+    ):
+        raise RuntimeError(
+            f"{op}: expected a 4-D input with an (N, H, W, 2) grid or a 5-D "
+            f"input with an (N, D, H, W, 3) grid of the same batch size, got "
+            f"input {list(input.shape)} and grid {list(grid.shape)}"
+        )
     if mode == "bicubic" and n != 2:
         raise RuntimeError(f"{op}: bicubic interpolation only supports 4D input")
     if grid._dtype is not input._dtype or not input._dtype.is_floating_point:
-        raise RuntimeError(f"{op}: expected input and grid to have the same floating point "
-                           f"dtype, but input has {input._dtype.name} and grid has "
-                           f"{grid._dtype.name}")
+        raise RuntimeError(
+            f"{op}: expected input and grid to have the same floating point "
+            f"dtype, but input has {input._dtype.name} and grid has "
+            f"{grid._dtype.name}"
+        )
     nb, c = input.shape[:2]
-    sizes = tuple(input.shape[2:])                      # (H, W) or (D, H, W)
+    sizes = tuple(input.shape[2:])  # (H, W) or (D, H, W)
     out_sp = tuple(grid.shape[1:-1])
     points = math.prod(out_sp)
     flat_in = lg.reshape(input, (nb, c, math.prod(sizes)))
     # coordinate k of the grid indexes spatial dimension n - 1 - k (x -> W, y -> H, z -> D)
-    coords = [_unnormalize(lg.reshape(lg.select(grid, -1, n - 1 - i), (nb, points)),
-                           sizes[i], align_corners) for i in range(n)]
+    coords = [
+        _unnormalize(
+            lg.reshape(lg.select(grid, -1, n - 1 - i), (nb, points)), sizes[i], align_corners
+        )
+        for i in range(n)
+    ]
 
     def tap(pos: list[Tensor], weight: Tensor | None) -> Tensor:
         """weight * input at integer positions `pos` (N, P) per dim; zero outside."""
@@ -372,8 +466,9 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
                 piece = tap(pos, lg.mul(coef[0][a], coef[1][b]))
                 total = piece if total is None else lg.add(total, piece)
     else:
-        coords = [_coordinates(ci, sizes[i], padding_mode, align_corners)
-                  for i, ci in enumerate(coords)]
+        coords = [
+            _coordinates(ci, sizes[i], padding_mode, align_corners) for i, ci in enumerate(coords)
+        ]
         if mode == "nearest":
             with no_grad():
                 pos = [lg.round(ci).to(dt.int64) for ci in coords]
@@ -409,6 +504,7 @@ def _cubic_weights(t: Tensor) -> list[Tensor]:
     def far(x: Tensor) -> Tensor:
         inner = lg.add(lg.mul(lg.sub(lg.mul(x, a), 5 * a), x), 8 * a)
         return lg.sub(lg.mul(inner, x), 4 * a)
+
     return [far(lg.add(t, 1.0)), near(t), near(lg.rsub(t, 1.0)), far(lg.rsub(t, 2.0))]
 
 
@@ -419,8 +515,7 @@ def _base_coords(steps: int, align_corners: bool) -> np.ndarray:
     return v if align_corners else v * (steps - 1) / steps
 
 
-def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None = None
-                ) -> Tensor:
+def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None = None) -> Tensor:
     """The sampling grid of an affine transform: theta (N, 2, 3) and size (N, C, H, W) give
     (N, H, W, 2) points theta @ (x, y, 1); theta (N, 3, 4) and a 5-D size give
     (N, D, H, W, 3)."""
@@ -431,33 +526,39 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
         align_corners = False
     size = tuple(int(s) for s in size)
     if not theta._dtype.is_floating_point:
-        raise ValueError(f"Expected theta to have floating point type, but got "
-                         f"{theta._dtype.name}")
+        raise ValueError(f"Expected theta to have floating point type, but got {theta._dtype.name}")
     if len(size) == 4:
         if theta.ndim != 3 or tuple(theta.shape[1:]) != (2, 3):
-            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
-                             f"{list(size)}. Got {list(theta.shape)}.")
+            raise ValueError(
+                f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                f"{list(size)}. Got {list(theta.shape)}."
+            )
         spatial = size[2:]
     elif len(size) == 5:
         if theta.ndim != 3 or tuple(theta.shape[1:]) != (3, 4):
-            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size "
-                             f"{list(size)}. Got {list(theta.shape)}.")
+            raise ValueError(
+                f"Expected a batch of 3D affine matrices of shape Nx3x4 for size "
+                f"{list(size)}. Got {list(theta.shape)}."
+            )
         spatial = size[2:]
     else:
-        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
-                                  f"affine transforms, respectively. Got size {list(size)}.")
+        raise NotImplementedError(
+            f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
+            f"affine transforms, respectively. Got size {list(size)}."
+        )
     if min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {list(size)}")
     if theta.shape[0] != size[0]:
-        raise ValueError(f"{op}: theta has {theta.shape[0]} matrices but size asks for a batch "
-                         f"of {size[0]}")
+        raise ValueError(
+            f"{op}: theta has {theta.shape[0]} matrices but size asks for a batch of {size[0]}"
+        )
     n = len(spatial)
-    axes = [_base_coords(s, align_corners) for s in spatial]        # (D,) H, W
+    axes = [_base_coords(s, align_corners) for s in spatial]  # (D,) H, W
     mesh = np.meshgrid(*axes, indexing="ij")
     # the last coordinate column is x (width), then y, then z; then a column of ones
     cols = [mesh[n - 1 - k] for k in range(n)] + [np.ones(spatial)]
     base = lg.tensor(np.stack(cols, -1).reshape(1, -1, n + 1), dtype=theta._dtype)
-    grid = lg.matmul(base, lg.transpose(theta, 1, 2))            # (N, prod, n)
+    grid = lg.matmul(base, lg.transpose(theta, 1, 2))  # (N, prod, n)
     return lg.reshape(grid, (size[0],) + tuple(spatial) + (n,))
 
 
@@ -465,55 +566,73 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
 # fold / unfold
 # --------------------------------------------------------------------------------------
 
-def _block_args(op: str, kernel_size: Any, dilation: Any, padding: Any, stride: Any
-                ) -> tuple[tuple[int, ...], ...]:
+
+def _block_args(
+    op: str, kernel_size: Any, dilation: Any, padding: Any, stride: Any
+) -> tuple[tuple[int, ...], ...]:
     k = _ints(op, "kernel_size", kernel_size, 2)
     d = _ints(op, "dilation", dilation, 2)
     p = _ints(op, "padding", padding, 2)
     s = _ints(op, "stride", stride, 2)
     if any(v <= 0 for v in k + d + s) or any(v < 0 for v in p):
-        raise RuntimeError(f"{op}: kernel_size, dilation and stride must be positive and "
-                           f"padding non-negative, got kernel_size={list(k)}, "
-                           f"dilation={list(d)}, padding={list(p)}, stride={list(s)}")
+        raise RuntimeError(
+            f"{op}: kernel_size, dilation and stride must be positive and "
+            f"padding non-negative, got kernel_size={list(k)}, "
+            f"dilation={list(d)}, padding={list(p)}, stride={list(s)}"
+        )
     return k, d, p, s
 
 
 @composite_function
-def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
-           stride: Any = 1) -> Tensor:
+def unfold(
+    input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1
+) -> Tensor:
     """im2col: the sliding blocks of an (N, C, H, W) or (C, H, W) input as
     (N, C * kH * kW, L) columns (channel-major, as PyTorch)."""
     op = "unfold"
     _tensor(op, "input", input)
     if input.ndim not in (3, 4):
-        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported "
-                                  f"(got {input.ndim}D)")
+        raise NotImplementedError(
+            f"Input Error: Only 3D or 4D input Tensors are supported (got {input.ndim}D)"
+        )
     k, d, p, s = _block_args(op, kernel_size, dilation, padding, stride)
     unbatched = input.ndim == 3
     x = lg.unsqueeze(input, 0) if unbatched else input
     nb, c, h, w = x.shape
-    out = tuple(nnops.window_geometry(size, kk, ss, pp, dd)
-                for size, kk, ss, pp, dd in zip((h, w), k, s, p, d))
+    out = tuple(
+        nnops.window_geometry(size, kk, ss, pp, dd)
+        for size, kk, ss, pp, dd in zip((h, w), k, s, p, d)
+    )
     if any(o <= 0 for o in out):
-        raise RuntimeError(f"{op}: Given input with spatial size ({h}, {w}), kernel_size="
-                           f"{list(k)}, dilation={list(d)}, padding={list(p)}, calculated "
-                           f"shape of the array of sliding blocks as ({out[0]}, {out[1]}), "
-                           f"but its components must be at least one.")
+        raise RuntimeError(
+            f"{op}: Given input with spatial size ({h}, {w}), kernel_size="
+            f"{list(k)}, dilation={list(d)}, padding={list(p)}, calculated "
+            f"shape of the array of sliding blocks as ({out[0]}, {out[1]}), "
+            f"but its components must be at least one."
+        )
     xp = lg.pad_dims(x, (0, 0) + p, (0, 0) + p) if any(p) else x
-    cols = nnops.im2col(lg, xp, k, s, d, out)                     # (N, C, K, OH, OW)
+    cols = nnops.im2col(lg, xp, k, s, d, out)  # (N, C, K, OH, OW)
     cols = lg.reshape(cols, (nb, c * k[0] * k[1], out[0] * out[1]))
     return lg.squeeze(cols, 0) if unbatched else cols
 
 
-def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1,
-         padding: Any = 0, stride: Any = 1) -> Tensor:
+def fold(
+    input: Tensor,
+    output_size: Any,
+    kernel_size: Any,
+    dilation: Any = 1,
+    padding: Any = 0,
+    stride: Any = 1,
+) -> Tensor:
     """col2im: sum (N, C * kH * kW, L) or (C * kH * kW, L) columns of sliding blocks into an
     (N, C, *output_size) tensor (overlapping values add), the adjoint of `unfold`."""
     op = "fold"
     _tensor(op, "input", input)
     if input.ndim not in (2, 3):
-        raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input "
-                                  f"Tensors are supported (got {input.ndim}D)")
+        raise NotImplementedError(
+            f"Input Error: Only unbatched (2D) or batched (3D) input "
+            f"Tensors are supported (got {input.ndim}D)"
+        )
     size = _ints(op, "output_size", output_size, 2)
     k, d, p, s = _block_args(op, kernel_size, dilation, padding, stride)
     unbatched = input.ndim == 2
@@ -521,21 +640,31 @@ def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1,
     nb, ck, length = x.shape
     kk = k[0] * k[1]
     if ck % kk:
-        raise RuntimeError(f"{op}: Expected size of input's dimension 1 to be divisible by the "
-                           f"product of kernel_size, but got input.size(1)={ck} and "
-                           f"kernel_size={list(k)}")
-    out = tuple(nnops.window_geometry(sz, kq, sq, pq, dq)
-                for sz, kq, sq, pq, dq in zip(size, k, s, p, d))
+        raise RuntimeError(
+            f"{op}: Expected size of input's dimension 1 to be divisible by the "
+            f"product of kernel_size, but got input.size(1)={ck} and "
+            f"kernel_size={list(k)}"
+        )
+    out = tuple(
+        nnops.window_geometry(sz, kq, sq, pq, dq) for sz, kq, sq, pq, dq in zip(size, k, s, p, d)
+    )
     if out[0] * out[1] != length or any(o <= 0 for o in out):
-        raise RuntimeError(f"{op}: Given output_size={list(size)}, kernel_size={list(k)}, "
-                           f"dilation={list(d)}, padding={list(p)}, stride={list(s)}, expected "
-                           f"size of input's dimension 2 to match the calculated number of "
-                           f"sliding blocks {out[0]} * {out[1]} = {out[0] * out[1]}, but got "
-                           f"input.size(2)={length}.")
+        raise RuntimeError(
+            f"{op}: Given output_size={list(size)}, kernel_size={list(k)}, "
+            f"dilation={list(d)}, padding={list(p)}, stride={list(s)}, expected "
+            f"size of input's dimension 2 to match the calculated number of "
+            f"sliding blocks {out[0]} * {out[1]} = {out[0] * out[1]}, but got "
+            f"input.size(2)={length}."
+        )
     c = ck // kk
     cols = lg.reshape(x, (nb, c, kk) + out)
     padded = (size[0] + 2 * p[0], size[1] + 2 * p[1])
     full = nnops.col2im(lg, cols, padded, k, s, d)
-    res = lg.slice_all(full, (0, 0, p[0], p[1]), (nb, c, p[0] + size[0], p[1] + size[1]),
-                       (1, 1, 1, 1)) if any(p) else full
+    res = (
+        lg.slice_all(
+            full, (0, 0, p[0], p[1]), (nb, c, p[0] + size[0], p[1] + size[1]), (1, 1, 1, 1)
+        )
+        if any(p)
+        else full
+    )
     return lg.squeeze(res, 0) if unbatched else res

@@ -6,6 +6,7 @@
 `max_pool1d_with_indices` always return (values, indices). Each calls the
 `llgrad.nn.functional` implementation, so values, gradients and compilation are its.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -14,16 +15,48 @@ from typing import Any, Sequence
 from ..tensor import Tensor
 from . import functional as F
 
-__all__ = ["conv1d", "conv2d", "conv3d", "conv_tbc", "conv_transpose1d", "conv_transpose2d",
-           "conv_transpose3d", "max_pool1d", "max_pool2d", "max_pool3d",
-           "max_pool1d_with_indices", "avg_pool1d", "adaptive_avg_pool1d",
-           "adaptive_max_pool1d", "batch_norm", "group_norm", "instance_norm", "layer_norm",
-           "rms_norm", "dropout", "dropout_", "alpha_dropout", "alpha_dropout_",
-           "feature_dropout", "feature_dropout_", "feature_alpha_dropout",
-           "feature_alpha_dropout_", "binary_cross_entropy_with_logits",
-           "cosine_embedding_loss", "hinge_embedding_loss", "kl_div", "margin_ranking_loss",
-           "poisson_nll_loss", "triplet_margin_loss", "ctc_loss", "cosine_similarity",
-           "pairwise_distance", "bilinear", "embedding", "prelu"]
+__all__ = [
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv_tbc",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
+    "max_pool1d",
+    "max_pool2d",
+    "max_pool3d",
+    "max_pool1d_with_indices",
+    "avg_pool1d",
+    "adaptive_avg_pool1d",
+    "adaptive_max_pool1d",
+    "batch_norm",
+    "group_norm",
+    "instance_norm",
+    "layer_norm",
+    "rms_norm",
+    "dropout",
+    "dropout_",
+    "alpha_dropout",
+    "alpha_dropout_",
+    "feature_dropout",
+    "feature_dropout_",
+    "feature_alpha_dropout",
+    "feature_alpha_dropout_",
+    "binary_cross_entropy_with_logits",
+    "cosine_embedding_loss",
+    "hinge_embedding_loss",
+    "kl_div",
+    "margin_ranking_loss",
+    "poisson_nll_loss",
+    "triplet_margin_loss",
+    "ctc_loss",
+    "cosine_similarity",
+    "pairwise_distance",
+    "bilinear",
+    "embedding",
+    "prelu",
+]
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
@@ -33,25 +66,47 @@ def _reduction(op: str, reduction: int | str) -> str:
     if isinstance(reduction, str):
         return reduction
     if reduction not in _REDUCTIONS:
-        raise ValueError(f"{op}: reduction must be 0 (none), 1 (mean) or 2 (sum), got "
-                         f"{reduction!r}")
+        raise ValueError(
+            f"{op}: reduction must be 0 (none), 1 (mean) or 2 (sum), got {reduction!r}"
+        )
     return _REDUCTIONS[reduction]
 
 
-def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
-           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+def conv1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+) -> Tensor:
     """`torch.conv1d`: F.conv1d."""
     return F.conv1d(input, weight, bias, stride, padding, dilation, groups)
 
 
-def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
-           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+def conv2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+) -> Tensor:
     """`torch.conv2d`: F.conv2d."""
     return F.conv2d(input, weight, bias, stride, padding, dilation, groups)
 
 
-def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
-           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+def conv3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+) -> Tensor:
     """`torch.conv3d`: F.conv3d."""
     return F.conv3d(input, weight, bias, stride, padding, dilation, groups)
 
@@ -61,58 +116,112 @@ def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tenso
     return F.conv_tbc(input, weight, bias, pad)
 
 
-def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
-                     stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
-                     groups: int = 1, dilation: Any = 1) -> Tensor:
+def conv_transpose1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: int = 1,
+    dilation: Any = 1,
+) -> Tensor:
     """`torch.conv_transpose1d`: F.conv_transpose1d."""
-    return F.conv_transpose1d(input, weight, bias, stride, padding, output_padding, groups,
-                              dilation)
+    return F.conv_transpose1d(
+        input, weight, bias, stride, padding, output_padding, groups, dilation
+    )
 
 
-def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
-                     stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
-                     groups: int = 1, dilation: Any = 1) -> Tensor:
+def conv_transpose2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: int = 1,
+    dilation: Any = 1,
+) -> Tensor:
     """`torch.conv_transpose2d`: F.conv_transpose2d."""
-    return F.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups,
-                              dilation)
+    return F.conv_transpose2d(
+        input, weight, bias, stride, padding, output_padding, groups, dilation
+    )
 
 
-def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
-                     stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
-                     groups: int = 1, dilation: Any = 1) -> Tensor:
+def conv_transpose3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: int = 1,
+    dilation: Any = 1,
+) -> Tensor:
     """`torch.conv_transpose3d`: F.conv_transpose3d."""
-    return F.conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups,
-                              dilation)
+    return F.conv_transpose3d(
+        input, weight, bias, stride, padding, output_padding, groups, dilation
+    )
 
 
-def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = (), padding: Any = 0,
-               dilation: Any = 1, ceil_mode: bool = False) -> Tensor:
+def max_pool1d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = (),
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+) -> Tensor:
     """`torch.max_pool1d` (ATen's empty `stride` means the kernel size)."""
     return F.max_pool1d(input, kernel_size, stride or None, padding, dilation, ceil_mode)
 
 
-def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = (), padding: Any = 0,
-               dilation: Any = 1, ceil_mode: bool = False) -> Tensor:
+def max_pool2d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = (),
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+) -> Tensor:
     """`torch.max_pool2d` (ATen's empty `stride` means the kernel size)."""
     return F.max_pool2d(input, kernel_size, stride or None, padding, dilation, ceil_mode)
 
 
-def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = (), padding: Any = 0,
-               dilation: Any = 1, ceil_mode: bool = False) -> Tensor:
+def max_pool3d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = (),
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+) -> Tensor:
     """`torch.max_pool3d` (ATen's empty `stride` means the kernel size)."""
     return F.max_pool3d(input, kernel_size, stride or None, padding, dilation, ceil_mode)
 
 
-def max_pool1d_with_indices(input: Tensor, kernel_size: Any, stride: Any = (),
-                            padding: Any = 0, dilation: Any = 1, ceil_mode: bool = False
-                            ) -> tuple[Tensor, Tensor]:
+def max_pool1d_with_indices(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = (),
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+) -> tuple[Tensor, Tensor]:
     """`torch.max_pool1d_with_indices`: the pooled values and their flat positions."""
-    return F.max_pool1d(input, kernel_size, stride or None, padding, dilation, ceil_mode,
-                        return_indices=True)
+    return F.max_pool1d(
+        input, kernel_size, stride or None, padding, dilation, ceil_mode, return_indices=True
+    )
 
 
-def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
-               ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
+def avg_pool1d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+) -> Tensor:
     """`torch.avg_pool1d`: F.avg_pool1d."""
     return F.avg_pool1d(input, kernel_size, stride, padding, ceil_mode, count_include_pad)
 
@@ -127,40 +236,69 @@ def adaptive_max_pool1d(input: Tensor, output_size: Any) -> tuple[Tensor, Tensor
     return F.adaptive_max_pool1d(input, output_size, return_indices=True)
 
 
-def batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None,
-               running_mean: Tensor | None, running_var: Tensor | None, training: bool,
-               momentum: float, eps: float, cudnn_enabled: bool = True) -> Tensor:
+def batch_norm(
+    input: Tensor,
+    weight: Tensor | None,
+    bias: Tensor | None,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    training: bool,
+    momentum: float,
+    eps: float,
+    cudnn_enabled: bool = True,
+) -> Tensor:
     """`torch.batch_norm` (ATen's argument order; `cudnn_enabled` has no effect)."""
-    return F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
-                        eps)
+    return F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
 
 
-def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
-               bias: Tensor | None = None, eps: float = 1e-5, cudnn_enabled: bool = True
-               ) -> Tensor:
+def group_norm(
+    input: Tensor,
+    num_groups: int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+    cudnn_enabled: bool = True,
+) -> Tensor:
     """`torch.group_norm` (`cudnn_enabled` has no effect)."""
     return F.group_norm(input, num_groups, weight, bias, eps)
 
 
-def instance_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None,
-                  running_mean: Tensor | None, running_var: Tensor | None,
-                  use_input_stats: bool, momentum: float, eps: float,
-                  cudnn_enabled: bool = True) -> Tensor:
+def instance_norm(
+    input: Tensor,
+    weight: Tensor | None,
+    bias: Tensor | None,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    use_input_stats: bool,
+    momentum: float,
+    eps: float,
+    cudnn_enabled: bool = True,
+) -> Tensor:
     """`torch.instance_norm` (ATen's argument order; `cudnn_enabled` has no effect)."""
-    return F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats,
-                           momentum, eps)
+    return F.instance_norm(
+        input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps
+    )
 
 
-def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int,
-               weight: Tensor | None = None, bias: Tensor | None = None, eps: float = 1e-5,
-               cudnn_enable: bool = True) -> Tensor:
+def layer_norm(
+    input: Tensor,
+    normalized_shape: Sequence[int] | int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+    cudnn_enable: bool = True,
+) -> Tensor:
     """`torch.layer_norm` (`cudnn_enable` has no effect)."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
     return F.layer_norm(input, tuple(shape), weight, bias, eps)
 
 
-def rms_norm(input: Tensor, normalized_shape: Sequence[int] | int,
-             weight: Tensor | None = None, eps: float | None = None) -> Tensor:
+def rms_norm(
+    input: Tensor,
+    normalized_shape: Sequence[int] | int,
+    weight: Tensor | None = None,
+    eps: float | None = None,
+) -> Tensor:
     """`torch.rms_norm`: F.rms_norm."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else normalized_shape
     return F.rms_norm(input, tuple(shape), weight, eps)
@@ -206,76 +344,124 @@ def feature_alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
     return F.feature_alpha_dropout(input, p, train, inplace=True)
 
 
-def _feature(d1: Any, d2: Any, d3: Any, input: Tensor, p: float, train: bool,
-             inplace: bool) -> Tensor:
+def _feature(
+    d1: Any, d2: Any, d3: Any, input: Tensor, p: float, train: bool, inplace: bool
+) -> Tensor:
     fn = {2: d1, 3: d1, 4: d2, 5: d3}.get(input.ndim)
     if fn is None:
-        raise RuntimeError(f"feature_dropout: expected a 2-D to 5-D input, got shape "
-                           f"{list(input.shape)}")
+        raise RuntimeError(
+            f"feature_dropout: expected a 2-D to 5-D input, got shape {list(input.shape)}"
+        )
     return fn(input, p, train, inplace)
 
 
-def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
-                                     weight: Tensor | None = None,
-                                     pos_weight: Tensor | None = None,
-                                     reduction: int | str = 1) -> Tensor:
+def binary_cross_entropy_with_logits(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    pos_weight: Tensor | None = None,
+    reduction: int | str = 1,
+) -> Tensor:
     """`torch.binary_cross_entropy_with_logits` (integer `reduction`)."""
     return F.binary_cross_entropy_with_logits(
-        input, target, weight, reduction=_reduction("binary_cross_entropy_with_logits",
-                                                    reduction), pos_weight=pos_weight)
+        input,
+        target,
+        weight,
+        reduction=_reduction("binary_cross_entropy_with_logits", reduction),
+        pos_weight=pos_weight,
+    )
 
 
-def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor,
-                          margin: float = 0.0, reduction: int | str = 1) -> Tensor:
+def cosine_embedding_loss(
+    input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, reduction: int | str = 1
+) -> Tensor:
     """`torch.cosine_embedding_loss` (integer `reduction`)."""
-    return F.cosine_embedding_loss(input1, input2, target, margin,
-                                   reduction=_reduction("cosine_embedding_loss", reduction))
+    return F.cosine_embedding_loss(
+        input1, input2, target, margin, reduction=_reduction("cosine_embedding_loss", reduction)
+    )
 
 
-def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
-                         reduction: int | str = 1) -> Tensor:
+def hinge_embedding_loss(
+    input: Tensor, target: Tensor, margin: float = 1.0, reduction: int | str = 1
+) -> Tensor:
     """`torch.hinge_embedding_loss` (integer `reduction`)."""
-    return F.hinge_embedding_loss(input, target, margin,
-                                  reduction=_reduction("hinge_embedding_loss", reduction))
+    return F.hinge_embedding_loss(
+        input, target, margin, reduction=_reduction("hinge_embedding_loss", reduction)
+    )
 
 
-def kl_div(input: Tensor, target: Tensor, reduction: int | str = 1,
-           log_target: bool = False) -> Tensor:
+def kl_div(
+    input: Tensor, target: Tensor, reduction: int | str = 1, log_target: bool = False
+) -> Tensor:
     """`torch.kl_div` (integer `reduction`; 1 is the element mean, as ATen's, without
     nn.functional's advice to use 'batchmean')."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        return F.kl_div(input, target, reduction=_reduction("kl_div", reduction),
-                        log_target=log_target)
+        return F.kl_div(
+            input, target, reduction=_reduction("kl_div", reduction), log_target=log_target
+        )
 
 
-def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
-                        reduction: int | str = 1) -> Tensor:
+def margin_ranking_loss(
+    input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, reduction: int | str = 1
+) -> Tensor:
     """`torch.margin_ranking_loss` (integer `reduction`)."""
-    return F.margin_ranking_loss(input1, input2, target, margin,
-                                 reduction=_reduction("margin_ranking_loss", reduction))
+    return F.margin_ranking_loss(
+        input1, input2, target, margin, reduction=_reduction("margin_ranking_loss", reduction)
+    )
 
 
-def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool, full: bool, eps: float,
-                     reduction: int | str) -> Tensor:
+def poisson_nll_loss(
+    input: Tensor, target: Tensor, log_input: bool, full: bool, eps: float, reduction: int | str
+) -> Tensor:
     """`torch.poisson_nll_loss` (every argument positional, integer `reduction`)."""
-    return F.poisson_nll_loss(input, target, log_input, full, eps=eps,
-                              reduction=_reduction("poisson_nll_loss", reduction))
+    return F.poisson_nll_loss(
+        input, target, log_input, full, eps=eps, reduction=_reduction("poisson_nll_loss", reduction)
+    )
 
 
-def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
-                        margin: float = 1.0, p: float = 2, eps: float = 1e-6,
-                        swap: bool = False, reduction: int | str = 1) -> Tensor:
+def triplet_margin_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    margin: float = 1.0,
+    p: float = 2,
+    eps: float = 1e-6,
+    swap: bool = False,
+    reduction: int | str = 1,
+) -> Tensor:
     """`torch.triplet_margin_loss` (integer `reduction`)."""
-    return F.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
-                                 reduction=_reduction("triplet_margin_loss", reduction))
+    return F.triplet_margin_loss(
+        anchor,
+        positive,
+        negative,
+        margin,
+        p,
+        eps,
+        swap,
+        reduction=_reduction("triplet_margin_loss", reduction),
+    )
 
 
-def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_lengths: Any,
-             blank: int = 0, reduction: int | str = 1, zero_infinity: bool = False) -> Tensor:
+def ctc_loss(
+    log_probs: Tensor,
+    targets: Tensor,
+    input_lengths: Any,
+    target_lengths: Any,
+    blank: int = 0,
+    reduction: int | str = 1,
+    zero_infinity: bool = False,
+) -> Tensor:
     """`torch.ctc_loss` (integer `reduction`)."""
-    return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
-                      _reduction("ctc_loss", reduction), zero_infinity)
+    return F.ctc_loss(
+        log_probs,
+        targets,
+        input_lengths,
+        target_lengths,
+        blank,
+        _reduction("ctc_loss", reduction),
+        zero_infinity,
+    )
 
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
@@ -283,24 +469,34 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     return F.cosine_similarity(x1, x2, dim, eps)
 
 
-def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
-                      keepdim: bool = False) -> Tensor:
+def pairwise_distance(
+    x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False
+) -> Tensor:
     """`torch.pairwise_distance`: F.pairwise_distance."""
     return F.pairwise_distance(x1, x2, p, eps, keepdim)
 
 
-def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None
-             ) -> Tensor:
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """`torch.bilinear`: F.bilinear."""
     return F.bilinear(input1, input2, weight, bias)
 
 
-def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
-              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+def embedding(
+    weight: Tensor,
+    indices: Tensor,
+    padding_idx: int = -1,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor:
     """`torch.embedding(weight, indices, ...)`: the weight first, as ATen's; `padding_idx=-1`
     means none (ATen's convention)."""
-    return F.embedding(indices, weight, None if padding_idx == -1 else padding_idx,
-                       scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+    return F.embedding(
+        indices,
+        weight,
+        None if padding_idx == -1 else padding_idx,
+        scale_grad_by_freq=scale_grad_by_freq,
+        sparse=sparse,
+    )
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:

@@ -7,6 +7,7 @@ built from differentiable functions exactly as PyTorch builds them (`cross_entro
 scaled mask). Every argument is checked here, before any kernel runs, and a bad one raises
 an error naming the function, the shapes and the dtypes.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,8 +17,7 @@ from typing import Any, Sequence
 from .._keys import attrs_key
 from .. import functions as lg
 from ..autograd import anomaly, forward_ad
-from ..autograd.apply import (apply_composite, composite_function, interpreters, needs_grad,
-                              record)
+from ..autograd.apply import apply_composite, composite_function, interpreters, needs_grad, record
 from ..eager import elementwise as ew
 from ..eager.linalg import run_matmul
 from ..autograd.grad_mode import no_grad
@@ -27,19 +27,57 @@ from ..ir.types import TensorType
 from ..ops import nn as nnops
 from ..tensor import DENSE_CLASSES, Tensor
 
-__all__ = ["linear", "relu", "relu_", "gelu", "sigmoid", "tanh", "silu", "softplus",
-           "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "celu", "hardtanh",
-           "hardtanh_", "relu6", "logsigmoid", "mish", "softsign", "softmax",
-           "log_softmax", "cross_entropy", "nll_loss", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits", "mse_loss", "l1_loss", "layer_norm", "dropout",
-           "embedding", "max_pool2d", "conv2d", "conv1d", "max_pool1d", "avg_pool1d",
-           "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "batch_norm",
-           "scaled_dot_product_attention", "pad", "one_hot"]
+__all__ = [
+    "linear",
+    "relu",
+    "relu_",
+    "gelu",
+    "sigmoid",
+    "tanh",
+    "silu",
+    "softplus",
+    "leaky_relu",
+    "leaky_relu_",
+    "elu",
+    "elu_",
+    "selu",
+    "celu",
+    "hardtanh",
+    "hardtanh_",
+    "relu6",
+    "logsigmoid",
+    "mish",
+    "softsign",
+    "softmax",
+    "log_softmax",
+    "cross_entropy",
+    "nll_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "mse_loss",
+    "l1_loss",
+    "layer_norm",
+    "dropout",
+    "embedding",
+    "max_pool2d",
+    "conv2d",
+    "conv1d",
+    "max_pool1d",
+    "avg_pool1d",
+    "avg_pool2d",
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "batch_norm",
+    "scaled_dot_product_attention",
+    "pad",
+    "one_hot",
+]
 
 
 # --------------------------------------------------------------------------------------
 # Plumbing
 # --------------------------------------------------------------------------------------
+
 
 def _tensor(op: str, name: str, v: Any) -> Tensor:
     if not isinstance(v, Tensor):
@@ -60,10 +98,14 @@ def _composite(op: str, operands: Sequence[Tensor], attrs: dict[str, Any]) -> Te
     validation."""
     key = None
     try:
-        key = (op, attrs_key(attrs), tuple([v.__class__ for v in attrs.values()]),
-               tuple([t._lkey if t.__class__ is Tensor else None for t in operands]))
+        key = (
+            op,
+            attrs_key(attrs),
+            tuple([v.__class__ for v in attrs.values()]),
+            tuple([t._lkey if t.__class__ is Tensor else None for t in operands]),
+        )
         done = _checked.get(key)
-    except (TypeError, AttributeError):        # an unhashable attribute: no cache
+    except (TypeError, AttributeError):  # an unhashable attribute: no cache
         done = None
     if done is not None:
         return apply_composite(op, tuple(operands), done[0], done[1])
@@ -71,7 +113,7 @@ def _composite(op: str, operands: Sequence[Tensor], attrs: dict[str, Any]) -> Te
     norm = dict(opdef.normalize_attrs(attrs))
     opdef.infer(tuple(TensorType(t._dtype, t._shape) for t in operands), **norm)
     if key is not None and None not in key[3] and len(_checked) < 4096:
-        _checked[key] = (norm, opdef.backward_name)     # (apply_composite never edits it)
+        _checked[key] = (norm, opdef.backward_name)  # (apply_composite never edits it)
     return apply_composite(op, tuple(operands), norm, opdef.backward_name)
 
 
@@ -80,8 +122,12 @@ def _reduction(size_average: bool | None, reduce: bool | None, reduction: str) -
     if size_average is None and reduce is None:
         nnops._check_reduction("loss", reduction)
         return reduction
-    warnings.warn("size_average and reduce args will be deprecated, please use "
-                  "reduction='mean', 'sum' or 'none' instead.", UserWarning, stacklevel=3)
+    warnings.warn(
+        "size_average and reduce args will be deprecated, please use "
+        "reduction='mean', 'sum' or 'none' instead.",
+        UserWarning,
+        stacklevel=3,
+    )
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
     if not reduce:
@@ -92,6 +138,7 @@ def _reduction(size_average: bool | None, reduce: bool | None, reduction: str) -
 # --------------------------------------------------------------------------------------
 # Activations
 # --------------------------------------------------------------------------------------
+
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     _tensor("relu", "input", input)
@@ -133,6 +180,7 @@ def _act(name: str, fn: Any, input: Tensor, inplace: bool, *args: Any) -> Tensor
     if not inplace:
         return fn(input, *args)
     from ..functions.inplace import _rewrite_inplace
+
     return _rewrite_inplace(name, fn)(input, *args)
 
 
@@ -156,8 +204,7 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return _act("elu", lg.elu, input, inplace, alpha)
 
 
-def elu_(input: Tensor, alpha: float = 1.0, scale: float = 1.0,
-         input_scale: float = 1.0) -> Tensor:
+def elu_(input: Tensor, alpha: float = 1.0, scale: float = 1.0, input_scale: float = 1.0) -> Tensor:
     """In-place `elu`: scale * (x if x > 0 else alpha * (exp(x * input_scale) - 1)) (the
     `scale` and `input_scale` of PyTorch's `elu_`, with which selu and celu are made)."""
     _tensor("elu_", "input", input)
@@ -182,20 +229,24 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 
 
 @composite_function
-def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
-             inplace: bool = False) -> Tensor:
+def hardtanh(
+    input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False
+) -> Tensor:
     """x clamped to [min_val, max_val]; the gradient is zero at the bounds themselves
     (PyTorch's hardtanh, unlike clamp, which passes it there)."""
     _tensor("hardtanh", "input", input)
     if min_val > max_val:
-        raise ValueError(f"hardtanh: min_val ({min_val}) cannot be greater than max_val "
-                         f"({max_val})")
+        raise ValueError(
+            f"hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})"
+        )
+
     def clip(x: Tensor) -> Tensor:
         # at a bound the value is x itself (a -0.0 input stays -0.0 against a 0.0 bound,
         # as in torch) and the gradient is zero: the bound's branch is detached
         low = lg.where(lg.lt(x, min_val), lg.full_like(x, min_val), x).detach()
         high = lg.where(lg.gt(x, max_val), lg.full_like(x, max_val), x).detach()
         return lg.where(lg.le(x, min_val), low, lg.where(lg.ge(x, max_val), high, x))
+
     return _act("hardtanh", clip, input, inplace)
 
 
@@ -229,19 +280,25 @@ def softsign(input: Tensor) -> Tensor:
 def _softmax_dim(op: str, ndim: int, dim: int | None) -> int:
     if dim is not None:
         return dim
-    warnings.warn(f"Implicit dimension choice for {op} has been deprecated. Change the call "
-                  f"to include dim=X as an argument.", UserWarning, stacklevel=3)
+    warnings.warn(
+        f"Implicit dimension choice for {op} has been deprecated. Change the call "
+        f"to include dim=X as an argument.",
+        UserWarning,
+        stacklevel=3,
+    )
     return 0 if ndim in (0, 1, 3) else 1
 
 
-def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
-            dtype: dt.DType | None = None) -> Tensor:
+def softmax(
+    input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: dt.DType | None = None
+) -> Tensor:
     _tensor("softmax", "input", input)
     return lg.softmax(input, _softmax_dim("softmax", input.ndim, dim), dtype=dtype)
 
 
-def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
-                dtype: dt.DType | None = None) -> Tensor:
+def log_softmax(
+    input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: dt.DType | None = None
+) -> Tensor:
     _tensor("log_softmax", "input", input)
     return lg.log_softmax(input, _softmax_dim("log_softmax", input.ndim, dim), dtype=dtype)
 
@@ -249,6 +306,7 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
 # --------------------------------------------------------------------------------------
 # Linear
 # --------------------------------------------------------------------------------------
+
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """`input @ weight.T + bias`, recorded as PyTorch records it: `AddmmBackward0` over a
@@ -258,25 +316,31 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     _tensor("linear", "weight", weight)
     xs, ws = input._shape, weight._shape
     if len(ws) != 2:
-        raise RuntimeError(f"linear(): weight must be 2-D (out_features, in_features), got "
-                           f"shape {list(ws)}")
+        raise RuntimeError(
+            f"linear(): weight must be 2-D (out_features, in_features), got shape {list(ws)}"
+        )
     if not xs or xs[-1] != ws[1]:
-        raise RuntimeError(f"linear(): mat1 and mat2 shapes cannot be multiplied (input "
-                           f"{list(xs)} and weight.T {[ws[1], ws[0]]})")
+        raise RuntimeError(
+            f"linear(): mat1 and mat2 shapes cannot be multiplied (input "
+            f"{list(xs)} and weight.T {[ws[1], ws[0]]})"
+        )
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and t._dtype is not input._dtype:
-            raise RuntimeError(f"linear(): expected {name} of dtype {input._dtype.name} like "
-                               f"the input, got {t._dtype.name}")
+            raise RuntimeError(
+                f"linear(): expected {name} of dtype {input._dtype.name} like "
+                f"the input, got {t._dtype.name}"
+            )
     if bias is not None:
         _tensor("linear", "bias", bias)
         bs = bias._shape
         if len(bs) > 1 or (len(bs) == 1 and bs[0] not in (1, ws[0])):
-            raise RuntimeError(f"linear(): bias of shape {list(bs)} does not match "
-                               f"out_features {ws[0]}")
+            raise RuntimeError(
+                f"linear(): bias of shape {list(bs)} does not match out_features {ws[0]}"
+            )
     x2 = input if len(xs) == 2 else lg.reshape(input, (-1, xs[-1]))
     wt = lg.t(weight)
     if bias is not None and not input._dtype.is_floating_point:
-        out = lg.add(lg.matmul(x2, wt), bias)      # integer and complex: matmul, add
+        out = lg.add(lg.matmul(x2, wt), bias)  # integer and complex: matmul, add
     elif bias is not None:
         out = _addmm_direct(bias, x2, wt)
         if out is None:
@@ -297,9 +361,13 @@ def _addmm_direct(bias: Tensor, x: Tensor, wt: Tensor) -> Tensor | None:
     product, the bias added into it in place, and the one `AddmmBackward0` node the
     composite records; None (the composite runs) under a transform, forward mode or
     anomaly mode."""
-    if interpreters or forward_ad._level[0] or anomaly._state.enabled or \
-            not x._dtype.is_floating_point or \
-            not all(t.__class__ in DENSE_CLASSES for t in (bias, x, wt)):
+    if (
+        interpreters
+        or forward_ad._level[0]
+        or anomaly._state.enabled
+        or not x._dtype.is_floating_point
+        or not all(t.__class__ in DENSE_CLASSES for t in (bias, x, wt))
+    ):
         return None
     with no_grad():
         out = run_matmul(x, wt)
@@ -313,8 +381,10 @@ def _addmm_direct(bias: Tensor, x: Tensor, wt: Tensor) -> Tensor | None:
 # Losses
 # --------------------------------------------------------------------------------------
 
-def _weighted_loss(op: str, errors: Tensor, input: Tensor, weight: Tensor,
-                   reduction: str) -> Tensor:
+
+def _weighted_loss(
+    op: str, errors: Tensor, input: Tensor, weight: Tensor, reduction: str
+) -> Tensor:
     """`errors * weight` reduced as PyTorch's weighted l1/mse losses: 'mean' divides the
     weighted sum by the sum of the weights; `weight` must have `input`'s shape."""
     _tensor(op, "weight", weight)
@@ -327,34 +397,48 @@ def _weighted_loss(op: str, errors: Tensor, input: Tensor, weight: Tensor,
         return lg.sum(weighted)
     if reduction == "mean":
         return lg.div(lg.sum(weighted), lg.sum(weight))
-    raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', "
-                     f"'sum'.")
+    raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
 
 
-def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
-             reduce: bool | None = None, reduction: str = "mean",
-             weight: Tensor | None = None) -> Tensor:
+def mse_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    weight: Tensor | None = None,
+) -> Tensor:
     """mean((input - target)^2) (or 'sum'/'none'); with `weight` (input's shape) each
     squared error is weighted and 'mean' divides by the sum of the weights (PyTorch)."""
     _tensor("mse_loss", "input", input)
     _tensor("mse_loss", "target", target)
     if input.shape != target.shape:
-        warnings.warn(f"Using a target size ({target.shape}) that is different to the input "
-                      f"size ({input.shape}). This will likely lead to incorrect results due "
-                      f"to broadcasting. Please ensure they have the same size.",
-                      UserWarning, stacklevel=2)
+        warnings.warn(
+            f"Using a target size ({target.shape}) that is different to the input "
+            f"size ({input.shape}). This will likely lead to incorrect results due "
+            f"to broadcasting. Please ensure they have the same size.",
+            UserWarning,
+            stacklevel=2,
+        )
     if weight is not None:
         a, b = lg.broadcast_tensors(input, target)
         d = lg.sub(a, b)
-        return _weighted_loss("mse_loss", lg.mul(d, d), input, weight,
-                              _reduction(size_average, reduce, reduction))
-    return _composite("mse_loss", (input, target),
-                      {"reduction": _reduction(size_average, reduce, reduction)})
+        return _weighted_loss(
+            "mse_loss", lg.mul(d, d), input, weight, _reduction(size_average, reduce, reduction)
+        )
+    return _composite(
+        "mse_loss", (input, target), {"reduction": _reduction(size_average, reduce, reduction)}
+    )
 
 
-def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
-            reduce: bool | None = None, reduction: str = "mean",
-            weight: Tensor | None = None) -> Tensor:
+def l1_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    weight: Tensor | None = None,
+) -> Tensor:
     """`mean(|input - target|)`; PyTorch records it as its parts (MeanBackward0, ...).
     With `weight` (input's shape) each error is weighted and 'mean' divides by the sum of
     the weights."""
@@ -362,10 +446,13 @@ def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
     _tensor("l1_loss", "target", target)
     r = _reduction(size_average, reduce, reduction)
     if input.shape != target.shape:
-        warnings.warn(f"Using a target size ({target.shape}) that is different to the input "
-                      f"size ({input.shape}). This will likely lead to incorrect results due "
-                      f"to broadcasting. Please ensure they have the same size.",
-                      UserWarning, stacklevel=2)
+        warnings.warn(
+            f"Using a target size ({target.shape}) that is different to the input "
+            f"size ({input.shape}). This will likely lead to incorrect results due "
+            f"to broadcasting. Please ensure they have the same size.",
+            UserWarning,
+            stacklevel=2,
+        )
     if weight is not None:
         a, b = lg.broadcast_tensors(input, target)
         return _weighted_loss("l1_loss", lg.abs(lg.sub(a, b)), input, weight, r)
@@ -373,11 +460,15 @@ def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
     return nnops.reduce_loss(lg, losses, r)
 
 
-def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
-                                     weight: Tensor | None = None,
-                                     size_average: bool | None = None,
-                                     reduce: bool | None = None, reduction: str = "mean",
-                                     pos_weight: Tensor | None = None) -> Tensor:
+def binary_cross_entropy_with_logits(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    pos_weight: Tensor | None = None,
+) -> Tensor:
     op = "binary_cross_entropy_with_logits"
     _tensor(op, "input", input)
     _tensor(op, "target", target)
@@ -386,26 +477,40 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
         operands.append(_tensor(op, "weight", weight))
     if pos_weight is not None:
         operands.append(_tensor(op, "pos_weight", pos_weight))
-    return _composite(op, operands, {"reduction": _reduction(size_average, reduce, reduction),
-                                     "has_weight": weight is not None,
-                                     "has_pos_weight": pos_weight is not None})
+    return _composite(
+        op,
+        operands,
+        {
+            "reduction": _reduction(size_average, reduce, reduction),
+            "has_weight": weight is not None,
+            "has_pos_weight": pos_weight is not None,
+        },
+    )
 
 
 def _bce_range_error(op: str, input: Tensor) -> None:
-    raise RuntimeError(f"{op}: all elements of input should be between 0 and 1 "
-                       f"(input shape {list(input.shape)})")
+    raise RuntimeError(
+        f"{op}: all elements of input should be between 0 and 1 (input shape {list(input.shape)})"
+    )
 
 
-def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
-                         size_average: bool | None = None, reduce: bool | None = None,
-                         reduction: str = "mean") -> Tensor:
+def binary_cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
     op = "binary_cross_entropy"
     _tensor(op, "input", input)
     _tensor(op, "target", target)
     if input.shape != target.shape:
-        raise ValueError(f"{op}: Using a target size ({list(target.shape)}) that is different "
-                         f"to the input size ({list(input.shape)}) is deprecated. Please "
-                         f"ensure they have the same size.")
+        raise ValueError(
+            f"{op}: Using a target size ({list(target.shape)}) that is different "
+            f"to the input size ({list(input.shape)}) is deprecated. Please "
+            f"ensure they have the same size."
+        )
     if input.__class__ is Tensor and not interpreters:
         # a plain tensor: one NumPy pass over its values (NaN fails both comparisons)
         if input._dtype.is_floating_point and 0 not in input._shape:
@@ -415,7 +520,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     else:
         from ..tracer.tensor import tracing
         from ..transforms.batching import bottom
-        values = bottom(input)                   # under vmap: every batch element's values
+
+        values = bottom(input)  # under vmap: every batch element's values
         if values.numel() and input._dtype.is_floating_point and not tracing():
             with no_grad():
                 inside = lg.logical_and(lg.ge(values, 0), lg.le(values, 1))
@@ -424,8 +530,14 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     operands = [input, target]
     if weight is not None:
         operands.append(_tensor(op, "weight", weight))
-    return _composite(op, operands, {"reduction": _reduction(size_average, reduce, reduction),
-                                     "has_weight": weight is not None})
+    return _composite(
+        op,
+        operands,
+        {
+            "reduction": _reduction(size_average, reduce, reduction),
+            "has_weight": weight is not None,
+        },
+    )
 
 
 def _check_targets(op: str, target: Tensor, classes: int, ignore_index: int) -> None:
@@ -434,36 +546,51 @@ def _check_targets(op: str, target: Tensor, classes: int, ignore_index: int) -> 
     if target.numel() == 0:
         return
     from ..tracer.tensor import tracing
-    if tracing():      # compiled code: the gather kernels check class indices at run time
+
+    if tracing():  # compiled code: the gather kernels check class indices at run time
         return
     from ..tensor import SymbolicTensor
     from ..transforms.batching import bottom
-    target = bottom(target)      # under vmap: check every batch element's targets at once
+
+    target = bottom(target)  # under vmap: check every batch element's targets at once
     if isinstance(target, SymbolicTensor):
         return
-    v = target._values()             # one NumPy pass: 5 us where seven kernels took 40
+    v = target._values()  # one NumPy pass: 5 us where seven kernels took 40
     bad = (v != ignore_index) & ((v < 0) | (v >= classes))
     if bad.any():
-        first = int(v[bad][0])       # the first in row-major order
-        raise IndexError(f"{op}: Target {first} is out of bounds (expected class indices "
-                         f"in [0, {classes}) or ignore_index={ignore_index}; target shape "
-                         f"{list(target.shape)})")
+        first = int(v[bad][0])  # the first in row-major order
+        raise IndexError(
+            f"{op}: Target {first} is out of bounds (expected class indices "
+            f"in [0, {classes}) or ignore_index={ignore_index}; target shape "
+            f"{list(target.shape)})"
+        )
 
 
-def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
-             size_average: bool | None = None, ignore_index: int = -100,
-             reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+def nll_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    ignore_index: int = -100,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
     op = "nll_loss"
     _tensor(op, "input", input)
     _tensor(op, "target", target)
     operands = [input, target]
     if weight is not None:
         operands.append(_tensor(op, "weight", weight))
-    attrs = {"reduction": _reduction(size_average, reduce, reduction),
-             "ignore_index": ignore_index, "has_weight": weight is not None}
+    attrs = {
+        "reduction": _reduction(size_average, reduce, reduction),
+        "ignore_index": ignore_index,
+        "has_weight": weight is not None,
+    }
     opdef = registry.get(op)
-    opdef.infer(tuple(TensorType(t._dtype, t._shape) for t in operands),
-                **dict(opdef.normalize_attrs(attrs)))
+    opdef.infer(
+        tuple(TensorType(t._dtype, t._shape) for t in operands),
+        **dict(opdef.normalize_attrs(attrs)),
+    )
     _check_targets(op, target, input.shape[nnops.class_dim(input.ndim)], ignore_index)
     return _composite(op, operands, attrs)
 
@@ -474,10 +601,16 @@ def _class_weight_view(weight: Tensor, ndim: int, cd: int) -> Tensor:
     return lg.reshape(weight, tuple(shape))
 
 
-def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
-                  size_average: bool | None = None, ignore_index: int = -100,
-                  reduce: bool | None = None, reduction: str = "mean",
-                  label_smoothing: float = 0.0) -> Tensor:
+def cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: bool | None = None,
+    ignore_index: int = -100,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor:
     """`nll_loss(log_softmax(input))` for class indices, `-(log_softmax * p).sum` for class
     probabilities; label smoothing mixes in the uniform distribution, as PyTorch does."""
     op = "cross_entropy"
@@ -485,11 +618,13 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     _tensor(op, "target", target)
     r = _reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
-        raise RuntimeError(f"{op}: label_smoothing must be between 0.0 and 1.0. Got: "
-                           f"{label_smoothing}")
+        raise RuntimeError(
+            f"{op}: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
+        )
     if input.ndim == 0:
-        raise ValueError(f"{op}: input must have at least 1 dimension (C) or (N, C, ...), "
-                         f"got a 0-d tensor")
+        raise ValueError(
+            f"{op}: input must have at least 1 dimension (C) or (N, C, ...), got a 0-d tensor"
+        )
     if not input._dtype.is_floating_point:
         raise TypeError(f"{op}: expected a floating point input, got {input._dtype.name}")
     cd = nnops.class_dim(input.ndim)
@@ -497,14 +632,18 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     if weight is not None:
         _tensor(op, "weight", weight)
         if weight.shape != (classes,):
-            raise RuntimeError(f"{op}: weight tensor should be defined either for all "
-                               f"{classes} classes or no classes but got weight tensor of "
-                               f"shape: {list(weight.shape)}")
+            raise RuntimeError(
+                f"{op}: weight tensor should be defined either for all "
+                f"{classes} classes or no classes but got weight tensor of "
+                f"shape: {list(weight.shape)}"
+            )
     if target._dtype.is_floating_point:
         return _cross_entropy_probs(input, target, weight, r, label_smoothing, cd)
     if target._dtype not in nnops.INDEX_DTYPES:
-        raise TypeError(f"{op}: expected class indices (int64) or class probabilities "
-                        f"(floating point) as target, got {target._dtype.name}")
+        raise TypeError(
+            f"{op}: expected class indices (int64) or class probabilities "
+            f"(floating point) as target, got {target._dtype.name}"
+        )
     logp = lg.log_softmax(input, cd)
     nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=r)
     if label_smoothing == 0.0:
@@ -518,24 +657,25 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     if r == "mean":
         if weight is not None:
             safe = lg.where(valid, target, 0)
-            picked = lg.reshape(lg.index_select(weight, 0, lg.reshape(safe, (-1,))),
-                                target.shape)
+            picked = lg.reshape(lg.index_select(weight, 0, lg.reshape(safe, (-1,))), target.shape)
             denom = lg.sum(lg.where(valid, picked, 0.0))
         else:
             denom = lg.sum(valid)
         smooth = lg.div(lg.sum(smooth), denom)
     elif r == "sum":
         smooth = lg.sum(smooth)
-    return lg.add(lg.mul(nll, 1.0 - label_smoothing),
-                  lg.mul(smooth, label_smoothing / classes))
+    return lg.add(lg.mul(nll, 1.0 - label_smoothing), lg.mul(smooth, label_smoothing / classes))
 
 
-def _cross_entropy_probs(input: Tensor, target: Tensor, weight: Tensor | None, r: str,
-                         label_smoothing: float, cd: int) -> Tensor:
+def _cross_entropy_probs(
+    input: Tensor, target: Tensor, weight: Tensor | None, r: str, label_smoothing: float, cd: int
+) -> Tensor:
     op = "cross_entropy"
     if target.shape != input.shape:
-        raise RuntimeError(f"{op}: with class probabilities the target must have the input's "
-                           f"shape {list(input.shape)}, got {list(target.shape)}")
+        raise RuntimeError(
+            f"{op}: with class probabilities the target must have the input's "
+            f"shape {list(input.shape)}, got {list(target.shape)}"
+        )
     classes = input.shape[cd]
     logp = lg.log_softmax(input, cd)
     if label_smoothing > 0.0:
@@ -555,9 +695,14 @@ def _cross_entropy_probs(input: Tensor, target: Tensor, weight: Tensor | None, r
 # Layers
 # --------------------------------------------------------------------------------------
 
-def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int,
-               weight: Tensor | None = None, bias: Tensor | None = None,
-               eps: float = 1e-5) -> Tensor:
+
+def layer_norm(
+    input: Tensor,
+    normalized_shape: Sequence[int] | int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
     op = "layer_norm"
     _tensor(op, "input", input)
     ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
@@ -566,13 +711,19 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int] | int,
         operands.append(_tensor(op, "weight", weight))
     if bias is not None:
         operands.append(_tensor(op, "bias", bias))
-    return _composite(op, operands, {"normalized_shape": ns, "eps": eps,
-                                     "has_weight": weight is not None,
-                                     "has_bias": bias is not None})
+    return _composite(
+        op,
+        operands,
+        {
+            "normalized_shape": ns,
+            "eps": eps,
+            "has_weight": weight is not None,
+            "has_bias": bias is not None,
+        },
+    )
 
 
-def dropout(input: Tensor, p: float = 0.5, training: bool = True,
-            inplace: bool = False) -> Tensor:
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero each element with probability `p` (drawn with `lg.rand`, so `lg.manual_seed`
     makes it reproducible) and scale the rest by 1/(1-p); identity when not training."""
     _tensor("dropout", "input", input)
@@ -590,48 +741,63 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
     return input.mul_(mask) if inplace else lg.mul(input, mask)
 
 
-def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
-              max_norm: float | None = None, norm_type: float = 2.0,
-              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+def embedding(
+    input: Tensor,
+    weight: Tensor,
+    padding_idx: int | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor:
     op = "embedding"
     _tensor(op, "input", input)
     _tensor(op, "weight", weight)
     if sparse:
-        raise ValueError("embedding: sparse=True asks for a sparse gradient; llgrad has only "
-                         "dense tensors (use sparse=False)")
+        raise ValueError(
+            "embedding: sparse=True asks for a sparse gradient; llgrad has only "
+            "dense tensors (use sparse=False)"
+        )
     if weight.ndim != 2:
         raise RuntimeError(f"{op}: 'weight' must be 2-D, got shape {list(weight.shape)}")
     vocab = weight.shape[0]
     if padding_idx is not None:
         if padding_idx >= vocab or padding_idx < -vocab:
-            raise ValueError(f"{op}: padding_idx {padding_idx} must be within num_embeddings "
-                             f"({vocab})")
+            raise ValueError(
+                f"{op}: padding_idx {padding_idx} must be within num_embeddings ({vocab})"
+            )
         padding_idx %= vocab
     if input._dtype not in nnops.INDEX_DTYPES:
-        raise TypeError(f"{op}: Expected tensor for argument 'indices' to have one of the "
-                        f"following scalar types: Long, Int; but got {input._dtype.name} "
-                        f"(shape {list(input.shape)})")
+        raise TypeError(
+            f"{op}: Expected tensor for argument 'indices' to have one of the "
+            f"following scalar types: Long, Int; but got {input._dtype.name} "
+            f"(shape {list(input.shape)})"
+        )
     from ..tracer.tensor import tracing
-    if input.numel() and not tracing():      # compiled: the gather kernel checks bounds
+
+    if input.numel() and not tracing():  # compiled: the gather kernel checks bounds
         with no_grad():
             lo, hi = int(lg.amin(input).item()), int(lg.amax(input).item())
         if lo < 0 or hi >= vocab:
-            raise IndexError(f"{op}: index {lo if lo < 0 else hi} is out of range for "
-                             f"num_embeddings {vocab} (indices shape {list(input.shape)})")
+            raise IndexError(
+                f"{op}: index {lo if lo < 0 else hi} is out of range for "
+                f"num_embeddings {vocab} (indices shape {list(input.shape)})"
+            )
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
-    return _composite(op, (weight, input), {"padding_idx": padding_idx,
-                                            "scale_grad_by_freq": scale_grad_by_freq})
+    return _composite(
+        op, (weight, input), {"padding_idx": padding_idx, "scale_grad_by_freq": scale_grad_by_freq}
+    )
 
 
-def _embedding_renorm_(weight: Tensor, indices: Tensor, max_norm: float,
-                       norm_type: float) -> None:
+def _embedding_renorm_(weight: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> None:
     """Rescale, in place and outside autograd, the looked-up rows whose norm exceeds
     `max_norm` (PyTorch's `embedding_renorm_`, same 1e-7 guard)."""
     with no_grad():
         rows = lg.reshape(indices, (-1,))
-        used = lg.indexing.index_backward(lg.ones(rows.shape, dtype=weight._dtype),
-                                          (weight.shape[0],), (rows,))
+        used = lg.indexing.index_backward(
+            lg.ones(rows.shape, dtype=weight._dtype), (weight.shape[0],), (rows,)
+        )
         norms = lg.norm(weight, norm_type, 1, keepdim=True)
         over = lg.logical_and(lg.gt(norms, max_norm), lg.gt(lg.unsqueeze(used, 1), 0))
         scale = lg.where(over, lg.div(max_norm, lg.add(norms, 1e-7)), 1.0)
@@ -640,73 +806,218 @@ def _embedding_renorm_(weight: Tensor, indices: Tensor, max_norm: float,
 
 from ._attention import scaled_dot_product_attention  # noqa: E402
 from ._layers import batch_norm, one_hot  # noqa: E402
+
 # Convolution, pooling, normalization, padding, resampling and channel dropout live in
 # their own modules; conv2d, max_pool2d, pad and the pools above are defined there.
-from ._conv import (conv1d, conv2d, conv3d, conv_tbc, conv_transpose1d,  # noqa: E402,F401
-                    conv_transpose2d, conv_transpose3d)
-from ._dropout import (alpha_dropout, dropout1d, dropout2d, dropout3d,  # noqa: E402
-                       feature_alpha_dropout)
-from ._norm import (group_norm, instance_norm, local_response_norm, normalize,  # noqa: E402
-                    rms_norm)
+from ._conv import (  # noqa: E402
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_tbc,  # noqa: F401
+    conv_transpose1d,  # noqa: E402,F401
+    conv_transpose2d,
+    conv_transpose3d,
+)
+from ._dropout import (  # noqa: E402
+    alpha_dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,  # noqa: E402
+    feature_alpha_dropout,
+)
+from ._norm import (  # noqa: E402
+    group_norm,
+    instance_norm,
+    local_response_norm,
+    normalize,  # noqa: E402
+    rms_norm,
+)
 from ._padding import pad  # noqa: E402
-from ._pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d,  # noqa: E402
-                       adaptive_avg_pool3d, adaptive_max_pool1d, adaptive_max_pool1d_with_indices,
-                       adaptive_max_pool2d, adaptive_max_pool2d_with_indices,
-                       adaptive_max_pool3d, adaptive_max_pool3d_with_indices, avg_pool1d,
-                       avg_pool2d, avg_pool3d, fractional_max_pool2d,
-                       fractional_max_pool2d_with_indices, fractional_max_pool3d,
-                       fractional_max_pool3d_with_indices, lp_pool1d, lp_pool2d, lp_pool3d,
-                       max_pool1d, max_pool1d_with_indices, max_pool2d,
-                       max_pool2d_with_indices, max_pool3d, max_pool3d_with_indices,
-                       max_unpool1d, max_unpool2d, max_unpool3d)
-from ._resample import (affine_grid, fold, grid_sample, interpolate,  # noqa: E402
-                        pixel_shuffle, pixel_unshuffle, unfold, upsample, upsample_bilinear,
-                        upsample_nearest)
+from ._pooling import (  # noqa: E402
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,  # noqa: E402
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
+    adaptive_max_pool1d_with_indices,
+    adaptive_max_pool2d,
+    adaptive_max_pool2d_with_indices,
+    adaptive_max_pool3d,
+    adaptive_max_pool3d_with_indices,
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool3d,
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+    lp_pool1d,
+    lp_pool2d,
+    lp_pool3d,
+    max_pool1d,
+    max_pool1d_with_indices,
+    max_pool2d,
+    max_pool2d_with_indices,
+    max_pool3d,
+    max_pool3d_with_indices,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
+)
+from ._resample import (  # noqa: E402
+    affine_grid,
+    fold,
+    grid_sample,
+    interpolate,  # noqa: E402
+    pixel_shuffle,
+    pixel_unshuffle,
+    unfold,
+    upsample,
+    upsample_bilinear,
+    upsample_nearest,
+)
 
-__all__ += ["conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
-            "alpha_dropout", "dropout1d", "dropout2d", "dropout3d", "feature_alpha_dropout",
-            "group_norm", "instance_norm", "local_response_norm", "normalize", "rms_norm",
-            "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool1d_with_indices",
-            "adaptive_max_pool2d", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d",
-            "adaptive_max_pool3d_with_indices", "avg_pool3d", "fractional_max_pool2d",
-            "fractional_max_pool2d_with_indices", "fractional_max_pool3d",
-            "fractional_max_pool3d_with_indices", "lp_pool1d", "lp_pool2d", "lp_pool3d",
-            "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d",
-            "max_pool3d_with_indices", "max_unpool1d", "max_unpool2d", "max_unpool3d",
-            "affine_grid", "fold", "grid_sample", "interpolate", "pixel_shuffle",
-            "pixel_unshuffle", "unfold", "upsample", "upsample_bilinear", "upsample_nearest"]
+__all__ += [
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
+    "alpha_dropout",
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
+    "feature_alpha_dropout",
+    "group_norm",
+    "instance_norm",
+    "local_response_norm",
+    "normalize",
+    "rms_norm",
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d",
+    "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d",
+    "adaptive_max_pool3d_with_indices",
+    "avg_pool3d",
+    "fractional_max_pool2d",
+    "fractional_max_pool2d_with_indices",
+    "fractional_max_pool3d",
+    "fractional_max_pool3d_with_indices",
+    "lp_pool1d",
+    "lp_pool2d",
+    "lp_pool3d",
+    "max_pool1d_with_indices",
+    "max_pool2d_with_indices",
+    "max_pool3d",
+    "max_pool3d_with_indices",
+    "max_unpool1d",
+    "max_unpool2d",
+    "max_unpool3d",
+    "affine_grid",
+    "fold",
+    "grid_sample",
+    "interpolate",
+    "pixel_shuffle",
+    "pixel_unshuffle",
+    "unfold",
+    "upsample",
+    "upsample_bilinear",
+    "upsample_nearest",
+]
 
 # Activations, losses, distances and misc layers, from their own modules.
-from ._activations import (celu_, glu, hardshrink, hardsigmoid, hardswish,  # noqa: E402
-                           prelu, rrelu, rrelu_, selu_, softmin, softshrink, tanhshrink,
-                           threshold, threshold_)
-from ._extra_layers import (bilinear, channel_shuffle, embedding_bag,  # noqa: E402
-                            native_channel_shuffle)
-from ._losses import (cosine_embedding_loss, cosine_similarity, ctc_loss,  # noqa: E402
-                      gaussian_nll_loss, hinge_embedding_loss, huber_loss, kl_div,
-                      margin_ranking_loss, multi_margin_loss, multilabel_margin_loss,
-                      multilabel_soft_margin_loss, pairwise_distance, pdist, poisson_nll_loss,
-                      smooth_l1_loss, soft_margin_loss, triplet_margin_loss,
-                      triplet_margin_with_distance_loss)
+from ._activations import (  # noqa: E402
+    celu_,
+    glu,
+    hardshrink,
+    hardsigmoid,
+    hardswish,  # noqa: E402
+    prelu,
+    rrelu,
+    rrelu_,
+    selu_,
+    softmin,
+    softshrink,
+    tanhshrink,
+    threshold,
+    threshold_,
+)
+from ._extra_layers import (  # noqa: E402
+    bilinear,
+    channel_shuffle,
+    embedding_bag,  # noqa: E402
+    native_channel_shuffle,
+)
+from ._losses import (  # noqa: E402
+    cosine_embedding_loss,
+    cosine_similarity,
+    ctc_loss,  # noqa: E402
+    gaussian_nll_loss,
+    hinge_embedding_loss,
+    huber_loss,
+    kl_div,
+    margin_ranking_loss,
+    multi_margin_loss,
+    multilabel_margin_loss,
+    multilabel_soft_margin_loss,
+    pairwise_distance,
+    pdist,
+    poisson_nll_loss,
+    smooth_l1_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
+    triplet_margin_with_distance_loss,
+)
 
-__all__ += ["celu_", "glu", "hardshrink", "hardsigmoid", "hardswish", "prelu", "rrelu",
-            "rrelu_", "selu_", "softmin", "softshrink", "tanhshrink", "threshold",
-            "threshold_", "bilinear", "channel_shuffle", "embedding_bag",
-            "native_channel_shuffle", "cosine_embedding_loss", "cosine_similarity",
-            "ctc_loss", "gaussian_nll_loss", "hinge_embedding_loss", "huber_loss", "kl_div",
-            "margin_ranking_loss", "multi_margin_loss", "multilabel_margin_loss",
-            "multilabel_soft_margin_loss", "pairwise_distance", "pdist", "poisson_nll_loss",
-            "smooth_l1_loss", "soft_margin_loss", "triplet_margin_loss",
-            "triplet_margin_with_distance_loss"]
+__all__ += [
+    "celu_",
+    "glu",
+    "hardshrink",
+    "hardsigmoid",
+    "hardswish",
+    "prelu",
+    "rrelu",
+    "rrelu_",
+    "selu_",
+    "softmin",
+    "softshrink",
+    "tanhshrink",
+    "threshold",
+    "threshold_",
+    "bilinear",
+    "channel_shuffle",
+    "embedding_bag",
+    "native_channel_shuffle",
+    "cosine_embedding_loss",
+    "cosine_similarity",
+    "ctc_loss",
+    "gaussian_nll_loss",
+    "hinge_embedding_loss",
+    "huber_loss",
+    "kl_div",
+    "margin_ranking_loss",
+    "multi_margin_loss",
+    "multilabel_margin_loss",
+    "multilabel_soft_margin_loss",
+    "pairwise_distance",
+    "pdist",
+    "poisson_nll_loss",
+    "smooth_l1_loss",
+    "soft_margin_loss",
+    "triplet_margin_loss",
+    "triplet_margin_with_distance_loss",
+]
 
 # The last functional names (llgrad/nn/_residual.py).
 from ._residual import gumbel_softmax, linear_cross_entropy  # noqa: E402
+
 __all__ += ["gumbel_softmax", "linear_cross_entropy"]
 
 
 def _served_on_devices() -> None:
     """Every public function here also serves CUDA tensors where its eager code cannot."""
     from ..functions._errors import serve_on_devices
+
     serve_on_devices(globals())
 
 

@@ -4,6 +4,7 @@ Each fills its tensor in place, outside autograd (so a Parameter that requires g
 initialized), drawing from `lg.rand` / `lg.randn`: after `lg.manual_seed(s)` the same
 model gets the same weights. Each returns the tensor it filled.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,14 +15,45 @@ from .. import functions as lg
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
 
-__all__ = ["calculate_gain", "constant_", "ones_", "zeros_", "uniform_", "normal_",
-           "trunc_normal_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
-           "kaiming_normal_", "eye_", "dirac_", "orthogonal_", "sparse_",
-           "uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal",
-           "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"]
+__all__ = [
+    "calculate_gain",
+    "constant_",
+    "ones_",
+    "zeros_",
+    "uniform_",
+    "normal_",
+    "trunc_normal_",
+    "xavier_uniform_",
+    "xavier_normal_",
+    "kaiming_uniform_",
+    "kaiming_normal_",
+    "eye_",
+    "dirac_",
+    "orthogonal_",
+    "sparse_",
+    "uniform",
+    "normal",
+    "constant",
+    "eye",
+    "dirac",
+    "xavier_uniform",
+    "xavier_normal",
+    "kaiming_uniform",
+    "kaiming_normal",
+    "orthogonal",
+    "sparse",
+]
 
-_LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-           "conv_transpose3d", "sigmoid")
+_LINEAR = (
+    "linear",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
+    "sigmoid",
+)
 
 
 def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
@@ -39,7 +71,7 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
             slope = float(param)
         else:
             raise ValueError(f"negative_slope {param} not a valid number")
-        return math.sqrt(2.0 / (1 + slope ** 2))
+        return math.sqrt(2.0 / (1 + slope**2))
     if nonlinearity == "selu":
         return 3.0 / 4
     raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
@@ -90,8 +122,7 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = No
         return tensor.uniform_(a, b, generator=generator)
 
 
-def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any = None
-            ) -> Tensor:
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Tensor:
     """Values from N(mean, std**2)."""
     _check("normal_", tensor)
     if std < 0:
@@ -105,15 +136,16 @@ def eye_(tensor: Tensor) -> Tensor:
     """Fill a 2-D tensor with the identity (ones on the diagonal of a rectangular one)."""
     _check("eye_", tensor)
     if tensor.ndim != 2:
-        raise ValueError(f"eye_: only tensors with 2 dimensions are supported, got "
-                         f"{tensor.ndim}")
+        raise ValueError(f"eye_: only tensors with 2 dimensions are supported, got {tensor.ndim}")
     return _fill_from(tensor, lg.eye(tensor.shape[0], tensor.shape[1], dtype=tensor._dtype))
 
 
 def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
     if tensor.ndim < 2:
-        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than "
-                         f"2 dimensions (shape {list(tensor.shape)})")
+        raise ValueError(
+            "Fan in and fan out can not be computed for tensor with fewer than "
+            f"2 dimensions (shape {list(tensor.shape)})"
+        )
     receptive = 1
     for s in tensor.shape[2:]:
         receptive *= s
@@ -140,8 +172,13 @@ def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> 
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
 
 
-def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
-                     nonlinearity: str = "leaky_relu", generator: Any = None) -> Tensor:
+def kaiming_uniform_(
+    tensor: Tensor,
+    a: float = 0,
+    mode: str = "fan_in",
+    nonlinearity: str = "leaky_relu",
+    generator: Any = None,
+) -> Tensor:
     """U(-b, b) with b = gain * sqrt(3 / fan) (He et al.); `a` is leaky_relu's slope."""
     _check("kaiming_uniform_", tensor)
     if 0 in tensor.shape:
@@ -151,8 +188,13 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
     return uniform_(tensor, -bound, bound, generator)
 
 
-def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
-                    nonlinearity: str = "leaky_relu", generator: Any = None) -> Tensor:
+def kaiming_normal_(
+    tensor: Tensor,
+    a: float = 0,
+    mode: str = "fan_in",
+    nonlinearity: str = "leaky_relu",
+    generator: Any = None,
+) -> Tensor:
     """N(0, std**2) with std = gain / sqrt(fan) (He et al.); `a` is leaky_relu's slope."""
     _check("kaiming_normal_", tensor)
     if 0 in tensor.shape:
@@ -161,8 +203,14 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
     return normal_(tensor, 0.0, std, generator)
 
 
-def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
-                  b: float = 2.0, generator: Any = None) -> Tensor:
+def trunc_normal_(
+    tensor: Tensor,
+    mean: float = 0.0,
+    std: float = 1.0,
+    a: float = -2.0,
+    b: float = 2.0,
+    generator: Any = None,
+) -> Tensor:
     """Values from N(mean, std**2) restricted to [a, b], by exact rejection sampling:
     normal draws outside [a, b] are redrawn when the interval holds much of the mass,
     otherwise uniform proposals on [a, b] are accepted with the normal density's ratio to
@@ -172,8 +220,11 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     _check("trunc_normal_", tensor)
     _floating("trunc_normal_", tensor)
     if (mean < a - 2 * std) or (mean > b + 2 * std):
-        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
-                      "The distribution of values may be incorrect.", stacklevel=2)
+        warnings.warn(
+            "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
+            "The distribution of values may be incorrect.",
+            stacklevel=2,
+        )
     if tensor.numel() == 0:
         return tensor
 
@@ -198,8 +249,9 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
                 return lg.sub(lg.mul(lg.square(lg.div(lg.sub(x, mean), std)), -0.5), log_peak)
 
             result = lg.empty_like(tensor).uniform_(a, b, generator=generator)
-            pending = lg.gt(lg.log(lg.empty_like(tensor).uniform_(generator=generator)),
-                            log_ratio(result))
+            pending = lg.gt(
+                lg.log(lg.empty_like(tensor).uniform_(generator=generator)), log_ratio(result)
+            )
             while bool(pending.any()):
                 proposal = lg.empty_like(tensor).uniform_(a, b, generator=generator)
                 result = lg.where(pending, proposal, result)
@@ -244,6 +296,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Any = None) -> Tenso
         if rows < cols:
             flat = flat.t()
         from ..linalg import qr
+
         q, r = qr(flat)
         q = lg.mul(q, lg.sign(lg.diagonal(r, 0)))
         if rows < cols:
@@ -252,8 +305,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Any = None) -> Tenso
     return tensor
 
 
-def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Any = None
-            ) -> Tensor:
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Any = None) -> Tensor:
     """A sparse 2-D matrix (Martens 2010): N(0, std**2) values, then in each column
     `ceil(sparsity * rows)` randomly chosen entries set to zero."""
     _check("sparse_", tensor)
@@ -275,8 +327,11 @@ def _deprecated(new: Callable[..., Tensor]) -> Callable[..., Tensor]:
     old = new.__name__[:-1]
 
     def wrapper(*args: Any, **kwargs: Any) -> Tensor:
-        warnings.warn(f"`nn.init.{old}` is now deprecated in favor of `nn.init.{new.__name__}`.",
-                      FutureWarning, stacklevel=2)
+        warnings.warn(
+            f"`nn.init.{old}` is now deprecated in favor of `nn.init.{new.__name__}`.",
+            FutureWarning,
+            stacklevel=2,
+        )
         return new(*args, **kwargs)
 
     wrapper.__name__ = wrapper.__qualname__ = old

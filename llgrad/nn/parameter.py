@@ -4,6 +4,7 @@ A Parameter is a leaf `Tensor` (same storage, shape and dtype as the data it wra
 requires grad by default. Assigning one to a module attribute registers it; results of
 operations on it are plain tensors, as in PyTorch.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,6 +18,7 @@ class Parameter(Tensor):
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> "Parameter":
         if data is None:
             from ..functions import empty
+
             data = empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter: data must be a Tensor, got {type(data).__name__}")
@@ -40,6 +42,7 @@ class Parameter(Tensor):
         if id(self) in memo:
             return memo[id(self)]
         from ..autograd.grad_mode import no_grad
+
         with no_grad():
             result = Parameter(Tensor.detach(self).clone(), self._requires_grad)
             if self._grad is not None:

@@ -23,14 +23,23 @@ Where llgrad differs from torch (`dynamo=False`, the TorchScript exporter):
 - `dynamo`, `verbose` and `optimize` are accepted for compatibility; llgrad has one
   exporter.
 """
+
 from __future__ import annotations
 
 import enum
 import os
 from typing import IO, Any, Mapping, Sequence
 
-__all__ = ["export", "is_in_onnx_export", "OnnxExporterError", "UnsupportedOperatorError",
-           "TrainingMode", "producer_name", "producer_version", "SUPPORTED_OPS"]
+__all__ = [
+    "export",
+    "is_in_onnx_export",
+    "OnnxExporterError",
+    "UnsupportedOperatorError",
+    "TrainingMode",
+    "producer_name",
+    "producer_version",
+    "SUPPORTED_OPS",
+]
 
 producer_name = "llgrad"
 try:
@@ -59,12 +68,12 @@ class UnsupportedOperatorError(OnnxExporterError):
         self.name, self.location, self.reason = name, location, reason
         where = f" (at {location})" if location else ""
         why = f": {reason}" if reason else ""
-        super().__init__(f"Exporting the operator '{name}'{where} to ONNX is not "
-                         f"supported{why}")
+        super().__init__(f"Exporting the operator '{name}'{where} to ONNX is not supported{why}")
 
 
 class TrainingMode(enum.IntEnum):
     """Which mode a module is exported in (as `torch.onnx.TrainingMode`)."""
+
     EVAL = 0
     PRESERVE = 1
     TRAINING = 2
@@ -77,6 +86,7 @@ def is_in_onnx_export() -> bool:
 
 def _supported() -> frozenset[str]:
     from ._translate import supported_ops
+
     return supported_ops()
 
 
@@ -86,14 +96,24 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'llgrad.onnx' has no attribute {name!r}")
 
 
-def export(model: Any, args: Any = (), f: str | os.PathLike | IO[bytes] | None = None, *,
-           kwargs: Mapping[str, Any] | None = None, verbose: bool | None = None,
-           input_names: Sequence[str] | None = None,
-           output_names: Sequence[str] | None = None, opset_version: int | None = 17,
-           dynamo: bool = True, dynamic_axes: Mapping[str, Any] | None = None,
-           export_params: bool = True, keep_initializers_as_inputs: bool = False,
-           training: TrainingMode = TrainingMode.EVAL, do_constant_folding: bool = True,
-           optimize: bool = True) -> Any:
+def export(
+    model: Any,
+    args: Any = (),
+    f: str | os.PathLike | IO[bytes] | None = None,
+    *,
+    kwargs: Mapping[str, Any] | None = None,
+    verbose: bool | None = None,
+    input_names: Sequence[str] | None = None,
+    output_names: Sequence[str] | None = None,
+    opset_version: int | None = 17,
+    dynamo: bool = True,
+    dynamic_axes: Mapping[str, Any] | None = None,
+    export_params: bool = True,
+    keep_initializers_as_inputs: bool = False,
+    training: TrainingMode = TrainingMode.EVAL,
+    do_constant_folding: bool = True,
+    optimize: bool = True,
+) -> Any:
     """Export `model` (an `nn.Module` or a function of tensors) run on `args` to ONNX.
 
     Args:
@@ -134,21 +154,29 @@ def export(model: Any, args: Any = (), f: str | os.PathLike | IO[bytes] | None =
     try:
         import onnx  # noqa: F401
     except ImportError as e:
-        raise ImportError("llgrad.onnx.export needs the 'onnx' package: pip install "
-                          "'llgrad[onnx]' (or pip install onnx onnxruntime)") from e
+        raise ImportError(
+            "llgrad.onnx.export needs the 'onnx' package: pip install "
+            "'llgrad[onnx]' (or pip install onnx onnxruntime)"
+        ) from e
     from ._translate import build_model
+
     if opset_version is None:
         opset_version = 17
     _IN_EXPORT[0] = True
     try:
-        proto = build_model(model, args, kwargs=dict(kwargs or {}),
-                            input_names=list(input_names or []),
-                            output_names=list(output_names or []),
-                            opset=int(opset_version), dynamic_axes=dict(dynamic_axes or {}),
-                            export_params=export_params,
-                            keep_initializers_as_inputs=keep_initializers_as_inputs,
-                            training=TrainingMode(training),
-                            constant_folding=do_constant_folding)
+        proto = build_model(
+            model,
+            args,
+            kwargs=dict(kwargs or {}),
+            input_names=list(input_names or []),
+            output_names=list(output_names or []),
+            opset=int(opset_version),
+            dynamic_axes=dict(dynamic_axes or {}),
+            export_params=export_params,
+            keep_initializers_as_inputs=keep_initializers_as_inputs,
+            training=TrainingMode(training),
+            constant_folding=do_constant_folding,
+        )
     finally:
         _IN_EXPORT[0] = False
     if f is None:

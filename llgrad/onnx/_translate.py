@@ -6,6 +6,7 @@ line on every node), work out which shape attributes follow the dynamic axes (a 
 trace at larger sizes), fold subgraphs that read only constants, then translate node by
 node with `onnx.helper`, drop what the outputs do not read, and check the model.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,19 +26,31 @@ from ..tensor import Tensor
 from ..tracer import context as tctx
 from ..tracer.make_ir import trace
 from ..tracer.tensor import GraphBreak, TracerTensor
-from . import OnnxExporterError, TrainingMode, UnsupportedOperatorError, producer_name, \
-    producer_version
+from . import (
+    OnnxExporterError,
+    TrainingMode,
+    UnsupportedOperatorError,
+    producer_name,
+    producer_version,
+)
 
-INT64_MAX = 2 ** 63 - 1
-INT64_MIN = -2 ** 63
-FOLD_LIMIT = 1 << 16          # a folded constant larger than this (and than its inputs) stays an op
+INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
+FOLD_LIMIT = 1 << 16  # a folded constant larger than this (and than its inputs) stays an op
 
 _ONNX_TYPES = {
-    "float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE,
-    "float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16,
-    "int8": TensorProto.INT8, "int16": TensorProto.INT16, "int32": TensorProto.INT32,
-    "int64": TensorProto.INT64, "uint8": TensorProto.UINT8, "bool": TensorProto.BOOL,
-    "complex64": TensorProto.COMPLEX64, "complex128": TensorProto.COMPLEX128,
+    "float32": TensorProto.FLOAT,
+    "float64": TensorProto.DOUBLE,
+    "float16": TensorProto.FLOAT16,
+    "bfloat16": TensorProto.BFLOAT16,
+    "int8": TensorProto.INT8,
+    "int16": TensorProto.INT16,
+    "int32": TensorProto.INT32,
+    "int64": TensorProto.INT64,
+    "uint8": TensorProto.UINT8,
+    "bool": TensorProto.BOOL,
+    "complex64": TensorProto.COMPLEX64,
+    "complex128": TensorProto.COMPLEX128,
 }
 
 
@@ -49,14 +62,21 @@ def onnx_type(d: dt.DType) -> int:
 # tracing
 # ----------------------------------------------------------------------------------------
 
+
 class Traced:
     """A traced call: the graph (composites expanded), its inputs, weights and outputs."""
 
-    def __init__(self, graph: Graph, n_inputs: int, captured: list[Tensor],
-                 n_outputs: int, out_structure: Any):
+    def __init__(
+        self,
+        graph: Graph,
+        n_inputs: int,
+        captured: list[Tensor],
+        n_outputs: int,
+        out_structure: Any,
+    ):
         self.graph = graph
         self.n_inputs = n_inputs
-        self.captured = captured              # concrete tensors, for params n_inputs...
+        self.captured = captured  # concrete tensors, for params n_inputs...
         self.n_outputs = n_outputs
         self.out_structure = out_structure
 
@@ -71,7 +91,7 @@ def _trace(model: Any, args: tuple, kwargs: dict, opset: int) -> Traced:
         graph, ctx, out_structure = trace(model, args, kwargs, name=name.strip("<>") or "fn")
     except GraphBreak as e:
         raise OnnxExporterError(f"the model cannot be exported as one graph: {e}") from None
-    outputs = graph.outputs[:ctx.n_outputs]
+    outputs = graph.outputs[: ctx.n_outputs]
     graph = Graph(graph.name, graph.params, outputs)
     graph = _expand_composites(graph, opset)
     return Traced(graph, len(leaves), list(ctx.captured), ctx.n_outputs, out_structure)
@@ -79,6 +99,7 @@ def _trace(model: Any, args: tuple, kwargs: dict, opset: int) -> Traced:
 
 def _is_module(model: Any) -> bool:
     from ..nn import Module
+
     return isinstance(model, Module)
 
 
@@ -94,17 +115,18 @@ def _direct_composite(node: Node, opset: int) -> bool:
     return op in _DIRECT_COMPOSITES
 
 
-_DIRECT_COMPOSITES = frozenset({"conv2d", "max_pool2d", "softmax", "log_softmax", "mean",
-                                "embedding", "cumsum", "logsumexp"})
+_DIRECT_COMPOSITES = frozenset(
+    {"conv2d", "max_pool2d", "softmax", "log_softmax", "mean", "embedding", "cumsum", "logsumexp"}
+)
 
 
 def _expand_composites(g: Graph, opset: int) -> Graph:
     """`g` with every composite that has no direct translation replaced by its
     decomposition (the registry's, run on tracers); nodes keep the user's line."""
-    if not any(n.group is Group.COMPOSITE and not _direct_composite(n, opset)
-               for n in g.nodes):
+    if not any(n.group is Group.COMPOSITE and not _direct_composite(n, opset) for n in g.nodes):
         return g
     from .. import functions as F
+
     ctx = tctx.TraceContext(g.name, constant_creations=True)
     values: dict[Node, TracerTensor] = {}
     for p in g.params:
@@ -127,11 +149,16 @@ def _expand_composites(g: Graph, opset: int) -> Graph:
                         ctx.expand_composites = False
                         tctx._tls.location = saved
                     if ctx.captured:
-                        raise UnsupportedOperatorError(node.op, node.loc,
-                                                       "its decomposition is not traceable")
+                        raise UnsupportedOperatorError(
+                            node.op, node.loc, "its decomposition is not traceable"
+                        )
                 else:
-                    out = TracerTensor.of(make_node(node.op, tuple(o._node for o in operands),
-                                                    node.attr_dict, node.loc), ctx)
+                    out = TracerTensor.of(
+                        make_node(
+                            node.op, tuple(o._node for o in operands), node.attr_dict, node.loc
+                        ),
+                        ctx,
+                    )
                 values[node] = out
     finally:
         tctx._tls.location = saved
@@ -142,39 +169,46 @@ def _expand_composites(g: Graph, opset: int) -> Graph:
 # dynamic axes: what differs between two traces
 # ----------------------------------------------------------------------------------------
 
+
 def _grow(x: Tensor, axes: list[int]) -> Tensor:
     """`x` one element longer along each of `axes` (its first slice repeated)."""
     from .. import functions as F
+
     for a in axes:
         x = F.cat([x, F.narrow(x, a, 0, 1)], a)
     return x
 
 
-def _dynamic_overrides(a: Traced, b: Traced, where: Callable[[Node], str]
-                       ) -> tuple[dict[Node, dict[str, tuple]], set[Node]]:
+def _dynamic_overrides(
+    a: Traced, b: Traced, where: Callable[[Node], str]
+) -> tuple[dict[Node, dict[str, tuple]], set[Node]]:
     """Compare two traces of one model at different sizes. Returns the attribute values
     to export instead of the traced ones (per node of `a`) and the nodes whose types
     differ (their values depend on the dynamic sizes: never folded)."""
     ga, gb = a.graph, b.graph
-    if len(ga.nodes) != len(gb.nodes) or any(
-            x.op != y.op for x, y in zip(ga.nodes, gb.nodes)):
-        raise OnnxExporterError("the traced graph changes with the sizes of the dynamic axes "
-                                "(Python control flow on a size); export with static shapes")
+    if len(ga.nodes) != len(gb.nodes) or any(x.op != y.op for x, y in zip(ga.nodes, gb.nodes)):
+        raise OnnxExporterError(
+            "the traced graph changes with the sizes of the dynamic axes "
+            "(Python control flow on a size); export with static shapes"
+        )
     index_a = {n: i for i, n in enumerate(ga.nodes)}
     index_b = {n: i for i, n in enumerate(gb.nodes)}
     overrides: dict[Node, dict[str, tuple]] = {}
     dynamic: set[Node] = set()
     for x, y in zip(ga.nodes, gb.nodes):
         if [index_a[i] for i in x.inputs] != [index_b[i] for i in y.inputs]:
-            raise OnnxExporterError("the traced graph changes with the sizes of the dynamic "
-                                    "axes; export with static shapes")
+            raise OnnxExporterError(
+                "the traced graph changes with the sizes of the dynamic "
+                "axes; export with static shapes"
+            )
         if x.shape != y.shape:
             dynamic.add(x)
         if x.op == "param":
             if x.shape != y.shape and ga.params.index(x) >= a.n_inputs:
                 raise OnnxExporterError(
                     f"a tensor captured by the traced function ({where(x)}) has a size that "
-                    f"depends on a dynamic axis; it would be exported at its traced size")
+                    f"depends on a dynamic axis; it would be exported at its traced size"
+                )
             continue
         if x.attrs == y.attrs:
             continue
@@ -183,7 +217,8 @@ def _dynamic_overrides(a: Traced, b: Traced, where: Callable[[Node], str]
             raise OnnxExporterError(
                 f"'{x.op}' at {x.loc or '?'} bakes a size that depends on a dynamic axis "
                 f"into the graph ({dict(x.attrs)} vs {dict(y.attrs)} at a larger size); "
-                f"the exported model would only run at the traced size")
+                f"the exported model would only run at the traced size"
+            )
         overrides[x] = fixed
     return overrides, dynamic
 
@@ -200,10 +235,10 @@ def _follow(x: Node, y: Node) -> dict[str, tuple] | None:
             if p == q:
                 continue
             if i < len(sin_a) and sin_a[i] == p and sin_b[i] == q:
-                out[i] = 0                      # copy the input's size (ONNX Reshape's 0)
+                out[i] = 0  # copy the input's size (ONNX Reshape's 0)
             else:
                 free.append(i)
-        if any(v == 0 for v in ax["shape"]):    # a real 0 would read as "copy"
+        if any(v == 0 for v in ax["shape"]):  # a real 0 would read as "copy"
             return None
         if len(free) > 1 or (free and -1 in out):
             return None
@@ -219,7 +254,7 @@ def _follow(x: Node, y: Node) -> dict[str, tuple] | None:
                 continue
             j = i - off
             if j >= 0 and sa[j] == p and sb[j] == q:
-                out[i] = 1                      # the input carries the size
+                out[i] = 1  # the input carries the size
             else:
                 return None
         return {"shape": tuple(out)}
@@ -233,7 +268,7 @@ def _follow(x: Node, y: Node) -> dict[str, tuple] | None:
                 p, q = ax[key][i], ay[key][i]
                 if p == q:
                     continue
-                if p - na[i] == q - nb[i]:      # counted from the end
+                if p - na[i] == q - nb[i]:  # counted from the end
                     c = p - na[i]
                     vals[i] = INT64_MAX if c == 0 else c
                 else:
@@ -245,6 +280,7 @@ def _follow(x: Node, y: Node) -> dict[str, tuple] | None:
 # ----------------------------------------------------------------------------------------
 # emission
 # ----------------------------------------------------------------------------------------
+
 
 class Emitter:
     """Collects ONNX nodes, initializers and unique names for one graph."""
@@ -274,16 +310,23 @@ class Emitter:
 
     def op(self, op_type: str, inputs: list[str], n_out: int = 1, **attrs: Any) -> Any:
         outs = [self.fresh(op_type) for _ in range(n_out)]
-        node = helper.make_node(op_type, inputs, outs, name=outs[0].lstrip("/") + "_node",
-                                doc_string=self.loc or "", **attrs)
+        node = helper.make_node(
+            op_type,
+            inputs,
+            outs,
+            name=outs[0].lstrip("/") + "_node",
+            doc_string=self.loc or "",
+            **attrs,
+        )
         self.nodes.append(node)
         return outs[0] if n_out == 1 else outs
 
     def tensor(self, arr: np.ndarray, d: dt.DType, name: str) -> onnx.TensorProto:
         if d is dt.bfloat16:
             bits = to_bfloat16_bits(np.asarray(arr, dtype=np.float32))
-            return helper.make_tensor(name, TensorProto.BFLOAT16, list(bits.shape),
-                                      bits.tobytes(), raw=True)
+            return helper.make_tensor(
+                name, TensorProto.BFLOAT16, list(bits.shape), bits.tobytes(), raw=True
+            )
         return numpy_helper.from_array(np.array(arr, dtype=d.np, order="C"), name)
 
     def const(self, arr: Any, d: dt.DType) -> str:
@@ -297,8 +340,15 @@ class Emitter:
             self.initializers.append(self.tensor(a, d, name))
         else:
             name = self.fresh("Constant")
-            self.nodes.append(helper.make_node("Constant", [], [name], name=name.lstrip("/"),
-                                               value=self.tensor(a, d, name + "_value")))
+            self.nodes.append(
+                helper.make_node(
+                    "Constant",
+                    [],
+                    [name],
+                    name=name.lstrip("/"),
+                    value=self.tensor(a, d, name + "_value"),
+                )
+            )
         if key is not None:
             self._consts[key] = name
         return name
@@ -336,6 +386,7 @@ def translates(*names: str) -> Callable[[Translator], Translator]:
         for n in names:
             TRANSLATIONS[n] = fn
         return fn
+
     return deco
 
 
@@ -343,8 +394,7 @@ class Context:
     """What translators may consult besides their node: attribute overrides for dynamic
     axes and the producers of values (for peepholes such as Gemm's transB)."""
 
-    def __init__(self, overrides: dict[Node, dict[str, tuple]],
-                 names: dict[Node, str]):
+    def __init__(self, overrides: dict[Node, dict[str, tuple]], names: dict[Node, str]):
         self.overrides = overrides
         self.names = names
 
@@ -357,16 +407,52 @@ class Context:
 
 # -- elementwise ---------------------------------------------------------------------------
 
-_UNARY = {"abs": "Abs", "acos": "Acos", "asin": "Asin", "atan": "Atan", "acosh": "Acosh",
-          "asinh": "Asinh", "atanh": "Atanh", "ceil": "Ceil", "cos": "Cos", "cosh": "Cosh",
-          "erf": "Erf", "exp": "Exp", "floor": "Floor", "log": "Log", "neg": "Neg",
-          "reciprocal": "Reciprocal", "relu": "Relu", "round": "Round", "sigmoid": "Sigmoid",
-          "sign": "Sign", "sin": "Sin", "sinh": "Sinh", "sqrt": "Sqrt", "tan": "Tan",
-          "tanh": "Tanh", "isnan": "IsNaN", "logical_not": "Not"}
-_BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow",
-           "maximum": "Max", "minimum": "Min", "eq": "Equal", "lt": "Less",
-           "le": "LessOrEqual", "gt": "Greater", "ge": "GreaterOrEqual",
-           "logical_and": "And", "logical_or": "Or", "logical_xor": "Xor"}
+_UNARY = {
+    "abs": "Abs",
+    "acos": "Acos",
+    "asin": "Asin",
+    "atan": "Atan",
+    "acosh": "Acosh",
+    "asinh": "Asinh",
+    "atanh": "Atanh",
+    "ceil": "Ceil",
+    "cos": "Cos",
+    "cosh": "Cosh",
+    "erf": "Erf",
+    "exp": "Exp",
+    "floor": "Floor",
+    "log": "Log",
+    "neg": "Neg",
+    "reciprocal": "Reciprocal",
+    "relu": "Relu",
+    "round": "Round",
+    "sigmoid": "Sigmoid",
+    "sign": "Sign",
+    "sin": "Sin",
+    "sinh": "Sinh",
+    "sqrt": "Sqrt",
+    "tan": "Tan",
+    "tanh": "Tanh",
+    "isnan": "IsNaN",
+    "logical_not": "Not",
+}
+_BINARY = {
+    "add": "Add",
+    "sub": "Sub",
+    "mul": "Mul",
+    "div": "Div",
+    "pow": "Pow",
+    "maximum": "Max",
+    "minimum": "Min",
+    "eq": "Equal",
+    "lt": "Less",
+    "le": "LessOrEqual",
+    "gt": "Greater",
+    "ge": "GreaterOrEqual",
+    "logical_and": "And",
+    "logical_or": "Or",
+    "logical_xor": "Xor",
+}
 
 
 def _unary(onnx_op: str) -> Translator:
@@ -378,6 +464,7 @@ def _binary(onnx_op: str) -> Translator:
         if n.inputs[0].dtype is dt.bool_ and onnx_op in ("Add", "Mul", "Max", "Min"):
             return em.op({"Add": "Or", "Max": "Or", "Mul": "And", "Min": "And"}[onnx_op], xs)
         return em.op(onnx_op, xs)
+
     return tr
 
 
@@ -484,8 +571,7 @@ def _erfc(em, n, xs, cx):
 def _heaviside(em, n, xs, cx):
     x, v = xs
     d = n.dtype
-    pos = em.op("Where", [em.op("Greater", [x, em.scalar(0, d)]), em.scalar(1, d),
-                          em.scalar(0, d)])
+    pos = em.op("Where", [em.op("Greater", [x, em.scalar(0, d)]), em.scalar(1, d), em.scalar(0, d)])
     return em.op("Where", [em.op("Equal", [x, em.scalar(0, d)]), v, pos])
 
 
@@ -494,8 +580,9 @@ def _copysign(em, n, xs, cx):
     a, b = xs
     d = n.dtype
     zero = em.scalar(0, d)
-    negzero = em.op("And", [em.op("Equal", [b, zero]),
-                            em.op("Less", [em.op("Reciprocal", [b]), zero])])
+    negzero = em.op(
+        "And", [em.op("Equal", [b, zero]), em.op("Less", [em.op("Reciprocal", [b]), zero])]
+    )
     neg = em.op("Or", [em.op("Less", [b, zero]), negzero])
     mag = em.op("Abs", [a])
     return em.op("Where", [neg, em.op("Neg", [mag]), mag])
@@ -522,8 +609,11 @@ def _clamp(em, n, xs, cx):
     d = n.dtype
     if d is dt.bool_:
         raise UnsupportedOperatorError("clamp", n.loc, "on bool tensors")
-    ins = [xs[0], em.scalar(lo, d) if lo is not None else "",
-           em.scalar(hi, d) if hi is not None else ""]
+    ins = [
+        xs[0],
+        em.scalar(lo, d) if lo is not None else "",
+        em.scalar(hi, d) if hi is not None else "",
+    ]
     while ins and ins[-1] == "":
         ins.pop()
     return em.op("Clip", ins)
@@ -572,10 +662,16 @@ def _elu(em, n, xs, cx):
         if scale == 1.0:
             return em.op("Elu", [x], alpha=alpha)
         return em.op("Selu", [x], alpha=alpha, gamma=scale)
-    neg = em.op("Mul", [em.op("Sub", [em.op("Exp", [em.op("Mul", [x, em.scalar(input_scale,
-                                                                               d)])]),
-                                      em.scalar(1, d)]),
-                        em.scalar(scale * alpha, d)])
+    neg = em.op(
+        "Mul",
+        [
+            em.op(
+                "Sub",
+                [em.op("Exp", [em.op("Mul", [x, em.scalar(input_scale, d)])]), em.scalar(1, d)],
+            ),
+            em.scalar(scale * alpha, d),
+        ],
+    )
     pos = em.op("Mul", [x, em.scalar(scale, d)])
     return em.op("Where", [em.op("Greater", [x, em.scalar(0, d)]), pos, neg])
 
@@ -597,6 +693,7 @@ def _where(em, n, xs, cx):
 
 # -- reductions ------------------------------------------------------------------------------
 
+
 def _axes(n: Node) -> tuple[int, ...]:
     nd = len(n.inputs[0].shape)
     return tuple(sorted(a % nd for a in n.attr("axes"))) if nd else ()
@@ -612,12 +709,18 @@ def _reduction(onnx_op: str) -> Translator:
             out = em.reduce(onnx_op, x, _axes(n), n.attr("keepdim"))
             return em.op("Cast", [out], to=TensorProto.BOOL)
         return em.reduce(onnx_op, x, _axes(n), n.attr("keepdim"))
+
     return tr
 
 
-for _k, _v in {"sum": "ReduceSum", "prod": "ReduceProd", "amax": "ReduceMax",
-               "amin": "ReduceMin", "mean": "ReduceMean",
-               "logsumexp": "ReduceLogSumExp"}.items():
+for _k, _v in {
+    "sum": "ReduceSum",
+    "prod": "ReduceProd",
+    "amax": "ReduceMax",
+    "amin": "ReduceMin",
+    "mean": "ReduceMean",
+    "logsumexp": "ReduceLogSumExp",
+}.items():
     TRANSLATIONS[_k] = _reduction(_v)
 
 
@@ -654,6 +757,7 @@ def _cumsum(em, n, xs, cx):
 
 
 # -- movement ------------------------------------------------------------------------------
+
 
 @translates("reshape")
 def _reshape(em, n, xs, cx):
@@ -711,11 +815,11 @@ def _pad(em, n, xs, cx):
             continue
         # interior padding: a new axis of size it + 1 after `axis`, filled, merged, cut
         size = shape[axis]
-        unsq = em.op("Reshape", [x, em.i64(shape[:axis + 1] + [1] + shape[axis + 1:])])
+        unsq = em.op("Reshape", [x, em.i64(shape[: axis + 1] + [1] + shape[axis + 1 :])])
         pads = [0] * (len(shape) + 1) * 2
         pads[len(shape) + 1 + axis + 1] = it
         padded = em.op("Pad", [unsq, em.i64(pads), _pad_value(em, value, d)])
-        merged = shape[:axis] + [size * (it + 1)] + shape[axis + 1:]
+        merged = shape[:axis] + [size * (it + 1)] + shape[axis + 1 :]
         x = em.op("Reshape", [padded, em.i64(merged)])
         keep = size + (size - 1) * it
         x = em.op("Slice", [x, em.i64([0]), em.i64([keep]), em.i64([axis]), em.i64([1])])
@@ -738,11 +842,13 @@ def _flip(em, n, xs, cx):
     if not axes:
         return xs[0]
     k = len(axes)
-    return em.op("Slice", [xs[0], em.i64([-1] * k), em.i64([INT64_MIN] * k), em.i64(axes),
-                           em.i64([-1] * k)])
+    return em.op(
+        "Slice", [xs[0], em.i64([-1] * k), em.i64([INT64_MIN] * k), em.i64(axes), em.i64([-1] * k)]
+    )
 
 
 # -- indexing ------------------------------------------------------------------------------
+
 
 @translates("gather")
 def _gather(em, n, xs, cx):
@@ -753,8 +859,9 @@ def _gather(em, n, xs, cx):
 @translates("scatter_add", "index_put")
 def _scatter(em, n, xs, cx):
     if em.opset < 16 and n.op == "scatter_add":
-        raise UnsupportedOperatorError(n.op, n.loc, "ScatterElements with reduction needs "
-                                       "opset >= 16")
+        raise UnsupportedOperatorError(
+            n.op, n.loc, "ScatterElements with reduction needs opset >= 16"
+        )
     base, index, src = xs
     ishape = n.inputs[1].shape
     flat = em.op("Reshape", [base, em.i64([-1])])
@@ -769,6 +876,7 @@ def _scatter(em, n, xs, cx):
 
 # -- linear algebra and nn -----------------------------------------------------------------
 
+
 @translates("matmul")
 def _matmul(em, n, xs, cx):
     return em.op("MatMul", xs)
@@ -780,7 +888,7 @@ def _addmm(em, n, xs, cx):
     kw: dict[str, Any] = {}
     src = n.inputs[2]
     if src.op == "permute" and src.attr("perm") == (1, 0):
-        m2 = cx.names[src.inputs[0]]          # Gemm reads the weight transposed
+        m2 = cx.names[src.inputs[0]]  # Gemm reads the weight transposed
         kw["transB"] = 1
     if n.attr("alpha") != 1.0:
         kw["alpha"] = n.attr("alpha")
@@ -793,9 +901,15 @@ def _addmm(em, n, xs, cx):
 def _conv2d(em, n, xs, cx):
     w = n.inputs[1].shape
     ph, pw = n.attr("padding")
-    return em.op("Conv", xs, kernel_shape=list(w[2:]), strides=list(n.attr("stride")),
-                 pads=[ph, pw, ph, pw], dilations=list(n.attr("dilation")),
-                 group=n.attr("groups"))
+    return em.op(
+        "Conv",
+        xs,
+        kernel_shape=list(w[2:]),
+        strides=list(n.attr("stride")),
+        pads=[ph, pw, ph, pw],
+        dilations=list(n.attr("dilation")),
+        group=n.attr("groups"),
+    )
 
 
 @translates("max_pool2d")
@@ -808,11 +922,19 @@ def _max_pool2d(em, n, xs, cx):
     size_out = n.shape[2:]
     # ceil mode as explicit extra padding at the end, so that floor mode gives the size
     # the IR computed (torch's rule: the last window starts inside the input or padding)
-    extra = [max(0, (o - 1) * st + d * (kk - 1) + 1 - (i + 2 * pp))
-             for o, st, d, kk, i, pp in zip(size_out, s, dil, k, size_in, p)]
-    return em.op("MaxPool", xs, kernel_shape=k, strides=s,
-                 pads=[p[0], p[1], p[0] + extra[0], p[1] + extra[1]], dilations=dil,
-                 ceil_mode=0)
+    extra = [
+        max(0, (o - 1) * st + d * (kk - 1) + 1 - (i + 2 * pp))
+        for o, st, d, kk, i, pp in zip(size_out, s, dil, k, size_in, p)
+    ]
+    return em.op(
+        "MaxPool",
+        xs,
+        kernel_shape=k,
+        strides=s,
+        pads=[p[0], p[1], p[0] + extra[0], p[1] + extra[1]],
+        dilations=dil,
+        ceil_mode=0,
+    )
 
 
 @translates("layer_norm")
@@ -845,8 +967,7 @@ def _embedding(em, n, xs, cx):
 @translates("iota")
 def _iota(em, n, xs, cx):
     (size,) = n.attr("shape")
-    r = em.op("Range", [em.scalar(0, dt.int64), em.scalar(size, dt.int64),
-                        em.scalar(1, dt.int64)])
+    r = em.op("Range", [em.scalar(0, dt.int64), em.scalar(size, dt.int64), em.scalar(1, dt.int64)])
     return r if n.dtype is dt.int64 else em.op("Cast", [r], to=onnx_type(n.dtype))
 
 
@@ -854,8 +975,10 @@ def _iota(em, n, xs, cx):
 # the model
 # ----------------------------------------------------------------------------------------
 
-def _value_info(name: str, d: dt.DType, shape: tuple[int, ...], sym: dict[int, str]
-                ) -> onnx.ValueInfoProto:
+
+def _value_info(
+    name: str, d: dt.DType, shape: tuple[int, ...], sym: dict[int, str]
+) -> onnx.ValueInfoProto:
     dims: list[Any] = [sym.get(i, s) for i, s in enumerate(shape)]
     return helper.make_tensor_value_info(name, onnx_type(d), dims)
 
@@ -865,8 +988,10 @@ def _dynamic_spec(spec: Any, name: str) -> dict[int, str]:
         return {int(k): str(v) for k, v in spec.items()}
     if isinstance(spec, (list, tuple)):
         return {int(a): f"{name}_dynamic_axes_{i + 1}" for i, a in enumerate(spec)}
-    raise TypeError(f"dynamic_axes[{name!r}] must be a dict of axis -> name or a list of "
-                    f"axes, got {type(spec).__name__}")
+    raise TypeError(
+        f"dynamic_axes[{name!r}] must be a dict of axis -> name or a list of "
+        f"axes, got {type(spec).__name__}"
+    )
 
 
 def _state_names(model: Any) -> dict[int, str]:
@@ -882,16 +1007,26 @@ def _state_names(model: Any) -> dict[int, str]:
 
 def _default_input_names(model: Any, n: int, args: tuple, kwargs: dict) -> list[str]:
     import inspect
+
     fn = model.forward if _is_module(model) else model
     try:
-        params = [p.name for p in inspect.signature(fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        params = [
+            p.name
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
     except (TypeError, ValueError):
         params = []
-    if n == len(args) + len(kwargs) and all(isinstance(a, Tensor) for a in args) \
-            and all(isinstance(v, Tensor) for v in kwargs.values()):
-        names = (params[:len(args)] + [f"input_{i}" for i in range(len(params), len(args))]
-                 + list(kwargs))
+    if (
+        n == len(args) + len(kwargs)
+        and all(isinstance(a, Tensor) for a in args)
+        and all(isinstance(v, Tensor) for v in kwargs.values())
+    ):
+        names = (
+            params[: len(args)]
+            + [f"input_{i}" for i in range(len(params), len(args))]
+            + list(kwargs)
+        )
         if len(set(names)) == len(names):
             return names
     return [f"input_{i}" for i in range(n)]
@@ -905,15 +1040,27 @@ def _set_modes(model: Any, training: TrainingMode) -> list[tuple[Any, bool]]:
     return saved
 
 
-def build_model(model: Any, args: Any, *, kwargs: dict, input_names: list[str],
-                output_names: list[str], opset: int, dynamic_axes: dict[str, Any],
-                export_params: bool, keep_initializers_as_inputs: bool,
-                training: TrainingMode, constant_folding: bool) -> onnx.ModelProto:
+def build_model(
+    model: Any,
+    args: Any,
+    *,
+    kwargs: dict,
+    input_names: list[str],
+    output_names: list[str],
+    opset: int,
+    dynamic_axes: dict[str, Any],
+    export_params: bool,
+    keep_initializers_as_inputs: bool,
+    training: TrainingMode,
+    constant_folding: bool,
+) -> onnx.ModelProto:
     """Trace `model(*args, **kwargs)` and translate it; see `llgrad.onnx.export`."""
     newest = onnx.defs.onnx_opset_version()
     if not 13 <= opset <= newest:
-        raise ValueError(f"onnx export: opset_version must be in [13, {newest}] (the "
-                         f"installed onnx's newest), got {opset}")
+        raise ValueError(
+            f"onnx export: opset_version must be in [13, {newest}] (the "
+            f"installed onnx's newest), got {opset}"
+        )
     if isinstance(args, Tensor):
         args = (args,)
     elif not isinstance(args, tuple):
@@ -922,7 +1069,7 @@ def build_model(model: Any, args: Any, *, kwargs: dict, input_names: list[str],
     try:
         traced = _trace(model, args, kwargs, opset)
         names_in = _default_input_names(model, traced.n_inputs, args, kwargs)
-        for i, nm in enumerate(input_names[:traced.n_inputs]):
+        for i, nm in enumerate(input_names[: traced.n_inputs]):
             names_in[i] = nm
         n_out = traced.n_outputs
         if n_out == 0:
@@ -931,17 +1078,25 @@ def build_model(model: Any, args: Any, *, kwargs: dict, input_names: list[str],
         for i, nm in enumerate(output_names[:n_out]):
             names_out[i] = nm
         if len(input_names) > traced.n_inputs or len(output_names) > n_out:
-            raise ValueError(f"onnx export: {len(input_names)} input names and "
-                             f"{len(output_names)} output names given for a graph of "
-                             f"{traced.n_inputs} inputs and {n_out} outputs")
+            raise ValueError(
+                f"onnx export: {len(input_names)} input names and "
+                f"{len(output_names)} output names given for a graph of "
+                f"{traced.n_inputs} inputs and {n_out} outputs"
+            )
         unknown = set(dynamic_axes) - set(names_in) - set(names_out)
         if unknown:
-            raise ValueError(f"onnx export: dynamic_axes names {sorted(unknown)} are neither "
-                             f"input names {names_in} nor output names {names_out}")
-        dyn_in = {names_in.index(k): _dynamic_spec(v, k) for k, v in dynamic_axes.items()
-                  if k in names_in}
-        dyn_out = {names_out.index(k): _dynamic_spec(v, k) for k, v in dynamic_axes.items()
-                   if k in names_out}
+            raise ValueError(
+                f"onnx export: dynamic_axes names {sorted(unknown)} are neither "
+                f"input names {names_in} nor output names {names_out}"
+            )
+        dyn_in = {
+            names_in.index(k): _dynamic_spec(v, k) for k, v in dynamic_axes.items() if k in names_in
+        }
+        dyn_out = {
+            names_out.index(k): _dynamic_spec(v, k)
+            for k, v in dynamic_axes.items()
+            if k in names_out
+        }
         overrides: dict[Node, dict[str, tuple]] = {}
         dynamic: set[Node] = set()
         out_dims_differ: dict[int, set[int]] = {}
@@ -957,8 +1112,11 @@ def build_model(model: Any, args: Any, *, kwargs: dict, input_names: list[str],
             args2, kwargs2 = pytree.unflatten(treedef, grown)
             traced2 = _trace(model, args2, kwargs2, opset)
             state = _state_names(model)
-            cap = {p: traced.captured[i - traced.n_inputs]
-                   for i, p in enumerate(traced.graph.params) if i >= traced.n_inputs}
+            cap = {
+                p: traced.captured[i - traced.n_inputs]
+                for i, p in enumerate(traced.graph.params)
+                if i >= traced.n_inputs
+            }
 
             users = traced.graph.users()
 
@@ -967,25 +1125,48 @@ def build_model(model: Any, args: Any, *, kwargs: dict, input_names: list[str],
                 name = state.get(id(t), p.attr("name")) if t is not None else "?"
                 locs = [u.loc for u in users.get(p, ()) if u.loc]
                 return f"{name}, read at {locs[0]}" if locs else name
+
             overrides, dynamic = _dynamic_overrides(traced, traced2, where)
             for i, (o1, o2) in enumerate(zip(traced.graph.outputs, traced2.graph.outputs)):
-                out_dims_differ[i] = {d for d, (a, b) in enumerate(zip(o1.shape, o2.shape))
-                                      if a != b}
-        proto = _translate(model, traced, names_in, names_out, opset, dyn_in, dyn_out,
-                           out_dims_differ, overrides, dynamic, export_params,
-                           keep_initializers_as_inputs, constant_folding)
+                out_dims_differ[i] = {
+                    d for d, (a, b) in enumerate(zip(o1.shape, o2.shape)) if a != b
+                }
+        proto = _translate(
+            model,
+            traced,
+            names_in,
+            names_out,
+            opset,
+            dyn_in,
+            dyn_out,
+            out_dims_differ,
+            overrides,
+            dynamic,
+            export_params,
+            keep_initializers_as_inputs,
+            constant_folding,
+        )
     finally:
         for m, mode in saved:
             m.training = mode
     return proto
 
 
-def _translate(model: Any, traced: Traced, names_in: list[str], names_out: list[str],
-               opset: int, dyn_in: dict[int, dict[int, str]],
-               dyn_out: dict[int, dict[int, str]], out_dims_differ: dict[int, set[int]],
-               overrides: dict[Node, dict[str, tuple]], dynamic: set[Node],
-               export_params: bool, keep_initializers_as_inputs: bool,
-               constant_folding: bool) -> onnx.ModelProto:
+def _translate(
+    model: Any,
+    traced: Traced,
+    names_in: list[str],
+    names_out: list[str],
+    opset: int,
+    dyn_in: dict[int, dict[int, str]],
+    dyn_out: dict[int, dict[int, str]],
+    out_dims_differ: dict[int, set[int]],
+    overrides: dict[Node, dict[str, tuple]],
+    dynamic: set[Node],
+    export_params: bool,
+    keep_initializers_as_inputs: bool,
+    constant_folding: bool,
+) -> onnx.ModelProto:
     g = traced.graph
     em = Emitter(opset)
     state = _state_names(model)
@@ -1005,7 +1186,7 @@ def _translate(model: Any, traced: Traced, names_in: list[str], names_out: list[
         t = traced.captured[i - traced.n_inputs]
         key = state.get(id(t))
         if key is None and not t.requires_grad and constant_folding:
-            constant_values[p] = _array_of(t)      # a constant the function made
+            constant_values[p] = _array_of(t)  # a constant the function made
             continue
         name = key if key is not None else p.attr("name")
         if name in em.used:
@@ -1027,17 +1208,22 @@ def _translate(model: Any, traced: Traced, names_in: list[str], names_out: list[
             if node.op in ("param", "normal", "uniform") or node in dynamic:
                 continue
             if node.op == "const" and not any(node.shape):
-                continue                           # scalars stay Constant nodes
-            if node.inputs and all(i in constant_values or i.op == "const"
-                                   for i in node.inputs) or node.op in ("const", "iota"):
-                ins = [constant_values[i] if i in constant_values else run_node(i, [])
-                       for i in node.inputs]
+                continue  # scalars stay Constant nodes
+            if (
+                node.inputs
+                and all(i in constant_values or i.op == "const" for i in node.inputs)
+                or node.op in ("const", "iota")
+            ):
+                ins = [
+                    constant_values[i] if i in constant_values else run_node(i, [])
+                    for i in node.inputs
+                ]
                 size_in = sum(a.size for a in ins)
                 if int(np.prod(node.shape)) > max(FOLD_LIMIT, size_in):
                     continue
                 try:
                     constant_values[node] = run_node(node, ins)
-                except Exception:                  # evaluate at run time instead
+                except Exception:  # evaluate at run time instead
                     continue
     cx = Context(overrides, names)
 
@@ -1088,18 +1274,19 @@ def _translate(model: Any, traced: Traced, names_in: list[str], names_out: list[
                     names[node] = want
             renamed = True
         if not renamed:
-            em.nodes.append(helper.make_node("Identity", [src], [want],
-                                             name=f"Identity_{want}"))
+            em.nodes.append(helper.make_node("Identity", [src], [want], name=f"Identity_{want}"))
         sym = dict(dyn_out.get(i, {}))
         for d in out_dims_differ.get(i, ()):
             sym.setdefault(d, f"{want}_dim_{d}")
         outputs.append(_value_info(want, o.dtype, o.shape, sym))
     nodes, inits = _prune(em.nodes, em.initializers, [v.name for v in outputs])
-    graph = helper.make_graph(nodes, g.name, inputs + weight_inputs, outputs,
-                              initializer=inits)
-    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                              producer_name=producer_name,
-                              producer_version=str(producer_version))
+    graph = helper.make_graph(nodes, g.name, inputs + weight_inputs, outputs, initializer=inits)
+    proto = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", opset)],
+        producer_name=producer_name,
+        producer_version=str(producer_version),
+    )
     proto.ir_version = min(proto.ir_version, _max_ir_version(opset))
     onnx.checker.check_model(proto)
     return proto
@@ -1112,8 +1299,9 @@ def _max_ir_version(opset: int) -> int:
     return onnx.IR_VERSION
 
 
-def _prune(nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto],
-           outputs: list[str]) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto]]:
+def _prune(
+    nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto], outputs: list[str]
+) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto]]:
     """Drop the nodes and initializers the outputs do not read."""
     needed = set(outputs)
     keep = []
@@ -1135,8 +1323,10 @@ def _array_of(t: Tensor) -> np.ndarray:
 
 def _why_unsupported(node: Node) -> str:
     if node.group is Group.RANDOM:
-        return ("random number generation has no ONNX equivalent with llgrad's streams "
-                "(export in eval mode so that dropout is the identity)")
+        return (
+            "random number generation has no ONNX equivalent with llgrad's streams "
+            "(export in eval mode so that dropout is the identity)"
+        )
     if node.dtype.is_complex or any(i.dtype.is_complex for i in node.inputs):
         return "complex tensors have no ONNX operators"
     if node.op == "nonzero":

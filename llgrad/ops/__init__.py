@@ -1,4 +1,5 @@
 """The op library: each family registers its ops into `llgrad.ir.registry`."""
+
 from . import elementwise  # noqa: F401
 from . import shape  # noqa: F401
 from . import generate  # noqa: F401

@@ -15,6 +15,7 @@ The NumPy reference needs a transport, which the process group installs
 (`extra["transport"]`, set by `llgrad.distributed.init_process_group`): the interpreter
 then runs a graph holding an all_reduce as the compiled code does, over MPI.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -30,37 +31,49 @@ REDUCTIONS = ("sum", "product", "max", "min", "band", "bor", "bxor")
 def _infer_all_reduce(types: tuple[TensorType, ...], reduce: str) -> TensorType:
     (x,) = types
     if reduce not in REDUCTIONS:
-        raise ValueError(f"all_reduce: unknown reduction {reduce!r}; expected one of "
-                         f"{REDUCTIONS}")
+        raise ValueError(f"all_reduce: unknown reduction {reduce!r}; expected one of {REDUCTIONS}")
     return x
 
 
 def _ref_all_reduce(x: np.ndarray, reduce: str) -> np.ndarray:
     transport = get("all_reduce").extra.get("transport")
     if transport is None:
-        raise RuntimeError("all_reduce: no process group; call "
-                           "llgrad.distributed.init_process_group() first")
+        raise RuntimeError(
+            "all_reduce: no process group; call llgrad.distributed.init_process_group() first"
+        )
     return transport(np.ascontiguousarray(x), reduce)
 
 
-register(OpDef("all_reduce", Group.COLLECTIVE, 1,
-               attrs=(Attr("reduce", AttrKind.STR, "sum"),),
-               infer=_infer_all_reduce, reference=_ref_all_reduce,
-               backward_name="AllReduceBackward", promotion="none", saves="",
-               doc="every rank's input reduced elementwise across the MPI world"))
+register(
+    OpDef(
+        "all_reduce",
+        Group.COLLECTIVE,
+        1,
+        attrs=(Attr("reduce", AttrKind.STR, "sum"),),
+        infer=_infer_all_reduce,
+        reference=_ref_all_reduce,
+        backward_name="AllReduceBackward",
+        promotion="none",
+        saves="",
+        doc="every rank's input reduced elementwise across the MPI world",
+    )
+)
 
 
 def _vjp_all_reduce(ctx: Any, g: Any, reduce: str) -> Any:
     if reduce != "sum":
-        raise RuntimeError(f"all_reduce: the derivative is defined for sum (and avg, a sum "
-                           f"divided by the world size), not {reduce}")
+        raise RuntimeError(
+            f"all_reduce: the derivative is defined for sum (and avg, a sum "
+            f"divided by the world size), not {reduce}"
+        )
     return (ctx.F._collective.all_reduce(g, "sum"),)
 
 
 def _jvp_all_reduce(ctx: Any, tangents: tuple, reduce: str) -> Any:
     if reduce != "sum":
-        raise RuntimeError(f"all_reduce: forward-mode derivative is defined for sum only, "
-                           f"not {reduce}")
+        raise RuntimeError(
+            f"all_reduce: forward-mode derivative is defined for sum only, not {reduce}"
+        )
     return ctx.F._collective.all_reduce(tangents[0], "sum")
 
 

@@ -3,6 +3,7 @@
 Decompositions take `F` (the `llgrad.functions` namespace, or the tracer's) and tensors,
 so the same definition runs eagerly and, later, emits IR when traced.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,14 +21,14 @@ def _all_axes(axes: tuple[int, ...], ndim: int) -> tuple[int, ...]:
     return tuple(axes) if axes else tuple(range(ndim))
 
 
-def _reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdim: bool
-                   ) -> tuple[int, ...]:
+def _reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdim: bool) -> tuple[int, ...]:
     ax = set(_all_axes(axes, len(shape)))
     return tuple(1 if i in ax else n for i, n in enumerate(shape) if keepdim or i not in ax)
 
 
-def _infer_reduce(types: tuple[TensorType, ...], axes: tuple[int, ...], keepdim: bool,
-                  **_: Any) -> TensorType:
+def _infer_reduce(
+    types: tuple[TensorType, ...], axes: tuple[int, ...], keepdim: bool, **_: Any
+) -> TensorType:
     (t,) = types
     for a in axes:
         normalize_axis(a, t.ndim, "reduce")
@@ -74,10 +75,14 @@ def unreduce(F: Any, g: Any, shape: tuple[int, ...], axes: tuple[int, ...], keep
 
 # -- mean --------------------------------------------------------------------------------
 
+
 def _decompose_mean(F: Any, x: Any, axes: tuple[int, ...], keepdim: bool) -> Any:
     n = _count(x._shape, axes)
-    return F.div(F.sum(x, axes or None, keepdim), n) if n else F.div(F.sum(x, axes or None,
-                                                                          keepdim), 0.0)
+    return (
+        F.div(F.sum(x, axes or None, keepdim), n)
+        if n
+        else F.div(F.sum(x, axes or None, keepdim), 0.0)
+    )
 
 
 def _vjp_mean(ctx: Any, g: Any, axes: tuple[int, ...], keepdim: bool) -> Any:
@@ -85,11 +90,22 @@ def _vjp_mean(ctx: Any, g: Any, axes: tuple[int, ...], keepdim: bool) -> Any:
     return ctx.F.div(unreduce(ctx.F, g, shape, axes, keepdim), _count(shape, axes))
 
 
-register(OpDef("mean", Group.COMPOSITE, 1, attrs=AXES, infer=_infer_reduce,
-               reference=lambda x, axes, keepdim: np.mean(x, axis=axes or None,
-                                                          keepdims=keepdim).astype(x.dtype),
-               decompose=_decompose_mean, vjp=_vjp_mean, backward_name="MeanBackward1",
-               saves=""))
+register(
+    OpDef(
+        "mean",
+        Group.COMPOSITE,
+        1,
+        attrs=AXES,
+        infer=_infer_reduce,
+        reference=lambda x, axes, keepdim: np.mean(x, axis=axes or None, keepdims=keepdim).astype(
+            x.dtype
+        ),
+        decompose=_decompose_mean,
+        vjp=_vjp_mean,
+        backward_name="MeanBackward1",
+        saves="",
+    )
+)
 
 
 # -- var / std ---------------------------------------------------------------------------
@@ -113,8 +129,7 @@ def _centered(F: Any, x: Any, axes: tuple[int, ...]) -> Any:
     return F.sub(d, F.mean(d, axes or None, True))
 
 
-def _decompose_var(F: Any, x: Any, axes: tuple[int, ...], keepdim: bool,
-                   correction: float) -> Any:
+def _decompose_var(F: Any, x: Any, axes: tuple[int, ...], keepdim: bool, correction: float) -> Any:
     n = _count(x._shape, axes)
     centered = _centered(F, x, axes)
     ss = F.sum(_abs_squared(F, centered), axes or None, keepdim)
@@ -130,8 +145,7 @@ def _vjp_var(ctx: Any, g: Any, axes: tuple[int, ...], keepdim: bool, correction:
     return F.mul(F.mul(unreduce(F, g, x._shape, axes, keepdim), centered), scale)
 
 
-def _decompose_std(F: Any, x: Any, axes: tuple[int, ...], keepdim: bool,
-                   correction: float) -> Any:
+def _decompose_std(F: Any, x: Any, axes: tuple[int, ...], keepdim: bool, correction: float) -> Any:
     return F.sqrt(_decompose_var(F, x, axes, keepdim, correction))
 
 
@@ -148,28 +162,53 @@ def _vjp_std(ctx: Any, g: Any, axes: tuple[int, ...], keepdim: bool, correction:
     return F.div(F.mul(gs, centered), max(n - correction, 0))
 
 
-def _ref_var(x: np.ndarray, axes: tuple[int, ...], keepdim: bool, correction: float
-             ) -> np.ndarray:
+def _ref_var(x: np.ndarray, axes: tuple[int, ...], keepdim: bool, correction: float) -> np.ndarray:
     with np.errstate(all="ignore"):
-        return np.var(x, axis=axes or None, ddof=correction,
-                      keepdims=keepdim).astype(_real_np(x.dtype))
+        return np.var(x, axis=axes or None, ddof=correction, keepdims=keepdim).astype(
+            _real_np(x.dtype)
+        )
 
 
-register(OpDef("var", Group.COMPOSITE, 1, attrs=VAR_ATTRS, infer=_infer_reduce_real,
-               reference=_ref_var, decompose=_decompose_var, vjp=_vjp_var,
-               backward_name="VarBackward0", saves="i", eager_compile=True))
-register(OpDef("std", Group.COMPOSITE, 1, attrs=VAR_ATTRS, infer=_infer_reduce_real,
-               reference=lambda x, axes, keepdim, correction: np.sqrt(
-                   _ref_var(x, axes, keepdim, correction)),
-               decompose=_decompose_std, vjp=_vjp_std, backward_name="StdBackward0",
-               saves="io", eager_compile=True))
+register(
+    OpDef(
+        "var",
+        Group.COMPOSITE,
+        1,
+        attrs=VAR_ATTRS,
+        infer=_infer_reduce_real,
+        reference=_ref_var,
+        decompose=_decompose_var,
+        vjp=_vjp_var,
+        backward_name="VarBackward0",
+        saves="i",
+        eager_compile=True,
+    )
+)
+register(
+    OpDef(
+        "std",
+        Group.COMPOSITE,
+        1,
+        attrs=VAR_ATTRS,
+        infer=_infer_reduce_real,
+        reference=lambda x, axes, keepdim, correction: np.sqrt(
+            _ref_var(x, axes, keepdim, correction)
+        ),
+        decompose=_decompose_std,
+        vjp=_vjp_std,
+        backward_name="StdBackward0",
+        saves="io",
+        eager_compile=True,
+    )
+)
 
 
 # -- logsumexp ---------------------------------------------------------------------------
 
+
 def _decompose_logsumexp(F: Any, x: Any, axes: tuple[int, ...], keepdim: bool) -> Any:
     m = F.amax(x, axes or None, True)
-    m = F.where(F.isinf(m), F.zeros_like(m), m)          # all -inf (or inf) rows stay exact
+    m = F.where(F.isinf(m), F.zeros_like(m), m)  # all -inf (or inf) rows stay exact
     s = F.log(F.sum(F.exp(F.sub(x, m)), axes or None, True))
     out = F.add(s, m)
     if not keepdim:
@@ -186,12 +225,25 @@ def _vjp_logsumexp(ctx: Any, g: Any, axes: tuple[int, ...], keepdim: bool) -> An
 
 def _ref_logsumexp(x: np.ndarray, axes: tuple[int, ...], keepdim: bool) -> np.ndarray:
     from scipy.special import logsumexp
+
     return np.asarray(logsumexp(x, axis=axes or None, keepdims=keepdim)).astype(x.dtype)
 
 
-register(OpDef("logsumexp", Group.COMPOSITE, 1, attrs=AXES, infer=_infer_reduce,
-               reference=_ref_logsumexp, decompose=_decompose_logsumexp, vjp=_vjp_logsumexp,
-               backward_name="LogsumexpBackward0", saves="io", eager_compile=True))
+register(
+    OpDef(
+        "logsumexp",
+        Group.COMPOSITE,
+        1,
+        attrs=AXES,
+        infer=_infer_reduce,
+        reference=_ref_logsumexp,
+        decompose=_decompose_logsumexp,
+        vjp=_vjp_logsumexp,
+        backward_name="LogsumexpBackward0",
+        saves="io",
+        eager_compile=True,
+    )
+)
 
 
 # -- norm --------------------------------------------------------------------------------
@@ -246,13 +298,25 @@ def _ref_norm(x: np.ndarray, axes: tuple[int, ...], keepdim: bool, p: float) -> 
     elif p == 0:
         r = np.sum(a != 0, axis=ax, keepdims=keepdim)
     else:
-        r = np.sum(a ** p, axis=ax, keepdims=keepdim) ** (1.0 / p)
+        r = np.sum(a**p, axis=ax, keepdims=keepdim) ** (1.0 / p)
     return np.asarray(r).astype(_real_np(x.dtype))
 
 
-register(OpDef("norm", Group.COMPOSITE, 1, attrs=NORM_ATTRS, infer=_infer_reduce_real,
-               reference=_ref_norm, decompose=_decompose_norm, vjp=_vjp_norm,
-               backward_name="NormBackward1", saves="io", eager_compile=True))
+register(
+    OpDef(
+        "norm",
+        Group.COMPOSITE,
+        1,
+        attrs=NORM_ATTRS,
+        infer=_infer_reduce_real,
+        reference=_ref_norm,
+        decompose=_decompose_norm,
+        vjp=_vjp_norm,
+        backward_name="NormBackward1",
+        saves="io",
+        eager_compile=True,
+    )
+)
 
 
 # -- softmax / log_softmax ----------------------------------------------------------------
@@ -299,14 +363,37 @@ def _ref_softmax(x: np.ndarray, dim: int) -> np.ndarray:
 
 def _ref_log_softmax(x: np.ndarray, dim: int) -> np.ndarray:
     from scipy.special import log_softmax
+
     return log_softmax(x.astype(np.float64), axis=dim).astype(x.dtype)
 
 
-register(OpDef("softmax", Group.COMPOSITE, 1, attrs=DIM, infer=_infer_same,
-               reference=_ref_softmax, decompose=_decompose_softmax, vjp=_vjp_softmax,
-               backward_name="SoftmaxBackward0", saves="o",
-               eager_compile=True))
-register(OpDef("log_softmax", Group.COMPOSITE, 1, attrs=DIM, infer=_infer_same,
-               reference=_ref_log_softmax, decompose=_decompose_log_softmax,
-               vjp=_vjp_log_softmax, backward_name="LogSoftmaxBackward0", saves="o",
-               eager_compile=True))
+register(
+    OpDef(
+        "softmax",
+        Group.COMPOSITE,
+        1,
+        attrs=DIM,
+        infer=_infer_same,
+        reference=_ref_softmax,
+        decompose=_decompose_softmax,
+        vjp=_vjp_softmax,
+        backward_name="SoftmaxBackward0",
+        saves="o",
+        eager_compile=True,
+    )
+)
+register(
+    OpDef(
+        "log_softmax",
+        Group.COMPOSITE,
+        1,
+        attrs=DIM,
+        infer=_infer_same,
+        reference=_ref_log_softmax,
+        decompose=_decompose_log_softmax,
+        vjp=_vjp_log_softmax,
+        backward_name="LogSoftmaxBackward0",
+        saves="o",
+        eager_compile=True,
+    )
+)

@@ -4,6 +4,7 @@ Each entry gives a scalar rule (written in the scalar language of `llgrad.ir.sca
 NumPy reference and PyTorch's backward node name. Inputs of one op share one dtype: the
 frontend inserts `cast` nodes for promotion, so these rules never mix types.
 """
+
 from __future__ import annotations
 
 import cmath
@@ -20,6 +21,7 @@ from ..ir.types import TensorType, broadcast_shapes
 # Shape and dtype rules
 # --------------------------------------------------------------------------------------
 
+
 def _same_dtype(op: str, types: tuple[TensorType, ...]) -> dt.DType:
     d = types[0].dtype
     for t in types[1:]:
@@ -35,11 +37,13 @@ def _infer_unary(op: str, kinds: str) -> Callable[..., TensorType]:
         if t.dtype.kind not in kinds:
             raise TypeError(f"{op}: not defined for {t.dtype.name} (input {t})")
         return t
+
     return infer
 
 
-def _infer_nary(op: str, kinds: str, result: dt.DType | None = None,
-                first_is_condition: bool = False) -> Callable[..., TensorType]:
+def _infer_nary(
+    op: str, kinds: str, result: dt.DType | None = None, first_is_condition: bool = False
+) -> Callable[..., TensorType]:
     def infer(types: tuple[TensorType, ...], **attrs: Any) -> TensorType:
         shape = broadcast_shapes(*(t.shape for t in types), op=op)
         operands = types[1:] if first_is_condition else types
@@ -47,13 +51,15 @@ def _infer_nary(op: str, kinds: str, result: dt.DType | None = None,
             raise TypeError(f"{op}: condition must be bool, got {types[0]}")
         d = _same_dtype(op, operands)
         if d.kind not in kinds:
-            raise TypeError(f"{op}: not defined for {d.name} (inputs "
-                            f"{', '.join(str(t) for t in types)})")
+            raise TypeError(
+                f"{op}: not defined for {d.name} (inputs {', '.join(str(t) for t in types)})"
+            )
         return TensorType(result or d, shape)
+
     return infer
 
 
-FLOAT = "f"            # float ops (integers are promoted to float by the frontend)
+FLOAT = "f"  # float ops (integers are promoted to float by the frontend)
 NUMERIC = "iuf"
 ANY = "biufc"
 INTLIKE = "biu"
@@ -65,13 +71,28 @@ def _default_promotion(kinds: str, result: dt.DType | None) -> str:
     return "float" if kinds in (FLOAT, "fc") else "same"
 
 
-def unary(name: str, scalar: Callable[..., Any], reference: Callable[..., Any],
-          backward: str | None, kinds: str = FLOAT, attrs: tuple[Attr, ...] = (),
-          infer: Callable[..., TensorType] | None = None) -> OpDef:
-    return register(OpDef(name, Group.UNARY, 1, attrs=attrs,
-                          infer=infer or _infer_unary(name, kinds),
-                          reference=reference, scalar=scalar, backward_name=backward,
-                          promotion=_default_promotion(kinds, None)))
+def unary(
+    name: str,
+    scalar: Callable[..., Any],
+    reference: Callable[..., Any],
+    backward: str | None,
+    kinds: str = FLOAT,
+    attrs: tuple[Attr, ...] = (),
+    infer: Callable[..., TensorType] | None = None,
+) -> OpDef:
+    return register(
+        OpDef(
+            name,
+            Group.UNARY,
+            1,
+            attrs=attrs,
+            infer=infer or _infer_unary(name, kinds),
+            reference=reference,
+            scalar=scalar,
+            backward_name=backward,
+            promotion=_default_promotion(kinds, None),
+        )
+    )
 
 
 def _infer_to_real(op: str, kinds: str) -> Callable[..., TensorType]:
@@ -81,14 +102,30 @@ def _infer_to_real(op: str, kinds: str) -> Callable[..., TensorType]:
     def infer(types: tuple[TensorType, ...], **attrs: Any) -> TensorType:
         t = check(types, **attrs)
         return TensorType(t.dtype.to_real(), t.shape)
+
     return infer
 
 
-def binary(name: str, scalar: Callable[..., Any], reference: Callable[..., Any],
-           backward: str | None, kinds: str = NUMERIC, result: dt.DType | None = None) -> OpDef:
-    return register(OpDef(name, Group.BINARY, 2, infer=_infer_nary(name, kinds, result),
-                          reference=reference, scalar=scalar, backward_name=backward,
-                          promotion=_default_promotion(kinds, result)))
+def binary(
+    name: str,
+    scalar: Callable[..., Any],
+    reference: Callable[..., Any],
+    backward: str | None,
+    kinds: str = NUMERIC,
+    result: dt.DType | None = None,
+) -> OpDef:
+    return register(
+        OpDef(
+            name,
+            Group.BINARY,
+            2,
+            infer=_infer_nary(name, kinds, result),
+            reference=reference,
+            scalar=scalar,
+            backward_name=backward,
+            promotion=_default_promotion(kinds, result),
+        )
+    )
 
 
 def _zero(s: Any, x: Any) -> Any:
@@ -103,28 +140,37 @@ def _one(s: Any, x: Any) -> Any:
 # Unary math
 # --------------------------------------------------------------------------------------
 
+
 def _math(fn: str) -> Callable[..., Any]:
     return lambda s, x: s.math(fn, x)
 
 
 for _name, _np, _bw in [
-    ("exp", np.exp, "ExpBackward0"), ("exp2", np.exp2, "Exp2Backward0"),
-    ("expm1", np.expm1, "Expm1Backward0"), ("log", np.log, "LogBackward0"),
-    ("log2", np.log2, "Log2Backward0"), ("log10", np.log10, "Log10Backward0"),
-    ("log1p", np.log1p, "Log1PBackward0"), ("sqrt", np.sqrt, "SqrtBackward0"),
-    ("sin", np.sin, "SinBackward0"), ("cos", np.cos, "CosBackward0"),
-    ("tan", np.tan, "TanBackward0"), ("tanh", np.tanh, "TanhBackward0"),
+    ("exp", np.exp, "ExpBackward0"),
+    ("exp2", np.exp2, "Exp2Backward0"),
+    ("expm1", np.expm1, "Expm1Backward0"),
+    ("log", np.log, "LogBackward0"),
+    ("log2", np.log2, "Log2Backward0"),
+    ("log10", np.log10, "Log10Backward0"),
+    ("log1p", np.log1p, "Log1PBackward0"),
+    ("sqrt", np.sqrt, "SqrtBackward0"),
+    ("sin", np.sin, "SinBackward0"),
+    ("cos", np.cos, "CosBackward0"),
+    ("tan", np.tan, "TanBackward0"),
+    ("tanh", np.tanh, "TanhBackward0"),
 ]:
     unary(_name, _math(_name), _np, _bw, kinds="fc")
 
 
 def _ref_erf(x: np.ndarray) -> np.ndarray:
     from scipy.special import erf
+
     return erf(x).astype(x.dtype)
 
 
 def _ref_erfc(x: np.ndarray) -> np.ndarray:
     from scipy.special import erfc
+
     return erfc(x).astype(x.dtype)
 
 
@@ -140,16 +186,25 @@ def _ref_sigmoid(x: np.ndarray) -> np.ndarray:
 
 unary("erf", _math("erf"), _ref_erf, "ErfBackward0")
 unary("erfc", _math("erfc"), _ref_erfc, "ErfcBackward0")
-unary("rsqrt", _math("rsqrt"), lambda x: (1 / np.sqrt(_wide(x))).astype(x.dtype),
-      "RsqrtBackward0", kinds="fc")
+unary(
+    "rsqrt",
+    _math("rsqrt"),
+    lambda x: (1 / np.sqrt(_wide(x))).astype(x.dtype),
+    "RsqrtBackward0",
+    kinds="fc",
+)
 unary("sigmoid", _math("sigmoid"), _ref_sigmoid, "SigmoidBackward0", kinds="fc")
 
 # Inverse trigonometric and hyperbolic functions (real only: complex arguments are refused).
 for _name, _np, _bw in [
-    ("asin", np.arcsin, "AsinBackward0"), ("acos", np.arccos, "AcosBackward0"),
-    ("atan", np.arctan, "AtanBackward0"), ("sinh", np.sinh, "SinhBackward0"),
-    ("cosh", np.cosh, "CoshBackward0"), ("asinh", np.arcsinh, "AsinhBackward0"),
-    ("acosh", np.arccosh, "AcoshBackward0"), ("atanh", np.arctanh, "AtanhBackward0"),
+    ("asin", np.arcsin, "AsinBackward0"),
+    ("acos", np.arccos, "AcosBackward0"),
+    ("atan", np.arctan, "AtanBackward0"),
+    ("sinh", np.sinh, "SinhBackward0"),
+    ("cosh", np.cosh, "CoshBackward0"),
+    ("asinh", np.arcsinh, "AsinhBackward0"),
+    ("acosh", np.arccosh, "AcoshBackward0"),
+    ("atanh", np.arctanh, "AtanhBackward0"),
 ]:
     unary(_name, _math(_name), (lambda f: lambda x: _quiet(f, x))(_np), _bw)
 
@@ -180,17 +235,26 @@ def _scalar_sign(s: Any, x: Any) -> Any:
 
 
 unary("neg", lambda s, x: s.neg(x), np.negative, "NegBackward0", kinds="iufc")
-unary("abs", _scalar_abs, np.abs, "AbsBackward0", kinds="biufc",
-      infer=_infer_to_real("abs", "biufc"))
+unary(
+    "abs", _scalar_abs, np.abs, "AbsBackward0", kinds="biufc", infer=_infer_to_real("abs", "biufc")
+)
 unary("sign", _scalar_sign, np.sign, "SignBackward0", kinds="biuf")
-unary("reciprocal", lambda s, x: s.div(_one(s, x), x), np.reciprocal, "ReciprocalBackward0",
-      kinds="fc")
+unary(
+    "reciprocal",
+    lambda s, x: s.div(_one(s, x), x),
+    np.reciprocal,
+    "ReciprocalBackward0",
+    kinds="fc",
+)
 unary("square", lambda s, x: s.mul(x, x), np.square, "PowBackward0", kinds="iufc")
-for _name, _np in [("floor", np.floor), ("ceil", np.ceil), ("round", np.round),
-                   ("trunc", np.trunc)]:
+for _name, _np in [
+    ("floor", np.floor),
+    ("ceil", np.ceil),
+    ("round", np.round),
+    ("trunc", np.trunc),
+]:
     unary(_name, _math(_name), _np, f"{_name.capitalize()}Backward0")
-unary("frac", lambda s, x: s.sub(x, s.math("trunc", x)), lambda x: x - np.trunc(x),
-      "FracBackward0")
+unary("frac", lambda s, x: s.sub(x, s.math("trunc", x)), lambda x: x - np.trunc(x), "FracBackward0")
 
 
 def _scalar_round_decimals(s: Any, x: Any, decimals: int) -> Any:
@@ -206,13 +270,18 @@ def _ref_round_decimals(x: np.ndarray, decimals: int) -> np.ndarray:
     return np.round(x * c) / c if decimals >= 0 else np.round(x / c) * c
 
 
-unary("round_decimals", _scalar_round_decimals, _ref_round_decimals, "RoundBackward1",
-      attrs=(Attr("decimals", AttrKind.INT, 0),))
+unary(
+    "round_decimals",
+    _scalar_round_decimals,
+    _ref_round_decimals,
+    "RoundBackward1",
+    attrs=(Attr("decimals", AttrKind.INT, 0),),
+)
 
 
 def _scalar_relu(s: Any, x: Any) -> Any:
     zero = _zero(s, x)
-    return s.select(s.cmp("le", x, zero), zero, x)       # relu(nan) = nan
+    return s.select(s.cmp("le", x, zero), zero, x)  # relu(nan) = nan
 
 
 def _scalar_silu(s: Any, x: Any) -> Any:
@@ -227,8 +296,10 @@ def _scalar_gelu(s: Any, x: Any, approximate: str) -> Any:
     d = s.dtype_of(x)
     half = s.const(0.5, d)
     if approximate == "tanh":
-        inner = s.mul(s.const(_SQRT_2_OVER_PI, d),
-                      s.add(x, s.mul(s.const(0.044715, d), s.mul(x, s.mul(x, x)))))
+        inner = s.mul(
+            s.const(_SQRT_2_OVER_PI, d),
+            s.add(x, s.mul(s.const(0.044715, d), s.mul(x, s.mul(x, x)))),
+        )
         return s.mul(s.mul(half, x), s.add(_one(s, x), s.math("tanh", inner)))
     return s.mul(s.mul(half, x), s.add(_one(s, x), s.math("erf", s.mul(x, s.const(_SQRT1_2, d)))))
 
@@ -236,7 +307,7 @@ def _scalar_gelu(s: Any, x: Any, approximate: str) -> Any:
 def _ref_gelu(x: np.ndarray, approximate: str) -> np.ndarray:
     x64 = x.astype(np.float64)
     if approximate == "tanh":
-        r = 0.5 * x64 * (1 + np.tanh(_SQRT_2_OVER_PI * (x64 + 0.044715 * x64 ** 3)))
+        r = 0.5 * x64 * (1 + np.tanh(_SQRT_2_OVER_PI * (x64 + 0.044715 * x64**3)))
     else:
         r = 0.5 * x64 * (1 + _ref_erf(x64 * _SQRT1_2))
     return r.astype(x.dtype)
@@ -256,16 +327,34 @@ def _ref_softplus(x: np.ndarray, beta: float, threshold: float) -> np.ndarray:
     return r.astype(x.dtype)
 
 
-unary("relu", _scalar_relu, lambda x: np.where(x <= 0, np.zeros_like(x), x), "ReluBackward0",
-      kinds=NUMERIC)
+unary(
+    "relu",
+    _scalar_relu,
+    lambda x: np.where(x <= 0, np.zeros_like(x), x),
+    "ReluBackward0",
+    kinds=NUMERIC,
+)
 unary("silu", _scalar_silu, lambda x: (x * _ref_sigmoid(x)).astype(x.dtype), "SiluBackward0")
-unary("gelu", _scalar_gelu, _ref_gelu, "GeluBackward0",
-      attrs=(Attr("approximate", AttrKind.STR, "none"),))
-unary("softplus", _scalar_softplus, _ref_softplus, "SoftplusBackward0",
-      attrs=(Attr("beta", AttrKind.FLOAT, 1.0), Attr("threshold", AttrKind.FLOAT, 20.0)))
+unary(
+    "gelu",
+    _scalar_gelu,
+    _ref_gelu,
+    "GeluBackward0",
+    attrs=(Attr("approximate", AttrKind.STR, "none"),),
+)
+unary(
+    "softplus",
+    _scalar_softplus,
+    _ref_softplus,
+    "SoftplusBackward0",
+    attrs=(Attr("beta", AttrKind.FLOAT, 1.0), Attr("threshold", AttrKind.FLOAT, 20.0)),
+)
+
+
 def _scalar_leaky_relu(s: Any, x: Any, negative_slope: float) -> Any:
-    return s.select(s.cmp("gt", x, _zero(s, x)), x,
-                    s.mul(x, s.const(negative_slope, s.dtype_of(x))))
+    return s.select(
+        s.cmp("gt", x, _zero(s, x)), x, s.mul(x, s.const(negative_slope, s.dtype_of(x)))
+    )
 
 
 def _ref_leaky_relu(x: np.ndarray, negative_slope: float) -> np.ndarray:
@@ -287,22 +376,53 @@ def _ref_elu(x: np.ndarray, alpha: float, scale: float, input_scale: float) -> n
     return r.astype(x.dtype)
 
 
-unary("leaky_relu", _scalar_leaky_relu, _ref_leaky_relu, "LeakyReluBackward0",
-      attrs=(Attr("negative_slope", AttrKind.FLOAT, 0.01),))
-unary("elu", _scalar_elu, _ref_elu, "EluBackward0",
-      attrs=(Attr("alpha", AttrKind.FLOAT, 1.0), Attr("scale", AttrKind.FLOAT, 1.0),
-             Attr("input_scale", AttrKind.FLOAT, 1.0)))
-register(OpDef("isnan", Group.UNARY, 1, reference=np.isnan, scalar=lambda s, x: s.isnan(x),
-               infer=lambda types: TensorType(dt.bool_, types[0].shape), promotion="none"))
-register(OpDef("logical_not", Group.UNARY, 1, infer=_infer_unary("logical_not", "b"),
-               reference=np.logical_not, scalar=lambda s, x: s.logical("not", x),
-               promotion="bool"))
+unary(
+    "leaky_relu",
+    _scalar_leaky_relu,
+    _ref_leaky_relu,
+    "LeakyReluBackward0",
+    attrs=(Attr("negative_slope", AttrKind.FLOAT, 0.01),),
+)
+unary(
+    "elu",
+    _scalar_elu,
+    _ref_elu,
+    "EluBackward0",
+    attrs=(
+        Attr("alpha", AttrKind.FLOAT, 1.0),
+        Attr("scale", AttrKind.FLOAT, 1.0),
+        Attr("input_scale", AttrKind.FLOAT, 1.0),
+    ),
+)
+register(
+    OpDef(
+        "isnan",
+        Group.UNARY,
+        1,
+        reference=np.isnan,
+        scalar=lambda s, x: s.isnan(x),
+        infer=lambda types: TensorType(dt.bool_, types[0].shape),
+        promotion="none",
+    )
+)
+register(
+    OpDef(
+        "logical_not",
+        Group.UNARY,
+        1,
+        infer=_infer_unary("logical_not", "b"),
+        reference=np.logical_not,
+        scalar=lambda s, x: s.logical("not", x),
+        promotion="bool",
+    )
+)
 unary("bitwise_not", lambda s, x: s.bitwise("not", x), np.invert, None, kinds=INTLIKE)
 
 
 # --------------------------------------------------------------------------------------
 # Binary arithmetic
 # --------------------------------------------------------------------------------------
+
 
 def _ref_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -318,7 +438,7 @@ def _ref_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _scalar_pow(s: Any, a: Any, b: Any) -> Any:
-    return s.math("pow", a, b)      # the code generator handles float and integer powers
+    return s.math("pow", a, b)  # the code generator handles float and integer powers
 
 
 def _ref_floordiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -352,20 +472,31 @@ binary("maximum", lambda s, a, b: s.max(a, b), np.maximum, "MaximumBackward0", k
 binary("minimum", lambda s, a, b: s.min(a, b), np.minimum, "MinimumBackward0", kinds="biuf")
 binary("floor_divide", lambda s, a, b: s.floordiv(a, b), _ref_floordiv, None, kinds=NUMERIC)
 # float division rounded toward zero (div's rounding_mode="trunc"), infinities included
-binary("trunc_divide", lambda s, a, b: s.math("trunc", s.div(a, b)), _ref_truncdiv, None,
-       kinds=FLOAT)
+binary(
+    "trunc_divide", lambda s, a, b: s.math("trunc", s.div(a, b)), _ref_truncdiv, None, kinds=FLOAT
+)
 binary("remainder", lambda s, a, b: s.rem(a, b), _ref_rem, "RemainderBackward0", kinds=NUMERIC)
 binary("fmod", lambda s, a, b: s.fmod(a, b), _ref_fmod, "FmodBackward1", kinds=NUMERIC)
 binary("atan2", lambda s, a, b: s.math("atan2", a, b), np.arctan2, "Atan2Backward0", kinds=FLOAT)
-binary("copysign", lambda s, a, b: s.math("copysign", a, b), np.copysign, "CopysignBackward0",
-       kinds=FLOAT)
-binary("nextafter", lambda s, a, b: s.math("nextafter", a, b), np.nextafter,
-       "NextafterBackward0", kinds=FLOAT)
+binary(
+    "copysign",
+    lambda s, a, b: s.math("copysign", a, b),
+    np.copysign,
+    "CopysignBackward0",
+    kinds=FLOAT,
+)
+binary(
+    "nextafter",
+    lambda s, a, b: s.math("nextafter", a, b),
+    np.nextafter,
+    "NextafterBackward0",
+    kinds=FLOAT,
+)
 
 
 def _scalar_heaviside(s: Any, x: Any, v: Any) -> Any:
     zero = _zero(s, x)
-    step = s.select(s.cmp("gt", x, zero), _one(s, x), zero)     # NaN: 0, as PyTorch
+    step = s.select(s.cmp("gt", x, zero), _one(s, x), zero)  # NaN: 0, as PyTorch
     return s.select(s.cmp("eq", x, zero), v, step)
 
 
@@ -381,17 +512,23 @@ binary("heaviside", _scalar_heaviside, _ref_heaviside, "HeavisideBackward0", kin
 # Special functions (scalar rules in codegen.mathlib, evaluated in double; see
 # docs/mathlib.md for their error bounds). References are SciPy's.
 
+
 def _sp(name: str) -> Callable[..., np.ndarray]:
     def ref(*xs: np.ndarray) -> np.ndarray:
         import scipy.special as sc
+
         return _quiet(getattr(sc, name), *xs)
+
     return ref
 
 
 for _name, _sc, _bw in [
-    ("lgamma", "gammaln", "LgammaBackward0"), ("digamma", "psi", "DigammaBackward0"),
-    ("erfinv", "erfinv", "ErfinvBackward0"), ("i0", "i0", "I0Backward0"),
-    ("special_i0e", "i0e", "SpecialI0EBackward0"), ("special_i1", "i1", "SpecialI1Backward0"),
+    ("lgamma", "gammaln", "LgammaBackward0"),
+    ("digamma", "psi", "DigammaBackward0"),
+    ("erfinv", "erfinv", "ErfinvBackward0"),
+    ("i0", "i0", "I0Backward0"),
+    ("special_i0e", "i0e", "SpecialI0EBackward0"),
+    ("special_i1", "i1", "SpecialI1Backward0"),
     ("special_i1e", "i1e", "SpecialI1EBackward0"),
     ("special_ndtri", "ndtri", "SpecialNdtriBackward0"),
     ("special_log_ndtr", "log_ndtr", "SpecialLogNdtrBackward0"),
@@ -411,13 +548,24 @@ def _scalar_polygamma(s: Any, x: Any, n: int) -> Any:
 
 def _ref_polygamma(x: np.ndarray, n: int) -> np.ndarray:
     import scipy.special as sc
+
     return _quiet(lambda v: sc.polygamma(n, v), x)
 
 
-unary("polygamma", _scalar_polygamma, _ref_polygamma, "PolygammaBackward0",
-      attrs=(Attr("n", AttrKind.INT, 0),))
-binary("special_zeta", lambda s, a, b: s.math("zeta", a, b), _sp("zeta"),
-       "SpecialZetaBackward0", kinds=FLOAT)
+unary(
+    "polygamma",
+    _scalar_polygamma,
+    _ref_polygamma,
+    "PolygammaBackward0",
+    attrs=(Attr("n", AttrKind.INT, 0),),
+)
+binary(
+    "special_zeta",
+    lambda s, a, b: s.math("zeta", a, b),
+    _sp("zeta"),
+    "SpecialZetaBackward0",
+    kinds=FLOAT,
+)
 
 
 def _scalar_mvlgamma(s: Any, x: Any, p: int) -> Any:
@@ -431,12 +579,22 @@ def _scalar_mvlgamma(s: Any, x: Any, p: int) -> Any:
 
 def _ref_mvlgamma(x: np.ndarray, p: int) -> np.ndarray:
     import scipy.special as sc
-    return _quiet(lambda v: sum(sc.gammaln(v - j / 2) for j in range(p)) +
-                  p * (p - 1) / 4 * math.log(math.pi), x)
+
+    return _quiet(
+        lambda v: (
+            sum(sc.gammaln(v - j / 2) for j in range(p)) + p * (p - 1) / 4 * math.log(math.pi)
+        ),
+        x,
+    )
 
 
-unary("mvlgamma", _scalar_mvlgamma, _ref_mvlgamma, "MvlgammaBackward0",
-      attrs=(Attr("p", AttrKind.INT, 1),))
+unary(
+    "mvlgamma",
+    _scalar_mvlgamma,
+    _ref_mvlgamma,
+    "MvlgammaBackward0",
+    attrs=(Attr("p", AttrKind.INT, 1),),
+)
 
 
 def _scalar_spherical_bessel_j0(s: Any, x: Any) -> Any:
@@ -453,62 +611,121 @@ def _ref_spherical_bessel_j0(x: np.ndarray) -> np.ndarray:
 
 
 # no derivative, as in PyTorch (the function detaches)
-unary("special_spherical_bessel_j0", _scalar_spherical_bessel_j0, _ref_spherical_bessel_j0,
-      None)
+unary("special_spherical_bessel_j0", _scalar_spherical_bessel_j0, _ref_spherical_bessel_j0, None)
 
 
 def _ref_polynomial(name: str) -> Callable[..., np.ndarray]:
     def ref(x: np.ndarray, n: np.ndarray) -> np.ndarray:
         from ..special import _numpy_polynomial
+
         return _numpy_polynomial(name, x, n)
+
     return ref
 
 
 # torch.special's orthogonal polynomials P(x, n): no derivative (results never require
 # grad: the functions detach), loops over the degree in mathlib
-for _name in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
-              "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
-              "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
-              "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
-              "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p"):
-    binary(f"special_{_name}", (lambda f: lambda s, x, n: s.math(f, x, n))(_name),
-           _ref_polynomial(_name), None, kinds=FLOAT)
+for _name in (
+    "chebyshev_polynomial_t",
+    "chebyshev_polynomial_u",
+    "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w",
+    "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u",
+    "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w",
+    "hermite_polynomial_h",
+    "hermite_polynomial_he",
+    "laguerre_polynomial_l",
+    "legendre_polynomial_p",
+):
+    binary(
+        f"special_{_name}",
+        (lambda f: lambda s, x, n: s.math(f, x, n))(_name),
+        _ref_polynomial(_name),
+        None,
+        kinds=FLOAT,
+    )
 # frexp's two results, each an op (the exponent as a float: the function casts it to int32)
 unary("frexp_mantissa", _math("frexp_mantissa"), lambda x: np.frexp(x)[0], "FrexpBackward0")
-unary("frexp_exponent", _math("frexp_exponent"),
-      lambda x: np.frexp(x)[1].astype(x.dtype), None)
+unary("frexp_exponent", _math("frexp_exponent"), lambda x: np.frexp(x)[1].astype(x.dtype), None)
 # the exponent as frexp returns it (int32), in one kernel
-register(OpDef("frexp_exponent_int32", Group.UNARY, 1,
-               reference=lambda x: np.frexp(x)[1].astype(np.int32),
-               scalar=lambda s, x: s.cast(s.math("frexp_exponent", x), dt.int32),
-               infer=lambda types: TensorType(dt.int32, types[0].shape), promotion="none"))
+register(
+    OpDef(
+        "frexp_exponent_int32",
+        Group.UNARY,
+        1,
+        reference=lambda x: np.frexp(x)[1].astype(np.int32),
+        scalar=lambda s, x: s.cast(s.math("frexp_exponent", x), dt.int32),
+        infer=lambda types: TensorType(dt.int32, types[0].shape),
+        promotion="none",
+    )
+)
 # the sign bit of a float (-0.0 and negative NaN included): copysign(1, x) < 0
-register(OpDef("signbit", Group.UNARY, 1, reference=np.signbit,
-               scalar=lambda s, x: s.cmp("lt", s.math("copysign", _one(s, x), x), _zero(s, x)),
-               infer=lambda types: TensorType(dt.bool_, types[0].shape), promotion="none"))
+register(
+    OpDef(
+        "signbit",
+        Group.UNARY,
+        1,
+        reference=np.signbit,
+        scalar=lambda s, x: s.cmp("lt", s.math("copysign", _one(s, x), x), _zero(s, x)),
+        infer=lambda types: TensorType(dt.bool_, types[0].shape),
+        promotion="none",
+    )
+)
 
-for _name, _np in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),
-                   ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)]:
-    binary(_name, (lambda p: lambda s, a, b: s.cmp(p, a, b))(_name), _np, None,
-           kinds=ANY if _name in ("eq", "ne") else "biuf", result=dt.bool_)   # no complex <
+for _name, _np in [
+    ("eq", np.equal),
+    ("ne", np.not_equal),
+    ("lt", np.less),
+    ("le", np.less_equal),
+    ("gt", np.greater),
+    ("ge", np.greater_equal),
+]:
+    binary(
+        _name,
+        (lambda p: lambda s, a, b: s.cmp(p, a, b))(_name),
+        _np,
+        None,
+        kinds=ANY if _name in ("eq", "ne") else "biuf",
+        result=dt.bool_,
+    )  # no complex <
 
 for _name, _np in [("and", np.logical_and), ("or", np.logical_or), ("xor", np.logical_xor)]:
-    binary(f"logical_{_name}", (lambda p: lambda s, a, b: s.logical(p, a, b))(_name), _np,
-           None, kinds="b", result=dt.bool_)
+    binary(
+        f"logical_{_name}",
+        (lambda p: lambda s, a, b: s.logical(p, a, b))(_name),
+        _np,
+        None,
+        kinds="b",
+        result=dt.bool_,
+    )
 for _name, _np in [("and", np.bitwise_and), ("or", np.bitwise_or), ("xor", np.bitwise_xor)]:
-    binary(f"bitwise_{_name}", (lambda p: lambda s, a, b: s.bitwise(p, a, b))(_name), _np,
-           None, kinds=INTLIKE)
+    binary(
+        f"bitwise_{_name}",
+        (lambda p: lambda s, a, b: s.bitwise(p, a, b))(_name),
+        _np,
+        None,
+        kinds=INTLIKE,
+    )
 
 
 # --------------------------------------------------------------------------------------
 # Ternary: where and clamp
 # --------------------------------------------------------------------------------------
 
-register(OpDef("where", Group.TERNARY, 3,
-               infer=_infer_nary("where", ANY, first_is_condition=True),
-               reference=lambda c, a, b: np.where(c, a, b),
-               scalar=lambda s, c, a, b: s.select(c, a, b),
-               backward_name="WhereBackward0", promotion="where"))
+register(
+    OpDef(
+        "where",
+        Group.TERNARY,
+        3,
+        infer=_infer_nary("where", ANY, first_is_condition=True),
+        reference=lambda c, a, b: np.where(c, a, b),
+        scalar=lambda s, c, a, b: s.select(c, a, b),
+        backward_name="WhereBackward0",
+        promotion="where",
+    )
+)
 
 
 def _scalar_clamp(s: Any, x: Any, min: Any, max: Any) -> Any:
@@ -516,7 +733,7 @@ def _scalar_clamp(s: Any, x: Any, min: Any, max: Any) -> Any:
     y = x
     if min is not None:
         lo = s.const(min, d)
-        y = s.select(s.cmp("lt", y, lo), lo, y)        # NaN stays NaN, as in PyTorch
+        y = s.select(s.cmp("lt", y, lo), lo, y)  # NaN stays NaN, as in PyTorch
     if max is not None:
         hi = s.const(max, d)
         y = s.select(s.cmp("gt", y, hi), hi, y)
@@ -532,35 +749,54 @@ def _ref_clamp(x: np.ndarray, min: Any, max: Any) -> np.ndarray:
     return y.astype(x.dtype)
 
 
-register(OpDef("clamp", Group.UNARY, 1,
-               attrs=(Attr("min", AttrKind.SCALAR), Attr("max", AttrKind.SCALAR)),
-               infer=_infer_unary("clamp", NUMERIC), reference=_ref_clamp,
-               scalar=_scalar_clamp, backward_name="ClampBackward1"))
+register(
+    OpDef(
+        "clamp",
+        Group.UNARY,
+        1,
+        attrs=(Attr("min", AttrKind.SCALAR), Attr("max", AttrKind.SCALAR)),
+        infer=_infer_unary("clamp", NUMERIC),
+        reference=_ref_clamp,
+        scalar=_scalar_clamp,
+        backward_name="ClampBackward1",
+    )
+)
 
 
 # --------------------------------------------------------------------------------------
 # Casts
 # --------------------------------------------------------------------------------------
 
+
 def _ref_cast(x: np.ndarray, dtype: dt.DType) -> np.ndarray:
     target = dt.float32.np if dtype is dt.bfloat16 else dtype.np
     with np.errstate(all="ignore"):
         if x.dtype.kind == "c" and dtype.kind != "c":
-            x = x.real if dtype is not dt.bool_ else (x != 0)   # PyTorch keeps the real part
+            x = x.real if dtype is not dt.bool_ else (x != 0)  # PyTorch keeps the real part
         if dtype.kind in "iu" and x.dtype.kind == "f":
             x = np.trunc(x)
         return x.astype(target)
 
 
-register(OpDef("cast", Group.CAST, 1, attrs=(Attr("dtype", AttrKind.DTYPE, required=True),),
-               infer=lambda types, dtype: TensorType(dtype, types[0].shape),
-               reference=_ref_cast, scalar=lambda s, x, dtype: s.cast(x, dtype),
-               backward_name="ToCopyBackward0", promotion="none"))
+register(
+    OpDef(
+        "cast",
+        Group.CAST,
+        1,
+        attrs=(Attr("dtype", AttrKind.DTYPE, required=True),),
+        infer=lambda types, dtype: TensorType(dtype, types[0].shape),
+        reference=_ref_cast,
+        scalar=lambda s, x, dtype: s.cast(x, dtype),
+        backward_name="ToCopyBackward0",
+        promotion="none",
+    )
+)
 
 
 # --------------------------------------------------------------------------------------
 # Complex numbers: parts, conjugate, argument, construction
 # --------------------------------------------------------------------------------------
+
 
 def _scalar_angle(s: Any, x: Any) -> Any:
     """arg z for complex; for real x, PyTorch's 0 / pi (NaN stays NaN; -0.0 gives 0)."""
@@ -580,12 +816,16 @@ def _ref_angle(x: np.ndarray) -> np.ndarray:
 
 def _infer_make_complex(op: str) -> Callable[..., TensorType]:
     """complex(re, im) / polar(abs, angle): two float32 or two float64 tensors."""
+
     def infer(types: tuple[TensorType, ...], **attrs: Any) -> TensorType:
         a, b = types
         if a.dtype is not b.dtype or a.dtype not in (dt.float32, dt.float64):
-            raise TypeError(f"{op}: expected both inputs to be float32 or float64 of one "
-                            f"dtype (llgrad has no complex32), got {a} and {b}")
+            raise TypeError(
+                f"{op}: expected both inputs to be float32 or float64 of one "
+                f"dtype (llgrad has no complex32), got {a} and {b}"
+            )
         return TensorType(a.dtype.to_complex(), broadcast_shapes(a.shape, b.shape, op=op))
+
     return infer
 
 
@@ -613,18 +853,46 @@ def _scalar_polar(s: Any, r: Any, theta: Any) -> Any:
 # never reaches a kernel of a compiled function. Eager `detach()` stays an alias.
 unary("stop_gradient", lambda s, x: x, lambda x: x.copy(), None, kinds="biufc")
 unary("conj", lambda s, x: s.conj(x), np.conj, "ConjBackward0", kinds="c")
-unary("real", lambda s, x: s.real(x), lambda x: np.real(x).copy(), "SelectBackward0",
-      kinds="c", infer=_infer_to_real("real", "c"))
-unary("imag", lambda s, x: s.imag(x), lambda x: np.imag(x).copy(), "SelectBackward0",
-      kinds="c", infer=_infer_to_real("imag", "c"))
-unary("angle", _scalar_angle, _ref_angle, "AngleBackward0", kinds="fc",
-      infer=_infer_to_real("angle", "fc"))
+unary(
+    "real",
+    lambda s, x: s.real(x),
+    lambda x: np.real(x).copy(),
+    "SelectBackward0",
+    kinds="c",
+    infer=_infer_to_real("real", "c"),
+)
+unary(
+    "imag",
+    lambda s, x: s.imag(x),
+    lambda x: np.imag(x).copy(),
+    "SelectBackward0",
+    kinds="c",
+    infer=_infer_to_real("imag", "c"),
+)
+unary(
+    "angle",
+    _scalar_angle,
+    _ref_angle,
+    "AngleBackward0",
+    kinds="fc",
+    infer=_infer_to_real("angle", "fc"),
+)
 for _name, _rule, _ref, _bw in [
     ("complex", lambda s, a, b: s.complex(a, b), _ref_make_complex, "ComplexBackward0"),
     ("polar", _scalar_polar, _ref_polar, "PolarBackward0"),
 ]:
-    register(OpDef(_name, Group.BINARY, 2, infer=_infer_make_complex(_name), reference=_ref,
-                   scalar=_rule, backward_name=_bw, promotion="none"))
+    register(
+        OpDef(
+            _name,
+            Group.BINARY,
+            2,
+            infer=_infer_make_complex(_name),
+            reference=_ref,
+            scalar=_rule,
+            backward_name=_bw,
+            promotion="none",
+        )
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -666,8 +934,7 @@ def _vjp_div(ctx: Any, g: Any) -> tuple:
     a, b = ctx.inputs
     F = ctx.F
     ga = F.div(g, F.conj(b)) if ctx.needs_input_grad[0] else None
-    gb = F.neg(F.div(F.mul(g, F.conj(a)), F.conj(F.mul(b, b)))) \
-        if ctx.needs_input_grad[1] else None
+    gb = F.neg(F.div(F.mul(g, F.conj(a)), F.conj(F.mul(b, b)))) if ctx.needs_input_grad[1] else None
     return (ga, gb)
 
 
@@ -677,15 +944,16 @@ def _vjp_pow(ctx: Any, g: Any) -> tuple:
     ga = gb = None
     if ctx.needs_input_grad[0]:
         if _t(b):
-            ga = F.where(F.eq(b, 0), F.mul(g, 0.0),
-                         F.mul(F.mul(g, F.conj(b)), F.conj(F.pow(a, F.sub(b, 1)))))
+            ga = F.where(
+                F.eq(b, 0), F.mul(g, 0.0), F.mul(F.mul(g, F.conj(b)), F.conj(F.pow(a, F.sub(b, 1))))
+            )
         elif b == 0:
             ga = F.mul(g, 0.0)
         else:
             ga = F.mul(F.mul(g, F.conj(b)), F.conj(F.pow(a, b - 1)))
     if ctx.needs_input_grad[1]:
         out = ctx.output
-        cx = out._dtype.is_complex          # complex result: the complex log of the base
+        cx = out._dtype.is_complex  # complex result: the complex log of the base
         if _t(a):
             mask = F.logical_and(F.eq(a, 0), F.ge(F.real(b), 0))
             # in the result's dtype, as PyTorch: an int32 or float32 base of a float64
@@ -693,17 +961,17 @@ def _vjp_pow(ctx: Any, g: Any) -> tuple:
             log_a = F.log(a.to(out._dtype) if a._dtype is not out._dtype else a)
             gb = F.where(mask, F.mul(g, 0.0), F.mul(F.mul(g, F.conj(out)), F.conj(log_a)))
         elif cx:
-            gb = F.mul(F.mul(g, F.conj(out)), cmath.log(a).conjugate()) if a != 0 else \
-                F.mul(g, 0.0)
-        elif a == 0:        # 0 ** b: no gradient where b >= 0, PyTorch's -inf elsewhere
+            gb = F.mul(F.mul(g, F.conj(out)), cmath.log(a).conjugate()) if a != 0 else F.mul(g, 0.0)
+        elif a == 0:  # 0 ** b: no gradient where b >= 0, PyTorch's -inf elsewhere
             gb = F.where(F.ge(b, 0), F.mul(g, 0.0), F.mul(F.mul(g, out), -math.inf))
-        else:               # log of a negative base is NaN, as in PyTorch
+        else:  # log of a negative base is NaN, as in PyTorch
             gb = F.mul(F.mul(g, out), math.log(a) if a > 0 else math.nan)
     return (ga, gb)
 
 
 # Holomorphic functions: with PyTorch's convention the gradient is g * conj(f'(z)); `conj`
 # returns real tensors as they are, so real gradients are computed exactly as before.
+
 
 def _vjp_exp(ctx: Any, g: Any) -> Any:
     return ctx.F.mul(g, ctx.F.conj(ctx.output))
@@ -785,7 +1053,7 @@ def _vjp_neg(ctx: Any, g: Any) -> Any:
 def _vjp_abs(ctx: Any, g: Any) -> Any:
     x = ctx.inputs[0]
     F = ctx.F
-    if x._dtype.is_complex:         # real g times sgn(z) = z / |z| (0 at 0), as PyTorch
+    if x._dtype.is_complex:  # real g times sgn(z) = z / |z| (0 at 0), as PyTorch
         return F.mul(g, F.where(F.eq(x, 0), F.zeros_like(x), F.div(x, F.abs(x))))
     return F.mul(g, F.sign(x))
 
@@ -919,8 +1187,10 @@ def _vjp_atan2(ctx: Any, g: Any) -> tuple:
     # at the origin both partials are 0, as PyTorch gives (not 0/0)
     origin = F.eq(denom, 0)
     safe = F.where(origin, F.ones_like(denom), denom)
-    return (F.where(origin, F.mul(g, 0.0), F.div(F.mul(g, b), safe)),
-            F.where(origin, F.mul(g, 0.0), F.div(F.neg(F.mul(g, a)), safe)))
+    return (
+        F.where(origin, F.mul(g, 0.0), F.div(F.mul(g, b), safe)),
+        F.where(origin, F.mul(g, 0.0), F.div(F.neg(F.mul(g, a)), safe)),
+    )
 
 
 def _vjp_cast(ctx: Any, g: Any, dtype: Any) -> Any:
@@ -928,29 +1198,58 @@ def _vjp_cast(ctx: Any, g: Any, dtype: Any) -> Any:
 
 
 for _name, _rule, _saves in [
-    ("add", _vjp_add, ""), ("sub", _vjp_sub, ""), ("mul", _vjp_mul, "i"),
-    ("div", _vjp_div, "i"), ("pow", _vjp_pow, "io"), ("exp", _vjp_exp, "o"),
-    ("exp2", _vjp_exp2, "o"), ("expm1", _vjp_expm1, "o"), ("log", _vjp_log, "i"),
-    ("log2", _vjp_log2, "i"), ("log10", _vjp_log10, "i"), ("log1p", _vjp_log1p, "i"),
-    ("sqrt", _vjp_sqrt, "o"), ("rsqrt", _vjp_rsqrt, "o"), ("sin", _vjp_sin, "i"),
-    ("cos", _vjp_cos, "i"), ("tan", _vjp_tan, "o"), ("tanh", _vjp_tanh, "o"),
-    ("sigmoid", _vjp_sigmoid, "o"), ("erf", _vjp_erf, "i"), ("erfc", _vjp_erfc, "i"),
-    ("neg", _vjp_neg, ""), ("abs", _vjp_abs, "i"), ("sign", _vjp_zero, ""),
-    ("floor", _vjp_zero, ""), ("ceil", _vjp_zero, ""), ("round", _vjp_zero, ""),
-    ("trunc", _vjp_zero, ""), ("reciprocal", _vjp_reciprocal, "o"),
-    ("square", _vjp_square, "i"), ("relu", _vjp_relu, "o"), ("silu", _vjp_silu, "i"),
-    ("gelu", _vjp_gelu, "i"), ("softplus", _vjp_softplus, "i"),
-    ("leaky_relu", _vjp_leaky_relu, "i"), ("elu", _vjp_elu, "i"),
-    ("maximum", _vjp_maximum, "i"), ("minimum", _vjp_minimum, "i"),
-    ("where", _vjp_where, "0"), ("clamp", _vjp_clamp, "i"),
-    ("remainder", _vjp_remainder, "i"), ("fmod", _vjp_fmod, "i"),
-    ("floor_divide", _vjp_floor_divide, ""), ("trunc_divide", _vjp_floor_divide, ""),
-    ("atan2", _vjp_atan2, "i"), ("cast", _vjp_cast, ""),
+    ("add", _vjp_add, ""),
+    ("sub", _vjp_sub, ""),
+    ("mul", _vjp_mul, "i"),
+    ("div", _vjp_div, "i"),
+    ("pow", _vjp_pow, "io"),
+    ("exp", _vjp_exp, "o"),
+    ("exp2", _vjp_exp2, "o"),
+    ("expm1", _vjp_expm1, "o"),
+    ("log", _vjp_log, "i"),
+    ("log2", _vjp_log2, "i"),
+    ("log10", _vjp_log10, "i"),
+    ("log1p", _vjp_log1p, "i"),
+    ("sqrt", _vjp_sqrt, "o"),
+    ("rsqrt", _vjp_rsqrt, "o"),
+    ("sin", _vjp_sin, "i"),
+    ("cos", _vjp_cos, "i"),
+    ("tan", _vjp_tan, "o"),
+    ("tanh", _vjp_tanh, "o"),
+    ("sigmoid", _vjp_sigmoid, "o"),
+    ("erf", _vjp_erf, "i"),
+    ("erfc", _vjp_erfc, "i"),
+    ("neg", _vjp_neg, ""),
+    ("abs", _vjp_abs, "i"),
+    ("sign", _vjp_zero, ""),
+    ("floor", _vjp_zero, ""),
+    ("ceil", _vjp_zero, ""),
+    ("round", _vjp_zero, ""),
+    ("trunc", _vjp_zero, ""),
+    ("reciprocal", _vjp_reciprocal, "o"),
+    ("square", _vjp_square, "i"),
+    ("relu", _vjp_relu, "o"),
+    ("silu", _vjp_silu, "i"),
+    ("gelu", _vjp_gelu, "i"),
+    ("softplus", _vjp_softplus, "i"),
+    ("leaky_relu", _vjp_leaky_relu, "i"),
+    ("elu", _vjp_elu, "i"),
+    ("maximum", _vjp_maximum, "i"),
+    ("minimum", _vjp_minimum, "i"),
+    ("where", _vjp_where, "0"),
+    ("clamp", _vjp_clamp, "i"),
+    ("remainder", _vjp_remainder, "i"),
+    ("fmod", _vjp_fmod, "i"),
+    ("floor_divide", _vjp_floor_divide, ""),
+    ("trunc_divide", _vjp_floor_divide, ""),
+    ("atan2", _vjp_atan2, "i"),
+    ("cast", _vjp_cast, ""),
 ]:
     defvjp(_name, _rule, _saves)
 
 
 # Inverse trigonometric and hyperbolic functions (PyTorch's formulas).
+
 
 def _vjp_asin(ctx: Any, g: Any) -> Any:
     x = ctx.inputs[0]
@@ -1021,6 +1320,7 @@ defvjp("frexp_mantissa", _vjp_frexp_mantissa, "i")
 
 # Special functions (PyTorch's formulas).
 
+
 def _vjp_lgamma(ctx: Any, g: Any) -> Any:
     return ctx.F.mul(g, ctx.F.digamma(ctx.inputs[0]))
 
@@ -1062,8 +1362,10 @@ def _vjp_i1e(ctx: Any, g: Any) -> Any:
     F = ctx.F
     x = ctx.inputs[0]
     zero = F.eq(x, 0)
-    d = F.sub(F.pointwise.special_i0e(x), F.mul(ctx.output,
-                                      F.add(F.sign(x), F.reciprocal(F.where(zero, 1.0, x)))))
+    d = F.sub(
+        F.pointwise.special_i0e(x),
+        F.mul(ctx.output, F.add(F.sign(x), F.reciprocal(F.where(zero, 1.0, x)))),
+    )
     return F.mul(g, F.where(zero, 0.5, d))
 
 
@@ -1093,16 +1395,22 @@ def _vjp_zeta(ctx: Any, g: Any) -> tuple:
     s, q = ctx.inputs
     if ctx.needs_input_grad[0]:
         raise NotImplementedError("the derivative for 'zeta' is not implemented.")
-    s1 = s + 1 if isinstance(s, (int, float)) else F.add(s, 1)    # s may be a number
+    s1 = s + 1 if isinstance(s, (int, float)) else F.add(s, 1)  # s may be a number
     return (None, F.mul(g, F.neg(F.mul(F.pointwise.special_zeta(s1, q), s))))
 
 
 for _name, _rule, _saves in [
-    ("lgamma", _vjp_lgamma, "i"), ("digamma", _vjp_digamma, "i"),
-    ("polygamma", _vjp_polygamma, "i"), ("erfinv", _vjp_erfinv, "o"), ("i0", _vjp_i0, "i"),
-    ("special_i0e", _vjp_i0e, "io"), ("special_i1", _vjp_i1, "io"),
-    ("special_i1e", _vjp_i1e, "io"), ("special_ndtri", _vjp_ndtri, "o"),
-    ("special_log_ndtr", _vjp_log_ndtr, "io"), ("special_erfcx", _vjp_erfcx, "io"),
+    ("lgamma", _vjp_lgamma, "i"),
+    ("digamma", _vjp_digamma, "i"),
+    ("polygamma", _vjp_polygamma, "i"),
+    ("erfinv", _vjp_erfinv, "o"),
+    ("i0", _vjp_i0, "i"),
+    ("special_i0e", _vjp_i0e, "io"),
+    ("special_i1", _vjp_i1, "io"),
+    ("special_i1e", _vjp_i1e, "io"),
+    ("special_ndtri", _vjp_ndtri, "o"),
+    ("special_log_ndtr", _vjp_log_ndtr, "io"),
+    ("special_erfcx", _vjp_erfcx, "io"),
     ("special_zeta", _vjp_zeta, "i"),
 ]:
     defvjp(_name, _rule, _saves)
@@ -1121,9 +1429,16 @@ defvjp("frac", lambda ctx, g: g, "")
 defvjp("round_decimals", _vjp_zero, "")
 defvjp("mvlgamma", _vjp_mvlgamma, "i")
 
-for _name, _rule in [("asin", _vjp_asin), ("acos", _vjp_acos), ("atan", _vjp_atan),
-                     ("sinh", _vjp_sinh), ("cosh", _vjp_cosh), ("asinh", _vjp_asinh),
-                     ("acosh", _vjp_acosh), ("atanh", _vjp_atanh)]:
+for _name, _rule in [
+    ("asin", _vjp_asin),
+    ("acos", _vjp_acos),
+    ("atan", _vjp_atan),
+    ("sinh", _vjp_sinh),
+    ("cosh", _vjp_cosh),
+    ("asinh", _vjp_asinh),
+    ("acosh", _vjp_acosh),
+    ("atanh", _vjp_atanh),
+]:
     defvjp(_name, _rule, "i")
 
 # inputs saved only for the gradients that read them (PyTorch's conditional saving)
@@ -1137,16 +1452,17 @@ OPS["fmod"].save_for = {0: (1,), 1: (1,)}
 # (dL/dRe z + i dL/dIm z), and a real input of a complex op keeps the real part (the
 # engine's cast to the input's dtype does that).
 
+
 def _vjp_conj(ctx: Any, g: Any) -> Any:
     return ctx.F.conj(g)
 
 
 def _vjp_real(ctx: Any, g: Any) -> Any:
-    return g.to(ctx.input_meta[0][1])                 # g + 0i
+    return g.to(ctx.input_meta[0][1])  # g + 0i
 
 
 def _vjp_imag(ctx: Any, g: Any) -> Any:
-    return ctx.F.complex(ctx.F.zeros_like(g), g)      # 0 + g i
+    return ctx.F.complex(ctx.F.zeros_like(g), g)  # 0 + g i
 
 
 def _vjp_angle(ctx: Any, g: Any) -> Any:
@@ -1155,7 +1471,7 @@ def _vjp_angle(ctx: Any, g: Any) -> Any:
     x = ctx.inputs[0]
     if not x._dtype.is_complex:
         return F.mul(g, 0.0)
-    i_z = F.complex(F.neg(F.imag(x)), F.real(x))        # i z, without a complex constant
+    i_z = F.complex(F.neg(F.imag(x)), F.real(x))  # i z, without a complex constant
     step = F.div(F.mul(g, i_z), F.square(F.abs(x)))
     return F.where(F.eq(x, 0), F.zeros_like(x), step)
 
@@ -1176,7 +1492,11 @@ def _vjp_polar(ctx: Any, g: Any) -> tuple:
 
 
 for _name, _rule, _saves in [
-    ("conj", _vjp_conj, ""), ("real", _vjp_real, ""), ("imag", _vjp_imag, ""),
-    ("angle", _vjp_angle, "i"), ("complex", _vjp_complex, ""), ("polar", _vjp_polar, "i"),
+    ("conj", _vjp_conj, ""),
+    ("real", _vjp_real, ""),
+    ("imag", _vjp_imag, ""),
+    ("angle", _vjp_angle, "i"),
+    ("complex", _vjp_complex, ""),
+    ("polar", _vjp_polar, "i"),
 ]:
     defvjp(_name, _rule, _saves)

@@ -7,6 +7,7 @@ split across threads freely, and the NumPy reference reproduces the exact bits. 
 and counter are operands (int64 scalars passed by value), so a new draw never compiles a
 new kernel. Streams differ from PyTorch's: same distributions, different numbers.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -42,17 +43,17 @@ def _ref_uniform(seed: Any, counter: Any, dtype: dt.DType, shape: tuple[int, ...
     n = int(np.prod(shape, dtype=np.int64))
     z = _ref_bits(int(seed), int(counter), n)
     if dtype is dt.float64:
-        u = (z >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+        u = (z >> np.uint64(11)).astype(np.float64) * 2.0**-53
     else:
-        u = ((z >> np.uint64(40)).astype(np.float32) * np.float32(2.0 ** -24))
+        u = (z >> np.uint64(40)).astype(np.float32) * np.float32(2.0**-24)
     return u.reshape(shape)
 
 
 def _ref_normal(seed: Any, counter: Any, dtype: dt.DType, shape: tuple[int, ...]) -> np.ndarray:
     n = int(np.prod(shape, dtype=np.int64))
     z = _ref_bits(int(seed), int(counter), n)
-    u1 = ((z >> np.uint64(40)).astype(np.float64) + 1.0) * 2.0 ** -24
-    u2 = (z & np.uint64(0xFFFFFF)).astype(np.float64) * 2.0 ** -24
+    u1 = ((z >> np.uint64(40)).astype(np.float64) + 1.0) * 2.0**-24
+    u2 = (z & np.uint64(0xFFFFFF)).astype(np.float64) * 2.0**-24
     r = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
     return r.astype(np.float64 if dtype is dt.float64 else np.float32).reshape(shape)
 
@@ -68,15 +69,15 @@ def _bits(s: Any, seed: Any, counter: Any) -> Any:
 def _scalar_uniform(s: Any, seed: Any, counter: Any, dtype: dt.DType, shape: Any) -> Any:
     z = _bits(s, seed, counter)
     if dtype is dt.float64:
-        return s.mul(s.cast(s.shr(z, 11), dt.float64), s.const(2.0 ** -53, dt.float64))
-    u = s.mul(s.cast(s.shr(z, 40), dt.float32), s.const(2.0 ** -24, dt.float32))
+        return s.mul(s.cast(s.shr(z, 11), dt.float64), s.const(2.0**-53, dt.float64))
+    u = s.mul(s.cast(s.shr(z, 40), dt.float32), s.const(2.0**-24, dt.float32))
     return s.cast(u, dtype)
 
 
 def _scalar_normal(s: Any, seed: Any, counter: Any, dtype: dt.DType, shape: Any) -> Any:
     z = _bits(s, seed, counter)
     f = dt.float64 if dtype is dt.float64 else dt.float32
-    scale = s.const(2.0 ** -24, f)
+    scale = s.const(2.0**-24, f)
     u1 = s.mul(s.add(s.cast(s.shr(z, 40), f), s.const(1.0, f)), scale)
     u2 = s.mul(s.cast(s.bitwise("and", z, s.const(0xFFFFFF, dt.int64)), f), scale)
     r = s.math("sqrt", s.mul(s.const(-2.0, f), s.math("log", u1)))
@@ -84,19 +85,55 @@ def _scalar_normal(s: Any, seed: Any, counter: Any, dtype: dt.DType, shape: Any)
 
 
 _ATTRS = (Attr("dtype", AttrKind.DTYPE, required=True), Attr("shape", AttrKind.INTS, required=True))
-register(OpDef("uniform", Group.RANDOM, 2, attrs=_ATTRS, infer=_infer, reference=_ref_uniform,
-               scalar=_scalar_uniform, promotion="none", saves=""))
-register(OpDef("normal", Group.RANDOM, 2, attrs=_ATTRS, infer=_infer, reference=_ref_normal,
-               scalar=_scalar_normal, promotion="none", saves=""))
+register(
+    OpDef(
+        "uniform",
+        Group.RANDOM,
+        2,
+        attrs=_ATTRS,
+        infer=_infer,
+        reference=_ref_uniform,
+        scalar=_scalar_uniform,
+        promotion="none",
+        saves="",
+    )
+)
+register(
+    OpDef(
+        "normal",
+        Group.RANDOM,
+        2,
+        attrs=_ATTRS,
+        infer=_infer,
+        reference=_ref_normal,
+        scalar=_scalar_normal,
+        promotion="none",
+        saves="",
+    )
+)
 
 
-def _infer_iota(types: tuple[TensorType, ...], dtype: dt.DType, shape: tuple[int, ...]
-                ) -> TensorType:
+def _infer_iota(
+    types: tuple[TensorType, ...], dtype: dt.DType, shape: tuple[int, ...]
+) -> TensorType:
     return TensorType(dtype, shape)
 
 
-register(OpDef("iota", Group.RANDOM, 0, attrs=_ATTRS, infer=_infer_iota,
-               reference=lambda dtype, shape: np.arange(int(np.prod(shape, dtype=np.int64)))
-               .reshape(shape).astype(np.float32 if dtype is dt.bfloat16 else dtype.np),
-               scalar=lambda s, dtype, shape: s.cast(s.index(), dtype), promotion="none",
-               saves="", doc="0, 1, 2, ... in row-major order"))
+register(
+    OpDef(
+        "iota",
+        Group.RANDOM,
+        0,
+        attrs=_ATTRS,
+        infer=_infer_iota,
+        reference=lambda dtype, shape: (
+            np.arange(int(np.prod(shape, dtype=np.int64)))
+            .reshape(shape)
+            .astype(np.float32 if dtype is dt.bfloat16 else dtype.np)
+        ),
+        scalar=lambda s, dtype, shape: s.cast(s.index(), dtype),
+        promotion="none",
+        saves="",
+        doc="0, 1, 2, ... in row-major order",
+    )
+)

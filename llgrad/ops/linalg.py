@@ -7,6 +7,7 @@ into matrices around this primitive, so the IR has one matmul with one shape rul
 The code generator calls BLAS for float32/float64/complex64/complex128 and generates loops
 for the rest.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,7 +17,7 @@ import numpy as np
 from ..ir.registry import Group, OpDef, get, register
 from ..ir.types import TensorType, broadcast_shapes
 
-MATMUL_KINDS = "biufc"         # bool, integers, floats and complex (c/zgemm)
+MATMUL_KINDS = "biufc"  # bool, integers, floats and complex (c/zgemm)
 
 
 def _pretty(t: TensorType) -> str:
@@ -30,30 +31,37 @@ def matmul_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     4x5)") and adds the full shapes when there are batch dimensions.
     """
     if len(a) < 2 or len(b) < 2:
-        raise RuntimeError(f"matmul: the primitive takes operands of rank >= 2, got shapes "
-                           f"{list(a)} and {list(b)} (the frontend reshapes 1-D operands)")
+        raise RuntimeError(
+            f"matmul: the primitive takes operands of rank >= 2, got shapes "
+            f"{list(a)} and {list(b)} (the frontend reshapes 1-D operands)"
+        )
     n, k = a[-2:]
     k2, m = b[-2:]
     full = "" if len(a) == len(b) == 2 else f" (shapes {list(a)} and {list(b)})"
     if k != k2:
-        raise RuntimeError(f"matmul: mat1 and mat2 shapes cannot be multiplied "
-                           f"({n}x{k} and {k2}x{m}){full}")
+        raise RuntimeError(
+            f"matmul: mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m}){full}"
+        )
     try:
         batch = broadcast_shapes(a[:-2], b[:-2], op="matmul")
     except ValueError:
-        raise RuntimeError(f"matmul: batch dimensions {list(a[:-2])} and {list(b[:-2])} "
-                           f"cannot be broadcast together{full}") from None
+        raise RuntimeError(
+            f"matmul: batch dimensions {list(a[:-2])} and {list(b[:-2])} "
+            f"cannot be broadcast together{full}"
+        ) from None
     return batch + (n, m)
 
 
 def _infer_matmul(types: tuple[TensorType, ...], **attrs: Any) -> TensorType:
     a, b = types
     if a.dtype is not b.dtype:
-        raise TypeError(f"matmul: operands must share one dtype in the IR, got "
-                        f"{_pretty(a)} and {_pretty(b)}")
+        raise TypeError(
+            f"matmul: operands must share one dtype in the IR, got {_pretty(a)} and {_pretty(b)}"
+        )
     if a.dtype.kind not in MATMUL_KINDS:
-        raise TypeError(f"matmul: not implemented for {a.dtype.name} (inputs {_pretty(a)} "
-                        f"and {_pretty(b)})")
+        raise TypeError(
+            f"matmul: not implemented for {a.dtype.name} (inputs {_pretty(a)} and {_pretty(b)})"
+        )
     return TensorType(a.dtype, matmul_shapes(a.shape, b.shape))
 
 
@@ -64,16 +72,26 @@ def _ref_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.matmul(a, b)
 
 
-register(OpDef("matmul", Group.LINALG, 2, infer=_infer_matmul, reference=_ref_matmul,
-               backward_name="MmBackward0", promotion="same",
-               doc="(..., n, k) @ (..., k, m) -> (broadcast(...), n, m); operands of rank "
-                   ">= 2 and one dtype"))
+register(
+    OpDef(
+        "matmul",
+        Group.LINALG,
+        2,
+        infer=_infer_matmul,
+        reference=_ref_matmul,
+        backward_name="MmBackward0",
+        promotion="same",
+        doc="(..., n, k) @ (..., k, m) -> (broadcast(...), n, m); operands of rank "
+        ">= 2 and one dtype",
+    )
+)
 
 
 # --------------------------------------------------------------------------------------
 # Derivative rules (conventions in ops/elementwise.py); the engine sums broadcast batch
 # dimensions away.
 # --------------------------------------------------------------------------------------
+
 
 def column_major(shape: tuple[int, ...], strides: tuple[int, ...] | None) -> bool:
     """Whether a matrix is stored column-major (a transposed view, as `weight.t()` in a
@@ -125,5 +143,5 @@ _MATMUL = get("matmul")
 _MATMUL.vjp = _vjp_matmul
 _MATMUL.jvp = _jvp_matmul
 _MATMUL.saves = "i"
-_MATMUL.save_for = {0: (1,), 1: (0,)}     # each factor only for the other's gradient
+_MATMUL.save_for = {0: (1,), 1: (0,)}  # each factor only for the other's gradient
 _MATMUL.keeps_layout = True

@@ -6,6 +6,7 @@ dtype (a requested `dtype=` is a cast the frontend inserts, not an attribute her
 argmax/argmin return int64. The shape rules are shared by the IR and eager dispatch, so
 every bad call (axis out of range, repeated axis, empty max) fails the same way in both.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -26,6 +27,7 @@ _ATTRS = (Attr("axes", AttrKind.INTS, ()), Attr("keepdim", AttrKind.BOOL, False)
 # Axis handling (shared with eager dispatch)
 # --------------------------------------------------------------------------------------
 
+
 def normalize_axes(op: str, axes: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
     """Axes in [0, ndim), sorted; `()` means all axes. Duplicates are an error, as in PyTorch.
 
@@ -38,14 +40,15 @@ def normalize_axes(op: str, axes: tuple[int, ...], shape: tuple[int, ...]) -> tu
     for a in axes:
         n = normalize_axis(a, ndim, op)
         if n in seen:
-            raise RuntimeError(f"{op}: dim {n} appears multiple times in the list of dims "
-                               f"{list(axes)} (input shape {list(shape)})")
+            raise RuntimeError(
+                f"{op}: dim {n} appears multiple times in the list of dims "
+                f"{list(axes)} (input shape {list(shape)})"
+            )
         seen.add(n)
     return tuple(sorted(a for a in seen if a < ndim))
 
 
-def reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdim: bool
-                  ) -> tuple[int, ...]:
+def reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdim: bool) -> tuple[int, ...]:
     """The result shape for normalized `axes`."""
     if keepdim:
         return tuple(1 if d in axes else n for d, n in enumerate(shape))
@@ -73,36 +76,38 @@ def backward_name(op: str, axes: tuple[int, ...]) -> str | None:
 # Shape rules
 # --------------------------------------------------------------------------------------
 
+
 def _check_dtype(op: str, t: TensorType) -> None:
-    if t.dtype.is_complex and op not in ("sum", "prod"):    # complex numbers are not ordered
+    if t.dtype.is_complex and op not in ("sum", "prod"):  # complex numbers are not ordered
         raise TypeError(f"{op}: not implemented for {t.dtype.name} (input {t})")
     if op in ARG_REDUCTIONS and t.dtype is dt.bool_:
         raise TypeError(f"{op}(): does not support bool input (input {t})")
 
 
-def _check_nonempty(op: str, shape: tuple[int, ...], axes: tuple[int, ...],
-                    all_axes: bool) -> None:
+def _check_nonempty(op: str, shape: tuple[int, ...], axes: tuple[int, ...], all_axes: bool) -> None:
     """max-like reductions have no identity: an empty reduction is an error (PyTorch)."""
     if all_axes:
         if any(n == 0 for n in shape):
-            raise RuntimeError(f"{op}(): Expected reduction dim to be specified for "
-                               f"input.numel() == 0 (input shape {list(shape)}); specify "
-                               f"the reduction dim with the 'dim' argument")
+            raise RuntimeError(
+                f"{op}(): Expected reduction dim to be specified for "
+                f"input.numel() == 0 (input shape {list(shape)}); specify "
+                f"the reduction dim with the 'dim' argument"
+            )
         return
     for a in axes:
         if shape[a] == 0:
-            raise IndexError(f"{op}(): Expected reduction dim {a} to have non-zero size "
-                             f"(input shape {list(shape)})")
+            raise IndexError(
+                f"{op}(): Expected reduction dim {a} to have non-zero size "
+                f"(input shape {list(shape)})"
+            )
 
 
 def _infer(op: str) -> Callable[..., TensorType]:
-    def infer(types: tuple[TensorType, ...], axes: tuple[int, ...], keepdim: bool
-              ) -> TensorType:
+    def infer(types: tuple[TensorType, ...], axes: tuple[int, ...], keepdim: bool) -> TensorType:
         (t,) = types
         _check_dtype(op, t)
         if op in ARG_REDUCTIONS and len(axes) > 1:
-            raise RuntimeError(f"{op}: expected at most one dim, got {list(axes)} "
-                               f"(input {t})")
+            raise RuntimeError(f"{op}: expected at most one dim, got {list(axes)} (input {t})")
         norm = normalize_axes(op, axes, t.shape)
         if op not in ("sum", "prod"):
             _check_nonempty(op, t.shape, norm, all_axes=not axes)
@@ -112,12 +117,14 @@ def _infer(op: str) -> Callable[..., TensorType]:
         else:
             shape = reduced_shape(t.shape, norm, keepdim)
         return TensorType(accumulate_dtype(op, t.dtype), shape)
+
     return infer
 
 
 # --------------------------------------------------------------------------------------
 # NumPy references (float16 accumulates in float32, as the kernels do)
 # --------------------------------------------------------------------------------------
+
 
 def _np_axes(x: np.ndarray, axes: tuple[int, ...]) -> tuple[int, ...] | None:
     if x.ndim == 0:
@@ -133,17 +140,20 @@ def _ref_sum_prod(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
         wide = np.float32 if x.dtype == np.float16 else x.dtype
         with np.errstate(over="ignore", invalid="ignore"):
             return np.asarray(fn(x, axis=ax, keepdims=keepdim, dtype=wide)).astype(x.dtype)
+
     return ref
 
 
 def _ref_extreme(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     def ref(x: np.ndarray, axes: tuple[int, ...] = (), keepdim: bool = False) -> np.ndarray:
         return np.asarray(fn(x, axis=_np_axes(x, axes), keepdims=keepdim))
+
     return ref
 
 
 def _ref_arg(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     """NumPy's argmax/argmin also return the first NaN, like PyTorch."""
+
     def ref(x: np.ndarray, axes: tuple[int, ...] = (), keepdim: bool = False) -> np.ndarray:
         if x.ndim == 0:
             return np.zeros((), dtype=np.int64)
@@ -152,6 +162,7 @@ def _ref_arg(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
             return np.full((1,) * x.ndim if keepdim else (), r, dtype=np.int64)
         (a,) = normalize_axes("reference", axes, x.shape)
         return np.asarray(fn(x, axis=a, keepdims=keepdim)).astype(np.int64)
+
     return ref
 
 
@@ -165,18 +176,30 @@ _DOCS = {
     "amax": "Maximum over `axes`; NaN propagates.",
     "amin": "Minimum over `axes`; NaN propagates.",
     "argmax": "Index of the first maximum over one axis or the flattened input; NaN counts "
-              "as the maximum.",
+    "as the maximum.",
     "argmin": "Index of the first minimum over one axis or the flattened input; NaN counts "
-              "as the minimum.",
+    "as the minimum.",
 }
 
 
-def _reduction(name: str, reference: Callable[..., Any], backward: str | None,
-               backward_all: str | None = None) -> OpDef:
+def _reduction(
+    name: str, reference: Callable[..., Any], backward: str | None, backward_all: str | None = None
+) -> OpDef:
     extra = {} if backward_all is None else {"backward_name_all": backward_all}
-    return register(OpDef(name, Group.REDUCE, 1, attrs=_ATTRS, infer=_infer(name),
-                          reference=reference, backward_name=backward, promotion="none",
-                          doc=_DOCS[name], extra=extra))
+    return register(
+        OpDef(
+            name,
+            Group.REDUCE,
+            1,
+            attrs=_ATTRS,
+            infer=_infer(name),
+            reference=reference,
+            backward_name=backward,
+            promotion="none",
+            doc=_DOCS[name],
+            extra=extra,
+        )
+    )
 
 
 _OPDEFS: dict[str, OpDef] = {
@@ -224,10 +247,12 @@ def _vjp_prod(ctx: Any, g: Any, axes: tuple[int, ...], keepdim: bool) -> Any:
     zeros = unreduce(F, F.sum(is_zero, dims, keepdim), shape, axes, keepdim)
     others = unreduce(F, F.prod(safe, dims, keepdim), shape, axes, keepdim)
     zsum = unreduce(F, F.sum(F.where(is_zero, x, 0.0), dims, keepdim), shape, axes, keepdim)
-    g_others = F.mul(g, F.conj(others))       # conj: complex inputs (PyTorch's convention)
-    at_zero = F.where(F.eq(zeros, 1), g_others,
-                      F.where(F.eq(zeros, 2), F.mul(g_others, F.conj(F.sub(zsum, x))),
-                              F.mul(g, 0.0)))
+    g_others = F.mul(g, F.conj(others))  # conj: complex inputs (PyTorch's convention)
+    at_zero = F.where(
+        F.eq(zeros, 1),
+        g_others,
+        F.where(F.eq(zeros, 2), F.mul(g_others, F.conj(F.sub(zsum, x))), F.mul(g, 0.0)),
+    )
     return F.where(is_zero, at_zero, F.div(F.mul(g, F.conj(out)), F.conj(safe)))
 
 

@@ -7,6 +7,7 @@ elementwise work in compiled code. It does O(n log n) additions where a sequenti
 does n, and rounds differently (by a tree, not left to right). The vjp is the reversed
 cumulative sum of the cotangent.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -61,6 +62,18 @@ def _ref_cumsum(x: np.ndarray, axis: int) -> np.ndarray:
     return np.cumsum(x, axis=axis, dtype=x.dtype)
 
 
-register(OpDef("cumsum", Group.COMPOSITE, 1, attrs=(Attr("axis", AttrKind.INT, 0),),
-               infer=_infer_cumsum, reference=_ref_cumsum, decompose=_decompose_cumsum,
-               vjp=_vjp_cumsum, backward_name="CumsumBackward0", saves="", eager_compile=True))
+register(
+    OpDef(
+        "cumsum",
+        Group.COMPOSITE,
+        1,
+        attrs=(Attr("axis", AttrKind.INT, 0),),
+        infer=_infer_cumsum,
+        reference=_ref_cumsum,
+        decompose=_decompose_cumsum,
+        vjp=_vjp_cumsum,
+        backward_name="CumsumBackward0",
+        saves="",
+        eager_compile=True,
+    )
+)

@@ -5,6 +5,7 @@ arithmetic that fusion folds into the consumers' loads. Composite shape function
 (squeeze, unsqueeze, flatten, transpose, stack, split, chunk) are defined in the frontend
 in terms of these.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -30,7 +31,7 @@ def infer_reshape_shape(numel: int, shape: tuple[int, ...], op: str = "reshape")
     if unknown:
         if known == 0 or numel % known:
             raise RuntimeError(f"{op}: shape {list(shape)} is invalid for input of size {numel}")
-        shape = shape[:unknown[0]] + (numel // known,) + shape[unknown[0] + 1:]
+        shape = shape[: unknown[0]] + (numel // known,) + shape[unknown[0] + 1 :]
     elif known != numel:
         raise RuntimeError(f"{op}: shape {list(shape)} is invalid for input of size {numel}")
     return shape
@@ -59,8 +60,10 @@ def check_permutation(perm: tuple[int, ...], ndim: int, op: str = "permute") -> 
 
 def _check_permutation(perm: tuple[int, ...], ndim: int, op: str) -> tuple[int, ...]:
     if len(perm) != ndim:
-        raise RuntimeError(f"{op}: number of dims don't match in permute: input has {ndim} "
-                           f"dims but {len(perm)} were given ({list(perm)})")
+        raise RuntimeError(
+            f"{op}: number of dims don't match in permute: input has {ndim} "
+            f"dims but {len(perm)} were given ({list(perm)})"
+        )
     norm = tuple(normalize_axis(p, ndim, op) for p in perm)
     if sorted(norm) != list(range(ndim)):
         raise RuntimeError(f"{op}: repeated dim in permutation {list(perm)}")
@@ -73,12 +76,15 @@ def _infer_permute(types: tuple[TensorType, ...], perm: tuple[int, ...]) -> Tens
     return TensorType(t.dtype, tuple(t.shape[i] for i in p))
 
 
-def expand_shape(shape: tuple[int, ...], target: tuple[int, ...], op: str = "expand"
-                 ) -> tuple[int, ...]:
+def expand_shape(
+    shape: tuple[int, ...], target: tuple[int, ...], op: str = "expand"
+) -> tuple[int, ...]:
     if len(target) < len(shape):
-        raise RuntimeError(f"{op}: the number of sizes provided ({len(target)}) must be "
-                           f"greater or equal to the number of dimensions in the tensor "
-                           f"({len(shape)})")
+        raise RuntimeError(
+            f"{op}: the number of sizes provided ({len(target)}) must be "
+            f"greater or equal to the number of dimensions in the tensor "
+            f"({len(shape)})"
+        )
     lead = len(target) - len(shape)
     out = list(target[:lead])
     if any(s < 0 for s in out):
@@ -89,9 +95,11 @@ def expand_shape(shape: tuple[int, ...], target: tuple[int, ...], op: str = "exp
         elif s == 1 or s == t:
             out.append(t)
         else:
-            raise RuntimeError(f"{op}: the expanded size of the tensor ({t}) must match the "
-                               f"existing size ({s}) at non-singleton dimension "
-                               f"(shape {list(shape)} to {list(target)})")
+            raise RuntimeError(
+                f"{op}: the expanded size of the tensor ({t}) must match the "
+                f"existing size ({s}) at non-singleton dimension "
+                f"(shape {list(shape)} to {list(target)})"
+            )
     return tuple(out)
 
 
@@ -104,8 +112,12 @@ def slice_length(size: int, start: int, stop: int, step: int) -> int:
     return max(0, (stop - start + step - 1) // step)
 
 
-def _infer_slice(types: tuple[TensorType, ...], starts: tuple[int, ...], stops: tuple[int, ...],
-                 steps: tuple[int, ...]) -> TensorType:
+def _infer_slice(
+    types: tuple[TensorType, ...],
+    starts: tuple[int, ...],
+    stops: tuple[int, ...],
+    steps: tuple[int, ...],
+) -> TensorType:
     (t,) = types
     if not len(starts) == len(stops) == len(steps) == t.ndim:
         raise RuntimeError(f"slice: needs one start/stop/step per dimension of {t}")
@@ -119,13 +131,19 @@ def _infer_slice(types: tuple[TensorType, ...], starts: tuple[int, ...], stops: 
     return TensorType(t.dtype, tuple(shape))
 
 
-def _ref_slice(x: np.ndarray, starts: tuple[int, ...], stops: tuple[int, ...],
-               steps: tuple[int, ...]) -> np.ndarray:
+def _ref_slice(
+    x: np.ndarray, starts: tuple[int, ...], stops: tuple[int, ...], steps: tuple[int, ...]
+) -> np.ndarray:
     return x[tuple(slice(a, b, s) for a, b, s in zip(starts, stops, steps))]
 
 
-def _infer_pad(types: tuple[TensorType, ...], lows: tuple[int, ...], highs: tuple[int, ...],
-               interior: tuple[int, ...], value: Any) -> TensorType:
+def _infer_pad(
+    types: tuple[TensorType, ...],
+    lows: tuple[int, ...],
+    highs: tuple[int, ...],
+    interior: tuple[int, ...],
+    value: Any,
+) -> TensorType:
     """Inverse of a strided slice: `interior` zeros between elements, then edges."""
     (t,) = types
     shape = []
@@ -135,12 +153,19 @@ def _infer_pad(types: tuple[TensorType, ...], lows: tuple[int, ...], highs: tupl
     return TensorType(t.dtype, tuple(shape))
 
 
-def _ref_pad(x: np.ndarray, lows: tuple[int, ...], highs: tuple[int, ...],
-             interior: tuple[int, ...], value: Any) -> np.ndarray:
+def _ref_pad(
+    x: np.ndarray,
+    lows: tuple[int, ...],
+    highs: tuple[int, ...],
+    interior: tuple[int, ...],
+    value: Any,
+) -> np.ndarray:
     t = _infer_pad((TensorType(None, x.shape),), lows, highs, interior, value)  # type: ignore
     out = np.full(t.shape, value, dtype=x.dtype)
-    index = tuple(slice(lo, lo + (n - 1) * (it + 1) + 1 if n else lo, it + 1)
-                  for n, lo, it in zip(x.shape, lows, interior))
+    index = tuple(
+        slice(lo, lo + (n - 1) * (it + 1) + 1 if n else lo, it + 1)
+        for n, lo, it in zip(x.shape, lows, interior)
+    )
     out[index] = x
     return out
 
@@ -155,13 +180,18 @@ def _infer_cat(types: tuple[TensorType, ...], axis: int) -> TensorType:
     total = 0
     for i, t in enumerate(types):
         if t.dtype is not first.dtype:
-            raise TypeError(f"cat: all inputs must share one dtype in the IR, got "
-                            f"{', '.join(str(t) for t in types)}")
-        if t.ndim != first.ndim or any(a != b for d, (a, b) in
-                                       enumerate(zip(t.shape, first.shape)) if d != ax):
-            raise RuntimeError(f"cat: sizes of tensors must match except in dimension {ax}: "
-                               f"expected {list(first.shape)} but got {list(t.shape)} for "
-                               f"tensor number {i} in the list")
+            raise TypeError(
+                f"cat: all inputs must share one dtype in the IR, got "
+                f"{', '.join(str(t) for t in types)}"
+            )
+        if t.ndim != first.ndim or any(
+            a != b for d, (a, b) in enumerate(zip(t.shape, first.shape)) if d != ax
+        ):
+            raise RuntimeError(
+                f"cat: sizes of tensors must match except in dimension {ax}: "
+                f"expected {list(first.shape)} but got {list(t.shape)} for "
+                f"tensor number {i} in the list"
+            )
         total += t.shape[ax]
     shape = list(first.shape)
     shape[ax] = total
@@ -179,33 +209,92 @@ def _infer_broadcast(types: tuple[TensorType, ...], shape: tuple[int, ...]) -> T
     return _infer_expand(types, shape)
 
 
-register(OpDef("reshape", Group.MOVEMENT, 1, attrs=(Attr("shape", AttrKind.INTS, required=True),),
-               infer=_infer_reshape, reference=lambda x, shape: x.reshape(shape),
-               backward_name="ViewBackward0"))
-register(OpDef("permute", Group.MOVEMENT, 1, attrs=(Attr("perm", AttrKind.INTS, required=True),),
-               infer=_infer_permute, reference=lambda x, perm: np.transpose(x, perm),
-               backward_name="PermuteBackward0"))
-register(OpDef("expand", Group.MOVEMENT, 1, attrs=(Attr("shape", AttrKind.INTS, required=True),),
-               infer=_infer_expand,
-               reference=lambda x, shape: np.broadcast_to(x, expand_shape(x.shape, shape)),
-               backward_name="ExpandBackward0"))
-register(OpDef("slice", Group.MOVEMENT, 1,
-               attrs=(Attr("starts", AttrKind.INTS, required=True),
-                      Attr("stops", AttrKind.INTS, required=True),
-                      Attr("steps", AttrKind.INTS, required=True)),
-               infer=_infer_slice, reference=_ref_slice, backward_name="SliceBackward0"))
-register(OpDef("pad", Group.MOVEMENT, 1,
-               attrs=(Attr("lows", AttrKind.INTS, required=True),
-                      Attr("highs", AttrKind.INTS, required=True),
-                      Attr("interior", AttrKind.INTS, required=True),
-                      Attr("value", AttrKind.SCALAR, 0)),
-               infer=_infer_pad, reference=_ref_pad, backward_name="ConstantPadNdBackward0"))
-register(OpDef("cat", Group.MOVEMENT, -1, attrs=(Attr("axis", AttrKind.INT, 0),),
-               infer=_infer_cat, reference=lambda *xs, axis: np.concatenate(xs, axis=axis),
-               backward_name="CatBackward0"))
-register(OpDef("flip", Group.MOVEMENT, 1, attrs=(Attr("axes", AttrKind.INTS, required=True),),
-               infer=_infer_flip, reference=lambda x, axes: np.flip(x, axes),
-               backward_name="FlipBackward0"))
+register(
+    OpDef(
+        "reshape",
+        Group.MOVEMENT,
+        1,
+        attrs=(Attr("shape", AttrKind.INTS, required=True),),
+        infer=_infer_reshape,
+        reference=lambda x, shape: x.reshape(shape),
+        backward_name="ViewBackward0",
+    )
+)
+register(
+    OpDef(
+        "permute",
+        Group.MOVEMENT,
+        1,
+        attrs=(Attr("perm", AttrKind.INTS, required=True),),
+        infer=_infer_permute,
+        reference=lambda x, perm: np.transpose(x, perm),
+        backward_name="PermuteBackward0",
+    )
+)
+register(
+    OpDef(
+        "expand",
+        Group.MOVEMENT,
+        1,
+        attrs=(Attr("shape", AttrKind.INTS, required=True),),
+        infer=_infer_expand,
+        reference=lambda x, shape: np.broadcast_to(x, expand_shape(x.shape, shape)),
+        backward_name="ExpandBackward0",
+    )
+)
+register(
+    OpDef(
+        "slice",
+        Group.MOVEMENT,
+        1,
+        attrs=(
+            Attr("starts", AttrKind.INTS, required=True),
+            Attr("stops", AttrKind.INTS, required=True),
+            Attr("steps", AttrKind.INTS, required=True),
+        ),
+        infer=_infer_slice,
+        reference=_ref_slice,
+        backward_name="SliceBackward0",
+    )
+)
+register(
+    OpDef(
+        "pad",
+        Group.MOVEMENT,
+        1,
+        attrs=(
+            Attr("lows", AttrKind.INTS, required=True),
+            Attr("highs", AttrKind.INTS, required=True),
+            Attr("interior", AttrKind.INTS, required=True),
+            Attr("value", AttrKind.SCALAR, 0),
+        ),
+        infer=_infer_pad,
+        reference=_ref_pad,
+        backward_name="ConstantPadNdBackward0",
+    )
+)
+register(
+    OpDef(
+        "cat",
+        Group.MOVEMENT,
+        -1,
+        attrs=(Attr("axis", AttrKind.INT, 0),),
+        infer=_infer_cat,
+        reference=lambda *xs, axis: np.concatenate(xs, axis=axis),
+        backward_name="CatBackward0",
+    )
+)
+register(
+    OpDef(
+        "flip",
+        Group.MOVEMENT,
+        1,
+        attrs=(Attr("axes", AttrKind.INTS, required=True),),
+        infer=_infer_flip,
+        reference=lambda x, axes: np.flip(x, axes),
+        backward_name="FlipBackward0",
+    )
+)
 
 
 # --------------------------------------------------------------------------------------
@@ -231,8 +320,9 @@ def _vjp_expand(ctx: Any, g: Any, shape: tuple[int, ...]) -> Any:
     return ctx.F.sum_to_size(g, ctx.input_meta[0][0])
 
 
-def _vjp_slice(ctx: Any, g: Any, starts: tuple[int, ...], stops: tuple[int, ...],
-               steps: tuple[int, ...]) -> Any:
+def _vjp_slice(
+    ctx: Any, g: Any, starts: tuple[int, ...], stops: tuple[int, ...], steps: tuple[int, ...]
+) -> Any:
     shape = ctx.input_meta[0][0]
     lows, highs, interior = [], [], []
     for n, a, s, m in zip(shape, starts, steps, g._shape):
@@ -250,12 +340,19 @@ def _vjp_slice(ctx: Any, g: Any, starts: tuple[int, ...], stops: tuple[int, ...]
     return ctx.F.pad_dims(g, lows, highs, interior, 0)
 
 
-def _vjp_pad(ctx: Any, g: Any, lows: tuple[int, ...], highs: tuple[int, ...],
-             interior: tuple[int, ...], value: Any) -> Any:
+def _vjp_pad(
+    ctx: Any,
+    g: Any,
+    lows: tuple[int, ...],
+    highs: tuple[int, ...],
+    interior: tuple[int, ...],
+    value: Any,
+) -> Any:
     shape = ctx.input_meta[0][0]
     starts = tuple(lows)
-    stops = tuple(lo + (n - 1) * (it + 1) + 1 if n else lo
-                  for n, lo, it in zip(shape, lows, interior))
+    stops = tuple(
+        lo + (n - 1) * (it + 1) + 1 if n else lo for n, lo, it in zip(shape, lows, interior)
+    )
     steps = tuple(it + 1 for it in interior)
     return ctx.F.slice_all(g, starts, stops, steps)
 
@@ -271,14 +368,21 @@ def _vjp_flip(ctx: Any, g: Any, axes: tuple[int, ...]) -> Any:
     return ctx.F.flip(g, axes)
 
 
-for _name, _rule in [("reshape", _vjp_reshape), ("permute", _vjp_permute),
-                     ("expand", _vjp_expand), ("slice", _vjp_slice), ("pad", _vjp_pad),
-                     ("cat", _vjp_cat), ("flip", _vjp_flip)]:
+for _name, _rule in [
+    ("reshape", _vjp_reshape),
+    ("permute", _vjp_permute),
+    ("expand", _vjp_expand),
+    ("slice", _vjp_slice),
+    ("pad", _vjp_pad),
+    ("cat", _vjp_cat),
+    ("flip", _vjp_flip),
+]:
     OPS[_name].vjp = _rule
     OPS[_name].saves = ""
 
 
 # Forward mode: these ops are linear, so a tangent goes through the op itself.
+
 
 def _tangent(ctx: Any, tangents: tuple, i: int = 0) -> Any:
     t = tangents[i]
@@ -292,17 +396,21 @@ OPS["reshape"].jvp = lambda ctx, ts, shape: ctx.F.reshape(_tangent(ctx, ts), sha
 OPS["permute"].jvp = lambda ctx, ts, perm: ctx.F.permute(_tangent(ctx, ts), perm)
 OPS["expand"].jvp = lambda ctx, ts, shape: ctx.F.expand(_tangent(ctx, ts), shape)
 OPS["slice"].jvp = lambda ctx, ts, starts, stops, steps: ctx.F.slice_all(
-    _tangent(ctx, ts), starts, stops, steps)
+    _tangent(ctx, ts), starts, stops, steps
+)
 OPS["pad"].jvp = lambda ctx, ts, lows, highs, interior, value: ctx.F.pad_dims(
-    _tangent(ctx, ts), lows, highs, interior, 0)
+    _tangent(ctx, ts), lows, highs, interior, 0
+)
 OPS["cat"].jvp = lambda ctx, ts, axis: ctx.F.cat(
-    [_tangent(ctx, ts, i) for i in range(len(ts))], axis)
+    [_tangent(ctx, ts, i) for i in range(len(ts))], axis
+)
 OPS["flip"].jvp = lambda ctx, ts, axes: ctx.F.flip(_tangent(ctx, ts), axes)
 
 
 # --------------------------------------------------------------------------------------
 # Complex <-> real reinterpretation: (..., ) complex is (..., 2) real in memory
 # --------------------------------------------------------------------------------------
+
 
 def _infer_view_as_real(types: tuple[TensorType, ...]) -> TensorType:
     (t,) = types
@@ -314,11 +422,13 @@ def _infer_view_as_real(types: tuple[TensorType, ...]) -> TensorType:
 def _infer_view_as_complex(types: tuple[TensorType, ...]) -> TensorType:
     (t,) = types
     if t.dtype.name not in ("float32", "float64"):
-        raise TypeError(f"view_as_complex is only supported for float32 and float64 tensors "
-                        f"(input {t})")
+        raise TypeError(
+            f"view_as_complex is only supported for float32 and float64 tensors (input {t})"
+        )
     if not t.shape or t.shape[-1] != 2:
-        raise RuntimeError(f"view_as_complex: Tensor must have a last dimension of size 2 "
-                           f"(input {t})")
+        raise RuntimeError(
+            f"view_as_complex: Tensor must have a last dimension of size 2 (input {t})"
+        )
     return TensorType(t.dtype.to_complex(), t.shape[:-1])
 
 
@@ -338,13 +448,30 @@ def _decompose_view_as_complex(F: Any, x: Any) -> Any:
 
 # Eager mode runs these as views of the same memory (functions/shape.py); a compiled graph,
 # whose buffers have one dtype each, gets the decompositions (parts, stack / complex).
-register(OpDef("view_as_real", Group.COMPOSITE, 1, infer=_infer_view_as_real,
-               reference=lambda x: np.stack([x.real, x.imag], axis=-1),
-               decompose=_decompose_view_as_real, backward_name="ViewAsRealBackward0",
-               saves=""))
-register(OpDef("view_as_complex", Group.COMPOSITE, 1, infer=_infer_view_as_complex,
-               reference=_ref_view_as_complex, decompose=_decompose_view_as_complex,
-               backward_name="ViewAsComplexBackward0", saves=""))
+register(
+    OpDef(
+        "view_as_real",
+        Group.COMPOSITE,
+        1,
+        infer=_infer_view_as_real,
+        reference=lambda x: np.stack([x.real, x.imag], axis=-1),
+        decompose=_decompose_view_as_real,
+        backward_name="ViewAsRealBackward0",
+        saves="",
+    )
+)
+register(
+    OpDef(
+        "view_as_complex",
+        Group.COMPOSITE,
+        1,
+        infer=_infer_view_as_complex,
+        reference=_ref_view_as_complex,
+        decompose=_decompose_view_as_complex,
+        backward_name="ViewAsComplexBackward0",
+        saves="",
+    )
+)
 
 
 def _vjp_view_as_real(ctx: Any, g: Any) -> Any:
@@ -359,4 +486,5 @@ OPS["view_as_real"].vjp = _vjp_view_as_real
 OPS["view_as_complex"].vjp = _vjp_view_as_complex
 OPS["view_as_real"].jvp = lambda ctx, ts: ctx.F.view_as_real(_tangent(ctx, ts))
 OPS["view_as_complex"].jvp = lambda ctx, ts: ctx.F.view_as_complex(
-    ctx.F.contiguous(_tangent(ctx, ts)))
+    ctx.F.contiguous(_tangent(ctx, ts))
+)

@@ -1,5 +1,6 @@
 """`llgrad.optim`: optimizers with PyTorch's update rules and state dicts, and
 `llgrad.optim.lr_scheduler`."""
+
 from .adadelta import Adadelta
 from .adafactor import Adafactor
 from .adagrad import Adagrad
@@ -15,6 +16,21 @@ from .rprop import Rprop
 from .sgd import SGD
 from . import lr_scheduler
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "Adadelta",
-           "Adagrad", "RMSprop", "Rprop", "ASGD", "LBFGS", "Adafactor", "Muon",
-           "lr_scheduler"]
+__all__ = [
+    "Optimizer",
+    "SGD",
+    "Adam",
+    "AdamW",
+    "Adamax",
+    "NAdam",
+    "RAdam",
+    "Adadelta",
+    "Adagrad",
+    "RMSprop",
+    "Rprop",
+    "ASGD",
+    "LBFGS",
+    "Adafactor",
+    "Muon",
+    "lr_scheduler",
+]

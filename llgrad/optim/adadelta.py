@@ -1,12 +1,21 @@
 """Adadelta (Zeiler 2012) with PyTorch's update formulas."""
+
 from __future__ import annotations
 
 from typing import Any, Iterable
 
 from .. import functions as lg
 from ..tensor import Tensor
-from .optimizer import (Optimizer, add_scaled, check_lr, hyper, lazy_state, new_step,
-                        no_complex, scalar)
+from .optimizer import (
+    Optimizer,
+    add_scaled,
+    check_lr,
+    hyper,
+    lazy_state,
+    new_step,
+    no_complex,
+    scalar,
+)
 
 
 class Adadelta(Optimizer):
@@ -22,10 +31,19 @@ class Adadelta(Optimizer):
     `capturable`, `differentiable` are accepted and give the same values.
     """
 
-    def __init__(self, params: Iterable[Any], lr: float | Tensor = 1.0, rho: float = 0.9,
-                 eps: float = 1e-6, weight_decay: float = 0, foreach: bool | None = None, *,
-                 capturable: bool = False, maximize: bool = False,
-                 differentiable: bool = False) -> None:
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float | Tensor = 1.0,
+        rho: float = 0.9,
+        eps: float = 1e-6,
+        weight_decay: float = 0,
+        foreach: bool | None = None,
+        *,
+        capturable: bool = False,
+        maximize: bool = False,
+        differentiable: bool = False,
+    ) -> None:
         check_lr(lr)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
@@ -33,9 +51,19 @@ class Adadelta(Optimizer):
             raise ValueError(f"Invalid epsilon value: {eps}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
-                                      maximize=maximize, capturable=capturable,
-                                      foreach=foreach, differentiable=differentiable))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                rho=rho,
+                eps=eps,
+                weight_decay=weight_decay,
+                maximize=maximize,
+                capturable=capturable,
+                foreach=foreach,
+                differentiable=differentiable,
+            ),
+        )
 
     def _update(self, p: Tensor, group: Any) -> None:
         no_complex(self, p)

@@ -1,4 +1,5 @@
 """Adafactor (Shazeer & Stern 2018) as PyTorch 2.13 implements it."""
+
 from __future__ import annotations
 
 from typing import Any, Iterable
@@ -8,8 +9,7 @@ from ..autograd.grad_mode import no_grad
 from ..linalg import vector_norm
 from ..tensor import Tensor
 from ..typeinfo import finfo
-from .optimizer import (Optimizer, hyper, lazy_state, maximum, minimum, new_step,
-                        scalar, step_count)
+from .optimizer import Optimizer, hyper, lazy_state, maximum, minimum, new_step, scalar, step_count
 
 
 class Adafactor(Optimizer):
@@ -29,10 +29,18 @@ class Adafactor(Optimizer):
     is accepted (same values).
     """
 
-    def __init__(self, params: Iterable[Any], lr: float | Tensor = 1e-2,
-                 beta2_decay: float = -0.8, eps: tuple[float | None, float] = (None, 1e-3),
-                 d: float = 1.0, weight_decay: float = 0.0, *, foreach: bool | None = None,
-                 maximize: bool = False) -> None:
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float | Tensor = 1e-2,
+        beta2_decay: float = -0.8,
+        eps: tuple[float | None, float] = (None, 1e-3),
+        d: float = 1.0,
+        weight_decay: float = 0.0,
+        *,
+        foreach: bool | None = None,
+        maximize: bool = False,
+    ) -> None:
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
         if not 0.0 <= float(lr):
@@ -47,9 +55,18 @@ class Adafactor(Optimizer):
             raise ValueError(f"Clipping threshold d should be >= 1 but is: {d}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"weight_decay should be >= 0 but is: {weight_decay}")
-        super().__init__(params, dict(lr=lr, beta2_decay=beta2_decay, eps=eps, d=d,
-                                      weight_decay=weight_decay, foreach=foreach,
-                                      maximize=maximize))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                beta2_decay=beta2_decay,
+                eps=eps,
+                d=d,
+                weight_decay=weight_decay,
+                foreach=foreach,
+                maximize=maximize,
+            ),
+        )
 
     def step(self, closure: Any = None) -> Any:
         """One update of every parameter with a gradient (closure: re-evaluates the loss)."""
@@ -87,27 +104,25 @@ class Adafactor(Optimizer):
         state["step"].add_(1)
         step = step_count(state["step"])
         one_minus_beta2 = step ** group["beta2_decay"]
-        rho = minimum(lr, 1 / (step ** 0.5))
+        rho = minimum(lr, 1 / (step**0.5))
         numel = p.numel()
-        norm_p = vector_norm(p) if isinstance(step, Tensor) \
-            else vector_norm(p).item()
-        alpha = maximum(eps2, norm_p / (numel ** 0.5)) * rho
+        norm_p = vector_norm(p) if isinstance(step, Tensor) else vector_norm(p).item()
+        alpha = maximum(eps2, norm_p / (numel**0.5)) * rho
         if wd != 0:
             p.mul_(1 - lr * wd)
         if g.ndim > 1:
             row_var, col_var = state["row_var"], state["col_var"]
-            row_mean = lg.div(lg.square(vector_norm(g, dim=-1, keepdim=True)),
-                              g.shape[-1])
+            row_mean = lg.div(lg.square(vector_norm(g, dim=-1, keepdim=True)), g.shape[-1])
             row_var.copy_(lg.lerp(row_var, row_mean, _weight(one_minus_beta2, row_var)))
-            col_mean = lg.div(lg.square(vector_norm(g, dim=-2, keepdim=True)),
-                              g.shape[-2])
+            col_mean = lg.div(lg.square(vector_norm(g, dim=-2, keepdim=True)), g.shape[-2])
             col_var.copy_(lg.lerp(col_var, col_mean, _weight(one_minus_beta2, col_var)))
-            var_estimate = lg.div(lg.matmul(row_var, col_var),
-                                  lg.clamp(lg.mean(row_var, dim=-2, keepdim=True), min=eps1))
+            var_estimate = lg.div(
+                lg.matmul(row_var, col_var),
+                lg.clamp(lg.mean(row_var, dim=-2, keepdim=True), min=eps1),
+            )
         else:
             variance = state["variance"]
-            variance.copy_(lg.lerp(variance, lg.mul(g, g),
-                                   _weight(one_minus_beta2, variance)))
+            variance.copy_(lg.lerp(variance, lg.mul(g, g), _weight(one_minus_beta2, variance)))
             var_estimate = variance
         update = lg.mul(lg.rsqrt(lg.clamp(var_estimate, min=eps1 * eps1)), g)
         norm_u = vector_norm(update)
@@ -120,4 +135,3 @@ class Adafactor(Optimizer):
 def _weight(w: Any, like: Tensor) -> Any:
     """A lerp weight: a number, or a traced 0-d tensor cast to the state's dtype."""
     return w.to(like.dtype) if isinstance(w, Tensor) else w
-

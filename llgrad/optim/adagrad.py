@@ -1,4 +1,5 @@
 """Adagrad with PyTorch's update (learning-rate decay, weight decay, initial accumulator)."""
+
 from __future__ import annotations
 
 from typing import Any, Iterable
@@ -20,23 +21,44 @@ class Adagrad(Optimizer):
     PyTorch does, so a compiled training step compiles from its first call.
     """
 
-    def __init__(self, params: Iterable[Any], lr: float | Tensor = 1e-2, lr_decay: float = 0.0,
-                 weight_decay: float = 0.0, initial_accumulator_value: float = 0.0,
-                 eps: float = 1e-10, foreach: bool | None = None, *, maximize: bool = False,
-                 differentiable: bool = False, fused: bool | None = None) -> None:
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float | Tensor = 1e-2,
+        lr_decay: float = 0.0,
+        weight_decay: float = 0.0,
+        initial_accumulator_value: float = 0.0,
+        eps: float = 1e-10,
+        foreach: bool | None = None,
+        *,
+        maximize: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
+    ) -> None:
         check_lr(lr)
         check_fused("Adagrad", fused, foreach, differentiable)
-        for name, value in (("lr_decay value", lr_decay),
-                            ("weight_decay value", weight_decay),
-                            ("initial_accumulator_value value", initial_accumulator_value),
-                            ("epsilon value", eps)):
+        for name, value in (
+            ("lr_decay value", lr_decay),
+            ("weight_decay value", weight_decay),
+            ("initial_accumulator_value value", initial_accumulator_value),
+            ("epsilon value", eps),
+        ):
             if not 0.0 <= value:
                 raise ValueError(f"Invalid {name}: {value}")
-        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, eps=eps,
-                                      weight_decay=weight_decay,
-                                      initial_accumulator_value=initial_accumulator_value,
-                                      foreach=foreach, maximize=maximize,
-                                      differentiable=differentiable, fused=fused))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                lr_decay=lr_decay,
+                eps=eps,
+                weight_decay=weight_decay,
+                initial_accumulator_value=initial_accumulator_value,
+                foreach=foreach,
+                maximize=maximize,
+                differentiable=differentiable,
+                fused=fused,
+            ),
+        )
         for group in self.param_groups:
             for p in group["params"]:
                 self._init_state(p, group)
@@ -56,11 +78,14 @@ class Adagrad(Optimizer):
 
     def _update(self, p: Tensor, group: Any) -> None:
         if p.is_complex():
-            raise TypeError(f"Adagrad: complex parameters are not supported (parameter of "
-                            f"shape {list(p.shape)}, dtype {p.dtype.name})")
+            raise TypeError(
+                f"Adagrad: complex parameters are not supported (parameter of "
+                f"shape {list(p.shape)}, dtype {p.dtype.name})"
+            )
         state = self.state[p]
         if not state:
             from ..tracer.tensor import state_not_ready, tracing
+
             if tracing():
                 state_not_ready("Adagrad's state does not exist yet")
             self._init_state(p, group)
@@ -71,6 +96,7 @@ class Adagrad(Optimizer):
             g = lg.add(g, p, alpha=group["weight_decay"])
         lr, lr_decay = hyper(group, "lr"), group["lr_decay"]
         from ..tracer.tensor import tracing
+
         if tracing() or isinstance(lr, Tensor):
             # the step count (and maybe lr) are tensors of the graph, not Python numbers
             steps = lg.sub(step_t.to(dt.float64), 1.0)

@@ -1,4 +1,5 @@
 """Adam and AdamW with PyTorch's update formulas (bias correction, optional AMSGrad)."""
+
 from __future__ import annotations
 
 from typing import Any, Iterable
@@ -25,12 +26,22 @@ class Adam(Optimizer):
     does not record the update for autograd.
     """
 
-    def __init__(self, params: Iterable[Any], lr: float | Tensor = 1e-3,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, amsgrad: bool = False, *,
-                 foreach: bool | None = None, maximize: bool = False,
-                 capturable: bool = False, differentiable: bool = False,
-                 fused: bool | None = None, decoupled_weight_decay: bool = False) -> None:
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float | Tensor = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        amsgrad: bool = False,
+        *,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
+        decoupled_weight_decay: bool = False,
+    ) -> None:
         check_lr(lr)
         check_fused(type(self).__name__, fused, foreach, differentiable)
         if not 0.0 <= eps:
@@ -41,17 +52,28 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
-                                      weight_decay=weight_decay, amsgrad=amsgrad,
-                                      maximize=maximize, foreach=foreach,
-                                      capturable=capturable, differentiable=differentiable,
-                                      fused=fused,
-                                      decoupled_weight_decay=decoupled_weight_decay))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                betas=tuple(betas),
+                eps=eps,
+                weight_decay=weight_decay,
+                amsgrad=amsgrad,
+                maximize=maximize,
+                foreach=foreach,
+                capturable=capturable,
+                differentiable=differentiable,
+                fused=fused,
+                decoupled_weight_decay=decoupled_weight_decay,
+            ),
+        )
 
     def _init_state(self, p: Tensor, amsgrad: bool) -> dict[str, Any]:
         state = self.state[p]
         if not state or (amsgrad and "max_exp_avg_sq" not in state):
             from ..tracer.tensor import state_not_ready, tracing
+
             if tracing():
                 state_not_ready(f"{type(self).__name__}'s state does not exist yet")
         if not state:
@@ -66,24 +88,40 @@ class Adam(Optimizer):
 
     def _update(self, p: Tensor, group: dict[str, Any]) -> None:
         if p._grad.is_complex() or p.is_complex():
-            raise TypeError(f"{type(self).__name__}: complex parameters are not supported "
-                            f"(parameter of shape {list(p.shape)}, dtype {p.dtype.name})")
+            raise TypeError(
+                f"{type(self).__name__}: complex parameters are not supported "
+                f"(parameter of shape {list(p.shape)}, dtype {p.dtype.name})"
+            )
         lr, (beta1, beta2), eps = hyper(group, "lr"), hyper(group, "betas"), group["eps"]
         wd, amsgrad = group["weight_decay"], group["amsgrad"]
         state = self._init_state(p, amsgrad)
         step_t = state["step"]
-        if group.__class__ is dict and _fused.numbers(lr, beta1, beta2, eps, wd) and \
-                _fused.eligible(p, p._grad, state["exp_avg"], state["exp_avg_sq"],
-                                state.get("max_exp_avg_sq")):
+        if (
+            group.__class__ is dict
+            and _fused.numbers(lr, beta1, beta2, eps, wd)
+            and _fused.eligible(
+                p, p._grad, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq")
+            )
+        ):
             # eager: one kernel per state tensor (`optim._fused`)
             step_t.add_(1)
             step = step_t.item()
-            _fused.adam(p, p._grad, state["exp_avg"], state["exp_avg_sq"],
-                        state["max_exp_avg_sq"] if amsgrad else None, beta1=beta1,
-                        beta2=beta2, lr=lr, eps=eps, wd=wd,
-                        decoupled=group["decoupled_weight_decay"],
-                        maximize=group["maximize"], step_size=lr / (1 - beta1 ** step),
-                        bias_correction2_sqrt=(1 - beta2 ** step) ** 0.5)
+            _fused.adam(
+                p,
+                p._grad,
+                state["exp_avg"],
+                state["exp_avg_sq"],
+                state["max_exp_avg_sq"] if amsgrad else None,
+                beta1=beta1,
+                beta2=beta2,
+                lr=lr,
+                eps=eps,
+                wd=wd,
+                decoupled=group["decoupled_weight_decay"],
+                maximize=group["maximize"],
+                step_size=lr / (1 - beta1**step),
+                bias_correction2_sqrt=(1 - beta2**step) ** 0.5,
+            )
             return
         g = lg.neg(p._grad) if group["maximize"] else p._grad
         step_t.add_(1)
@@ -96,6 +134,7 @@ class Adam(Optimizer):
         exp_avg.copy_(lg.lerp(exp_avg, g, 1 - beta1))
         exp_avg_sq.mul_(beta2).add_(lg.mul(lg.mul(g, 1 - beta2), g))
         from ..tracer.tensor import tracing
+
         if tracing():
             # compiled step: the step count is a tensor of the graph, not a Python number
             step64 = step_t.to(dt.float64)
@@ -104,8 +143,8 @@ class Adam(Optimizer):
             step_size = lg.div(lr, bias_correction1)
         else:
             step = step_t.item()
-            bias_correction1 = 1 - beta1 ** step
-            bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+            bias_correction1 = 1 - beta1**step
+            bias_correction2_sqrt = (1 - beta2**step) ** 0.5
             step_size = lr / bias_correction1
         if amsgrad:
             best = state["max_exp_avg_sq"]
@@ -122,13 +161,32 @@ class AdamW(Adam):
     """Adam with decoupled weight decay (Loshchilov & Hutter): `p *= 1 - lr * wd` before the
     Adam step, instead of adding `wd * p` to the gradient. Default weight_decay 1e-2."""
 
-    def __init__(self, params: Iterable[Any], lr: float | Tensor = 1e-3,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 1e-2, amsgrad: bool = False, *,
-                 maximize: bool = False, foreach: bool | None = None,
-                 capturable: bool = False, differentiable: bool = False,
-                 fused: bool | None = None) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
-                         foreach=foreach, capturable=capturable,
-                         differentiable=differentiable, fused=fused,
-                         decoupled_weight_decay=True)
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float | Tensor = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
+    ) -> None:
+        super().__init__(
+            params,
+            lr,
+            betas,
+            eps,
+            weight_decay,
+            amsgrad,
+            maximize=maximize,
+            foreach=foreach,
+            capturable=capturable,
+            differentiable=differentiable,
+            fused=fused,
+            decoupled_weight_decay=True,
+        )

@@ -1,12 +1,21 @@
 """Adamax (Adam with the infinity norm) with PyTorch's update formulas."""
+
 from __future__ import annotations
 
 from typing import Any, Iterable
 
 from .. import functions as lg
 from ..tensor import Tensor
-from .optimizer import (Optimizer, check_lr, hyper, lazy_state, new_step, no_complex, scalar,
-                        step_count)
+from .optimizer import (
+    Optimizer,
+    check_lr,
+    hyper,
+    lazy_state,
+    new_step,
+    no_complex,
+    scalar,
+    step_count,
+)
 
 
 class Adamax(Optimizer):
@@ -21,11 +30,19 @@ class Adamax(Optimizer):
     compiled training step fuses); `differentiable=True` does not record the update.
     """
 
-    def __init__(self, params: Iterable[Any], lr: float | Tensor = 2e-3,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0, foreach: bool | None = None, *,
-                 maximize: bool = False, differentiable: bool = False,
-                 capturable: bool = False) -> None:
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float | Tensor = 2e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        foreach: bool | None = None,
+        *,
+        maximize: bool = False,
+        differentiable: bool = False,
+        capturable: bool = False,
+    ) -> None:
         check_lr(lr)
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
@@ -35,9 +52,19 @@ class Adamax(Optimizer):
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                                      foreach=foreach, maximize=maximize,
-                                      differentiable=differentiable, capturable=capturable))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                betas=betas,
+                eps=eps,
+                weight_decay=weight_decay,
+                foreach=foreach,
+                maximize=maximize,
+                differentiable=differentiable,
+                capturable=capturable,
+            ),
+        )
 
     def _update(self, p: Tensor, group: Any) -> None:
         no_complex(self, p)
@@ -56,5 +83,5 @@ class Adamax(Optimizer):
         exp_avg.copy_(lg.lerp(exp_avg, g, 1 - beta1))
         exp_inf.copy_(lg.maximum(lg.mul(exp_inf, beta2), lg.add(lg.abs(g), eps)))
         step = step_count(state["step"])
-        clr = lr / (1 - beta1 ** step)
+        clr = lr / (1 - beta1**step)
         p.add_(lg.mul(lg.div(exp_avg, exp_inf), -clr))

@@ -2,6 +2,7 @@
 
 The whole step runs eagerly: its loop and line search branch on values. Inside
 `lg.compile` a step is a graph break (that call runs eagerly)."""
+
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable
@@ -12,8 +13,9 @@ from ..tensor import Tensor
 from .optimizer import Optimizer, check_lr, scalar
 
 
-def _cubic_minimum(x1: Any, f1: Any, g1: Any, x2: Any, f2: Any, g2: Any,
-                   bounds: tuple[Any, Any] | None = None) -> Any:
+def _cubic_minimum(
+    x1: Any, f1: Any, g1: Any, x2: Any, f2: Any, g2: Any, bounds: tuple[Any, Any] | None = None
+) -> Any:
     """The minimizer of the cubic through (x1, f1, g1) and (x2, f2, g2), clipped to
     `bounds` (default: the interval between x1 and x2); the midpoint when the cubic has no
     minimum."""
@@ -22,9 +24,9 @@ def _cubic_minimum(x1: Any, f1: Any, g1: Any, x2: Any, f2: Any, g2: Any,
     else:
         lo, hi = bounds
     d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
-    d2_square = d1 ** 2 - g1 * g2
+    d2_square = d1**2 - g1 * g2
     if d2_square >= 0:
-        d2 = d2_square.sqrt() if isinstance(d2_square, Tensor) else d2_square ** 0.5
+        d2 = d2_square.sqrt() if isinstance(d2_square, Tensor) else d2_square**0.5
         if x1 <= x2:
             pos = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
         else:
@@ -33,10 +35,19 @@ def _cubic_minimum(x1: Any, f1: Any, g1: Any, x2: Any, f2: Any, g2: Any,
     return (lo + hi) / 2.0
 
 
-def _strong_wolfe(evaluate: Callable[[Any, Any, Tensor], tuple[float, Tensor]], x: Any,
-                  t: Any, d: Tensor, f: float, g: Tensor, gtd: Any, c1: float = 1e-4,
-                  c2: float = 0.9, tolerance_change: float = 1e-9, max_ls: int = 25
-                  ) -> tuple[float, Tensor, Any, int]:
+def _strong_wolfe(
+    evaluate: Callable[[Any, Any, Tensor], tuple[float, Tensor]],
+    x: Any,
+    t: Any,
+    d: Tensor,
+    f: float,
+    g: Tensor,
+    gtd: Any,
+    c1: float = 1e-4,
+    c2: float = 0.9,
+    tolerance_change: float = 1e-9,
+    max_ls: int = 25,
+) -> tuple[float, Tensor, Any, int]:
     """A line search along `d` satisfying the strong Wolfe conditions (bracketing, then
     zooming with cubic interpolation): returns (loss, flat gradient, step, evaluations)."""
     d_norm = lg.max(lg.abs(d))
@@ -67,8 +78,7 @@ def _strong_wolfe(evaluate: Callable[[Any, Any, Tensor], tuple[float, Tensor]], 
         min_step = t + 0.01 * (t - t_prev)
         max_step = t * 10
         previous = t
-        t = _cubic_minimum(t_prev, f_prev, gtd_prev, t, f_new, gtd_new,
-                           bounds=(min_step, max_step))
+        t = _cubic_minimum(t_prev, f_prev, gtd_prev, t, f_new, gtd_new, bounds=(min_step, max_step))
         t_prev, f_prev, g_prev, gtd_prev = previous, f_new, g_new.clone(), gtd_new
         f_new, g_new = evaluate(x, t, d)
         evals += 1
@@ -81,8 +91,9 @@ def _strong_wolfe(evaluate: Callable[[Any, Any, Tensor], tuple[float, Tensor]], 
     while not done and it < max_ls:
         if abs(bracket[1] - bracket[0]) * d_norm < tolerance_change:
             break
-        t = _cubic_minimum(bracket[0], bracket_f[0], bracket_gtd[0],
-                           bracket[1], bracket_f[1], bracket_gtd[1])
+        t = _cubic_minimum(
+            bracket[0], bracket_f[0], bracket_gtd[0], bracket[1], bracket_f[1], bracket_gtd[1]
+        )
         eps = 0.1 * (max(bracket) - min(bracket))
         if min(max(bracket) - t, t - min(bracket)) < eps:
             if insufficient or t >= max(bracket) or t <= min(bracket):
@@ -127,18 +138,32 @@ class LBFGS(Optimizer):
     `al`) is PyTorch's, kept under the first parameter.
     """
 
-    def __init__(self, params: Iterable[Any], lr: float | Tensor = 1, max_iter: int = 20,
-                 max_eval: int | None = None, tolerance_grad: float = 1e-7,
-                 tolerance_change: float = 1e-9, history_size: int = 100,
-                 line_search_fn: str | None = None) -> None:
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float | Tensor = 1,
+        max_iter: int = 20,
+        max_eval: int | None = None,
+        tolerance_grad: float = 1e-7,
+        tolerance_change: float = 1e-9,
+        history_size: int = 100,
+        line_search_fn: str | None = None,
+    ) -> None:
         check_lr(lr)
         if max_eval is None:
             max_eval = max_iter * 5 // 4
-        super().__init__(params, dict(lr=lr, max_iter=max_iter, max_eval=max_eval,
-                                      tolerance_grad=tolerance_grad,
-                                      tolerance_change=tolerance_change,
-                                      history_size=history_size,
-                                      line_search_fn=line_search_fn))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                max_iter=max_iter,
+                max_eval=max_eval,
+                tolerance_grad=tolerance_grad,
+                tolerance_change=tolerance_change,
+                history_size=history_size,
+                line_search_fn=line_search_fn,
+            ),
+        )
         if len(self.param_groups) != 1:
             raise ValueError("LBFGS doesn't support per-parameter options (parameter groups)")
         self._params = self.param_groups[0]["params"]
@@ -146,8 +171,9 @@ class LBFGS(Optimizer):
 
     def _numel(self) -> int:
         if self._numel_cache is None:
-            self._numel_cache = sum(2 * p.numel() if p.is_complex() else p.numel()
-                                    for p in self._params)
+            self._numel_cache = sum(
+                2 * p.numel() if p.is_complex() else p.numel() for p in self._params
+            )
         return self._numel_cache
 
     def _flat_grad(self) -> Tensor:
@@ -167,7 +193,7 @@ class LBFGS(Optimizer):
         for p in self._params:
             target = lg.view_as_real(p) if p.is_complex() else p
             n = target.numel()
-            piece = update[offset:offset + n].reshape(target.shape)
+            piece = update[offset : offset + n].reshape(target.shape)
             if isinstance(step_size, Tensor):
                 target.add_(lg.mul(piece, step_size))
             else:
@@ -183,8 +209,9 @@ class LBFGS(Optimizer):
         for p, v in zip(self._params, values):
             p.copy_(v)
 
-    def _directional_evaluate(self, closure: Callable[[], Any], x: list[Tensor], t: Any,
-                              d: Tensor) -> tuple[float, Tensor]:
+    def _directional_evaluate(
+        self, closure: Callable[[], Any], x: list[Tensor], t: Any, d: Tensor
+    ) -> tuple[float, Tensor]:
         self._add_grad(t, d)
         loss = float(closure())
         flat_grad = self._flat_grad()
@@ -195,8 +222,10 @@ class LBFGS(Optimizer):
         """One L-BFGS step; `closure` clears the gradients, computes the loss, calls
         `backward()` and returns the loss (it is required). Returns the first loss."""
         from ..tracer.tensor import GraphBreak, tracing
+
         if tracing():
             from ..tracer.context import user_location
+
             raise GraphBreak("LBFGS.step (its iterations branch on values)", user_location())
         if closure is None:
             raise TypeError("LBFGS.step() requires a closure that re-evaluates the loss")
@@ -283,8 +312,9 @@ class LBFGS(Optimizer):
                 def obj(x: list[Tensor], step: Any, direction: Tensor) -> tuple[float, Tensor]:
                     return self._directional_evaluate(closure, x, step, direction)
 
-                loss, flat_grad, t, evals = _strong_wolfe(obj, x_init, t, d, loss, flat_grad,
-                                                          gtd, max_ls=max_eval - current_evals)
+                loss, flat_grad, t, evals = _strong_wolfe(
+                    obj, x_init, t, d, loss, flat_grad, gtd, max_ls=max_eval - current_evals
+                )
                 self._add_grad(t, d)
                 opt_cond = lg.max(lg.abs(flat_grad)) <= tolerance_grad
             else:
@@ -303,6 +333,14 @@ class LBFGS(Optimizer):
                 break
             if abs(loss - prev_loss) < tolerance_change:
                 break
-        state.update(d=d, t=t, old_dirs=old_dirs, old_stps=old_stps, ro=ro, H_diag=H_diag,
-                     prev_flat_grad=prev_flat_grad, prev_loss=prev_loss)
+        state.update(
+            d=d,
+            t=t,
+            old_dirs=old_dirs,
+            old_stps=old_stps,
+            ro=ro,
+            H_diag=H_diag,
+            prev_flat_grad=prev_flat_grad,
+            prev_loss=prev_loss,
+        )
         return orig_loss

@@ -9,6 +9,7 @@ PyTorch's to the last bit, and two schedulers can be chained on one optimizer.
 Compiled training steps read `lr` (and `momentum`, `betas`) as graph inputs, so a
 scheduler's new values are used by the next compiled call without recompiling.
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,15 +24,31 @@ from typing import Any, Callable, Iterable, Sequence
 from ..tensor import Tensor
 from .optimizer import Optimizer
 
-__all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR",
-           "ConstantLR", "LinearLR", "ExponentialLR", "SequentialLR", "CosineAnnealingLR",
-           "ChainedScheduler", "ReduceLROnPlateau", "CyclicLR", "CosineAnnealingWarmRestarts",
-           "OneCycleLR", "PolynomialLR"]
+__all__ = [
+    "LRScheduler",
+    "LambdaLR",
+    "MultiplicativeLR",
+    "StepLR",
+    "MultiStepLR",
+    "ConstantLR",
+    "LinearLR",
+    "ExponentialLR",
+    "SequentialLR",
+    "CosineAnnealingLR",
+    "ChainedScheduler",
+    "ReduceLROnPlateau",
+    "CyclicLR",
+    "CosineAnnealingWarmRestarts",
+    "OneCycleLR",
+    "PolynomialLR",
+]
 
-_EPOCH_WARNING = ("The epoch parameter in `scheduler.step()` was not necessary and is being "
-                  "deprecated where possible. Please use `scheduler.step()` to step the "
-                  "scheduler. During the deprecation, if epoch is different from None, the "
-                  "closed form is used instead of the new chainable form, where available.")
+_EPOCH_WARNING = (
+    "The epoch parameter in `scheduler.step()` was not necessary and is being "
+    "deprecated where possible. Please use `scheduler.step()` to step the "
+    "scheduler. During the deprecation, if epoch is different from None, the "
+    "closed form is used instead of the new chainable form, where available."
+)
 
 
 def _check_optimizer(optimizer: Any) -> None:
@@ -40,16 +57,19 @@ def _check_optimizer(optimizer: Any) -> None:
 
 
 def _values(optimizer: Optimizer, key: str) -> list[Any]:
-    return [g[key].clone() if isinstance(g[key], Tensor) else g[key]
-            for g in optimizer.param_groups]
+    return [
+        g[key].clone() if isinstance(g[key], Tensor) else g[key] for g in optimizer.param_groups
+    ]
 
 
 def _per_group(name: str, optimizer: Optimizer, value: Any) -> list[Any]:
     if isinstance(value, (list, tuple)):
         if len(value) != len(optimizer.param_groups):
-            raise ValueError(f"{name} must have the same length as optimizer.param_groups. "
-                             f"{name} has {len(value)} values, param_groups has "
-                             f"{len(optimizer.param_groups)}.")
+            raise ValueError(
+                f"{name} must have the same length as optimizer.param_groups. "
+                f"{name} has {len(value)} values, param_groups has "
+                f"{len(optimizer.param_groups)}."
+            )
         return list(value)
     return [value] * len(optimizer.param_groups)
 
@@ -62,12 +82,14 @@ def _set(group: dict[str, Any], key: str, value: Any) -> None:
         group[key] = value
 
 
-_STEP_ORDER_WARNING = ("Detected call of `lr_scheduler.step()` before `optimizer.step()`. "
-                       "In PyTorch 1.1.0 and later, you should call them in the opposite "
-                       "order: `optimizer.step()` before `lr_scheduler.step()`.  Failure to do "
-                       "this will result in PyTorch skipping the first value of the learning "
-                       "rate schedule. See more details at "
-                       "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate")
+_STEP_ORDER_WARNING = (
+    "Detected call of `lr_scheduler.step()` before `optimizer.step()`. "
+    "In PyTorch 1.1.0 and later, you should call them in the opposite "
+    "order: `optimizer.step()` before `lr_scheduler.step()`.  Failure to do "
+    "this will result in PyTorch skipping the first value of the learning "
+    "rate schedule. See more details at "
+    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate"
+)
 
 
 def _track_optimizer_step(optimizer: Optimizer) -> None:
@@ -82,11 +104,11 @@ def _track_optimizer_step(optimizer: Optimizer) -> None:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         opt = opt_ref()
-        opt._opt_called = True           # type: ignore[union-attr]
+        opt._opt_called = True  # type: ignore[union-attr]
         return func.__get__(opt, type(opt))(*args, **kwargs)
 
     wrapper._wrapped_by_lr_sched = True  # type: ignore[attr-defined]
-    optimizer.step = wrapper             # type: ignore[method-assign]
+    optimizer.step = wrapper  # type: ignore[method-assign]
 
 
 class LRScheduler:
@@ -109,8 +131,10 @@ class LRScheduler:
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
-                    raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] "
-                                   f"when resuming scheduler with last_epoch >= 0.")
+                    raise KeyError(
+                        f"param 'initial_lr' is not specified in param_groups[{i}] "
+                        f"when resuming scheduler with last_epoch >= 0."
+                    )
         self.base_lrs: list[Any] = _values(optimizer, "initial_lr")
         self.last_epoch = last_epoch
         _track_optimizer_step(optimizer)
@@ -175,14 +199,18 @@ class LRScheduler:
 class LambdaLR(LRScheduler):
     """`lr = base_lr * lr_lambda(epoch)` (one function, or one per group)."""
 
-    def __init__(self, optimizer: Optimizer,
-                 lr_lambda: Callable[[int], float] | Sequence[Callable[[int], float]],
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        lr_lambda: Callable[[int], float] | Sequence[Callable[[int], float]],
+        last_epoch: int = -1,
+    ) -> None:
         _check_optimizer(optimizer)
         if isinstance(lr_lambda, (list, tuple)):
             if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
-                                 f"{len(lr_lambda)}")
+                raise ValueError(
+                    f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}"
+                )
             self.lr_lambdas = list(lr_lambda)
         else:
             self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
@@ -197,8 +225,10 @@ class LambdaLR(LRScheduler):
         """Lambdas and plain functions cannot be saved: their slots hold None (callable
         objects keep their attributes), as in PyTorch."""
         out = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-        out["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else dict(fn.__dict__)
-                             for fn in self.lr_lambdas]
+        out["lr_lambdas"] = [
+            None if isinstance(fn, types.FunctionType) else dict(fn.__dict__)
+            for fn in self.lr_lambdas
+        ]
         return out
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -213,8 +243,9 @@ class LambdaLR(LRScheduler):
 class StepLR(LRScheduler):
     """Multiply the rate by `gamma` every `step_size` epochs."""
 
-    def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1,
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self, optimizer: Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1
+    ) -> None:
         self.step_size = step_size
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
@@ -233,8 +264,13 @@ class StepLR(LRScheduler):
 class MultiStepLR(LRScheduler):
     """Multiply the rate by `gamma` at each epoch listed in `milestones`."""
 
-    def __init__(self, optimizer: Optimizer, milestones: Iterable[int], gamma: float = 0.1,
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        milestones: Iterable[int],
+        gamma: float = 0.1,
+        last_epoch: int = -1,
+    ) -> None:
         self.milestones = Counter(milestones)
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
@@ -267,7 +303,7 @@ class ExponentialLR(LRScheduler):
         return [g["lr"] * self.gamma for g in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self) -> list[Any]:
-        return [b * self.gamma ** self.last_epoch for b in self.base_lrs]
+        return [b * self.gamma**self.last_epoch for b in self.base_lrs]
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -275,8 +311,9 @@ class CosineAnnealingLR(LRScheduler):
     recursively (so it composes with other changes to the rate), continuing as a cosine
     wave after `T_max`."""
 
-    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0,
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1
+    ) -> None:
         self.T_max = T_max
         self.eta_min = eta_min
         super().__init__(optimizer, last_epoch)
@@ -291,15 +328,22 @@ class CosineAnnealingLR(LRScheduler):
         if self._step_count == 1 and e > 0:
             return [lo + (b - lo) * (1 + math.cos(e * math.pi / t)) / 2 for b in self.base_lrs]
         if (e - 1 - t) % (2 * t) == 0:
-            return [g["lr"] + (b - lo) * (1 - math.cos(math.pi / t)) / 2
-                    for b, g in zip(self.base_lrs, groups)]
-        return [(1 + math.cos(math.pi * e / t)) / (1 + math.cos(math.pi * (e - 1) / t))
-                * (g["lr"] - lo) + lo for g in groups]
+            return [
+                g["lr"] + (b - lo) * (1 - math.cos(math.pi / t)) / 2
+                for b, g in zip(self.base_lrs, groups)
+            ]
+        return [
+            (1 + math.cos(math.pi * e / t)) / (1 + math.cos(math.pi * (e - 1) / t)) * (g["lr"] - lo)
+            + lo
+            for g in groups
+        ]
 
     def _get_closed_form_lr(self) -> list[Any]:
         lo = self.eta_min
-        return [lo + (b - lo) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
-                for b in self.base_lrs]
+        return [
+            lo + (b - lo) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+            for b in self.base_lrs
+        ]
 
 
 _PHASE_KEYS = ("end_step", "start_lr", "end_lr", "start_momentum", "end_momentum")
@@ -311,48 +355,66 @@ class OneCycleLR(LRScheduler):
     (three phases with `three_phase`); momentum (or Adam's beta1) cycles inversely between
     `max_momentum` and `base_momentum`. Step it after every batch."""
 
-    def __init__(self, optimizer: Optimizer, max_lr: float | Sequence[float],
-                 total_steps: int | None = None, epochs: int | None = None,
-                 steps_per_epoch: int | None = None, pct_start: float = 0.3,
-                 anneal_strategy: str = "cos", cycle_momentum: bool = True,
-                 base_momentum: float | Sequence[float] = 0.85,
-                 max_momentum: float | Sequence[float] = 0.95, div_factor: float = 25.0,
-                 final_div_factor: float = 1e4, three_phase: bool = False,
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        max_lr: float | Sequence[float],
+        total_steps: int | None = None,
+        epochs: int | None = None,
+        steps_per_epoch: int | None = None,
+        pct_start: float = 0.3,
+        anneal_strategy: str = "cos",
+        cycle_momentum: bool = True,
+        base_momentum: float | Sequence[float] = 0.85,
+        max_momentum: float | Sequence[float] = 0.95,
+        div_factor: float = 25.0,
+        final_div_factor: float = 1e4,
+        three_phase: bool = False,
+        last_epoch: int = -1,
+    ) -> None:
         _check_optimizer(optimizer)
         self.optimizer = optimizer
         if total_steps is not None:
             if not isinstance(total_steps, int) or total_steps <= 0:
-                raise ValueError(f"Expected positive integer total_steps, but got "
-                                 f"{total_steps}")
+                raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
             self.total_steps = total_steps
         elif epochs is not None and steps_per_epoch is not None:
             if not isinstance(epochs, int) or epochs <= 0:
                 raise ValueError(f"Expected positive integer epochs, but got {epochs}")
             if not isinstance(steps_per_epoch, int) or steps_per_epoch <= 0:
-                raise ValueError(f"Expected positive integer steps_per_epoch, but got "
-                                 f"{steps_per_epoch}")
+                raise ValueError(
+                    f"Expected positive integer steps_per_epoch, but got {steps_per_epoch}"
+                )
             self.total_steps = epochs * steps_per_epoch
         else:
-            raise ValueError("You must define either total_steps OR (epochs AND "
-                             "steps_per_epoch)")
+            raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
         if not isinstance(pct_start, float) or not 0 <= pct_start <= 1:
             raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
         if anneal_strategy not in ("cos", "linear"):
-            raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got "
-                             f"{anneal_strategy}")
+            raise ValueError(
+                f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}"
+            )
         self._anneal_func_type = anneal_strategy
         n = self.total_steps
         rise = float(pct_start * n) - 1
         if three_phase:
             # (last step of the phase, start and end of lr, start and end of momentum)
-            phases = [(rise, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
-                      (float(2 * pct_start * n) - 2, "max_lr", "initial_lr",
-                       "base_momentum", "max_momentum"),
-                      (n - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum")]
+            phases = [
+                (rise, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                (
+                    float(2 * pct_start * n) - 2,
+                    "max_lr",
+                    "initial_lr",
+                    "base_momentum",
+                    "max_momentum",
+                ),
+                (n - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum"),
+            ]
         else:
-            phases = [(rise, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
-                      (n - 1, "max_lr", "min_lr", "base_momentum", "max_momentum")]
+            phases = [
+                (rise, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                (n - 1, "max_lr", "min_lr", "base_momentum", "max_momentum"),
+            ]
         # PyTorch's state-dict layout: a list of dicts named as its phases are
         self._schedule_phases = [dict(zip(_PHASE_KEYS, phase)) for phase in phases]
         max_lrs = _per_group("max_lr", optimizer, max_lr)
@@ -364,8 +426,9 @@ class OneCycleLR(LRScheduler):
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
             if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with "
-                                 "`cycle_momentum` option enabled")
+                raise ValueError(
+                    "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
+                )
             self.use_beta1 = "betas" in optimizer.defaults
             highs = _per_group("max_momentum", optimizer, max_momentum)
             lows = _per_group("base_momentum", optimizer, base_momentum)
@@ -392,8 +455,10 @@ class OneCycleLR(LRScheduler):
         _warn_get_lr(self)
         step = self.last_epoch
         if step > self.total_steps:
-            raise ValueError(f"Tried to step {step} times. The specified number of total steps "
-                             f"is {self.total_steps}")
+            raise ValueError(
+                f"Tried to step {step} times. The specified number of total steps "
+                f"is {self.total_steps}"
+            )
         lrs = []
         for group in self.optimizer.param_groups:
             start = 0.0
@@ -413,10 +478,18 @@ class ReduceLROnPlateau(LRScheduler):
     """Multiply the rate by `factor` when `step(metric)` has not improved for more than
     `patience` epochs (then wait `cooldown` epochs); never below `min_lr`."""
 
-    def __init__(self, optimizer: Optimizer, mode: str = "min", factor: float = 0.1,
-                 patience: int = 10, threshold: float = 1e-4, threshold_mode: str = "rel",
-                 cooldown: int = 0, min_lr: float | Sequence[float] = 0,
-                 eps: float = 1e-8) -> None:
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        mode: str = "min",
+        factor: float = 0.1,
+        patience: int = 10,
+        threshold: float = 1e-4,
+        threshold_mode: str = "rel",
+        cooldown: int = 0,
+        min_lr: float | Sequence[float] = 0,
+        eps: float = 1e-8,
+    ) -> None:
         if factor >= 1.0:
             raise ValueError("Factor should be < 1.0.")
         _check_optimizer(optimizer)
@@ -428,8 +501,9 @@ class ReduceLROnPlateau(LRScheduler):
         self.optimizer = optimizer
         if isinstance(min_lr, (list, tuple)):
             if len(min_lr) != len(optimizer.param_groups):
-                raise ValueError(f"expected {len(optimizer.param_groups)} min_lrs, got "
-                                 f"{len(min_lr)}")
+                raise ValueError(
+                    f"expected {len(optimizer.param_groups)} min_lrs, got {len(min_lr)}"
+                )
             self.default_min_lr = None
             self.min_lrs = list(min_lr)
         else:
@@ -486,10 +560,12 @@ class ReduceLROnPlateau(LRScheduler):
         groups = self.optimizer.param_groups
         if len(groups) != len(self.min_lrs):
             if self.default_min_lr is None:
-                raise RuntimeError(f"The number of param groups in the `optimizer` "
-                                   f"({len(groups)}) differs from when `ReduceLROnPlateau` "
-                                   f"was initialized ({len(self.min_lrs)}); set `min_lrs` to "
-                                   f"match")
+                raise RuntimeError(
+                    f"The number of param groups in the `optimizer` "
+                    f"({len(groups)}) differs from when `ReduceLROnPlateau` "
+                    f"was initialized ({len(self.min_lrs)}); set `min_lrs` to "
+                    f"match"
+                )
             self.min_lrs = [self.default_min_lr] * len(groups)
         for i, group in enumerate(groups):
             old = float(group["lr"])
@@ -504,8 +580,9 @@ class ReduceLROnPlateau(LRScheduler):
 def _lambdas(optimizer: Optimizer, lr_lambda: Any) -> list[Callable[[int], float]]:
     if isinstance(lr_lambda, (list, tuple)):
         if len(lr_lambda) != len(optimizer.param_groups):
-            raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
-                             f"{len(lr_lambda)}")
+            raise ValueError(
+                f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}"
+            )
         fns = list(lr_lambda)
     else:
         fns = [lr_lambda] * len(optimizer.param_groups)
@@ -519,8 +596,9 @@ def _lambda_state(sched: Any) -> dict[str, Any]:
     """A state dict whose lambdas are saved as PyTorch saves them: None for plain
     functions and lambdas, the attribute dict of callable objects."""
     out = {k: v for k, v in sched.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-    out["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else dict(fn.__dict__)
-                         for fn in sched.lr_lambdas]
+    out["lr_lambdas"] = [
+        None if isinstance(fn, types.FunctionType) else dict(fn.__dict__) for fn in sched.lr_lambdas
+    ]
     return out
 
 
@@ -537,9 +615,12 @@ class MultiplicativeLR(LRScheduler):
     """Multiply each group's rate by `lr_lambda(epoch)` every epoch (one function, or one
     per group)."""
 
-    def __init__(self, optimizer: Optimizer,
-                 lr_lambda: Callable[[int], float] | Sequence[Callable[[int], float]],
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        lr_lambda: Callable[[int], float] | Sequence[Callable[[int], float]],
+        last_epoch: int = -1,
+    ) -> None:
         self.optimizer = optimizer
         self.lr_lambdas = _lambdas(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
@@ -549,8 +630,10 @@ class MultiplicativeLR(LRScheduler):
         _warn_get_lr(self)
         if self._is_initial:
             return self._current()
-        return [g["lr"] * fn(self.last_epoch)
-                for fn, g in zip(self.lr_lambdas, self.optimizer.param_groups)]
+        return [
+            g["lr"] * fn(self.last_epoch)
+            for fn, g in zip(self.lr_lambdas, self.optimizer.param_groups)
+        ]
 
     def state_dict(self) -> dict[str, Any]:
         """As `LambdaLR.state_dict`: functions are saved as None."""
@@ -564,8 +647,13 @@ class MultiplicativeLR(LRScheduler):
 class ConstantLR(LRScheduler):
     """Scale the rate by `factor` for the first `total_iters` epochs, then restore it."""
 
-    def __init__(self, optimizer: Optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        factor: float = 1.0 / 3,
+        total_iters: int = 5,
+        last_epoch: int = -1,
+    ) -> None:
         if factor > 1.0 or factor < 0:
             raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
         self.factor = factor
@@ -582,19 +670,29 @@ class ConstantLR(LRScheduler):
         return [g["lr"] * (1.0 / self.factor) for g in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self) -> list[Any]:
-        return [b * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
-                for b in self.base_lrs]
+        return [
+            b * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
+            for b in self.base_lrs
+        ]
 
 
 class LinearLR(LRScheduler):
     """Scale the rate linearly from `start_factor` to `end_factor` over `total_iters`
     epochs (applied recursively, as PyTorch does)."""
 
-    def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3,
-                 end_factor: float = 1.0, total_iters: int = 5, last_epoch: int = -1) -> None:
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        start_factor: float = 1.0 / 3,
+        end_factor: float = 1.0,
+        total_iters: int = 5,
+        last_epoch: int = -1,
+    ) -> None:
         if start_factor > 1.0 or start_factor <= 0:
-            raise ValueError("Starting multiplicative factor expected to be greater than 0 "
-                             "and less or equal to 1.")
+            raise ValueError(
+                "Starting multiplicative factor expected to be greater than 0 "
+                "and less or equal to 1."
+            )
         if end_factor > 1.0 or end_factor < 0:
             raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
         self.start_factor = start_factor
@@ -610,22 +708,24 @@ class LinearLR(LRScheduler):
         if self._is_initial or self.last_epoch > self.total_iters:
             return self._current()
         span = self.end_factor - self.start_factor
-        ratio = 1.0 + span / (self.total_iters * self.start_factor
-                              + (self.last_epoch - 1) * span)
+        ratio = 1.0 + span / (self.total_iters * self.start_factor + (self.last_epoch - 1) * span)
         return [g["lr"] * ratio for g in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self) -> list[Any]:
         span = self.end_factor - self.start_factor
-        return [b * (self.start_factor
-                     + span * min(self.total_iters, self.last_epoch) / self.total_iters)
-                for b in self.base_lrs]
+        return [
+            b
+            * (self.start_factor + span * min(self.total_iters, self.last_epoch) / self.total_iters)
+            for b in self.base_lrs
+        ]
 
 
 class PolynomialLR(LRScheduler):
     """Decay the rate as `(1 - epoch / total_iters) ** power` until `total_iters`."""
 
-    def __init__(self, optimizer: Optimizer, total_iters: int = 5, power: float = 1.0,
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self, optimizer: Optimizer, total_iters: int = 5, power: float = 1.0, last_epoch: int = -1
+    ) -> None:
         self.total_iters = total_iters
         self.power = power
         super().__init__(optimizer, last_epoch)
@@ -635,13 +735,17 @@ class PolynomialLR(LRScheduler):
         _warn_get_lr(self)
         if self._is_initial or self.last_epoch > self.total_iters:
             return self._current()
-        factor = ((1.0 - self.last_epoch / self.total_iters)
-                  / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
+        factor = (
+            (1.0 - self.last_epoch / self.total_iters)
+            / (1.0 - (self.last_epoch - 1) / self.total_iters)
+        ) ** self.power
         return [g["lr"] * factor for g in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self) -> list[Any]:
-        return [b * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters)
-                ** self.power for b in self.base_lrs]
+        return [
+            b * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power
+            for b in self.base_lrs
+        ]
 
 
 def _check_children(kind: str, optimizer: Any, schedulers: Sequence[Any]) -> None:
@@ -649,15 +753,19 @@ def _check_children(kind: str, optimizer: Any, schedulers: Sequence[Any]) -> Non
         if not hasattr(sched, "optimizer"):
             raise TypeError(f"{kind} at index {i} should have `optimizer` as its attribute.")
         if isinstance(sched, ReduceLROnPlateau):
-            raise ValueError(f"{kind} does not support `ReduceLROnPlateau` scheduler as it "
-                             f"requires additional kwargs to be specified when calling "
-                             f"`step`, but got one at index {i} in the given schedulers "
-                             f"sequence.")
+            raise ValueError(
+                f"{kind} does not support `ReduceLROnPlateau` scheduler as it "
+                f"requires additional kwargs to be specified when calling "
+                f"`step`, but got one at index {i} in the given schedulers "
+                f"sequence."
+            )
         if optimizer != sched.optimizer:
-            raise ValueError(f"{kind} expects all schedulers to belong to the same optimizer, "
-                             f"but got scheduler {type(sched).__name__} at index {i} has "
-                             f"{sched.optimizer}, which is different from "
-                             f"{type(optimizer).__name__}.")
+            raise ValueError(
+                f"{kind} expects all schedulers to belong to the same optimizer, "
+                f"but got scheduler {type(sched).__name__} at index {i} has "
+                f"{sched.optimizer}, which is different from "
+                f"{type(optimizer).__name__}."
+            )
 
 
 def _nested_state(sched: Any) -> dict[str, Any]:
@@ -678,17 +786,24 @@ class SequentialLR(LRScheduler):
     """Run `schedulers` one after another, switching at each of `milestones` (the next
     scheduler starts from epoch 0 with its closed form)."""
 
-    def __init__(self, optimizer: Optimizer, schedulers: list[LRScheduler],
-                 milestones: list[int], last_epoch: int = -1) -> None:
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        schedulers: list[LRScheduler],
+        milestones: list[int],
+        last_epoch: int = -1,
+    ) -> None:
         kind = type(self).__name__
         if len(schedulers) < 1:
             raise ValueError(f"{kind} expects at least one scheduler, but got no scheduler.")
         _check_children(kind, optimizer, schedulers)
         if len(milestones) != len(schedulers) - 1:
-            raise ValueError(f"Sequential Schedulers expects number of schedulers provided to "
-                             f"be one more than the number of milestone points, but got "
-                             f"number of schedulers {len(schedulers)} and the number of "
-                             f"milestones to be equal to {len(milestones)}")
+            raise ValueError(
+                f"Sequential Schedulers expects number of schedulers provided to "
+                f"be one more than the number of milestone points, but got "
+                f"number of schedulers {len(schedulers)} and the number of "
+                f"milestones to be equal to {len(milestones)}"
+            )
         self._schedulers = schedulers
         self._milestones = milestones
         self.last_epoch = last_epoch + 1
@@ -732,12 +847,14 @@ class SequentialLR(LRScheduler):
 class ChainedScheduler(LRScheduler):
     """Step every scheduler of `schedulers` at each `step()` (their factors compose)."""
 
-    def __init__(self, schedulers: Sequence[LRScheduler], optimizer: Optimizer | None = None
-                 ) -> None:
+    def __init__(
+        self, schedulers: Sequence[LRScheduler], optimizer: Optimizer | None = None
+    ) -> None:
         kind = type(self).__name__
         if len(schedulers) < 1:
-            raise ValueError(f"{kind} expects at least one scheduler to be chained, but got "
-                             f"no scheduler.")
+            raise ValueError(
+                f"{kind} expects at least one scheduler to be chained, but got no scheduler."
+            )
         optimizer = optimizer or schedulers[0].optimizer
         _check_children(kind, optimizer, schedulers)
         self._schedulers = schedulers
@@ -767,22 +884,35 @@ class CyclicLR(LRScheduler):
     With `cycle_momentum`, momentum (or Adam's beta1) cycles inversely between
     `max_momentum` and `base_momentum`. Step it after every batch."""
 
-    def __init__(self, optimizer: Optimizer, base_lr: float | list[float],
-                 max_lr: float | list[float], step_size_up: int = 2000,
-                 step_size_down: int | None = None, mode: str = "triangular",
-                 gamma: float = 1.0, scale_fn: Callable[[float], float] | None = None,
-                 scale_mode: str = "cycle", cycle_momentum: bool = True,
-                 base_momentum: float = 0.8, max_momentum: float = 0.9,
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        base_lr: float | list[float],
+        max_lr: float | list[float],
+        step_size_up: int = 2000,
+        step_size_down: int | None = None,
+        mode: str = "triangular",
+        gamma: float = 1.0,
+        scale_fn: Callable[[float], float] | None = None,
+        scale_mode: str = "cycle",
+        cycle_momentum: bool = True,
+        base_momentum: float = 0.8,
+        max_momentum: float = 0.9,
+        last_epoch: int = -1,
+    ) -> None:
         _check_optimizer(optimizer)
         self.optimizer = optimizer
-        base_lrs = [v.clone() if isinstance(v, Tensor) else v
-                    for v in _per_group("base_lr", optimizer, base_lr)]
+        base_lrs = [
+            v.clone() if isinstance(v, Tensor) else v
+            for v in _per_group("base_lr", optimizer, base_lr)
+        ]
         if last_epoch == -1:
             for lr, group in zip(base_lrs, optimizer.param_groups):
                 _set(group, "lr", lr)
-        self.max_lrs = [v.clone() if isinstance(v, Tensor) else v
-                        for v in _per_group("max_lr", optimizer, max_lr)]
+        self.max_lrs = [
+            v.clone() if isinstance(v, Tensor) else v
+            for v in _per_group("max_lr", optimizer, max_lr)
+        ]
         up = float(step_size_up)
         down = float(step_size_down) if step_size_down is not None else up
         self.total_size = up + down
@@ -797,14 +927,16 @@ class CyclicLR(LRScheduler):
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
             if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with "
-                                 "`cycle_momentum` option enabled")
+                raise ValueError(
+                    "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
+                )
             self.use_beta1 = "betas" in optimizer.defaults
             self.base_momentums = _per_group("base_momentum", optimizer, base_momentum)
             self.max_momentums = _per_group("max_momentum", optimizer, max_momentum)
             if last_epoch == -1:
-                for high, low, group in zip(self.max_momentums, self.base_momentums,
-                                            optimizer.param_groups):
+                for high, low, group in zip(
+                    self.max_momentums, self.base_momentums, optimizer.param_groups
+                ):
                     self._set_momentum(group, high)
                     group["max_momentum"] = high
                     group["base_momentum"] = low
@@ -833,7 +965,7 @@ class CyclicLR(LRScheduler):
             return 1.0
         if self.mode == "triangular2":
             return 1 / (2.0 ** (x - 1))
-        return self.gamma ** x
+        return self.gamma**x
 
     def get_lr(self) -> list[Any]:
         """This iteration's rates (and, with cycle_momentum, it sets the momenta)."""
@@ -845,11 +977,14 @@ class CyclicLR(LRScheduler):
         else:
             scale = (x - 1) / (self.step_ratio - 1)
         at = cycle if self.scale_mode == "cycle" else self.last_epoch
-        lrs = [lo + (hi - lo) * scale * self.scale_fn(at)
-               for lo, hi in zip(self.base_lrs, self.max_lrs)]
+        lrs = [
+            lo + (hi - lo) * scale * self.scale_fn(at)
+            for lo, hi in zip(self.base_lrs, self.max_lrs)
+        ]
         if self.cycle_momentum:
-            for lo, hi, group in zip(self.base_momentums, self.max_momentums,
-                                     self.optimizer.param_groups):
+            for lo, hi, group in zip(
+                self.base_momentums, self.max_momentums, self.optimizer.param_groups
+            ):
                 self._set_momentum(group, hi - (hi - lo) * scale * self.scale_fn(at))
         return lrs
 
@@ -881,15 +1016,22 @@ class CosineAnnealingWarmRestarts(LRScheduler):
     each period is `T_mult` times longer than the last (SGDR, Loshchilov & Hutter).
     `step(epoch)` accepts fractional epochs (call it per batch with `epoch + i / iters`)."""
 
-    def __init__(self, optimizer: Optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0,
-                 last_epoch: int = -1) -> None:
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        T_0: int,
+        T_mult: int = 1,
+        eta_min: float = 0.0,
+        last_epoch: int = -1,
+    ) -> None:
         if not isinstance(T_0, int) or T_0 <= 0:
             raise ValueError(f"Expected positive integer T_0, but got {T_0}")
         if not isinstance(T_mult, int) or T_mult < 1:
             raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
         if not isinstance(eta_min, (float, int)):
-            raise ValueError(f"Expected float or int eta_min, but got {eta_min} of type "
-                             f"{type(eta_min)}")
+            raise ValueError(
+                f"Expected float or int eta_min, but got {eta_min} of type {type(eta_min)}"
+            )
         self.T_0 = T_0
         self.T_i = T_0
         self.T_mult = T_mult
@@ -900,8 +1042,10 @@ class CosineAnnealingWarmRestarts(LRScheduler):
     def get_lr(self) -> list[Any]:
         """`eta_min + (base - eta_min) * (1 + cos(pi * T_cur / T_i)) / 2`."""
         _warn_get_lr(self)
-        return [self.eta_min + (b - self.eta_min)
-                * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2 for b in self.base_lrs]
+        return [
+            self.eta_min + (b - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+            for b in self.base_lrs
+        ]
 
     def step(self, epoch: float | None = None) -> None:
         """Advance one epoch, or go to (possibly fractional) `epoch`."""
@@ -921,8 +1065,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                     self.T_cur = epoch % self.T_0
                 else:
                     n = int(math.log((epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult))
-                    self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
-                    self.T_i = self.T_0 * self.T_mult ** n
+                    self.T_cur = epoch - self.T_0 * (self.T_mult**n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult**n
             else:
                 self.T_i = self.T_0
                 self.T_cur = epoch
@@ -941,8 +1085,11 @@ def _warn_get_lr(sched: LRScheduler) -> None:
     """PyTorch's warning for `get_lr()` called by a user (the rates of the last step are
     `get_last_lr()`)."""
     if not sched._get_lr_called_within_step:
-        warnings.warn("To get the last learning rate computed by the scheduler, please use "
-                      "`get_last_lr()`.", UserWarning, stacklevel=3)
+        warnings.warn(
+            "To get the last learning rate computed by the scheduler, please use `get_last_lr()`.",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
-_LRScheduler = LRScheduler       # the older name PyTorch still exports
+_LRScheduler = LRScheduler  # the older name PyTorch still exports

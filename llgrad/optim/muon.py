@@ -1,4 +1,5 @@
 """Muon (momentum orthogonalized by Newton-Schulz), as PyTorch 2.13's `torch.optim.Muon`."""
+
 from __future__ import annotations
 
 import math
@@ -13,8 +14,9 @@ from .optimizer import Optimizer, hyper, lazy_state, scalar
 _NS_COEFFICIENTS = (3.4445, -4.7750, 2.0315)
 
 
-def _orthogonalize(g: Tensor, coefficients: tuple[float, float, float], steps: int,
-                   eps: float) -> Tensor:
+def _orthogonalize(
+    g: Tensor, coefficients: tuple[float, float, float], steps: int, eps: float
+) -> Tensor:
     """The quintic Newton-Schulz iteration in bfloat16, as PyTorch runs it: X = G / max(|G|,
     eps) (wide orientation), then `steps` times A = X X^T, B = b A + c A A, X = a X + B X."""
     if steps >= 100:
@@ -67,11 +69,18 @@ class Muon(Optimizer):
     State: `momentum_buffer`.
     """
 
-    def __init__(self, params: Iterable[Any], lr: float = 1e-3, weight_decay: float = 0.1,
-                 momentum: float = 0.95, nesterov: bool = True,
-                 ns_coefficients: tuple[float, float, float] = _NS_COEFFICIENTS,
-                 eps: float = 1e-7, ns_steps: int = 5, adjust_lr_fn: str | None = None
-                 ) -> None:
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-3,
+        weight_decay: float = 0.1,
+        momentum: float = 0.95,
+        nesterov: bool = True,
+        ns_coefficients: tuple[float, float, float] = _NS_COEFFICIENTS,
+        eps: float = 1e-7,
+        ns_steps: int = 5,
+        adjust_lr_fn: str | None = None,
+    ) -> None:
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
         if not 0.0 <= float(lr):
@@ -82,14 +91,26 @@ class Muon(Optimizer):
             raise ValueError(f"weight decay should be >= 0 but is: {weight_decay}")
         if adjust_lr_fn is not None and adjust_lr_fn not in ("original", "match_rms_adamw"):
             raise ValueError(f"Adjust learning rate function {adjust_lr_fn} is not supported")
-        super().__init__(params, dict(lr=lr, weight_decay=weight_decay, momentum=momentum,
-                                      nesterov=nesterov, ns_coefficients=ns_coefficients,
-                                      eps=eps, ns_steps=ns_steps, adjust_lr_fn=adjust_lr_fn))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                weight_decay=weight_decay,
+                momentum=momentum,
+                nesterov=nesterov,
+                ns_coefficients=ns_coefficients,
+                eps=eps,
+                ns_steps=ns_steps,
+                adjust_lr_fn=adjust_lr_fn,
+            ),
+        )
         for group in self.param_groups:
             for p in group["params"]:
                 if p.ndim != 2:
-                    raise ValueError(f"Muon only supports 2D parameters whereas we found a "
-                                     f"parameter with size: {p.shape}")
+                    raise ValueError(
+                        f"Muon only supports 2D parameters whereas we found a "
+                        f"parameter with size: {p.shape}"
+                    )
 
     def _update(self, p: Tensor, group: Any) -> None:
         if p.is_complex():
@@ -104,8 +125,9 @@ class Muon(Optimizer):
         buf = state["momentum_buffer"]
         buf.copy_(lg.lerp(buf, grad, 1 - momentum))
         update = lg.lerp(grad, buf, momentum) if group["nesterov"] else buf
-        update = _orthogonalize(update, tuple(group["ns_coefficients"]), group["ns_steps"],
-                                group["eps"])
+        update = _orthogonalize(
+            update, tuple(group["ns_coefficients"]), group["ns_steps"], group["eps"]
+        )
         adjusted = _adjusted_lr(lr, group["adjust_lr_fn"], p.shape)
         p.mul_(1 - lr * wd)
         p.add_(lg.mul(update.to(p.dtype), -adjusted))

@@ -1,5 +1,6 @@
 """NAdam (Adam with Nesterov momentum, Dozat 2016) and RAdam (rectified Adam, Liu et al.
 2019) with PyTorch's update formulas."""
+
 from __future__ import annotations
 
 from typing import Any, Iterable
@@ -7,8 +8,16 @@ from typing import Any, Iterable
 from .. import functions as lg
 from ..ir import dtypes as dt
 from ..tensor import Tensor
-from .optimizer import (Optimizer, check_lr, hyper, lazy_state, new_step, no_complex, scalar,
-                        step_count)
+from .optimizer import (
+    Optimizer,
+    check_lr,
+    hyper,
+    lazy_state,
+    new_step,
+    no_complex,
+    scalar,
+    step_count,
+)
 
 
 def _check_adam_like(eps: float, betas: tuple[float, float], weight_decay: float) -> None:
@@ -38,21 +47,40 @@ class NAdam(Optimizer):
     `exp_avg_sq`. `foreach`, `capturable`, `differentiable` are accepted, same values.
     """
 
-    def __init__(self, params: Iterable[Any], lr: float | Tensor = 2e-3,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0, momentum_decay: float = 4e-3,
-                 decoupled_weight_decay: bool = False, *, foreach: bool | None = None,
-                 maximize: bool = False, capturable: bool = False,
-                 differentiable: bool = False) -> None:
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float | Tensor = 2e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        momentum_decay: float = 4e-3,
+        decoupled_weight_decay: bool = False,
+        *,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+    ) -> None:
         check_lr(lr)
         _check_adam_like(eps, betas, weight_decay)
         if not 0.0 <= momentum_decay:
             raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                                      momentum_decay=momentum_decay,
-                                      decoupled_weight_decay=decoupled_weight_decay,
-                                      maximize=maximize, foreach=foreach,
-                                      capturable=capturable, differentiable=differentiable))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                betas=betas,
+                eps=eps,
+                weight_decay=weight_decay,
+                momentum_decay=momentum_decay,
+                decoupled_weight_decay=decoupled_weight_decay,
+                maximize=maximize,
+                foreach=foreach,
+                capturable=capturable,
+                differentiable=differentiable,
+            ),
+        )
 
     def _update(self, p: Tensor, group: Any) -> None:
         no_complex(self, p)
@@ -68,7 +96,7 @@ class NAdam(Optimizer):
         g = lg.neg(p._grad) if group["maximize"] else p._grad
         state["step"].add_(1)
         step = step_count(state["step"])
-        bias_correction2 = 1 - beta2 ** step
+        bias_correction2 = 1 - beta2**step
         if wd != 0:
             if group["decoupled_weight_decay"]:
                 p.mul_(1 - lr * wd)
@@ -103,18 +131,36 @@ class RAdam(Optimizer):
     `differentiable` are accepted, same values.
     """
 
-    def __init__(self, params: Iterable[Any], lr: float | Tensor = 1e-3,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0, decoupled_weight_decay: bool = False, *,
-                 foreach: bool | None = None, maximize: bool = False,
-                 capturable: bool = False, differentiable: bool = False) -> None:
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float | Tensor = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        decoupled_weight_decay: bool = False,
+        *,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+    ) -> None:
         check_lr(lr)
         _check_adam_like(eps, betas, weight_decay)
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                                      maximize=maximize, foreach=foreach,
-                                      capturable=capturable,
-                                      decoupled_weight_decay=decoupled_weight_decay,
-                                      differentiable=differentiable))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                betas=betas,
+                eps=eps,
+                weight_decay=weight_decay,
+                maximize=maximize,
+                foreach=foreach,
+                capturable=capturable,
+                decoupled_weight_decay=decoupled_weight_decay,
+                differentiable=differentiable,
+            ),
+        )
 
     def _update(self, p: Tensor, group: Any) -> None:
         no_complex(self, p)
@@ -136,22 +182,24 @@ class RAdam(Optimizer):
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         exp_avg.copy_(lg.lerp(exp_avg, g, 1 - beta1))
         exp_avg_sq.mul_(beta2).add_(lg.mul(lg.mul(g, g), 1 - beta2))
-        bias_correction1 = 1 - beta1 ** step
-        bias_correction2 = 1 - beta2 ** step
+        bias_correction1 = 1 - beta1**step
+        bias_correction2 = 1 - beta2**step
         corrected = lg.div(exp_avg, bias_correction1)
         rho_inf = 2 / (1 - beta2) - 1
-        rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+        rho_t = rho_inf - 2 * step * (beta2**step) / bias_correction2
 
         def rect() -> Any:
-            return ((rho_t - 4) * (rho_t - 2) * rho_inf
-                    / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+            return (
+                (rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)
+            ) ** 0.5
 
         def adaptive() -> Tensor:
-            return lg.div(bias_correction2 ** 0.5, lg.add(lg.sqrt(exp_avg_sq), eps))
+            return lg.div(bias_correction2**0.5, lg.add(lg.sqrt(exp_avg_sq), eps))
 
-        if isinstance(rho_t, Tensor):        # a traced step: both branches, selected
-            rectified = lg.mul(lg.mul(lg.mul(corrected, lr), adaptive()),
-                               lg.where(rho_t > 5.0, rect(), 0.0))
+        if isinstance(rho_t, Tensor):  # a traced step: both branches, selected
+            rectified = lg.mul(
+                lg.mul(lg.mul(corrected, lr), adaptive()), lg.where(rho_t > 5.0, rect(), 0.0)
+            )
             plain = lg.mul(corrected, lr)
             p.sub_(lg.where(rho_t > 5.0, rectified, plain))
         elif rho_t > 5.0:

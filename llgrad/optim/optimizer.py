@@ -4,6 +4,7 @@ The layout of `state_dict()` is PyTorch's: `{"state": {index: {...}}, "param_gro
 [{..., "params": [index, ...]}]}`, parameters numbered in group order, so a state dict can
 be saved with `llgrad.save` and loaded into an optimizer over the same parameters.
 """
+
 from __future__ import annotations
 
 import copy
@@ -23,6 +24,7 @@ _STEP_WRAPPED = "__llgrad_step_hooks__"
 def _with_step_hooks(step: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap a subclass's `step` so the registered pre/post hooks run around it (no hook:
     one dict check, nothing else)."""
+
     @functools.wraps(step)
     def wrapper(self: "Optimizer", *args: Any, **kwargs: Any) -> Any:
         pre = self.__dict__.get("_step_pre_hooks")
@@ -33,8 +35,10 @@ def _with_step_hooks(step: Callable[..., Any]) -> Callable[..., Any]:
             result = hook(self, args, kwargs)
             if result is not None:
                 if not (isinstance(result, tuple) and len(result) == 2):
-                    raise RuntimeError(f"optimizer step pre-hook must return None or a tuple "
-                                       f"of (new_args, new_kwargs), but got {result}.")
+                    raise RuntimeError(
+                        f"optimizer step pre-hook must return None or a tuple "
+                        f"of (new_args, new_kwargs), but got {result}."
+                    )
                 args, kwargs = result
         self.__dict__["_in_hooked_step"] = True
         try:
@@ -44,6 +48,7 @@ def _with_step_hooks(step: Callable[..., Any]) -> Callable[..., Any]:
         for hook in list((post or {}).values()):
             hook(self, args, kwargs)
         return out
+
     setattr(wrapper, _STEP_WRAPPED, True)
     return wrapper
 
@@ -77,8 +82,10 @@ class Optimizer:
         self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
         self.param_groups: list[dict[str, Any]] = []
         if isinstance(params, Tensor):
-            raise TypeError(f"params argument given to the optimizer should be an iterable of "
-                            f"Tensors or dicts, but got {type(params).__name__}")
+            raise TypeError(
+                f"params argument given to the optimizer should be an iterable of "
+                f"Tensors or dicts, but got {type(params).__name__}"
+            )
         groups = list(params)
         if not groups:
             raise ValueError("optimizer got an empty parameter list")
@@ -95,32 +102,43 @@ class Optimizer:
         if isinstance(params, Tensor):
             params = [params]
         elif isinstance(params, set):
-            raise TypeError("optimizer parameters need to be organized in ordered collections, "
-                            "but the ordering of tensors in sets will change between runs. "
-                            "Please use a list instead.")
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, "
+                "but the ordering of tensors in sets will change between runs. "
+                "Please use a list instead."
+            )
         else:
             params = list(params)
-        if params and all(isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], str)
-                          for x in params):
+        if params and all(
+            isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], str) for x in params
+        ):
             # named parameters (`model.named_parameters()`): the names go in "param_names"
             param_group = dict(param_group, param_names=[n for n, _ in params])
             params = [t for _, t in params]
         for p in params:
             if not isinstance(p, Tensor):
-                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is "
-                                f"{type(p).__name__}")
+                raise TypeError(
+                    f"optimizer can only optimize Tensors, but one of the params is "
+                    f"{type(p).__name__}"
+                )
             if not p.is_leaf:
                 raise ValueError("can't optimize a non-leaf Tensor")
         group = dict(param_group, params=params)
         for name, default in self.defaults.items():
             if default is required and name not in group:
-                raise ValueError(f"parameter group didn't specify a value of required "
-                                 f"optimization parameter {name}")
+                raise ValueError(
+                    f"parameter group didn't specify a value of required "
+                    f"optimization parameter {name}"
+                )
             group.setdefault(name, default)
         ids = [id(p) for p in params]
         if len(set(ids)) != len(ids):
-            warnings.warn("optimizer contains a parameter group with duplicate parameters; in "
-                          "future, this will cause an error", UserWarning, stacklevel=3)
+            warnings.warn(
+                "optimizer contains a parameter group with duplicate parameters; in "
+                "future, this will cause an error",
+                UserWarning,
+                stacklevel=3,
+            )
         existing = {id(p) for g in self.param_groups for p in g["params"]}
         if existing & set(ids):
             raise ValueError("some parameters appear in more than one parameter group")
@@ -133,8 +151,9 @@ class Optimizer:
             table = self.__dict__[name] = OrderedDict()
         return table
 
-    def _register(self, name: str, hook: Callable[..., Any], prepend: bool = False
-                  ) -> RemovableHandle:
+    def _register(
+        self, name: str, hook: Callable[..., Any], prepend: bool = False
+    ) -> RemovableHandle:
         table = self._hooks(name)
         handle = RemovableHandle(table)
         table[handle.id] = hook
@@ -151,31 +170,36 @@ class Optimizer:
         """Call `hook(optimizer, args, kwargs)` after every `step`."""
         return self._register("_step_post_hooks", hook)
 
-    def register_state_dict_pre_hook(self, hook: Callable[..., Any], prepend: bool = False
-                                     ) -> RemovableHandle:
+    def register_state_dict_pre_hook(
+        self, hook: Callable[..., Any], prepend: bool = False
+    ) -> RemovableHandle:
         """Call `hook(optimizer)` before `state_dict()` builds its dict."""
         return self._register("_state_dict_pre_hooks", hook, prepend)
 
-    def register_state_dict_post_hook(self, hook: Callable[..., Any], prepend: bool = False
-                                      ) -> RemovableHandle:
+    def register_state_dict_post_hook(
+        self, hook: Callable[..., Any], prepend: bool = False
+    ) -> RemovableHandle:
         """Call `hook(optimizer, state_dict)` after `state_dict()`; a returned dict replaces
         it."""
         return self._register("_state_dict_post_hooks", hook, prepend)
 
-    def register_load_state_dict_pre_hook(self, hook: Callable[..., Any],
-                                          prepend: bool = False) -> RemovableHandle:
+    def register_load_state_dict_pre_hook(
+        self, hook: Callable[..., Any], prepend: bool = False
+    ) -> RemovableHandle:
         """Call `hook(optimizer, state_dict)` before `load_state_dict`; a returned dict is
         loaded instead."""
         return self._register("_load_state_dict_pre_hooks", hook, prepend)
 
-    def register_load_state_dict_post_hook(self, hook: Callable[..., Any],
-                                           prepend: bool = False) -> RemovableHandle:
+    def register_load_state_dict_post_hook(
+        self, hook: Callable[..., Any], prepend: bool = False
+    ) -> RemovableHandle:
         """Call `hook(optimizer)` after `load_state_dict`."""
         return self._register("_load_state_dict_post_hooks", hook, prepend)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset every parameter's `.grad`: to None (default), or zero it in place."""
         from ..autograd.api import zero_grads
+
         zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
@@ -187,6 +211,7 @@ class Optimizer:
         before every call, every other hyperparameter read is guarded (a change
         retraces), and so is the identity of each state tensor."""
         from ..tracer.context import current
+
         loss = self._closure_loss(closure)
         ctx = current()
         if ctx is not None:
@@ -209,12 +234,17 @@ class Optimizer:
         for k, (p, state) in enumerate(list(self.state.items())):
             for name, value in state.items():
                 if isinstance(value, Tensor):
-                    ctx.guard(f"{type(self).__name__}.state[{k}][{name!r}]",
-                              lambda p=p, name=name: id(self.state[p][name]), id(value))
+                    ctx.guard(
+                        f"{type(self).__name__}.state[{k}][{name!r}]",
+                        lambda p=p, name=name: id(self.state[p][name]),
+                        id(value),
+                    )
 
     def _update(self, p: Tensor, group: dict[str, Any]) -> None:
-        raise TypeError(f"{type(self).__name__} has no update rule: an Optimizer subclass "
-                        f"defines _update(p, group) (or overrides step())")
+        raise TypeError(
+            f"{type(self).__name__} has no update rule: an Optimizer subclass "
+            f"defines _update(p, group) (or overrides step())"
+        )
 
     def _closure_loss(self, closure: Callable[[], Any] | None) -> Any:
         if closure is None:
@@ -237,8 +267,11 @@ class Optimizer:
                 index.setdefault(id(p), len(index))
             packed["params"] = [index[id(p)] for p in group["params"]]
             groups.append(packed)
-        state = {index[id(p)]: s for p, s in self.state.items()
-                 if isinstance(p, Tensor) and id(p) in index}
+        state = {
+            index[id(p)]: s
+            for p, s in self.state.items()
+            if isinstance(p, Tensor) and id(p) in index
+        }
         out = {"state": state, "param_groups": groups}
         for hook in list(self._hooks("_state_dict_post_hooks").values()):
             result = hook(self, out)
@@ -254,20 +287,28 @@ class Optimizer:
             result = hook(self, state_dict)
             if result is not None:
                 state_dict = result
-        if not isinstance(state_dict, dict) or "param_groups" not in state_dict \
-                or "state" not in state_dict:
-            raise ValueError("optimizer state dict must be a dict with 'state' and "
-                             "'param_groups' entries")
+        if (
+            not isinstance(state_dict, dict)
+            or "param_groups" not in state_dict
+            or "state" not in state_dict
+        ):
+            raise ValueError(
+                "optimizer state dict must be a dict with 'state' and 'param_groups' entries"
+            )
         saved_groups = copy.deepcopy(state_dict["param_groups"])
         if len(saved_groups) != len(self.param_groups):
-            raise ValueError(f"loaded state dict has a different number of parameter groups "
-                             f"({len(saved_groups)} vs the optimizer's "
-                             f"{len(self.param_groups)})")
+            raise ValueError(
+                f"loaded state dict has a different number of parameter groups "
+                f"({len(saved_groups)} vs the optimizer's "
+                f"{len(self.param_groups)})"
+            )
         for i, (g, s) in enumerate(zip(self.param_groups, saved_groups)):
             if len(g["params"]) != len(s["params"]):
-                raise ValueError(f"loaded state dict contains a parameter group that doesn't "
-                                 f"match the size of optimizer's group (group {i}: "
-                                 f"{len(s['params'])} vs {len(g['params'])} parameters)")
+                raise ValueError(
+                    f"loaded state dict contains a parameter group that doesn't "
+                    f"match the size of optimizer's group (group {i}: "
+                    f"{len(s['params'])} vs {len(g['params'])} parameters)"
+                )
         by_index = {}
         for g, s in zip(self.param_groups, saved_groups):
             for p, k in zip(g["params"], s["params"]):
@@ -292,8 +333,7 @@ class Optimizer:
             hook(self)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"defaults": self.defaults, "state": self.state,
-                "param_groups": self.param_groups}
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
 
     def _fill_group_defaults(self) -> None:
         """Give every group the defaults a state dict saved by an older version (or by
@@ -369,8 +409,11 @@ class _TracedGroup:
             return v if k is None else v[k]
 
         value = read()
-        if isinstance(value, Tensor) or not isinstance(value, (int, float)) or \
-                isinstance(value, bool):
+        if (
+            isinstance(value, Tensor)
+            or not isinstance(value, (int, float))
+            or isinstance(value, bool)
+        ):
             return self[key] if k is None else self[key][k]
         name = self._name(key) + ("" if k is None else f"[{k}]")
         holders = self.opt.__dict__.setdefault("_graph_inputs", {})
@@ -398,6 +441,7 @@ def is_set(group: Any, key: str) -> bool:
 def add_scaled(p: Tensor, g: Tensor, scale: Any) -> None:
     """`p += scale * g` in place, for a number `scale` or a 0-d tensor (a graph input)."""
     from .. import functions as lg
+
     if isinstance(scale, Tensor):
         p.add_(lg.mul(g, scale))
     else:
@@ -407,6 +451,7 @@ def add_scaled(p: Tensor, g: Tensor, scale: Any) -> None:
 def plus_scaled(a: Tensor, b: Tensor, scale: Any) -> Tensor:
     """`a + scale * b`, for a number `scale` or a 0-d tensor."""
     from .. import functions as lg
+
     if isinstance(scale, Tensor):
         return lg.add(a, lg.mul(b, scale))
     return lg.add(a, b, alpha=scale)
@@ -422,8 +467,12 @@ def _cast_state(param: Tensor, name: Any, value: Any) -> Any:
     if not isinstance(value, Tensor):
         return copy.deepcopy(value)
     with no_grad():
-        if name != "step" and param._dtype.is_floating_point and \
-                value._dtype.is_floating_point and value._dtype is not param._dtype:
+        if (
+            name != "step"
+            and param._dtype.is_floating_point
+            and value._dtype.is_floating_point
+            and value._dtype is not param._dtype
+        ):
             return value.to(param._dtype)
         return value.detach().clone()
 
@@ -433,6 +482,7 @@ def scalar(value: Any) -> Any:
     with `.item()`, the value PyTorch's arithmetic sees), left a tensor while tracing."""
     if isinstance(value, Tensor):
         from ..tracer.tensor import tracing
+
         if not tracing() and value.numel() == 1:
             return value.item()
     return value
@@ -461,6 +511,7 @@ def lazy_state(opt: Optimizer, p: Tensor) -> dict[str, Any]:
     state = opt.state[p]
     if not state:
         from ..tracer.tensor import state_not_ready, tracing
+
         if tracing():
             state_not_ready(f"{type(opt).__name__}'s state does not exist yet")
     return state
@@ -470,20 +521,24 @@ def step_count(step_t: Tensor) -> Any:
     """The step counter as PyTorch's single-tensor code reads it: a Python float in eager
     code, a float64 0-d tensor of the graph while tracing."""
     from ..tracer.tensor import tracing
+
     return step_t.to(dt.float64) if tracing() else step_t.item()
 
 
 def new_step() -> Tensor:
     """A fresh `step` state entry: a float32 0-d tensor holding 0, as PyTorch keeps it."""
     from .. import functions as lg
+
     return lg.tensor(0.0, dtype=dt.float32)
 
 
 def no_complex(opt: Optimizer, p: Tensor) -> None:
     """Refuse complex parameters (llgrad's optimizers update real tensors only)."""
     if p.is_complex():
-        raise TypeError(f"{type(opt).__name__}: complex parameters are not supported "
-                        f"(parameter of shape {list(p.shape)}, dtype {p.dtype.name})")
+        raise TypeError(
+            f"{type(opt).__name__}: complex parameters are not supported "
+            f"(parameter of shape {list(p.shape)}, dtype {p.dtype.name})"
+        )
 
 
 def maximum(a: Any, b: Any) -> Any:
@@ -491,6 +546,7 @@ def maximum(a: Any, b: Any) -> Any:
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         return max(a, b)
     from .. import functions as lg
+
     return lg.maximum(_as_tensor(a), _as_tensor(b))
 
 
@@ -499,9 +555,11 @@ def minimum(a: Any, b: Any) -> Any:
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         return min(a, b)
     from .. import functions as lg
+
     return lg.minimum(_as_tensor(a), _as_tensor(b))
 
 
 def _as_tensor(v: Any) -> Tensor:
     from .. import functions as lg
+
     return v if isinstance(v, Tensor) else lg.tensor(float(v), dtype=dt.float64)

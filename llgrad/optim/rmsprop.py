@@ -1,4 +1,5 @@
 """RMSprop with PyTorch's update (optional momentum, centered variant, weight decay)."""
+
 from __future__ import annotations
 
 from typing import Any, Iterable
@@ -12,33 +13,58 @@ from .optimizer import Optimizer, add_scaled, check_lr, hyper, is_set
 class RMSprop(Optimizer):
     """Per parameter with a gradient (PyTorch's single-tensor RMSprop):
 
-        g = -grad if maximize else grad;  g += weight_decay * p
-        v = alpha * v + (1 - alpha) * g * g
-        centered:  m = lerp(m, g, 1 - alpha);  avg = sqrt(v - m * m) + eps
-        else:      avg = sqrt(v) + eps
-        momentum:  buf = momentum * buf + g / avg;  p -= lr * buf
-        else:      p -= lr * g / avg
+    g = -grad if maximize else grad;  g += weight_decay * p
+    v = alpha * v + (1 - alpha) * g * g
+    centered:  m = lerp(m, g, 1 - alpha);  avg = sqrt(v - m * m) + eps
+    else:      avg = sqrt(v) + eps
+    momentum:  buf = momentum * buf + g / avg;  p -= lr * buf
+    else:      p -= lr * g / avg
     """
 
-    def __init__(self, params: Iterable[Any], lr: float | Tensor = 1e-2, alpha: float = 0.99,
-                 eps: float = 1e-8, weight_decay: float = 0.0, momentum: float = 0.0,
-                 centered: bool = False, capturable: bool = False, foreach: bool | None = None,
-                 maximize: bool = False, differentiable: bool = False) -> None:
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float | Tensor = 1e-2,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        momentum: float = 0.0,
+        centered: bool = False,
+        capturable: bool = False,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        differentiable: bool = False,
+    ) -> None:
         check_lr(lr)
-        for name, value in (("epsilon value", eps),
-                            ("momentum value", momentum), ("weight_decay value", weight_decay),
-                            ("alpha value", alpha)):
+        for name, value in (
+            ("epsilon value", eps),
+            ("momentum value", momentum),
+            ("weight_decay value", weight_decay),
+            ("alpha value", alpha),
+        ):
             if not 0.0 <= value:
                 raise ValueError(f"Invalid {name}: {value}")
-        super().__init__(params, dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps,
-                                      centered=centered, weight_decay=weight_decay,
-                                      capturable=capturable, foreach=foreach,
-                                      maximize=maximize, differentiable=differentiable))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                momentum=momentum,
+                alpha=alpha,
+                eps=eps,
+                centered=centered,
+                weight_decay=weight_decay,
+                capturable=capturable,
+                foreach=foreach,
+                maximize=maximize,
+                differentiable=differentiable,
+            ),
+        )
 
     def _state(self, p: Tensor, group: Any) -> dict[str, Any]:
         state = self.state[p]
         if not state:
             from ..tracer.tensor import state_not_ready, tracing
+
             if tracing():
                 state_not_ready("RMSprop's state does not exist yet")
             state["step"] = lg.tensor(0.0, dtype=dt.float32)
@@ -51,8 +77,10 @@ class RMSprop(Optimizer):
 
     def _update(self, p: Tensor, group: Any) -> None:
         if p.is_complex():
-            raise TypeError(f"RMSprop: complex parameters are not supported (parameter of "
-                            f"shape {list(p.shape)}, dtype {p.dtype.name})")
+            raise TypeError(
+                f"RMSprop: complex parameters are not supported (parameter of "
+                f"shape {list(p.shape)}, dtype {p.dtype.name})"
+            )
         state = self._state(p, group)
         alpha, eps, lr = group["alpha"], group["eps"], hyper(group, "lr")
         g = lg.neg(p._grad) if group["maximize"] else p._grad

@@ -1,4 +1,5 @@
 """Rprop (resilient backpropagation) with PyTorch's update."""
+
 from __future__ import annotations
 
 from typing import Any, Iterable
@@ -20,17 +21,33 @@ class Rprop(Optimizer):
     `capturable`, `differentiable` are accepted and give the same values.
     """
 
-    def __init__(self, params: Iterable[Any], lr: float | Tensor = 1e-2,
-                 etas: tuple[float, float] = (0.5, 1.2),
-                 step_sizes: tuple[float, float] = (1e-6, 50), *, capturable: bool = False,
-                 foreach: bool | None = None, maximize: bool = False,
-                 differentiable: bool = False) -> None:
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float | Tensor = 1e-2,
+        etas: tuple[float, float] = (0.5, 1.2),
+        step_sizes: tuple[float, float] = (1e-6, 50),
+        *,
+        capturable: bool = False,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        differentiable: bool = False,
+    ) -> None:
         check_lr(lr)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
-        super().__init__(params, dict(lr=lr, etas=etas, step_sizes=step_sizes,
-                                      foreach=foreach, maximize=maximize,
-                                      differentiable=differentiable, capturable=capturable))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                etas=etas,
+                step_sizes=step_sizes,
+                foreach=foreach,
+                maximize=maximize,
+                differentiable=differentiable,
+                capturable=capturable,
+            ),
+        )
 
     def _update(self, p: Tensor, group: Any) -> None:
         no_complex(self, p)
@@ -46,8 +63,9 @@ class Rprop(Optimizer):
         prev, step_size = state["prev"], state["step_size"]
         s = lg.sign(lg.mul(g, prev))
         flipped = lg.lt(s, 0)
-        factor = lg.where(lg.gt(s, 0), etaplus, lg.where(flipped, etaminus,
-                                                          lg.where(lg.eq(s, 0), 1.0, s)))
+        factor = lg.where(
+            lg.gt(s, 0), etaplus, lg.where(flipped, etaminus, lg.where(lg.eq(s, 0), 1.0, s))
+        )
         step_size.copy_(lg.clamp(lg.mul(step_size, factor.to(step_size.dtype)), lo, hi))
         g = lg.where(flipped, lg.zeros_like(g), g)
         p.sub_(lg.mul(lg.sign(g), step_size))

@@ -1,12 +1,12 @@
 """Stochastic gradient descent with momentum, dampening, Nesterov, weight decay."""
+
 from __future__ import annotations
 
 from typing import Any, Iterable
 
 from .. import functions as lg
 from ..tensor import Tensor
-from .optimizer import (Optimizer, add_scaled, check_fused, check_lr, hyper, is_set,
-                        plus_scaled)
+from .optimizer import Optimizer, add_scaled, check_fused, check_lr, hyper, is_set, plus_scaled
 
 
 class SGD(Optimizer):
@@ -22,11 +22,20 @@ class SGD(Optimizer):
     not record the update for autograd.
     """
 
-    def __init__(self, params: Iterable[Any], lr: float | Tensor = 1e-3,
-                 momentum: float = 0.0, dampening: float = 0.0,
-                 weight_decay: float | Tensor = 0.0, nesterov: bool = False, *,
-                 maximize: bool = False, foreach: bool | None = None,
-                 differentiable: bool = False, fused: bool | None = None) -> None:
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float | Tensor = 1e-3,
+        momentum: float = 0.0,
+        dampening: float = 0.0,
+        weight_decay: float | Tensor = 0.0,
+        nesterov: bool = False,
+        *,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        fused: bool | None = None,
+    ) -> None:
         check_lr(lr)
         check_fused("SGD", fused, foreach, differentiable)
         if momentum < 0.0:
@@ -35,10 +44,20 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
-                                      weight_decay=weight_decay, nesterov=nesterov,
-                                      maximize=maximize, foreach=foreach,
-                                      differentiable=differentiable, fused=fused))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                momentum=momentum,
+                dampening=dampening,
+                weight_decay=weight_decay,
+                nesterov=nesterov,
+                maximize=maximize,
+                foreach=foreach,
+                differentiable=differentiable,
+                fused=fused,
+            ),
+        )
 
     def _update(self, p: Tensor, group: Any) -> None:
         g = p._grad
@@ -52,6 +71,7 @@ class SGD(Optimizer):
             buf = state.get("momentum_buffer")
             if buf is None:
                 from ..tracer.tensor import state_not_ready, tracing
+
                 if tracing():
                     state_not_ready("SGD's momentum buffer does not exist yet")
                 buf = g.detach().clone()

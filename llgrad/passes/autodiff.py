@@ -5,6 +5,7 @@ autograd engine on them. The engine applies the registry's vjp rules, which are 
 with llgrad's functions; on tracers those functions emit IR. So the backward graph comes
 from the same rules that eager backward uses: there is no second set of derivatives.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -17,28 +18,33 @@ from ..tracer.context import TraceContext
 from ..tracer.tensor import TracerTensor
 
 
-def replay(g: Graph, ctx: TraceContext, params: Sequence[TracerTensor],
-           grad_locs: dict[int, tuple[object, str | None]] | None = None
-           ) -> list[TracerTensor]:
+def replay(
+    g: Graph,
+    ctx: TraceContext,
+    params: Sequence[TracerTensor],
+    grad_locs: dict[int, tuple[object, str | None]] | None = None,
+) -> list[TracerTensor]:
     """Run `g`'s nodes again through `apply` (so a tape records them); returns outputs.
     Every node made keeps the replayed node's location (its op's line, not the line that
     called the compiled function); `grad_locs` collects, per backward node recorded, that
     location for the nodes its rule emits (`differentiate`)."""
     from ..autograd.apply import apply
     from ..tracer.context import _tls
+
     values: dict[Node, Tensor] = dict(zip(g.params, params))
     outer = _tls.location
     try:
         for node in g.nodes:
             if node in values:
                 continue
-            if not node.inputs:             # const, iota: no operands to dispatch on
-                values[node] = TracerTensor.of(make_node(node.op, (), node.attr_dict,
-                                                         node.loc), ctx)
+            if not node.inputs:  # const, iota: no operands to dispatch on
+                values[node] = TracerTensor.of(
+                    make_node(node.op, (), node.attr_dict, node.loc), ctx
+                )
                 continue
             operands = [values[i] for i in node.inputs]
             _tls.location = node.loc or outer
-            if node.op == "stop_gradient":       # a gradient cut: not on the tape
+            if node.op == "stop_gradient":  # a gradient cut: not on the tape
                 with no_grad():
                     values[node] = apply(node.op, operands, node.attr_dict, _no_eager, None)
                 continue
@@ -54,13 +60,16 @@ def replay(g: Graph, ctx: TraceContext, params: Sequence[TracerTensor],
 def _locate_backward(grad_locs: dict[int, tuple[object, str | None]]) -> list:
     """Hooks that give the nodes each backward rule emits its forward op's location."""
     from ..tracer.context import _tls
+
     handles = []
     for fn, loc in grad_locs.values():
+
         def before(grads: object, loc: str | None = loc) -> None:
             _tls.location = loc
 
         def after(grad_inputs: object, grad_outputs: object) -> None:
             _tls.location = None
+
         try:
             handles.append(fn.register_prehook(before))
             handles.append(fn.register_hook(after))
@@ -83,8 +92,9 @@ def _fresh(name: str, taken: set[str]) -> str:
     return candidate
 
 
-def differentiate(g: Graph, wrt: Sequence[int], name: str | None = None, *,
-                  unit_cotangents: bool = False) -> Graph:
+def differentiate(
+    g: Graph, wrt: Sequence[int], name: str | None = None, *, unit_cotangents: bool = False
+) -> Graph:
     """The joint graph of `g` with respect to params `wrt`.
 
     Params: `(*g.params, *cotangents)`, one cotangent per output. Outputs:
@@ -102,8 +112,12 @@ def differentiate(g: Graph, wrt: Sequence[int], name: str | None = None, *,
         outs = replay(g, ctx, params, grad_locs)
         hooks = _locate_backward(grad_locs)
         taken = {p.attr("name") for p in g.params}
-        cts = [ctx.constant(1, o.dtype, o.shape) if unit_cotangents else
-               ctx.param(o.type, _fresh(f"ct{k}", taken)) for k, o in enumerate(g.outputs)]
+        cts = [
+            ctx.constant(1, o.dtype, o.shape)
+            if unit_cotangents
+            else ctx.param(o.type, _fresh(f"ct{k}", taken))
+            for k, o in enumerate(g.outputs)
+        ]
         roots, grads = [], []
         for o, ct in zip(outs, cts):
             if o._requires_grad:
@@ -111,11 +125,21 @@ def differentiate(g: Graph, wrt: Sequence[int], name: str | None = None, *,
                 grads.append(ct)
         wanted = [params[i] for i in wrt]
         try:
-            captured = execute(roots, grads, retain_graph=False, create_graph=False,
-                               capture=wanted, accumulate=False) if roots else \
-                [None] * len(wanted)
+            captured = (
+                execute(
+                    roots,
+                    grads,
+                    retain_graph=False,
+                    create_graph=False,
+                    capture=wanted,
+                    accumulate=False,
+                )
+                if roots
+                else [None] * len(wanted)
+            )
         finally:
             from ..tracer.context import _tls
+
             _tls.location = None
             for h in hooks:
                 h.remove()

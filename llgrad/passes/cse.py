@@ -17,6 +17,7 @@ Details that keep the merge exact:
   that wants independent draws gives them different counters, and then they differ here.
 - parameters are never merged: each is a distinct input of the signature.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,8 +29,20 @@ from .rewrite import rebuild
 
 __all__ = ["cse", "COMMUTATIVE", "node_key"]
 
-COMMUTATIVE = frozenset({"add", "mul", "eq", "ne", "logical_and", "logical_or",
-                         "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor"})
+COMMUTATIVE = frozenset(
+    {
+        "add",
+        "mul",
+        "eq",
+        "ne",
+        "logical_and",
+        "logical_or",
+        "logical_xor",
+        "bitwise_and",
+        "bitwise_or",
+        "bitwise_xor",
+    }
+)
 
 
 def value_key(v: Any) -> Hashable:
@@ -66,7 +79,7 @@ def cse(g: Graph) -> Graph:
     seen: dict[Hashable, Node] = {}
     for n in g.nodes:
         if id(n) in new:
-            continue                                  # a parameter
+            continue  # a parameter
         cur = rebuild(n, tuple(new[id(x)] for x in n.inputs))
         new[id(n)] = seen.setdefault(node_key(cur), cur)
     return Graph(g.name, g.params, tuple(new[id(o)] for o in g.outputs))

@@ -8,6 +8,7 @@ the constructor, and it repairs a graph whose `nodes` list was edited by hand.
 Parameters always stay, used or not: they are the graph's signature, which callers (the
 executor, autodiff's cotangent layout) index by position.
 """
+
 from __future__ import annotations
 
 from ..ir.graph import Graph, topological_order

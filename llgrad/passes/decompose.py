@@ -5,6 +5,7 @@ autodiff applies the composite's own derivative rule; code generation only knows
 primitives, so this pass replaces every composite node by its decomposition, written once
 in the op registry with llgrad's functions and run here on tracer values.
 """
+
 from __future__ import annotations
 
 from ..autograd.grad_mode import no_grad
@@ -18,6 +19,7 @@ def decompose(g: Graph) -> Graph:
     if not any(n.group is Group.COMPOSITE for n in g.nodes):
         return g
     from .. import functions as F
+
     ctx = TraceContext(g.name, constant_creations=True)
     ctx.expand_composites = True
     values: dict[Node, TracerTensor] = {}
@@ -33,13 +35,18 @@ def decompose(g: Graph) -> Graph:
                 if out._dtype is not node.type.dtype:
                     out = out.to(node.type.dtype)
             else:
-                out = TracerTensor.of(make_node(node.op, tuple(o._node for o in operands),
-                                                node.attr_dict, node.loc), ctx)
+                out = TracerTensor.of(
+                    make_node(node.op, tuple(o._node for o in operands), node.attr_dict, node.loc),
+                    ctx,
+                )
             if out._shape != node.type.shape:
-                raise AssertionError(f"decompose: {node.op} decomposed to {out._shape}, "
-                                     f"expected {node.type.shape}")
+                raise AssertionError(
+                    f"decompose: {node.op} decomposed to {out._shape}, expected {node.type.shape}"
+                )
             values[node] = out
     if ctx.captured:
-        raise AssertionError(f"decompose: a decomposition captured concrete tensors "
-                             f"({len(ctx.captured)}); decompositions must be traceable")
+        raise AssertionError(
+            f"decompose: a decomposition captured concrete tensors "
+            f"({len(ctx.captured)}); decompositions must be traceable"
+        )
     return ctx.graph([ctx.node_of(values[o]) for o in g.outputs])

@@ -15,6 +15,7 @@ generator is cheaper to run than its output is to store, and its IR text is the 
 form), and any node whose reference raises (integer `0 ** -1`, an index out of bounds):
 the error then surfaces when the graph runs, where the user can see it.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -30,8 +31,8 @@ from .rewrite import Match, Pat, Rule, all_same, const_array, rewrite, uniform_v
 
 __all__ = ["fold", "FOLD_RULES", "MAX_ELEMENTS", "payload_of"]
 
-MAX_ELEMENTS = 1024                 # largest non-uniform result that becomes a literal
-MAX_INPUT_ELEMENTS = 1 << 16        # do not materialize huge inputs to fold a small result
+MAX_ELEMENTS = 1024  # largest non-uniform result that becomes a literal
+MAX_INPUT_ELEMENTS = 1 << 16  # do not materialize huge inputs to fold a small result
 _NEVER = frozenset({Group.PARAM, Group.CONST, Group.RANDOM, Group.COLLECTIVE})
 _UNIFORM_VIEWS = frozenset({"reshape", "permute", "expand", "slice", "flip"})
 _ERRORS = (ArithmeticError, ValueError, IndexError, TypeError, RuntimeError, KeyError)
@@ -40,8 +41,12 @@ _ERRORS = (ArithmeticError, ValueError, IndexError, TypeError, RuntimeError, Key
 def foldable(n: Node) -> bool:
     """Inputs all constant, at least one of them, and an op with a NumPy reference."""
     opdef = registry.get(n.op)
-    return (bool(n.inputs) and opdef.group not in _NEVER and opdef.reference is not None
-            and all(x.op == "const" for x in n.inputs))
+    return (
+        bool(n.inputs)
+        and opdef.group not in _NEVER
+        and opdef.reference is not None
+        and all(x.op == "const" for x in n.inputs)
+    )
 
 
 def payload_of(a: np.ndarray) -> Any:
@@ -63,12 +68,11 @@ def _uniform_result(n: Node) -> np.ndarray | None:
         return None
     stand_ins = tuple(Node("const", (), (), TensorType(x.dtype, ())) for x in n.inputs)
     scalar = Node(n.op, stand_ins, n.attrs, TensorType(n.dtype, ()), n.loc)
-    return run_node(scalar, values)                                # type: ignore[arg-type]
+    return run_node(scalar, values)  # type: ignore[arg-type]
 
 
 def _small_result(n: Node) -> np.ndarray | None:
-    if n.type.numel > MAX_ELEMENTS or any(x.type.numel > MAX_INPUT_ELEMENTS
-                                          for x in n.inputs):
+    if n.type.numel > MAX_ELEMENTS or any(x.type.numel > MAX_INPUT_ELEMENTS for x in n.inputs):
         return None
     return run_node(n, [const_array(x) for x in n.inputs])
 
@@ -88,8 +92,12 @@ def fold_node(m: Match) -> Node | None:
 
 
 FOLD_RULES: tuple[Rule, ...] = (
-    Rule("fold", Pat(where=foldable), fold_node,
-         "an op on constants -> the constant it computes (small or uniform results)"),
+    Rule(
+        "fold",
+        Pat(where=foldable),
+        fold_node,
+        "an op on constants -> the constant it computes (small or uniform results)",
+    ),
 )
 
 

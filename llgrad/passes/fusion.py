@@ -40,6 +40,7 @@
 The result lists groups in an execution order (a topological order of the group graph);
 each group names the IR nodes it computes and the view nodes folded into its reads.
 """
+
 from __future__ import annotations
 
 import enum
@@ -57,8 +58,16 @@ from ..ir.printer import format_type, value_names
 from ..ir.registry import ELEMENTWISE, VIEW_OPS, Group
 from .rewrite import uniform_value
 
-__all__ = ["Layout", "Read", "Kind", "KernelGroup", "FusionPlan", "fuse", "VIEW_OPS",
-           "reshape_strides"]
+__all__ = [
+    "Layout",
+    "Read",
+    "Kind",
+    "KernelGroup",
+    "FusionPlan",
+    "fuse",
+    "VIEW_OPS",
+    "reshape_strides",
+]
 
 FUSIBLE = ELEMENTWISE | {Group.RANDOM}
 # Fused kernels are one loop body: LLVM's time grows faster than linearly with its size,
@@ -96,9 +105,17 @@ def op_cost(n: Node) -> int:
     return schedule_op_cost(n.op)
 
 
-_OWN_GROUP = {"matmul": "matmul", "gather": "gather", "scatter_add": "scatter",
-              "index_put": "scatter", "cat": "cat", "pad": "pad", "flip": "flip",
-              "nonzero": "nonzero", "all_reduce": "collective"}
+_OWN_GROUP = {
+    "matmul": "matmul",
+    "gather": "gather",
+    "scatter_add": "scatter",
+    "index_put": "scatter",
+    "cat": "cat",
+    "pad": "pad",
+    "flip": "flip",
+    "nonzero": "nonzero",
+    "all_reduce": "collective",
+}
 
 
 def _numel(shape: Iterable[int]) -> int:
@@ -111,6 +128,7 @@ def _numel(shape: Iterable[int]) -> int:
 # --------------------------------------------------------------------------------------
 # Groups
 # --------------------------------------------------------------------------------------
+
 
 class Kind(enum.Enum):
     ELEMENTWISE = "elementwise"
@@ -162,10 +180,10 @@ class KernelGroup:
     deps: set["KernelGroup"] = field(default_factory=set, repr=False)
     open: bool = True
     has_random: bool = False
-    cost: int = 0                              # code size estimate (see `op_cost`)
+    cost: int = 0  # code size estimate (see `op_cost`)
     merged_into: "KernelGroup | None" = field(default=None, repr=False)
-    alpha: float = 1.0                          # matmul: scale folded into gemm's alpha
-    region: Any = field(default=None, repr=False)   # row groups: the `rows.Region`
+    alpha: float = 1.0  # matmul: scale folded into gemm's alpha
+    region: Any = field(default=None, repr=False)  # row groups: the `rows.Region`
 
     def _name(self, n: Node) -> str:
         return self.names.get(n, f"<{n.op}>")
@@ -173,16 +191,20 @@ class KernelGroup:
     def describe(self) -> str:
         """One line per group: kind, the nodes it computes, what it reads and writes."""
         nodes = ", ".join(f"{self._name(n)}={n.op}" for n in self.nodes) or "-"
-        reads = ", ".join(f"{self._name(r.base)}{'' if r.layout.is_dense() and r.layout.offset == 0 else ' ' + str(r.layout)}"
-                          for r in self.inputs)
+        reads = ", ".join(
+            f"{self._name(r.base)}{'' if r.layout.is_dense() and r.layout.offset == 0 else ' ' + str(r.layout)}"
+            for r in self.inputs
+        )
         if self.output_slot >= 0:
             writes = f"output {self.output_slot}"
         else:
             writes = ", ".join(f"{self._name(o)}: {format_type(o.type)}" for o in self.outputs)
         views = f" views [{', '.join(self._name(v) for v in self.views)}]" if self.views else ""
         prologue = " (prologue)" if self.kind is Kind.REDUCE and self.expr is not None else ""
-        return (f"#{self.index} {self.kind.value}{prologue} over [{','.join(map(str, self.space))}]: "
-                f"{nodes} | reads {reads or '-'} | writes {writes}{views}")
+        return (
+            f"#{self.index} {self.kind.value}{prologue} over [{','.join(map(str, self.space))}]: "
+            f"{nodes} | reads {reads or '-'} | writes {writes}{views}"
+        )
 
     def __str__(self) -> str:
         return self.describe()
@@ -197,9 +219,9 @@ class FusionPlan:
 
     graph: Graph
     groups: list[KernelGroup]
-    views: dict[Node, Read]                    # movement nodes that alias a base buffer
-    materialized: list[Node]                   # every node written to a buffer
-    direct_outputs: dict[int, Node]            # graph output k written by its own kernel
+    views: dict[Node, Read]  # movement nodes that alias a base buffer
+    materialized: list[Node]  # every node written to a buffer
+    direct_outputs: dict[int, Node]  # graph output k written by its own kernel
     names: dict[Node, str]
 
     @property
@@ -217,13 +239,19 @@ class FusionPlan:
         return self.groups[i]
 
     def __str__(self) -> str:
-        lines = [f"fusion of @{self.graph.name}: {len(self.graph.nodes)} nodes -> "
-                 f"{len(self.groups)} kernel groups"]
+        lines = [
+            f"fusion of @{self.graph.name}: {len(self.graph.nodes)} nodes -> "
+            f"{len(self.groups)} kernel groups"
+        ]
         lines += ["  " + g.describe() for g in self.groups]
         if self.views:
-            lines.append("  views: " + ", ".join(
-                f"{self.names.get(v, v.op)}={v.op} of {self.names.get(r.base, r.base.op)}"
-                for v, r in self.views.items()))
+            lines.append(
+                "  views: "
+                + ", ".join(
+                    f"{self.names.get(v, v.op)}={v.op} of {self.names.get(r.base, r.base.op)}"
+                    for v, r in self.views.items()
+                )
+            )
         return "\n".join(lines)
 
 
@@ -231,24 +259,26 @@ class FusionPlan:
 # The pass
 # --------------------------------------------------------------------------------------
 
+
 class _Fuser:
     def __init__(self, g: Graph):
         self.g = g
         self.names = value_names(g)
         self.group_of: dict[Node, KernelGroup] = {}
         self.view_read: dict[Node, Read] = {}
-        self.view_chain: dict[Node, tuple[Node, bool]] = {}   # view -> (base, reshapes only)
+        self.view_chain: dict[Node, tuple[Node, bool]] = {}  # view -> (base, reshapes only)
         self.groups: list[KernelGroup] = []
-        self.users: dict[KernelGroup, set[KernelGroup]] = {}   # group -> groups reading it
+        self.users: dict[KernelGroup, set[KernelGroup]] = {}  # group -> groups reading it
         # a topological numbering of the groups (a reader's rank exceeds its sources'),
         # which bounds the walks of `can_merge`/`reaches`; renumbered on demand when an
         # edge added since breaks it (see `_edge`)
         self.rank: dict[KernelGroup, int] = {}
         self.rank_stale = False
-        self._ranked = 0                       # the highest rank given so far
+        self._ranked = 0  # the highest rank given so far
         self.order = {n: i for i, n in enumerate(g.nodes)}
         self.uses = self._uses()
         from .rows import find_regions
+
         self.region_of = {m: r for r in find_regions(g, self.uses) for m in r.members}
         self.region_groups: dict[int, KernelGroup] = {}
         # scaled operands of products folded into alpha: node -> (read of y, factor), or
@@ -309,12 +339,13 @@ class _Fuser:
         grp = self.group_of.get(n)
         return None if grp is None else self.find(grp)
 
-    def new_group(self, kind: Kind, nodes: list[Node], space: tuple[int, ...],
-                  root: Node | None = None) -> KernelGroup:
+    def new_group(
+        self, kind: Kind, nodes: list[Node], space: tuple[int, ...], root: Node | None = None
+    ) -> KernelGroup:
         grp = KernelGroup(kind, list(nodes), tuple(space), root=root, names=self.names)
         self.groups.append(grp)
         self._ranked += 1
-        self.rank[grp] = self._ranked         # after every group it can read so far
+        self.rank[grp] = self._ranked  # after every group it can read so far
         for n in nodes:
             self.group_of[n] = grp
         return grp
@@ -329,7 +360,7 @@ class _Fuser:
         if self.rank[src] >= self.rank[dst]:
             if self.users_of(dst):
                 self.rank_stale = True
-            else:                          # nothing reads `dst` yet: it may go last
+            else:  # nothing reads `dst` yet: it may go last
                 self._ranked += 1
                 self.rank[dst] = self._ranked
 
@@ -382,7 +413,7 @@ class _Fuser:
         if x in self.view_read:
             return self.view_read[x]
         if x.op == "const" and not isinstance(x.attr("value"), tuple):
-            return Read(x, Layout(x.shape, (0,) * len(x.shape), 0))   # one stored scalar
+            return Read(x, Layout(x.shape, (0,) * len(x.shape), 0))  # one stored scalar
         return Read(x, Layout.dense(x.shape))
 
     def chain(self, x: Node) -> tuple[Node, bool]:
@@ -413,17 +444,21 @@ class _Fuser:
             elif n.op in _OWN_GROUP:
                 self.single(n, Kind(_OWN_GROUP[n.op]))
             elif grp is Group.COMPOSITE:
-                raise TypeError(f"fusion: {self.names[n]} = {n.op} is a composite op; "
-                                f"decompose the graph into primitives before compiling it"
-                                f"{_at(n)}")
+                raise TypeError(
+                    f"fusion: {self.names[n]} = {n.op} is a composite op; "
+                    f"decompose the graph into primitives before compiling it"
+                    f"{_at(n)}"
+                )
             else:
-                raise TypeError(f"fusion: no kernel lowering for op {n.op!r} (group "
-                                f"{grp.value}){_at(n)}")
+                raise TypeError(
+                    f"fusion: no kernel lowering for op {n.op!r} (group {grp.value}){_at(n)}"
+                )
         return self.finish()
 
     def row_node(self, n: Node) -> None:
         """A member of a row region joins its region's (one) row group."""
         from .rows import external_layout, member_read
+
         region = self.region_of[n]
         grp = self.region_groups.get(id(region))
         if grp is None:
@@ -491,7 +526,7 @@ class _Fuser:
             if grp is None or grp.kind is not Kind.ELEMENTWISE or not grp.open:
                 continue
             if self.preserving(n, x) is None:
-                rejected.add(grp)          # read through a broadcast or permutation
+                rejected.add(grp)  # read through a broadcast or permutation
             elif grp not in candidates:
                 candidates.append(grp)
         candidates = [c for c in candidates if c not in rejected]
@@ -531,8 +566,9 @@ class _Fuser:
                 grp.views.append(x)
         grp.operands[n] = ops
 
-    def can_merge(self, chosen: list[KernelGroup], input_groups: set[KernelGroup],
-                  n: Node | None = None) -> bool:
+    def can_merge(
+        self, chosen: list[KernelGroup], input_groups: set[KernelGroup], n: Node | None = None
+    ) -> bool:
         """Merging `chosen` and the new node keeps the group graph acyclic.
 
         A cycle would run from a chosen group through some group X outside the merge back
@@ -556,8 +592,7 @@ class _Fuser:
         depends = merge | outside_inputs
         for rid in regions:
             row = self.region_groups.get(rid)
-            if row is not None and (self.find(row) in depends or
-                                    self.reaches([row], depends)):
+            if row is not None and (self.find(row) in depends or self.reaches([row], depends)):
                 return False
         # a path from the merge through an outside group back into the merge, or into
         # a group the new node reads (no group ranked after all of those is on one)
@@ -629,11 +664,20 @@ class _Fuser:
         (x,) = n.inputs
         base = self.preserving_chain(x)
         producer = self.group(base) if base is not None else None
-        if producer is not None and producer.kind is Kind.ELEMENTWISE and producer.open \
-                and not self.only_feeds(producer, n):
+        if (
+            producer is not None
+            and producer.kind is Kind.ELEMENTWISE
+            and producer.open
+            and not self.only_feeds(producer, n)
+        ):
             producer = self.peel(producer, n, base, x.shape)
-        if (producer is not None and producer.kind is Kind.ELEMENTWISE and producer.open
-                and not producer.has_random and self.only_feeds(producer, n)):
+        if (
+            producer is not None
+            and producer.kind is Kind.ELEMENTWISE
+            and producer.open
+            and not producer.has_random
+            and self.only_feeds(producer, n)
+        ):
             reads = self.prologue_reads(producer, x.shape)
             if reads is not None:
                 self.make_prologue(n, producer, base, x, reads)
@@ -646,8 +690,9 @@ class _Fuser:
             grp.views.append(x)
         grp.open = False
 
-    def peel(self, grp: KernelGroup, r: Node, base: Node, shape: tuple[int, ...]
-             ) -> KernelGroup | None:
+    def peel(
+        self, grp: KernelGroup, r: Node, base: Node, shape: tuple[int, ...]
+    ) -> KernelGroup | None:
         """Split off the members of `grp` that only feed the reduction `r` (its tail).
 
         Done only when it adds no buffer: every remaining member the tail reads must be
@@ -666,8 +711,11 @@ class _Fuser:
         space = grp.space
         for m in tail:
             for kind, v in grp.operands[m]:
-                if kind == "node" and v not in tail and not any(
-                        c is None or c not in members for c, _ in self.uses[v]):
+                if (
+                    kind == "node"
+                    and v not in tail
+                    and not any(c is None or c not in members for c, _ in self.uses[v])
+                ):
                     return None
                 if kind == "read" and v.layout.reshape(shape) is None:
                     return None
@@ -700,8 +748,9 @@ class _Fuser:
                     return False
         return True
 
-    def prologue_reads(self, grp: KernelGroup, shape: tuple[int, ...]
-                       ) -> dict[Node, list[tuple[str, Any]]] | None:
+    def prologue_reads(
+        self, grp: KernelGroup, shape: tuple[int, ...]
+    ) -> dict[Node, list[tuple[str, Any]]] | None:
         out: dict[Node, list[tuple[str, Any]]] = {}
         for m, ops in grp.operands.items():
             new_ops = []
@@ -715,8 +764,14 @@ class _Fuser:
             out[m] = new_ops
         return out
 
-    def make_prologue(self, n: Node, producer: KernelGroup, base: Node, x: Node,
-                      operands: dict[Node, list[tuple[str, Any]]]) -> None:
+    def make_prologue(
+        self,
+        n: Node,
+        producer: KernelGroup,
+        base: Node,
+        x: Node,
+        operands: dict[Node, list[tuple[str, Any]]],
+    ) -> None:
         producer.kind = Kind.REDUCE
         producer.space = x.shape
         producer.operands = operands
@@ -726,7 +781,7 @@ class _Fuser:
         self.group_of[n] = producer
         if x is not base:
             producer.views.append(x)
-        producer.outputs = [base]          # the prologue's single result (see finish)
+        producer.outputs = [base]  # the prologue's single result (see finish)
 
     def single(self, n: Node, kind: Kind) -> None:
         grp = self.new_group(kind, [n], n.shape, root=n)
@@ -762,10 +817,17 @@ class _Fuser:
 
     def _scale_of(self, base: Node) -> tuple[Read, float] | tuple[()]:
         from ..schedule.matmul import uses_blas
+
         grp = self.group(base)
-        if base.op not in ("mul", "div") or grp is None or grp.kind is not Kind.ELEMENTWISE \
-                or grp.nodes != [base] or not uses_blas(base.dtype) or base.dtype.is_complex \
-                or any(c is None or c.op != "matmul" for c, _ in self.uses[base]):
+        if (
+            base.op not in ("mul", "div")
+            or grp is None
+            or grp.kind is not Kind.ELEMENTWISE
+            or grp.nodes != [base]
+            or not uses_blas(base.dtype)
+            or base.dtype.is_complex
+            or any(c is None or c.op != "matmul" for c, _ in self.uses[base])
+        ):
             return ()
         for k, other in ((1, 0), (0, 1)) if base.op == "mul" else ((1, 0),):
             c = uniform_value(self._base_of(base.inputs[k]))
@@ -774,8 +836,9 @@ class _Fuser:
                 continue
             factor = float(c)
             if base.op == "div":
-                if factor == 0 or not np.isfinite(factor) or \
-                        np.frexp(abs(factor))[0] != 0.5:       # 1/c exact: a power of two
+                if (
+                    factor == 0 or not np.isfinite(factor) or np.frexp(abs(factor))[0] != 0.5
+                ):  # 1/c exact: a power of two
                     return ()
                 factor = 1.0 / factor
             y_read = self.read_of(y)
@@ -820,10 +883,9 @@ class _Fuser:
         for groups in readers.values():
             for i, a in enumerate(groups):
                 a = self.find(a)
-                for c in groups[i + 1:]:
+                for c in groups[i + 1 :]:
                     c = self.find(c)
-                    if a is c or a.space != c.space or \
-                            a.cost + c.cost > max_group_cost(a.space):
+                    if a is c or a.space != c.space or a.cost + c.cost > max_group_cost(a.space):
                         continue
                     if self.reaches([a], {c}) or self.reaches([c], {a}):
                         continue
@@ -843,23 +905,36 @@ class _Fuser:
         to the reduction, and the merged body stays under the cost cap.
         """
         for red in list(self.groups):
-            if red.merged_into is not None or red.kind is not Kind.REDUCE or \
-                    red.root.op not in _SIDE_REDUCTIONS or not self.splits_like_a_loop(red):
+            if (
+                red.merged_into is not None
+                or red.kind is not Kind.REDUCE
+                or red.root.op not in _SIDE_REDUCTIONS
+                or not self.splits_like_a_loop(red)
+            ):
                 continue
-            reads = [r for ops in red.operands.values() for kind, r in ops if kind == "read"] \
-                if red.operands else list(red.inputs)
+            reads = (
+                [r for ops in red.operands.values() for kind, r in ops if kind == "read"]
+                if red.operands
+                else list(red.inputs)
+            )
             producers = {self.group(r.base) for r in reads} - {None}
             for grp in producers:
-                if grp.kind is not Kind.ELEMENTWISE or grp.has_random or \
-                        _numel(grp.space) != _numel(red.space) or \
-                        grp.cost + red.cost + 1 > max_group_cost(grp.space):
+                if (
+                    grp.kind is not Kind.ELEMENTWISE
+                    or grp.has_random
+                    or _numel(grp.space) != _numel(red.space)
+                    or grp.cost + red.cost + 1 > max_group_cost(grp.space)
+                ):
                     continue
-                if any(self.group(r.base) is grp and not (
-                        r.layout.offset == 0 and r.layout.is_dense()) for r in reads):
+                if any(
+                    self.group(r.base) is grp and not (r.layout.offset == 0 and r.layout.is_dense())
+                    for r in reads
+                ):
                     continue
                 ops = self.prologue_reads(grp, red.space)
                 if ops is None or self.reaches(
-                        [u for u in self.users_of(grp) if u is not red], {red}):
+                    [u for u in self.users_of(grp) if u is not red], {red}
+                ):
                     continue
                 self.join_reduction(red, grp, ops)
                 break
@@ -870,23 +945,29 @@ class _Fuser:
         split the reduction itself), or a last axis of at least `SIDE_MIN_ROW` elements
         reduced (a row kernel splits over the rows)."""
         from ..ops.reduction import normalize_axes
+
         shape = red.space
         axes = set(normalize_axes(red.root.op, red.root.attr("axes"), shape))
         if all(d in axes for d, n in enumerate(shape) if n != 1):
             return True
         return bool(shape) and (len(shape) - 1) in axes and shape[-1] >= SIDE_MIN_ROW
 
-    def join_reduction(self, red: KernelGroup, grp: KernelGroup,
-                       ops: dict[Node, list[tuple[str, Any]]]) -> None:
+    def join_reduction(
+        self, red: KernelGroup, grp: KernelGroup, ops: dict[Node, list[tuple[str, Any]]]
+    ) -> None:
         members = set(grp.nodes)
-        if not red.operands:                     # a plain reduction of one of grp's values
+        if not red.operands:  # a plain reduction of one of grp's values
             (read,) = red.inputs
-            red.outputs = [read.base]            # the prologue's result (see finish_prologue)
+            red.outputs = [read.base]  # the prologue's result (see finish_prologue)
             red.inputs = []
         else:
-            red.operands = {m: [("node", r.base) if kind == "read" and r.base in members
-                                else (kind, r) for kind, r in o]
-                            for m, o in red.operands.items()}
+            red.operands = {
+                m: [
+                    ("node", r.base) if kind == "read" and r.base in members else (kind, r)
+                    for kind, r in o
+                ]
+                for m, o in red.operands.items()
+            }
         grp.operands = ops
         grp.space = red.space
         self.absorb(red, grp)
@@ -904,23 +985,33 @@ class _Fuser:
         and the product is not empty.
         """
         from ..schedule.matmul import uses_blas
+
         if not MATMUL_EPILOGUES:
             return
         for mm_grp in list(self.groups):
             root = mm_grp.root
-            if mm_grp.merged_into is not None or mm_grp.kind is not Kind.MATMUL or \
-                    len(root.shape) != 2 or not uses_blas(root.dtype) or root.dtype.is_complex or \
-                    0 in root.shape or root.inputs[0].shape[-1] == 0:
+            if (
+                mm_grp.merged_into is not None
+                or mm_grp.kind is not Kind.MATMUL
+                or len(root.shape) != 2
+                or not uses_blas(root.dtype)
+                or root.dtype.is_complex
+                or 0 in root.shape
+                or root.inputs[0].shape[-1] == 0
+            ):
                 continue
-            for grp in sorted(self.users_of(mm_grp), key=lambda g: self.order[g.nodes[0]]
-                              if g.nodes else 0):
-                if grp.kind is not Kind.ELEMENTWISE or grp.has_random or \
-                        grp.space != root.shape:
+            for grp in sorted(
+                self.users_of(mm_grp), key=lambda g: self.order[g.nodes[0]] if g.nodes else 0
+            ):
+                if grp.kind is not Kind.ELEMENTWISE or grp.has_random or grp.space != root.shape:
                     continue
-                reads = [r for ops in grp.operands.values() for kind, r in ops
-                         if kind == "read" and r.base is root]
-                if not reads or any(r.layout.offset or not r.layout.is_dense()
-                                    for r in reads):
+                reads = [
+                    r
+                    for ops in grp.operands.values()
+                    for kind, r in ops
+                    if kind == "read" and r.base is root
+                ]
+                if not reads or any(r.layout.offset or not r.layout.is_dense() for r in reads):
                     continue
                 if self.reaches([u for u in self.users_of(mm_grp) if u is not grp], {grp}):
                     continue
@@ -943,9 +1034,15 @@ class _Fuser:
             # a reshape of a kernel's result that walks it densely is the same bytes: the
             # kernel writes the output buffer itself (no copy)
             r = self.view_read.get(o)
-            if r is not None and r.base in self.group_of and r.base not in claimed and \
-                    r.base not in outputs and r.layout.offset == 0 and \
-                    r.layout.numel == _numel(r.base.shape) and r.layout.is_dense():
+            if (
+                r is not None
+                and r.base in self.group_of
+                and r.base not in claimed
+                and r.base not in outputs
+                and r.layout.offset == 0
+                and r.layout.numel == _numel(r.base.shape)
+                and r.layout.is_dense()
+            ):
                 direct[k] = r.base
                 claimed.add(r.base)
                 continue
@@ -970,8 +1067,7 @@ class _Fuser:
             grp.views = list(dict.fromkeys(grp.views))
         ordered = self.schedule(live)
         materialized = [o for grp in ordered for o in grp.outputs]
-        return FusionPlan(self.g, ordered, dict(self.view_read), materialized, direct,
-                          self.names)
+        return FusionPlan(self.g, ordered, dict(self.view_read), materialized, direct, self.names)
 
     def finish_elementwise(self, grp: KernelGroup) -> None:
         inputs: dict[Read, int] = {}
@@ -994,8 +1090,11 @@ class _Fuser:
             nodes.append(ExprNode(op, args, attrs))
         grp.outputs = [m for m in grp.nodes if self.materialized(m, grp)]
         grp.inputs = list(inputs)
-        grp.expr = Expr(tuple(r.base.dtype for r in grp.inputs), tuple(nodes),
-                        tuple(ref[m] for m in grp.outputs))
+        grp.expr = Expr(
+            tuple(r.base.dtype for r in grp.inputs),
+            tuple(nodes),
+            tuple(ref[m] for m in grp.outputs),
+        )
 
     def finish_prologue(self, grp: KernelGroup) -> None:
         """The reduction's prologue DAG; input 0 (which orders the loops) is the read that
@@ -1008,29 +1107,40 @@ class _Fuser:
                 if kind == "read" and r not in reads:
                     reads.append(r)
         if reads:
-            driver = max(range(len(reads)), key=lambda i: (
-                sum(1 for n, s in zip(reads[i].layout.shape, reads[i].layout.strides)
-                    if s != 0 and n != 1), -i))
+            driver = max(
+                range(len(reads)),
+                key=lambda i: (
+                    sum(
+                        1
+                        for n, s in zip(reads[i].layout.shape, reads[i].layout.strides)
+                        if s != 0 and n != 1
+                    ),
+                    -i,
+                ),
+            )
             reads.insert(0, reads.pop(driver))
         index = {r: i for i, r in enumerate(reads)}
         nodes, ref = self.member_nodes(grp, members, index.__getitem__, len(reads))
-        side = [m for m in members if self.materialized(m, grp)]   # see merge_reductions
+        side = [m for m in members if self.materialized(m, grp)]  # see merge_reductions
         grp.inputs = reads
-        grp.expr = Expr(tuple(r.base.dtype for r in reads), tuple(nodes),
-                        (ref[result],) + tuple(ref[m] for m in side))
+        grp.expr = Expr(
+            tuple(r.base.dtype for r in reads),
+            tuple(nodes),
+            (ref[result],) + tuple(ref[m] for m in side),
+        )
         grp.outputs = [grp.root] + side
 
     @staticmethod
-    def member_nodes(grp: KernelGroup, members: list[Node], input_of, n_inputs: int
-                     ) -> tuple[list[ExprNode], dict[Node, int]]:
+    def member_nodes(
+        grp: KernelGroup, members: list[Node], input_of, n_inputs: int
+    ) -> tuple[list[ExprNode], dict[Node, int]]:
         """The expression nodes of `members` (in order) after `n_inputs` inputs: a
         member's operand is an earlier member's value or `input_of(read)`; also returns
         each member's value index."""
         ref: dict[Node, int] = {}
         nodes: list[ExprNode] = []
         for m in members:
-            args = tuple(ref[r] if kind == "node" else input_of(r)
-                         for kind, r in grp.operands[m])
+            args = tuple(ref[r] if kind == "node" else input_of(r) for kind, r in grp.operands[m])
             ref[m] = n_inputs + len(nodes)
             nodes.append(ExprNode(m.op, args, m.attrs))
         return nodes, ref
@@ -1047,13 +1157,16 @@ class _Fuser:
                 if kind == "read" and r.base is not root and r not in reads:
                     reads.append(r)
         index = {r: i + 1 for i, r in enumerate(reads)}
-        nodes, ref = self.member_nodes(grp, members,
-                                       lambda r: 0 if r.base is root else index[r],
-                                       1 + len(reads))
+        nodes, ref = self.member_nodes(
+            grp, members, lambda r: 0 if r.base is root else index[r], 1 + len(reads)
+        )
         outs = [m for m in members if self.materialized(m, grp)]
         grp.inputs = grp.inputs[:2] + reads
-        grp.expr = Expr((root.dtype,) + tuple(r.base.dtype for r in reads), tuple(nodes),
-                        tuple(ref[m] for m in outs))
+        grp.expr = Expr(
+            (root.dtype,) + tuple(r.base.dtype for r in reads),
+            tuple(nodes),
+            tuple(ref[m] for m in outs),
+        )
         grp.outputs = outs + ([root] if self.materialized(root, grp) else [])
 
     def schedule(self, groups: list[KernelGroup]) -> list[KernelGroup]:
@@ -1080,6 +1193,7 @@ class _Fuser:
             return (min(pos), grp.output_slot)
 
         import heapq
+
         waiting = {grp: len(ds) for grp, ds in deps.items()}
         heap = [(first(grp), i, grp) for i, grp in enumerate(groups) if waiting[grp] == 0]
         heapq.heapify(heap)
@@ -1105,4 +1219,5 @@ def _at(n: Node) -> str:
 def fuse(g: Graph) -> FusionPlan:
     """Partition `g` into kernel groups (see the module docstring for the rules)."""
     from .rows import split_total_reductions
+
     return _Fuser(split_total_reductions(g)).run()

@@ -13,6 +13,7 @@ the verifier runs on the input and after every pass, and an invalid graph is rep
 a `PassError` naming the pass. Whatever `verify` says, a pass may not change the graph's
 signature (parameter names and types, output count and types): that is checked always.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -30,8 +31,17 @@ from .fold import fold
 from .simplify import simplify
 from .transpose import fold_transposed_matmul
 
-__all__ = ["Pass", "PIPELINE", "Stage", "PipelineResult", "PassError", "run_pipeline",
-           "make_pass", "node_count", "MAX_ROUNDS"]
+__all__ = [
+    "Pass",
+    "PIPELINE",
+    "Stage",
+    "PipelineResult",
+    "PassError",
+    "run_pipeline",
+    "make_pass",
+    "node_count",
+    "MAX_ROUNDS",
+]
 
 MAX_ROUNDS = 4
 
@@ -61,8 +71,13 @@ def make_pass(fn: Callable[[Graph], Graph], name: str | None = None) -> Pass:
     return Pass(name or getattr(fn, "__name__", "pass"), fn, inspect.getdoc(fn) or "")
 
 
-PIPELINE: list[Pass] = [make_pass(simplify), make_pass(fold), make_pass(cse),
-                        make_pass(fold_transposed_matmul), make_pass(dce)]
+PIPELINE: list[Pass] = [
+    make_pass(simplify),
+    make_pass(fold),
+    make_pass(cse),
+    make_pass(fold_transposed_matmul),
+    make_pass(dce),
+]
 
 
 class Stage(NamedTuple):
@@ -114,8 +129,10 @@ class PipelineResult:
             if s.graph == previous:
                 parts.append(f"== {s.name}: unchanged, {s.nodes} nodes{took} ==\n")
             else:
-                parts.append(f"== {s.name}: {node_count(previous)} -> {s.nodes} nodes{took} "
-                             f"==\n{_text(s.graph)}")
+                parts.append(
+                    f"== {s.name}: {node_count(previous)} -> {s.nodes} nodes{took} "
+                    f"==\n{_text(s.graph)}"
+                )
             previous = s.graph
         return "".join(parts)
 
@@ -130,9 +147,14 @@ class PipelineResult:
         raise KeyError(f"no stage named {name!r}; stages: {[s.name for s in self.stages]}")
 
 
-def run_pipeline(graph: Graph, pipeline: Iterable[Pass | Callable[[Graph], Graph]] = PIPELINE,
-                 *, verify: bool = False, dump: TextIO | Callable[[str], None] | None = None,
-                 max_rounds: int = MAX_ROUNDS) -> PipelineResult:
+def run_pipeline(
+    graph: Graph,
+    pipeline: Iterable[Pass | Callable[[Graph], Graph]] = PIPELINE,
+    *,
+    verify: bool = False,
+    dump: TextIO | Callable[[str], None] | None = None,
+    max_rounds: int = MAX_ROUNDS,
+) -> PipelineResult:
     """Run the passes in rounds until a round changes nothing (at most `max_rounds`)."""
     if not isinstance(graph, Graph):
         raise TypeError(f"run_pipeline expects a Graph, got {type(graph).__name__}")
@@ -140,7 +162,7 @@ def run_pipeline(graph: Graph, pipeline: Iterable[Pass | Callable[[Graph], Graph
     if max_rounds < 1:
         raise ValueError(f"run_pipeline: max_rounds must be >= 1, got {max_rounds}")
     if verify:
-        verify_graph(graph)        # a broken input is not a pass's fault: report it as is
+        verify_graph(graph)  # a broken input is not a pass's fault: report it as is
     result = PipelineResult(graph, [], graph, rounds=0, converged=False)
     g = graph
     for round_ in range(1, max_rounds + 1):
@@ -155,8 +177,14 @@ def run_pipeline(graph: Graph, pipeline: Iterable[Pass | Callable[[Graph], Graph
     return result
 
 
-def _run_one(p: Pass, g: Graph, round_: int, verify: bool,
-             dump: TextIO | Callable[[str], None] | None, result: PipelineResult) -> Graph:
+def _run_one(
+    p: Pass,
+    g: Graph,
+    round_: int,
+    verify: bool,
+    dump: TextIO | Callable[[str], None] | None,
+    result: PipelineResult,
+) -> Graph:
     t0 = time.perf_counter()
     out = p(g)
     seconds = time.perf_counter() - t0
@@ -187,21 +215,33 @@ def _signature(g: Graph) -> tuple:
 def _check_signature(name: str, before: Graph, after: Graph) -> None:
     (p0, o0), (p1, o1) = _signature(before), _signature(after)
     if p0 != p1:
-        raise PassError(name, f"changed the parameters from {list(p0)} to {list(p1)}; "
-                              f"passes must keep the signature", before, after)
+        raise PassError(
+            name,
+            f"changed the parameters from {list(p0)} to {list(p1)}; passes must keep the signature",
+            before,
+            after,
+        )
     if o0 != o1:
-        raise PassError(name, f"changed the outputs' types from {list(o0)} to {list(o1)}; "
-                              f"passes must keep the signature", before, after)
+        raise PassError(
+            name,
+            f"changed the outputs' types from {list(o0)} to {list(o1)}; "
+            f"passes must keep the signature",
+            before,
+            after,
+        )
 
 
 def _report(stage: Stage, before: Graph, dump: TextIO | Callable[[str], None] | None) -> None:
     logging = _log.enabled("passes")
     if dump is None and not logging:
-        return                                  # printing a big graph is not free
+        return  # printing a big graph is not free
     changed = stage.graph != before
     took = f"({stage.seconds * 1e3:.2f} ms)"
-    head = (f"{stage.name}: {node_count(before)} -> {stage.nodes} nodes {took}" if changed
-            else f"{stage.name}: unchanged, {stage.nodes} nodes {took}")
+    head = (
+        f"{stage.name}: {node_count(before)} -> {stage.nodes} nodes {took}"
+        if changed
+        else f"{stage.name}: unchanged, {stage.nodes} nodes {took}"
+    )
     body = _text(stage.graph) if changed else ""
     if logging:
         _log.log("passes", head + ("\n" + body.rstrip("\n") if body else ""))

@@ -18,6 +18,7 @@ buffers of the kernel launches, including scratch space such as the partial sums
 two-stage reduction); `plan_graph(fusion)` plans a fusion result at kernel-group
 granularity, which is what the pass reports on its own.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -43,8 +44,8 @@ class MemoryPlan:
     """Offsets of the arena buffers, the arena's size, and what reuse saved."""
 
     buffers: list[Buffer]
-    arena_bytes: int                       # peak: the arena's size
-    total_bytes: int                       # every arena buffer side by side (no reuse)
+    arena_bytes: int  # peak: the arena's size
+    total_bytes: int  # every arena buffer side by side (no reuse)
     views: dict[Node, tuple[Buffer, Any]] = field(default_factory=dict)
     names: dict[Node, str] = field(default_factory=dict)
 
@@ -60,33 +61,42 @@ class MemoryPlan:
         what = ""
         if b.node is not None:
             what = f" {self.names.get(b.node, b.node.op)}: {format_type(b.node.type)}"
-        where = {"input": f"input {b.slot}", "output": f"output {b.slot}",
-                 "const": "module constant"}.get(b.kind, f"arena +{b.offset}")
+        where = {
+            "input": f"input {b.slot}",
+            "output": f"output {b.slot}",
+            "const": "module constant",
+        }.get(b.kind, f"arena +{b.offset}")
         live = f" live [{b.first}, {b.last}]" if b.first >= 0 else " unused"
         return f"{b.name} ({b.kind}{what}) {b.nbytes} B at {where}{live}"
 
     def __str__(self) -> str:
-        lines = [f"memory plan: arena {self.arena_bytes} B peak vs {self.total_bytes} B for "
-                 f"all intermediates ({self.saved_bytes} B saved by reuse)"]
+        lines = [
+            f"memory plan: arena {self.arena_bytes} B peak vs {self.total_bytes} B for "
+            f"all intermediates ({self.saved_bytes} B saved by reuse)"
+        ]
         order = sorted(self.buffers, key=lambda b: (KINDS.index(b.kind), b.offset, b.first))
         lines += ["  " + self.describe_buffer(b) for b in order]
         for v, (base, layout) in self.views.items():
-            lines.append(f"  view {self.names.get(v, v.op)} = {v.op}: aliases {base.name} "
-                         f"with {layout}")
+            lines.append(
+                f"  view {self.names.get(v, v.op)} = {v.op}: aliases {base.name} with {layout}"
+            )
         return "\n".join(lines)
 
 
-def plan_buffers(buffers: list[Buffer], views: dict[Node, tuple[Buffer, Any]] | None = None,
-                 names: dict[Node, str] | None = None) -> MemoryPlan:
+def plan_buffers(
+    buffers: list[Buffer],
+    views: dict[Node, tuple[Buffer, Any]] | None = None,
+    names: dict[Node, str] | None = None,
+) -> MemoryPlan:
     """Give every arena buffer an offset (greedy first-fit over liveness intervals)."""
     arena = [b for b in buffers if b.in_arena]
     total = sum(align_up(b.nbytes) for b in arena)
-    free: list[list[int]] = [[0, _END]]    # the free [start, end) ranges, by start, merged
-    expiring: list[tuple[int, int, Buffer]] = []    # heap of (last use, order, placed)
+    free: list[list[int]] = [[0, _END]]  # the free [start, end) ranges, by start, merged
+    expiring: list[tuple[int, int, Buffer]] = []  # heap of (last use, order, placed)
     peak = 0
     for k, b in enumerate(sorted(arena, key=lambda b: (b.first, -b.nbytes, b.name))):
         if b.nbytes == 0 or b.first < 0:
-            b.offset = 0                   # nothing is ever read or written there
+            b.offset = 0  # nothing is ever read or written there
             continue
         while expiring and expiring[0][0] < b.first:
             a = heapq.heappop(expiring)[2]
@@ -97,7 +107,7 @@ def plan_buffers(buffers: list[Buffer], views: dict[Node, tuple[Buffer, Any]] | 
     return MemoryPlan(list(buffers), peak, total, dict(views or {}), dict(names or {}))
 
 
-_END = 1 << 62                             # the free range after every placed buffer
+_END = 1 << 62  # the free range after every placed buffer
 
 
 def _first_fit(free: list[list[int]], size: int) -> int:
@@ -144,8 +154,7 @@ def plan_graph(fusion: Any) -> MemoryPlan:
             b = buffers.get(r.base)
             if b is not None:
                 b.touch(grp.index)
-    views = {v: (buffers[r.base], r.layout) for v, r in fusion.views.items()
-             if r.base in buffers}
+    views = {v: (buffers[r.base], r.layout) for v, r in fusion.views.items() if r.base in buffers}
     return plan_buffers(list(buffers.values()), views, fusion.names)
 
 

@@ -13,6 +13,7 @@ parameter, whether it is forward output `("out", j)` (j counted among the residu
 outputs) or primal `("in", i)`. The caller keeps those inputs as saved tensors, so an
 in-place change of one before backward raises the same error eager autograd raises.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,12 +25,12 @@ from ..ir.registry import ELEMENTWISE, Group
 
 @dataclass
 class Partition:
-    forward: Graph          # params: primals; outputs: (*outputs, *residuals)
-    backward: Graph         # params: (*residuals, *cotangents); outputs: grads
+    forward: Graph  # params: primals; outputs: (*outputs, *residuals)
+    backward: Graph  # params: (*residuals, *cotangents); outputs: grads
     n_outputs: int
     n_residuals: int
     residual_bytes: int
-    recomputed_bytes: int   # bytes of residuals the backward recomputes instead of storing
+    recomputed_bytes: int  # bytes of residuals the backward recomputes instead of storing
     # per backward residual param: ("out", j) = forward residual output j, or ("in", i) =
     # primal i passed by reference (never copied)
     residual_sources: tuple[tuple[str, int], ...] = ()
@@ -39,17 +40,22 @@ class Partition:
         """The primals the backward reads by reference."""
         return tuple(i for kind, i in self.residual_sources if kind == "in")
 
-    def backward_residuals(self, primals: Sequence[Any], residual_outputs: Sequence[Any]
-                           ) -> list[Any]:
+    def backward_residuals(
+        self, primals: Sequence[Any], residual_outputs: Sequence[Any]
+    ) -> list[Any]:
         """The backward graph's residual arguments, from the forward's inputs and its
         residual outputs (the forward outputs after the first `n_outputs`)."""
-        return [residual_outputs[k] if kind == "out" else primals[k]
-                for kind, k in self.residual_sources]
+        return [
+            residual_outputs[k] if kind == "out" else primals[k]
+            for kind, k in self.residual_sources
+        ]
 
     def __str__(self) -> str:
-        return (f"partition: {self.n_residuals} residuals, {self.residual_bytes} bytes saved "
-                f"for backward, {self.recomputed_bytes} bytes recomputed instead\n"
-                f"{self.forward}\n{self.backward}")
+        return (
+            f"partition: {self.n_residuals} residuals, {self.residual_bytes} bytes saved "
+            f"for backward, {self.recomputed_bytes} bytes recomputed instead\n"
+            f"{self.forward}\n{self.backward}"
+        )
 
 
 def _nbytes(n: Node) -> int:
@@ -60,11 +66,12 @@ def _recomputable(g: Group) -> bool:
     return g in ELEMENTWISE or g in (Group.CONST, Group.MOVEMENT)
 
 
-FRONTIER_NODES = 64      # elementwise nodes one residual's recompute may span
+FRONTIER_NODES = 64  # elementwise nodes one residual's recompute may span
 
 
-def _frontier(n: Node, stored: set[Node], kind: dict[Node, Group],
-              exact: set[Node] = frozenset()) -> set[Node] | None:
+def _frontier(
+    n: Node, stored: set[Node], kind: dict[Node, Group], exact: set[Node] = frozenset()
+) -> set[Node] | None:
     """What `n` is recomputed from: walking up its elementwise (and movement) ancestors,
     the first nodes that are primals, constants, already stored, or not elementwise (a
     reduction's small result, say). None if the walk meets a random op (recomputing would
@@ -85,19 +92,26 @@ def _frontier(n: Node, stored: set[Node], kind: dict[Node, Group],
         g = kind[i]
         if g is Group.RANDOM:
             return None
-        if g is Group.CONST or g is Group.PARAM or i in stored or not _recomputable(g) \
-                or not i.inputs or i in exact:
+        if (
+            g is Group.CONST
+            or g is Group.PARAM
+            or i in stored
+            or not _recomputable(g)
+            or not i.inputs
+            or i in exact
+        ):
             frontier.add(i)
             continue
         walked += 1
-        if walked > FRONTIER_NODES:         # a long chain: stop at the cut reached so far
+        if walked > FRONTIER_NODES:  # a long chain: stop at the cut reached so far
             return frontier | {j for j in i.inputs + tuple(stack) if j not in seen}
         stack.extend(i.inputs)
     return frontier
 
 
-def _compared_exactly(nodes: Sequence[Node], backward_side: set[Node],
-                      kind: dict[Node, Group]) -> set[Node]:
+def _compared_exactly(
+    nodes: Sequence[Node], backward_side: set[Node], kind: dict[Node, Group]
+) -> set[Node]:
     """Forward values compared for equality (amax's gradient tests `x == amax(x)`): they
     are stored, never recomputed, since a recomputation fused differently (an FMA
     contracted in one kernel and not in the other) can differ in the last bit from the
@@ -131,7 +145,7 @@ def partition(joint: Graph, n_primals: int, n_outputs: int) -> Partition:
     seen: set[Node] = set()
 
     def need(n: Node) -> None:
-        if n.group is Group.CONST:       # rebuilt in the backward graph, never stored
+        if n.group is Group.CONST:  # rebuilt in the backward graph, never stored
             return
         if n not in seen and n not in backward_side:
             seen.add(n)
@@ -148,7 +162,7 @@ def partition(joint: Graph, n_primals: int, n_outputs: int) -> Partition:
     recomputed = 0
     changed = True
     stored = set(boundary)
-    kind = {m: m.group for m in joint.nodes}     # (a registry lookup per access otherwise)
+    kind = {m: m.group for m in joint.nodes}  # (a registry lookup per access otherwise)
     exact = _compared_exactly(joint.nodes, backward_side, kind)
     position = {m: k for k, m in enumerate(joint.nodes)}
     while changed:
@@ -157,8 +171,13 @@ def partition(joint: Graph, n_primals: int, n_outputs: int) -> Partition:
         # end in one sweep (each walk stops at the stored value just above it) instead of
         # one step per sweep from an arbitrary place
         for n in sorted(stored, key=lambda m: (-_nbytes(m), -position[m])):
-            if n not in stored or kind[n] is Group.PARAM or not _recomputable(kind[n]) \
-                    or not n.inputs or n in exact:
+            if (
+                n not in stored
+                or kind[n] is Group.PARAM
+                or not _recomputable(kind[n])
+                or not n.inputs
+                or n in exact
+            ):
                 continue
             frontier = _frontier(n, stored, kind, exact)
             if frontier is None:
@@ -167,20 +186,25 @@ def partition(joint: Graph, n_primals: int, n_outputs: int) -> Partition:
             # reference: neither costs a stored byte. `<=`: an elementwise chain collapses
             # onto its input (AOTAutograd's min-cut finds the same cut for pointwise
             # chains); the backward fuses the recompute
-            cost_in = sum(_nbytes(i) for i in frontier
-                          if i not in stored and kind[i] not in (Group.CONST, Group.PARAM))
+            cost_in = sum(
+                _nbytes(i)
+                for i in frontier
+                if i not in stored and kind[i] not in (Group.CONST, Group.PARAM)
+            )
             if cost_in <= _nbytes(n):
                 stored.remove(n)
                 stored.update(i for i in frontier if kind[i] is not Group.CONST)
                 recomputed += _nbytes(n)
                 changed = True
     primal_index = {p: i for i, p in enumerate(primals)}
-    residuals = [p for p in primals if p in stored] + \
-        [n for n in joint.nodes if n in stored and n not in primal_index]
+    residuals = [p for p in primals if p in stored] + [
+        n for n in joint.nodes if n in stored and n not in primal_index
+    ]
     stored_outputs = [r for r in residuals if r not in primal_index]
     out_index = {r: j for j, r in enumerate(stored_outputs)}
-    sources = tuple(("in", primal_index[r]) if r in primal_index else ("out", out_index[r])
-                    for r in residuals)
+    sources = tuple(
+        ("in", primal_index[r]) if r in primal_index else ("out", out_index[r]) for r in residuals
+    )
     fwd = Graph(f"{joint.name}_forward", primals, list(outputs) + stored_outputs)
     # backward graph: residuals become params; everything needed from them is rebuilt
     mapping: dict[Node, Node] = {}
@@ -206,10 +230,18 @@ def partition(joint: Graph, n_primals: int, n_outputs: int) -> Partition:
                 stack.extend(missing)
                 continue
             stack.pop()
-            mapping[top] = Node(top.op, tuple(mapping[i] for i in top.inputs), top.attrs,
-                                top.type, top.loc)
+            mapping[top] = Node(
+                top.op, tuple(mapping[i] for i in top.inputs), top.attrs, top.type, top.loc
+            )
         return mapping[n]
 
     bwd = Graph(f"{joint.name}_backward", bparams, [rebuild(gr) for gr in grads])
-    return Partition(fwd, bwd, n_outputs, len(stored_outputs),
-                     sum(_nbytes(r) for r in stored_outputs), recomputed, sources)
+    return Partition(
+        fwd,
+        bwd,
+        n_outputs,
+        len(stored_outputs),
+        sum(_nbytes(r) for r in stored_outputs),
+        recomputed,
+        sources,
+    )

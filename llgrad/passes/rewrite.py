@@ -17,6 +17,7 @@ the graph's parameters (the very same nodes) and its output order, and every rep
 must have exactly the type of the node it replaces: a rule that changes a type is a bug in
 the rule, reported with the rule's name.
 """
+
 from __future__ import annotations
 
 import functools
@@ -33,8 +34,21 @@ from ..ir.interpret import numpy_dtype, round_to_bfloat16
 from ..ir.printer import format_type
 from ..ir.registry import Group
 
-__all__ = ["Pat", "Rule", "Match", "RewriteError", "pat", "var", "const_pat", "rewrite",
-           "rewrite_counted", "replace_nodes", "const_array", "uniform_value", "is_const"]
+__all__ = [
+    "Pat",
+    "Rule",
+    "Match",
+    "RewriteError",
+    "pat",
+    "var",
+    "const_pat",
+    "rewrite",
+    "rewrite_counted",
+    "replace_nodes",
+    "const_array",
+    "uniform_value",
+    "is_const",
+]
 
 
 class RewriteError(RuntimeError):
@@ -44,6 +58,7 @@ class RewriteError(RuntimeError):
 # --------------------------------------------------------------------------------------
 # Patterns
 # --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class Pat:
@@ -76,9 +91,13 @@ class Pat:
         return frozenset({self.group}) if isinstance(self.group, Group) else self.group
 
 
-def pat(op: str | tuple[str, ...] | Group | frozenset[Group], *inputs: Pat,
-        name: str | None = None, where: Callable[[Node], bool] | None = None,
-        **attrs: Any) -> Pat:
+def pat(
+    op: str | tuple[str, ...] | Group | frozenset[Group],
+    *inputs: Pat,
+    name: str | None = None,
+    where: Callable[[Node], bool] | None = None,
+    **attrs: Any,
+) -> Pat:
     """`pat("neg", pat("neg", var("x")))`; an op group in place of a name matches the group."""
     sub = tuple(inputs) if inputs else None
     if isinstance(op, (Group, frozenset)):
@@ -97,15 +116,18 @@ def const_pat(test: Callable[[np.ndarray, DType], bool], name: str | None = None
     `value` is a 0-d array in the interpreter's representation of the dtype (bfloat16 as
     float32), exactly what the interpreter would compute from the payload.
     """
+
     def where(n: Node) -> bool:
         v = uniform_value(n)
         return v is not None and bool(test(v, n.dtype))
+
     return Pat(op="const", where=where, name=name)
 
 
 # --------------------------------------------------------------------------------------
 # Matches and rules
 # --------------------------------------------------------------------------------------
+
 
 @dataclass(slots=True)
 class Match:
@@ -125,8 +147,9 @@ class Match:
         """A new node (shape rule run by `make_node`) at the root's location."""
         return make_node(op, tuple(inputs), attrs, self.node.loc)
 
-    def const(self, value: Any, dtype: DType | None = None,
-              shape: tuple[int, ...] | None = None) -> Node:
+    def const(
+        self, value: Any, dtype: DType | None = None, shape: tuple[int, ...] | None = None
+    ) -> Node:
         """A uniform constant, by default of the root's dtype and shape."""
         d = self.node.dtype if dtype is None else dtype
         s = self.node.shape if shape is None else shape
@@ -161,7 +184,7 @@ class Rule:
 def match(p: Pat, n: Node, captures: dict[str, Node]) -> bool:
     """Match `n` against `p`, adding captures; on failure `captures` may hold partial
     bindings (the caller discards them)."""
-    if p.op is not None and n.op not in p.root_ops():           # type: ignore[operator]
+    if p.op is not None and n.op not in p.root_ops():  # type: ignore[operator]
         return False
     if p.group is not None and registry.get(n.op).group not in p.root_groups():  # type: ignore[operator]
         return False
@@ -231,12 +254,16 @@ def _may_match_root(p: Pat, op: str, group: Group) -> bool:
 
 def _check_replacement(rule: Rule, old: Node, new: Node) -> None:
     if not isinstance(new, Node):
-        raise RewriteError(f"rule {rule.name!r} returned {new!r} for {old.op} "
-                           f"{format_type(old.type)}; a replacement must be a Node or None")
+        raise RewriteError(
+            f"rule {rule.name!r} returned {new!r} for {old.op} "
+            f"{format_type(old.type)}; a replacement must be a Node or None"
+        )
     if new.type != old.type:
-        raise RewriteError(f"rule {rule.name!r} replaced {old.op} : {format_type(old.type)}"
-                           f" by {new.op} : {format_type(new.type)}; rewrites must keep "
-                           f"every value's type" + (f" (at {old.loc})" if old.loc else ""))
+        raise RewriteError(
+            f"rule {rule.name!r} replaced {old.op} : {format_type(old.type)}"
+            f" by {new.op} : {format_type(new.type)}; rewrites must keep "
+            f"every value's type" + (f" (at {old.loc})" if old.loc else "")
+        )
 
 
 # --------------------------------------------------------------------------------------
@@ -247,14 +274,14 @@ MAX_SWEEPS = 50
 MAX_LOCAL = 100
 
 
-def rewrite(g: Graph, rules: Sequence[Rule] | RuleTable, *, max_sweeps: int = MAX_SWEEPS
-            ) -> Graph:
+def rewrite(g: Graph, rules: Sequence[Rule] | RuleTable, *, max_sweeps: int = MAX_SWEEPS) -> Graph:
     """`g` with `rules` applied bottom-up until none applies anywhere."""
     return rewrite_counted(g, rules, max_sweeps=max_sweeps)[0]
 
 
-def rewrite_counted(g: Graph, rules: Sequence[Rule] | RuleTable, *,
-                    max_sweeps: int = MAX_SWEEPS) -> tuple[Graph, dict[str, int]]:
+def rewrite_counted(
+    g: Graph, rules: Sequence[Rule] | RuleTable, *, max_sweeps: int = MAX_SWEEPS
+) -> tuple[Graph, dict[str, int]]:
     """Like `rewrite`, and also how many times each rule fired (for tests and logs)."""
     table = rules if isinstance(rules, RuleTable) else RuleTable(rules)
     fired: dict[str, int] = {}
@@ -262,8 +289,10 @@ def rewrite_counted(g: Graph, rules: Sequence[Rule] | RuleTable, *,
         g, changed = _sweep(g, table, fired)
         if not changed:
             return g, fired
-    raise RewriteError(f"rewrite of @{g.name}: rules still firing after {max_sweeps} "
-                       f"sweeps (counts so far: {fired}); two rules probably undo each other")
+    raise RewriteError(
+        f"rewrite of @{g.name}: rules still firing after {max_sweeps} "
+        f"sweeps (counts so far: {fired}); two rules probably undo each other"
+    )
 
 
 def _sweep(g: Graph, table: RuleTable, fired: dict[str, int]) -> tuple[Graph, bool]:
@@ -272,7 +301,7 @@ def _sweep(g: Graph, table: RuleTable, fired: dict[str, int]) -> tuple[Graph, bo
     changed = False
     for n in g.nodes:
         if id(n) in new:
-            continue                                   # a parameter
+            continue  # a parameter
         cur = rebuild(n, tuple(new[id(x)] for x in n.inputs))
         for _ in range(MAX_LOCAL):
             step = table.apply(cur)
@@ -282,15 +311,16 @@ def _sweep(g: Graph, table: RuleTable, fired: dict[str, int]) -> tuple[Graph, bo
             fired[rule.name] = fired.get(rule.name, 0) + 1
             changed = True
         else:
-            raise RewriteError(f"rewrite of @{g.name}: rules keep rewriting one {n.op} node "
-                               f"(counts so far: {fired}); two rules probably undo each other")
+            raise RewriteError(
+                f"rewrite of @{g.name}: rules keep rewriting one {n.op} node "
+                f"(counts so far: {fired}); two rules probably undo each other"
+            )
         new[id(n)] = cur
     outputs = tuple(new[id(o)] for o in g.outputs)
     return Graph(g.name, g.params, outputs), changed
 
 
-def replace_nodes(g: Graph, replace: Callable[[Node, tuple[Node, ...]], Node | None]
-                  ) -> Graph:
+def replace_nodes(g: Graph, replace: Callable[[Node, tuple[Node, ...]], Node | None]) -> Graph:
     """One walk in order for passes that replace a few nodes by hand: `replace(n, inputs)`
     (the inputs already replaced) returns `n`'s replacement, or None to keep `n` (rebuilt
     on its new inputs). Returns `g` itself when nothing was replaced."""
@@ -320,6 +350,7 @@ def rebuild(n: Node, inputs: tuple[Node, ...]) -> Node:
 # Constant values, as the interpreter sees them
 # --------------------------------------------------------------------------------------
 
+
 def is_const(n: Node) -> bool:
     return n.op == "const"
 
@@ -334,12 +365,13 @@ def _scalar_array(value: Any, d: DType) -> np.ndarray:
 def const_array(n: Node) -> np.ndarray:
     """The full value of a `const` node (what `interpret` computes for it)."""
     from ..ir.interpret import run_node
+
     if not is_const(n):
         raise TypeError(f"const_array: expected a const node, got {n.op}")
     return run_node(n, [])
 
 
-MAX_UNIFORM_CHECK = 4096      # nested payloads larger than this are not inspected
+MAX_UNIFORM_CHECK = 4096  # nested payloads larger than this are not inspected
 
 
 def uniform_value(n: Node) -> np.ndarray | None:
@@ -389,4 +421,3 @@ def all_same(a: np.ndarray) -> bool:
                 return False
         return True
     return bool(np.all(flat == flat[0]))
-

@@ -19,6 +19,7 @@ it is worth a kernel of its own: some full member reads a reduction of the regio
 softmax pattern), or it holds several reductions. Everything else is left to the
 ordinary elementwise and reduction fusion.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -28,31 +29,30 @@ from ..ir.registry import ELEMENTWISE, Group
 from .rewrite import replace_nodes
 
 ROW_REDUCTIONS = frozenset({"sum", "amax", "amin"})
-MAX_ROW = 1 << 16          # longest row a row kernel takes (its row buffers live in L1/L2)
-MAX_REGION_COST = 512      # code-size cap, as for elementwise groups (see fusion.op_cost)
+MAX_ROW = 1 << 16  # longest row a row kernel takes (its row buffers live in L1/L2)
+MAX_REGION_COST = 512  # code-size cap, as for elementwise groups (see fusion.op_cost)
 
 
 @dataclass(eq=False)
 class Region:
     space: tuple[int, ...]
-    k: int                                   # axes k.. are reduced
+    k: int  # axes k.. are reduced
     members: set[Node] = field(default_factory=set)
 
     @property
     def rows(self) -> int:
-        return _numel(self.space[:self.k])
+        return _numel(self.space[: self.k])
 
     @property
     def cols(self) -> int:
-        return _numel(self.space[self.k:])
+        return _numel(self.space[self.k :])
 
     @property
     def row_shape(self) -> tuple[int, ...]:
-        return self.space[:self.k] + (1,) * (len(self.space) - self.k)
+        return self.space[: self.k] + (1,) * (len(self.space) - self.k)
 
     def is_row(self, n: Node) -> bool:
-        return n.shape == self.row_shape and n.shape != self.space and \
-            not self.is_column(n)
+        return n.shape == self.row_shape and n.shape != self.space and not self.is_column(n)
 
     def is_column(self, n: Node) -> bool:
         return n.op == "sum" and n.group is Group.REDUCE and _leading_axes(n) == self.k
@@ -72,8 +72,9 @@ def _suffix_axes(n: Node) -> int | None:
     if rank == 0:
         return None
     axes = n.attr("axes")
-    axes = tuple(range(rank)) if axes is None or axes == () else \
-        tuple(sorted(a % rank for a in axes))
+    axes = (
+        tuple(range(rank)) if axes is None or axes == () else tuple(sorted(a % rank for a in axes))
+    )
     if not axes or axes != tuple(range(axes[0], rank)) or axes[0] < 1:
         return None
     return axes[0]
@@ -100,12 +101,16 @@ def _eligible_reduction(n: Node) -> bool:
 
 
 def _elementwise(n: Node) -> bool:
-    return n.group in ELEMENTWISE and not n.dtype.is_complex and \
-        not any(x.dtype.is_complex for x in n.inputs)
+    return (
+        n.group in ELEMENTWISE
+        and not n.dtype.is_complex
+        and not any(x.dtype.is_complex for x in n.inputs)
+    )
 
 
 def _cost(n: Node) -> int:
     from .fusion import op_cost
+
     return op_cost(n)
 
 
@@ -138,8 +143,11 @@ def _fits(region: Region, n: Node) -> bool:
     if region.is_column(n):
         return n.inputs[0].shape == region.space and n.inputs[0].dtype.is_floating_point
     if _eligible_reduction(n):
-        return _suffix_axes(n) == region.k and n.inputs[0].shape == region.space and \
-            (n.shape == region.row_shape or n.shape == region.space[:region.k])
+        return (
+            _suffix_axes(n) == region.k
+            and n.inputs[0].shape == region.space
+            and (n.shape == region.row_shape or n.shape == region.space[: region.k])
+        )
     if not _elementwise(n):
         return False
     return n.shape == region.space or region.is_row(n)
@@ -148,7 +156,7 @@ def _fits(region: Region, n: Node) -> bool:
 def _edge(region: Region, consumer: Node, producer: Node) -> bool:
     """`consumer` may read member `producer` directly."""
     if region.is_column(producer):
-        return False                   # complete only after the last row
+        return False  # complete only after the last row
     if consumer.op in ROW_REDUCTIONS:
         return producer.shape == region.space
     if producer.shape == region.space:
@@ -166,15 +174,17 @@ def _flood(region: Region, seed: Node, uses, taken: set[Node]) -> None:
         n = stack.pop()
         # producers: direct inputs (no views between)
         for x in n.inputs:
-            if x not in members and x not in taken and _fits(region, x) and \
-                    _edge(region, n, x):
+            if x not in members and x not in taken and _fits(region, x) and _edge(region, n, x):
                 members.add(x)
                 stack.append(x)
         for consumer, via in uses.get(n, ()):
             if consumer is None or consumer in members or consumer in taken:
                 continue
-            if _fits(region, consumer) and _edge(region, consumer, n) and \
-                    member_read(region, consumer, via) is n:
+            if (
+                _fits(region, consumer)
+                and _edge(region, consumer, n)
+                and member_read(region, consumer, via) is n
+            ):
                 members.add(consumer)
                 stack.append(consumer)
     # a member must read every member input directly and legally
@@ -193,12 +203,10 @@ def _absorb_column_sums(region: Region, g: Graph, uses, taken: set[Node]) -> boo
     """Column sums of values the region can compute from what it reads anyway join it
     (a bias gradient `sum(ct, 0)`, a weight gradient `sum(ct * xhat, 0)`): the kernel
     adds them up in the same pass instead of a second kernel reading the inputs again."""
-    read = {_base(x) for m in region.members for x in m.inputs
-            if _base(x) not in region.members}
+    read = {_base(x) for m in region.members for x in m.inputs if _base(x) not in region.members}
     added = False
     for n in g.nodes:
-        if n in region.members or n in taken or not region.is_column(n) or \
-                not _fits(region, n):
+        if n in region.members or n in taken or not region.is_column(n) or not _fits(region, n):
             continue
         (x,) = n.inputs
         if x in region.members or _base(x) in read:
@@ -206,9 +214,13 @@ def _absorb_column_sums(region: Region, g: Graph, uses, taken: set[Node]) -> boo
             added = True
             continue
         # one elementwise producer that only this sum reads, of values the region has
-        if _elementwise(x) and x.shape == region.space and x not in taken and \
-                len(uses.get(x, ())) == 1 and all(
-                    y in region.members or _base(y) in read for y in x.inputs):
+        if (
+            _elementwise(x)
+            and x.shape == region.space
+            and x not in taken
+            and len(uses.get(x, ())) == 1
+            and all(y in region.members or _base(y) in read for y in x.inputs)
+        ):
             region.members |= {x, n}
             added = True
     return added
@@ -219,18 +231,24 @@ def _break_cycles(region: Region, uses, order: dict[Node, int]) -> None:
     region: the region's kernel would have to run both before and after that node."""
     while True:
         members = region.members
-        outside_desc: set[Node] = set()      # outside nodes downstream of a member
-        stack = [c for m in members for c, _ in uses.get(m, ()) if c is not None
-                 and c not in members]
+        outside_desc: set[Node] = set()  # outside nodes downstream of a member
+        stack = [
+            c for m in members for c, _ in uses.get(m, ()) if c is not None and c not in members
+        ]
         while stack:
             c = stack.pop()
             if c in outside_desc:
                 continue
             outside_desc.add(c)
             stack.extend(u for u, _ in uses.get(c, ()) if u is not None and u not in members)
-        bad = [m for m in members if any(_base(x) in outside_desc for x in m.inputs)
-               or not _reads_fit(region, m) or _reduces_a_row_value(region, m)
-               or _stores_a_row_value(region, m, uses)]
+        bad = [
+            m
+            for m in members
+            if any(_base(x) in outside_desc for x in m.inputs)
+            or not _reads_fit(region, m)
+            or _reduces_a_row_value(region, m)
+            or _stores_a_row_value(region, m, uses)
+        ]
         if not bad:
             return
         first = min(bad, key=order.__getitem__)
@@ -253,7 +271,7 @@ def _row_valued(region: Region, x: Node, memo: dict[Node, bool], reader: Node) -
     hit = memo.get(x)
     if hit is not None:
         return hit
-    memo[x] = True                                  # (no cycles among members)
+    memo[x] = True  # (no cycles among members)
     if region.is_row(x) or (x.op in ROW_REDUCTIONS and not region.is_column(x)):
         out = True
     elif region.is_column(x):
@@ -288,6 +306,7 @@ def read_layout(x: Node):
     None when a reshape cannot be expressed with strides."""
     from ..schedule.layout import Layout
     from .fusion import VIEW_OPS
+
     chain = []
     while x.op in VIEW_OPS:
         chain.append(x)
@@ -325,6 +344,7 @@ def external_layout(region: Region, member: Node, x: Node):
     if flat is None:
         return None
     from ..schedule.layout import Layout
+
     return Layout((region.rows, region.cols), (flat.strides[0], 0), flat.offset)
 
 
@@ -362,6 +382,7 @@ def _reads_fit(region: Region, m: Node) -> bool:
 
 def _base(x: Node) -> Node:
     from .fusion import VIEW_OPS
+
     while x.op in VIEW_OPS:
         x = x.inputs[0]
     return x
@@ -379,8 +400,11 @@ def _drop_downstream(region: Region, start: Node, uses) -> None:
 
 def _worth_it(region: Region) -> bool:
     members = region.members
-    reductions = [m for m in members if m.op in ROW_REDUCTIONS and m.group is Group.REDUCE
-                  and not region.is_column(m)]
+    reductions = [
+        m
+        for m in members
+        if m.op in ROW_REDUCTIONS and m.group is Group.REDUCE and not region.is_column(m)
+    ]
     if not reductions:
         return False
     if len(reductions) >= 2:
@@ -396,9 +420,12 @@ def _worth_it(region: Region) -> bool:
         seen.add(m)
         return any(from_reduction(x, seen) for x in m.inputs)
 
-    return any(m.shape == region.space and m.op not in ROW_REDUCTIONS and
-               any(x in row_values and from_reduction(x, set()) for x in m.inputs)
-               for m in members)
+    return any(
+        m.shape == region.space
+        and m.op not in ROW_REDUCTIONS
+        and any(x in row_values and from_reduction(x, set()) for x in m.inputs)
+        for m in members
+    )
 
 
 def split_total_reductions(g: Graph) -> Graph:
@@ -407,6 +434,7 @@ def split_total_reductions(g: Graph) -> Graph:
     the row kernel that computes `x` (so `x` is never written to memory), the outer
     reduction adds R numbers. (A loss `sum(layer_norm(...) * t)` is the typical case.)"""
     from ..ir.types import TensorType
+
     suffix: dict[tuple[int, ...], int] = {}
     for n in g.nodes:
         if _eligible_reduction(n):
@@ -415,22 +443,36 @@ def split_total_reductions(g: Graph) -> Graph:
         return g
 
     def replace(n: Node, inputs: tuple[Node, ...]) -> Node | None:
-        if not (n.op in ROW_REDUCTIONS and n.group is Group.REDUCE and
-                n.inputs[0].dtype.is_floating_point and len(n.inputs[0].shape) >= 2 and
-                n.inputs[0].shape in suffix and _total(n)):
+        if not (
+            n.op in ROW_REDUCTIONS
+            and n.group is Group.REDUCE
+            and n.inputs[0].dtype.is_floating_point
+            and len(n.inputs[0].shape) >= 2
+            and n.inputs[0].shape in suffix
+            and _total(n)
+        ):
             return None
         (x,) = inputs
         k = suffix[x.shape]
         rank = len(x.shape)
         row_shape = x.shape[:k] + (1,) * (rank - k)
-        inner = Node(n.op, (x,), (("axes", tuple(range(k, rank))), ("keepdim", True)),
-                     TensorType(n.dtype, row_shape), n.loc)
+        inner = Node(
+            n.op,
+            (x,),
+            (("axes", tuple(range(k, rank))), ("keepdim", True)),
+            TensorType(n.dtype, row_shape),
+            n.loc,
+        )
         return Node(n.op, (inner,), n.attrs, n.type, n.loc)
+
     return replace_nodes(g, replace)
 
 
 def _total(n: Node) -> bool:
     rank = len(n.inputs[0].shape)
     axes = n.attr("axes")
-    return axes is None or tuple(axes) == () or \
-        tuple(sorted(a % rank for a in axes)) == tuple(range(rank))
+    return (
+        axes is None
+        or tuple(axes) == ()
+        or tuple(sorted(a % rank for a in axes)) == tuple(range(rank))
+    )

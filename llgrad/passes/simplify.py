@@ -17,6 +17,7 @@ A rule whose constant operand broadcast `x` to a larger shape replaces the node 
 `expand(x)`, a view, so the graph keeps every value's type. Remember that `axes=()` on a
 reduction means *all* axes in this registry, not none.
 """
+
 from __future__ import annotations
 
 import functools
@@ -38,6 +39,7 @@ __all__ = ["simplify", "SIMPLIFY_RULES", "lossless_cast"]
 # --------------------------------------------------------------------------------------
 # Tests on constant values (a 0-d array in the interpreter's representation)
 # --------------------------------------------------------------------------------------
+
 
 def _real(d: DType) -> bool:
     return not d.is_complex
@@ -65,7 +67,7 @@ _NO_NEGATIVE_ZERO = frozenset({"abs", "relu", "exp", "exp2", "sigmoid", "iota", 
 _MOVES = frozenset({"reshape", "permute", "expand", "slice", "flip", "cat"})
 
 
-@functools.lru_cache(maxsize=4096)          # (as rewrite's _uniform_value)
+@functools.lru_cache(maxsize=4096)  # (as rewrite's _uniform_value)
 def never_negative_zero(n: Node) -> bool:
     """A cheap, conservative proof that no element of `n` is -0.0."""
     if n.dtype.kind != "f":
@@ -77,21 +79,19 @@ def never_negative_zero(n: Node) -> bool:
     if n.op == "const":
         v = uniform_value(n)
         return v is not None and not (v == 0 and np.signbit(v))
-    if n.op == "add":           # x + (+0.0) is never -0.0 (-0.0 + 0.0 is +0.0)
+    if n.op == "add":  # x + (+0.0) is never -0.0 (-0.0 + 0.0 is +0.0)
         return any(_is_positive_zero(i) for i in n.inputs)
     if n.op in _MOVES:
         return all(never_negative_zero(i) for i in n.inputs)
     if n.op == "pad":
         value = n.attr("value")
-        return not (value == 0 and np.signbit(float(value))) and \
-            never_negative_zero(n.inputs[0])
+        return not (value == 0 and np.signbit(float(value))) and never_negative_zero(n.inputs[0])
     return False
 
 
 def _is_positive_zero(n: Node) -> bool:
     v = uniform_value(n)
-    return v is not None and n.dtype.is_floating_point and bool(v == 0) and \
-        not np.signbit(v)
+    return v is not None and n.dtype.is_floating_point and bool(v == 0) and not np.signbit(v)
 
 
 def _is_float_zero(n: Node) -> bool:
@@ -130,8 +130,14 @@ def _integral(n: Node) -> bool:
 # --------------------------------------------------------------------------------------
 
 # Integers each float dtype holds exactly: 2 ** (significand bits).
-_EXACT_INT_BITS = {dt.float16: 11, dt.bfloat16: 8, dt.float32: 24, dt.float64: 53,
-                   dt.complex64: 24, dt.complex128: 53}
+_EXACT_INT_BITS = {
+    dt.float16: 11,
+    dt.bfloat16: 8,
+    dt.float32: 24,
+    dt.float64: 53,
+    dt.complex64: 24,
+    dt.complex128: 53,
+}
 _FLOAT_WIDENING = {
     dt.float16: (dt.float32, dt.float64, dt.complex64, dt.complex128),
     dt.bfloat16: (dt.float32, dt.float64, dt.complex64, dt.complex128),
@@ -152,7 +158,7 @@ def lossless_cast(src: DType, dst: DType) -> bool:
             info = np.iinfo(dst.np)
             return int(info.min) <= lo and hi <= int(info.max)
         bits = _EXACT_INT_BITS.get(dst)
-        return bits is not None and max(hi, -lo) <= 2 ** bits
+        return bits is not None and max(hi, -lo) <= 2**bits
     return dst in _FLOAT_WIDENING.get(src, ())
 
 
@@ -173,10 +179,13 @@ def _cast_of_cast(m: Match) -> Node:
 # Replacements
 # --------------------------------------------------------------------------------------
 
+
 def keep(name: str) -> Callable[[Match], Node | None]:
     """Replace the root by the captured node (expanded if the root broadcast it)."""
+
     def replace(m: Match) -> Node | None:
         return m.fit(m[name])
+
     replace.__name__ = f"keep_{name}"
     return replace
 
@@ -202,6 +211,7 @@ def abs_of(m: Match) -> Node:
 # --------------------------------------------------------------------------------------
 # Movement
 # --------------------------------------------------------------------------------------
+
 
 def _same_shape(n: Node) -> bool:
     return n.shape == n.inputs[0].shape
@@ -238,8 +248,13 @@ def _compose_slices(m: Match) -> Node:
     """x[a1::s1][a2::s2] is x[a1 + a2*s1 :: s1*s2]; the stop is the last element + 1."""
     inner, outer = m["inner"], m.node
     starts, stops, steps = [], [], []
-    for a1, s1, a2, s2, length in zip(inner.attr("starts"), inner.attr("steps"),
-                                      outer.attr("starts"), outer.attr("steps"), outer.shape):
+    for a1, s1, a2, s2, length in zip(
+        inner.attr("starts"),
+        inner.attr("steps"),
+        outer.attr("starts"),
+        outer.attr("steps"),
+        outer.shape,
+    ):
         start, step = a1 + a2 * s1, s1 * s2
         starts.append(start)
         steps.append(step)
@@ -272,6 +287,7 @@ def _no_padding(n: Node) -> bool:
 # Reductions over axes of size one
 # --------------------------------------------------------------------------------------
 
+
 def _reduces_single_elements(n: Node) -> bool:
     """Every reduced axis has size 1 (or the input is 0-d), and the result is exact:
     float `sum` is excluded (an accumulator starting at 0.0 turns -0.0 into +0.0)."""
@@ -291,6 +307,7 @@ def _reduce_to_reshape(m: Match) -> Node:
 # --------------------------------------------------------------------------------------
 # The rule list
 # --------------------------------------------------------------------------------------
+
 
 def _window(n: Node) -> tuple[int, int, int] | None:
     """(axis, start, stop) of a zero-padding along one axis (no interior padding), the
@@ -312,8 +329,9 @@ def _pads_on_one_axis(n: Node) -> bool:
     if a.type != n.type or b.type != n.type or n.dtype.kind not in "fiu":
         return False
     wa, wb = _window(a), _window(b)
-    return wa is not None and wb is not None and wa[0] == wb[0] and \
-        (wa[2] <= wb[1] or wb[2] <= wa[1])
+    return (
+        wa is not None and wb is not None and wa[0] == wb[0] and (wa[2] <= wb[1] or wb[2] <= wa[1])
+    )
 
 
 def _merge_pads(m: Match) -> Node:
@@ -329,6 +347,7 @@ def _merge_pads(m: Match) -> Node:
         if never_negative_zero(x):
             return x
         return m.make("add", x, m.const(0.0 if dtype.kind == "f" else 0, shape=x.shape))
+
     parts = [part(first.inputs[0])]
     if start2 > stop:
         gap = list(m.node.shape)
@@ -339,8 +358,14 @@ def _merge_pads(m: Match) -> Node:
     lows = [0] * len(m.node.shape)
     highs = [0] * len(m.node.shape)
     lows[d], highs[d] = start, m.node.shape[d] - stop2
-    return m.make("pad", body, lows=tuple(lows), highs=tuple(highs),
-                  interior=(0,) * len(lows), value=first.attr("value"))
+    return m.make(
+        "pad",
+        body,
+        lows=tuple(lows),
+        highs=tuple(highs),
+        interior=(0,) * len(lows),
+        value=first.attr("value"),
+    )
 
 
 def _has_inner_cat(n: Node) -> bool:
@@ -370,95 +395,213 @@ def _dtype_is(test: Callable[[DType], bool]) -> Callable[[Node], bool]:
 
 SIMPLIFY_RULES: tuple[Rule, ...] = (
     # arithmetic identities
-    _rule("add-zero", pat("add", var("x"), const_pat(add_identity)), keep("x"),
-          "x + 0 -> x (integers; -0.0 for floats)"),
-    _rule("zero-add", pat("add", const_pat(add_identity), var("x")), keep("x"),
-          "0 + x -> x (integers; -0.0 for floats)"),
-    _rule("sub-zero", pat("sub", var("x"), const_pat(sub_identity)), keep("x"),
-          "x - 0 -> x (integers; +0.0 for floats)"),
-    _rule("add-zero-nonneg", pat("add", var("x"), var("z"),
-                                 where=lambda n: _zero_add_keeps(*n.inputs)),
-          keep("x"), "x + 0.0 -> x when x is never -0.0 (abs, relu, exp, int casts, ...)"),
-    _rule("zero-add-nonneg", pat("add", var("z"), var("x"),
-                                 where=lambda n: _zero_add_keeps(n.inputs[1], n.inputs[0])),
-          keep("x"), "0.0 + x -> x when x is never -0.0"),
-    _rule("sub-zero-nonneg", pat("sub", var("x"), var("z"),
-                                 where=lambda n: _zero_add_keeps(*n.inputs)),
-          keep("x"), "x - (-0.0) -> x when x is never -0.0"),
+    _rule(
+        "add-zero",
+        pat("add", var("x"), const_pat(add_identity)),
+        keep("x"),
+        "x + 0 -> x (integers; -0.0 for floats)",
+    ),
+    _rule(
+        "zero-add",
+        pat("add", const_pat(add_identity), var("x")),
+        keep("x"),
+        "0 + x -> x (integers; -0.0 for floats)",
+    ),
+    _rule(
+        "sub-zero",
+        pat("sub", var("x"), const_pat(sub_identity)),
+        keep("x"),
+        "x - 0 -> x (integers; +0.0 for floats)",
+    ),
+    _rule(
+        "add-zero-nonneg",
+        pat("add", var("x"), var("z"), where=lambda n: _zero_add_keeps(*n.inputs)),
+        keep("x"),
+        "x + 0.0 -> x when x is never -0.0 (abs, relu, exp, int casts, ...)",
+    ),
+    _rule(
+        "zero-add-nonneg",
+        pat("add", var("z"), var("x"), where=lambda n: _zero_add_keeps(n.inputs[1], n.inputs[0])),
+        keep("x"),
+        "0.0 + x -> x when x is never -0.0",
+    ),
+    _rule(
+        "sub-zero-nonneg",
+        pat("sub", var("x"), var("z"), where=lambda n: _zero_add_keeps(*n.inputs)),
+        keep("x"),
+        "x - (-0.0) -> x when x is never -0.0",
+    ),
     _rule("mul-one", pat("mul", var("x"), const_pat(is_one)), keep("x"), "x * 1 -> x"),
     _rule("one-mul", pat("mul", const_pat(is_one), var("x")), keep("x"), "1 * x -> x"),
     _rule("div-one", pat("div", var("x"), const_pat(is_one)), keep("x"), "x / 1 -> x"),
-    _rule("mul-zero", pat("mul", var("x"), const_pat(exact_zero)), zeros,
-          "x * 0 -> 0 for integer and bool dtypes only"),
-    _rule("zero-mul", pat("mul", const_pat(exact_zero), var("x")), zeros,
-          "0 * x -> 0 for integer and bool dtypes only"),
-    _rule("sub-self", pat("sub", var("x"), var("x"), where=_integral), zeros,
-          "x - x -> 0 for integer dtypes only"),
+    _rule(
+        "mul-zero",
+        pat("mul", var("x"), const_pat(exact_zero)),
+        zeros,
+        "x * 0 -> 0 for integer and bool dtypes only",
+    ),
+    _rule(
+        "zero-mul",
+        pat("mul", const_pat(exact_zero), var("x")),
+        zeros,
+        "0 * x -> 0 for integer and bool dtypes only",
+    ),
+    _rule(
+        "sub-self",
+        pat("sub", var("x"), var("x"), where=_integral),
+        zeros,
+        "x - x -> 0 for integer dtypes only",
+    ),
     _rule("neg-neg", pat("neg", pat("neg", var("x"))), keep("x"), "-(-x) -> x"),
-    _rule("pow-two", pat("pow", var("x"), const_pat(is_two)), square,
-          "x ** 2 -> x * x (exact: NumPy squares, the kernel multiplies)"),
+    _rule(
+        "pow-two",
+        pat("pow", var("x"), const_pat(is_two)),
+        square,
+        "x ** 2 -> x * x (exact: NumPy squares, the kernel multiplies)",
+    ),
     _rule("pow-one", pat("pow", var("x"), const_pat(is_one)), keep("x"), "x ** 1 -> x"),
-    _rule("pow-zero", pat("pow", var("x"), const_pat(is_zero)), ones,
-          "x ** 0 -> 1 (also for nan, as in IEEE pow)"),
-    _rule("abs-abs", pat("abs", pat("abs", var("x"), name="inner")), keep("inner"),
-          "abs(abs(x)) -> abs(x)"),
-    _rule("abs-neg", pat("abs", pat("neg", var("x")), where=_dtype_is(lambda d: d.kind in "if")),
-          abs_of, "abs(-x) -> abs(x) (not for unsigned, where -x wraps)"),
-    _rule("not-not", pat("logical_not", pat("logical_not", var("x"))), keep("x"),
-          "not(not x) -> x"),
-    _rule("bitnot-bitnot", pat("bitwise_not", pat("bitwise_not", var("x"))), keep("x"),
-          "~~x -> x"),
-    _rule("stop-gradient", pat("stop_gradient", var("x")), keep("x"),
-          "stop_gradient(x) -> x (autodiff, which reads it, has run)"),
-    _rule("clamp-none", pat("clamp", var("x"), min=None, max=None), keep("x"),
-          "clamp without bounds -> x"),
+    _rule(
+        "pow-zero",
+        pat("pow", var("x"), const_pat(is_zero)),
+        ones,
+        "x ** 0 -> 1 (also for nan, as in IEEE pow)",
+    ),
+    _rule(
+        "abs-abs",
+        pat("abs", pat("abs", var("x"), name="inner")),
+        keep("inner"),
+        "abs(abs(x)) -> abs(x)",
+    ),
+    _rule(
+        "abs-neg",
+        pat("abs", pat("neg", var("x")), where=_dtype_is(lambda d: d.kind in "if")),
+        abs_of,
+        "abs(-x) -> abs(x) (not for unsigned, where -x wraps)",
+    ),
+    _rule(
+        "not-not", pat("logical_not", pat("logical_not", var("x"))), keep("x"), "not(not x) -> x"
+    ),
+    _rule("bitnot-bitnot", pat("bitwise_not", pat("bitwise_not", var("x"))), keep("x"), "~~x -> x"),
+    _rule(
+        "stop-gradient",
+        pat("stop_gradient", var("x")),
+        keep("x"),
+        "stop_gradient(x) -> x (autodiff, which reads it, has run)",
+    ),
+    _rule(
+        "clamp-none",
+        pat("clamp", var("x"), min=None, max=None),
+        keep("x"),
+        "clamp without bounds -> x",
+    ),
     # select
-    _rule("where-same", pat("where", var("c"), var("x"), var("x")), keep("x"),
-          "where(c, x, x) -> x"),
-    _rule("where-true", pat("where", const_pat(lambda v, d: bool(v)), var("x"), var("y")),
-          keep("x"), "where(true, x, y) -> x"),
-    _rule("where-false", pat("where", const_pat(lambda v, d: not bool(v)), var("x"), var("y")),
-          keep("y"), "where(false, x, y) -> y"),
+    _rule(
+        "where-same", pat("where", var("c"), var("x"), var("x")), keep("x"), "where(c, x, x) -> x"
+    ),
+    _rule(
+        "where-true",
+        pat("where", const_pat(lambda v, d: bool(v)), var("x"), var("y")),
+        keep("x"),
+        "where(true, x, y) -> x",
+    ),
+    _rule(
+        "where-false",
+        pat("where", const_pat(lambda v, d: not bool(v)), var("x"), var("y")),
+        keep("y"),
+        "where(false, x, y) -> y",
+    ),
     # casts
-    _rule("cast-same", pat("cast", var("x"), where=_cast_to_same), keep("x"),
-          "cast(x: T, T) -> x"),
-    _rule("cast-cast", pat("cast", pat("cast", var("x"), where=_lossless)),
-          _cast_of_cast, "cast(cast(x, A), B) -> cast(x, B) when A holds every value of x"),
+    _rule("cast-same", pat("cast", var("x"), where=_cast_to_same), keep("x"), "cast(x: T, T) -> x"),
+    _rule(
+        "cast-cast",
+        pat("cast", pat("cast", var("x"), where=_lossless)),
+        _cast_of_cast,
+        "cast(cast(x, A), B) -> cast(x, B) when A holds every value of x",
+    ),
     # movement
-    _rule("reshape-same", pat("reshape", var("x"), where=_same_shape), keep("x"),
-          "reshape to x's own shape -> x"),
-    _rule("reshape-reshape", pat("reshape", pat("reshape", var("x"))), _reshape_of_reshape,
-          "reshape(reshape(x)) -> reshape(x)"),
-    _rule("permute-identity", pat("permute", var("x"), where=_identity_perm), keep("x"),
-          "permute by the identity -> x"),
-    _rule("permute-permute", pat("permute", pat("permute", var("x"), name="inner")),
-          _compose_permutes, "permute(permute(x, p), q) -> permute(x, p[q])"),
-    _rule("expand-same", pat("expand", var("x"), where=_same_shape), keep("x"),
-          "expand to x's own shape -> x"),
-    _rule("expand-expand", pat("expand", pat("expand", var("x"))), _expand_of_expand,
-          "expand(expand(x)) -> expand(x)"),
-    _rule("slice-whole", pat("slice", var("x"), where=_whole_slice), keep("x"),
-          "a slice that keeps every element -> x"),
-    _rule("slice-slice", pat("slice", pat("slice", var("x"), name="inner")), _compose_slices,
-          "slice(slice(x)) -> one slice"),
-    _rule("flip-trivial", pat("flip", var("x"), where=_trivial_flip), keep("x"),
-          "flip over no axes or axes of size <= 1 -> x"),
-    _rule("flip-flip", pat("flip", pat("flip", var("x"), name="inner")), _compose_flips,
-          "flip(flip(x, a), b) -> flip(x, a xor b)"),
-    _rule("pad-none", pat("pad", var("x"), where=_no_padding), keep("x"),
-          "pad by nothing -> x"),
+    _rule(
+        "reshape-same",
+        pat("reshape", var("x"), where=_same_shape),
+        keep("x"),
+        "reshape to x's own shape -> x",
+    ),
+    _rule(
+        "reshape-reshape",
+        pat("reshape", pat("reshape", var("x"))),
+        _reshape_of_reshape,
+        "reshape(reshape(x)) -> reshape(x)",
+    ),
+    _rule(
+        "permute-identity",
+        pat("permute", var("x"), where=_identity_perm),
+        keep("x"),
+        "permute by the identity -> x",
+    ),
+    _rule(
+        "permute-permute",
+        pat("permute", pat("permute", var("x"), name="inner")),
+        _compose_permutes,
+        "permute(permute(x, p), q) -> permute(x, p[q])",
+    ),
+    _rule(
+        "expand-same",
+        pat("expand", var("x"), where=_same_shape),
+        keep("x"),
+        "expand to x's own shape -> x",
+    ),
+    _rule(
+        "expand-expand",
+        pat("expand", pat("expand", var("x"))),
+        _expand_of_expand,
+        "expand(expand(x)) -> expand(x)",
+    ),
+    _rule(
+        "slice-whole",
+        pat("slice", var("x"), where=_whole_slice),
+        keep("x"),
+        "a slice that keeps every element -> x",
+    ),
+    _rule(
+        "slice-slice",
+        pat("slice", pat("slice", var("x"), name="inner")),
+        _compose_slices,
+        "slice(slice(x)) -> one slice",
+    ),
+    _rule(
+        "flip-trivial",
+        pat("flip", var("x"), where=_trivial_flip),
+        keep("x"),
+        "flip over no axes or axes of size <= 1 -> x",
+    ),
+    _rule(
+        "flip-flip",
+        pat("flip", pat("flip", var("x"), name="inner")),
+        _compose_flips,
+        "flip(flip(x, a), b) -> flip(x, a xor b)",
+    ),
+    _rule("pad-none", pat("pad", var("x"), where=_no_padding), keep("x"), "pad by nothing -> x"),
     _rule("cat-one", pat("cat", var("x")), keep("x"), "cat of one tensor -> x"),
-    _rule("cat-cat", Pat(op="cat", where=_has_inner_cat), _flatten_cats,
-          "cat(a, cat(b, c), d) along one axis -> cat(a, b, c, d)"),
-    _rule("pad-add-pad", pat("add", pat("pad", var("x")), pat("pad", var("y")),
-                             where=_pads_on_one_axis), _merge_pads,
-          "pad(x) + pad(y) zero-padding one axis in disjoint windows -> pad(cat(x, y)) "
-          "(the gradient of the pieces of split/unbind; -0.0 made +0.0 as the add did)"),
+    _rule(
+        "cat-cat",
+        Pat(op="cat", where=_has_inner_cat),
+        _flatten_cats,
+        "cat(a, cat(b, c), d) along one axis -> cat(a, b, c, d)",
+    ),
+    _rule(
+        "pad-add-pad",
+        pat("add", pat("pad", var("x")), pat("pad", var("y")), where=_pads_on_one_axis),
+        _merge_pads,
+        "pad(x) + pad(y) zero-padding one axis in disjoint windows -> pad(cat(x, y)) "
+        "(the gradient of the pieces of split/unbind; -0.0 made +0.0 as the add did)",
+    ),
     # reductions
-    _rule("reduce-single", pat(("sum", "prod", "amax", "amin"), var("x"),
-                               where=_reduces_single_elements),
-          _reduce_to_reshape, "a reduction over axes of size 1 -> reshape (and cast to "
-                              "int64 for integer sum/prod); not float sum"),
+    _rule(
+        "reduce-single",
+        pat(("sum", "prod", "amax", "amin"), var("x"), where=_reduces_single_elements),
+        _reduce_to_reshape,
+        "a reduction over axes of size 1 -> reshape (and cast to "
+        "int64 for integer sum/prod); not float sum",
+    ),
 )
 
 
@@ -466,4 +609,3 @@ def simplify(g: Graph) -> Graph:
     """Algebraic identities (SIMPLIFY_RULES) applied bottom-up to a fixpoint; each is
     exact for NaN, infinities and signed zeros, so results do not change by a bit."""
     return rewrite(g, SIMPLIFY_RULES)
-

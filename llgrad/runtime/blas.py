@@ -22,6 +22,7 @@ runs on `min(pool, m*n*k // OPENBLAS_MNK_PER_THREAD)` threads, at least one
 measured here: 80x80x80 stays on one thread, 64x128x64 = 524288 uses two). `threads()` asks
 the library itself, so a thread count changed at run time (threadpoolctl) is seen.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -33,8 +34,7 @@ from ..ir.dtypes import DType
 
 INT32_MAX = 2**31 - 1
 OPENBLAS_MNK_PER_THREAD = 65536 * 4
-_CAPSULES = {"float32": "sgemm", "float64": "dgemm", "complex64": "cgemm",
-             "complex128": "zgemm"}
+_CAPSULES = {"float32": "sgemm", "float64": "dgemm", "complex64": "cgemm", "complex128": "zgemm"}
 
 
 def _capsule_pointer(capsule: object) -> int:
@@ -61,7 +61,7 @@ def _capsule_pointer(capsule: object) -> int:
 # when MKL is missing raises.
 # --------------------------------------------------------------------------------------
 
-_MKL_SEQUENTIAL = 1          # MKL_THREADING_SEQUENTIAL for MKL_Set_Threading_Layer
+_MKL_SEQUENTIAL = 1  # MKL_THREADING_SEQUENTIAL for MKL_Set_Threading_Layer
 
 
 def _find_mkl() -> str | None:
@@ -70,6 +70,7 @@ def _find_mkl() -> str | None:
     subprocesses, 13 ms of the first compiled call's warm start here.)"""
     import ctypes.util
     import sys
+
     for prefix in dict.fromkeys((sys.prefix, sys.base_prefix)):
         for version in ("3", "2", "1"):
             path = os.path.join(prefix, "lib", f"libmkl_rt.so.{version}")
@@ -83,6 +84,7 @@ def _intel_cpu() -> bool:
     sgemm took 45 us for 128x512 @ 512x10 where OpenBLAS took 21, and the B2 step ran 6%
     slower)."""
     import platform
+
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -119,8 +121,10 @@ def _mkl() -> ctypes.CDLL | None:
         except (OSError, AttributeError):
             lib = None
     if lib is None and choice == "mkl":
-        raise RuntimeError("LLGRAD_BLAS=mkl but MKL's runtime library (libmkl_rt) was not "
-                           "found; install it with `pip install mkl` (llgrad[mkl])")
+        raise RuntimeError(
+            "LLGRAD_BLAS=mkl but MKL's runtime library (libmkl_rt) was not "
+            "found; install it with `pip install mkl` (llgrad[mkl])"
+        )
     if lib is not None:
         _initialize_in_background(lib)
     return lib
@@ -134,15 +138,31 @@ def _initialize_in_background(lib: ctypes.CDLL) -> threading.Thread:
 
     def run() -> None:
         two, one, zero = ctypes.c_int(2), ctypes.c_float(1.0), ctypes.c_float(0.0)
-        a, b, c = (ctypes.c_float * 4)(1, 2, 3, 4), (ctypes.c_float * 4)(1, 0, 0, 1), \
-            (ctypes.c_float * 4)()
+        a, b, c = (
+            (ctypes.c_float * 4)(1, 2, 3, 4),
+            (ctypes.c_float * 4)(1, 0, 0, 1),
+            (ctypes.c_float * 4)(),
+        )
         n = ctypes.c_char_p(b"N")
         try:
-            lib.sgemm_(n, n, ctypes.byref(two), ctypes.byref(two), ctypes.byref(two),
-                       ctypes.byref(one), a, ctypes.byref(two), b, ctypes.byref(two),
-                       ctypes.byref(zero), c, ctypes.byref(two))
+            lib.sgemm_(
+                n,
+                n,
+                ctypes.byref(two),
+                ctypes.byref(two),
+                ctypes.byref(two),
+                ctypes.byref(one),
+                a,
+                ctypes.byref(two),
+                b,
+                ctypes.byref(two),
+                ctypes.byref(zero),
+                c,
+                ctypes.byref(two),
+            )
         except (OSError, AttributeError):
             pass
+
     thread = threading.Thread(target=run, daemon=True, name="llgrad-mkl-init")
     thread.start()
     return thread
@@ -165,6 +185,7 @@ _OWN_DTYPES = ("float32", "float64")
 def _own_vector_bits() -> int | None:
     """The register width llgrad's gemm is generated for, or None (no such CPU)."""
     from ..codegen.target import get_target
+
     features = get_target().features.split(",")
     if "+avx512f" in features:
         return 512
@@ -186,12 +207,13 @@ def _own(dtype: DType) -> bool:
         return False
     bits = _own_vector_bits()
     if bits is None and choice == "llgrad":
-        raise RuntimeError("LLGRAD_BLAS=llgrad needs a CPU with AVX2 and FMA or AVX-512; "
-                           "use 'openblas' or 'mkl'")
+        raise RuntimeError(
+            "LLGRAD_BLAS=llgrad needs a CPU with AVX2 and FMA or AVX-512; use 'openblas' or 'mkl'"
+        )
     return bits is not None
 
 
-_own_modules: list[object] = []          # the linked gemm objects live with the process
+_own_modules: list[object] = []  # the linked gemm objects live with the process
 _own_lock = threading.Lock()
 _own_futures: dict[str, "_Future"] = {}
 
@@ -210,6 +232,7 @@ def _source_key(bits: int, prefix: str) -> str:
     uses and the settings (the target's fingerprint adds the versions and the CPU)."""
     import hashlib
     from ..codegen import gemm, loops, worker
+
     digest = hashlib.sha256(f"{bits}|{prefix}".encode())
     for module in (gemm, loops, worker):
         with open(os.path.abspath(module.__file__), "rb") as f:
@@ -220,15 +243,17 @@ def _source_key(bits: int, prefix: str) -> str:
 def _build_own(prefix: str, future: _Future) -> None:
     from ..codegen import gemm
     from ..codegen.target import get_target
+
     try:
         bits = _own_vector_bits()
         assert bits is not None
         symbols = [f"llgrad_{prefix}gemm", f"llgrad_{prefix}gemm_ex"]
         compiled = get_target().compile_generated(
-            _source_key(bits, prefix), lambda: gemm.build(bits, prefix), symbols, symbols[0])
+            _source_key(bits, prefix), lambda: gemm.build(bits, prefix), symbols, symbols[0]
+        )
         _own_modules.append(compiled)
         future.addresses = dict(compiled.addresses)
-    except BaseException as e:          # re-raised in every thread that waits for it
+    except BaseException as e:  # re-raised in every thread that waits for it
         future.error = e
     finally:
         future.done.set()
@@ -257,8 +282,9 @@ def _own_future(prefix: str, background: bool) -> _Future:
     assert future is not None
     if start:
         if background:
-            threading.Thread(target=_build_own, args=(prefix, future), daemon=True,
-                             name=f"llgrad-{prefix}gemm").start()
+            threading.Thread(
+                target=_build_own, args=(prefix, future), daemon=True, name=f"llgrad-{prefix}gemm"
+            ).start()
         else:
             _build_own(prefix, future)
     return future
@@ -269,6 +295,7 @@ def prepare(dtype: DType) -> None:
     with a matmul calls this before its own compile, so the two overlap). Only with
     compile workers: in-process, LLVM would run in two threads on one target machine."""
     from ..codegen.target import get_target
+
     if _own(dtype) and get_target().workers:
         _own_future(_CAPSULES[dtype.name][0], background=True)
 
@@ -291,15 +318,17 @@ def tile_epilogues(dtype: DType) -> bool:
 def gemm_ex_address(dtype: DType) -> int:
     """`llgrad_sgemm_ex` / `llgrad_dgemm_ex` (only where `tile_epilogues(dtype)`)."""
     if not _own(dtype):
-        raise RuntimeError(f"llgrad BLAS: no tile-epilogue gemm for {dtype.name} with the "
-                           f"{backend(dtype)} backend")
+        raise RuntimeError(
+            f"llgrad BLAS: no tile-epilogue gemm for {dtype.name} with the {backend(dtype)} backend"
+        )
     return _own_address(_CAPSULES[dtype.name][0], ex=True)
 
 
 def backend(dtype: DType | None = None) -> str:
-    """"llgrad", "mkl" or "openblas": whose gemm compiled and eager matmuls of `dtype`
+    """ "llgrad", "mkl" or "openblas": whose gemm compiled and eager matmuls of `dtype`
     call (float32 when no dtype is given)."""
     from ..ir import dtypes as dt
+
     if _own(dtype or dt.float32):
         return "llgrad"
     return "mkl" if _mkl() is not None else "openblas"
@@ -323,9 +352,11 @@ def gemv_address(dtype: DType) -> int:
 
 def _routine_address(dtype: DType, routine: str) -> int:
     if dtype.name not in _CAPSULES:
-        raise TypeError(f"llgrad BLAS: no {routine} for {dtype.name}; BLAS covers float32, "
-                        f"float64, complex64 and complex128")
-    name = _CAPSULES[dtype.name][0] + routine           # "s" + "gemv"
+        raise TypeError(
+            f"llgrad BLAS: no {routine} for {dtype.name}; BLAS covers float32, "
+            f"float64, complex64 and complex128"
+        )
+    name = _CAPSULES[dtype.name][0] + routine  # "s" + "gemv"
     mkl = _mkl()
     if mkl is not None:
         return ctypes.cast(getattr(mkl, name + "_"), ctypes.c_void_p).value
@@ -337,7 +368,7 @@ def _routine_address(dtype: DType, routine: str) -> int:
             pass
     try:
         from scipy.linalg import cython_blas
-    except ImportError as e:                        # scipy is a declared dependency
+    except ImportError as e:  # scipy is a declared dependency
         raise RuntimeError(f"llgrad matmul needs SciPy's BLAS: {e}") from e
     return _capsule_pointer(cython_blas.__pyx_capi__[name])
 
@@ -346,10 +377,16 @@ def _routine_address(dtype: DType, routine: str) -> int:
 # OpenBLAS's own thread pool
 # --------------------------------------------------------------------------------------
 
-_GET_THREADS_NAMES = ("scipy_openblas_get_num_threads", "openblas_get_num_threads",
-                      "openblas_get_num_threads_")
-_SET_THREADS_NAMES = ("scipy_openblas_set_num_threads", "openblas_set_num_threads",
-                      "openblas_set_num_threads_")
+_GET_THREADS_NAMES = (
+    "scipy_openblas_get_num_threads",
+    "openblas_get_num_threads",
+    "openblas_get_num_threads_",
+)
+_SET_THREADS_NAMES = (
+    "scipy_openblas_set_num_threads",
+    "openblas_set_num_threads",
+    "openblas_set_num_threads_",
+)
 
 
 @functools.cache
@@ -361,13 +398,14 @@ def _scipy_openblas() -> ctypes.CDLL | None:
     capsules are used)."""
     import glob
     import importlib.util
-    spec = importlib.util.find_spec("scipy")       # (finds, does not import)
+
+    spec = importlib.util.find_spec("scipy")  # (finds, does not import)
     if spec is None or not spec.submodule_search_locations:
         return None
     root = os.path.dirname(list(spec.submodule_search_locations)[0])
     for folder in ("scipy.libs", os.path.join("scipy", ".dylibs")):
         for path in sorted(glob.glob(os.path.join(root, folder, "libscipy_openblas*"))):
-            if "64_" in os.path.basename(path):     # a 64-bit-integer build: other ABI
+            if "64_" in os.path.basename(path):  # a 64-bit-integer build: other ABI
                 continue
             try:
                 return ctypes.CDLL(path)
@@ -383,6 +421,7 @@ def _blas_library() -> ctypes.CDLL | None:
         return bundled
     try:
         from scipy.linalg import cython_blas
+
         return ctypes.CDLL(cython_blas.__file__)
     except (ImportError, OSError):
         return None
@@ -433,9 +472,9 @@ def runs_single_threaded(n: int, m: int, k: int, dtype: DType | None = None) -> 
     oversubscribes.
     """
     if dtype is not None and _own(dtype):
-        return True                         # llgrad's gemm is single-threaded
+        return True  # llgrad's gemm is single-threaded
     if _mkl() is not None:
-        return True                         # sequential MKL
+        return True  # sequential MKL
     t = threads()
     if t is None:
         return False
@@ -458,8 +497,9 @@ _saved_threads: int | None = None
 
 def can_hold_single_threaded() -> bool:
     """Whether the backend is OpenBLAS and its thread count can be set."""
-    return _mkl() is None and _set_threads_function() is not None and \
-        _threads_function() is not None
+    return (
+        _mkl() is None and _set_threads_function() is not None and _threads_function() is not None
+    )
 
 
 def hold_single_threaded() -> None:
@@ -483,8 +523,11 @@ def release_single_threaded() -> None:
 def splits_gemms(n: int, m: int, k: int, dtype: DType | None = None) -> bool:
     """The policy `passes.lower` gets: a gemm may be split across llgrad's threads when
     the runtime can hold BLAS at one thread meanwhile, or when it runs on one anyway."""
-    return (dtype is not None and _own(dtype)) or can_hold_single_threaded() or \
-        runs_single_threaded(n, m, k)
+    return (
+        (dtype is not None and _own(dtype))
+        or can_hold_single_threaded()
+        or runs_single_threaded(n, m, k)
+    )
 
 
 def holds_library(dtype: DType) -> bool:

@@ -4,6 +4,7 @@ A spec is a frozen dataclass from `llgrad.codegen` (what the kernel computes, it
 its stride pattern, its dtypes); it is the key. Building goes through the target, whose
 disk cache makes a second process start warm.
 """
+
 from __future__ import annotations
 
 import ctypes

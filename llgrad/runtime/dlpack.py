@@ -11,6 +11,7 @@ Read-only memory (DLPack 1.x flags it; NumPy then hands out a read-only array) i
 on import: a tensor is writable, and in-place ops must never write into memory its owner
 declared read-only.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -21,8 +22,8 @@ import numpy as np
 __all__ = ["export_bfloat16", "import_array"]
 
 _DL_UINT, _DL_BFLOAT = 1, 4
-_DTYPE_CODE = 20             # offset of DLDataType.code inside DLTensor
-_VERSIONED_TENSOR = 32       # offset of DLTensor inside DLManagedTensorVersioned
+_DTYPE_CODE = 20  # offset of DLDataType.code inside DLTensor
+_VERSIONED_TENSOR = 32  # offset of DLTensor inside DLManagedTensorVersioned
 
 _api = ctypes.pythonapi
 _api.PyCapsule_GetName.restype = ctypes.c_char_p
@@ -50,8 +51,9 @@ def _swap_code(capsule: Any, old: int, new: int, what: str) -> Any:
 
 def export_bfloat16(bits: np.ndarray, *args: Any, **kwargs: Any) -> Any:
     """A capsule for a bfloat16 tensor whose bits `bits` (uint16) views."""
-    return _swap_code(bits.__dlpack__(*args, **kwargs), _DL_UINT, _DL_BFLOAT,
-                      "__dlpack__ (bfloat16)")
+    return _swap_code(
+        bits.__dlpack__(*args, **kwargs), _DL_UINT, _DL_BFLOAT, "__dlpack__ (bfloat16)"
+    )
 
 
 class _Bits:
@@ -63,7 +65,7 @@ class _Bits:
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
         try:
             capsule = self.obj.__dlpack__(*args, **kwargs)
-        except TypeError:                  # a producer without max_version and friends
+        except TypeError:  # a producer without max_version and friends
             capsule = self.obj.__dlpack__()
         return _swap_code(capsule, _DL_BFLOAT, _DL_UINT, "from_dlpack (bfloat16)")
 

@@ -24,6 +24,7 @@ new tensor's memory (its info too) with no NumPy view in between. Workspace size
 queried once per (routine, dtype, shape) and cached; the integer arguments and the
 workspaces themselves are per-thread scratch reused from call to call.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -36,11 +37,37 @@ _PREFIX = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
 _VOIDP = ctypes.c_void_p
 
 # how many pointer arguments each routine takes
-_NARGS = {"potrf": 5, "potrs": 8, "potri": 5, "getrf": 6, "getrs": 9, "getri": 7,
-          "gesv": 8, "geqrf": 8, "sytrf": 8, "hetrf": 8, "sytrs": 9, "hetrs": 9,
-          "trtrs": 10, "trsm": 11, "syevd": 11, "heevd": 13, "gesdd": 14, "cgesdd": 15,
-          "zgesdd": 15, "gels": 11, "gelss": 13, "cgelss": 14, "zgelss": 14, "gelsd": 14,
-          "cgelsd": 15, "zgelsd": 15, "gelsy": 13, "cgelsy": 14, "zgelsy": 14}
+_NARGS = {
+    "potrf": 5,
+    "potrs": 8,
+    "potri": 5,
+    "getrf": 6,
+    "getrs": 9,
+    "getri": 7,
+    "gesv": 8,
+    "geqrf": 8,
+    "sytrf": 8,
+    "hetrf": 8,
+    "sytrs": 9,
+    "hetrs": 9,
+    "trtrs": 10,
+    "trsm": 11,
+    "syevd": 11,
+    "heevd": 13,
+    "gesdd": 14,
+    "cgesdd": 15,
+    "zgesdd": 15,
+    "gels": 11,
+    "gelss": 13,
+    "cgelss": 14,
+    "zgelss": 14,
+    "gelsd": 14,
+    "cgelsd": 15,
+    "zgelsd": 15,
+    "gelsy": 13,
+    "cgelsy": 14,
+    "zgelsy": 14,
+}
 _BLAS = {"trsm"}
 
 _CHARS = {c: ctypes.create_string_buffer(c.encode(), 1) for c in "LUNTCRDVSA"}
@@ -51,6 +78,7 @@ _ONE_ADDR = {d: a.ctypes.data for d, a in _ONES.items()}
 
 def _capsule_address(name: str, blas: bool) -> int:
     from . import blas as _blas
+
     lib = _blas._scipy_openblas()
     if lib is not None:
         try:
@@ -89,7 +117,7 @@ def address(a: np.ndarray) -> int:
     """The address of a C-contiguous array's first element (`ctypes.c_char.from_buffer`
     takes half the time of `a.ctypes.data`; read-only arrays take the slow way)."""
     try:
-        return _addressof(_from_buffer(a))       # type: ignore[arg-type]
+        return _addressof(_from_buffer(a))  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return a.ctypes.data
 
@@ -102,7 +130,7 @@ def available() -> bool:
     """Whether the LAPACK routines can be reached (SciPy is installed)."""
     try:
         routine(np.dtype(np.float64), "potrf")
-    except Exception:           # noqa: BLE001 - no SciPy, or a build without the symbol
+    except Exception:  # noqa: BLE001 - no SciPy, or a build without the symbol
         return False
     return True
 
@@ -159,8 +187,9 @@ def _workspace(dtype: Any, length: int) -> int:
     return got[1]
 
 
-def _info(shape: tuple[int, ...], count: int, info_addr: int | None
-          ) -> tuple[np.ndarray | None, int]:
+def _info(
+    shape: tuple[int, ...], count: int, info_addr: int | None
+) -> tuple[np.ndarray | None, int]:
     """(info array or None, address LAPACK writes matrix i's info to at + 4 i): a new
     int32 array of the batch shape, or the caller's buffer at `info_addr`, zeroed when no
     routine runs to write it (empty matrices)."""
@@ -214,8 +243,7 @@ def potrf(f: np.ndarray, uplo: str, *, info_addr: int | None = None) -> np.ndarr
     return info
 
 
-def potrf_at(dtype: np.dtype, n: int, count: int, base: int, uplo: str, info_addr: int
-             ) -> None:
+def potrf_at(dtype: np.dtype, n: int, count: int, base: int, uplo: str, info_addr: int) -> None:
     """`potrf` on `count` n x n matrices stored one after another at address `base`;
     matrix i's info goes to `info_addr + 4 i`."""
     fn = routine(dtype, "potrf")
@@ -247,8 +275,7 @@ def potrs(c: np.ndarray, b: np.ndarray, uplo: str) -> np.ndarray:
     return info
 
 
-def getrf(f: np.ndarray, piv: np.ndarray, *, info_addr: int | None = None
-          ) -> np.ndarray | None:
+def getrf(f: np.ndarray, piv: np.ndarray, *, info_addr: int | None = None) -> np.ndarray | None:
     """LU with partial pivoting in place on a column-major batch (..., n, m) of m x n
     matrices; `piv` (..., min(m, n)) int32 receives the 1-based pivots. Info per matrix
     (written at `info_addr` instead, when given: None is returned)."""
@@ -260,8 +287,9 @@ def getrf(f: np.ndarray, piv: np.ndarray, *, info_addr: int | None = None
     return info
 
 
-def getrf_at(dtype: np.dtype, m: int, n: int, count: int, base: int, piv_addr: int,
-             info_addr: int) -> None:
+def getrf_at(
+    dtype: np.dtype, m: int, n: int, count: int, base: int, piv_addr: int, info_addr: int
+) -> None:
     """`getrf` on `count` column-major m x n matrices one after another at `base`, pivots
     (min(m, n) int32 each) at `piv_addr`, infos at `info_addr`."""
     fn = routine(dtype, "getrf")
@@ -312,8 +340,12 @@ def geqrf(f: np.ndarray, tau: np.ndarray) -> np.ndarray:
     if lwork is None:
         scratch = np.zeros(max(1, m * n), f.dtype)
         tscratch = np.zeros(max(1, k), f.dtype)
-        lwork = _query(f.dtype, "geqrf", (m, n), lambda w, l: fn(
-            ia, ia + 4, address(scratch), ia + 8, address(tscratch), w, l, ia + 12))
+        lwork = _query(
+            f.dtype,
+            "geqrf",
+            (m, n),
+            lambda w, l: fn(ia, ia + 4, address(scratch), ia + 8, address(tscratch), w, l, ia + 12),
+        )
         ints[0], ints[1], ints[2] = m, n, max(1, m)
     ints[4] = lwork
     wb = _workspace(f.dtype, lwork)
@@ -324,8 +356,9 @@ def geqrf(f: np.ndarray, tau: np.ndarray) -> np.ndarray:
     return info
 
 
-def sytrf(f: np.ndarray, piv: np.ndarray, uplo: str, hermitian: bool, *,
-          info_addr: int | None = None) -> np.ndarray | None:
+def sytrf(
+    f: np.ndarray, piv: np.ndarray, uplo: str, hermitian: bool, *, info_addr: int | None = None
+) -> np.ndarray | None:
     """Bunch-Kaufman LDL in place on a column-major batch of n x n symmetric (Hermitian:
     `hermitian`, complex dtypes) matrices; `piv` (..., n) int32 receives LAPACK's pivots.
     Info per matrix (written at `info_addr` instead, when given: None is returned)."""
@@ -337,8 +370,16 @@ def sytrf(f: np.ndarray, piv: np.ndarray, uplo: str, hermitian: bool, *,
     return info
 
 
-def sytrf_at(dtype: np.dtype, n: int, count: int, base: int, piv_addr: int, uplo: str,
-             hermitian: bool, info_addr: int) -> None:
+def sytrf_at(
+    dtype: np.dtype,
+    n: int,
+    count: int,
+    base: int,
+    piv_addr: int,
+    uplo: str,
+    hermitian: bool,
+    info_addr: int,
+) -> None:
     """`sytrf` (`hetrf`) on `count` n x n matrices one after another at `base`."""
     name = "hetrf" if hermitian and dtype.kind == "c" else "sytrf"
     fn = routine(dtype, name)
@@ -349,8 +390,12 @@ def sytrf_at(dtype: np.dtype, n: int, count: int, base: int, piv_addr: int, uplo
     if lwork is None:
         scratch = np.zeros(max(1, n * n), dtype)
         pscratch = np.zeros(max(1, n), np.int32)
-        lwork = _query(dtype, name, (n,), lambda w, l: fn(
-            u, ia, address(scratch), ia, address(pscratch), w, l, ia + 4))
+        lwork = _query(
+            dtype,
+            name,
+            (n,),
+            lambda w, l: fn(u, ia, address(scratch), ia, address(pscratch), w, l, ia + 4),
+        )
         ints[0] = n
     ints[2] = lwork
     wb = _workspace(dtype, lwork)
@@ -359,8 +404,7 @@ def sytrf_at(dtype: np.dtype, n: int, count: int, base: int, piv_addr: int, uplo
         fn(u, ia, base + i * step, ia, piv_addr + i * n * 4, wb, ia + 8, info_addr + 4 * i)
 
 
-def sytrs(f: np.ndarray, piv: np.ndarray, b: np.ndarray, uplo: str, hermitian: bool
-          ) -> np.ndarray:
+def sytrs(f: np.ndarray, piv: np.ndarray, b: np.ndarray, uplo: str, hermitian: bool) -> np.ndarray:
     """Solve with sytrf's (hetrf's) factors: `f` (..., n, n), `piv` (..., n), `b`
     (..., k, n), column-major batches of one batch shape; `b` is overwritten."""
     name = "hetrs" if hermitian and f.dtype.kind == "c" else "sytrs"
@@ -377,8 +421,7 @@ def sytrs(f: np.ndarray, piv: np.ndarray, b: np.ndarray, uplo: str, hermitian: b
     u = _CHAR_ADDR[uplo]
     base, pb, bb = address(f), address(piv), address(b)
     for i in range(count):
-        fn(u, ia, ia + 4, base + i * step, ia, pb + i * n * 4, bb + i * bstep, ia,
-           ib + 4 * i)
+        fn(u, ia, ia + 4, base + i * step, ia, pb + i * n * 4, bb + i * bstep, ia, ib + 4 * i)
     return info
 
 
@@ -400,8 +443,7 @@ def trsm(a: np.ndarray, b: np.ndarray, lower: bool, unit: bool) -> None:
     trans, diag = _CHAR_ADDR["N"], _CHAR_ADDR["U" if unit else "N"]
     ab, bb = address(a), address(b)
     for i in range(count):
-        fn(side, uplo, trans, diag, ia, ia + 4, one, ab + i * astep, ia + 8,
-           bb + i * bstep, ia + 8)
+        fn(side, uplo, trans, diag, ia, ia + 4, one, ab + i * astep, ia + 8, bb + i * bstep, ia + 8)
 
 
 def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, trans: str) -> None:
@@ -424,9 +466,12 @@ def getrs(lu: np.ndarray, piv: np.ndarray, b: np.ndarray, trans: str) -> None:
         fn(t, ia, ia + 4, ab + i * astep, ia, pb + i * n * 4, bb + i * bstep, ia, ia + 8)
 
 
-_REAL = {np.dtype(np.float32): np.dtype(np.float32), np.dtype(np.float64): np.dtype(np.float64),
-         np.dtype(np.complex64): np.dtype(np.float32),
-         np.dtype(np.complex128): np.dtype(np.float64)}
+_REAL = {
+    np.dtype(np.float32): np.dtype(np.float32),
+    np.dtype(np.float64): np.dtype(np.float64),
+    np.dtype(np.complex64): np.dtype(np.float32),
+    np.dtype(np.complex128): np.dtype(np.float64),
+}
 _sizes: dict[tuple, tuple[int, int, int]] = {}
 
 
@@ -441,8 +486,16 @@ def _ask(dtype: np.dtype, call: Any) -> tuple[int, int, int]:
     return (max(1, int(work[0].real)), max(1, int(iwork[0])), max(1, int(rwork[0])))
 
 
-def syevd_at(dtype: np.dtype, n: int, count: int, base: int, w_addr: int, vectors: bool,
-             uplo: str, info_addr: int) -> None:
+def syevd_at(
+    dtype: np.dtype,
+    n: int,
+    count: int,
+    base: int,
+    w_addr: int,
+    vectors: bool,
+    uplo: str,
+    info_addr: int,
+) -> None:
     """Eigenvalues (ascending, into `w_addr`, n reals per matrix) and, with `vectors`,
     eigenvectors (overwriting each matrix, column-major) of `count` n x n symmetric
     (Hermitian) column-major matrices one after another at `base` (syevd / heevd: the
@@ -459,12 +512,31 @@ def syevd_at(dtype: np.dtype, n: int, count: int, base: int, w_addr: int, vector
         scratch = np.zeros(n * n, dtype)
         ws = np.zeros(n, _REAL[dtype])
         if cplx:
-            sizes = _ask(dtype, lambda w, r, i, ln: fn(
-                jobz, u, ia, address(scratch), ia, address(ws), w, ln, r, ln + 8, i, ln + 4,
-                ia + 16))
+            sizes = _ask(
+                dtype,
+                lambda w, r, i, ln: fn(
+                    jobz,
+                    u,
+                    ia,
+                    address(scratch),
+                    ia,
+                    address(ws),
+                    w,
+                    ln,
+                    r,
+                    ln + 8,
+                    i,
+                    ln + 4,
+                    ia + 16,
+                ),
+            )
         else:
-            sizes = _ask(dtype, lambda w, r, i, ln: fn(
-                jobz, u, ia, address(scratch), ia, address(ws), w, ln, i, ln + 4, ia + 16))
+            sizes = _ask(
+                dtype,
+                lambda w, r, i, ln: fn(
+                    jobz, u, ia, address(scratch), ia, address(ws), w, ln, i, ln + 4, ia + 16
+                ),
+            )
         _sizes[key] = sizes
     lwork, liwork, lrwork = sizes
     ints[1], ints[2], ints[3] = lwork, liwork, lrwork
@@ -475,16 +547,50 @@ def syevd_at(dtype: np.dtype, n: int, count: int, base: int, w_addr: int, vector
     if cplx:
         rwb = _workspace(_REAL[dtype], lrwork)
         for i in range(count):
-            fn(jobz, u, ia, base + i * step, ia, w_addr + i * wstep, wb, ia + 4, rwb, ia + 12,
-               iwb, ia + 8, info_addr + 4 * i)
+            fn(
+                jobz,
+                u,
+                ia,
+                base + i * step,
+                ia,
+                w_addr + i * wstep,
+                wb,
+                ia + 4,
+                rwb,
+                ia + 12,
+                iwb,
+                ia + 8,
+                info_addr + 4 * i,
+            )
     else:
         for i in range(count):
-            fn(jobz, u, ia, base + i * step, ia, w_addr + i * wstep, wb, ia + 4, iwb, ia + 8,
-               info_addr + 4 * i)
+            fn(
+                jobz,
+                u,
+                ia,
+                base + i * step,
+                ia,
+                w_addr + i * wstep,
+                wb,
+                ia + 4,
+                iwb,
+                ia + 8,
+                info_addr + 4 * i,
+            )
 
 
-def gesdd_at(dtype: np.dtype, m: int, n: int, count: int, base: int, s_addr: int,
-             job: str, u_addr: int, vt_addr: int, info_addr: int) -> None:
+def gesdd_at(
+    dtype: np.dtype,
+    m: int,
+    n: int,
+    count: int,
+    base: int,
+    s_addr: int,
+    job: str,
+    u_addr: int,
+    vt_addr: int,
+    info_addr: int,
+) -> None:
     """The SVD (gesdd) of `count` column-major m x n matrices one after another at `base`
     (destroyed): singular values (descending, min(m, n) reals each) at `s_addr`; `job`
     'N' (values only), 'S' (U m x k and VT k x n, k = min(m, n)) or 'A' (U m x m, VT
@@ -508,13 +614,46 @@ def gesdd_at(dtype: np.dtype, m: int, n: int, count: int, base: int, s_addr: int
         us = np.zeros(max(1, m * ucols), dtype)
         vs = np.zeros(max(1, vtrows * n), dtype)
         if cplx:
-            got = _ask(dtype, lambda w, r, i, ln: fn(
-                jobz, ia, ia + 4, address(scratch), ia + 8, address(ss), address(us), ia + 12,
-                address(vs), ia + 16, w, ln, r, i, ia + 40))
+            got = _ask(
+                dtype,
+                lambda w, r, i, ln: fn(
+                    jobz,
+                    ia,
+                    ia + 4,
+                    address(scratch),
+                    ia + 8,
+                    address(ss),
+                    address(us),
+                    ia + 12,
+                    address(vs),
+                    ia + 16,
+                    w,
+                    ln,
+                    r,
+                    i,
+                    ia + 40,
+                ),
+            )
         else:
-            got = _ask(dtype, lambda w, r, i, ln: fn(
-                jobz, ia, ia + 4, address(scratch), ia + 8, address(ss), address(us), ia + 12,
-                address(vs), ia + 16, w, ln, i, ia + 40))
+            got = _ask(
+                dtype,
+                lambda w, r, i, ln: fn(
+                    jobz,
+                    ia,
+                    ia + 4,
+                    address(scratch),
+                    ia + 8,
+                    address(ss),
+                    address(us),
+                    ia + 12,
+                    address(vs),
+                    ia + 16,
+                    w,
+                    ln,
+                    i,
+                    ia + 40,
+                ),
+            )
         mx = max(m, n)
         if job == "N":
             lrwork = 7 * k
@@ -532,19 +671,57 @@ def gesdd_at(dtype: np.dtype, m: int, n: int, count: int, base: int, s_addr: int
     if cplx:
         rwb = _workspace(_REAL[dtype], lrwork)
         for i in range(count):
-            fn(jobz, ia, ia + 4, base + i * step, ia + 8, s_addr + i * sstep,
-               u_addr + i * ustep, ia + 12, vt_addr + i * vstep, ia + 16, wb, ia + 20, rwb,
-               iwb, info_addr + 4 * i)
+            fn(
+                jobz,
+                ia,
+                ia + 4,
+                base + i * step,
+                ia + 8,
+                s_addr + i * sstep,
+                u_addr + i * ustep,
+                ia + 12,
+                vt_addr + i * vstep,
+                ia + 16,
+                wb,
+                ia + 20,
+                rwb,
+                iwb,
+                info_addr + 4 * i,
+            )
     else:
         for i in range(count):
-            fn(jobz, ia, ia + 4, base + i * step, ia + 8, s_addr + i * sstep,
-               u_addr + i * ustep, ia + 12, vt_addr + i * vstep, ia + 16, wb, ia + 20, iwb,
-               info_addr + 4 * i)
+            fn(
+                jobz,
+                ia,
+                ia + 4,
+                base + i * step,
+                ia + 8,
+                s_addr + i * sstep,
+                u_addr + i * ustep,
+                ia + 12,
+                vt_addr + i * vstep,
+                ia + 16,
+                wb,
+                ia + 20,
+                iwb,
+                info_addr + 4 * i,
+            )
 
 
-def lstsq_at(dtype: np.dtype, driver: str, m: int, n: int, nrhs: int, count: int,
-             a_base: int, b_base: int, s_addr: int, rank_addr: int, rcond: float,
-             info_addr: int) -> None:
+def lstsq_at(
+    dtype: np.dtype,
+    driver: str,
+    m: int,
+    n: int,
+    nrhs: int,
+    count: int,
+    a_base: int,
+    b_base: int,
+    s_addr: int,
+    rank_addr: int,
+    rcond: float,
+    info_addr: int,
+) -> None:
     """Least squares min |A X - B| by `driver` (gels, gelss, gelsd, gelsy) for `count`
     column-major m x n matrices A one after another at `a_base` (destroyed) and
     max(m, n) x nrhs right-hand sides at `b_base` (X in their first n rows). gelss and
@@ -576,23 +753,57 @@ def lstsq_at(dtype: np.dtype, driver: str, m: int, n: int, nrhs: int, count: int
         A, B, S, J, R = (address(x) for x in (a0, b0, s0, j0, r0))
         q = ia + 60
         if driver == "gels":
-            got = _ask(dtype, lambda w, r, i, ln: fn(
-                _CHAR_ADDR["N"], ia, ia + 4, ia + 8, A, ia + 12, B, ia + 16, w, ln, q))
+            got = _ask(
+                dtype,
+                lambda w, r, i, ln: fn(
+                    _CHAR_ADDR["N"], ia, ia + 4, ia + 8, A, ia + 12, B, ia + 16, w, ln, q
+                ),
+            )
         elif driver == "gelss":
-            got = _ask(dtype, (lambda w, r, i, ln: fn(
-                ia, ia + 4, ia + 8, A, ia + 12, B, ia + 16, S, rca, R, w, ln, r, q)) if cplx
-                else (lambda w, r, i, ln: fn(
-                    ia, ia + 4, ia + 8, A, ia + 12, B, ia + 16, S, rca, R, w, ln, q)))
+            got = _ask(
+                dtype,
+                (
+                    lambda w, r, i, ln: fn(
+                        ia, ia + 4, ia + 8, A, ia + 12, B, ia + 16, S, rca, R, w, ln, r, q
+                    )
+                )
+                if cplx
+                else (
+                    lambda w, r, i, ln: fn(
+                        ia, ia + 4, ia + 8, A, ia + 12, B, ia + 16, S, rca, R, w, ln, q
+                    )
+                ),
+            )
         elif driver == "gelsd":
-            got = _ask(dtype, (lambda w, r, i, ln: fn(
-                ia, ia + 4, ia + 8, A, ia + 12, B, ia + 16, S, rca, R, w, ln, r, i, q)) if cplx
-                else (lambda w, r, i, ln: fn(
-                    ia, ia + 4, ia + 8, A, ia + 12, B, ia + 16, S, rca, R, w, ln, i, q)))
+            got = _ask(
+                dtype,
+                (
+                    lambda w, r, i, ln: fn(
+                        ia, ia + 4, ia + 8, A, ia + 12, B, ia + 16, S, rca, R, w, ln, r, i, q
+                    )
+                )
+                if cplx
+                else (
+                    lambda w, r, i, ln: fn(
+                        ia, ia + 4, ia + 8, A, ia + 12, B, ia + 16, S, rca, R, w, ln, i, q
+                    )
+                ),
+            )
         else:
-            got = _ask(dtype, (lambda w, r, i, ln: fn(
-                ia, ia + 4, ia + 8, A, ia + 12, B, ia + 16, J, rca, R, w, ln, r, q)) if cplx
-                else (lambda w, r, i, ln: fn(
-                    ia, ia + 4, ia + 8, A, ia + 12, B, ia + 16, J, rca, R, w, ln, q)))
+            got = _ask(
+                dtype,
+                (
+                    lambda w, r, i, ln: fn(
+                        ia, ia + 4, ia + 8, A, ia + 12, B, ia + 16, J, rca, R, w, ln, r, q
+                    )
+                )
+                if cplx
+                else (
+                    lambda w, r, i, ln: fn(
+                        ia, ia + 4, ia + 8, A, ia + 12, B, ia + 16, J, rca, R, w, ln, q
+                    )
+                ),
+            )
         lwork, liwork, lrwork = got
         if driver == "gelss":
             lrwork = 5 * k
@@ -609,15 +820,38 @@ def lstsq_at(dtype: np.dtype, driver: str, m: int, n: int, nrhs: int, count: int
     if driver == "gels":
         t = _CHAR_ADDR["N"]
         for i in range(count):
-            fn(t, ia, ia + 4, ia + 8, a_base + i * astep, ia + 12, b_base + i * bstep, ia + 16,
-               wb, ia + 20, info_addr + 4 * i)
+            fn(
+                t,
+                ia,
+                ia + 4,
+                ia + 8,
+                a_base + i * astep,
+                ia + 12,
+                b_base + i * bstep,
+                ia + 16,
+                wb,
+                ia + 20,
+                info_addr + 4 * i,
+            )
     elif driver == "gelsy":
         jpvt = np.zeros(max(1, n), np.int32)
         jb = address(jpvt)
         for i in range(count):
-            jpvt[:] = 0             # zero: every column is free to move
-            args = (ia, ia + 4, ia + 8, a_base + i * astep, ia + 12, b_base + i * bstep,
-                    ia + 16, jb, rca, rank_addr + 4 * i, wb, ia + 20)
+            jpvt[:] = 0  # zero: every column is free to move
+            args = (
+                ia,
+                ia + 4,
+                ia + 8,
+                a_base + i * astep,
+                ia + 12,
+                b_base + i * bstep,
+                ia + 16,
+                jb,
+                rca,
+                rank_addr + 4 * i,
+                wb,
+                ia + 20,
+            )
             if cplx:
                 fn(*args, rwb, info_addr + 4 * i)
             else:
@@ -625,8 +859,20 @@ def lstsq_at(dtype: np.dtype, driver: str, m: int, n: int, nrhs: int, count: int
     else:
         iwb = _workspace(np.int32, liwork) if driver == "gelsd" else 0
         for i in range(count):
-            args = (ia, ia + 4, ia + 8, a_base + i * astep, ia + 12, b_base + i * bstep,
-                    ia + 16, s_addr + i * sstep, rca, rank_addr + 4 * i, wb, ia + 20)
+            args = (
+                ia,
+                ia + 4,
+                ia + 8,
+                a_base + i * astep,
+                ia + 12,
+                b_base + i * bstep,
+                ia + 16,
+                s_addr + i * sstep,
+                rca,
+                rank_addr + 4 * i,
+                wb,
+                ia + 20,
+            )
             if driver == "gelss":
                 if cplx:
                     fn(*args, rwb, info_addr + 4 * i)

@@ -4,6 +4,7 @@ Each thread packs arguments into its own reusable block, so concurrent callers n
 share one. A loop whose outer range is large is split across the native thread pool
 (`runtime.pool`), which runs the pieces on every core from inside one foreign call.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -43,8 +44,9 @@ def num_threads() -> int:
         try:
             return max(1, int(env))
         except ValueError:
-            raise ValueError(f"LLGRAD_NUM_THREADS must be a whole number of threads, got "
-                             f"{env!r}") from None
+            raise ValueError(
+                f"LLGRAD_NUM_THREADS must be a whole number of threads, got {env!r}"
+            ) from None
     return max(1, min(usable_cpus(), 8))
 
 
@@ -93,7 +95,9 @@ def set_threads(n: int) -> None:
 
 def threads() -> int:
     return _THREADS
-PARALLEL_MIN_WORK = 1 << 17        # elements of work below which one core is faster
+
+
+PARALLEL_MIN_WORK = 1 << 17  # elements of work below which one core is faster
 
 
 def call(kernel: Kernel, args: Sequence[int]) -> None:
@@ -104,8 +108,10 @@ def call(kernel: Kernel, args: Sequence[int]) -> None:
     try:
         packer(len(args)).pack_into(buf, 0, *args)
     except struct.error:
-        raise RuntimeError(f"{kernel.name}: an argument is not a plain integer (a traced "
-                           f"tensor reached eager execution: the op bypassed tracing)") from None
+        raise RuntimeError(
+            f"{kernel.name}: an argument is not a plain integer (a traced "
+            f"tensor reached eager execution: the op bypassed tracing)"
+        ) from None
     kernel.fn(addr)
 
 
@@ -124,4 +130,5 @@ def call_split(kernel: Kernel, args: list[int], work: int) -> None:
     if len(args) > _SLOTS:
         raise ValueError(f"{kernel.name}: {len(args)} kernel arguments exceed {_SLOTS}")
     from . import pool
+
     pool.run_blocks(kernel.address, args, parts)

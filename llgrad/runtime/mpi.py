@@ -19,6 +19,7 @@ Two paths:
   in the entry's argument block, never compiled into a cached object; `handle_bits()`
   tells codegen how wide they are.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -36,18 +37,40 @@ from ..ops.collective import REDUCTIONS
 
 # reductions of the IR op `all_reduce` -> mpi4py's names (avg is sum / world size,
 # applied by the caller; bool tensors reduce logically, as torch's backends do)
-_MPI_OP = {"sum": "SUM", "product": "PROD", "max": "MAX", "min": "MIN", "band": "BAND",
-           "bor": "BOR", "bxor": "BXOR"}
-_BOOL_OP = {"sum": "LOR", "max": "LOR", "bor": "LOR", "product": "LAND", "min": "LAND",
-            "band": "LAND", "bxor": "LXOR"}
-_MPI_TYPE = {dt.bool_: "C_BOOL", dt.uint8: "UINT8_T", dt.int8: "INT8_T",
-             dt.int16: "INT16_T", dt.int32: "INT32_T", dt.int64: "INT64_T",
-             dt.float32: "FLOAT", dt.float64: "DOUBLE", dt.complex64: "C_FLOAT_COMPLEX",
-             dt.complex128: "C_DOUBLE_COMPLEX"}
+_MPI_OP = {
+    "sum": "SUM",
+    "product": "PROD",
+    "max": "MAX",
+    "min": "MIN",
+    "band": "BAND",
+    "bor": "BOR",
+    "bxor": "BXOR",
+}
+_BOOL_OP = {
+    "sum": "LOR",
+    "max": "LOR",
+    "bor": "LOR",
+    "product": "LAND",
+    "min": "LAND",
+    "band": "LAND",
+    "bxor": "LXOR",
+}
+_MPI_TYPE = {
+    dt.bool_: "C_BOOL",
+    dt.uint8: "UINT8_T",
+    dt.int8: "INT8_T",
+    dt.int16: "INT16_T",
+    dt.int32: "INT32_T",
+    dt.int64: "INT64_T",
+    dt.float32: "FLOAT",
+    dt.float64: "DOUBLE",
+    dt.complex64: "C_FLOAT_COMPLEX",
+    dt.complex128: "C_DOUBLE_COMPLEX",
+}
 # float16 and bfloat16 have no MPI datatype: the callers reduce them in float32 and round
 # once at the end (more accurate than rounding after every rank's addition)
 WIDENED = {dt.float16: dt.float32, dt.bfloat16: dt.float32}
-MAX_COUNT = 1 << 30            # elements per MPI call (MPI counts are C ints)
+MAX_COUNT = 1 << 30  # elements per MPI call (MPI counts are C ints)
 
 
 class DistError(RuntimeError):
@@ -80,7 +103,8 @@ def _import() -> Any:
             raise ImportError(
                 "llgrad.distributed needs mpi4py and an MPI library: "
                 "pip install 'llgrad[distributed]' (mpi4py and MPICH), or pip install mpi4py "
-                f"against a system MPI (Open MPI, Intel MPI) ({e})") from None
+                f"against a system MPI (Open MPI, Intel MPI) ({e})"
+            ) from None
         _MPI = MPI
     return _MPI
 
@@ -123,6 +147,7 @@ def buffer(a: np.ndarray, d: DType) -> list[Any]:
 # Nonblocking operations from Python, waited on with a deadline
 # --------------------------------------------------------------------------------------
 
+
 class Pending:
     """A posted MPI request, the buffers it uses (kept alive until it completes) and what
     to run once it has (`then`: copy back, divide by the world size, ...)."""
@@ -148,13 +173,14 @@ class Pending:
         spins = 0
         while not self.request.Test():
             spins += 1
-            if spins > 2000:                    # past a few microseconds: back off
+            if spins > 2000:  # past a few microseconds: back off
                 if time.monotonic() > deadline:
                     rank = comm().Get_rank()
                     raise DistTimeoutError(
                         f"{self.what}: rank {rank} waited {timeout:g} s and the collective "
                         f"did not complete; another rank failed, exited or never called "
-                        f"it (the timeout is init_process_group's `timeout`)")
+                        f"it (the timeout is init_process_group's `timeout`)"
+                    )
                 time.sleep(0 if spins < 4000 else 1e-4)
         self._finish()
 
@@ -165,13 +191,15 @@ class Pending:
             then()
 
 
-def all_reduce_into(c: Any, send: np.ndarray, recv: np.ndarray, d: DType, reduce: str,
-                    timeout: float) -> None:
+def all_reduce_into(
+    c: Any, send: np.ndarray, recv: np.ndarray, d: DType, reduce: str, timeout: float
+) -> None:
     """recv = every rank's `send` reduced (contiguous arrays holding dtype `d`), waited for
     with a deadline."""
     if send.size:
-        request = call("all_reduce", c.Iallreduce, buffer(send, d), buffer(recv, d),
-                       mpi_op(reduce, d))
+        request = call(
+            "all_reduce", c.Iallreduce, buffer(send, d), buffer(recv, d), mpi_op(reduce, d)
+        )
         Pending(request, (send, recv), None, "all_reduce").wait(timeout)
 
 
@@ -181,21 +209,23 @@ def call(what: str, fn: Any, *args: Any) -> Any:
     try:
         return fn(*args)
     except MPI.Exception as e:
-        raise DistError(f"{what}: MPI error {e.Get_error_code()}: {e.Get_error_string()}") \
-            from None
+        raise DistError(f"{what}: MPI error {e.Get_error_code()}: {e.Get_error_string()}") from None
 
 
 # --------------------------------------------------------------------------------------
 # Run-time values of compiled collectives
 # --------------------------------------------------------------------------------------
 
+
 def handle_bits() -> int:
     """Width of MPI handles (communicator, datatype, op, request) in bits."""
     MPI = _import()
     sizes = {MPI._sizeof(c) for c in (MPI.Comm, MPI.Datatype, MPI.Op, MPI.Request)}
     if len(sizes) != 1 or sizes.pop() not in (4, 8):
-        raise DistError(f"unsupported MPI handle sizes {sorted(sizes)} "
-                        f"({MPI.Get_library_version().splitlines()[0]})")
+        raise DistError(
+            f"unsupported MPI handle sizes {sorted(sizes)} "
+            f"({MPI.Get_library_version().splitlines()[0]})"
+        )
     return 8 * MPI._sizeof(MPI.Comm)
 
 
@@ -236,7 +266,7 @@ def extra(name: str) -> int:
 def error_string(code: int) -> str:
     try:
         return _import().Get_error_string(code)
-    except Exception:                                # an unknown code
+    except Exception:  # an unknown code
         return f"error code {code}"
 
 
@@ -250,8 +280,10 @@ def abort_on_uncaught_exception() -> None:
     def hook(kind: Any, value: Any, tb: Any) -> None:
         try:
             c = comm()
-            note = (f"llgrad.distributed: rank {c.Get_rank()} of {c.Get_size()} failed "
-                    f"({kind.__name__}); aborting the job\n")
+            note = (
+                f"llgrad.distributed: rank {c.Get_rank()} of {c.Get_size()} failed "
+                f"({kind.__name__}); aborting the job\n"
+            )
             if previous is sys.__excepthook__:
                 # one write, then a pause: mpiexec forwards output through a proxy and
                 # drops what is still in flight when the abort kills the job

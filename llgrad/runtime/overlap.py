@@ -16,15 +16,18 @@ each of its operands, so the rule lives in one place (`functions/inplace.py`'s
   computes the new values out of place first and then writes them, so the result is the
   one the operand's old values give (`may_share` tells the caller to do that).
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterable
 
 FULL, PARTIAL, NONE, UNDECIDED = "full", "partial", "none", "undecided"
 
-OVERLAP_MESSAGE = ("unsupported operation: some elements of the input tensor and the "
-                   "written-to tensor refer to a single memory location. Please clone() the "
-                   "tensor before performing the operation.")
+OVERLAP_MESSAGE = (
+    "unsupported operation: some elements of the input tensor and the "
+    "written-to tensor refer to a single memory location. Please clone() the "
+    "tensor before performing the operation."
+)
 
 
 def _concrete(t: Any) -> bool:
@@ -67,8 +70,13 @@ def status(dst: Any, src: Any) -> str:
     b0, b1 = byte_range(src)
     if a0 == a1 or b0 == b1 or a1 <= b0 or b1 <= a0:
         return NONE
-    same = a0 == b0 and a1 == b1 and dst._shape == src._shape and \
-        dst._strides == src._strides and dst._dtype.itemsize == src._dtype.itemsize
+    same = (
+        a0 == b0
+        and a1 == b1
+        and dst._shape == src._shape
+        and dst._strides == src._strides
+        and dst._dtype.itemsize == src._dtype.itemsize
+    )
     if not (dense(dst._shape, dst._strides) and dense(src._shape, src._strides)):
         return FULL if same else UNDECIDED
     return FULL if same else PARTIAL
@@ -106,8 +114,9 @@ def tensors_in(values: Iterable[Any]) -> list[Any]:
     return out
 
 
-def write_out(op: str, out: Any, result: Any, inputs: Iterable[Any] = (),
-              elementwise: bool = True) -> Any:
+def write_out(
+    op: str, out: Any, result: Any, inputs: Iterable[Any] = (), elementwise: bool = True
+) -> Any:
     """`op(..., out=out)`: check `out` against every input (an elementwise op refuses a
     partial overlap, as PyTorch does; other ops compute `result` out of place first, so
     any overlap is safe), check that `result` fits (`out`'s shape, a dtype it can be cast
@@ -116,6 +125,7 @@ def write_out(op: str, out: Any, result: Any, inputs: Iterable[Any] = (),
     Differs from PyTorch: an `out` of another shape is refused instead of resized."""
     from ..eager import elementwise as ew
     from ..tensor import Tensor
+
     if not isinstance(out, Tensor):
         raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if elementwise:
@@ -124,10 +134,14 @@ def write_out(op: str, out: Any, result: Any, inputs: Iterable[Any] = (),
         except RuntimeError as e:
             raise RuntimeError(f"{op}(): {e}") from None
     if tuple(out.shape) != tuple(result.shape):
-        raise RuntimeError(f"{op}(): output with shape {list(out.shape)} doesn't match the "
-                           f"result shape {list(result.shape)} (llgrad does not resize out=)")
+        raise RuntimeError(
+            f"{op}(): output with shape {list(out.shape)} doesn't match the "
+            f"result shape {list(result.shape)} (llgrad does not resize out=)"
+        )
     if result._dtype is not out._dtype and not ew.can_cast(result._dtype, out._dtype):
-        raise RuntimeError(f"{op}(): result type {result._dtype.name} can't be cast to the "
-                           f"desired output type {out._dtype.name}")
+        raise RuntimeError(
+            f"{op}(): result type {result._dtype.name} can't be cast to the "
+            f"desired output type {out._dtype.name}"
+        )
     out.copy_(result)
     return out

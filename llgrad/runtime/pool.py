@@ -8,6 +8,7 @@ releases the GIL for the call), `threads() - 1` of them: the calling thread runs
 too. After `os.fork` the child starts without workers (the caller then runs every piece)
 and starts new ones on its next parallel call.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -26,8 +27,9 @@ __all__ = ["address", "run_blocks", "SPIN_CYCLES"]
 SPIN_CYCLES = 200_000
 
 _PIECE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
-_PFOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-                         ctypes.c_int64, ctypes.c_int64)
+_PFOR = ctypes.CFUNCTYPE(
+    None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64
+)
 _WORKER = ctypes.CFUNCTYPE(None, ctypes.c_int64)
 _VOID = ctypes.CFUNCTYPE(None)
 
@@ -48,7 +50,7 @@ def _build() -> dict[str, int]:
     target = get_target()
     text = pool_code.build(target.triple, SPIN_CYCLES)
     compiled = target.compile(text, pool_code.SYMBOLS, name="pool")
-    _state.keep = compiled                          # the JIT dylib lives with the process
+    _state.keep = compiled  # the JIT dylib lives with the process
     return compiled.addresses
 
 
@@ -56,8 +58,12 @@ def _start(want: int) -> None:
     """Have `want` worker threads (never fewer than already run; call with the lock)."""
     worker = _WORKER(_state.addresses["llgrad_pool_worker"])
     while len(_state.workers) < want:
-        t = threading.Thread(target=worker, args=(len(_state.workers) + 1,),
-                             name=f"llgrad-pool-{len(_state.workers) + 1}", daemon=True)
+        t = threading.Thread(
+            target=worker,
+            args=(len(_state.workers) + 1,),
+            name=f"llgrad-pool-{len(_state.workers) + 1}",
+            daemon=True,
+        )
         t.start()
         _state.workers.append(t)
 
@@ -70,7 +76,7 @@ def address(threads: int) -> int:
             if _state.addresses is None:
                 _state.addresses = _build()
                 _state.parallel_for = _PFOR(_state.addresses["llgrad_parallel_for"])
-            if _state.pid != os.getpid():               # a forked child: no workers here
+            if _state.pid != os.getpid():  # a forked child: no workers here
                 _VOID(_state.addresses["llgrad_pool_reset"])()
                 _state.workers = []
                 _state.pid = os.getpid()
@@ -86,9 +92,10 @@ def run_blocks(kernel_address: int, args: list[int], threads: int) -> None:
     n = len(args)
     if n > pool_code.MAX_BLOCK:
         raise ValueError(f"a kernel block of {n} words exceeds {pool_code.MAX_BLOCK}")
-    ctx = (ctypes.c_int64 * (n + 2))(kernel_address, n, *args)   # raises on a non-integer
-    _state.parallel_for(_state.addresses["llgrad_block_piece"], ctypes.addressof(ctx),
-                        args[0], args[1], threads)
+    ctx = (ctypes.c_int64 * (n + 2))(kernel_address, n, *args)  # raises on a non-integer
+    _state.parallel_for(
+        _state.addresses["llgrad_block_piece"], ctypes.addressof(ctx), args[0], args[1], threads
+    )
 
 
 def _stop() -> None:

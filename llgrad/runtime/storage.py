@@ -4,6 +4,7 @@ A `Storage` owns (or borrows) a block of memory. Its address is computed once, w
 made, so launching a kernel never asks NumPy for a pointer. Views of one storage share its
 version counter, which autograd uses to detect in-place changes to saved tensors.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -36,18 +37,18 @@ def _bucket(nbytes: int) -> int:
 
 
 class Storage:
-    __slots__ = ("_buffer", "ptr", "nbytes", "version", "owner", "raw", "inference",
-                 "__weakref__")
+    __slots__ = ("_buffer", "ptr", "nbytes", "version", "owner", "raw", "inference", "__weakref__")
 
-    def __init__(self, buffer: np.ndarray, ptr: int, owner: object = None,
-                 raw: np.ndarray | None = None):
-        self._buffer = buffer           # 1-d uint8 array over exactly this memory
+    def __init__(
+        self, buffer: np.ndarray, ptr: int, owner: object = None, raw: np.ndarray | None = None
+    ):
+        self._buffer = buffer  # 1-d uint8 array over exactly this memory
         self.ptr = ptr
         self.nbytes = buffer.nbytes
         self.version = 0
-        self.owner = owner              # keeps borrowed memory alive
-        self.raw = raw                  # the pooled block this storage was cut from
-        self.inference = False          # allocated under inference_mode (see tensor.py)
+        self.owner = owner  # keeps borrowed memory alive
+        self.raw = raw  # the pooled block this storage was cut from
+        self.inference = False  # allocated under inference_mode (see tensor.py)
 
     @property
     def buffer(self) -> np.ndarray:
@@ -57,15 +58,15 @@ class Storage:
         b = self._buffer
         if b is None:
             slab = self.owner
-            if slab.__class__ is not np.ndarray:           # a ctypes block (`allocate`)
+            if slab.__class__ is not np.ndarray:  # a ctypes block (`allocate`)
                 start = self.ptr - ctypes.addressof(slab)
                 slab = np.frombuffer(slab, dtype=np.uint8)
             else:
-                last = _last_slab[0]            # (slab, its address), read once: threads
-                if last[0] is not slab:         # each cut from their own slab
+                last = _last_slab[0]  # (slab, its address), read once: threads
+                if last[0] is not slab:  # each cut from their own slab
                     last = _last_slab[0] = (slab, _address(slab))
                 start = self.ptr - last[1]
-            b = self._buffer = slab[start:start + self.nbytes]
+            b = self._buffer = slab[start : start + self.nbytes]
         return b
 
     def __repr__(self) -> str:
@@ -85,10 +86,10 @@ class PooledStorage(Storage):
         b = self._buffer
         if b is None:
             raw = self.raw
-            if raw is None:                   # (memory handed elsewhere keeps a buffer)
-                return Storage.buffer.fget(self)      # type: ignore[attr-defined]
+            if raw is None:  # (memory handed elsewhere keeps a buffer)
+                return Storage.buffer.fget(self)  # type: ignore[attr-defined]
             start = self.ptr - _address(raw)
-            b = self._buffer = raw[start:start + self.nbytes]
+            b = self._buffer = raw[start : start + self.nbytes]
         return b
 
     def __del__(self) -> None:
@@ -148,7 +149,7 @@ def allocate_small(nbytes: int) -> Storage:
         raw = np.empty(SLAB_BYTES + ALIGNMENT, dtype=np.uint8)
         address = _address(raw)
         pad = (-address) % ALIGNMENT
-        state[0] = raw[pad:pad + SLAB_BYTES]
+        state[0] = raw[pad : pad + SLAB_BYTES]
         ptr = address + pad
         state[2] = ptr + SLAB_BYTES
     state[1] = ptr + ((nbytes + 63) & ~63 or 64)
@@ -169,28 +170,35 @@ def _cut(owner: np.ndarray, ptr: int, nbytes: int) -> Storage:
     return st
 
 
-def allocate_small_source(nbytes: int, st: str = "st", ptr: str = "ptr"
-                          ) -> tuple[list[str], dict[str, Any]]:
+def allocate_small_source(
+    nbytes: int, st: str = "st", ptr: str = "ptr"
+) -> tuple[list[str], dict[str, Any]]:
     """`allocate_small(nbytes)` written out for generated code (`Tensor._empty_maker`):
     source lines binding `st` to the storage and `ptr` to its address, and the names they
     use. It must make the same storage as `allocate_small` (a test compares them)."""
-    lines = ["state = slabs.state",
-             f"{ptr} = state[1]",
-             f"if {ptr} + {SLAB_MAX} > state[2]:",
-             f"    {st} = allocate_small({nbytes})",
-             f"    {ptr} = {st}.ptr",
-             "else:",
-             f"    state[1] = {ptr} + {(nbytes + 63) & ~63 or 64}",
-             f"    {st} = new_storage(Storage)",
-             f"    {st}._buffer = None",
-             f"    {st}.ptr = {ptr}",
-             f"    {st}.nbytes = {nbytes}",
-             f"    {st}.version = 0",
-             f"    {st}.owner = state[0]",
-             f"    {st}.raw = None",
-             f"    {st}.inference = False"]
-    return lines, {"slabs": _slabs, "allocate_small": allocate_small,
-                   "new_storage": _new, "Storage": Storage}
+    lines = [
+        "state = slabs.state",
+        f"{ptr} = state[1]",
+        f"if {ptr} + {SLAB_MAX} > state[2]:",
+        f"    {st} = allocate_small({nbytes})",
+        f"    {ptr} = {st}.ptr",
+        "else:",
+        f"    state[1] = {ptr} + {(nbytes + 63) & ~63 or 64}",
+        f"    {st} = new_storage(Storage)",
+        f"    {st}._buffer = None",
+        f"    {st}.ptr = {ptr}",
+        f"    {st}.nbytes = {nbytes}",
+        f"    {st}.version = 0",
+        f"    {st}.owner = state[0]",
+        f"    {st}.raw = None",
+        f"    {st}.inference = False",
+    ]
+    return lines, {
+        "slabs": _slabs,
+        "allocate_small": allocate_small,
+        "new_storage": _new,
+        "Storage": Storage,
+    }
 
 
 def allocate(nbytes: int) -> Storage:
@@ -213,7 +221,7 @@ def allocate(nbytes: int) -> Storage:
 
 # (ctypes zero-fills its arrays: from 32 KB on, NumPy's uninitialized block is cheaper)
 BLOCK_MAX = 1 << 15
-_blocks: dict[int, type] = {}       # block size -> its ctypes array type
+_blocks: dict[int, type] = {}  # block size -> its ctypes array type
 
 
 def _block_type(nbytes: int) -> type:
@@ -226,23 +234,31 @@ def _block_type(nbytes: int) -> type:
     return kind
 
 
-def allocate_block_source(nbytes: int, st: str = "st", ptr: str = "ptr", tag: str = ""
-                          ) -> tuple[list[str], dict[str, Any]]:
+def allocate_block_source(
+    nbytes: int, st: str = "st", ptr: str = "ptr", tag: str = ""
+) -> tuple[list[str], dict[str, Any]]:
     """`allocate(nbytes)` for SLAB_MAX < nbytes <= BLOCK_MAX written out for generated
     code, as `allocate_small_source` is (a test compares the storages they make). `tag`
     ends the name of the block type's constant (several allocations in one function)."""
-    lines = [f"raw = Block{tag}()", "address = addressof(raw)",
-             f"{ptr} = address + (-address) % {ALIGNMENT}",
-             f"{st} = new_storage(Storage)",
-             f"{st}._buffer = None",
-             f"{st}.ptr = {ptr}",
-             f"{st}.nbytes = {nbytes}",
-             f"{st}.version = 0",
-             f"{st}.owner = raw",
-             f"{st}.raw = None",
-             f"{st}.inference = False"]
-    return lines, {f"Block{tag}": _block_type(nbytes), "addressof": ctypes.addressof,
-                   "new_storage": _new, "Storage": Storage}
+    lines = [
+        f"raw = Block{tag}()",
+        "address = addressof(raw)",
+        f"{ptr} = address + (-address) % {ALIGNMENT}",
+        f"{st} = new_storage(Storage)",
+        f"{st}._buffer = None",
+        f"{st}.ptr = {ptr}",
+        f"{st}.nbytes = {nbytes}",
+        f"{st}.version = 0",
+        f"{st}.owner = raw",
+        f"{st}.raw = None",
+        f"{st}.inference = False",
+    ]
+    return lines, {
+        f"Block{tag}": _block_type(nbytes),
+        "addressof": ctypes.addressof,
+        "new_storage": _new,
+        "Storage": Storage,
+    }
 
 
 def _allocate_pooled(nbytes: int) -> Storage:
@@ -259,8 +275,9 @@ def _allocate_pooled(nbytes: int) -> Storage:
         try:
             raw = np.empty(size, dtype=np.uint8)
         except MemoryError:
-            raise MemoryError(f"cannot allocate a buffer of {human_bytes(size)} "
-                              f"({size} bytes)") from None
+            raise MemoryError(
+                f"cannot allocate a buffer of {human_bytes(size)} ({size} bytes)"
+            ) from None
         addr = _address(raw)
         entry = (raw, addr + (-addr) % ALIGNMENT)
     st = _new(PooledStorage)
@@ -294,11 +311,13 @@ def _check_available(size: int) -> None:
     free = available_bytes()
     if free is None or size <= free:
         return
-    empty_pool()                      # blocks kept for reuse are memory this can give back
+    empty_pool()  # blocks kept for reuse are memory this can give back
     free = available_bytes() or 0
     if size > free:
-        raise MemoryError(f"cannot allocate a buffer of {human_bytes(size)} ({size} bytes): "
-                          f"the system has {human_bytes(free)} available")
+        raise MemoryError(
+            f"cannot allocate a buffer of {human_bytes(size)} ({size} bytes): "
+            f"the system has {human_bytes(free)} available"
+        )
 
 
 def empty_pool() -> None:
@@ -314,11 +333,15 @@ def borrow(arr: np.ndarray) -> tuple[Storage, int]:
     The storage spans the bytes the array can reach; the array is kept alive.
     """
     if any(s < 0 for s in arr.strides):
-        raise ValueError("from_numpy: arrays with negative strides are not supported "
-                         "(make a copy with numpy.ascontiguousarray first)")
+        raise ValueError(
+            "from_numpy: arrays with negative strides are not supported "
+            "(make a copy with numpy.ascontiguousarray first)"
+        )
     if not arr.flags.writeable:
-        raise ValueError("from_numpy: the array is read-only; llgrad tensors are writable "
-                         "(pass a copy, e.g. numpy.array(a))")
+        raise ValueError(
+            "from_numpy: the array is read-only; llgrad tensors are writable "
+            "(pass a copy, e.g. numpy.array(a))"
+        )
     first = arr.__array_interface__["data"][0]
     extent = arr.itemsize
     for n, s in zip(arr.shape, arr.strides):
@@ -329,6 +352,6 @@ def borrow(arr: np.ndarray) -> tuple[Storage, int]:
     if extent == 0:
         return allocate(0), 0
     window = (ctypes.c_uint8 * extent).from_address(first)
-    window._owner = arr        # every NumPy view of `buf` keeps the original array alive
+    window._owner = arr  # every NumPy view of `buf` keeps the original array alive
     buf = np.ctypeslib.as_array(window)
     return Storage(buf, first, owner=arr), 0

@@ -17,11 +17,12 @@ handles are 32-bit integers in MPICH and pointers in Open MPI, `handle_bits`):
 MPI_Wait. `wait` lists `send` and `recv` so that the memory plan keeps both buffers alive
 (and untouched by others) until the operation completes.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-REQUEST_BYTES = 8          # room for an MPI_Request of either width
+REQUEST_BYTES = 8  # room for an MPI_Request of either width
 PHASES = ("start", "wait")
 
 
@@ -32,8 +33,9 @@ class CollectiveKernel:
 
     def __post_init__(self) -> None:
         if self.phase not in PHASES:
-            raise ValueError(f"CollectiveKernel: phase must be one of {PHASES}, got "
-                             f"{self.phase!r}")
+            raise ValueError(f"CollectiveKernel: phase must be one of {PHASES}, got {self.phase!r}")
         if self.handle_bits not in (32, 64):
-            raise ValueError(f"CollectiveKernel: MPI handles of {self.handle_bits} bits are "
-                             f"not supported (32 or 64)")
+            raise ValueError(
+                f"CollectiveKernel: MPI handles of {self.handle_bits} bits are "
+                f"not supported (32 or 64)"
+            )

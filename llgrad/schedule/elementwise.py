@@ -6,6 +6,7 @@ its DAG, its loop rank after collapsing, and the innermost strides baked into it
 Codegen (`codegen.elementwise`) turns a spec into LLVM IR; eager dispatch and the
 compiler's lowering build specs.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,9 +20,30 @@ from ..ir.dtypes import DType
 # Ops that cost several times a simple one: a call into (or an inlined) polynomial of the
 # math library. `op_cost` weighs them for fusion's code-size cap and for the work that
 # decides whether a launch is worth splitting across threads.
-EXPENSIVE = frozenset({"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos",
-                       "tan", "tanh", "erf", "erfc", "sigmoid", "silu", "gelu", "softplus",
-                       "pow", "atan2", "normal"})
+EXPENSIVE = frozenset(
+    {
+        "exp",
+        "exp2",
+        "expm1",
+        "log",
+        "log2",
+        "log10",
+        "log1p",
+        "sin",
+        "cos",
+        "tan",
+        "tanh",
+        "erf",
+        "erfc",
+        "sigmoid",
+        "silu",
+        "gelu",
+        "softplus",
+        "pow",
+        "atan2",
+        "normal",
+    }
+)
 
 
 def op_cost(op: str) -> int:
@@ -46,7 +68,7 @@ class ExprNode:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not ExprNode:
             return NotImplemented
-        return self._key() == other._key()         # type: ignore[attr-defined]
+        return self._key() == other._key()  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
         return hash(self._key())
@@ -56,7 +78,7 @@ class ExprNode:
 class Expr:
     in_dtypes: tuple[DType, ...]
     nodes: tuple[ExprNode, ...]
-    outputs: tuple[int, ...]                 # refs (input or node)
+    outputs: tuple[int, ...]  # refs (input or node)
 
     def cost(self) -> int:
         """Work per element, in simple-op units (at least 1: a copy)."""
@@ -67,14 +89,17 @@ class Expr:
         parts = [f"in{i}:{d.short}" for i, d in enumerate(self.in_dtypes)]
         for j, n in enumerate(self.nodes):
             a = ",".join(f"{k}={v}" for k, v in n.attrs)
-            parts.append(f"v{len(self.in_dtypes) + j}={n.op}({','.join(map(str, n.args))}"
-                         f"{';' + a if a else ''})")
+            parts.append(
+                f"v{len(self.in_dtypes) + j}={n.op}({','.join(map(str, n.args))}"
+                f"{';' + a if a else ''})"
+            )
         return " ".join(parts) + " -> " + ",".join(map(str, self.outputs))
 
 
 def out_dtypes(expr: Expr) -> tuple[DType, ...]:
     """The dtype each output has (evaluated symbolically through the shape rules)."""
     from ..ir.types import TensorType
+
     types: list[TensorType] = [TensorType(d, ()) for d in expr.in_dtypes]
     for node in expr.nodes:
         op = registry.get(node.op)
@@ -88,7 +113,7 @@ class ElementwiseKernel:
 
     expr: Expr
     rank: int
-    inner: tuple[int | None, ...]     # per operand (outputs first): 1, 0, or None (run time)
+    inner: tuple[int | None, ...]  # per operand (outputs first): 1, 0, or None (run time)
     # inputs that are output 0 itself (an in-place write, `p.add_(g)`): read through the
     # output's pointer and offsets, so LLVM sees one address per element and vectorizes
     # without the run-time overlap check that an exact alias fails (it then runs scalar)

@@ -3,6 +3,7 @@
 What each mode does and the argument block are described in `llgrad/codegen/gather.py`,
 which generates the code.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,11 +26,11 @@ class IndexKernel:
     """
 
     mode: str
-    rank: int                             # iteration-space rank after collapsing (>= 1)
-    index_dtypes: tuple[DType, ...]       # int32 / int64, one per index tensor
-    width: int = 0                        # bytes moved per element by raw gather / put
-    dtype: DType | None = None            # arithmetic modes: the destination dtype
-    src_dtype: DType | None = None        # arithmetic modes: the dtype of `data`
+    rank: int  # iteration-space rank after collapsing (>= 1)
+    index_dtypes: tuple[DType, ...]  # int32 / int64, one per index tensor
+    width: int = 0  # bytes moved per element by raw gather / put
+    dtype: DType | None = None  # arithmetic modes: the destination dtype
+    src_dtype: DType | None = None  # arithmetic modes: the dtype of `data`
     hoist: bool = False
     x_inner: int | None = None
     data_inner: int | None = None
@@ -47,12 +48,14 @@ class IndexKernel:
             raise ValueError("IndexKernel: scatter_add needs dtype and src_dtype")
         if arithmetic and self.mode not in ("put", "scatter_add"):
             raise ValueError(f"IndexKernel: mode {self.mode} moves raw bits; give width")
-        if arithmetic and (self.src_dtype is None or
-                           (self.src_dtype.is_complex and not self.dtype.is_complex)):
-            raise TypeError(f"IndexKernel: {self.mode} arithmetic is not generated for "
-                            f"{self.src_dtype} -> {self.dtype}")
-        if self.mode in ("gather", "put") and not arithmetic and self.width not in (1, 2, 4,
-                                                                                   8, 16):
+        if arithmetic and (
+            self.src_dtype is None or (self.src_dtype.is_complex and not self.dtype.is_complex)
+        ):
+            raise TypeError(
+                f"IndexKernel: {self.mode} arithmetic is not generated for "
+                f"{self.src_dtype} -> {self.dtype}"
+            )
+        if self.mode in ("gather", "put") and not arithmetic and self.width not in (1, 2, 4, 8, 16):
             raise ValueError(f"IndexKernel: width must be 1, 2, 4, 8 or 16, got {self.width}")
         for inner in (self.x_inner, self.data_inner):
             if inner not in (None, 0, 1):

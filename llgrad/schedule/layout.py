@@ -4,6 +4,7 @@ Eager kernels are generic over sizes; what selects one is the rank after collaps
 each operand's innermost stride. Collapsing merges adjacent dimensions that every operand
 walks contiguously, so a contiguous tensor of any shape runs as one flat loop.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,8 +29,9 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def broadcast_strides(shape: tuple[int, ...], strides: tuple[int, ...],
-                      out_shape: tuple[int, ...]) -> tuple[int, ...]:
+def broadcast_strides(
+    shape: tuple[int, ...], strides: tuple[int, ...], out_shape: tuple[int, ...]
+) -> tuple[int, ...]:
     """Strides that walk `shape` over `out_shape`: zeros where it is broadcast."""
     lead = len(out_shape) - len(shape)
     result = [0] * lead
@@ -38,8 +40,9 @@ def broadcast_strides(shape: tuple[int, ...], strides: tuple[int, ...],
     return tuple(result)
 
 
-def collapse(shape: tuple[int, ...], strides: list[tuple[int, ...]]
-             ) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+def collapse(
+    shape: tuple[int, ...], strides: list[tuple[int, ...]]
+) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
     """Drop size-1 dimensions and merge dimensions every operand walks contiguously.
 
     Always returns at least one dimension (a 0-d loop is a loop of one).
@@ -47,21 +50,22 @@ def collapse(shape: tuple[int, ...], strides: list[tuple[int, ...]]
     dims = [d for d, n in enumerate(shape) if n != 1]
     if not dims:
         return (1,), [(0,) for _ in strides]
-    sizes, merged = merge_runs([shape[d] for d in dims], [[st[d] for d in dims]
-                                                          for st in strides])
+    sizes, merged = merge_runs([shape[d] for d in dims], [[st[d] for d in dims] for st in strides])
     return tuple(sizes), [tuple(ns) for ns in merged]
 
 
-def merge_runs(sizes: list[int], strides: list[list[int]]
-               ) -> tuple[list[int], list[list[int]]]:
+def merge_runs(sizes: list[int], strides: list[list[int]]) -> tuple[list[int], list[list[int]]]:
     """Merge neighbouring loops that every stride set walks contiguously; loops of size
     one stay (and merge with nothing), so a caller may keep placeholder loops."""
     out_sizes = [sizes[0]]
     out_strides = [[s[0]] for s in strides]
     for i in range(1, len(sizes)):
         n = sizes[i]
-        if n != 1 and out_sizes[-1] != 1 and all(
-                o[-1] == s[i] * n for o, s in zip(out_strides, strides)):
+        if (
+            n != 1
+            and out_sizes[-1] != 1
+            and all(o[-1] == s[i] * n for o, s in zip(out_strides, strides))
+        ):
             out_sizes[-1] *= n
             for o, s in zip(out_strides, strides):
                 o[-1] = s[i]
@@ -85,8 +89,10 @@ def is_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
 # Layouts: how a kernel walks a dense buffer (views folded into strides)
 # --------------------------------------------------------------------------------------
 
-def reshape_strides(shape: tuple[int, ...], strides: tuple[int, ...],
-                    new_shape: tuple[int, ...]) -> tuple[int, ...] | None:
+
+def reshape_strides(
+    shape: tuple[int, ...], strides: tuple[int, ...], new_shape: tuple[int, ...]
+) -> tuple[int, ...] | None:
     """Strides that walk `new_shape` over the same elements in row-major order, or None.
 
     The old dimensions are cut into chunks that are contiguous with each other (dimension
@@ -96,7 +102,7 @@ def reshape_strides(shape: tuple[int, ...], strides: tuple[int, ...],
     """
     if _numel(shape) == 0:
         return contiguous_strides(new_shape)
-    chunks: list[list[int]] = []          # [elements, innermost stride], outermost first
+    chunks: list[list[int]] = []  # [elements, innermost stride], outermost first
     for n, s in zip(shape, strides):
         if n == 1:
             continue
@@ -153,18 +159,25 @@ class Layout:
         return True
 
     def permute(self, perm: tuple[int, ...]) -> "Layout":
-        return Layout(tuple(self.shape[p] for p in perm),
-                      tuple(self.strides[p] for p in perm), self.offset)
+        return Layout(
+            tuple(self.shape[p] for p in perm), tuple(self.strides[p] for p in perm), self.offset
+        )
 
     def broadcast_to(self, shape: tuple[int, ...]) -> "Layout":
         """Expand (NumPy broadcasting): new leading dimensions and size-1 ones get stride 0."""
         lead = len(shape) - len(self.shape)
-        strides = (0,) * lead + tuple(0 if n != t else s for n, s, t in
-                                      zip(self.shape, self.strides, shape[lead:]))
+        strides = (0,) * lead + tuple(
+            0 if n != t else s for n, s, t in zip(self.shape, self.strides, shape[lead:])
+        )
         return Layout(tuple(shape), strides, self.offset)
 
-    def slice(self, starts: tuple[int, ...], stops: tuple[int, ...],
-              steps: tuple[int, ...], shape: tuple[int, ...]) -> "Layout":
+    def slice(
+        self,
+        starts: tuple[int, ...],
+        stops: tuple[int, ...],
+        steps: tuple[int, ...],
+        shape: tuple[int, ...],
+    ) -> "Layout":
         if _numel(shape) == 0:
             return Layout(shape, contiguous_strides(shape), self.offset)
         offset = self.offset + sum(a * s for a, s in zip(starts, self.strides))
@@ -185,8 +198,10 @@ class Layout:
         return Layout(self.shape, tuple(strides), offset)
 
     def __str__(self) -> str:
-        return (f"[{','.join(map(str, self.shape))}] strides "
-                f"({','.join(map(str, self.strides))}) +{self.offset}")
+        return (
+            f"[{','.join(map(str, self.shape))}] strides "
+            f"({','.join(map(str, self.strides))}) +{self.offset}"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,7 @@
 """Matmul kernel specs and the operand-layout rules BLAS imposes (shared by eager dispatch
 and the compiler's lowering). The kernels themselves are in `llgrad/codegen/matmul.py`.
 """
+
 from __future__ import annotations
 
 import struct
@@ -32,7 +33,7 @@ class MatmulKernel:
     """
 
     dtype: DType
-    batch_rank: int                 # R: batch dimensions after collapsing
+    batch_rank: int  # R: batch dimensions after collapsing
     epilogue: Expr | None = None
     # per epilogue operand: its column stride when baked in (0 or 1), else None
     epilogue_inner: tuple[int | None, ...] = ()
@@ -41,16 +42,22 @@ class MatmulKernel:
     tile_epilogue: bool = False
 
     def __post_init__(self) -> None:
-        if self.epilogue is not None and (self.dtype not in (dt.float32, dt.float64) or
-                                          self.epilogue.in_dtypes[0] is not self.dtype):
-            raise ValueError(f"matmul kernel: epilogues are for float32/float64 BLAS "
-                             f"products and read C first; got {self.dtype} and "
-                             f"{self.epilogue.in_dtypes}")
+        if self.epilogue is not None and (
+            self.dtype not in (dt.float32, dt.float64)
+            or self.epilogue.in_dtypes[0] is not self.dtype
+        ):
+            raise ValueError(
+                f"matmul kernel: epilogues are for float32/float64 BLAS "
+                f"products and read C first; got {self.dtype} and "
+                f"{self.epilogue.in_dtypes}"
+            )
         if self.tile_epilogue and self.epilogue is None:
             raise ValueError("matmul kernel: a tile epilogue needs an epilogue")
         if len(self.epilogue_inner) != self.n_epilogue_operands:
-            raise ValueError(f"matmul kernel: {self.n_epilogue_operands} epilogue operands, "
-                             f"{len(self.epilogue_inner)} column strides")
+            raise ValueError(
+                f"matmul kernel: {self.n_epilogue_operands} epilogue operands, "
+                f"{len(self.epilogue_inner)} column strides"
+            )
 
     @property
     def blas(self) -> bool:
@@ -63,8 +70,13 @@ class MatmulKernel:
 
     @property
     def n_slots(self) -> int:
-        return 5 + self.batch_rank + 3 * (self.batch_rank + 3) + 5 + \
-            self.n_epilogue_operands * (self.batch_rank + 3)
+        return (
+            5
+            + self.batch_rank
+            + 3 * (self.batch_rank + 3)
+            + 5
+            + self.n_epilogue_operands * (self.batch_rank + 3)
+        )
 
 
 def alpha_bits(alpha: float) -> int:
@@ -79,6 +91,7 @@ ALPHA_ONE = alpha_bits(1.0)
 # Operand layouts (shared by eager dispatch and whole-graph codegen)
 # --------------------------------------------------------------------------------------
 
+
 def gemm_layout(rows: int, cols: int, rs: int, cs: int) -> tuple[bool, int] | None:
     """How BLAS can read a `rows x cols` matrix with strides `(rs, cs)` in place.
 
@@ -87,7 +100,7 @@ def gemm_layout(rows: int, cols: int, rs: int, cs: int) -> tuple[bool, int] | No
     fitting 32 bits; None when neither layout describes the memory (then it is copied).
     A dimension of size 1 never constrains its stride.
     """
-    int32_max = 2 ** 31 - 1
+    int32_max = 2**31 - 1
     if (cs == 1 or cols == 1) and (rows == 1 or max(1, cols) <= rs <= int32_max):
         return False, rs if rows > 1 else max(1, cols)
     if (rs == 1 or rows == 1) and (cols == 1 or max(1, rows) <= cs <= int32_max):
@@ -95,8 +108,9 @@ def gemm_layout(rows: int, cols: int, rs: int, cs: int) -> tuple[bool, int] | No
     return None
 
 
-def fold_rows(batch: tuple[int, ...], n: int, strides: dict[str, tuple[int, ...]],
-              rows: dict[str, int]) -> tuple[int, int] | None:
+def fold_rows(
+    batch: tuple[int, ...], n: int, strides: dict[str, tuple[int, ...]], rows: dict[str, int]
+) -> tuple[int, int] | None:
     """When B is shared by the whole batch, `(batch, n)` rows of A and C may be one
     dimension; returns `(rows, A's row stride)` if both walk it with one stride each.
 
@@ -104,15 +118,17 @@ def fold_rows(batch: tuple[int, ...], n: int, strides: dict[str, tuple[int, ...]
     """
     if not batch or any(strides["b"]):
         return None
-    cshape, cstrides = collapse(batch + (n,), [strides["c"] + (rows["c"],),
-                                               strides["a"] + (rows["a"],)])
+    cshape, cstrides = collapse(
+        batch + (n,), [strides["c"] + (rows["c"],), strides["a"] + (rows["a"],)]
+    )
     if len(cshape) != 1:
         return None
     return cshape[0], cstrides[1][0]
 
 
-def panels(threads: int, n: int, m: int, rows: dict[str, int], cols: dict[str, int]
-            ) -> tuple[tuple[int, ...], dict[str, tuple[int, ...]], int, int]:
+def panels(
+    threads: int, n: int, m: int, rows: dict[str, int], cols: dict[str, int]
+) -> tuple[tuple[int, ...], dict[str, tuple[int, ...]], int, int]:
     """One gemm as a batch of `threads` panels of C's rows (or columns), so that the
     pieces run on the thread pool, one single-threaded BLAS call each: on the reference
     machine two such calls beat one two-threaded OpenBLAS call by 4-30% at B2's sizes.

@@ -17,6 +17,7 @@ accumulators), the loads and stores with their buffers, element strides over tha
 input 0 over the reduced loop); `traffic(program)` counts the bytes read and written per
 launch and in total, beside the minimum (each input read once, each output written once).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -27,8 +28,8 @@ from ..ir.graph import Graph, Node
 
 ARENA_KINDS = ("temp", "scratch", "error")
 KINDS = ("input", "output", "const") + ARENA_KINDS
-PARALLEL_MIN_WORK = 1 << 17            # elements below which one core is faster (launch.py)
-PARALLEL_FOR = "parallel_for"          # the extra naming the thread pool's dispatcher
+PARALLEL_MIN_WORK = 1 << 17  # elements below which one core is faster (launch.py)
+PARALLEL_FOR = "parallel_for"  # the extra naming the thread pool's dispatcher
 
 
 @dataclass(eq=False)
@@ -86,7 +87,7 @@ class Access:
     dtype: DType
     shape: tuple[int, ...]
     strides: tuple[int, ...]
-    mode: str                            # "load" | "store" | "update"
+    mode: str  # "load" | "store" | "update"
 
     @property
     def elements(self) -> int:
@@ -111,8 +112,10 @@ class Access:
         b = self.ptr.buffer
         name = self.ptr.extra if b is None else b.name
         at = f"+{self.ptr.byte_offset}B" if self.ptr.byte_offset else ""
-        return (f"{self.mode:<6} {name}{at:<6} {self.dtype.short:>4}[{_dims(self.shape)}] "
-                f"strides ({_dims(self.strides)})  {_size(self.nbytes)}")
+        return (
+            f"{self.mode:<6} {name}{at:<6} {self.dtype.short:>4}[{_dims(self.shape)}] "
+            f"strides ({_dims(self.strides)})  {_size(self.nbytes)}"
+        )
 
 
 @dataclass(eq=False)
@@ -125,7 +128,7 @@ class Launch:
     launches) reaches PARALLEL_MIN_WORK.
     """
 
-    group: Any                       # the fusion group it computes (inspection)
+    group: Any  # the fusion group it computes (inspection)
     spec: Any
     block: list[Any]
     what: str
@@ -133,7 +136,7 @@ class Launch:
     ranged: bool = True
     split: bool = False
     work: int = 0
-    err: Ptr | None = None            # index kernels: their 32-byte error record
+    err: Ptr | None = None  # index kernels: their 32-byte error record
     node: Node | None = None
     # the loop nest (outermost first: size, and "par" (split across threads), "seq" or
     # "red" (reduced, carrying accumulators)), the operands, and the scalar body
@@ -142,8 +145,13 @@ class Launch:
     body: str = ""
 
     def parallel(self, threads: int) -> bool:
-        return (self.ranged and self.split and threads > 1 and self.work >= PARALLEL_MIN_WORK
-                and self.extent >= 2)
+        return (
+            self.ranged
+            and self.split
+            and threads > 1
+            and self.work >= PARALLEL_MIN_WORK
+            and self.extent >= 2
+        )
 
     def bytes_read(self) -> int:
         return sum(a.bytes_read() for a in self.accesses)
@@ -153,10 +161,17 @@ class Launch:
 
     def describe(self, index: int, threads: int = 1) -> str:
         kind = type(self.spec).__name__.replace("Kernel", "").lower()
-        nest = " ".join(f"{n}{_LOOP_MARK[k] if k != 'par' or self.parallel(threads) else ''}"
-                        for n, k in self.loops) or "-"
-        lines = [f"L{index} {kind} [{nest}] {self.what}: reads {_size(self.bytes_read())}, "
-                 f"writes {_size(self.bytes_written())}"]
+        nest = (
+            " ".join(
+                f"{n}{_LOOP_MARK[k] if k != 'par' or self.parallel(threads) else ''}"
+                for n, k in self.loops
+            )
+            or "-"
+        )
+        lines = [
+            f"L{index} {kind} [{nest}] {self.what}: reads {_size(self.bytes_read())}, "
+            f"writes {_size(self.bytes_written())}"
+        ]
         lines += [f"    {a.describe()}" for a in self.accesses]
         if self.body:
             lines.append(f"    body: {self.body}")
@@ -196,7 +211,7 @@ class Program:
     """A lowered graph: launches in order and every buffer they touch."""
 
     graph: Graph
-    fusion: Any                      # the fusion plan it lowers (inspection)
+    fusion: Any  # the fusion plan it lowers (inspection)
     launches: list[Launch]
     buffers: list[Buffer]
     inputs: list[Buffer]
@@ -205,15 +220,18 @@ class Program:
     node_buffers: dict[Node, Buffer]
     errors: list[Launch] = field(default_factory=list)
     threads: int = 1
-    error_buffer: Buffer | None = None    # every index launch's error record, in order
+    error_buffer: Buffer | None = None  # every index launch's error record, in order
 
     def __str__(self) -> str:
         t = traffic(self)
-        head = (f"schedule of @{self.graph.name}: {len(self.launches)} launches, "
-                f"{len(self.buffers)} buffers; moves {_size(t['bytes moved'])} "
-                f"(minimum {_size(t['minimum bytes'])})")
-        return "\n".join([head] + [launch.describe(i, self.threads)
-                                   for i, launch in enumerate(self.launches)])
+        head = (
+            f"schedule of @{self.graph.name}: {len(self.launches)} launches, "
+            f"{len(self.buffers)} buffers; moves {_size(t['bytes moved'])} "
+            f"(minimum {_size(t['minimum bytes'])})"
+        )
+        return "\n".join(
+            [head] + [launch.describe(i, self.threads) for i, launch in enumerate(self.launches)]
+        )
 
     def stages(self) -> list[Stage]:
         out: list[Stage] = []
@@ -230,18 +248,28 @@ class Program:
 def traffic(program: Program) -> dict[str, Any]:
     """Bytes each launch reads and writes, the totals, and the least a graph needs: every
     input it reads once and every output written once."""
-    per_launch = [(launch.what, launch.bytes_read(), launch.bytes_written())
-                  for launch in program.launches]
+    per_launch = [
+        (launch.what, launch.bytes_read(), launch.bytes_written()) for launch in program.launches
+    ]
     read = sum(r for _, r, _ in per_launch)
     written = sum(w for _, _, w in per_launch)
-    used = {a.ptr.buffer for launch in program.launches for a in launch.accesses
-            if a.ptr.buffer is not None}
-    minimum = sum(b.nbytes for b in program.inputs if b in used) + \
-        sum(b.nbytes for b in program.outputs)
-    return {"bytes read": read, "bytes written": written, "bytes moved": read + written,
-            "minimum bytes": minimum,
-            "traffic ratio": round((read + written) / minimum, 3) if minimum else 1.0,
-            "per launch": per_launch}
+    used = {
+        a.ptr.buffer
+        for launch in program.launches
+        for a in launch.accesses
+        if a.ptr.buffer is not None
+    }
+    minimum = sum(b.nbytes for b in program.inputs if b in used) + sum(
+        b.nbytes for b in program.outputs
+    )
+    return {
+        "bytes read": read,
+        "bytes written": written,
+        "bytes moved": read + written,
+        "minimum bytes": minimum,
+        "traffic ratio": round((read + written) / minimum, 3) if minimum else 1.0,
+        "per launch": per_launch,
+    }
 
 
 def can_write_in_place(program: Program, out_slot: int, in_slot: int) -> bool:
@@ -257,6 +285,7 @@ def can_write_in_place(program: Program, out_slot: int, in_slot: int) -> bool:
     """
     from .elementwise import ElementwiseKernel
     from .matmul import MatmulKernel
+
     out_buf = program.outputs[out_slot]
     in_buf = program.inputs[in_slot]
     if out_buf.nbytes != in_buf.nbytes:
@@ -271,14 +300,21 @@ def can_write_in_place(program: Program, out_slot: int, in_slot: int) -> bool:
     at = writers[0]
     launch = program.launches[at]
     if not isinstance(launch.spec, ElementwiseKernel) and not (
-            isinstance(launch.spec, MatmulKernel) and launch.spec.epilogue is not None):
+        isinstance(launch.spec, MatmulKernel) and launch.spec.epilogue is not None
+    ):
         return False
-    if any(touches(l, in_buf) for l in program.launches[at + 1:]):
+    if any(touches(l, in_buf) for l in program.launches[at + 1 :]):
         return False
     stores = [a for a in launch.accesses if a.ptr.buffer is out_buf]
     loads = [a for a in launch.accesses if a.ptr.buffer is in_buf]
     if len(stores) != 1 or stores[0].mode != "store" or stores[0].ptr.byte_offset != 0:
         return False
     s = stores[0]
-    return all(a.mode == "load" and a.ptr.byte_offset == 0 and a.dtype == s.dtype and
-               a.shape == s.shape and a.strides == s.strides for a in loads)
+    return all(
+        a.mode == "load"
+        and a.ptr.byte_offset == 0
+        and a.dtype == s.dtype
+        and a.shape == s.shape
+        and a.strides == s.strides
+        for a in loads
+    )

@@ -46,6 +46,7 @@ extra inputs in the block and their strides follow the extra inputs' in
 row, column and partial kernels, so each side value is stored once; arg reductions (two
 passes over a row) take no side outputs.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -58,16 +59,17 @@ from .layout import collapse, merge_runs
 OPS = ("sum", "prod", "amax", "amin", "argmax", "argmin")
 ARG_OPS = ("argmax", "argmin")
 MODES = ("full", "partial", "combine")
-SUM_BLOCK = 2048        # float32-accumulated run of a row sum before it is added in float64
-COLUMN_CAP = 8192       # most outputs a column kernel accumulates at once (64 KiB float64)
-COLUMN_MIN_RUN = 1024   # shortest run of a row worth giving its own thread
-SHORT_ROW = 16          # a reduced innermost loop this short makes a column kernel
-COLUMN_ROWS = 4         # rows a column kernel folds into its accumulators per pass
+SUM_BLOCK = 2048  # float32-accumulated run of a row sum before it is added in float64
+COLUMN_CAP = 8192  # most outputs a column kernel accumulates at once (64 KiB float64)
+COLUMN_MIN_RUN = 1024  # shortest run of a row worth giving its own thread
+SHORT_ROW = 16  # a reduced innermost loop this short makes a column kernel
+COLUMN_ROWS = 4  # rows a column kernel folds into its accumulators per pass
 
 
 # --------------------------------------------------------------------------------------
 # dtypes
 # --------------------------------------------------------------------------------------
+
 
 def wide_dtype(op: str, d: DType) -> DType:
     """The accumulator dtype of a whole reduction (and of the partials of a split one).
@@ -95,6 +97,7 @@ def narrow_dtype(op: str, d: DType) -> DType | None:
 # The spec and its argument block
 # --------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True, slots=True)
 class ReduceKernel:
     """What identifies a compiled reduction kernel (the kernel-cache key).
@@ -120,12 +123,15 @@ class ReduceKernel:
             if self.mode == "combine":
                 raise ValueError("reduce kernel: a prologue is not allowed in combine mode")
             if len(self.prologue.outputs) > 1 and self.op in ARG_OPS:
-                raise ValueError("reduce kernel: arg reductions read their rows twice and "
-                                 "take no side outputs")
+                raise ValueError(
+                    "reduce kernel: arg reductions read their rows twice and take no side outputs"
+                )
             if out_dtypes(self.prologue)[0] is not self.in_dtype:
-                raise ValueError(f"reduce kernel: the prologue computes "
-                                 f"{out_dtypes(self.prologue)[0]}, the reduction reads "
-                                 f"{self.in_dtype}")
+                raise ValueError(
+                    f"reduce kernel: the prologue computes "
+                    f"{out_dtypes(self.prologue)[0]}, the reduction reads "
+                    f"{self.in_dtype}"
+                )
         r = self.reduced
         first = r.index(True) if True in r else -1
         tail = r[first:-1] if (r and not r[-1]) else r[first:]
@@ -133,10 +139,13 @@ class ReduceKernel:
             raise ValueError(f"reduce kernel: loops must be kept* reduced+ [kept], got {r}")
         if self.mode == "combine" and self.op not in ARG_OPS:
             raise ValueError("reduce kernel: combine mode is for argmax/argmin")
-        if (self.mode == "partial") != (self.chunk >= 0) or \
-                (self.chunk >= 0 and not (self.chunk < len(r) and r[self.chunk])):
-            raise ValueError(f"reduce kernel: chunk {self.chunk} must name a reduced loop "
-                             f"exactly in partial mode")
+        if (self.mode == "partial") != (self.chunk >= 0) or (
+            self.chunk >= 0 and not (self.chunk < len(r) and r[self.chunk])
+        ):
+            raise ValueError(
+                f"reduce kernel: chunk {self.chunk} must name a reduced loop "
+                f"exactly in partial mode"
+            )
 
     @property
     def rank(self) -> int:
@@ -193,7 +202,7 @@ class Slots:
         self.col_width = -1
         if spec.is_column:
             self.col_width, k = k, k + 1
-        self.extra_inputs = -1          # prologue inputs 1.., side outputs: (ptr, stride * r)
+        self.extra_inputs = -1  # prologue inputs 1.., side outputs: (ptr, stride * r)
         if spec.n_extra:
             self.extra_inputs, k = k, k + spec.n_extra * (1 + r)
         self.total = k
@@ -202,6 +211,7 @@ class Slots:
 # --------------------------------------------------------------------------------------
 # Loop ordering (pure: used by eager dispatch and by compiled code alike)
 # --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class Loops:
@@ -212,7 +222,7 @@ class Loops:
     out_strides: tuple[int, ...]
     index_strides: tuple[int, ...]
     reduced: tuple[bool, ...]
-    extra_in_strides: tuple[tuple[int, ...], ...] = ()   # prologue inputs 1.., side outputs
+    extra_in_strides: tuple[tuple[int, ...], ...] = ()  # prologue inputs 1.., side outputs
 
     @property
     def is_column(self) -> bool:
@@ -237,7 +247,7 @@ class Loops:
             blocks = max(blocks, min(threads, m // COLUMN_MIN_RUN))
         width = -(-m // max(blocks, 1))
         if width < m:
-            width = min(m, -(-width // 16) * 16)     # whole vectors per run
+            width = min(m, -(-width // 16) * 16)  # whole vectors per run
         return width
 
 
@@ -248,9 +258,14 @@ def _numel(sizes: list[int], which: list[int]) -> int:
     return n
 
 
-def order_loops(shape: tuple[int, ...], in_strides: tuple[int, ...],
-                out_strides: tuple[int, ...], index_strides: tuple[int, ...],
-                reduced: tuple[bool, ...], extra: tuple[tuple[int, ...], ...] = ()) -> Loops:
+def order_loops(
+    shape: tuple[int, ...],
+    in_strides: tuple[int, ...],
+    out_strides: tuple[int, ...],
+    index_strides: tuple[int, ...],
+    reduced: tuple[bool, ...],
+    extra: tuple[tuple[int, ...], ...] = (),
+) -> Loops:
     """Order and collapse the loops of a non-empty reduction.
 
     Loops go by decreasing input stride (zero strides, i.e. broadcast dimensions, first)
@@ -266,11 +281,15 @@ def order_loops(shape: tuple[int, ...], in_strides: tuple[int, ...],
     sizes: list[int] = []
     strides: list[list[int]] = [[] for _ in range(3 + len(extra))]
     if dims:
-        shp, merged = collapse(tuple(shape[d] for d in dims),
-                               [tuple(in_strides[d] for d in dims),
-                                tuple(0 if reduced[d] else out_strides[d] for d in dims),
-                                tuple(index_strides[d] if reduced[d] else 0 for d in dims)]
-                               + [tuple(e[d] for d in dims) for e in extra])
+        shp, merged = collapse(
+            tuple(shape[d] for d in dims),
+            [
+                tuple(in_strides[d] for d in dims),
+                tuple(0 if reduced[d] else out_strides[d] for d in dims),
+                tuple(index_strides[d] if reduced[d] else 0 for d in dims),
+            ]
+            + [tuple(e[d] for d in dims) for e in extra],
+        )
         sizes, strides = list(shp), [list(s) for s in merged]
     is_red = [o == 0 for o in strides[1]]
     kept = [i for i in range(len(sizes)) if not is_red[i]]
@@ -280,7 +299,7 @@ def order_loops(shape: tuple[int, ...], in_strides: tuple[int, ...],
         order = kept[:-1] + [-1] + kept[-1:]
     elif is_red[-1] and kept and sizes[-1] <= SHORT_ROW and _numel(sizes, kept) >= 4 * SHORT_ROW:
         # short rows, many of them: a column kernel vectorizes across the rows instead
-        inner = min(kept, key=lambda i: (abs(strides[0][i]) or 1 << 62))
+        inner = min(kept, key=lambda i: abs(strides[0][i]) or 1 << 62)
         order = [i for i in kept if i != inner] + red + [inner]
     elif is_red[-1]:
         order = kept + red
@@ -289,21 +308,44 @@ def order_loops(shape: tuple[int, ...], in_strides: tuple[int, ...],
     sizes = [1 if i < 0 else sizes[i] for i in order]
     strides = [[0 if i < 0 else s[i] for i in order] for s in strides]
     sizes, strides = merge_runs(sizes, strides)
-    return Loops(tuple(sizes), tuple(strides[0]), tuple(strides[1]), tuple(strides[2]),
-                 tuple(s == 0 for s in strides[1]), tuple(tuple(s) for s in strides[3:]))
+    return Loops(
+        tuple(sizes),
+        tuple(strides[0]),
+        tuple(strides[1]),
+        tuple(strides[2]),
+        tuple(s == 0 for s in strides[1]),
+        tuple(tuple(s) for s in strides[3:]),
+    )
 
 
-def make_spec(op: str, in_dtype: DType, out_dtype: DType, loops: Loops,
-              mode: str = "full", chunk: int = -1,
-              prologue: Expr | None = None) -> ReduceKernel:
+def make_spec(
+    op: str,
+    in_dtype: DType,
+    out_dtype: DType,
+    loops: Loops,
+    mode: str = "full",
+    chunk: int = -1,
+    prologue: Expr | None = None,
+) -> ReduceKernel:
     inner = 1 if loops.in_strides[-1] == 1 else None
     return ReduceKernel(op, in_dtype, out_dtype, loops.reduced, inner, mode, chunk, prologue)
 
 
-def pack(spec: ReduceKernel, loops: Loops, in_ptr: int, out_ptr: int, *,
-         out_index_ptr: int = 0, in_index_ptr: int = 0, chunk_step: int = 0,
-         chunk_stride: int = 0, col_width: int = 0, lo: int = 0, hi: int | None = None,
-         extra_in_ptrs: tuple[int, ...] = ()) -> list[int]:
+def pack(
+    spec: ReduceKernel,
+    loops: Loops,
+    in_ptr: int,
+    out_ptr: int,
+    *,
+    out_index_ptr: int = 0,
+    in_index_ptr: int = 0,
+    chunk_step: int = 0,
+    chunk_stride: int = 0,
+    col_width: int = 0,
+    lo: int = 0,
+    hi: int | None = None,
+    extra_in_ptrs: tuple[int, ...] = (),
+) -> list[int]:
     """The argument block of one call; `[lo, hi)` defaults to the whole split loop."""
     sl = Slots(spec)
     if sl.col_width >= 0 and not 0 < col_width <= COLUMN_CAP:
@@ -312,13 +354,13 @@ def pack(spec: ReduceKernel, loops: Loops, in_ptr: int, out_ptr: int, *,
     args[0] = lo
     args[1] = loops.split_extent(col_width) if hi is None else hi
     r = spec.rank
-    args[sl.sizes:sl.sizes + r] = loops.sizes
+    args[sl.sizes : sl.sizes + r] = loops.sizes
     args[sl.in_ptr] = in_ptr
-    args[sl.in_strides:sl.in_strides + r] = loops.in_strides
+    args[sl.in_strides : sl.in_strides + r] = loops.in_strides
     args[sl.out_ptr] = out_ptr
-    args[sl.out_strides:sl.out_strides + r] = loops.out_strides
+    args[sl.out_strides : sl.out_strides + r] = loops.out_strides
     if sl.index_strides >= 0:
-        args[sl.index_strides:sl.index_strides + r] = loops.index_strides
+        args[sl.index_strides : sl.index_strides + r] = loops.index_strides
     if sl.out_index_ptr >= 0:
         args[sl.out_index_ptr] = out_index_ptr
     if sl.in_index_ptr >= 0:
@@ -329,15 +371,16 @@ def pack(spec: ReduceKernel, loops: Loops, in_ptr: int, out_ptr: int, *,
     if sl.col_width >= 0:
         args[sl.col_width] = col_width
     if sl.extra_inputs >= 0:
-        if len(extra_in_ptrs) != spec.n_extra or \
-                len(loops.extra_in_strides) != spec.n_extra:
-            raise ValueError(f"reduce kernel: the prologue reads {spec.n_inputs} inputs and "
-                             f"stores {spec.n_side} side outputs; got {len(extra_in_ptrs)} "
-                             f"extra pointers and {len(loops.extra_in_strides)} extra "
-                             f"stride sets")
+        if len(extra_in_ptrs) != spec.n_extra or len(loops.extra_in_strides) != spec.n_extra:
+            raise ValueError(
+                f"reduce kernel: the prologue reads {spec.n_inputs} inputs and "
+                f"stores {spec.n_side} side outputs; got {len(extra_in_ptrs)} "
+                f"extra pointers and {len(loops.extra_in_strides)} extra "
+                f"stride sets"
+            )
         k = sl.extra_inputs
         for ptr, st in zip(extra_in_ptrs, loops.extra_in_strides):
             args[k] = ptr
-            args[k + 1:k + 1 + r] = st
+            args[k + 1 : k + 1 + r] = st
             k += 1 + r
     return args

@@ -21,6 +21,7 @@ and the run totals in float64, as reduction kernels do; max/min propagate NaN.
 
 The kernel's argument block and code are `codegen/rowwise.py`'s.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,8 +30,8 @@ from ..ir.dtypes import DType
 from .elementwise import Expr
 
 REDUCTIONS = ("sum", "amax", "amin")
-COLUMN_SUM = "colsum"        # a sum over the rows (one value per column), not a registry op
-CACHE_BYTES = 1 << 16        # most bytes of row buffers one kernel keeps on its stack
+COLUMN_SUM = "colsum"  # a sum over the rows (one value per column), not a registry op
+CACHE_BYTES = 1 << 16  # most bytes of row buffers one kernel keeps on its stack
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,22 +68,22 @@ class RowPlan:
     """The analysis of a row program: which values are row-level, their levels, and
     what each pass computes, stores and caches."""
 
-    is_row: tuple[bool, ...]          # per ref (inputs, then nodes)
-    is_column: tuple[bool, ...]       # per ref: a sum over the rows (`colsum`)
+    is_row: tuple[bool, ...]  # per ref (inputs, then nodes)
+    is_column: tuple[bool, ...]  # per ref: a sum over the rows (`colsum`)
     level: tuple[int, ...]
     dtypes: tuple[DType, ...]
     passes: int
-    cached: tuple[int, ...]           # full node refs kept in row buffers
+    cached: tuple[int, ...]  # full node refs kept in row buffers
 
     def __str__(self) -> str:
-        return (f"{self.passes} passes; cached refs {list(self.cached)}; levels "
-                f"{list(self.level)}")
+        return f"{self.passes} passes; cached refs {list(self.cached)}; levels {list(self.level)}"
 
 
 def plan(spec: RowKernel) -> RowPlan:
     """Row-ness, level and dtype of every value; the passes; the cached values."""
     from ..ir import registry
     from ..ir.types import TensorType
+
     expr = spec.expr
     n_in = len(expr.in_dtypes)
     is_row = list(spec.row_inputs)
@@ -101,13 +102,16 @@ def plan(spec: RowKernel) -> RowPlan:
             types.append(types[a])
         else:
             if any(is_column[a] for a in node.args):
-                raise ValueError("row kernel: a column sum is complete only after every "
-                                 "row; nothing in the kernel can read it")
+                raise ValueError(
+                    "row kernel: a column sum is complete only after every "
+                    "row; nothing in the kernel can read it"
+                )
             is_column.append(False)
             is_row.append(all(is_row[a] for a in node.args))
             level.append(max((level[a] for a in node.args), default=0))
-            types.append(registry.get(node.op).infer(tuple(types[a] for a in node.args),
-                                                     **dict(node.attrs)))
+            types.append(
+                registry.get(node.op).infer(tuple(types[a] for a in node.args), **dict(node.attrs))
+            )
     # a full value is computed in the pass of its level; where a later pass reads it
     # again, it is cached (unless the buffers would not fit CACHE_BYTES)
     passes = 0
@@ -129,8 +133,14 @@ def plan(spec: RowKernel) -> RowPlan:
     nbytes = sum(spec.cols * buffer_bytes(types[a].dtype) for a in cached)
     if nbytes > CACHE_BYTES:
         cached = []
-    return RowPlan(tuple(is_row), tuple(is_column), tuple(level),
-                   tuple(t.dtype for t in types), passes, tuple(cached))
+    return RowPlan(
+        tuple(is_row),
+        tuple(is_column),
+        tuple(level),
+        tuple(t.dtype for t in types),
+        passes,
+        tuple(cached),
+    )
 
 
 def buffer_bytes(d: DType) -> int:

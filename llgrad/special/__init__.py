@@ -9,6 +9,7 @@ computed on the host with SciPy (a graph break inside `lg.compile`). As in PyTor
 have no derivative: their results never require grad. Later calls with plain tensors of
 a layout seen before take the direct launch (`functions.fastpath.elementwise`).
 """
+
 from __future__ import annotations
 
 import math
@@ -25,18 +26,62 @@ from ..ir import dtypes as _dt
 from ..tensor import Tensor
 
 __all__ = [
-    "airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1",
-    "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
-    "chebyshev_polynomial_w", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2",
-    "expit", "expm1", "gammainc", "gammaincc", "gammaln", "hermite_polynomial_h",
-    "hermite_polynomial_he", "i0", "i0e", "i1", "i1e", "laguerre_polynomial_l",
-    "legendre_polynomial_p", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp",
-    "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
-    "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round",
-    "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
-    "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
-    "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "sinc", "softmax",
-    "spherical_bessel_j0", "xlog1py", "xlogy", "zeta",
+    "airy_ai",
+    "bessel_j0",
+    "bessel_j1",
+    "bessel_y0",
+    "bessel_y1",
+    "chebyshev_polynomial_t",
+    "chebyshev_polynomial_u",
+    "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w",
+    "digamma",
+    "entr",
+    "erf",
+    "erfc",
+    "erfcx",
+    "erfinv",
+    "exp2",
+    "expit",
+    "expm1",
+    "gammainc",
+    "gammaincc",
+    "gammaln",
+    "hermite_polynomial_h",
+    "hermite_polynomial_he",
+    "i0",
+    "i0e",
+    "i1",
+    "i1e",
+    "laguerre_polynomial_l",
+    "legendre_polynomial_p",
+    "log1p",
+    "log_ndtr",
+    "log_softmax",
+    "logit",
+    "logsumexp",
+    "modified_bessel_i0",
+    "modified_bessel_i1",
+    "modified_bessel_k0",
+    "modified_bessel_k1",
+    "multigammaln",
+    "ndtr",
+    "ndtri",
+    "polygamma",
+    "psi",
+    "round",
+    "scaled_modified_bessel_k0",
+    "scaled_modified_bessel_k1",
+    "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u",
+    "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w",
+    "sinc",
+    "softmax",
+    "spherical_bessel_j0",
+    "xlog1py",
+    "xlogy",
+    "zeta",
 ]
 
 _NO_ATTRS: dict[str, Any] = {}
@@ -72,8 +117,7 @@ expit = _E.sigmoid
 
 def _float(op: str, x: Any) -> Tensor:
     if not isinstance(x, Tensor):
-        raise TypeError(f"special.{op}(): argument 'input' must be Tensor, not "
-                        f"{type(x).__name__}")
+        raise TypeError(f"special.{op}(): argument 'input' must be Tensor, not {type(x).__name__}")
     return _P._floating(op, x)
 
 
@@ -104,16 +148,28 @@ def xlog1py(input: Any, other: Any) -> Tensor:
     _E._check("xlog1py", input, other)
     d = _P._real_float("xlog1py", input, other)
     a, b = _P._as(input, d), _P._as(other, d)
-    lb = _E.log1p(b) if isinstance(b, Tensor) else math.log1p(b) if b > -1 else \
-        -math.inf if b == -1 else math.nan
+    lb = (
+        _E.log1p(b)
+        if isinstance(b, Tensor)
+        else math.log1p(b)
+        if b > -1
+        else -math.inf
+        if b == -1
+        else math.nan
+    )
     prod = _E.mul(a, lb)
     zero = _E.eq(a, 0)
     if isinstance(b, Tensor):
         zero = _E.logical_and(zero, _E.logical_not(_E.isnan(b)))
     elif b != b:
         zero = _E.ne(a, a)
-    return _elementwise("where", zero, _E.mul(a, 0.0) if isinstance(a, Tensor) else 0.0, prod,
-                        name="SpecialXlog1pyBackward0")
+    return _elementwise(
+        "where",
+        zero,
+        _E.mul(a, 0.0) if isinstance(a, Tensor) else 0.0,
+        prod,
+        name="SpecialXlog1pyBackward0",
+    )
 
 
 round = _E.round
@@ -122,18 +178,21 @@ round = _E.round
 def softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """softmax along `dim` (in `dtype` if given)."""
     from ..functions.misc import softmax as _softmax
+
     return _softmax(input if dtype is None else input.to(dtype), dim)
 
 
 def log_softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """log_softmax along `dim` (in `dtype` if given)."""
     from ..functions.misc import log_softmax as _log_softmax
+
     return _log_softmax(input if dtype is None else input.to(dtype), dim)
 
 
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """log(sum(exp(input))) over `dim` (int or tuple), stable."""
     from ..functions.reduction import logsumexp as _logsumexp
+
     return _logsumexp(input, dim, keepdim)
 
 
@@ -141,10 +200,12 @@ def spherical_bessel_j0(x: Tensor) -> Tensor:
     """sin(x) / x: 1 at 0, 0 at +-inf (integers become the default float); one kernel. No
     derivative (the result never requires grad, as in PyTorch)."""
     if x.__class__ is Tensor and not x._requires_grad and x._dtype.is_floating_point:
-        return _fastpath.elementwise("special_spherical_bessel_j0", (x,), _NO_ATTRS, None,
-                                     _nondiff_general)
-    return _nondiff_general("special_spherical_bessel_j0", (_float("spherical_bessel_j0", x),),
-                            None, None)
+        return _fastpath.elementwise(
+            "special_spherical_bessel_j0", (x,), _NO_ATTRS, None, _nondiff_general
+        )
+    return _nondiff_general(
+        "special_spherical_bessel_j0", (_float("spherical_bessel_j0", x),), None, None
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -154,30 +215,38 @@ def spherical_bessel_j0(x: Tensor) -> Tensor:
 _HOST_DTYPES = (_dt.float32, _dt.float64)
 
 
-def _host(op: str, compute: Callable[[Any], Any], x_named: bool = False,
-          direct: Callable[[Any, Any], Any] | None = None) -> Callable[[Tensor], Tensor]:
+def _host(
+    op: str,
+    compute: Callable[[Any], Any],
+    x_named: bool = False,
+    direct: Callable[[Any, Any], Any] | None = None,
+) -> Callable[[Tensor], Tensor]:
     """`op` computed by `compute` on the host; `x_named`: its argument is `x`, as in the
     ATen schemas of torch's newer special functions (airy_ai, scaled K0/K1).
     `direct(x, out)`, where given, writes the same values for a float32/float64 NumPy
     view `x` into `out`, a NumPy view of the result (x's shape and dtype; SciPy's float32
     loops compute in double and round once, as `compute` on x in float64 and the cast
     back do): a plain tensor of those dtypes takes it without the conversions."""
+
     def general(input: Tensor) -> Tensor:
         import numpy as np
+
         x = _float(op, input)
         if getattr(x, "_ctx", None) is not None:
             from ..tracer.context import user_location
             from ..tracer.tensor import GraphBreak
-            raise GraphBreak(f"special.{op} (computed on the host with SciPy)",
-                             user_location())
+
+            raise GraphBreak(f"special.{op} (computed on the host with SciPy)", user_location())
         with np.errstate(all="ignore"):
             r = compute(x.detach().numpy().astype(np.float64))
         from ..functions.creation import tensor
+
         return tensor(np.require(r, requirements="C"), dtype=x._dtype)
 
     if direct is None:
         fn = general
     elif x_named:
+
         def fn(x: Tensor) -> Tensor:
             if x.__class__ is Tensor and x._dtype in _HOST_DTYPES:
                 out = _empty(x._shape, x._dtype)
@@ -185,15 +254,19 @@ def _host(op: str, compute: Callable[[Any], Any], x_named: bool = False,
                 return out
             return general(x)
     else:
+
         def fn(input: Tensor) -> Tensor:
             if input.__class__ is Tensor and input._dtype in _HOST_DTYPES:
                 out = _empty(input._shape, input._dtype)
                 direct(input._numpy_view(), out._numpy_view())
                 return out
             return general(input)
+
     if x_named and direct is None:
+
         def fn_x(x: Tensor) -> Tensor:
             return general(x)
+
         fn = fn_x
     fn.__name__ = fn.__qualname__ = op
     return fn
@@ -205,23 +278,29 @@ _empty = Tensor._empty
 def _sc(name: str) -> Callable[[Any], Any]:
     def compute(x: Any) -> Any:
         import scipy.special as sc
+
         return getattr(sc, name)(x)
+
     return compute
 
 
 def _airy_ai(x: Any) -> Any:
     import scipy.special as sc
+
     return sc.airy(x)[0]
 
 
 def _sc_direct(name: str) -> Callable[[Any, Any], Any]:
     """SciPy's ufunc `name` from an array into `out` (of its shape and dtype)."""
+
     def direct(x: Any, out: Any) -> Any:
         ufunc = _ufuncs.get(name)
         if ufunc is None:
             import scipy.special as sc
+
             ufunc = _ufuncs[name] = getattr(sc, name)
         return ufunc(x, out)
+
     return direct
 
 
@@ -235,6 +314,7 @@ def _airy_ai_direct(x: Any, out: Any) -> Any:
     airy = _ufuncs.get("airy")
     if airy is None:
         import scipy.special as sc
+
         airy = _ufuncs["airy"] = sc.airy
     if x.size > 1024:
         return airy(x, out, None, None, None)
@@ -242,8 +322,12 @@ def _airy_ai_direct(x: Any, out: Any) -> Any:
     scratch = _airy_scratch.get(key)
     if scratch is None:
         import numpy as np
-        scratch = (np.empty(x.shape, x.dtype), np.empty(x.shape, x.dtype),
-                   np.empty(x.shape, x.dtype))
+
+        scratch = (
+            np.empty(x.shape, x.dtype),
+            np.empty(x.shape, x.dtype),
+            np.empty(x.shape, x.dtype),
+        )
         if len(_airy_scratch) < 64:
             _airy_scratch[key] = scratch
     return airy(x, out, *scratch)
@@ -251,21 +335,27 @@ def _airy_ai_direct(x: Any, out: Any) -> Any:
 
 def _k(name: str) -> Callable[[Any], Any]:
     """K0/K1 with PyTorch's values outside the domain: inf at 0, NaN below."""
+
     def compute(x: Any) -> Any:
         import numpy as np
         import scipy.special as sc
+
         r = getattr(sc, name)(x)
         return np.where(x < 0, np.nan, np.where(x == 0, np.inf, r))
+
     return compute
 
 
 def _y(name: str) -> Callable[[Any], Any]:
     """Y0/Y1: -inf at 0, NaN below (PyTorch's values)."""
+
     def compute(x: Any) -> Any:
         import numpy as np
         import scipy.special as sc
+
         r = getattr(sc, name)(x)
         return np.where(x < 0, np.nan, np.where(x == 0, -np.inf, r))
+
     return compute
 
 
@@ -278,16 +368,22 @@ modified_bessel_k0 = _host("modified_bessel_k0", _k("k0"))
 modified_bessel_k1 = _host("modified_bessel_k1", _k("k1"))
 scaled_modified_bessel_k0 = _host("scaled_modified_bessel_k0", _k("k0e"), x_named=True)
 scaled_modified_bessel_k1 = _host("scaled_modified_bessel_k1", _k("k1e"), x_named=True)
-for _f, _what in [(airy_ai, "the Airy function Ai"), (bessel_j0, "the Bessel function J0"),
-                  (bessel_j1, "the Bessel function J1"), (bessel_y0, "the Bessel function Y0"),
-                  (bessel_y1, "the Bessel function Y1"),
-                  (modified_bessel_k0, "the modified Bessel function K0"),
-                  (modified_bessel_k1, "the modified Bessel function K1"),
-                  (scaled_modified_bessel_k0, "exp(x) K0(x)"),
-                  (scaled_modified_bessel_k1, "exp(x) K1(x)")]:
-    _f.__doc__ = (f"Elementwise {_what} (integers become the default float). Computed on "
-                  f"the host with SciPy (a graph break inside lg.compile); no derivative, "
-                  f"as in PyTorch.")
+for _f, _what in [
+    (airy_ai, "the Airy function Ai"),
+    (bessel_j0, "the Bessel function J0"),
+    (bessel_j1, "the Bessel function J1"),
+    (bessel_y0, "the Bessel function Y0"),
+    (bessel_y1, "the Bessel function Y1"),
+    (modified_bessel_k0, "the modified Bessel function K0"),
+    (modified_bessel_k1, "the modified Bessel function K1"),
+    (scaled_modified_bessel_k0, "exp(x) K0(x)"),
+    (scaled_modified_bessel_k1, "exp(x) K1(x)"),
+]:
+    _f.__doc__ = (
+        f"Elementwise {_what} (integers become the default float). Computed on "
+        f"the host with SciPy (a graph break inside lg.compile); no derivative, "
+        f"as in PyTorch."
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -295,21 +391,24 @@ for _f, _what in [(airy_ai, "the Airy function Ai"), (bessel_j0, "the Bessel fun
 # derivative (as in PyTorch)
 # ---------------------------------------------------------------------------------------
 
+
 def _nondiff_general(op: str, operands: tuple, attrs: Any, name: Any) -> Tensor:
     """The general call of an op without derivative (`fastpath.elementwise`'s `general`):
     checks, then the op on detached operands without recording, so the result never
     requires grad and carries no tangent (PyTorch has no derivative for these)."""
-    public = op[len("special_"):]
+    public = op[len("special_") :]
     _E._check(public, *operands)
     _P._real_float(public, *operands)
-    if interpreters or forward_ad._level[0] or any(
-            isinstance(o, Tensor) and o._requires_grad for o in operands):
+    if (
+        interpreters
+        or forward_ad._level[0]
+        or any(isinstance(o, Tensor) and o._requires_grad for o in operands)
+    ):
         state = grad_state
         was = state.enabled
         state.enabled = False
         try:
-            return _elementwise(op, *(o.detach() if isinstance(o, Tensor) else o
-                                      for o in operands))
+            return _elementwise(op, *(o.detach() if isinstance(o, Tensor) else o for o in operands))
         finally:
             state.enabled = was
     return _elementwise(op, *operands)
@@ -319,43 +418,61 @@ def _polynomial(name: str, what: str) -> Callable[..., Tensor]:
     op = f"special_{name}"
 
     def fn(x: Any, n: Any) -> Tensor:
-        if x.__class__ is Tensor and not x._requires_grad and \
-                (n.__class__ is not Tensor or not n._requires_grad):
+        if (
+            x.__class__ is Tensor
+            and not x._requires_grad
+            and (n.__class__ is not Tensor or not n._requires_grad)
+        ):
             return _fastpath.elementwise(op, (x, n), _NO_ATTRS, None, _nondiff_general)
         return _nondiff_general(op, (x, n), None, None)
+
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = (f"The {what} at x.\n\n    Args: x, n (tensors or numbers, broadcast; "
-                  f"integers become the default float; n is truncated to an integer, and "
-                  f"n < 0, NaN or infinite gives 0). PyTorch's definition: the three-term "
-                  f"recurrence in the input's dtype, with PyTorch's closed forms inside "
-                  f"(-1, 1) above a degree and its endpoint values. One elementwise kernel "
-                  f"(inside lg.compile too). No derivative, as in PyTorch: the result "
-                  f"never requires grad.")
+    fn.__doc__ = (
+        f"The {what} at x.\n\n    Args: x, n (tensors or numbers, broadcast; "
+        f"integers become the default float; n is truncated to an integer, and "
+        f"n < 0, NaN or infinite gives 0). PyTorch's definition: the three-term "
+        f"recurrence in the input's dtype, with PyTorch's closed forms inside "
+        f"(-1, 1) above a degree and its endpoint values. One elementwise kernel "
+        f"(inside lg.compile too). No derivative, as in PyTorch: the result "
+        f"never requires grad."
+    )
     return fn
 
 
 chebyshev_polynomial_t = _polynomial(
-    "chebyshev_polynomial_t", "Chebyshev polynomial of the first kind T_n")
+    "chebyshev_polynomial_t", "Chebyshev polynomial of the first kind T_n"
+)
 chebyshev_polynomial_u = _polynomial(
-    "chebyshev_polynomial_u", "Chebyshev polynomial of the second kind U_n")
+    "chebyshev_polynomial_u", "Chebyshev polynomial of the second kind U_n"
+)
 chebyshev_polynomial_v = _polynomial(
-    "chebyshev_polynomial_v", "Chebyshev polynomial of the third kind V_n")
+    "chebyshev_polynomial_v", "Chebyshev polynomial of the third kind V_n"
+)
 chebyshev_polynomial_w = _polynomial(
-    "chebyshev_polynomial_w", "Chebyshev polynomial of the fourth kind W_n")
+    "chebyshev_polynomial_w", "Chebyshev polynomial of the fourth kind W_n"
+)
 shifted_chebyshev_polynomial_t = _polynomial(
-    "shifted_chebyshev_polynomial_t", "shifted Chebyshev polynomial T*_n(x) = T_n(2x - 1)")
+    "shifted_chebyshev_polynomial_t", "shifted Chebyshev polynomial T*_n(x) = T_n(2x - 1)"
+)
 shifted_chebyshev_polynomial_u = _polynomial(
-    "shifted_chebyshev_polynomial_u", "shifted Chebyshev polynomial U*_n(x) = U_n(2x - 1)")
+    "shifted_chebyshev_polynomial_u", "shifted Chebyshev polynomial U*_n(x) = U_n(2x - 1)"
+)
 shifted_chebyshev_polynomial_v = _polynomial(
-    "shifted_chebyshev_polynomial_v", "shifted Chebyshev polynomial V*_n(x) = V_n(2x - 1)")
+    "shifted_chebyshev_polynomial_v", "shifted Chebyshev polynomial V*_n(x) = V_n(2x - 1)"
+)
 shifted_chebyshev_polynomial_w = _polynomial(
-    "shifted_chebyshev_polynomial_w", "shifted Chebyshev polynomial W*_n(x) = W_n(2x - 1)")
+    "shifted_chebyshev_polynomial_w", "shifted Chebyshev polynomial W*_n(x) = W_n(2x - 1)"
+)
 hermite_polynomial_h = _polynomial(
-    "hermite_polynomial_h", "physicists' Hermite polynomial H_n (NaN above degree 128 for "
-    "float32, 512 for float64, as PyTorch)")
+    "hermite_polynomial_h",
+    "physicists' Hermite polynomial H_n (NaN above degree 128 for "
+    "float32, 512 for float64, as PyTorch)",
+)
 hermite_polynomial_he = _polynomial(
-    "hermite_polynomial_he", "probabilists' Hermite polynomial He_n (NaN above degree 128 "
-    "for float32, 512 for float64, as PyTorch)")
+    "hermite_polynomial_he",
+    "probabilists' Hermite polynomial He_n (NaN above degree 128 "
+    "for float32, 512 for float64, as PyTorch)",
+)
 laguerre_polynomial_l = _polynomial("laguerre_polynomial_l", "Laguerre polynomial L_n")
 legendre_polynomial_p = _polynomial("legendre_polynomial_p", "Legendre polynomial P_n")
 
@@ -367,6 +484,7 @@ def _numpy_polynomial(name: str, x: Any, n: Any) -> Any:
     """The NumPy reference of the polynomial ops (`name` as in torch.special): element by
     element in the operands' dtype, PyTorch's definition (the registry's `reference`)."""
     import numpy as np
+
     x, n = np.broadcast_arrays(np.asarray(x), np.asarray(n))
     t = np.result_type(x.dtype, n.dtype).type
     out = np.empty(x.shape, t)
@@ -377,7 +495,8 @@ def _numpy_polynomial(name: str, x: Any, n: Any) -> Any:
 
 def _polynomial_value(name: str, x: Any, nv: float, t: Any) -> Any:
     import numpy as np
-    k = int(nv) if abs(nv) < 2.0 ** 63 else -1
+
+    k = int(nv) if abs(nv) < 2.0**63 else -1
     one, nan_exit = t(1.0), True
     if k < 0:
         return t(0.0)
@@ -395,8 +514,9 @@ def _polynomial_value(name: str, x: Any, nv: float, t: Any) -> Any:
                 return np.cos(t(k) * th)
             if kind == "u":
                 st = np.sin(th)
-                return np.sin(t(k + 1) * th) / st if st != 0 else \
-                    t(k + 1) * np.cos(t(k + 1) * th) / u
+                return (
+                    np.sin(t(k + 1) * th) / st if st != 0 else t(k + 1) * np.cos(t(k + 1) * th) / u
+                )
             arg, half = (t(k) + t(0.5)) * th, th / t(2.0)
             if kind == "v":
                 return np.cos(arg) / np.cos(half) if np.sin(half) != 1 else t(sgn * (2 * k + 1))
@@ -429,6 +549,7 @@ def _polynomial_value(name: str, x: Any, nv: float, t: Any) -> Any:
 
         def step(m: int, q: Any, p: Any) -> Any:
             return (t(2 * m - 1) * x * q - t(m - 1) * p) / t(m)
+
     if k == 0:
         return one
     p, q = one, p1
@@ -442,6 +563,7 @@ def _polynomial_value(name: str, x: Any, nv: float, t: Any) -> Any:
 def _served_on_devices() -> None:
     """Every public function here also serves CUDA tensors where its eager code cannot."""
     from ..functions._errors import serve_on_devices
+
     serve_on_devices(globals())
 
 

@@ -1,4 +1,5 @@
 """Tracing Python functions into llgrad's IR."""
+
 from .context import TraceContext, user_location
 from .tensor import GraphBreak, TracerTensor
 from .make_ir import make_ir

@@ -6,6 +6,7 @@ computes: Python scalars become `const` nodes of the promoted dtype, promotion c
 `cast` nodes, and concrete tensors the function captured (globals, closures, module
 parameters) become extra graph parameters that are read again at every call.
 """
+
 from __future__ import annotations
 
 import functools
@@ -34,7 +35,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 class _Stack(threading.local):
     def __init__(self) -> None:
-        self.stack: list["TraceContext"] = []      # innermost last; one per thread
+        self.stack: list["TraceContext"] = []  # innermost last; one per thread
         # the location nodes get instead of the user's frame (None: the frame): the
         # autodiff pass replays a graph and gives each node its op's own line
         self.location: str | None = None
@@ -76,7 +77,7 @@ class TraceContext:
     def __init__(self, name: str, *, constant_creations: bool = False):
         self.name = name
         self.params: list[Node] = []
-        self.captured: list[Tensor] = []         # concrete tensors lifted to params
+        self.captured: list[Tensor] = []  # concrete tensors lifted to params
         self._captured_ids: dict[int, Node] = {}
         self._names: dict[int, str] = {}
         # creation functions (`lg.zeros(3)`) inside the trace: graph constants, or concrete
@@ -87,8 +88,8 @@ class TraceContext:
         # user traces turn `detach()` and ops under `no_grad` on values that require grad
         # into `stop_gradient` nodes; internal traces replay graphs that have them already
         self.cuts_gradients = not constant_creations
-        self.mutated: dict[int, tuple[Tensor, Node]] = {}   # in-place writes to captured
-        self.expand_composites = False          # True in the decompose pass
+        self.mutated: dict[int, tuple[Tensor, Node]] = {}  # in-place writes to captured
+        self.expand_composites = False  # True in the decompose pass
         self.grad_before: dict[int, tuple[Tensor, Any]] = {}  # `.grad` of captured tensors
         # Python values the trace read from live objects (an optimizer's hyperparameters):
         # (read it again, the value traced, what it is); a call whose reads differ retraces
@@ -127,8 +128,10 @@ class TraceContext:
         """The IR node for an operand: a tracer's node, a lifted tensor, or a constant."""
         if isinstance(x, TracerTensor):
             if x._ctx is not self:
-                raise RuntimeError("a traced value from another trace was used here (a tracer "
-                                   "leaked out of the function that created it)")
+                raise RuntimeError(
+                    "a traced value from another trace was used here (a tracer "
+                    "leaked out of the function that created it)"
+                )
             return x._node
         if isinstance(x, Tensor):
             written = self.mutated.get(id(x))
@@ -141,8 +144,7 @@ class TraceContext:
                 k = len(self.captured)
                 while f"c{k}" in taken:
                     k += 1
-                node = Node("param", (), (("name", f"c{k}"),),
-                            TensorType(x._dtype, x._shape))
+                node = Node("param", (), (("name", f"c{k}"),), TensorType(x._dtype, x._shape))
                 self.params.append(node)
                 self.captured.append(x)
                 self._captured_ids[id(x)] = node
@@ -159,8 +161,9 @@ class TraceContext:
                 value = bool(x)
             else:
                 value = int(x)
-            return make_node("const", (), {"value": value, "dtype": d, "shape": ()},
-                             user_location())
+            return make_node(
+                "const", (), {"value": value, "dtype": d, "shape": ()}, user_location()
+            )
         raise TypeError(f"cannot trace an operand of type {type(x).__name__}")
 
     def check_not_argument(self, x: Tensor) -> None:
@@ -172,20 +175,26 @@ class TraceContext:
         k = self.argument_storages.get(id(x._storage))
         if k is not None:
             from .tensor import GraphBreak
-            raise GraphBreak(f"a tensor the function reaches through another name (a "
-                             f"module's or an optimizer's parameter) shares memory with "
-                             f"tensor argument {k}", user_location(),
-                             advice="this signature runs eagerly (pass such a tensor one "
-                                    "way only: as an argument, or captured)")
+
+            raise GraphBreak(
+                f"a tensor the function reaches through another name (a "
+                f"module's or an optimizer's parameter) shares memory with "
+                f"tensor argument {k}",
+                user_location(),
+                advice="this signature runs eagerly (pass such a tensor one "
+                "way only: as an argument, or captured)",
+            )
 
     def write(self, target: Tensor, value: TracerTensor) -> None:
         """An in-place write to a captured concrete tensor: later reads see `value`; after
         each call the compiled function copies the final value into `target`."""
-        self.node_of(target)                     # its value before the write is an input
+        self.node_of(target)  # its value before the write is an input
         self.check_unshared(target, "an in-place write")
         if value._shape != target._shape:
-            raise RuntimeError(f"in-place write of shape {list(value._shape)} into a tensor "
-                               f"of shape {list(target._shape)}")
+            raise RuntimeError(
+                f"in-place write of shape {list(value._shape)} into a tensor "
+                f"of shape {list(target._shape)}"
+            )
         if value._dtype is not target._dtype:
             value = value.to(target._dtype)
         self.mutated[id(target)] = (target, value._node)
@@ -197,19 +206,30 @@ class TraceContext:
 
     def constant(self, value: Any, dtype: dt.DType, shape: tuple[int, ...]) -> TracerTensor:
         """A `const` node filled with one value (what `zeros_like(tracer)` traces to)."""
-        v = complex(value) if dtype.is_complex else float(value) if dtype.is_floating_point \
+        v = (
+            complex(value)
+            if dtype.is_complex
+            else float(value)
+            if dtype.is_floating_point
             else (bool(value) if dtype is dt.bool_ else int(value))
-        node = make_node("const", (), {"value": v, "dtype": dtype, "shape": tuple(shape)},
-                         user_location())
+        )
+        node = make_node(
+            "const", (), {"value": v, "dtype": dtype, "shape": tuple(shape)}, user_location()
+        )
         return TracerTensor.of(node, self)
 
     def literal(self, values: Any, dtype: dt.DType) -> TracerTensor:
         """A `const` node holding the values of a (small) array, e.g. `lg.tensor([1, 2])`."""
         import numpy as np
+
         arr = np.asarray(values)
         payload = arr.tolist()
-        node = make_node("const", (), {"value": payload, "dtype": dtype,
-                                       "shape": tuple(arr.shape)}, user_location())
+        node = make_node(
+            "const",
+            (),
+            {"value": payload, "dtype": dtype, "shape": tuple(arr.shape)},
+            user_location(),
+        )
         return TracerTensor.of(node, self)
 
     def iota(self, n: int) -> TracerTensor:
@@ -226,7 +246,7 @@ class TraceContext:
     # -- ops ----------------------------------------------------------------------------
     def emit(self, op: str, operands: Sequence[Any], attrs: dict[str, Any] | None) -> TracerTensor:
         if op in on_first_trace:
-            hook = on_first_trace.pop(op, None)      # (None: another thread ran it)
+            hook = on_first_trace.pop(op, None)  # (None: another thread ran it)
             if hook is not None:
                 hook(operands)
         opdef = registry.get(op)
@@ -237,11 +257,12 @@ class TraceContext:
                 inputs = self._promoted(opdef, operands, loc)
             elif op == "cat":
                 from ..eager.elementwise import promote
+
                 d = promote(list(operands))
                 inputs = [self._cast(self.node_of(o), d, loc) for o in operands]
             else:
                 inputs = [self.node_of(o) for o in operands]
-        except TypeError as e:              # an operand of a type no op takes
+        except TypeError as e:  # an operand of a type no op takes
             raise TypeError(f"{op}: {e}") from None
         node = make_node(op, tuple(inputs), attrs, loc)
         out = TracerTensor.of(node, self)
@@ -283,14 +304,19 @@ class TraceContext:
         if group is None:
             return
         if any(r() is not None and r() is not t for r in group):
-            raise GraphBreak(f"{what} of a tensor that shares memory with another (a view, "
-                             f"its base or an alias)", user_location(),
-                             advice="a compiled graph does not write through views of "
-                                    "values; this signature runs eagerly")
+            raise GraphBreak(
+                f"{what} of a tensor that shares memory with another (a view, "
+                f"its base or an alias)",
+                user_location(),
+                advice="a compiled graph does not write through views of "
+                "values; this signature runs eagerly",
+            )
 
-    def _promoted(self, opdef: registry.OpDef, operands: Sequence[Any],
-                  loc: str | None) -> list[Node]:
+    def _promoted(
+        self, opdef: registry.OpDef, operands: Sequence[Any], loc: str | None
+    ) -> list[Node]:
         from ..eager.elementwise import compute_dtype
+
         computed = compute_dtype(opdef, operands)
         return [self._cast(self.node_of(o, c), c, loc) for o, c in zip(operands, computed)]
 
@@ -318,27 +344,37 @@ class TraceInterpreter(Interpreter):
         # (`weight.t()`): they become graph params at first use, so gradients reach them
         return any(isinstance(o, Tensor) for o in operands)
 
-    def process(self, op: str, operands: Sequence[Any], attrs: dict[str, Any] | None,
-                forward: Any, name: str | None) -> TracerTensor:
+    def process(
+        self,
+        op: str,
+        operands: Sequence[Any],
+        attrs: dict[str, Any] | None,
+        forward: Any,
+        name: str | None,
+    ) -> TracerTensor:
         from ..autograd.apply import needs_grad, record
+
         tracer = any_tracer(operands)
         ctx = tracer._ctx if tracer is not None else current()
         out = ctx.emit(op, operands, attrs)
-        if needs_grad(operands):         # the autodiff pass traces with a tape
+        if needs_grad(operands):  # the autodiff pass traces with a tape
             record(op, operands, attrs or {}, out, name)
-        elif ctx.cuts_gradients and any(isinstance(o, Tensor) and o._requires_grad
-                                        for o in operands):
+        elif ctx.cuts_gradients and any(
+            isinstance(o, Tensor) and o._requires_grad for o in operands
+        ):
             out = ctx.stop_gradient(out)  # grad mode is off: no gradient flows through
         return out
 
-    def process_composite(self, op: str, operands: Sequence[Any], attrs: dict[str, Any],
-                          name: str | None) -> TracerTensor:
+    def process_composite(
+        self, op: str, operands: Sequence[Any], attrs: dict[str, Any], name: str | None
+    ) -> TracerTensor:
         """A composite op stays ONE node until the decompose pass, so autodiff uses its own
         derivative rule (e.g. embedding's padding row), not its decomposition's."""
         tracer = any_tracer(operands)
         ctx = tracer._ctx if tracer is not None else current()
         if ctx.expand_composites:
             from .. import functions as F
+
             return registry.get(op).decompose(F, *operands, **attrs)
         return self.process(op, operands, attrs, None, name)
 

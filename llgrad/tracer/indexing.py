@@ -7,6 +7,7 @@ their coordinate from the (broadcast, wrapped) index tensors and the other dims 
 NumPy's placement rule holds: adjacent advanced indices stay in place, separated ones move
 their dims to the front. Boolean masks depend on data and are a graph break.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -28,7 +29,7 @@ def _expand_index(x: Tensor, index: Any) -> list[Any]:
     ellipsis = [k for k, i in enumerate(items) if i is Ellipsis]
     if ellipsis:
         k = ellipsis[0]
-        items[k:k + 1] = [slice(None)] * (x.ndim - used)
+        items[k : k + 1] = [slice(None)] * (x.ndim - used)
     else:
         items += [slice(None)] * (x.ndim - used)
     return items
@@ -36,6 +37,7 @@ def _expand_index(x: Tensor, index: Any) -> list[Any]:
 
 def getitem(x: TracerTensor, index: Any) -> Tensor:
     from .. import functions as F
+
     items = _expand_index(x, index)
     # 1. basic part: ints select, slices narrow, None inserts; advanced kept for step 2
     out = x
@@ -52,25 +54,35 @@ def getitem(x: TracerTensor, index: Any) -> Tensor:
         elif isinstance(it, slice):
             n = out._shape[dim]
             if it.step is not None and it.step <= 0:
-                raise ValueError("getitem: slice step cannot be zero" if it.step == 0 else
-                                 "getitem: step must be greater than zero")
+                raise ValueError(
+                    "getitem: slice step cannot be zero"
+                    if it.step == 0
+                    else "getitem: step must be greater than zero"
+                )
             start, stop, step = it.indices(n)
             if (start, stop, step) != (0, n, 1):
                 stop = max(stop, start)
-                out = F.slice_dim(out, dim, start, start + ((stop - start + step - 1) // step - 1)
-                                  * step + 1 if stop > start else start, step)
+                out = F.slice_dim(
+                    out,
+                    dim,
+                    start,
+                    start + ((stop - start + step - 1) // step - 1) * step + 1
+                    if stop > start
+                    else start,
+                    step,
+                )
             dim += 1
         else:
             t = it if isinstance(it, Tensor) else F.tensor(it)
             if t._dtype is dt.bool_:
-                raise GraphBreak("boolean mask indexing (its result size depends on data)",
-                                 None)
+                raise GraphBreak("boolean mask indexing (its result size depends on data)", None)
             if t._dtype.kind not in "iu":
-                raise IndexError(f"getitem: tensors used as indices must be long, int, byte "
-                                 f"or bool tensors, got {t._dtype.name}")
-            if out._shape[dim] == 0 and t.numel():      # no kernel would check them
-                raise IndexError(f"getitem: index is out of bounds for dimension {dim} with "
-                                 f"size 0")
+                raise IndexError(
+                    f"getitem: tensors used as indices must be long, int, byte "
+                    f"or bool tensors, got {t._dtype.name}"
+                )
+            if out._shape[dim] == 0 and t.numel():  # no kernel would check them
+                raise IndexError(f"getitem: index is out of bounds for dimension {dim} with size 0")
             advanced.append((dim, t))
             dim += 1
     if not advanced:
@@ -80,6 +92,7 @@ def getitem(x: TracerTensor, index: Any) -> Tensor:
 
 def _gather(x: Tensor, advanced: list[tuple[int, Tensor]]) -> Tensor:
     from .. import functions as F
+
     ctx = next(o._ctx for o in [x] + [t for _, t in advanced] if isinstance(o, TracerTensor))
     dims = [d for d, _ in advanced]
     index_shape = broadcast_shapes(*(t._shape for _, t in advanced), op="index")
@@ -90,8 +103,7 @@ def _gather(x: Tensor, advanced: list[tuple[int, Tensor]]) -> Tensor:
         after = [d for d in rest if d > dims[-1]]
     else:
         before, after = [], rest
-    out_shape = tuple(x._shape[d] for d in before) + index_shape + \
-        tuple(x._shape[d] for d in after)
+    out_shape = tuple(x._shape[d] for d in before) + index_shape + tuple(x._shape[d] for d in after)
     rank = len(out_shape)
     strides = contiguous_strides(x._shape)
     lead = len(before)
@@ -99,7 +111,7 @@ def _gather(x: Tensor, advanced: list[tuple[int, Tensor]]) -> Tensor:
 
     def place(t: Tensor, at: int, width: int) -> Tensor:
         shape = [1] * rank
-        shape[at:at + width] = t._shape if t.ndim else []
+        shape[at : at + width] = t._shape if t.ndim else []
         return F.reshape(t, tuple(shape)) if t.ndim else t
 
     for pos, d in enumerate(before + after):
@@ -117,13 +129,13 @@ def _gather(x: Tensor, advanced: list[tuple[int, Tensor]]) -> Tensor:
         # flattened tensor: it becomes `numel` times the largest stride, which the gather's
         # bounds check rejects whatever the other dimensions add
         bad = F.logical_or(F.lt(wrapped, 0), F.ge(wrapped, n))
-        wrapped = F.where(bad, ctx.constant(numel * max(1, max(strides)), dt.int64, ()),
-                          wrapped)
+        wrapped = F.where(bad, ctx.constant(numel * max(1, max(strides)), dt.int64, ()), wrapped)
         aligned = F.expand(wrapped, index_shape) if t._shape != index_shape else wrapped
         term = F.mul(place(aligned, lead, len(index_shape)), strides[d])
         linear = term if linear is None else F.add(linear, term)
     linear = F.expand(linear, out_shape) if linear._shape != out_shape else linear
     from ..autograd.apply import apply
+
     return apply("gather", (x, linear), {}, _no_eager, "IndexBackward0")
 
 

@@ -1,4 +1,5 @@
 """`lg.make_ir(f)(*args)`: the traced IR graph of `f` for these arguments (like make_jaxpr)."""
+
 from __future__ import annotations
 
 import functools
@@ -38,8 +39,9 @@ def _flatten(x: Any, out: list[Tensor]) -> Structure:
 
 
 def _unflatten(s: Structure, leaves: list[Any]) -> Any:
-    return pytree.unflatten(s.treedef, [leaves[v.index] if isinstance(v, _Leaf) else v
-                                        for v in s.slots])
+    return pytree.unflatten(
+        s.treedef, [leaves[v.index] if isinstance(v, _Leaf) else v for v in s.slots]
+    )
 
 
 class _Leaf:
@@ -51,8 +53,11 @@ class _Leaf:
 
 def _param_names(fn: Callable[..., Any]) -> list[str]:
     try:
-        names = [p.name for p in inspect.signature(fn).parameters.values()
-                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        names = [
+            p.name
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
     except (TypeError, ValueError):
         names = []
     return names
@@ -73,8 +78,9 @@ class Effect:
         self.kind, self.target, self.leaf = kind, target, leaf
 
 
-def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-          name: str | None = None) -> tuple[Graph, TraceContext, Any]:
+def trace(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], name: str | None = None
+) -> tuple[Graph, TraceContext, Any]:
     """Trace `fn(*args, **kwargs)`; returns (graph, context, output structure).
 
     Side effects on tensors outside the trace (in-place writes, `.grad` from a backward()
@@ -82,6 +88,7 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
     own outputs; the concrete tensors themselves are left as they were.
     """
     from ..autograd.grad_mode import is_grad_enabled
+
     leaves: list[Tensor] = []
     structure = _flatten((args, kwargs), leaves)
     ctx = TraceContext(name or getattr(fn, "__name__", "fn").strip("<>") or "fn")
@@ -107,7 +114,7 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
             ctx.effects.append(Effect("write", target))
             nodes.append(node)
         for i, tr in enumerate(tracers):
-            if tr._node is not params[i]:           # an argument written in place
+            if tr._node is not params[i]:  # an argument written in place
                 ctx.effects.append(Effect("write", None, leaf=i))
                 nodes.append(tr._node)
         for i, tr in enumerate(tracers):
@@ -118,29 +125,34 @@ def trace(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
             g = target._grad
             if g is before:
                 continue
-            if g is None:                           # zero_grad(set_to_none=True)
+            if g is None:  # zero_grad(set_to_none=True)
                 ctx.effects.append(Effect("grad_none", target))
             elif isinstance(g, TracerTensor):
                 ctx.effects.append(Effect("grad", target))
                 nodes.append(ctx.node_of(g))
             else:
-                raise RuntimeError("a compiled function assigned a concrete tensor to .grad; "
-                                   "assign a computed value instead")
+                raise RuntimeError(
+                    "a compiled function assigned a concrete tensor to .grad; "
+                    "assign a computed value instead"
+                )
         # a training step (backward() inside, parameters updated) is complete in itself;
         # other write-backs (the random generator's counter) leave autodiff as usual
-        ctx.self_contained = any(e.kind != "write" or (e.target is not None and
-                                                       e.target._requires_grad)
-                                 for e in ctx.effects)
+        ctx.self_contained = any(
+            e.kind != "write" or (e.target is not None and e.target._requires_grad)
+            for e in ctx.effects
+        )
     finally:
         for target, before in ctx.grad_before.values():
-            target._grad = before                 # tracers never leak into real tensors
+            target._grad = before  # tracers never leak into real tensors
     return ctx.graph(nodes), ctx, out_structure
 
 
 def make_ir(fn: Callable[..., Any]) -> Callable[..., Graph]:
     """`make_ir(f)(*args)` returns the IR graph that tracing `f` on these arguments gives."""
+
     @functools.wraps(fn)
     def traced(*args: Any, **kwargs: Any) -> Graph:
         graph, _, _ = trace(fn, args, kwargs)
         return graph
+
     return traced

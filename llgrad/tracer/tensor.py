@@ -5,6 +5,7 @@ It has a shape and a dtype but no storage. Every llgrad function reaches
 runs unchanged and builds IR. Asking a tracer for data (`bool()`, `item()`, `numpy()`, ...)
 cannot be answered while tracing: it raises `GraphBreak`, which names the user's line.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,32 +18,41 @@ from ..tensor import SymbolicTensor
 class GraphBreak(Exception):
     """Data-dependent Python on a traced value: the function cannot be one graph."""
 
-    def __init__(self, what: str, loc: str | None, *, retry: bool = False,
-                 advice: str | None = None):
+    def __init__(
+        self, what: str, loc: str | None, *, retry: bool = False, advice: str | None = None
+    ):
         self.what = what
         self.loc = loc
-        self.retry = retry          # transient: the next call of this signature traces again
+        self.retry = retry  # transient: the next call of this signature traces again
         where = f" at {loc}" if loc else ""
         if advice is not None:
             Exception.__init__(self, f"{what}{where}: {advice}")
             return
-        super().__init__(f"{what} on a traced tensor{where} depends on tensor values, which "
-                         f"are unknown while tracing. Compute it outside the compiled "
-                         f"function, make it a tensor operation (e.g. lg.where instead of "
-                         f"`if`), or pass the value as a Python argument.")
+        super().__init__(
+            f"{what} on a traced tensor{where} depends on tensor values, which "
+            f"are unknown while tracing. Compute it outside the compiled "
+            f"function, make it a tensor operation (e.g. lg.where instead of "
+            f"`if`), or pass the value as a Python argument."
+        )
 
 
 def tracing() -> bool:
     """Whether a trace is running on this thread (code that must not leak state checks it)."""
     from .context import current
+
     return current() is not None
 
 
 def state_not_ready(what: str) -> None:
     """Raise the retryable break for lazily created state (the first optimizer step)."""
     from .context import user_location
-    raise GraphBreak(what, user_location(), retry=True,
-                     advice="this call runs eagerly to create it, the next call compiles")
+
+    raise GraphBreak(
+        what,
+        user_location(),
+        retry=True,
+        advice="this call runs eagerly to create it, the next call compiles",
+    )
 
 
 class TracerTensor(SymbolicTensor):
@@ -56,12 +66,12 @@ class TracerTensor(SymbolicTensor):
         t._shape = node.type.shape
         t._strides = contiguous_strides(node.type.shape)
         t._dtype = node.type.dtype
-        t._ptr = None        # packing it into a kernel's argument block fails: never launched
+        t._ptr = None  # packing it into a kernel's argument block fails: never launched
         t._lkey = None
         t._init_state()
         t._node = node
         t._ctx = ctx
-        t._group = None          # tensors sharing its memory (TraceContext.share)
+        t._group = None  # tensors sharing its memory (TraceContext.share)
         return t
 
     def _alias(self) -> "TracerTensor":
@@ -82,19 +92,28 @@ class TracerTensor(SymbolicTensor):
         return super().detach_()
 
     def requires_grad_(self, requires_grad: bool = True) -> "TracerTensor":
-        if not requires_grad and self._requires_grad and self._ctx.cuts_gradients and \
-                self.grad_fn is None:
+        if (
+            not requires_grad
+            and self._requires_grad
+            and self._ctx.cuts_gradients
+            and self.grad_fn is None
+        ):
             self._cut_in_place("requires_grad_(False)")
         return super().requires_grad_(requires_grad)
 
     def _cut_in_place(self, what: str) -> None:
         from .context import user_location
-        raise GraphBreak(what, user_location(),
-                         advice="turning off gradients of a traced value in place is not "
-                                "traced (use x = x.detach()); this signature runs eagerly")
+
+        raise GraphBreak(
+            what,
+            user_location(),
+            advice="turning off gradients of a traced value in place is not "
+            "traced (use x = x.detach()); this signature runs eagerly",
+        )
 
     def _no_data(self, what: str) -> Any:
         from .context import user_location
+
         raise GraphBreak(what, user_location())
 
     def __repr__(self) -> str:

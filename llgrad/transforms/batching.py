@@ -32,6 +32,7 @@ plain value appear in level order (lowest level first).
 An op with no rule, or code that reads a batched tensor's memory directly instead of
 going through `apply`, raises `BatchingError` naming the function.
 """
+
 from __future__ import annotations
 
 import os
@@ -51,8 +52,17 @@ from ..ops.reduction import normalize_axes
 from ..ops.shape import check_permutation
 from ..tensor import SymbolicTensor, Tensor
 
-__all__ = ["BatchedTensor", "BatchingError", "levels", "to_value", "from_value", "lift",
-           "unlift", "bottom", "getitem"]
+__all__ = [
+    "BatchedTensor",
+    "BatchingError",
+    "levels",
+    "to_value",
+    "from_value",
+    "lift",
+    "unlift",
+    "bottom",
+    "getitem",
+]
 
 
 class BatchingError(RuntimeError):
@@ -85,6 +95,7 @@ def _culprit() -> str:
 # the batched tensor
 # --------------------------------------------------------------------------------------
 
+
 class BatchedTensor(SymbolicTensor):
     """A batch of tensors inside one vmap: `_value` has the batch at dimension 0."""
 
@@ -93,8 +104,10 @@ class BatchedTensor(SymbolicTensor):
     @classmethod
     def _wrap(cls, value: Tensor, interp: Any) -> "BatchedTensor":
         if not value._shape or value._shape[0] != interp.size:
-            raise AssertionError(f"vmap: a batched value needs the batch ({interp.size}) in "
-                                 f"front, got shape {list(value._shape)}")
+            raise AssertionError(
+                f"vmap: a batched value needs the batch ({interp.size}) in "
+                f"front, got shape {list(value._shape)}"
+            )
         t = object.__new__(cls)
         t._value = value
         t._interpreter = interp
@@ -106,14 +119,18 @@ class BatchedTensor(SymbolicTensor):
     # -- no memory of its own ---------------------------------------------------------
     def _memory(self, what: str) -> Any:
         if not self._interpreter.active:
-            raise BatchingError(f"a batched tensor of a vmap that has already returned was "
-                                f"used ({what}): a batched value escaped its vmap (through a "
-                                f"closure, a global or a side output)")
-        raise BatchingError(f"vmap: {_culprit()} reads the memory of a batched tensor "
-                            f"directly ({what}) instead of going through "
-                            f"llgrad.autograd.apply, so it has no batching rule (in-place "
-                            f"ops, data-dependent functions and a few indexing helpers are "
-                            f"not supported under vmap)")
+            raise BatchingError(
+                f"a batched tensor of a vmap that has already returned was "
+                f"used ({what}): a batched value escaped its vmap (through a "
+                f"closure, a global or a side output)"
+            )
+        raise BatchingError(
+            f"vmap: {_culprit()} reads the memory of a batched tensor "
+            f"directly ({what}) instead of going through "
+            f"llgrad.autograd.apply, so it has no batching rule (in-place "
+            f"ops, data-dependent functions and a few indexing helpers are "
+            f"not supported under vmap)"
+        )
 
     _storage = property(lambda self: self._memory("its storage"))
     _offset = property(lambda self: self._memory("its storage offset"))
@@ -128,16 +145,18 @@ class BatchedTensor(SymbolicTensor):
         raise AttributeError(f"'BatchedTensor' object has no attribute {name!r}")
 
     def _data_dependent(self, what: str) -> Any:
-        raise BatchingError(f"vmap: {what} of a batched tensor (logical shape "
-                            f"{list(self._shape)}, batch of {self._interpreter.size}) would "
-                            f"need one value per batch element; Python control flow on "
-                            f"tensor values cannot be batched (use lg.where)")
+        raise BatchingError(
+            f"vmap: {what} of a batched tensor (logical shape "
+            f"{list(self._shape)}, batch of {self._interpreter.size}) would "
+            f"need one value per batch element; Python control flow on "
+            f"tensor values cannot be batched (use lg.where)"
+        )
 
     def _no_data(self, what: str) -> Any:
         return self._data_dependent(what)
 
     def is_contiguous(self) -> bool:
-        return True            # layout is the value's business; every rule goes through ops
+        return True  # layout is the value's business; every rule goes through ops
 
     # -- autograd state lives on the plain values ---------------------------------------
     def _alias(self) -> "BatchedTensor":
@@ -145,9 +164,11 @@ class BatchedTensor(SymbolicTensor):
 
     def requires_grad_(self, requires_grad: bool = True) -> "BatchedTensor":
         if requires_grad:
-            raise BatchingError("vmap: requires_grad_() on a batched tensor is not supported; "
-                                "differentiate inside vmap with llgrad.transforms.grad, vjp "
-                                "or jvp, which handle batched values")
+            raise BatchingError(
+                "vmap: requires_grad_() on a batched tensor is not supported; "
+                "differentiate inside vmap with llgrad.transforms.grad, vjp "
+                "or jvp, which handle batched values"
+            )
         return self
 
     # -- indexing ---------------------------------------------------------------------
@@ -155,9 +176,11 @@ class BatchedTensor(SymbolicTensor):
         return getitem(self, index)
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        raise BatchingError("vmap: `x[...] = v` on a batched tensor is not supported (the "
-                            "transforms follow JAX: values are immutable); build the result "
-                            "functionally, e.g. with lg.where or lg.cat")
+        raise BatchingError(
+            "vmap: `x[...] = v` on a batched tensor is not supported (the "
+            "transforms follow JAX: values are immutable); build the result "
+            "functionally, e.g. with lg.where or lg.cat"
+        )
 
     def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
         return _arg_reduce("argmax", self, dim, keepdim)
@@ -166,9 +189,11 @@ class BatchedTensor(SymbolicTensor):
         return _arg_reduce("argmin", self, dim, keepdim)
 
     def __repr__(self) -> str:
-        return (f"BatchedTensor(level={self._interpreter.level}, bdim=0, "
-                f"logical shape={list(self._shape)}, dtype={self._dtype.name}, value=\n"
-                f"{self._value!r})")
+        return (
+            f"BatchedTensor(level={self._interpreter.level}, bdim=0, "
+            f"logical shape={list(self._shape)}, dtype={self._dtype.name}, value=\n"
+            f"{self._value!r})"
+        )
 
     __str__ = __repr__
 
@@ -177,6 +202,7 @@ def _arg_reduce(op: str, x: Tensor, dim: int | None, keepdim: bool) -> Tensor:
     """`x.argmax(dim)` on a batched tensor, through `apply` (the function calls eager
     code directly; this method keeps `x.argmax()` working under vmap)."""
     from ..functions.reduction import _axes, _forward
+
     axes = _axes(dim, x.ndim, op)
     return apply(op, (x,), {"axes": axes, "keepdim": keepdim and dim is not None}, _forward)
 
@@ -184,6 +210,7 @@ def _arg_reduce(op: str, x: Tensor, dim: int | None, keepdim: bool) -> Tensor:
 # --------------------------------------------------------------------------------------
 # levels: moving between logical tensors and their values
 # --------------------------------------------------------------------------------------
+
 
 def owner(t: Any) -> Any:
     return t._interpreter if type(t) is BatchedTensor else None
@@ -217,7 +244,7 @@ def to_value(t: Tensor, interp: Any) -> Tensor:
         if owner_ is interp:
             return t._value
         if owner_.level > interp.level:
-            inner = to_value(t._value, interp)           # (n_interp, n_owner, *shape)
+            inner = to_value(t._value, interp)  # (n_interp, n_owner, *shape)
             return BatchedTensor._wrap(F.transpose(inner, 0, 1), owner_)
     return F.expand(F.unsqueeze(t, 0), (interp.size,) + tuple(t._shape))
 
@@ -258,6 +285,7 @@ def union_levels(tensors: Sequence[Any]) -> list[Any]:
 # rules: each takes the interpreter (`I`) and the op as `apply` received it
 # --------------------------------------------------------------------------------------
 
+
 def _tt(t: Tensor) -> TensorType:
     return TensorType(t._dtype, tuple(t._shape))
 
@@ -268,25 +296,38 @@ def _set(attrs: dict[str, Any] | None, **changes: Any) -> dict[str, Any]:
     return out
 
 
-def rule_elementwise(I: Any, op: str, operands: Sequence[Any], attrs: Any,
-                     forward: Callable[..., Tensor], name: str | None) -> Tensor:
+def rule_elementwise(
+    I: Any,
+    op: str,
+    operands: Sequence[Any],
+    attrs: Any,
+    forward: Callable[..., Tensor],
+    name: str | None,
+) -> Tensor:
     shapes = [tuple(o._shape) for o in operands if isinstance(o, Tensor)]
     rank = len(broadcast_shapes(*shapes, op=op))
     args = tuple(I.aligned(o, rank) if I.mine(o) else o for o in operands)
     return I.wrap(apply(op, args, attrs, forward, name))
 
 
-def rule_reduce(I: Any, op: str, operands: Sequence[Any], attrs: Any,
-                forward: Callable[..., Tensor], name: str | None) -> Tensor:
+def rule_reduce(
+    I: Any,
+    op: str,
+    operands: Sequence[Any],
+    attrs: Any,
+    forward: Callable[..., Tensor],
+    name: str | None,
+) -> Tensor:
     (x,) = operands
     axes, keepdim = attrs["axes"], attrs["keepdim"]
-    registry.get(op).infer((_tt(x),), axes=axes, keepdim=keepdim)      # logical checks
+    registry.get(op).infer((_tt(x),), axes=axes, keepdim=keepdim)  # logical checks
     v, n, r = x._value, I.size, x.ndim
-    if r == 0:                       # a 0-d tensor reduces nothing: one element per row
-        out = apply(op, (F.reshape(v, (n, 1)),), _set(attrs, axes=(1,), keepdim=False),
-                    forward, name)
+    if r == 0:  # a 0-d tensor reduces nothing: one element per row
+        out = apply(
+            op, (F.reshape(v, (n, 1)),), _set(attrs, axes=(1,), keepdim=False), forward, name
+        )
         return I.wrap(out)
-    if op in ("argmax", "argmin") and not axes:       # index into the flattened logical
+    if op in ("argmax", "argmin") and not axes:  # index into the flattened logical
         flat = F.reshape(v, (n, x.numel()))
         out = apply(op, (flat,), _set(attrs, axes=(1,), keepdim=False), forward, name)
         if keepdim:
@@ -297,73 +338,133 @@ def rule_reduce(I: Any, op: str, operands: Sequence[Any], attrs: Any,
     return I.wrap(out)
 
 
-def rule_reshape(I: Any, op: str, operands: Sequence[Any], attrs: Any,
-                 forward: Callable[..., Tensor], name: str | None) -> Tensor:
+def rule_reshape(
+    I: Any,
+    op: str,
+    operands: Sequence[Any],
+    attrs: Any,
+    forward: Callable[..., Tensor],
+    name: str | None,
+) -> Tensor:
     (x,) = operands
     shape = registry.get(op).infer((_tt(x),), shape=attrs["shape"]).shape
     return I.wrap(apply(op, (x._value,), _set(attrs, shape=(I.size,) + shape), forward, name))
 
 
-def rule_permute(I: Any, op: str, operands: Sequence[Any], attrs: Any,
-                 forward: Callable[..., Tensor], name: str | None) -> Tensor:
+def rule_permute(
+    I: Any,
+    op: str,
+    operands: Sequence[Any],
+    attrs: Any,
+    forward: Callable[..., Tensor],
+    name: str | None,
+) -> Tensor:
     (x,) = operands
     perm = check_permutation(tuple(attrs["perm"]), x.ndim)
-    return I.wrap(apply(op, (x._value,), _set(attrs, perm=(0,) + tuple(p + 1 for p in perm)),
-                        forward, name))
+    return I.wrap(
+        apply(op, (x._value,), _set(attrs, perm=(0,) + tuple(p + 1 for p in perm)), forward, name)
+    )
 
 
-def rule_expand(I: Any, op: str, operands: Sequence[Any], attrs: Any,
-                forward: Callable[..., Tensor], name: str | None) -> Tensor:
+def rule_expand(
+    I: Any,
+    op: str,
+    operands: Sequence[Any],
+    attrs: Any,
+    forward: Callable[..., Tensor],
+    name: str | None,
+) -> Tensor:
     (x,) = operands
     shape = registry.get(op).infer((_tt(x),), shape=attrs["shape"]).shape
     v = I.aligned(x, len(shape))
     return I.wrap(apply(op, (v,), _set(attrs, shape=(I.size,) + shape), forward, name))
 
 
-def rule_slice(I: Any, op: str, operands: Sequence[Any], attrs: Any,
-               forward: Callable[..., Tensor], name: str | None) -> Tensor:
+def rule_slice(
+    I: Any,
+    op: str,
+    operands: Sequence[Any],
+    attrs: Any,
+    forward: Callable[..., Tensor],
+    name: str | None,
+) -> Tensor:
     (x,) = operands
-    registry.get(op).infer((_tt(x),), starts=attrs["starts"], stops=attrs["stops"],
-                           steps=attrs["steps"])
-    new = _set(attrs, starts=(0,) + tuple(attrs["starts"]),
-               stops=(I.size,) + tuple(attrs["stops"]), steps=(1,) + tuple(attrs["steps"]))
+    registry.get(op).infer(
+        (_tt(x),), starts=attrs["starts"], stops=attrs["stops"], steps=attrs["steps"]
+    )
+    new = _set(
+        attrs,
+        starts=(0,) + tuple(attrs["starts"]),
+        stops=(I.size,) + tuple(attrs["stops"]),
+        steps=(1,) + tuple(attrs["steps"]),
+    )
     return I.wrap(apply(op, (x._value,), new, forward, name))
 
 
-def rule_pad(I: Any, op: str, operands: Sequence[Any], attrs: Any,
-             forward: Callable[..., Tensor], name: str | None) -> Tensor:
+def rule_pad(
+    I: Any,
+    op: str,
+    operands: Sequence[Any],
+    attrs: Any,
+    forward: Callable[..., Tensor],
+    name: str | None,
+) -> Tensor:
     (x,) = operands
     for key in ("lows", "highs", "interior"):
         if len(attrs[key]) != x.ndim:
-            raise RuntimeError(f"pad: {key} needs one entry per dimension of {_tt(x)}, got "
-                               f"{list(attrs[key])}")
-    new = _set(attrs, lows=(0,) + tuple(attrs["lows"]), highs=(0,) + tuple(attrs["highs"]),
-               interior=(0,) + tuple(attrs["interior"]))
+            raise RuntimeError(
+                f"pad: {key} needs one entry per dimension of {_tt(x)}, got {list(attrs[key])}"
+            )
+    new = _set(
+        attrs,
+        lows=(0,) + tuple(attrs["lows"]),
+        highs=(0,) + tuple(attrs["highs"]),
+        interior=(0,) + tuple(attrs["interior"]),
+    )
     return I.wrap(apply(op, (x._value,), new, forward, name))
 
 
-def rule_flip(I: Any, op: str, operands: Sequence[Any], attrs: Any,
-              forward: Callable[..., Tensor], name: str | None) -> Tensor:
+def rule_flip(
+    I: Any,
+    op: str,
+    operands: Sequence[Any],
+    attrs: Any,
+    forward: Callable[..., Tensor],
+    name: str | None,
+) -> Tensor:
     (x,) = operands
     axes = tuple(normalize_axis(a, x.ndim, "flip") + 1 for a in attrs["axes"])
     return I.wrap(apply(op, (x._value,), _set(attrs, axes=axes), forward, name))
 
 
-def rule_cat(I: Any, op: str, operands: Sequence[Any], attrs: Any,
-             forward: Callable[..., Tensor], name: str | None) -> Tensor:
+def rule_cat(
+    I: Any,
+    op: str,
+    operands: Sequence[Any],
+    attrs: Any,
+    forward: Callable[..., Tensor],
+    name: str | None,
+) -> Tensor:
     first = operands[0]
-    d = first._dtype                  # shapes only: eager promotes mixed dtypes itself
-    registry.get(op).infer(tuple(TensorType(d, tuple(o._shape)) for o in operands),
-                           axis=attrs["axis"])
+    d = first._dtype  # shapes only: eager promotes mixed dtypes itself
+    registry.get(op).infer(
+        tuple(TensorType(d, tuple(o._shape)) for o in operands), axis=attrs["axis"]
+    )
     axis = normalize_axis(attrs["axis"], first.ndim, "cat") + 1
     values = tuple(I.batched(o) for o in operands)
     return I.wrap(apply(op, values, _set(attrs, axis=axis), forward, name))
 
 
-def rule_matmul(I: Any, op: str, operands: Sequence[Any], attrs: Any,
-                forward: Callable[..., Tensor], name: str | None) -> Tensor:
+def rule_matmul(
+    I: Any,
+    op: str,
+    operands: Sequence[Any],
+    attrs: Any,
+    forward: Callable[..., Tensor],
+    name: str | None,
+) -> Tensor:
     a, b = operands
-    matmul_shapes(tuple(a._shape), tuple(b._shape))             # logical shape errors
+    matmul_shapes(tuple(a._shape), tuple(b._shape))  # logical shape errors
     rank = max(a.ndim, b.ndim)
     args = tuple(I.aligned(o, rank) if I.mine(o) else o for o in (a, b))
     return I.wrap(apply(op, args, attrs, forward, name))
@@ -373,32 +474,46 @@ def _batch_offsets(I: Any, index: Tensor, numel: int) -> Tensor:
     """A batched linear index into one flat buffer of all batch elements: each element's
     offsets (negative ones wrapped once, as the primitives do) shifted by its position
     times `numel`; an offset out of range stays out of range, so the kernel still raises."""
-    idx = I.batched(index)                                        # (n, *index.shape)
+    idx = I.batched(index)  # (n, *index.shape)
     wrapped = F.where(F.lt(idx, 0), F.add(idx, numel), idx)
     bad = F.logical_or(F.lt(wrapped, 0), F.ge(wrapped, numel))
     shift = F.reshape(F.mul(F.arange(I.size), numel), (I.size,) + (1,) * index.ndim)
     return F.where(bad, I.size * numel, F.add(wrapped, shift))
 
 
-def rule_linear_index(I: Any, op: str, operands: Sequence[Any], attrs: Any,
-                      forward: Callable[..., Tensor], name: str | None) -> Tensor:
+def rule_linear_index(
+    I: Any,
+    op: str,
+    operands: Sequence[Any],
+    attrs: Any,
+    forward: Callable[..., Tensor],
+    name: str | None,
+) -> Tensor:
     """gather / scatter_add / index_put over a linear index: the batch elements' buffers
     laid end to end, each element's offsets shifted into its own part."""
-    registry.get(op).infer(tuple(_tt(o) for o in operands))       # logical checks
+    registry.get(op).infer(tuple(_tt(o) for o in operands))  # logical checks
     x, index = operands[0], operands[1]
     numel = x.numel()
     flat = F.reshape(I.batched(x), (I.size * numel,))
     offsets = _batch_offsets(I, index, numel)
     if op == "gather":
         return I.wrap(apply(op, (flat, offsets), attrs, forward, name))
-    src = F.expand(I.aligned(operands[2], index.ndim) if I.mine(operands[2])
-                   else operands[2], tuple(offsets._shape))
+    src = F.expand(
+        I.aligned(operands[2], index.ndim) if I.mine(operands[2]) else operands[2],
+        tuple(offsets._shape),
+    )
     out = apply(op, (flat, offsets, src), attrs, forward, name)
     return I.wrap(F.reshape(out, (I.size,) + tuple(x._shape)))
 
 
-def rule_trailing_pair(I: Any, op: str, operands: Sequence[Any], attrs: Any,
-                       forward: Callable[..., Tensor], name: str | None) -> Tensor:
+def rule_trailing_pair(
+    I: Any,
+    op: str,
+    operands: Sequence[Any],
+    attrs: Any,
+    forward: Callable[..., Tensor],
+    name: str | None,
+) -> Tensor:
     """view_as_real / view_as_complex add or remove a trailing (re, im) dimension, which
     the leading batch dimension does not touch."""
     return I.wrap(apply(op, (I.batched(operands[0]),), attrs, forward, name))
@@ -436,12 +551,15 @@ def rule_for(op: str) -> Callable[..., Tensor]:
     opdef = registry.get(op)
     rule = GROUP_RULES.get(opdef.group)
     if rule is None:
-        why = {Group.RANDOM: "random numbers per batch element are not supported "
-                             "(vmap has no `randomness` option)",
-               Group.INDEX: "use Python indexing (x[idx]), which has a batching rule"
-               }.get(opdef.group, "")
-        raise BatchingError(f"vmap: no batching rule for op '{op}' (group "
-                            f"{opdef.group.value}){'; ' + why if why else ''}")
+        why = {
+            Group.RANDOM: "random numbers per batch element are not supported "
+            "(vmap has no `randomness` option)",
+            Group.INDEX: "use Python indexing (x[idx]), which has a batching rule",
+        }.get(opdef.group, "")
+        raise BatchingError(
+            f"vmap: no batching rule for op '{op}' (group "
+            f"{opdef.group.value}){'; ' + why if why else ''}"
+        )
     return rule
 
 
@@ -449,21 +567,26 @@ def rule_for(op: str) -> Callable[..., Tensor]:
 # composite ops
 # --------------------------------------------------------------------------------------
 
-def comp_axes(I: Any, op: str, operands: Sequence[Any], attrs: dict[str, Any],
-              name: str | None) -> Tensor:
+
+def comp_axes(
+    I: Any, op: str, operands: Sequence[Any], attrs: dict[str, Any], name: str | None
+) -> Tensor:
     """mean, var, std, logsumexp, norm: one op on the value with shifted axes."""
     (x,) = operands
     v, n, r = x._value, I.size, x.ndim
     if r == 0:
-        return I.wrap(apply_composite(op, (F.reshape(v, (n, 1)),),
-                                      _set(attrs, axes=(1,), keepdim=False), name))
+        return I.wrap(
+            apply_composite(
+                op, (F.reshape(v, (n, 1)),), _set(attrs, axes=(1,), keepdim=False), name
+            )
+        )
     norm = normalize_axes(op, tuple(attrs["axes"]), tuple(x._shape))
-    return I.wrap(apply_composite(op, (v,), _set(attrs, axes=tuple(a + 1 for a in norm)),
-                                  name))
+    return I.wrap(apply_composite(op, (v,), _set(attrs, axes=tuple(a + 1 for a in norm)), name))
 
 
-def comp_dim(I: Any, op: str, operands: Sequence[Any], attrs: dict[str, Any],
-             name: str | None) -> Tensor:
+def comp_dim(
+    I: Any, op: str, operands: Sequence[Any], attrs: dict[str, Any], name: str | None
+) -> Tensor:
     """softmax, log_softmax."""
     (x,) = operands
     v, n = x._value, I.size
@@ -479,8 +602,9 @@ def _merge_batch(t: Tensor) -> Tensor:
     return F.reshape(t, (t._shape[0] * t._shape[1],) + tuple(t._shape[2:]))
 
 
-def comp_max_pool2d(I: Any, op: str, operands: Sequence[Any], attrs: dict[str, Any],
-                    name: str | None) -> Tensor:
+def comp_max_pool2d(
+    I: Any, op: str, operands: Sequence[Any], attrs: dict[str, Any], name: str | None
+) -> Tensor:
     (x,) = operands
     registry.get(op).infer((_tt(x),), **attrs)
     v = x._value
@@ -488,54 +612,56 @@ def comp_max_pool2d(I: Any, op: str, operands: Sequence[Any], attrs: dict[str, A
     return I.wrap(F.reshape(out, tuple(v._shape[:2]) + tuple(out._shape[1:])))
 
 
-def comp_conv2d(I: Any, op: str, operands: Sequence[Any], attrs: dict[str, Any],
-                name: str | None) -> Tensor:
+def comp_conv2d(
+    I: Any, op: str, operands: Sequence[Any], attrs: dict[str, Any], name: str | None
+) -> Tensor:
     """The vmap batch folds into N (shared weight) or into the groups (batched weight)."""
     x, w = operands[:2]
     bias = operands[2] if attrs["has_bias"] else None
     registry.get(op).infer(tuple(_tt(o) for o in operands), **attrs)
     n = I.size
-    xb = I.batched(x)                                       # (n, N, C, H, W)
+    xb = I.batched(x)  # (n, N, C, H, W)
     base = _set(attrs, has_bias=False)
     if not I.mine(w):
         out = apply_composite(op, (_merge_batch(xb), w), base, name)
-        out = F.reshape(out, (n, xb._shape[1]) + tuple(out._shape[1:]))   # (n, N, O, h, w)
+        out = F.reshape(out, (n, xb._shape[1]) + tuple(out._shape[1:]))  # (n, N, O, h, w)
     else:
         big_n, c = xb._shape[1], xb._shape[2]
         xg = F.reshape(F.transpose(xb, 0, 1), (big_n, n * c) + tuple(xb._shape[3:]))
-        wv = w._value                                       # (n, O, C/g, kh, kw)
+        wv = w._value  # (n, O, C/g, kh, kw)
         wg = F.reshape(wv, (n * wv._shape[1],) + tuple(wv._shape[2:]))
         out = apply_composite(op, (xg, wg), _set(base, groups=attrs["groups"] * n), name)
         out = F.reshape(out, (big_n, n, wv._shape[1]) + tuple(out._shape[2:]))
         out = F.transpose(out, 0, 1)
     if bias is not None:
-        bv = I.batched(bias)                                # (n, O)
+        bv = I.batched(bias)  # (n, O)
         out = F.add(out, F.reshape(bv, (n, 1, bv._shape[1], 1, 1)))
     return I.wrap(out)
 
 
-def comp_embedding(I: Any, op: str, operands: Sequence[Any], attrs: dict[str, Any],
-                   name: str | None) -> Tensor:
+def comp_embedding(
+    I: Any, op: str, operands: Sequence[Any], attrs: dict[str, Any], name: str | None
+) -> Tensor:
     w, idx = operands
     registry.get(op).infer((_tt(w), _tt(idx)), **attrs)
     n = I.size
     if not I.mine(w):
         return I.wrap(apply_composite(op, (w, idx._value), attrs, name))
-    wv = w._value                                           # (n, V, D)
+    wv = w._value  # (n, V, D)
     vocab = wv._shape[1]
-    iv = I.batched(idx).to(dt.int64)                        # (n, *is)
+    iv = I.batched(idx).to(dt.int64)  # (n, *is)
     offsets = F.reshape(F.mul(F.arange(n, dtype=dt.int64), vocab), (n,) + (1,) * idx.ndim)
     flat_w = F.reshape(wv, (n * vocab, wv._shape[2]))
-    out = apply_composite(op, (flat_w, F.add(iv, offsets)), _set(attrs, padding_idx=None),
-                          name)
-    if attrs["padding_idx"] is not None:    # padding rows read values but get no gradient
+    out = apply_composite(op, (flat_w, F.add(iv, offsets)), _set(attrs, padding_idx=None), name)
+    if attrs["padding_idx"] is not None:  # padding rows read values but get no gradient
         pad = F.unsqueeze(F.eq(iv, attrs["padding_idx"]), -1)
         out = F.where(pad, out.detach(), out)
     return I.wrap(out)
 
 
-def comp_nll_loss(I: Any, op: str, operands: Sequence[Any], attrs: dict[str, Any],
-                  name: str | None) -> Tensor:
+def comp_nll_loss(
+    I: Any, op: str, operands: Sequence[Any], attrs: dict[str, Any], name: str | None
+) -> Tensor:
     """Per-item losses over (n * N) items, then the reduction per batch element."""
     x, t = operands[:2]
     weight = operands[2] if attrs["has_weight"] else None
@@ -544,11 +670,12 @@ def comp_nll_loss(I: Any, op: str, operands: Sequence[Any], attrs: dict[str, Any
     registry.get(op).infer(tuple(_tt(o) for o in operands), **attrs)
     xv, tv = I.batched(x), I.batched(t)
     rest = (weight,) if weight is not None else ()
-    if x.ndim == 1:                                         # (C,): one item per element
+    if x.ndim == 1:  # (C,): one item per element
         losses = apply_composite(op, (xv, tv) + rest, _set(attrs, reduction="none"), name)
     else:
-        losses = apply_composite(op, (_merge_batch(xv), _merge_batch(tv)) + rest,
-                                 _set(attrs, reduction="none"), name)
+        losses = apply_composite(
+            op, (_merge_batch(xv), _merge_batch(tv)) + rest, _set(attrs, reduction="none"), name
+        )
         losses = F.reshape(losses, tuple(tv._shape))
     reduction = attrs["reduction"]
     if reduction == "none":
@@ -568,8 +695,9 @@ def comp_nll_loss(I: Any, op: str, operands: Sequence[Any], attrs: dict[str, Any
     return I.wrap(F.div(total, denom))
 
 
-def comp_layer_norm(I: Any, op: str, operands: Sequence[Any], attrs: dict[str, Any],
-                    name: str | None) -> Tensor:
+def comp_layer_norm(
+    I: Any, op: str, operands: Sequence[Any], attrs: dict[str, Any], name: str | None
+) -> Tensor:
     x, rest = operands[0], operands[1:]
     if any(I.mine(o) for o in rest) or not I.mine(x):
         return I.decompose(op, operands, attrs)
@@ -577,10 +705,18 @@ def comp_layer_norm(I: Any, op: str, operands: Sequence[Any], attrs: dict[str, A
 
 
 COMPOSITE_RULES: dict[str, Callable[..., Tensor]] = {
-    "mean": comp_axes, "var": comp_axes, "std": comp_axes, "logsumexp": comp_axes,
-    "norm": comp_axes, "softmax": comp_dim, "log_softmax": comp_dim,
-    "max_pool2d": comp_max_pool2d, "conv2d": comp_conv2d, "embedding": comp_embedding,
-    "nll_loss": comp_nll_loss, "layer_norm": comp_layer_norm,
+    "mean": comp_axes,
+    "var": comp_axes,
+    "std": comp_axes,
+    "logsumexp": comp_axes,
+    "norm": comp_axes,
+    "softmax": comp_dim,
+    "log_softmax": comp_dim,
+    "max_pool2d": comp_max_pool2d,
+    "conv2d": comp_conv2d,
+    "embedding": comp_embedding,
+    "nll_loss": comp_nll_loss,
+    "layer_norm": comp_layer_norm,
 }
 
 
@@ -588,9 +724,11 @@ COMPOSITE_RULES: dict[str, Callable[..., Tensor]] = {
 # indexing
 # --------------------------------------------------------------------------------------
 
+
 def getitem(x: Tensor, index: Any) -> Tensor:
     """`x[index]` through the interpreter stack: batched `x` or batched index tensors."""
     from ..functions.indexing import getitem as plain_getitem
+
     items = index if isinstance(index, tuple) else (index,)
     tensors = [x] + [i for i in items if isinstance(i, Tensor)]
     return dispatch_function("getitem", tensors, plain_getitem, (x, index))
@@ -626,8 +764,9 @@ _ADVANCED = ("adv", "mask", "bool")
 
 def _view_dims(kinds: list[tuple[str, int]], ndim: int) -> list[int]:
     """How many dimensions of the basic view each item produces."""
-    consumed = sum(1 if k in ("int", "slice", "adv") else (r if k == "mask" else 0)
-                   for k, r in kinds)
+    consumed = sum(
+        1 if k in ("int", "slice", "adv") else (r if k == "mask" else 0) for k, r in kinds
+    )
     out = []
     for k, r in kinds:
         if k == "ellipsis":
@@ -677,27 +816,31 @@ def _getitem_batched_index(I: Any, x: Tensor, items: list[Any]) -> Tensor:
                 item = F.tensor(arr.astype(np.int64))
         kind = _kind(item)[0]
         if kind in ("mask", "bool"):
-            raise BatchingError("vmap: a boolean mask together with batched index tensors "
-                                "gives a data-dependent shape; use integer indices or "
-                                "lg.where")
+            raise BatchingError(
+                "vmap: a boolean mask together with batched index tensors "
+                "gives a data-dependent shape; use integer indices or "
+                "lg.where"
+            )
         conv.append(item)
     # logical reading: a batched 0-d index is an int (a select) in every batch element
-    logical = [("int", 0) if (isinstance(i, Tensor) and i.ndim == 0) else _kind(i)
-               for i in conv]
+    logical = [("int", 0) if (isinstance(i, Tensor) and i.ndim == 0) else _kind(i) for i in conv]
     dims = _view_dims(logical, x.ndim)
     adv = [i for i, (k, _) in enumerate(logical) if k == "adv"]
-    shapes = [tuple(i._shape) for i in conv if isinstance(i, Tensor) and
-              (i.ndim > 0 or I.mine(i))]
+    shapes = [tuple(i._shape) for i in conv if isinstance(i, Tensor) and (i.ndim > 0 or I.mine(i))]
     block = broadcast_shapes(*shapes, op="index")
     k = len(block)
     value_index: list[Any] = [F.reshape(F.arange(n, dtype=dt.int64), (n,) + (1,) * k)]
     for item in conv:
         value_index.append(I.aligned(item, k) if I.mine(item) else item)
-    out = getitem(I.batched(x), tuple(value_index))        # (n, *block, *others)
+    out = getitem(I.batched(x), tuple(value_index))  # (n, *block, *others)
     if adv and _adjacent(logical, dims, adv):
-        p = sum(dims[:adv[0]])
+        p = sum(dims[: adv[0]])
         if p:
-            perm = [0] + list(range(1 + k, 1 + k + p)) + list(range(1, 1 + k)) + \
-                list(range(1 + k + p, out.ndim))
+            perm = (
+                [0]
+                + list(range(1 + k, 1 + k + p))
+                + list(range(1, 1 + k))
+                + list(range(1 + k + p, out.ndim))
+            )
             out = F.permute(out, tuple(perm))
     return I.wrap(out)

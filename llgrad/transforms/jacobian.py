@@ -12,6 +12,7 @@ function that reads memory behind `apply`'s back, an op without a rule), the sam
 is swept with a Python loop instead (one vjp/jvp per basis vector, then stacked): slower,
 same result.
 """
+
 from __future__ import annotations
 
 import functools
@@ -66,8 +67,7 @@ def _assemble(blocks: list[list[Tensor]], out_tree: Any, in_tree: Any, single: b
     return unflatten(out_tree, per_out)
 
 
-def jacrev(fun: Callable[..., Any], argnums: Any = 0, has_aux: bool = False
-           ) -> Callable[..., Any]:
+def jacrev(fun: Callable[..., Any], argnums: Any = 0, has_aux: bool = False) -> Callable[..., Any]:
     """The Jacobian of `fun` by reverse mode (one batched vjp over the output basis)."""
     if not callable(fun):
         raise TypeError(f"jacrev: expected a callable, got {type(fun).__name__}")
@@ -76,19 +76,20 @@ def jacrev(fun: Callable[..., Any], argnums: Any = 0, has_aux: bool = False
     def jac(*args: Any, **kwargs: Any) -> Any:
         nums, single = _argnums(argnums, len(args), "jacrev")
         diff = tuple(args[i] for i in nums)
-        lin = Linearized("jacrev", _partial(fun, args, kwargs, nums), diff, (args, kwargs),
-                         has_aux)
+        lin = Linearized("jacrev", _partial(fun, args, kwargs, nums), diff, (args, kwargs), has_aux)
         outs = lin.out_leaves
         for o in outs:
             if not o._dtype.is_floating_point:
-                raise TypeError(f"jacrev requires real-valued outputs (a floating point "
-                                f"dtype), but got {o._dtype.name}")
+                raise TypeError(
+                    f"jacrev requires real-valued outputs (a floating point "
+                    f"dtype), but got {o._dtype.name}"
+                )
         in_leaves = flatten(diff)[0]
 
         def pull(*cts: Tensor) -> tuple[Tensor, ...]:
             return tuple(flatten(lin.pullback(unflatten(lin.out_tree, list(cts))))[0])
 
-        rows = _sweep(pull, _basis(outs))          # per input leaf: (M, *in_shape)
+        rows = _sweep(pull, _basis(outs))  # per input leaf: (M, *in_shape)
         blocks, offset = [], 0
         for o in outs:
             size = _numel(o._shape)
@@ -104,8 +105,7 @@ def jacrev(fun: Callable[..., Any], argnums: Any = 0, has_aux: bool = False
     return jac
 
 
-def jacfwd(fun: Callable[..., Any], argnums: Any = 0, has_aux: bool = False
-           ) -> Callable[..., Any]:
+def jacfwd(fun: Callable[..., Any], argnums: Any = 0, has_aux: bool = False) -> Callable[..., Any]:
     """The Jacobian of `fun` by forward mode (one batched jvp over the input basis)."""
     if not callable(fun):
         raise TypeError(f"jacfwd: expected a callable, got {type(fun).__name__}")
@@ -128,7 +128,7 @@ def jacfwd(fun: Callable[..., Any], argnums: Any = 0, has_aux: bool = False
                 structure["aux"] = res[2]
             return tuple(leaves)
 
-        cols = _sweep(push, _basis(in_leaves))        # per output leaf: (N, *out_shape)
+        cols = _sweep(push, _basis(in_leaves))  # per output leaf: (N, *out_shape)
         blocks = []
         for o, c in zip(structure["primal"], cols):
             row, offset = [], 0
@@ -147,8 +147,7 @@ def jacfwd(fun: Callable[..., Any], argnums: Any = 0, has_aux: bool = False
     return jac
 
 
-def hessian(fun: Callable[..., Any], argnums: Any = 0, has_aux: bool = False
-            ) -> Callable[..., Any]:
+def hessian(fun: Callable[..., Any], argnums: Any = 0, has_aux: bool = False) -> Callable[..., Any]:
     """The Hessian of a scalar `fun`, `jacrev(jacrev(fun))` (shape `x.shape + x.shape`).
 
     JAX uses forward-over-reverse (`jacfwd(jacrev)`); llgrad's forward mode does not yet

@@ -1,5 +1,6 @@
 """Utilities: `checkpoint` (activation checkpointing), `data` (datasets and loaders),
 `benchmark` (timers)."""
+
 from . import benchmark, checkpoint, data  # noqa: F401
 
 __all__ = ["benchmark", "checkpoint", "data"]

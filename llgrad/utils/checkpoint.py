@@ -19,6 +19,7 @@ Reentrant (`use_reentrant=True`) is PyTorch's older scheme: `fn` runs under no_g
 inputs and runs a nested `backward` (so it accumulates into closure parameters' `.grad` and,
 as in PyTorch, is not meant for `autograd.grad` or double backward).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -33,8 +34,15 @@ from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..autograd.node import Node, SavedTensor
 from ..tensor import Tensor
 
-__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction",
-           "saved_bytes", "detach_variable", "noop_context_fn"]
+__all__ = [
+    "checkpoint",
+    "checkpoint_sequential",
+    "CheckpointError",
+    "CheckpointFunction",
+    "saved_bytes",
+    "detach_variable",
+    "noop_context_fn",
+]
 
 
 class CheckpointError(RuntimeError):
@@ -52,8 +60,10 @@ def noop_context_fn() -> ContextPair:
 def detach_variable(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
     """Detached copies of the tensors (same requires_grad); other values pass through."""
     if not isinstance(inputs, tuple):
-        raise RuntimeError(f"Only tuple of tensors is supported. Got Unsupported input type: "
-                           f"{type(inputs).__name__}")
+        raise RuntimeError(
+            f"Only tuple of tensors is supported. Got Unsupported input type: "
+            f"{type(inputs).__name__}"
+        )
     out = []
     for inp in inputs:
         if isinstance(inp, Tensor):
@@ -67,6 +77,7 @@ def detach_variable(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def _generator() -> Any:
     from ..functions.creation import default_generator
+
     return default_generator
 
 
@@ -128,22 +139,28 @@ def _saving_nodes(outputs: Any, start: int, end: int) -> list[Node]:
 # non-reentrant
 # ------------------------------------------------------------------------------------------
 
+
 class _Frame:
     """One checkpointed call: its inputs, RNG state, and the placeholders to fill."""
 
-    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                 rng_state: Any, recompute_ctx: contextlib.AbstractContextManager,
-                 determinism_check: str):
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        rng_state: Any,
+        recompute_ctx: contextlib.AbstractContextManager,
+        determinism_check: str,
+    ):
         self.fn = fn
         self.args = tuple(SavedTensor(a) if isinstance(a, Tensor) else a for a in args)
-        self.kwargs = {k: SavedTensor(v) if isinstance(v, Tensor) else v
-                       for k, v in kwargs.items()}
+        self.kwargs = {k: SavedTensor(v) if isinstance(v, Tensor) else v for k, v in kwargs.items()}
         self.rng_state = rng_state
         self.recompute_ctx = recompute_ctx
         self.determinism_check = determinism_check
         # (node index, slot index, placeholder); weak so a freed graph frees its values
         self.slots: list[tuple[int, int, weakref.ref]] = []
-        self.layout: list[tuple[str, int]] = []      # (node class name, len(_saved)) per node
+        self.layout: list[tuple[str, int]] = []  # (node class name, len(_saved)) per node
         self.done = False
 
     def input_tensors(self) -> Iterator[Tensor]:
@@ -153,16 +170,17 @@ class _Frame:
 
     def _inputs(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """The inputs as fresh tensors (version-checked): values only, same requires_grad."""
+
         def restore(v: Any, index: int) -> Any:
             if not isinstance(v, SavedTensor):
                 return v
-            t = v.unpack(None, "checkpoint", index)     # raises if modified in place since
+            t = v.unpack(None, "checkpoint", index)  # raises if modified in place since
             x = Tensor._make(t._storage, t._offset, t._shape, t._strides, t._dtype)
             x._requires_grad = t._requires_grad
             return x
+
         args = tuple(restore(a, i) for i, a in enumerate(self.args))
-        kwargs = {k: restore(v, len(self.args) + i)
-                  for i, (k, v) in enumerate(self.kwargs.items())}
+        kwargs = {k: restore(v, len(self.args) + i) for i, (k, v) in enumerate(self.kwargs.items())}
         return args, kwargs
 
     def recompute(self) -> None:
@@ -183,7 +201,8 @@ class _Frame:
                 f"Number of tensors saved during forward: "
                 f"{sum(k for _, k in self.layout)} in {len(self.layout)} nodes\n"
                 f"Number of tensors saved during recomputation: "
-                f"{sum(k for _, k in layout)} in {len(layout)} nodes")
+                f"{sum(k for _, k in layout)} in {len(layout)} nodes"
+            )
         mismatches = []
         for ni, si, ref in self.slots:
             ph = ref()
@@ -195,11 +214,15 @@ class _Frame:
                 mismatches.append((ni, si, ph.meta, ph.value_meta()))
         self.done = True
         if mismatches:
-            lines = "".join(f"tensor {si} of node {ni}:\nsaved metadata: {m}\nrecomputed "
-                            f"metadata: {r}\n" for ni, si, m, r in mismatches)
-            raise CheckpointError("llgrad.utils.checkpoint: Recomputed values for the following "
-                                  "tensors have different metadata than during the forward "
-                                  "pass.\n" + lines)
+            lines = "".join(
+                f"tensor {si} of node {ni}:\nsaved metadata: {m}\nrecomputed metadata: {r}\n"
+                for ni, si, m, r in mismatches
+            )
+            raise CheckpointError(
+                "llgrad.utils.checkpoint: Recomputed values for the following "
+                "tensors have different metadata than during the forward "
+                "pass.\n" + lines
+            )
 
 
 class _Recomputed:
@@ -210,8 +233,17 @@ class _Recomputed:
     edge the tensor had when it was saved, so double backward flows through the real graph.
     """
 
-    __slots__ = ("frame", "is_output", "requires_grad", "grad_fn", "output_nr", "meta",
-                 "_value", "version", "__weakref__")
+    __slots__ = (
+        "frame",
+        "is_output",
+        "requires_grad",
+        "grad_fn",
+        "output_nr",
+        "meta",
+        "_value",
+        "version",
+        "__weakref__",
+    )
 
     def __init__(self, frame: _Frame, saved: SavedTensor):
         t = saved.data
@@ -233,7 +265,7 @@ class _Recomputed:
         return v
 
     def fill(self, src: Any) -> None:
-        if isinstance(src, _Recomputed):        # nested checkpoint: stays lazy
+        if isinstance(src, _Recomputed):  # nested checkpoint: stays lazy
             self._value = src
             return
         t = src.data
@@ -252,10 +284,12 @@ class _Recomputed:
             v.frame.recompute()
             return v._tensor()
         if v._storage.version != self.version:
-            raise RuntimeError("one of the variables needed for gradient computation has been "
-                               "modified by an inplace operation: a tensor recomputed by "
-                               "checkpoint is at version "
-                               f"{v._storage.version}; expected version {self.version} instead.")
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been "
+                "modified by an inplace operation: a tensor recomputed by "
+                "checkpoint is at version "
+                f"{v._storage.version}; expected version {self.version} instead."
+            )
         return v
 
     def values(self, node: Node, op_name: str, index: int) -> Tensor:
@@ -308,12 +342,18 @@ def _attach_placeholders(frame: _Frame, nodes: list[Node], outputs: Any) -> None
             frame.slots.append((ni, si, weakref.ref(ph)))
 
 
-def _checkpoint_without_reentrant(fn: Callable[..., Any], preserve_rng_state: bool,
-                                  context_fn: Callable[[], ContextPair], determinism_check: str,
-                                  args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _checkpoint_without_reentrant(
+    fn: Callable[..., Any],
+    preserve_rng_state: bool,
+    context_fn: Callable[[], ContextPair],
+    determinism_check: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
     if determinism_check not in ("default", "none"):
-        raise ValueError(f"determinism_check should be one of ['default', 'none'], but got "
-                         f"{determinism_check!r}")
+        raise ValueError(
+            f"determinism_check should be one of ['default', 'none'], but got {determinism_check!r}"
+        )
     forward_ctx, recompute_ctx = context_fn()
     if not is_grad_enabled():
         with forward_ctx:
@@ -332,12 +372,14 @@ def _checkpoint_without_reentrant(fn: Callable[..., Any], preserve_rng_state: bo
 # reentrant
 # ------------------------------------------------------------------------------------------
 
+
 class CheckpointFunction(Function):
     """PyTorch's reentrant checkpoint: one node that keeps the inputs and reruns fn."""
 
     @staticmethod
-    def forward(ctx: Any, run_function: Callable[..., Any], preserve_rng_state: bool,
-                *args: Any) -> Any:
+    def forward(
+        ctx: Any, run_function: Callable[..., Any], preserve_rng_state: bool, *args: Any
+    ) -> Any:
         ctx.run_function = run_function
         ctx.rng_state = _generator().get_state() if preserve_rng_state else None
         ctx.inputs = [None if isinstance(a, Tensor) else a for a in args]
@@ -348,6 +390,7 @@ class CheckpointFunction(Function):
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
         from ..autograd.api import backward
+
         inputs = list(ctx.inputs)
         for i, t in zip(ctx.tensor_indices, ctx.saved_tensors):
             inputs[i] = t
@@ -362,40 +405,52 @@ class CheckpointFunction(Function):
                 outs_with_grad.append(o)
                 grads_with.append(g)
         if not outs_with_grad:
-            raise RuntimeError("none of output has requires_grad=True, this checkpoint() is "
-                               "not necessary")
+            raise RuntimeError(
+                "none of output has requires_grad=True, this checkpoint() is not necessary"
+            )
         backward(outs_with_grad, grads_with)
-        return (None, None) + tuple(d._grad if isinstance(d, Tensor) else None
-                                    for d in detached)
+        return (None, None) + tuple(d._grad if isinstance(d, Tensor) else None for d in detached)
 
 
 # ------------------------------------------------------------------------------------------
 # public API
 # ------------------------------------------------------------------------------------------
 
-def checkpoint(function: Callable[..., Any], *args: Any, use_reentrant: bool = False,
-               context_fn: Callable[[], ContextPair] = noop_context_fn,
-               determinism_check: str = "default", debug: bool = False,
-               preserve_rng_state: bool = True, **kwargs: Any) -> Any:
+
+def checkpoint(
+    function: Callable[..., Any],
+    *args: Any,
+    use_reentrant: bool = False,
+    context_fn: Callable[[], ContextPair] = noop_context_fn,
+    determinism_check: str = "default",
+    debug: bool = False,
+    preserve_rng_state: bool = True,
+    **kwargs: Any,
+) -> Any:
     """`function(*args, **kwargs)`, keeping only the inputs for backward and recomputing
     the rest there (see the module docstring for the two schemes)."""
     if use_reentrant:
         if context_fn is not noop_context_fn or debug:
-            raise ValueError("Passing `context_fn` or `debug` is only supported when "
-                             "use_reentrant=False.")
+            raise ValueError(
+                "Passing `context_fn` or `debug` is only supported when use_reentrant=False."
+            )
         if kwargs:
             raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
-        if is_grad_enabled() and not any(isinstance(a, Tensor) and a._requires_grad
-                                         for a in args):
-            warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
-                          UserWarning, stacklevel=2)
+        if is_grad_enabled() and not any(isinstance(a, Tensor) and a._requires_grad for a in args):
+            warnings.warn(
+                "None of the inputs have requires_grad=True. Gradients will be None",
+                UserWarning,
+                stacklevel=2,
+            )
         return CheckpointFunction.apply(function, preserve_rng_state, *args)
-    return _checkpoint_without_reentrant(function, preserve_rng_state, context_fn,
-                                         determinism_check, args, kwargs)
+    return _checkpoint_without_reentrant(
+        function, preserve_rng_state, context_fn, determinism_check, args, kwargs
+    )
 
 
-def checkpoint_sequential(functions: Any, segments: int, input: Any,
-                          use_reentrant: bool = False, **kwargs: Any) -> Any:
+def checkpoint_sequential(
+    functions: Any, segments: int, input: Any, use_reentrant: bool = False, **kwargs: Any
+) -> Any:
     """Run `functions` (a list or a Sequential) in `segments` chunks, checkpointing all but
     the last chunk (PyTorch's split: len // segments per chunk, the rest in the last)."""
     preserve = kwargs.pop("preserve_rng_state", True)
@@ -412,6 +467,7 @@ def checkpoint_sequential(functions: Any, segments: int, input: Any,
             for j in range(start, end + 1):
                 x = functions[j](x)
             return x
+
         return forward
 
     segment_size = len(functions) // segments
@@ -419,14 +475,19 @@ def checkpoint_sequential(functions: Any, segments: int, input: Any,
     if segment_size > 0:
         for start in range(0, segment_size * (segments - 1), segment_size):
             end = start + segment_size - 1
-            input = checkpoint(run_function(start, end), input, use_reentrant=use_reentrant,
-                               preserve_rng_state=preserve)
+            input = checkpoint(
+                run_function(start, end),
+                input,
+                use_reentrant=use_reentrant,
+                preserve_rng_state=preserve,
+            )
     return run_function(end + 1, len(functions) - 1)(input)
 
 
 # ------------------------------------------------------------------------------------------
 # memory accounting
 # ------------------------------------------------------------------------------------------
+
 
 def _saved_entries(node: Node) -> Iterable[Any]:
     return getattr(node, "_saved", None) or ()

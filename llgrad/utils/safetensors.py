@@ -11,6 +11,7 @@ no bfloat16 (the dtype most checkpoints use) and because reading tensor by tenso
 straight into each tensor's own memory (`readinto`) keeps the peak at one copy of the
 weights; writing streams tensor by tensor.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,18 +24,30 @@ from ..tensor import Tensor
 
 __all__ = ["read", "write", "CODES"]
 
-CODES = {dt.bool_: "BOOL", dt.uint8: "U8", dt.int8: "I8", dt.int16: "I16",
-         dt.int32: "I32", dt.int64: "I64", dt.float16: "F16", dt.bfloat16: "BF16",
-         dt.float32: "F32", dt.float64: "F64", dt.complex64: "C64"}
+CODES = {
+    dt.bool_: "BOOL",
+    dt.uint8: "U8",
+    dt.int8: "I8",
+    dt.int16: "I16",
+    dt.int32: "I32",
+    dt.int64: "I64",
+    dt.float16: "F16",
+    dt.bfloat16: "BF16",
+    dt.float32: "F32",
+    dt.float64: "F64",
+    dt.complex64: "C64",
+}
 _DTYPES = {code: d for d, code in CODES.items()}
-_MAX_HEADER = 100 << 20       # the library's own limit on the JSON header
+_MAX_HEADER = 100 << 20  # the library's own limit on the JSON header
 
 
 def write(tensors: Any, f: BinaryIO, metadata: dict[str, str] | None = None) -> None:
     """Write a dict of named tensors (a state dict) to the binary file `f`."""
     if not isinstance(tensors, dict):
-        raise TypeError(f"save(format='safetensors'): expected a dict of named tensors "
-                        f"(a state dict), got {type(tensors).__name__}")
+        raise TypeError(
+            f"save(format='safetensors'): expected a dict of named tensors "
+            f"(a state dict), got {type(tensors).__name__}"
+        )
     header: dict[str, Any] = {}
     if metadata is not None:
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
@@ -44,28 +57,36 @@ def write(tensors: Any, f: BinaryIO, metadata: dict[str, str] | None = None) -> 
     items = []
     for name, t in tensors.items():
         if not isinstance(name, str):
-            raise TypeError(f"save(format='safetensors'): tensor names must be str, got "
-                            f"{name!r}")
+            raise TypeError(f"save(format='safetensors'): tensor names must be str, got {name!r}")
         if not isinstance(t, Tensor):
-            raise TypeError(f"save(format='safetensors'): {name!r} is a "
-                            f"{type(t).__name__}, not a tensor")
+            raise TypeError(
+                f"save(format='safetensors'): {name!r} is a {type(t).__name__}, not a tensor"
+            )
         if t._dtype not in CODES:
-            raise TypeError(f"save(format='safetensors'): {name!r} is {t._dtype.name}, "
-                            f"which safetensors has no code for (it stores "
-                            f"{', '.join(d.name for d in CODES)})")
+            raise TypeError(
+                f"save(format='safetensors'): {name!r} is {t._dtype.name}, "
+                f"which safetensors has no code for (it stores "
+                f"{', '.join(d.name for d in CODES)})"
+            )
         nbytes = t.numel() * t._dtype.itemsize
-        header[name] = {"dtype": CODES[t._dtype], "shape": list(t._shape),
-                        "data_offsets": [offset, offset + nbytes]}
+        header[name] = {
+            "dtype": CODES[t._dtype],
+            "shape": list(t._shape),
+            "data_offsets": [offset, offset + nbytes],
+        }
         offset += nbytes
         items.append(t)
     text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)             # the data starts 8-byte aligned
+    text += b" " * (-len(text) % 8)  # the data starts 8-byte aligned
     f.write(len(text).to_bytes(8, "little"))
     f.write(text)
-    for t in items:                              # one tensor at a time
+    for t in items:  # one tensor at a time
         if t.numel():
-            f.write(memoryview(np.ascontiguousarray(t.detach()._numpy_view()).reshape(-1)
-                               .view(np.uint8)))
+            f.write(
+                memoryview(
+                    np.ascontiguousarray(t.detach()._numpy_view()).reshape(-1).view(np.uint8)
+                )
+            )
 
 
 def read(f: BinaryIO) -> dict[str, Tensor]:
@@ -74,8 +95,9 @@ def read(f: BinaryIO) -> dict[str, Tensor]:
     start = f.tell()
     n = int.from_bytes(f.read(8), "little")
     if n > _MAX_HEADER:
-        raise ValueError(f"load: safetensors header of {n} bytes is larger than the "
-                         f"{_MAX_HEADER} allowed")
+        raise ValueError(
+            f"load: safetensors header of {n} bytes is larger than the {_MAX_HEADER} allowed"
+        )
     try:
         header = json.loads(f.read(n))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -92,19 +114,25 @@ def read(f: BinaryIO) -> dict[str, Tensor]:
             shape = tuple(info["shape"])
             begin, end = info["data_offsets"]
         except (KeyError, TypeError, ValueError):
-            raise ValueError(f"load: safetensors entry {name!r} is malformed or has a dtype "
-                             f"llgrad does not read: {info!r}") from None
-        if not all(isinstance(s, int) and s >= 0 for s in shape) or \
-                not (isinstance(begin, int) and isinstance(end, int)):
-            raise ValueError(f"load: safetensors entry {name!r} has an invalid shape or "
-                             f"offsets: {info!r}")
+            raise ValueError(
+                f"load: safetensors entry {name!r} is malformed or has a dtype "
+                f"llgrad does not read: {info!r}"
+            ) from None
+        if not all(isinstance(s, int) and s >= 0 for s in shape) or not (
+            isinstance(begin, int) and isinstance(end, int)
+        ):
+            raise ValueError(
+                f"load: safetensors entry {name!r} has an invalid shape or offsets: {info!r}"
+            )
         count = 1
         for s in shape:
             count *= s
         if end - begin != count * d.itemsize or begin < 0 or end > data_size:
-            raise ValueError(f"load: safetensors entry {name!r} ({info['dtype']} "
-                             f"{list(shape)}) does not fit bytes [{begin}, {end}) of the "
-                             f"{data_size} in the file")
+            raise ValueError(
+                f"load: safetensors entry {name!r} ({info['dtype']} "
+                f"{list(shape)}) does not fit bytes [{begin}, {end}) of the "
+                f"{data_size} in the file"
+            )
         entries.append((begin, name, d, shape))
     out: dict[str, Tensor] = {}
     for begin, name, d, shape in sorted(entries, key=lambda e: e[0]):
@@ -115,4 +143,4 @@ def read(f: BinaryIO) -> dict[str, Tensor]:
             if f.readinto(view) != len(view):
                 raise ValueError(f"load: the safetensors file ends inside {name!r}")
         out[name] = t
-    return {name: out[name] for name in header}          # the file's order
+    return {name: out[name] for name in header}  # the file's order

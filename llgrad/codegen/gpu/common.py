@@ -8,6 +8,7 @@ as parameters only the block's pointers (`Ptr` slots), in block order. So the sa
 lowering (`passes.lower`) that builds the CPU's argument blocks decides the GPU kernels'
 layouts, and a GPU kernel is specialized to its launch.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -20,8 +21,8 @@ from ..loops import I64
 from .kernel import GpuKernel
 
 I32 = ir.IntType(32)
-THREADS = 256                  # threads per block of elementwise and reduction kernels
-MAX_BLOCKS = 1 << 16           # grid-stride kernels never launch more blocks than this
+THREADS = 256  # threads per block of elementwise and reduction kernels
+MAX_BLOCKS = 1 << 16  # grid-stride kernels never launch more blocks than this
 
 
 @dataclass
@@ -82,8 +83,7 @@ def grid_for(total: int, threads: int = THREADS) -> Geometry:
     return Geometry(max(1, min(MAX_BLOCKS, -(-total // threads))), threads)
 
 
-def decompose(b: ir.IRBuilder, flat: ir.Value, sizes: Sequence[int], total: int
-              ) -> list[ir.Value]:
+def decompose(b: ir.IRBuilder, flat: ir.Value, sizes: Sequence[int], total: int) -> list[ir.Value]:
     """`flat`'s multi-index over `sizes` (row-major), as int64s; 32-bit arithmetic when
     `total` fits (64-bit division is a long sequence on the GPU)."""
     narrow = total < (1 << 31)

@@ -6,6 +6,7 @@ decomposes the flat index into the multi-index, and evaluates the same scalar DA
 CPU kernel (`codegen.elementwise.evaluate`). Consecutive threads take consecutive
 innermost indices, so contiguous operands are read and written in coalesced runs.
 """
+
 from __future__ import annotations
 
 from ...schedule.elementwise import ElementwiseKernel, out_dtypes

@@ -8,6 +8,7 @@ as arrays. Tests compare it with the CPU path (`CompiledGraph`) to check the GPU
 indexing, reduction trees and phases without a GPU; `LLGRAD_CUDA_EMULATE=1` runs whole
 programs on the same host functions through the CUDA runtime's emulated device.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -29,9 +30,26 @@ def np_dtype(d: Any) -> Any:
     return np.uint16 if d is bfloat16 else d.np
 
 
-def host_gemm(dtype: str, transa: bool, transb: bool, m: int, n: int, k: int, alpha: float,
-              a: int, lda: int, stride_a: int, b: int, ldb: int, stride_b: int, beta: float,
-              c: int, ldc: int, stride_c: int, batch: int) -> None:
+def host_gemm(
+    dtype: str,
+    transa: bool,
+    transb: bool,
+    m: int,
+    n: int,
+    k: int,
+    alpha: float,
+    a: int,
+    lda: int,
+    stride_a: int,
+    b: int,
+    ldb: int,
+    stride_b: int,
+    beta: float,
+    c: int,
+    ldc: int,
+    stride_c: int,
+    batch: int,
+) -> None:
     """cuBLAS's `gemmStridedBatched` on host addresses (column-major), with NumPy."""
     t = np.dtype(dtype)
     size = t.itemsize
@@ -63,13 +81,14 @@ class EmulatedGraph:
 
     def __init__(self, graph: Any):
         from ..target import get_target
+
         self.graph = graph
         self.lowered: Lowered = lower_graph(graph, "host", "emu")
         module = self.lowered.module
         compiled = get_target().compile(module.ir_text, module.symbols, name="gpu_emulated")
-        self._compiled = compiled            # keeps the code alive
+        self._compiled = compiled  # keeps the code alive
         self._functions = {s: _HOST_KERNEL(compiled.addresses[s]) for s in module.symbols}
-        self.errors: list[tuple[Any, int, int]] = []   # set by each call (`_read_errors`)
+        self.errors: list[tuple[Any, int, int]] = []  # set by each call (`_read_errors`)
 
     def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
         program, plan = self.lowered.program, self.lowered.plan
@@ -92,8 +111,7 @@ class EmulatedGraph:
             if buf.kind == "const":
                 c = consts.get(id(buf))
                 if c is None:
-                    c = consts[id(buf)] = np.frombuffer(bytearray(buf.payload or b"\0"),
-                                                         np.uint8)
+                    c = consts[id(buf)] = np.frombuffer(bytearray(buf.payload or b"\0"), np.uint8)
                 return c.ctypes.data
             return arena_base + buf.offset
 
@@ -128,19 +146,33 @@ class EmulatedGraph:
 
     def _launch(self, step: KernelLaunch, address: Callable[[Ptr], int]) -> None:
         params = (ctypes.c_int64 * max(1, len(step.params)))(
-            *[address(p) + EMULATED_DEVICE_OFFSET for p in step.params])
+            *[address(p) + EMULATED_DEVICE_OFFSET for p in step.params]
+        )
         g = step.geometry
         dims = (ctypes.c_int64 * 7)(g.blocks, 1, 1, g.threads, 1, 1, g.shared)
         self._functions[step.symbol](ctypes.addressof(params), ctypes.addressof(dims))
 
     def _gemm(self, step: GemmStep, address: Callable[[Ptr], int]) -> None:
         for call in step.calls:
-            host_gemm(step.dtype, call["transa"], call["transb"], call["m"], call["n"],
-                      call["k"], call["alpha"], address(call["a"]) + call["a_off"],
-                      call["lda"], call["stride_a"], address(call["b"]) + call["b_off"],
-                      call["ldb"], call["stride_b"], call["beta"],
-                      address(call["c"]) + call["c_off"], call["ldc"], call["stride_c"],
-                      call["batch"])
+            host_gemm(
+                step.dtype,
+                call["transa"],
+                call["transb"],
+                call["m"],
+                call["n"],
+                call["k"],
+                call["alpha"],
+                address(call["a"]) + call["a_off"],
+                call["lda"],
+                call["stride_a"],
+                address(call["b"]) + call["b_off"],
+                call["ldb"],
+                call["stride_b"],
+                call["beta"],
+                address(call["c"]) + call["c_off"],
+                call["ldc"],
+                call["stride_c"],
+                call["batch"],
+            )
         if step.epilogue is not None:
             self._launch(step.epilogue, address)
-

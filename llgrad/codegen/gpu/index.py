@@ -63,6 +63,7 @@ Atomics are relaxed (monotonic) at device scope (`atom.relaxed.gpu` in the PTX).
 it does not know; every mode, index dtype, rank and element dtype of the CPU generator
 has a GPU kernel.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -79,12 +80,13 @@ from .common import Block, Geometry, decompose, grid_for
 from .kernel import GpuKernel, grid_stride
 
 I8, I16, I32 = ir.IntType(8), ir.IntType(16), ir.IntType(32)
-NONZERO_THREADS = 1024        # one block: the prefix sum over the whole input
-NONZERO_ITEMS = 8             # consecutive elements a thread takes per chunk
+NONZERO_THREADS = 1024  # one block: the prefix sum over the whole input
+NONZERO_ITEMS = 8  # consecutive elements a thread takes per chunk
 
 
 def _unsupported(msg: str) -> Exception:
     from .program import UnsupportedOnGpu
+
     return UnsupportedOnGpu(msg)
 
 
@@ -112,6 +114,7 @@ def build(k: GpuKernel, launch: Launch) -> None:
 # gather / put / scatter_add / offset / check
 # --------------------------------------------------------------------------------------
 
+
 def _total(block: list, rank: int) -> int:
     n = max(0, int(block[1]) - int(block[0]))
     for d in range(1, rank):
@@ -138,7 +141,7 @@ def _build_index(k: GpuKernel, spec: IndexKernel, block: list[Any]) -> None:
     err = blk.ptr(lay["err"])
     mode = spec.mode
     if mode == "offset":
-        x: ir.Value = blk.int(lay["x"])       # the base linear index, an integer
+        x: ir.Value = blk.int(lay["x"])  # the base linear index, an integer
     elif mode == "check":
         x = None
     else:
@@ -147,11 +150,18 @@ def _build_index(k: GpuKernel, spec: IndexKernel, block: list[Any]) -> None:
     indices = []
     for j, d in enumerate(spec.index_dtypes):
         s = lay["index"] + j * lay["index_size"]
-        indices.append((blk.ptr(s), blk.value(s + 1), blk.value(s + 2),
-                        [blk.value(s + 3 + q) for q in range(rank)], INDEX_TYPES[d.name]))
+        indices.append(
+            (
+                blk.ptr(s),
+                blk.value(s + 1),
+                blk.value(s + 2),
+                [blk.value(s + 3 + q) for q in range(rank)],
+                INDEX_TYPES[d.name],
+            )
+        )
     scalar = LLVMScalar(b)
     word = None
-    if mode == "scatter_add":         # a scratch slot for the CAS loop's element bits
+    if mode == "scatter_add":  # a scratch slot for the CAS loop's element bits
         word = k._entry_alloca(I64, 2, "bits")
         word.type = ir.PointerType()  # (untyped: it holds i8, i16 or half values)
 
@@ -171,12 +181,15 @@ def _build_index(k: GpuKernel, spec: IndexKernel, block: list[Any]) -> None:
         any_bad = I1(0)
         first_k, first_raw = I64(-1), I64(0)
         for j, (ptr, size, dimstride, istrides, etype) in enumerate(indices):
-            raw = b.load(b.gep(ptr, [dot(index, istrides)], inbounds=True,
-                               source_etype=etype), typ=etype, name=f"raw{j}")
+            raw = b.load(
+                b.gep(ptr, [dot(index, istrides)], inbounds=True, source_etype=etype),
+                typ=etype,
+                name=f"raw{j}",
+            )
             if etype != I64:
                 raw = b.sext(raw, I64)
             wrapped = b.select(b.icmp_signed("<", raw, I64(0)), b.add(raw, I64(size)), raw)
-            bad = b.icmp_unsigned(">=", wrapped, I64(size))       # catches < 0 too
+            bad = b.icmp_unsigned(">=", wrapped, I64(size))  # catches < 0 too
             is_first = b.and_(bad, b.not_(any_bad))
             first_k = b.select(is_first, I64(j), first_k)
             first_raw = b.select(is_first, raw, first_raw)
@@ -190,7 +203,7 @@ def _build_index(k: GpuKernel, spec: IndexKernel, block: list[Any]) -> None:
                 _act(k, spec, scalar, x, data, off, doff, word)
 
     if total == 0:
-        return                        # (no point: nothing to read, write or check)
+        return  # (no point: nothing to read, write or check)
     with k.threads():
         grid_stride(k, I64(total), point)
 
@@ -214,8 +227,16 @@ def _record_error(k: GpuKernel, err: ir.Value, raw: ir.Value, which: ir.Value) -
             b.store(which, b.gep(err, [I64(2)], inbounds=True, source_etype=I64))
 
 
-def _act(k: GpuKernel, spec: IndexKernel, s: LLVMScalar, x: ir.Value, data: ir.Value,
-         off: ir.Value, doff: ir.Value, word: ir.Value | None) -> None:
+def _act(
+    k: GpuKernel,
+    spec: IndexKernel,
+    s: LLVMScalar,
+    x: ir.Value,
+    data: ir.Value,
+    off: ir.Value,
+    doff: ir.Value,
+    word: ir.Value | None,
+) -> None:
     b = k.b
     mode = spec.mode
     if mode == "check":
@@ -223,9 +244,9 @@ def _act(k: GpuKernel, spec: IndexKernel, s: LLVMScalar, x: ir.Value, data: ir.V
     if mode == "offset":
         b.store(b.add(x, off), b.gep(data, [doff], inbounds=True, source_etype=I64))
         return
-    if spec.dtype is None:                     # raw moves: gather, put without a cast
+    if spec.dtype is None:  # raw moves: gather, put without a cast
         src, dst = ((x, off), (data, doff)) if mode == "gather" else ((data, doff), (x, off))
-        if spec.width == 16:                    # two 8-byte halves (8-aligned buffers)
+        if spec.width == 16:  # two 8-byte halves (8-aligned buffers)
             for half in (0, 1):
                 at_s = b.add(b.mul(src[1], I64(2)), I64(half))
                 at_d = b.add(b.mul(dst[1], I64(2)), I64(half))
@@ -237,8 +258,9 @@ def _act(k: GpuKernel, spec: IndexKernel, s: LLVMScalar, x: ir.Value, data: ir.V
         b.store(v, b.gep(dst[0], [dst[1]], inbounds=True, source_etype=t))
         return
     d, sd = spec.dtype, spec.src_dtype
-    value = s.cast(s.load(b.gep(data, [doff], inbounds=True, source_etype=memory_type(sd)),
-                          sd, name="v"), d)
+    value = s.cast(
+        s.load(b.gep(data, [doff], inbounds=True, source_etype=memory_type(sd)), sd, name="v"), d
+    )
     target = b.gep(x, [off], inbounds=True, source_etype=memory_type(d))
     if mode == "put":
         s.store(value, target)
@@ -246,8 +268,7 @@ def _act(k: GpuKernel, spec: IndexKernel, s: LLVMScalar, x: ir.Value, data: ir.V
     _atomic_add(k, s, target, value, word)
 
 
-def _atomic_add(k: GpuKernel, s: LLVMScalar, target: ir.Value, value: Any,
-                word: ir.Value) -> None:
+def _atomic_add(k: GpuKernel, s: LLVMScalar, target: ir.Value, value: Any, word: ir.Value) -> None:
     """`*target += value` atomically (see the module docstring for each dtype)."""
     b = k.b
     d = value.dtype
@@ -295,6 +316,7 @@ def _atomic_add(k: GpuKernel, s: LLVMScalar, target: ir.Value, value: Any,
 # nonzero
 # --------------------------------------------------------------------------------------
 
+
 def _build_nonzero(k: GpuKernel, spec: NonzeroKernel, block: list[Any]) -> None:
     blk = Block(k, block)
     r = spec.rank
@@ -316,8 +338,7 @@ def _build_nonzero(k: GpuKernel, spec: NonzeroKernel, block: list[Any]) -> None:
         for c, st in zip(coords, xs):
             if st:
                 off = b.add(off, b.mul(c, I64(st)))
-        return _truthy(s, b.gep(x, [off], inbounds=True, source_etype=mtype),
-                       spec.dtype), coords
+        return _truthy(s, b.gep(x, [off], inbounds=True, source_etype=mtype), spec.dtype), coords
 
     T = NONZERO_THREADS
     if spec.phase == "count":
@@ -325,18 +346,16 @@ def _build_nonzero(k: GpuKernel, spec: NonzeroKernel, block: list[Any]) -> None:
         counts = k.shared(I64, T, "counts")
         with k.threads():
             count.set(I64(0))
-            _strided(k, n, T, lambda p: count.set(
-                b.add(count.get(), b.zext(element(p)[0], I64))))
+            _strided(k, n, T, lambda p: count.set(b.add(count.get(), b.zext(element(p)[0], I64))))
             b.store(count.get(), b.gep(counts, [k.tid], inbounds=True, source_etype=I64))
         k.barrier()
-        with k.single():              # thread 0 adds the 1024 counts (in thread order)
+        with k.single():  # thread 0 adds the 1024 counts (in thread order)
             total = k._entry_alloca(I64, 1, "total")
             b.store(I64(0), total)
             with for_range(b, I64(0), I64(T), name="sum") as t:
                 c = b.load(b.gep(counts, [t], inbounds=True, source_etype=I64), typ=I64)
                 b.store(b.add(b.load(total, typ=I64), c), total)
-            b.store(b.load(total, typ=I64), b.gep(out, [I64(0)], inbounds=True,
-                                                  source_etype=I64))
+            b.store(b.load(total, typ=I64), b.gep(out, [I64(0)], inbounds=True, source_etype=I64))
         return
 
     cap = blk.value(2 * r + 2)
@@ -350,8 +369,9 @@ def _build_nonzero(k: GpuKernel, spec: NonzeroKernel, block: list[Any]) -> None:
     def run(lo: ir.Value, body) -> None:
         """body(truthy, coords) for each of this thread's items of the chunk at `lo`."""
         first = b.add(lo, b.mul(k.tid, I64(items)))
-        stop = b.select(b.icmp_signed("<", b.add(first, I64(items)), I64(n)),
-                        b.add(first, I64(items)), I64(n))
+        stop = b.select(
+            b.icmp_signed("<", b.add(first, I64(items)), I64(n)), b.add(first, I64(items)), I64(n)
+        )
         with for_range(b, first, stop, name="item") as p:
             hit, coords = element(p)
             body(hit, coords)
@@ -369,22 +389,21 @@ def _build_nonzero(k: GpuKernel, spec: NonzeroKernel, block: list[Any]) -> None:
             b.store(counts.get(), b.gep(scan[0], [k.tid], inbounds=True, source_etype=I64))
         k.barrier()
         src = 0
-        for st in steps:              # inclusive Hillis-Steele scan, ping-pong buffers
+        for st in steps:  # inclusive Hillis-Steele scan, ping-pong buffers
             with k.threads():
-                here = b.load(b.gep(scan[src], [k.tid], inbounds=True, source_etype=I64),
-                              typ=I64)
+                here = b.load(b.gep(scan[src], [k.tid], inbounds=True, source_etype=I64), typ=I64)
                 has = b.icmp_unsigned(">=", k.tid, I64(st))
                 at = b.select(has, b.sub(k.tid, I64(st)), I64(0))
-                left = b.load(b.gep(scan[src], [at], inbounds=True, source_etype=I64),
-                              typ=I64)
-                b.store(b.add(here, b.select(has, left, I64(0))),
-                        b.gep(scan[1 - src], [k.tid], inbounds=True, source_etype=I64))
+                left = b.load(b.gep(scan[src], [at], inbounds=True, source_etype=I64), typ=I64)
+                b.store(
+                    b.add(here, b.select(has, left, I64(0))),
+                    b.gep(scan[1 - src], [k.tid], inbounds=True, source_etype=I64),
+                )
             k.barrier()
             src = 1 - src
         start = b.load(base, typ=I64)
         with k.threads():
-            incl = b.load(b.gep(scan[src], [k.tid], inbounds=True, source_etype=I64),
-                          typ=I64)
+            incl = b.load(b.gep(scan[src], [k.tid], inbounds=True, source_etype=I64), typ=I64)
             row = k._entry_alloca(I64, 1, "row")
             b.store(b.add(start, b.sub(incl, counts.get())), row)
 
@@ -396,10 +415,9 @@ def _build_nonzero(k: GpuKernel, spec: NonzeroKernel, block: list[Any]) -> None:
                     b.store(b.add(at, I64(1)), row)
 
             run(lo, write)
-        last = b.load(b.gep(scan[src], [I64(T - 1)], inbounds=True, source_etype=I64),
-                      typ=I64)
+        last = b.load(b.gep(scan[src], [I64(T - 1)], inbounds=True, source_etype=I64), typ=I64)
         b.store(b.add(start, last), base)
-        k.barrier()                   # everyone has read the scan before the next chunk
+        k.barrier()  # everyone has read the scan before the next chunk
     total = b.load(base, typ=I64)
     with k.threads():
         _strided(k, cap, T, lambda q: _pad(b, out, q, total, r))

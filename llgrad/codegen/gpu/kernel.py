@@ -28,6 +28,7 @@ Two lowerings of the same calls:
 Blocks are one-dimensional (`ntid.x` threads, a multiple of 32 up to `MAX_THREADS`); the
 grid is one-dimensional too (`nctaid.x` blocks, at most 2^31 - 1).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -41,7 +42,7 @@ I1, I8, I32 = ir.IntType(1), ir.IntType(8), ir.IntType(32)
 F32, F64 = ir.FloatType(), ir.DoubleType()
 MAX_THREADS = 1024
 WARP = 32
-GLOBAL, SHARED = 1, 3             # NVPTX address spaces
+GLOBAL, SHARED = 1, 3  # NVPTX address spaces
 MODES = ("ptx", "host")
 # The grid emulator's device addresses are host addresses plus this offset (2^47: past
 # the end of x86-64 user space), so host code that reads a device pointer as if it were
@@ -93,8 +94,9 @@ class GpuKernel:
         self._tid: ir.Value | None = None
         if mode == "ptx":
             from . import libdevice
+
             if libdevice.enabled():
-                module.gpu_math = libdevice.emit          # (read by codegen.mathlib.emit)
+                module.gpu_math = libdevice.emit  # (read by codegen.mathlib.emit)
             fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64] * params), name=name)
             fn.calling_convention = "ptx_kernel"
             for i, a in enumerate(fn.args):
@@ -193,8 +195,9 @@ class GpuKernel:
         if self._in_threads and self.mode == "host":
             raise AssertionError(f"{self.name}: a barrier inside a thread phase")
         if self.mode == "ptx":
-            fn = _intrinsic(self.module, "llvm.nvvm.barrier.cta.sync.aligned.all",
-                            ir.VoidType(), [I32])
+            fn = _intrinsic(
+                self.module, "llvm.nvvm.barrier.cta.sync.aligned.all", ir.VoidType(), [I32]
+            )
             self.b.call(fn, [I32(0)])
 
     @contextlib.contextmanager
@@ -226,16 +229,18 @@ class GpuKernel:
             g.linkage = "internal"
             g.initializer = ir.Constant(ir.ArrayType(typ, count), ir.Undefined)
             g.align = 16
-            first = self.b.gep(g, [I64(0), I64(0)], inbounds=True,
-                               source_etype=ir.ArrayType(typ, count))
-            first.type = ir.PointerType(addrspace=SHARED)     # an opaque pointer
+            first = self.b.gep(
+                g, [I64(0), I64(0)], inbounds=True, source_etype=ir.ArrayType(typ, count)
+            )
+            first.type = ir.PointerType(addrspace=SHARED)  # an opaque pointer
             return first
         return self._entry_alloca(typ, count, label)
 
     # -- reductions across the block --------------------------------------------------------
 
-    def block_reduce(self, values: Sequence[Private], combine: Combine,
-                     identity: Sequence[ir.Value]) -> list[ir.Value]:
+    def block_reduce(
+        self, values: Sequence[Private], combine: Combine, identity: Sequence[ir.Value]
+    ) -> list[ir.Value]:
         """Combine every thread's private `values` into uniform results (outside phases).
 
         `combine(a, b)` merges two tuples of values (it must be associative; the order in
@@ -249,8 +254,9 @@ class GpuKernel:
             return self._host_reduce(values, combine, identity)
         return self._ptx_reduce(values, combine, identity)
 
-    def _host_reduce(self, values: Sequence[Private], combine: Combine,
-                     identity: Sequence[ir.Value]) -> list[ir.Value]:
+    def _host_reduce(
+        self, values: Sequence[Private], combine: Combine, identity: Sequence[ir.Value]
+    ) -> list[ir.Value]:
         acc = [self._entry_alloca(v.type, 1, "acc") for v in values]
         for slot, init in zip(acc, identity):
             self.b.store(init, slot)
@@ -261,8 +267,9 @@ class GpuKernel:
                 self.b.store(value, slot)
         return [self.b.load(slot, typ=v.type) for slot, v in zip(acc, values)]
 
-    def _ptx_reduce(self, values: Sequence[Private], combine: Combine,
-                    identity: Sequence[ir.Value]) -> list[ir.Value]:
+    def _ptx_reduce(
+        self, values: Sequence[Private], combine: Combine, identity: Sequence[ir.Value]
+    ) -> list[ir.Value]:
         b = self.b
         lane = b.and_(self.tid, I64(WARP - 1))
         warp = b.lshr(self.tid, I64(5))
@@ -276,17 +283,26 @@ class GpuKernel:
         self.barrier()
         with b.if_then(b.icmp_unsigned("==", warp, I64(0))):
             present = b.icmp_unsigned("<", lane, warps)
-            mine = [b.select(present, b.load(b.gep(s, [b.select(present, lane, I64(0))],
-                                                   inbounds=True, source_etype=v.type),
-                                             typ=v.type), init)
-                    for s, v, init in zip(slots, vals, identity)]
+            mine = [
+                b.select(
+                    present,
+                    b.load(
+                        b.gep(
+                            s, [b.select(present, lane, I64(0))], inbounds=True, source_etype=v.type
+                        ),
+                        typ=v.type,
+                    ),
+                    init,
+                )
+                for s, v, init in zip(slots, vals, identity)
+            ]
             total = self._warp_tree(mine, combine)
             with b.if_then(b.icmp_unsigned("==", lane, I64(0))):
                 for s, v in zip(slots, total):
                     b.store(v, s)
         self.barrier()
         out = [b.load(s, typ=v.type) for s, v in zip(slots, vals)]
-        self.barrier()            # every thread has read slot 0 before the slots are reused
+        self.barrier()  # every thread has read slot 0 before the slots are reused
         return out
 
     def _warp_tree(self, vals: list[ir.Value], combine: Combine) -> list[ir.Value]:

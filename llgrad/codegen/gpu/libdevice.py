@@ -11,6 +11,7 @@ emulated transcendentals can differ from the GPU's in their last bits.
 The bitcode is found at $LLGRAD_LIBDEVICE, in a CUDA toolkit ($CUDA_HOME,
 /usr/local/cuda), or in the `nvidia-nvvm`/`nvidia-cuda-nvcc` or Triton wheels.
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,18 +24,30 @@ from llvmlite import ir
 ENV = "LLGRAD_GPU_MATH"
 # llgrad math function -> libdevice's (float, double) names
 FUNCTIONS = {
-    "exp": ("__nv_expf", "__nv_exp"), "exp2": ("__nv_exp2f", "__nv_exp2"),
-    "expm1": ("__nv_expm1f", "__nv_expm1"), "log": ("__nv_logf", "__nv_log"),
-    "log2": ("__nv_log2f", "__nv_log2"), "log10": ("__nv_log10f", "__nv_log10"),
-    "log1p": ("__nv_log1pf", "__nv_log1p"), "sin": ("__nv_sinf", "__nv_sin"),
-    "cos": ("__nv_cosf", "__nv_cos"), "tan": ("__nv_tanf", "__nv_tan"),
-    "tanh": ("__nv_tanhf", "__nv_tanh"), "erf": ("__nv_erff", "__nv_erf"),
-    "erfc": ("__nv_erfcf", "__nv_erfc"), "atan": ("__nv_atanf", "__nv_atan"),
-    "asin": ("__nv_asinf", "__nv_asin"), "acos": ("__nv_acosf", "__nv_acos"),
-    "sinh": ("__nv_sinhf", "__nv_sinh"), "cosh": ("__nv_coshf", "__nv_cosh"),
-    "asinh": ("__nv_asinhf", "__nv_asinh"), "acosh": ("__nv_acoshf", "__nv_acosh"),
-    "atanh": ("__nv_atanhf", "__nv_atanh"), "lgamma": ("__nv_lgammaf", "__nv_lgamma"),
-    "pow": ("__nv_powf", "__nv_pow"), "atan2": ("__nv_atan2f", "__nv_atan2"),
+    "exp": ("__nv_expf", "__nv_exp"),
+    "exp2": ("__nv_exp2f", "__nv_exp2"),
+    "expm1": ("__nv_expm1f", "__nv_expm1"),
+    "log": ("__nv_logf", "__nv_log"),
+    "log2": ("__nv_log2f", "__nv_log2"),
+    "log10": ("__nv_log10f", "__nv_log10"),
+    "log1p": ("__nv_log1pf", "__nv_log1p"),
+    "sin": ("__nv_sinf", "__nv_sin"),
+    "cos": ("__nv_cosf", "__nv_cos"),
+    "tan": ("__nv_tanf", "__nv_tan"),
+    "tanh": ("__nv_tanhf", "__nv_tanh"),
+    "erf": ("__nv_erff", "__nv_erf"),
+    "erfc": ("__nv_erfcf", "__nv_erfc"),
+    "atan": ("__nv_atanf", "__nv_atan"),
+    "asin": ("__nv_asinf", "__nv_asin"),
+    "acos": ("__nv_acosf", "__nv_acos"),
+    "sinh": ("__nv_sinhf", "__nv_sinh"),
+    "cosh": ("__nv_coshf", "__nv_cosh"),
+    "asinh": ("__nv_asinhf", "__nv_asinh"),
+    "acosh": ("__nv_acoshf", "__nv_acosh"),
+    "atanh": ("__nv_atanhf", "__nv_atanh"),
+    "lgamma": ("__nv_lgammaf", "__nv_lgamma"),
+    "pow": ("__nv_powf", "__nv_pow"),
+    "atan2": ("__nv_atan2f", "__nv_atan2"),
 }
 
 
@@ -52,8 +65,10 @@ def find() -> str | None:
     roots = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
     patterns = [os.path.join(r, "nvvm/libdevice/libdevice*.bc") for r in roots if r]
     for site in sys.path:
-        patterns += [os.path.join(site, "nvidia/*/nvvm/libdevice/libdevice*.bc"),
-                     os.path.join(site, "triton/backends/nvidia/lib/libdevice*.bc")]
+        patterns += [
+            os.path.join(site, "nvidia/*/nvvm/libdevice/libdevice*.bc"),
+            os.path.join(site, "triton/backends/nvidia/lib/libdevice*.bc"),
+        ]
     for pattern in patterns:
         hits = sorted(glob.glob(pattern))
         if hits:
@@ -80,12 +95,13 @@ def link(module: object) -> None:
     """Link libdevice into a parsed module (`llvmlite.binding.ModuleRef`) that calls it,
     every libdevice function internal (the optimizer then drops the unused ones)."""
     import llvmlite.binding as llvm
+
     path = find()
     if path is None:
         raise FileNotFoundError("libdevice.10.bc not found (set LLGRAD_LIBDEVICE)")
     with open(path, "rb") as f:
         lib = llvm.parse_bitcode(f.read())
-    lib.triple = module.triple          # (libdevice says nvptx64-nvidia-gpulibs)
+    lib.triple = module.triple  # (libdevice says nvptx64-nvidia-gpulibs)
     lib.data_layout = module.data_layout
     module.link_in(lib)
     for fn in module.functions:

@@ -8,6 +8,7 @@ operand is one strided-batched call; other batches are one call per element. An 
 (bias, activation: an elementwise expression whose input 0 is C's element) runs after the
 gemms as one elementwise kernel over `[batch, n, m]`.
 """
+
 from __future__ import annotations
 
 import struct
@@ -47,8 +48,12 @@ class _Layout:
     def operand(self, x: str) -> tuple[Any, list[int], int, int]:
         s = self.slots[x] if x in self.slots else x
         v = self.block
-        return (v[s], [int(v[s + 1 + d]) for d in range(self.rank)], int(v[s + 1 + self.rank]),
-                int(v[s + 2 + self.rank]))
+        return (
+            v[s],
+            [int(v[s + 1 + d]) for d in range(self.rank)],
+            int(v[s + 1 + self.rank]),
+            int(v[s + 2 + self.rank]),
+        )
 
     def batch_offsets(self, t: int, strides: list[int]) -> int:
         off = 0
@@ -79,54 +84,91 @@ def _uniform(lay: _Layout, strides: list[list[int]]) -> list[int] | None:
 def plan(launch: Launch, module: ir.Module, symbol: str, mode: str):
     """The gemm calls of a matmul launch, and its epilogue kernel (in `module`)."""
     from .program import GemmStep
+
     spec: MatmulKernel = launch.spec
     if spec.dtype.name not in ("float32", "float64"):
         from .program import UnsupportedOnGpu
-        raise UnsupportedOnGpu(f"matmul of {spec.dtype} has no GPU kernel yet (float32 and "
-                               f"float64 run on cuBLAS)")
+
+        raise UnsupportedOnGpu(
+            f"matmul of {spec.dtype} has no GPU kernel yet (float32 and float64 run on cuBLAS)"
+        )
     lay = _Layout(launch)
     size = spec.dtype.itemsize
     (pc, bc, c_row, _), (pa, ba, a_row, a_col), (pb, bb, b_row, b_col) = (
-        lay.operand("c"), lay.operand("a"), lay.operand("b"))
+        lay.operand("c"),
+        lay.operand("a"),
+        lay.operand("b"),
+    )
     lda = a_col if lay.a_t else a_row
     ldb = b_col if lay.b_t else b_row
     # cuBLAS checks leading dimensions even where a dimension of size 1 never uses them
-    rows_b = lay.k if lay.b_t else lay.m        # op(B)'s column-major storage rows
+    rows_b = lay.k if lay.b_t else lay.m  # op(B)'s column-major storage rows
     rows_a = lay.n if lay.a_t else lay.k
     ldb = max(ldb, rows_b, 1) if (lay.m if lay.b_t else lay.k) == 1 or ldb < rows_b else ldb
     lda = max(lda, rows_a, 1) if (lay.k if lay.a_t else lay.n) == 1 or lda < rows_a else lda
     ldc = max(c_row, lay.m, 1)
-    common = {"transa": bool(lay.b_t), "transb": bool(lay.a_t), "m": lay.m, "n": lay.n,
-              "k": lay.k, "alpha": lay.alpha, "beta": 0.0, "a": pb, "lda": ldb,
-              "b": pa, "ldb": lda, "c": pc, "ldc": ldc}
+    common = {
+        "transa": bool(lay.b_t),
+        "transb": bool(lay.a_t),
+        "m": lay.m,
+        "n": lay.n,
+        "k": lay.k,
+        "alpha": lay.alpha,
+        "beta": 0.0,
+        "a": pb,
+        "lda": ldb,
+        "b": pa,
+        "ldb": lda,
+        "c": pc,
+        "ldc": ldc,
+    }
     steps = _uniform(lay, [bb, ba, bc])
     calls = []
     if steps is not None:
         first = [lay.batch_offsets(lay.lo, st) for st in (bb, ba, bc)]
-        calls.append(dict(common, a_off=first[0] * size, b_off=first[1] * size,
-                          c_off=first[2] * size, stride_a=steps[0], stride_b=steps[1],
-                          stride_c=steps[2], batch=lay.hi - lay.lo))
+        calls.append(
+            dict(
+                common,
+                a_off=first[0] * size,
+                b_off=first[1] * size,
+                c_off=first[2] * size,
+                stride_a=steps[0],
+                stride_b=steps[1],
+                stride_c=steps[2],
+                batch=lay.hi - lay.lo,
+            )
+        )
     else:
         for t in range(lay.lo, lay.hi):
             offs = [lay.batch_offsets(t, st) for st in (bb, ba, bc)]
-            calls.append(dict(common, a_off=offs[0] * size, b_off=offs[1] * size,
-                              c_off=offs[2] * size, stride_a=0, stride_b=0, stride_c=0,
-                              batch=1))
+            calls.append(
+                dict(
+                    common,
+                    a_off=offs[0] * size,
+                    b_off=offs[1] * size,
+                    c_off=offs[2] * size,
+                    stride_a=0,
+                    stride_b=0,
+                    stride_c=0,
+                    batch=1,
+                )
+            )
     epilogue = None
     if spec.epilogue is not None:
         epilogue = _epilogue(module, launch, lay, f"{symbol}_epilogue", mode)
     return GemmStep(spec.dtype.name, calls, epilogue, launch.what)
 
 
-def _epilogue(module: ir.Module, launch: Launch, lay: _Layout, symbol: str,
-              mode: str) -> KernelLaunch:
+def _epilogue(
+    module: ir.Module, launch: Launch, lay: _Layout, symbol: str, mode: str
+) -> KernelLaunch:
     spec: MatmulKernel = launch.spec
     expr = spec.epilogue
     outs = out_dtypes(expr)
     n_out = len(outs)
     operands = [lay.operand("c")] + [
-        lay.operand(lay.epilogue_slot + q * (lay.rank + 3))
-        for q in range(spec.n_epilogue_operands)]
+        lay.operand(lay.epilogue_slot + q * (lay.rank + 3)) for q in range(spec.n_epilogue_operands)
+    ]
     # kernel parameter order: C, then the epilogue operands (outputs first)
     params = [op[0] for op in operands]
     sizes = [lay.hi - lay.lo, lay.n, lay.m]
@@ -144,8 +186,8 @@ def _epilogue(module: ir.Module, launch: Launch, lay: _Layout, symbol: str,
             off = b.add(off, b.add(b.mul(i, I64(row)), b.mul(j, I64(col))))
             offsets.append(off)
         s._index = flat
-        at = list(zip(ptrs, offsets))        # C, the outputs, inputs 1..
-        load_evaluate_store(s, expr, at[:1] + at[1 + n_out:], at[1:1 + n_out])
+        at = list(zip(ptrs, offsets))  # C, the outputs, inputs 1..
+        load_evaluate_store(s, expr, at[:1] + at[1 + n_out :], at[1 : 1 + n_out])
 
     with k.threads():
         grid_stride(k, I64(total), item)
@@ -153,8 +195,7 @@ def _epilogue(module: ir.Module, launch: Launch, lay: _Layout, symbol: str,
     return KernelLaunch(symbol, grid_for(total), params, f"epilogue of {launch.what}")
 
 
-def _batch_offset_ir(b: ir.IRBuilder, lay: _Layout, t: ir.Value, strides: list[int]
-                     ) -> ir.Value:
+def _batch_offset_ir(b: ir.IRBuilder, lay: _Layout, t: ir.Value, strides: list[int]) -> ir.Value:
     off: ir.Value = I64(0)
     rest = t
     for d in range(lay.rank - 1, -1, -1):

@@ -7,6 +7,7 @@ steps a call runs in order: `KernelLaunch`es (symbol, grid, pointer parameters) 
 kernel of its own). Every kernel family's generator reads the same argument block the
 CPU kernel would (`codegen.gpu.common`).
 """
+
 from __future__ import annotations
 
 import os
@@ -36,8 +37,10 @@ class GemmStep:
     what: str = ""
 
     def __str__(self) -> str:
-        shapes = ", ".join(f"{c['m']}x{c['n']}x{c['k']}" + (f" x{c['batch']}" if c["batch"] > 1
-                                                            else "") for c in self.calls)
+        shapes = ", ".join(
+            f"{c['m']}x{c['n']}x{c['k']}" + (f" x{c['batch']}" if c["batch"] > 1 else "")
+            for c in self.calls
+        )
         tail = f"; then {self.epilogue}" if self.epilogue is not None else ""
         return f"cuBLAS {self.dtype} gemm ({shapes}) ({self.what}){tail}"
 
@@ -53,17 +56,20 @@ def _families() -> dict[type, Any]:
     out: dict[type, Any] = {ElementwiseKernel: elementwise}
     try:
         from . import reduce
+
         out[ReduceKernel] = reduce
     except ImportError:
         pass
     try:
         from . import row
+
         out[RowKernel] = row
     except ImportError:
         pass
     try:
         from ...schedule.index import IndexKernel, NonzeroKernel
         from . import index
+
         out[IndexKernel] = index
         out[NonzeroKernel] = index
     except ImportError:
@@ -100,15 +106,17 @@ def emit(program: Program, mode: str, name: str = "graph") -> GpuModule:
             continue
         family = families.get(type(launch.spec))
         if family is None:
-            raise UnsupportedOnGpu(f"{type(launch.spec).__name__} launches ({launch.what}) "
-                                   f"have no GPU kernel yet")
+            raise UnsupportedOnGpu(
+                f"{type(launch.spec).__name__} launches ({launch.what}) have no GPU kernel yet"
+            )
         steps.append(kernel_launch(module, launch, family, symbol, mode))
         symbols.append(symbol)
     return GpuModule(str(module), steps, mode, symbols)
 
 
-def kernel_launch(module: ir.Module, launch: Launch, family: Any, symbol: str,
-                  mode: str) -> KernelLaunch:
+def kernel_launch(
+    module: ir.Module, launch: Launch, family: Any, symbol: str, mode: str
+) -> KernelLaunch:
     """Build `launch`'s kernel with `family`'s generator; its launch record."""
     geometry: Geometry = family.geometry(launch)
     params = pointer_params(launch.block)
@@ -149,9 +157,11 @@ def lower_graph(graph: Any, mode: str, name: str | None = None) -> Lowered:
     from ...passes import fusion as fusion_pass
     from ...passes import lower as lower_pass
     from ...passes import memory as memory_pass
+
     fusion = fusion_pass.fuse(graph)
-    program = lower_pass.lower(fusion, PIECES, lambda n, m, k, d: False, None,
-                               lambda d: False, MIN_WORK)
+    program = lower_pass.lower(
+        fusion, PIECES, lambda n, m, k, d: False, None, lambda d: False, MIN_WORK
+    )
     views = {}
     for v, r in fusion.views.items():
         b = program.node_buffers.get(r.base)

@@ -9,6 +9,7 @@ floor, sqrt, ...), which NVPTX lowers to single instructions, so no libdevice is
 `nvidia-cuda-nvcc` wheel's, or a CUDA toolkit's on PATH) and returns its resource report
 (registers, shared and local bytes per kernel); `find_ptxas()` says where it is.
 """
+
 from __future__ import annotations
 
 import functools
@@ -46,6 +47,7 @@ def to_ptx(ir_text: str, arch: str = DEFAULT_ARCH) -> str:
         module.data_layout = str(machine.target_data)
         if "__nv_" in ir_text:
             from .libdevice import link
+
             link(module)
         module.verify()
         pto = llvm.create_pipeline_tuning_options(speed_level=3)
@@ -75,15 +77,19 @@ def ptxas(ptx: str, arch: str = DEFAULT_ARCH) -> dict[str, dict[str, int]]:
     FileNotFoundError when no ptxas is installed."""
     exe = find_ptxas()
     if exe is None:
-        raise FileNotFoundError("ptxas not found: pip install nvidia-cuda-nvcc, or put a CUDA "
-                                "toolkit's bin on PATH, or set LLGRAD_PTXAS")
+        raise FileNotFoundError(
+            "ptxas not found: pip install nvidia-cuda-nvcc, or put a CUDA "
+            "toolkit's bin on PATH, or set LLGRAD_PTXAS"
+        )
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "k.ptx")
         with open(path, "w") as f:
             f.write(ptx)
-        done = subprocess.run([exe, "-v", f"--gpu-name={arch}", path, "-o",
-                               os.path.join(tmp, "k.cubin")],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [exe, "-v", f"--gpu-name={arch}", path, "-o", os.path.join(tmp, "k.cubin")],
+            capture_output=True,
+            text=True,
+        )
     if done.returncode != 0:
         raise RuntimeError(f"ptxas --gpu-name={arch} rejected the PTX:\n{done.stderr[-4000:]}")
     report: dict[str, dict[str, int]] = {}

@@ -37,6 +37,7 @@ among equal values, NaN first), so partial results may meet in any order. A prol
 evaluated where the element is loaded and its side outputs are stored there: every element
 of the reduced input is visited exactly once in every mapping.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -55,10 +56,10 @@ from ..scalar import FLAGS, SV, LLVMScalar, component_type, llvm_type, memory_ty
 from .common import MAX_BLOCKS, THREADS, Block, Geometry, decompose
 from .kernel import MAX_THREADS, WARP, GpuKernel, grid_stride
 
-SHORT_ROW = 32            # rows this short get a thread per output, not a block
-FILL_BLOCKS = 264         # about two blocks per multiprocessor of an H100/H200
+SHORT_ROW = 32  # rows this short get a thread per output, not a block
+FILL_BLOCKS = 264  # about two blocks per multiprocessor of an H100/H200
 BIG_INDEX = (1 << 63) - 1
-UNROLL = 4                # elements a thread loads before combining them
+UNROLL = 4  # elements a thread loads before combining them
 
 
 @dataclass
@@ -82,18 +83,19 @@ class _Plan:
     outs: list[_Dim]
     red: list[_Dim]
     n_outputs: int
-    n_reduced: int            # the reduced space (the chunked loop counted at chunk_step)
-    chunk_size: int           # the chunked loop's full size (partial mode), else 0
+    n_reduced: int  # the reduced space (the chunked loop counted at chunk_step)
+    chunk_size: int  # the chunked loop's full size (partial mode), else 0
     chunk_step: int
-    per_thread: bool          # thread per output (else block per output)
-    width: int                # W: outputs per tile (thread per output)
-    slices: int               # S: slices of the reduced space (thread per output)
+    per_thread: bool  # thread per output (else block per output)
+    width: int  # W: outputs per tile (thread per output)
+    slices: int  # S: slices of the reduced space (thread per output)
     threads: int
     blocks: int
 
 
 def _unsupported(what: str) -> Exception:
     from .program import UnsupportedOnGpu
+
     return UnsupportedOnGpu(f"reduce kernel: {what}")
 
 
@@ -112,16 +114,17 @@ def _plan(launch: Launch) -> _Plan:
     if spec.inner is not None:
         st[0][-1] = spec.inner
     ost = [int(v[sl.out_strides + d]) for d in range(r)]
-    ist = [int(v[sl.index_strides + d]) for d in range(r)] if sl.index_strides >= 0 \
-        else [0] * r
+    ist = [int(v[sl.index_strides + d]) for d in range(r)] if sl.index_strides >= 0 else [0] * r
     lo, hi = int(v[0]), int(v[1])
 
     def dim(d: int, start: int = 0, count: int | None = None) -> _Dim:
-        return _Dim(start, sizes[d] if count is None else count,
-                    tuple(s[d] for s in st), ost[d], ist[d])
+        return _Dim(
+            start, sizes[d] if count is None else count, tuple(s[d] for s in st), ost[d], ist[d]
+        )
 
-    kept_outer = [d for d in range(r) if not spec.reduced[d]
-                  and not (spec.is_column and d == r - 1)]
+    kept_outer = [
+        d for d in range(r) if not spec.reduced[d] and not (spec.is_column and d == r - 1)
+    ]
     red_loops = [d for d in range(r) if spec.reduced[d]]
     outs: list[_Dim] = []
     chunk_size = chunk_step = 0
@@ -131,8 +134,16 @@ def _plan(launch: Launch) -> _Plan:
         if chunk_step <= 0:
             raise _unsupported(f"chunk step {chunk_step}")
         c = spec.chunk
-        outs.append(_Dim(lo, max(0, hi - lo), tuple(chunk_step * s[c] for s in st),
-                         int(v[sl.chunk_stride]), chunk_step * ist[c], is_chunk=True))
+        outs.append(
+            _Dim(
+                lo,
+                max(0, hi - lo),
+                tuple(chunk_step * s[c] for s in st),
+                int(v[sl.chunk_stride]),
+                chunk_step * ist[c],
+                is_chunk=True,
+            )
+        )
         outs += [dim(d) for d in kept_outer]
         if spec.is_column:
             outs.append(dim(r - 1))
@@ -143,7 +154,7 @@ def _plan(launch: Launch) -> _Plan:
             m = sizes[r - 1]
             if kept_outer:
                 outs.append(dim(r - 1))
-            else:                    # the split loop is over column blocks of col_width
+            else:  # the split loop is over column blocks of col_width
                 cw = int(v[sl.col_width])
                 first, last = min(lo * cw, m), min(hi * cw, m)
                 outs.append(dim(r - 1, first, max(0, last - first)))
@@ -177,8 +188,20 @@ def _plan(launch: Launch) -> _Plan:
         cap = THREADS if n_out >= 4 * FILL_BLOCKS else MAX_THREADS
         threads = max(WARP, min(cap, -(-n_red // (UNROLL * WARP)) * WARP))
         blocks = max(1, min(MAX_BLOCKS, n_out))
-    return _Plan(spec, outs, red, n_out, n_red, chunk_size, chunk_step, per_thread, width,
-                 slices, threads, blocks)
+    return _Plan(
+        spec,
+        outs,
+        red,
+        n_out,
+        n_red,
+        chunk_size,
+        chunk_step,
+        per_thread,
+        width,
+        slices,
+        threads,
+        blocks,
+    )
 
 
 def geometry(launch: Launch) -> Geometry:
@@ -191,6 +214,7 @@ def geometry(launch: Launch) -> Geometry:
 # --------------------------------------------------------------------------------------
 # Code generation
 # --------------------------------------------------------------------------------------
+
 
 def _identity(op: str, d: DType) -> list[ir.Value]:
     """The accumulator's starting value (a pair for complex dtypes)."""
@@ -224,8 +248,9 @@ class _Emitter:
         blk = Block(k, launch.block)
         sl = Slots(spec)
         r = spec.rank
-        self.ptrs = [blk.ptr(sl.in_ptr)] + [blk.ptr(sl.extra_inputs + j * (1 + r))
-                                            for j in range(spec.n_extra)]
+        self.ptrs = [blk.ptr(sl.in_ptr)] + [
+            blk.ptr(sl.extra_inputs + j * (1 + r)) for j in range(spec.n_extra)
+        ]
         self.out_ptr = blk.ptr(sl.out_ptr)
         self.out_index_ptr = blk.ptr(sl.out_index_ptr) if sl.out_index_ptr >= 0 else None
         self.in_index_ptr = blk.ptr(sl.in_index_ptr) if sl.in_index_ptr >= 0 else None
@@ -273,16 +298,17 @@ class _Emitter:
         in combine mode, its partial's index."""
         spec, s, b = self.spec, self.s, self.b
         dtypes = spec.prologue.in_dtypes if spec.prologue is not None else [spec.in_dtype]
-        loaded = [s.load(b.gep(self.ptrs[j], [offs[j]], inbounds=True,
-                               source_etype=memory_type(d)), d)
-                  for j, d in enumerate(dtypes)]
+        loaded = [
+            s.load(b.gep(self.ptrs[j], [offs[j]], inbounds=True, source_etype=memory_type(d)), d)
+            for j, d in enumerate(dtypes)
+        ]
         if spec.is_arg and spec.mode == "combine":
-            index = b.load(b.gep(self.in_index_ptr, [offs[0]], inbounds=True,
-                                 source_etype=I64), typ=I64)
+            index = b.load(
+                b.gep(self.in_index_ptr, [offs[0]], inbounds=True, source_etype=I64), typ=I64
+            )
         return loaded, index
 
-    def value(self, loaded: list[SV], index: ir.Value, offs: list[ir.Value]
-              ) -> list[ir.Value]:
+    def value(self, loaded: list[SV], index: ir.Value, offs: list[ir.Value]) -> list[ir.Value]:
         """One loaded element as an accumulator-shaped list (the value in the wide dtype,
         the flat index for arg ops); a prologue is evaluated here and its side outputs
         are stored at `offs`."""
@@ -295,8 +321,9 @@ class _Emitter:
                 if y.dtype is not d:
                     y = s.cast(y, d)
                 at = self.n_in + j
-                s.store(y, b.gep(self.ptrs[at], [offs[at]], inbounds=True,
-                                 source_etype=memory_type(d)))
+                s.store(
+                    y, b.gep(self.ptrs[at], [offs[at]], inbounds=True, source_etype=memory_type(d))
+                )
             if x.dtype is not spec.in_dtype:
                 x = s.cast(x, spec.in_dtype)
         x = s.cast(x, self.wide)
@@ -306,8 +333,9 @@ class _Emitter:
         return vals
 
     # -- outputs ---------------------------------------------------------------------------
-    def output_base(self, o: ir.Value) -> tuple[list[ir.Value], ir.Value, ir.Value,
-                                                 ir.Value | None]:
+    def output_base(
+        self, o: ir.Value
+    ) -> tuple[list[ir.Value], ir.Value, ir.Value, ir.Value | None]:
         """Output `o`'s input offsets (per pointer), output offset, flat-index base and, in
         partial mode, how many iterations its chunk has left in the chunked loop."""
         b, p = self.b, self.plan
@@ -315,8 +343,11 @@ class _Emitter:
         offs = [I64(0)] * n
         out_off, index = I64(0), I64(0)
         left = None
-        idx = decompose(b, o, [x.count for x in p.outs], max(p.n_outputs, 1)) \
-            if len(p.outs) > 1 else [o]
+        idx = (
+            decompose(b, o, [x.count for x in p.outs], max(p.n_outputs, 1))
+            if len(p.outs) > 1
+            else [o]
+        )
         for x, i in zip(p.outs, idx):
             if x.start:
                 i = b.add(i, I64(x.start))
@@ -336,15 +367,22 @@ class _Emitter:
             b.store(acc[1], b.gep(self.out_ptr, [out_off], inbounds=True, source_etype=I64))
             return
         v = SV(tuple(acc[:2]) if self.wide.is_complex else acc[0], self.wide)
-        s.store(s.cast(v, spec.out_dtype), b.gep(self.out_ptr, [out_off], inbounds=True,
-                                                 source_etype=memory_type(spec.out_dtype)))
+        s.store(
+            s.cast(v, spec.out_dtype),
+            b.gep(self.out_ptr, [out_off], inbounds=True, source_etype=memory_type(spec.out_dtype)),
+        )
         if spec.is_arg:
-            b.store(acc[1], b.gep(self.out_index_ptr, [out_off], inbounds=True,
-                                  source_etype=I64))
+            b.store(acc[1], b.gep(self.out_index_ptr, [out_off], inbounds=True, source_etype=I64))
 
     # -- the reduced space -----------------------------------------------------------------
-    def reduce_range(self, first: ir.Value, step: int, offs: list[ir.Value],
-                     index: ir.Value, left: ir.Value | None) -> list[ir.Value]:
+    def reduce_range(
+        self,
+        first: ir.Value,
+        step: int,
+        offs: list[ir.Value],
+        index: ir.Value,
+        left: ir.Value | None,
+    ) -> list[ir.Value]:
         """This thread's accumulator over flat reduced indices `first, first + step, ...`."""
         b, p = self.b, self.plan
         red = p.red
@@ -355,21 +393,24 @@ class _Emitter:
         guard_dim = -1
         if left is not None:
             c = next(j for j, x in enumerate(red) if x.is_chunk)
-            if c == 0:      # the chunk cuts the flat space short: a smaller bound
-                n0 = b.select(b.icmp_signed("<", left, I64(red[0].count)), left,
-                              I64(red[0].count))
+            if c == 0:  # the chunk cuts the flat space short: a smaller bound
+                n0 = b.select(b.icmp_signed("<", left, I64(red[0].count)), left, I64(red[0].count))
                 n0 = b.select(b.icmp_signed("<", n0, I64(0)), I64(0), n0)
                 bound = b.mul(n0, I64(inner))
             else:
                 guard_dim = c
 
         def locate(j: ir.Value) -> tuple[list[ir.Value], list[ir.Value], ir.Value]:
-            idx = decompose(b, j, [x.count for x in red], max(p.n_reduced, 1)) \
-                if len(red) > 1 else [j]
+            idx = (
+                decompose(b, j, [x.count for x in red], max(p.n_reduced, 1))
+                if len(red) > 1
+                else [j]
+            )
             eoffs, eindex = list(offs), index
             for x, i in zip(red, idx):
-                eoffs = [b.add(a, b.mul(i, I64(s))) if s else a
-                         for a, s in zip(eoffs, x.in_strides)]
+                eoffs = [
+                    b.add(a, b.mul(i, I64(s))) if s else a for a, s in zip(eoffs, x.in_strides)
+                ]
                 if x.index_stride:
                     eindex = b.add(eindex, b.mul(i, I64(x.index_stride)))
             return idx, eoffs, eindex
@@ -388,7 +429,7 @@ class _Emitter:
                     cur = self.merge(cur, self.value(loaded, eindex, eoffs))
                 upd.extend(cur)
             acc = upd
-            start = j           # the header's index at the exit: the first pass not taken
+            start = j  # the header's index at the exit: the first pass not taken
         with accumulate(b, start, bound, acc, "j", I64(step)) as (j, cur, upd):
             idx, eoffs, eindex = locate(j)
             if guard_dim < 0:
@@ -434,9 +475,11 @@ class _Emitter:
         k, b, p = self.k, self.b, self.plan
         w, n_slices = p.width, p.slices
         if n_slices == 1:
+
             def one(o: ir.Value) -> None:
                 offs, out_off, index, left = self.output_base(o)
                 self.store(self.reduce_range(I64(0), 1, offs, index, left), out_off)
+
             with k.threads():
                 grid_stride(k, I64(p.n_outputs), one)
             return
@@ -464,14 +507,17 @@ class _Emitter:
             k.barrier()
             with k.threads() as tid:
                 o = b.add(first, tid)
-                mine = b.and_(b.icmp_unsigned("<", tid, I64(w)),
-                              b.icmp_signed("<", o, I64(p.n_outputs)))
+                mine = b.and_(
+                    b.icmp_unsigned("<", tid, I64(w)), b.icmp_signed("<", o, I64(p.n_outputs))
+                )
                 with b.if_then(mine):
                     total = None
                     for s_ in range(n_slices):
                         at = b.add(tid, I64(s_ * w))
-                        vals = [b.load(b.gep(sh, [at], inbounds=True, source_etype=ty), typ=ty)
-                                for sh, ty in zip(shared, self.acc_types)]
+                        vals = [
+                            b.load(b.gep(sh, [at], inbounds=True, source_etype=ty), typ=ty)
+                            for sh, ty in zip(shared, self.acc_types)
+                        ]
                         total = vals if total is None else self.merge(total, vals)
                     _, out_off, _, _ = self.output_base(o)
                     self.store(total, out_off)

@@ -38,6 +38,7 @@ Mapping:
 Launches this generator refuses raise `program.UnsupportedOnGpu`: complex dtypes, sums of
 bool values, and column sums whose row range does not start on a piece boundary.
 """
+
 from __future__ import annotations
 
 import os
@@ -61,13 +62,14 @@ F64 = ir.DoubleType()
 # the most threads a row block grows to for long rows (LLGRAD_GPU_ROW_THREADS lowers it:
 # fewer threads per row, more rows in flight per multiprocessor, fewer values in registers)
 ROW_THREADS_CAP = min(MAX_THREADS, int(os.environ.get("LLGRAD_GPU_ROW_THREADS", MAX_THREADS)))
-PRIVATE_WORDS = 64          # most 32-bit registers of cached values per thread (<= 256 threads)
-PRIVATE_WORDS_WIDE = 32     # ... in blocks of 1024 threads (64 registers each at most)
-MAX_UNROLL = 16             # most columns per thread whose code is unrolled
+PRIVATE_WORDS = 64  # most 32-bit registers of cached values per thread (<= 256 threads)
+PRIVATE_WORDS_WIDE = 32  # ... in blocks of 1024 threads (64 registers each at most)
+MAX_UNROLL = 16  # most columns per thread whose code is unrolled
 
 
 def _unsupported(msg: str) -> Exception:
     from .program import UnsupportedOnGpu
+
     return UnsupportedOnGpu(msg)
 
 
@@ -76,12 +78,12 @@ class _Layout:
     """How a launch maps onto the grid (shared by `geometry` and `build`)."""
 
     threads: int
-    cpt: int                     # columns per thread
+    cpt: int  # columns per thread
     blocks: int
-    pieces: bool                 # blocks are the lowering's pieces (column sums)
-    unroll: bool                 # a thread's columns are unrolled (privates are possible)
-    colsum_private: bool         # column sums accumulate in registers over the rows
-    cached: tuple[int, ...]      # full refs a later pass re-reads from registers
+    pieces: bool  # blocks are the lowering's pieces (column sums)
+    unroll: bool  # a thread's columns are unrolled (privates are possible)
+    colsum_private: bool  # column sums accumulate in registers over the rows
+    cached: tuple[int, ...]  # full refs a later pass re-reads from registers
     step: int
 
 
@@ -109,8 +111,9 @@ def _reread(spec: RowKernel, pl: RowPlan) -> tuple[int, ...]:
 def _check(spec: RowKernel, pl: RowPlan) -> None:
     for d in pl.dtypes:
         if d.is_complex:
-            raise _unsupported(f"row kernel with {d.name} values: no GPU row kernel for "
-                               f"complex dtypes")
+            raise _unsupported(
+                f"row kernel with {d.name} values: no GPU row kernel for complex dtypes"
+            )
     for node in spec.expr.nodes:
         if node.op == "sum" and pl.dtypes[node.args[0]] is dt.bool_:
             raise _unsupported("row kernel: a sum of bool values has no GPU row kernel")
@@ -146,13 +149,14 @@ def _layout(launch: Launch) -> _Layout:
         if step <= 0:
             step = max(1, rows)
         if lo % step:
-            raise _unsupported(f"row kernel: column sums over rows [{lo}, {hi}) that do not "
-                               f"start on a piece boundary (step {step})")
+            raise _unsupported(
+                f"row kernel: column sums over rows [{lo}, {hi}) that do not "
+                f"start on a piece boundary (step {step})"
+            )
         blocks = max(1, -(-rows // step))
     else:
         blocks = max(1, min(rows, MAX_BLOCKS))
-    return _Layout(threads, cpt, blocks, bool(columns), unroll, colsum_private,
-                   tuple(cached), step)
+    return _Layout(threads, cpt, blocks, bool(columns), unroll, colsum_private, tuple(cached), step)
 
 
 def geometry(launch: Launch) -> Geometry:
@@ -183,8 +187,8 @@ class _RowGpu:
             self.rs.append(blk.value(slot + 1))
             inner = self.spec.inner[j]
             self.cs.append(inner if inner is not None else blk.value(slot + 2))
-        self.cache: dict[tuple[int, int], Private] = {}       # (ref, column slot)
-        self.colacc: dict[tuple[int, int], Private] = {}      # (output k, column slot)
+        self.cache: dict[tuple[int, int], Private] = {}  # (ref, column slot)
+        self.colacc: dict[tuple[int, int], Private] = {}  # (output k, column slot)
         self.piece: ir.Value | None = None
 
     # -- addresses and values ---------------------------------------------------------------
@@ -201,8 +205,7 @@ class _RowGpu:
             return rows[ref]
         if ref < self.n_in:
             d = self.spec.expr.in_dtypes[ref]
-            v = self.s.load(self.at(self.n_out + ref, row, None, memory_type(d)), d,
-                            name=f"r{ref}")
+            v = self.s.load(self.at(self.n_out + ref, row, None, memory_type(d)), d, name=f"r{ref}")
         else:
             node = self.spec.expr.nodes[ref - self.n_in]
             assert node.op not in REDUCTIONS, "a reduction's value comes from its pass"
@@ -219,8 +222,16 @@ class _RowGpu:
             return False
         return all(self.ready(a, rows) for a in node.args)
 
-    def full_value(self, ref: int, p: int, slot: int, row: ir.Value, col: ir.Value,
-                   rows: dict[int, SV], here: dict[int, SV]) -> SV:
+    def full_value(
+        self,
+        ref: int,
+        p: int,
+        slot: int,
+        row: ir.Value,
+        col: ir.Value,
+        rows: dict[int, SV],
+        here: dict[int, SV],
+    ) -> SV:
         """`ref` at column `col` (this thread's column slot `slot`) in pass `p`."""
         pl = self.plan
         if pl.is_row[ref]:
@@ -233,12 +244,12 @@ class _RowGpu:
             v = SV(cached.get(), pl.dtypes[ref])
         elif ref < self.n_in:
             d = self.spec.expr.in_dtypes[ref]
-            v = self.s.load(self.at(self.n_out + ref, row, col, memory_type(d)), d,
-                            name=f"x{ref}")
+            v = self.s.load(self.at(self.n_out + ref, row, col, memory_type(d)), d, name=f"x{ref}")
         else:
             node = self.spec.expr.nodes[ref - self.n_in]
-            v = apply_node(self.s, node, [self.full_value(a, p, slot, row, col, rows, here)
-                                          for a in node.args])
+            v = apply_node(
+                self.s, node, [self.full_value(a, p, slot, row, col, rows, here) for a in node.args]
+            )
         here[ref] = v
         return v
 
@@ -290,19 +301,21 @@ class _RowGpu:
                             self.colacc[(j, slot)].set(zero)
                         else:
                             b.store(zero, self.partial(j, col))
+
                 self.each_column(clear)
             k.barrier()
             loop = for_range(b, first, last, "row")
         else:
-            loop = for_range(b, b.add(I64(self.lo), k.ctaid), I64(self.hi), "row",
-                             step=k.nctaid)
+            loop = for_range(b, b.add(I64(self.lo), k.ctaid), I64(self.hi), "row", step=k.nctaid)
         with loop as row:
             self.row_body(row)
         if lay.pieces and lay.colsum_private:
             with k.threads():
+
                 def write(slot: int, col: ir.Value) -> None:
                     for j, _ in columns:
                         b.store(self.colacc[(j, slot)].get(), self.partial(j, col))
+
                 self.each_column(write)
 
     def row_body(self, row: ir.Value) -> None:
@@ -321,21 +334,32 @@ class _RowGpu:
     def one_pass(self, p: int, row: ir.Value, rows: dict[int, SV]) -> None:
         expr, pl, k, b, s = self.spec.expr, self.plan, self.k, self.b, self.s
         n_in = self.n_in
-        for ref in range(n_in + len(expr.nodes)):       # row values, in uniform code
+        for ref in range(n_in + len(expr.nodes)):  # row values, in uniform code
             if pl.is_row[ref] and ref not in rows and self.ready(ref, rows):
                 self.row_value(ref, row, rows)
-        reductions = [n_in + j for j, n in enumerate(expr.nodes)
-                      if n.op in REDUCTIONS and pl.level[n.args[0]] == p]
-        stores = [(j, o) for j, o in enumerate(expr.outputs)
-                  if not pl.is_row[o] and not pl.is_column[o] and pl.level[o] == p]
-        columns = [(j, o) for j, o in enumerate(expr.outputs)
-                   if pl.is_column[o] and pl.level[o] == p]
+        reductions = [
+            n_in + j
+            for j, n in enumerate(expr.nodes)
+            if n.op in REDUCTIONS and pl.level[n.args[0]] == p
+        ]
+        stores = [
+            (j, o)
+            for j, o in enumerate(expr.outputs)
+            if not pl.is_row[o] and not pl.is_column[o] and pl.level[o] == p
+        ]
+        columns = [
+            (j, o) for j, o in enumerate(expr.outputs) if pl.is_column[o] and pl.level[o] == p
+        ]
         caches = [r for r in self.lay.cached if pl.level[r] == p]
         ops = [expr.nodes[r - n_in].op for r in reductions]
-        wide = [_acc_dtypes(op, pl.dtypes[expr.nodes[r - n_in].args[0]])[1]
-                for op, r in zip(ops, reductions)]
-        narrow = [_acc_dtypes(op, pl.dtypes[expr.nodes[r - n_in].args[0]])[0]
-                  for op, r in zip(ops, reductions)]
+        wide = [
+            _acc_dtypes(op, pl.dtypes[expr.nodes[r - n_in].args[0]])[1]
+            for op, r in zip(ops, reductions)
+        ]
+        narrow = [
+            _acc_dtypes(op, pl.dtypes[expr.nodes[r - n_in].args[0]])[0]
+            for op, r in zip(ops, reductions)
+        ]
         idents = [_identity(op, w) for op, w in zip(ops, wide)]
         accs = [k.private(idents[i].type, f"acc{r}") for i, r in enumerate(reductions)]
 
@@ -353,8 +377,7 @@ class _RowGpu:
                     priv = self.cache[(ref, slot)] = k.private(v.value.type, f"c{ref}_{slot}")
                 priv.set(v.value)
             for j, o in columns:
-                x = self.full_value(expr.nodes[o - n_in].args[0], p, slot, row, col, rows,
-                                    here)
+                x = self.full_value(expr.nodes[o - n_in].args[0], p, slot, row, col, rows, here)
                 x64 = s.cast(x, dt.float64).value
                 if self.lay.colsum_private:
                     acc = self.colacc[(j, slot)]
@@ -363,8 +386,7 @@ class _RowGpu:
                     at = self.partial(j, col)
                     b.store(b.fadd(b.load(at, typ=F64), x64, flags=FLAGS), at)
             for r, op, nd, wd, acc in zip(reductions, ops, narrow, wide, accs):
-                x = self.full_value(expr.nodes[r - n_in].args[0], p, slot, row, col, rows,
-                                    here)
+                x = self.full_value(expr.nodes[r - n_in].args[0], p, slot, row, col, rows, here)
                 x = s.cast(s.cast(x, nd), wd) if op == "sum" else s.cast(x, wd)
                 acc.set(self.combine(op, acc.get(), x.value, wd))
 
@@ -373,8 +395,10 @@ class _RowGpu:
                 acc.set(init)
             self.each_column(column)
         if reductions:
+
             def merge(a: list[ir.Value], v: list[ir.Value]) -> list[ir.Value]:
                 return [self.combine(op, x, y, wd) for op, wd, x, y in zip(ops, wide, a, v)]
+
             totals = k.block_reduce(accs, merge, idents)
             for r, wd, t in zip(reductions, wide, totals):
                 rows[r] = s.cast(SV(t, wd), pl.dtypes[r])

@@ -1,5 +1,6 @@
 """Activation modules: thin wrappers over `nn.functional`, with PyTorch's constructor
 arguments, attributes, parameters (PReLU's `weight`) and reprs."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -40,8 +41,7 @@ class GELU(Module):
     def __init__(self, approximate: str = "none") -> None:
         super().__init__()
         if approximate not in ("none", "tanh"):
-            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got "
-                             f"{approximate!r}")
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
         self.approximate = approximate
 
     def forward(self, input: Tensor) -> Tensor:
@@ -112,6 +112,7 @@ class Softmax2d(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         from .._activations import softmax2d_check
+
         softmax2d_check(input)
         return F.softmax(input, -3)
 
@@ -185,20 +186,30 @@ class Softplus(Module):
 class Hardtanh(Module):
     """x clamped to [min_val, max_val] (no gradient at the bounds)."""
 
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0,
-                 inplace: bool = False, min_value: float | None = None,
-                 max_value: float | None = None) -> None:
+    def __init__(
+        self,
+        min_val: float = -1.0,
+        max_val: float = 1.0,
+        inplace: bool = False,
+        min_value: float | None = None,
+        max_value: float | None = None,
+    ) -> None:
         super().__init__()
         if min_value is not None or max_value is not None:
             import warnings
-            warnings.warn("keyword argument `min_value`/`max_value` is deprecated and will be "
-                          "removed in future release. Please use `min_val`/`max_val` instead.",
-                          FutureWarning, stacklevel=2)
+
+            warnings.warn(
+                "keyword argument `min_value`/`max_value` is deprecated and will be "
+                "removed in future release. Please use `min_val`/`max_val` instead.",
+                FutureWarning,
+                stacklevel=2,
+            )
             min_val = min_val if min_value is None else min_value
             max_val = max_val if max_value is None else max_value
         if min_val > max_val:
-            raise ValueError(f"Hardtanh: min_val ({min_val}) cannot be greater than max_val "
-                             f"({max_val})")
+            raise ValueError(
+                f"Hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})"
+            )
         self.min_val = min_val
         self.max_val = max_val
         self.inplace = inplace
@@ -318,8 +329,9 @@ class RReLU(Module):
     """Randomized leaky ReLU: random slopes from U(lower, upper) for x <= 0 in training,
     their mean (lower + upper) / 2 in evaluation (llgrad's random stream, not PyTorch's)."""
 
-    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
-                 inplace: bool = False) -> None:
+    def __init__(
+        self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False
+    ) -> None:
         super().__init__()
         self.lower = lower
         self.upper = upper
@@ -350,8 +362,13 @@ class PReLU(Module):
     """max(0, x) + weight * min(0, x) with a learnable `weight` of `num_parameters`
     elements (1, or one per input channel), initialized to `init`."""
 
-    def __init__(self, num_parameters: int = 1, init: float = 0.25, device: Any = None,
-                 dtype: DType | None = None) -> None:
+    def __init__(
+        self,
+        num_parameters: int = 1,
+        init: float = 0.25,
+        device: Any = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__()
         check_device(device, "PReLU")
         self.num_parameters = num_parameters

@@ -1,4 +1,5 @@
 """`MultiheadAttention`, with PyTorch's parameters, initialization and call conventions."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -26,15 +27,27 @@ class MultiheadAttention(Module):
     `add_zero_attn` appends a key and value of zeros; the masks get an unmasked column for
     each (the attention weights have S + 1 or S + 2 columns), as PyTorch's."""
 
-    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
-                 add_bias_kv: bool = False, add_zero_attn: bool = False,
-                 kdim: int | None = None, vdim: int | None = None, batch_first: bool = False,
-                 device: Any = None, dtype: DType | None = None) -> None:
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        add_bias_kv: bool = False,
+        add_zero_attn: bool = False,
+        kdim: int | None = None,
+        vdim: int | None = None,
+        batch_first: bool = False,
+        device: Any = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__()
         check_device(device, "MultiheadAttention")
         if embed_dim <= 0 or num_heads <= 0:
-            raise ValueError(f"embed_dim and num_heads must be greater than 0, got "
-                             f"embed_dim={embed_dim} and num_heads={num_heads} instead")
+            raise ValueError(
+                f"embed_dim and num_heads must be greater than 0, got "
+                f"embed_dim={embed_dim} and num_heads={num_heads} instead"
+            )
         if embed_dim % num_heads:
             raise AssertionError("embed_dim must be divisible by num_heads")
         self.embed_dim = embed_dim
@@ -83,24 +96,39 @@ class MultiheadAttention(Module):
         if self.bias_v is not None:
             init.xavier_normal_(self.bias_v)
 
-    def forward(self, query: Tensor, key: Tensor, value: Tensor,
-                key_padding_mask: Tensor | None = None, need_weights: bool = True,
-                attn_mask: Tensor | None = None, average_attn_weights: bool = True,
-                is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        key_padding_mask: Tensor | None = None,
+        need_weights: bool = True,
+        attn_mask: Tensor | None = None,
+        average_attn_weights: bool = True,
+        is_causal: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
         for name, t in (("query", query), ("key", key), ("value", value)):
             if not isinstance(t, Tensor):
-                raise TypeError(f"MultiheadAttention: {name} must be a Tensor, got "
-                                f"{type(t).__name__}")
+                raise TypeError(
+                    f"MultiheadAttention: {name} must be a Tensor, got {type(t).__name__}"
+                )
         batched = query.ndim == 3
         if query.ndim not in (2, 3) or key.ndim != query.ndim or value.ndim != query.ndim:
-            raise AssertionError(f"MultiheadAttention: query, key and value must all be 2-D "
-                                 f"(unbatched) or 3-D, got shapes {list(query.shape)}, "
-                                 f"{list(key.shape)}, {list(value.shape)}")
-        if query.shape[-1] != self.embed_dim or key.shape[-1] != self.kdim or \
-                value.shape[-1] != self.vdim:
-            raise AssertionError(f"MultiheadAttention: expected feature sizes query "
-                                 f"{self.embed_dim}, key {self.kdim}, value {self.vdim}; got "
-                                 f"{query.shape[-1]}, {key.shape[-1]}, {value.shape[-1]}")
+            raise AssertionError(
+                f"MultiheadAttention: query, key and value must all be 2-D "
+                f"(unbatched) or 3-D, got shapes {list(query.shape)}, "
+                f"{list(key.shape)}, {list(value.shape)}"
+            )
+        if (
+            query.shape[-1] != self.embed_dim
+            or key.shape[-1] != self.kdim
+            or value.shape[-1] != self.vdim
+        ):
+            raise AssertionError(
+                f"MultiheadAttention: expected feature sizes query "
+                f"{self.embed_dim}, key {self.kdim}, value {self.vdim}; got "
+                f"{query.shape[-1]}, {key.shape[-1]}, {value.shape[-1]}"
+            )
         if not batched:
             query, key, value = (lg.unsqueeze(t, 1) for t in (query, key, value))
             if key_padding_mask is not None:
@@ -112,10 +140,27 @@ class MultiheadAttention(Module):
         else:
             wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
         out, weights = multi_head_attention(
-            query, key, value, self.num_heads, wq, wk, wv, self.in_proj_bias,
-            self.out_proj.weight, self.out_proj.bias, key_padding_mask, need_weights,
-            attn_mask, self.dropout, self.training, average_attn_weights, is_causal,
-            self.bias_k, self.bias_v, self.add_zero_attn)
+            query,
+            key,
+            value,
+            self.num_heads,
+            wq,
+            wk,
+            wv,
+            self.in_proj_bias,
+            self.out_proj.weight,
+            self.out_proj.bias,
+            key_padding_mask,
+            need_weights,
+            attn_mask,
+            self.dropout,
+            self.training,
+            average_attn_weights,
+            is_causal,
+            self.bias_k,
+            self.bias_v,
+            self.add_zero_attn,
+        )
         if not batched:
             out = lg.squeeze(out, 1)
             if weights is not None:

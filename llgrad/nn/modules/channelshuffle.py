@@ -1,4 +1,5 @@
 """`ChannelShuffle`."""
+
 from __future__ import annotations
 
 from ...tensor import Tensor

@@ -1,5 +1,6 @@
 """Containers: `Sequential`, `ModuleList`, `ModuleDict`, `ParameterList`, `ParameterDict`,
 with PyTorch's naming, numbering and operators."""
+
 from __future__ import annotations
 
 import operator
@@ -68,8 +69,9 @@ class Sequential(Module):
 
     def __delitem__(self, idx: Any) -> None:
         keys = list(self._modules)
-        chosen = keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys),
-                                                                        "Sequential")]]
+        chosen = (
+            keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys), "Sequential")]]
+        )
         for k in chosen:
             del self._modules[k]
         _renumber(self, list(self._modules.values()))
@@ -107,8 +109,10 @@ class Sequential(Module):
 
     def __add__(self, other: "Sequential") -> "Sequential":
         if not isinstance(other, Sequential):
-            raise ValueError(f"add operator supports only objects of Sequential class, but "
-                             f"{type(other)} is given.")
+            raise ValueError(
+                f"add operator supports only objects of Sequential class, but "
+                f"{type(other)} is given."
+            )
         out = Sequential()
         for m in list(self) + list(other):
             out.append(m)
@@ -116,8 +120,10 @@ class Sequential(Module):
 
     def __iadd__(self, other: "Sequential") -> "Sequential":
         if not isinstance(other, Sequential):
-            raise ValueError(f"add operator supports only objects of Sequential class, but "
-                             f"{type(other)} is given.")
+            raise ValueError(
+                f"add operator supports only objects of Sequential class, but "
+                f"{type(other)} is given."
+            )
         offset = len(self)
         for i, m in enumerate(list(other)):
             self.add_module(str(i + offset), m)
@@ -125,8 +131,7 @@ class Sequential(Module):
 
     def _repeat_check(self, other: Any) -> None:
         if not isinstance(other, int) or isinstance(other, bool):
-            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and "
-                            f"{type(other)}")
+            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and {type(other)}")
         if other <= 0:
             raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
 
@@ -201,8 +206,10 @@ class ModuleList(Module):
     def extend(self, modules: Iterable[Module]) -> "ModuleList":
         """Append every module of the iterable `modules`."""
         if isinstance(modules, Module) and not isinstance(modules, (ModuleList, Sequential)):
-            raise TypeError(f"ModuleList.extend should be called with an iterable, but got "
-                            f"{type(modules).__name__}")
+            raise TypeError(
+                f"ModuleList.extend should be called with an iterable, but got "
+                f"{type(modules).__name__}"
+            )
         for m in modules:
             self.append(m)
         return self
@@ -219,7 +226,7 @@ class ModuleList(Module):
         texts = [repr(m) for m in self]
         if not texts:
             return self._get_name() + "()"
-        runs: list[list[Any]] = []                      # [first index, last index, text]
+        runs: list[list[Any]] = []  # [first index, last index, text]
         for i, text in enumerate(texts):
             if runs and runs[-1][2] == text:
                 runs[-1][1] = i
@@ -227,21 +234,22 @@ class ModuleList(Module):
                 runs.append([i, i, text])
         lines = []
         for first, last, text in runs:
-            head = f"({first}): " if first == last else \
-                f"({first}-{last}): {last - first + 1} x "
+            head = f"({first}): " if first == last else f"({first}-{last}): {last - first + 1} x "
             lines.append(_addindent(head + text, 2))
         return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError(f"{type(self).__name__} is a container and has no forward(); call "
-                        f"its modules")
+        raise TypeError(
+            f"{type(self).__name__} is a container and has no forward(); call its modules"
+        )
 
 
 class ModuleDict(Module):
     """A dict of modules whose parameters are registered under their keys."""
 
-    def __init__(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]] | None
-                 = None) -> None:
+    def __init__(
+        self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]] | None = None
+    ) -> None:
         super().__init__()
         if modules is not None:
             self.update(modules)
@@ -289,32 +297,38 @@ class ModuleDict(Module):
     def update(self, modules: Any) -> None:
         """Add or replace modules from a mapping or an iterable of (key, module) pairs."""
         if not isinstance(modules, Iterable):
-            raise TypeError(f"ModuleDict.update should be called with an iterable of "
-                            f"key/value pairs, but got {type(modules).__name__}")
+            raise TypeError(
+                f"ModuleDict.update should be called with an iterable of "
+                f"key/value pairs, but got {type(modules).__name__}"
+            )
         if isinstance(modules, (OrderedDict, ModuleDict, Mapping)):
             for key, module in modules.items():
                 self[key] = module
             return
         for i, pair in enumerate(modules):
             if not isinstance(pair, Iterable):
-                raise TypeError(f"ModuleDict update sequence element #{i} should be "
-                                f"Iterable; is {type(pair).__name__}")
+                raise TypeError(
+                    f"ModuleDict update sequence element #{i} should be "
+                    f"Iterable; is {type(pair).__name__}"
+                )
             pair = tuple(pair)
             if len(pair) != 2:
-                raise ValueError(f"ModuleDict update sequence element #{i} has length "
-                                 f"{len(pair)}; 2 is required")
+                raise ValueError(
+                    f"ModuleDict update sequence element #{i} has length {len(pair)}; 2 is required"
+                )
             self[pair[0]] = pair[1]
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError(f"{type(self).__name__} is a container and has no forward(); call "
-                        f"its modules")
+        raise TypeError(
+            f"{type(self).__name__} is a container and has no forward(); call its modules"
+        )
 
 
 def _value_line(key: Any, p: Any, type_name: bool = False) -> str:
     if isinstance(p, Tensor):
         kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
         size = "x".join(str(s) for s in p.shape)
-        what = p.type() if type_name else p.dtype          # PyTorch's two formats
+        what = p.type() if type_name else p.dtype  # PyTorch's two formats
         return f"  ({key}): {kind} containing: [{what} of size {size}]"
     return f"  ({key}): Object of type: {type(p).__name__}"
 
@@ -368,8 +382,10 @@ class ParameterList(Module):
     def extend(self, values: Iterable[Any]) -> "ParameterList":
         """Append every value of the iterable `values`."""
         if not isinstance(values, Iterable) or isinstance(values, Tensor):
-            raise TypeError(f"ParameterList.extend should be called with an iterable, but "
-                            f"got {type(values).__name__}")
+            raise TypeError(
+                f"ParameterList.extend should be called with an iterable, but "
+                f"got {type(values).__name__}"
+            )
         for v in values:
             self.append(v)
         return self
@@ -469,8 +485,10 @@ class ParameterDict(Module):
     def update(self, parameters: Any) -> None:
         """Add or replace entries from a mapping or an iterable of (key, value) pairs."""
         if not isinstance(parameters, Iterable):
-            raise TypeError(f"ParametersDict.update should be called with an iterable of "
-                            f"key/value pairs, but got {type(parameters).__name__}")
+            raise TypeError(
+                f"ParametersDict.update should be called with an iterable of "
+                f"key/value pairs, but got {type(parameters).__name__}"
+            )
         if isinstance(parameters, (OrderedDict, ParameterDict)):
             for k, v in parameters.items():
                 self[k] = v
@@ -480,12 +498,16 @@ class ParameterDict(Module):
         else:
             for i, pair in enumerate(parameters):
                 if not isinstance(pair, Iterable):
-                    raise TypeError(f"ParameterDict update sequence element #{i} should be "
-                                    f"Iterable; is {type(pair).__name__}")
+                    raise TypeError(
+                        f"ParameterDict update sequence element #{i} should be "
+                        f"Iterable; is {type(pair).__name__}"
+                    )
                 pair = tuple(pair)
                 if len(pair) != 2:
-                    raise ValueError(f"ParameterDict update sequence element #{i} has length "
-                                     f"{len(pair)}; 2 is required")
+                    raise ValueError(
+                        f"ParameterDict update sequence element #{i} has length "
+                        f"{len(pair)}; 2 is required"
+                    )
                 self[pair[0]] = pair[1]
 
     def __or__(self, other: "ParameterDict") -> "ParameterDict":

@@ -1,5 +1,6 @@
 """Convolutions: `Conv1d/2d/3d` and `ConvTranspose1d/2d/3d` (the pooling layers live in
 `pooling.py` and are re-exported here for older imports)."""
+
 from __future__ import annotations
 
 import math
@@ -14,11 +15,16 @@ from .. import init
 from .._conv import same_padding, transposed_output_size
 from ..parameter import Parameter
 from .module import Module
-from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d,  # noqa: F401
-                      AvgPool2d, MaxPool1d, MaxPool2d)
+from .pooling import (
+    AdaptiveAvgPool1d,  # noqa: F401
+    AdaptiveAvgPool2d,  # noqa: F401
+    AvgPool1d,  # noqa: F401
+    AvgPool2d,  # noqa: F401
+    MaxPool1d,  # noqa: F401
+    MaxPool2d,  # noqa: F401
+)
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
-           "ConvTranspose3d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 _PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
 
@@ -42,10 +48,21 @@ class _ConvNd(Module):
     _dims = 0
     _transposed = False
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
-                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros", device: Any = None,
-                 dtype: DType | None = None, output_padding: Any = 0) -> None:
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        dilation: Any = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device: Any = None,
+        dtype: DType | None = None,
+        output_padding: Any = 0,
+    ) -> None:
         super().__init__()
         cls, n = type(self).__name__, self._dims
         check_device(device, cls)
@@ -56,8 +73,10 @@ class _ConvNd(Module):
         if out_channels % groups:
             raise ValueError("out_channels must be divisible by groups")
         if padding_mode not in _PADDING_MODES:
-            raise ValueError(f"padding_mode must be one of {_PADDING_MODES}, but got "
-                             f"padding_mode='{padding_mode}'")
+            raise ValueError(
+                f"padding_mode must be one of {_PADDING_MODES}, but got "
+                f"padding_mode='{padding_mode}'"
+            )
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.kernel_size = _ints(cls, "kernel_size", kernel_size, n)
@@ -65,8 +84,9 @@ class _ConvNd(Module):
         self.dilation = _ints(cls, "dilation", dilation, n)
         if isinstance(padding, str):
             if padding not in ("same", "valid"):
-                raise ValueError(f"Invalid padding string {padding!r}, should be one of "
-                                 f"{{'valid', 'same'}}")
+                raise ValueError(
+                    f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}"
+                )
             if padding == "same" and self.stride != (1,) * n:
                 raise ValueError("padding='same' is not supported for strided convolutions")
             self.padding: Any = padding
@@ -83,7 +103,8 @@ class _ConvNd(Module):
         else:
             lo = hi = self.padding
         self._reversed_padding_repeated_twice = [
-            v for i in reversed(range(n)) for v in (lo[i], hi[i])]
+            v for i in reversed(range(n)) for v in (lo[i], hi[i])
+        ]
         if self._transposed:
             shape = (in_channels, out_channels // groups) + self.kernel_size
         else:
@@ -105,8 +126,10 @@ class _ConvNd(Module):
 
     def extra_repr(self) -> str:
         n = self._dims
-        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-             f"stride={self.stride}")
+        s = (
+            f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+            f"stride={self.stride}"
+        )
         if self.padding != (0,) * n:
             s += f", padding={self.padding}"
         if self.dilation != (1,) * n:
@@ -135,18 +158,21 @@ class _ConvNd(Module):
 class Conv1d(_ConvNd):
     """1-D convolution (cross-correlation) over (N, C, L) or (C, L) inputs; weight
     (out_channels, in_channels / groups, k)."""
+
     _dims = 1
 
 
 class Conv2d(_ConvNd):
     """2-D convolution (cross-correlation) over (N, C, H, W) or (C, H, W) inputs; weight
     (out_channels, in_channels / groups, kH, kW)."""
+
     _dims = 2
 
 
 class Conv3d(_ConvNd):
     """3-D convolution over (N, C, D, H, W) or (C, D, H, W) inputs; weight
     (out_channels, in_channels / groups, kD, kH, kW)."""
+
     _dims = 3
 
 
@@ -156,21 +182,43 @@ class _ConvTransposeNd(_ConvNd):
 
     _transposed = True
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
-                 padding: Any = 0, output_padding: Any = 0, groups: int = 1,
-                 bias: bool = True, dilation: Any = 1, padding_mode: str = "zeros",
-                 device: Any = None, dtype: DType | None = None) -> None:
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        output_padding: Any = 0,
+        groups: int = 1,
+        bias: bool = True,
+        dilation: Any = 1,
+        padding_mode: str = "zeros",
+        device: Any = None,
+        dtype: DType | None = None,
+    ) -> None:
         if padding_mode != "zeros":
-            raise ValueError(f'Only "zeros" padding mode is supported for '
-                             f'{type(self).__name__}')
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
         if isinstance(padding, str):
-            raise ValueError(f"{type(self).__name__}: padding must be an int or a tuple of "
-                             f"ints, got {padding!r}")
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, padding_mode, device, dtype, output_padding)
+            raise ValueError(
+                f"{type(self).__name__}: padding must be an int or a tuple of ints, got {padding!r}"
+            )
+        super().__init__(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            groups,
+            bias,
+            padding_mode,
+            device,
+            dtype,
+            output_padding,
+        )
 
-    def _output_padding(self, input: Tensor, output_size: Sequence[int] | None
-                        ) -> tuple[int, ...]:
+    def _output_padding(self, input: Tensor, output_size: Sequence[int] | None) -> tuple[int, ...]:
         n = self._dims
         if output_size is None:
             return self.output_padding
@@ -179,34 +227,50 @@ class _ConvTransposeNd(_ConvNd):
         if len(size) == lead + n:
             size = size[lead:]
         if len(size) != n:
-            raise ValueError(f"ConvTranspose{n}D: for {input.ndim}D input, output_size must "
-                             f"have {n} or {lead + n} elements (got {len(size)})")
-        mins = transposed_output_size(input.shape[lead:], self.kernel_size, self.stride,
-                                      self.padding, self.dilation, (0,) * n)
+            raise ValueError(
+                f"ConvTranspose{n}D: for {input.ndim}D input, output_size must "
+                f"have {n} or {lead + n} elements (got {len(size)})"
+            )
+        mins = transposed_output_size(
+            input.shape[lead:], self.kernel_size, self.stride, self.padding, self.dilation, (0,) * n
+        )
         maxs = tuple(m + s - 1 for m, s in zip(mins, self.stride))
         for v, lo, hi in zip(size, mins, maxs):
             if not lo <= v <= hi:
-                raise ValueError(f"requested an output size of {size}, but valid sizes range "
-                                 f"from {list(mins)} to {list(maxs)} (for an input of "
-                                 f"{list(input.shape[lead:])})")
+                raise ValueError(
+                    f"requested an output size of {size}, but valid sizes range "
+                    f"from {list(mins)} to {list(maxs)} (for an input of "
+                    f"{list(input.shape[lead:])})"
+                )
         return tuple(v - m for v, m in zip(size, mins))
 
     def forward(self, input: Tensor, output_size: Sequence[int] | None = None) -> Tensor:
         fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[self._dims - 1]
-        return fn(input, self.weight, self.bias, self.stride, self.padding,
-                  self._output_padding(input, output_size), self.groups, self.dilation)
+        return fn(
+            input,
+            self.weight,
+            self.bias,
+            self.stride,
+            self.padding,
+            self._output_padding(input, output_size),
+            self.groups,
+            self.dilation,
+        )
 
 
 class ConvTranspose1d(_ConvTransposeNd):
     """1-D transposed convolution over (N, C_in, L) or (C_in, L) inputs."""
+
     _dims = 1
 
 
 class ConvTranspose2d(_ConvTransposeNd):
     """2-D transposed convolution over (N, C_in, H, W) or (C_in, H, W) inputs."""
+
     _dims = 2
 
 
 class ConvTranspose3d(_ConvTransposeNd):
     """3-D transposed convolution over (N, C_in, D, H, W) or (C_in, D, H, W) inputs."""
+
     _dims = 3

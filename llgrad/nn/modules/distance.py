@@ -1,4 +1,5 @@
 """`CosineSimilarity` and `PairwiseDistance`."""
+
 from __future__ import annotations
 
 from ...tensor import Tensor

@@ -1,4 +1,5 @@
 """`Dropout`, channel dropout (`Dropout1d/2d/3d`), `AlphaDropout`, `FeatureAlphaDropout`."""
+
 from __future__ import annotations
 
 from ...tensor import Tensor
@@ -32,24 +33,29 @@ class _DropoutNd(Dropout):
 
 class Dropout1d(_DropoutNd):
     """Zeroes whole channels of (N, C, L) or (C, L) inputs in training mode."""
+
     _fn = "dropout1d"
 
 
 class Dropout2d(_DropoutNd):
     """Zeroes whole channels of (N, C, H, W) inputs in training mode."""
+
     _fn = "dropout2d"
 
 
 class Dropout3d(_DropoutNd):
     """Zeroes whole channels of (N, C, D, H, W) or (C, D, H, W) inputs in training mode."""
+
     _fn = "dropout3d"
 
 
 class AlphaDropout(_DropoutNd):
     """Alpha dropout (keeps SELU activations' mean and variance) in training mode."""
+
     _fn = "alpha_dropout"
 
 
 class FeatureAlphaDropout(_DropoutNd):
     """Alpha dropout of whole channels in training mode."""
+
     _fn = "feature_alpha_dropout"

@@ -1,4 +1,5 @@
 """`Flatten` and `Unflatten`."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -29,14 +30,18 @@ class Unflatten(Module):
     def __init__(self, dim: int, unflattened_size: Sequence[int]) -> None:
         super().__init__()
         if isinstance(dim, str):
-            raise TypeError("Unflatten: named dimensions are not available in llgrad (dim "
-                            "must be an int)")
+            raise TypeError(
+                "Unflatten: named dimensions are not available in llgrad (dim must be an int)"
+            )
         if not isinstance(dim, int):
             raise TypeError(f"invalid argument type for dim parameter, got {type(dim)}")
-        if not isinstance(unflattened_size, (tuple, list)) or \
-                not all(isinstance(v, int) for v in unflattened_size):
-            raise TypeError(f"unflattened_size must be tuple of ints, but found type "
-                            f"{type(unflattened_size).__name__}")
+        if not isinstance(unflattened_size, (tuple, list)) or not all(
+            isinstance(v, int) for v in unflattened_size
+        ):
+            raise TypeError(
+                f"unflattened_size must be tuple of ints, but found type "
+                f"{type(unflattened_size).__name__}"
+            )
         self.dim = dim
         self.unflattened_size = unflattened_size
 
@@ -52,13 +57,17 @@ class Unflatten(Module):
                 known *= v
         if -1 in sizes:
             if known == 0 or n % known:
-                raise RuntimeError(f"unflatten: Provided sizes {sizes} don't multiply up to "
-                                   f"the size of dim {self.dim} ({n}) in the input tensor")
+                raise RuntimeError(
+                    f"unflatten: Provided sizes {sizes} don't multiply up to "
+                    f"the size of dim {self.dim} ({n}) in the input tensor"
+                )
             sizes[sizes.index(-1)] = n // known
         elif known != n:
-            raise RuntimeError(f"unflatten: Provided sizes {sizes} don't multiply up to the "
-                               f"size of dim {self.dim} ({n}) in the input tensor")
-        shape = tuple(input.shape[:d]) + tuple(sizes) + tuple(input.shape[d + 1:])
+            raise RuntimeError(
+                f"unflatten: Provided sizes {sizes} don't multiply up to the "
+                f"size of dim {self.dim} ({n}) in the input tensor"
+            )
+        shape = tuple(input.shape[:d]) + tuple(sizes) + tuple(input.shape[d + 1 :])
         return lg.reshape(input, shape)
 
     def extra_repr(self) -> str:

@@ -1,4 +1,5 @@
 """`Fold` (col2im) and `Unfold` (im2col)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -13,8 +14,14 @@ __all__ = ["Fold", "Unfold"]
 class Fold(Module):
     """Sum sliding-block columns (N, C kH kW, L) into an (N, C, *output_size) tensor."""
 
-    def __init__(self, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
-                 stride: Any = 1) -> None:
+    def __init__(
+        self,
+        output_size: Any,
+        kernel_size: Any,
+        dilation: Any = 1,
+        padding: Any = 0,
+        stride: Any = 1,
+    ) -> None:
         super().__init__()
         self.output_size = output_size
         self.kernel_size = kernel_size
@@ -23,19 +30,23 @@ class Fold(Module):
         self.stride = stride
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding,
-                      self.stride)
+        return F.fold(
+            input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride
+        )
 
     def extra_repr(self) -> str:
-        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, "
-                f"dilation={self.dilation}, padding={self.padding}, stride={self.stride}")
+        return (
+            f"output_size={self.output_size}, kernel_size={self.kernel_size}, "
+            f"dilation={self.dilation}, padding={self.padding}, stride={self.stride}"
+        )
 
 
 class Unfold(Module):
     """Extract sliding blocks of an (N, C, H, W) input as (N, C kH kW, L) columns."""
 
-    def __init__(self, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
-                 stride: Any = 1) -> None:
+    def __init__(
+        self, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1
+    ) -> None:
         super().__init__()
         self.kernel_size = kernel_size
         self.dilation = dilation
@@ -46,5 +57,7 @@ class Unfold(Module):
         return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
 
     def extra_repr(self) -> str:
-        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, "
-                f"padding={self.padding}, stride={self.stride}")
+        return (
+            f"kernel_size={self.kernel_size}, dilation={self.dilation}, "
+            f"padding={self.padding}, stride={self.stride}"
+        )

@@ -7,6 +7,7 @@ optimizer built before the first forward keeps working, as in PyTorch).
 `load_state_dict` materialize from the checkpoint's shapes) and then changes the module's
 class to `cls_to_become` (`LazyLinear` becomes `Linear`).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,8 +17,7 @@ from ...autograd.grad_mode import no_grad
 from ...ir.dtypes import DType
 from ...tensor import Tensor
 from ..parameter import Parameter
-from .conv import (Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d,
-                   ConvTranspose3d)
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .linear import Linear
 from .module import Module
 
@@ -28,19 +28,23 @@ class UninitializedParameter(Parameter):
 
     _lazy_uninitialized = True
 
-    def __new__(cls, requires_grad: bool = True, device: Any = None,
-                dtype: DType | None = None) -> "UninitializedParameter":
+    def __new__(
+        cls, requires_grad: bool = True, device: Any = None, dtype: DType | None = None
+    ) -> "UninitializedParameter":
         from ...device import check_device
+
         check_device(device, "UninitializedParameter")
         data = lg.empty((0,), dtype=dtype) if dtype is not None else lg.empty((0,))
         return super().__new__(cls, data, requires_grad)
 
-    def __init__(self, requires_grad: bool = True, device: Any = None,
-                 dtype: DType | None = None) -> None:
+    def __init__(
+        self, requires_grad: bool = True, device: Any = None, dtype: DType | None = None
+    ) -> None:
         """All the work is done in `__new__`."""
 
-    def materialize(self, shape: tuple[int, ...], device: Any = None,
-                    dtype: DType | None = None) -> None:
+    def materialize(
+        self, shape: tuple[int, ...], device: Any = None, dtype: DType | None = None
+    ) -> None:
         """Give this parameter uninitialized memory of `shape` and make it a Parameter."""
         with no_grad():
             self.data = lg.empty(tuple(shape), dtype=dtype or self._dtype)
@@ -62,18 +66,21 @@ class UninitializedBuffer(Tensor):
 
     _lazy_uninitialized = True
 
-    def __new__(cls, requires_grad: bool = False, device: Any = None,
-                dtype: DType | None = None) -> "UninitializedBuffer":
+    def __new__(
+        cls, requires_grad: bool = False, device: Any = None, dtype: DType | None = None
+    ) -> "UninitializedBuffer":
         data = lg.empty((0,), dtype=dtype) if dtype is not None else lg.empty((0,))
         t = cls._make(data._storage, data._offset, data._shape, data._strides, data._dtype)
         return t
 
-    def __init__(self, requires_grad: bool = False, device: Any = None,
-                 dtype: DType | None = None) -> None:
+    def __init__(
+        self, requires_grad: bool = False, device: Any = None, dtype: DType | None = None
+    ) -> None:
         """All the work is done in `__new__`."""
 
-    def materialize(self, shape: tuple[int, ...], device: Any = None,
-                    dtype: DType | None = None) -> None:
+    def materialize(
+        self, shape: tuple[int, ...], device: Any = None, dtype: DType | None = None
+    ) -> None:
         """Give this buffer uninitialized memory of `shape` and make it a plain tensor."""
         self.data = lg.empty(tuple(shape), dtype=dtype or self._dtype)
         self.__class__ = Tensor
@@ -94,24 +101,27 @@ class LazyModuleMixin:
     cls_to_become: type | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)                       # type: ignore[call-arg]
+        super().__init__(*args, **kwargs)  # type: ignore[call-arg]
         self._initialize_hook = self.register_forward_pre_hook(  # type: ignore[attr-defined]
-            LazyModuleMixin._infer_parameters, with_kwargs=True)
+            LazyModuleMixin._infer_parameters, with_kwargs=True
+        )
 
     def has_uninitialized_params(self) -> bool:
         """Whether a parameter or buffer of this module is still uninitialized."""
         d = self.__dict__
-        return any(_uninitialized(t) for t in list(d["_parameters"].values()) +
-                   list(d["_buffers"].values()))
+        return any(
+            _uninitialized(t)
+            for t in list(d["_parameters"].values()) + list(d["_buffers"].values())
+        )
 
     def initialize_parameters(self, *args: Any, **kwargs: Any) -> None:
         """Materialize the parameters from the first input (each lazy class defines it)."""
-        raise NotImplementedError(f"initialize_parameters is not implemented for "
-                                  f"{type(self).__name__}")
+        raise NotImplementedError(
+            f"initialize_parameters is not implemented for {type(self).__name__}"
+        )
 
     @staticmethod
-    def _infer_parameters(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-                          ) -> None:
+    def _infer_parameters(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         module.initialize_parameters(*args, **kwargs)
         if module.has_uninitialized_params():
             raise RuntimeError(f"module {module._get_name()} has not been fully initialized")
@@ -130,8 +140,9 @@ class LazyLinear(LazyModuleMixin, Linear):
 
     cls_to_become = Linear
 
-    def __init__(self, out_features: int, bias: bool = True, device: Any = None,
-                 dtype: DType | None = None) -> None:
+    def __init__(
+        self, out_features: int, bias: bool = True, device: Any = None, dtype: DType | None = None
+    ) -> None:
         super().__init__(0, 0, False, device, dtype)
         self.weight = UninitializedParameter(dtype=dtype)
         self.out_features = out_features
@@ -170,7 +181,7 @@ class _LazyConvMixin(LazyModuleMixin):
 
     def reset_parameters(self) -> None:
         if not self.has_uninitialized_params() and self.in_channels != 0:
-            super().reset_parameters()                          # type: ignore[misc]
+            super().reset_parameters()  # type: ignore[misc]
 
     def initialize_parameters(self, input: Tensor, *args: Any, **kwargs: Any) -> None:
         """Shapes from `input`; PyTorch's initialization."""
@@ -183,39 +194,95 @@ class _LazyConvMixin(LazyModuleMixin):
             shape = (self.in_channels, self.out_channels // self.groups) + self.kernel_size
         else:
             shape = (self.out_channels, self.in_channels // self.groups) + self.kernel_size
-        self.weight.materialize(shape)                         # type: ignore[attr-defined]
-        if self.bias is not None:                               # type: ignore[attr-defined]
-            self.bias.materialize((self.out_channels,))         # type: ignore[attr-defined]
+        self.weight.materialize(shape)  # type: ignore[attr-defined]
+        if self.bias is not None:  # type: ignore[attr-defined]
+            self.bias.materialize((self.out_channels,))  # type: ignore[attr-defined]
         self.reset_parameters()
 
 
 def _lazy_conv(base: type, transposed: bool) -> type:
     if transposed:
-        def __init__(self: Any, out_channels: int, kernel_size: Any, stride: Any = 1,
-                     padding: Any = 0, output_padding: Any = 0, groups: int = 1,
-                     bias: bool = True, dilation: Any = 1, padding_mode: str = "zeros",
-                     device: Any = None, dtype: DType | None = None) -> None:
-            base.__init__(self, 0, 0, kernel_size, stride, padding, output_padding, groups,
-                          False, dilation, padding_mode, device, dtype)
+
+        def __init__(
+            self: Any,
+            out_channels: int,
+            kernel_size: Any,
+            stride: Any = 1,
+            padding: Any = 0,
+            output_padding: Any = 0,
+            groups: int = 1,
+            bias: bool = True,
+            dilation: Any = 1,
+            padding_mode: str = "zeros",
+            device: Any = None,
+            dtype: DType | None = None,
+        ) -> None:
+            base.__init__(
+                self,
+                0,
+                0,
+                kernel_size,
+                stride,
+                padding,
+                output_padding,
+                groups,
+                False,
+                dilation,
+                padding_mode,
+                device,
+                dtype,
+            )
             self._lazy_setup(out_channels, bias, dtype)
             self._initialize_hook = self.register_forward_pre_hook(
-                LazyModuleMixin._infer_parameters, with_kwargs=True)
+                LazyModuleMixin._infer_parameters, with_kwargs=True
+            )
     else:
-        def __init__(self: Any, out_channels: int, kernel_size: Any, stride: Any = 1,
-                     padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
-                     padding_mode: str = "zeros", device: Any = None,
-                     dtype: DType | None = None) -> None:
-            base.__init__(self, 0, 0, kernel_size, stride, padding, dilation, groups, False,
-                          padding_mode, device, dtype)
+
+        def __init__(
+            self: Any,
+            out_channels: int,
+            kernel_size: Any,
+            stride: Any = 1,
+            padding: Any = 0,
+            dilation: Any = 1,
+            groups: int = 1,
+            bias: bool = True,
+            padding_mode: str = "zeros",
+            device: Any = None,
+            dtype: DType | None = None,
+        ) -> None:
+            base.__init__(
+                self,
+                0,
+                0,
+                kernel_size,
+                stride,
+                padding,
+                dilation,
+                groups,
+                False,
+                padding_mode,
+                device,
+                dtype,
+            )
             self._lazy_setup(out_channels, bias, dtype)
             self._initialize_hook = self.register_forward_pre_hook(
-                LazyModuleMixin._infer_parameters, with_kwargs=True)
+                LazyModuleMixin._infer_parameters, with_kwargs=True
+            )
+
     name = "Lazy" + base.__name__
     __init__.__doc__ = f"A `{base.__name__}` whose in_channels comes from the first input."
-    return type(name, (_LazyConvMixin, base), {
-        "__init__": __init__, "cls_to_become": base, "__module__": __name__,
-        "__doc__": f"A `{base.__name__}` whose in_channels is inferred from the first input "
-                   f"(dim 1, or 0 for an unbatched input)."})
+    return type(
+        name,
+        (_LazyConvMixin, base),
+        {
+            "__init__": __init__,
+            "cls_to_become": base,
+            "__module__": __name__,
+            "__doc__": f"A `{base.__name__}` whose in_channels is inferred from the first input "
+            f"(dim 1, or 0 for an unbatched input).",
+        },
+    )
 
 
 LazyConv1d = _lazy_conv(Conv1d, False)
@@ -225,7 +292,16 @@ LazyConvTranspose1d = _lazy_conv(ConvTranspose1d, True)
 LazyConvTranspose2d = _lazy_conv(ConvTranspose2d, True)
 LazyConvTranspose3d = _lazy_conv(ConvTranspose3d, True)
 
-__all__ = ["UninitializedParameter", "UninitializedBuffer", "LazyModuleMixin", "LazyLinear",
-           "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
-           "LazyConvTranspose2d", "LazyConvTranspose3d"]
+__all__ = [
+    "UninitializedParameter",
+    "UninitializedBuffer",
+    "LazyModuleMixin",
+    "LazyLinear",
+    "LazyConv1d",
+    "LazyConv2d",
+    "LazyConv3d",
+    "LazyConvTranspose1d",
+    "LazyConvTranspose2d",
+    "LazyConvTranspose3d",
+]
 _ = Module

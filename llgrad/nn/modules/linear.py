@@ -1,4 +1,5 @@
 """`Linear`, `Bilinear` and `Identity`."""
+
 from __future__ import annotations
 
 import math
@@ -31,13 +32,21 @@ class Linear(Module):
     U(-1/sqrt(in), 1/sqrt(in)), and bias from the same bound.
     """
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True,
-                 device: Any = None, dtype: DType | None = None) -> None:
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        bias: bool = True,
+        device: Any = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__()
         check_device(device, "Linear")
         if in_features < 0 or out_features < 0:
-            raise ValueError(f"Linear: in_features and out_features must be non-negative, got "
-                             f"{in_features} and {out_features}")
+            raise ValueError(
+                f"Linear: in_features and out_features must be non-negative, got "
+                f"{in_features} and {out_features}"
+            )
         self.in_features = in_features
         self.out_features = out_features
         self.weight = Parameter(lg.empty((out_features, in_features), dtype=dtype))
@@ -58,23 +67,31 @@ class Linear(Module):
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
-        return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"bias={self.bias is not None}")
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None}"
+        )
 
 
 class Bilinear(Module):
     """`y = x1^T A x2 + b`: weight (out_features, in1_features, in2_features), bias
     (out_features,), both initialized from U(-1/sqrt(in1), 1/sqrt(in1)) as PyTorch."""
 
-    def __init__(self, in1_features: int, in2_features: int, out_features: int,
-                 bias: bool = True, device: Any = None, dtype: DType | None = None) -> None:
+    def __init__(
+        self,
+        in1_features: int,
+        in2_features: int,
+        out_features: int,
+        bias: bool = True,
+        device: Any = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__()
         check_device(device, "Bilinear")
         self.in1_features = in1_features
         self.in2_features = in2_features
         self.out_features = out_features
-        self.weight = Parameter(lg.empty((out_features, in1_features, in2_features),
-                                         dtype=dtype))
+        self.weight = Parameter(lg.empty((out_features, in1_features, in2_features), dtype=dtype))
         if bias:
             self.bias = Parameter(lg.empty((out_features,), dtype=dtype))
         else:
@@ -91,5 +108,7 @@ class Bilinear(Module):
         return F.bilinear(input1, input2, self.weight, self.bias)
 
     def extra_repr(self) -> str:
-        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
-                f"out_features={self.out_features}, bias={self.bias is not None}")
+        return (
+            f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+            f"out_features={self.out_features}, bias={self.bias is not None}"
+        )

@@ -11,6 +11,7 @@ Hooks are PyTorch's: forward pre-hooks and hooks (`with_kwargs`, `prepend`,
 around the module's tensor inputs and outputs see their gradients), state-dict and
 load-state-dict hooks.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -32,8 +33,10 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
     def __repr__(self) -> str:
         if not self.missing_keys and not self.unexpected_keys:
             return "<All keys matched successfully>"
-        return (f"_IncompatibleKeys(missing_keys={self.missing_keys!r}, "
-                f"unexpected_keys={self.unexpected_keys!r})")
+        return (
+            f"_IncompatibleKeys(missing_keys={self.missing_keys!r}, "
+            f"unexpected_keys={self.unexpected_keys!r})"
+        )
 
     __str__ = __repr__
 
@@ -71,15 +74,25 @@ class _Handle(RemovableHandle):
             table.pop(self.id, None)
 
 
-_HOOK_TABLES = ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
-                "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_backward_hooks",
-                "_backward_pre_hooks", "_state_dict_hooks", "_state_dict_pre_hooks",
-                "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks")
+_HOOK_TABLES = (
+    "_forward_hooks",
+    "_forward_hooks_with_kwargs",
+    "_forward_hooks_always_called",
+    "_forward_pre_hooks",
+    "_forward_pre_hooks_with_kwargs",
+    "_backward_hooks",
+    "_backward_pre_hooks",
+    "_state_dict_hooks",
+    "_state_dict_pre_hooks",
+    "_load_state_dict_pre_hooks",
+    "_load_state_dict_post_hooks",
+)
 
 
 # --------------------------------------------------------------------------------------
 # Full backward hooks: identity functions around the module's tensor inputs and outputs
 # --------------------------------------------------------------------------------------
+
 
 def _identity_function() -> type:
     from ...autograd.function import Function
@@ -140,19 +153,21 @@ class _BackwardHook:
                 continue
             res = tuple(res) if isinstance(res, (tuple, list)) else (res,)
             if len(res) != len(grad_input):
-                raise RuntimeError(f"Backward hook returned an invalid number of grad_input, "
-                                   f"got {len(res)}, but expected {len(grad_input)}")
+                raise RuntimeError(
+                    f"Backward hook returned an invalid number of grad_input, "
+                    f"got {len(res)}, but expected {len(grad_input)}"
+                )
             grad_input = res
         return tuple(grad_input[k] for k in self.input_grad_positions)
 
     def setup_outputs(self, result: Any) -> Any:
         single = isinstance(result, Tensor)
-        values = [result] if single else (list(result) if isinstance(result, (tuple, list))
-                                          else None)
+        values = (
+            [result] if single else (list(result) if isinstance(result, (tuple, list)) else None)
+        )
         if values is None:
             return result
-        positions = [i for i, v in enumerate(values) if isinstance(v, Tensor) and
-                     v.requires_grad]
+        positions = [i for i, v in enumerate(values) if isinstance(v, Tensor) and v.requires_grad]
         if not positions:
             return result
         n_out = sum(1 for v in values if isinstance(v, Tensor))
@@ -169,26 +184,35 @@ class _BackwardHook:
                     continue
                 res = tuple(res) if isinstance(res, (tuple, list)) else (res,)
                 if len(res) != len(grad_output):
-                    raise RuntimeError(f"Backward pre hook returned an invalid number of "
-                                       f"grad_output, got {len(res)}, but expected "
-                                       f"{len(grad_output)}")
+                    raise RuntimeError(
+                        f"Backward pre hook returned an invalid number of "
+                        f"grad_output, got {len(res)}, but expected "
+                        f"{len(grad_output)}"
+                    )
                 grad_output = res
             self.grad_outputs = grad_output
-            if not self.input_grad_positions:      # no input needs a gradient: call now
+            if not self.input_grad_positions:  # no input needs a gradient: call now
                 grad_input = (None,) * self.n_inputs
                 for hook in list(self.module.__dict__["_backward_hooks"].values()):
                     res = hook(self.module, grad_input, grad_output)
                     if res is not None and not all(r is None for r in res):
-                        raise RuntimeError("Backward hook for Modules where no input requires "
-                                           "gradient should always return None or None for "
-                                           "all gradients.")
+                        raise RuntimeError(
+                            "Backward hook for Modules where no input requires "
+                            "gradient should always return None or None for "
+                            "all gradients."
+                        )
             return tuple(grad_output[k] for k in tensor_index)
 
         self._wrap(values, positions, on_grads)
         if single:
             return values[0]
-        return type(result)(values) if isinstance(result, list) else tuple(values) \
-            if type(result) is tuple else type(result)(*values)
+        return (
+            type(result)(values)
+            if isinstance(result, list)
+            else tuple(values)
+            if type(result) is tuple
+            else type(result)(*values)
+        )
 
 
 class Module:
@@ -200,8 +224,9 @@ class Module:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if args or kwargs:
-            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments "
-                            f"{args!r} {kwargs!r}")
+            raise TypeError(
+                f"{type(self).__name__}.__init__() got unexpected arguments {args!r} {kwargs!r}"
+            )
         d = self.__dict__
         d["training"] = True
         d["_parameters"] = {}
@@ -214,17 +239,24 @@ class Module:
     # -- forward --------------------------------------------------------------------------
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         # PyTorch raises NotImplementedError here too: a subclass that forgot `forward`.
-        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
-                                  f'"forward" function')
+        raise NotImplementedError(
+            f'Module [{type(self).__name__}] is missing the required "forward" function'
+        )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         d = self.__dict__
         if "_forward_hooks" not in d:
-            raise AttributeError(f"'{type(self).__name__}' object has no attribute "
-                                 f"'_forward_hooks' (did its __init__ call "
-                                 f"super().__init__()?)")
-        if not (d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"] or
-                d["_backward_pre_hooks"]):
+            raise AttributeError(
+                f"'{type(self).__name__}' object has no attribute "
+                f"'_forward_hooks' (did its __init__ call "
+                f"super().__init__()?)"
+            )
+        if not (
+            d["_forward_pre_hooks"]
+            or d["_forward_hooks"]
+            or d["_backward_hooks"]
+            or d["_backward_pre_hooks"]
+        ):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
@@ -236,8 +268,10 @@ class Module:
                 res = hook(self, args, kwargs)
                 if res is not None:
                     if not (isinstance(res, tuple) and len(res) == 2):
-                        raise RuntimeError(f"forward pre-hook must return None or a tuple of "
-                                           f"(new_args, new_kwargs), but got {res}.")
+                        raise RuntimeError(
+                            f"forward pre-hook must return None or a tuple of "
+                            f"(new_args, new_kwargs), but got {res}."
+                        )
                     args, kwargs = res
             else:
                 res = hook(self, args)
@@ -253,8 +287,11 @@ class Module:
             result = self.forward(*args, **kwargs)
             for hid, hook in list(d["_forward_hooks"].items()):
                 called.add(hid)
-                res = hook(self, args, kwargs, result) if hid in hooks_kw else \
-                    hook(self, args, result)
+                res = (
+                    hook(self, args, kwargs, result)
+                    if hid in hooks_kw
+                    else hook(self, args, result)
+                )
                 if res is not None:
                     result = res
         except Exception:
@@ -265,17 +302,21 @@ class Module:
                             hook(self, args, kwargs, None)
                         else:
                             hook(self, args, None)
-                    except Exception as e:       # PyTorch warns and keeps the first error
-                        warnings.warn(f"global module forward hook with ``always_call=True`` "
-                                      f"raised an exception that was silenced as another "
-                                      f"error was raised in forward: {e}", stacklevel=2)
+                    except Exception as e:  # PyTorch warns and keeps the first error
+                        warnings.warn(
+                            f"global module forward hook with ``always_call=True`` "
+                            f"raised an exception that was silenced as another "
+                            f"error was raised in forward: {e}",
+                            stacklevel=2,
+                        )
             raise
         if bw is not None:
             result = bw.setup_outputs(result)
         return result
 
-    def _add_hook(self, table_name: str, hook: Callable, prepend: bool,
-                  *flags: str) -> RemovableHandle:
+    def _add_hook(
+        self, table_name: str, hook: Callable, prepend: bool, *flags: str
+    ) -> RemovableHandle:
         table = self.__dict__[table_name]
         handle = _Handle(table, *(self.__dict__[f] for f in flags))
         if prepend:
@@ -287,39 +328,51 @@ class Module:
             table[handle.id] = hook
         return handle
 
-    def register_forward_hook(self, hook: Callable, *, prepend: bool = False,
-                              with_kwargs: bool = False, always_call: bool = False
-                              ) -> RemovableHandle:
+    def register_forward_hook(
+        self,
+        hook: Callable,
+        *,
+        prepend: bool = False,
+        with_kwargs: bool = False,
+        always_call: bool = False,
+    ) -> RemovableHandle:
         """`hook(module, args, output)` (or `hook(module, args, kwargs, output)` with
         `with_kwargs`) after `forward`; a non-None result replaces the output.
         `always_call` runs it even when forward raises (with output None)."""
-        handle = self._add_hook("_forward_hooks", hook, prepend, "_forward_hooks_with_kwargs",
-                                "_forward_hooks_always_called")
+        handle = self._add_hook(
+            "_forward_hooks",
+            hook,
+            prepend,
+            "_forward_hooks_with_kwargs",
+            "_forward_hooks_always_called",
+        )
         if with_kwargs:
             self._forward_hooks_with_kwargs[handle.id] = True
         if always_call:
             self._forward_hooks_always_called[handle.id] = True
         return handle
 
-    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
-                                  with_kwargs: bool = False) -> RemovableHandle:
+    def register_forward_pre_hook(
+        self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False
+    ) -> RemovableHandle:
         """`hook(module, args)` before `forward`, a non-None result replaces the args; with
         `with_kwargs`, `hook(module, args, kwargs)` returning None or (args, kwargs)."""
-        handle = self._add_hook("_forward_pre_hooks", hook, prepend,
-                                "_forward_pre_hooks_with_kwargs")
+        handle = self._add_hook(
+            "_forward_pre_hooks", hook, prepend, "_forward_pre_hooks_with_kwargs"
+        )
         if with_kwargs:
             self._forward_pre_hooks_with_kwargs[handle.id] = True
         return handle
 
-    def register_full_backward_hook(self, hook: Callable, prepend: bool = False
-                                    ) -> RemovableHandle:
+    def register_full_backward_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
         """`hook(module, grad_input, grad_output)` once the gradients of the module's tensor
         inputs are computed (one entry per positional tensor argument, None where it needs
         none); a non-None result replaces grad_input."""
         return self._add_hook("_backward_hooks", hook, prepend)
 
-    def register_full_backward_pre_hook(self, hook: Callable, prepend: bool = False
-                                        ) -> RemovableHandle:
+    def register_full_backward_pre_hook(
+        self, hook: Callable, prepend: bool = False
+    ) -> RemovableHandle:
         """`hook(module, grad_output)` once the gradients of the module's outputs are
         known; a non-None result replaces grad_output."""
         return self._add_hook("_backward_pre_hooks", hook, prepend)
@@ -357,17 +410,20 @@ class Module:
             self._parameters[name] = None
             return
         if not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter "
-                            f"'{name}' (llgrad.nn.Parameter or None required)")
+            raise TypeError(
+                f"cannot assign '{type(param).__name__}' object to parameter "
+                f"'{name}' (llgrad.nn.Parameter or None required)"
+            )
         if param.grad_fn is not None:
-            raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model "
-                             f"parameters must be created explicitly. To express '{name}' as "
-                             f"a function of another Tensor, compute the value in the forward() "
-                             f"method.")
+            raise ValueError(
+                f"Cannot assign non-leaf Tensor to parameter '{name}'. Model "
+                f"parameters must be created explicitly. To express '{name}' as "
+                f"a function of another Tensor, compute the value in the forward() "
+                f"method."
+            )
         self._parameters[name] = param
 
-    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True
-                        ) -> None:
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """Register a tensor that is state but not a parameter; non-persistent buffers are
         left out of `state_dict`."""
         if "_buffers" not in self.__dict__:
@@ -376,8 +432,10 @@ class Module:
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer "
-                            f"'{name}' (Tensor or None required)")
+            raise TypeError(
+                f"cannot assign '{type(tensor).__name__}' object to buffer "
+                f"'{name}' (Tensor or None required)"
+            )
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -408,8 +466,10 @@ class Module:
             return
         if params is not None and name in params:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
-                                f"(llgrad.nn.Parameter or None expected)")
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                    f"(llgrad.nn.Parameter or None expected)"
+                )
             params[name] = None
             return
         modules = d.get("_modules")
@@ -421,15 +481,19 @@ class Module:
             return
         if modules is not None and name in modules:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as child module "
-                                f"'{name}' (llgrad.nn.Module or None expected)")
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as child module "
+                    f"'{name}' (llgrad.nn.Module or None expected)"
+                )
             modules[name] = None
             return
         buffers = d.get("_buffers")
         if buffers is not None and name in buffers:
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
-                                f"(Tensor or None expected)")
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                    f"(Tensor or None expected)"
+                )
             buffers[name] = value
             return
         object.__setattr__(self, name, value)
@@ -460,7 +524,7 @@ class Module:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        for table in _HOOK_TABLES:                  # modules pickled by older versions
+        for table in _HOOK_TABLES:  # modules pickled by older versions
             self.__dict__.setdefault(table, OrderedDict())
 
     def __dir__(self) -> list[str]:
@@ -521,20 +585,23 @@ class Module:
     def get_extra_state(self) -> Any:
         """State to store in `state_dict` under `_extra_state` (override with
         `set_extra_state`; the base class has none)."""
-        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never "
-                           "be called.")
+        raise RuntimeError(
+            "Reached a code path in Module.get_extra_state() that should never be called."
+        )
 
     def set_extra_state(self, state: Any) -> None:
         """Restore what `get_extra_state` returned."""
-        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never "
-                           "be called.")
+        raise RuntimeError(
+            "Reached a code path in Module.set_extra_state() that should never be called."
+        )
 
     def _has_extra_state(self) -> bool:
         return type(self).get_extra_state is not Module.get_extra_state
 
     # -- traversal ------------------------------------------------------------------------
-    def named_modules(self, memo: set[Any] | None = None, prefix: str = "",
-                      remove_duplicate: bool = True) -> Iterator[tuple[str, "Module"]]:
+    def named_modules(
+        self, memo: set[Any] | None = None, prefix: str = "", remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, "Module"]]:
         """(dotted name, module) for this module and every descendant, depth first."""
         if memo is None:
             memo = set()
@@ -567,11 +634,15 @@ class Module:
         for _, m in self.named_children():
             yield m
 
-    def _named_members(self, table: str, prefix: str, recurse: bool,
-                       remove_duplicate: bool) -> Iterator[tuple[str, Tensor]]:
+    def _named_members(
+        self, table: str, prefix: str, recurse: bool, remove_duplicate: bool
+    ) -> Iterator[tuple[str, Tensor]]:
         seen: set[int] = set()
-        mods = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) \
-            if recurse else [(prefix, self)]
+        mods = (
+            self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+            if recurse
+            else [(prefix, self)]
+        )
         for mod_prefix, module in mods:
             for name, value in module.__dict__[table].items():
                 if value is None:
@@ -582,20 +653,21 @@ class Module:
                     seen.add(id(value))
                 yield mod_prefix + ("." if mod_prefix else "") + name, value
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True,
-                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Parameter]]:
         """(dotted name, parameter); shared parameters once unless `remove_duplicate` is
         False; only this module's own with `recurse=False`."""
-        yield from self._named_members("_parameters", prefix, recurse,
-                                       remove_duplicate)  # type: ignore[misc]
+        yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)  # type: ignore[misc]
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
         """The parameters of `named_parameters`."""
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
-    def named_buffers(self, prefix: str = "", recurse: bool = True,
-                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+    def named_buffers(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Tensor]]:
         """(dotted name, buffer), persistent or not."""
         yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
@@ -627,6 +699,7 @@ class Module:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset every parameter's `.grad` (to None, or to zeros with set_to_none=False)."""
         from ...autograd.api import zero_grads
+
         zero_grads(self.parameters(), set_to_none)
 
     def apply(self, fn: Callable[["Module"], Any]) -> "Module":
@@ -658,10 +731,13 @@ class Module:
         the dtype; every parameter and buffer moves to the device (Parameters keep their
         identity, so optimizers made before still hold them)."""
         from ...functions.misc import parse_to
+
         dtype, _, where, _ = parse_to(args, kwargs, "Module.to")
         if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
-            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
-                            f"got desired dtype={dtype}")
+            raise TypeError(
+                f"nn.Module.to only accepts floating point or complex dtypes, but "
+                f"got desired dtype={dtype}"
+            )
         if where is not None:
             self._apply(lambda t: t.to(where))
         if dtype is None:
@@ -692,8 +768,11 @@ class Module:
         """Every parameter and buffer in CUDA device memory (raises when no GPU, or the
         grid emulator, is available)."""
         from ...device import device_type
-        device_type("cuda" if device is None else
-                    (f"cuda:{device}" if isinstance(device, int) else device), "Module.cuda()")
+
+        device_type(
+            "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device),
+            "Module.cuda()",
+        )
         return self._apply(lambda t: t.cuda())
 
     def type(self, dst_type: Any) -> "Module":
@@ -716,14 +795,19 @@ class Module:
         if self._has_extra_state():
             destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
 
-    def state_dict(self, *args: Any, destination: Any = None, prefix: str = "",
-                   keep_vars: bool = False) -> "OrderedDict[str, Tensor]":
+    def state_dict(
+        self, *args: Any, destination: Any = None, prefix: str = "", keep_vars: bool = False
+    ) -> "OrderedDict[str, Tensor]":
         """Parameters, persistent buffers (and extra state) by dotted name, detached unless
         `keep_vars`; `_metadata` holds each module's version, as PyTorch's."""
         if args:
-            warnings.warn("Positional args are being deprecated, use kwargs instead. Refer to "
-                          "https://pytorch.org/docs/main/generated/torch.nn.Module.html#torch."
-                          "nn.Module.state_dict for details.", FutureWarning, stacklevel=2)
+            warnings.warn(
+                "Positional args are being deprecated, use kwargs instead. Refer to "
+                "https://pytorch.org/docs/main/generated/torch.nn.Module.html#torch."
+                "nn.Module.state_dict for details.",
+                FutureWarning,
+                stacklevel=2,
+            )
             names = ("destination", "prefix", "keep_vars")
             given = dict(zip(names, args))
             destination = given.get("destination", destination)
@@ -731,7 +815,7 @@ class Module:
             keep_vars = given.get("keep_vars", keep_vars)
         if destination is None:
             destination = OrderedDict()
-            destination._metadata = OrderedDict()         # type: ignore[attr-defined]
+            destination._metadata = OrderedDict()  # type: ignore[attr-defined]
         local_metadata = {"version": self._version}
         if hasattr(destination, "_metadata"):
             destination._metadata[prefix[:-1]] = local_metadata
@@ -740,24 +824,39 @@ class Module:
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
-                module.state_dict(destination=destination, prefix=prefix + name + ".",
-                                  keep_vars=keep_vars)
+                module.state_dict(
+                    destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars
+                )
         for hook in self._state_dict_hooks.values():
             res = hook(self, destination, prefix, local_metadata)
             if res is not None:
                 raise RuntimeError("state_dict post-hook must return None")
         return destination
 
-    def _load_from_state_dict(self, state_dict: Mapping[str, Any], prefix: str,
-                              local_metadata: dict[str, Any], strict: bool,
-                              missing_keys: list[str], unexpected_keys: list[str],
-                              error_msgs: list[str]) -> None:
+    def _load_from_state_dict(
+        self,
+        state_dict: Mapping[str, Any],
+        prefix: str,
+        local_metadata: dict[str, Any],
+        strict: bool,
+        missing_keys: list[str],
+        unexpected_keys: list[str],
+        error_msgs: list[str],
+    ) -> None:
         """Load this module's own entries (PyTorch's signature; override to migrate old
         checkpoints). `local_metadata['assign_to_params_buffers']` is load_state_dict's
         `assign`."""
         for hook in self._load_state_dict_pre_hooks.values():
-            hook(self, state_dict, prefix, local_metadata, strict, missing_keys,
-                 unexpected_keys, error_msgs)
+            hook(
+                self,
+                state_dict,
+                prefix,
+                local_metadata,
+                strict,
+                missing_keys,
+                unexpected_keys,
+                error_msgs,
+            )
         assign = local_metadata.get("assign_to_params_buffers", False)
         local: dict[str, Tensor] = {}
         for name, p in self._parameters.items():
@@ -774,9 +873,11 @@ class Module:
                 continue
             value = state_dict[key]
             if not isinstance(value, Tensor):
-                error_msgs.append(f'While copying the parameter named "{key}", expected '
-                                  f'Tensor or Tensor-like object from checkpoint but received '
-                                  f'{type(value)}')
+                error_msgs.append(
+                    f'While copying the parameter named "{key}", expected '
+                    f"Tensor or Tensor-like object from checkpoint but received "
+                    f"{type(value)}"
+                )
                 continue
             if getattr(param, "_lazy_uninitialized", False):
                 self._materialize_from(name, param, value)
@@ -784,9 +885,11 @@ class Module:
             if param.ndim == 0 and value.ndim == 1 and value.shape[0] == 1:
                 value = value[0]
             if value._shape != param._shape:
-                error_msgs.append(f"size mismatch for {key}: copying a param with shape "
-                                  f"{value.shape} from checkpoint, the shape in current model "
-                                  f"is {param.shape}.")
+                error_msgs.append(
+                    f"size mismatch for {key}: copying a param with shape "
+                    f"{value.shape} from checkpoint, the shape in current model "
+                    f"is {param.shape}."
+                )
                 continue
             try:
                 with no_grad():
@@ -794,11 +897,13 @@ class Module:
                         self._assign(name, param, value)
                     else:
                         param.copy_(value)
-            except Exception as e:       # report every failing key at once, like PyTorch
-                error_msgs.append(f'While copying the parameter named "{key}", whose '
-                                  f'dimensions in the model are {param.shape} and whose '
-                                  f'dimensions in the checkpoint are {value.shape}, an '
-                                  f'exception occurred : {e.args}.')
+            except Exception as e:  # report every failing key at once, like PyTorch
+                error_msgs.append(
+                    f'While copying the parameter named "{key}", whose '
+                    f"dimensions in the model are {param.shape} and whose "
+                    f"dimensions in the checkpoint are {value.shape}, an "
+                    f"exception occurred : {e.args}."
+                )
         extra_key = prefix + _EXTRA_STATE_KEY_SUFFIX
         if self._has_extra_state():
             if extra_key in state_dict:
@@ -809,7 +914,7 @@ class Module:
             for key in state_dict:
                 if not key.startswith(prefix) or key == extra_key:
                     continue
-                parts = key[len(prefix):].split(".", 1)
+                parts = key[len(prefix) :].split(".", 1)
                 if len(parts) > 1:
                     if parts[0] not in self._modules:
                         unexpected_keys.append(key)
@@ -819,19 +924,23 @@ class Module:
     def _materialize_from(self, name: str, param: Tensor, value: Tensor) -> None:
         """A lazy module's uninitialized parameter or buffer takes `value`'s shape (in
         place: the same object) and values."""
-        param.materialize(tuple(value.shape))                   # type: ignore[attr-defined]
+        param.materialize(tuple(value.shape))  # type: ignore[attr-defined]
         with no_grad():
             param.copy_(value)
 
     def _assign(self, name: str, old: Tensor, value: Tensor) -> None:
         if isinstance(old, Parameter):
-            self._parameters[name] = value if isinstance(value, Parameter) else \
-                Parameter(value.detach(), old._requires_grad)
+            self._parameters[name] = (
+                value
+                if isinstance(value, Parameter)
+                else Parameter(value.detach(), old._requires_grad)
+            )
         else:
             self._buffers[name] = value
 
-    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True,
-                        assign: bool = False) -> _IncompatibleKeys:
+    def load_state_dict(
+        self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
+    ) -> _IncompatibleKeys:
         """Copy `state_dict`'s tensors into this module's parameters and buffers (or, with
         `assign`, make them this module's tensors).
 
@@ -847,19 +956,21 @@ class Module:
         metadata = getattr(state_dict, "_metadata", None)
         state_dict = OrderedDict(state_dict)
         if metadata is not None:
-            state_dict._metadata = metadata               # type: ignore[attr-defined]
+            state_dict._metadata = metadata  # type: ignore[attr-defined]
 
         def load(module: Module, local_state: Mapping[str, Any], prefix: str) -> None:
             local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
             if assign:
                 local_metadata["assign_to_params_buffers"] = assign
-            module._load_from_state_dict(local_state, prefix, local_metadata, True, missing,
-                                         unexpected, errors)
+            module._load_from_state_dict(
+                local_state, prefix, local_metadata, True, missing, unexpected, errors
+            )
             for name, child in module._modules.items():
                 if child is not None:
                     child_prefix = prefix + name + "."
-                    child_state = {k: v for k, v in local_state.items()
-                                   if k.startswith(child_prefix)}
+                    child_state = {
+                        k: v for k, v in local_state.items() if k.startswith(child_prefix)
+                    }
                     load(child, child_state, child_prefix)
             keys = _IncompatibleKeys(missing, unexpected)
             for hook in module._load_state_dict_post_hooks.values():
@@ -869,14 +980,25 @@ class Module:
         load(self, state_dict, "")
         if strict:
             if unexpected:
-                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
-                    ", ".join(f'"{k}"' for k in unexpected)))
+                errors.insert(
+                    0,
+                    "Unexpected key(s) in state_dict: {}. ".format(
+                        ", ".join(f'"{k}"' for k in unexpected)
+                    ),
+                )
             if missing:
-                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(
-                    ", ".join(f'"{k}"' for k in missing)))
+                errors.insert(
+                    0,
+                    "Missing key(s) in state_dict: {}. ".format(
+                        ", ".join(f'"{k}"' for k in missing)
+                    ),
+                )
         if errors:
-            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
-                type(self).__name__, "\n\t".join(errors)))
+            raise RuntimeError(
+                "Error(s) in loading state_dict for {}:\n\t{}".format(
+                    type(self).__name__, "\n\t".join(errors)
+                )
+            )
         return _IncompatibleKeys(missing, unexpected)
 
     # -- printing -------------------------------------------------------------------------
@@ -890,8 +1012,9 @@ class Module:
     def __repr__(self) -> str:
         extra = self.extra_repr()
         extra_lines = extra.split("\n") if extra else []
-        child_lines = [f"({key}): " + _addindent(repr(module), 2)
-                       for key, module in self._modules.items()]
+        child_lines = [
+            f"({key}): " + _addindent(repr(module), 2) for key, module in self._modules.items()
+        ]
         lines = extra_lines + child_lines
         text = self._get_name() + "("
         if lines:

@@ -1,5 +1,6 @@
 """Padding layers: reflection, replication, zero, constant and circular padding of the last
 1, 2 or 3 dimensions (`F.pad` with the matching mode)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -8,10 +9,23 @@ from ...tensor import Tensor
 from .. import functional as F
 from .module import Module
 
-__all__ = ["ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d",
-           "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
-           "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "CircularPad1d", "CircularPad2d",
-           "CircularPad3d"]
+__all__ = [
+    "ReflectionPad1d",
+    "ReflectionPad2d",
+    "ReflectionPad3d",
+    "ReplicationPad1d",
+    "ReplicationPad2d",
+    "ReplicationPad3d",
+    "ZeroPad1d",
+    "ZeroPad2d",
+    "ZeroPad3d",
+    "ConstantPad1d",
+    "ConstantPad2d",
+    "ConstantPad3d",
+    "CircularPad1d",
+    "CircularPad2d",
+    "CircularPad3d",
+]
 
 
 def _amounts(cls: str, padding: Any, n: int) -> tuple[int, ...]:
@@ -20,8 +34,9 @@ def _amounts(cls: str, padding: Any, n: int) -> tuple[int, ...]:
         return (padding,) * (2 * n)
     vals = tuple(padding)
     if len(vals) != 2 * n or not all(isinstance(v, int) for v in vals):
-        raise ValueError(f"{cls}: padding must be an int or a tuple of {2 * n} ints, got "
-                         f"{padding!r}")
+        raise ValueError(
+            f"{cls}: padding must be an int or a tuple of {2 * n} ints, got {padding!r}"
+        )
     return vals
 
 
@@ -54,61 +69,73 @@ class _ConstantPadNd(_PadNd):
 
 class ReflectionPad1d(_PadNd):
     """Mirror padding (without repeating the edge) of the last dimension."""
+
     _dims, _mode = 1, "reflect"
 
 
 class ReflectionPad2d(_PadNd):
     """Mirror padding of the last 2 dimensions: (left, right, top, bottom)."""
+
     _dims, _mode = 2, "reflect"
 
 
 class ReflectionPad3d(_PadNd):
     """Mirror padding of the last 3 dimensions."""
+
     _dims, _mode = 3, "reflect"
 
 
 class ReplicationPad1d(_PadNd):
     """Edge-repeating padding of the last dimension."""
+
     _dims, _mode = 1, "replicate"
 
 
 class ReplicationPad2d(_PadNd):
     """Edge-repeating padding of the last 2 dimensions."""
+
     _dims, _mode = 2, "replicate"
 
 
 class ReplicationPad3d(_PadNd):
     """Edge-repeating padding of the last 3 dimensions."""
+
     _dims, _mode = 3, "replicate"
 
 
 class CircularPad1d(_PadNd):
     """Wrap-around padding of the last dimension."""
+
     _dims, _mode = 1, "circular"
 
 
 class CircularPad2d(_PadNd):
     """Wrap-around padding of the last 2 dimensions."""
+
     _dims, _mode = 2, "circular"
 
 
 class CircularPad3d(_PadNd):
     """Wrap-around padding of the last 3 dimensions."""
+
     _dims, _mode = 3, "circular"
 
 
 class ConstantPad1d(_ConstantPadNd):
     """Padding of the last dimension with `value`."""
+
     _dims = 1
 
 
 class ConstantPad2d(_ConstantPadNd):
     """Padding of the last 2 dimensions with `value`."""
+
     _dims = 2
 
 
 class ConstantPad3d(_ConstantPadNd):
     """Padding of the last 3 dimensions with `value`."""
+
     _dims = 3
 
 

@@ -1,4 +1,5 @@
 """`PixelShuffle` and `PixelUnshuffle`."""
+
 from __future__ import annotations
 
 from ...tensor import Tensor

@@ -15,6 +15,7 @@ call forward and one backward, so autograd records one node per step (see
 per step), so a training step over a fixed sequence length compiles to a single native
 function.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,8 +35,9 @@ _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
 
 @composite_function
-def _lstm_step(gi: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None
-               ) -> tuple[Tensor, Tensor]:
+def _lstm_step(
+    gi: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None
+) -> tuple[Tensor, Tensor]:
     """One LSTM step from the precomputed input projection `gi` (N, 4H)."""
     gates = lg.add(gi, F.linear(h, w_hh, b_hh))
     i, f, g, o = lg.chunk(gates, 4, -1)
@@ -51,12 +53,11 @@ def _gru_step(gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tenso
     r = lg.sigmoid(lg.add(ir, hr))
     z = lg.sigmoid(lg.add(iz, hz))
     n = lg.tanh(lg.add(in_, lg.mul(r, hn)))
-    return lg.add(n, lg.mul(z, lg.sub(h, n)))         # (1 - z) n + z h
+    return lg.add(n, lg.mul(z, lg.sub(h, n)))  # (1 - z) n + z h
 
 
 @composite_function
-def _rnn_step(gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None, relu: bool
-              ) -> Tensor:
+def _rnn_step(gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None, relu: bool) -> Tensor:
     pre = lg.add(gi, F.linear(h, w_hh, b_hh))
     return lg.relu(pre) if relu else lg.tanh(pre)
 
@@ -64,16 +65,22 @@ def _rnn_step(gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None, relu: bo
 def _check_input(name: str, input: Any, input_size: int, batched_ndim: int) -> bool:
     """True when `input` is unbatched."""
     if not isinstance(input, Tensor):
-        raise TypeError(f"{name}: expected a Tensor input or a PackedSequence (packed "
-                        f"sequences come from nn.utils.rnn.pack_sequence), got "
-                        f"{type(input).__name__}")
+        raise TypeError(
+            f"{name}: expected a Tensor input or a PackedSequence (packed "
+            f"sequences come from nn.utils.rnn.pack_sequence), got "
+            f"{type(input).__name__}"
+        )
     if input.ndim not in (batched_ndim - 1, batched_ndim):
-        raise ValueError(f"{name}: Expected input to be {batched_ndim - 1}D or "
-                         f"{batched_ndim}D, got {input.ndim}D instead (shape "
-                         f"{list(input.shape)})")
+        raise ValueError(
+            f"{name}: Expected input to be {batched_ndim - 1}D or "
+            f"{batched_ndim}D, got {input.ndim}D instead (shape "
+            f"{list(input.shape)})"
+        )
     if input.shape[-1] != input_size:
-        raise RuntimeError(f"{name}: input.size(-1) must be equal to input_size. Expected "
-                           f"{input_size}, got {input.shape[-1]}")
+        raise RuntimeError(
+            f"{name}: input.size(-1) must be equal to input_size. Expected "
+            f"{input_size}, got {input.shape[-1]}"
+        )
     return input.ndim == batched_ndim - 1
 
 
@@ -81,11 +88,11 @@ def _repack(out: Tensor, like: Any) -> Any:
     """(L, N, H) outputs in the original batch order as a PackedSequence with `like`'s
     batch sizes and indices."""
     from ..utils.rnn import PackedSequence
+
     if like.sorted_indices is not None:
         out = lg.index_select(out, 1, like.sorted_indices)
     sizes = [int(b) for b in like.batch_sizes.numpy()]
-    data = lg.cat([lg.slice_dim(lg.select(out, 0, t), 0, 0, b) for t, b in enumerate(sizes)],
-                  0)
+    data = lg.cat([lg.slice_dim(lg.select(out, 0, t), 0, 0, b) for t, b in enumerate(sizes)], 0)
     return PackedSequence(data, like.batch_sizes, like.sorted_indices, like.unsorted_indices)
 
 
@@ -99,30 +106,46 @@ def _check_hidden(name: str, h: Any, shape: tuple[int, ...], what: str) -> None:
 class RNNBase(Module):
     """The multi-layer, optionally bidirectional recurrence shared by RNN, LSTM and GRU."""
 
-    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1,
-                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
-                 bidirectional: bool = False, proj_size: int = 0, device: Any = None,
-                 dtype: DType | None = None) -> None:
+    def __init__(
+        self,
+        mode: str,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        proj_size: int = 0,
+        device: Any = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__()
         name = "RNN" if mode.startswith("RNN") else mode
         check_device(device, name)
-        if not isinstance(hidden_size, int) or isinstance(hidden_size, bool) or \
-                hidden_size <= 0:
+        if not isinstance(hidden_size, int) or isinstance(hidden_size, bool) or hidden_size <= 0:
             raise ValueError(f"{name}: hidden_size must be a positive int, got {hidden_size!r}")
         if not isinstance(num_layers, int) or isinstance(num_layers, bool) or num_layers <= 0:
             raise ValueError(f"{name}: num_layers must be a positive int, got {num_layers!r}")
         if not 0 <= dropout <= 1 or isinstance(dropout, bool):
-            raise ValueError(f"{name}: dropout should be a number in range [0, 1] representing "
-                             f"the probability of an element being zeroed, got {dropout!r}")
+            raise ValueError(
+                f"{name}: dropout should be a number in range [0, 1] representing "
+                f"the probability of an element being zeroed, got {dropout!r}"
+            )
         if not isinstance(proj_size, int) or isinstance(proj_size, bool) or proj_size < 0:
-            raise ValueError(f"{name}: proj_size should be a positive integer or zero to "
-                             f"disable projections, got {proj_size!r}")
+            raise ValueError(
+                f"{name}: proj_size should be a positive integer or zero to "
+                f"disable projections, got {proj_size!r}"
+            )
         if proj_size and mode != "LSTM":
-            raise ValueError(f"{name}: proj_size argument is only supported for LSTM, not RNN "
-                             f"or GRU")
+            raise ValueError(
+                f"{name}: proj_size argument is only supported for LSTM, not RNN or GRU"
+            )
         if proj_size >= hidden_size:
-            raise ValueError(f"{name}: proj_size has to be smaller than hidden_size (got "
-                             f"proj_size={proj_size}, hidden_size={hidden_size})")
+            raise ValueError(
+                f"{name}: proj_size has to be smaller than hidden_size (got "
+                f"proj_size={proj_size}, hidden_size={hidden_size})"
+            )
         self.mode = mode
         self.input_size = input_size
         self.hidden_size = hidden_size
@@ -134,7 +157,7 @@ class RNNBase(Module):
         self.proj_size = proj_size
         gate = _GATES[mode] * hidden_size
         dirs = 2 if bidirectional else 1
-        real_hidden = proj_size or hidden_size          # the size of h (and of the outputs)
+        real_hidden = proj_size or hidden_size  # the size of h (and of the outputs)
         self._flat_weights_names: list[str] = []
         for layer in range(num_layers):
             layer_in = input_size if layer == 0 else real_hidden * dirs
@@ -158,16 +181,23 @@ class RNNBase(Module):
     def _name(self) -> str:
         return type(self).__name__
 
-    def _weights(self, layer: int, d: int) -> tuple[Tensor, Tensor, Tensor | None,
-                                                    Tensor | None, Tensor | None]:
+    def _weights(
+        self, layer: int, d: int
+    ) -> tuple[Tensor, Tensor, Tensor | None, Tensor | None, Tensor | None]:
         sfx = f"_l{layer}" + ("_reverse" if d else "")
         get = lambda n: getattr(self, n + sfx) if self.bias or "weight" in n else None  # noqa
         w_hr = getattr(self, "weight_hr" + sfx) if self.proj_size else None
         return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), w_hr
 
-    def _run_direction(self, xs: Tensor, h: Tensor, c: Tensor | None, layer: int, d: int,
-                       lengths: Tensor | None = None
-                       ) -> tuple[list[Tensor], Tensor, Tensor | None]:
+    def _run_direction(
+        self,
+        xs: Tensor,
+        h: Tensor,
+        c: Tensor | None,
+        layer: int,
+        d: int,
+        lengths: Tensor | None = None,
+    ) -> tuple[list[Tensor], Tensor, Tensor | None]:
         """One layer in one direction over (L, N, in): the outputs per step (in time
         order) and the last state. With `lengths` (packed input), a sequence's state
         changes only at its own steps (the reverse direction starts at its last one) and
@@ -176,13 +206,13 @@ class RNNBase(Module):
         # (L, N, gates): one matmul, and one node handing each step its row
         gis = lg.unbind(F.linear(xs, w_ih, b_ih), 0)
         steps = range(xs.shape[0] - 1, -1, -1) if d else range(xs.shape[0])
-        outs: list[Tensor] = [None] * xs.shape[0]             # type: ignore[list-item]
+        outs: list[Tensor] = [None] * xs.shape[0]  # type: ignore[list-item]
         for t in steps:
             gi = gis[t]
             c_new = None
             if self.mode == "LSTM":
                 h_new, c_new = _lstm_step(gi, h, c, w_hh, b_hh)  # type: ignore[arg-type]
-                if w_hr is not None:                    # the projection h = W_hr (o * tanh c)
+                if w_hr is not None:  # the projection h = W_hr (o * tanh c)
                     h_new = F.linear(h_new, w_hr)
             elif self.mode == "GRU":
                 h_new = _gru_step(gi, h, w_hh, b_hh)
@@ -194,7 +224,7 @@ class RNNBase(Module):
                     c = c_new
                 outs[t] = h
                 continue
-            live = lg.unsqueeze(lg.gt(lengths, t), 1)             # (N, 1): step t exists
+            live = lg.unsqueeze(lg.gt(lengths, t), 1)  # (N, 1): step t exists
             h = lg.where(live, h_new, h)
             if c_new is not None:
                 c = lg.where(live, c_new, c)
@@ -206,14 +236,18 @@ class RNNBase(Module):
         PackedSequence, which gives a PackedSequence output with the same batch sizes and
         indices and the last state of each sequence at its own length)."""
         from ..utils.rnn import PackedSequence, pad_packed_sequence
+
         name = self._name()
         packed = input if isinstance(input, PackedSequence) else None
         lengths = None
         if packed is not None:
             input, lengths = pad_packed_sequence(packed, batch_first=self.batch_first)
         unbatched = _check_input(name, input, self.input_size, 3)
-        x = lg.unsqueeze(input, 1) if unbatched else \
-            (lg.transpose(input, 0, 1) if self.batch_first else input)   # (L, N, in)
+        x = (
+            lg.unsqueeze(input, 1)
+            if unbatched
+            else (lg.transpose(input, 0, 1) if self.batch_first else input)
+        )  # (L, N, in)
         n = x.shape[1]
         dirs = 2 if self.bidirectional else 1
         state_shape = (self.num_layers * dirs, n, self.proj_size or self.hidden_size)
@@ -244,13 +278,18 @@ class RNNBase(Module):
             per_dir = []
             for d in range(dirs):
                 k = layer * dirs + d
-                outs, h, c = self._run_direction(layer_in, lg.select(h0, 0, k),
-                                                 lg.select(c0, 0, k) if lstm else None,
-                                                 layer, d, lengths)
+                outs, h, c = self._run_direction(
+                    layer_in,
+                    lg.select(h0, 0, k),
+                    lg.select(c0, 0, k) if lstm else None,
+                    layer,
+                    d,
+                    lengths,
+                )
                 per_dir.append(lg.stack(outs, 0))
                 h_n.append(h)
                 if lstm:
-                    c_n.append(c)                                # type: ignore[arg-type]
+                    c_n.append(c)  # type: ignore[arg-type]
             layer_in = per_dir[0] if dirs == 1 else lg.cat(per_dir, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 layer_in = F.dropout(layer_in, self.dropout, True)
@@ -287,17 +326,36 @@ class RNNBase(Module):
 class RNN(RNNBase):
     """Elman RNN: h' = tanh(W_ih x + b_ih + W_hh h + b_hh) (or relu)."""
 
-    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
-                 nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
-                 dropout: float = 0.0, bidirectional: bool = False, device: Any = None,
-                 dtype: DType | None = None) -> None:
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        nonlinearity: str = "tanh",
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        device: Any = None,
+        dtype: DType | None = None,
+    ) -> None:
         if nonlinearity not in ("tanh", "relu"):
-            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or "
-                             f"'relu'.")
+            raise ValueError(
+                f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'."
+            )
         self.nonlinearity = nonlinearity
-        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size,
-                         hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
-                         device=device, dtype=dtype)
+        super().__init__(
+            "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU",
+            input_size,
+            hidden_size,
+            num_layers,
+            bias,
+            batch_first,
+            dropout,
+            bidirectional,
+            device=device,
+            dtype=dtype,
+        )
 
 
 class LSTM(RNNBase):
@@ -306,29 +364,74 @@ class LSTM(RNNBase):
     `weight_hr_l{k}` (proj_size, hidden_size): h_0 and the outputs have proj_size features
     per direction, c_0 keeps hidden_size, as PyTorch's."""
 
-    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
-                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
-                 bidirectional: bool = False, proj_size: int = 0, device: Any = None,
-                 dtype: DType | None = None) -> None:
-        super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first,
-                         dropout, bidirectional, proj_size, device, dtype)
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        proj_size: int = 0,
+        device: Any = None,
+        dtype: DType | None = None,
+    ) -> None:
+        super().__init__(
+            "LSTM",
+            input_size,
+            hidden_size,
+            num_layers,
+            bias,
+            batch_first,
+            dropout,
+            bidirectional,
+            proj_size,
+            device,
+            dtype,
+        )
 
 
 class GRU(RNNBase):
-    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
-                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
-                 bidirectional: bool = False, device: Any = None,
-                 dtype: DType | None = None) -> None:
-        super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first,
-                         dropout, bidirectional, device=device, dtype=dtype)
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        device: Any = None,
+        dtype: DType | None = None,
+    ) -> None:
+        super().__init__(
+            "GRU",
+            input_size,
+            hidden_size,
+            num_layers,
+            bias,
+            batch_first,
+            dropout,
+            bidirectional,
+            device=device,
+            dtype=dtype,
+        )
 
 
 class RNNCellBase(Module):
     """The parameters of a recurrent cell: `num_chunks` gate blocks of `hidden_size` rows
     each (1 for RNNCell, 4 for LSTMCell, 3 for GRUCell)."""
 
-    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int,
-                 device: Any = None, dtype: DType | None = None) -> None:
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        bias: bool,
+        num_chunks: int,
+        device: Any = None,
+        dtype: DType | None = None,
+    ) -> None:
         gates = num_chunks
         super().__init__()
         check_device(device, type(self).__name__)
@@ -372,9 +475,15 @@ class RNNCellBase(Module):
 
 
 class RNNCell(RNNCellBase):
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
-                 nonlinearity: str = "tanh", device: Any = None,
-                 dtype: DType | None = None) -> None:
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        bias: bool = True,
+        nonlinearity: str = "tanh",
+        device: Any = None,
+        dtype: DType | None = None,
+    ) -> None:
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
         self.nonlinearity = nonlinearity
@@ -382,30 +491,47 @@ class RNNCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         unbatched, x, (h,) = self._prepare(input, hx, 1)
-        h = _rnn_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
-                      self.bias_hh, self.nonlinearity == "relu")
+        h = _rnn_step(
+            F.linear(x, self.weight_ih, self.bias_ih),
+            h,
+            self.weight_hh,
+            self.bias_hh,
+            self.nonlinearity == "relu",
+        )
         return lg.squeeze(h, 0) if unbatched else h
 
 
 class LSTMCell(RNNCellBase):
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
-                 device: Any = None, dtype: DType | None = None) -> None:
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        bias: bool = True,
+        device: Any = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
     def forward(self, input: Tensor, hx: Any = None) -> tuple[Tensor, Tensor]:
         unbatched, x, (h, c) = self._prepare(input, hx, 2)
-        h, c = _lstm_step(F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh,
-                          self.bias_hh)
+        h, c = _lstm_step(
+            F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh
+        )
         return (lg.squeeze(h, 0), lg.squeeze(c, 0)) if unbatched else (h, c)
 
 
 class GRUCell(RNNCellBase):
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
-                 device: Any = None, dtype: DType | None = None) -> None:
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        bias: bool = True,
+        device: Any = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         unbatched, x, (h,) = self._prepare(input, hx, 1)
-        h = _gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh,
-                      self.bias_hh)
+        h = _gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh)
         return lg.squeeze(h, 0) if unbatched else h

@@ -1,4 +1,5 @@
 """`Embedding` and `EmbeddingBag`."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -18,37 +19,53 @@ class Embedding(Module):
     """A lookup table of `num_embeddings` vectors of size `embedding_dim`, initialized from
     N(0, 1); the `padding_idx` row starts at zero and never receives a gradient."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
-                 max_norm: float | None = None, norm_type: float = 2.0,
-                 scale_grad_by_freq: bool = False, sparse: bool = False,
-                 _weight: Tensor | None = None, _freeze: bool = False, device: Any = None,
-                 dtype: DType | None = None) -> None:
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        padding_idx: int | None = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        sparse: bool = False,
+        _weight: Tensor | None = None,
+        _freeze: bool = False,
+        device: Any = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__()
         check_device(device, "Embedding")
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         if padding_idx is not None:
             if padding_idx >= num_embeddings or padding_idx < -num_embeddings:
-                raise ValueError(f"Embedding: padding_idx {padding_idx} must be within "
-                                 f"num_embeddings ({num_embeddings})")
+                raise ValueError(
+                    f"Embedding: padding_idx {padding_idx} must be within "
+                    f"num_embeddings ({num_embeddings})"
+                )
             padding_idx %= num_embeddings
         self.padding_idx = padding_idx
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
         if sparse:
-            raise ValueError("Embedding: sparse=True asks for sparse gradients; llgrad has "
-                             "only dense tensors (use sparse=False)")
+            raise ValueError(
+                "Embedding: sparse=True asks for sparse gradients; llgrad has "
+                "only dense tensors (use sparse=False)"
+            )
         self.sparse = sparse
         if _weight is None:
-            self.weight = Parameter(lg.empty((num_embeddings, embedding_dim), dtype=dtype),
-                                    requires_grad=not _freeze)
+            self.weight = Parameter(
+                lg.empty((num_embeddings, embedding_dim), dtype=dtype), requires_grad=not _freeze
+            )
             self.reset_parameters()
         else:
             if tuple(_weight.shape) != (num_embeddings, embedding_dim):
-                raise ValueError(f"Embedding: shape of weight {list(_weight.shape)} does not "
-                                 f"match num_embeddings and embedding_dim "
-                                 f"{[num_embeddings, embedding_dim]}")
+                raise ValueError(
+                    f"Embedding: shape of weight {list(_weight.shape)} does not "
+                    f"match num_embeddings and embedding_dim "
+                    f"{[num_embeddings, embedding_dim]}"
+                )
             self.weight = Parameter(_weight.detach(), requires_grad=not _freeze)
 
     def reset_parameters(self) -> None:
@@ -58,8 +75,15 @@ class Embedding(Module):
                 self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.embedding(input, self.weight, self.padding_idx, self.max_norm,
-                           self.norm_type, self.scale_grad_by_freq, self.sparse)
+        return F.embedding(
+            input,
+            self.weight,
+            self.padding_idx,
+            self.max_norm,
+            self.norm_type,
+            self.scale_grad_by_freq,
+            self.sparse,
+        )
 
     def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"
@@ -74,26 +98,51 @@ class Embedding(Module):
         return s
 
     @classmethod
-    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
-                        padding_idx: int | None = None, max_norm: float | None = None,
-                        norm_type: float = 2.0, scale_grad_by_freq: bool = False,
-                        sparse: bool = False) -> "Embedding":
+    def from_pretrained(
+        cls,
+        embeddings: Tensor,
+        freeze: bool = True,
+        padding_idx: int | None = None,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        sparse: bool = False,
+    ) -> "Embedding":
         if embeddings.ndim != 2:
             raise ValueError("Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape
-        return cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
-                   _weight=embeddings, _freeze=freeze)
+        return cls(
+            rows,
+            cols,
+            padding_idx,
+            max_norm,
+            norm_type,
+            scale_grad_by_freq,
+            sparse,
+            _weight=embeddings,
+            _freeze=freeze,
+        )
 
 
 class EmbeddingBag(Module):
     """Sums, means or maxima of bags of embeddings (`F.embedding_bag`), weight
     (num_embeddings, embedding_dim) from N(0, 1) with the `padding_idx` row zeroed."""
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, max_norm: float | None = None,
-                 norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean",
-                 sparse: bool = False, _weight: Tensor | None = None,
-                 include_last_offset: bool = False, padding_idx: int | None = None,
-                 device: Any = None, dtype: DType | None = None) -> None:
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        mode: str = "mean",
+        sparse: bool = False,
+        _weight: Tensor | None = None,
+        include_last_offset: bool = False,
+        padding_idx: int | None = None,
+        device: Any = None,
+        dtype: DType | None = None,
+    ) -> None:
         super().__init__()
         check_device(device, "EmbeddingBag")
         self.num_embeddings = num_embeddings
@@ -107,15 +156,18 @@ class EmbeddingBag(Module):
             padding_idx %= num_embeddings
         self.padding_idx = padding_idx
         if sparse:
-            raise ValueError("EmbeddingBag: sparse=True asks for sparse gradients; llgrad has "
-                             "only dense tensors (use sparse=False)")
+            raise ValueError(
+                "EmbeddingBag: sparse=True asks for sparse gradients; llgrad has "
+                "only dense tensors (use sparse=False)"
+            )
         if _weight is None:
             self.weight = Parameter(lg.empty((num_embeddings, embedding_dim), dtype=dtype))
             self.reset_parameters()
         else:
             if tuple(_weight.shape) != (num_embeddings, embedding_dim):
-                raise AssertionError("Shape of weight does not match num_embeddings and "
-                                     "embedding_dim")
+                raise AssertionError(
+                    "Shape of weight does not match num_embeddings and embedding_dim"
+                )
             self.weight = Parameter(_weight.detach())
         self.mode = mode
         self.sparse = sparse
@@ -127,11 +179,22 @@ class EmbeddingBag(Module):
             with no_grad():
                 self.weight[self.padding_idx].fill_(0)
 
-    def forward(self, input: Tensor, offsets: Tensor | None = None,
-                per_sample_weights: Tensor | None = None) -> Tensor:
-        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
-                               self.scale_grad_by_freq, self.mode, self.sparse,
-                               per_sample_weights, self.include_last_offset, self.padding_idx)
+    def forward(
+        self, input: Tensor, offsets: Tensor | None = None, per_sample_weights: Tensor | None = None
+    ) -> Tensor:
+        return F.embedding_bag(
+            input,
+            self.weight,
+            offsets,
+            self.max_norm,
+            self.norm_type,
+            self.scale_grad_by_freq,
+            self.mode,
+            self.sparse,
+            per_sample_weights,
+            self.include_last_offset,
+            self.padding_idx,
+        )
 
     def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"
@@ -147,16 +210,33 @@ class EmbeddingBag(Module):
         return s
 
     @classmethod
-    def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
-                        max_norm: float | None = None, norm_type: float = 2.0,
-                        scale_grad_by_freq: bool = False, mode: str = "mean",
-                        sparse: bool = False, include_last_offset: bool = False,
-                        padding_idx: int | None = None) -> "EmbeddingBag":
+    def from_pretrained(
+        cls,
+        embeddings: Tensor,
+        freeze: bool = True,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        mode: str = "mean",
+        sparse: bool = False,
+        include_last_offset: bool = False,
+        padding_idx: int | None = None,
+    ) -> "EmbeddingBag":
         """An EmbeddingBag holding `embeddings` (2-D), frozen unless `freeze=False`."""
         if embeddings.ndim != 2:
             raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape
-        bag = cls(rows, cols, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
-                  embeddings, include_last_offset, padding_idx)
+        bag = cls(
+            rows,
+            cols,
+            max_norm,
+            norm_type,
+            scale_grad_by_freq,
+            mode,
+            sparse,
+            embeddings,
+            include_last_offset,
+            padding_idx,
+        )
         bag.weight.requires_grad_(not freeze)
         return bag

@@ -1,4 +1,5 @@
 """`Upsample`, `UpsamplingNearest2d`, `UpsamplingBilinear2d` (`F.interpolate`)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -13,9 +14,14 @@ __all__ = ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"]
 class Upsample(Module):
     """Resize to `size` or by `scale_factor` with `F.interpolate`'s modes."""
 
-    def __init__(self, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
-                 align_corners: bool | None = None,
-                 recompute_scale_factor: bool | None = None) -> None:
+    def __init__(
+        self,
+        size: Any = None,
+        scale_factor: Any = None,
+        mode: str = "nearest",
+        align_corners: bool | None = None,
+        recompute_scale_factor: bool | None = None,
+    ) -> None:
         super().__init__()
         self.name = type(self).__name__
         self.size = size
@@ -28,9 +34,14 @@ class Upsample(Module):
         self.recompute_scale_factor = recompute_scale_factor
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.interpolate(input, self.size, self.scale_factor, self.mode,
-                             self.align_corners,
-                             recompute_scale_factor=self.recompute_scale_factor)
+        return F.interpolate(
+            input,
+            self.size,
+            self.scale_factor,
+            self.mode,
+            self.align_corners,
+            recompute_scale_factor=self.recompute_scale_factor,
+        )
 
     def extra_repr(self) -> str:
         if self.scale_factor is not None:

@@ -1,4 +1,5 @@
 """`llgrad.nn.parallel`: data parallelism across processes (MPI)."""
+
 from .distributed import DistributedDataParallel
 
 __all__ = ["DistributedDataParallel"]

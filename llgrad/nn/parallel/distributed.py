@@ -23,6 +23,7 @@ reads it (`passes.lower`), so communication overlaps the rest of backward there 
 Buckets hold up to `bucket_cap_mb` (25 MB), the first one 1 MB (torch's sizes): the first
 gradients backward produces then start their all-reduce early.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -35,7 +36,7 @@ from ...tensor import Tensor
 from ..modules.module import Module
 
 
-FIRST_BUCKET_BYTES = 1 << 20     # torch's: the first gradients ready start a small bucket
+FIRST_BUCKET_BYTES = 1 << 20  # torch's: the first gradients ready start a small bucket
 
 
 class _Bucket:
@@ -56,30 +57,40 @@ class _Bucket:
 
 
 class DistributedDataParallel(Module):
-    def __init__(self, module: Module, device_ids: Any = None, output_device: Any = None,
-                 dim: int = 0, broadcast_buffers: bool = True, process_group: Any = None,
-                 bucket_cap_mb: float | None = None, find_unused_parameters: bool = False,
-                 check_reduction: bool = False, gradient_as_bucket_view: bool = False,
-                 static_graph: bool = False, **kwargs: Any):
+    def __init__(
+        self,
+        module: Module,
+        device_ids: Any = None,
+        output_device: Any = None,
+        dim: int = 0,
+        broadcast_buffers: bool = True,
+        process_group: Any = None,
+        bucket_cap_mb: float | None = None,
+        find_unused_parameters: bool = False,
+        check_reduction: bool = False,
+        gradient_as_bucket_view: bool = False,
+        static_graph: bool = False,
+        **kwargs: Any,
+    ):
         super().__init__()
         if not isinstance(module, Module):
-            raise TypeError(f"DistributedDataParallel: expected an nn.Module, got "
-                            f"{type(module).__name__}")
+            raise TypeError(
+                f"DistributedDataParallel: expected an nn.Module, got {type(module).__name__}"
+            )
         if device_ids not in (None, [], ["cpu"]) or output_device not in (None, "cpu"):
-            raise ValueError("DistributedDataParallel: llgrad runs on CPUs; pass "
-                             "device_ids=None")
+            raise ValueError("DistributedDataParallel: llgrad runs on CPUs; pass device_ids=None")
         self._group = dist._check_group(process_group, "DistributedDataParallel")
         self.module = module
         self.dim = dim
         self.broadcast_buffers = broadcast_buffers
         self.find_unused_parameters = find_unused_parameters
         self.require_backward_grad_sync = True
-        self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb)
-                                    * 1024 * 1024)
+        self.bucket_bytes_cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 1024 * 1024)
         if self.bucket_bytes_cap <= 0:
-            raise ValueError(f"DistributedDataParallel: bucket_cap_mb must be positive, got "
-                             f"{bucket_cap_mb}")
-        params = [p for p in module.parameters() if p.requires_grad]   # (deduplicated)
+            raise ValueError(
+                f"DistributedDataParallel: bucket_cap_mb must be positive, got {bucket_cap_mb}"
+            )
+        params = [p for p in module.parameters() if p.requires_grad]  # (deduplicated)
         self._params = params
         self._sync_module_states()
         self._buckets = self._make_buckets(params)
@@ -100,8 +111,11 @@ class DistributedDataParallel(Module):
         size = 0
         for p in reversed(params):
             nbytes = p.numel() * p.element_size()
-            cap = min(self.bucket_bytes_cap, FIRST_BUCKET_BYTES) if not buckets \
+            cap = (
+                min(self.bucket_bytes_cap, FIRST_BUCKET_BYTES)
+                if not buckets
                 else self.bucket_bytes_cap
+            )
             if current and (size + nbytes > cap or p.dtype is not current[0].dtype):
                 buckets.append(_Bucket(current))
                 current, size = [], 0
@@ -143,6 +157,7 @@ class DistributedDataParallel(Module):
             # compiled code pays no per-call overhead that buckets would amortize, and
             # each reduction starts as soon as its gradient exists
             from ...functions._collective import all_reduce
+
             with no_grad():
                 p.grad = all_reduce(p.grad, "sum") / self._group.size()
             bucket.traced = True
@@ -152,6 +167,7 @@ class DistributedDataParallel(Module):
 
     def _launch(self, bucket: _Bucket) -> None:
         from ... import functions as F
+
         with no_grad():
             parts = []
             for p, n in zip(bucket.params, bucket.numels):
@@ -163,25 +179,33 @@ class DistributedDataParallel(Module):
 
     def _finish(self) -> None:
         self._pending = False
-        missing = [b for b in self._buckets if b.work is None and
-                   not (b.traced and len(b.ready) == len(b.params))]
+        missing = [
+            b
+            for b in self._buckets
+            if b.work is None and not (b.traced and len(b.ready) == len(b.params))
+        ]
         if missing and not self.find_unused_parameters:
             names = {id(p): n for n, p in self.module.named_parameters()}
-            unused = [names.get(id(b.params[k]), "?") for b in missing
-                      for k in range(len(b.params)) if k not in b.ready]
+            unused = [
+                names.get(id(b.params[k]), "?")
+                for b in missing
+                for k in range(len(b.params))
+                if k not in b.ready
+            ]
             for b in self._buckets:
                 b.reset()
             raise RuntimeError(
                 "DistributedDataParallel: expected every parameter to receive a gradient in "
                 "backward, but these did not: " + ", ".join(unused) + ". Pass "
                 "find_unused_parameters=True if the model does not use all its parameters "
-                "in every step (each rank must then still call backward).")
+                "in every step (each rank must then still call backward)."
+            )
         for b in missing:
             self._launch(b)
         size = self._group.size()
         with no_grad():
             for b in self._buckets:
-                if b.work is None:                  # reduced per gradient in the trace
+                if b.work is None:  # reduced per gradient in the trace
                     b.reset()
                     continue
                 b.work.wait()
@@ -189,7 +213,7 @@ class DistributedDataParallel(Module):
                 at = 0
                 for k, (p, n) in enumerate(zip(b.params, b.numels)):
                     if k in b.ready:
-                        p.grad.copy_(flat[at:at + n].reshape(p.shape) / size)
+                        p.grad.copy_(flat[at : at + n].reshape(p.shape) / size)
                     at += n
                 b.reset()
 

@@ -7,6 +7,7 @@ as PyTorch does, so results agree bit for bit. Written with tensor operations on
 traces into a compiled training step (except `error_if_nonfinite=True`, which has to read
 the norm's value: a graph break).
 """
+
 from __future__ import annotations
 
 import math
@@ -31,8 +32,12 @@ def _norm_type(norm_type: float | str) -> float:
     return float(norm_type)
 
 
-def get_total_norm(tensors: Tensor | Iterable[Tensor], norm_type: float | str = 2.0,
-                   error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
+def get_total_norm(
+    tensors: Tensor | Iterable[Tensor],
+    norm_type: float | str = 2.0,
+    error_if_nonfinite: bool = False,
+    foreach: bool | None = None,
+) -> Tensor:
     """The `norm_type` norm of all `tensors` taken together (as if concatenated)."""
     ts = [t for t in _tensors(tensors) if t is not None]
     p = _norm_type(norm_type)
@@ -40,8 +45,7 @@ def get_total_norm(tensors: Tensor | Iterable[Tensor], norm_type: float | str = 
         return lg.tensor(0.0)
     with no_grad():
         if p == math.inf:
-            norms = [lg.amax(lg.abs(t)) if t.numel() else lg.zeros((), dtype=t.dtype)
-                     for t in ts]
+            norms = [lg.amax(lg.abs(t)) if t.numel() else lg.zeros((), dtype=t.dtype) for t in ts]
             total = lg.amax(lg.stack(_common_dtype(norms)))
         elif p == -math.inf:
             norms = [lg.amin(lg.abs(t)) for t in ts]
@@ -50,23 +54,30 @@ def get_total_norm(tensors: Tensor | Iterable[Tensor], norm_type: float | str = 
             norms = [lg.norm(t, p) for t in ts]
             total = lg.norm(lg.stack(_common_dtype(norms)), p)
         if error_if_nonfinite and not bool(lg.isfinite(total).item()):
-            raise RuntimeError(f"The total norm of order {norm_type} for gradients from "
-                               f"`parameters` is non-finite, so it cannot be clipped. To "
-                               f"disable this error and scale the gradients by the non-finite "
-                               f"norm anyway, set `error_if_nonfinite=False`")
+            raise RuntimeError(
+                f"The total norm of order {norm_type} for gradients from "
+                f"`parameters` is non-finite, so it cannot be clipped. To "
+                f"disable this error and scale the gradients by the non-finite "
+                f"norm anyway, set `error_if_nonfinite=False`"
+            )
     return total
 
 
 def _common_dtype(norms: list[Tensor]) -> list[Tensor]:
     """PyTorch stacks per-gradient norms of mixed dtypes in their promoted dtype."""
     from ...eager.elementwise import promote
+
     d = promote(norms)
     return [n if n.dtype is d else n.to(d) for n in norms]
 
 
-def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
-                    norm_type: float | str = 2.0, error_if_nonfinite: bool = False,
-                    foreach: bool | None = None) -> Tensor:
+def clip_grad_norm_(
+    parameters: Tensor | Iterable[Tensor],
+    max_norm: float,
+    norm_type: float | str = 2.0,
+    error_if_nonfinite: bool = False,
+    foreach: bool | None = None,
+) -> Tensor:
     """Scale the gradients of `parameters` in place so that their total norm is at most
     `max_norm`; returns the total norm before clipping (a 0-d tensor)."""
     params = _tensors(parameters)
@@ -81,8 +92,9 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
     return total
 
 
-def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float,
-                     foreach: bool | None = None) -> None:
+def clip_grad_value_(
+    parameters: Tensor | Iterable[Tensor], clip_value: float, foreach: bool | None = None
+) -> None:
     """Clamp every gradient of `parameters` into [-clip_value, clip_value] in place."""
     v = float(clip_value)
     with no_grad():

@@ -1,4 +1,5 @@
 """All parameters as one flat vector, and back (PyTorch's order: the iteration order)."""
+
 from __future__ import annotations
 
 from typing import Iterable
@@ -22,10 +23,12 @@ def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
     params = list(parameters)
     total = sum(p.numel() for p in params)
     if vec.ndim != 1 or vec.numel() != total:
-        raise RuntimeError(f"vector_to_parameters: the vector has shape {list(vec.shape)} but "
-                           f"the parameters hold {total} elements")
+        raise RuntimeError(
+            f"vector_to_parameters: the vector has shape {list(vec.shape)} but "
+            f"the parameters hold {total} elements"
+        )
     pointer = 0
     for p in params:
         n = p.numel()
-        p.data = vec[pointer:pointer + n].reshape(p.shape).detach()
+        p.data = vec[pointer : pointer + n].reshape(p.shape).detach()
         pointer += n

@@ -4,6 +4,7 @@ divided by its largest singular value, estimated by power iteration with the `_u
 buffers) and `orthogonal` (an orthogonal or unitary matrix from the matrix exponential, the
 Cayley map or Householder reflectors, with the `base` buffer of the dynamic
 trivialization), with PyTorch's state-dict keys."""
+
 from __future__ import annotations
 
 import enum
@@ -66,16 +67,21 @@ class _SpectralNorm(Module):
     (dimension `dim` first), estimated with `n_power_iterations` power-iteration steps per
     training forward; 1-D weights are normalized."""
 
-    def __init__(self, weight: Tensor, n_power_iterations: int = 1, dim: int = 0,
-                 eps: float = 1e-12) -> None:
+    def __init__(
+        self, weight: Tensor, n_power_iterations: int = 1, dim: int = 0, eps: float = 1e-12
+    ) -> None:
         super().__init__()
         ndim = weight.ndim
         if dim >= ndim or dim < -ndim:
-            raise IndexError(f"Dimension out of range (expected to be in range of "
-                             f"[-{ndim}, {ndim - 1}] but got {dim})")
+            raise IndexError(
+                f"Dimension out of range (expected to be in range of "
+                f"[-{ndim}, {ndim - 1}] but got {dim})"
+            )
         if n_power_iterations <= 0:
-            raise ValueError(f"Expected n_power_iterations to be positive, but got "
-                             f"n_power_iterations={n_power_iterations}")
+            raise ValueError(
+                f"Expected n_power_iterations to be positive, but got "
+                f"n_power_iterations={n_power_iterations}"
+            )
         self.dim = dim if dim >= 0 else dim + ndim
         self.eps = eps
         if ndim > 1:
@@ -112,8 +118,13 @@ class _SpectralNorm(Module):
         return value
 
 
-def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int = 1,
-                  eps: float = 1e-12, dim: int | None = None) -> Module:
+def spectral_norm(
+    module: Module,
+    name: str = "weight",
+    n_power_iterations: int = 1,
+    eps: float = 1e-12,
+    dim: int | None = None,
+) -> Module:
     """Reparametrize `module.<name>` as weight / sigma (see `_SpectralNorm`); `dim`
     defaults to 1 for transposed convolutions, else 0. The power iteration starts from
     random vectors (llgrad's stream, not PyTorch's); load `_u`/`_v` to reproduce."""
@@ -123,18 +134,20 @@ def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int 
     if dim is None:
         dim = 1 if type(module).__name__.startswith("ConvTranspose") else 0
     parametrize.register_parametrization(
-        module, name, _SpectralNorm(weight, n_power_iterations, dim, eps))
+        module, name, _SpectralNorm(weight, n_power_iterations, dim, eps)
+    )
     return module
-
 
 
 # --------------------------------------------------------------------------------------
 # orthogonal
 # --------------------------------------------------------------------------------------
 
+
 def _linalg() -> types.ModuleType:
     """llgrad.linalg, imported when first used (it is not set yet when nn loads)."""
     from ... import linalg
+
     return linalg
 
 
@@ -176,12 +189,12 @@ class _Orthogonal(Module):
     (`use_trivialization`, the default), Q is multiplied on the left by the buffer `base`
     (n x n), which `right_inverse` sets."""
 
-    def __init__(self, weight: Tensor, orthogonal_map: _OrthMaps, *,
-                 use_trivialization: bool = True) -> None:
+    def __init__(
+        self, weight: Tensor, orthogonal_map: _OrthMaps, *, use_trivialization: bool = True
+    ) -> None:
         super().__init__()
         if weight.dtype.is_complex and orthogonal_map == _OrthMaps.householder:
-            raise ValueError("The householder parametrization does not support complex "
-                             "tensors.")
+            raise ValueError("The householder parametrization does not support complex tensors.")
         self.shape = weight.shape
         self.orthogonal_map = orthogonal_map
         if use_trivialization:
@@ -197,9 +210,9 @@ class _Orthogonal(Module):
         batch = tuple(X.shape[:-2])
         if self.orthogonal_map in (_OrthMaps.matrix_exp, _OrthMaps.cayley):
             low = lg.tril(X)
-            if n != k:                                  # zero columns up to n x n
+            if n != k:  # zero columns up to n x n
                 low = lg.cat([low, lg.zeros(batch + (n, n - k), dtype=X.dtype)], -1)
-            a = lg.sub(low, low.mH)                     # skew-symmetric / skew-Hermitian
+            a = lg.sub(low, low.mH)  # skew-symmetric / skew-Hermitian
             if self.orthogonal_map == _OrthMaps.matrix_exp:
                 q = _linalg().matrix_exp(a)
             else:
@@ -212,7 +225,7 @@ class _Orthogonal(Module):
             v = lg.tril(X, -1)
             tau = lg.div(2.0, lg.add(lg.sum(lg.mul(v, v), -2), 1.0))
             q = _linalg().householder_product(v, tau)
-            with no_grad():                             # +-1 from X's diagonal, truncated
+            with no_grad():  # +-1 from X's diagonal, truncated
                 signs = lg.trunc(lg.diagonal(X, 0, -2, -1)).to(dt.int32)
             q = lg.mul(q, lg.unsqueeze(signs, -2))
         if "base" in self._buffers:
@@ -226,8 +239,10 @@ class _Orthogonal(Module):
         Without it, only householder inverts: the reflectors of Q's QR factorization."""
         with no_grad():
             if tuple(Q.shape) != tuple(self.shape):
-                raise ValueError(f"Expected a matrix or batch of matrices of shape "
-                                 f"{self.shape}. Got a tensor of shape {Q.shape}.")
+                raise ValueError(
+                    f"Expected a matrix or batch of matrices of shape "
+                    f"{self.shape}. Got a tensor of shape {Q.shape}."
+                )
             given = Q
             n, k = Q.shape[-2], Q.shape[-1]
             wide = n < k
@@ -238,7 +253,8 @@ class _Orthogonal(Module):
                 if self.orthogonal_map != _OrthMaps.householder:
                     raise NotImplementedError(
                         "It is not possible to assign to the matrix exponential or the "
-                        "Cayley parametrizations when use_trivialization=False.")
+                        "Cayley parametrizations when use_trivialization=False."
+                    )
                 a, tau = lg.geqrf(Q)
                 diag = lg.sign(lg.diagonal(a, 0, -2, -1))
                 # a reflector LAPACK skipped (tau == 0) keeps its column's sign
@@ -252,13 +268,19 @@ class _Orthogonal(Module):
                 base = _make_orthogonal(lg.cat([Q, extra], -1))
             self.base = base
             neg_eye = lg.zeros_like(given)
-            minus_ones = lg.full(tuple(lg.diagonal(neg_eye, 0, -2, -1).shape), -1.0,
-                                 dtype=given.dtype)
+            minus_ones = lg.full(
+                tuple(lg.diagonal(neg_eye, 0, -2, -1).shape), -1.0, dtype=given.dtype
+            )
             return lg.diagonal_scatter(neg_eye, minus_ones, 0, -2, -1)
 
 
-def orthogonal(module: Module, name: str = "weight", orthogonal_map: str | None = None, *,
-               use_trivialization: bool = True) -> Module:
+def orthogonal(
+    module: Module,
+    name: str = "weight",
+    orthogonal_map: str | None = None,
+    *,
+    use_trivialization: bool = True,
+) -> Module:
     """Reparametrize `module.<name>` (a matrix or a batch of matrices (..., m, n)) as an
     orthogonal (unitary, for complex) matrix: orthonormal columns when m >= n, rows
     otherwise.
@@ -279,17 +301,22 @@ def orthogonal(module: Module, name: str = "weight", orthogonal_map: str | None 
     if not isinstance(weight, Tensor):
         raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
     if weight.ndim < 2:
-        raise ValueError(f"Expected a matrix or batch of matrices. Got a tensor of "
-                         f"{weight.ndim} dimensions.")
+        raise ValueError(
+            f"Expected a matrix or batch of matrices. Got a tensor of {weight.ndim} dimensions."
+        )
     if orthogonal_map is None:
-        orthogonal_map = "matrix_exp" if weight.shape[-2] == weight.shape[-1] or \
-            weight.dtype.is_complex else "householder"
-    kind = getattr(_OrthMaps, orthogonal_map, None) if isinstance(orthogonal_map, str) \
-        else None
+        orthogonal_map = (
+            "matrix_exp"
+            if weight.shape[-2] == weight.shape[-1] or weight.dtype.is_complex
+            else "householder"
+        )
+    kind = getattr(_OrthMaps, orthogonal_map, None) if isinstance(orthogonal_map, str) else None
     if kind is None:
-        raise ValueError(f'orthogonal_map has to be one of "matrix_exp", "cayley", '
-                         f'"householder". Got: {orthogonal_map}')
+        raise ValueError(
+            f'orthogonal_map has to be one of "matrix_exp", "cayley", '
+            f'"householder". Got: {orthogonal_map}'
+        )
     parametrize.register_parametrization(
-        module, name, _Orthogonal(weight, kind, use_trivialization=use_trivialization),
-        unsafe=True)
+        module, name, _Orthogonal(weight, kind, use_trivialization=use_trivialization), unsafe=True
+    )
     return module

@@ -7,6 +7,7 @@
 swapped for a subclass named `Parametrized<Class>`, and state-dict keys are PyTorch's
 (`parametrizations.weight.original`), so checkpoints load across.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -18,9 +19,15 @@ from ..modules.container import ModuleDict, ModuleList
 from ..modules.module import Module
 from ..parameter import Parameter
 
-__all__ = ["register_parametrization", "remove_parametrizations", "is_parametrized",
-           "cached", "type_before_parametrizations", "ParametrizationList",
-           "transfer_parametrizations_and_params"]
+__all__ = [
+    "register_parametrization",
+    "remove_parametrizations",
+    "is_parametrized",
+    "cached",
+    "type_before_parametrizations",
+    "ParametrizationList",
+    "transfer_parametrizations_and_params",
+]
 
 _cache_enabled = 0
 _cache: dict[tuple[int, str], Tensor] = {}
@@ -62,20 +69,25 @@ class ParametrizationList(ModuleList):
                 if hasattr(m, "right_inverse"):
                     try:
                         new = m.right_inverse(new)
-                    except NotImplementedError:     # as PyTorch: the identity, here
+                    except NotImplementedError:  # as PyTorch: the identity, here
                         pass
         if isinstance(new, Tensor):
             self.is_tensor = True
             self.ntensors = 1
             if not unsafe and (new.shape != original.shape or new.dtype != original.dtype):
-                raise ValueError(f"When `right_inverse` outputs one tensor, it may not change "
-                                 f"the shape or dtype.\noriginal.shape: {original.shape}\n"
-                                 f"right_inverse(original).shape: {new.shape}")
+                raise ValueError(
+                    f"When `right_inverse` outputs one tensor, it may not change "
+                    f"the shape or dtype.\noriginal.shape: {original.shape}\n"
+                    f"right_inverse(original).shape: {new.shape}"
+                )
             with no_grad():
                 value = original
                 if new is not original:
-                    value = _as_parameter(new.detach().clone(), original) \
-                        if isinstance(original, Parameter) else new.detach().clone()
+                    value = (
+                        _as_parameter(new.detach().clone(), original)
+                        if isinstance(original, Parameter)
+                        else new.detach().clone()
+                    )
             if isinstance(value, Parameter):
                 self.register_parameter("original", value)
             else:
@@ -85,11 +97,16 @@ class ParametrizationList(ModuleList):
             self.ntensors = len(new)
             for i, t in enumerate(new):
                 if not isinstance(t, Tensor):
-                    raise ValueError(f"'right_inverse' must return a Tensor or a Sequence of "
-                                     f"tensors (list, tuple...). Got element {i} of type "
-                                     f"{type(t).__name__}")
-                p = Parameter(t.detach().clone(), original.requires_grad) \
-                    if isinstance(original, Parameter) else t.detach().clone()
+                    raise ValueError(
+                        f"'right_inverse' must return a Tensor or a Sequence of "
+                        f"tensors (list, tuple...). Got element {i} of type "
+                        f"{type(t).__name__}"
+                    )
+                p = (
+                    Parameter(t.detach().clone(), original.requires_grad)
+                    if isinstance(original, Parameter)
+                    else t.detach().clone()
+                )
                 if isinstance(p, Parameter):
                     self.register_parameter(f"original{i}", p)
                 else:
@@ -97,21 +114,23 @@ class ParametrizationList(ModuleList):
         if not unsafe:
             z = self()
             if not isinstance(z, Tensor):
-                raise ValueError(f"A parametrization must return a tensor. Got "
-                                 f"{type(z).__name__}.")
+                raise ValueError(f"A parametrization must return a tensor. Got {type(z).__name__}.")
             if z.dtype != original.dtype or z.shape != original.shape:
-                raise ValueError(f"Registering a parametrization may not change the shape or "
-                                 f"dtype of the tensor, unless `unsafe` flag is enabled.\n"
-                                 f"unparametrized shape: {original.shape}\nparametrized "
-                                 f"shape: {z.shape}")
+                raise ValueError(
+                    f"Registering a parametrization may not change the shape or "
+                    f"dtype of the tensor, unless `unsafe` flag is enabled.\n"
+                    f"unparametrized shape: {original.shape}\nparametrized "
+                    f"shape: {z.shape}"
+                )
 
     def right_inverse(self, value: Tensor) -> None:
         """Store in the original(s) what makes the parametrizations return `value`."""
         with no_grad():
             for m in reversed(self):
                 if not hasattr(m, "right_inverse"):
-                    raise RuntimeError(f"parametrization {type(m).__name__} does not "
-                                       f"implement right_inverse.")
+                    raise RuntimeError(
+                        f"parametrization {type(m).__name__} does not implement right_inverse."
+                    )
                 value = m.right_inverse(value)
             if self.is_tensor:
                 self.original.copy_(value)
@@ -119,7 +138,7 @@ class ParametrizationList(ModuleList):
                 for i, t in enumerate(value):
                     getattr(self, f"original{i}").copy_(t)
 
-    def forward(self) -> Tensor:                                  # type: ignore[override]
+    def forward(self) -> Tensor:  # type: ignore[override]
         if self.is_tensor:
             x = self[0](self.original)
         else:
@@ -138,7 +157,7 @@ class ParametrizationList(ModuleList):
 def _make_parametrized_class(module: Module) -> None:
     cls = type(module)
     new = type(f"Parametrized{cls.__name__}", (cls,), {"__module__": cls.__module__})
-    new._original_class = cls                                     # type: ignore[attr-defined]
+    new._original_class = cls  # type: ignore[attr-defined]
     module.__class__ = new
 
 
@@ -168,12 +187,16 @@ def is_parametrized(module: Module, tensor_name: str | None = None) -> bool:
 
 def type_before_parametrizations(module: Module) -> type:
     """The module's class before any parametrization was registered."""
-    return getattr(type(module), "_original_class", type(module)) \
-        if is_parametrized(module) else type(module)
+    return (
+        getattr(type(module), "_original_class", type(module))
+        if is_parametrized(module)
+        else type(module)
+    )
 
 
-def register_parametrization(module: Module, tensor_name: str, parametrization: Module, *,
-                             unsafe: bool = False) -> Module:
+def register_parametrization(
+    module: Module, tensor_name: str, parametrization: Module, *, unsafe: bool = False
+) -> Module:
     """Make `module.<tensor_name>` the output of `parametrization` (chained after any
     earlier ones). Returns the module."""
     if is_parametrized(module, tensor_name):
@@ -182,8 +205,10 @@ def register_parametrization(module: Module, tensor_name: str, parametrization: 
             y = getattr(module, tensor_name)
             x = parametrization(y)
             if not isinstance(x, Tensor) or x.shape != y.shape or x.dtype != y.dtype:
-                raise ValueError("Registering a parametrization may not change the shape or "
-                                 "dtype of the tensor, unless `unsafe` flag is enabled.")
+                raise ValueError(
+                    "Registering a parametrization may not change the shape or "
+                    "dtype of the tensor, unless `unsafe` flag is enabled."
+                )
         plist.append(parametrization)
         plist.unsafe |= unsafe
         return module
@@ -197,12 +222,15 @@ def register_parametrization(module: Module, tensor_name: str, parametrization: 
         module.parametrizations[tensor_name] = plist
         _inject_property(module, tensor_name)
         return module
-    raise ValueError(f"Module '{module}' does not have a parameter, a buffer, or a "
-                     f"parametrized element with name '{tensor_name}'")
+    raise ValueError(
+        f"Module '{module}' does not have a parameter, a buffer, or a "
+        f"parametrized element with name '{tensor_name}'"
+    )
 
 
-def remove_parametrizations(module: Module, tensor_name: str,
-                            leave_parametrized: bool = True) -> Module:
+def remove_parametrizations(
+    module: Module, tensor_name: str, leave_parametrized: bool = True
+) -> Module:
     """Undo the parametrizations of `tensor_name`: it becomes a plain parameter (or
     buffer) holding the parametrized value (`leave_parametrized`) or the original."""
     if not is_parametrized(module, tensor_name):
@@ -218,14 +246,19 @@ def remove_parametrizations(module: Module, tensor_name: str,
                     original.copy_(t)
                     value = original
                 else:
-                    value = Parameter(t.detach(), original.requires_grad) \
-                        if isinstance(original, Parameter) else t.detach()
+                    value = (
+                        Parameter(t.detach(), original.requires_grad)
+                        if isinstance(original, Parameter)
+                        else t.detach()
+                    )
         else:
             value = original
     else:
         if not leave_parametrized:
-            raise ValueError("Cannot leave unparametrized (`leave_parametrized=False`) a "
-                             "tensor that is parametrized in terms of a sequence of tensors.")
+            raise ValueError(
+                "Cannot leave unparametrized (`leave_parametrized=False`) a "
+                "tensor that is parametrized in terms of a sequence of tensors."
+            )
         with no_grad():
             t = getattr(module, tensor_name)
         value = Parameter(t.detach(), plist.original0.requires_grad)
@@ -237,12 +270,13 @@ def remove_parametrizations(module: Module, tensor_name: str,
         module.register_buffer(tensor_name, value)
     if not is_parametrized(module):
         delattr(module, "parametrizations")
-        module.__class__ = type(module)._original_class           # type: ignore[attr-defined]
+        module.__class__ = type(module)._original_class  # type: ignore[attr-defined]
     return module
 
 
-def transfer_parametrizations_and_params(from_module: Module, to_module: Module,
-                                         tensor_name: str | None = None) -> Module:
+def transfer_parametrizations_and_params(
+    from_module: Module, to_module: Module, tensor_name: str | None = None
+) -> Module:
     """Register on `to_module` the parametrizations of `from_module` (all, or those of
     `tensor_name`), with copies of their originals."""
     if not is_parametrized(from_module):

@@ -5,6 +5,7 @@ unpruned and multiplies the masks. `remove` makes the pruned tensor a plain para
 
 Ties between equal magnitudes may be broken differently from PyTorch (llgrad takes the
 first in row-major order)."""
+
 from __future__ import annotations
 
 import numbers
@@ -17,9 +18,20 @@ from ...autograd.grad_mode import no_grad
 from ...tensor import Tensor
 from ..modules.module import Module
 
-__all__ = ["BasePruningMethod", "L1Unstructured", "RandomUnstructured", "CustomFromMask",
-           "Identity", "l1_unstructured", "random_unstructured", "custom_from_mask",
-           "identity", "global_unstructured", "remove", "is_pruned"]
+__all__ = [
+    "BasePruningMethod",
+    "L1Unstructured",
+    "RandomUnstructured",
+    "CustomFromMask",
+    "Identity",
+    "l1_unstructured",
+    "random_unstructured",
+    "custom_from_mask",
+    "identity",
+    "global_unstructured",
+    "remove",
+    "is_pruned",
+]
 
 
 def _count(amount: int | float, n: int) -> int:
@@ -28,15 +40,20 @@ def _count(amount: int | float, n: int) -> int:
         raise TypeError(f"Invalid type for amount: {amount}. Must be int or float.")
     if isinstance(amount, numbers.Integral):
         if amount < 0:
-            raise ValueError(f"amount={amount} should either be a float in the range [0, 1] "
-                             f"or a non-negative integer")
+            raise ValueError(
+                f"amount={amount} should either be a float in the range [0, 1] "
+                f"or a non-negative integer"
+            )
         if amount > n:
-            raise ValueError(f"amount={amount} should be smaller than the number of "
-                             f"parameters to prune={n}")
+            raise ValueError(
+                f"amount={amount} should be smaller than the number of parameters to prune={n}"
+            )
         return int(amount)
     if not 0.0 <= amount <= 1.0:
-        raise ValueError(f"amount={amount} should either be a float in the range [0, 1] or "
-                         f"a non-negative integer")
+        raise ValueError(
+            f"amount={amount} should either be a float in the range [0, 1] or "
+            f"a non-negative integer"
+        )
     return int(round(amount * n))
 
 
@@ -61,11 +78,20 @@ class BasePruningMethod:
         setattr(module, self._tensor_name, self.apply_mask(module))
 
     @classmethod
-    def apply(cls, module: Module, name: str, *args: Any,
-              importance_scores: Tensor | None = None, **kwargs: Any) -> "BasePruningMethod":
+    def apply(
+        cls,
+        module: Module,
+        name: str,
+        *args: Any,
+        importance_scores: Tensor | None = None,
+        **kwargs: Any,
+    ) -> "BasePruningMethod":
         """Prune `module.<name>` with this method (combined with an earlier pruning)."""
-        hooks = [(k, h) for k, h in module._forward_pre_hooks.items()
-                 if isinstance(h, BasePruningMethod) and h._tensor_name == name]
+        hooks = [
+            (k, h)
+            for k, h in module._forward_pre_hooks.items()
+            if isinstance(h, BasePruningMethod) and h._tensor_name == name
+        ]
         method = cls(*args, **kwargs)
         method._tensor_name = name
         if hooks:
@@ -76,14 +102,17 @@ class BasePruningMethod:
         else:
             orig = getattr(module, name)
             if not isinstance(orig, Tensor):
-                raise AttributeError(f"Parameter '{name}' of module {module} has to be "
-                                     f"modified and it does not exist")
+                raise AttributeError(
+                    f"Parameter '{name}' of module {module} has to be "
+                    f"modified and it does not exist"
+                )
             module.register_parameter(name + "_orig", orig)
             default_mask = lg.ones_like(orig)
         scores = orig if importance_scores is None else importance_scores
         if scores.shape != orig.shape:
-            raise ValueError("importance_scores should have the same shape as parameter "
-                             f"{name} of {module}")
+            raise ValueError(
+                f"importance_scores should have the same shape as parameter {name} of {module}"
+            )
         with no_grad():
             mask = method.compute_mask(scores.detach(), default_mask)
         if hooks:
@@ -124,7 +153,7 @@ class L1Unstructured(BasePruningMethod):
 
     def __init__(self, amount: int | float) -> None:
         super().__init__()
-        _count(amount, 10**18 if isinstance(amount, numbers.Integral) else 1)   # checks
+        _count(amount, 10**18 if isinstance(amount, numbers.Integral) else 1)  # checks
         self.amount = amount
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
@@ -139,14 +168,17 @@ class RandomUnstructured(BasePruningMethod):
 
     def __init__(self, amount: int | float) -> None:
         super().__init__()
-        _count(amount, 10**18 if isinstance(amount, numbers.Integral) else 1)   # checks
+        _count(amount, 10**18 if isinstance(amount, numbers.Integral) else 1)  # checks
         self.amount = amount
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         mask = np.asarray(default_mask.numpy())
         k = _count(self.amount, int((mask != 0).sum()))
-        scores = np.asarray(lg.rand(t.shape, dtype=default_mask.dtype
-                                    if default_mask.dtype.is_floating_point else None).numpy())
+        scores = np.asarray(
+            lg.rand(
+                t.shape, dtype=default_mask.dtype if default_mask.dtype.is_floating_point else None
+            ).numpy()
+        )
         return lg.tensor(_keep_largest(scores, mask, k), dtype=default_mask.dtype)
 
 
@@ -174,8 +206,9 @@ def identity(module: Module, name: str) -> Module:
     return module
 
 
-def l1_unstructured(module: Module, name: str, amount: int | float,
-                    importance_scores: Tensor | None = None) -> Module:
+def l1_unstructured(
+    module: Module, name: str, amount: int | float, importance_scores: Tensor | None = None
+) -> Module:
     """Prune the `amount` (count or fraction) entries of `module.<name>` of smallest
     |importance| (the tensor itself by default)."""
     L1Unstructured.apply(module, name, amount, importance_scores=importance_scores)
@@ -194,15 +227,19 @@ def custom_from_mask(module: Module, name: str, mask: Tensor) -> Module:
     return module
 
 
-def global_unstructured(parameters: Iterable[tuple[Module, str]], pruning_method: type,
-                        importance_scores: dict[tuple[Module, str], Tensor] | None = None,
-                        **kwargs: Any) -> None:
+def global_unstructured(
+    parameters: Iterable[tuple[Module, str]],
+    pruning_method: type,
+    importance_scores: dict[tuple[Module, str], Tensor] | None = None,
+    **kwargs: Any,
+) -> None:
     """Prune the (module, name) tensors together: `pruning_method` (L1Unstructured or
     RandomUnstructured) and its `amount` choose entries over all of them at once."""
     params = list(parameters)
     if not params:
-        raise TypeError("global_unstructured(): parameters must be a non-empty iterable of "
-                        "(module, name) pairs")
+        raise TypeError(
+            "global_unstructured(): parameters must be a non-empty iterable of (module, name) pairs"
+        )
     scores, masks = [], []
     for module, name in params:
         t = getattr(module, name + "_orig", None)
@@ -211,13 +248,18 @@ def global_unstructured(parameters: Iterable[tuple[Module, str]], pruning_method
         s = (importance_scores or {}).get((module, name), t)
         scores.append(np.asarray(s.detach().numpy(), dtype=np.float64).reshape(-1))
         m = getattr(module, name + "_mask", None)
-        masks.append(np.ones(scores[-1].shape) if m is None
-                     else np.asarray(m.numpy(), dtype=np.float64).reshape(-1))
+        masks.append(
+            np.ones(scores[-1].shape)
+            if m is None
+            else np.asarray(m.numpy(), dtype=np.float64).reshape(-1)
+        )
     method = pruning_method(**kwargs)
     if getattr(method, "PRUNING_TYPE", "unstructured") != "unstructured":
-        raise TypeError(f'Only "unstructured" PRUNING_TYPE supported for the '
-                        f'`pruning_method`. Found method {pruning_method} of type '
-                        f'{method.PRUNING_TYPE}')
+        raise TypeError(
+            f'Only "unstructured" PRUNING_TYPE supported for the '
+            f"`pruning_method`. Found method {pruning_method} of type "
+            f"{method.PRUNING_TYPE}"
+        )
     all_scores = lg.tensor(np.concatenate(scores))
     all_mask = lg.tensor(np.concatenate(masks))
     final = np.asarray(method.compute_mask(all_scores, all_mask).numpy())
@@ -226,7 +268,7 @@ def global_unstructured(parameters: Iterable[tuple[Module, str]], pruning_method
         n = s.shape[0]
         t = getattr(module, name + "_orig", None)
         shape = (t if t is not None else getattr(module, name)).shape
-        piece = lg.tensor(final[start:start + n].reshape(tuple(shape)))
+        piece = lg.tensor(final[start : start + n].reshape(tuple(shape)))
         custom_from_mask(module, name, piece)
         start += n
 
@@ -239,12 +281,15 @@ def remove(module: Module, name: str) -> Module:
             hook.remove(module)
             del module._forward_pre_hooks[k]
             return module
-    raise ValueError(f"Parameter '{name}' of module {module} has to be pruned before pruning "
-                     f"can be removed")
+    raise ValueError(
+        f"Parameter '{name}' of module {module} has to be pruned before pruning can be removed"
+    )
 
 
 def is_pruned(module: Module) -> bool:
     """Whether a pruning hook is registered on `module` or any of its submodules."""
-    return any(isinstance(h, BasePruningMethod) for m in module.modules()
-               for h in m._forward_pre_hooks.values())
-
+    return any(
+        isinstance(h, BasePruningMethod)
+        for m in module.modules()
+        for h in m._forward_pre_hooks.values()
+    )

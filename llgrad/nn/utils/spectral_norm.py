@@ -2,6 +2,7 @@
 `torch.nn.utils` (parameter `<name>_orig`, buffers `<name>_u` and `<name>_v`, the weight
 divided by its power-iteration estimate of the largest singular value before every
 forward; the iteration runs in training mode only)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -19,11 +20,14 @@ __all__ = ["SpectralNorm", "spectral_norm", "remove_spectral_norm"]
 class SpectralNorm:
     """The forward pre-hook that sets `module.<name>` to weight_orig / sigma."""
 
-    def __init__(self, name: str = "weight", n_power_iterations: int = 1, dim: int = 0,
-                 eps: float = 1e-12) -> None:
+    def __init__(
+        self, name: str = "weight", n_power_iterations: int = 1, dim: int = 0, eps: float = 1e-12
+    ) -> None:
         if n_power_iterations <= 0:
-            raise ValueError(f"Expected n_power_iterations to be positive, but got "
-                             f"n_power_iterations={n_power_iterations}")
+            raise ValueError(
+                f"Expected n_power_iterations to be positive, but got "
+                f"n_power_iterations={n_power_iterations}"
+            )
         self.name = name
         self.dim = dim
         self.n_power_iterations = n_power_iterations
@@ -63,12 +67,14 @@ class SpectralNorm:
         module.register_parameter(self.name, Parameter(weight.detach()))
 
     @staticmethod
-    def apply(module: Module, name: str, n_power_iterations: int, dim: int,
-              eps: float) -> "SpectralNorm":
+    def apply(
+        module: Module, name: str, n_power_iterations: int, dim: int, eps: float
+    ) -> "SpectralNorm":
         for hook in module._forward_pre_hooks.values():
             if isinstance(hook, SpectralNorm) and hook.name == name:
-                raise RuntimeError(f"Cannot register two spectral_norm hooks on the same "
-                                   f"parameter {name}")
+                raise RuntimeError(
+                    f"Cannot register two spectral_norm hooks on the same parameter {name}"
+                )
         fn = SpectralNorm(name, n_power_iterations, dim, eps)
         weight = module._parameters[name]
         with no_grad():
@@ -85,8 +91,13 @@ class SpectralNorm:
         return fn
 
 
-def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int = 1,
-                  eps: float = 1e-12, dim: int | None = None) -> Module:
+def spectral_norm(
+    module: Module,
+    name: str = "weight",
+    n_power_iterations: int = 1,
+    eps: float = 1e-12,
+    dim: int | None = None,
+) -> Module:
     """Divide `module.<name>` by its spectral norm before each forward (`dim` defaults to
     1 for transposed convolutions, else 0). u and v start random (llgrad's stream)."""
     if dim is None:

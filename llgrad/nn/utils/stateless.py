@@ -8,6 +8,7 @@ what `forward` reads. Weights tied under several names (one Parameter registered
 are replaced together unless `tie_weights=False`; names the module does not have are set
 as plain attributes for the call (as PyTorch does) unless `strict=True`.
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping
@@ -31,8 +32,10 @@ def _merge(dicts: Any) -> dict[str, Any]:
     if isinstance(dicts, Mapping):
         return dict(dicts)
     if not isinstance(dicts, (tuple, list)):
-        raise TypeError(f"functional_call: parameters_and_buffers must be a dict or a tuple of "
-                        f"dicts, got {type(dicts).__name__}")
+        raise TypeError(
+            f"functional_call: parameters_and_buffers must be a dict or a tuple of "
+            f"dicts, got {type(dicts).__name__}"
+        )
     merged: dict[str, Any] = {}
     repeated = []
     for d in dicts:
@@ -41,21 +44,28 @@ def _merge(dicts: Any) -> dict[str, Any]:
                 repeated.append(k)
             merged[k] = v
     if repeated:
-        raise ValueError(f"{sorted(set(repeated))} appeared in multiple dictionaries; behavior "
-                         f"of functional call is ambiguous")
+        raise ValueError(
+            f"{sorted(set(repeated))} appeared in multiple dictionaries; behavior "
+            f"of functional call is ambiguous"
+        )
     return merged
 
 
-def functional_call(module: Any, parameters_and_buffers: Any, args: Any = None,
-                    kwargs: dict[str, Any] | None = None, *, tie_weights: bool = True,
-                    strict: bool = False) -> Any:
+def functional_call(
+    module: Any,
+    parameters_and_buffers: Any,
+    args: Any = None,
+    kwargs: dict[str, Any] | None = None,
+    *,
+    tie_weights: bool = True,
+    strict: bool = False,
+) -> Any:
     """`module(*args, **kwargs)` computed with the tensors of `parameters_and_buffers` (a
     dict by dotted name, or a tuple of dicts) in place of the module's own."""
     given = _merge(parameters_and_buffers)
     for name, v in given.items():
         if not isinstance(v, Tensor):
-            raise TypeError(f"functional_call: {name!r}: {v!r} is not an instance of "
-                            f"llgrad.Tensor")
+            raise TypeError(f"functional_call: {name!r}: {v!r} is not an instance of llgrad.Tensor")
     slots = _slots(module)
     by_tensor: dict[int, list[str]] = {}
     for name, (_, _, _, t) in slots.items():
@@ -65,9 +75,11 @@ def functional_call(module: Any, parameters_and_buffers: Any, args: Any = None,
         if name in slots and tie_weights:
             for tied in by_tensor[id(slots[name][3])]:
                 if tied in given and given[tied] is not v:
-                    raise ValueError(f"functional_call got multiple values for keys "
-                                     f"{sorted(by_tensor[id(slots[name][3])])}, which are tied. "
-                                     f"Consider using tie_weights=False")
+                    raise ValueError(
+                        f"functional_call got multiple values for keys "
+                        f"{sorted(by_tensor[id(slots[name][3])])}, which are tied. "
+                        f"Consider using tie_weights=False"
+                    )
                 targets[tied] = v
         else:
             targets[name] = v
@@ -77,12 +89,12 @@ def functional_call(module: Any, parameters_and_buffers: Any, args: Any = None,
         if missing or unexpected:
             lines = []
             if unexpected:
-                lines.append("Unexpected key(s): " + ", ".join(f"'{k}'" for k in unexpected)
-                             + ".")
+                lines.append("Unexpected key(s): " + ", ".join(f"'{k}'" for k in unexpected) + ".")
             if missing:
                 lines.append("Missing key(s): " + ", ".join(f"'{k}'" for k in missing) + ".")
-            raise RuntimeError(f"Error(s) in reparametrizing for {type(module).__name__}:\n\t"
-                               + "\n\t".join(lines))
+            raise RuntimeError(
+                f"Error(s) in reparametrizing for {type(module).__name__}:\n\t" + "\n\t".join(lines)
+            )
     if args is None:
         args = ()
     elif not isinstance(args, tuple):

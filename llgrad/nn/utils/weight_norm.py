@@ -1,6 +1,7 @@
 """`weight_norm` / `remove_weight_norm`: the hook-based weight normalization of
 `torch.nn.utils` (parameters `<name>_g` and `<name>_v`, the weight recomputed before
 every forward)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -29,8 +30,9 @@ class WeightNorm:
     def apply(module: Module, name: str, dim: int | None) -> "WeightNorm":
         for hook in module._forward_pre_hooks.values():
             if isinstance(hook, WeightNorm) and hook.name == name:
-                raise RuntimeError(f"Cannot register two weight_norm hooks on the same "
-                                   f"parameter {name}")
+                raise RuntimeError(
+                    f"Cannot register two weight_norm hooks on the same parameter {name}"
+                )
         fn = WeightNorm(name, dim)
         weight = getattr(module, name)
         del module._parameters[name]
@@ -59,9 +61,13 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
     when None) and `<name>_v` (direction); the weight is recomputed before each forward.
     Deprecated in favor of `parametrizations.weight_norm` (warns, as PyTorch)."""
     import warnings
-    warnings.warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
-                  "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning,
-                  stacklevel=2)
+
+    warnings.warn(
+        "`torch.nn.utils.weight_norm` is deprecated in favor of "
+        "`torch.nn.utils.parametrizations.weight_norm`.",
+        FutureWarning,
+        stacklevel=2,
+    )
     WeightNorm.apply(module, name, dim)
     return module
 

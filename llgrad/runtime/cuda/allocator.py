@@ -17,6 +17,7 @@ another stream must synchronize first (PyTorch's `record_stream` has no equivale
 Unlike PyTorch's allocator, blocks are never split or merged: a request only reuses a cached
 block of its own size class.
 """
+
 from __future__ import annotations
 
 import threading
@@ -55,7 +56,9 @@ class DeviceBlock:
 
     __slots__ = ("ptr", "nbytes", "capacity", "_owner", "__weakref__")
 
-    def __init__(self, ptr: int, nbytes: int, capacity: int, owner: "CachingAllocator | None") -> None:
+    def __init__(
+        self, ptr: int, nbytes: int, capacity: int, owner: "CachingAllocator | None"
+    ) -> None:
         self.ptr = ptr
         self.nbytes = nbytes
         self.capacity = capacity
@@ -82,7 +85,7 @@ class DeviceBlock:
             self._owner = None
             try:
                 owner._release(self.ptr, self.capacity)
-            except Exception:       # interpreter shutdown: the backend may already be gone
+            except Exception:  # interpreter shutdown: the backend may already be gone
                 pass
 
     def __repr__(self) -> str:
@@ -98,20 +101,25 @@ class CachingAllocator:
     a block's `__del__` may run from a garbage collection triggered inside the allocator).
     """
 
-    def __init__(self, raw_alloc: Callable[[int], int], raw_free: Callable[[int], None],
-                 device_name: str = "GPU 0", total_memory: Callable[[], int] | None = None) -> None:
+    def __init__(
+        self,
+        raw_alloc: Callable[[int], int],
+        raw_free: Callable[[int], None],
+        device_name: str = "GPU 0",
+        total_memory: Callable[[], int] | None = None,
+    ) -> None:
         self._raw_alloc = raw_alloc
         self._raw_free = raw_free
         self._device_name = device_name
         self._total_memory = total_memory
         self._lock = threading.RLock()
         self._free: dict[int, list[int]] = {}
-        self._allocated = 0          # bytes in live blocks (size classes)
-        self._cached = 0             # bytes in cached (free-listed) blocks
+        self._allocated = 0  # bytes in live blocks (size classes)
+        self._cached = 0  # bytes in cached (free-listed) blocks
         self._peak_allocated = 0
         self._peak_reserved = 0
         self._live_blocks = 0
-        self._segments = 0           # blocks obtained from the driver and not yet given back
+        self._segments = 0  # blocks obtained from the driver and not yet given back
         self._num_allocs = 0
         self._num_frees = 0
         self._bytes_allocated_total = 0
@@ -163,7 +171,8 @@ class CachingAllocator:
         raise RuntimeError(
             f"CUDA out of memory: tried to allocate {nbytes} bytes (a {_format_bytes(size)} block). "
             f"{self._device_name} has{cap} {_format_bytes(self._allocated)} is allocated by "
-            f"llgrad and {_format_bytes(self._cached)} is reserved by llgrad but unallocated.") from None
+            f"llgrad and {_format_bytes(self._cached)} is reserved by llgrad but unallocated."
+        ) from None
 
     def _release(self, ptr: int, size: int) -> None:
         with self._lock:

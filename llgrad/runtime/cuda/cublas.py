@@ -7,6 +7,7 @@ site-packages directory, by `ctypes.util.find_library("cublas")`, and by the son
 that first calls gemm (the backend's primary context must be current) and uses host pointer
 mode and the default math mode (no TF32: float32 gemms are true float32).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -21,11 +22,16 @@ from typing import Any
 __all__ = ["Cublas", "CublasError", "find_library"]
 
 _STATUS_NAMES = {
-    0: "CUBLAS_STATUS_SUCCESS", 1: "CUBLAS_STATUS_NOT_INITIALIZED",
-    3: "CUBLAS_STATUS_ALLOC_FAILED", 7: "CUBLAS_STATUS_INVALID_VALUE",
-    8: "CUBLAS_STATUS_ARCH_MISMATCH", 11: "CUBLAS_STATUS_MAPPING_ERROR",
-    13: "CUBLAS_STATUS_EXECUTION_FAILED", 14: "CUBLAS_STATUS_INTERNAL_ERROR",
-    15: "CUBLAS_STATUS_NOT_SUPPORTED", 16: "CUBLAS_STATUS_LICENSE_ERROR",
+    0: "CUBLAS_STATUS_SUCCESS",
+    1: "CUBLAS_STATUS_NOT_INITIALIZED",
+    3: "CUBLAS_STATUS_ALLOC_FAILED",
+    7: "CUBLAS_STATUS_INVALID_VALUE",
+    8: "CUBLAS_STATUS_ARCH_MISMATCH",
+    11: "CUBLAS_STATUS_MAPPING_ERROR",
+    13: "CUBLAS_STATUS_EXECUTION_FAILED",
+    14: "CUBLAS_STATUS_INTERNAL_ERROR",
+    15: "CUBLAS_STATUS_NOT_SUPPORTED",
+    16: "CUBLAS_STATUS_LICENSE_ERROR",
 }
 CUBLAS_STATUS_INVALID_VALUE = 7
 CUBLAS_OP_N = 0
@@ -43,8 +49,18 @@ class CublasError(RuntimeError):
         super().__init__(f"{call} failed with {self.error} ({self.status}){extra}")
 
 
-def check_gemm_args(call: str, transa: bool, transb: bool, m: int, n: int, k: int,
-                    lda: int, ldb: int, ldc: int, batch: int) -> None:
+def check_gemm_args(
+    call: str,
+    transa: bool,
+    transb: bool,
+    m: int,
+    n: int,
+    k: int,
+    lda: int,
+    ldb: int,
+    ldc: int,
+    batch: int,
+) -> None:
     """Raise CublasError(CUBLAS_STATUS_INVALID_VALUE) where cuBLAS would reject the shape."""
     bad = ""
     if min(m, n, k, batch) < 0:
@@ -82,6 +98,7 @@ def find_library() -> ctypes.CDLL:
     tried: list[str] = []
     try:
         from cuda import pathfinder  # type: ignore[import-untyped]
+
         return _load(pathfinder.load_nvidia_dynamic_lib("cublas").abs_path)
     except Exception as e:
         tried.append(f"cuda.pathfinder: {type(e).__name__}: {e}")
@@ -107,8 +124,10 @@ def find_library() -> ctypes.CDLL:
             return _load(name)
         except OSError as e:
             tried.append(f"{name}: {e}")
-    raise RuntimeError("cuBLAS was not found (install the nvidia-cublas wheel: the llgrad[cuda] "
-                       "extra); tried: " + "; ".join(tried))
+    raise RuntimeError(
+        "cuBLAS was not found (install the nvidia-cublas wheel: the llgrad[cuda] "
+        "extra); tried: " + "; ".join(tried)
+    )
 
 
 class Cublas:
@@ -129,13 +148,22 @@ class Cublas:
             self._status_name.restype = ctypes.c_char_p
         args = [vp, i32, i32, i32, i32, i32, vp, vp, i32, i64, vp, i32, i64, vp, vp, i32, i64, i32]
         self._gemm = {}
-        for dtype, sym, scalar in (("float32", "cublasSgemmStridedBatched", ctypes.c_float),
-                                   ("float64", "cublasDgemmStridedBatched", ctypes.c_double)):
+        for dtype, sym, scalar in (
+            ("float32", "cublasSgemmStridedBatched", ctypes.c_float),
+            ("float64", "cublasDgemmStridedBatched", ctypes.c_double),
+        ):
             fn = getattr(lib, sym)
             fn.argtypes = args
             fn.restype = i32
             alpha, beta = scalar(), scalar()
-            self._gemm[dtype] = (sym, fn, alpha, beta, ctypes.addressof(alpha), ctypes.addressof(beta))
+            self._gemm[dtype] = (
+                sym,
+                fn,
+                alpha,
+                beta,
+                ctypes.addressof(alpha),
+                ctypes.addressof(beta),
+            )
         handle = vp()
         self._check("cublasCreate_v2", lib.cublasCreate_v2(ctypes.byref(handle)))
         self.handle = handle.value
@@ -156,13 +184,33 @@ class Cublas:
     def set_stream(self, stream: int) -> None:
         """cublasSetStream_v2 when `stream` differs from the handle's stream."""
         if stream != self._stream:
-            self._check("cublasSetStream_v2", self.lib.cublasSetStream_v2(self.handle, stream or None))
+            self._check(
+                "cublasSetStream_v2", self.lib.cublasSetStream_v2(self.handle, stream or None)
+            )
             self._stream = stream
 
-    def gemm_strided_batched(self, dtype: str, transa: bool, transb: bool, m: int, n: int, k: int,
-                             alpha: float, a: int, lda: int, stride_a: int, b: int, ldb: int,
-                             stride_b: int, beta: float, c: int, ldc: int, stride_c: int,
-                             batch: int, stream: int = 0) -> None:
+    def gemm_strided_batched(
+        self,
+        dtype: str,
+        transa: bool,
+        transb: bool,
+        m: int,
+        n: int,
+        k: int,
+        alpha: float,
+        a: int,
+        lda: int,
+        stride_a: int,
+        b: int,
+        ldb: int,
+        stride_b: int,
+        beta: float,
+        c: int,
+        ldc: int,
+        stride_c: int,
+        batch: int,
+        stream: int = 0,
+    ) -> None:
         """cublas<S|D>gemmStridedBatched on `stream` (a raw CUstream value; 0 = default)."""
         try:
             sym, fn, alpha_c, beta_c, alpha_p, beta_p = self._gemm[dtype]
@@ -175,9 +223,26 @@ class Cublas:
             self.set_stream(stream)
             alpha_c.value = alpha
             beta_c.value = beta
-            status = fn(self.handle, CUBLAS_OP_T if transa else CUBLAS_OP_N,
-                        CUBLAS_OP_T if transb else CUBLAS_OP_N, m, n, k, alpha_p, a or None, lda,
-                        stride_a, b or None, ldb, stride_b, beta_p, c or None, ldc, stride_c, batch)
+            status = fn(
+                self.handle,
+                CUBLAS_OP_T if transa else CUBLAS_OP_N,
+                CUBLAS_OP_T if transb else CUBLAS_OP_N,
+                m,
+                n,
+                k,
+                alpha_p,
+                a or None,
+                lda,
+                stride_a,
+                b or None,
+                ldb,
+                stride_b,
+                beta_p,
+                c or None,
+                ldc,
+                stride_c,
+                batch,
+            )
         if status != 0:
             self._check(sym, status, f"m={m} n={n} k={k} batch={batch}")
 

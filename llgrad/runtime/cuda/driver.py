@@ -11,6 +11,7 @@ Kernel parameters: every kernel takes N 64-bit parameters (addresses or int64 va
 `launch` copies them into a per-function `c_int64[N]` array whose slot addresses sit in a
 `void*[N]` array made once, so a launch builds no ctypes objects.
 """
+
 from __future__ import annotations
 
 import abc
@@ -21,8 +22,22 @@ from typing import Any, Sequence
 
 from .allocator import CachingAllocator, DeviceBlock, OutOfMemory
 
-__all__ = ["available", "get", "emulating", "initialized", "device_count", "CudaError", "Backend", "Module",
-           "Function", "Stream", "Event", "CudaBackend", "DeviceBlock", "EMULATE_ENV"]
+__all__ = [
+    "available",
+    "get",
+    "emulating",
+    "initialized",
+    "device_count",
+    "CudaError",
+    "Backend",
+    "Module",
+    "Function",
+    "Stream",
+    "Event",
+    "CudaBackend",
+    "DeviceBlock",
+    "EMULATE_ENV",
+]
 
 EMULATE_ENV = "LLGRAD_CUDA_EMULATE"
 
@@ -45,6 +60,7 @@ class CudaError(RuntimeError):
 # --------------------------------------------------------------------------------------
 # the abstract interface both backends implement
 # --------------------------------------------------------------------------------------
+
 
 class Function(abc.ABC):
     """A kernel entry point: `.name`, and `.attributes` (registers, shared_bytes, local_bytes,
@@ -110,8 +126,11 @@ class Stream(abc.ABC):
         """Record `event` (a new one when None) on this stream and return it."""
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Stream) and type(other) is type(self) and \
-            int(other.handle) == int(self.handle)
+        return (
+            isinstance(other, Stream)
+            and type(other) is type(self)
+            and int(other.handle) == int(self.handle)
+        )
 
     def __hash__(self) -> int:
         return hash(int(self.handle))
@@ -183,8 +202,14 @@ class Backend(abc.ABC):
 
     # ---- copies --------------------------------------------------------------------------
     @abc.abstractmethod
-    def copy_htod(self, dst: int, src_host: int, nbytes: int, stream: Stream | None = None,
-                  non_blocking: bool = False) -> None:
+    def copy_htod(
+        self,
+        dst: int,
+        src_host: int,
+        nbytes: int,
+        stream: Stream | None = None,
+        non_blocking: bool = False,
+    ) -> None:
         """Copy host bytes to the device; waits for the copy unless non_blocking."""
 
     @abc.abstractmethod
@@ -209,8 +234,15 @@ class Backend(abc.ABC):
         """Wrap host-compiled kernels `void f(int64_t *params, int64_t *dims)` (emulator only)."""
 
     @abc.abstractmethod
-    def launch(self, fn: Function, grid: tuple[int, int, int], block: tuple[int, int, int],
-               shared: int, params: Sequence[int], stream: Stream | None = None) -> None:
+    def launch(
+        self,
+        fn: Function,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared: int,
+        params: Sequence[int],
+        stream: Stream | None = None,
+    ) -> None:
         """Enqueue kernel `fn` on the stream; `params` are its 64-bit parameters."""
 
     @abc.abstractmethod
@@ -240,9 +272,28 @@ class Backend(abc.ABC):
 
     # ---- cuBLAS ---------------------------------------------------------------------------
     @abc.abstractmethod
-    def gemm(self, dtype: str, transa: bool, transb: bool, m: int, n: int, k: int, alpha: float,
-             a: int, lda: int, stride_a: int, b: int, ldb: int, stride_b: int, beta: float,
-             c: int, ldc: int, stride_c: int, batch: int, stream: Stream | None = None) -> None:
+    def gemm(
+        self,
+        dtype: str,
+        transa: bool,
+        transb: bool,
+        m: int,
+        n: int,
+        k: int,
+        alpha: float,
+        a: int,
+        lda: int,
+        stride_a: int,
+        b: int,
+        ldb: int,
+        stride_b: int,
+        beta: float,
+        c: int,
+        ldc: int,
+        stride_c: int,
+        batch: int,
+        stream: Stream | None = None,
+    ) -> None:
         """Column-major strided-batched C = alpha*op(A)@op(B) + beta*C, as cublas<t>gemmStridedBatched."""
 
 
@@ -250,8 +301,10 @@ class Backend(abc.ABC):
 # the real backend (cuda-bindings)
 # --------------------------------------------------------------------------------------
 
+
 def _bindings() -> Any:
     from cuda.bindings import driver as cu  # type: ignore[import-untyped]
+
     return cu
 
 
@@ -278,22 +331,29 @@ def _check(cu: Any, call: str, res: tuple) -> Any:
 class CudaFunction(Function):
     """A kernel of a loaded PTX module; holds its reusable parameter buffers."""
 
-    def __init__(self, backend: "CudaBackend", handle: Any, name: str, module: "CudaModule") -> None:
+    def __init__(
+        self, backend: "CudaBackend", handle: Any, name: str, module: "CudaModule"
+    ) -> None:
         self.backend = backend
         self.handle = handle
         self.name = name
-        self.module = module        # keeps the module loaded while the function lives
+        self.module = module  # keeps the module loaded while the function lives
         cu = backend.cu
         attr = cu.CUfunction_attribute
         get = cu.cuFuncGetAttribute
         self.attributes = {
-            "registers": _check(cu, "cuFuncGetAttribute", get(attr.CU_FUNC_ATTRIBUTE_NUM_REGS, handle)),
-            "shared_bytes": _check(cu, "cuFuncGetAttribute",
-                                   get(attr.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, handle)),
-            "local_bytes": _check(cu, "cuFuncGetAttribute",
-                                  get(attr.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, handle)),
-            "max_threads": _check(cu, "cuFuncGetAttribute",
-                                  get(attr.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, handle)),
+            "registers": _check(
+                cu, "cuFuncGetAttribute", get(attr.CU_FUNC_ATTRIBUTE_NUM_REGS, handle)
+            ),
+            "shared_bytes": _check(
+                cu, "cuFuncGetAttribute", get(attr.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, handle)
+            ),
+            "local_bytes": _check(
+                cu, "cuFuncGetAttribute", get(attr.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, handle)
+            ),
+            "max_threads": _check(
+                cu, "cuFuncGetAttribute", get(attr.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, handle)
+            ),
         }
         self._lock = threading.Lock()
         self._nparams = -1
@@ -311,9 +371,15 @@ class CudaFunction(Function):
 
     def _allow_shared(self, nbytes: int) -> None:
         cu = self.backend.cu
-        _check(cu, "cuFuncSetAttribute", cu.cuFuncSetAttribute(
-            self.handle, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            int(nbytes)))
+        _check(
+            cu,
+            "cuFuncSetAttribute",
+            cu.cuFuncSetAttribute(
+                self.handle,
+                cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                int(nbytes),
+            ),
+        )
         self._shared_ok = int(nbytes)
 
 
@@ -332,8 +398,11 @@ class CudaModule(Module):
         if fn is None:
             cu = self.backend.cu
             self.backend._bind()
-            handle = _check(cu, f"cuModuleGetFunction({name!r})",
-                            cu.cuModuleGetFunction(self.handle, name.encode()))
+            handle = _check(
+                cu,
+                f"cuModuleGetFunction({name!r})",
+                cu.cuModuleGetFunction(self.handle, name.encode()),
+            )
             fn = self._functions[name] = CudaFunction(self.backend, handle, name, self)
         return fn
 
@@ -386,8 +455,9 @@ class CudaEvent(Event):
             raise RuntimeError("Both events must be created with argument 'enable_timing=True'.")
         b = self.backend
         b._bind()
-        return float(_check(b.cu, "cuEventElapsedTime",
-                            b.cu.cuEventElapsedTime(self.handle, end.handle)))
+        return float(
+            _check(b.cu, "cuEventElapsedTime", b.cu.cuEventElapsedTime(self.handle, end.handle))
+        )
 
     def __del__(self) -> None:
         try:
@@ -458,7 +528,9 @@ class CudaBackend(Backend):
             raise RuntimeError("CUDA driver found no device")
         self._devices = [_check(cu, "cuDeviceGet", cu.cuDeviceGet(i)) for i in range(count)]
         self.device = self._devices[0]
-        self.context = _check(cu, "cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(self.device))
+        self.context = _check(
+            cu, "cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(self.device)
+        )
         self._tls = threading.local()
         self._bind()
         self._success = cu.CUresult.CUDA_SUCCESS
@@ -467,9 +539,12 @@ class CudaBackend(Backend):
         self._current: CudaStream = self._default
         self._blas: Any = None
         self._blas_lock = threading.Lock()
-        self.allocator = CachingAllocator(self._raw_alloc, self._raw_free,
-                                          device_name=f"GPU 0 ({self.device_name(0)})",
-                                          total_memory=lambda: self.total_memory(0))
+        self.allocator = CachingAllocator(
+            self._raw_alloc,
+            self._raw_free,
+            device_name=f"GPU 0 ({self.device_name(0)})",
+            total_memory=lambda: self.total_memory(0),
+        )
 
     def _bind(self) -> None:
         """Make the primary context current on the calling thread (once per thread)."""
@@ -497,8 +572,13 @@ class CudaBackend(Backend):
 
     def _attribute(self, index: int, name: str) -> int:
         cu = self.cu
-        return int(_check(cu, "cuDeviceGetAttribute",
-                          cu.cuDeviceGetAttribute(getattr(cu.CUdevice_attribute, name), self._dev(index))))
+        return int(
+            _check(
+                cu,
+                "cuDeviceGetAttribute",
+                cu.cuDeviceGetAttribute(getattr(cu.CUdevice_attribute, name), self._dev(index)),
+            )
+        )
 
     def device_count(self) -> int:
         """cuDeviceGetCount (only device 0 runs work)."""
@@ -511,8 +591,10 @@ class CudaBackend(Backend):
 
     def capability(self, index: int = 0) -> tuple[int, int]:
         """The compute capability from cuDeviceGetAttribute."""
-        return (self._attribute(index, "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR"),
-                self._attribute(index, "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR"))
+        return (
+            self._attribute(index, "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR"),
+            self._attribute(index, "CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR"),
+        )
 
     def total_memory(self, index: int = 0) -> int:
         """cuDeviceTotalMem."""
@@ -526,8 +608,14 @@ class CudaBackend(Backend):
     def _stream(self, stream: Stream | None) -> Any:
         return (stream if stream is not None else self._current).handle
 
-    def copy_htod(self, dst: int, src_host: int, nbytes: int, stream: Stream | None = None,
-                  non_blocking: bool = False) -> None:
+    def copy_htod(
+        self,
+        dst: int,
+        src_host: int,
+        nbytes: int,
+        stream: Stream | None = None,
+        non_blocking: bool = False,
+    ) -> None:
         """cuMemcpyHtoDAsync on the stream, then cuStreamSynchronize unless non_blocking (the
         driver stages pageable host memory itself, so the source may be reused on return)."""
         if nbytes <= 0:
@@ -554,16 +642,22 @@ class CudaBackend(Backend):
         if nbytes <= 0:
             return
         self._bind()
-        _check(self.cu, "cuMemcpyDtoDAsync",
-               self.cu.cuMemcpyDtoDAsync(dst, src, nbytes, self._stream(stream)))
+        _check(
+            self.cu,
+            "cuMemcpyDtoDAsync",
+            self.cu.cuMemcpyDtoDAsync(dst, src, nbytes, self._stream(stream)),
+        )
 
     def memset(self, ptr: int, byte: int, nbytes: int, stream: Stream | None = None) -> None:
         """cuMemsetD8Async on the stream."""
         if nbytes <= 0:
             return
         self._bind()
-        _check(self.cu, "cuMemsetD8Async",
-               self.cu.cuMemsetD8Async(ptr, int(byte) & 0xFF, nbytes, self._stream(stream)))
+        _check(
+            self.cu,
+            "cuMemsetD8Async",
+            self.cu.cuMemsetD8Async(ptr, int(byte) & 0xFF, nbytes, self._stream(stream)),
+        )
 
     # ---- modules and launches ------------------------------------------------------------
     def load_ptx(self, ptx: str, name: str = "") -> Module:
@@ -578,11 +672,20 @@ class CudaBackend(Backend):
 
     def load_host(self, addresses: dict[str, int]) -> Module:
         """Host kernels run only on the emulator: raises RuntimeError here."""
-        raise RuntimeError("load_host() needs the grid emulator (LLGRAD_CUDA_EMULATE=1); "
-                           "the CUDA driver backend loads PTX with load_ptx()")
+        raise RuntimeError(
+            "load_host() needs the grid emulator (LLGRAD_CUDA_EMULATE=1); "
+            "the CUDA driver backend loads PTX with load_ptx()"
+        )
 
-    def launch(self, fn: Function, grid: tuple[int, int, int], block: tuple[int, int, int],
-               shared: int, params: Sequence[int], stream: Stream | None = None) -> None:
+    def launch(
+        self,
+        fn: Function,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared: int,
+        params: Sequence[int],
+        stream: Stream | None = None,
+    ) -> None:
         """cuLaunchKernel with `params` copied into the function's c_int64 slots; dynamic shared
         memory above 48 KiB is opted into once per function (cuFuncSetAttribute)."""
         if not getattr(self._tls, "bound", False):
@@ -600,11 +703,26 @@ class CudaBackend(Backend):
                 args = f._pointers_address
             else:
                 args = 0
-            err = self.cu.cuLaunchKernel(f.handle, grid[0], grid[1], grid[2], block[0], block[1],
-                                         block[2], shared, h, args, 0)[0]
+            err = self.cu.cuLaunchKernel(
+                f.handle,
+                grid[0],
+                grid[1],
+                grid[2],
+                block[0],
+                block[1],
+                block[2],
+                shared,
+                h,
+                args,
+                0,
+            )[0]
         if err != 0:
-            raise CudaError(f"cuLaunchKernel({f.name})", int(err), _error_name(self.cu, err),
-                            f"grid={tuple(grid)} block={tuple(block)} shared={shared} params={n}")
+            raise CudaError(
+                f"cuLaunchKernel({f.name})",
+                int(err),
+                _error_name(self.cu, err),
+                f"grid={tuple(grid)} block={tuple(block)} shared={shared} params={n}",
+            )
 
     def synchronize(self) -> None:
         """cuCtxSynchronize."""
@@ -638,22 +756,60 @@ class CudaBackend(Backend):
         return CudaEvent(self, enable_timing)
 
     # ---- cuBLAS ------------------------------------------------------------------------------
-    def gemm(self, dtype: str, transa: bool, transb: bool, m: int, n: int, k: int, alpha: float,
-             a: int, lda: int, stride_a: int, b: int, ldb: int, stride_b: int, beta: float,
-             c: int, ldc: int, stride_c: int, batch: int, stream: Stream | None = None) -> None:
+    def gemm(
+        self,
+        dtype: str,
+        transa: bool,
+        transb: bool,
+        m: int,
+        n: int,
+        k: int,
+        alpha: float,
+        a: int,
+        lda: int,
+        stride_a: int,
+        b: int,
+        ldb: int,
+        stride_b: int,
+        beta: float,
+        c: int,
+        ldc: int,
+        stride_c: int,
+        batch: int,
+        stream: Stream | None = None,
+    ) -> None:
         """cublasSgemmStridedBatched / cublasDgemmStridedBatched on the stream."""
         blas = self._blas
         if blas is None:
             with self._blas_lock:
                 if self._blas is None:
                     from .cublas import Cublas
+
                     self._bind()
                     self._blas = Cublas()
                 blas = self._blas
         self._bind()
-        blas.gemm_strided_batched(dtype, transa, transb, m, n, k, alpha, a, lda, stride_a,
-                                  b, ldb, stride_b, beta, c, ldc, stride_c, batch,
-                                  int(self._stream(stream)))
+        blas.gemm_strided_batched(
+            dtype,
+            transa,
+            transb,
+            m,
+            n,
+            k,
+            alpha,
+            a,
+            lda,
+            stride_a,
+            b,
+            ldb,
+            stride_b,
+            beta,
+            c,
+            ldc,
+            stride_c,
+            batch,
+            int(self._stream(stream)),
+        )
 
 
 # --------------------------------------------------------------------------------------
@@ -682,14 +838,19 @@ def _probe_real() -> tuple[bool, str]:
         try:
             cu = _bindings()
         except Exception as e:
-            _real_probe = (False, f"cuda-bindings is not installed ({type(e).__name__}: {e}); "
-                                  f"install the llgrad[cuda] extra")
+            _real_probe = (
+                False,
+                f"cuda-bindings is not installed ({type(e).__name__}: {e}); "
+                f"install the llgrad[cuda] extra",
+            )
         else:
             try:
                 _check(cu, "cuInit", cu.cuInit(0))
                 count = _check(cu, "cuDeviceGetCount", cu.cuDeviceGetCount())
                 _real_count = int(count)
-                _real_probe = (True, "") if count > 0 else (False, "the CUDA driver found no device")
+                _real_probe = (
+                    (True, "") if count > 0 else (False, "the CUDA driver found no device")
+                )
             except Exception as e:
                 _real_probe = (False, f"no usable CUDA driver ({type(e).__name__}: {e})")
     return _real_probe
@@ -725,12 +886,15 @@ def get() -> Backend:
         if _backend is None:
             if emulating():
                 from .emulator import EmulatorBackend
+
                 _backend = EmulatorBackend()
             else:
                 ok, why = _probe_real()
                 if not ok:
-                    raise RuntimeError(f"CUDA is not available: {why}. Set {EMULATE_ENV}=1 to run "
-                                       f"CUDA code on llgrad's grid emulator (host memory).")
+                    raise RuntimeError(
+                        f"CUDA is not available: {why}. Set {EMULATE_ENV}=1 to run "
+                        f"CUDA code on llgrad's grid emulator (host memory)."
+                    )
                 _backend = CudaBackend()
         return _backend
 

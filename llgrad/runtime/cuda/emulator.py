@@ -11,6 +11,7 @@ call. Streams and events are synchronous (all work is done when a call returns);
 record `time.perf_counter()`. `gemm` runs NumPy on strided views of the operands with
 cuBLAS's column-major semantics (beta == 0 does not read C; batch strides may be 0).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -27,8 +28,14 @@ from .allocator import CachingAllocator, OutOfMemory
 from .cublas import check_gemm_args
 from .driver import Backend, CudaError, Event, Function, Module, Stream
 
-__all__ = ["EmulatorBackend", "HostFunction", "HostModule", "HostStream", "HostEvent",
-           "DEVICE_NAME"]
+__all__ = [
+    "EmulatorBackend",
+    "HostFunction",
+    "HostModule",
+    "HostStream",
+    "HostEvent",
+    "DEVICE_NAME",
+]
 
 DEVICE_NAME = "llgrad grid emulator (host)"
 ALIGNMENT = 64
@@ -60,8 +67,12 @@ class HostFunction(Function):
         self.name = name
         self.address = int(address)
         self.cfunc = _KERNEL(self.address)
-        self.attributes = {"registers": 0, "shared_bytes": 0, "local_bytes": 0,
-                           "max_threads": MAX_THREADS_PER_BLOCK}
+        self.attributes = {
+            "registers": 0,
+            "shared_bytes": 0,
+            "local_bytes": 0,
+            "max_threads": MAX_THREADS_PER_BLOCK,
+        }
 
 
 class HostModule(Module):
@@ -103,8 +114,12 @@ class HostEvent(Event):
             raise RuntimeError("Both events must be created with argument 'enable_timing=True'.")
         t1 = getattr(end, "time", None)
         if self.time is None or t1 is None:
-            raise CudaError("cuEventElapsedTime", 400, "CUDA_ERROR_INVALID_HANDLE",
-                            "both events must be recorded first")
+            raise CudaError(
+                "cuEventElapsedTime",
+                400,
+                "CUDA_ERROR_INVALID_HANDLE",
+                "both events must be recorded first",
+            )
         return (t1 - self.time) * 1000.0
 
 
@@ -150,8 +165,12 @@ class EmulatorBackend(Backend):
         self._default = HostStream(0)
         self._current: HostStream = self._default
         self._next_stream = 1
-        self.allocator = CachingAllocator(self._raw_alloc, self._raw_free, device_name="GPU 0 (emulated)",
-                                          total_memory=lambda: self._limit)
+        self.allocator = CachingAllocator(
+            self._raw_alloc,
+            self._raw_free,
+            device_name="GPU 0 (emulated)",
+            total_memory=lambda: self._limit,
+        )
 
     def _raw_alloc(self, nbytes: int) -> int:
         with self._buf_lock:
@@ -202,8 +221,14 @@ class EmulatorBackend(Backend):
         return os.cpu_count() or 1
 
     # ---- copies -------------------------------------------------------------------------------
-    def copy_htod(self, dst: int, src_host: int, nbytes: int, stream: Stream | None = None,
-                  non_blocking: bool = False) -> None:
+    def copy_htod(
+        self,
+        dst: int,
+        src_host: int,
+        nbytes: int,
+        stream: Stream | None = None,
+        non_blocking: bool = False,
+    ) -> None:
         """memmove (always complete on return)."""
         if nbytes > 0:
             ctypes.memmove(dst - OFFSET, src_host, nbytes)
@@ -226,25 +251,43 @@ class EmulatorBackend(Backend):
     # ---- modules and launches -----------------------------------------------------------------
     def load_ptx(self, ptx: str, name: str = "") -> Module:
         """The emulator cannot run PTX: raises RuntimeError (use load_host with host builds)."""
-        raise RuntimeError("the grid emulator runs host builds of kernels (load_host), not PTX; "
-                           f"cannot load PTX module {name!r}" if name else
-                           "the grid emulator runs host builds of kernels (load_host), not PTX")
+        raise RuntimeError(
+            "the grid emulator runs host builds of kernels (load_host), not PTX; "
+            f"cannot load PTX module {name!r}"
+            if name
+            else "the grid emulator runs host builds of kernels (load_host), not PTX"
+        )
 
     def load_host(self, addresses: dict[str, int]) -> Module:
         """Wrap host kernels `void f(int64_t *params, int64_t *dims)` by name."""
         return HostModule(addresses)
 
-    def launch(self, fn: Function, grid: tuple[int, int, int], block: tuple[int, int, int],
-               shared: int, params: Sequence[int], stream: Stream | None = None) -> None:
+    def launch(
+        self,
+        fn: Function,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared: int,
+        params: Sequence[int],
+        stream: Stream | None = None,
+    ) -> None:
         """Check the shape against sm_90's limits, then call fn(params, dims) once."""
         gx, gy, gz = grid
         bx, by, bz = block
         call = f"cuLaunchKernel({fn.name})"
-        if min(gx, gy, gz, bx, by, bz) < 1 or gx > MAX_GRID_DIMS[0] or gy > MAX_GRID_DIMS[1] \
-                or gz > MAX_GRID_DIMS[2]:
+        if (
+            min(gx, gy, gz, bx, by, bz) < 1
+            or gx > MAX_GRID_DIMS[0]
+            or gy > MAX_GRID_DIMS[1]
+            or gz > MAX_GRID_DIMS[2]
+        ):
             raise _invalid(call, f"grid={tuple(grid)} block={tuple(block)}")
-        if bx > MAX_BLOCK_DIMS[0] or by > MAX_BLOCK_DIMS[1] or bz > MAX_BLOCK_DIMS[2] \
-                or bx * by * bz > MAX_THREADS_PER_BLOCK:
+        if (
+            bx > MAX_BLOCK_DIMS[0]
+            or by > MAX_BLOCK_DIMS[1]
+            or bz > MAX_BLOCK_DIMS[2]
+            or bx * by * bz > MAX_THREADS_PER_BLOCK
+        ):
             raise _invalid(call, f"block={tuple(block)} exceeds {MAX_THREADS_PER_BLOCK} threads")
         if shared < 0 or shared > MAX_SHARED_PER_BLOCK:
             raise _invalid(call, f"shared={shared} exceeds {MAX_SHARED_PER_BLOCK} bytes")
@@ -284,9 +327,28 @@ class EmulatorBackend(Backend):
         return HostEvent(enable_timing)
 
     # ---- gemm -------------------------------------------------------------------------------------
-    def gemm(self, dtype: str, transa: bool, transb: bool, m: int, n: int, k: int, alpha: float,
-             a: int, lda: int, stride_a: int, b: int, ldb: int, stride_b: int, beta: float,
-             c: int, ldc: int, stride_c: int, batch: int, stream: Stream | None = None) -> None:
+    def gemm(
+        self,
+        dtype: str,
+        transa: bool,
+        transb: bool,
+        m: int,
+        n: int,
+        k: int,
+        alpha: float,
+        a: int,
+        lda: int,
+        stride_a: int,
+        b: int,
+        ldb: int,
+        stride_b: int,
+        beta: float,
+        c: int,
+        ldc: int,
+        stride_c: int,
+        batch: int,
+        stream: Stream | None = None,
+    ) -> None:
         """NumPy over strided views with cublas<t>gemmStridedBatched's column-major semantics."""
         dt: np.dtype
         if dtype == "float32":
@@ -304,8 +366,12 @@ class EmulatorBackend(Backend):
         if k == 0 or alpha == 0:
             prod = np.zeros((batch, m, n), dt)
         else:
-            a_view = _view(a, dt, (batch, m, k), (stride_a, lda, 1) if transa else (stride_a, 1, lda))
-            b_view = _view(b, dt, (batch, k, n), (stride_b, ldb, 1) if transb else (stride_b, 1, ldb))
+            a_view = _view(
+                a, dt, (batch, m, k), (stride_a, lda, 1) if transa else (stride_a, 1, lda)
+            )
+            b_view = _view(
+                b, dt, (batch, k, n), (stride_b, ldb, 1) if transb else (stride_b, 1, ldb)
+            )
             prod = np.matmul(a_view, b_view)
             if alpha != 1:
                 prod *= dt.type(alpha)

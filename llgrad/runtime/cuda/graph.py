@@ -11,6 +11,7 @@ A call takes device buffers (`DeviceArg`s: an address, dtype and shape, dense), 
 the outputs through `alloc` (a callback of the frontend, which wraps them in tensors) and
 enqueues every step: kernel launches and cuBLAS gemms. Nothing waits for the device.
 """
+
 from __future__ import annotations
 
 import time
@@ -28,17 +29,20 @@ def arch_of(backend: Any) -> str:
     return f"sm_{major}{minor}"
 
 
-def load_kernels(be: Any, ir_text: str, symbols: Sequence[str], name: str
-                 ) -> tuple[dict[str, Any], str, Any]:
+def load_kernels(
+    be: Any, ir_text: str, symbols: Sequence[str], name: str
+) -> tuple[dict[str, Any], str, Any]:
     """Load a module's kernels on the backend: PTX through the driver's JIT, or under the
     emulator the host build of the same kernels. Returns (functions by symbol, the PTX
     ("" under the emulator), what must be kept alive)."""
     if not be.emulated:
         from ...codegen.gpu.ptx import to_ptx
+
         ptx = to_ptx(ir_text, arch_of(be))
         loaded = be.load_ptx(ptx, name)
         return {s: loaded.function(s) for s in symbols}, ptx, loaded
     from ...codegen.target import get_target
+
     compiled = get_target().compile(ir_text, list(symbols), name=f"gpu_emulated_{name}")
     loaded = be.load_host({s: compiled.addresses[s] for s in symbols})
     return {s: loaded.function(s) for s in symbols}, "", (compiled, loaded)
@@ -56,8 +60,9 @@ class CudaGraph:
         self.lowered = gp.lower_graph(graph, self.mode, name)
         t1 = time.perf_counter()
         module = self.lowered.module
-        self.functions, self.ptx, self._keep = load_kernels(be, module.ir_text,
-                                                             module.symbols, name)
+        self.functions, self.ptx, self._keep = load_kernels(
+            be, module.ir_text, module.symbols, name
+        )
         t2 = time.perf_counter()
         self.seconds = {"lower": t1 - t0, "codegen": t2 - t1}
         program = self.lowered.program
@@ -67,6 +72,7 @@ class CudaGraph:
                 data = b.payload or b"\0"
                 block = be.alloc(len(data))
                 import ctypes
+
                 host = ctypes.create_string_buffer(data, len(data))
                 be.copy_htod(block.ptr, ctypes.addressof(host), len(data))
                 self._consts[id(b)] = block
@@ -91,8 +97,14 @@ class CudaGraph:
     def _prepare(self, step: Any) -> tuple:
         if isinstance(step, KernelLaunch):
             g = step.geometry
-            return ("kernel", self.functions[step.symbol], (g.blocks, 1, 1), (g.threads, 1, 1),
-                    g.shared, [self._source(p) for p in step.params])
+            return (
+                "kernel",
+                self.functions[step.symbol],
+                (g.blocks, 1, 1),
+                (g.threads, 1, 1),
+                g.shared,
+                [self._source(p) for p in step.params],
+            )
         calls = []
         for c in step.calls:
             calls.append((c, self._source(c["a"]), self._source(c["b"]), self._source(c["c"])))
@@ -119,13 +131,36 @@ class CudaGraph:
                 continue
             _, dtype, calls, epilogue = st
             for c, sa, sb, sc in calls:
-                be.gemm(dtype, c["transa"], c["transb"], c["m"], c["n"], c["k"], c["alpha"],
-                        addr(sa) + c["a_off"], c["lda"], c["stride_a"],
-                        addr(sb) + c["b_off"], c["ldb"], c["stride_b"], c["beta"],
-                        addr(sc) + c["c_off"], c["ldc"], c["stride_c"], c["batch"], stream)
+                be.gemm(
+                    dtype,
+                    c["transa"],
+                    c["transb"],
+                    c["m"],
+                    c["n"],
+                    c["k"],
+                    c["alpha"],
+                    addr(sa) + c["a_off"],
+                    c["lda"],
+                    c["stride_a"],
+                    addr(sb) + c["b_off"],
+                    c["ldb"],
+                    c["stride_b"],
+                    c["beta"],
+                    addr(sc) + c["c_off"],
+                    c["ldc"],
+                    c["stride_c"],
+                    c["batch"],
+                    stream,
+                )
             if epilogue is not None:
-                be.launch(epilogue[1], epilogue[2], epilogue[3], epilogue[4],
-                          [addr(s) for s in epilogue[5]], stream)
+                be.launch(
+                    epilogue[1],
+                    epilogue[2],
+                    epilogue[3],
+                    epilogue[4],
+                    [addr(s) for s in epilogue[5]],
+                    stream,
+                )
 
     def describe(self) -> str:
         """The launches: kernel, grid and block; gemms."""

@@ -4,6 +4,7 @@
 launch (the GPU elementwise generator over a hand-made argument block) that writes
 `dst[i] = cast(src[i])` for every index of `shape`, with any strides (0: broadcast).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -24,23 +25,37 @@ _count = [0]
 class CopyKernel:
     """`dst[...] = src` over `shape` with element strides; `k(dst_ptr, src_ptr)`."""
 
-    def __init__(self, dst: DType, src: DType, shape: tuple[int, ...],
-                 dst_strides: tuple[int, ...], src_strides: tuple[int, ...]):
+    def __init__(
+        self,
+        dst: DType,
+        src: DType,
+        shape: tuple[int, ...],
+        dst_strides: tuple[int, ...],
+        src_strides: tuple[int, ...],
+    ):
         nodes = () if dst is src else (ExprNode("cast", (0,), (("dtype", dst),)),)
         expr = Expr((src,), nodes, (1 if nodes else 0,))
         rank = len(shape)
         spec = ElementwiseKernel(expr, rank, (None, None))
         out_buf = Buffer("dst", 0, "output", slot=0)
         in_buf = Buffer("src", 0, "input", slot=0)
-        block: list[Any] = [0, shape[0], *shape[1:], Ptr(out_buf), *dst_strides,
-                            Ptr(in_buf), *src_strides]
+        block: list[Any] = [
+            0,
+            shape[0],
+            *shape[1:],
+            Ptr(out_buf),
+            *dst_strides,
+            Ptr(in_buf),
+            *src_strides,
+        ]
         launch = Launch(None, spec, block, "copy")
         be = driver.get()
         _count[0] += 1
         symbol = f"copy{_count[0]}"
         module = ir.Module(name=symbol)
-        self.launch = gp.kernel_launch(module, launch, gpu_elementwise, symbol,
-                                       "host" if be.emulated else "ptx")
+        self.launch = gp.kernel_launch(
+            module, launch, gpu_elementwise, symbol, "host" if be.emulated else "ptx"
+        )
         functions, _, self._keep = load_kernels(be, str(module), [symbol], symbol)
         self.fn = functions[symbol]
         self.backend = be

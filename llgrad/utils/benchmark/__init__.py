@@ -8,6 +8,7 @@ until the interquartile range is within `threshold` of the median. Like PyTorch,
 runs its statement with `num_threads` threads (default 1) and restores the previous count
 afterwards. A `Measurement` reports per-run times (`times`, `mean`, `median`, `iqr`).
 """
+
 from __future__ import annotations
 
 import statistics
@@ -22,9 +23,16 @@ __all__ = ["Timer", "Measurement", "Compare"]
 class Measurement:
     """The times of one Timer: `raw_times` per block of `number_per_run` runs."""
 
-    def __init__(self, number_per_run: int, raw_times: Sequence[float], stmt: str,
-                 label: str | None = None, sub_label: str | None = None,
-                 description: str | None = None, num_threads: int = 1) -> None:
+    def __init__(
+        self,
+        number_per_run: int,
+        raw_times: Sequence[float],
+        stmt: str,
+        label: str | None = None,
+        sub_label: str | None = None,
+        description: str | None = None,
+        num_threads: int = 1,
+    ) -> None:
         self.number_per_run = number_per_run
         self.raw_times = list(raw_times)
         self.stmt = stmt
@@ -62,13 +70,17 @@ class Measurement:
             lines.append(f"  {' '.join(x for x in (self.sub_label, self.description) if x)}")
         lines.append(f"  Median: {_fmt(self.median)}")
         if len(self.times) >= 4:
-            lines.append(f"  IQR:    {_fmt(self.iqr)} ({len(self.times)} measurements, "
-                         f"{self.number_per_run} runs per measurement, {self.num_threads} "
-                         f"thread{'s' if self.num_threads != 1 else ''})")
+            lines.append(
+                f"  IQR:    {_fmt(self.iqr)} ({len(self.times)} measurements, "
+                f"{self.number_per_run} runs per measurement, {self.num_threads} "
+                f"thread{'s' if self.num_threads != 1 else ''})"
+            )
         else:
-            lines.append(f"  {len(self.times)} measurement{'s' if len(self.times) != 1 else ''}"
-                         f", {self.number_per_run} runs per measurement, {self.num_threads} "
-                         f"thread{'s' if self.num_threads != 1 else ''}")
+            lines.append(
+                f"  {len(self.times)} measurement{'s' if len(self.times) != 1 else ''}"
+                f", {self.number_per_run} runs per measurement, {self.num_threads} "
+                f"thread{'s' if self.num_threads != 1 else ''}"
+            )
         return "\n".join(lines)
 
 
@@ -80,18 +92,25 @@ def _fmt(seconds: float) -> str:
 
 
 class Timer:
-    def __init__(self, stmt: str | Callable[[], Any] = "pass",
-                 setup: str | Callable[[], Any] = "pass", global_setup: str = "",
-                 timer: Callable[[], float] = _timeit.default_timer,
-                 globals: dict[str, Any] | None = None, label: str | None = None,
-                 sub_label: str | None = None, description: str | None = None,
-                 env: str | None = None, num_threads: int = 1, language: str = "python"
-                 ) -> None:
+    def __init__(
+        self,
+        stmt: str | Callable[[], Any] = "pass",
+        setup: str | Callable[[], Any] = "pass",
+        global_setup: str = "",
+        timer: Callable[[], float] = _timeit.default_timer,
+        globals: dict[str, Any] | None = None,
+        label: str | None = None,
+        sub_label: str | None = None,
+        description: str | None = None,
+        env: str | None = None,
+        num_threads: int = 1,
+        language: str = "python",
+    ) -> None:
         if language not in ("python", "py"):
-            raise ValueError(f"Timer: only Python statements can be timed, got language="
-                             f"{language!r}")
-        if isinstance(num_threads, bool) or not isinstance(num_threads, int) or \
-                num_threads < 1:
+            raise ValueError(
+                f"Timer: only Python statements can be timed, got language={language!r}"
+            )
+        if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
             raise ValueError(f"Timer: num_threads must be a positive int, got {num_threads!r}")
         self._stmt = stmt if isinstance(stmt, str) else getattr(stmt, "__name__", "stmt")
         namespace = dict(globals or {})
@@ -103,6 +122,7 @@ class Timer:
 
     def _time(self, number: int) -> float:
         from ...runtime import launch
+
         before = launch.threads()
         launch.set_threads(self._num_threads)
         try:
@@ -111,8 +131,15 @@ class Timer:
             launch.set_threads(before)
 
     def _measurement(self, number: int, times: list[float]) -> Measurement:
-        return Measurement(number, times, self._stmt, self._label, self._sub_label,
-                           self._description, self._num_threads)
+        return Measurement(
+            number,
+            times,
+            self._stmt,
+            self._label,
+            self._sub_label,
+            self._description,
+            self._num_threads,
+        )
 
     def timeit(self, number: int = 1000000) -> Measurement:
         """Run the statement `number` times (after one warm-up run) as one block."""
@@ -126,8 +153,9 @@ class Timer:
                 return number
             number *= 10
 
-    def blocked_autorange(self, callback: Callable[[int, float], Any] | None = None,
-                          min_run_time: float = 0.2) -> Measurement:
+    def blocked_autorange(
+        self, callback: Callable[[int, float], Any] | None = None, min_run_time: float = 0.2
+    ) -> Measurement:
         number = self._block_size()
         times: list[float] = []
         total = 0.0
@@ -139,10 +167,14 @@ class Timer:
             total += t
         return self._measurement(number, times)
 
-    def adaptive_autorange(self, threshold: float = 0.1, *, min_run_time: float = 0.01,
-                           max_run_time: float = 10.0,
-                           callback: Callable[[int, float], Any] | None = None
-                           ) -> Measurement:
+    def adaptive_autorange(
+        self,
+        threshold: float = 0.1,
+        *,
+        min_run_time: float = 0.01,
+        max_run_time: float = 10.0,
+        callback: Callable[[int, float], Any] | None = None,
+    ) -> Measurement:
         number = self._block_size()
         times: list[float] = []
         total = 0.0
@@ -180,8 +212,9 @@ class Compare:
             out.append(f"[{'-' * 10} {label or ''} {'-' * 10}]")
             out.append(" " * (width + 2) + " | ".join(f"{c:>12}" for c in cols))
             for r in rows:
-                vals = [f"{cell[(r, c)] / scale:12.1f}" if (r, c) in cell else " " * 12
-                        for c in cols]
+                vals = [
+                    f"{cell[(r, c)] / scale:12.1f}" if (r, c) in cell else " " * 12 for c in cols
+                ]
                 out.append(f"  {r:<{width}}" + " | ".join(vals))
             out.append(f"Times are in {unit}.")
         return "\n".join(out)
@@ -191,8 +224,11 @@ class Compare:
 
 
 def _unit(seconds: float) -> tuple[str, float]:
-    for unit, scale in (("seconds (s)", 1.0), ("milliseconds (ms)", 1e-3),
-                        ("microseconds (us)", 1e-6)):
+    for unit, scale in (
+        ("seconds (s)", 1.0),
+        ("milliseconds (ms)", 1e-3),
+        ("microseconds (us)", 1e-6),
+    ):
         if seconds >= scale:
             return unit, scale
     return "nanoseconds (ns)", 1e-9

@@ -7,6 +7,7 @@ themselves by worker yield every sample exactly once (PyTorch's worker processes
 split the work; an IterableDataset that does not shard itself would yield duplicates
 there, never here). `pin_memory` is accepted and does nothing (memory is host memory).
 """
+
 from __future__ import annotations
 
 import collections.abc
@@ -20,20 +21,21 @@ from ...tensor import Tensor
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
-__all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info",
-           "WorkerInfo"]
+__all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info", "WorkerInfo"]
 
 
 # --------------------------------------------------------------------------------------
 # collation
 # --------------------------------------------------------------------------------------
 
-_COLLATE_ERROR = ("default_collate: batch must contain tensors, numpy arrays, numbers, dicts "
-                  "or lists; found {}")
+_COLLATE_ERROR = (
+    "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
+)
 
 
 def _numpy_tensor(arr: np.ndarray) -> Tensor:
     from ...functions.creation import tensor
+
     if arr.dtype.kind in "OSUV":
         raise TypeError(_COLLATE_ERROR.format(arr.dtype))
     return tensor(arr)
@@ -45,6 +47,7 @@ def default_collate(batch: list[Any]) -> Any:
     int64 one, strings stay a list, dicts collate per key, namedtuples per field, other
     sequences per position (as a list; every sample must have the same length)."""
     from ... import functions as F
+
     elem = batch[0]
     if isinstance(elem, Tensor):
         return F.stack(list(batch), 0)
@@ -111,6 +114,7 @@ def default_convert(data: Any) -> Any:
 # workers (in-process)
 # --------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class WorkerInfo:
     id: int
@@ -132,6 +136,7 @@ def get_worker_info() -> WorkerInfo | None:
 # the loader
 # --------------------------------------------------------------------------------------
 
+
 class _InfiniteNone:
     """The sampler of an IterableDataset: the dataset decides how many samples exist."""
 
@@ -144,23 +149,40 @@ class DataLoader:
     """Iterate over `dataset` in batches: `for x, y in DataLoader(ds, batch_size=32,
     shuffle=True): ...` (PyTorch's constructor; see the module docstring on workers)."""
 
-    def __init__(self, dataset: Any, batch_size: int | None = 1, shuffle: bool | None = None,
-                 sampler: Sampler | Any = None, batch_sampler: Any = None,
-                 num_workers: int = 0, collate_fn: Callable[[list], Any] | None = None,
-                 pin_memory: bool = False, drop_last: bool = False, timeout: float = 0,
-                 worker_init_fn: Callable[[int], None] | None = None,
-                 multiprocessing_context: Any = None, generator: Any = None, *,
-                 prefetch_factor: int | None = None, persistent_workers: bool = False,
-                 pin_memory_device: str = "", in_order: bool = True) -> None:
+    def __init__(
+        self,
+        dataset: Any,
+        batch_size: int | None = 1,
+        shuffle: bool | None = None,
+        sampler: Sampler | Any = None,
+        batch_sampler: Any = None,
+        num_workers: int = 0,
+        collate_fn: Callable[[list], Any] | None = None,
+        pin_memory: bool = False,
+        drop_last: bool = False,
+        timeout: float = 0,
+        worker_init_fn: Callable[[int], None] | None = None,
+        multiprocessing_context: Any = None,
+        generator: Any = None,
+        *,
+        prefetch_factor: int | None = None,
+        persistent_workers: bool = False,
+        pin_memory_device: str = "",
+        in_order: bool = True,
+    ) -> None:
         if not isinstance(num_workers, int) or num_workers < 0:
-            raise ValueError("num_workers option should be non-negative; use num_workers=0 "
-                             "to disable multiprocessing.")
+            raise ValueError(
+                "num_workers option should be non-negative; use num_workers=0 "
+                "to disable multiprocessing."
+            )
         if timeout < 0:
             raise ValueError("timeout option should be non-negative")
         if num_workers == 0 and prefetch_factor is not None:
-            raise ValueError("prefetch_factor option could only be specified in "
-                             "multiprocessing. let num_workers > 0 to enable multiprocessing, "
-                             "otherwise set prefetch_factor to None.")
+            raise ValueError(
+                "prefetch_factor option could only be specified in "
+                "multiprocessing. let num_workers > 0 to enable multiprocessing, "
+                "otherwise set prefetch_factor to None."
+            )
         if persistent_workers and num_workers == 0:
             raise ValueError("persistent_workers option needs num_workers > 0")
         self.dataset = dataset
@@ -174,25 +196,35 @@ class DataLoader:
         self._iterable = isinstance(dataset, IterableDataset)
         if self._iterable:
             if shuffle not in (None, False):
-                raise ValueError(f"DataLoader with IterableDataset: expected unspecified "
-                                 f"shuffle option, but got shuffle={shuffle}")
+                raise ValueError(
+                    f"DataLoader with IterableDataset: expected unspecified "
+                    f"shuffle option, but got shuffle={shuffle}"
+                )
             if sampler is not None:
-                raise ValueError(f"DataLoader with IterableDataset: expected unspecified "
-                                 f"sampler option, but got sampler={sampler}")
+                raise ValueError(
+                    f"DataLoader with IterableDataset: expected unspecified "
+                    f"sampler option, but got sampler={sampler}"
+                )
             if batch_sampler is not None:
-                raise ValueError(f"DataLoader with IterableDataset: expected unspecified "
-                                 f"batch_sampler option, but got batch_sampler="
-                                 f"{batch_sampler}")
+                raise ValueError(
+                    f"DataLoader with IterableDataset: expected unspecified "
+                    f"batch_sampler option, but got batch_sampler="
+                    f"{batch_sampler}"
+                )
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
         if batch_sampler is not None:
             if batch_size != 1 or shuffle or sampler is not None or drop_last:
-                raise ValueError("batch_sampler option is mutually exclusive with batch_size, "
-                                 "shuffle, sampler, and drop_last")
+                raise ValueError(
+                    "batch_sampler option is mutually exclusive with batch_size, "
+                    "shuffle, sampler, and drop_last"
+                )
             batch_size, drop_last = None, False
         elif batch_size is None and drop_last:
-            raise ValueError("batch_size=None option disables auto-batching and is mutually "
-                             "exclusive with drop_last")
+            raise ValueError(
+                "batch_size=None option disables auto-batching and is mutually "
+                "exclusive with drop_last"
+            )
         if sampler is None:
             if self._iterable:
                 sampler = _InfiniteNone()
@@ -227,7 +259,8 @@ class DataLoader:
             yield from self._batches()
             return
         from ...functions.creation import randint
-        seed = int(randint(0, 2 ** 62, (1,), generator=self.generator).item())
+
+        seed = int(randint(0, 2**62, (1,), generator=self.generator).item())
         _worker.append(WorkerInfo(0, 1, seed, self.dataset))
         try:
             if self.worker_init_fn is not None:
@@ -246,8 +279,7 @@ class DataLoader:
                 yield self.collate_fn(self.dataset[index])
             return
         for indices in self.batch_sampler:
-            samples = fetch(indices) if fetch is not None else \
-                [self.dataset[i] for i in indices]
+            samples = fetch(indices) if fetch is not None else [self.dataset[i] for i in indices]
             yield self.collate_fn(samples)
 
     def _iterable_batches(self) -> Iterator[Any]:

@@ -4,6 +4,7 @@
 `ConcatDataset` and `ChainDataset` compose datasets; `random_split` splits one into
 non-overlapping random subsets (lengths or fractions, PyTorch's rounding).
 """
+
 from __future__ import annotations
 
 import bisect
@@ -16,8 +17,15 @@ from ...tensor import Tensor
 
 T_co = TypeVar("T_co", covariant=True)
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset",
-           "ChainDataset", "random_split"]
+__all__ = [
+    "Dataset",
+    "IterableDataset",
+    "TensorDataset",
+    "Subset",
+    "ConcatDataset",
+    "ChainDataset",
+    "random_split",
+]
 
 
 class Dataset(Generic[T_co]):
@@ -25,8 +33,10 @@ class Dataset(Generic[T_co]):
     (and `__len__`, which samplers and `len(DataLoader)` need)."""
 
     def __getitem__(self, index: Any) -> T_co:
-        raise TypeError(f"{type(self).__name__} is a Dataset without __getitem__: a map-style "
-                        f"dataset defines __getitem__ (and __len__)")
+        raise TypeError(
+            f"{type(self).__name__} is a Dataset without __getitem__: a map-style "
+            f"dataset defines __getitem__ (and __len__)"
+        )
 
     def __add__(self, other: "Dataset[T_co]") -> "ConcatDataset[T_co]":
         return ConcatDataset([self, other])
@@ -53,8 +63,10 @@ class TensorDataset(Dataset[tuple]):
                 raise TypeError(f"TensorDataset expects tensors, got {type(t).__name__}")
         first = tensors[0].shape[0] if tensors[0].ndim else None
         if any(t.ndim == 0 or t.shape[0] != first for t in tensors):
-            raise AssertionError(f"Size mismatch between tensors (first dimensions "
-                                 f"{[t.shape[0] if t.ndim else None for t in tensors]})")
+            raise AssertionError(
+                f"Size mismatch between tensors (first dimensions "
+                f"{[t.shape[0] if t.ndim else None for t in tensors]})"
+            )
         self.tensors = tensors
 
     def __getitem__(self, index: Any) -> tuple:
@@ -142,22 +154,27 @@ def _split_lengths(n: int, lengths: Sequence[float]) -> list[int]:
         counts[i % len(counts)] += 1
     for i, c in enumerate(counts):
         if c == 0:
-            warnings.warn(f"Length of split at index {i} is 0. This might result in an empty "
-                          f"dataset.", UserWarning, stacklevel=3)
+            warnings.warn(
+                f"Length of split at index {i} is 0. This might result in an empty dataset.",
+                UserWarning,
+                stacklevel=3,
+            )
     return counts
 
 
-def random_split(dataset: Dataset[T_co], lengths: Sequence[float],
-                 generator: Any = None) -> list[Subset[T_co]]:
+def random_split(
+    dataset: Dataset[T_co], lengths: Sequence[float], generator: Any = None
+) -> list[Subset[T_co]]:
     """Non-overlapping random subsets of the given lengths (or fractions of the whole)."""
     from .sampler import randperm_list
+
     counts = _split_lengths(len(dataset), lengths)
     if sum(counts) != len(dataset):
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     order = randperm_list(sum(counts), generator)
     out, offset = [], 0
     for c in counts:
-        out.append(Subset(dataset, order[offset:offset + c]))
+        out.append(Subset(dataset, order[offset : offset + c]))
         offset += c
     return out
 
@@ -168,8 +185,10 @@ class StackDataset(Dataset):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if args and kwargs:
-            raise ValueError("Supported either ``tuple``- (via ``args``) or ``dict``- (via "
-                             "``kwargs``) like input/output, but both types are given.")
+            raise ValueError(
+                "Supported either ``tuple``- (via ``args``) or ``dict``- (via "
+                "``kwargs``) like input/output, but both types are given."
+            )
         parts = list(args) if args else list(kwargs.values())
         if not parts:
             raise ValueError("At least one dataset should be passed")
@@ -186,15 +205,19 @@ class StackDataset(Dataset):
     def __getitems__(self, indices: list) -> list:
         """Items of a batch of indices (a part's own `__getitems__` is used when it has
         one)."""
+
         def column(d: Any) -> list:
             many = getattr(d, "__getitems__", None)
             if callable(many):
                 got = many(indices)
                 if len(got) != len(indices):
-                    raise ValueError(f"Nested dataset's output size mismatch. Expected "
-                                     f"{len(indices)}, got {len(got)}")
+                    raise ValueError(
+                        f"Nested dataset's output size mismatch. Expected "
+                        f"{len(indices)}, got {len(got)}"
+                    )
                 return list(got)
             return [d[i] for i in indices]
+
         if isinstance(self.datasets, dict):
             cols = {k: column(d) for k, d in self.datasets.items()}
             return [{k: c[j] for k, c in cols.items()} for j in range(len(indices))]

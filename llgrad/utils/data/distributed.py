@@ -6,6 +6,7 @@ padded by repeating its head to a multiple of the number of replicas (or cut to 
 shares are disjoint, equally long, and together cover the dataset. Call `set_epoch(e)` at
 the start of each epoch for a new order (every rank draws the same permutation).
 """
+
 from __future__ import annotations
 
 import math
@@ -17,22 +18,33 @@ __all__ = ["DistributedSampler"]
 
 
 class DistributedSampler(Sampler):
-    def __init__(self, dataset: Sized, num_replicas: int | None = None,
-                 rank: int | None = None, shuffle: bool = True, seed: int = 0,
-                 drop_last: bool = False) -> None:
+    def __init__(
+        self,
+        dataset: Sized,
+        num_replicas: int | None = None,
+        rank: int | None = None,
+        shuffle: bool = True,
+        seed: int = 0,
+        drop_last: bool = False,
+    ) -> None:
         if num_replicas is None or rank is None:
             from ... import distributed as dist
+
             if not dist.is_initialized():
-                raise RuntimeError("DistributedSampler: pass num_replicas and rank, or call "
-                                   "llgrad.distributed.init_process_group() first")
+                raise RuntimeError(
+                    "DistributedSampler: pass num_replicas and rank, or call "
+                    "llgrad.distributed.init_process_group() first"
+                )
             num_replicas = dist.get_world_size() if num_replicas is None else num_replicas
             rank = dist.get_rank() if rank is None else rank
         if not isinstance(num_replicas, int) or num_replicas < 1:
-            raise ValueError(f"DistributedSampler: num_replicas must be a positive integer, "
-                             f"got {num_replicas!r}")
+            raise ValueError(
+                f"DistributedSampler: num_replicas must be a positive integer, got {num_replicas!r}"
+            )
         if not isinstance(rank, int) or not 0 <= rank < num_replicas:
-            raise ValueError(f"Invalid rank {rank}, rank should be in the interval "
-                             f"[0, {num_replicas - 1}]")
+            raise ValueError(
+                f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]"
+            )
         self.dataset = dataset
         self.num_replicas = num_replicas
         self.rank = rank
@@ -51,6 +63,7 @@ class DistributedSampler(Sampler):
         n = len(self.dataset)
         if self.shuffle:
             from ...functions.creation import Generator
+
             indices = randperm_list(n, Generator().manual_seed(self.seed + self.epoch))
         else:
             indices = list(range(n))
@@ -59,8 +72,8 @@ class DistributedSampler(Sampler):
             if pad > 0 and indices:
                 indices += (indices * math.ceil(pad / len(indices)))[:pad]
         else:
-            indices = indices[:self.total_size]
-        return iter(indices[self.rank:self.total_size:self.num_replicas])
+            indices = indices[: self.total_size]
+        return iter(indices[self.rank : self.total_size : self.num_replicas])
 
     def __len__(self) -> int:
         return self.num_samples

@@ -4,27 +4,36 @@ Random orders come from llgrad's counter-based generator (a given `lg.Generator`
 seed drawn from the default one at each pass, so `lg.manual_seed` makes shuffling
 reproducible). The permutations differ from PyTorch's streams, as all random numbers do.
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterable, Iterator, Sequence, Sized
 
 
-__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
-           "BatchSampler", "randperm_list"]
+__all__ = [
+    "Sampler",
+    "SequentialSampler",
+    "RandomSampler",
+    "SubsetRandomSampler",
+    "BatchSampler",
+    "randperm_list",
+]
 
 
 def _generator(generator: Any) -> Any:
     """`generator`, or a fresh one seeded from the default generator (one draw)."""
     from ...functions.creation import Generator, randint
+
     if generator is not None:
         return generator
-    seed = int(randint(0, 2 ** 62, (1,)).item())
+    seed = int(randint(0, 2**62, (1,)).item())
     return Generator().manual_seed(seed)
 
 
 def randperm_list(n: int, generator: Any = None) -> list[int]:
     """A random permutation of 0..n-1 as a list (`lg.randperm`)."""
     from ...functions.creation import randperm
+
     return randperm(n, generator=generator).tolist()
 
 
@@ -54,18 +63,26 @@ class SequentialSampler(Sampler):
 class RandomSampler(Sampler):
     """A random permutation per pass (or `num_samples` draws with replacement)."""
 
-    def __init__(self, data_source: Sized, replacement: bool = False,
-                 num_samples: int | None = None, generator: Any = None) -> None:
+    def __init__(
+        self,
+        data_source: Sized,
+        replacement: bool = False,
+        num_samples: int | None = None,
+        generator: Any = None,
+    ) -> None:
         self.data_source = data_source
         self.replacement = replacement
         self._num_samples = num_samples
         self.generator = generator
         if not isinstance(replacement, bool):
-            raise TypeError(f"replacement should be a boolean value, but got "
-                            f"replacement={replacement}")
+            raise TypeError(
+                f"replacement should be a boolean value, but got replacement={replacement}"
+            )
         if not isinstance(self.num_samples, int) or self.num_samples <= 0:
-            raise ValueError(f"num_samples should be a positive integer value, but got "
-                             f"num_samples={self.num_samples}")
+            raise ValueError(
+                f"num_samples should be a positive integer value, but got "
+                f"num_samples={self.num_samples}"
+            )
 
     @property
     def num_samples(self) -> int:
@@ -73,6 +90,7 @@ class RandomSampler(Sampler):
 
     def __iter__(self) -> Iterator[int]:
         from ...functions.creation import randint
+
         n = len(self.data_source)
         gen = _generator(self.generator)
         if self.replacement:
@@ -82,7 +100,7 @@ class RandomSampler(Sampler):
             return
         for _ in range(self.num_samples // n):
             yield from randperm_list(n, gen)
-        yield from randperm_list(n, gen)[:self.num_samples % n]
+        yield from randperm_list(n, gen)[: self.num_samples % n]
 
     def __len__(self) -> int:
         return self.num_samples
@@ -107,14 +125,13 @@ class BatchSampler(Sampler):
     """Lists of `batch_size` indices from `sampler` (the last one shorter unless
     `drop_last`)."""
 
-    def __init__(self, sampler: Sampler | Iterable[int], batch_size: int,
-                 drop_last: bool) -> None:
+    def __init__(self, sampler: Sampler | Iterable[int], batch_size: int, drop_last: bool) -> None:
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
-            raise ValueError(f"batch_size should be a positive integer value, but got "
-                             f"batch_size={batch_size}")
+            raise ValueError(
+                f"batch_size should be a positive integer value, but got batch_size={batch_size}"
+            )
         if not isinstance(drop_last, bool):
-            raise ValueError(f"drop_last should be a boolean value, but got "
-                             f"drop_last={drop_last}")
+            raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
         self.sampler = sampler
         self.batch_size = batch_size
         self.drop_last = drop_last
@@ -139,22 +156,33 @@ class WeightedRandomSampler(Sampler):
     replacement by default), by `lg.multinomial` on `generator` (llgrad's random streams,
     not PyTorch's)."""
 
-    def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True,
-                 generator: Any = None) -> None:
+    def __init__(
+        self,
+        weights: Sequence[float],
+        num_samples: int,
+        replacement: bool = True,
+        generator: Any = None,
+    ) -> None:
         from ...functions.creation import tensor
         from ...tensor import Tensor
-        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or \
-                num_samples <= 0:
-            raise ValueError(f"num_samples should be a positive integer value, but got "
-                             f"num_samples={num_samples}")
+
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
+            raise ValueError(
+                f"num_samples should be a positive integer value, but got num_samples={num_samples}"
+            )
         if not isinstance(replacement, bool):
-            raise ValueError(f"replacement should be a boolean value, but got "
-                             f"replacement={replacement}")
-        w = weights.to(dt_float64()) if isinstance(weights, Tensor) else \
-            tensor(list(weights), dtype=dt_float64())
+            raise ValueError(
+                f"replacement should be a boolean value, but got replacement={replacement}"
+            )
+        w = (
+            weights.to(dt_float64())
+            if isinstance(weights, Tensor)
+            else tensor(list(weights), dtype=dt_float64())
+        )
         if w.ndim != 1:
-            raise ValueError(f"weights should be a 1d sequence but given weights have shape "
-                             f"{tuple(w.shape)}")
+            raise ValueError(
+                f"weights should be a 1d sequence but given weights have shape {tuple(w.shape)}"
+            )
         self.weights = w
         self.num_samples = num_samples
         self.replacement = replacement
@@ -162,8 +190,10 @@ class WeightedRandomSampler(Sampler):
 
     def __iter__(self) -> Iterator[int]:
         from ...functions.sampling import multinomial
-        drawn = multinomial(self.weights, self.num_samples, self.replacement,
-                            generator=self.generator)
+
+        drawn = multinomial(
+            self.weights, self.num_samples, self.replacement, generator=self.generator
+        )
         yield from drawn.tolist()
 
     def __len__(self) -> int:
@@ -173,4 +203,5 @@ class WeightedRandomSampler(Sampler):
 def dt_float64() -> Any:
     """llgrad's float64 (the dtype of a sampler's weights, as PyTorch's)."""
     from ...ir.dtypes import float64
+
     return float64
