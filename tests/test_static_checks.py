@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -23,9 +22,9 @@ LINTED = ["llgrad", "tests", "tools", "benchmarks", "examples"]
 
 
 def _ruff(*args: str) -> subprocess.CompletedProcess:
-    if shutil.which("ruff") is None:
-        pytest.skip("ruff is not installed (extra `test`)")
-    return subprocess.run(["ruff", *args, *LINTED], cwd=ROOT, capture_output=True, text=True)
+    pytest.importorskip("ruff", reason="ruff is not installed (extra `test`)")
+    return subprocess.run([sys.executable, "-m", "ruff", *args, *LINTED], cwd=ROOT,
+                          capture_output=True, text=True)
 
 
 def test_ruff_lint() -> None:
