@@ -555,7 +555,9 @@ def _check_targets(op: str, target: Tensor, classes: int, ignore_index: int) -> 
     target = bottom(target)  # under vmap: check every batch element's targets at once
     if isinstance(target, SymbolicTensor):
         return
-    v = target._values()  # one NumPy pass: 5 us where seven kernels took 40
+    v = target._values()  # on the host: one NumPy pass instead of several kernels
+    if v.min() >= 0 and v.max() < classes:  # the usual case: every index is a class
+        return
     bad = (v != ignore_index) & ((v < 0) | (v >= classes))
     if bad.any():
         first = int(v[bad][0])  # the first in row-major order
@@ -564,6 +566,9 @@ def _check_targets(op: str, target: Tensor, classes: int, ignore_index: int) -> 
             f"in [0, {classes}) or ignore_index={ignore_index}; target shape "
             f"{list(target.shape)})"
         )
+
+
+_NLL_ACCEPTED: set[tuple] = set()  # (operand types, attributes) nll_loss's shape rule accepted
 
 
 def nll_loss(
@@ -586,11 +591,18 @@ def nll_loss(
         "ignore_index": ignore_index,
         "has_weight": weight is not None,
     }
-    opdef = registry.get(op)
-    opdef.infer(
-        tuple(TensorType(t._dtype, t._shape) for t in operands),
-        **dict(opdef.normalize_attrs(attrs)),
-    )
+    # the shape rule's verdict depends only on the operands' dtypes and shapes and the
+    # attributes: kept per key once it accepted them (errors are raised every time)
+    key = (tuple((t.dtype, t.shape) for t in operands), attrs_key(attrs))
+    if key not in _NLL_ACCEPTED:
+        opdef = registry.get(op)
+        opdef.infer(
+            tuple(TensorType(t._dtype, t._shape) for t in operands),
+            **dict(opdef.normalize_attrs(attrs)),
+        )
+        if len(_NLL_ACCEPTED) >= 4096:
+            _NLL_ACCEPTED.clear()
+        _NLL_ACCEPTED.add(key)
     _check_targets(op, target, input.shape[nnops.class_dim(input.ndim)], ignore_index)
     return _composite(op, operands, attrs)
 
