@@ -29,11 +29,11 @@ def number_key(v: Any) -> Any:
     return (c, v)
 
 
-def attrs_key(attrs: dict[str, Any]) -> tuple:
-    """`tuple(attrs.items())` as a cache key: the plain items unless a value is a float
-    zero or NaN, a complex number or a sequence, whose values then go through
-    `number_key`."""
-    items = tuple(attrs.items())
+def attrs_key(attrs: dict[str, Any] | tuple[tuple[str, Any], ...]) -> tuple:
+    """`tuple(attrs.items())` (for a dict, or the items tuple itself) as a cache key: the
+    plain items unless a value is a float zero or NaN, a complex number or a sequence,
+    whose values then go through `number_key`."""
+    items = tuple(attrs.items()) if attrs.__class__ is dict else tuple(attrs)
     for _, v in items:
         c = v.__class__
         if c is float and (v == 0.0 or v != v) or c is complex or c is tuple or c is list:

@@ -102,7 +102,7 @@ def expression(
     computed: tuple[DType, ...],
     attrs: tuple[tuple[str, Any], ...],
 ) -> tuple[Expr, DType]:
-    key = (op, stored, computed, attrs_key(dict(attrs)) if attrs else ())
+    key = (op, stored, computed, attrs_key(attrs) if attrs else ())
     hit = _exprs.get(key)
     if hit is not None:
         return hit

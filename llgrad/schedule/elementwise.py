@@ -63,7 +63,7 @@ class ExprNode:
     attrs: tuple[tuple[str, Any], ...] = ()
 
     def _key(self) -> tuple:
-        return (self.op, self.args, attrs_key(dict(self.attrs)) if self.attrs else ())
+        return (self.op, self.args, attrs_key(self.attrs) if self.attrs else ())
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not ExprNode:
