@@ -289,7 +289,11 @@ def dispatch_function(
 
 
 def apply_composite(
-    op: str, operands: Sequence[Any], attrs: dict[str, Any], name: str | None = None
+    op: str,
+    operands: Sequence[Any],
+    attrs: dict[str, Any],
+    name: str | None = None,
+    key: tuple | None = None,
 ) -> Tensor:
     """Run a composite op through its decomposition, recorded as one node of its own.
 
@@ -298,6 +302,8 @@ def apply_composite(
     Under forward mode the decomposition's ops also compute the output's tangent; those
     are recorded when grad mode is on (reverse-over-forward, e.g. `jacrev(jacfwd(f))`,
     differentiates the tangent), which records the parts' nodes too (unused by `out`).
+    `key`, from `compiled_composites.forward_key(op, attrs, operands)` for operands that
+    are all plain `Tensor`s, spares the compiled path building it again.
     """
     opdef = registry.get(op)
     assert opdef.decompose is not None, f"{op} is not a composite op"
@@ -314,10 +320,10 @@ def apply_composite(
         if opdef.eager_compile
         and not level
         and compiled_composites.ENABLED
-        and all(o.__class__ in DENSE_CLASSES for o in operands)
+        and (key is not None or all(o.__class__ in DENSE_CLASSES for o in operands))
         else None
     )
-    out = compiled.forward(op, operands, attrs) if compiled is not None else None
+    out = compiled.forward(op, operands, attrs, key) if compiled is not None else None
     if out is None:
         F = _functions()
         if tangents:

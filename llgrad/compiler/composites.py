@@ -127,10 +127,20 @@ def _traced(fn: Callable[..., Any], args: tuple[Any, ...], name: str) -> Callabl
 # --------------------------------------------------------------------------------------
 
 
-def forward(op: str, operands: Sequence[Any], attrs: dict[str, Any]) -> Tensor | None:
+def forward_key(op: str, attrs: dict[str, Any], operands: Sequence[Any]) -> tuple:
+    """The key `forward` files `op`'s compiled decomposition under, for these attributes
+    and operands (plain tensors): callers that cache per call signature keep it."""
+    return ("forward", op, attrs_key(attrs), tuple([o._lkey for o in operands]))
+
+
+def forward(
+    op: str, operands: Sequence[Any], attrs: dict[str, Any], key: tuple | None = None
+) -> Tensor | None:
     """The op's output from its compiled decomposition, or None when the key runs
-    eagerly (the caller runs the decomposition). Operands must all be plain tensors."""
-    key = ("forward", op, attrs_key(attrs), tuple(o._lkey for o in operands))
+    eagerly (the caller runs the decomposition). Operands must all be plain tensors;
+    `key` is `forward_key(op, attrs, operands)` when the caller has it."""
+    if key is None:
+        key = forward_key(op, attrs, operands)
     try:
         fn = _compiled.get(key)
     except TypeError:  # an unhashable attribute

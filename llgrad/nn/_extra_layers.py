@@ -11,7 +11,9 @@ import numpy as np
 
 from ..autograd.apply import composite_function
 from .. import functions as lg
+from ..functions._host import host_tensor
 from ..functions.layout import shuffle, shuffle_direct
+from ..ir import dtypes as dt
 from ..ops import nn as nnops
 from ..tensor import Tensor
 from .functional import _tensor
@@ -133,7 +135,7 @@ def embedding_bag(
             )
         bags, length = idx.shape
         starts = np.arange(bags, dtype=np.int64) * length
-        ends = starts + length
+        last_end = bags * length
         flat = lg.reshape(input, (-1,))
         psw = None if per_sample_weights is None else lg.reshape(per_sample_weights, (-1,))
     elif input.ndim == 1:
@@ -155,12 +157,12 @@ def embedding_bag(
                 f"{op}: offsets[-1] can not be greater than input's length "
                 f"({total}), but got offsets[-1] of {int(off[-1])}"
             )
-        if (np.diff(off) < 0).any():
+        if (off[1:] < off[:-1]).any():
             raise RuntimeError(f"{op}: offsets must be non-decreasing, got {off.tolist()}")
         if include_last_offset:
-            starts, ends = off[:-1], off[1:]
+            starts, last_end = off[:-1], int(off[-1]) if off.shape[0] else 0
         else:
-            starts, ends = off, np.append(off[1:], total).astype(np.int64)
+            starts, last_end = off, total
         flat, psw = input, per_sample_weights
     else:
         raise ValueError(
@@ -173,6 +175,11 @@ def embedding_bag(
     if max_norm is not None:
         _embedding_renorm_(weight, flat, max_norm, norm_type)
     bags = starts.shape[0]
+    if mode != "max":
+        return _bag_sums(
+            weight, flat, flat_idx, psw, starts, last_end, padding_idx, mode, scale_grad_by_freq
+        )
+    ends = np.append(starts[1:], last_end).astype(np.int64)
     keep = (
         np.ones(flat_idx.shape[0], dtype=bool) if padding_idx is None else flat_idx != padding_idx
     )
@@ -185,11 +192,7 @@ def embedding_bag(
         table[b, : m.shape[0]] = m
     counts = np.array([m.shape[0] for m in members], dtype=np.int64)
     rows = embedding(flat, weight, padding_idx, None, 2.0, scale_grad_by_freq)  # (T, D)
-    if psw is not None:
-        rows = lg.mul(rows, lg.unsqueeze(psw, 1))
-    filler = lg.zeros((1, dim), dtype=weight._dtype)
-    if mode == "max":
-        filler = lg.full((1, dim), -float("inf"), dtype=weight._dtype)
+    filler = lg.full((1, dim), -float("inf"), dtype=weight._dtype)
     ext = lg.cat([rows, filler], 0)
     picked = lg.reshape(lg.index_select(ext, 0, lg.tensor(table.reshape(-1))), (bags, width, dim))
     if width == 0:
@@ -198,16 +201,70 @@ def embedding_bag(
             if not weight.requires_grad
             else lg.sum(lg.mul(picked, 0.0), 1)
         )
-    if mode == "sum":
-        return lg.sum(picked, 1)
-    if mode == "mean":
-        denom = lg.tensor(
-            np.maximum(counts, 1).astype(np.float64).reshape(bags, 1), dtype=weight._dtype
-        )
-        return lg.div(lg.sum(picked, 1), denom)
     values = lg.max(picked, 1)[0]
     empty = lg.tensor((counts == 0).reshape(bags, 1))
     return lg.where(empty, lg.zeros_like(values), values)
+
+
+def _bag_sums(
+    weight: Tensor,
+    flat: Tensor,
+    flat_idx: np.ndarray,
+    psw: Tensor | None,
+    starts: np.ndarray,
+    last_end: int,
+    padding_idx: int | None,
+    mode: str,
+    scale_grad_by_freq: bool,
+) -> Tensor:
+    """embedding_bag's 'sum' and 'mean': each position's bag found on the host (positions
+    in no bag, past the last offset with `include_last_offset`, and padding entries go to
+    an extra bag that is cut off), then `_bag_reduce`."""
+    bags = starts.shape[0]
+    positions = np.arange(flat_idx.shape[0], dtype=np.int64)
+    seg = np.searchsorted(starts, positions, side="right") - 1
+    seg[positions >= last_end] = bags
+    if padding_idx is not None:
+        seg[flat_idx == padding_idx] = bags
+    return _bag_reduce(
+        weight,
+        flat,
+        host_tensor(seg, dt.int64),
+        psw,
+        bags,
+        padding_idx,
+        mode == "mean",
+        scale_grad_by_freq,
+    )
+
+
+@composite_function
+def _bag_reduce(
+    weight: Tensor,
+    flat: Tensor,
+    seg: Tensor,
+    psw: Tensor | None,
+    bags: int,
+    padding_idx: int | None,
+    mean: bool,
+    scale_grad_by_freq: bool,
+) -> Tensor:
+    """The rows of `weight` looked up by `flat` (scaled by `psw`) summed per bag `seg`
+    (bag `bags` is dropped) with one `index_add`; `mean` divides by each bag's count
+    (an empty bag gives zeros). Compiled as one graph per signature in eager mode."""
+    from .functional import embedding
+
+    rows = embedding(flat, weight, padding_idx, None, 2.0, scale_grad_by_freq)  # (T, D)
+    if psw is not None:
+        rows = lg.mul(rows, lg.unsqueeze(psw, 1))
+    acc = lg.zeros((bags + 1, weight.shape[1]), dtype=rows._dtype)
+    out = lg.narrow(lg.index_add(acc, 0, seg, rows), 0, 0, bags)
+    if not mean:
+        return out
+    ones = lg.ones(seg.shape, dtype=rows._dtype)
+    counts = lg.index_add(lg.zeros((bags + 1,), dtype=rows._dtype), 0, seg, ones)
+    denom = lg.clamp(lg.narrow(counts, 0, 0, bags), min=1.0)
+    return lg.div(out, lg.unsqueeze(denom, 1))
 
 
 def channel_shuffle(input: Tensor, groups: int) -> Tensor:

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 from .._keys import attrs_key
 from .. import functions as lg
 from ..autograd import anomaly, forward_ad
+from ..autograd import apply as _apply
 from ..autograd.apply import apply_composite, composite_function, interpreters, needs_grad, record
 from ..eager import elementwise as ew
 from ..eager.linalg import run_matmul
@@ -85,10 +86,10 @@ def _tensor(op: str, name: str, v: Any) -> Tensor:
     return v
 
 
-# (op, attrs, their classes, the operands' layout keys) -> (normalized attrs, node name):
-# calls whose attributes and operand types the op's rules accepted before (the rules read
-# only those, so they would accept them again)
-_checked: dict[tuple, tuple[dict[str, Any], str | None]] = {}
+# (op, attrs, their classes, the operands' layout keys) -> (normalized attrs, node name,
+# the compiled forward's key, or None): calls whose attributes and operand types the op's rules
+# accepted before (the rules read only those, so they would accept them again)
+_checked: dict[tuple, tuple[dict[str, Any], str | None, tuple | None]] = {}
 
 
 def _composite(op: str, operands: Sequence[Tensor], attrs: dict[str, Any]) -> Tensor:
@@ -108,12 +109,15 @@ def _composite(op: str, operands: Sequence[Tensor], attrs: dict[str, Any]) -> Te
     except (TypeError, AttributeError):  # an unhashable attribute: no cache
         done = None
     if done is not None:
-        return apply_composite(op, tuple(operands), done[0], done[1])
+        return apply_composite(op, tuple(operands), done[0], done[1], done[2])
     opdef = registry.get(op)
     norm = dict(opdef.normalize_attrs(attrs))
     opdef.infer(tuple(TensorType(t._dtype, t._shape) for t in operands), **norm)
     if key is not None and None not in key[3] and len(_checked) < 4096:
-        _checked[key] = (norm, opdef.backward_name)  # (apply_composite never edits it)
+        # (apply_composite never edits `norm`)
+        cc = _apply.compiled_composites  # (set once llgrad.compiler is imported)
+        fkey = cc.forward_key(op, norm, operands) if cc is not None else None
+        _checked[key] = (norm, opdef.backward_name, fkey)
     return apply_composite(op, tuple(operands), norm, opdef.backward_name)
 
 
@@ -540,35 +544,38 @@ def binary_cross_entropy(
     )
 
 
-def _check_targets(op: str, target: Tensor, classes: int, ignore_index: int) -> None:
-    """Class indices must lie in [0, classes) unless they equal ignore_index: checked on
-    the values here, since an index kernel must never see an out-of-range class."""
-    if target.numel() == 0:
-        return
+def _host_indices(t: Tensor) -> Any:
+    """The values of index tensor `t` on the host (every batch element's under vmap), or
+    None where they are not known (tracing, symbolic tensors, no elements)."""
+    if t.numel() == 0:
+        return None
     from ..tracer.tensor import tracing
 
-    if tracing():  # compiled code: the gather kernels check class indices at run time
-        return
+    if tracing():  # compiled code: the gather kernels check indices at run time
+        return None
     from ..tensor import SymbolicTensor
     from ..transforms.batching import bottom
 
-    target = bottom(target)  # under vmap: check every batch element's targets at once
-    if isinstance(target, SymbolicTensor):
-        return
-    v = target._values()  # on the host: one NumPy pass instead of several kernels
-    if v.min() >= 0 and v.max() < classes:  # the usual case: every index is a class
+    t = bottom(t)
+    if isinstance(t, SymbolicTensor):
+        return None
+    return t._values()
+
+
+def _check_targets(op: str, target: Tensor, classes: int, ignore_index: int) -> None:
+    """Raise IndexError naming the first target (row-major) outside [0, classes) that is
+    not `ignore_index`."""
+    v = _host_indices(target)
+    if v is None or (v.min() >= 0 and v.max() < classes):
         return
     bad = (v != ignore_index) & ((v < 0) | (v >= classes))
     if bad.any():
-        first = int(v[bad][0])  # the first in row-major order
+        first = int(v[bad][0])
         raise IndexError(
             f"{op}: Target {first} is out of bounds (expected class indices "
             f"in [0, {classes}) or ignore_index={ignore_index}; target shape "
             f"{list(target.shape)})"
         )
-
-
-_NLL_ACCEPTED: set[tuple] = set()  # (operand types, attributes) nll_loss's shape rule accepted
 
 
 def nll_loss(
@@ -580,6 +587,11 @@ def nll_loss(
     reduce: bool | None = None,
     reduction: str = "mean",
 ) -> Tensor:
+    """The negative log-likelihood of class indices `target` under log-probabilities
+    `input` ((C,), (N, C) or (N, C, d1, ...)), optionally weighted per class, with
+    targets equal to `ignore_index` left out. A target outside [0, C) raises IndexError
+    naming it: the op's gather kernels check every index, and on failure the targets are
+    read on the host for the message."""
     op = "nll_loss"
     _tensor(op, "input", input)
     _tensor(op, "target", target)
@@ -591,20 +603,17 @@ def nll_loss(
         "ignore_index": ignore_index,
         "has_weight": weight is not None,
     }
-    # the shape rule's verdict depends only on the operands' dtypes and shapes and the
-    # attributes: kept per key once it accepted them (errors are raised every time)
-    key = (tuple((t.dtype, t.shape) for t in operands), attrs_key(attrs))
-    if key not in _NLL_ACCEPTED:
+    try:
+        return _composite(op, operands, attrs)
+    except (IndexError, RuntimeError):
+        # a shape error is reported as it is; an index error names the first bad target
         opdef = registry.get(op)
         opdef.infer(
             tuple(TensorType(t._dtype, t._shape) for t in operands),
             **dict(opdef.normalize_attrs(attrs)),
         )
-        if len(_NLL_ACCEPTED) >= 4096:
-            _NLL_ACCEPTED.clear()
-        _NLL_ACCEPTED.add(key)
-    _check_targets(op, target, input.shape[nnops.class_dim(input.ndim)], ignore_index)
-    return _composite(op, operands, attrs)
+        _check_targets(op, target, input.shape[nnops.class_dim(input.ndim)], ignore_index)
+        raise
 
 
 def _class_weight_view(weight: Tensor, ndim: int, cd: int) -> Tensor:
@@ -762,6 +771,10 @@ def embedding(
     scale_grad_by_freq: bool = False,
     sparse: bool = False,
 ) -> Tensor:
+    """Rows of `weight` (V, D) looked up by the integer tensor `input`: shape
+    input.shape + (D,). `padding_idx`'s row gets no gradient; `max_norm` renormalizes the
+    looked-up rows in place first; `scale_grad_by_freq` divides each row's gradient by
+    its count in `input`. `sparse=True` raises (llgrad has dense tensors only)."""
     op = "embedding"
     _tensor(op, "input", input)
     _tensor(op, "weight", weight)
@@ -785,21 +798,31 @@ def embedding(
             f"following scalar types: Long, Int; but got {input._dtype.name} "
             f"(shape {list(input.shape)})"
         )
-    from ..tracer.tensor import tracing
-
-    if input.numel() and not tracing():  # compiled: the gather kernel checks bounds
-        with no_grad():
-            lo, hi = int(lg.amin(input).item()), int(lg.amax(input).item())
-        if lo < 0 or hi >= vocab:
-            raise IndexError(
-                f"{op}: index {lo if lo < 0 else hi} is out of range for "
-                f"num_embeddings {vocab} (indices shape {list(input.shape)})"
-            )
     if max_norm is not None:
+        _check_embedding_indices(input, vocab)  # (the renorm reads rows before the lookup)
         _embedding_renorm_(weight, input, max_norm, norm_type)
-    return _composite(
-        op, (weight, input), {"padding_idx": padding_idx, "scale_grad_by_freq": scale_grad_by_freq}
-    )
+    attrs = {"padding_idx": padding_idx, "scale_grad_by_freq": scale_grad_by_freq}
+    try:
+        return _composite(op, (weight, input), attrs)
+    except (IndexError, RuntimeError):
+        # the lookup's kernels check every index; on failure the message names the first
+        # index out of range (or the original error stands)
+        _check_embedding_indices(input, vocab)
+        raise
+
+
+def _check_embedding_indices(input: Tensor, vocab: int) -> None:
+    """Raise IndexError naming the smallest or largest index of `input` outside
+    [0, vocab)."""
+    v = _host_indices(input)
+    if v is None:
+        return
+    lo, hi = int(v.min()), int(v.max())
+    if lo < 0 or hi >= vocab:
+        raise IndexError(
+            f"embedding: index {lo if lo < 0 else hi} is out of range for "
+            f"num_embeddings {vocab} (indices shape {list(input.shape)})"
+        )
 
 
 def _embedding_renorm_(weight: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> None:
