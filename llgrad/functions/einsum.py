@@ -15,6 +15,7 @@ from __future__ import annotations
 import string
 from typing import Any, Sequence
 
+from ..autograd.apply import composite_function
 from ..ir.dtypes import promote_types
 from ..tensor import Tensor
 from . import linalg, reduction, shape
@@ -246,6 +247,14 @@ def einsum(equation: Any, *operands: Any) -> Tensor:
             raise TypeError(f"einsum(): operand {k} must be a Tensor, got {type(op).__name__}")
     if not operands:
         raise ValueError("einsum(): must provide at least one operand")
+    return _einsum(equation, *operands)
+
+
+@composite_function
+def _einsum(equation: str, *operands: Tensor) -> Tensor:
+    """`einsum` of checked arguments: in eager mode each (equation, operand layouts)
+    compiles, on its first call, into one graph (a result that is a view of the single
+    operand stays eager)."""
     ins, out = _parse(equation, operands)
     terms = []
     for k, (t, ls) in enumerate(zip(operands, ins)):
