@@ -314,6 +314,8 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         return reshape(input, (1,))
     if a > b:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if a == b:  # nothing to merge: the input itself, as torch returns it
+        return input
     n = 1
     for s in input._shape[a : b + 1]:
         n *= s
@@ -600,15 +602,20 @@ def _needs_a_dimension(input: Tensor, op: str) -> None:
         raise RuntimeError(f"{op}() cannot be applied to a 0-dim tensor (shape [])")
 
 
-@_view_function
 def narrow(input: Tensor, dim: int, start: int | Tensor, length: int) -> Tensor:
     """`length` elements of `input` along `dim` from `start` (an int, or a 0-d integer
     tensor whose value is read, as torch's narrow.Tensor)."""
-    _needs_a_dimension(input, "narrow")
     if isinstance(start, Tensor):
         if start.ndim != 0 or start._dtype.kind not in "iu":
             raise RuntimeError("narrow(): start must be an 0-dim integral Tensor.")
         start = int(start.item())
+    return _narrow(input, dim, start, length)
+
+
+@_view_function
+def _narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """`narrow` with an int `start`."""
+    _needs_a_dimension(input, "narrow")
     d = normalize_axis(dim, input.ndim, "narrow")
     n = input._shape[d]
     if not -n <= start <= n:

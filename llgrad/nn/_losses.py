@@ -311,7 +311,14 @@ def soft_margin_loss(
             f"argument 'target'. This input cannot have requires_grad True."
         )
     _size_warning(input, target)
-    return _reduce(lg.log1p(lg.exp(lg.mul(lg.neg(input), target))), r)
+    return _soft_margin(input, target, r)
+
+
+@composite_function
+def _soft_margin(input: Tensor, target: Tensor, reduction: str) -> Tensor:
+    """`soft_margin_loss` of checked arguments (one compiled graph per signature in
+    eager mode)."""
+    return _reduce(lg.log1p(lg.exp(lg.mul(lg.neg(input), target))), reduction)
 
 
 @composite_function
