@@ -12,7 +12,7 @@ import llgrad.fft as lfft
 import llgrad.nn.functional as F
 from llgrad.functions import layout as L
 from llgrad.nn import _losses as losses
-from llgrad.nn import functional as functional_mod
+from llgrad.nn import _base as functional_mod
 
 pytestmark = pytest.mark.usefixtures("fresh_direct_tables")
 

@@ -24,7 +24,7 @@ from ..tracer import context as _trace
 from ..tracer.context import _tls as _trace_state  # (its `stack`: the traces)
 from ._errors import _STANDARD, names_op, relabel
 from .shape import size_arg
-from . import tensor_extras as _extras
+from ._switches import _switches
 
 
 def _finish(t: Tensor, requires_grad: bool) -> Tensor:
@@ -245,6 +245,24 @@ def from_values(arr: np.ndarray, dtype: DType) -> Tensor:
         with np.errstate(over="ignore"):  # a float beyond the dtype becomes inf
             out._numpy_view()[...] = arr
     return out
+
+
+def _fill_uninitialized(t: Tensor) -> None:
+    """Under `use_deterministic_algorithms(True)`: NaN (floats) or the largest value
+    (integers; True for bool) into freshly allocated memory, as PyTorch fills it."""
+    if not _switches.deterministic or t.numel() == 0:
+        return
+    d = t._dtype
+    value: Any = (
+        True
+        if d is dt.bool_
+        else complex(math.nan, math.nan)
+        if d.is_complex
+        else math.nan
+        if d.is_floating_point
+        else int(np.iinfo(d.np).max)
+    )
+    ew.copy_into(t, value)
 
 
 @names_op("tensor")
@@ -604,8 +622,8 @@ def _create(
     out = Tensor._empty(shape, d, strides)
     if value is not None:
         _put(out, value)
-    elif _extras._switches.deterministic:
-        _extras._fill_uninitialized(out)
+    elif _switches.deterministic:
+        _fill_uninitialized(out)
     if rg:
         out.requires_grad_(True)
     if _grad_state.inference:
@@ -689,7 +707,7 @@ def empty(*size: Any, **kwargs: Any) -> Tensor:
 
 def _uninitialized(t: Tensor) -> Tensor:
     """`t` as `empty` leaves it (filled under `use_deterministic_algorithms(True)`)."""
-    _extras._fill_uninitialized(t)
+    _fill_uninitialized(t)
     return t
 
 

@@ -33,6 +33,7 @@ from ..schedule.layout import is_contiguous as _row_major
 from ..tensor import Size, Tensor
 from ..tracer import context as _trace
 from ..tracer.context import _tls as _trace_state  # (its `stack`: the traces)
+from ._switches import _switches
 from . import creation as _creation
 from . import shape as _shape
 from ._errors import _STANDARD, names_op, relabel
@@ -410,7 +411,7 @@ def empty_strided(
         )
     storage = allocate(_extent(shape, strides) * d.itemsize)
     out = Tensor._make(storage, 0, shape, strides, d)
-    _fill_uninitialized(out)
+    _creation._fill_uninitialized(out)
     return _finish(out, requires_grad)
 
 
@@ -796,17 +797,6 @@ def is_inference(input: Tensor) -> bool:
 # --------------------------------------------------------------------------------------
 
 
-class _Switches:
-    deterministic = False
-    warn_only = False
-    matmul_precision = "highest"
-    interop_threads: int | None = None
-    warn_always = False
-
-
-_switches = _Switches()
-
-
 def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
     """Ask for deterministic algorithms. llgrad's kernels already give the same bits run to
     run (fixed work splits, no atomics), so no op raises or warns under it; what changes
@@ -856,26 +846,6 @@ def set_deterministic_debug_mode(debug_mode: int | str) -> None:
             f"invalid value of debug_mode, expected 0, 1, or 2, but got {debug_mode}"
         )
     use_deterministic_algorithms(debug_mode > 0, warn_only=debug_mode == 1)
-
-
-def _fill_uninitialized(t: Tensor) -> None:
-    """Under `use_deterministic_algorithms(True)`: NaN (floats) or the largest value
-    (integers; True for bool) into freshly allocated memory, as PyTorch fills it."""
-    if not _switches.deterministic or t.numel() == 0:
-        return
-    from ..eager import elementwise as ew
-
-    d = t._dtype
-    value: Any = (
-        True
-        if d is dt.bool_
-        else complex(math.nan, math.nan)
-        if d.is_complex
-        else math.nan
-        if d.is_floating_point
-        else int(np.iinfo(d.np).max)
-    )
-    ew.copy_into(t, value)
 
 
 def get_float32_matmul_precision() -> str:

@@ -18,7 +18,24 @@ from .. import functions as lg
 from ..autograd.grad_mode import no_grad
 from ..ir import dtypes as dt
 from ..tensor import Tensor
-from .functional import _act, _softmax_dim, _tensor, celu, selu
+from ._base import _act, _softmax_dim, _tensor
+
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    _tensor("selu", "input", input)
+    return _act("selu", lg.elu, input, inplace, SELU_ALPHA, SELU_SCALE)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """max(0, x) + min(0, alpha (exp(x / alpha) - 1)): elu with input scale 1/alpha."""
+    _tensor("celu", "input", input)
+    if alpha == 0:
+        raise ValueError("celu: ZeroDivisionError, alpha cannot be 0")
+    return _act("celu", lg.elu, input, inplace, alpha, 1.0, 1.0 / alpha)
 
 
 def _float_input(op: str, input: Any) -> Tensor:

@@ -14,7 +14,7 @@ import math
 from .. import functions as lg
 from ..ir import dtypes as dt
 from ..tensor import Tensor
-from .functional import _tensor
+from ._base import _tensor
 
 
 def _additive(op: str, mask: Tensor, dtype: dt.DType, masked_when: bool) -> Tensor:

@@ -26,7 +26,7 @@ from .. import functions as lg
 from ..autograd.apply import composite_function
 from ..tensor import DENSE_CLASSES, Tensor
 from ._layers import _ints
-from .functional import _composite, _tensor
+from ._base import _composite, _tensor
 
 __all__ = [
     "conv1d",

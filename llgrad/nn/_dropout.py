@@ -14,7 +14,7 @@ import warnings
 
 from .. import functions as lg
 from ..tensor import Tensor
-from .functional import _tensor
+from ._base import _tensor
 
 __all__ = ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]
 

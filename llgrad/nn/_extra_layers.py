@@ -1,4 +1,4 @@
-"""Functional layers: `bilinear`, `embedding_bag`, `channel_shuffle`.
+"""Functional layers: `bilinear`, `embedding`, `embedding_bag`, `channel_shuffle`.
 
 Compositions of differentiable functions (matmul, index_select, reductions), so their
 gradients and compiled code come from those ops; re-exported by `llgrad.nn.functional`.
@@ -10,13 +10,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.apply import composite_function
+from ..autograd.grad_mode import no_grad
 from .. import functions as lg
 from ..functions._host import host_tensor
 from ..functions.layout import shuffle, shuffle_direct
 from ..ir import dtypes as dt
 from ..ops import nn as nnops
 from ..tensor import Tensor
-from .functional import _tensor
+from ._base import _composite, _host_indices, _tensor
 
 
 @composite_function
@@ -60,6 +61,83 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     return lg.reshape(y, lead + (out_f,))
 
 
+def embedding(
+    input: Tensor,
+    weight: Tensor,
+    padding_idx: int | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor:
+    """Rows of `weight` (V, D) looked up by the integer tensor `input`: shape
+    input.shape + (D,). `padding_idx`'s row gets no gradient; `max_norm` renormalizes the
+    looked-up rows in place first; `scale_grad_by_freq` divides each row's gradient by
+    its count in `input`. `sparse=True` raises (llgrad has dense tensors only)."""
+    op = "embedding"
+    _tensor(op, "input", input)
+    _tensor(op, "weight", weight)
+    if sparse:
+        raise ValueError(
+            "embedding: sparse=True asks for a sparse gradient; llgrad has only "
+            "dense tensors (use sparse=False)"
+        )
+    if weight.ndim != 2:
+        raise RuntimeError(f"{op}: 'weight' must be 2-D, got shape {list(weight.shape)}")
+    vocab = weight.shape[0]
+    if padding_idx is not None:
+        if padding_idx >= vocab or padding_idx < -vocab:
+            raise ValueError(
+                f"{op}: padding_idx {padding_idx} must be within num_embeddings ({vocab})"
+            )
+        padding_idx %= vocab
+    if input._dtype not in nnops.INDEX_DTYPES:
+        raise TypeError(
+            f"{op}: Expected tensor for argument 'indices' to have one of the "
+            f"following scalar types: Long, Int; but got {input._dtype.name} "
+            f"(shape {list(input.shape)})"
+        )
+    if max_norm is not None:
+        _check_embedding_indices(input, vocab)  # (the renorm reads rows before the lookup)
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    attrs = {"padding_idx": padding_idx, "scale_grad_by_freq": scale_grad_by_freq}
+    try:
+        return _composite(op, (weight, input), attrs)
+    except (IndexError, RuntimeError):
+        # the lookup's kernels check every index; on failure the message names the first
+        # index out of range (or the original error stands)
+        _check_embedding_indices(input, vocab)
+        raise
+
+
+def _check_embedding_indices(input: Tensor, vocab: int) -> None:
+    """Raise IndexError naming the smallest or largest index of `input` outside
+    [0, vocab)."""
+    v = _host_indices(input)
+    if v is None:
+        return
+    lo, hi = int(v.min()), int(v.max())
+    if lo < 0 or hi >= vocab:
+        raise IndexError(
+            f"embedding: index {lo if lo < 0 else hi} is out of range for "
+            f"num_embeddings {vocab} (indices shape {list(input.shape)})"
+        )
+
+
+def _embedding_renorm_(weight: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> None:
+    """Rescale, in place and outside autograd, the looked-up rows whose norm exceeds
+    `max_norm` (PyTorch's `embedding_renorm_`, same 1e-7 guard)."""
+    with no_grad():
+        rows = lg.reshape(indices, (-1,))
+        used = lg.indexing.index_backward(
+            lg.ones(rows.shape, dtype=weight._dtype), (weight.shape[0],), (rows,)
+        )
+        norms = lg.norm(weight, norm_type, 1, keepdim=True)
+        over = lg.logical_and(lg.gt(norms, max_norm), lg.gt(lg.unsqueeze(used, 1), 0))
+        scale = lg.where(over, lg.div(max_norm, lg.add(norms, 1e-7)), 1.0)
+        weight.mul_(scale.to(weight._dtype))
+
+
 _MODES = ("sum", "mean", "max")
 
 
@@ -84,7 +162,6 @@ def embedding_bag(
     per_sample_weights (input's shape, mode 'sum' only) scale each looked-up row; entries
     equal to `padding_idx` are left out of their bag (and of a mean's count); an empty bag
     gives zeros. `sparse=True` raises (llgrad has dense tensors only)."""
-    from .functional import _embedding_renorm_, embedding
 
     op = "embedding_bag"
     _tensor(op, "input", input)
@@ -252,7 +329,6 @@ def _bag_reduce(
     """The rows of `weight` looked up by `flat` (scaled by `psw`) summed per bag `seg`
     (bag `bags` is dropped) with one `index_add`; `mean` divides by each bag's count
     (an empty bag gives zeros). Compiled as one graph per signature in eager mode."""
-    from .functional import embedding
 
     rows = embedding(flat, weight, padding_idx, None, 2.0, scale_grad_by_freq)  # (T, D)
     if psw is not None:

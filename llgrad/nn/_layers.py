@@ -21,7 +21,7 @@ from ..ir import dtypes as dt
 from ..ops import nn as nnops
 from ..tensor import Tensor
 from ..functions._host import host_empty, host_plain, host_view
-from .functional import _tensor
+from ._base import _tensor
 
 
 def _ints(op: str, name: str, v: Any, n: int) -> tuple[int, ...]:

@@ -25,7 +25,7 @@ from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..ir import dtypes as dt
 from ..ops import nn as nnops
 from ..tensor import Tensor
-from .functional import _reduction, _tensor
+from ._base import _check_targets, _reduction, _tensor
 
 
 def _reduce(losses: Tensor, reduction: str) -> Tensor:
@@ -386,7 +386,6 @@ def multi_margin_loss(
     x = input if input.ndim == 2 else lg.reshape(input, (1, -1))
     t = lg.reshape(target, (-1,))
     c = x.shape[1]
-    from .functional import _check_targets
 
     _check_targets(op, t, c, -(10**18))
     xy = lg.gather(x, 1, lg.unsqueeze(t, 1))
@@ -433,7 +432,6 @@ def multilabel_margin_loss(
     c = x.shape[1]
     with no_grad():
         valid = lg.cumprod(lg.ne(t, -1).to(dt.int64), 1)  # up to the first -1
-        from .functional import _check_targets
 
         _check_targets(op, lg.where(lg.gt(valid, 0), t, lg.zeros_like(t)), c, -(10**18))
         hits = lg.logical_and(

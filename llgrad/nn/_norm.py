@@ -19,7 +19,7 @@ from ..autograd.apply import composite_function
 from .. import functions as lg
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
-from .functional import _tensor
+from ._base import _tensor
 
 __all__ = [
     "group_norm",

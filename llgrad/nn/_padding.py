@@ -16,7 +16,7 @@ from ..autograd.apply import composite_function
 from .. import functions as lg
 from ..tensor import Tensor
 from ._layers import pad as _pad_constant
-from .functional import _tensor
+from ._base import _tensor
 
 __all__ = ["pad"]
 

@@ -27,7 +27,7 @@ from ..tensor import Tensor
 from ..functions._host import host_empty, host_plain, host_view
 from ._conv import _PLAN_LIMIT, _plan_key
 from ._layers import _adaptive_matrix, _divisors, _ints, _output_size
-from .functional import _composite, _tensor
+from ._base import _composite, _tensor
 
 __all__ = [
     "max_pool1d",

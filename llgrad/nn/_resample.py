@@ -26,7 +26,7 @@ from ..ops import nn as nnops
 from ..functions.layout import shuffle, shuffle_direct
 from ..tensor import Tensor
 from ._layers import _ints
-from .functional import _tensor
+from ._base import _tensor
 
 __all__ = [
     "interpolate",

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Sequence
+from typing import Sequence
 
-from .._keys import attrs_key
 from .. import functions as lg
 from ..autograd import anomaly, forward_ad
-from ..autograd import apply as _apply
-from ..autograd.apply import apply_composite, composite_function, interpreters, needs_grad, record
+from ..autograd.apply import composite_function, interpreters, needs_grad, record
 from ..eager import elementwise as ew
 from ..eager.linalg import run_matmul
 from ..autograd.grad_mode import no_grad
@@ -76,67 +74,17 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------------------
-# Plumbing
+# Plumbing (shared with the submodules: `_base`)
 # --------------------------------------------------------------------------------------
 
-
-def _tensor(op: str, name: str, v: Any) -> Tensor:
-    if not isinstance(v, Tensor):
-        raise TypeError(f"{op}(): argument '{name}' must be a Tensor, not {type(v).__name__}")
-    return v
-
-
-# (op, attrs, their classes, the operands' layout keys) -> (normalized attrs, node name,
-# the compiled forward's key, or None): calls whose attributes and operand types the op's rules
-# accepted before (the rules read only those, so they would accept them again)
-_checked: dict[tuple, tuple[dict[str, Any], str | None, tuple | None]] = {}
-
-
-def _composite(op: str, operands: Sequence[Tensor], attrs: dict[str, Any]) -> Tensor:
-    """Validate `attrs` and the operands' types with the op's own rules, then run it as one
-    recorded node (so errors come from the same place in eager and compiled code). A call
-    of plain tensors whose (op, attributes, operand dtypes/shapes) passed before skips the
-    validation."""
-    key = None
-    try:
-        key = (
-            op,
-            attrs_key(attrs),
-            tuple([v.__class__ for v in attrs.values()]),
-            tuple([t._lkey if t.__class__ is Tensor else None for t in operands]),
-        )
-        done = _checked.get(key)
-    except (TypeError, AttributeError):  # an unhashable attribute: no cache
-        done = None
-    if done is not None:
-        return apply_composite(op, tuple(operands), done[0], done[1], done[2])
-    opdef = registry.get(op)
-    norm = dict(opdef.normalize_attrs(attrs))
-    opdef.infer(tuple(TensorType(t._dtype, t._shape) for t in operands), **norm)
-    if key is not None and None not in key[3] and len(_checked) < 4096:
-        # (apply_composite never edits `norm`)
-        cc = _apply.compiled_composites  # (set once llgrad.compiler is imported)
-        fkey = cc.forward_key(op, norm, operands) if cc is not None else None
-        _checked[key] = (norm, opdef.backward_name, fkey)
-    return apply_composite(op, tuple(operands), norm, opdef.backward_name)
-
-
-def _reduction(size_average: bool | None, reduce: bool | None, reduction: str) -> str:
-    """PyTorch's legacy `size_average`/`reduce` flags, translated to `reduction`."""
-    if size_average is None and reduce is None:
-        nnops._check_reduction("loss", reduction)
-        return reduction
-    warnings.warn(
-        "size_average and reduce args will be deprecated, please use "
-        "reduction='mean', 'sum' or 'none' instead.",
-        UserWarning,
-        stacklevel=3,
-    )
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    if not reduce:
-        return "none"
-    return "mean" if size_average else "sum"
+from ._base import (  # noqa: E402
+    _act,
+    _check_targets,
+    _composite,
+    _reduction,
+    _softmax_dim,
+    _tensor,
+)
 
 
 # --------------------------------------------------------------------------------------
@@ -174,20 +122,6 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     return _act("silu", lg.silu, input, inplace)
 
 
-def _maybe_inplace(input: Tensor, out: Tensor, inplace: bool) -> Tensor:
-    return input.copy_(out) if inplace else out
-
-
-def _act(name: str, fn: Any, input: Tensor, inplace: bool, *args: Any) -> Tensor:
-    """`fn(input, *args)`, or with `inplace` written into `input` and recorded as torch's
-    in-place op (the node saves what it needs before the write; versions are checked)."""
-    if not inplace:
-        return fn(input, *args)
-    from ..functions.inplace import _rewrite_inplace
-
-    return _rewrite_inplace(name, fn)(input, *args)
-
-
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (PyTorch)."""
     _tensor("softplus", "input", input)
@@ -213,23 +147,6 @@ def elu_(input: Tensor, alpha: float = 1.0, scale: float = 1.0, input_scale: flo
     `scale` and `input_scale` of PyTorch's `elu_`, with which selu and celu are made)."""
     _tensor("elu_", "input", input)
     return _act("elu", lg.elu, input, True, alpha, scale, input_scale)
-
-
-SELU_ALPHA = 1.6732632423543772848170429916717
-SELU_SCALE = 1.0507009873554804934193349852946
-
-
-def selu(input: Tensor, inplace: bool = False) -> Tensor:
-    _tensor("selu", "input", input)
-    return _act("selu", lg.elu, input, inplace, SELU_ALPHA, SELU_SCALE)
-
-
-def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    """max(0, x) + min(0, alpha (exp(x / alpha) - 1)): elu with input scale 1/alpha."""
-    _tensor("celu", "input", input)
-    if alpha == 0:
-        raise ValueError("celu: ZeroDivisionError, alpha cannot be 0")
-    return _act("celu", lg.elu, input, inplace, alpha, 1.0, 1.0 / alpha)
 
 
 @composite_function
@@ -279,18 +196,6 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
 def softsign(input: Tensor) -> Tensor:
     _tensor("softsign", "input", input)
     return lg.div(input, lg.add(lg.abs(input), 1))
-
-
-def _softmax_dim(op: str, ndim: int, dim: int | None) -> int:
-    if dim is not None:
-        return dim
-    warnings.warn(
-        f"Implicit dimension choice for {op} has been deprecated. Change the call "
-        f"to include dim=X as an argument.",
-        UserWarning,
-        stacklevel=3,
-    )
-    return 0 if ndim in (0, 1, 3) else 1
 
 
 def softmax(
@@ -544,40 +449,6 @@ def binary_cross_entropy(
     )
 
 
-def _host_indices(t: Tensor) -> Any:
-    """The values of index tensor `t` on the host (every batch element's under vmap), or
-    None where they are not known (tracing, symbolic tensors, no elements)."""
-    if t.numel() == 0:
-        return None
-    from ..tracer.tensor import tracing
-
-    if tracing():  # compiled code: the gather kernels check indices at run time
-        return None
-    from ..tensor import SymbolicTensor
-    from ..transforms.batching import bottom
-
-    t = bottom(t)
-    if isinstance(t, SymbolicTensor):
-        return None
-    return t._values()
-
-
-def _check_targets(op: str, target: Tensor, classes: int, ignore_index: int) -> None:
-    """Raise IndexError naming the first target (row-major) outside [0, classes) that is
-    not `ignore_index`."""
-    v = _host_indices(target)
-    if v is None or (v.min() >= 0 and v.max() < classes):
-        return
-    bad = (v != ignore_index) & ((v < 0) | (v >= classes))
-    if bad.any():
-        first = int(v[bad][0])
-        raise IndexError(
-            f"{op}: Target {first} is out of bounds (expected class indices "
-            f"in [0, {classes}) or ignore_index={ignore_index}; target shape "
-            f"{list(target.shape)})"
-        )
-
-
 def nll_loss(
     input: Tensor,
     target: Tensor,
@@ -762,83 +633,6 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     return input.mul_(mask) if inplace else lg.mul(input, mask)
 
 
-def embedding(
-    input: Tensor,
-    weight: Tensor,
-    padding_idx: int | None = None,
-    max_norm: float | None = None,
-    norm_type: float = 2.0,
-    scale_grad_by_freq: bool = False,
-    sparse: bool = False,
-) -> Tensor:
-    """Rows of `weight` (V, D) looked up by the integer tensor `input`: shape
-    input.shape + (D,). `padding_idx`'s row gets no gradient; `max_norm` renormalizes the
-    looked-up rows in place first; `scale_grad_by_freq` divides each row's gradient by
-    its count in `input`. `sparse=True` raises (llgrad has dense tensors only)."""
-    op = "embedding"
-    _tensor(op, "input", input)
-    _tensor(op, "weight", weight)
-    if sparse:
-        raise ValueError(
-            "embedding: sparse=True asks for a sparse gradient; llgrad has only "
-            "dense tensors (use sparse=False)"
-        )
-    if weight.ndim != 2:
-        raise RuntimeError(f"{op}: 'weight' must be 2-D, got shape {list(weight.shape)}")
-    vocab = weight.shape[0]
-    if padding_idx is not None:
-        if padding_idx >= vocab or padding_idx < -vocab:
-            raise ValueError(
-                f"{op}: padding_idx {padding_idx} must be within num_embeddings ({vocab})"
-            )
-        padding_idx %= vocab
-    if input._dtype not in nnops.INDEX_DTYPES:
-        raise TypeError(
-            f"{op}: Expected tensor for argument 'indices' to have one of the "
-            f"following scalar types: Long, Int; but got {input._dtype.name} "
-            f"(shape {list(input.shape)})"
-        )
-    if max_norm is not None:
-        _check_embedding_indices(input, vocab)  # (the renorm reads rows before the lookup)
-        _embedding_renorm_(weight, input, max_norm, norm_type)
-    attrs = {"padding_idx": padding_idx, "scale_grad_by_freq": scale_grad_by_freq}
-    try:
-        return _composite(op, (weight, input), attrs)
-    except (IndexError, RuntimeError):
-        # the lookup's kernels check every index; on failure the message names the first
-        # index out of range (or the original error stands)
-        _check_embedding_indices(input, vocab)
-        raise
-
-
-def _check_embedding_indices(input: Tensor, vocab: int) -> None:
-    """Raise IndexError naming the smallest or largest index of `input` outside
-    [0, vocab)."""
-    v = _host_indices(input)
-    if v is None:
-        return
-    lo, hi = int(v.min()), int(v.max())
-    if lo < 0 or hi >= vocab:
-        raise IndexError(
-            f"embedding: index {lo if lo < 0 else hi} is out of range for "
-            f"num_embeddings {vocab} (indices shape {list(input.shape)})"
-        )
-
-
-def _embedding_renorm_(weight: Tensor, indices: Tensor, max_norm: float, norm_type: float) -> None:
-    """Rescale, in place and outside autograd, the looked-up rows whose norm exceeds
-    `max_norm` (PyTorch's `embedding_renorm_`, same 1e-7 guard)."""
-    with no_grad():
-        rows = lg.reshape(indices, (-1,))
-        used = lg.indexing.index_backward(
-            lg.ones(rows.shape, dtype=weight._dtype), (weight.shape[0],), (rows,)
-        )
-        norms = lg.norm(weight, norm_type, 1, keepdim=True)
-        over = lg.logical_and(lg.gt(norms, max_norm), lg.gt(lg.unsqueeze(used, 1), 0))
-        scale = lg.where(over, lg.div(max_norm, lg.add(norms, 1e-7)), 1.0)
-        weight.mul_(scale.to(weight._dtype))
-
-
 from ._attention import scaled_dot_product_attention  # noqa: E402
 from ._layers import batch_norm, one_hot  # noqa: E402
 
@@ -962,6 +756,7 @@ __all__ += [
 
 # Activations, losses, distances and misc layers, from their own modules.
 from ._activations import (  # noqa: E402
+    celu,
     celu_,
     glu,
     hardshrink,
@@ -970,6 +765,7 @@ from ._activations import (  # noqa: E402
     prelu,
     rrelu,
     rrelu_,
+    selu,
     selu_,
     softmin,
     softshrink,
@@ -978,6 +774,7 @@ from ._activations import (  # noqa: E402
     threshold_,
 )
 from ._extra_layers import (  # noqa: E402
+    embedding,
     bilinear,
     channel_shuffle,
     embedding_bag,  # noqa: E402

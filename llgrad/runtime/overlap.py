@@ -1,8 +1,9 @@
 """Memory overlap between the tensor an op writes and the tensors it reads.
 
-Every in-place write (`foo_` methods, `copy_`, `t[i] = v`, `out=`) asks this module about
-each of its operands, so the rule lives in one place (`functions/inplace.py`'s
-`run_inplace` and `setitem`, and `write_out` below for `out=` arguments):
+Every in-place write (`foo_` methods, `copy_`, `t[i] = v`) asks this module about each of
+its operands, so the rule lives in one place (`functions/inplace.py`'s `run_inplace` and
+`setitem`); an `out=` argument receives a result computed out of place first
+(`functions/_out.py`), so it may overlap the inputs in any way:
 
 - *full* overlap, an exact alias (same memory, same layout: `a.add_(a)`): allowed for
   elementwise ops, where every element is read before it is written; refused for ops that
@@ -111,37 +112,4 @@ def tensors_in(values: Iterable[Any]) -> list[Any]:
             out.extend(x for x in v if _concrete(x))
         elif _concrete(v):
             out.append(v)
-    return out
-
-
-def write_out(
-    op: str, out: Any, result: Any, inputs: Iterable[Any] = (), elementwise: bool = True
-) -> Any:
-    """`op(..., out=out)`: check `out` against every input (an elementwise op refuses a
-    partial overlap, as PyTorch does; other ops compute `result` out of place first, so
-    any overlap is safe), check that `result` fits (`out`'s shape, a dtype it can be cast
-    to), write it into `out` and return `out`. `result` must have been computed already.
-
-    Differs from PyTorch: an `out` of another shape is refused instead of resized."""
-    from ..eager import elementwise as ew
-    from ..tensor import Tensor
-
-    if not isinstance(out, Tensor):
-        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if elementwise:
-        try:
-            check(out, tensors_in(inputs))
-        except RuntimeError as e:
-            raise RuntimeError(f"{op}(): {e}") from None
-    if tuple(out.shape) != tuple(result.shape):
-        raise RuntimeError(
-            f"{op}(): output with shape {list(out.shape)} doesn't match the "
-            f"result shape {list(result.shape)} (llgrad does not resize out=)"
-        )
-    if result._dtype is not out._dtype and not ew.can_cast(result._dtype, out._dtype):
-        raise RuntimeError(
-            f"{op}(): result type {result._dtype.name} can't be cast to the "
-            f"desired output type {out._dtype.name}"
-        )
-    out.copy_(result)
     return out
