@@ -10,9 +10,13 @@ computed on every core, then one small call that reduces the partials.
 from __future__ import annotations
 
 import struct
+import threading
 from typing import Any, Sequence
 
+import numpy as np
+
 from .._source import define
+from ..codegen.histogram import BincountKernel, HistogramKernel, build_bincount, build_histogram
 from ..codegen.reduce import (
     MODE_MAX_ROW,
     ExtremeKernel,
@@ -397,4 +401,56 @@ def mode_plan(x: Any, d: int) -> Any:
 
 def histc_kernel(d: DType) -> Any:
     """The `HistcKernel` of dtype `d` (compiled on first use)."""
-    return cache.get(HistcKernel(d))
+    kernel = _HISTOGRAM_KERNELS.get(d)
+    if kernel is None:
+        kernel = _HISTOGRAM_KERNELS[d] = cache.get(HistcKernel(d))
+    return kernel
+
+
+# kernels by their spec's fields (a dict lookup instead of making and hashing a spec)
+_HISTOGRAM_KERNELS: dict[Any, Any] = {}
+
+
+# -- histogram and bincount kernels (codegen.histogram) ------------------------------------
+
+cache.register_builder(HistogramKernel, build_histogram)
+cache.register_builder(BincountKernel, build_bincount)
+
+
+def histogram_kernel(d: DType, weighted: bool) -> Any:
+    """The `HistogramKernel` of dtype `d`, weighted or not (compiled on first use)."""
+    key = (d, weighted)
+    kernel = _HISTOGRAM_KERNELS.get(key)
+    if kernel is None:
+        kernel = _HISTOGRAM_KERNELS[key] = cache.get(HistogramKernel(d, weighted))
+    return kernel
+
+
+def bincount_kernel(d: DType, weight: DType | None) -> Any:
+    """The `BincountKernel` of integer dtype `d` and weight dtype `weight` (None: counts;
+    compiled on first use)."""
+    key = ("bincount", d, weight)
+    kernel = _HISTOGRAM_KERNELS.get(key)
+    if kernel is None:
+        kernel = _HISTOGRAM_KERNELS[key] = cache.get(BincountKernel(d, weight))
+    return kernel
+
+
+_SCRATCH = threading.local()
+
+
+_SCRATCH_KEPT = 1 << 16  # (elements: larger scratches are made per call, not kept)
+
+
+def histogram_scratch(n: int) -> tuple[Any, int]:
+    """Scratch for the histogram kernels' accumulators: (a NumPy int64 array of at least
+    `n` elements, its address). Up to `_SCRATCH_KEPT` elements it is this thread's, kept
+    and reused by the thread's next call: read it before then. A larger one is new and
+    lives only while the caller holds the array: hold it while a kernel writes there."""
+    held = getattr(_SCRATCH, "held", None)
+    if held is None or held[0].size < n:
+        arr = np.empty(max(n, 1024), np.int64)
+        if n > _SCRATCH_KEPT:
+            return arr, arr.ctypes.data
+        held = _SCRATCH.held = (arr, arr.ctypes.data)
+    return held

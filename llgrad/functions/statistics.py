@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import math
 import struct
 import warnings
 from collections import namedtuple
@@ -10,9 +12,29 @@ from typing import Any, Callable
 import numpy as np
 
 from ..autograd.apply import composite_function
+from ..codegen.histogram import (
+    B_MAX,
+    B_MIN,
+    BINCOUNT_INTS,
+    DIM_SLOTS,
+    EDGES_DATA,
+    EDGES_GIVEN,
+    EDGES_RANGE,
+    H_D,
+    H_DIMS,
+    H_STATUS,
+    HISTC_STATUS,
+)
 from ..ir import dtypes as dt
 from ..ir.types import normalize_axis
-from ..eager.reduce import extreme_plan, histc_kernel, mode_plan
+from ..eager.reduce import (
+    bincount_kernel,
+    extreme_plan,
+    histc_kernel,
+    histogram_kernel,
+    histogram_scratch,
+    mode_plan,
+)
 from ..runtime import launch
 from ..schedule.layout import collapse
 from ..tensor import Tensor
@@ -395,26 +417,28 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out: Any = None
     value; NaNs never equal each other (PyTorch's rules). Computed on the host: a graph
     break inside `lg.compile`.
     """
-    import numpy as np
-    from .creation import zeros
-    from .indexing import gather
-    from .shape import movedim
-
+    x: Any = input
+    if x.__class__ is Tensor and type(dim) is int and not x._dtype.is_complex:
+        shape = x._shape
+        nd = len(shape)
+        d = dim + nd if dim < 0 else dim
+        if 0 <= d < nd and shape[d] and host_plain(x):
+            got = _mode_kernel(x, d, keepdim)
+            if got is not None:
+                return (
+                    mode_result(*got) if out is None else _results(mode_result, out, "mode", *got)
+                )
     x = _no_complex("mode", _tensor("mode", input))
     d = _reduced_dim("mode", x, dim)
     if x.ndim == 0:
+        from .creation import zeros
+
         return _results(mode_result, out, "mode", x.clone(), zeros((), dtype=dt.int64))
     plain = host_plain(x)
     if plain:
-        plan = mode_plan(x, d)
-        if plan is not None:  # short rows: one kernel counts each element's equals
-            kernel, sizes, strides = plan
-            shape = x._shape
-            shape = shape[:d] + (1,) + shape[d + 1 :] if keepdim else shape[:d] + shape[d + 1 :]
-            values = Tensor._empty(shape, x._dtype)
-            idx = Tensor._empty(shape, dt.int64)
-            launch.call(kernel, [*sizes, x._ptr, *strides, values._ptr, idx._ptr])
-            return _results(mode_result, out, "mode", values, idx)
+        got = _mode_kernel(x, d, keepdim)
+        if got is not None:
+            return _results(mode_result, out, "mode", *got)
     a = host_values(x) if plain else _host_values("mode", x)[0]
     last_axis = d == a.ndim - 1
     axes = None if last_axis else tuple(k for k in range(a.ndim) if k != d) + (d,)
@@ -449,10 +473,30 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out: Any = None
             host_tensor(raw_rows[ar, pos].reshape(shape), x._dtype),
             host_tensor(pos.reshape(shape), dt.int64),
         )
+    from .shape import movedim
+
     pos = pos.reshape(lead + (1,))
     idx = movedim(_int64_of(pos), -1, d)
     values = gather(x, d, idx, name="ModeBackward0")
     return _results(mode_result, out, "mode", _keep(values, d, keepdim), _keep(idx, d, keepdim))
+
+
+_new_tensor: Any = getattr(Tensor, "_empty")  # (a new contiguous tensor: shape, dtype)
+
+
+def _mode_kernel(x: Any, d: int, keepdim: bool) -> Any:
+    """`mode` of short rows along `d` by one `ModeKernel` call: (values, indices), or
+    None where the layout or row length has no kernel plan (`mode_plan`)."""
+    plan = mode_plan(x, d)
+    if plan is None:
+        return None
+    kernel, sizes, strides = plan
+    shape = x._shape
+    shape = shape[:d] + (1,) + shape[d + 1 :] if keepdim else shape[:d] + shape[d + 1 :]
+    values = _new_tensor(shape, x._dtype)
+    idx = _new_tensor(shape, dt.int64)
+    launch.call(kernel, [*sizes, x._ptr, *strides, values._ptr, idx._ptr])
+    return values, idx
 
 
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
@@ -701,11 +745,18 @@ def histc(
     min and max, widened by 1 each way when they are equal); elements outside are ignored,
     the last bin includes `max`. The result has the input's dtype; no gradient (as
     PyTorch)."""
-    import numpy as np
-
-    x = _float_only("histc", _tensor("histc", input))
+    x: Any = _float_only("histc", _tensor("histc", input))
     if not isinstance(bins, int) or isinstance(bins, bool) or bins <= 0:
         raise RuntimeError(f"histc(): bins must be > 0, but got {bins} for dimension 0")
+    if (
+        x.__class__ is Tensor
+        and x._dtype in _HISTC_DTYPES
+        and x._ptr is not None
+        and not _trace_tls.stack
+    ):
+        res = _histc_kernel(x, bins, min, max)
+        if res is not None:
+            return write_out("histc", out, res) if out is not None else res
     (a,) = _host_values("histc", x)
     a = a.reshape(-1)
     kind = a.dtype.type
@@ -718,25 +769,6 @@ def histc(
         raise RuntimeError(f"histc(): range of [{lo}, {hi}] is not finite")
     if lo > hi:
         raise RuntimeError(f"histc(): max must be larger than min (min {min}, max {max})")
-    if x.__class__ is Tensor and x._dtype in _HISTC_DTYPES:
-        cshape, (cstrides,) = collapse(x._shape, [x._strides])
-        if len(cshape) == 1:  # one loop over the elements: one kernel counts
-            counts = Tensor._empty((bins,), dt.int64)
-            res = Tensor._empty((bins,), x._dtype)
-            launch.call(
-                histc_kernel(x._dtype),
-                [
-                    cshape[0],
-                    x._ptr,
-                    cstrides[0],
-                    _float_bits(lo),
-                    _float_bits(hi),
-                    bins,
-                    counts._ptr,
-                    res._ptr,
-                ],
-            )
-            return write_out("histc", out, res) if out is not None else res
     keep = (a >= lo) & (a <= hi)
     v = a[keep]
     pos = ((v - lo) * kind(bins) / (hi - lo)).astype(np.int64)
@@ -749,17 +781,110 @@ def histc(
 # (float16 stays on the host: NumPy rounds each step of the bin arithmetic to float16)
 _HISTC_DTYPES = (dt.float32, dt.float64, dt.bfloat16)
 
+_memmove = ctypes.memmove
+_F32 = struct.Struct("f")
+_F64 = struct.Struct("d")
+_I64 = struct.Struct("q")
+
+
+def _to_f32(v: float) -> float:
+    """`v` rounded to float32 (as NumPy's `float32(v)`); OverflowError where that is
+    infinite but `v` is not."""
+    return _F32.unpack(_F32.pack(v))[0]
+
+
+def _row_loops(shape: tuple[int, ...], strides: list[tuple[int, ...]]) -> Any:
+    """`shape`'s elements (row-major) as at most two loops: ((n_outer, n_inner), [per
+    operand (stride_outer, stride_inner)]), or None when they do not collapse to two.
+    Kept per layout."""
+    key = (shape, *strides)
+    loops = _LOOPS.get(key, False)
+    if loops is not False:
+        return loops
+    sizes, merged = collapse(shape, strides)
+    if 0 in sizes:  # (no elements: one empty loop)
+        loops = (1, 0), [(0, 0) for _ in strides]
+    elif len(sizes) == 1:
+        loops = (1, sizes[0]), [(0, st[0]) for st in merged]
+    elif len(sizes) == 2:
+        loops = sizes, merged
+    else:
+        loops = None
+    if len(_LOOPS) >= 1024:
+        _LOOPS.clear()
+    _LOOPS[key] = loops
+    return loops
+
+
+_LOOPS: dict[tuple, Any] = {}
+
+
+def _histc_kernel(x: Any, bins: int, min: Any, max: Any) -> Any:
+    """`histc` of a plain CPU tensor by one `HistcKernel` call, or None where the host
+    code must run (arguments it has to reject, unusual `min`/`max` types)."""
+    if type(min) not in (int, float) or type(max) not in (int, float):
+        return None
+    d = x._dtype
+    rnd = float if d is dt.float64 else _to_f32
+    try:
+        lo, hi = rnd(min), rnd(max)
+        auto = 0
+        if lo == hi:
+            if x.numel():
+                auto = 1  # (the kernel finds the data's range)
+            else:
+                lo, hi = rnd(lo - 1), rnd(hi + 1)
+    except OverflowError:
+        return None
+    if not auto and not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
+        return None  # (the host code raises)
+    loops = _row_loops(x._shape, [x._strides])
+    if loops is None:
+        x = x.contiguous()
+        loops = _row_loops(x._shape, [x._strides])
+    (n_outer, n_inner), ((so, si),) = loops
+    res = _new_tensor((bins,), d)
+    counts, address = histogram_scratch(bins)  # (`counts` held through the call)
+    launch.call(
+        histc_kernel(d),
+        [
+            n_outer,
+            n_inner,
+            x._ptr,
+            so,
+            si,
+            _float_bits(lo),
+            _float_bits(hi),
+            bins,
+            address,
+            res._ptr,
+            auto,
+            0,
+        ],
+    )
+    if auto and launch.block()[0][HISTC_STATUS]:
+        return None  # (a range that is not finite: the host code raises)
+    return res
+
 
 def _float_bits(v: Any) -> int:
     """The float64 bits of `v` as a signed int64 (a kernel argument slot)."""
-    return struct.unpack("q", struct.pack("d", float(v)))[0]
+    return _I64.unpack(_F64.pack(v))[0]
 
 
-def _edges(op: str, a: Any, bins: Any, rng: Any, np_dtype: Any, k: int | None = None) -> Any:
+def _edges(
+    op: str,
+    a: Any,
+    bins: Any,
+    rng: Any,
+    np_dtype: Any,
+    k: int | None = None,
+    dtype: dt.DType | None = None,
+) -> Any:
     """Bin edges of one dimension: a tensor of edges, or `bins` equal bins over `rng` (or
-    the data's min and max, widened by 0.5 when equal; [0, 1] for no data)."""
-    import numpy as np
-
+    the data's min and max, widened by 0.5 when equal; [0, 1] for no data). Equal bins
+    of a float32 or float64 `dtype` are torch's `linspace` (`_torch_linspace`), the
+    others NumPy's."""
     if isinstance(bins, Tensor):
         e = bins.detach()._values().astype(np_dtype).reshape(-1)
         if bins.ndim != 1 or e.size < 1:
@@ -784,7 +909,24 @@ def _edges(op: str, a: Any, bins: Any, rng: Any, np_dtype: Any, k: int | None = 
         raise RuntimeError(f"{op}(): range of [{lo}, {hi}] is not finite")
     if lo == hi:
         lo, hi = np_dtype.type(lo - 0.5), np_dtype.type(hi + 0.5)
+    if dtype in _HIST_DTYPES:
+        return _torch_linspace(float(lo), float(hi), bins + 1, dtype)
     return np.linspace(lo, hi, bins + 1, dtype=np_dtype)
+
+
+_HIST_DTYPES = (dt.float32, dt.float64)  # (torch has no half-precision histogramdd)
+
+
+def _torch_linspace(lo: float, hi: float, n: int, d: dt.DType) -> Any:
+    """torch's `linspace(lo, hi, n)` in float32/float64 `d` (n >= 2) as a NumPy array,
+    computed by the histogram kernel's edge code (fused multiply-adds, as torch's)."""
+    e = _new_tensor((n,), d)
+    args = [0] * (H_DIMS + DIM_SLOTS)
+    args[H_STATUS] = -1
+    args[H_D] = 1  # (one dimension, no rows)
+    args[H_DIMS:] = [EDGES_RANGE, n, e._ptr, _float_bits(lo), _float_bits(hi)]
+    launch.call(histogram_kernel(d, False), args)
+    return host_view(e).copy()  # (a copy: it outlives `e`)
 
 
 def _bin_index(a: Any, e: Any) -> Any:
@@ -825,6 +967,139 @@ def _upper_bound(a: Any, e: Any) -> Any:
     return first
 
 
+def _histogram_kernel(
+    x: Any,
+    rows_of_last: bool,
+    bins_list: Any,
+    flat: list[float] | None,
+    weight: Any,
+    density: bool,
+) -> Any:
+    """`histogramdd` of a plain float32/float64 CPU tensor by one `HistogramKernel` call.
+
+    The rows are x's leading dimensions with `len(bins_list)` values each along the last
+    (`rows_of_last`), or every element a row of one value (`histogram`); `weight` (x's
+    dtype, one per row) or None; `flat` the range as floats or None. Returns (hist,
+    [edges]), or None where the host code must run (arguments it has to reject, edges of
+    another dtype, a data range that is not finite)."""
+    d = x._dtype
+    D = len(bins_list)
+    if not D or H_DIMS + DIM_SLOTS * D > _ARG_SLOTS:
+        return None
+    if weight is not None and (weight.__class__ is not Tensor or weight._ptr is None):
+        return None
+    for _ in (0, 1):
+        if rows_of_last:
+            shape, strides, col = x._shape[:-1], x._strides[:-1], x._strides[-1]
+        else:
+            shape, strides, col = x._shape, x._strides, 0
+        loops = _row_loops(shape, [strides] if weight is None else [strides, weight._strides])
+        if loops is not None:
+            break
+        # (rows in three or more loops: walk contiguous copies)
+        x = x.contiguous()
+        weight = None if weight is None else weight.contiguous()
+    if loops is None:
+        return None
+    (n_outer, n_inner), walks = loops
+    rows = n_outer * n_inner
+    f32 = d is dt.float32
+    args = [
+        n_outer,
+        n_inner,
+        x._ptr,
+        walks[0][0],
+        walks[0][1],
+        col,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        -1,
+        D,
+    ]
+    if weight is not None:
+        args[6:9] = [weight._ptr, walks[1][0], walks[1][1]]
+    edges: list[Any] = []
+    hist_shape: list[int] = []
+    total = 1
+    data = False
+    for k, b in enumerate(bins_list):
+        if b.__class__ is Tensor:
+            if b._dtype is not d or len(b._shape) != 1 or not b._shape[0] or b._ptr is None:
+                return None
+            n = b._shape[0]
+            e = _new_tensor((n,), d)
+            args += [EDGES_GIVEN, n, e._ptr, b._ptr, b._strides[0]]
+        elif type(b) is int and b > 0:
+            n = b + 1
+            e = _new_tensor((n,), d)
+            if flat is not None:
+                try:
+                    lo, hi = flat[2 * k], flat[2 * k + 1]
+                    if f32:
+                        lo, hi = _to_f32(lo), _to_f32(hi)
+                    if lo > hi or not (math.isfinite(lo) and math.isfinite(hi)):
+                        return None  # (the host code raises)
+                    if lo == hi:
+                        lo, hi = lo - 0.5, hi + 0.5
+                        if f32:
+                            lo, hi = _to_f32(lo), _to_f32(hi)
+                except OverflowError:
+                    return None
+                args += [EDGES_RANGE, n, e._ptr, _float_bits(lo), _float_bits(hi)]
+            elif rows:
+                data = True
+                args += [EDGES_DATA, n, e._ptr, 0, 0]
+            else:  # no data and no range: torch bins over [0, 1]
+                args += [EDGES_RANGE, n, e._ptr, _ZERO_BITS, _ONE_BITS]
+        else:
+            return None
+        edges.append(e)
+        hist_shape.append(n - 1)
+        total *= n - 1
+    acc, address = histogram_scratch(total)
+    shape_t = tuple(hist_shape)
+    hist = None if density else _new_tensor(shape_t, d)
+    args[9] = address
+    args[10] = total
+    if hist is not None:
+        args[11] = hist._ptr
+    launch.call(histogram_kernel(d, weight is not None), args)
+    if data and launch.block()[0][H_STATUS] != -1:
+        return None  # (a data range that is not finite: the host code raises)
+    if density:
+        h = acc[:total] if weight is None else acc[:total].view(np.float64)
+        h = h.reshape(shape_t)
+        s = h.sum()
+        widths = np.ones(shape_t)
+        for k, e in enumerate(edges):
+            view = [1] * D
+            view[k] = shape_t[k]
+            widths = widths * np.diff(host_view(e).astype(np.float64)).reshape(view)
+        with np.errstate(divide="ignore", invalid="ignore"):  # an empty histogram: NaN
+            h = h / (s * widths)
+        hist = host_tensor(h.astype(d.np), d)
+    return hist, edges
+
+
+_ARG_SLOTS = 1024  # (launch's argument block)
+_ZERO_BITS, _ONE_BITS = _float_bits(0.0), _float_bits(1.0)
+
+
+def _plain_input(x: Any) -> bool:
+    """Whether the histogram kernels may read `x`: a plain CPU tensor of float32 or
+    float64, outside any trace."""
+    return (
+        x.__class__ is Tensor
+        and x._dtype in _HIST_DTYPES
+        and x._ptr is not None
+        and not _trace_tls.stack
+    )
+
+
 def histogramdd(
     input: Tensor, bins: Any = 10, *, range: Any = None, weight: Any = None, density: bool = False
 ) -> Any:
@@ -833,9 +1108,7 @@ def histogramdd(
     Args: `bins` an int, a list of D ints, or a list of D tensors of edges; `range` a flat
     list of D (min, max) pairs; `weight` one weight per row; `density` normalizes to a
     density. Returns `(hist, bin_edges)` (a list of D edge tensors)."""
-    import numpy as np
-
-    x = _float_only("histogramdd", _tensor("histogramdd", input))
+    x: Any = _float_only("histogramdd", _tensor("histogramdd", input))
     if x.ndim < 2:
         raise RuntimeError("histogramdd(): input tensor should have at least 2 dimensions")
     D = x._shape[-1]
@@ -852,6 +1125,13 @@ def histogramdd(
                 f"excluding its innermost dimension ({list(x._shape[:-1])}), "
                 f"got {list(weight._shape)}"
             )
+    if _plain_input(x):
+        bins_list = [bins] * D if isinstance(bins, (int, Tensor)) else bins
+        flat = _flat_range(range, D)
+        if type(bins_list) in (list, tuple) and len(bins_list) == D and flat is not False:
+            got = _histogram_kernel(x, True, bins_list, flat, weight, bool(density))
+            if got is not None:
+                return histogramdd_result(*got)
     a, w = _host_values("histogramdd", x, weight)
     dtype = a.dtype
     pts = a.reshape(int(np.prod(x._shape[:-1], dtype=np.int64)), D)  # (not -1: D may be 0)
@@ -880,6 +1160,7 @@ def histogramdd(
             else None,
             dtype,
             k,
+            x._dtype,
         )
         for k, b in enumerate(bins_list)
     ]
@@ -912,6 +1193,22 @@ def histogramdd(
     return histogramdd_result(hist_t, edge_ts)
 
 
+def _flat_range(range: Any, D: int) -> Any:
+    """`range` as a list of 2 * D floats for the kernel path, None for no range, or False
+    where the host code must take it (other types or lengths: it converts or rejects)."""
+    if range is None:
+        return None
+    if type(range) not in (list, tuple) or len(range) != 2 * D:
+        return False
+    for r in range:
+        if type(r) is not float and type(r) is not int:
+            return False
+    try:
+        return [float(r) for r in range]
+    except OverflowError:
+        return False
+
+
 def histogram(
     input: Tensor,
     bins: Any = 100,
@@ -928,7 +1225,7 @@ def histogram(
     binary search); `weight` a tensor like `input`; `density`
     normalizes so the histogram integrates to 1. The last bin includes its right edge.
     """
-    x = _float_only("histogram", _tensor("histogram", input))
+    x: Any = _float_only("histogram", _tensor("histogram", input))
     if isinstance(bins, Tensor) and bins._dtype is not x._dtype:
         raise RuntimeError(
             f"histogram(): input tensor and bins tensors should have the same "
@@ -941,6 +1238,12 @@ def histogram(
             f"histogram(): weight should have the same shape as input "
             f"({list(x._shape)}), got {list(weight._shape)}"
         )
+    if _plain_input(x) and (weight is None or weight._dtype is x._dtype):
+        flat = _flat_range(range, 1)
+        if flat is not False:
+            got = _histogram_kernel(x, False, [bins], flat, weight, bool(density))
+            if got is not None:
+                return _results(histogram_result, out, "histogram", got[0], got[1][0])
     h, edges = histogramdd(
         x.reshape(-1, 1),
         [bins],
@@ -955,8 +1258,18 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     """How often each value 0..max occurs in a 1-D non-negative integer tensor (at least
     `minlength` bins); with `weights`, their sums per value (float32 weights give
     float32, other weights float64, as PyTorch; an empty input gives int64 zeros)."""
-    import numpy as np
-
+    x: Any = input
+    if (  # (the common case first: counts of a plain CPU tensor)
+        weights is None
+        and x.__class__ is Tensor
+        and x._dtype in BINCOUNT_INTS
+        and len(x._shape) == 1
+        and type(minlength) is int
+        and minlength >= 0
+        and x._ptr is not None
+        and not _trace_tls.stack
+    ):
+        return _bincount_kernel(x, None, minlength)
     x = _tensor("bincount", input)
     if x._dtype.is_floating_point or x._dtype.is_complex or x._dtype is dt.bool_:
         raise RuntimeError(f"bincount(): only integral input is supported, got {x._dtype.name}")
@@ -971,6 +1284,22 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
             f"bincount(): weights should be 1-d and have the same length as "
             f"input (input {list(x.shape)}, weights {list(weights.shape)})"
         )
+    if (
+        x.__class__ is Tensor
+        and x._dtype in BINCOUNT_INTS
+        and x._ptr is not None
+        and type(minlength) is int
+        and not _trace_tls.stack
+        and (
+            weights is None
+            or (
+                weights.__class__ is Tensor
+                and weights._ptr is not None
+                and not weights._dtype.is_complex
+            )
+        )
+    ):
+        return _bincount_kernel(x, weights, minlength)
     a, w = _host_values("bincount", x, weights)
     if a.size and a.min() < 0:
         raise RuntimeError("bincount(): input should contain only non-negative values")
@@ -979,6 +1308,46 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     res = np.bincount(a, weights=w, minlength=minlength)
     kind = dt.float32 if weights._dtype is dt.float32 else dt.float64
     return _host_result(res, kind)
+
+
+def _bincount_kernel(x: Any, weights: Any, minlength: int) -> Any:
+    """`bincount` of a plain CPU integer tensor by a `BincountKernel`: one call finds the
+    value range and, when the result fits this thread's scratch, counts there (copied
+    into the output); otherwise a second call counts into the output it sizes."""
+    n = x._shape[0]
+    if not n:  # (torch: an empty input counts in int64, weights or not)
+        out = _new_tensor((minlength,), dt.int64)
+        launch.call(
+            bincount_kernel(x._dtype, None), [1, 0, 0, 0, 0, 0, out._ptr, minlength, 0, 0, 0, 0]
+        )
+        return out
+    wd = None if weights is None else weights._dtype
+    kind = dt.int64 if wd is None else dt.float32 if wd is dt.float32 else dt.float64
+    kernel = bincount_kernel(x._dtype, wd)
+    scratch, address = histogram_scratch(0)
+    cap = scratch.size
+    args = [2, n, x._ptr, x._strides[0], 0, 0, address, cap, 0, 0, 0, minlength]
+    if weights is not None:
+        args[4] = weights._ptr
+        args[5] = weights._strides[0]
+    launch.call(kernel, args)
+    buf = launch.block()[0]
+    if buf[B_MIN] < 0:
+        raise RuntimeError("bincount(): input should contain only non-negative values")
+    size = buf[B_MAX] + 1
+    if size < minlength:
+        size = minlength
+    out = _new_tensor((size,), kind)
+    if size <= cap:  # (counted in the scratch)
+        _memmove(out._ptr, address, size * kind.itemsize)
+        return out
+    args[0] = 1
+    args[6] = out._ptr
+    args[7] = size
+    if wd is dt.float32:
+        scratch, args[8] = histogram_scratch(size)  # (`scratch` held through the call)
+    launch.call(kernel, args)
+    return out
 
 
 # --------------------------------------------------------------------------------------
