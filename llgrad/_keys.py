@@ -31,11 +31,16 @@ def number_key(v: Any) -> Any:
 
 def attrs_key(attrs: dict[str, Any] | tuple[tuple[str, Any], ...]) -> tuple:
     """`tuple(attrs.items())` (for a dict, or the items tuple itself) as a cache key: the
-    plain items unless a value is a float zero or NaN, a complex number or a sequence,
-    whose values then go through `number_key`."""
+    plain items unless a value is a float zero or NaN, a complex number, a list, or a
+    tuple holding anything but ints (axes, sizes: kept as they are), whose values then go
+    through `number_key`."""
     items = tuple(attrs.items()) if attrs.__class__ is dict else tuple(attrs)
     for _, v in items:
         c = v.__class__
-        if c is float and (v == 0.0 or v != v) or c is complex or c is tuple or c is list:
+        if c is tuple:
+            for x in v:
+                if x.__class__ is not int:
+                    return tuple((k, number_key(x)) for k, x in items)
+        elif c is float and (v == 0.0 or v != v) or c is complex or c is list:
             return tuple((k, number_key(x)) for k, x in items)
     return items

@@ -849,7 +849,8 @@ def _flip_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
 
 def flip(input: Tensor, dims: Sequence[int]) -> Tensor:
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
-    dims = tuple(normalize_axis(d, input.ndim, "flip") for d in dims)
+    nd = len(input._shape)
+    dims = tuple([normalize_axis(d, nd, "flip") for d in dims])
     if len(set(dims)) != len(dims):
         raise RuntimeError(f"flip: dim {list(dims)} appears multiple times in the list of dims")
     if input.ndim == 0:  # dims 0 and -1 of a scalar flip nothing

@@ -53,6 +53,8 @@ def broadcast_shapes(*shapes: tuple[int, ...], op: str = "broadcast") -> tuple[i
 
 def normalize_axis(axis: int, ndim: int, op: str) -> int:
     """A dimension index in [-ndim, ndim) -> [0, ndim); 0-d tensors accept 0 and -1."""
+    if axis.__class__ is int and 0 <= axis < ndim:  # (the usual case, checked first)
+        return axis
     n = max(ndim, 1)
     if not isinstance(axis, int) or isinstance(axis, bool):
         raise TypeError(f"{op}: dim must be an int, got {type(axis).__name__}")
