@@ -118,8 +118,14 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x) (complex inputs too, as PyTorch, computed as that product)."""
     _tensor("silu", "input", input)
     if input._dtype.is_complex:
-        return _act("silu", lambda x: lg.mul(x, lg.sigmoid(x)), input, inplace)
+        return _act("silu", _complex_silu, input, inplace)
     return _act("silu", lg.silu, input, inplace)
+
+
+@composite_function
+def _complex_silu(x: Tensor) -> Tensor:
+    """x * sigmoid(x) for a complex `x` (one compiled graph per signature in eager mode)."""
+    return lg.mul(x, lg.sigmoid(x))
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
