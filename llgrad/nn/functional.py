@@ -281,12 +281,13 @@ def _addmm_direct(bias: Tensor, x: Tensor, wt: Tensor) -> Tensor | None:
         or forward_ad._level[0]
         or anomaly._state.enabled
         or not x._dtype.is_floating_point
-        or not all(t.__class__ in DENSE_CLASSES for t in (bias, x, wt))
+        or bias.__class__ not in DENSE_CLASSES
+        or x.__class__ not in DENSE_CLASSES
+        or wt.__class__ not in DENSE_CLASSES
     ):
         return None
-    with no_grad():
-        out = run_matmul(x, wt)
-        ew.run("add", (out, bias), None, out)
+    out = run_matmul(x, wt)  # (eager kernels: nothing is recorded below autograd)
+    ew.run("add", (out, bias), None, out)
     if needs_grad((bias, x, wt)):
         record("addmm", (bias, x, wt), _ADDMM_ATTRS, out, "AddmmBackward0")
     return out
