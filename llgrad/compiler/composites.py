@@ -277,10 +277,12 @@ class _Composite:
         )
 
     def __call__(self, tensors: list[Tensor]) -> Any:
-        if grad_state.enabled and any(t._requires_grad for t in tensors):
-            outs = self.function(*tensors, *self.captured)
-        else:
-            outs = self.run(*tensors, *self.captured)
+        if grad_state.enabled:
+            for t in tensors:
+                if t._requires_grad:
+                    outs = self.function(*tensors, *self.captured)
+                    return outs[0] if self.single else _unflatten(self.structure, outs)
+        outs = self.run(*tensors, *self.captured) if self.captured else self.run(*tensors)
         return outs[0] if self.single else _unflatten(self.structure, outs)
 
 
