@@ -602,6 +602,12 @@ def inverse(input: Tensor) -> Tensor:
 @names_op("cholesky")
 def cholesky(input: Tensor, upper: bool = False) -> Tensor:
     """The Cholesky factor (torch.cholesky: linalg.cholesky with `upper`)."""
+    D = _D()
+    if D._lapack_plain(input, True):  # linalg.cholesky's short way, called directly
+        L, info = D._cholesky_fast(input, upper, False)
+        if info is not None and bytes(info).strip(b"\0"):
+            D._info_error("linalg.cholesky", info, input, "cholesky")
+        return L
     return _L().cholesky(input, upper=upper)
 
 
@@ -628,12 +634,7 @@ def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
     if D._plain_no_grad(L):
         # what cholesky_solve(I, L) computes (potrs on the identity), without making
         # and expanding the identity tensor
-        n = L._shape[-1]
-        b = np.zeros(L._shape, L._dtype.np)
-        if b.size:
-            b.reshape(-1, n * n)[:, :: n + 1] = 1  # the identity, in every matrix
-        (X,) = D._potrs_compute(b, L._numpy_view(), upper)
-        return H.from_numpy(X, L._dtype)
+        return D._cholesky_inverse_fast(L, upper)
     eye = F.eye(L._shape[-1], dtype=L._dtype)
     if L.ndim > 2:
         eye = F.expand(eye, L._shape)
@@ -657,24 +658,32 @@ def qr(input: Tensor, some: bool = True) -> Any:
 def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> Any:
     """(U, S, V) with A = U diag(S) V^H, as torch.svd (V, not Vh; some=False gives the
     full U and V; compute_uv=False gives zero-filled U and V)."""
+    if compute_uv:
+        D = _D()
+        if D._lapack_plain(input, False):  # linalg.svd's short way, called directly
+            if not input._dtype.is_complex:  # V = Vh^T made with the outputs (a view)
+                return svd_result(*D._svd_fast(input, not some, True, True))
+            U, S, Vh = D._svd_fast(input, not some, True)
+        else:
+            U, S, Vh = _L().svd(input, full_matrices=not some)
+        return svd_result(U, S, _H().mH(Vh))
     F = _F()
-    lin = _L()
-    mH = _H().mH
     m, n = input._shape[-2:]
-    if not compute_uv:
-        S = lin.svdvals(input)
-        U = F.zeros(input._shape[:-2] + (m, m), dtype=input._dtype)
-        V = F.zeros(input._shape[:-2] + (n, n), dtype=input._dtype)
-        return svd_result(U, S, V)
-    U, S, Vh = lin.svd(input, full_matrices=not some)
-    return svd_result(U, S, mH(Vh))
+    S = _L().svdvals(input)
+    U = F.zeros(input._shape[:-2] + (m, m), dtype=input._dtype)
+    V = F.zeros(input._shape[:-2] + (n, n), dtype=input._dtype)
+    return svd_result(U, S, V)
 
 
 @names_op("lu")
 def lu(A: Tensor, pivot: bool = True, get_infos: bool = False) -> Any:
     """(LU, pivots) (and infos with get_infos=True) of each matrix, as torch.lu (a
     singular matrix does not raise)."""
-    LU, piv, info = _L().lu_factor_ex(A, pivot=pivot)
+    D = _D()
+    if pivot and D._lapack_plain(A, False):  # linalg.lu_factor_ex's short way, directly
+        LU, piv, info = D._lu_factor_fast(A)
+    else:
+        LU, piv, info = _L().lu_factor_ex(A, pivot=pivot)
     return (LU, piv, info) if get_infos else (LU, piv)
 
 

@@ -849,7 +849,7 @@ def _flip_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
 
 def flip(input: Tensor, dims: Sequence[int]) -> Tensor:
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
-    nd = len(input._shape)
+    nd = input.ndim
     dims = tuple([normalize_axis(d, nd, "flip") for d in dims])
     if len(set(dims)) != len(dims):
         raise RuntimeError(f"flip: dim {list(dims)} appears multiple times in the list of dims")

@@ -231,6 +231,37 @@ def cond(A: Tensor, p: Any = None, *, out: Any = None) -> Tensor:
     return _out(r, out, op)
 
 
+def _scalar_tolerance(x: Any) -> bool:
+    """Whether an atol / rtol is one number that `D._tolerances` takes without error:
+    None, a Python int or float, or a 0-d real plain tensor."""
+    c = x.__class__
+    return (
+        x is None
+        or c is float
+        or c is int
+        or (c is Tensor and not x._shape and not x._dtype.is_complex)
+    )
+
+
+_rank_makers: dict[tuple[int, ...], Any] = {}
+
+
+def _zero_ranks(A: Any, atol: Any, rtol: Any) -> Any:
+    """The ranks of A's matrices when they have no singular values (an empty dimension)
+    and the tolerances are scalars: a new int64 tensor of zeros of the batch shape (made
+    by a maker kept per shape); else None."""
+    shape = A._shape
+    if min(shape[-2:]) or not _scalar_tolerance(atol) or not _scalar_tolerance(rtol):
+        return None
+    batch = shape[:-2]
+    make = _rank_makers.get(batch)
+    if make is None:
+        if len(_rank_makers) >= 1024:
+            _rank_makers.clear()
+        make = _rank_makers[batch] = D._outputs_maker([(batch, dt.int64, True)])
+    return make()[0]
+
+
 def matrix_rank(
     A: Tensor,
     tol: Any = None,
@@ -256,6 +287,9 @@ def matrix_rank(
         # (the rank is an integer: nothing is recorded)
         if hermitian:
             check_square(op, A)
+        zeros = _zero_ranks(A, atol, rtol)
+        if zeros is not None:
+            return _out(zeros, out, op)
         a, r = D._tolerances(op, A, atol, rtol)
         if not a.ndim and not r.ndim and not min(A._shape[-2:]):
             # no singular values: every rank is 0

@@ -1,15 +1,19 @@
 """The LAPACK-backed ops of `lg.linalg`: factorizations, inverses, solvers, spectra.
 
 Each runs on the host through LAPACK's routines called through their addresses
-(`llgrad.runtime.lapack`, one foreign call per matrix of the batch: potrf, getrf, gesv,
-syevd/heevd, gesdd, the gels family, ...) or NumPy's batched LAPACK loops (`numpy.linalg`:
+(`llgrad.runtime.lapack`, one foreign call per matrix of the batch, or one per batch
+for the planned potrf, getrf, sytrf, potrs, sytrs: potrf, getrf, gesv, syevd/heevd,
+gesdd, the gels family, ...) or NumPy's batched LAPACK loops (`numpy.linalg`:
 det, slogdet, qr, eig), and records one node (`_host.host_op`) whose derivative rule is
 written with llgrad's functions (the published rules, as PyTorch's derivatives.yaml lists
 them). Plain tensors that need no gradient take a short way (`_plain_no_grad`): LAPACK
 writes straight into the new outputs' memory (`_cholesky_fast`, `_eigh_fast`,
 `_svd_fast`, `_solve_fast`, ...; the general path's computes call the same code, so both
 give the same values), inputs with no matrices make their outputs without any work, and
-`lu_solve` calls getrs instead of its triangular solves.
+`lu_solve` calls getrs instead of its triangular solves. What a short way does that
+depends only on the operands' layouts (allocating the outputs, LAPACK's constant
+arguments, masks and gather indices, scratch copies) is planned once per layout (see
+"Call plans of the short ways" below).
 """
 
 from __future__ import annotations
@@ -177,8 +181,26 @@ def _plain_no_grad(*xs: Any) -> bool:
     return True
 
 
+_LAPACK_SET = frozenset((dt.float32, dt.float64, dt.complex64, dt.complex128))
+
+
+def _lapack_plain(A: Any, square: bool) -> bool:
+    """Whether A passes an op's checks (a tensor of a LAPACK dtype holding matrices,
+    square ones with `square`) and is plain and needs no gradient (`_plain_no_grad`):
+    the short way's test in one call. False sends the caller to its full checks (which
+    raise the errors) and its general path."""
+    if A.__class__ is not Tensor or interpreters or forward_ad._level[0]:
+        return False
+    a: Any = A  # (a Tensor: its private fields are not in the type stub)
+    if a._dtype not in _LAPACK_SET or (_grad_state.enabled and a._requires_grad):
+        return False
+    shape = a._shape
+    return len(shape) >= 2 and (not square or shape[-1] == shape[-2])
+
+
 _memmove = ctypes.memmove
 _memset = ctypes.memset
+_addressof = ctypes.addressof
 
 
 def _count(shape: tuple[int, ...]) -> int:
@@ -215,13 +237,6 @@ def _zero(t: Tensor) -> Tensor:
     return t
 
 
-def _zero_info(info: Tensor) -> Tensor:
-    n = _count(info._shape)
-    if n:
-        _memset(info._ptr, 0, 4 * n)
-    return info
-
-
 def _pair_fast(op: str, A: Tensor, B: Tensor, into: Any) -> Tensor:
     """X of a solve with A (..., n, n) and B (..., n, k) for plain tensors that need no
     gradient: the batches broadcast in NumPy, `into(a, b, x)` fills the new X (not called
@@ -251,6 +266,180 @@ def _empty_fast(*specs: tuple[tuple[int, ...], dt.DType, bool]) -> tuple[Tensor,
         _zero(Tensor._empty(shape, d)) if zero else Tensor._empty(shape, d)
         for shape, d, zero in specs
     )
+
+
+# --------------------------------------------------------------------------------------
+# Call plans of the short ways
+# --------------------------------------------------------------------------------------
+# A short way's work that depends only on its operands' layouts (dtype, shape, strides)
+# and flags is done once per such key and kept in `_plans`: the outputs' allocation as one
+# generated function (`_outputs_maker`), the LAPACK loop with its constant arguments
+# (`lapack.*_caller`), the masks and index arrays of its NumPy steps. The checks that
+# guard LAPACK depend on dtypes and shapes only, so they run before a plan is made and a
+# plan is found only for operands that passed them. A plan's scratch sets (the column-
+# major copies LAPACK works in) sit in a pool: a call pops one (a new one when the pool is
+# empty: no test first, another thread may take the last) and puts it back when done, so
+# threads never share one.
+
+_plans: dict[tuple, Any] = {}
+_PLAN_LIMIT = 4096
+_SCRATCH_KEEP = 1 << 20  # bytes of scratch up to which a plan keeps its scratch sets
+_INDEX_MAX = 1 << 16  # elements up to which a plan keeps flat (gather, zeroing) indices
+
+
+class _NoPool:
+    """The pool of a plan whose scratch is too big to keep: always empty (each call makes
+    its own scratch, freed after)."""
+
+    def pop(self) -> Any:
+        """Nothing to take: always raises IndexError."""
+        raise IndexError
+
+    def append(self, item: Any) -> None:
+        """Drop `item` (nothing is kept)."""
+        pass
+
+
+_NO_POOL = _NoPool()
+
+
+def _pool(nbytes: int) -> Any:
+    """A plan's pool for scratch sets of `nbytes` bytes: a list, or `_NO_POOL` when they
+    are too big to keep."""
+    return [] if nbytes <= _SCRATCH_KEEP else _NO_POOL
+
+
+_STAGE_MAX = 4096  # bytes up to which an operand's copy goes through a staging array
+
+
+def _stage_window(A: Any) -> Any:
+    """For an operand whose matrices a plan copies in transposed: the ctypes window type
+    of its bytes when it is row-major and small (its scratch sets then get a staging
+    array: `_stage`), else None."""
+    nbytes = A._dtype.itemsize * _count(A._shape)
+    if A._strides != _row_major_strides(A._shape) or not 0 < nbytes <= _STAGE_MAX:
+        return None
+    return ctypes.c_char * nbytes
+
+
+def _stage(A: Any, window: Any) -> Any:
+    """A scratch set's staging for an operand like A (None without a `window`): (the
+    window type, the address of a row-major array of A's shape, that array read
+    transposed)."""
+    if window is None:
+        return None
+    a = np.empty(A._shape, A._dtype.np)
+    return window, lapack.address(a), a.swapaxes(-1, -2)
+
+
+def _transposed_in(f: np.ndarray, A: Any, stage: Any) -> None:
+    """Copy A's matrices transposed (column-major) into `f`: through the staging array
+    when there is one (A's bytes copied as they are, then one NumPy copy between arrays
+    made once: no view of A), else from A's NumPy view."""
+    if stage is not None:
+        window, at, transposed = stage
+        window.from_address(at).raw = window.from_address(A._ptr).raw
+        f[...] = transposed
+    else:
+        f[...] = A._numpy_view().swapaxes(-1, -2)
+
+
+def _keep_plan(key: tuple, plan: Any) -> Any:
+    """Store `plan` under `key` (the table is emptied when full) and return it."""
+    if len(_plans) >= _PLAN_LIMIT:
+        _plans.clear()
+    _plans[key] = plan
+    return plan
+
+
+def _outputs_maker(specs: list[tuple[Any, ...]]) -> Any:
+    """A function of no arguments returning a tuple of new contiguous tensors, one per
+    (shape, dtype, zeroed) of `specs` (zeroed ones get their bytes set to 0): what
+    `Tensor._empty` (and `_zero`) would make, written out once as generated code with the
+    layouts as constants (`Tensor._empty_source`). A spec ("mT", j) is instead the
+    transposed view (last two dimensions swapped) of output j, as `views.view_of` makes
+    it (`Tensor._make` with output j as base, its fields written out the same way)."""
+    from .._source import define
+
+    empty_source = getattr(Tensor, "_empty_source")
+    lines: list[str] = []
+    consts: dict[str, Any] = {"memset": _memset}
+    names = []
+    for i, spec in enumerate(specs):
+        name = f"t{i}"
+        if spec[0] == "mT":
+            lines += _transposed_view_source(name, f"t{spec[1]}", specs[spec[1]], i, consts)
+            names.append(name)
+            continue
+        shape, d, zero = spec
+        body, c = empty_source(shape, d, _row_major_strides(shape), name, str(i))
+        lines += body
+        nbytes = d.itemsize * _count(shape)
+        if zero and nbytes:
+            if nbytes <= 4096:  # a ctypes window's bytes set at once (no foreign call)
+                lines.append(f"ZWIN{i}.from_address(ptr).raw = ZERO{i}")
+                consts[f"ZWIN{i}"] = ctypes.c_char * nbytes
+                consts[f"ZERO{i}"] = bytes(nbytes)
+            else:
+                lines.append(f"memset(ptr, 0, {nbytes})")
+        consts.update(c)
+        names.append(name)
+    source = (
+        "def make():\n"
+        + "".join(f"    {line}\n" for line in lines)
+        + f"    return ({', '.join(names)},)\n"
+    )
+    return define(source, "<llgrad linalg outputs>", consts, "make")
+
+
+def _transposed_view_source(
+    name: str, base: str, spec: tuple, i: int, consts: dict[str, Any]
+) -> list[str]:
+    """Source lines binding `name` to the transposed view of the new contiguous tensor
+    `base` (of `spec`, made by the lines before, whose storage is `st` and address
+    `ptr`): `Tensor._make(st, 0, shape, strides, dtype, base=base)` written out (fresh
+    fields as `_init_state(base)` sets them)."""
+    shape, d, _ = spec
+    strides = _row_major_strides(shape)
+    vshape = shape[:-2] + (shape[-1], shape[-2])
+    vstrides = strides[:-2] + (strides[-1], strides[-2])
+    consts.update(
+        {
+            f"SHAPE{i}": vshape,
+            f"STRIDES{i}": vstrides,
+            f"DTYPE{i}": d,
+            f"LKEY{i}": (d, vshape, vstrides),
+        }
+    )
+    fresh: Any = object.__new__(Tensor)
+    fresh._init_state(None)
+    set_by_make = ("_storage", "_offset", "_shape", "_strides", "_dtype", "_ptr", "_lkey")
+    lines = [
+        f"{name} = new(Tensor)",
+        f"{name}._storage = st",
+        f"{name}._offset = 0",
+        f"{name}._shape = SHAPE{i}",
+        f"{name}._strides = STRIDES{i}",
+        f"{name}._dtype = DTYPE{i}",
+        f"{name}._ptr = ptr",
+        f"{name}._lkey = LKEY{i}",
+    ]
+    for k in getattr(Tensor, "__slots__"):
+        if k.startswith("__") or k in set_by_make or not hasattr(fresh, k):
+            continue
+        if k == "_base":
+            lines.append(f"{name}._base = {base}")
+        elif k == "_inference":
+            lines.append(f"{name}._inference = st.inference")
+        else:
+            lines.append(f"{name}.{k} = {getattr(fresh, k)!r}")
+    return lines
+
+
+def _info_error(op: str, info: Any, A: Any, kind: str) -> None:
+    """Raise `_check_errors`' error for the infos in the int32 buffer `info` (a ctypes
+    array of the matrices of A's batch, in order) when one is nonzero."""
+    _check_errors(op, np.frombuffer(info, np.int32).reshape(A._shape[:-2]), kind)
 
 
 # ======================================================================================
@@ -697,42 +886,79 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor
 # ======================================================================================
 
 
-def _cholesky_into(L: Tensor, A: Tensor, info: Any, upper: bool) -> None:
-    """The Cholesky factor of A's matrices into the new contiguous L, LAPACK's info into
-    `info` (both of A's batch; A's lower triangle is read). A's row-major buffer read
+def _cholesky_plan(A: Any, upper: bool, info_tensor: bool) -> tuple:
+    """What `_cholesky_fast` does for A's layout: (outputs maker, matrix count, whether
+    A's bytes are L's start as they are, the potrf loop, the triangle to zero (flat
+    indices, or a mask: `_zero_positions`), bytes of the matrices, the ctypes type of a
+    scratch info, the NumPy dtype)."""
+    shape = A._shape
+    n = shape[-1]
+    count = _count(shape) // (n * n) if n else 0
+    specs = [(shape, A._dtype, False)]
+    if info_tensor:
+        specs.append((shape[:-2], dt.int32, not count))
+    make = _outputs_maker(specs)
+    if not count:
+        return (make, 0, False, None, None, 0, None, None)
+    as_is = not upper and A._strides == _row_major_strides(shape)
+    run = lapack.potrf_caller(A._dtype.np, n, count, "L" if upper else "U")
+    mask = _above((n, n), -1, below=True) if upper else _above((n, n), 0)
+    return (
+        make,
+        count,
+        as_is,
+        run,
+        _zero_positions(mask, count, n * n),
+        A._dtype.itemsize * count * n * n,
+        ctypes.c_int * count,
+        A._dtype.np,
+    )
+
+
+def _zero_positions(mask: np.ndarray, count: int, size: int) -> np.ndarray:
+    """Where `mask` (one matrix's, of `size` elements) is set in each of `count`
+    matrices one after another: flat indices (an assignment through them is cheaper
+    than a masked copy) up to `_INDEX_MAX` elements, else the mask itself."""
+    if count * size > _INDEX_MAX:
+        return mask
+    one = np.flatnonzero(mask)
+    return (np.arange(count)[:, None] * size + one).reshape(-1)
+
+
+def _cholesky_fast(A: Any, upper: bool, info_tensor: bool = True) -> tuple[Any, Any]:
+    """(L, info) of a plain tensor that needs no gradient: potrf in L's memory, info
+    written into its tensor (A's lower triangle is read). A's row-major buffer read
     column-major is A^T = conj(A) (A Hermitian): its upper Cholesky factor U
     (conj(A) = U^H U) is L^T, so potrf 'U' on a copy of A, read back row-major, is L; the
-    same on a copy of A^H with 'L' gives U = L^H directly."""
-    n = A._shape[-1]
-    count = _count(A._shape) // (n * n) if n else 0
+    same on a copy of A^H with 'L' gives U = L^H directly. The other triangle (A's
+    values) is zeroed after. Without `info_tensor`, for a call that only checks it, info
+    is a ctypes int32 array of the batch's matrices, or None when there are none."""
+    key = ("cholesky", A._lkey, upper, info_tensor)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _keep_plan(key, _cholesky_plan(A, upper, info_tensor))
+    make, count, as_is, run, zero, nbytes, info_type, npd = plan
+    if info_tensor:
+        L, info = make()
+    else:
+        (L,) = make()
+        info = None
     if not count:
-        if info.__class__ is Tensor:
-            _zero_info(info)
-        else:
-            info.fill(0)
-        return
-    view = _copy_into(L, A, adjoint=upper)
-    lapack.potrf_at(
-        A._dtype.np,
-        n,
-        count,
-        L._ptr,
-        "L" if upper else "U",
-        info._ptr if info.__class__ is Tensor else lapack.address(info),
-    )
-    if view is None:
-        view = L._numpy_view()
-    np.copyto(view, 0, where=_above((n, n), -1, below=True) if upper else _above((n, n), 0))
-
-
-def _cholesky_fast(A: Tensor, upper: bool, info_tensor: bool = True) -> tuple[Tensor, Any]:
-    """(L, info) of a plain tensor that needs no gradient: LAPACK on the outputs' memory
-    (info a NumPy array without `info_tensor`, for a call that only checks it)."""
-    L = Tensor._empty(A._shape, A._dtype)
-    info = (
-        Tensor._empty(A._shape[:-2], dt.int32) if info_tensor else np.empty(A._shape[:-2], np.int32)
-    )
-    _cholesky_into(L, A, info, upper)
+        return L, info
+    if as_is:
+        _memmove(L._ptr, A._ptr, nbytes)
+        view = None
+    else:
+        view = _copy_into(L, A, adjoint=upper)
+    if info is None:
+        info = info_type()
+        run(L._ptr, _addressof(info))
+    else:
+        run(L._ptr, info._ptr)
+    if zero.dtype == bool:
+        np.copyto(L._numpy_view() if view is None else view, 0, where=zero)
+    else:
+        np.ndarray(nbytes // npd.itemsize, npd, L._storage.buffer)[zero] = 0
     return L, info
 
 
@@ -765,6 +991,11 @@ def cholesky_ex(
     order of the first leading minor that is not positive-definite), as
     torch.linalg.cholesky_ex."""
     op = "linalg.cholesky_ex"
+    if _lapack_plain(A, True):
+        L, info = _cholesky_fast(A, upper)
+        if check_errors:
+            _check_errors("linalg.cholesky", info, "cholesky")
+        return _out(cholesky_ex_result(L, info), out)
     square_float(op, A)
     if _plain_no_grad(A):
         L, info = _cholesky_fast(A, upper)
@@ -789,21 +1020,26 @@ def cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
     """The Cholesky factor of each Hermitian positive-definite matrix of `A`; raises
     `LinAlgError` when one is not positive-definite, as torch.linalg.cholesky."""
     op = "linalg.cholesky"
-    square_float(op, A)
-    if _plain_no_grad(A):
+    plain = _lapack_plain(A, True)
+    if not plain:
+        square_float(op, A)
+        plain = _plain_no_grad(A)
+    if plain:
         L, info = _cholesky_fast(A, upper, False)
-    else:
-        L, info = host_op(
-            op,
-            "LinalgCholeskyExBackward0",
-            (A,),
-            lambda a: _cholesky_compute(a, upper),
-            _cholesky_rule,
-            out_dtypes=(A._dtype, dt.int32),
-            save_inputs=False,
-            save_outputs=(True, False),
-            attrs={"upper": upper},
-        )
+        if info is not None and bytes(info).strip(b"\0"):
+            _info_error(op, info, A, "cholesky")
+        return _out(L, out)
+    L, info = host_op(
+        op,
+        "LinalgCholeskyExBackward0",
+        (A,),
+        lambda a: _cholesky_compute(a, upper),
+        _cholesky_rule,
+        out_dtypes=(A._dtype, dt.int32),
+        save_inputs=False,
+        save_outputs=(True, False),
+        attrs={"upper": upper},
+    )
     _check_errors(op, info, "cholesky")
     return _out(L, out)
 
@@ -907,6 +1143,65 @@ def _potrs_compute(b: np.ndarray, c: np.ndarray, upper: bool) -> tuple[np.ndarra
     if b.size:
         _potrs_into(c, b, out, upper)
     return (out,)
+
+
+def _cholesky_inverse_plan(L: Any, upper: bool) -> tuple:
+    """What `_cholesky_inverse_fast` does for L's layout: (output maker, matrix count,
+    the potrs loop, the identities' bytes, a pool of scratch sets, a function making
+    one). A scratch set: a column-major copy of L's matrices and its address."""
+    shape = L._shape
+    n = shape[-1]
+    d = L._dtype
+    make = _outputs_maker([(shape, d, False)])
+    count = _count(shape) // (n * n) if n else 0
+    if not count:
+        return (make, 0, None, None, None, None)
+    run = lapack.potrs_caller(d.np, n, n, count, "U" if upper else "L")
+    eye = None  # the identities' bytes, kept when small
+    if count * n * n * d.itemsize <= 1 << 16:
+        eye = np.broadcast_to(np.eye(n, dtype=d.np), (count, n, n)).tobytes()
+
+    window = _stage_window(L)
+
+    def scratch() -> tuple:
+        """A new scratch set of this plan (see the plan's docstring)."""
+        f = np.empty(shape, d.np)
+        return f, lapack.address(f), _stage(L, window)
+
+    return (make, count, run, eye, _pool(count * n * n * d.itemsize), scratch)
+
+
+def _cholesky_inverse_fast(L: Any, upper: bool) -> Any:
+    """cholesky_inverse of a plain tensor that needs no gradient: potrs with a column-
+    major copy of the factors on the identity (what `_potrs_compute(I, L)` computes),
+    written in the output's memory (the identity is its own column-major form) and
+    transposed in place."""
+    key = ("cholesky_inverse", L._lkey, upper)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _keep_plan(key, _cholesky_inverse_plan(L, upper))
+    make, count, run, eye, pool, scratch = plan
+    (X,) = make()
+    if not count:
+        return X
+    try:
+        s = pool.pop()
+    except IndexError:
+        s = scratch()
+    _transposed_in(s[0], L, s[2])
+    if eye is not None:
+        _memmove(X._ptr, eye, len(eye))
+        run(s[1], X._ptr)
+        view = X._numpy_view()
+    else:
+        view = X._numpy_view()
+        view.fill(0)
+        n = view.shape[-1]
+        view.reshape(count, n * n)[:, :: n + 1] = 1
+        run(s[1], X._ptr)
+    view[...] = view.swapaxes(-1, -2)  # (an overlapping source is read first)
+    pool.append(s)
+    return X
 
 
 def _potrs_rule(ctx: Any, grads: list[Tensor | None]) -> list[Tensor | None]:
@@ -1070,6 +1365,9 @@ def qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> Any:
 # ======================================================================================
 
 
+_UPLOS = ("L", "U", "l", "u")
+
+
 def _uplo(op: str, UPLO: str) -> str:
     if UPLO not in ("L", "U", "l", "u"):
         raise RuntimeError(f"{op}: Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
@@ -1086,47 +1384,76 @@ def _host_copy(A: Tensor) -> np.ndarray:
     return buf
 
 
-def _eigh_fast(A: Tensor, UPLO: str, vectors: bool) -> tuple[Tensor, Tensor | None]:
+def _eigh_plan(A: Any, UPLO: str, vectors: bool) -> tuple:
+    """What `_eigh_fast` does for A's layout: (outputs maker, matrix count, n, numpy
+    dtype, whether A's bytes can be copied as they are, their number, the ctypes type of
+    a scratch info)."""
+    shape = A._shape
+    n = shape[-1]
+    specs = [(shape[:-2] + (n,), _real_dtype(A._dtype), False)]
+    if vectors:
+        specs.append((shape, A._dtype, False))
+    count = _count(shape) // (n * n) if n else 0
+    as_is = A._strides == _row_major_strides(shape)
+    nbytes = A._dtype.itemsize * _count(shape)
+    return (_outputs_maker(specs), count, n, A._dtype.np, as_is, nbytes, ctypes.c_int * count)
+
+
+def _eigh_fast(A: Any, UPLO: str, vectors: bool) -> tuple[Any, Any]:
     """(eigenvalues, eigenvectors or None) by syevd / heevd on a copy of A.
     A's row-major buffer read column-major is A^T = conj(A): the triangle `UPLO` of A is
     the other one of conj(A), whose eigenvectors are the conjugates of A's, so A's
-    eigenvector matrix is the conjugate transpose of the buffer read row-major."""
-    shape = A._shape
-    n = shape[-1]
-    batch = shape[:-2]
-    npd = A._dtype.np
-    W = Tensor._empty(batch + (n,), _real_dtype(A._dtype))
-    V = Tensor._empty(shape, A._dtype) if vectors else None
-    count = _count(shape) // (n * n) if n else 0
+    eigenvector matrix is the conjugate transpose of the buffer read row-major. With
+    `vectors` the copy is the eigenvector output's own memory (transposed in place
+    afterwards)."""
+    key = ("eigh", A._lkey, UPLO, vectors)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _keep_plan(key, _eigh_plan(A, UPLO, vectors))
+    make, count, n, npd, as_is, nbytes, info_type = plan
+    if vectors:
+        W, V = make()
+    else:
+        (W,) = make()
+        V = None
     if not count:
         return W, V
-    buf = _host_copy(A)
-    info = np.empty(count, np.int32)
+    buf = None
+    if V is not None:
+        base = V._ptr
+        if as_is:
+            _memmove(base, A._ptr, nbytes)
+        else:
+            V._numpy_view()[...] = A._numpy_view()
+    else:
+        buf = _host_copy(A)
+        base = lapack.address(buf)
+    info = info_type()
     lapack.syevd_at(
         npd,
         n,
         count,
-        lapack.address(buf),
+        base,
         W._ptr,
         vectors,
         "U" if UPLO == "L" else "L",
-        lapack.address(info),
+        _addressof(info),
     )
-    if info.any():
-        k = int(np.flatnonzero(info)[0])
-        where = f"(Batch element {k}): " if batch else ""
+    if bytes(info).strip(b"\0"):
+        k, v = next((k, v) for k, v in enumerate(info) if v)
+        where = f"(Batch element {k}): " if A._shape[:-2] else ""
         raise LinAlgError(
             f"linalg.eigh: {where}The algorithm failed to converge because the "
             f"input matrix is ill-conditioned or has too many repeated "
-            f"eigenvalues (error code: {int(info[k])})."
+            f"eigenvalues (error code: {v})."
         )
-    if vectors:
+    if V is not None:
         view = V._numpy_view()
-        t = np.swapaxes(buf, -1, -2)
+        t = view.swapaxes(-1, -2)  # (copyto reads an overlapping source first)
         if npd.kind == "c":
             np.conjugate(t, out=view)
         else:
-            np.copyto(view, t)
+            view[...] = t
     return W, V
 
 
@@ -1187,6 +1514,8 @@ def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Any:
     of `A` (only the triangle `UPLO` is read), as torch.linalg.eigh (LAPACK syevd/heevd;
     each eigenvector's sign or phase is LAPACK's)."""
     op = "linalg.eigh"
+    if _lapack_plain(A, True) and UPLO in _UPLOS:
+        return _out(eigh_result(*_eigh_fast(A, UPLO.upper(), True)), out)
     square_float(op, A)
     UPLO = _uplo(op, UPLO)
     if _plain_no_grad(A):
@@ -1291,33 +1620,70 @@ def eigvals(A: Tensor, *, out: Any = None) -> Tensor:
 # ======================================================================================
 
 
-def _svd_fast(A: Tensor, full: bool, uv: bool) -> tuple[Any, Tensor, Any]:
-    """(U, S, Vh) by gesdd on a copy of A (U and Vh None without `uv`). A's
-    row-major buffer read column-major is A^T = (U S V^H)^T = conj(V) S U^T: gesdd of that
-    n x m matrix gives left vectors conj(V), which read row-major are Vh, and right ones
-    U^T, which read row-major are U; they are written straight into the outputs."""
+def _svd_plan(A: Any, full: bool, uv: bool, v: bool = False) -> tuple:
+    """What `_svd_fast` does for A's layout: (outputs maker, matrix count, m, n, the
+    identities' bytes that U and Vh of empty matrices hold (None: nothing to write), the
+    ctypes type of a scratch info). With `v` the maker makes V = Vh^T (a view) too."""
     shape = A._shape
     m, n = shape[-2:]
     k = min(m, n)
     batch = shape[:-2]
     d = A._dtype
-    S = Tensor._empty(batch + (k,), _real_dtype(d))
+    specs: list[tuple[Any, ...]] = [(batch + (k,), _real_dtype(d), False)]
+    fill: tuple[bytes, ...] | None = None
     if uv:
         mu, nv = (m, n) if full else (k, k)
-        U = Tensor._empty(batch + (m, mu), d)
-        Vh = Tensor._empty(batch + (nv, n), d)
-    else:
-        U = Vh = None
+        specs += [(batch + (m, mu), d, False), (batch + (nv, n), d, False)]
+        if v:
+            specs.append(("mT", 2))
+        reps = _count(batch)
+        if not (m and n) and reps:  # empty matrices: U and Vh from the identity
+            if reps * (m * mu + nv * n) * d.itemsize <= 1 << 16:  # kept as bytes
+                fill = (
+                    np.broadcast_to(np.eye(m, mu, dtype=d.np), (reps, m, mu)).tobytes(),
+                    np.broadcast_to(np.eye(nv, n, dtype=d.np), (reps, nv, n)).tobytes(),
+                )
+            else:
+                fill = ()
     count = _count(shape) // (m * n) if m * n else 0
+    return (_outputs_maker(specs), count, m, n, fill, ctypes.c_int * count)
+
+
+def _svd_fast(A: Any, full: bool, uv: bool, v: bool = False) -> tuple[Any, Any, Any]:
+    """(U, S, Vh) by gesdd on a copy of A (U and Vh None without `uv`). A's
+    row-major buffer read column-major is A^T = (U S V^H)^T = conj(V) S U^T: gesdd of that
+    n x m matrix gives left vectors conj(V), which read row-major are Vh, and right ones
+    U^T, which read row-major are U; they are written straight into the outputs. With
+    `v` (real dtypes, torch.svd) the third result is V = Vh^T, the transposed view
+    `transpose` makes."""
+    key = ("svd", A._lkey, full, uv, v)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _keep_plan(key, _svd_plan(A, full, uv, v))
+    make, count, m, n, fill, info_type = plan
+    V = None
+    if v:
+        S, U, Vh, V = make()
+    elif uv:
+        S, U, Vh = make()
+    else:
+        (S,) = make()
+        U = Vh = None
     if not count:
-        if uv and _count(batch):  # empty matrices: U and Vh from the identity
+        if fill:
+            if fill[0]:
+                _memmove(U._ptr, fill[0], len(fill[0]))
+            if fill[1]:
+                _memmove(Vh._ptr, fill[1], len(fill[1]))
+        elif fill is not None:
             if m:
-                np.copyto(U._numpy_view(), np.eye(m, mu, dtype=d.np))
+                np.copyto(U._numpy_view(), _eye(m, U._shape[-1], A._dtype.np))
             if n:
-                np.copyto(Vh._numpy_view(), np.eye(nv, n, dtype=d.np))
-        return U, S, Vh
+                np.copyto(Vh._numpy_view(), _eye(Vh._shape[-2], n, A._dtype.np))
+        return (U, S, Vh) if V is None else (U, S, V)
+    d = A._dtype
     buf = _host_copy(A)
-    info = np.empty(count, np.int32)
+    info = info_type()
     job = ("A" if full else "S") if uv else "N"
     base = lapack.address(buf)
     lapack.gesdd_at(
@@ -1330,23 +1696,24 @@ def _svd_fast(A: Tensor, full: bool, uv: bool) -> tuple[Any, Tensor, Any]:
         job,
         Vh._ptr if Vh is not None else base,
         U._ptr if U is not None else base,
-        lapack.address(info),
+        _addressof(info),
     )
-    if info.any() or not np.isfinite(S._numpy_view()).all():
+    bad = bytes(info).strip(b"\0")
+    if bad or not np.isfinite(S._numpy_view()).all():
         if not np.isfinite(A._numpy_view()).all():
             raise LinAlgError(
                 "linalg.svd: The algorithm failed to converge because the "
                 "input matrix contained non-finite values."
             )
-        if info.any():
-            j = int(np.flatnonzero(info)[0])
-            where = f"(Batch element {j}): " if batch else ""
+        if bad:
+            j, code = next((j, c) for j, c in enumerate(info) if c)
+            where = f"(Batch element {j}): " if A._shape[:-2] else ""
             raise LinAlgError(
                 f"linalg.svd: {where}The algorithm failed to converge because "
                 f"the input matrix is ill-conditioned or has too many repeated "
-                f"singular values (error code: {int(info[j])})."
+                f"singular values (error code: {code})."
             )
-    return U, S, Vh
+    return (U, S, Vh) if V is None else (U, S, V)
 
 
 def _svd_compute(a: np.ndarray, full: bool, uv: bool) -> tuple[np.ndarray, ...]:
@@ -1423,6 +1790,8 @@ def svd(
     descending), as torch.linalg.svd (LAPACK gesdd; the singular vectors' signs or phases
     are LAPACK's). `driver` is accepted for compatibility (CUDA-only in torch)."""
     op = "linalg.svd"
+    if driver is None and _lapack_plain(A, False):
+        return _out(svd_result(*_svd_fast(A, full_matrices, True)), out)
     check_tensor(op, A)
     check_matrix(op, A)
     check_float(op, A)
@@ -1774,44 +2143,153 @@ def matrix_exp(A: Tensor) -> Tensor:
 # ======================================================================================
 
 
-def _getrf_fast(A: Tensor) -> tuple[np.ndarray | None, Tensor, Tensor]:
-    """getrf of A's matrices: (the column-major factors, None when there are no
-    matrices; pivots; info), pivots and info written straight into new tensors."""
+def _getrf_plan(A: Any, unpacked: bool) -> tuple:
+    """What the short ways of getrf do for A's layout: (outputs maker, matrix count, the
+    getrf loop, a pool of scratch sets, a function making one; the gather indices of L
+    and U; P's byte layout). The outputs are (LU, pivots, info), or with `unpacked` (P,
+    L, U) (linalg.lu). A scratch set holds the column-major copy getrf works in: with
+    `unpacked` a flat array ending in a 0 and a 1 (what the gathers of L and U read
+    outside the factors), the pivots and the infos in scratch too."""
     shape = A._shape
     m, n = shape[-2:]
     k = min(m, n)
     batch = shape[:-2]
-    piv = Tensor._empty(batch + (k,), dt.int32)
-    info = Tensor._empty(batch, dt.int32)
+    d = A._dtype
     count = _count(shape) // (m * n) if m * n else 0
+    perm = None
+    if unpacked:
+        Ps, Ls, Us = _lu_shapes(shape)
+        make = _outputs_maker([(Ps, d, False), (Ls, d, False), (Us, d, False)])
+        perm = (
+            _count(Ps) // (m * m) if m else 0,
+            k,
+            m,
+            d.itemsize,
+            np.ones(1, d.np).tobytes(),
+            _count(Ps) * d.itemsize,
+        )
+    else:
+        make = _outputs_maker(
+            [(shape, d, False), (batch + (k,), dt.int32, False), (batch, dt.int32, not count)]
+        )
+    if not count:  # (then k = 0 or no batch: P holds identities, or nothing)
+        return (make, 0, None, None, None, None, perm)
+    run = lapack.getrf_caller(d.np, m, n, count)
+    fshape = batch + (n, m)
+    size = count * m * n
+
+    window = _stage_window(A)
+
+    def scratch() -> tuple:
+        """(column-major factors (batch, n, m), their address, their row-major view
+        (batch, m, n), the flat array, pivots, their address, infos, their address, A's
+        staging)."""
+        flat = np.empty(size + 2, d.np)
+        flat[size:] = (0, 1)
+        f = flat[:size].reshape(fshape)
+        piv = (ctypes.c_int * (count * k))()
+        info = (ctypes.c_int * count)()
+        return (
+            f,
+            lapack.address(flat),
+            f.swapaxes(-1, -2),
+            flat,
+            piv,
+            _addressof(piv),
+            info,
+            _addressof(info),
+            _stage(A, window),
+        )
+
+    gather = None
+    if unpacked and size <= _INDEX_MAX:
+        gather = _lu_gather(count, m, n, True, size)
+    return (make, count, run, _pool(size * d.itemsize), scratch, gather, perm)
+
+
+def _lu_gather(count: int, m: int, n: int, fortran: bool, size: int) -> tuple[np.ndarray, ...]:
+    """Flat gather indices of L (unit lower m x k) and U (upper k x n), k = min(m, n), of
+    `count` packed factors whose element (i, j) lies at b * m * n + i + j * m (column-
+    major: `fortran`) or b * m * n + i * n + j (row-major): indices `size` and `size + 1`
+    read a 0 and a 1 placed after the factors."""
+    k = min(m, n)
+    base = (np.arange(count) * (m * n))[:, None, None]
+    si, sj = (1, m) if fortran else (n, 1)
+    i = np.arange(m)[:, None]
+    j = np.arange(k)[None, :]
+    L = np.where(i > j, base + i * si + j * sj, np.where(i == j, size + 1, size))
+    i = np.arange(k)[:, None]
+    j = np.arange(n)[None, :]
+    U = np.where(i <= j, base + i * si + j * sj, size)
+    return L.astype(np.intp).reshape(-1), U.astype(np.intp).reshape(-1)
+
+
+def _getrf_fast(A: Any) -> tuple[Any, Any, Any]:
+    """(LU, pivots, info) of A's matrices (getrf in a column-major scratch copy; pivots
+    and info written straight into the new tensors)."""
+    key = ("getrf", A._lkey)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _keep_plan(key, _getrf_plan(A, False))
+    make, count, run, pool, scratch = plan[:5]
+    LU, piv, info = make()
     if not count:
-        _zero(info)
-        if _count(piv._shape):
-            np.copyto(piv._numpy_view(), np.arange(1, k + 1, dtype=np.int32))
-        return None, piv, info
-    f = lapack.fortran_batch(A._numpy_view())
-    lapack.getrf_at(f.dtype, m, n, count, lapack.address(f), piv._ptr, info._ptr)
-    return f, piv, info
-
-
-def _lu_factor_fast(A: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    f, piv, info = _getrf_fast(A)
-    LU = Tensor._empty(A._shape, A._dtype)
-    if f is not None:
-        np.copyto(LU._numpy_view(), lapack.from_fortran(f))
+        return LU, piv, info
+    try:
+        s = pool.pop()
+    except IndexError:
+        s = scratch()
+    _transposed_in(s[0], A, s[8])
+    run(s[1], piv._ptr, info._ptr)
+    LU._numpy_view()[...] = s[2]
+    pool.append(s)
     return LU, piv, info
 
 
+_lu_factor_fast = _getrf_fast
+
+
 def _getrf_compute(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    m, n = a.shape[-2:]
-    k = min(m, n)
-    piv = np.zeros(a.shape[:-2] + (k,), np.int32)
-    if a.size == 0:
-        piv[...] = np.arange(1, k + 1, dtype=np.int32)
-        return np.array(a, copy=True), piv, np.zeros(a.shape[:-2], np.int32)
-    f = lapack.fortran_batch(a)
-    info = lapack.getrf(f, piv)
-    return lapack.from_fortran(f), piv, info
+    LU, piv, info = _getrf_fast(from_numpy(a))
+    return LU._numpy_view(), piv._numpy_view(), info._numpy_view()
+
+
+def _perm_list(piv: list[int], count: int, k: int, m: int) -> list[int]:
+    """Flat positions of the ones of the permutation matrices P (A = P L U) of LAPACK's
+    1-based row interchanges `piv` (count x k, row by row, each in 1..m): the rows of
+    the identity swapped in order, entry (perm[r], r) of each m x m matrix."""
+    ones = []
+    rows = range(m)
+    mm = m * m
+    for c in range(count):
+        perm = list(rows)
+        at = c * k
+        for i in range(k):
+            j = piv[at + i] - 1
+            perm[i], perm[j] = perm[j], perm[i]
+        base = c * mm
+        ones += [base + perm[r] * m + r for r in rows]
+    return ones
+
+
+def _perm_into(P: Any, piv: Any, plan: tuple) -> None:
+    """The permutation matrices of pivots `piv` (count x k, each in 1..m: a flat list,
+    or an int32 array of many) into the new contiguous P: a few matrices' bytes built at
+    once in Python (zeros, and the dtype's 1 at each position `_perm_list` gives), many
+    by `_perm_from_pivots`. `plan`: (count, k, m, itemsize, bytes of a 1, P's bytes)."""
+    count, k, m, size, one, nbytes = plan
+    if count * max(k, m) > _PERM_SMALL:
+        pa = np.asarray(piv, np.int32).reshape(count, k)
+        _perm_from_pivots(pa, m, P._dtype.np, out=P._numpy_view().reshape(count, m, m))
+        return
+    out = bytearray(nbytes)
+    for pos in _perm_list(piv, count, k, m):
+        at = pos * size
+        out[at : at + size] = one
+    (ctypes.c_char * nbytes).from_address(P._ptr).raw = bytes(out)
+
+
+_PERM_SMALL = 4096  # pivots (count x k) up to which P is built in Python
 
 
 def _perm_from_pivots(
@@ -1819,7 +2297,8 @@ def _perm_from_pivots(
 ) -> np.ndarray:
     """The permutation matrices P (A = P L U) of LAPACK's 1-based row interchanges
     (written into `out`, a new array of the batch's (m, m) matrices, when given). The
-    interchanges are applied in order to every batch element at once."""
+    interchanges are applied in order to every batch element at once (a few of them: in
+    Python, `_perm_list`)."""
     batch = piv.shape[:-1]
     k = piv.shape[-1]
     P = np.zeros(batch + (m, m), dtype) if out is None else out
@@ -1827,6 +2306,10 @@ def _perm_from_pivots(
         P.fill(0)
     count = P.size // (m * m) if m else 0
     if not count:
+        return P
+    if count * k <= _PERM_SMALL and P.flags.c_contiguous:
+        flat = P.reshape(-1)
+        flat[_perm_list(piv.reshape(-1).tolist(), count, k, m)] = 1
         return P
     swaps = piv.reshape(count, k).astype(np.intp) - 1
     rows = np.arange(count)
@@ -1839,6 +2322,19 @@ def _perm_from_pivots(
         perm[rows, j] = pi
     P.reshape(count, m, m)[rows[:, None], perm, np.arange(m)] = 1
     return P
+
+
+def _check_lu_pivots(piv: np.ndarray | list[int], m: int) -> None:
+    """torch's check of lu_unpack's pivots: each in 1..m (the rows they name)."""
+    if isinstance(piv, list):
+        bad = bool(piv) and (min(piv) < 1 or max(piv) > m)
+    else:
+        bad = bool(piv.size) and bool(piv.min() < 1 or piv.max() > m)
+    if bad:
+        raise RuntimeError(
+            "pivots passed to lu_unpack must be between 1 and LU.size(-2) inclusive."
+            "Did you properly pass the result of lu_factor?"
+        )
 
 
 _eyes: dict[tuple[int, int, Any], np.ndarray] = {}
@@ -1857,13 +2353,14 @@ def _eye(m: int, k: int, dtype: Any) -> np.ndarray:
 
 
 def _unpack_into(lu: np.ndarray, L: np.ndarray, U: np.ndarray) -> None:
-    """L (unit lower m x k) and U (upper k x n) of packed LU factors, into new arrays."""
+    """L (unit lower m x k) and U (upper k x n) of packed LU factors `lu` (row-major
+    view), into new arrays, by masked copies (for batches too big for gather indices)."""
     m, n = lu.shape[-2:]
     k = min(m, n)
-    np.copyto(L, lu[..., :, :k])
+    L[...] = lu[..., :, :k]
     np.copyto(L, 0, where=_above((m, k), -1))
     L += _eye(m, k, L.dtype)
-    np.copyto(U, lu[..., :k, :])
+    U[...] = lu[..., :k, :]
     np.copyto(U, 0, where=_above((k, n), -1, below=True))
 
 
@@ -1949,6 +2446,11 @@ def lu_factor_ex(
     1-based int32 pivots, LAPACK's info: the first zero pivot), as
     torch.linalg.lu_factor_ex."""
     op = "linalg.lu_factor_ex"
+    if pivot and _lapack_plain(A, False):
+        LU, piv, info = _lu_factor_fast(A)
+        if check_errors:
+            _check_errors("linalg.lu_factor", info, "lu")
+        return _out(lu_factor_ex_result(LU, piv, info), out)
     check_tensor(op, A)
     check_matrix(op, A)
     check_float(op, A)
@@ -1977,19 +2479,12 @@ def lu_factor_ex(
 def lu_factor(A: Tensor, *, pivot: bool = True, out: Any = None) -> Any:
     """The packed LU factorization of each matrix of `A` and its 1-based pivots, as
     torch.linalg.lu_factor (raises LinAlgError for a singular matrix, as torch)."""
-    LU, piv, info = lu_factor_ex(A, pivot=pivot)
+    if pivot and _lapack_plain(A, False):
+        LU, piv, info = _lu_factor_fast(A)
+    else:
+        LU, piv, info = lu_factor_ex(A, pivot=pivot)
     _check_errors("torch.linalg.lu_factor", info, "lu")
     return _out(lu_factor_result(LU, piv), out)
-
-
-def _lu_into(
-    f: np.ndarray | None, piv: np.ndarray, P: np.ndarray, L: np.ndarray, U: np.ndarray
-) -> None:
-    """P, L, U (new arrays) from getrf's column-major factors `f` (None: no matrices)."""
-    m = P.shape[-1]
-    _perm_from_pivots(piv, m, P.dtype, out=P)
-    if f is not None:
-        _unpack_into(lapack.from_fortran(f), L, U)
 
 
 def _lu_shapes(shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
@@ -2000,16 +2495,38 @@ def _lu_shapes(shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
 
 
 def _lu_compute(a: np.ndarray) -> tuple[np.ndarray, ...]:
-    f, piv, _ = _getrf_fast(from_numpy(a))
-    P, L, U = (np.empty(s, a.dtype) for s in _lu_shapes(a.shape))
-    _lu_into(f, piv._numpy_view(), P, L, U)
-    return P, L, U
+    P, L, U = _lu_fast(from_numpy(a))
+    return P._numpy_view(), L._numpy_view(), U._numpy_view()
 
 
-def _lu_fast(A: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    f, piv, _ = _getrf_fast(A)
-    P, L, U = (Tensor._empty(s, A._dtype) for s in _lu_shapes(A._shape))
-    _lu_into(f, piv._numpy_view(), P._numpy_view(), L._numpy_view(), U._numpy_view())
+def _lu_fast(A: Any) -> tuple[Any, Any, Any]:
+    """(P, L, U) of A's matrices: getrf in a column-major scratch copy followed by a 0
+    and a 1, from which one gather each makes L and U; P from the pivots in Python."""
+    key = ("lu", A._lkey)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _keep_plan(key, _getrf_plan(A, True))
+    make, count, run, pool, scratch, gather, perm = plan
+    P, L, U = make()
+    if not count:
+        if perm[0]:
+            _perm_into(P, [], perm)
+        return P, L, U
+    try:
+        s = pool.pop()
+    except IndexError:
+        s = scratch()
+    _transposed_in(s[0], A, s[8])
+    run(s[1], s[5], s[7])
+    if gather is not None:
+        take = s[3].take
+        take(gather[0], out=np.ndarray(gather[0].shape, s[3].dtype, L._storage.buffer), mode="clip")
+        take(gather[1], out=np.ndarray(gather[1].shape, s[3].dtype, U._storage.buffer), mode="clip")
+    else:  # (too many elements to keep gather indices)
+        _unpack_into(s[2], L._numpy_view(), U._numpy_view())
+    piv = s[4]
+    _perm_into(P, list(piv) if len(piv) <= _PERM_SMALL else np.frombuffer(piv, np.int32), perm)
+    pool.append(s)
     return P, L, U
 
 
@@ -2029,6 +2546,8 @@ def lu(A: Tensor, *, pivot: bool = True, out: Any = None) -> Any:
     """The LU decomposition A = P L U with partial pivoting (P a permutation matrix, L
     unit lower m x k, U upper k x n), as torch.linalg.lu."""
     op = "linalg.lu"
+    if pivot and _lapack_plain(A, False):
+        return _out(lu_result(*_lu_fast(A)), out)
     check_tensor(op, A)
     check_matrix(op, A)
     check_float(op, A)
@@ -2052,27 +2571,90 @@ def lu(A: Tensor, *, pivot: bool = True, out: Any = None) -> Any:
 _LAPACK_DTYPES = (dt.float32, dt.float64, dt.complex64, dt.complex128)
 
 
-def _lu_unpack_fast(LU: Tensor, piv: Tensor, unpack_data: bool, unpack_pivots: bool) -> Any:
-    """lu_unpack of plain tensors that need no gradient, in NumPy into new tensors."""
+def _lu_unpack_plan(LU: Any, piv: Any, unpack_data: bool, unpack_pivots: bool) -> tuple:
+    """What `_lu_unpack_fast` does for the operands' layouts: (outputs maker, whether LU
+    is row-major, the matrices' bytes, a pool of scratch sets, a function making one,
+    the gather indices of L and U, P's byte layout, the number of pivots, whether they
+    are row-major). A scratch set is a flat copy of the factors followed by a 0 and a 1,
+    and its address."""
     Ps, Ls, Us = _lu_shapes(LU._shape)
     d = LU._dtype
+    m, n = LU._shape[-2:]
+    k = min(m, n)
+    size = _count(LU._shape)
+    specs = [(Ps, d, False) if unpack_pivots else ((0,), d, False)]
     if unpack_data:
-        L, U = Tensor._empty(Ls, d), Tensor._empty(Us, d)
-        if _count(LU._shape):
-            _unpack_into(LU._numpy_view(), L._numpy_view(), U._numpy_view())
-        else:
-            _zero(L)
-            _zero(U)
-            if _count(L._shape):
-                L._numpy_view()[...] = _eye(Ls[-2], Ls[-1], d.np)
+        specs += [(Ls, d, False), (Us, d, False)]
     else:
-        L = _zero(Tensor._empty((0,), d))
-        U = _zero(Tensor._empty((0,), d))
+        specs += [((0,), d, False), ((0,), d, False)]
+    make = _outputs_maker(specs)
+    gather = None
+    if unpack_data and size and size <= _INDEX_MAX:
+        gather = _lu_gather(size // (m * n), m, n, False, size)
+
+    def scratch() -> tuple:
+        """A new scratch set of this plan (see the plan's docstring)."""
+        flat = np.empty(size + 2, d.np)
+        flat[size:] = (0, 1)
+        return flat, lapack.address(flat), flat[:size].reshape(LU._shape)
+
+    count = _count(Ps) // (m * m) if m else 0
+    perm = (count, k, m, d.itemsize, np.ones(1, d.np).tobytes(), _count(Ps) * d.itemsize)
+    as_is = LU._strides == _row_major_strides(LU._shape)
+    piv_as_is = piv._strides == _row_major_strides(piv._shape)
+    return (
+        make,
+        as_is,
+        size * d.itemsize,
+        [],
+        scratch,
+        gather,
+        perm,
+        count * k,
+        piv_as_is,
+    )
+
+
+def _lu_unpack_fast(LU: Any, piv: Any, unpack_data: bool, unpack_pivots: bool) -> Any:
+    """lu_unpack of plain tensors that need no gradient, pivots of LU's batch and min(m,
+    n) each (None for others: the general path takes them): L and U one gather each
+    from a flat copy of LU followed by a 0 and a 1, P from the pivots in Python (checked
+    as torch checks them)."""
+    m, n = LU._shape[-2:]
+    if piv._shape != LU._shape[:-2] + (min(m, n),) or LU._dtype not in _LAPACK_SET:
+        return None
+    key = ("lu_unpack", LU._lkey, piv._lkey, unpack_data, unpack_pivots)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _keep_plan(key, _lu_unpack_plan(LU, piv, unpack_data, unpack_pivots))
+    make, as_is, nbytes, pool, scratch, gather, perm, npiv, piv_as_is = plan
     if unpack_pivots:
-        P = Tensor._empty(Ps, d)
-        _perm_from_pivots(piv._numpy_view(), Ps[-1], d.np, out=P._numpy_view())
-    else:
-        P = Tensor._empty((0,), d)
+        if npiv > _PERM_SMALL:  # many: checked and used as an array
+            pl = np.array(piv._numpy_view(), np.int32).reshape(-1)
+        elif piv_as_is:
+            pl = list((ctypes.c_int * npiv).from_address(piv._ptr)) if npiv else []
+        else:
+            pl = piv._numpy_view().reshape(-1).tolist()
+        if len(pl):
+            _check_lu_pivots(pl, perm[2])
+    P, L, U = make()
+    if gather is not None:
+        try:
+            s = pool.pop()
+        except IndexError:
+            s = scratch()
+        if as_is:
+            _memmove(s[1], LU._ptr, nbytes)
+        else:
+            s[2][...] = LU._numpy_view()
+        take = s[0].take
+        take(gather[0], out=np.ndarray(gather[0].shape, s[0].dtype, L._storage.buffer), mode="clip")
+        take(gather[1], out=np.ndarray(gather[1].shape, s[0].dtype, U._storage.buffer), mode="clip")
+        pool.append(s)
+    elif unpack_data and nbytes:  # (too many elements to keep gather indices)
+        _unpack_into(LU._numpy_view(), L._numpy_view(), U._numpy_view())
+    if unpack_pivots and perm[0]:
+        _perm_into(P, pl, perm)
     return lu_result(P, L, U)
 
 
@@ -2096,19 +2678,20 @@ def lu_unpack(
             f"with the output produced by torch.linalg.lu_factor"
         )
     m, n = LU_data._shape[-2:]
-    if (
-        _plain_no_grad(LU_data, LU_pivots)
-        and LU_pivots._shape[:-1] == LU_data._shape[:-2]
-        and LU_data._dtype in _LAPACK_DTYPES
-    ):
-        return _out(_lu_unpack_fast(LU_data, LU_pivots, unpack_data, unpack_pivots), out)
+    if _plain_no_grad(LU_data, LU_pivots):
+        r = _lu_unpack_fast(LU_data, LU_pivots, unpack_data, unpack_pivots)
+        if r is not None:
+            return _out(r, out)
+    if unpack_pivots:
+        pivots = values(LU_pivots)
+        _check_lu_pivots(pivots, m)
     if unpack_data:
         L, U = _lu_unpack_factors(LU_data)
     else:
         L = F.zeros((0,), dtype=LU_data._dtype)
         U = F.zeros((0,), dtype=LU_data._dtype)
     if unpack_pivots:
-        P = from_numpy(_perm_from_pivots(values(LU_pivots), m), LU_data._dtype)
+        P = from_numpy(_perm_from_pivots(pivots, m), LU_data._dtype)
     else:
         P = F.zeros((0,), dtype=LU_data._dtype)
     return _out(lu_result(P, L, U), out)
@@ -2348,25 +2931,68 @@ def geqrf(input: Tensor, *, out: Any = None) -> Any:
 # ======================================================================================
 
 
-def _ldl_fast(A: Tensor, hermitian: bool) -> tuple[Tensor, Tensor, Tensor]:
-    """(LD, pivots, info) by sytrf (hetrf) on a column-major copy of A, the pivots and
-    info written straight into new tensors."""
+def _ldl_plan(A: Any, hermitian: bool) -> tuple:
+    """What `_ldl_fast` does for A's layout: (outputs maker, matrix count, the sytrf
+    loop, a pool of scratch sets, a function making one, the gather indices of LD). A
+    scratch set is a column-major copy of A's matrices followed by a 0 (what LD's upper
+    triangle gathers), its address, and the copy as a (batch, n, n) array."""
     shape = A._shape
     n = shape[-1]
     batch = shape[:-2]
-    LD = Tensor._empty(shape, A._dtype)
-    piv = Tensor._empty(shape[:-1], dt.int32)
-    info = Tensor._empty(batch, dt.int32)
+    d = A._dtype
     count = _count(shape) // (n * n) if n else 0
+    make = _outputs_maker(
+        [(shape, d, False), (shape[:-1], dt.int32, not count), (batch, dt.int32, not count)]
+    )
     if not count:
-        _zero(piv)
-        _zero(info)
+        return (make, 0, None, None, None, None)
+    run = lapack.sytrf_caller(d.np, n, count, "L", hermitian)
+    size = count * n * n
+
+    window = _stage_window(A)
+
+    def scratch() -> tuple:
+        """A new scratch set of this plan (see the plan's docstring)."""
+        flat = np.empty(size + 1, d.np)
+        flat[size] = 0
+        f = flat[:size].reshape(batch + (n, n))
+        return flat, lapack.address(flat), f, _stage(A, window)
+
+    base = (np.arange(count) * (n * n))[:, None, None]
+    i = np.arange(n)[:, None]
+    j = np.arange(n)[None, :]
+    gather = None
+    if size <= _INDEX_MAX:
+        gather = np.where(i >= j, base + i + j * n, size).astype(np.intp).reshape(-1)
+    return (make, count, run, _pool(size * d.itemsize), scratch, gather)
+
+
+def _ldl_fast(A: Any, hermitian: bool) -> tuple[Any, Any, Any]:
+    """(LD, pivots, info) by sytrf (hetrf) on a column-major copy of A, the pivots and
+    info written straight into new tensors; LD (the lower triangle of the factors read
+    row-major, zeros above) is one gather from the copy."""
+    key = ("ldl", A._lkey, hermitian)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _keep_plan(key, _ldl_plan(A, hermitian))
+    make, count, run, pool, scratch, gather = plan
+    LD, piv, info = make()
+    if not count:
         return LD, piv, info
-    f = lapack.fortran_batch(A._numpy_view())
-    lapack.sytrf_at(f.dtype, n, count, lapack.address(f), piv._ptr, "L", hermitian, info._ptr)
-    view = LD._numpy_view()
-    np.copyto(view, lapack.from_fortran(f))
-    np.copyto(view, 0, where=_above((n, n), 0))
+    try:
+        s = pool.pop()
+    except IndexError:
+        s = scratch()
+    _transposed_in(s[2], A, s[3])
+    run(s[1], piv._ptr, info._ptr)
+    if gather is not None:
+        out = np.ndarray(gather.shape, s[0].dtype, LD._storage.buffer)
+        s[0].take(gather, out=out, mode="clip")
+    else:  # (too many elements to keep gather indices)
+        view = LD._numpy_view()
+        view[...] = s[2].swapaxes(-1, -2)
+        np.copyto(view, 0, where=_above(view.shape[-2:], 0))
+    pool.append(s)
     return LD, piv, info
 
 
@@ -2381,8 +3007,11 @@ def ldl_factor_ex(
     of each symmetric (Hermitian with hermitian=True) matrix, with LAPACK's pivots and
     info, as torch.linalg.ldl_factor_ex (not differentiable, as in torch)."""
     op = "linalg.ldl_factor_ex"
-    square_float(op, A)
-    if _plain_no_grad(A):
+    plain = _lapack_plain(A, True)
+    if not plain:
+        square_float(op, A)
+        plain = _plain_no_grad(A)
+    if plain:
         LD, piv, info = _ldl_fast(A, hermitian)
     else:
         LD, piv, info = host_op(
@@ -2401,7 +3030,10 @@ def ldl_factor_ex(
 def ldl_factor(A: Tensor, *, hermitian: bool = False, out: Any = None) -> Any:
     """(LD, pivots) of the LDL factorization, as torch.linalg.ldl_factor (raises
     LinAlgError when LAPACK reports an error)."""
-    LD, piv, info = ldl_factor_ex(A, hermitian=hermitian)
+    if _lapack_plain(A, True):
+        LD, piv, info = _ldl_fast(A, hermitian)
+    else:
+        LD, piv, info = ldl_factor_ex(A, hermitian=hermitian)
     _check_errors("torch.linalg.ldl_factor", info, "ldl")
     return _out(ldl_factor_result(LD, piv), out)
 
@@ -2409,10 +3041,101 @@ def ldl_factor(A: Tensor, *, hermitian: bool = False, out: Any = None) -> Any:
 def _ldl_solve_into(
     ld: np.ndarray, piv: np.ndarray, b: np.ndarray, x: np.ndarray, hermitian: bool
 ) -> None:
-    """X of A X = B from sytrf's factors (one batch shape) into the new array `x`."""
+    """X of A X = B from sytrf's factors (one batch shape) into the new array `x` (the
+    pivots checked first: `_check_ldl_pivots`)."""
+    piv = np.ascontiguousarray(piv, np.int32)
+    n = ld.shape[-1]
+    _check_ldl_pivots(piv.reshape(-1).tolist(), n, piv.size // n if n else 0)
     fb = lapack.fortran_batch(b)
-    lapack.sytrs(lapack.fortran_batch(ld), np.ascontiguousarray(piv, np.int32), fb, "L", hermitian)
+    lapack.sytrs(lapack.fortran_batch(ld), piv, fb, "L", hermitian)
     np.copyto(x, lapack.from_fortran(fb))
+
+
+def _check_ldl_pivots(piv: list[int], n: int, count: int) -> None:
+    """Refuse pivots (count x n, a flat list) that are not a lower Bunch-Kaufman
+    factorization's (`lapack.ldl_pivots_valid`): sytrs would read and write outside the
+    matrices."""
+    if not piv or (min(piv) > 0 and max(piv) <= n):  # 1 x 1 blocks only: valid
+        return
+    for c in range(count):
+        if not lapack.ldl_pivots_valid(piv[c * n : (c + 1) * n], n):
+            where = f"(Batch element {c}): " if count > 1 else ""
+            raise RuntimeError(
+                f"linalg.ldl_solve: {where}the pivots are not those of an LDL "
+                f"factorization (as linalg.ldl_factor gives them)"
+            )
+
+
+def _ldl_solve_plan(LD: Any, pivots: Any, B: Any, hermitian: bool) -> tuple:
+    """What `_ldl_solve_fast` does for the operands' layouts (one batch shape): (output
+    maker, matrix count, n, the sytrs loop, a pool of scratch sets, a function making
+    one, whether the pivots are row-major). A scratch set: column-major copies of LD's
+    and B's matrices and their addresses, B's copy read row-major, and pivots."""
+    shape = B._shape
+    n, k = shape[-2:]
+    batch = shape[:-2]
+    d = B._dtype
+    make = _outputs_maker([(shape, d, False)])
+    count = _count(batch) if n and k else 0
+    if not count:
+        return (make, 0, n, None, None, None, False)
+    run = lapack.sytrs_caller(d.np, n, k, count, "L", hermitian)
+
+    lwindow, bwindow = _stage_window(LD), _stage_window(B)
+
+    def scratch() -> tuple:
+        """A new scratch set of this plan (see the plan's docstring)."""
+        fl = np.empty(batch + (n, n), d.np)
+        fb = np.empty(batch + (k, n), d.np)
+        piv = (ctypes.c_int * (count * n))()
+        return (
+            fl,
+            lapack.address(fl),
+            fb,
+            lapack.address(fb),
+            fb.swapaxes(-1, -2),
+            piv,
+            _addressof(piv),
+            _stage(LD, lwindow),
+            _stage(B, bwindow),
+        )
+
+    piv_as_is = pivots._strides == _row_major_strides(pivots._shape)
+    return (make, count, n, run, _pool(count * n * (n + k) * d.itemsize), scratch, piv_as_is)
+
+
+def _ldl_solve_fast(LD: Any, pivots: Any, B: Any, hermitian: bool) -> Any:
+    """ldl_solve of plain tensors that need no gradient, one batch shape (pivots of LD's
+    batch): the pivots checked, sytrs on column-major scratch copies. None for other
+    batch shapes (the broadcasting path takes them)."""
+    if pivots._shape != LD._shape[:-1] or B._shape[:-2] != LD._shape[:-2]:
+        return None
+    key = ("ldl_solve", LD._lkey, pivots._lkey, B._lkey, hermitian)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _keep_plan(key, _ldl_solve_plan(LD, pivots, B, hermitian))
+    make, count, n, run, pool, scratch, piv_as_is = plan
+    if not count:
+        return make()[0]
+    try:
+        s = pool.pop()
+    except IndexError:
+        s = scratch()
+    if piv_as_is:
+        pl = list((ctypes.c_int * (count * n)).from_address(pivots._ptr))
+        pa = pivots._ptr
+    else:
+        pl = pivots._numpy_view().reshape(-1).tolist()
+        s[5][:] = pl
+        pa = s[6]
+    _check_ldl_pivots(pl, n, count)
+    _transposed_in(s[0], LD, s[7])
+    _transposed_in(s[2], B, s[8])
+    run(s[1], pa, s[3])
+    (X,) = make()
+    X._numpy_view()[...] = s[4]
+    pool.append(s)
+    return X
 
 
 def _ldl_solve_compute(
@@ -2443,7 +3166,12 @@ def ldl_solve(
         raise RuntimeError(
             f"{op}: Incompatible shapes of LD and B ({LD._shape[-1]} and {B._shape[-2]})"
         )
-    if _plain_no_grad(LD, pivots, B) and pivots._shape == LD._shape[:-1]:
+    plain = _plain_no_grad(LD, pivots, B)
+    if plain:
+        X = _ldl_solve_fast(LD, pivots, B, hermitian)
+        if X is not None:
+            return _out(X, out)
+    if plain and pivots._shape == LD._shape[:-1]:
         p = pivots._numpy_view()
 
         def into(ld: np.ndarray, b: np.ndarray, x: np.ndarray) -> None:

@@ -23,6 +23,11 @@ The `*_at` forms (`potrf_at`, `getrf_at`, `sytrf_at`, `syevd_at`, `gesdd_at`,
 new tensor's memory (its info too) with no NumPy view in between. Workspace sizes are
 queried once per (routine, dtype, shape) and cached; the integer arguments and the
 workspaces themselves are per-thread scratch reused from call to call.
+The `*_caller` forms (`potrf_caller`, `getrf_caller`, `sytrf_caller`, `potrs_caller`,
+`sytrs_caller`) do that work once per (dtype, sizes, batch count) and return a function
+of the varying addresses only, for the call plans of `llgrad.linalg`: one matrix is one
+direct call; a batch runs in one foreign call (`_batched`, through the LapackLoop kernel
+of `eager.linalg`) instead of a ctypes call per matrix.
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ import threading
 from typing import Any
 
 import numpy as np
+
+from ..codegen.lapack_loop import LapackLoop, build_lapack_loop
+from . import cache as _cache
 
 _PREFIX = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
 _VOIDP = ctypes.c_void_p
@@ -113,6 +121,130 @@ def routine(dtype: np.dtype, name: str) -> Any:
     return fn
 
 
+_addresses: dict[tuple[str, str], int] = {}
+
+
+def routine_address(dtype: np.dtype, name: str) -> int:
+    """The address of LAPACK's (BLAS's) `name` of `dtype` (found once)."""
+    key = (dtype.char, name)
+    a = _addresses.get(key)
+    if a is None:
+        a = _addresses[key] = _capsule_address(_PREFIX[np.dtype(dtype).name] + name, name in _BLAS)
+    return a
+
+
+FIXED, PER, OWN = 0, 1, 2  # kinds of a batched call's pointer arguments (`_batched`)
+
+
+class _NoBlocks:
+    """The block pool of a batched caller whose blocks own too much scratch to keep:
+    always empty."""
+
+    def pop(self) -> Any:
+        """Nothing to take: always raises IndexError."""
+        raise IndexError
+
+    def append(self, item: Any) -> None:
+        """Drop `item` (nothing is kept)."""
+        pass
+
+
+_cache.register_builder(LapackLoop, build_lapack_loop)
+
+# held GIL, as `runtime.lapack` calls the routines (a tiny factorization takes less time
+# than a GIL hand-over)
+_LOOP_CALL = ctypes.PYFUNCTYPE(None, ctypes.c_void_p)
+_loops: dict[int, Any] = {}
+
+
+def lapack_loop(nargs: int) -> Any:
+    """The `LapackLoop` kernel for routines of `nargs` pointer arguments, as a function
+    of the argument block's address (compiled once per process; the disk cache keeps the
+    object)."""
+    fn = _loops.get(nargs)
+    if fn is None:
+        kernel = _cache.get(LapackLoop(nargs))
+        fn = _loops[nargs] = _LOOP_CALL(kernel.address)
+        fn.kernel = kernel  # type: ignore[attr-defined]
+    return fn
+
+
+def _batched(dtype: np.dtype, name: str, count: int, args: list[tuple[int, int]]) -> Any:
+    """A function running routine `name` of `dtype` on `count` matrices in one foreign call
+    (`eager.linalg.lapack_loop`). `args` gives each pointer argument as (FIXED, address):
+    the same address for every matrix (a size, a character); (PER, step): an address
+    passed to the function (in order) and advanced by `step` bytes per matrix; (OWN,
+    nbytes): scratch of the argument block's own (a workspace, an info nobody reads).
+    The argument blocks are reused (a pool: a call takes one for itself, so threads never
+    share a block or its scratch)."""
+    call = lapack_loop(len(args))
+    head = [count, routine_address(dtype, name)]
+    slots = [2 + 2 * j for j, (kind, _) in enumerate(args) if kind == PER]
+    kind_t = ctypes.c_int64 * (2 + 2 * len(args))
+    pool: Any = []
+    if sum(v for kind, v in args if kind == OWN) > 1 << 20:
+        pool = _NoBlocks()  # big scratch: a block per call, freed after
+
+    def block() -> tuple[Any, int]:
+        """A new argument block (and its address) holding its own scratch."""
+        values = list(head)
+        owned = []
+        for kind, v in args:
+            if kind == OWN:
+                scratch = np.zeros(max(1, (v + 15) // 16), np.complex128)  # aligned
+                owned.append(scratch)
+                values += [address(scratch), 0]
+            else:
+                values += [v, 0] if kind == FIXED else [0, v]
+        b = kind_t(*values)
+        b.owned = owned  # type: ignore[attr-defined]
+        return b, ctypes.addressof(b)
+
+    if len(slots) == 2:
+        s0, s1 = slots
+
+        def run(a0: int, a1: int) -> None:
+            """Run the routine on the matrices at the given addresses."""
+            try:
+                b, at = pool.pop()
+            except IndexError:
+                b, at = block()
+            b[s0] = a0
+            b[s1] = a1
+            call(at)
+            pool.append((b, at))
+
+    elif len(slots) == 3:
+        s0, s1, s2 = slots
+
+        def run(a0: int, a1: int, a2: int) -> None:  # type: ignore[misc]
+            """Run the routine on the matrices at the given addresses."""
+            try:
+                b, at = pool.pop()
+            except IndexError:
+                b, at = block()
+            b[s0] = a0
+            b[s1] = a1
+            b[s2] = a2
+            call(at)
+            pool.append((b, at))
+
+    else:
+
+        def run(*bases: int) -> None:  # type: ignore[misc]
+            """Run the routine on the matrices at the given addresses."""
+            try:
+                b, at = pool.pop()
+            except IndexError:
+                b, at = block()
+            for k, v in zip(slots, bases):
+                b[k] = v
+            call(at)
+            pool.append((b, at))
+
+    return run
+
+
 def address(a: np.ndarray) -> int:
     """The address of a C-contiguous array's first element (`ctypes.c_char.from_buffer`
     takes half the time of `a.ctypes.data`; read-only arrays take the slow way)."""
@@ -167,6 +299,7 @@ class _Scratch(threading.local):
 
 
 _tls = _Scratch()
+_INFO_SLOT = 56  # byte offset of the scratch int a call's unread info goes to
 
 
 def _scratch() -> tuple[Any, int]:
@@ -255,6 +388,31 @@ def potrf_at(dtype: np.dtype, n: int, count: int, base: int, uplo: str, info_add
         fn(u, ia, base + i * step, ia, info_addr + 4 * i)
 
 
+def potrf_caller(dtype: np.dtype, n: int, count: int, uplo: str) -> Any:
+    """`potrf_at` for one (dtype, n, count, uplo), its constant arguments made once: a
+    function `run(base, info_addr)` (count >= 1 matrices, n >= 1). The integer arguments
+    are its own (LAPACK only reads them), so threads may share it."""
+    fn = routine(dtype, "potrf")
+    keep, na = _ints(n)
+    u = _CHAR_ADDR[uplo]
+    step = n * n * dtype.itemsize
+    if count == 1:
+
+        def run(base: int, info_addr: int) -> None:
+            """Run the routine on the matrices at the given addresses."""
+            fn(u, na, base, na, info_addr)
+
+    else:
+        run = _batched(
+            dtype,
+            "potrf",
+            count,
+            [(FIXED, u), (FIXED, na), (PER, step), (FIXED, na), (PER, 4)],
+        )
+    run.keep = keep  # type: ignore[attr-defined]
+    return run
+
+
 def potrs(c: np.ndarray, b: np.ndarray, uplo: str) -> np.ndarray:
     """Solve with Cholesky factors: `c` (..., n, n) and `b` (..., k, n) column-major
     batches of the same batch shape; `b` is overwritten with the solution."""
@@ -273,6 +431,43 @@ def potrs(c: np.ndarray, b: np.ndarray, uplo: str) -> np.ndarray:
     for i in range(count):
         fn(u, ia, ia + 4, cb + i * cstep, ia, bb + i * bstep, ia, ib + 4 * i)
     return info
+
+
+def potrs_caller(dtype: np.dtype, n: int, k: int, count: int, uplo: str) -> Any:
+    """`potrs` for one (dtype, n, k, count, uplo), its constant arguments made once: a
+    function `run(c_base, b_base)` solving with count column-major n x n factors at
+    `c_base` and n x k right-hand sides at `b_base` (overwritten), one after another
+    (count, n, k >= 1). potrs's info only flags illegal arguments: it goes to scratch."""
+    fn = routine(dtype, "potrs")
+    keep, ia = _ints(n, k)
+    u = _CHAR_ADDR[uplo]
+    cstep = n * n * dtype.itemsize
+    bstep = n * k * dtype.itemsize
+    if count == 1:
+        tls = _tls
+
+        def run(c_base: int, b_base: int) -> None:
+            """Run the routine on the matrices at the given addresses."""
+            fn(u, ia, ia + 4, c_base, ia, b_base, ia, tls.addr + _INFO_SLOT)
+
+    else:
+        run = _batched(
+            dtype,
+            "potrs",
+            count,
+            [
+                (FIXED, u),
+                (FIXED, ia),
+                (FIXED, ia + 4),
+                (PER, cstep),
+                (FIXED, ia),
+                (PER, bstep),
+                (FIXED, ia),
+                (OWN, 4),
+            ],
+        )
+    run.keep = keep  # type: ignore[attr-defined]
+    return run
 
 
 def getrf(f: np.ndarray, piv: np.ndarray, *, info_addr: int | None = None) -> np.ndarray | None:
@@ -299,6 +494,30 @@ def getrf_at(
     pstep = min(m, n) * 4
     for i in range(count):
         fn(ia, ia + 4, base + i * step, ia + 8, piv_addr + i * pstep, info_addr + 4 * i)
+
+
+def getrf_caller(dtype: np.dtype, m: int, n: int, count: int) -> Any:
+    """`getrf_at` for one (dtype, m, n, count), its constant arguments made once: a
+    function `run(base, piv_addr, info_addr)` (count >= 1 matrices, m, n >= 1)."""
+    fn = routine(dtype, "getrf")
+    keep, ia = _ints(m, n, max(1, m))
+    step = m * n * dtype.itemsize
+    pstep = min(m, n) * 4
+    if count == 1:
+
+        def run(base: int, piv_addr: int, info_addr: int) -> None:
+            """Run the routine on the matrices at the given addresses."""
+            fn(ia, ia + 4, base, ia + 8, piv_addr, info_addr)
+
+    else:
+        run = _batched(
+            dtype,
+            "getrf",
+            count,
+            [(FIXED, ia), (FIXED, ia + 4), (PER, step), (FIXED, ia + 8), (PER, pstep), (PER, 4)],
+        )
+    run.keep = keep  # type: ignore[attr-defined]
+    return run
 
 
 def gesv(a: np.ndarray, b: np.ndarray, *, info_addr: int | None = None) -> np.ndarray | None:
@@ -383,11 +602,24 @@ def sytrf_at(
     """`sytrf` (`hetrf`) on `count` n x n matrices one after another at `base`."""
     name = "hetrf" if hermitian and dtype.kind == "c" else "sytrf"
     fn = routine(dtype, name)
+    lwork = _sytrf_lwork(dtype, name, n, uplo)
     ints, ia = _scratch()
     u = _CHAR_ADDR[uplo]
     ints[0] = n
+    ints[2] = lwork
+    wb = _workspace(dtype, lwork)
+    step = n * n * dtype.itemsize
+    for i in range(count):
+        fn(u, ia, base + i * step, ia, piv_addr + i * n * 4, wb, ia + 8, info_addr + 4 * i)
+
+
+def _sytrf_lwork(dtype: np.dtype, name: str, n: int, uplo: str) -> int:
+    """sytrf's (hetrf's, `name`) workspace length for n x n matrices (asked once)."""
     lwork = _lwork.get((name, dtype, n))
     if lwork is None:
+        fn = routine(dtype, name)
+        u = _CHAR_ADDR[uplo]
+        keep, ia = _ints(n, 0)
         scratch = np.zeros(max(1, n * n), dtype)
         pscratch = np.zeros(max(1, n), np.int32)
         lwork = _query(
@@ -396,12 +628,49 @@ def sytrf_at(
             (n,),
             lambda w, l: fn(u, ia, address(scratch), ia, address(pscratch), w, l, ia + 4),
         )
-        ints[0] = n
-    ints[2] = lwork
-    wb = _workspace(dtype, lwork)
+    return lwork
+
+
+def sytrf_caller(dtype: np.dtype, n: int, count: int, uplo: str, hermitian: bool) -> Any:
+    """`sytrf_at` for one (dtype, n, count, uplo, hermitian), its constant arguments and
+    workspace length found once: a function `run(base, piv_addr, info_addr)` (count >= 1
+    matrices, n >= 1). The workspace is the calling thread's (one matrix) or the
+    argument block's own (a batch)."""
+    name = "hetrf" if hermitian and dtype.kind == "c" else "sytrf"
+    fn = routine(dtype, name)
+    lwork = _sytrf_lwork(dtype, name, n, uplo)
+    keep, ia = _ints(n, lwork)
+    u = _CHAR_ADDR[uplo]
     step = n * n * dtype.itemsize
-    for i in range(count):
-        fn(u, ia, base + i * step, ia, piv_addr + i * n * 4, wb, ia + 8, info_addr + 4 * i)
+    pstep = n * 4
+    if count == 1:
+        tls = _tls
+        key: Any = np.dtype(dtype).char
+
+        def run(base: int, piv_addr: int, info_addr: int) -> None:
+            """Run the routine on the matrices at the given addresses."""
+            got = tls.work.get(key)
+            wb = got[1] if got is not None and got[0].size >= lwork else _workspace(dtype, lwork)
+            fn(u, ia, base, ia, piv_addr, wb, ia + 4, info_addr)
+
+    else:
+        run = _batched(
+            dtype,
+            name,
+            count,
+            [
+                (FIXED, u),
+                (FIXED, ia),
+                (PER, step),
+                (FIXED, ia),
+                (PER, pstep),
+                (OWN, lwork * dtype.itemsize),
+                (FIXED, ia + 4),
+                (PER, 4),
+            ],
+        )
+    run.keep = keep  # type: ignore[attr-defined]
+    return run
 
 
 def sytrs(f: np.ndarray, piv: np.ndarray, b: np.ndarray, uplo: str, hermitian: bool) -> np.ndarray:
@@ -423,6 +692,67 @@ def sytrs(f: np.ndarray, piv: np.ndarray, b: np.ndarray, uplo: str, hermitian: b
     for i in range(count):
         fn(u, ia, ia + 4, base + i * step, ia, pb + i * n * 4, bb + i * bstep, ia, ib + 4 * i)
     return info
+
+
+def sytrs_caller(dtype: np.dtype, n: int, k: int, count: int, uplo: str, hermitian: bool) -> Any:
+    """`sytrs` (`hetrs`) for one (dtype, n, k, count, uplo, hermitian), its constant
+    arguments made once: a function `run(f_base, piv_base, b_base)` solving with count
+    column-major n x n factors, their n pivots each and n x k right-hand sides
+    (overwritten), one after another (count, n, k >= 1). The pivots must be a valid
+    factorization's (`ldl_pivots_valid`); the info (illegal arguments only) goes to
+    scratch."""
+    name = "hetrs" if hermitian and dtype.kind == "c" else "sytrs"
+    fn = routine(dtype, name)
+    keep, ia = _ints(n, k)
+    u = _CHAR_ADDR[uplo]
+    step = n * n * dtype.itemsize
+    bstep = n * k * dtype.itemsize
+    pstep = n * 4
+    if count == 1:
+        tls = _tls
+
+        def run(f_base: int, piv_base: int, b_base: int) -> None:
+            """Run the routine on the matrices at the given addresses."""
+            fn(u, ia, ia + 4, f_base, ia, piv_base, b_base, ia, tls.addr + _INFO_SLOT)
+
+    else:
+        run = _batched(
+            dtype,
+            name,
+            count,
+            [
+                (FIXED, u),
+                (FIXED, ia),
+                (FIXED, ia + 4),
+                (PER, step),
+                (FIXED, ia),
+                (PER, pstep),
+                (PER, bstep),
+                (FIXED, ia),
+                (OWN, 4),
+            ],
+        )
+    run.keep = keep  # type: ignore[attr-defined]
+    return run
+
+
+def ldl_pivots_valid(piv: list[int], n: int) -> bool:
+    """Whether `piv` (one matrix's n pivots, 1-based, as a list) is a valid lower ('L')
+    Bunch-Kaufman pivot sequence as sytrf gives it, so that sytrs reads and writes only
+    inside the matrix: every |pivot| in 1..n, and the negative ones in equal pairs
+    (a 2 x 2 block at rows k, k + 1 has pivot -p at both)."""
+    k = 0
+    while k < n:
+        p = piv[k]
+        if p > 0:
+            if p > n:
+                return False
+            k += 1
+        else:
+            if p == 0 or -p > n or k + 1 >= n or piv[k + 1] != p:
+                return False
+            k += 2
+    return True
 
 
 def trsm(a: np.ndarray, b: np.ndarray, lower: bool, unit: bool) -> None:
