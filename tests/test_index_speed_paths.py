@@ -344,6 +344,10 @@ def test_one_hot_fast_equals_general(monkeypatch):
     for a in ([1, 2, 0, 4], [[0, 3], [2, 2]], [], 3):
         x = lg.tensor(a, dtype=lg.int64)
         for n in (-1, 5, 7):
+            if n == -1 and x.numel() == 0:  # no classes to infer: torch's error
+                with pytest.raises(RuntimeError, match="Can not infer total number"):
+                    F.one_hot(x, n)
+                continue
             same(*fast_and_general(monkeypatch, lambda: F.one_hot(x, n)))
     for bad, n in (([1, -1], 3), ([1, 5], 3)):
         with pytest.raises(RuntimeError) as fast:

@@ -18,8 +18,8 @@ CEILINGS = {
     "forbidden imports": 7,
     "largest circle": 1,
     "files in circles": 0,
-    "largest knot": 172,
-    "inline imports": 901,
+    "largest knot": 171,
+    "inline imports": 899,
 }
 
 

@@ -25,6 +25,8 @@ from ..autograd.apply import composite_function, needs_grad
 from ..autograd.apply import interpreters as _interpreters
 from ..autograd.grad_mode import _state as _grad_state
 from ..eager import views as _views
+from ..eager.elementwise import copy_into
+from ..schedule.layout import contiguous_strides
 from ..autograd.node import Node, edge, node_class
 from ..ir import dtypes as dt
 from ..ir.types import normalize_axis
@@ -605,6 +607,16 @@ def repeat_interleave(
     `repeats` times (an int, or a tensor with one count per element). With one tensor
     argument: `arange(len(r))` repeated `r` times. A tensor of counts makes a
     data-dependent size: a graph break inside `lg.compile` unless `output_size` is given."""
+    if (
+        repeats.__class__ is int
+        and output_size is None
+        and repeats >= 0
+        and input.__class__ is Tensor
+        and S._unrecorded(input)
+    ):
+        out = _repeat_rows(input, repeats, dim)
+        if out is not None:
+            return out
     from .creation import tensor, iota
 
     if repeats is None:
@@ -684,6 +696,45 @@ def repeat_interleave(
         )
     idx = tensor(np.repeat(np.arange(n, dtype=np.int64), counts), dtype=dt.int64)
     return index_select(input, d, idx)
+
+
+_repeat_replays: dict[tuple, Any] = {}
+_new_tensor: Any = Tensor._empty  # type: ignore[attr-defined]
+
+
+def _repeat_rows(input: Any, repeats: int, dim: int | None) -> Tensor | None:
+    """`repeat_interleave` by an int of a tensor autograd does not record: one copy from
+    a view of `input` with a size-`repeats` axis of stride 0 after `dim` into the new
+    tensor, replayed per (layout, dim, repeats) after the first call (one kernel, no view
+    built); None for a non-contiguous input without `dim` (the general path copies it)."""
+    key = (input._lkey, dim, repeats)
+    replay = _repeat_replays.get(key)
+    if replay is not None:
+        return replay.run((input,))
+    if dim is None:
+        if not input.is_contiguous():
+            return None
+        shape, strides, d = (input.numel(),), (1,), 0
+    else:
+        d = normalize_axis(dim, max(input.ndim, 1), "repeat_interleave")
+        shape, strides = (input._shape, input._strides) if input.ndim else ((1,), (1,))
+    n = shape[d]
+    split = shape[:d] + (n, repeats) + shape[d + 1 :]
+    out_shape = shape[:d] + (n * repeats,) + shape[d + 1 :]
+
+    def make() -> Tensor:
+        out = _new_tensor(out_shape, input._dtype)
+        dst = _views.view_of(out, 0, split, contiguous_strides(split))
+        src = _views.view_of(
+            input, input._offset, split, strides[: d + 1] + (0,) + strides[d + 1 :]
+        )
+        copy_into(dst, src)
+        return out
+
+    out, replay = _views.record_copies(make, (input,))
+    if replay is not None and len(_repeat_replays) < _views.REPLAY_LIMIT:
+        _repeat_replays[key] = replay
+    return out
 
 
 @composite_function
@@ -1443,11 +1494,15 @@ def _copy(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
         key = (fast, input._lkey, input._offset, input._storage.nbytes, values)
         replay = _copy_replays.get(key)
         if replay is not None:
+            if replay.__class__ is tuple:  # (one replay per view of a tuple)
+                return tuple([r.run((input,)) for r in replay])
             return replay.run((input,))
         try:
             view = fn(input, *args, **kwargs)
         except Exception:  # noqa: BLE001 - the general call raises it, named
             return general(input, *args, **kwargs)
+        if view.__class__ is tuple and view:
+            return _copy_views(key, input, view) or general(input, *args, **kwargs)
         if view.__class__ is not Tensor or view._storage is not input._storage:
             return general(input, *args, **kwargs)
         out, replay = _views.record_copies(lambda: _views.clone(view), (input,))
@@ -1457,6 +1512,29 @@ def _copy(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
 
     functools.update_wrapper(fast, general)
     return fast
+
+
+def _copy_views(key: tuple, input: Any, views: tuple) -> tuple[Tensor, ...] | None:
+    """Contiguous copies of `views` (a view op's tuple of views of `input`), each copy
+    recorded so that later calls with `key` replay them (see `_copy`); None when one is
+    not a plain view of `input`."""
+    storage = input._storage
+    if any(v.__class__ is not Tensor for v in views) or any(
+        v._storage is not storage for v in views
+    ):
+        return None
+    outs, replays = [], []
+    for v in views:
+
+        def copy(v: Tensor = v) -> Tensor:
+            return _views.clone(v)
+
+        out, replay = _views.record_copies(copy, (input,))
+        outs.append(out)
+        replays.append(replay)
+    if all(r is not None for r in replays) and len(_copy_replays) < _views.REPLAY_LIMIT:
+        _copy_replays[key] = tuple(replays)
+    return tuple(outs)
 
 
 def _expand(input: Tensor, size: Sequence[int], implicit: bool = False) -> Tensor:

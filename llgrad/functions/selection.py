@@ -10,8 +10,14 @@ Most functions here are compositions of the indexing primitives (`gather`, `scat
   (NumPy's `ufunc.at`) with a backward node written with llgrad functions; in a trace
   they are composed densely (a comparison of every index with every position along the
   dimension), or break the graph when that would exceed 2**24 elements;
-- `searchsorted`, `bucketize`, `isin` run on the host eagerly (binary search / sorting)
-  and compose from comparisons and sums when traced.
+- `searchsorted`, `bucketize`, `isin` run eagerly as a binary-search kernel or on the
+  host (sorting) and compose from comparisons and sums when traced.
+
+The plain eager case (plain tensors, nothing to record: `host_plain`) of `index_put` with
+one index, `masked_scatter`, `searchsorted`/`bucketize`, `unravel_index`, and `unique` /
+`unique_consecutive` along a dimension runs generated kernels (`eager.selection`) that
+write straight into the new tensors; what they decline (layouts, dtypes, an index out of
+range) takes the general path, which gives PyTorch's result or error.
 """
 
 from __future__ import annotations
@@ -23,11 +29,13 @@ import numpy as np
 from ..autograd.apply import composite_function, needs_grad
 from ..autograd.node import Node, SavedTensor, edge, node_class
 from ..ir import dtypes as dt
-from ..ir.types import broadcast_shapes
+from ..ir.types import broadcast_shapes, normalize_axis
 from ..tensor import Tensor
 from . import elementwise as E
 from ._errors import names_op
 from ._host import host_broadcast, host_empty, host_plain, host_tensor, host_values, host_view
+from ..eager import selection as _eager_selection
+from ..eager import views
 
 __all__: list[str] = [
     "take",
@@ -138,7 +146,6 @@ def _along(index: Tensor, d: int, shape: tuple[int, ...]) -> Tensor:
 
 
 def _dim(op: str, dim: int, ndim: int) -> int:
-    from ..ir.types import normalize_axis
 
     return normalize_axis(dim, max(ndim, 1), op)
 
@@ -392,10 +399,6 @@ def index_put(
     """A copy of `input` with `input[indices] = values` (or `+= values`, duplicates adding
     up, with `accumulate`); `values` broadcasts to the indexed shape. Compiles (the
     positions are an index of `input`'s row-major offsets)."""
-    from .creation import full, iota
-    from .indexing import getitem, index_put_linear, scatter_add_linear
-    from .shape import expand
-
     op = "index_put"
     index = _normalize_indices(op, input, indices)
     if isinstance(values, Tensor):
@@ -406,11 +409,23 @@ def index_put(
                 f"and {values._dtype.name} for the source."
             )
     else:
+        from .creation import full
+
         values = full((), values, dtype=input._dtype)
     if host_plain(input, values, *index):
+        if len(index) == 1 and index[0].__class__ is Tensor:
+            # one mask or integer index: a kernel writes the rows (None: not a case it
+            # serves, or an index out of range, which the general path reports)
+            out = _eager_selection.row_put(input, index[0], values, accumulate)
+            if out is not None:
+                return out
         out = _index_put_host(input, index, values, accumulate)
         if out is not None:
             return out
+    from .creation import iota
+    from .indexing import getitem, index_put_linear, scatter_add_linear
+    from .shape import expand
+
     positions = getitem(iota(max(input.numel(), 0), dt.int64).reshape(input._shape), index)
     if values._shape != positions._shape:
         while values.ndim > positions.ndim and values._shape[0] == 1:
@@ -777,24 +792,25 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """A copy of `input` (broadcast with `mask`) with the positions where `mask` is True
     filled, in row-major order, from the first elements of `source`. A graph break inside
     `lg.compile` (how many elements it takes depends on the mask)."""
-    from ..eager import indexing as eager_indexing
-    from .inplace import index_put
-    from .shape import broadcast_tensors
-
     op = "masked_scatter"
     mask = _bool_mask(op, mask)
     _same_dtype(op, input, source)
     if host_plain(input, mask, source):
-        x, m = host_view(input), host_view(mask)
-        shape = x.shape if x.shape == m.shape else _host_broadcast(x.shape, m.shape)
-        if shape is not None:
-            m = host_broadcast(m, shape) if m.shape != shape else m
-            count = int(np.count_nonzero(m))
-            if source.numel() >= count:
-                res, out = host_empty(tuple(shape), input._dtype)
-                out[...] = x
-                out[m] = host_view(source).reshape(-1)[:count]
-                return res
+        # the plain eager case: one kernel walks the broadcast shape (None: the shapes
+        # do not broadcast, the general path raises)
+        done = _eager_selection.masked_scatter(input, mask, source)
+        if done is not None:
+            out, count = done
+            if count > source.numel():
+                raise RuntimeError(
+                    f"masked_scatter(): Number of elements of source < number of ones "
+                    f"in mask ({source.numel()} < {count})"
+                )
+            return out
+    from ..eager import indexing as eager_indexing
+    from .inplace import index_put
+    from .shape import broadcast_tensors
+
     if _traced(input, mask, source):
         _graph_break("masked_scatter() (how much of source it reads depends on the mask)")
     x, m = broadcast_tensors(input, mask)
@@ -834,6 +850,10 @@ def _unique_host(
         _graph_break(f"{op}() (its result size depends on data)")
     if input._dtype.is_complex and not consecutive:
         raise RuntimeError(f"{op}(): not implemented for {input._dtype.name}")
+    if (dim is not None or consecutive) and input.ndim and host_plain(input):
+        fast = _unique_slices(op, input, consecutive, return_inverse, return_counts, dim)
+        if fast is not None:
+            return fast
     a = _host(input)
     if dim is None:
         flat = a.reshape(-1)
@@ -858,8 +878,6 @@ def _unique_host(
                 group[positions] = int((~nan).sum()) + np.arange(n_nan)
         inverse = np.asarray(group, np.int64).reshape(a.shape)
     else:
-        from ..ir.types import normalize_axis
-
         if input.ndim == 0:
             raise IndexError(f"{op}(): dim {dim} out of range for a 0-d tensor")
         d = normalize_axis(dim, input.ndim, op)
@@ -918,6 +936,40 @@ def _unique_host(
     if return_counts:
         result.append(_from_host(np.asarray(counts, np.int64), dt.int64))
     return result[0] if len(result) == 1 else tuple(result)
+
+
+def _unique_slices(
+    op: str,
+    input: Tensor,
+    consecutive: bool,
+    return_inverse: bool,
+    return_counts: bool,
+    dim: int | None,
+) -> Any:
+    """`_unique_host`'s plain eager case by kernels: slices along `dim` (or the elements,
+    for `unique_consecutive` without one) grouped, sorted first for `unique`; None when
+    the kernels do not serve it (an empty input, complex values, a layout that does not
+    collapse)."""
+
+    if dim is None:
+        x, d = views.reshape(input, (input.numel(),)), 0
+    else:
+        d = normalize_axis(dim, input.ndim, op)
+        x = input
+    if not x.numel():
+        return None
+    got = _eager_selection.unique_slices(x, d, not consecutive, return_counts)
+    if got is None:
+        return None
+    values, inverse, counts = got
+    if not (return_inverse or return_counts):
+        return values
+    result = [values]
+    if return_inverse:
+        result.append(inverse if dim is not None else views.reshape(inverse, input._shape))
+    if return_counts:
+        result.append(counts)
+    return tuple(result)
 
 
 @names_op("unique")
@@ -1007,23 +1059,11 @@ def _traced_search(seq: Tensor, values: Tensor, right: bool) -> Tensor:
     return lo
 
 
-@names_op("searchsorted")
-@composite_function
-def searchsorted(
-    sorted_sequence: Tensor,
-    input: Any,
-    *,
-    out_int32: bool = False,
-    right: bool = False,
-    side: str | None = None,
-    sorter: Tensor | None = None,
-) -> Tensor:
-    """For each value of `input`, the index in `sorted_sequence` (sorted along its last
-    dimension) where it would be inserted to keep the order: before equal values, or after
-    them with `right=True` / `side='right'`. `sorter` gives the order of an unsorted
-    sequence. int64 (int32 with `out_int32`). Eagerly torch's binary search on the host;
-    traced, a count of the boundaries before each value (O(boundaries) per value; the two
-    agree unless the boundaries hold NaN)."""
+def _search_args(
+    sorted_sequence: Any, input: Any, right: bool, side: str | None, sorter: Any
+) -> tuple[Tensor, Tensor, bool, bool]:
+    """searchsorted's checks (PyTorch's errors): (the boundaries, the values as a tensor,
+    `right` after `side`, whether the values were a number)."""
     if side is not None:
         if side not in ("left", "right"):
             raise RuntimeError(f"searchsorted(): side can only be 'left' or 'right' but got {side}")
@@ -1056,17 +1096,75 @@ def searchsorted(
         )
     if sorted_sequence._dtype.is_complex or values._dtype.is_complex:
         raise RuntimeError("searchsorted(): not implemented for complex tensors")
-    out_dtype = dt.int32 if out_int32 else dt.int64
-    seq = sorted_sequence
     if sorter is not None:
         if not isinstance(sorter, Tensor) or sorter._dtype not in (dt.int64, dt.int32):
             raise RuntimeError("searchsorted(): sorter must be an int64 tensor")
-        if sorter._shape != seq._shape:
+        if sorter._shape != sorted_sequence._shape:
             raise RuntimeError(
                 f"searchsorted(): boundary and sorter must have the same size, "
-                f"but got boundary tensor {list(seq.shape)} and got sorter "
+                f"but got boundary tensor {list(sorted_sequence.shape)} and got sorter "
                 f"tensor {list(sorter.shape)}"
             )
+    return sorted_sequence, values, right, scalar
+
+
+@names_op("searchsorted")
+def searchsorted(
+    sorted_sequence: Tensor,
+    input: Any,
+    *,
+    out_int32: bool = False,
+    right: bool = False,
+    side: str | None = None,
+    sorter: Tensor | None = None,
+) -> Tensor:
+    """For each value of `input`, the index in `sorted_sequence` (sorted along its last
+    dimension) where it would be inserted to keep the order: before equal values, or after
+    them with `right=True` / `side='right'`. `sorter` gives the order of an unsorted
+    sequence. int64 (int32 with `out_int32`). Eagerly torch's binary search (a kernel
+    when the boundaries and values share a dtype, else on the host); traced, a count of
+    the boundaries before each value (O(boundaries) per value; the two agree unless the
+    boundaries hold NaN)."""
+    out = _search_fast(sorted_sequence, input, out_int32, right, side, sorter)
+    if out is not None:
+        return out
+    return _searchsorted(
+        sorted_sequence, input, out_int32=out_int32, right=right, side=side, sorter=sorter
+    )
+
+
+def _search_fast(
+    sorted_sequence: Any, input: Any, out_int32: bool, right: bool, side: Any, sorter: Any
+) -> Tensor | None:
+    """searchsorted's plain eager case by its kernel (arguments checked first), or None
+    for the general path."""
+    if sorted_sequence.__class__ is not Tensor or not host_plain(
+        sorted_sequence, input if input.__class__ is Tensor else None, sorter
+    ):
+        return None
+    seq, values, right, scalar = _search_args(sorted_sequence, input, right, side, sorter)
+    if values.__class__ is not Tensor:
+        return None
+    out = _eager_selection.search(seq, values, right, sorter, dt.int32 if out_int32 else dt.int64)
+    if out is not None and scalar:
+        return out.reshape(())
+    return out
+
+
+@composite_function
+def _searchsorted(
+    sorted_sequence: Tensor,
+    input: Any,
+    *,
+    out_int32: bool = False,
+    right: bool = False,
+    side: str | None = None,
+    sorter: Tensor | None = None,
+) -> Tensor:
+    """searchsorted's general path: on the host eagerly, composed when traced."""
+    seq, values, right, scalar = _search_args(sorted_sequence, input, right, side, sorter)
+    out_dtype = dt.int32 if out_int32 else dt.int64
+    if sorter is not None:
         from .indexing import take_along_dim
 
         seq = take_along_dim(seq, sorter.to(dt.int64), -1)
@@ -1083,19 +1181,34 @@ def searchsorted(
 
 
 @names_op("bucketize")
-@composite_function
 def bucketize(
     input: Any, boundaries: Tensor, *, out_int32: bool = False, right: bool = False
 ) -> Tensor:
     """The bucket of each value of `input` for the 1-D sorted `boundaries`: with
     `right=False` `boundaries[i-1] < x <= boundaries[i]`, with `right=True`
     `boundaries[i-1] <= x < boundaries[i]` (torch's convention)."""
+    if (
+        input.__class__ is Tensor
+        and boundaries.__class__ is Tensor
+        and boundaries.ndim == 1
+        and host_plain(input, boundaries)
+    ):
+        # the plain eager case (searchsorted's checks all hold for 1-D boundaries and
+        # tensor values; the kernel declines complex values and mixed dtypes)
+        out = _eager_selection.search(
+            boundaries, input, right, None, dt.int32 if out_int32 else dt.int64
+        )
+        if out is not None:
+            return out
     if not isinstance(boundaries, Tensor) or boundaries.ndim != 1:
         raise RuntimeError(
             f"bucketize(): boundaries tensor must be 1 dimension, but got "
             f"dim({getattr(boundaries, 'ndim', '?')})"
         )
-    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+    out = _search_fast(boundaries, input, out_int32, right, None, None)
+    if out is not None:
+        return out
+    return _searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
 _NO_ARG: Any = object()
@@ -1266,6 +1379,17 @@ def unravel_index(indices: Tensor, shape: Any) -> tuple[Tensor, ...]:
     n = 1
     for s in dims:
         n *= s
+    if host_plain(indices) and indices.numel():
+        # the plain eager case: one kernel finds every coordinate and the range
+        done = _eager_selection.unravel(indices, dims, n)
+        if done is not None:
+            coords, lo, hi = done
+            if lo < -n or hi >= n:
+                raise ValueError(
+                    f"unravel_index(): index {lo if lo < -n else hi} is out of bounds "
+                    f"for shape {tuple(dims)} ({n} elements)"
+                )
+            return coords
     if not _traced(indices) and indices.numel():
         from ..autograd.grad_mode import no_grad
         from .reduction import amax, amin

@@ -7,7 +7,10 @@ kernel, so gradients flow through `gather`'s rule to the positions the values ca
 Inside `lg.compile` the permutation is computed by ops instead (each element's rank
 counts the elements before it: O(n^2) comparisons per row, fused), for rows of up to
 `TRACED_SORT_MAX` elements; a longer row is a graph break (the function is split there and
-the sort runs eagerly). Under `vmap` the batch dimensions are sorted independently.
+the sort runs eagerly). Under `vmap` the batch dimensions are sorted independently. A
+plain eager `sort` (nothing to record) of rows of at most `SORT_MAX_ROW` elements runs one
+kernel (`eager.selection.sort_rows`: a stable insertion sort straight into the values and
+indices, in the same order).
 
 `cumsum` is the `cumsum` op (a log-step scan that compiles to fused elementwise kernels);
 `cumprod` is the same scan under multiplication built from `mul`, so its gradient,
@@ -29,6 +32,7 @@ from ..tracer.context import _tls as _trace_tls
 from . import elementwise as E
 from ._errors import names_op
 from ._host import host_plain, host_take_along, host_tensor, host_values, host_view
+from ..eager import selection as _eager_selection
 
 sort_result = namedtuple("sort", ["values", "indices"])
 topk_result = namedtuple("topk", ["values", "indices"])
@@ -144,10 +148,16 @@ def sort(
     input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False
 ) -> sort_result:
     x = _check("sort", input)
-    if x._shape and host_plain(x):
-        # the plain eager case: the values are gathered on the host too (their bits, so
-        # bfloat16 and NaN payloads come through as the gather kernel copies them)
-        d = normalize_axis(dim, len(x._shape), "sort")
+    shape = x._shape
+    if shape and host_plain(x):
+        # the plain eager case: short rows sorted by a kernel into the outputs, others on
+        # the host, the values gathered there too (their bits, so bfloat16 and NaN
+        # payloads come through as the gather kernel copies them)
+        d = normalize_axis(dim, len(shape), "sort")
+        if shape[d] <= _eager_selection.SORT_MAX_ROW:
+            pair = _eager_selection.sort_rows(x, d, descending)
+            if pair is not None:
+                return sort_result(*pair)
         raw = host_view(x)
         if x._dtype is dt.bfloat16:
             order = _host_order(host_values(x), d, descending)

@@ -17,10 +17,11 @@ import numpy as np
 from .. import functions as lg
 from ..autograd.apply import composite_function
 from ..autograd.grad_mode import no_grad
+from ..eager import selection as eager_selection
 from ..ir import dtypes as dt
 from ..ops import nn as nnops
 from ..tensor import Tensor
-from ..functions._host import host_empty, host_plain, host_view
+from ..functions._host import host_plain
 from ._base import _tensor
 
 
@@ -425,26 +426,18 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
         raise RuntimeError(
             f"{op} is only applicable to index tensor of type LongTensor, got {tensor._dtype.name}"
         )
+    if num_classes == -1 and tensor.numel() == 0:
+        raise RuntimeError(f"{op}: Can not infer total number of classes from empty tensor.")
     if num_classes.__class__ is int and num_classes >= -1 and host_plain(tensor):
-        # the plain eager case on the host (the checks read the values anyway)
-        a = host_view(tensor)
-        if a.size:
-            lo, hi = int(a.min()), int(a.max())
-            if num_classes == -1:
-                num_classes = hi + 1
-            if lo < 0:
-                raise RuntimeError(f"{op}: Class values must be non-negative (got {lo})")
-            if hi >= num_classes:
-                raise RuntimeError(
-                    f"{op}: Class values must be smaller than num_classes ({num_classes}); got {hi}"
-                )
-        elif num_classes == -1:
-            num_classes = 0
-        res, out = host_empty(a.shape + (num_classes,), dt.int64)
-        out.fill(0)
-        if a.size:
-            out.reshape(-1, num_classes)[np.arange(a.size), a.reshape(-1)] = 1
-        return res
+        # the plain eager case: one kernel checks the classes and writes the encoding
+        out, lo, hi = eager_selection.one_hot(tensor, num_classes)
+        if out is not None:
+            return out
+        if lo < 0:
+            raise RuntimeError(f"{op}: Class values must be non-negative (got {lo})")
+        raise RuntimeError(
+            f"{op}: Class values must be smaller than num_classes ({num_classes}); got {hi}"
+        )
     from ..tracer.tensor import tracing
 
     if num_classes == -1:

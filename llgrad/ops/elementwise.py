@@ -616,11 +616,89 @@ unary("special_spherical_bessel_j0", _scalar_spherical_bessel_j0, _ref_spherical
 
 def _ref_polynomial(name: str) -> Callable[..., np.ndarray]:
     def ref(x: np.ndarray, n: np.ndarray) -> np.ndarray:
-        from ..special import _numpy_polynomial
-
         return _numpy_polynomial(name, x, n)
 
     return ref
+
+
+# kind -> the degree above which PyTorch uses the closed form (unshifted, shifted)
+_CLOSED_ABOVE = {"t": (6, 6), "u": (8, 6), "v": (8, 6), "w": (8, 4)}
+
+
+def _numpy_polynomial(name: str, x: Any, n: Any) -> Any:
+    """The NumPy reference of the polynomial ops (`name` as in torch.special): element by
+    element in the operands' dtype, PyTorch's definition (the registry's `reference`)."""
+    x, n = np.broadcast_arrays(np.asarray(x), np.asarray(n))
+    t = np.result_type(x.dtype, n.dtype).type
+    out = np.empty(x.shape, t)
+    for i in np.ndindex(x.shape):
+        out[i] = _polynomial_value(name, t(x[i]), float(n[i]), t)
+    return out
+
+
+def _polynomial_value(name: str, x: Any, nv: float, t: Any) -> Any:
+    k = int(nv) if abs(nv) < 2.0**63 else -1
+    one, nan_exit = t(1.0), True
+    if k < 0:
+        return t(0.0)
+    if "chebyshev" in name:
+        kind, shifted = name[-1], name.startswith("shifted")
+        sgn = 1 if k % 2 == 0 else -1
+        u = x + x - one if shifted else x
+        if x == 1:
+            return t({"t": 1, "u": k + 1, "v": 1, "w": 2 * k + 1}[kind])
+        if x == (0 if shifted else -1):
+            return t(sgn * {"t": 1, "u": k + 1, "v": 2 * k + 1, "w": 1}[kind])
+        if k > _CLOSED_ABOVE[kind][shifted] and abs(u) < 1:
+            th = np.arccos(u)
+            if kind == "t":
+                return np.cos(t(k) * th)
+            if kind == "u":
+                st = np.sin(th)
+                return (
+                    np.sin(t(k + 1) * th) / st if st != 0 else t(k + 1) * np.cos(t(k + 1) * th) / u
+                )
+            arg, half = (t(k) + t(0.5)) * th, th / t(2.0)
+            if kind == "v":
+                return np.cos(arg) / np.cos(half) if np.sin(half) != 1 else t(sgn * (2 * k + 1))
+            if np.cos(half) != 1:
+                return np.sin(arg) / np.sin(half)
+            return t(2 * k + 1) if x > 0 and not shifted else t(sgn)
+        p1 = {"t": u, "u": u + u, "v": u + u - one, "w": u + u + one}[kind]
+
+        def step(m: int, q: Any, p: Any) -> Any:
+            return (u + u) * q - p
+    elif "hermite" in name:
+        he, nan_exit = name.endswith("he"), False
+        if k > (512 if t is np.float64 else 128):
+            return t(np.nan)
+        p1 = x if he else x + x
+
+        def step(m: int, q: Any, p: Any) -> Any:
+            return (x if he else x + x) * q - t((m - 1) * (1 if he else 2)) * p
+    elif "laguerre" in name:
+        if x == 0:
+            return one
+        p1 = one - x
+
+        def step(m: int, q: Any, p: Any) -> Any:
+            return ((t(2 * (m - 1)) + (one - x)) * q - t(m - 1) * p) / t(m)
+    else:
+        if abs(x) == 1:
+            return one if x > 0 or k % 2 == 0 else -one
+        p1 = x
+
+        def step(m: int, q: Any, p: Any) -> Any:
+            return (t(2 * m - 1) * x * q - t(m - 1) * p) / t(m)
+
+    if k == 0:
+        return one
+    p, q = one, p1
+    for m in range(2, k + 1):
+        if nan_exit and q != q:
+            break
+        p, q = q, step(m, q, p)
+    return q
 
 
 # torch.special's orthogonal polynomials P(x, n): no derivative (results never require
