@@ -1000,20 +1000,25 @@ def cholesky_ex(
     if _plain_no_grad(A):
         L, info = _cholesky_fast(A, upper)
     else:
-        L, info = host_op(
-            op,
-            "LinalgCholeskyExBackward0",
-            (A,),
-            lambda a: _cholesky_compute(a, upper),
-            _cholesky_rule,
-            out_dtypes=(A._dtype, dt.int32),
-            save_inputs=False,
-            save_outputs=(True, False),
-            attrs={"upper": upper},
-        )
+        L, info = _cholesky_host(op, A, upper)
     if check_errors:
         _check_errors("linalg.cholesky", info, "cholesky")
     return _out(cholesky_ex_result(L, info), out)
+
+
+def _cholesky_host(op: str, A: Tensor, upper: bool) -> tuple[Tensor, Tensor]:
+    """The recorded general path of the Cholesky factorization: (L, info)."""
+    return host_op(
+        op,
+        "LinalgCholeskyExBackward0",
+        (A,),
+        lambda a: _cholesky_compute(a, upper),
+        _cholesky_rule,
+        out_dtypes=(A._dtype, dt.int32),
+        save_inputs=False,
+        save_outputs=(True, False),
+        attrs={"upper": upper},
+    )
 
 
 def cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
@@ -1029,17 +1034,7 @@ def cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
         if info is not None and bytes(info).strip(b"\0"):
             _info_error(op, info, A, "cholesky")
         return _out(L, out)
-    L, info = host_op(
-        op,
-        "LinalgCholeskyExBackward0",
-        (A,),
-        lambda a: _cholesky_compute(a, upper),
-        _cholesky_rule,
-        out_dtypes=(A._dtype, dt.int32),
-        save_inputs=False,
-        save_outputs=(True, False),
-        attrs={"upper": upper},
-    )
+    L, info = _cholesky_host(op, A, upper)
     _check_errors(op, info, "cholesky")
     return _out(L, out)
 
