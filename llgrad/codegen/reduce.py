@@ -644,7 +644,3 @@ def build_mode(spec: ModeKernel, name: str) -> ir.Module:
             b.store(at, b.gep(indices, [out], inbounds=True, source_etype=I64))
     b.ret_void()
     return module
-
-
-# histc lives with the other histogram kernels; re-exported under its old import path
-from .histogram import HistcKernel, build_histc  # noqa: E402,F401

@@ -16,15 +16,20 @@ from typing import Any, Sequence
 import numpy as np
 
 from .._source import define
-from ..codegen.histogram import BincountKernel, HistogramKernel, build_bincount, build_histogram
+from ..codegen.histogram import (
+    BincountKernel,
+    HistcKernel,
+    HistogramKernel,
+    build_bincount,
+    build_histc,
+    build_histogram,
+)
 from ..codegen.reduce import (
     MODE_MAX_ROW,
     ExtremeKernel,
-    HistcKernel,
     ModeKernel,
     build,
     build_extreme,
-    build_histc,
     build_mode,
 )
 from ..ir import dtypes as dt
@@ -44,6 +49,8 @@ cache.register_builder(ReduceKernel, build)
 cache.register_builder(ExtremeKernel, build_extreme)
 cache.register_builder(ModeKernel, build_mode)
 cache.register_builder(HistcKernel, build_histc)
+cache.register_builder(HistogramKernel, build_histogram)
+cache.register_builder(BincountKernel, build_bincount)
 
 
 class _Stage:
@@ -348,7 +355,7 @@ def sum_to_shape(x: Tensor, shape: Sequence[int]) -> Tensor:
     return reshape(run("sum", x, axes, keepdim=True), shape)
 
 
-# -- values-and-indices, mode and histc kernels (codegen.reduce): plans per layout --------
+# -- values-and-indices and mode kernels (codegen.reduce): plans per layout ---------------
 
 
 def extreme_plan(x: Any, d: int, largest: bool, running: bool) -> Any:
@@ -399,41 +406,33 @@ def mode_plan(x: Any, d: int) -> Any:
     return plan
 
 
-def histc_kernel(d: DType) -> Any:
-    """The `HistcKernel` of dtype `d` (compiled on first use)."""
-    kernel = _HISTOGRAM_KERNELS.get(d)
+# kernels by their spec's class and fields (a dict lookup instead of making and hashing a
+# spec on every call)
+_HISTOGRAM_KERNELS: dict[tuple, Any] = {}
+
+
+def _histogram_family(spec: type, *fields: Any) -> Any:
+    """The kernel of `spec(*fields)` (compiled on first use)."""
+    key = (spec, *fields)
+    kernel = _HISTOGRAM_KERNELS.get(key)
     if kernel is None:
-        kernel = _HISTOGRAM_KERNELS[d] = cache.get(HistcKernel(d))
+        kernel = _HISTOGRAM_KERNELS[key] = cache.get(spec(*fields))
     return kernel
 
 
-# kernels by their spec's fields (a dict lookup instead of making and hashing a spec)
-_HISTOGRAM_KERNELS: dict[Any, Any] = {}
-
-
-# -- histogram and bincount kernels (codegen.histogram) ------------------------------------
-
-cache.register_builder(HistogramKernel, build_histogram)
-cache.register_builder(BincountKernel, build_bincount)
+def histc_kernel(d: DType) -> Any:
+    """The `HistcKernel` of dtype `d`."""
+    return _histogram_family(HistcKernel, d)
 
 
 def histogram_kernel(d: DType, weighted: bool) -> Any:
-    """The `HistogramKernel` of dtype `d`, weighted or not (compiled on first use)."""
-    key = (d, weighted)
-    kernel = _HISTOGRAM_KERNELS.get(key)
-    if kernel is None:
-        kernel = _HISTOGRAM_KERNELS[key] = cache.get(HistogramKernel(d, weighted))
-    return kernel
+    """The `HistogramKernel` of dtype `d`, weighted or not."""
+    return _histogram_family(HistogramKernel, d, weighted)
 
 
 def bincount_kernel(d: DType, weight: DType | None) -> Any:
-    """The `BincountKernel` of integer dtype `d` and weight dtype `weight` (None: counts;
-    compiled on first use)."""
-    key = ("bincount", d, weight)
-    kernel = _HISTOGRAM_KERNELS.get(key)
-    if kernel is None:
-        kernel = _HISTOGRAM_KERNELS[key] = cache.get(BincountKernel(d, weight))
-    return kernel
+    """The `BincountKernel` of integer dtype `d` and weight dtype `weight` (None: counts)."""
+    return _histogram_family(BincountKernel, d, weight)
 
 
 _SCRATCH = threading.local()
