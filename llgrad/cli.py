@@ -24,6 +24,16 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from ._api_coverage import main as coverage
+from ._units import human_bytes
+from ._version import __version__
+from .codegen import diskcache
+from .codegen.target import get_target
+from .compiler.api import CompiledFunction
+from .ir.export import to_dot
+from .runtime import blas
+from .runtime.launch import num_threads, usable_cpus
+
 __all__ = ["main", "parse_arg_spec"]
 
 _DTYPES = {
@@ -128,15 +138,12 @@ def _stage(report: Any, stage: str) -> str:
 
 def _inspect(ns: argparse.Namespace) -> int:
     import llgrad as lg
-    from llgrad.compiler.api import CompiledFunction
 
     fn = _load_function(ns.target)
     cf = fn if isinstance(fn, CompiledFunction) else lg.compile(fn)
     args = [parse_arg_spec(s) for s in ns.args.split()] if ns.args else []
     report = cf.inspect(*args)
     if ns.dot:
-        from llgrad.ir.export import to_dot
-
         print(to_dot(report.graph))
     elif ns.stage:
         print(_stage(report, ns.stage))
@@ -146,8 +153,6 @@ def _inspect(ns: argparse.Namespace) -> int:
 
 
 def _cache(ns: argparse.Namespace) -> int:
-    from llgrad.codegen import diskcache
-
     if ns.size:
         os.environ["LLGRAD_CACHE_SIZE"] = ns.size
         diskcache.size_limit()  # a bad size is refused here, clearly
@@ -157,7 +162,6 @@ def _cache(ns: argparse.Namespace) -> int:
     if diskcache.root() is None:
         print("compiled-code cache: off (LLGRAD_CACHE_DIR is empty); nothing to do")
         return 0
-    from llgrad._units import human_bytes
 
     n, nbytes = diskcache.clear() if ns.action == "clear" else diskcache.prune()
     print(f"removed {n} entries ({human_bytes(nbytes)}) from {diskcache.root()}")
@@ -166,16 +170,13 @@ def _cache(ns: argparse.Namespace) -> int:
 
 def environment() -> dict[str, Any]:
     """What `llgrad env` prints: CPU, threads, BLAS, versions, cache."""
-    import numpy
+    from importlib.metadata import PackageNotFoundError, version
+
     import llvmlite
     import llvmlite.binding as llvm
+    import numpy
+
     import llgrad
-    from importlib.metadata import PackageNotFoundError, version
-    from llgrad._units import human_bytes
-    from llgrad.codegen import diskcache
-    from llgrad.codegen.target import get_target
-    from llgrad.runtime import blas
-    from llgrad.runtime.launch import num_threads, usable_cpus
 
     t = get_target()
     features = [f[1:] for f in t.features.split(",") if f.startswith("+")]
@@ -224,8 +225,6 @@ def environment() -> dict[str, Any]:
 
 def _env(ns: argparse.Namespace) -> int:
     if ns.coverage:
-        from ._api_coverage import main as coverage
-
         return coverage([])
     info = environment()
     width = max(map(len, info))
@@ -266,8 +265,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _version() -> str:
-    from ._version import __version__
-
     try:
         import llvmlite
         import llvmlite.binding as llvm

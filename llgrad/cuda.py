@@ -17,6 +17,7 @@ import os
 import threading
 from typing import Any
 
+from .device import device as _dev_cls
 from .runtime.cuda import driver as _driver
 
 __all__ = [
@@ -89,7 +90,6 @@ def _device_index(dev: Any, what: str, optional: bool = True) -> int:
         raise TypeError(f"{what}: invalid device {dev!r}")
     if isinstance(dev, int):
         return _current_device if dev < 0 else dev
-    from .device import device as _dev_cls
 
     d = dev if isinstance(dev, _dev_cls) else _dev_cls(dev) if isinstance(dev, str) else None
     if d is None:
@@ -357,8 +357,6 @@ class Stream:
     @property
     def device(self) -> Any:
         """The stream's device (cuda:0)."""
-        from .device import device as _dev_cls
-
         return _dev_cls("cuda", 0)
 
     def synchronize(self) -> None:

@@ -29,8 +29,13 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .compiler.pipeline import compile_graph
+from .ir import registry
 from .ir.graph import Graph, Node
+from .ir.interpret import from_bfloat16_bits, interpret, run_node
 from .ir.printer import format_type
+from .passes.decompose import decompose
+from .tracer.make_ir import _flatten, trace
 
 __all__ = ["bisect", "BisectReport"]
 
@@ -89,13 +94,9 @@ def _wide(a: np.ndarray) -> np.ndarray:
 
 
 def _references(g: Graph, inputs: list[np.ndarray], wide: bool) -> dict[Node, np.ndarray]:
-    from .ir import registry
-    from .ir.interpret import interpret, run_node
-
     if not wide:
         every = Graph(g.name, g.params, [n for n in g.nodes if n not in set(g.params)])
         return dict(zip(every.outputs, interpret(every, inputs)))
-    from .ir.interpret import from_bfloat16_bits
 
     values: dict[Node, np.ndarray] = {}
     for p, x in zip(g.params, inputs):
@@ -165,9 +166,6 @@ def bisect(
     docstring); `print(report)` says which op, where in the source, by how much."""
     if reference not in ("numpy", "float64"):
         raise ValueError(f"bisect: reference must be 'numpy' or 'float64', got {reference!r}")
-    from .compiler.pipeline import compile_graph
-    from .passes.decompose import decompose
-    from .tracer.make_ir import _flatten, trace
 
     fn = getattr(fn, "fn", fn)  # a CompiledFunction: its Python function
     leaves: list[Any] = []
@@ -188,8 +186,6 @@ def bisect(
     def check(n: Node, got: np.ndarray) -> tuple[float, bool, str]:
         want = refs[n]
         if n.dtype.name == "bfloat16" and reference == "numpy":
-            from .ir.interpret import from_bfloat16_bits
-
             want = from_bfloat16_bits(want)
         return _error(got, want, n.dtype, rtol, atol)
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .runtime.cuda import driver
+
 __all__ = ["device", "check_device", "set_default_device", "get_default_device"]
 
 # PyTorch's device types, in the order its error message lists them
@@ -150,13 +152,9 @@ def device_type(dev: Any, op: str) -> str:
     if d._type == "cpu":
         return "cpu"
     if d._type == "cuda" and d._index in (None, 0):
-        from .runtime.cuda import driver
-
         if driver.available():
             return "cuda"
     if d._type == "cuda" and d._index not in (None, 0):
-        from .runtime.cuda import driver
-
         if driver.available():
             raise RuntimeError(
                 f"{op}: CUDA error: invalid device ordinal (device '{d}'; "

@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+from . import functions as F
 from . import transforms as _t
 from .nn.utils.stateless import functional_call
 from .transforms.vmap import RANDOMNESS
@@ -149,8 +150,6 @@ def stack_module_state(models: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     stacked along a new leading dimension, for `vmap` over an ensemble with
     `functional_call`. Stacked parameters are new leaves that require grad when the
     originals do; they share no memory with the models."""
-    from . import functions as F
-
     models = list(models)
     if not models:
         raise RuntimeError("stack_module_state: Expected at least one model, got 0.")

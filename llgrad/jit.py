@@ -22,6 +22,10 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable, Final, TypeVar
 
+from .serialization import load as lg_load
+from .serialization import save as lg_save
+from .tracer.tensor import tracing
+
 __all__ = [
     "script",
     "trace",
@@ -130,8 +134,6 @@ def is_scripting() -> bool:
 
 def is_tracing() -> bool:
     """Whether `lg.compile` is tracing the calling code."""
-    from .tracer.tensor import tracing
-
     return tracing()
 
 
@@ -143,8 +145,6 @@ def annotate(the_type: Any, the_value: T) -> T:
 def save(m: Any, f: Any, _extra_files: Any = None) -> None:
     """Write `m` (a module or function) to `f` with `lg.save` (pickle, not a TorchScript
     archive); `_extra_files` (name -> bytes) are written beside it in the same file."""
-    from .serialization import save as lg_save
-
     payload = {"llgrad.jit": m, "extra_files": dict(_extra_files or {})}
     lg_save(payload, f)
 
@@ -154,8 +154,6 @@ def load(
 ) -> Any:
     """Read what `save` wrote; a dict passed as `_extra_files` is filled with the saved
     extra files it names."""
-    from .serialization import load as lg_load
-
     payload = lg_load(f, map_location=map_location, weights_only=False)
     if not isinstance(payload, dict) or "llgrad.jit" not in payload:
         raise RuntimeError(

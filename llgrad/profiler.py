@@ -77,6 +77,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from threading import get_ident
 from typing import Any
 
+from . import functions as F
+from .autograd import api as autograd_api
+from .autograd import engine
+from .compiler.api import CompiledFunction
+from .compiler.function import CompiledBackward
+from .nn.modules.module import Module
+from .optim.optimizer import Optimizer
 from .tensor import Tensor
 
 __all__ = [
@@ -425,13 +432,6 @@ _OPTIMIZER_NAMES: dict[str, Callable[[Any], str]] = {
 def _plan() -> list[tuple[Any, str, Any, Any]]:
     """(owner, attribute, original, wrapper) for everything a profile replaces."""
     import llgrad
-
-    from . import functions as F
-    from .autograd import api as autograd_api
-    from .compiler.api import CompiledFunction
-    from .compiler.function import CompiledBackward
-    from .nn.modules.module import Module
-    from .optim.optimizer import Optimizer
 
     # the functions module first: its attribute names are the canonical ones
     plan = _namespace_plan(F, "")
@@ -1008,7 +1008,6 @@ class profile:
             )
         if self._started:
             raise RuntimeError("llgrad.profiler.profile: this profile already ran; make a new one")
-        from .autograd import engine
 
         self._started = True
         self._modules_before = set(sys.modules)
@@ -1032,7 +1031,6 @@ class profile:
         global _SESSION
         if not self._active:
             return
-        from .autograd import engine
 
         self._active = False
         if _SESSION is self:

@@ -24,6 +24,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from .ir import dtypes as dt
+from .nn.parameter import Parameter
 from .tensor import Tensor
 
 __all__ = ["save", "load"]
@@ -33,8 +34,6 @@ DEFAULT_PROTOCOL = 5
 
 
 def _tensor_payload(t: Tensor, protocol: int) -> tuple[Any, ...]:
-    from .nn.parameter import Parameter
-
     values = np.ascontiguousarray(t.detach()._numpy_view())
     if protocol >= 5:  # in-band buffer: written from the tensor's memory, read back
         data: Any = pickle.PickleBuffer(values if values.flags.writeable else values.copy())
@@ -87,8 +86,6 @@ def _restore_tensor(
         if n:
             out._numpy_view()[...] = np.frombuffer(data, dtype=d.np).reshape(shape)
     if is_parameter:
-        from .nn.parameter import Parameter
-
         return Parameter(out, requires_grad)
     if requires_grad:
         out.requires_grad_(True)

@@ -13,9 +13,12 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from ._printing import format_tensor
+from ._source import define
+from .device import CPU, device_type
 from .ir import dtypes as dt
 from .ir.dtypes import DType
-from .schedule.layout import contiguous_strides, is_contiguous
+from .ir.types import normalize_axis
 from .runtime.storage import (
     BLOCK_MAX,
     SLAB_MAX,
@@ -26,6 +29,7 @@ from .runtime.storage import (
     allocate_small_source,
     borrow,
 )
+from .schedule.layout import contiguous_strides, is_contiguous
 
 
 class Size(tuple):
@@ -205,7 +209,6 @@ class Tensor:
         if cls is not Tensor:
             return lambda: cls._empty(shape, dtype, strides)
         lines, consts = Tensor._empty_source(shape, dtype, strides, "t")
-        from ._source import define
 
         source = "def make():\n" + "".join(f"    {l}\n" for l in lines + ["return t"])
         return define(source, f"<llgrad output {dtype.name}{list(shape)}>", consts, "make")
@@ -283,7 +286,6 @@ class Tensor:
     def size(self, dim: int | None = None) -> Any:
         if dim is None:
             return Size(self._shape)
-        from .ir.types import normalize_axis
 
         return self._shape[normalize_axis(dim, len(self._shape), "size")]
 
@@ -313,7 +315,6 @@ class Tensor:
     def stride(self, dim: int | None = None) -> Any:
         if dim is None:
             return self._strides
-        from .ir.types import normalize_axis
 
         return self._strides[normalize_axis(dim, len(self._shape), "stride")]
 
@@ -340,8 +341,6 @@ class Tensor:
     @property
     def device(self) -> Any:
         """Always `device(type='cpu')`: llgrad's tensors live in host memory."""
-        from .device import CPU
-
         return CPU
 
     @property
@@ -366,8 +365,6 @@ class Tensor:
     def cuda(self, device: Any = None, non_blocking: bool = False, **kwargs: Any) -> "Tensor":
         """A copy in CUDA device memory (`device` None, 0, "cuda" or "cuda:0"); raises
         when no GPU (and no grid emulator, `LLGRAD_CUDA_EMULATE=1`) is available."""
-        from .device import device_type
-
         device_type(
             "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device),
             "cuda()",
@@ -667,8 +664,6 @@ class Tensor:
         return id(self)
 
     def __repr__(self) -> str:
-        from ._printing import format_tensor
-
         grad_fn = None if self.grad_fn is None else type(self.grad_fn).__name__
         return format_tensor(
             self._values(),

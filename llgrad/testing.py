@@ -16,6 +16,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .device import check_device
+from .functions.shape import size_arg
 from .ir import dtypes as dt
 from .ir.dtypes import DType
 from .tensor import Size, Tensor
@@ -326,8 +328,6 @@ def make_tensor(
     dtype's tiny value for floats), `memory_format` lays the result out in that format.
     """
     import llgrad as lg
-    from .device import check_device
-    from .functions.shape import size_arg
 
     check_device(device, "make_tensor")
     if not isinstance(dtype, DType):

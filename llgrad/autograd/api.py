@@ -7,6 +7,7 @@ from typing import Any
 from ..tensor import Tensor
 from . import engine
 from .engine import as_list, execute
+from .grad_mode import no_grad
 
 
 def backward(
@@ -189,8 +190,6 @@ def _batched(
 def zero_grads(params: Any, set_to_none: bool = True) -> None:
     """Reset `.grad` of each parameter: to None, or zeroed in place (detached first), the
     rule of `Module.zero_grad` and `Optimizer.zero_grad`."""
-    from .grad_mode import no_grad
-
     for p in params:
         g = p._grad
         if g is None:

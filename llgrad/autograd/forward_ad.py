@@ -22,6 +22,7 @@ from typing import Any, Sequence
 from ..ir import registry
 from ..ir.registry import ELEMENTWISE
 from ..tensor import Tensor
+from .grad_mode import enable_grad
 
 UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
 
@@ -208,7 +209,6 @@ def _transposed_vjp(
     """`J t` from the vjp (linear in g): differentiate <vjp(u), t> with respect to u."""
     from .. import functions as F
     from .api import grad
-    from .grad_mode import enable_grad
 
     with enable_grad():
         u = F.zeros(out._shape, dtype=out._dtype, requires_grad=True)

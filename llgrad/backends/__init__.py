@@ -19,6 +19,7 @@ import sys
 import types
 from types import SimpleNamespace
 from typing import Any, Iterator
+from ..runtime.blas import _find_mkl
 
 __all__ = [
     "mps",
@@ -92,8 +93,6 @@ def _cpu_capability() -> str:
 
 
 def _mkl_installed() -> bool:
-    from ..runtime.blas import _find_mkl
-
     return _find_mkl() is not None
 
 

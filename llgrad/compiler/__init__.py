@@ -5,14 +5,13 @@ from .function import GraphFunction
 from . import composites as _composites
 from ..autograd import apply as _apply
 from ..tracer import context as _context
+from ..runtime import blas
+from ..tensor import Tensor
 
 _apply.compiled_composites = _composites
 
 
 def _prepare_gemm(operands: tuple) -> None:
-    from ..runtime import blas
-    from ..tensor import Tensor
-
     for x in operands:
         if isinstance(x, Tensor):
             blas.prepare(x.dtype)

@@ -22,15 +22,19 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from .._keys import number_key
 from .. import _log
+from .._keys import number_key
 from .._warnings import warn_at_user
-from ..autograd.grad_mode import is_grad_enabled
+from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..eager.cuda import CUDA_CLASSES as _CUDA_CLASSES
+from ..eager.elementwise import copy_into
+from ..functions.inplace import overlaps_itself
 from ..ir.dtypes import get_default_dtype
 from ..ir.graph import Graph
+from ..nn.modules.module import Module
 from ..tensor import Tensor
-from ..eager.cuda import CUDA_CLASSES as _CUDA_CLASSES
-from ..tracer.make_ir import Structure, _Leaf, _flatten, _unflatten, trace
+from ..tracer.context import current
+from ..tracer.make_ir import Structure, _flatten, _Leaf, _unflatten, trace
 from ..tracer.tensor import GraphBreak
 from .callpath import MISS, specialize
 from .function import CompileFailure, GraphFunction, report_failure
@@ -405,8 +409,6 @@ class CompiledFunction:
     def _call_compiled(self, args: tuple, kwargs: dict) -> Any:
         """The general call (see the module docstring); it leaves the signature it ran
         specialized in `_fast` (`callpath.specialize`) for the next call to try first."""
-        from ..tracer.context import current
-
         if self.backend == "eager" or compile_disabled() or current() is not None:
             return self.fn(*args, **kwargs)  # (inside another trace: inline it)
         key, leaves = self._key(args, kwargs)
@@ -436,8 +438,6 @@ class CompiledFunction:
             return self.fn(*args, **kwargs)
         if entry.self_contained:
             # a training step (backward() and updates inside): no autodiff around it
-            from ..autograd.grad_mode import no_grad
-
             with no_grad():
                 outs = entry.function(*leaves, *entry.captured)
         else:
@@ -764,8 +764,6 @@ def _aliases_a_written_input(
 ) -> bool:
     """Whether a tensor the graph writes shares memory with another of its inputs (the
     trace took them for independent values, so the compiled graph would be wrong)."""
-    from ..functions.inplace import overlaps_itself
-
     inputs = list(leaves) + list(captured)
     for w in written:
         if overlaps_itself(inputs[w]._shape, inputs[w]._strides):
@@ -778,8 +776,6 @@ def _aliases_a_written_input(
 
 def _apply_effects(effects: list, values: list[Tensor], leaves: list[Tensor]) -> None:
     """Replay a traced call's side effects: in-place writes and `.grad` assignments."""
-    from ..eager.elementwise import copy_into
-
     k = 0
     for e in effects:
         if e.kind == "write":
@@ -808,8 +804,6 @@ def compile(
     """`@lg.compile` / `lg.compile(fn, ...)`; a Module compiles its `forward`."""
 
     def wrap(f: Callable[..., Any]) -> Any:
-        from ..nn.modules.module import Module
-
         if not callable(f):
             raise TypeError(
                 f"compile: expected a function or an nn.Module to compile, got {type(f).__name__}"

@@ -25,7 +25,9 @@ from typing import Any, Callable
 from .._keys import number_key
 from .._source import define
 from ..autograd.grad_mode import _state as grad_state
+from ..eager.elementwise import copy_into
 from ..ir import dtypes as dt
+from ..schedule.layout import contiguous_strides
 from ..tensor import DENSE_CLASSES
 from ..tracer.context import current
 from ..tracer.make_ir import _Leaf
@@ -180,8 +182,6 @@ def _written_checks(
     """Lines that return MISS when a tensor the graph writes in place overlaps itself or
     shares memory with another input (the general path then runs the function eagerly,
     see `api._aliases_a_written_input`); None when that is already so."""
-    from ..schedule.layout import contiguous_strides
-
     values = [a for a in args if a.__class__ in DENSE_CLASSES] + list(entry.captured)
     if len({id(x._storage) for x in values}) != len(values):
         return None
@@ -205,8 +205,6 @@ def _effect_lines(entry: Any, tensors: list[str], consts: dict[str, Any]) -> lis
     """The entry's side effects written out (what `api._apply_effects` does for them):
     in-place writes (nothing to copy when the graph wrote the target's own memory) and
     `.grad` assignments, from the outputs after the function's own."""
-    from ..eager.elementwise import copy_into
-
     lines, k = [], entry.n_outputs
     for n, e in enumerate(entry.effects):
         if e.target is not None:

@@ -29,17 +29,19 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Sequence
 
+from .. import _log, pytree
+from .. import functions as F
 from .._keys import attrs_key, number_key
-from .. import _log
 from ..autograd import anomaly
 from ..autograd.grad_mode import _state as grad_state
-from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
 from ..autograd.node import OpNode, RuleContext, node_class
 from ..ir import dtypes as dt
 from ..ir import registry
 from ..tensor import DENSE_CLASSES, Tensor
-from ..tracer.make_ir import _Leaf, _unflatten
+from ..tracer.make_ir import _Leaf, _unflatten, trace
 from .api import compile_disabled
+from .function import CompiledBackward, GraphFunction
 
 SHAPES_PER_FAMILY = 8  # keys compiled per (op, attributes, dtypes, ranks)
 # keys compiled in all (~100 KB of code and data each); LLGRAD_EAGER_COMPILE_LIMIT sets it
@@ -88,9 +90,6 @@ dt.on_default_dtype_change(clear)  # a decomposition's constants follow it
 def _traced(fn: Callable[..., Any], args: tuple[Any, ...], name: str) -> Callable[..., Any]:
     """`fn` traced on `args` (tensors, or None/numbers kept as they are) and compiled
     without autodiff: a callable of the tensor arguments that returns `fn`'s structure."""
-    from ..tracer.make_ir import _unflatten, trace
-    from .function import GraphFunction
-
     tensors = [a for a in args if isinstance(a, Tensor)]
     slots = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
 
@@ -149,8 +148,6 @@ def forward(
         family = key[:3] + (tuple((o._dtype, len(o._shape)) for o in operands),)
 
         def build() -> Any:
-            from .. import functions as F
-
             decompose = registry.get(op).decompose
             return _traced(lambda *xs: decompose(F, *xs, **attrs), tuple(operands), op)
 
@@ -300,9 +297,6 @@ def _aliases_an_input(graph: Any) -> bool:
 
 
 def _build_function(fn: Callable[..., Any], args: tuple, kwargs: dict) -> _Composite:
-    from ..tracer.make_ir import trace
-    from .function import CompiledBackward, GraphFunction
-
     graph, ctx, structure = trace(fn, args, kwargs)
     if ctx.effects or ctx.guards:
         raise RuntimeError("the trace has side effects or guards")
@@ -320,8 +314,6 @@ def _eager_node_name(fn: Callable[..., Any], args: tuple, kwargs: dict) -> str:
     (PyTorch's name where the function sets it: `take_along_dim` -> `GatherBackward0`),
     found by one eager run on detached inputs that require grad (the function is pure:
     its trace had no side effects); `FnBackward0` when no output is differentiable."""
-    from .. import pytree
-    from ..autograd.grad_mode import enable_grad
 
     def fresh(v: Any) -> Any:
         if isinstance(v, Tensor) and (v._dtype.is_floating_point or v._dtype.is_complex):

@@ -29,6 +29,8 @@ import numpy as np
 from .. import _log
 from .._source import define
 from ..codegen.target import get_target
+from ..eager.views import contiguous
+from ..ir import dtypes as dt
 from ..ir.dtypes import DType, bfloat16
 from ..ir.graph import Graph, Node
 from ..ir.printer import format_type, param_name
@@ -298,8 +300,6 @@ class CompiledGraph:
         if x._shape != p.shape:
             raise ValueError(f"{where} expects shape {list(p.shape)}, got {list(x._shape)}")
         if not is_contiguous(x._shape, x._strides):
-            from ..eager.views import contiguous
-
             x = contiguous(x)
         return x
 
@@ -359,7 +359,6 @@ def _extra_address(name: str, threads: int) -> int:
         return pool.address(threads)
     if name.startswith("mpi:"):  # MPI functions and handles (runtime.mpi)
         return mpi.extra(name[4:])
-    from ..ir import dtypes as dt
 
     dtype = {"s": dt.float32, "d": dt.float64, "c": dt.complex64, "z": dt.complex128}[name[0]]
     if name.endswith("gemm_ex"):

@@ -29,7 +29,8 @@ from .._source import define
 from ..autograd.anomaly import _state as _anomaly
 from ..autograd.engine import hand_over, is_seed, plain_leaf
 from ..autograd.grad_mode import is_grad_enabled
-from ..autograd.node import Node, SavedTensor, _sequence, edge
+from ..autograd.node import FREED, Node, SavedTensor, _sequence, edge
+from ..functions import zeros
 from ..ir.graph import Graph
 from ..tensor import Tensor
 from .pipeline import (  # noqa: F401  (re-exported: the compiler's public entry points)
@@ -469,15 +470,11 @@ class CompiledBackward(Node):
 
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         if self.residuals is None:
-            from ..autograd.node import FREED
-
             raise RuntimeError(FREED)
         cts = list(grads)
         for k, (shape, dtype) in enumerate(self.output_meta):
             g = cts[k]
             if g is None:
-                from ..functions import zeros
-
                 cts[k] = zeros(shape, dtype=dtype)
             elif g._dtype is not dtype:
                 cts[k] = g.to(dtype)

@@ -46,6 +46,10 @@ import numpy as np
 from ..runtime import mpi as _mpi
 from ..runtime.mpi import DistError, DistTimeoutError
 from ..tensor import Tensor
+from ..autograd.grad_mode import no_grad
+from ..ir import dtypes as dt, registry
+from ..tracer.context import current, user_location
+from ..tracer.tensor import GraphBreak
 
 __all__ = [
     "init_process_group",
@@ -178,7 +182,6 @@ def init_process_group(
             f"init_process_group: rank={rank} but MPI says this process is rank {comm.Get_rank()}"
         )
     GroupMember.WORLD = ProcessGroup(comm, seconds, "mpi")
-    from ..ir import registry
 
     registry.get("all_reduce").extra["transport"] = _reference_all_reduce
     _mpi.abort_on_uncaught_exception()
@@ -187,7 +190,6 @@ def init_process_group(
 def destroy_process_group(group: Any = None) -> None:
     _check_group(group, "destroy_process_group")
     GroupMember.WORLD = None
-    from ..ir import registry
 
     registry.get("all_reduce").extra.pop("transport", None)
 
@@ -226,8 +228,6 @@ def get_backend(group: Any = None) -> str:
 
 def _reference_all_reduce(x: np.ndarray, reduce: str) -> np.ndarray:
     """The interpreter's all_reduce (`ops.collective`): MPI on NumPy arrays."""
-    from ..ir import dtypes as dt
-
     g = _world("all_reduce")
     out = np.empty_like(x)
     _mpi.all_reduce_into(g.comm, x, out, dt.from_numpy(x.dtype), reduce, g.timeout)
@@ -318,8 +318,6 @@ def _contiguous(t: Tensor, what: str) -> None:
 
 
 def _traced(*ts: Tensor) -> bool:
-    from ..tracer.context import current
-
     return current() is not None or any(getattr(t, "_ctx", None) is not None for t in ts)
 
 
@@ -346,8 +344,6 @@ def _checking() -> bool:
 
 
 def _signature(what: str, t: Tensor | None, reduce: str, root: int) -> np.ndarray:
-    from ..ir import dtypes as dt
-
     sig = np.full(6 + _SIG_DIMS, -1, np.int64)
     sig[0] = _CALLS.index(what)
     sig[1] = _REDUCTIONS.index(reduce)
@@ -367,8 +363,6 @@ def _signature(what: str, t: Tensor | None, reduce: str, root: int) -> np.ndarra
 
 
 def _describe(sig: np.ndarray) -> str:
-    from ..ir import dtypes as dt
-
     what = _CALLS[sig[0]] if 0 <= sig[0] < len(_CALLS) else "?"
     if sig[4] < 0:
         return what
@@ -417,7 +411,6 @@ def all_reduce(
     reduce = "sum" if name == "avg" else name
     _mpi.check_reduction(reduce, t._dtype, what)
     if _traced(t):
-        from ..autograd.grad_mode import no_grad
         from ..functions._collective import all_reduce as functional
 
         with no_grad():
@@ -430,8 +423,6 @@ def all_reduce(
     _agree(g, what, t, name)
     wide = _mpi.WIDENED.get(t._dtype)
     if wide is not None:  # reduce a float32 copy, round back once
-        from ..autograd.grad_mode import no_grad
-
         with no_grad():
             w = t.to(wide)
         pending = _post_all_reduce(w, reduce, g)
@@ -496,7 +487,6 @@ def broadcast(
         raise ValueError(f"{what}: src must be a rank in [0, {g.size()}), got {src!r}")
     if _traced(t):
         from .. import functions as F
-        from ..autograd.grad_mode import no_grad
         from ..functions._collective import all_reduce as functional
 
         with no_grad():
@@ -518,9 +508,6 @@ def broadcast(
 
 def _eager_only(what: str, *ts: Tensor) -> None:
     if _traced(*ts):
-        from ..tracer.context import user_location
-        from ..tracer.tensor import GraphBreak
-
         raise GraphBreak(
             f"llgrad.distributed.{what} inside a compiled function",
             user_location(),
@@ -575,8 +562,6 @@ def all_gather(
     pending = _pending_of(all_gather_into_tensor(flat, x.detach(), async_op=True))
 
     def scatter_back() -> None:
-        from ..autograd.grad_mode import no_grad
-
         with no_grad():
             for r, dst in enumerate(tensor_list):
                 dst.copy_(flat[r])
@@ -607,7 +592,6 @@ def reduce_scatter_tensor(
     _contiguous(out, what)
     _agree(g, what, x, name)
     wide = _mpi.WIDENED.get(out._dtype)
-    from ..autograd.grad_mode import no_grad
 
     with no_grad():
         send = x.to(wide) if wide is not None else x.contiguous()
@@ -649,7 +633,6 @@ def reduce_scatter(
     _list(input_list, g, out, what, "input_list")
     _eager_only(what, out, *input_list)
     from .. import functions as F
-    from ..autograd.grad_mode import no_grad
 
     with no_grad():
         flat = F.stack([t.detach() for t in input_list])

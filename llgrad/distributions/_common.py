@@ -6,6 +6,7 @@ from numbers import Number
 from typing import Any, Sequence
 
 from ..tensor import Size, Tensor
+from .distribution import Distribution
 
 
 def lg() -> Any:
@@ -37,7 +38,6 @@ def expand_params(
     for name in extra:
         if name in self.__dict__:
             setattr(new, name, getattr(self, name))
-    from .distribution import Distribution
 
     Distribution.__init__(
         new,

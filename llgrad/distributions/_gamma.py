@@ -29,6 +29,7 @@ import numpy as np
 
 from ..autograd.apply import needs_grad
 from ..autograd.node import Node, edge, node_class
+from ..functions.sampling import _host_rng, _no_trace
 from ..tensor import Tensor
 
 __all__ = ["standard_gamma", "gamma_dx_dalpha", "sample_dirichlet"]
@@ -163,8 +164,6 @@ def standard_gamma(alpha: Tensor, generator: Any = None) -> Tensor:
     """Samples of Gamma(alpha, 1), alpha's shape and dtype, differentiable with respect to
     alpha by implicit reparameterization (grad_fn `StandardGammaBackward0`). Inside
     `lg.compile` it is a graph break (sampled on the host)."""
-    from ..functions.sampling import _host_rng, _no_trace
-
     lg = _lg()
     _no_trace("_standard_gamma", alpha)
     a = np.asarray(alpha.detach()._values(), dtype=np.float64).reshape(tuple(alpha.shape))

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..functions.sampling import _host_rng, _no_trace
 from ..tensor import Size, Tensor
 from . import constraints
 from ._common import all_numbers, expand_params, inf_like, lg, nan_like
@@ -802,8 +803,6 @@ class VonMises(Distribution):
         return log_prob - math.log(2 * math.pi) - _log_bessel_i(self.concentration, 0)
 
     def sample(self, sample_shape: Sequence[int] = Size()) -> Tensor:
-        from ..functions.sampling import _host_rng, _no_trace
-
         L = lg()
         _no_trace("VonMises.sample", self.loc, self.concentration)
         shape = _shape(self, sample_shape)

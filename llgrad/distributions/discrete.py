@@ -14,8 +14,9 @@ from typing import Any, Sequence
 from ..tensor import Size, Tensor
 from . import constraints
 from ._common import expand_params, lg, nan_like
+from .continuous import Gamma
 from .distribution import Distribution, ExponentialFamily
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _is_all_true, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = [
     "Bernoulli",
@@ -474,8 +475,6 @@ class Geometric(Distribution):
         )
         super().__init__(batch_shape, validate_args=validate_args)
         if self._validate_args and probs is not None:
-            from .utils import _is_all_true
-
             value = self.probs
             valid = value > 0
             if not _is_all_true(valid):
@@ -641,8 +640,6 @@ class NegativeBinomial(Distribution):
 
     @lazy_property
     def _gamma(self) -> Any:
-        from .continuous import Gamma
-
         return Gamma(
             concentration=self.total_count, rate=lg().exp(-self.logits), validate_args=False
         )

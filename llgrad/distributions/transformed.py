@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 from ..tensor import Size, Tensor
 from . import constraints
-from ._common import all_numbers, inf_like, lg, nan_like
+from ._common import all_numbers, expand_params, inf_like, lg, nan_like
 from .continuous import Cauchy, Exponential, Gamma, Normal, Uniform
 from .discrete import Categorical
 from .distribution import Distribution
@@ -875,8 +875,6 @@ class LogitRelaxedBernoulli(Distribution):
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape: Sequence[int], _instance: Any = None) -> "LogitRelaxedBernoulli":
-        from ._common import expand_params
-
         new = expand_params(
             self,
             LogitRelaxedBernoulli,

@@ -28,17 +28,27 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .._keys import attrs_key
 from .. import _log, pytree
-from ..autograd.apply import Interpreter, interpreters, needs_grad, record
+from .._keys import attrs_key
+from .._printing import format_tensor
+from ..autograd import engine
+from ..autograd.apply import Interpreter, apply, apply_composite, interpreters, needs_grad, record
 from ..autograd.engine import IN_BACKWARD
 from ..autograd.grad_mode import no_grad
 from ..autograd.node import Node, edge
+from ..device import device, device_type
+from ..functions import _errors
+from ..functions.creation import tensor as make_tensor
 from ..ir.dtypes import DType
 from ..ir.registry import VIEW_OPS
-from ..schedule.layout import contiguous_strides
+from ..ir.types import broadcast_shapes
 from ..nn.parameter import Parameter
-from ..tensor import SymbolicTensor, Tensor, _row_major_strides
+from ..passes.decompose import decompose
+from ..runtime.cuda import driver
+from ..schedule.layout import contiguous_strides
+from ..schedule.program import can_write_in_place
+from ..tensor import _DEVICE_STORAGE, SymbolicTensor, Tensor, _row_major_strides
+from ..tracer.make_ir import _unflatten, trace
 
 CUDA_DEVICE_NAME = "cuda:0"
 
@@ -77,8 +87,6 @@ class CudaTensor(SymbolicTensor):
     @property
     def device(self) -> Any:
         """`device(type='cuda', index=0)`."""
-        from ..device import device
-
         return device("cuda", 0)
 
     @property
@@ -141,8 +149,6 @@ class CudaTensor(SymbolicTensor):
         )
 
     def __repr__(self) -> str:
-        from .._printing import format_tensor
-
         grad_fn = None if self.grad_fn is None else type(self.grad_fn).__name__
         return format_tensor(
             self._host()._values(),
@@ -207,8 +213,6 @@ def _backend() -> Any:
     stack too: no CUDA tensor exists before it)."""
     be = _BACKEND[0]
     if be is None:
-        from ..runtime.cuda import driver
-
         be = _BACKEND[0] = driver.get()
         _install()
     return be
@@ -269,13 +273,10 @@ def contiguous(t: CudaTensor) -> CudaTensor:
 
 def copy_into(dst: CudaTensor, src: Any) -> CudaTensor:
     """`dst[...] = src` on the device: broadcasting and dtype conversion, any strides."""
-    from ..functions.creation import tensor as make_tensor
-
     if not isinstance(src, Tensor):
         src = make_tensor(src, dtype=dst._dtype)
     if src.__class__ not in CUDA_CLASSES:
         src = upload(src.detach())
-    from ..ir.types import broadcast_shapes
 
     if (
         src._shape != dst._shape
@@ -358,9 +359,7 @@ class _Compiled:
 
     def __init__(self, fn: Callable[..., Any], examples: list[CudaTensor], name: str):
         from ..compiler.pipeline import optimize
-        from ..passes.decompose import decompose
         from ..runtime.cuda.graph import CudaGraph
-        from ..tracer.make_ir import trace
 
         with no_grad():
             graph, ctx, structure = trace(fn, tuple(examples), {})
@@ -372,8 +371,6 @@ class _Compiled:
         self.exe = CudaGraph(optimized, _symbol(name))
 
     def __call__(self, tensors: Sequence[CudaTensor]) -> Any:
-        from ..tracer.make_ir import _unflatten
-
         return _unflatten(self.structure, run_graph(self.exe, tensors))
 
 
@@ -513,8 +510,6 @@ class CudaInterpreter(Interpreter):
         forward: Callable[..., Tensor],
         name: str | None,
     ) -> Tensor:
-        from ..autograd.apply import apply
-
         attrs = attrs or {}
         out = _view(op, operands, attrs, forward) if op in VIEW_OPS else None
         if out is None:
@@ -526,8 +521,6 @@ class CudaInterpreter(Interpreter):
     def process_composite(
         self, op: str, operands: Sequence[Any], attrs: dict[str, Any], name: str | None
     ) -> Tensor:
-        from ..autograd.apply import apply_composite
-
         out = run_op(
             "composite", op, operands, attrs, lambda xs: apply_composite(op, xs, attrs, name)
         )
@@ -544,7 +537,6 @@ def _install() -> None:
     host-made results follow their CUDA arguments (`functions._errors.DEVICE_OUTPUTS`)."""
     if _INTERPRETER not in interpreters:
         interpreters.insert(0, _INTERPRETER)
-    from ..functions import _errors
 
     _errors.DEVICE_OUTPUTS[0] = _outputs_on_device
 
@@ -575,42 +567,36 @@ def is_cuda_tensor(x: Any) -> bool:
 # ------------------------------------------------------------------------------------------
 
 
-def device_aware(fn: Callable[..., Tensor], like: bool = False) -> Callable[..., Tensor]:
-    """`fn` (a creation function) that also makes its tensor on `device="cuda"`: made on
-    the host, then copied to the device (requires_grad set on the device tensor, which
-    is the leaf). A `*_like` function (`like`) follows its input's device by default."""
-    import functools
-    from ..device import device_type
-
-    @functools.wraps(fn)
-    def made(*args: Any, **kwargs: Any) -> Tensor:
-        dev = kwargs.get("device")
-        source = args[0] if like and args else kwargs.get("input")
-        if dev is None and like and source.__class__ in CUDA_CLASSES:
-            dev = "cuda"
-        elif dev is None or (dev.__class__ is str and dev == "cpu"):
-            return fn(*args, **kwargs)
-        if device_type(dev, fn.__name__) == "cpu":
-            kwargs.pop("device", None)
-            if like and source.__class__ in CUDA_CLASSES:
-                args = (Tensor._empty(source._shape, source._dtype),) + tuple(args[1:])
-            return fn(*args, **kwargs)
-        kwargs = dict(kwargs)
+def make_on_device(fn: Callable[..., Tensor], like: bool, args: tuple, kwargs: dict) -> Tensor:
+    """Run the creation function `fn` for a call that names a device (or, for a `*_like`
+    function, whose input is a CUDA tensor): made on the host, then copied to the device
+    (requires_grad set on the device tensor, which is the leaf). The call's path from
+    `functions._errors.device_aware`, which serves host calls itself."""
+    dev = kwargs.get("device")
+    source = args[0] if like and args else kwargs.get("input")
+    if dev is None and like and source.__class__ in CUDA_CLASSES:
+        dev = "cuda"
+    elif dev is None or (dev.__class__ is str and dev == "cpu"):
+        return fn(*args, **kwargs)
+    if device_type(dev, fn.__name__) == "cpu":
         kwargs.pop("device", None)
-        requires_grad = kwargs.pop("requires_grad", False)
         if like and source.__class__ in CUDA_CLASSES:
-            placeholder = Tensor._empty(source._shape, source._dtype)
-            if args:
-                args = (placeholder,) + tuple(args[1:])
-            else:
-                kwargs["input"] = placeholder
-        with no_grad():
-            out = upload(fn(*args, **kwargs))
-        if requires_grad:
-            out.requires_grad_(True)
-        return out
-
-    return made
+            args = (Tensor._empty(source._shape, source._dtype),) + tuple(args[1:])
+        return fn(*args, **kwargs)
+    kwargs = dict(kwargs)
+    kwargs.pop("device", None)
+    requires_grad = kwargs.pop("requires_grad", False)
+    if like and source.__class__ in CUDA_CLASSES:
+        placeholder = Tensor._empty(source._shape, source._dtype)
+        if args:
+            args = (placeholder,) + tuple(args[1:])
+        else:
+            kwargs["input"] = placeholder
+    with no_grad():
+        out = upload(fn(*args, **kwargs))
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
 
 
 # ------------------------------------------------------------------------------------------
@@ -681,8 +667,6 @@ class CudaExecutable:
         """Let output `j` be written into input `i`'s memory where the schedule allows it
         (`schedule.program.can_write_in_place`, as `CompiledGraph.write_in_place`): a
         training step's parameter updates then need no copy back."""
-        from ..schedule.program import can_write_in_place
-
         program = self.exe.lowered.program
         self._in_place = [(j, i) for j, i in pairs if can_write_in_place(program, j, i)]
         return list(self._in_place)
@@ -695,7 +679,6 @@ def reset() -> None:
     _copies.clear()
     _logged.clear()
     _BACKEND[0] = None
-    from ..functions import _errors
 
     _errors.DEVICE_OUTPUTS[0] = None
     if _INTERPRETER in interpreters:
@@ -776,15 +759,12 @@ def _host_tree(tree: Any) -> Any:
 def _register() -> None:
     """Tell the layers below about CUDA tensors: the tensor class (device storage makes
     CUDA tensors), the engine (seeds and backward's helper tensors), the functions'
-    rerun hook and indexing."""
-    from .. import tensor
-    from ..autograd import engine
-    from ..functions import _errors, indexing
-
+    rerun and creation hooks and their CUDA classes."""
     engine._CUDA[0] = CudaTensor
-    tensor._DEVICE_STORAGE[:] = [CudaStorage, dict(_DEVICE_CLASS)]
+    _DEVICE_STORAGE[:] = [CudaStorage, dict(_DEVICE_CLASS)]
     _errors.DEVICE_RERUN[:] = [device_failure, rerun]
-    indexing._DEVICE_CLASSES.update(CUDA_CLASSES)
+    _errors.DEVICE_CREATE[0] = make_on_device
+    _errors.DEVICE_CLASSES.update(CUDA_CLASSES)
 
 
 _register()

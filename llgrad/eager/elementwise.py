@@ -21,9 +21,9 @@ from ..ir import registry
 from ..ir.dtypes import DType
 from ..ir.types import broadcast_shapes
 from ..runtime import cache, launch
-from ..tensor import _DEVICE_STORAGE, Tensor
 from ..schedule.elementwise import ElementwiseKernel, Expr, ExprNode, out_dtypes
-from ..schedule.layout import broadcast_strides, collapse
+from ..schedule.layout import broadcast_strides, collapse, contiguous_strides
+from ..tensor import _DEVICE_STORAGE, Tensor
 
 cache.register_builder(ElementwiseKernel, build_text)
 
@@ -219,7 +219,6 @@ class Plan:
         self.ptr_slots = ptr_slots  # where operand pointers go (output first)
         self.scalar_dtypes = scalar_dtypes  # per operand: the dtype a scalar is packed as
         self.work = work
-        from ..schedule.layout import contiguous_strides
 
         self.out_strides = contiguous_strides(out_shape)
         self.packer = launch.packer(len(template))
@@ -464,8 +463,6 @@ def make_plan(
     in_place: tuple[int, ...] = (),
 ) -> Plan:
     """`in_place`: the operands that are the output itself (`ElementwiseKernel.in_place`)."""
-    from ..schedule.layout import contiguous_strides
-
     n = 1
     for s in shape:
         n *= s

@@ -16,17 +16,17 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..functions.creation import from_values
+from ..functions.shape import _cat_forward, _pad_forward
 from ..ir.graph import Graph, Node
 from ..ir.registry import ELEMENTWISE, Group
 from ..runtime.launch import record_kernels
 from ..tensor import Tensor
 from . import elementwise as ew
-from . import indexing, reduce, views
+from . import indexing, linalg, reduce, views
 
 
 def _const(node: Node, inputs: list[Tensor]) -> Tensor:
-    from ..functions.creation import from_values
-
     value, dtype, shape = node.attr("value"), node.attr("dtype"), node.attr("shape")
     arr = (
         np.broadcast_to(np.asarray(value), shape)
@@ -43,8 +43,6 @@ def _generated(node: Node, inputs: list[Tensor]) -> Tensor:
 
 
 def _movement(node: Node, inputs: list[Tensor]) -> Tensor:
-    from ..functions.shape import _cat_forward, _pad_forward
-
     x, a = inputs[0], node.attr_dict
     if node.op == "reshape":
         return views.reshape(x, a["shape"])
@@ -75,8 +73,6 @@ def _index(node: Node, inputs: list[Tensor]) -> Tensor:
 
 
 def _linalg(node: Node, inputs: list[Tensor]) -> Tensor:
-    from . import linalg
-
     return linalg.matmul(*inputs)
 
 

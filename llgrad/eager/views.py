@@ -15,11 +15,12 @@ from .._keys import attrs_key
 from ..ir import dtypes
 from ..ir.types import normalize_axis
 from ..ops.shape import check_permutation, expand_shape, infer_reshape_shape
-from ..tensor import Tensor
 from ..runtime import launch
+from ..schedule.layout import contiguous_strides
+from ..tensor import Tensor
+from . import elementwise
 from . import elementwise as ew
 from .elementwise import copy_into
-from ..schedule.layout import contiguous_strides
 
 
 def view_of(t: Tensor, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> Tensor:
@@ -178,8 +179,6 @@ def select(t: Tensor, dim: int, index: int) -> Tensor:
 
 def flip_view(t: Tensor, axes: tuple[int, ...]) -> Tensor:
     """Flips copy (llgrad, like PyTorch, has no negative strides)."""
-    from . import elementwise
-
     axes_n = {normalize_axis(a, t.ndim, "flip") for a in axes}
     out = Tensor._empty(t._shape, t._dtype)
     # write through a view of `out` that walks each flipped axis backwards

@@ -41,6 +41,14 @@ from ..ir import dtypes as dt
 from ..ir.types import normalize_axis
 from ..runtime.storage import Storage, _address
 from ..tensor import Tensor
+from ..functions._errors import serve_on_devices
+from ..functions.creation import arange, tensor
+from ..functions.elementwise import mul, real, sub, where
+from ..functions.shape import cat, pad_dims, slice_dim
+from ..functions.statistics import write_out
+from ..tracer.context import user_location
+from ..tracer.tensor import GraphBreak, tracing
+from ..transforms.batching import levels, lift, unlift
 
 __all__ = [
     "fft",
@@ -120,10 +128,6 @@ def _host(
     """Run `compute(array, axes)` on `x`'s values; record `rule` as the backward and
     `again` (the same linear map) for forward-mode tangents. Batched (vmap) inputs are
     transformed with their batch dimensions leading."""
-    from ..tracer.context import user_location
-    from ..tracer.tensor import GraphBreak, tracing
-    from ..transforms.batching import levels, lift, unlift
-
     if tracing() or getattr(x, "_ctx", None) is not None:
         kind = {
             "FftC2CBackward0": "complex-to-complex",
@@ -181,9 +185,6 @@ def _r2c(x: Tensor, dims: tuple[int, ...], forward: bool, norm: str, onesided: b
         return (sf.fftn if forward else sf.ifftn)(a, axes=axes, norm=norm)
 
     def rule(g: Tensor) -> Tensor:
-        from ..functions.elementwise import real
-        from ..functions.shape import pad_dims
-
         if not g._dtype.is_complex:
             g = g.to(x._dtype.to_complex())
         if onesided:
@@ -210,9 +211,6 @@ def _c2r(x: Tensor, dims: tuple[int, ...], n_last: int, forward: bool, norm: str
         return (sf.hfftn if forward else sf.irfftn)(a, s=sizes, axes=axes, norm=norm)
 
     def rule(g: Tensor) -> Tensor:
-        from ..functions.creation import tensor
-        from ..functions.elementwise import mul
-
         gi = _r2c(g, dims, not forward, _dual(norm), True)
         half = gi._shape[dims[-1]]
         double = n_last - half  # bins 1..double stand for two conjugate bins
@@ -333,8 +331,6 @@ def _dims_and_sizes(
 
 def _resize(x: Tensor, dims: Sequence[int], sizes: Sequence[int | None]) -> Tensor:
     """Zero-pad or trim `x` along `dims` to `sizes` (None: unchanged)."""
-    from ..functions.shape import pad_dims, slice_dim
-
     highs = [0] * x.ndim
     for d, n in zip(dims, sizes):
         if n is None or n == x._shape[d]:
@@ -351,7 +347,6 @@ def _resize(x: Tensor, dims: Sequence[int], sizes: Sequence[int | None]) -> Tens
 def _finish(op: str, result: Tensor, out: Any) -> Tensor:
     if out is None:
         return result
-    from ..functions.statistics import write_out
 
     if out is not None and isinstance(out, Tensor):
         if result._dtype.is_complex and not out._dtype.is_complex:
@@ -983,9 +978,6 @@ def fftfreq(
 
     Args: `dtype` (default: the default float dtype), `requires_grad`, `out`.
     """
-    from ..functions.creation import arange
-    from ..functions.elementwise import mul, sub, where
-
     n = _check_n("fftfreq", n) if n != 0 else 0
     kind = _freq_dtype("fftfreq", dtype)
     i = arange(n, dtype=kind)
@@ -1009,9 +1001,6 @@ def rfftfreq(
 ) -> Tensor:
     """The n//2+1 non-negative sample frequencies of an `rfft` of length `n`:
     `[0, 1, ..., n//2] / (d*n)`. Args as `fftfreq`."""
-    from ..functions.creation import arange
-    from ..functions.elementwise import mul
-
     n = _check_n("rfftfreq", n) if n != 0 else 0
     kind = _freq_dtype("rfftfreq", dtype)
     i = arange(n // 2 + 1, dtype=kind)
@@ -1023,8 +1012,6 @@ def rfftfreq(
 
 def _roll(x: Tensor, dims: Sequence[int], shifts: Sequence[int]) -> Tensor:
     """`x` rolled by `shifts` along `dims` (a cat of two slices per dim)."""
-    from ..functions.shape import cat, slice_dim
-
     for d, k in zip(dims, shifts):
         n = x._shape[d]
         if n == 0:
@@ -1062,8 +1049,6 @@ def ifftshift(input: Tensor, dim: Any = None) -> Tensor:
 
 def _served_on_devices() -> None:
     """Every public function here also serves CUDA tensors where its eager code cannot."""
-    from ..functions._errors import serve_on_devices
-
     serve_on_devices(globals())
 
 

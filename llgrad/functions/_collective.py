@@ -12,13 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..autograd.apply import apply
+from ..distributed import _world
+from ..runtime import mpi
 from ..tensor import Tensor
 
 
 def _forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
-    from ..distributed import _world
-    from ..runtime import mpi
-
     x = operands[0].contiguous()
     out = Tensor._empty(x._shape, x._dtype)
     group = _world("all_reduce")
@@ -31,9 +30,6 @@ def _forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
 def all_reduce(x: Tensor, reduce: str = "sum") -> Tensor:
     """Every rank's `x` reduced elementwise (`reduce`: sum, product, max, min, band, bor,
     bxor); float16 and bfloat16 reduce in float32, rounded once."""
-    from ..distributed import _world
-    from ..runtime import mpi
-
     if not isinstance(x, Tensor):
         raise TypeError(f"all_reduce: expected a Tensor, got {type(x).__name__}")
     _world("all_reduce")

@@ -37,6 +37,10 @@ DEVICE_RERUN: list[Any] = [None, None]
 # case of its eager code, such as an empty input, may make a result on the host); set by
 # `eager.cuda` once a CUDA tensor exists
 DEVICE_OUTPUTS: list[Any] = [None]
+# make(fn, like, args, kwargs): a creation call that names a device or copies a CUDA
+# tensor's placement, and the CUDA tensor classes; set by `eager.cuda` when it is imported
+DEVICE_CREATE: list[Any] = [None]
+DEVICE_CLASSES: set[type] = set()
 
 
 def names_op(op: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
@@ -98,3 +102,24 @@ def serve_on_devices(namespace: dict[str, Any], names: Any = None) -> None:
         for key, fn in list(methods.items()):
             if id(fn) in wrapped:
                 methods[key] = wrapped[id(fn)]
+
+
+def device_aware(fn: Callable[P, R], like: bool = False) -> Callable[P, R]:
+    """`fn` (a creation function) that also makes its tensor on `device="cuda"`; a
+    `*_like` function (`like`) follows its input's device by default. Host calls run `fn`
+    directly; the others go to `DEVICE_CREATE` (`eager.cuda.make_on_device`)."""
+
+    @functools.wraps(fn)
+    def made(*args: P.args, **kwargs: P.kwargs) -> R:
+        dev = kwargs.get("device")
+        if dev is None:
+            if not like or not DEVICE_CLASSES:
+                return fn(*args, **kwargs)
+            source = args[0] if args else kwargs.get("input")
+            if source.__class__ not in DEVICE_CLASSES:
+                return fn(*args, **kwargs)
+        elif dev.__class__ is str and dev == "cpu":
+            return fn(*args, **kwargs)
+        return DEVICE_CREATE[0](fn, like, args, kwargs)
+
+    return made

@@ -22,6 +22,7 @@ import inspect
 import warnings
 from typing import Any, Callable
 
+from ..autograd.grad_mode import is_grad_enabled
 from ..ir import dtypes as dt
 from ..tensor import Tensor
 from ._errors import DEVICE_RERUN
@@ -149,8 +150,6 @@ def _resize(t: Tensor, shape: tuple[int, ...], op: str) -> None:
 
 def store(op: str, result: Any, out: Any) -> Any:
     """Write `result` (a tensor or a tuple of them) into `out`; return `out`."""
-    from ..autograd.grad_mode import is_grad_enabled
-
     results = (result,) if isinstance(result, Tensor) else tuple(result)
     outs = (out,) if isinstance(out, Tensor) else out
     if (

@@ -10,8 +10,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..autograd.apply import interpreters
 from ..autograd.grad_mode import _state as _grad_state
-from ..device import check_device
+from ..device import CPU, check_device
 from ..device import device_type as _device_type
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
@@ -22,9 +23,13 @@ from ..schedule.layout import contiguous_strides
 from ..tensor import Size, Tensor, _row_major_strides
 from ..tracer import context as _trace
 from ..tracer.context import _tls as _trace_state  # (its `stack`: the traces)
-from ._errors import _STANDARD, names_op, relabel
-from .shape import size_arg
+from ..tracer.context import current
+from . import elementwise as E
+from ._errors import _STANDARD, device_aware, names_op, relabel
 from ._switches import _switches
+from .elementwise import add, mul
+from .elementwise import complex as make_complex
+from .shape import select, size_arg
 
 
 def _finish(t: Tensor, requires_grad: bool) -> Tensor:
@@ -305,7 +310,6 @@ def tensor(
 
         out = upload(from_values(arr, d))
         return out.requires_grad_(True) if requires_grad else out
-    from ..tracer.context import current
 
     ctx = current()
     if ctx is not None and not isinstance(data, Tensor) and arr.size <= 4096:
@@ -334,7 +338,6 @@ def as_tensor(data: Any, dtype: DType | None = None, device: Any = None) -> Tens
         )
     if isinstance(data, Tensor):
         return data if dtype is None or dtype is data._dtype else data.to(dtype)
-    from ..tracer.context import current
 
     if isinstance(data, np.ndarray) and current() is None:
         from .tensor_extras import _shareable
@@ -953,8 +956,6 @@ def linspace(start: float, end: float, steps: int, **kwargs: Any) -> Tensor:
             return _finish(out, rg)
     idx = iota(steps, dt.float64)
     if _trace.current() is not None:  # traced: the same formula as graph ops
-        from . import elementwise as E
-
         fwd = E.add(E.mul(idx, step), float(start))
         bwd = E.sub(float(end), E.mul(E.sub(steps - 1.0, idx), step))
         return _finish(E.where(E.lt(idx, half), fwd, bwd).to(d), rg)
@@ -996,8 +997,6 @@ class Generator:
     @property
     def device(self) -> Any:
         """`device(type='cpu')`."""
-        from ..device import CPU
-
         return CPU
 
     @property
@@ -1147,7 +1146,6 @@ def _random(op: str, shape: tuple[int, ...], d: DType, generator: Generator | No
             f"{'rand' if op == 'uniform' else 'randn'}: expected a floating point "
             f"dtype, got {d.name}"
         )
-    from ..autograd.apply import interpreters
 
     if interpreters:
         per_element = _vmap_randomness(interpreters)
@@ -1181,8 +1179,6 @@ def _draw(op: str, shape: tuple[int, ...], d: DType, generator: Generator | None
         # PyTorch's complex draws: real and imaginary parts drawn apart, each uniform in
         # [0, 1) (rand) or normal with variance 1/2 (randn); llgrad functions, so that a
         # trace records them too
-        from .elementwise import complex as make_complex, mul
-
         part = d.to_real()
         re, im = _draw(op, shape, part, generator), _draw(op, shape, part, generator)
         if op == "normal":
@@ -1194,7 +1190,6 @@ def _draw(op: str, shape: tuple[int, ...], d: DType, generator: Generator | None
             f"(lg.Generator()), not {type(generator).__name__}"
         )
     gen = generator or default_generator
-    from ..tracer.context import current
 
     ctx = current()
     if ctx is not None:
@@ -1208,9 +1203,6 @@ def _draw(op: str, shape: tuple[int, ...], d: DType, generator: Generator | None
 def _traced_random(ctx: Any, op: str, shape: tuple[int, ...], d: DType, gen: Generator) -> Tensor:
     """A draw inside a compiled function: the generator's state is a graph input, and the
     advanced counter is written back after every call, so each call draws new numbers."""
-    from .elementwise import add
-    from .shape import select
-
     n = 1
     for s in shape:
         n *= s
@@ -1296,7 +1288,6 @@ def randint(
         )
     shape = size_arg((size,), "randint")
     dtype, rg = _kw(kwargs, "randint")
-    from . import elementwise as E
 
     u = _random("uniform", shape, dt.float64, generator)
     scaled = E.floor(E.add(E.mul(u, float(high - low)), float(low)))
@@ -1316,8 +1307,7 @@ def _as_int(what: str, v: Any) -> int:
 
 
 def _on_devices() -> None:
-    """Creation functions accept device="cuda" (see `eager.cuda.device_aware`)."""
-    from ..eager.cuda import device_aware
+    """Creation functions accept device="cuda" (see `_errors.device_aware`)."""
 
     g = globals()
     for name in (

@@ -20,6 +20,8 @@ from ..ir.dtypes import promote_types
 from ..tensor import Tensor
 from . import linalg, reduction, shape
 from ._errors import names_op
+from .creation import arange
+from .indexing import gather
 
 _LETTERS = set(string.ascii_letters)
 
@@ -113,9 +115,6 @@ def _diagonals(t: Tensor, labels: list[str]) -> tuple[Tensor, list[str]]:
 def _diagonal(t: Tensor, i: int, j: int) -> Tensor:
     """The diagonal over dims i < j of equal size, as the last dim (a gather of positions
     (k, k), which vmap batches)."""
-    from .creation import arange
-    from .indexing import gather
-
     n = t.shape[i]
     rest = [d for d in range(t.ndim) if d not in (i, j)]
     moved = shape.permute(t, tuple(rest) + (i, j))  # (..., n, n)

@@ -9,12 +9,17 @@ from ..autograd import forward_ad as _forward_ad
 from ..autograd.apply import apply, composite_function
 from ..autograd.apply import interpreters as _interpreters
 from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.grad_mode import no_grad
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..tensor import Tensor
+from ..tracer.context import user_location
+from ..tracer.tensor import GraphBreak
 from . import fastpath
 from ._errors import names_op
+from .indexing import nonzero
 from .numpy_interop import plain_numbers
+from .shape import reinterpret
 
 Number = bool | int | float
 
@@ -270,8 +275,6 @@ subtract = sub
 
 
 def _no_grad() -> Any:
-    from ..autograd.grad_mode import no_grad
-
     return no_grad()
 
 
@@ -295,9 +298,6 @@ def _integer_divisor(op: str, input: Any, other: Any) -> None:
             raise RuntimeError(f"{op}: ZeroDivisionError (integer division by zero)")
         return
     if getattr(other, "_ctx", None) is not None:
-        from ..tracer.context import user_location
-        from ..tracer.tensor import GraphBreak
-
         raise GraphBreak(
             f"{op} of integers by a tensor (a zero divisor must raise)", user_location()
         )
@@ -424,8 +424,6 @@ minimum = fastpath.binary("minimum", minimum, keywords=True)
 
 def where(condition: Tensor, input: Any = None, other: Any = None) -> Tensor:
     if input is None and other is None:
-        from .indexing import nonzero
-
         return tuple(nonzero(condition).unbind(1))  # type: ignore[return-value]
     return elementwise("where", condition, input, other)
 
@@ -656,8 +654,6 @@ from . import shape as _shape  # noqa: E402  (imports this module's siblings onl
 
 def _part_forward(op: str, operands: Any, attrs: Any) -> Tensor:
     """`.real` / `.imag` as views: every other float of the interleaved storage."""
-    from .shape import reinterpret
-
     x = operands[0]
     return reinterpret(
         x,

@@ -10,12 +10,19 @@ from __future__ import annotations
 from typing import Any
 
 from ..autograd import forward_ad
-from ..autograd.apply import composite_function, needs_grad
+from ..autograd.apply import apply, composite_function, dispatch_function, needs_grad
+from ..autograd.grad_mode import no_grad
 from ..autograd.node import Node, edge, node_class
+from ..eager import indexing, views
+from ..eager.indexing import nonzero as run
 from ..ir import dtypes as dt
+from ..ir.types import broadcast_shapes, normalize_axis
 from ..tensor import Tensor
-from ._errors import names_op
+from ..tracer.context import current, user_location
+from ..tracer.tensor import GraphBreak, tracing
+from ._errors import DEVICE_CLASSES, names_op, serve_on_devices
 from ._host import host_plain
+from .shape import expand
 
 
 class IndexNode(Node):
@@ -77,9 +84,6 @@ def python_index(index: Any) -> Any:
     return index
 
 
-_DEVICE_CLASSES: set[type] = set()  # CUDA tensor classes (filled by eager.cuda)
-
-
 def _getitem_of(x: Tensor, index: Any) -> Tensor:
     return getitem(x, index)
 
@@ -92,14 +96,12 @@ def getitem(x: Tensor, index: Any, name: str | None = None) -> Tensor:
         from ..tracer import indexing as traced
 
         return traced.getitem(x, index)
-    if x.__class__ in _DEVICE_CLASSES:
+    if x.__class__ in DEVICE_CLASSES:
         # a CUDA tensor: a basic index is a view of its memory (only the layout is
         # computed); one that needs a kernel runs as one compiled GPU graph
         try:
             out = _first_dim_view(x, index)
             if out is None:
-                from ..eager import indexing
-
                 out = indexing.getitem(x, index)
         except (TypeError, RuntimeError):
             from ..eager.cuda import rerun, upload
@@ -107,7 +109,7 @@ def getitem(x: Tensor, index: Any, name: str | None = None) -> Tensor:
             # index tensors on the host are taken to the device, as PyTorch allows them
             items = [
                 upload(i.detach())
-                if isinstance(i, Tensor) and i.__class__ not in _DEVICE_CLASSES
+                if isinstance(i, Tensor) and i.__class__ not in DEVICE_CLASSES
                 else i
                 for i in (index if isinstance(index, tuple) else (index,))
             ]
@@ -116,8 +118,6 @@ def getitem(x: Tensor, index: Any, name: str | None = None) -> Tensor:
     else:
         out = _first_dim_view(x, index)
         if out is None:
-            from ..eager import indexing
-
             out = indexing.getitem(x, index)
     tangent = forward_ad.tangent_of(x) if forward_ad._level[0] else None
     if tangent is not None or (
@@ -138,8 +138,6 @@ def getitem(x: Tensor, index: Any, name: str | None = None) -> Tensor:
 def _first_dim_view(x: Tensor, index: Any) -> Tensor | None:
     """`x[a:b:c]` and `x[i]` on the first dimension without the general index parser
     (the common case; everything else returns None and takes the general path)."""
-    from ..eager import views
-
     if not x._shape:
         return None
     n = x._shape[0]
@@ -165,8 +163,6 @@ def _traced_index(index: Any) -> bool:
 
 
 def index_backward(g: Tensor, shape: tuple[int, ...], index: Any) -> Tensor:
-    from ..tracer.context import current
-
     ctx = current()
     if ctx is not None:
         # traced: scatter-add g at the positions `x[index]` reads (an iota indexed alike)
@@ -176,11 +172,10 @@ def index_backward(g: Tensor, shape: tuple[int, ...], index: Any) -> Tensor:
         positions = getitem(ctx.iota(n).reshape(shape), index)
         zeros = ctx.constant(0, g._dtype, shape)
         return scatter_add_linear(zeros, positions, g)
-    if g.__class__ in _DEVICE_CLASSES:  # a CUDA gradient: traced, on the GPU
+    if g.__class__ in DEVICE_CLASSES:  # a CUDA gradient: traced, on the GPU
         from ..eager.cuda import rerun
 
         return rerun(index_backward, "index_backward", (g, shape, index), {})
-    from ..eager import indexing
 
     out = indexing.getitem_backward(shape, g._dtype, index, g)
     if needs_grad([g]):
@@ -218,7 +213,6 @@ def _gather(
     input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False, name: str | None = None
 ) -> Tensor:
     """`gather` (its general path: every call but an empty index's plain one)."""
-    from ..ir.types import normalize_axis
     from .creation import iota
 
     d = normalize_axis(dim, input.ndim, "gather")
@@ -249,7 +243,6 @@ def _gather(
             parts.append(iota(index._shape[k], dt.int64).reshape(shape))
     # through the interpreter stack, so that vmap batches `input` and `index` (its
     # indexing rule); plain tensors take `getitem` directly
-    from ..autograd.apply import dispatch_function
 
     return dispatch_function(
         "getitem", [input, index], _named_getitem(name or "GatherBackward0"), (input, tuple(parts))
@@ -271,9 +264,6 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     dimension but `dim`; `dim=None` takes from the flattened input (result 1-D).
     Negative indices count from the end (as torch); an index outside [-size, size)
     raises (torch does not check it)."""
-    from ..ir.types import broadcast_shapes, normalize_axis
-    from .shape import expand
-
     if not isinstance(indices, Tensor) or indices._dtype is not dt.int64:
         raise RuntimeError(
             f"take_along_dim(): dtype of indices should be int64 but got "
@@ -318,8 +308,6 @@ def _wrap_negative(index: Tensor, size: int) -> Tensor:
 @names_op("index_select")
 @composite_function
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
-    from ..ir.types import normalize_axis
-
     d = normalize_axis(dim, input.ndim, "index_select")
     if not isinstance(index, Tensor) or index._dtype not in (dt.int64, dt.int32):
         raise TypeError(
@@ -336,9 +324,6 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
         )
     _check_index_range("index_select", index, d, size, IndexError)
     if input.numel() == 0 and index.numel() and getattr(index, "_ctx", None) is not None:
-        from ..tracer.context import user_location
-        from ..tracer.tensor import GraphBreak
-
         raise GraphBreak(
             "index_select from an empty tensor (no kernel would check the indices)", user_location()
         )
@@ -351,7 +336,6 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
             )
         out = index_select(input.reshape(1), 0, index)
         return out.reshape(()) if index.ndim == 0 or index.numel() == 1 else out
-    from ..autograd.apply import dispatch_function
 
     return dispatch_function(
         "getitem",
@@ -387,12 +371,8 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     if input.__class__ is Tensor and not as_tuple and not input._dtype.is_complex:
         return _eager_nonzero(input)  # (a plain tensor: no tracer, no conversion)
-    from ..eager import indexing
 
     if getattr(input, "_ctx", None) is not None:
-        from ..tracer.tensor import GraphBreak
-        from ..tracer.context import user_location
-
         raise GraphBreak("nonzero() (its result size depends on data)", user_location())
     if input._dtype.is_complex:  # nonzero where either part is
         from .elementwise import ne
@@ -416,7 +396,6 @@ def _eager_nonzero(x: Tensor) -> Tensor:
     """`eager.indexing.nonzero(x)` (imported on the first call: that module imports this
     one's package)."""
     global _eager_nonzero
-    from ..eager.indexing import nonzero as run
 
     _eager_nonzero = run
     return run(x)
@@ -428,8 +407,6 @@ def _eager_nonzero(x: Tensor) -> Tensor:
 
 
 def _linear_forward(op: str, operands: Any, attrs: Any) -> Tensor:
-    from ..eager import indexing
-
     return {
         "gather": indexing.gather,
         "scatter_add": indexing.scatter_add,
@@ -439,22 +416,16 @@ def _linear_forward(op: str, operands: Any, attrs: Any) -> Tensor:
 
 def gather_linear(x: Tensor, index: Tensor) -> Tensor:
     """`x.reshape(-1)[index]` for int64 row-major offsets (the `gather` primitive)."""
-    from ..autograd.apply import apply
-
     return apply("gather", (x, index), None, _linear_forward, "IndexBackward0")
 
 
 def scatter_add_linear(base: Tensor, index: Tensor, src: Tensor) -> Tensor:
     """`base` with `src` added at row-major offsets `index` (duplicates accumulate)."""
-    from ..autograd.apply import apply
-
     return apply("scatter_add", (base, index, src), None, _linear_forward, "IndexPutBackward0")
 
 
 def index_put_linear(base: Tensor, index: Tensor, src: Tensor) -> Tensor:
     """`base` with `src` written at row-major offsets `index`."""
-    from ..autograd.apply import apply
-
     return apply("index_put", (base, index, src), None, _linear_forward, "IndexPutBackward0")
 
 
@@ -486,12 +457,10 @@ def _check_index_range(
     negative index is an error, not counted from the end. Checked here when the values
     are known; in a traced function the callers map a bad index where the indexing
     kernel rejects it."""
-    from ..tracer.tensor import tracing
     from ..transforms.batching import bottom
 
     values = bottom(index)  # under vmap: every batch element's indices
     if values.numel() and not tracing() and getattr(values, "_ctx", None) is None:
-        from ..autograd.grad_mode import no_grad
         from .reduction import amax, amin
 
         with no_grad():
@@ -515,7 +484,6 @@ def _scatter_offsets(op: str, input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Row-major offsets into `input` of `index`'s positions with dim `dim` replaced by
     its values. An index outside [0, size) maps to `numel`, which the scatter kernels
     reject with IndexError (eagerly it is reported here, naming the value)."""
-    from ..ir.types import normalize_axis
     from . import elementwise as E
     from .creation import iota
 
@@ -613,8 +581,6 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 
 
 def _served_on_devices() -> None:
-    from ._errors import serve_on_devices
-
     serve_on_devices(globals(), ["argwhere"])
 
 

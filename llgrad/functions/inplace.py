@@ -19,14 +19,32 @@ from ..autograd.apply import needs_grad
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled, no_grad
 from ..autograd.node import Node, edge, node_class
-from ..eager import cuda as _cuda
 from ..eager import elementwise as ew
+from ..eager import indexing
 from ..ir import dtypes as dt
+from ..runtime.storage import allocate
+from ..schedule.layout import contiguous_strides
 from ..tensor import DENSE_CLASSES, Tensor
+from ..tracer.context import current, user_location
 from ..tracer.context import current as _trace_context
+from ..tracer.tensor import GraphBreak
 from . import creation as _creation
+from . import elementwise as E
+from ._errors import DEVICE_CLASSES, names_op
+from .creation import _float_max, checked_scalar, iota, rand, randn, zeros
+from .elementwise import no_bool_subtraction, where
+from .indexing import (
+    getitem,
+    index_backward,
+    index_put_linear,
+    masked_fill,
+    python_index,
+    scatter,
+    scatter_add,
+)
 from .numpy_interop import plain_number
-
+from .reduction import sum_to_size
+from .shape import expand, reshape, view_as_complex
 
 _overlaps: dict[tuple, bool] = {}
 
@@ -111,7 +129,7 @@ def run_inplace(
     `operands` (default: `args`): every tensor the op reads besides `t`, checked against
     `t` for memory overlap (`runtime.overlap`; `alias_ok` False: an exact alias is refused
     too, as for scatters)."""
-    if t.__class__ in _cuda.CUDA_CLASSES and _trace_context() is None:
+    if t.__class__ in DEVICE_CLASSES and _trace_context() is None:
         # device memory: no CPU kernel may write it; the op runs out of place (on the
         # GPU) and a copy kernel writes the result, after every operand was read
         direct = _out_of_place(t, functional, args)
@@ -132,9 +150,6 @@ def run_inplace(
     if getattr(t, "_ctx", None) is not None and t._requires_grad and t._node.op == "param":
         # an argument of a compiled function that requires grad: eager decides (a leaf
         # raises; a non-leaf records the write in its history, which a call cannot)
-        from ..tracer.context import user_location
-        from ..tracer.tensor import GraphBreak
-
         raise GraphBreak(
             "an in-place write to an argument that requires grad",
             user_location(),
@@ -213,8 +228,6 @@ def write_tangent(t: Tensor, result: Tensor) -> None:
     """Forward mode: `t` now holds `result`'s values, so it takes `result`'s tangent (zero
     if it has none). A view writes it into its base's tangent (zero if the base had none),
     and takes the window of that, so base and view agree as their values do."""
-    from .creation import zeros
-
     new = forward_ad.tangent_of(result)
     with no_grad():
         if new is None:
@@ -289,8 +302,6 @@ class _Overwritten(Node):
         self.shape, self.dtype = t._shape, t._dtype
 
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
-        from .creation import zeros
-
         return (zeros(self.shape, dtype=self.dtype),)
 
 
@@ -313,7 +324,6 @@ class _Window:
     def __init__(self, base: Tensor, view: Tensor):
         self.base_shape = base._shape
         self.shape = view._shape
-        from ..schedule.layout import contiguous_strides
 
         if base.is_contiguous():
             self.offset = view._offset - base._offset
@@ -321,10 +331,6 @@ class _Window:
             self.linear = None
         else:
             # map storage positions to logical indices through an index image of the base
-            from .creation import iota
-            from ..runtime.storage import allocate
-            from ..ir import dtypes as dt
-
             image_storage = allocate(base._storage.nbytes // base._dtype.itemsize * 8 + 8)
             image = Tensor._make(image_storage, base._offset, base._shape, base._strides, dt.int64)
             ew.copy_into(image, iota(base.numel(), dt.int64).reshape(base._shape))
@@ -355,8 +361,6 @@ class _Window:
         what differentiable (recorded) gathers and scatters of the window use."""
         if self.linear is not None:
             return self.linear
-        from .creation import iota
-        from ..ir import dtypes as dt
 
         n = 1
         for size in self.base_shape:
@@ -392,9 +396,6 @@ class CopySlices(Node):
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         g = grads[0]
         if is_grad_enabled() and g._requires_grad:  # create_graph: stay differentiable
-            from .elementwise import where
-            from .indexing import getitem
-
             window = getitem(g.reshape(-1), self.window.linear_index())
             return (where(self.window.mask(), 0.0, g), window)
         g = g.contiguous()
@@ -415,12 +416,8 @@ class ViewFromBase(Node):
         self.dtype = view._dtype
 
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
-        from .creation import zeros
-
         g = grads[0]
         if is_grad_enabled() and g._requires_grad:  # create_graph: stay differentiable
-            from .indexing import index_backward
-
             shape = self.window.base_shape
             n = 1
             for size in shape:
@@ -449,8 +446,6 @@ def _binary_inplace(op: str, functional: Callable[..., Tensor], clone_self: bool
         other = plain_number(other)
         read = (other,)  # what the overlap check sees (before `* alpha`)
         if op == "sub":
-            from .elementwise import no_bool_subtraction
-
             no_bool_subtraction("sub_", self, other)
         if (
             alpha != 1
@@ -486,8 +481,6 @@ def _binary_inplace(op: str, functional: Callable[..., Tensor], clone_self: bool
 
 
 def make_inplace_methods() -> dict[str, Callable[..., Any]]:
-    from . import elementwise as E
-
     methods = {
         "add_": _binary_inplace("add", E.add, False),
         "sub_": _binary_inplace("sub", E.sub, False),
@@ -593,8 +586,6 @@ def make_inplace_methods() -> dict[str, Callable[..., Any]]:
 
     def copy_(self: Tensor, other: Any, non_blocking: bool = False) -> Tensor:
         """Write `other`'s values (broadcast, converted to this dtype) into this tensor."""
-        from .shape import expand
-
         src = other
         if isinstance(src, Tensor):
 
@@ -607,7 +598,6 @@ def make_inplace_methods() -> dict[str, Callable[..., Any]]:
 
     methods.update(clamp_=clamp_, clip_=clamp_, zero_=zero_, fill_=fill_, copy_=copy_)
     methods.update(_rewrites())
-    from ._errors import names_op
 
     return {name: names_op(name)(method) for name, method in methods.items()}
 
@@ -690,16 +680,11 @@ def _random_fill(name: str, draw: Callable[..., Tensor]) -> Callable[..., Any]:
 
 
 def _uniform(t: Tensor, low: float = 0.0, high: float = 1.0, *, generator: Any = None) -> Tensor:
-    from . import elementwise as E
-    from .creation import rand
-
     if low > high:
         raise RuntimeError(
             f"uniform_ expects to return a [from, to) range, but found from={low} > to={high}"
         )
     if t._dtype.is_complex:  # real and imaginary parts each uniform, as torch
-        from .shape import view_as_complex
-
         u = rand(tuple(t.shape) + (2,), dtype=t._dtype.to_real(), generator=generator)
         return view_as_complex(E.add(E.mul(u, high - low), low))
     u = rand(tuple(t.shape), dtype=t._dtype.compute, generator=generator)
@@ -707,14 +692,9 @@ def _uniform(t: Tensor, low: float = 0.0, high: float = 1.0, *, generator: Any =
 
 
 def _normal(t: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Tensor:
-    from . import elementwise as E
-    from .creation import randn
-
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     if t._dtype.is_complex:  # each part N(mean, std^2 / 2), as torch
-        from .shape import view_as_complex
-
         z = randn(tuple(t.shape) + (2,), dtype=t._dtype.to_real(), generator=generator)
         return view_as_complex(E.add(E.mul(z, std / 2**0.5), mean))
     z = randn(tuple(t.shape), dtype=t._dtype.compute, generator=generator)
@@ -722,8 +702,6 @@ def _normal(t: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = 
 
 
 def _rewrites() -> dict[str, Callable[..., Any]]:
-    from .indexing import masked_fill, scatter, scatter_add
-
     return {
         "masked_fill_": _rewrite_inplace("masked_fill", masked_fill),
         "scatter_": _rewrite_inplace("scatter", scatter),
@@ -735,14 +713,10 @@ def _rewrites() -> dict[str, Callable[..., Any]]:
 
 def setitem(t: Tensor, index: Any, value: Any) -> None:
     """`t[index] = value`, differentiable in `t`'s history and in `value`."""
-    from ..eager import indexing
-    from .indexing import getitem, python_index
-
     check_inplace(t)
     index = python_index(index)
     if not isinstance(value, Tensor):
         value = _setitem_scalar(t, plain_number(value))
-    from ..tracer.context import current
 
     ctx = current()
     if ctx is not None:
@@ -785,8 +759,6 @@ def setitem(t: Tensor, index: Any, value: Any) -> None:
 def _setitem_scalar(t: Tensor, value: Any) -> Any:
     """A number written by `t[index] = value`, checked as PyTorch checks it (`full`'s
     overflow rule; float16/bfloat16 take a too large float as infinity, as PyTorch)."""
-    from .creation import checked_scalar, _float_max
-
     if not isinstance(value, (bool, int, float, complex)):
         return value
     if (
@@ -801,9 +773,6 @@ def _setitem_scalar(t: Tensor, value: Any) -> Any:
 
 def _setitem_traced(ctx: Any, t: Tensor, index: Any, value: Any) -> None:
     """`t[index] = value` in a trace: an index_put at the positions `t[index]` reads."""
-    from .indexing import getitem, index_put_linear
-    from .shape import expand, reshape
-
     positions = getitem(reshape(ctx.iota(t.numel()), t._shape), index)
     if not isinstance(value, Tensor):
         value = ctx.constant(value, t._dtype, ())
@@ -840,10 +809,6 @@ class IndexPutNode(Node):
         self.value_dtype = value._dtype if isinstance(value, Tensor) else None
 
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
-        from .elementwise import where
-        from .indexing import getitem
-        from .reduction import sum_to_size
-
         g = grads[0]
         gx = where(written_mask(g._shape, self.index), 0.0, g)  # differentiable in g
         gv = None
@@ -862,8 +827,6 @@ class IndexPutNode(Node):
 def index_put(x: Tensor, index: Any, value: Any) -> Tensor:
     """Out-of-place `x[index] = value` for advanced indices, recorded for autograd (and
     for forward mode: the tangent is `index_put` of the tangents)."""
-    from ..eager import indexing
-
     out = x.detach().clone()
     indexing.setitem(out, index, value.detach() if isinstance(value, Tensor) else value)
     if needs_grad((x, value)):
@@ -872,8 +835,6 @@ def index_put(x: Tensor, index: Any, value: Any) -> Tensor:
     if forward_ad._level[0]:
         tx, tv = forward_ad.tangent_of(x), forward_ad.tangent_of(value)
         if tx is not None or tv is not None:
-            from .creation import zeros
-
             tx = tx if tx is not None else zeros(x._shape, dtype=x._dtype)
             forward_ad.set_tangent(out, index_put(tx, index, tv if tv is not None else 0.0))
     return out
@@ -882,10 +843,6 @@ def index_put(x: Tensor, index: Any, value: Any) -> Tensor:
 def written_mask(shape: tuple[int, ...], index: Any, flat: bool = False) -> Tensor:
     """A bool tensor of `shape`, True where `x[index] = v` writes (`flat`: `index` addresses
     the row-major elements, `x.reshape(-1)[index]`)."""
-    from ..eager import indexing
-    from .creation import zeros
-    from ..ir import dtypes as dt
-
     n = 1
     for size in shape:
         n *= size

@@ -21,20 +21,32 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..autograd import forward_ad
-from ..autograd.apply import composite_function, needs_grad
+from ..autograd.apply import composite_function, dispatch_function, interpreters, needs_grad
 from ..autograd.apply import interpreters as _interpreters
 from ..autograd.grad_mode import _state as _grad_state
-from ..eager import views as _views
-from ..eager.elementwise import copy_into
-from ..schedule.layout import contiguous_strides
+from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.node import Node, edge, node_class
+from ..eager import views
+from ..eager import views as _views
+from ..eager.elementwise import copy_into, promote
+from ..eager.views import _view_strides
 from ..ir import dtypes as dt
+from ..ir.dtypes import DType
 from ..ir.types import normalize_axis
+from ..schedule.layout import contiguous_strides
 from ..tensor import Tensor
+from ..tracer.context import user_location
+from ..tracer.tensor import GraphBreak
 from . import elementwise as E
 from . import shape as S
-from ._errors import names_op
+from ._errors import names_op, serve_on_devices
 from ._host import host_empty, host_plain, host_view
+from .creation import empty, iota, tensor, zeros
+from .indexing import _named_getitem, getitem, index_backward, index_put_linear, index_select
+from .inplace import _rewrite_inplace
+from .misc import tril, triu
+from .selection import searchsorted
+from .sorting import cumsum
 
 __all__: list[str] = [
     "roll",
@@ -153,8 +165,6 @@ class _StridedViewNode(Node):
 
 
 def _scatter_back(g: Tensor, positions: Tensor, shape: tuple[int, ...], missing: bool) -> Tensor:
-    from .indexing import index_backward
-
     n = _numel(shape)
     if missing:
         pos = E.where(E.lt(positions, 0), n, positions)
@@ -172,29 +182,20 @@ def _strided_view(
     """A view of `x` at `geometry(offset, shape, strides) -> (offset, shape, strides)`
     (linear in the strides; the positions it reads in `x`'s row-major order are
     `positions()`, -1 for none)."""
-    from ..autograd.apply import interpreters
-    from .creation import tensor
-
     if _traced(x) or interpreters:
         pos = positions()
         if (pos < 0).any():
-            from ..tracer.context import user_location
-            from ..tracer.tensor import GraphBreak
-
             raise GraphBreak(
                 f"{name}: a view that reads memory outside its input",
                 user_location(),
                 advice="this part runs eagerly",
             )
-        from ..autograd.apply import dispatch_function
-        from .indexing import _named_getitem
 
         flat, index = S.reshape(x, (-1,)), tensor(pos, dtype=dt.int64)
         out = dispatch_function("getitem", [flat, index], _named_getitem(name), (flat, (index,)))
         if _traced(x):
             x._ctx.share(x, out)
         return out
-    from ..eager import views
 
     offset, shape, strides = geometry(x._offset, x._shape, x._strides)
     out = views.view_of(x, offset, tuple(shape), tuple(strides))
@@ -237,8 +238,6 @@ def _positions_of(geometry: Callable, shape: tuple[int, ...]) -> Callable[[], np
     input's strides) reads: the geometry applied to a contiguous index image."""
 
     def positions() -> np.ndarray:
-        from ..schedule.layout import contiguous_strides
-
         image = np.arange(max(_numel(shape), 1), dtype=np.int64)
         offset, vshape, vstrides = geometry(0, shape, contiguous_strides(shape))
         if _numel(vshape) == 0:
@@ -364,9 +363,6 @@ def as_strided(
     if any(s < 0 for s in size) or any(s < 0 for s in stride):
         raise RuntimeError(f"as_strided(): negative size or stride ({list(size)}, {list(stride)})")
     if _traced(input):
-        from ..tracer.context import user_location
-        from ..tracer.tensor import GraphBreak
-
         raise GraphBreak(
             "as_strided() of a traced value (its memory layout is not known while tracing)",
             user_location(),
@@ -400,9 +396,6 @@ def as_strided(
 
 
 def _scatter_positions(op: str, input: Tensor, src: Tensor, positions: np.ndarray) -> Tensor:
-    from .creation import tensor
-    from .indexing import index_put_linear
-
     if not isinstance(src, Tensor):
         raise TypeError(f"{op}(): src must be a Tensor, got {type(src).__name__}")
     if tuple(src._shape) != tuple(positions.shape):
@@ -415,8 +408,6 @@ def _scatter_positions(op: str, input: Tensor, src: Tensor, positions: np.ndarra
         src = src.to(input._dtype)
     keep = positions >= 0
     if not keep.all():
-        from .indexing import getitem
-
         src = getitem(src.reshape(-1), (tensor(np.flatnonzero(keep.reshape(-1))),))
         positions = positions[keep]
     flat = S.reshape(input, (-1,))
@@ -498,9 +489,6 @@ def as_strided_scatter(
     inside `lg.compile`."""
     _tensor("as_strided_scatter", input)
     if _traced(input):
-        from ..tracer.context import user_location
-        from ..tracer.tensor import GraphBreak
-
         raise GraphBreak(
             "as_strided_scatter() of a traced value (its memory layout is not known while tracing)",
             user_location(),
@@ -617,7 +605,6 @@ def repeat_interleave(
         out = _repeat_rows(input, repeats, dim)
         if out is not None:
             return out
-    from .creation import tensor, iota
 
     if repeats is None:
         counts = _tensor("repeat_interleave", input)
@@ -663,14 +650,10 @@ def repeat_interleave(
             f"along dim, but got repeats.size(0) = {repeats.numel()} and "
             f"input.size({d}) = {n}"
         )
-    from .indexing import index_select
 
     if _traced(repeats) or _traced(input):
         if output_size is None:
             if _traced(repeats):
-                from ..tracer.context import user_location
-                from ..tracer.tensor import GraphBreak
-
                 raise GraphBreak(
                     "repeat_interleave() with a tensor of repeats (its size "
                     "depends on them); pass output_size",
@@ -678,9 +661,6 @@ def repeat_interleave(
                     advice="this part runs eagerly",
                 )
         else:
-            from .selection import searchsorted
-            from .sorting import cumsum
-
             ends = cumsum(repeats.to(dt.int64), 0)
             idx = searchsorted(ends, iota(output_size, dt.int64), right=True)
             idx = E.minimum(idx, max(n - 1, 0))
@@ -1087,8 +1067,6 @@ def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[Tensor, ...]:
 @composite_function
 def block_diag(*tensors: Tensor) -> Tensor:
     """A block-diagonal matrix of the given 0-, 1- or 2-D tensors (dtype promoted)."""
-    from .creation import empty
-
     ts = _sequence("block_diag", tensors)
     blocks = []
     for i, t in enumerate(ts):
@@ -1100,7 +1078,6 @@ def block_diag(*tensors: Tensor) -> Tensor:
         blocks.append(t.reshape(1, 1) if t.ndim == 0 else t.reshape(1, -1) if t.ndim == 1 else t)
     if not blocks:
         return empty(1, 0)
-    from ..eager.elementwise import promote
 
     d = promote(blocks)
     width = sum(b._shape[1] for b in blocks)
@@ -1135,9 +1112,6 @@ def cartesian_prod(*tensors: Tensor) -> Tensor:
 def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
     """The `r`-element combinations of the 1-D `input`'s elements, in order, as rows
     `(N, r)` (with repeated elements when `with_replacement`)."""
-    from .creation import tensor
-    from .indexing import index_select
-
     _tensor("combinations", input)
     if input.ndim != 1:
         raise RuntimeError(f"combinations(): Expect a 1D vector, but got shape {list(input.shape)}")
@@ -1194,7 +1168,6 @@ def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
 def _view_ok(x: Tensor, shape: tuple[int, ...]) -> bool:
     if _traced(x):
         return True
-    from ..eager.views import _view_strides
 
     return _view_strides(x._shape, x._strides, shape) is not None
 
@@ -1423,8 +1396,6 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
 def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """A tensor whose diagonals (in the plane of `dim1`, `dim2` of the result, at
     `offset`) hold `input`'s last dimension; zeros elsewhere."""
-    from .creation import zeros
-
     _tensor("diag_embed", input)
     n = input.ndim + 1
     d1 = normalize_axis(dim1, n, "diag_embed")
@@ -1552,8 +1523,6 @@ def _slice(
 
 
 def _view_any(input: Tensor, *shape: Any, size: Any = None, dtype: Any = None) -> Tensor:
-    from ..ir.dtypes import DType
-
     if dtype is not None or len(shape) == 1 and isinstance(shape[0], DType):
         raise RuntimeError(
             "view_copy(dtype): reinterpreting a tensor's bytes as another "
@@ -1615,8 +1584,6 @@ def _inplace_view(name: str, fn: Callable[..., Tensor]) -> Callable[..., Any]:
     change; its memory does not), recorded as torch records in-place view ops."""
 
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        from ..autograd.grad_mode import is_grad_enabled
-
         if is_grad_enabled() and self._requires_grad and self.grad_fn is None:
             raise RuntimeError(
                 "a leaf Variable that requires grad is being used in an in-place operation."
@@ -1669,9 +1636,6 @@ def _squeeze(x: Tensor, dim: Any = None) -> Tensor:
 
 
 def _tri_(name: str) -> Callable[..., Any]:
-    from .inplace import _rewrite_inplace
-    from .misc import tril, triu
-
     return names_op(f"{name}_")(_rewrite_inplace(name, tril if name == "tril" else triu))
 
 
@@ -1723,8 +1687,6 @@ METHODS: dict[str, Callable[..., Any]] = {
 
 
 def _served_on_devices() -> None:
-    from ._errors import serve_on_devices
-
     serve_on_devices(globals(), ["combinations"])
 
 

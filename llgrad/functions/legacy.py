@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..device import check_device
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
 from ..tensor import Size, Tensor
@@ -100,7 +101,6 @@ def legacy_new(
     """`Tensor()` (empty), `Tensor(2, 3)` / `Tensor(Size)` (uninitialized, of that size),
     `Tensor(data)` (a copy converted to the type's dtype), `Tensor(tensor)` (the tensor
     itself, which must have that dtype). `d` None means the default dtype."""
-    from ..device import check_device
     from .creation import empty, tensor
 
     kwargs = dict(kwargs)
@@ -144,8 +144,6 @@ def _dtype_of(target: Any) -> DType:
     if isinstance(target, str):
         prefix, _, rest = target.rpartition(".")
         if prefix in ("torch.cuda", "llgrad.cuda"):
-            from ..device import check_device
-
             check_device("cuda", f"type({target!r})")
         if prefix in ("torch", "llgrad") and rest in _BY_NAME:
             return _BY_NAME[rest]

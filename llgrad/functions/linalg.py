@@ -7,8 +7,11 @@ from typing import Any
 from ..autograd import forward_ad
 from ..autograd.apply import apply, composite_function, interpreters, record
 from ..autograd.grad_mode import _state as _grad_state
+from ..eager import linalg
 from ..tensor import DENSE_CLASSES, Tensor
 from ._errors import names_op
+from .residual import out_dtype_operands
+from .shape import reshape
 
 _eager: Any = None  # llgrad.eager.linalg (imported on first use: import order)
 
@@ -16,8 +19,6 @@ _eager: Any = None  # llgrad.eager.linalg (imported on first use: import order)
 def _run(a: Tensor, b: Tensor) -> Any:
     global _eager
     if _eager is None:
-        from ..eager import linalg
-
         _eager = linalg
     return _eager.run_matmul(a, b)
 
@@ -54,8 +55,6 @@ def _direct(a: Any, b: Any, rank: int, name: str) -> Tensor | None:
 def _forward(op: str, operands: Any, attrs: Any) -> Tensor:
     global _eager
     if _eager is None:
-        from ..eager import linalg
-
         _eager = linalg
     return _eager.matmul(operands[0], operands[1])
 
@@ -111,8 +110,6 @@ def _matmul_name(na: int, nb: int) -> str:
 def _matmul(a: Tensor, b: Tensor, name: str) -> Tensor:
     """The primitive on operands of rank >= 2; 1-D operands become matrices around it. The
     last node carries `name`."""
-    from .shape import reshape
-
     squeeze_a = a.ndim == 1
     squeeze_b = b.ndim == 1
     if squeeze_a:
@@ -135,8 +132,6 @@ def mm(input: Tensor, mat2: Tensor, *, out_dtype: Any = None) -> Tensor:
         if out is not None:
             return out
     else:
-        from .residual import out_dtype_operands
-
         input, mat2 = out_dtype_operands("mm", out_dtype, input, mat2)
     _check("mm", input, mat2)
     if input.ndim != 2 or mat2.ndim != 2:
@@ -152,8 +147,6 @@ def bmm(input: Tensor, mat2: Tensor, *, out_dtype: Any = None) -> Tensor:
         if out is not None:
             return out
     else:
-        from .residual import out_dtype_operands
-
         input, mat2 = out_dtype_operands("bmm", out_dtype, input, mat2)
     _check("bmm", input, mat2)
     if input.ndim != 3 or mat2.ndim != 3:
@@ -173,7 +166,6 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
     other = tensor
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
-    from .shape import reshape
 
     _check("dot", input, other)
     out = _matmul(input.unsqueeze(0), other.unsqueeze(-1), "MmBackward0")

@@ -17,8 +17,13 @@ import numpy as np
 
 from ..autograd.apply import composite_function
 from ..ir import dtypes as dt
+from ..ir.types import normalize_axis
 from ..tensor import Tensor
 from ._errors import names_op
+from ._out import store
+from .creation import tensor as mk
+from .inplace import _rewrite_inplace
+from .residual import out_dtype_operands
 
 __all__: list[str] = [
     "addbmm",
@@ -180,8 +185,6 @@ def addmm(
     operands computes and returns float32."""
     F = _F()
     if out_dtype is not None:
-        from .residual import out_dtype_operands
-
         input, mat1, mat2 = out_dtype_operands("addmm", out_dtype, input, mat1, mat2)
     _T(input, "addmm"), _T(mat1, "addmm", "mat1"), _T(mat2, "addmm", "mat2")
     if mat1.ndim != 2 or mat2.ndim != 2:
@@ -262,8 +265,6 @@ def baddbmm(
     `addmm`."""
     F = _F()
     if out_dtype is not None:
-        from .residual import out_dtype_operands
-
         input, batch1, batch2 = out_dtype_operands("baddbmm", out_dtype, input, batch1, batch2)
     _T(input, "baddbmm"), _T(batch1, "baddbmm", "batch1"), _T(batch2, "baddbmm", "batch2")
     if batch1.ndim != 3 or batch2.ndim != 3:
@@ -277,7 +278,6 @@ def baddbmm(
 
 def _inplace(name: str, fn: Callable[..., Tensor]) -> Callable[..., Any]:
     """`x.name_(...)`: x overwritten with `fn(x, ...)`, recorded as torch's in-place ops."""
-    from .inplace import _rewrite_inplace
 
     def checked(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         r = fn(x, *args, **kwargs)
@@ -387,8 +387,6 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Any = None) -> Tensor:
         dims = dims.tolist()
     r = _tensordot(a, b, dims)
     if out is not None:
-        from ._out import store
-
         return store("tensordot", r, out)
     return r
 
@@ -413,7 +411,6 @@ def _tensordot(a: Tensor, b: Tensor, dims: Any) -> Tensor:
         raise RuntimeError(
             f"both dimension lists should have same length (got {len(da)} and {len(db)})"
         )
-    from ..ir.types import normalize_axis
 
     da = [normalize_axis(d, a.ndim, "tensordot") for d in da]
     db = [normalize_axis(d, b.ndim, "tensordot") for d in db]
@@ -522,7 +519,6 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
         raise RuntimeError(f"pdist only supports non-negative p values, got {p}")
     n = input._shape[0]
     rows, cols = np.triu_indices(n, 1)
-    from .creation import tensor as mk
 
     ri, ci = mk(rows.astype(np.int64)), mk(cols.astype(np.int64))
     diff = F.sub(input[ri], input[ci])

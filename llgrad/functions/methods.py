@@ -13,11 +13,22 @@ from ..ir import dtypes as dt
 from ..schedule.layout import contiguous_strides
 from ..tensor import Tensor
 from ..tracer.context import current as trace_context
-from . import creation
+from . import (
+    FAMILIES,
+    creation,
+    fastpath,
+    indexing,
+    inplace,
+    linalg,
+    misc,
+    numpy_interop,
+    reduction,
+    shape,
+    sorting,
+)
 from . import elementwise as E
-from . import fastpath
-from . import indexing, inplace, linalg, misc, numpy_interop, reduction, shape, sorting
 from ._errors import names_op
+from .legacy import tensor_type
 from .shape import shape_arg
 
 
@@ -173,12 +184,10 @@ def bind() -> None:
     T.new_tensor = lambda self, data, **kw: __import__("llgrad").tensor(
         data, **({"dtype": self._dtype} | ({"device": "cuda"} if self.is_cuda else {}) | kw)
     )
-    from .legacy import tensor_type
 
     T.type = tensor_type
     for name, fn in inplace.make_inplace_methods().items():
         setattr(T, name, fn)
-    from . import FAMILIES
 
     for family in FAMILIES:
         for name, fn in family.METHODS.items():

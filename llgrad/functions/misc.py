@@ -6,12 +6,17 @@ import math
 from typing import Any
 
 from ..autograd.apply import apply, apply_composite, composite_function
+from ..device import check_device, device, device_type
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
 from ..ir.types import normalize_axis
 from ..tensor import Tensor
 from . import elementwise as E
+from .creation import full, iota
+from .elementwise import imag, real
+from .reduction import _reduce, all
+from .shape import _slice_forward
 
 
 def _cast_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
@@ -24,8 +29,6 @@ def parse_to(
     """The arguments of `x.to(...)`: a dtype, a tensor (its dtype and device) or a device
     (a string or `lg.device`: the CPU, or CUDA when it is available); returns (dtype or
     None, copy, "cpu"/"cuda" or None when no device was named, non_blocking)."""
-    from ..device import device, device_type
-
     kwargs = dict(kwargs)
     dtype = kwargs.pop("dtype", None)
     copy = kwargs.pop("copy", False)
@@ -61,8 +64,6 @@ def parse_to(
 
 def parse_to_args(args: tuple, kwargs: dict[str, Any], op: str = "to") -> tuple[DType | None, bool]:
     """`parse_to` for callers that keep tensors on the CPU (a CUDA device raises)."""
-    from ..device import check_device
-
     dtype, copy, where, _ = parse_to(args, kwargs, op)
     if where == "cuda":
         check_device("cuda", op)
@@ -97,8 +98,6 @@ def rsub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
 
 def isinf(input: Tensor) -> Tensor:
     if input._dtype.is_complex:  # either part infinite
-        from .elementwise import imag, real
-
         return E.logical_or(isinf(real(input)), isinf(imag(input)))
     if not input._dtype.is_floating_point:
         return E.ne(input, input)
@@ -107,8 +106,6 @@ def isinf(input: Tensor) -> Tensor:
 
 def isfinite(input: Tensor) -> Tensor:
     if input._dtype.is_complex:  # both parts finite
-        from .elementwise import imag, real
-
         return E.logical_and(isfinite(real(input)), isfinite(imag(input)))
     if not input._dtype.is_floating_point:
         return E.eq(input, input)
@@ -138,14 +135,10 @@ def isclose(
 def allclose(
     input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False
 ) -> bool:
-    from .reduction import all
-
     return bool(all(isclose(input, other, rtol, atol, equal_nan)).item())
 
 
 def equal(input: Tensor, other: Tensor) -> bool:
-    from .reduction import all
-
     if input._shape != other._shape:
         return False
     return bool(all(E.eq(input, other)).item())
@@ -171,8 +164,6 @@ def slice_all(
     input: Tensor, starts: tuple[int, ...], stops: tuple[int, ...], steps: tuple[int, ...]
 ) -> Tensor:
     """A window in every dimension at once (the inverse of `pad_dims`)."""
-    from .shape import _slice_forward
-
     return apply(
         "slice",
         (input,),
@@ -236,8 +227,6 @@ def log_softmax(input: Tensor, dim: int, dtype: DType | None = None) -> Tensor:
 
 
 def _tri(input: Tensor, diagonal: int, upper: bool) -> Tensor:
-    from .creation import iota
-
     if input.ndim < 2:
         raise RuntimeError(
             f"{'triu' if upper else 'tril'}: input tensor must have at least 2 dimensions"
@@ -246,7 +235,6 @@ def _tri(input: Tensor, diagonal: int, upper: bool) -> Tensor:
     rows = iota(n, dt.int64).reshape(n, 1)
     cols = iota(m, dt.int64).reshape(1, m)
     keep = E.ge(E.sub(cols, rows), diagonal) if upper else E.le(E.sub(cols, rows), diagonal)
-    from .creation import full
 
     zero = full((), 0, dtype=input._dtype)  # not input * 0: NaN and inf must not leak
     return E.elementwise(
@@ -276,6 +264,4 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
 
 @composite_function
 def trace(input: Tensor) -> Tensor:
-    from .reduction import _reduce
-
     return _reduce("sum", diag(input), None, False, "TraceBackward0")

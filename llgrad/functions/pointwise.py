@@ -22,14 +22,24 @@ from typing import Any, Callable
 
 import numpy as _np
 
-from ..autograd.apply import composite_function
+from ..autograd.apply import composite_function, needs_grad
+from ..autograd.function import Function
+from ..autograd.grad_mode import no_grad
 from ..ir import dtypes as dt
 from ..tensor import Tensor
-from . import elementwise as E
+from ..tracer.context import user_location
+from ..tracer.tensor import GraphBreak
+from ..typeinfo import finfo
 from . import creation as _creation
+from . import elementwise as E
 from . import fastpath as _fastpath
 from ._errors import names_op
-from .elementwise import elementwise
+from .creation import full, rand, tensor
+from .elementwise import elementwise, logical_or
+from .inplace import _rewrite_inplace
+from .numpy_interop import plain_number
+from .reduction import all as all_
+from .reduction import any as any_
 
 __all__: list[str] = []
 
@@ -453,8 +463,6 @@ def heaviside(input: Tensor, values: Any) -> Tensor:
     if isinstance(values, Tensor) and values._dtype is not input._dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     if input._dtype is dt.bool_ and (isinstance(values, (bool, Tensor))):
-        from .elementwise import logical_or
-
         return logical_or(input, values)  # True above zero, `values` at zero (False)
     return elementwise("heaviside", input, values)
 
@@ -505,8 +513,6 @@ def logaddexp2(input: Tensor, other: Any) -> Tensor:
 def _complex_logaddexp(input: Any, other: Any) -> Tensor:
     """log(exp(a) + exp(b)) for complex a, b: m + log1p(exp(n - m)) with m the operand of the
     larger real part; where both real parts are the same infinity, m itself (as torch)."""
-    from .creation import tensor
-
     d = E.ew.promote([input, other])
     a = _as(input, d) if isinstance(input, Tensor) else tensor(input, dtype=d)
     b = _as(other, d) if isinstance(other, Tensor) else tensor(other, dtype=d)
@@ -685,8 +691,6 @@ def nan_to_num(
     elif not d.is_floating_point:
         result = input.clone()
     else:
-        from ..typeinfo import finfo
-
         fi = finfo(d)
         hi = fi.max if posinf is None else posinf
         lo = fi.min if neginf is None else neginf
@@ -778,7 +782,6 @@ def rrelu(
         return elementwise(
             "leaky_relu", input, negative_slope=(lower + upper) / 2, name="RreluWithNoiseBackward0"
         )
-    from .creation import rand
 
     slope = E.add(
         E.mul(rand(tuple(input.shape), dtype=input._dtype, generator=generator), upper - lower),
@@ -825,8 +828,6 @@ def clamp_max(input: Tensor, max: Any) -> Tensor:
 
 
 def _clamp_one(input: Tensor, lo: Any, hi: Any, name: str) -> Tensor:
-    from .numpy_interop import plain_number
-
     lo, hi = plain_number(lo), plain_number(hi)
     if not input._dtype.is_floating_point and isinstance(lo if hi is None else hi, float):
         input = input.to(E.ew.promote([input, lo if hi is None else hi]))
@@ -855,9 +856,6 @@ def _gcd_lcm(op: str, input: Tensor, other: Any) -> Tensor:
     d = _integral(op, input, other)
     for o in (input, other):
         if getattr(o, "_ctx", None) is not None:
-            from ..tracer.context import user_location
-            from ..tracer.tensor import GraphBreak
-
             raise GraphBreak(f"{op} (computed on the host)", user_location())
     a, b = (
         np.asarray(o.detach().numpy() if isinstance(o, Tensor) else o).astype(d.np)
@@ -865,7 +863,6 @@ def _gcd_lcm(op: str, input: Tensor, other: Any) -> Tensor:
     )
     with np.errstate(all="ignore"):
         r = (np.gcd if op == "gcd" else np.lcm)(a, b)
-    from .creation import tensor
 
     return tensor(np.require(r, requirements="C"), dtype=d)
 
@@ -931,8 +928,6 @@ def bitwise_right_shift(input: Any, other: Any) -> Tensor:
 
 
 def _two(d: dt.DType) -> Tensor:
-    from .creation import full
-
     return full((), 2, dtype=d)
 
 
@@ -1040,8 +1035,6 @@ def _has_negative_fraction(q: Tensor) -> bool:
     """Whether q holds a negative non-integer (always assumed inside a trace)."""
     if getattr(q, "_ctx", None) is not None:
         return True
-    from ..autograd.grad_mode import no_grad
-    from .reduction import any as any_
 
     with no_grad():
         qd = q.detach()
@@ -1121,9 +1114,6 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
         if x.numel() and not (x._values() > (p - 1) / 2).all():
             raise RuntimeError("All elements must be greater than (p-1)/2")
     elif getattr(x, "_ctx", None) is None and x.numel():
-        from ..autograd.grad_mode import no_grad
-        from .reduction import all as all_
-
         with no_grad():
             if not bool(all_(E.gt(x.detach(), (p - 1) / 2)).item()):
                 raise RuntimeError("All elements must be greater than (p-1)/2")
@@ -1163,19 +1153,14 @@ def _igamma(op: str, a: Any, x: Any, upper: bool) -> Tensor:
     a, x = _as(a, d), _as(x, d)
     for o in (a, x):
         if getattr(o, "_ctx", None) is not None:
-            from ..tracer.context import user_location
-            from ..tracer.tensor import GraphBreak
-
             raise GraphBreak(f"{op} (computed on the host with SciPy)", user_location())
     va, vx = (
         o.detach().numpy() if isinstance(o, Tensor) else np.asarray(o, np.float64) for o in (a, x)
     )
     with np.errstate(all="ignore"):
         r = (sc.gammaincc if upper else sc.gammainc)(va.astype(np.float64), vx.astype(np.float64))
-    from .creation import tensor
 
     value = tensor(np.require(r, requirements="C"), dtype=d)
-    from ..autograd.apply import needs_grad
 
     if not needs_grad(tuple(o for o in (a, x) if isinstance(o, Tensor))):
         return value
@@ -1183,8 +1168,6 @@ def _igamma(op: str, a: Any, x: Any, upper: bool) -> Tensor:
 
 
 def _make_incomplete_gamma() -> Any:
-    from ..autograd.function import Function
-
     class IncompleteGamma(Function):
         """Records igamma/igammac: forward hands back the host values; backward is written
         with llgrad functions (double backward works)."""
@@ -1255,7 +1238,6 @@ _method("mvlgamma", mvlgamma)
 def _inplace(name: str, fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     """`x.name_(*args)`: x overwritten with `fn(x, *args)`, recorded as PyTorch's in-place
     ops are; the result must keep x's shape and be castable to x's dtype."""
-    from .inplace import _rewrite_inplace
 
     def checked(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         r = fn(x, *args, **kwargs)

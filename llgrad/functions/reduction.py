@@ -6,18 +6,23 @@ from collections import namedtuple
 from typing import Any
 
 from ..autograd import forward_ad
-from ..eager.reduce import extreme_plan
-from ..runtime import launch
 from ..autograd.apply import _functions, apply, apply_composite, composite_function, interpreters
 from ..autograd.grad_mode import _state as grad_state
+from ..eager import reduce
+from ..eager.reduce import extreme_plan
 from ..ir import dtypes as dt
 from ..ir import registry
 from ..ir.types import normalize_axis
+from ..runtime import launch
 from ..tensor import Tensor
 from . import fastpath
 from ._errors import names_op
-from .elementwise import maximum, minimum
 from ._host import host_plain
+from .creation import full
+from .elementwise import abs as abs_
+from .elementwise import add, eq, exp, log, maximum, minimum, real, sub, where
+from .indexing import gather
+from .shape import _keyword_shape, reshape, shape_arg
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
@@ -60,8 +65,6 @@ def _checked_axes(dim: Any, ndim: int, op: str) -> tuple[int, ...]:
 
 
 def _forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
-    from ..eager import reduce
-
     return reduce.run(op, operands[0], attrs["axes"], attrs["keepdim"])
 
 
@@ -167,13 +170,10 @@ def _extreme(op: str, input: Tensor, dim: Any, keepdim: bool, other: Any) -> Any
     # bool: indices from its 0/1 values (argmax/argmin themselves refuse bool, as torch)
     ranked = input.to(dt.uint8) if input._dtype is dt.bool_ else input
     idx = (argmax if op == "max" else argmin)(ranked, d, keepdim=True)
-    from .indexing import gather
 
     name = "MaxBackward0" if op == "max" else "MinBackward0"
     values = gather(input, d, idx, name=name)
     if not keepdim and input.ndim:
-        from .shape import reshape
-
         values = reshape(values, input._shape[:d] + input._shape[d + 1 :], name=name)
         idx = idx.squeeze(d)
     return values_indices(values, idx)
@@ -369,8 +369,6 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     )
     axes = _axes(dim, x.ndim, "logsumexp")
     if x.ndim and 0 in [x.shape[a] for a in axes]:  # log of an empty sum: -inf
-        from .elementwise import add
-
         return add(sum(x, axes, keepdim), float("-inf"))
     return apply_composite(
         "logsumexp", (x,), {"axes": axes, "keepdim": keepdim}, "LogsumexpBackward0"
@@ -380,8 +378,6 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
 def _complex_logsumexp(x: Tensor, dim: Any, keepdim: bool) -> Tensor:
     """logsumexp of complex values: m + log(sum(exp(x - m))), m the largest real part
     (0 where it is infinite), by composition."""
-    from .elementwise import abs as abs_, add, eq, exp, log, real, sub, where
-
     axes = _axes(dim, x.ndim, "logsumexp")
     if x.ndim and 0 in [x.shape[a] for a in axes]:  # log of an empty sum: -inf
         return add(sum(x, axes, keepdim), float("-inf"))
@@ -389,8 +385,6 @@ def _complex_logsumexp(x: Tensor, dim: Any, keepdim: bool) -> Tensor:
     m = where(eq(abs_(m), float("inf")), 0.0, m)
     out = add(log(sum(exp(sub(x, m)), axes, keepdim=True)), m)
     if not keepdim:
-        from .shape import reshape
-
         out = reshape(out, tuple(n for i, n in enumerate(x._shape) if i not in axes))
     return out
 
@@ -436,8 +430,6 @@ def sum_to_size(input: Tensor, *sizes: Any, size: Any = None) -> Tensor:
     """Sum broadcast dimensions away so the result has shape `size` (ints, a tuple, or
     `size=`; autograd uses it). An empty `size` sums everything (a bool or integer input
     gives int64 then, even when it is 0-d), as in PyTorch."""
-    from .shape import _keyword_shape, reshape, shape_arg
-
     shape = shape_arg(_keyword_shape("sum_to_size", sizes, size, "size"), "sum_to_size")
     if not shape:
         return sum(input)
@@ -467,8 +459,6 @@ def sum_to_size(input: Tensor, *sizes: Any, size: Any = None) -> Tensor:
 @names_op("all")
 @composite_function
 def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    from .elementwise import eq
-
     b = input if input._dtype is dt.bool_ else input.ne(0)
     return (
         eq(amin(b.to(dt.uint8), dim if dim is not None else (), keepdim), 1)
@@ -480,8 +470,6 @@ def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
 @names_op("any")
 @composite_function
 def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    from .elementwise import eq
-
     b = input if input._dtype is dt.bool_ else input.ne(0)
     return (
         eq(amax(b.to(dt.uint8), dim if dim is not None else (), keepdim), 1)
@@ -491,8 +479,6 @@ def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
 
 
 def _const_bool(value: bool, b: Tensor, dim: Any, keepdim: bool) -> Tensor:
-    from .creation import full
-
     axes = set(_axes(dim, b.ndim, "all")) or set(range(b.ndim))
     shape = tuple(1 if i in axes else n for i, n in enumerate(b._shape) if keepdim or i not in axes)
     return full(shape, value, dtype=dt.bool_)

@@ -16,9 +16,32 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..autograd.apply import composite_function
+from ..autograd.grad_mode import is_grad_enabled
 from ..ir import dtypes as dt
+from ..ir.types import broadcast_shapes
 from ..tensor import Tensor
+from ..tracer.context import user_location
+from ..tracer.tensor import GraphBreak
+from . import elementwise as E
 from ._errors import names_op
+from .creation import checked_scalar, ones, tensor
+from .inplace import _rewrite_inplace, check_inplace, make_inplace_methods
+from .layout import as_strided
+from .legacy import legacy_new
+from .numpy_interop import plain_number
+from .shape import (
+    cat,
+    clone,
+    contiguous,
+    expand,
+    flip,
+    reshape,
+    size_arg,
+    split,
+    transpose,
+    unsqueeze,
+)
+from .sorting import cumprod
 
 __all__: list[str] = [
     "addcmul",
@@ -95,10 +118,6 @@ _ADDCDIV_INT = (
 def _addc(
     op: str, input: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any, divide: bool
 ) -> Tensor:
-    from .creation import checked_scalar
-    from .numpy_interop import plain_number
-    from . import elementwise as E
-
     for name, t in (("input", input), ("tensor1", tensor1), ("tensor2", tensor2)):
         _tensor(op, t, name)
     if divide and not any(
@@ -107,8 +126,6 @@ def _addc(
         raise RuntimeError(_ADDCDIV_INT)
     shapes = [t._shape for t in (input, tensor1, tensor2)]
     try:
-        from ..ir.types import broadcast_shapes
-
         broadcast_shapes(*shapes, op=op)
     except ValueError as e:  # PyTorch's type for operands that do not broadcast
         raise RuntimeError(
@@ -179,9 +196,6 @@ def out_dtype_operands(op: str, out_dtype: Any, *tensors: Tensor) -> tuple[Tenso
 def adjoint(input: Tensor) -> Tensor:
     """The conjugate transpose of the last two dimensions (a view for real tensors; the
     conjugate is computed at once for complex ones, where PyTorch sets a lazy bit)."""
-    from . import elementwise as E
-    from .shape import transpose
-
     _tensor("adjoint", input)
     if input.ndim < 2:
         raise RuntimeError(
@@ -218,7 +232,6 @@ def _fill(input: Tensor, value: Any) -> Tensor:
     """A new tensor of `input`'s shape and dtype holding `value` (a number, or a 0-d tensor
     whose gradient is the sum of the result's). `input` gets a zero gradient."""
     _tensor("fill", input)
-    from .shape import clone
 
     return clone(input).fill_(value)
 
@@ -250,10 +263,6 @@ def as_strided_(
     """Make `input` itself the view `as_strided(input, size, stride, storage_offset)` of its
     memory (its sizes, strides and offset change in place); returns `input`. A leaf that
     requires grad refuses, as in PyTorch; a non-leaf takes the view's gradient node."""
-    from .layout import as_strided
-    from .inplace import check_inplace
-    from ..autograd.grad_mode import is_grad_enabled
-
     _tensor("as_strided_", input)
     if input._requires_grad and input.grad_fn is None and is_grad_enabled():
         check_inplace(input)
@@ -282,10 +291,6 @@ def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     """The Vandermonde matrix of the 1-D `x`: column j is x ** (N - 1 - j) (or x ** j when
     `increasing`); N defaults to len(x). Integer and bool inputs give int64, as PyTorch.
     Differentiable (built from a cumulative product)."""
-    from .creation import ones
-    from .shape import cat, expand, flip, unsqueeze
-    from .sorting import cumprod
-
     _tensor("vander", x, "x")
     if x.ndim != 1:
         raise RuntimeError("x must be a one-dimensional tensor.")
@@ -323,12 +328,7 @@ def to_dlpack(tensor: Tensor) -> Any:
 
 
 def _conj_physical_(self: Tensor) -> Tensor:
-    from .inplace import _rewrite_inplace
-    from . import elementwise as E
-
     if not self._dtype.is_complex:
-        from .inplace import check_inplace
-
         check_inplace(self)
         return self
     return names_op("conj_physical_")(_rewrite_inplace("conj_physical", E.conj_physical))(self)
@@ -337,8 +337,6 @@ def _conj_physical_(self: Tensor) -> Tensor:
 def _addcmul_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """In place: self += value * tensor1 * tensor2 (the result keeps self's dtype and
     shape)."""
-    from .inplace import _rewrite_inplace
-
     return names_op("addcmul_")(
         _rewrite_inplace("addcmul", lambda x, a, b: addcmul(x, a, b, value=value))
     )(self, tensor1, tensor2)
@@ -346,8 +344,6 @@ def _addcmul_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1)
 
 def _addcdiv_(self: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     """In place: self += value * tensor1 / tensor2."""
-    from .inplace import _rewrite_inplace
-
     return names_op("addcdiv_")(
         _rewrite_inplace("addcdiv", lambda x, a, b: addcdiv(x, a, b, value=value))
     )(self, tensor1, tensor2)
@@ -358,9 +354,6 @@ def fill_diagonal_(self: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
     """Write `fill_value` on the main diagonal (all indices equal) of a tensor of at least
     2 dimensions, in place. A tall matrix's diagonal restarts every cols+1 rows when
     `wrap`. Every dimension of a >2-D tensor must have the same length."""
-    from .creation import checked_scalar, tensor
-    from .numpy_interop import plain_number
-
     if self.ndim < 2:
         raise RuntimeError("dimensions must larger than 1")
     shape = self._shape
@@ -384,16 +377,12 @@ def _new(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """The legacy constructor in this tensor's dtype: `x.new()` (empty), `x.new(2, 3)` or
     `x.new(size)` (uninitialized), `x.new(data)` (a copy), `x.new(tensor)` (that tensor,
     which must have x's dtype); `device=` only."""
-    from .legacy import legacy_new
-
     return legacy_new(self._dtype, args, kwargs, "new")
 
 
 def _resize(self: Tensor, *sizes: Any) -> Tensor:
     """Deprecated (it warns, as PyTorch): a tensor of `sizes` holding this tensor's values
     in row-major order; the element count must not change (autograd flows through)."""
-    from .shape import contiguous, reshape, size_arg
-
     warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
     shape = size_arg(sizes, "resize")
     count = int(np.prod(shape)) if shape else 1
@@ -424,9 +413,6 @@ def _share_memory_(self: Tensor) -> Tensor:
     import gc
 
     if getattr(self, "_ctx", None) is not None:
-        from ..tracer.context import user_location
-        from ..tracer.tensor import GraphBreak
-
         raise GraphBreak(
             "share_memory_() (it moves a tensor's memory)",
             user_location(),
@@ -482,12 +468,8 @@ def _round_(self: Tensor, *, decimals: int = 0) -> Tensor:
     """In place: round half to even (to `decimals` decimal places when given)."""
     if decimals == 0:
         if not _PLAIN_ROUND_:
-            from .inplace import make_inplace_methods
-
             _PLAIN_ROUND_.append(make_inplace_methods()["round_"])
         return _PLAIN_ROUND_[0](self)
-    from .inplace import _rewrite_inplace
-    from . import elementwise as E
 
     return names_op("round_")(_rewrite_inplace("round", lambda x: E.round(x, decimals=decimals)))(
         self
@@ -497,8 +479,6 @@ def _round_(self: Tensor, *, decimals: int = 0) -> Tensor:
 def _split(self: Tensor, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
     """`lg.split(self, split_size, dim)`: pieces of `split_size` elements along `dim` (the
     last may be smaller), or of the listed sizes."""
-    from .shape import split
-
     return split(self, split_size, dim)
 
 
@@ -524,8 +504,9 @@ METHODS: dict[str, Any] = {
 }
 
 
-from . import shape as _shape  # noqa: E402
-from .creation import checked_scalar as _checked, fill_dense as _fill_dense  # noqa: E402
 from ..tracer.context import current as _trace_current  # noqa: E402
+from . import shape as _shape  # noqa: E402
+from .creation import checked_scalar as _checked  # noqa: E402
+from .creation import fill_dense as _fill_dense  # noqa: E402
 
 _creation_fill = (_checked, _fill_dense)

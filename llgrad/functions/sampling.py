@@ -30,9 +30,26 @@ from ..autograd.apply import needs_grad
 from ..autograd.node import Node, edge, node_class
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
+from ..ir.types import broadcast_shapes
 from ..tensor import Tensor
+from ..tracer.context import current, user_location
+from ..tracer.tensor import GraphBreak
+from . import elementwise as E
 from ._errors import names_op
-from .creation import Generator, default_generator
+from ._out import store
+from .creation import (
+    Generator,
+    _finish,
+    _kw,
+    default_generator,
+    rand,
+    randint,
+    randn,
+    tensor,
+    zeros,
+)
+from .shape import size_arg
+from .tensor_extras import _pin_memory
 
 __all__: list[str] = [
     "multinomial",
@@ -65,11 +82,7 @@ def _generator(generator: Any, op: str) -> Generator:
 
 def _no_trace(op: str, *tensors: Any) -> None:
     """Inside `lg.compile`, a host-sampled op is a graph break (it runs eagerly)."""
-    from ..tracer.context import current, user_location
-
     if current() is not None or any(getattr(t, "_ctx", None) is not None for t in tensors):
-        from ..tracer.tensor import GraphBreak
-
         raise GraphBreak(f"{op}() (sampled on the host)", user_location())
 
 
@@ -104,7 +117,6 @@ class _SampleNode(Node):
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         if self.message is not None:
             raise RuntimeError(self.message)
-        from .creation import zeros
 
         return tuple(zeros(shape, dtype=d) for shape, d in self.metas)
 
@@ -195,8 +207,6 @@ def multinomial(
     shape = (n,) if input.ndim == 1 else (rows, n)
     res = Tensor._from_numpy(result.reshape(shape))
     if out is not None:
-        from ._out import store
-
         return store("multinomial", res, out)
     return res
 
@@ -236,9 +246,6 @@ def _check_probabilities(p: Tensor, op: str) -> None:
 def _draw_below(p: Any, shape: tuple[int, ...], generator: Any) -> Tensor:
     """A bool tensor of `shape`: True with probability p (a number or a tensor that
     broadcasts to `shape`)."""
-    from . import elementwise as E
-    from .creation import rand
-
     d = p._dtype.compute if isinstance(p, Tensor) and p._dtype.is_floating_point else dt.float64
     u = rand(shape, dtype=d, generator=_generator(generator, "bernoulli"))
     return E.lt(u, p.detach() if isinstance(p, Tensor) else p)
@@ -325,7 +332,6 @@ def poisson(input: Tensor, generator: Generator | None = None) -> Tensor:
         raise RuntimeError("poisson: invalid Poisson rate, expected a finite rate (at most 1e18)")
     rng = _host_rng("poisson", generator, rates.size)
     counts = np.asarray(rng.poisson(rates), dtype=np.float64) if rates.size else rates
-    from .creation import tensor
 
     out = tensor(np.asarray(counts).reshape(input._shape), dtype=input._dtype)
     return _record(out, "PoissonBackward0", [input])
@@ -351,7 +357,6 @@ def binomial(count: Tensor, prob: Tensor, generator: Generator | None = None) ->
             f"binomial: Found dtype {prob._dtype.name} but expected {count._dtype.name}"
         )
     _no_trace("binomial", count, prob)
-    from ..ir.types import broadcast_shapes
 
     shape = broadcast_shapes(count._shape, prob._shape, op="binomial")
     n = np.broadcast_to(_host_values(count), shape)
@@ -364,7 +369,6 @@ def binomial(count: Tensor, prob: Tensor, generator: Generator | None = None) ->
     rng = _host_rng("binomial", generator, int(np.prod(shape)))
     draws = rng.binomial(trials.astype(np.int64), q).astype(np.float64)
     draws[nan] = np.nan
-    from .creation import tensor
 
     out = tensor(draws.reshape(shape), dtype=count._dtype)
     return _record(
@@ -406,10 +410,6 @@ def normal(
     NormalBackward1/2/3: zero for a tensor `mean` and `std` (the sample is not
     reparameterized; write `mean + std * lg.randn_like(mean)` for that). std must be >= 0
     (checked eagerly, not inside `lg.compile`)."""
-    from . import elementwise as E
-    from .creation import _finish, _kw, randn
-    from .shape import size_arg
-
     t_mean, t_std = isinstance(mean, Tensor), isinstance(std, Tensor)
     if not t_mean and not _is_number(mean):
         raise TypeError(f"normal(): mean must be a Tensor or a number, got {type(mean).__name__}")
@@ -451,8 +451,6 @@ def normal(
     elif float(std) < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
     if t_mean and t_std:
-        from ..ir.types import broadcast_shapes
-
         shape = broadcast_shapes(mean._shape, std._shape, op="normal")
         d = dt.promote_types(mean._dtype, std._dtype)
     else:
@@ -487,8 +485,6 @@ def _continuous(self: Tensor, op: str, family: str) -> None:
 
 def _uniform_open(self: Tensor, generator: Any) -> Tensor:
     """Uniform float64 draws in [0, 1), shaped like self."""
-    from .creation import rand
-
     return rand(self._shape, dtype=dt.float64, generator=_generator(generator, "random"))
 
 
@@ -497,8 +493,6 @@ def _exponential_(
     self: Tensor, lambd: float = 1.0, *, generator: Generator | None = None
 ) -> Tensor:
     """Fill with samples of the exponential distribution of rate `lambd` (> 0)."""
-    from . import elementwise as E
-
     _continuous(self, "exponential_", "Exponential")
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
@@ -510,8 +504,6 @@ def _exponential_(
 def _geometric_(self: Tensor, p: float, *, generator: Generator | None = None) -> Tensor:
     """Fill with samples of the geometric distribution: the number of Bernoulli(p) trials
     up to and including the first success (1, 2, ...); any dtype, 0 < p < 1."""
-    from . import elementwise as E
-
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p:g}")
     v = E.sub(1.0, _uniform_open(self, generator))  # (0, 1]
@@ -524,8 +516,6 @@ def _cauchy_(
     self: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator: Generator | None = None
 ) -> Tensor:
     """Fill with samples of the Cauchy distribution (location `median`, scale `sigma` > 0)."""
-    from . import elementwise as E
-
     _continuous(self, "cauchy_", "Cauchy")
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma:g}")
@@ -539,9 +529,6 @@ def _log_normal_(
     self: Tensor, mean: float = 1.0, std: float = 2.0, *, generator: Generator | None = None
 ) -> Tensor:
     """Fill with exp(N(mean, std**2)) samples (std > 0)."""
-    from . import elementwise as E
-    from .creation import randn
-
     if not self._dtype.is_floating_point:
         raise RuntimeError(f"log_normal_: expected a floating point tensor, got {self._dtype.name}")
     if not std > 0:
@@ -672,11 +659,7 @@ def randint_like(
     """Integers drawn uniformly from [low, high), shaped like `input`, in input's dtype
     unless `dtype=`. `randint_like(input, high)` draws from [0, high). `pin_memory=True`
     raises, as PyTorch without an accelerator."""
-    from .creation import randint
-
     if pin_memory:
-        from .tensor_extras import _pin_memory
-
         _pin_memory(input)
     if not isinstance(input, Tensor):
         raise TypeError(

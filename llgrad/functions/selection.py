@@ -26,16 +26,43 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..autograd.apply import composite_function, needs_grad
+from ..autograd import forward_ad
+from ..autograd.apply import apply, composite_function, interpreters, needs_grad
+from ..autograd.grad_mode import no_grad
 from ..autograd.node import Node, SavedTensor, edge, node_class
+from ..eager import indexing, views
+from ..eager import indexing as eager_indexing
+from ..eager import selection as _eager_selection
 from ..ir import dtypes as dt
 from ..ir.types import broadcast_shapes, normalize_axis
 from ..tensor import Tensor
+from ..tracer.context import user_location
+from ..tracer.tensor import GraphBreak, tracing
 from . import elementwise as E
 from ._errors import names_op
 from ._host import host_broadcast, host_empty, host_plain, host_tensor, host_values, host_view
-from ..eager import selection as _eager_selection
-from ..eager import views
+from .creation import full, full_like, iota, ones, ones_like, tensor, zeros, zeros_like
+from .indexing import (
+    _check_index_range,
+    _check_index_shape,
+    _no_negative,
+    _scatter_offsets,
+    _scatter_source,
+    _wrap_negative,
+    gather_linear,
+    getitem,
+    index_put_linear,
+    scatter,
+    scatter_add,
+    scatter_add_linear,
+    take_along_dim,
+)
+from .inplace import _rewrite_inplace
+from .misc import slice_all
+from .reduction import amax, amin, prod
+from .reduction import any as any_
+from .reduction import sum as sum_
+from .shape import broadcast_tensors, cat, expand, pad_dims, shape_arg, unsqueeze
 
 __all__: list[str] = [
     "take",
@@ -73,9 +100,6 @@ def _traced(*ts: Any) -> bool:
 
 
 def _graph_break(what: str) -> None:
-    from ..tracer.context import user_location
-    from ..tracer.tensor import GraphBreak
-
     raise GraphBreak(
         what, user_location(), advice="its result depends on tensor values; this part runs eagerly"
     )
@@ -85,7 +109,6 @@ def _host(t: Tensor) -> np.ndarray:
     """The values of a concrete tensor as a NumPy array (bfloat16 as float32)."""
     if t.__class__ is Tensor:
         return host_values(t)
-    from ..autograd.grad_mode import no_grad
 
     with no_grad():
         if t._dtype is dt.bfloat16:
@@ -96,7 +119,6 @@ def _host(t: Tensor) -> np.ndarray:
 def _from_host(a: np.ndarray, dtype: dt.DType) -> Tensor:
     if a.dtype == dtype.np and dtype is not dt.bfloat16:
         return host_tensor(a, dtype)
-    from .creation import tensor
 
     return tensor(np.array(a, order="C"), dtype=dtype)
 
@@ -128,8 +150,6 @@ def _vector_index(op: str, index: Any) -> Tensor:
 def _check_range(op: str, index: Tensor, d: int, size: int, error: type, negative: bool) -> Tensor:
     """`index` checked against [0, size) (or [-size, size) with `negative`, which then
     wraps); raises `error` naming the value, dim and size when values are known."""
-    from .indexing import _check_index_range, _wrap_negative
-
     if negative:
         index = _wrap_negative(index, size)
     _check_index_range(op, index, d, size, error)
@@ -138,8 +158,6 @@ def _check_range(op: str, index: Tensor, d: int, size: int, error: type, negativ
 
 def _along(index: Tensor, d: int, shape: tuple[int, ...]) -> Tensor:
     """A vector index placed along dimension `d` and broadcast to `shape` (a view)."""
-    from .shape import expand
-
     view = [1] * len(shape)
     view[d] = index._shape[0]
     return expand(index.reshape(view), shape)
@@ -199,19 +217,13 @@ def _check_source(op: str, input: Tensor, d: int, index: Tensor, source: Tensor)
 def _flat_positions(op: str, input: Tensor, index: Tensor) -> Tensor:
     """`index` into the row-major elements of `input`, negatives counted from the end,
     checked (IndexError naming the value) where values are known."""
-    from .indexing import _wrap_negative
-
     index = _index_tensor(op, index)
     n = input.numel()
     index = _wrap_negative(index, n)
-    from ..tracer.tensor import tracing
     from ..transforms.batching import bottom
 
     values = bottom(index)
     if values.numel() and not tracing() and not _traced(values):
-        from ..autograd.grad_mode import no_grad
-        from .reduction import amax, amin
-
         with no_grad():
             lo, hi = int(amin(values).item()), int(amax(values).item())
         if lo < 0 or hi >= n:
@@ -227,10 +239,7 @@ def _flat_positions(op: str, input: Tensor, index: Tensor) -> Tensor:
 def take(input: Tensor, index: Tensor) -> Tensor:
     """`input` read as 1-D at `index` (result shaped like `index`; negatives count from
     the end)."""
-    from .indexing import getitem
-
     pos = _flat_positions("take", input, index)
-    from .indexing import _no_negative
 
     return getitem(input.reshape(-1), (_no_negative(pos, input.numel()),), "TakeBackward0")
 
@@ -240,8 +249,6 @@ def take(input: Tensor, index: Tensor) -> Tensor:
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """A copy of `input` with `source`'s values written (or added, `accumulate`) at the
     row-major positions `index` (negatives count from the end)."""
-    from .indexing import index_put_linear, scatter_add_linear
-
     _same_dtype("put", input, source)
     pos = _flat_positions("put", input, index)
     if source.numel() != pos.numel():
@@ -266,8 +273,6 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
     """A copy of `input` with `alpha * source` added at `index` along `dim`
     (`out[..., index[i], ...] += alpha * source[..., i, ...]`, duplicates accumulate)."""
-    from .indexing import scatter_add
-
     op = "index_add"
     d = _dim(op, dim, input.ndim)
     index = _vector_index(op, index)
@@ -288,8 +293,6 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """A copy of `input` with `source[..., i, ...]` written at `index[i]` along `dim`
     (with duplicate indices one write wins, as in torch)."""
-    from .indexing import scatter
-
     op = "index_copy"
     d = _dim(op, dim, input.ndim)
     index = _vector_index(op, index)
@@ -303,9 +306,6 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
 
 def _positions_mask(size: int, index: Tensor) -> Tensor:
     """A bool vector of `size`, True at `index` (already within [0, size))."""
-    from .creation import zeros, ones
-    from .indexing import index_put_linear
-
     return index_put_linear(zeros(size, dtype=dt.bool_), index, ones(index._shape, dtype=dt.bool_))
 
 
@@ -327,8 +327,6 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
             )
         value = value.to(input._dtype) if value._dtype is not input._dtype else value
     else:
-        from .creation import full
-
         value = full((), value, dtype=input._dtype)
     mask = _positions_mask(size, index)
     if input.ndim:
@@ -409,8 +407,6 @@ def index_put(
                 f"and {values._dtype.name} for the source."
             )
     else:
-        from .creation import full
-
         values = full((), values, dtype=input._dtype)
     if host_plain(input, values, *index):
         if len(index) == 1 and index[0].__class__ is Tensor:
@@ -422,9 +418,6 @@ def index_put(
         out = _index_put_host(input, index, values, accumulate)
         if out is not None:
             return out
-    from .creation import iota
-    from .indexing import getitem, index_put_linear, scatter_add_linear
-    from .shape import expand
 
     positions = getitem(iota(max(input.numel(), 0), dt.int64).reshape(input._shape), index)
     if values._shape != positions._shape:
@@ -492,12 +485,8 @@ def _reduce_backward(
     g: Tensor, x: Tensor, s: Tensor, r: Tensor, o: Tensor, reduce: str, include_self: bool
 ) -> tuple[Tensor, Tensor]:
     """Gradients of `r = scatter_reduce(x, offsets o, s)` for prod/amax/amin (flat)."""
-    from .creation import zeros
-    from .indexing import gather_linear, scatter_add_linear
-
     shape = x._shape
     xf, gf, rf = x.reshape(-1), g.reshape(-1), r.reshape(-1)
-    from .creation import ones_like
 
     ones_s = ones_like(s)
     hits = scatter_add_linear(zeros(xf._shape, dtype=s._dtype), o, ones_s)
@@ -558,9 +547,6 @@ def _host_reduce(xf: Tensor, o: Tensor, s: Tensor, reduce: str, include_self: bo
 def _reduce_eager(
     input: Tensor, offsets: Tensor, src: Tensor, reduce: str, include_self: bool
 ) -> Tensor:
-    from ..autograd.grad_mode import no_grad
-    from ..autograd import forward_ad
-
     with no_grad():
         out = _host_reduce(
             input.detach().reshape(-1), offsets, src.detach(), reduce, include_self
@@ -574,8 +560,6 @@ def _reduce_eager(
     if forward_ad._level[0]:
         tx, ts = forward_ad.tangent_of(input), forward_ad.tangent_of(src)
         if tx is not None or ts is not None:
-            from .creation import ones_like, zeros_like
-
             # the derivative is linear in the tangents: d out = dx * w_x + scatter(ds * w_s)
             wx, ws = _reduce_backward(
                 ones_like(out),
@@ -586,7 +570,6 @@ def _reduce_eager(
                 reduce,
                 include_self,
             )
-            from .indexing import scatter_add_linear
 
             t = zeros_like(out)
             if tx is not None:
@@ -602,11 +585,6 @@ def _reduce_dense(
 ) -> Tensor:
     """prod/amax/amin by composition (in a trace): every index compared with every
     position along `dim`; the contributions reduce over a new axis."""
-    from .creation import iota, full
-    from .misc import slice_all
-    from .reduction import amax, amin, prod
-    from .shape import cat, pad_dims, unsqueeze
-
     d = dim
     n = input._shape[d]
     extent = list(index._shape)
@@ -623,7 +601,6 @@ def _reduce_dense(
     reduced = fn(contrib, d + 1)
     if reduced._dtype is not input._dtype:  # (a bool or int prod gives int64)
         reduced = reduced.to(input._dtype)
-    from .reduction import any as any_
 
     touched = any_(hit, d + 1)
     merged = E.where(touched, reduced, region)
@@ -644,15 +621,6 @@ def scatter_reduce(
     `reduce` in sum, prod, mean, amax, amin; `include_self=False` leaves `input`'s own
     values out of the positions that are written. Integer `mean` rounds down, as torch.
     Gradients as torch's (amax/amin split evenly among ties)."""
-    from .creation import zeros, ones_like
-    from .indexing import (
-        _check_index_shape,
-        _scatter_offsets,
-        _scatter_source,
-        index_put_linear,
-        scatter_add_linear,
-    )
-
     op = "scatter_reduce"
     if reduce not in _REDUCES:
         raise RuntimeError(
@@ -707,7 +675,6 @@ def scatter_reduce(
                 f"into a dimension of {input._shape[d]}"
             )
         return _reduce_dense(input, d, index, src, reduce, include_self)
-    from ..autograd.apply import interpreters
 
     if interpreters:
         raise RuntimeError(
@@ -766,9 +733,6 @@ def _bool_mask(op: str, mask: Any) -> Tensor:
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """The 1-D tensor of `input`'s elements where `mask` is True (both broadcast). Its
     size depends on the mask: a graph break inside `lg.compile`."""
-    from .indexing import getitem
-    from .shape import broadcast_tensors
-
     mask = _bool_mask("masked_select", mask)
     if host_plain(input, mask):
         x, m = host_view(input), host_view(mask)
@@ -807,9 +771,7 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
                     f"in mask ({source.numel()} < {count})"
                 )
             return out
-    from ..eager import indexing as eager_indexing
     from .inplace import index_put
-    from .shape import broadcast_tensors
 
     if _traced(input, mask, source):
         _graph_break("masked_scatter() (how much of source it reads depends on the mask)")
@@ -1005,7 +967,6 @@ def unique_consecutive(
 def _as_tensor(x: Any, like: Tensor | None = None) -> Tensor:
     if isinstance(x, Tensor):
         return x
-    from .creation import tensor
 
     return tensor(x)
 
@@ -1042,9 +1003,6 @@ def _traced_search(seq: Tensor, values: Tensor, right: bool) -> Tensor:
     fixed number of them (the bit length of the row size), so a NaN boundary or value,
     or an unsorted row, lands where torch's search puts it (counting the boundaries
     before a value would not)."""
-    from .creation import full_like, zeros_like
-    from .indexing import take_along_dim
-
     m = seq._shape[-1]
     lo = zeros_like(values, dtype=dt.int64)
     hi = full_like(values, m, dtype=dt.int64)
@@ -1165,8 +1123,6 @@ def _searchsorted(
     seq, values, right, scalar = _search_args(sorted_sequence, input, right, side, sorter)
     out_dtype = dt.int32 if out_int32 else dt.int64
     if sorter is not None:
-        from .indexing import take_along_dim
-
         seq = take_along_dim(seq, sorter.to(dt.int64), -1)
     if _traced(seq, values):
         return _traced_search(seq, values, right).to(out_dtype)
@@ -1229,8 +1185,6 @@ def isin(
     number); `invert` negates. Eagerly a sort-based host test; traced, a comparison of
     every pair. PyTorch's keywords for a number operand, `element=` and `test_element=`,
     are taken too."""
-    from .reduction import any as any_
-
     for name, plain, alias in (
         ("elements", elements, element),
         ("test_elements", test_elements, test_element),
@@ -1241,7 +1195,6 @@ def isin(
     test_elements = test_element if test_elements is _NO_ARG else test_elements
     if elements is _NO_ARG or test_elements is _NO_ARG:
         raise TypeError("isin() missing a required argument: 'elements' and 'test_elements'")
-    from .shape import unsqueeze
 
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
         raise TypeError("isin(): at least one of elements and test_elements must be a Tensor")
@@ -1250,8 +1203,6 @@ def isin(
     if e._dtype.is_complex or t._dtype.is_complex:
         raise RuntimeError("isin(): not implemented for complex tensors")
     if _traced(e, t):
-        from .creation import zeros
-
         hit = (
             any_(E.eq(unsqueeze(e, -1), t.reshape(-1)), -1)
             if t.numel()
@@ -1271,18 +1222,12 @@ def isin(
 def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
     """int64 `(size, ndim)` coordinates of the first `size` non-zero elements (row-major),
     the rows past their count set to `fill_value`. Fixed-size, so it compiles."""
-    from ..autograd.apply import apply
-    from .creation import iota
-    from .reduction import sum as sum_
-
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:
         raise RuntimeError(f"nonzero_static(): 'size' must be a non-negative integer, got {size!r}")
     if not isinstance(input, Tensor):
         raise TypeError(f"nonzero_static(): expected a Tensor, got {type(input).__name__}")
 
     def forward(op: str, operands: Any, attrs: Any) -> Tensor:
-        from ..eager import indexing
-
         return indexing.nonzero(operands[0], attrs["size"])
 
     coords = apply("nonzero", (input,), {"size": size}, forward, None)
@@ -1360,11 +1305,7 @@ def unravel_index(indices: Tensor, shape: Any) -> tuple[Tensor, ...]:
     """The coordinates in a tensor of `shape` of the row-major flat `indices` (a tuple of
     int64 tensors shaped like `indices`); negative indices count from the end. Composes,
     so it compiles."""
-    from .shape import shape_arg
-
     if not isinstance(indices, Tensor):
-        from .creation import tensor
-
         indices = tensor(indices)
     if indices._dtype.is_floating_point or indices._dtype.is_complex or indices._dtype is dt.bool_:
         raise TypeError(
@@ -1391,9 +1332,6 @@ def unravel_index(indices: Tensor, shape: Any) -> tuple[Tensor, ...]:
                 )
             return coords
     if not _traced(indices) and indices.numel():
-        from ..autograd.grad_mode import no_grad
-        from .reduction import amax, amin
-
         with no_grad():
             lo, hi = int(amin(indices).item()), int(amax(indices).item())
         if lo < -n or hi >= n:
@@ -1416,8 +1354,6 @@ def unravel_index(indices: Tensor, shape: Any) -> tuple[Tensor, ...]:
 
 
 def _inplace(name: str, fn: Callable[..., Tensor]) -> Callable[..., Any]:
-    from .inplace import _rewrite_inplace
-
     return names_op(f"{name}_")(_rewrite_inplace(name, fn))
 
 
@@ -1442,8 +1378,6 @@ def _put_method(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = 
 
 def _masked_scatter_(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """In place: `mask` must broadcast to `self`'s shape (not the other way)."""
-    from ..ir.types import broadcast_shapes
-
     mask = _bool_mask("masked_scatter_", mask)
     if broadcast_shapes(self._shape, mask._shape, op="masked_scatter_") != self._shape:
         raise RuntimeError(

@@ -6,15 +6,17 @@ import functools
 from typing import Any, Callable, Sequence
 
 from ..autograd import forward_ad
-from ..autograd.apply import apply, interpreters
+from ..autograd.apply import apply, dispatch_function, interpreters
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.node import Node, edge, node_class
 from ..eager import elementwise as ew
 from ..eager import views
-from ..ir.types import normalize_axis
+from ..ir.dtypes import DType
+from ..ir.types import TensorType, broadcast_shapes, normalize_axis
+from ..ops.shape import _infer_cat, _infer_pad
 from ..tensor import DENSE_CLASSES, Tensor
-from ._errors import names_op
-
+from ._errors import names_op, relabel
+from .legacy import _NAMES
 
 _VALUE_CLASSES = frozenset({int, bool, float, str, type(None)})
 
@@ -511,8 +513,6 @@ def view_dtype(input: Tensor, dtype: Any) -> Tensor:
     size; otherwise the last dimension (stride 1) is scaled by the ratio of the sizes.
     Not differentiable: the result has no autograd history (as in PyTorch, where only a
     view to the same dtype is)."""
-    from ..ir.dtypes import DType
-
     if not isinstance(dtype, DType):
         raise TypeError(
             f"view(): argument 'dtype' must be llgrad.dtype, not {type(dtype).__name__}"
@@ -556,8 +556,6 @@ def view_dtype(input: Tensor, dtype: Any) -> Tensor:
 
 def _torch_type_word(d: Any) -> str:
     """PyTorch's scalar type name of a dtype (Float, Half, Byte, ...)."""
-    from .legacy import _NAMES
-
     return {"Bool": "Bool"}.get(_NAMES.get(d, d.name), _NAMES.get(d, d.name))
 
 
@@ -567,8 +565,6 @@ def expand_as(input: Tensor, other: Tensor) -> Tensor:
 
 @_views_of_many
 def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
-    from ..ir.types import broadcast_shapes
-
     shape = broadcast_shapes(*(t._shape for t in tensors), op="broadcast_tensors")
     return tuple(expand(t, shape) for t in tensors)
 
@@ -653,9 +649,6 @@ def select(input: Tensor, dim: int, index: int, *, name: str = "SelectBackward0"
 
 @views.copy_replay
 def _pad_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
-    from ..ops.shape import _infer_pad
-    from ..ir.types import TensorType
-
     x = operands[0]
     out_t = _infer_pad((TensorType(x._dtype, x._shape),), **attrs)
     out = Tensor._empty(out_t.shape, x._dtype)
@@ -690,9 +683,6 @@ def pad_dims(
 
 @views.copy_replay
 def _cat_forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:
-    from ..ops.shape import _infer_cat
-    from ..ir.types import TensorType
-
     axis = attrs["axis"]
     d = ew.promote(list(operands))
     types = tuple(TensorType(d, t._shape) for t in operands)
@@ -864,8 +854,6 @@ def contiguous(input: Tensor) -> Tensor:
     try:
         return clone(input)
     except MemoryError as e:  # name the op (an expanded view can be huge)
-        from ._errors import relabel
-
         relabel(e, f"contiguous (of a {input._dtype.name} tensor of shape {list(input._shape)})")
         raise
 
@@ -983,7 +971,6 @@ def view_as_complex(input: Tensor) -> Tensor:
     if out is not None:
         return out
     _check_tensor("view_as_complex", input)
-    from ..autograd.apply import dispatch_function
 
     out = dispatch_function("view_as_complex", [input], _view_as_complex, (input,))
     return learn_reinterpreted("view_as_complex", input, out) if _unrecorded(input) else out

@@ -25,14 +25,21 @@ from typing import Any
 import numpy as np
 
 from ..autograd.apply import apply_composite, composite_function
+from ..eager import selection as _eager_selection
 from ..ir import dtypes as dt
 from ..ir.types import normalize_axis
+from ..ops.scan import log_step_scan
 from ..tensor import Tensor
 from ..tracer.context import _tls as _trace_tls
+from ..tracer.context import user_location
+from ..tracer.tensor import GraphBreak, tracing
 from . import elementwise as E
 from ._errors import names_op
 from ._host import host_plain, host_take_along, host_tensor, host_values, host_view
-from ..eager import selection as _eager_selection
+from .creation import from_numpy, iota, zeros
+from .indexing import gather, scatter
+from .reduction import sum as sum_
+from .shape import expand, movedim, slice_dim, unsqueeze
 
 sort_result = namedtuple("sort", ["values", "indices"])
 topk_result = namedtuple("topk", ["values", "indices"])
@@ -57,11 +64,6 @@ def _rank_argsort(x: Tensor, dim: int, descending: bool) -> Tensor:
     the elements that sort before it (smaller, NaN largest, or equal and earlier), and the
     permutation puts each position at its rank. O(n^2) comparisons per row, all fused
     elementwise work and one reduction."""
-    from .creation import iota, zeros
-    from .indexing import scatter
-    from .reduction import sum as sum_
-    from .shape import expand, movedim, unsqueeze
-
     row = movedim(x, dim, -1)
     n = row.shape[-1]
     mine, other = unsqueeze(row, -1), unsqueeze(row, -2)  # (..., i, 1), (..., 1, j)
@@ -107,10 +109,7 @@ def _argsort_along(x: Tensor, dim: int, descending: bool) -> Tensor:
     if _plain_order(x):  # a plain tensor, eagerly
         arr = host_values(x)  # (bfloat16 widened)
         return host_tensor(_host_order(arr, dim, descending), dt.int64)
-    from ..tracer.context import user_location
-    from ..tracer.tensor import GraphBreak, tracing
     from ..transforms.batching import levels, lift, unlift
-    from .creation import from_numpy
 
     if tracing():
         if x.shape[dim] <= TRACED_SORT_MAX:
@@ -137,7 +136,6 @@ def argsort(
     x = _check("argsort", input)
     if x.ndim == 0:
         normalize_axis(dim, 0, "argsort")
-        from .creation import zeros
 
         return zeros((), dtype=dt.int64)
     return _argsort_along(x, normalize_axis(dim, x.ndim, "argsort"), descending)
@@ -171,7 +169,6 @@ def sort(
             else:
                 values = np.sort(raw, d, kind="stable")
         return sort_result(host_tensor(values, x._dtype), host_tensor(order, dt.int64))
-    from .indexing import gather
 
     idx = argsort(x, dim, descending)
     if x.ndim == 0:
@@ -190,9 +187,6 @@ def topk(
 ) -> topk_result:
     """The k largest (or smallest) elements along `dim` and their positions, in sorted
     order (`sorted=False` returns them in the same, sorted, order)."""
-    from .indexing import gather
-    from .shape import slice_dim
-
     x = _check("topk", input)
     if x._dtype is dt.bool_:
         raise RuntimeError(
@@ -230,7 +224,6 @@ def cumsum(input: Tensor, dim: int, *, dtype: dt.DType | None = None) -> Tensor:
 
 @composite_function
 def cumprod(input: Tensor, dim: int, *, dtype: dt.DType | None = None) -> Tensor:
-    from ..ops.scan import log_step_scan
     from .. import functions as F
 
     x = _scan_input("cumprod", input, dtype)

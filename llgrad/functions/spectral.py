@@ -17,8 +17,20 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..autograd import forward_ad
+from ..autograd.apply import interpreters
+from ..autograd.grad_mode import _state as grad_state
+from ..autograd.grad_mode import no_grad
+from ..eager import views
 from ..ir import dtypes as dt
+from ..runtime.storage import Storage, _address
 from ..tensor import Tensor
+from ..tracer.tensor import tracing
+from . import elementwise as E
+from ._errors import serve_on_devices
+from .creation import ones, tensor, zeros
+from .indexing import scatter_add
+from .shape import pad_dims, slice_dim, transpose, view_as_real
 
 __all__: list[str] = [
     "stft",
@@ -47,8 +59,6 @@ def _window(
     requires_grad: bool,
     values: Callable[[np.ndarray, int], np.ndarray],
 ) -> Tensor:
-    from .creation import tensor
-
     d = dtype if dtype is not None else dt.get_default_dtype()
     if not d.is_floating_point:
         raise RuntimeError(f"{op} expects floating point dtypes, got: {d.name}")
@@ -221,9 +231,6 @@ def _pad_index(n: int, pad: int, mode: str, shape: list[int]) -> np.ndarray | No
 def _pad_signal(x: Tensor, pad: int, mode: str) -> Tensor:
     """`x` padded by `pad` on both ends of its last dim: reflect, replicate, circular (an
     index gather, differentiable) or constant (zeros)."""
-    from .creation import tensor
-    from .shape import pad_dims
-
     i = _pad_index(x._shape[-1], pad, mode, list(x.shape))
     if i is None:
         return pad_dims(x, [0] * (x.ndim - 1) + [pad], [0] * (x.ndim - 1) + [pad])
@@ -234,9 +241,6 @@ def _full_window(
     op: str, window: Tensor | None, win_length: int, n_fft: int, like: Tensor
 ) -> Tensor:
     """The window (default rectangular) zero-padded on both sides to `n_fft`."""
-    from .creation import ones
-    from .shape import pad_dims
-
     if window is None:
         w = ones(win_length, dtype=like._dtype.to_real() if like._dtype.is_complex else like._dtype)
     else:
@@ -359,9 +363,6 @@ def _stft_general(
 ) -> Tensor:
     """`stft` made of llgrad ops (differentiable; every check and error)."""
     from .. import fft as _fft
-    from .creation import tensor
-    from .shape import transpose, view_as_real
-    from . import elementwise as E
 
     if not isinstance(input, Tensor):
         raise TypeError(f"stft(): argument 'input' must be a Tensor, not {type(input).__name__}")
@@ -498,10 +499,6 @@ def _istft_general(
 ) -> Tensor:
     """`istft` made of llgrad ops (differentiable; every check and error)."""
     from .. import fft as _fft
-    from .creation import tensor, zeros
-    from .indexing import scatter_add
-    from .shape import pad_dims, slice_dim, transpose
-    from . import elementwise as E
 
     if not isinstance(input, Tensor):
         raise TypeError(f"istft(): argument 'input' must be a Tensor, not {type(input).__name__}")
@@ -567,11 +564,8 @@ def _istft_general(
     end = min(end, total)
     y = slice_dim(y, 1, start, end)
     env = slice_dim(env, 1, start, end)
-    from ..tracer.tensor import tracing
 
     if not tracing() and getattr(env, "_ctx", None) is None and env.numel():
-        from ..autograd.grad_mode import no_grad
-
         with no_grad():
             low = float(E.abs(env).min().item())
         if low < 1e-11:
@@ -607,10 +601,6 @@ _SIMPLE = frozenset({int, bool, float, str, type(None)})
 
 def _direct_key(x: Any, window: Any, args: tuple) -> tuple | None:
     """The plan key of a call that may take the direct path, else None."""
-    from ..autograd import forward_ad
-    from ..autograd.apply import interpreters
-    from ..autograd.grad_mode import _state as grad_state
-
     if x.__class__ is not Tensor or interpreters or forward_ad._level[0]:
         return None
     if window is not None and window.__class__ is not Tensor:
@@ -645,8 +635,6 @@ def _plain_dtypes(x: Tensor, window: Tensor | None, real: Any) -> bool:
 
 def _wrap(r: np.ndarray) -> Tensor:
     """A tensor owning the fresh array `r` (made C-contiguous)."""
-    from ..runtime.storage import Storage, _address
-
     r = np.require(r, requirements="C")
     return Tensor._make(
         Storage(r.reshape(-1).view(np.uint8), _address(r)),
@@ -703,7 +691,6 @@ def _stft_plan(
 
 def _stft_direct(plan: tuple, x: Tensor, window: Tensor | None) -> Tensor:
     from .. import fft as _fft
-    from ..eager import views
 
     idx, win, n_fft, inorm, batched = plan
     a = x._numpy_view()
@@ -791,8 +778,6 @@ METHODS.update({"stft": stft, "istft": istft})
 
 
 def _served_on_devices() -> None:
-    from ._errors import serve_on_devices
-
     serve_on_devices(globals())
 
 

@@ -12,6 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..autograd.apply import composite_function
+from ..autograd.grad_mode import no_grad
 from ..codegen.histogram import (
     B_MAX,
     B_MIN,
@@ -25,8 +26,6 @@ from ..codegen.histogram import (
     H_STATUS,
     HISTC_STATUS,
 )
-from ..ir import dtypes as dt
-from ..ir.types import normalize_axis
 from ..eager.reduce import (
     bincount_kernel,
     extreme_plan,
@@ -35,10 +34,17 @@ from ..eager.reduce import (
     histogram_scratch,
     mode_plan,
 )
+from ..ir import dtypes as dt
+from ..ir.types import normalize_axis
+from ..ops.scan import log_step_scan
 from ..runtime import launch
 from ..schedule.layout import collapse
 from ..tensor import Tensor
 from ..tracer.context import _tls as _trace_tls
+from ..tracer.context import user_location
+from ..tracer.tensor import GraphBreak
+from . import elementwise as E
+from ._errors import names_op, serve_on_devices
 from ._host import (
     host_empty,
     host_plain,
@@ -46,9 +52,22 @@ from ._host import (
     host_tensor,
     host_values,
     host_view,
+)
+from ._host import (
     positions_along as _positions_along,
 )
+from ._out import store
+from .creation import full, tensor, zeros
 from .indexing import gather
+from .inplace import _rewrite_inplace
+from .linalg import mm
+from .misc import diag
+from .reduction import amax, amin, mean
+from .reduction import any as any_
+from .reduction import norm as norm_
+from .reduction import sum as sum_
+from .shape import cat, movedim, reshape, select, slice_dim, squeeze
+from .sorting import _argsort_along, cumprod, cumsum, sort
 
 __all__: list[str] = []
 
@@ -59,8 +78,6 @@ METHODS: dict[str, Callable[..., Any]] = {}
 def write_out(op: str, out: Any, result: Tensor) -> Tensor:
     """Copy `result` into `out` with PyTorch's `out=` rules (functions/_out.py's `store`:
     resized with torch's warning, castable dtype, no grad recorded)."""
-    from ._out import store
-
     return store(op, result, out)
 
 
@@ -88,9 +105,6 @@ def _host_values(op: str, *tensors: Any) -> list[Any]:
     """NumPy values of `tensors` for a host computation; inside `lg.compile` a graph break
     (the function is split there and this part runs eagerly)."""
     if _trace_tls.stack or any(getattr(t, "_ctx", None) is not None for t in tensors):
-        from ..tracer.context import user_location
-        from ..tracer.tensor import GraphBreak
-
         raise GraphBreak(
             f"{op}() computes on the host (its result depends on the data)", user_location()
         )
@@ -102,8 +116,6 @@ def _host_values(op: str, *tensors: Any) -> list[Any]:
 
 def _keep(x: Tensor, d: int, keepdim: bool) -> Tensor:
     """`x` (reduced with keepdim) with dim `d` dropped unless `keepdim`."""
-    from .shape import squeeze
-
     return x if keepdim else squeeze(x, d)
 
 
@@ -119,8 +131,6 @@ def _results(kind: Any, out: Any, op: str, *values: Tensor) -> Any:
 def _reduced_dim(op: str, x: Tensor, dim: int) -> int:
     """`dim` normalized; a dimension of size zero raises as PyTorch's reductions without
     identity do."""
-    from ..ir.types import normalize_axis
-
     d = normalize_axis(dim, x.ndim, op)
     if x.ndim and x._shape[d] == 0:
         raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
@@ -153,8 +163,6 @@ def _cum_extreme(op: str, input: Tensor, dim: int, largest: bool, out: Any) -> A
     name = "CummaxBackward0" if largest else "CumminBackward0"
     d = normalize_axis(dim, len(x._shape), op)
     if not x._shape or 0 in x._shape:
-        from .creation import zeros
-
         idx = zeros(x._shape, dtype=dt.int64)
         values = x.clone() if x.ndim == 0 else gather(x, d, idx, name=name)
         return _results(kind, out, op, values, idx)
@@ -210,8 +218,6 @@ def cummin(input: Tensor, dim: int, *, out: Any = None) -> Any:
 
 def _logaddexp(a: Tensor, b: Tensor) -> Tensor:
     """log(exp(a) + exp(b)) without overflow; -inf with -inf gives -inf."""
-    from . import elementwise as E
-
     m = E.maximum(a, b)
     delta = E.where(E.eq(a, b), 0.0, E.sub(a, b))
     return E.add(m, E.log1p(E.exp(E.neg(E.abs(delta)))))
@@ -232,8 +238,6 @@ def logcumsumexp(input: Tensor, dim: int, *, out: Any = None) -> Tensor:
 @composite_function
 def _logcumsumexp(input: Tensor, dim: int) -> Tensor:
     """`logcumsumexp` without `out` (a compiled composite: one call per signature)."""
-    from ..ir.types import normalize_axis
-    from ..ops.scan import log_step_scan
     from .. import functions as F
 
     x = _tensor("logcumsumexp", input)
@@ -262,14 +266,10 @@ def _logcumsumexp(input: Tensor, dim: int) -> Tensor:
 
 
 def _cumsum_(self: Tensor, dim: int, *, dtype: dt.DType | None = None) -> Tensor:
-    from .sorting import cumsum
-
     return cumsum(self, dim, dtype=dtype)
 
 
 def _cumprod_(self: Tensor, dim: int, *, dtype: dt.DType | None = None) -> Tensor:
-    from .sorting import cumprod
-
     return cumprod(self, dim, dtype=dtype)
 
 
@@ -285,9 +285,6 @@ mode_result = namedtuple("mode", ["values", "indices"])
 
 def _pick(x: Tensor, d: int, k: Tensor, keepdim: bool, name: str) -> tuple[Tensor, Tensor]:
     """The element of sorted rank `k` (int64, keepdim shape) along `d`: (value, index)."""
-    from .indexing import gather
-    from .sorting import _argsort_along
-
     order = _argsort_along(x, d, False)  # NaN last, stable
     idx = gather(order, d, k)
     values = gather(x, d, idx, name=name)
@@ -307,10 +304,7 @@ def kthvalue(
     NaN counts as larger than every number. Among equal values the index is the first
     in input order (PyTorch leaves which one unspecified).
     """
-    from .creation import full, zeros
-
     x = _no_complex("kthvalue", _tensor("kthvalue", input))
-    from ..ir.types import normalize_axis
 
     d = normalize_axis(dim, x.ndim, "kthvalue")
     n = x._shape[d] if x.ndim else 1
@@ -334,8 +328,6 @@ def _median(
     kind: Any,
     names: tuple[str, str],
 ) -> Any:
-    from .creation import full, zeros
-
     x = _no_complex(op, _tensor(op, input))
     if dim is None:
         if x.numel() == 0:
@@ -360,10 +352,6 @@ def _median_rank(
 ) -> tuple[Tensor, Tensor]:
     """The lower median along `d`; with NaN present, median takes the first NaN and
     nanmedian the lower median of the other values."""
-    from . import elementwise as E
-    from .creation import full
-    from .reduction import sum as sum_
-
     n = x._shape[d]
     if not x._dtype.is_floating_point:
         return _pick(x, d, full(_rank_shape(x, d), (n - 1) // 2, dtype=dt.int64), keepdim, name)
@@ -431,8 +419,6 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out: Any = None
     x = _no_complex("mode", _tensor("mode", input))
     d = _reduced_dim("mode", x, dim)
     if x.ndim == 0:
-        from .creation import zeros
-
         return _results(mode_result, out, "mode", x.clone(), zeros((), dtype=dt.int64))
     plain = host_plain(x)
     if plain:
@@ -473,7 +459,6 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *, out: Any = None
             host_tensor(raw_rows[ar, pos].reshape(shape), x._dtype),
             host_tensor(pos.reshape(shape), dt.int64),
         )
-    from .shape import movedim
 
     pos = pos.reshape(lead + (1,))
     idx = movedim(_int64_of(pos), -1, d)
@@ -512,14 +497,6 @@ def _quantile(
     out: Any,
     ignore_nan: bool,
 ) -> Tensor:
-    from ..ir.types import normalize_axis
-    from . import elementwise as E
-    from .creation import tensor
-    from .indexing import gather
-    from .reduction import any as any_, sum as sum_
-    from .shape import movedim, reshape
-    from .sorting import sort
-
     x = _tensor(op, input)
     if x._dtype not in (dt.float32, dt.float64):
         raise RuntimeError(
@@ -655,9 +632,6 @@ def nansum(
     input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: dt.DType | None = None
 ) -> Tensor:
     """Sum treating NaN as zero (their gradient is zero). Args as `sum`."""
-    from . import elementwise as E
-    from .reduction import sum as sum_
-
     x = _tensor("nansum", input)
     if x._dtype.is_complex:
         raise RuntimeError("nansum does not support complex inputs")
@@ -676,9 +650,6 @@ def nanmean(
     out: Tensor | None = None,
 ) -> Tensor:
     """Mean of the non-NaN elements (NaN where there are none). Args as `mean`."""
-    from . import elementwise as E
-    from .reduction import sum as sum_
-
     x = _tensor("nanmean", input)
     if not (x._dtype.is_floating_point or x._dtype.is_complex):
         raise RuntimeError(
@@ -700,9 +671,6 @@ def aminmax(
     input: Tensor, *, dim: int | None = None, keepdim: bool = False, out: Any = None
 ) -> Any:
     """`(amin, amax)` over all elements or along `dim`, as a namedtuple (min, max)."""
-    from ..ir.types import normalize_axis
-    from .reduction import amax, amin
-
     x = _no_complex("aminmax", _tensor("aminmax", input))
     if dim is not None:
         d = normalize_axis(dim, x.ndim, "aminmax")
@@ -1357,9 +1325,6 @@ def _bincount_kernel(x: Any, weights: Any, minlength: int) -> Any:
 
 def _spacing_along(x: Tensor, d: int, y: Tensor) -> Tensor:
     """x's differences along `d`, shaped to broadcast against y's slices (x 1-D or like y)."""
-    from .shape import slice_dim
-    from . import elementwise as E
-
     if x.ndim == 1:
         n = x._shape[0]
         if n != y._shape[d]:
@@ -1371,7 +1336,6 @@ def _spacing_along(x: Tensor, d: int, y: Tensor) -> Tensor:
         shape = [1] * y.ndim
         shape[d] = n - 1
         return dx.reshape(shape)
-    from ..ir.types import normalize_axis
 
     dd = normalize_axis(d - y.ndim, x.ndim, "trapezoid")
     return E.sub(slice_dim(x, dd, 1, x._shape[dd]), slice_dim(x, dd, 0, x._shape[dd] - 1))
@@ -1381,11 +1345,6 @@ def _spacing_along(x: Tensor, d: int, y: Tensor) -> Tensor:
 def trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Tensor:
     """The trapezoidal rule along `dim`: with sample points `x` (1-D, or broadcastable to
     `y`) or a constant spacing `dx` (default 1)."""
-    from ..ir.types import normalize_axis
-    from . import elementwise as E
-    from .reduction import sum as sum_
-    from .shape import select, slice_dim
-
     y = _tensor("trapezoid", y, "y")
     if x is not None and dx is not None:
         raise TypeError("trapezoid(): received both x and dx; pass only one")
@@ -1415,11 +1374,6 @@ def trapz(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Tensor:
 @composite_function
 def cumulative_trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Tensor:
     """The running trapezoidal integral along `dim` (one element shorter than `y`)."""
-    from ..ir.types import normalize_axis
-    from . import elementwise as E
-    from .shape import slice_dim
-    from .sorting import cumsum
-
     y = _tensor("cumulative_trapezoid", y, "y")
     if x is not None and dx is not None:
         raise TypeError("cumulative_trapezoid(): received both x and dx; pass only one")
@@ -1447,10 +1401,6 @@ def diff(
     """The n-th forward difference along `dim` (`out[i] = x[i+1] - x[i]`; bool: xor),
     after concatenating `prepend` and `append` along `dim`; `n=0` returns a copy of the
     input, without `prepend`/`append` (which are still checked), as torch."""
-    from ..ir.types import normalize_axis
-    from . import elementwise as E
-    from .shape import cat, slice_dim
-
     x = _tensor("diff", input)
     if x.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
@@ -1496,10 +1446,6 @@ def gradient(
     Args: `spacing` a number, a list of numbers (one per dim), or a list of 1-D
     coordinate tensors (one per dim, non-uniform spacing). Returns one tensor per dim.
     """
-    from ..ir.types import normalize_axis
-    from . import elementwise as E
-    from .shape import cat, slice_dim
-
     x = _tensor("gradient", input)
     if edge_order not in (1, 2):
         raise RuntimeError(
@@ -1624,10 +1570,6 @@ def cov(
     Args: `correction` subtracted from the (weighted) number of observations; `fweights`
     integer frequency weights and `aweights` observation weights (1-D, one per column).
     """
-    from . import elementwise as E
-    from .linalg import mm
-    from .reduction import mean, sum as sum_
-
     x = _tensor("cov", input)
     if x.ndim > 2:
         raise RuntimeError(
@@ -1667,8 +1609,6 @@ def cov(
                 f"got aweights with {wt._dtype.name} dtype"
             )
         if getattr(wt, "_ctx", None) is None and wt.numel():
-            from ..autograd.grad_mode import no_grad
-
             with no_grad():
                 if float(wt.detach().min().item()) < 0:
                     raise RuntimeError(f"cov(): {name} cannot be negative")
@@ -1709,9 +1649,6 @@ def cov(
 def corrcoef(input: Tensor) -> Tensor:
     """Pearson correlation coefficients of the rows of `input` (values clipped to
     [-1, 1]; the real and imaginary parts separately for complex inputs)."""
-    from . import elementwise as E
-    from .misc import diag
-
     x = _tensor("corrcoef", input)
     c = cov(x)
     if c.ndim == 0:
@@ -1732,10 +1669,6 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
     norm `maxnorm` (PyTorch's factor `maxnorm / (norm + 1e-7)`); complex inputs by the
     norm of their magnitudes. Eagerly a composite: compiled per signature, so the norm
     and the scaling run as one graph."""
-    from ..ir.types import normalize_axis
-    from . import elementwise as E
-    from .reduction import norm as norm_
-
     x = _tensor("renorm", input)
     if not (x._dtype.is_floating_point or x._dtype.is_complex):
         raise RuntimeError(f"renorm(): expected a floating point input, got {x._dtype.name}")
@@ -1753,9 +1686,6 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
 
 
 def _inplace_methods() -> dict[str, Callable[..., Any]]:
-    from ._errors import names_op
-    from .inplace import _rewrite_inplace
-
     return {
         name + "_": names_op(name + "_")(_rewrite_inplace(name, fn))
         for name, fn in (("renorm", renorm), ("cumsum", _cumsum_), ("cumprod", _cumprod_))
@@ -1819,8 +1749,6 @@ METHODS.update(_inplace_methods())
 
 
 def _served_on_devices() -> None:
-    from ._errors import serve_on_devices
-
     serve_on_devices(globals())
 
 

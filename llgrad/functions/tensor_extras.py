@@ -20,23 +20,43 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ..autograd import forward_ad as _forward_ad
+from ..autograd.anomaly import _state
+from ..autograd.anomaly import is_anomaly_enabled as enabled
 from ..autograd.apply import interpreters as _interpreters
 from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.grad_mode import no_grad
+from ..device import CPU, check_device
 from ..device import check_device as _check_device
 from ..eager import elementwise as _ew
+from ..eager import elementwise as ew
 from ..eager import views as _views
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
+from ..runtime.launch import set_threads, threads
+from ..runtime.storage import allocate
 from ..runtime.storage import allocate as _allocate
 from ..schedule.layout import contiguous_strides as _contiguous_strides
 from ..schedule.layout import is_contiguous as _row_major
-from ..tensor import Size, Tensor
+from ..tensor import DENSE_CLASSES, Size, Tensor
 from ..tracer import context as _trace
 from ..tracer.context import _tls as _trace_state  # (its `stack`: the traces)
-from ._switches import _switches
+from ..tracer.context import user_location
+from ..tracer.tensor import GraphBreak
 from . import creation as _creation
+from . import elementwise as E
 from . import shape as _shape
-from ._errors import _STANDARD, names_op, relabel
+from ._errors import _STANDARD, device_aware, names_op, relabel
+from ._out import can_cast as allowed
+from ._out import store
+from ._switches import _switches
+from .creation import _finish, arange, checked_scalar, empty, from_dlpack, tensor
+from .creation import tensor as make
+from .elementwise import eq, where
+from .inplace import bump, check_inplace
+from .legacy import tensor_type
+from .misc import to
+from .reduction import any as any_
+from .shape import clone, contiguous, expand, flip, permute, size_arg, unbind
 
 __all__: list[str] = [
     "e",
@@ -175,8 +195,6 @@ def _is_dense(t: Tensor) -> bool:
 
 def _laid_out(t: Tensor, order: Sequence[int]) -> Tensor:
     """A copy of `t` (recorded for autograd) whose memory follows `order`."""
-    from .shape import clone, permute
-
     inverse = [0] * len(order)
     for i, d in enumerate(order):
         inverse[d] = i
@@ -185,8 +203,6 @@ def _laid_out(t: Tensor, order: Sequence[int]) -> Tensor:
 
 def _in_format(t: Tensor, fmt: Any, op: str, copy: bool) -> Tensor:
     """`t` laid out in memory format `fmt` (a copy when `copy` or when it is not already)."""
-    from .shape import clone, contiguous
-
     if fmt is None or fmt is preserve_format:
         if not copy:
             return t
@@ -261,7 +277,6 @@ def _to(self: Tensor, *args: Any, memory_format: Any = None, **kwargs: Any) -> T
         and self.__class__ is Tensor
     ):
         return _cast(self, args[0])
-    from .misc import to
 
     out = to(self, *args, **kwargs)
     if memory_format is None or memory_format is preserve_format:
@@ -366,7 +381,6 @@ def _logspace(start: Any, end: Any, steps: int, base: Any, wide: DType, d: DType
         # the power's kernel rounds into `dtype` as it stores (`E.pow(...).to(dtype)`'s
         # two kernels in one): nothing here is recorded, the exponents are constants
         return _ew.run("pow", [base, exponents], out=Tensor._empty(exponents._shape, d))
-    from . import elementwise as E
 
     out = E.pow(base, exponents)
     return out.to(d) if out._dtype is not d else out
@@ -392,10 +406,6 @@ def empty_strided(
 ) -> Tensor:
     """An uninitialized tensor of `size` with the given element `stride`s (its memory spans
     exactly what the strides reach; stride 0 dims share elements)."""
-    from ..runtime.storage import allocate
-    from .creation import _finish
-    from .shape import size_arg
-
     shape = size_arg((size,), "empty_strided")
     strides = tuple(int(s) for s in stride)
     d = _creation_kw("empty_strided", dtype, layout, device, requires_grad)
@@ -428,8 +438,6 @@ def empty_permuted(
 ) -> Tensor:
     """An uninitialized tensor of `size` whose memory is row-major in the dimension order
     `physical_layout` (`empty_permuted((2, 3, 4), (0, 2, 1))` has strides (12, 1, 3))."""
-    from .shape import size_arg
-
     shape = size_arg((size,), "empty_permuted")
     order = tuple(int(p) for p in physical_layout)
     if len(order) != len(shape):
@@ -506,9 +514,6 @@ def asarray(
     `copy=True` always copies, `copy=False` never copies (ValueError when it would have to).
     Where llgrad differs: read-only NumPy memory is copied (llgrad tensors are writable);
     objects that only expose the buffer protocol go through `lg.frombuffer`."""
-    from ..device import check_device
-    from .creation import _finish, from_dlpack, tensor
-
     check_device(device, "asarray")
 
     def no_copy(why: str) -> ValueError:
@@ -554,8 +559,6 @@ def frombuffer(
     `memoryview`, `array.array`, ...), read as `dtype` from byte `offset`, `count`
     elements (-1: all that remain). Writable buffers are shared; a read-only buffer
     (`bytes`) is copied (PyTorch shares it with a warning; llgrad tensors are writable)."""
-    from .creation import _finish
-
     if not isinstance(dtype, DType):
         raise TypeError(f"frombuffer(): dtype must be an llgrad dtype, got {dtype!r}")
     view = memoryview(buffer).cast("B")
@@ -604,8 +607,6 @@ def range(
 ) -> Tensor:
     """Deprecated in PyTorch (it warns): values from `start` to `end` INCLUSIVE by `step`,
     `floor((end - start) / step) + 1` of them, in the default float dtype unless `dtype`."""
-    from .creation import _finish, arange
-
     warnings.warn(
         "llgrad.range is deprecated and will be removed in a future release "
         "because its behavior is inconsistent with Python's range builtin. "
@@ -630,8 +631,6 @@ def range(
     values = arange(n, dtype=dt.float64) * step + start if n else arange(0, dtype=dt.float64)
     result = _finish(values.to(d), requires_grad)
     if out is not None:
-        from ._out import store
-
         return store("range", result, out)
     return result
 
@@ -697,8 +696,6 @@ def result_type(
 def can_cast(from_: DType, to: DType) -> bool:
     """Whether PyTorch's casting rule allows `from_` into `to` in an op's output: never to a
     lower category (complex > float > integer > bool)."""
-    from ._out import can_cast as allowed
-
     return allowed(_dtype_arg(from_, "can_cast", "from_"), _dtype_arg(to, "can_cast", "to"))
 
 
@@ -772,8 +769,6 @@ def typename(obj: Any, /) -> str:
     """A tensor's legacy type name (`'llgrad.FloatTensor'`), else the object's class name
     with its module (`'int'`, `'llgrad.nn.modules.linear.Linear'`)."""
     if isinstance(obj, Tensor):
-        from .legacy import tensor_type
-
         return tensor_type(obj)
     module = type(obj).__module__
     name = type(obj).__qualname__
@@ -875,7 +870,6 @@ def get_num_interop_threads() -> int:
     count."""
     if _switches.interop_threads is not None:
         return _switches.interop_threads
-    from ..runtime.launch import threads
 
     return threads()
 
@@ -898,8 +892,6 @@ def set_num_interop_threads(num: int) -> None:
 def init_num_threads() -> None:
     """Start llgrad's kernel thread pool now (it otherwise starts with the first large
     kernel)."""
-    from ..runtime.launch import set_threads, threads
-
     set_threads(threads())
 
 
@@ -922,8 +914,6 @@ def set_warn_always(b: bool, /) -> None:
 
 def is_anomaly_enabled() -> bool:
     """Whether autograd anomaly detection is on (`autograd.set_detect_anomaly`)."""
-    from ..autograd.anomaly import is_anomaly_enabled as enabled
-
     return enabled()
 
 
@@ -936,8 +926,6 @@ def is_anomaly_check_nan_enabled() -> bool:
 
 def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
     """Turn autograd anomaly detection on or off for this thread."""
-    from ..autograd.anomaly import _state
-
     _state.enabled = bool(enabled)
     _state.check_nan = bool(check_nan)
 
@@ -982,8 +970,6 @@ class UntypedStorage:
 
     @property
     def device(self) -> Any:
-        from ..device import CPU
-
         return CPU
 
     @property
@@ -1042,8 +1028,6 @@ class UntypedStorage:
 
     @staticmethod
     def _from_array(arr: np.ndarray) -> "UntypedStorage":
-        from ..runtime.storage import allocate
-
         st = allocate(arr.nbytes)
         if arr.nbytes:
             st.buffer[...] = arr
@@ -1091,8 +1075,6 @@ class TypedStorage:
 
     @property
     def device(self) -> Any:
-        from ..device import CPU
-
         return CPU
 
     def untyped(self) -> UntypedStorage:
@@ -1109,8 +1091,6 @@ class TypedStorage:
         return self._values()[index].item()
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        from .creation import checked_scalar
-
         if self.dtype is dt.bfloat16:
             raise TypeError(
                 "TypedStorage: writing bfloat16 elements needs a tensor; use the tensor's indexing"
@@ -1164,8 +1144,6 @@ def _storage(self: Tensor) -> TypedStorage:
 
 
 def _size_tuple(size: Any, op: str) -> tuple[int, ...]:
-    from .shape import size_arg
-
     return size_arg(
         size
         if isinstance(size, tuple) and size and not isinstance(size[0], int)
@@ -1190,8 +1168,6 @@ def _new_kw(self: Tensor, kwargs: dict[str, Any]) -> dict[str, Any]:
 
 def new_empty(self: Tensor, *size: Any, **kwargs: Any) -> Tensor:
     """An uninitialized tensor of `size` with this tensor's dtype (unless `dtype=`)."""
-    from .creation import empty
-
     return empty(*size, **_new_kw(self, kwargs))
 
 
@@ -1310,10 +1286,6 @@ def map2_(self: Tensor, x: Tensor, y: Tensor, callable: Callable[[Any, Any, Any]
 
 
 def _map_into(self: Tensor, op: str, fn: Callable[..., Any], others: tuple) -> Tensor:
-    from .creation import checked_scalar, tensor as make
-    from .inplace import bump, check_inplace
-    from .shape import expand
-
     if self._requires_grad:
         raise RuntimeError(
             f"Can't call {op}() on Variable that requires grad. Use var.detach().{op}() instead."
@@ -1335,8 +1307,6 @@ def _map_into(self: Tensor, op: str, fn: Callable[..., Any], others: tuple) -> T
         )
     values = [checked_scalar(fn(*args), self._dtype, op) for args in zip(*columns)]
     if values:
-        from ..eager import elementwise as ew
-
         ew.copy_into(self, make(values, dtype=self._dtype).reshape(self._shape))
     bump(self)
     return self
@@ -1347,9 +1317,6 @@ def resize_(self: Tensor, *sizes: Any, size: Any = None, memory_format: Any = No
     it is too small (the old bytes are kept; new elements are uninitialized). Refuses a
     tensor that requires grad, as PyTorch."""
     if self.__class__ is not Tensor and getattr(self, "_ctx", None) is not None:
-        from ..tracer.context import user_location
-        from ..tracer.tensor import GraphBreak
-
         raise GraphBreak(
             "resize_() of a traced value (it changes the memory under it)",
             user_location(),
@@ -1443,7 +1410,6 @@ def _cast(x: Tensor, d: DType) -> Tensor:
         out = go(x)
         if out is not None:
             return out
-    from .misc import to
 
     out = to(x, d)
     if key not in _casts and len(_casts) < 1024 and not _interpreters and not _forward_ad._level[0]:
@@ -1456,7 +1422,6 @@ def _cast_with_format(d: DType) -> Callable[..., Tensor]:
     def cast(self: Tensor, memory_format: Any = None) -> Tensor:
         if memory_format is None and self.__class__ is Tensor:
             return _cast(self, d)
-        from .misc import to
 
         out = to(self, d)
         if memory_format is None or memory_format is preserve_format:
@@ -1470,8 +1435,6 @@ def _cast_with_format(d: DType) -> Callable[..., Tensor]:
 def _where(self: Tensor, condition: Tensor, other: Any) -> Tensor:
     """`x.where(condition, other)`: `x` where `condition` holds, else `other` (the method
     takes the condition second, as PyTorch's)."""
-    from .elementwise import where
-
     return where(condition, self, other)
 
 
@@ -1527,15 +1490,12 @@ def __format__(self: Tensor, format_spec: str) -> str:
 
 
 def _dense_classes() -> set:
-    from ..tensor import DENSE_CLASSES
-
     return DENSE_CLASSES
 
 
 def __iter__(self: Tensor) -> Iterator[Tensor]:
     if not self._shape:
         raise TypeError("iteration over a 0-d tensor")
-    from .shape import unbind
 
     return iter(unbind(self, 0))
 
@@ -1543,15 +1503,11 @@ def __iter__(self: Tensor) -> Iterator[Tensor]:
 def __reversed__(self: Tensor) -> Tensor:
     if not self._shape:
         return self
-    from .shape import flip
 
     return flip(self, (0,))
 
 
 def __contains__(self: Tensor, element: Any) -> bool:
-    from .elementwise import eq
-    from .reduction import any as any_
-
     if isinstance(element, (Tensor, bool, int, float, complex, np.number, np.bool_)):
         return bool(any_(eq(self, element)).item())
     raise RuntimeError(
@@ -1563,9 +1519,6 @@ def __deepcopy__(self: Tensor, memo: dict[int, Any]) -> Tensor:
     """A copy with its own memory (views copied together keep sharing theirs), the same
     dtype, shape, strides, requires_grad, a deep copy of `.grad` and of Python attributes.
     Only leaves can be copied, as in PyTorch."""
-    from ..autograd.grad_mode import no_grad
-    from ..runtime.storage import allocate
-
     if self.grad_fn is not None:
         raise RuntimeError(
             "Only Tensors created explicitly by the user (graph leaves) "
@@ -1638,7 +1591,6 @@ def __array_wrap__(
         return array[()]
     if _shareable(array):
         return Tensor._from_numpy(array)
-    from .creation import tensor
 
     return tensor(array)
 
@@ -1729,8 +1681,7 @@ for _name, _d in [
 
 
 def _on_devices() -> None:
-    """Creation functions here accept device="cuda" (see `eager.cuda.device_aware`)."""
-    from ..eager.cuda import device_aware
+    """Creation functions here accept device="cuda" (see `_errors.device_aware`)."""
 
     g = globals()
     for name in ("empty_strided", "scalar_tensor", "logspace"):

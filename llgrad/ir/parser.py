@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import registry
-from .dtypes import ALL as ALL_DTYPES, DType, from_name
+from .dtypes import ALL as ALL_DTYPES
+from .dtypes import DType, from_name
 from .graph import Graph, Node, make_node
+from .printer import format_value
 from .registry import Attr, AttrKind, OpDef
 from .types import TensorType
 
@@ -489,8 +491,6 @@ def _is_payload(v: Any) -> bool:
 
 
 def _spell(v: Any) -> str:
-    from .printer import format_value
-
     try:
         return format_value(v)
     except TypeError:

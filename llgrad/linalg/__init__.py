@@ -81,6 +81,7 @@ from ._decomp import (
     svdvals,
 )
 from ._host import LinAlgError
+from ..functions._errors import serve_on_devices
 
 __all__ = [
     "LinAlgError",
@@ -130,8 +131,6 @@ __all__ = [
 
 def _served_on_devices() -> None:
     """Every public function here also serves CUDA tensors where its eager code cannot."""
-    from ..functions._errors import serve_on_devices
-
     serve_on_devices(globals())
 
 

@@ -14,23 +14,23 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..autograd.apply import composite_function, interpreters
+from .. import functions as F
 from ..autograd import forward_ad
+from ..autograd.apply import composite_function, interpreters
 from ..autograd.grad_mode import is_grad_enabled as grad_enabled
 from ..autograd.grad_mode import no_grad
-from .. import functions as F
 from ..functions import reduction as _reduction
+from ..functions._out import store
 from ..ir import dtypes as dt
 from ..ir.types import normalize_axis
 from ..tensor import Tensor
 from . import _decomp as D
-from ._host import check_float, check_matrix, check_square, check_tensor, from_numpy, _torch_name
+from ._host import _torch_name, check_float, check_matrix, check_square, check_tensor, from_numpy
 
 
 def _out(result: Any, out: Any, op: str) -> Any:
     if out is None:
         return result
-    from ..functions._out import store
 
     return store(op, result, out)
 

@@ -24,13 +24,16 @@ from typing import Any
 
 import numpy as np
 
+from .. import functions as F
+from .._source import define
 from ..autograd import forward_ad
 from ..autograd.apply import composite_function, interpreters, needs_grad
 from ..autograd.grad_mode import _state as _grad_state
-from .. import functions as F
+from ..functions._out import store
 from ..ir import dtypes as dt
 from ..runtime import lapack
 from ..tensor import Tensor, _row_major_strides
+from ..transforms.batching import bottom
 from ._host import (
     LinAlgError,
     check_float,
@@ -141,7 +144,6 @@ def _wants_derivative(A: Tensor) -> bool:
     eigvalsh): it records a node, or carries a forward-mode tangent."""
     if A.__class__ is Tensor and not forward_ad._level[0]:
         return needs_grad((A,))
-    from ..transforms.batching import bottom
 
     return needs_grad([bottom(A)]) or (
         forward_ad._level[0] > 0 and forward_ad.tangent_of(A) is not None
@@ -359,8 +361,6 @@ def _outputs_maker(specs: list[tuple[Any, ...]]) -> Any:
     layouts as constants (`Tensor._empty_source`). A spec ("mT", j) is instead the
     transposed view (last two dimensions swapped) of output j, as `views.view_of` makes
     it (`Tensor._make` with output j as base, its fields written out the same way)."""
-    from .._source import define
-
     empty_source = getattr(Tensor, "_empty_source")
     lines: list[str] = []
     consts: dict[str, Any] = {"memset": _memset}
@@ -555,7 +555,6 @@ def _out(result: Any, out: Any, op: str = "linalg") -> Any:
     `out=`: no autograd through it)."""
     if out is None:
         return result
-    from ..functions._out import store
 
     return store(op, result, out)
 

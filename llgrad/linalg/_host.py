@@ -15,19 +15,23 @@ wrapped back.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
-
 import ctypes
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .. import functions
 from ..autograd import forward_ad
+from ..autograd.api import grad
 from ..autograd.apply import _interpreter_for, interpreters
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.grad_mode import enable_grad
 from ..autograd.node import FREED, Node, SavedTensor, edge, node_class
 from ..ir import dtypes as dt
 from ..tensor import Tensor
+from ..tracer.context import user_location
+from ..tracer.tensor import GraphBreak
+from ..transforms.batching import bottom
 
 
 class LinAlgError(RuntimeError):
@@ -140,8 +144,6 @@ _F: list[Any] = []  # llgrad.functions, imported on first use (import order)
 
 def _functions() -> Any:
     if not _F:
-        from .. import functions
-
         _F.append(functions)
     return _F[0]
 
@@ -219,7 +221,6 @@ def values(t: Tensor) -> np.ndarray:
     """The values of `t` for a check on the host (under vmap: every batch element's)."""
     if t.__class__ is Tensor:
         return t._numpy_view()
-    from ..transforms.batching import bottom
 
     return bottom(t)._numpy_view()
 
@@ -347,9 +348,6 @@ def _traced(xs: Sequence[Any]) -> bool:
 
 
 def graph_break(op: str) -> None:
-    from ..tracer.context import user_location
-    from ..tracer.tensor import GraphBreak
-
     raise GraphBreak(f"{op} (LAPACK on the host: a documented graph break)", user_location())
 
 
@@ -443,7 +441,6 @@ def _forward_mode(
 ) -> None:
     """Tangents of the outputs: the op's jvp rule, or the transposed vjp."""
     F = _functions()
-    from ..autograd.apply import _interpreter_for, interpreters
 
     primals = [forward_ad.unpack_dual(x).primal for x in inputs]
     outvals = [o.detach() for o in outs]
@@ -482,7 +479,6 @@ def _transposed(
 ) -> list[Tensor | None]:
     """`J t` from the vjp rule (linear in the cotangents u): d<vjp(u), t>/du."""
     F = _functions()
-    from ..autograd.api import grad
 
     inputs, outvals = primals, outs
     with enable_grad():

@@ -24,9 +24,10 @@ from typing import Any, Sequence
 
 from .. import functions as lg
 from ..autograd.apply import composite_function
+from ..ops.nn import im2col
 from ..tensor import DENSE_CLASSES, Tensor
-from ._layers import _ints
 from ._base import _composite, _tensor
+from ._layers import _ints
 
 __all__ = [
     "conv1d",
@@ -312,8 +313,6 @@ def _conv2d_by_matmul(
     """conv2d of integer tensors (exact integer arithmetic, wrapping on overflow as torch's
     integer kernels) and of complex ones: every window tap as a strided slice (im2col),
     then one batched matmul over the groups; differentiable by composition."""
-    from ..ops.nn import im2col
-
     nb, c, h, wd = x.shape
     oc, cg, kh, kw = w.shape
     oh = (h + 2 * p[0] - d[0] * (kh - 1) - 1) // s[0] + 1

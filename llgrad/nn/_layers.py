@@ -18,10 +18,12 @@ from .. import functions as lg
 from ..autograd.apply import composite_function
 from ..autograd.grad_mode import no_grad
 from ..eager import selection as eager_selection
+from ..functions._host import host_plain
 from ..ir import dtypes as dt
 from ..ops import nn as nnops
 from ..tensor import Tensor
-from ..functions._host import host_plain
+from ..tracer.context import user_location
+from ..tracer.tensor import GraphBreak, tracing
 from ._base import _tensor
 
 
@@ -438,13 +440,9 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
         raise RuntimeError(
             f"{op}: Class values must be smaller than num_classes ({num_classes}); got {hi}"
         )
-    from ..tracer.tensor import tracing
 
     if num_classes == -1:
         if tracing():
-            from ..tracer.context import user_location
-            from ..tracer.tensor import GraphBreak
-
             raise GraphBreak(
                 f"{op}() without num_classes (the number of classes depends on "
                 f"the data; pass num_classes to keep it in the graph)",

@@ -18,13 +18,17 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import functions as lg
 from ..autograd import forward_ad
 from ..autograd.apply import composite_function, interpreters
-from .. import functions as lg
+from ..autograd.function import Function, once_differentiable
 from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..ir import dtypes as dt
 from ..ops import nn as nnops
+from ..runtime import cache, launch
 from ..tensor import Tensor
+from ..tracer.context import user_location
+from ..tracer.tensor import GraphBreak, tracing
 from ._base import _check_targets, _reduction, _tensor
 
 
@@ -700,7 +704,6 @@ def _ctc_run(
     if t_hi <= t_lo:
         return
     from ..codegen.ctc import CtcKernel, build_ctc
-    from ..runtime import cache, launch
 
     if CtcKernel not in _CTC_REGISTERED:
         cache.register_builder(CtcKernel, build_ctc)
@@ -855,12 +858,8 @@ def ctc_loss(
     _tensor(op, "log_probs", log_probs)
     _tensor(op, "targets", targets)
     r = _check_str_reduction(op, reduction)
-    from ..tracer.tensor import tracing
 
     if tracing():
-        from ..tracer.context import user_location
-        from ..tracer.tensor import GraphBreak
-
         raise GraphBreak("ctc_loss runs its recursions on the host", user_location())
     if not log_probs._dtype.is_floating_point:
         raise RuntimeError(f"{op}: log_probs must be floating point, got {log_probs._dtype.name}")
@@ -919,8 +918,6 @@ def ctc_loss(
 
 
 def _make_ctc_function() -> type:
-    from ..autograd.function import Function, once_differentiable
-
     class CtcLoss(Function):
         """The per-sequence CTC losses as one node; its backward multiplies the host-made
         gradient by the incoming one."""

@@ -15,10 +15,11 @@ from typing import Sequence
 
 import numpy as np
 
-from ..autograd.apply import composite_function
 from .. import functions as lg
+from ..autograd.apply import composite_function
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
+from ..typeinfo import finfo
 from ._base import _tensor
 
 __all__ = [
@@ -177,8 +178,6 @@ def rms_norm(
             f"normalized_shape = {list(ns)}"
         )
     if eps is None:
-        from ..typeinfo import finfo
-
         eps = float(finfo(input._dtype).eps)
     axes = tuple(range(input.ndim - k, input.ndim))
     ms = lg.mean(lg.mul(input, input), axes, keepdim=True)

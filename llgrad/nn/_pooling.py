@@ -18,16 +18,17 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..autograd.apply import composite_function
 from .. import functions as lg
+from ..autograd.apply import composite_function
 from ..autograd.grad_mode import no_grad
+from ..functions._host import host_empty, host_plain, host_view
 from ..ir import dtypes as dt
 from ..ops import nn as nnops
 from ..tensor import Tensor
-from ..functions._host import host_empty, host_plain, host_view
+from ..tracer.tensor import tracing
+from ._base import _composite, _tensor
 from ._conv import _PLAN_LIMIT, _plan_key
 from ._layers import _adaptive_matrix, _divisors, _ints, _output_size
-from ._base import _composite, _tensor
 
 __all__ = [
     "max_pool1d",
@@ -424,7 +425,6 @@ def _max_unpoolnd(
         return res
     x = lg.unsqueeze(input, 0) if unbatched else input
     idx = lg.unsqueeze(indices, 0) if unbatched else indices
-    from ..tracer.tensor import tracing
 
     if idx.numel() and not tracing() and getattr(idx, "_ctx", None) is None:
         with no_grad():

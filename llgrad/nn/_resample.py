@@ -18,15 +18,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..autograd.apply import composite_function
 from .. import functions as lg
+from ..autograd.apply import composite_function
 from ..autograd.grad_mode import no_grad
+from ..functions.layout import shuffle, shuffle_direct
 from ..ir import dtypes as dt
 from ..ops import nn as nnops
-from ..functions.layout import shuffle, shuffle_direct
 from ..tensor import Tensor
-from ._layers import _ints
 from ._base import _tensor
+from ._layers import _ints
+from ._pooling import _adaptive_avg_poolnd
 
 __all__ = [
     "interpolate",
@@ -279,8 +280,6 @@ def interpolate(
             f"({', '.join(map(str, out_size))})"
         )
     if mode == "area":
-        from ._pooling import _adaptive_avg_poolnd
-
         return _adaptive_avg_poolnd(f"adaptive_avg_pool{n}d", n, input, out_size)
     if not (input._dtype.is_floating_point or mode.startswith("nearest")):
         raise RuntimeError(f'{op}: "upsample_{mode}" not implemented for {input._dtype.name}')

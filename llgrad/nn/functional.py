@@ -17,9 +17,9 @@ from typing import Sequence
 from .. import functions as lg
 from ..autograd import anomaly, forward_ad
 from ..autograd.apply import composite_function, interpreters, needs_grad, record
+from ..autograd.grad_mode import no_grad
 from ..eager import elementwise as ew
 from ..eager.linalg import run_matmul
-from ..autograd.grad_mode import no_grad
 from ..ir import dtypes as dt
 from ..ir import registry
 from ..ir.types import TensorType
@@ -77,6 +77,9 @@ __all__ = [
 # Plumbing (shared with the submodules: `_base`)
 # --------------------------------------------------------------------------------------
 
+from ..functions._errors import serve_on_devices
+from ..tracer.tensor import tracing
+from ..transforms.batching import bottom
 from ._base import (  # noqa: E402
     _act,
     _check_targets,
@@ -85,7 +88,6 @@ from ._base import (  # noqa: E402
     _softmax_dim,
     _tensor,
 )
-
 
 # --------------------------------------------------------------------------------------
 # Activations
@@ -434,9 +436,6 @@ def binary_cross_entropy(
             if not (v.min() >= 0 and v.max() <= 1):
                 _bce_range_error(op, input)
     else:
-        from ..tracer.tensor import tracing
-        from ..transforms.batching import bottom
-
         values = bottom(input)  # under vmap: every batch element's values
         if values.numel() and input._dtype.is_floating_point and not tracing():
             with no_grad():
@@ -641,7 +640,6 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
 
 
 from ._attention import scaled_dot_product_attention  # noqa: E402
-from ._layers import batch_norm, one_hot  # noqa: E402
 
 # Convolution, pooling, normalization, padding, resampling and channel dropout live in
 # their own modules; conv2d, max_pool2d, pad and the pools above are defined there.
@@ -661,6 +659,7 @@ from ._dropout import (  # noqa: E402
     dropout3d,  # noqa: E402
     feature_alpha_dropout,
 )
+from ._layers import batch_norm, one_hot  # noqa: E402
 from ._norm import (  # noqa: E402
     group_norm,
     instance_norm,
@@ -781,9 +780,9 @@ from ._activations import (  # noqa: E402
     threshold_,
 )
 from ._extra_layers import (  # noqa: E402
-    embedding,
     bilinear,
     channel_shuffle,
+    embedding,
     embedding_bag,  # noqa: E402
     native_channel_shuffle,
 )
@@ -855,8 +854,6 @@ __all__ += ["gumbel_softmax", "linear_cross_entropy"]
 
 def _served_on_devices() -> None:
     """Every public function here also serves CUDA tensors where its eager code cannot."""
-    from ..functions._errors import serve_on_devices
-
     serve_on_devices(globals())
 
 

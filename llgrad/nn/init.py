@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from .. import functions as lg
 from ..autograd.grad_mode import no_grad
+from ..linalg import qr
 from ..tensor import Tensor
 
 __all__ = [
@@ -295,7 +296,6 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Any = None) -> Tenso
         flat = lg.empty(rows, cols, dtype=tensor.dtype).normal_(0, 1, generator=generator)
         if rows < cols:
             flat = flat.t()
-        from ..linalg import qr
 
         q, r = qr(flat)
         q = lg.mul(q, lg.sign(lg.diagonal(r, 0)))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..autograd.grad_mode import no_grad
+from ..functions import empty
 from ..tensor import DENSE_CLASSES, Tensor
 
 
@@ -17,8 +19,6 @@ class Parameter(Tensor):
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> "Parameter":
         if data is None:
-            from ..functions import empty
-
             data = empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter: data must be a Tensor, got {type(data).__name__}")
@@ -41,7 +41,6 @@ class Parameter(Tensor):
     def __deepcopy__(self, memo: dict[int, Any]) -> "Parameter":
         if id(self) in memo:
             return memo[id(self)]
-        from ..autograd.grad_mode import no_grad
 
         with no_grad():
             result = Parameter(Tensor.detach(self).clone(), self._requires_grad)

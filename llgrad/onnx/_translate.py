@@ -16,12 +16,14 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from .. import functions as F
 from .. import pytree
 from ..autograd.grad_mode import no_grad
 from ..ir import dtypes as dt
 from ..ir.graph import Graph, Node, make_node
 from ..ir.interpret import run_node, to_bfloat16_bits
 from ..ir.registry import Group
+from ..nn import Module
 from ..tensor import Tensor
 from ..tracer import context as tctx
 from ..tracer.make_ir import trace
@@ -98,8 +100,6 @@ def _trace(model: Any, args: tuple, kwargs: dict, opset: int) -> Traced:
 
 
 def _is_module(model: Any) -> bool:
-    from ..nn import Module
-
     return isinstance(model, Module)
 
 
@@ -125,7 +125,6 @@ def _expand_composites(g: Graph, opset: int) -> Graph:
     decomposition (the registry's, run on tracers); nodes keep the user's line."""
     if not any(n.group is Group.COMPOSITE and not _direct_composite(n, opset) for n in g.nodes):
         return g
-    from .. import functions as F
 
     ctx = tctx.TraceContext(g.name, constant_creations=True)
     values: dict[Node, TracerTensor] = {}
@@ -172,8 +171,6 @@ def _expand_composites(g: Graph, opset: int) -> Graph:
 
 def _grow(x: Tensor, axes: list[int]) -> Tensor:
     """`x` one element longer along each of `axes` (its first slice repeated)."""
-    from .. import functions as F
-
     for a in axes:
         x = F.cat([x, F.narrow(x, a, 0, 1)], a)
     return x

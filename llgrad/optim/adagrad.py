@@ -7,6 +7,7 @@ from typing import Any, Iterable
 from .. import functions as lg
 from ..ir import dtypes as dt
 from ..tensor import Tensor
+from ..tracer.tensor import state_not_ready, tracing
 from .optimizer import Optimizer, check_fused, check_lr, hyper
 
 
@@ -84,8 +85,6 @@ class Adagrad(Optimizer):
             )
         state = self.state[p]
         if not state:
-            from ..tracer.tensor import state_not_ready, tracing
-
             if tracing():
                 state_not_ready("Adagrad's state does not exist yet")
             self._init_state(p, group)
@@ -95,7 +94,6 @@ class Adagrad(Optimizer):
         if group["weight_decay"] != 0:
             g = lg.add(g, p, alpha=group["weight_decay"])
         lr, lr_decay = hyper(group, "lr"), group["lr_decay"]
-        from ..tracer.tensor import tracing
 
         if tracing() or isinstance(lr, Tensor):
             # the step count (and maybe lr) are tensors of the graph, not Python numbers

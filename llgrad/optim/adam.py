@@ -7,6 +7,7 @@ from typing import Any, Iterable
 from .. import functions as lg
 from ..ir import dtypes as dt
 from ..tensor import Tensor
+from ..tracer.tensor import state_not_ready, tracing
 from . import _fused
 from .optimizer import Optimizer, check_fused, check_lr, hyper
 
@@ -72,8 +73,6 @@ class Adam(Optimizer):
     def _init_state(self, p: Tensor, amsgrad: bool) -> dict[str, Any]:
         state = self.state[p]
         if not state or (amsgrad and "max_exp_avg_sq" not in state):
-            from ..tracer.tensor import state_not_ready, tracing
-
             if tracing():
                 state_not_ready(f"{type(self).__name__}'s state does not exist yet")
         if not state:
@@ -133,7 +132,6 @@ class Adam(Optimizer):
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         exp_avg.copy_(lg.lerp(exp_avg, g, 1 - beta1))
         exp_avg_sq.mul_(beta2).add_(lg.mul(lg.mul(g, 1 - beta2), g))
-        from ..tracer.tensor import tracing
 
         if tracing():
             # compiled step: the step count is a tensor of the graph, not a Python number

@@ -10,6 +10,8 @@ from typing import Any, Callable, Iterable
 from .. import functions as lg
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..tensor import Tensor
+from ..tracer.context import user_location
+from ..tracer.tensor import GraphBreak, tracing
 from .optimizer import Optimizer, check_lr, scalar
 
 
@@ -221,11 +223,7 @@ class LBFGS(Optimizer):
     def step(self, closure: Callable[[], Any]) -> Any:  # type: ignore[override]
         """One L-BFGS step; `closure` clears the gradients, computes the loss, calls
         `backward()` and returns the loss (it is required). Returns the first loss."""
-        from ..tracer.tensor import GraphBreak, tracing
-
         if tracing():
-            from ..tracer.context import user_location
-
             raise GraphBreak("LBFGS.step (its iterations branch on values)", user_location())
         if closure is None:
             raise TypeError("LBFGS.step() requires a closure that re-evaluates the loss")

@@ -13,10 +13,15 @@ import warnings
 from collections import OrderedDict, defaultdict
 from typing import Any, Callable, Iterable
 
+from .. import functions as lg
+from ..autograd.api import zero_grads
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.node import RemovableHandle
+from ..eager.elementwise import copy_into
 from ..ir import dtypes as dt
 from ..tensor import Tensor
+from ..tracer.context import current
+from ..tracer.tensor import state_not_ready, tracing
 
 _STEP_WRAPPED = "__llgrad_step_hooks__"
 
@@ -198,8 +203,6 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset every parameter's `.grad`: to None (default), or zero it in place."""
-        from ..autograd.api import zero_grads
-
         zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
@@ -210,8 +213,6 @@ class Optimizer:
         values schedulers change (lr, momentum, betas) become graph inputs refreshed
         before every call, every other hyperparameter read is guarded (a change
         retraces), and so is the identity of each state tensor."""
-        from ..tracer.context import current
-
         loss = self._closure_loss(closure)
         ctx = current()
         if ctx is not None:
@@ -402,7 +403,6 @@ class _TracedGroup:
 
     def _input(self, key: str, k: int | None) -> Any:
         """A 0-d float64 tensor mirroring `group[key]` (or its k-th entry)."""
-        from ..eager.elementwise import copy_into
 
         def read() -> Any:
             v = self._live(key)
@@ -440,8 +440,6 @@ def is_set(group: Any, key: str) -> bool:
 
 def add_scaled(p: Tensor, g: Tensor, scale: Any) -> None:
     """`p += scale * g` in place, for a number `scale` or a 0-d tensor (a graph input)."""
-    from .. import functions as lg
-
     if isinstance(scale, Tensor):
         p.add_(lg.mul(g, scale))
     else:
@@ -450,8 +448,6 @@ def add_scaled(p: Tensor, g: Tensor, scale: Any) -> None:
 
 def plus_scaled(a: Tensor, b: Tensor, scale: Any) -> Tensor:
     """`a + scale * b`, for a number `scale` or a 0-d tensor."""
-    from .. import functions as lg
-
     if isinstance(scale, Tensor):
         return lg.add(a, lg.mul(b, scale))
     return lg.add(a, b, alpha=scale)
@@ -481,8 +477,6 @@ def scalar(value: Any) -> Any:
     """A hyperparameter as a Python number in eager code (a 1-element tensor `lr` is read
     with `.item()`, the value PyTorch's arithmetic sees), left a tensor while tracing."""
     if isinstance(value, Tensor):
-        from ..tracer.tensor import tracing
-
         if not tracing() and value.numel() == 1:
             return value.item()
     return value
@@ -510,8 +504,6 @@ def lazy_state(opt: Optimizer, p: Tensor) -> dict[str, Any]:
     eagerly once (a retryable graph break) so the state is created outside the graph."""
     state = opt.state[p]
     if not state:
-        from ..tracer.tensor import state_not_ready, tracing
-
         if tracing():
             state_not_ready(f"{type(opt).__name__}'s state does not exist yet")
     return state
@@ -520,15 +512,11 @@ def lazy_state(opt: Optimizer, p: Tensor) -> dict[str, Any]:
 def step_count(step_t: Tensor) -> Any:
     """The step counter as PyTorch's single-tensor code reads it: a Python float in eager
     code, a float64 0-d tensor of the graph while tracing."""
-    from ..tracer.tensor import tracing
-
     return step_t.to(dt.float64) if tracing() else step_t.item()
 
 
 def new_step() -> Tensor:
     """A fresh `step` state entry: a float32 0-d tensor holding 0, as PyTorch keeps it."""
-    from .. import functions as lg
-
     return lg.tensor(0.0, dtype=dt.float32)
 
 
@@ -545,7 +533,6 @@ def maximum(a: Any, b: Any) -> Any:
     """`max(a, b)` for numbers, elementwise for tensors (a traced step)."""
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         return max(a, b)
-    from .. import functions as lg
 
     return lg.maximum(_as_tensor(a), _as_tensor(b))
 
@@ -554,12 +541,9 @@ def minimum(a: Any, b: Any) -> Any:
     """`min(a, b)` for numbers, elementwise for tensors (a traced step)."""
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         return min(a, b)
-    from .. import functions as lg
 
     return lg.minimum(_as_tensor(a), _as_tensor(b))
 
 
 def _as_tensor(v: Any) -> Tensor:
-    from .. import functions as lg
-
     return v if isinstance(v, Tensor) else lg.tensor(float(v), dtype=dt.float64)

@@ -7,6 +7,7 @@ from typing import Any, Iterable
 from .. import functions as lg
 from ..ir import dtypes as dt
 from ..tensor import Tensor
+from ..tracer.tensor import state_not_ready, tracing
 from .optimizer import Optimizer, add_scaled, check_lr, hyper, is_set
 
 
@@ -63,8 +64,6 @@ class RMSprop(Optimizer):
     def _state(self, p: Tensor, group: Any) -> dict[str, Any]:
         state = self.state[p]
         if not state:
-            from ..tracer.tensor import state_not_ready, tracing
-
             if tracing():
                 state_not_ready("RMSprop's state does not exist yet")
             state["step"] = lg.tensor(0.0, dtype=dt.float32)

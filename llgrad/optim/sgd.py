@@ -6,6 +6,7 @@ from typing import Any, Iterable
 
 from .. import functions as lg
 from ..tensor import Tensor
+from ..tracer.tensor import state_not_ready, tracing
 from .optimizer import Optimizer, add_scaled, check_fused, check_lr, hyper, is_set, plus_scaled
 
 
@@ -70,8 +71,6 @@ class SGD(Optimizer):
             state = self.state[p]
             buf = state.get("momentum_buffer")
             if buf is None:
-                from ..tracer.tensor import state_not_ready, tracing
-
                 if tracing():
                     state_not_ready("SGD's momentum buffer does not exist yet")
                 buf = g.detach().clone()

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..autograd.apply import apply
 from ..autograd.engine import execute
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..ir.graph import Graph, Node, make_node
 from ..tensor import Tensor
-from ..tracer.context import TraceContext
+from ..tracer.context import TraceContext, _tls
 from ..tracer.tensor import TracerTensor
 
 
@@ -28,9 +29,6 @@ def replay(
     Every node made keeps the replayed node's location (its op's line, not the line that
     called the compiled function); `grad_locs` collects, per backward node recorded, that
     location for the nodes its rule emits (`differentiate`)."""
-    from ..autograd.apply import apply
-    from ..tracer.context import _tls
-
     values: dict[Node, Tensor] = dict(zip(g.params, params))
     outer = _tls.location
     try:
@@ -59,8 +57,6 @@ def replay(
 
 def _locate_backward(grad_locs: dict[int, tuple[object, str | None]]) -> list:
     """Hooks that give the nodes each backward rule emits its forward op's location."""
-    from ..tracer.context import _tls
-
     handles = []
     for fn, loc in grad_locs.values():
 
@@ -138,8 +134,6 @@ def differentiate(
                 else [None] * len(wanted)
             )
         finally:
-            from ..tracer.context import _tls
-
             _tls.location = None
             for h in hooks:
                 h.remove()

@@ -8,6 +8,7 @@ in the op registry with llgrad's functions and run here on tracer values.
 
 from __future__ import annotations
 
+from .. import functions as F
 from ..autograd.grad_mode import no_grad
 from ..ir.graph import Graph, Node, make_node
 from ..ir.registry import Group
@@ -18,7 +19,6 @@ from ..tracer.tensor import TracerTensor
 def decompose(g: Graph) -> Graph:
     if not any(n.group is Group.COMPOSITE for n in g.nodes):
         return g
-    from .. import functions as F
 
     ctx = TraceContext(g.name, constant_creations=True)
     ctx.expand_composites = True

@@ -50,12 +50,14 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..schedule.elementwise import Expr, ExprNode
-from ..schedule.elementwise import op_cost as schedule_op_cost
-from ..schedule.layout import Layout, Read, reshape_strides  # noqa: F401
 from ..ir.graph import Graph, Node
 from ..ir.printer import format_type, value_names
 from ..ir.registry import ELEMENTWISE, VIEW_OPS, Group
+from ..ops.reduction import normalize_axes
+from ..schedule.elementwise import Expr, ExprNode
+from ..schedule.elementwise import op_cost as schedule_op_cost
+from ..schedule.layout import Layout, Read, reshape_strides  # noqa: F401
+from ..schedule.matmul import uses_blas
 from .rewrite import uniform_value
 
 __all__ = [
@@ -816,8 +818,6 @@ class _Fuser:
         return Read(y_read.base, read.layout), factor
 
     def _scale_of(self, base: Node) -> tuple[Read, float] | tuple[()]:
-        from ..schedule.matmul import uses_blas
-
         grp = self.group(base)
         if (
             base.op not in ("mul", "div")
@@ -944,8 +944,6 @@ class _Fuser:
         elementwise loop: every axis of more than one element reduced (partial kernels
         split the reduction itself), or a last axis of at least `SIDE_MIN_ROW` elements
         reduced (a row kernel splits over the rows)."""
-        from ..ops.reduction import normalize_axes
-
         shape = red.space
         axes = set(normalize_axes(red.root.op, red.root.attr("axes"), shape))
         if all(d in axes for d, n in enumerate(shape) if n != 1):
@@ -984,8 +982,6 @@ class _Fuser:
         can be expressed over C's shape, no other path leads from the matmul to the group,
         and the product is not empty.
         """
-        from ..schedule.matmul import uses_blas
-
         if not MATMUL_EPILOGUES:
             return
         for mm_grp in list(self.groups):

@@ -21,6 +21,7 @@ from ..ir.dtypes import DType
 from ..ir.graph import Node
 from ..ir.interpret import to_bfloat16_bits
 from ..ir.printer import format_type
+from ..ops.reduction import ARG_REDUCTIONS, normalize_axes
 from ..schedule import collective as co
 from ..schedule import elementwise as ew
 from ..schedule import index as gx
@@ -456,7 +457,6 @@ class _Lowering:
         op = r.op
         x_shape = grp.space
         axes = r.attr("axes")
-        from ..ops.reduction import ARG_REDUCTIONS, normalize_axes
 
         norm = normalize_axes(op, axes, x_shape)
         n_in, n_out = _numel(x_shape), _numel(r.shape)

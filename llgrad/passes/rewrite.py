@@ -30,7 +30,7 @@ from ..ir import dtypes as dt
 from ..ir import registry
 from ..ir.dtypes import DType
 from ..ir.graph import Graph, Node, make_node
-from ..ir.interpret import numpy_dtype, round_to_bfloat16
+from ..ir.interpret import numpy_dtype, round_to_bfloat16, run_node
 from ..ir.printer import format_type
 from ..ir.registry import Group
 
@@ -364,8 +364,6 @@ def _scalar_array(value: Any, d: DType) -> np.ndarray:
 
 def const_array(n: Node) -> np.ndarray:
     """The full value of a `const` node (what `interpret` computes for it)."""
-    from ..ir.interpret import run_node
-
     if not is_const(n):
         raise TypeError(f"const_array: expected a const node, got {n.op}")
     return run_node(n, [])

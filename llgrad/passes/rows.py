@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 
 from ..ir.graph import Graph, Node
 from ..ir.registry import ELEMENTWISE, Group
+from ..ir.types import TensorType
+from ..schedule.layout import Layout
+from .fusion import VIEW_OPS, op_cost
 from .rewrite import replace_nodes
 
 ROW_REDUCTIONS = frozenset({"sum", "amax", "amin"})
@@ -109,8 +112,6 @@ def _elementwise(n: Node) -> bool:
 
 
 def _cost(n: Node) -> int:
-    from .fusion import op_cost
-
     return op_cost(n)
 
 
@@ -304,9 +305,6 @@ def _stores_a_row_value(region: Region, m: Node, uses) -> bool:
 def read_layout(x: Node):
     """The layout a kernel reads value `x` through (views folded), as the fuser does;
     None when a reshape cannot be expressed with strides."""
-    from ..schedule.layout import Layout
-    from .fusion import VIEW_OPS
-
     chain = []
     while x.op in VIEW_OPS:
         chain.append(x)
@@ -343,7 +341,6 @@ def external_layout(region: Region, member: Node, x: Node):
     flat = lay.reshape((region.rows,))
     if flat is None:
         return None
-    from ..schedule.layout import Layout
 
     return Layout((region.rows, region.cols), (flat.strides[0], 0), flat.offset)
 
@@ -381,8 +378,6 @@ def _reads_fit(region: Region, m: Node) -> bool:
 
 
 def _base(x: Node) -> Node:
-    from .fusion import VIEW_OPS
-
     while x.op in VIEW_OPS:
         x = x.inputs[0]
     return x
@@ -433,8 +428,6 @@ def split_total_reductions(g: Graph) -> Graph:
     graph, becomes `op(op(x, axes=k.., keepdim=True))`: the inner per-row partials join
     the row kernel that computes `x` (so `x` is never written to memory), the outer
     reduction adds R numbers. (A loss `sum(layer_norm(...) * t)` is the typical case.)"""
-    from ..ir.types import TensorType
-
     suffix: dict[tuple[int, ...], int] = {}
     for n in g.nodes:
         if _eligible_reduction(n):

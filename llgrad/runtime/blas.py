@@ -30,6 +30,9 @@ import functools
 import os
 import threading
 
+from ..codegen import gemm, loops, worker
+from ..codegen.target import get_target
+from ..ir import dtypes as dt
 from ..ir.dtypes import DType
 
 INT32_MAX = 2**31 - 1
@@ -184,8 +187,6 @@ _OWN_DTYPES = ("float32", "float64")
 @functools.cache
 def _own_vector_bits() -> int | None:
     """The register width llgrad's gemm is generated for, or None (no such CPU)."""
-    from ..codegen.target import get_target
-
     features = get_target().features.split(",")
     if "+avx512f" in features:
         return 512
@@ -231,7 +232,6 @@ def _source_key(bits: int, prefix: str) -> str:
     """What the generated gemm module depends on: its generator's source, the helpers it
     uses and the settings (the target's fingerprint adds the versions and the CPU)."""
     import hashlib
-    from ..codegen import gemm, loops, worker
 
     digest = hashlib.sha256(f"{bits}|{prefix}".encode())
     for module in (gemm, loops, worker):
@@ -241,9 +241,6 @@ def _source_key(bits: int, prefix: str) -> str:
 
 
 def _build_own(prefix: str, future: _Future) -> None:
-    from ..codegen import gemm
-    from ..codegen.target import get_target
-
     try:
         bits = _own_vector_bits()
         assert bits is not None
@@ -294,8 +291,6 @@ def prepare(dtype: DType) -> None:
     """Start building `dtype`'s gemm in the background if it will be llgrad's own (a graph
     with a matmul calls this before its own compile, so the two overlap). Only with
     compile workers: in-process, LLVM would run in two threads on one target machine."""
-    from ..codegen.target import get_target
-
     if _own(dtype) and get_target().workers:
         _own_future(_CAPSULES[dtype.name][0], background=True)
 
@@ -327,8 +322,6 @@ def gemm_ex_address(dtype: DType) -> int:
 def backend(dtype: DType | None = None) -> str:
     """ "llgrad", "mkl" or "openblas": whose gemm compiled and eager matmuls of `dtype`
     call (float32 when no dtype is given)."""
-    from ..ir import dtypes as dt
-
     if _own(dtype or dt.float32):
         return "llgrad"
     return "mkl" if _mkl() is not None else "openblas"

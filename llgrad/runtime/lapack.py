@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from ..codegen.lapack_loop import LapackLoop, build_lapack_loop
+from . import blas as _blas
 from . import cache as _cache
 
 _PREFIX = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
@@ -85,8 +86,6 @@ _ONE_ADDR = {d: a.ctypes.data for d, a in _ONES.items()}
 
 
 def _capsule_address(name: str, blas: bool) -> int:
-    from . import blas as _blas
-
     lib = _blas._scipy_openblas()
     if lib is not None:
         try:

@@ -15,7 +15,7 @@ from typing import Any
 from .._keys import attrs_key
 from ..ir import registry
 from ..ir.dtypes import DType
-
+from ..ir.types import TensorType
 
 # Ops that cost several times a simple one: a call into (or an inlined) polynomial of the
 # math library. `op_cost` weighs them for fusion's code-size cap and for the work that
@@ -98,8 +98,6 @@ class Expr:
 
 def out_dtypes(expr: Expr) -> tuple[DType, ...]:
     """The dtype each output has (evaluated symbolically through the shape rules)."""
-    from ..ir.types import TensorType
-
     types: list[TensorType] = [TensorType(d, ()) for d in expr.in_dtypes]
     for node in expr.nodes:
         op = registry.get(node.op)

@@ -25,6 +25,8 @@ from typing import Any
 
 from ..ir.dtypes import DType
 from ..ir.graph import Graph, Node
+from .elementwise import ElementwiseKernel
+from .matmul import MatmulKernel
 
 ARENA_KINDS = ("temp", "scratch", "error")
 KINDS = ("input", "output", "const") + ARENA_KINDS
@@ -283,9 +285,6 @@ def can_write_in_place(program: Program, out_slot: int, in_slot: int) -> bool:
     buffer that is copied back afterwards. (A gemm operand has an access of another shape,
     so a matmul whose A or B is the input never qualifies.)
     """
-    from .elementwise import ElementwiseKernel
-    from .matmul import MatmulKernel
-
     out_buf = program.outputs[out_slot]
     in_buf = program.inputs[in_slot]
     if out_buf.nbytes != in_buf.nbytes:

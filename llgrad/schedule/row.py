@@ -26,7 +26,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..ir import registry
 from ..ir.dtypes import DType
+from ..ir.types import TensorType
 from .elementwise import Expr
 
 REDUCTIONS = ("sum", "amax", "amin")
@@ -81,9 +83,6 @@ class RowPlan:
 
 def plan(spec: RowKernel) -> RowPlan:
     """Row-ness, level and dtype of every value; the passes; the cached values."""
-    from ..ir import registry
-    from ..ir.types import TensorType
-
     expr = spec.expr
     n_in = len(expr.in_dtypes)
     is_row = list(spec.row_inputs)

@@ -24,6 +24,12 @@ from ..functions import pointwise as _P
 from ..functions.elementwise import elementwise as _elementwise
 from ..ir import dtypes as _dt
 from ..tensor import Tensor
+from ..functions._errors import serve_on_devices
+from ..functions.creation import tensor
+from ..functions.misc import log_softmax as _log_softmax, softmax as _softmax
+from ..functions.reduction import logsumexp as _logsumexp
+from ..tracer.context import user_location
+from ..tracer.tensor import GraphBreak
 
 __all__ = [
     "airy_ai",
@@ -177,22 +183,16 @@ round = _E.round
 
 def softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """softmax along `dim` (in `dtype` if given)."""
-    from ..functions.misc import softmax as _softmax
-
     return _softmax(input if dtype is None else input.to(dtype), dim)
 
 
 def log_softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """log_softmax along `dim` (in `dtype` if given)."""
-    from ..functions.misc import log_softmax as _log_softmax
-
     return _log_softmax(input if dtype is None else input.to(dtype), dim)
 
 
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """log(sum(exp(input))) over `dim` (int or tuple), stable."""
-    from ..functions.reduction import logsumexp as _logsumexp
-
     return _logsumexp(input, dim, keepdim)
 
 
@@ -233,13 +233,9 @@ def _host(
 
         x = _float(op, input)
         if getattr(x, "_ctx", None) is not None:
-            from ..tracer.context import user_location
-            from ..tracer.tensor import GraphBreak
-
             raise GraphBreak(f"special.{op} (computed on the host with SciPy)", user_location())
         with np.errstate(all="ignore"):
             r = compute(x.detach().numpy().astype(np.float64))
-        from ..functions.creation import tensor
 
         return tensor(np.require(r, requirements="C"), dtype=x._dtype)
 
@@ -479,8 +475,6 @@ legendre_polynomial_p = _polynomial("legendre_polynomial_p", "Legendre polynomia
 
 def _served_on_devices() -> None:
     """Every public function here also serves CUDA tensors where its eager code cannot."""
-    from ..functions._errors import serve_on_devices
-
     serve_on_devices(globals())
 
 

@@ -16,7 +16,8 @@ import threading
 import weakref
 from typing import Any, Sequence
 
-from ..autograd.apply import Interpreter, interpreters
+from ..autograd.apply import Interpreter, interpreters, needs_grad, record
+from ..eager.elementwise import compute_dtype, promote
 from ..ir import dtypes as dt
 from ..ir import registry
 from ..ir.graph import Graph, Node, make_node
@@ -174,8 +175,6 @@ class TraceContext:
         signature runs eagerly."""
         k = self.argument_storages.get(id(x._storage))
         if k is not None:
-            from .tensor import GraphBreak
-
             raise GraphBreak(
                 f"a tensor the function reaches through another name (a "
                 f"module's or an optimizer's parameter) shares memory with "
@@ -256,8 +255,6 @@ class TraceContext:
             if opdef.group in ELEMENTWISE or opdef.group is Group.RANDOM:
                 inputs = self._promoted(opdef, operands, loc)
             elif op == "cat":
-                from ..eager.elementwise import promote
-
                 d = promote(list(operands))
                 inputs = [self._cast(self.node_of(o), d, loc) for o in operands]
             else:
@@ -315,8 +312,6 @@ class TraceContext:
     def _promoted(
         self, opdef: registry.OpDef, operands: Sequence[Any], loc: str | None
     ) -> list[Node]:
-        from ..eager.elementwise import compute_dtype
-
         computed = compute_dtype(opdef, operands)
         return [self._cast(self.node_of(o, c), c, loc) for o, c in zip(operands, computed)]
 
@@ -352,8 +347,6 @@ class TraceInterpreter(Interpreter):
         forward: Any,
         name: str | None,
     ) -> TracerTensor:
-        from ..autograd.apply import needs_grad, record
-
         tracer = any_tracer(operands)
         ctx = tracer._ctx if tracer is not None else current()
         out = ctx.emit(op, operands, attrs)

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..schedule.layout import contiguous_strides
+from .. import functions as F
+from ..autograd.apply import apply
 from ..ir import dtypes as dt
 from ..ir.types import broadcast_shapes
+from ..schedule.layout import contiguous_strides
 from ..tensor import Tensor
 from .tensor import GraphBreak, TracerTensor
 
@@ -36,8 +38,6 @@ def _expand_index(x: Tensor, index: Any) -> list[Any]:
 
 
 def getitem(x: TracerTensor, index: Any) -> Tensor:
-    from .. import functions as F
-
     items = _expand_index(x, index)
     # 1. basic part: ints select, slices narrow, None inserts; advanced kept for step 2
     out = x
@@ -91,8 +91,6 @@ def getitem(x: TracerTensor, index: Any) -> Tensor:
 
 
 def _gather(x: Tensor, advanced: list[tuple[int, Tensor]]) -> Tensor:
-    from .. import functions as F
-
     ctx = next(o._ctx for o in [x] + [t for _, t in advanced] if isinstance(o, TracerTensor))
     dims = [d for d, _ in advanced]
     index_shape = broadcast_shapes(*(t._shape for _, t in advanced), op="index")
@@ -134,7 +132,6 @@ def _gather(x: Tensor, advanced: list[tuple[int, Tensor]]) -> Tensor:
         term = F.mul(place(aligned, lead, len(index_shape)), strides[d])
         linear = term if linear is None else F.add(linear, term)
     linear = F.expand(linear, out_shape) if linear._shape != out_shape else linear
-    from ..autograd.apply import apply
 
     return apply("gather", (x, linear), {}, _no_eager, "IndexBackward0")
 

@@ -7,6 +7,7 @@ import inspect
 from typing import Any, Callable
 
 from .. import pytree
+from ..autograd.grad_mode import is_grad_enabled
 from ..ir.graph import Graph
 from ..ir.types import TensorType
 from ..tensor import Tensor
@@ -87,8 +88,6 @@ def trace(
     inside `fn`) become extra graph outputs listed in `ctx.effects`, after the function's
     own outputs; the concrete tensors themselves are left as they were.
     """
-    from ..autograd.grad_mode import is_grad_enabled
-
     leaves: list[Tensor] = []
     structure = _flatten((args, kwargs), leaves)
     ctx = TraceContext(name or getattr(fn, "__name__", "fn").strip("<>") or "fn")

@@ -43,6 +43,8 @@ import numpy as np
 
 from .. import functions as F
 from ..autograd.apply import apply, apply_composite, dispatch_function
+from ..functions.indexing import getitem as plain_getitem
+from ..functions.reduction import _axes, _forward
 from ..ir import dtypes as dt
 from ..ir import registry
 from ..ir.registry import Group
@@ -201,8 +203,6 @@ class BatchedTensor(SymbolicTensor):
 def _arg_reduce(op: str, x: Tensor, dim: int | None, keepdim: bool) -> Tensor:
     """`x.argmax(dim)` on a batched tensor, through `apply` (the function calls eager
     code directly; this method keeps `x.argmax()` working under vmap)."""
-    from ..functions.reduction import _axes, _forward
-
     axes = _axes(dim, x.ndim, op)
     return apply(op, (x,), {"axes": axes, "keepdim": keepdim and dim is not None}, _forward)
 
@@ -727,8 +727,6 @@ COMPOSITE_RULES: dict[str, Callable[..., Tensor]] = {
 
 def getitem(x: Tensor, index: Any) -> Tensor:
     """`x[index]` through the interpreter stack: batched `x` or batched index tensors."""
-    from ..functions.indexing import getitem as plain_getitem
-
     items = index if isinstance(index, tuple) else (index,)
     tensors = [x] + [i for i in items if isinstance(i, Tensor)]
     return dispatch_function("getitem", tensors, plain_getitem, (x, index))

@@ -24,10 +24,11 @@ from ..autograd import forward_ad
 from ..autograd.apply import Interpreter, interpreters
 from ..ir import registry
 from ..ir.registry import ELEMENTWISE
+from ..pytree import broadcast_prefix, flatten, unflatten
 from ..tensor import Tensor
 from . import batching
 from .batching import BatchedTensor, BatchingError
-from ..pytree import broadcast_prefix, flatten, unflatten
+from .grad import transposed_jvp
 
 __all__ = ["vmap", "VmapInterpreter"]
 
@@ -118,7 +119,6 @@ class VmapInterpreter(Interpreter):
             return
         if not (out._dtype.is_floating_point or out._dtype.is_complex):
             return
-        from .grad import transposed_jvp
 
         tangent = transposed_jvp(opdef, operands, attrs, out)
         if tangent is not None:

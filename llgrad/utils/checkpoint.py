@@ -29,9 +29,11 @@ import weakref
 from typing import Any, Callable, Iterable, Iterator
 
 from ..autograd import node as _node
+from ..autograd.api import backward
 from ..autograd.function import Function
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..autograd.node import Node, SavedTensor
+from ..functions.creation import default_generator
 from ..tensor import Tensor
 
 __all__ = [
@@ -76,8 +78,6 @@ def detach_variable(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def _generator() -> Any:
-    from ..functions.creation import default_generator
-
     return default_generator
 
 
@@ -389,8 +389,6 @@ class CheckpointFunction(Function):
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
-        from ..autograd.api import backward
-
         inputs = list(ctx.inputs)
         for i, t in zip(ctx.tensor_indices, ctx.saved_tensors):
             inputs[i] = t

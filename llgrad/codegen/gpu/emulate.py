@@ -18,6 +18,7 @@ import numpy as np
 
 from ...ir.dtypes import bfloat16
 from ...schedule.program import Buffer, Ptr
+from ..target import get_target
 from .common import KernelLaunch
 from .kernel import EMULATED_DEVICE_OFFSET
 from .program import GemmStep, Lowered, lower_graph
@@ -80,8 +81,6 @@ class EmulatedGraph:
     """A graph's GPU kernels run on the host (see the module docstring)."""
 
     def __init__(self, graph: Any):
-        from ..target import get_target
-
         self.graph = graph
         self.lowered: Lowered = lower_graph(graph, "host", "emu")
         module = self.lowered.module

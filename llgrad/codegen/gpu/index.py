@@ -78,6 +78,7 @@ from ..loops import I1, I64, for_range
 from ..scalar import LLVMScalar, memory_type
 from .common import Block, Geometry, decompose, grid_for
 from .kernel import GpuKernel, grid_stride
+from .program import UnsupportedOnGpu
 
 I8, I16, I32 = ir.IntType(8), ir.IntType(16), ir.IntType(32)
 NONZERO_THREADS = 1024  # one block: the prefix sum over the whole input
@@ -85,8 +86,6 @@ NONZERO_ITEMS = 8  # consecutive elements a thread takes per chunk
 
 
 def _unsupported(msg: str) -> Exception:
-    from .program import UnsupportedOnGpu
-
     return UnsupportedOnGpu(msg)
 
 

@@ -37,6 +37,7 @@ from typing import Callable, Iterator, Sequence
 from llvmlite import ir
 
 from ..loops import I64, for_range
+from . import libdevice
 
 I1, I8, I32 = ir.IntType(1), ir.IntType(8), ir.IntType(32)
 F32, F64 = ir.FloatType(), ir.DoubleType()
@@ -93,8 +94,6 @@ class GpuKernel:
         self._in_threads = False
         self._tid: ir.Value | None = None
         if mode == "ptx":
-            from . import libdevice
-
             if libdevice.enabled():
                 module.gpu_math = libdevice.emit  # (read by codegen.mathlib.emit)
             fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64] * params), name=name)

@@ -16,6 +16,9 @@ from typing import Any, Union
 
 from llvmlite import ir
 
+from ...passes import fusion as fusion_pass
+from ...passes import lower as lower_pass
+from ...passes import memory as memory_pass
 from ...schedule.elementwise import ElementwiseKernel
 from ...schedule.matmul import MatmulKernel
 from ...schedule.program import Launch, Program, Ptr
@@ -154,10 +157,6 @@ class Lowered:
 
 def lower_graph(graph: Any, mode: str, name: str | None = None) -> Lowered:
     """fuse -> lower (in `PIECES` pieces) -> plan the arena -> emit GPU kernels."""
-    from ...passes import fusion as fusion_pass
-    from ...passes import lower as lower_pass
-    from ...passes import memory as memory_pass
-
     fusion = fusion_pass.fuse(graph)
     program = lower_pass.lower(
         fusion, PIECES, lambda n, m, k, d: False, None, lambda d: False, MIN_WORK

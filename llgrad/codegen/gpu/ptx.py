@@ -24,6 +24,8 @@ import threading
 
 import llvmlite.binding as llvm
 
+from .libdevice import link
+
 TRIPLE = "nvptx64-nvidia-cuda"
 DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 DEFAULT_ARCH = "sm_80"
@@ -46,8 +48,6 @@ def to_ptx(ir_text: str, arch: str = DEFAULT_ARCH) -> str:
         module.triple = TRIPLE
         module.data_layout = str(machine.target_data)
         if "__nv_" in ir_text:
-            from .libdevice import link
-
             link(module)
         module.verify()
         pto = llvm.create_pipeline_tuning_options(speed_level=3)

@@ -57,6 +57,7 @@ from ..rowwise import _acc_dtypes, _identity
 from ..scalar import FLAGS, SV, LLVMScalar, memory_type
 from .common import MAX_BLOCKS, THREADS, Block, Geometry
 from .kernel import MAX_THREADS, WARP, GpuKernel, Private
+from .program import UnsupportedOnGpu
 
 F64 = ir.DoubleType()
 # the most threads a row block grows to for long rows (LLGRAD_GPU_ROW_THREADS lowers it:
@@ -68,8 +69,6 @@ MAX_UNROLL = 16  # most columns per thread whose code is unrolled
 
 
 def _unsupported(msg: str) -> Exception:
-    from .program import UnsupportedOnGpu
-
     return UnsupportedOnGpu(msg)
 
 

@@ -11,6 +11,7 @@ from ...ir.dtypes import DType
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init
+from .._activations import softmax2d_check
 from ..parameter import Parameter
 from .module import Module
 
@@ -111,8 +112,6 @@ class Softmax2d(Module):
     """Softmax over the channels (dim -3) of a (C, H, W) or (N, C, H, W) input."""
 
     def forward(self, input: Tensor) -> Tensor:
-        from .._activations import softmax2d_check
-
         softmax2d_check(input)
         return F.softmax(input, -3)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from ... import functions as lg
 from ...autograd.grad_mode import no_grad
+from ...device import check_device
 from ...ir.dtypes import DType
 from ...tensor import Tensor
 from ..parameter import Parameter
@@ -31,8 +32,6 @@ class UninitializedParameter(Parameter):
     def __new__(
         cls, requires_grad: bool = True, device: Any = None, dtype: DType | None = None
     ) -> "UninitializedParameter":
-        from ...device import check_device
-
         check_device(device, "UninitializedParameter")
         data = lg.empty((0,), dtype=dtype) if dtype is not None else lg.empty((0,))
         return super().__new__(cls, data, requires_grad)

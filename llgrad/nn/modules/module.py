@@ -18,8 +18,12 @@ import warnings
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator, Mapping
 
+from ...autograd.api import zero_grads
+from ...autograd.function import Function
 from ...autograd.grad_mode import is_grad_enabled, no_grad
 from ...autograd.node import RemovableHandle
+from ...device import device_type
+from ...functions.misc import parse_to
 from ...ir import dtypes as dt
 from ...tensor import Tensor
 from ..parameter import Parameter
@@ -95,8 +99,6 @@ _HOOK_TABLES = (
 
 
 def _identity_function() -> type:
-    from ...autograd.function import Function
-
     class BackwardHookFunction(Function):
         """Passes tensors through; its backward hands their gradients to `on_grads`."""
 
@@ -698,8 +700,6 @@ class Module:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset every parameter's `.grad` (to None, or to zeros with set_to_none=False)."""
-        from ...autograd.api import zero_grads
-
         zero_grads(self.parameters(), set_to_none)
 
     def apply(self, fn: Callable[["Module"], Any]) -> "Module":
@@ -730,8 +730,6 @@ class Module:
         """`to(dtype)`, `to(tensor)`, `to("cpu")` or `to("cuda")`: floating tensors take
         the dtype; every parameter and buffer moves to the device (Parameters keep their
         identity, so optimizers made before still hold them)."""
-        from ...functions.misc import parse_to
-
         dtype, _, where, _ = parse_to(args, kwargs, "Module.to")
         if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
             raise TypeError(
@@ -767,8 +765,6 @@ class Module:
     def cuda(self, device: Any = None) -> "Module":
         """Every parameter and buffer in CUDA device memory (raises when no GPU, or the
         grid emulator, is available)."""
-        from ...device import device_type
-
         device_type(
             "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device),
             "Module.cuda()",

@@ -6,12 +6,14 @@ from __future__ import annotations
 import warnings
 from typing import Any, Sequence
 
+from ... import distributed as dist
 from ... import functions as lg
-from ...ir.dtypes import DType, int64
 from ...device import check_device
+from ...ir.dtypes import DType, int64
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init
+from .._norm import cross_map_lrn2d
 from ..parameter import Parameter
 from .module import Module
 
@@ -207,8 +209,6 @@ class SyncBatchNorm(_BatchNorm):
 
     def forward(self, input: Tensor) -> Tensor:
         if self.training:
-            from ... import distributed as dist
-
             if dist.is_initialized() and dist.get_world_size() > 1:
                 raise RuntimeError(
                     "SyncBatchNorm: llgrad does not synchronize batch "
@@ -434,6 +434,4 @@ class CrossMapLRN2d(LocalResponseNorm):
     backward differs from it and fails for some channel counts)."""
 
     def forward(self, input: Tensor) -> Tensor:
-        from .._norm import cross_map_lrn2d
-
         return cross_map_lrn2d(input, self.size, self.alpha, self.beta, self.k)

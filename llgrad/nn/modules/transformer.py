@@ -19,6 +19,7 @@ import math
 from typing import Any, Callable
 
 from ... import functions as lg
+from ...device import check_device
 from ...ir import dtypes as dt
 from ...ir.dtypes import DType
 from ...tensor import Tensor
@@ -61,8 +62,6 @@ def generate_square_subsequent_mask(
 ) -> Tensor:
     """An (sz, sz) float mask with -inf above the diagonal and 0 elsewhere (position i
     attends to positions <= i)."""
-    from ...device import check_device
-
     check_device(device, "generate_square_subsequent_mask")
     return lg.triu(lg.full((sz, sz), -math.inf, dtype=dtype or dt.float32), 1)
 

@@ -30,11 +30,12 @@ import contextlib
 from typing import Any, Iterator
 
 from ... import distributed as dist
+from ... import functions as F
 from ...autograd import engine
 from ...autograd.grad_mode import no_grad
+from ...functions._collective import all_reduce
 from ...tensor import Tensor
 from ..modules.module import Module
-
 
 FIRST_BUCKET_BYTES = 1 << 20  # torch's: the first gradients ready start a small bucket
 
@@ -156,8 +157,6 @@ class DistributedDataParallel(Module):
             # traced: one all_reduce op per gradient, averaged where the update reads it;
             # compiled code pays no per-call overhead that buckets would amortize, and
             # each reduction starts as soon as its gradient exists
-            from ...functions._collective import all_reduce
-
             with no_grad():
                 p.grad = all_reduce(p.grad, "sum") / self._group.size()
             bucket.traced = True
@@ -166,8 +165,6 @@ class DistributedDataParallel(Module):
             self._launch(bucket)
 
     def _launch(self, bucket: _Bucket) -> None:
-        from ... import functions as F
-
         with no_grad():
             parts = []
             for p, n in zip(bucket.params, bucket.numels):

@@ -15,6 +15,7 @@ from typing import Iterable
 
 from ... import functions as lg
 from ...autograd.grad_mode import no_grad
+from ...eager.elementwise import promote
 from ...tensor import Tensor
 
 
@@ -65,8 +66,6 @@ def get_total_norm(
 
 def _common_dtype(norms: list[Tensor]) -> list[Tensor]:
     """PyTorch stacks per-gradient norms of mixed dtypes in their promoted dtype."""
-    from ...eager.elementwise import promote
-
     d = promote(norms)
     return [n if n.dtype is d else n.to(d) for n in norms]
 

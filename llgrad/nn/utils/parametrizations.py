@@ -11,6 +11,7 @@ import enum
 import types
 
 from ... import functions as lg
+from ... import linalg
 from ...autograd.grad_mode import no_grad
 from ...ir import dtypes as dt
 from ...tensor import Tensor
@@ -146,8 +147,6 @@ def spectral_norm(
 
 def _linalg() -> types.ModuleType:
     """llgrad.linalg, imported when first used (it is not set yet when nn loads)."""
-    from ... import linalg
-
     return linalg
 
 

@@ -19,6 +19,8 @@ from typing import Any, Callable, Sequence
 
 from ...codegen.gpu import program as gp
 from ...codegen.gpu.common import KernelLaunch
+from ...codegen.gpu.ptx import to_ptx
+from ...codegen.target import get_target
 from ...schedule.program import Buffer, Ptr
 from . import driver
 
@@ -36,12 +38,9 @@ def load_kernels(
     emulator the host build of the same kernels. Returns (functions by symbol, the PTX
     ("" under the emulator), what must be kept alive)."""
     if not be.emulated:
-        from ...codegen.gpu.ptx import to_ptx
-
         ptx = to_ptx(ir_text, arch_of(be))
         loaded = be.load_ptx(ptx, name)
         return {s: loaded.function(s) for s in symbols}, ptx, loaded
-    from ...codegen.target import get_target
 
     compiled = get_target().compile(ir_text, list(symbols), name=f"gpu_emulated_{name}")
     loaded = be.load_host({s: compiled.addresses[s] for s in symbols})

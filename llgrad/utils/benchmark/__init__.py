@@ -16,6 +16,7 @@ import timeit as _timeit
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from ...runtime import launch
 
 __all__ = ["Timer", "Measurement", "Compare"]
 
@@ -121,8 +122,6 @@ class Timer:
         self._num_threads = num_threads
 
     def _time(self, number: int) -> float:
-        from ...runtime import launch
-
         before = launch.threads()
         launch.set_threads(self._num_threads)
         try:

@@ -16,6 +16,8 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from ... import functions as F
+from ...functions.creation import randint, tensor
 from ...ir import dtypes as dt
 from ...tensor import Tensor
 from .dataset import IterableDataset
@@ -34,8 +36,6 @@ _COLLATE_ERROR = (
 
 
 def _numpy_tensor(arr: np.ndarray) -> Tensor:
-    from ...functions.creation import tensor
-
     if arr.dtype.kind in "OSUV":
         raise TypeError(_COLLATE_ERROR.format(arr.dtype))
     return tensor(arr)
@@ -46,8 +46,6 @@ def default_collate(batch: list[Any]) -> Any:
     stacked along a new first dimension, Python floats become a float64 tensor and ints an
     int64 one, strings stay a list, dicts collate per key, namedtuples per field, other
     sequences per position (as a list; every sample must have the same length)."""
-    from ... import functions as F
-
     elem = batch[0]
     if isinstance(elem, Tensor):
         return F.stack(list(batch), 0)
@@ -258,7 +256,6 @@ class DataLoader:
         if self.num_workers == 0:
             yield from self._batches()
             return
-        from ...functions.creation import randint
 
         seed = int(randint(0, 2**62, (1,), generator=self.generator).item())
         _worker.append(WorkerInfo(0, 1, seed, self.dataset))

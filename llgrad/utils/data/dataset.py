@@ -14,6 +14,7 @@ import warnings
 from typing import Any, Generic, Iterable, Iterator, Sequence, TypeVar
 
 from ...tensor import Tensor
+from .sampler import randperm_list
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -166,8 +167,6 @@ def random_split(
     dataset: Dataset[T_co], lengths: Sequence[float], generator: Any = None
 ) -> list[Subset[T_co]]:
     """Non-overlapping random subsets of the given lengths (or fractions of the whole)."""
-    from .sampler import randperm_list
-
     counts = _split_lengths(len(dataset), lengths)
     if sum(counts) != len(dataset):
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from typing import Iterator, Sized
 
+from ... import distributed as dist
+from ...functions.creation import Generator
 from .sampler import Sampler, randperm_list
 
 __all__ = ["DistributedSampler"]
@@ -28,8 +30,6 @@ class DistributedSampler(Sampler):
         drop_last: bool = False,
     ) -> None:
         if num_replicas is None or rank is None:
-            from ... import distributed as dist
-
             if not dist.is_initialized():
                 raise RuntimeError(
                     "DistributedSampler: pass num_replicas and rank, or call "
@@ -62,8 +62,6 @@ class DistributedSampler(Sampler):
     def __iter__(self) -> Iterator[int]:
         n = len(self.dataset)
         if self.shuffle:
-            from ...functions.creation import Generator
-
             indices = randperm_list(n, Generator().manual_seed(self.seed + self.epoch))
         else:
             indices = list(range(n))

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator, Sequence, Sized
 
+from ...functions.creation import Generator, randint, randperm, tensor
+from ...functions.sampling import multinomial
+from ...ir.dtypes import float64
+from ...tensor import Tensor
 
 __all__ = [
     "Sampler",
@@ -22,8 +26,6 @@ __all__ = [
 
 def _generator(generator: Any) -> Any:
     """`generator`, or a fresh one seeded from the default generator (one draw)."""
-    from ...functions.creation import Generator, randint
-
     if generator is not None:
         return generator
     seed = int(randint(0, 2**62, (1,)).item())
@@ -32,8 +34,6 @@ def _generator(generator: Any) -> Any:
 
 def randperm_list(n: int, generator: Any = None) -> list[int]:
     """A random permutation of 0..n-1 as a list (`lg.randperm`)."""
-    from ...functions.creation import randperm
-
     return randperm(n, generator=generator).tolist()
 
 
@@ -89,8 +89,6 @@ class RandomSampler(Sampler):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self) -> Iterator[int]:
-        from ...functions.creation import randint
-
         n = len(self.data_source)
         gen = _generator(self.generator)
         if self.replacement:
@@ -163,9 +161,6 @@ class WeightedRandomSampler(Sampler):
         replacement: bool = True,
         generator: Any = None,
     ) -> None:
-        from ...functions.creation import tensor
-        from ...tensor import Tensor
-
         if not isinstance(num_samples, int) or isinstance(num_samples, bool) or num_samples <= 0:
             raise ValueError(
                 f"num_samples should be a positive integer value, but got num_samples={num_samples}"
@@ -189,8 +184,6 @@ class WeightedRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        from ...functions.sampling import multinomial
-
         drawn = multinomial(
             self.weights, self.num_samples, self.replacement, generator=self.generator
         )
@@ -202,6 +195,4 @@ class WeightedRandomSampler(Sampler):
 
 def dt_float64() -> Any:
     """llgrad's float64 (the dtype of a sampler's weights, as PyTorch's)."""
-    from ...ir.dtypes import float64
-
     return float64
