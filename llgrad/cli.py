@@ -32,7 +32,8 @@ from .codegen.target import get_target
 from .compiler.api import CompiledFunction
 from .ir.export import to_dot
 from .runtime import blas
-from .runtime.launch import num_threads, usable_cpus
+from ._system import usable_cpus
+from .runtime.launch import num_threads
 
 __all__ = ["main", "parse_arg_spec"]
 

@@ -34,7 +34,7 @@ from .ir import registry
 from .ir.graph import Graph, Node
 from .ir.interpret import from_bfloat16_bits, interpret, run_node
 from .ir.printer import format_type
-from .passes.decompose import decompose
+from .compiler.decompose import decompose
 from .tracer.make_ir import _flatten, trace
 
 __all__ = ["bisect", "BisectReport"]

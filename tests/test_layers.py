@@ -15,11 +15,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 import layers  # noqa: E402
 
 CEILINGS = {
-    "forbidden imports": 7,
+    "forbidden imports": 0,
     "largest circle": 1,
     "files in circles": 0,
     "largest knot": 171,
-    "inline imports": 899,
+    "inline imports": 201,
 }
 
 

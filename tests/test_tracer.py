@@ -6,7 +6,7 @@ import pytest
 
 import llgrad as lg
 from llgrad.ir import interpret, parse, verify
-from llgrad.passes.autodiff import differentiate
+from llgrad.compiler.autodiff import differentiate
 from llgrad.passes.partition import partition
 from llgrad.tracer import GraphBreak, make_ir
 from llgrad.tracer.make_ir import trace

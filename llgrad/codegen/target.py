@@ -21,6 +21,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from .. import _log
+from .._system import usable_cpus
 from . import diskcache
 from .worker import (
     LIGHT_MARKERS,
@@ -81,8 +82,6 @@ class Target:
         # one per core up to two, so the two modules of a big graph build at once
         self.workers: list[CompileWorker] = []
         if worker_enabled():
-            from ..runtime.launch import usable_cpus
-
             settings = {
                 "triple": self.triple,
                 "cpu": self.cpu,

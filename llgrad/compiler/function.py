@@ -222,7 +222,7 @@ class GraphFunction:
         return self._plain
 
     def joint(self, wrt: tuple[int, ...]) -> Graph:
-        """The joint forward+backward graph (`passes.autodiff.differentiate`)."""
+        """The joint forward+backward graph (`compiler.autodiff.differentiate`)."""
         j = self._joint.get(wrt)
         if j is None:
             j = self._joint[wrt] = run_stage(

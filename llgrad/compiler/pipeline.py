@@ -3,7 +3,7 @@
 `STAGES` is the one list. Each stage is a function from one printable artifact to the next:
 
     traced Graph
-      autodiff    Graph -> joint Graph          (passes.autodiff: the eager engine's rules)
+      autodiff    Graph -> joint Graph          (compiler.autodiff: the eager engine's rules)
       partition   joint Graph -> Partition      (forward: outputs + residuals; backward)
       decompose   Graph -> Graph                (composite ops into primitives)
       passes      Graph -> Graph                (simplify, fold, cse, dce in rounds)
@@ -37,8 +37,8 @@ from ..codegen.target import get_target
 from ..eager.graph import GraphRunner
 from ..ir.graph import Graph
 from ..ir.verify import verify
-from ..passes.autodiff import differentiate
-from ..passes.decompose import decompose as lower_composites
+from .autodiff import differentiate
+from .decompose import decompose as lower_composites
 from ..passes.fusion import fuse
 from ..passes.lower import lower
 from ..passes.manager import run_pipeline

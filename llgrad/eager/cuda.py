@@ -43,7 +43,7 @@ from ..ir.dtypes import DType
 from ..ir.registry import VIEW_OPS
 from ..ir.types import broadcast_shapes
 from ..nn.parameter import Parameter
-from ..passes.decompose import decompose
+from ..compiler.decompose import decompose
 from ..runtime.cuda import driver
 from ..schedule.layout import contiguous_strides
 from ..schedule.program import can_write_in_place

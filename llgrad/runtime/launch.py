@@ -13,6 +13,7 @@ import struct
 import threading
 from typing import Sequence
 
+from .._system import usable_cpus
 from .cache import Kernel
 
 _SLOTS = 1024
@@ -48,15 +49,6 @@ def num_threads() -> int:
                 f"LLGRAD_NUM_THREADS must be a whole number of threads, got {env!r}"
             ) from None
     return max(1, min(usable_cpus(), 8))
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on: its affinity mask where the platform has one
-    (Linux), else every CPU (macOS, Windows)."""
-    affinity = getattr(os, "sched_getaffinity", None)
-    if affinity is not None:
-        return len(affinity(0))
-    return os.cpu_count() or 1
 
 
 _recording: list[list[Kernel]] = []
