@@ -26,6 +26,8 @@ from .runtime.storage import (
     allocate_small_source,
     borrow,
 )
+from ._source import define
+from .specialize.output import empty_lines, maker_source
 
 
 class Size(tuple):
@@ -205,9 +207,7 @@ class Tensor:
         if cls is not Tensor:
             return lambda: cls._empty(shape, dtype, strides)
         lines, consts = Tensor._empty_source(shape, dtype, strides, "t")
-        from ._source import define
-
-        source = "def make():\n" + "".join(f"    {l}\n" for l in lines + ["return t"])
+        source = maker_source(lines, "t")
         return define(source, f"<llgrad output {dtype.name}{list(shape)}>", consts, "make")
 
     @staticmethod
@@ -248,24 +248,7 @@ class Tensor:
                 f"LKEY{tag}": (dtype, shape, strides),
             }
         )
-        t = name
-        body = [
-            f"{t} = new(Tensor)",
-            f"{t}._storage = st",
-            f"{t}._offset = 0",
-            f"{t}._shape = SHAPE{tag}",
-            f"{t}._strides = STRIDES{tag}",
-            f"{t}._dtype = DTYPE{tag}",
-            f"{t}._ptr = ptr",
-            f"{t}._lkey = LKEY{tag}",
-        ]
-        body += [f"{t}.{k} = {v!r}" for k, v in state]
-        body += [
-            "if grad_state.inference:",
-            "    st.inference = True",
-            f"    {t}._inference = True",
-        ]
-        return lines + body, consts
+        return lines + empty_lines(name, tag, state), consts
 
     @classmethod
     def _from_numpy(cls, arr: np.ndarray, dtype: DType | None = None) -> "Tensor":
