@@ -30,6 +30,7 @@ from .runtime.storage import (
     borrow,
 )
 from .schedule.layout import contiguous_strides, is_contiguous
+from .specialize.output import empty_lines, maker_source
 
 
 class Size(tuple):
@@ -209,8 +210,7 @@ class Tensor:
         if cls is not Tensor:
             return lambda: cls._empty(shape, dtype, strides)
         lines, consts = Tensor._empty_source(shape, dtype, strides, "t")
-
-        source = "def make():\n" + "".join(f"    {l}\n" for l in lines + ["return t"])
+        source = maker_source(lines, "t")
         return define(source, f"<llgrad output {dtype.name}{list(shape)}>", consts, "make")
 
     @staticmethod
@@ -251,24 +251,7 @@ class Tensor:
                 f"LKEY{tag}": (dtype, shape, strides),
             }
         )
-        t = name
-        body = [
-            f"{t} = new(Tensor)",
-            f"{t}._storage = st",
-            f"{t}._offset = 0",
-            f"{t}._shape = SHAPE{tag}",
-            f"{t}._strides = STRIDES{tag}",
-            f"{t}._dtype = DTYPE{tag}",
-            f"{t}._ptr = ptr",
-            f"{t}._lkey = LKEY{tag}",
-        ]
-        body += [f"{t}.{k} = {v!r}" for k, v in state]
-        body += [
-            "if grad_state.inference:",
-            "    st.inference = True",
-            f"    {t}._inference = True",
-        ]
-        return lines + body, consts
+        return lines + empty_lines(name, tag, state), consts
 
     @classmethod
     def _from_numpy(cls, arr: np.ndarray, dtype: DType | None = None) -> "Tensor":

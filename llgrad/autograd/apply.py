@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 
 from .._source import define
 from ..ir import registry
+from ..specialize.record import recorder_source, trivial_recorder_source
 from ..tensor import DENSE_CLASSES, Tensor
 from . import forward_ad
 from .grad_mode import _state as grad_state
@@ -82,84 +83,15 @@ def direct_recorder(op: str, operands: Sequence[Any], out: Tensor) -> Callable[.
     calls, which run it only with grad mode on, no interpreter, anomaly mode or forward
     level, on plain tensors and Python numbers. The node is the same as `record` makes."""
     n = len(operands)
-    args = [f"a{i}" for i in range(n)] + ["out"]
     if not out._dtype.differentiable:
-        return define(
-            f"def rec({', '.join(args)}):\n    return out\n", f"<llgrad record {op}>", {}, "rec"
-        )
+        return define(trivial_recorder_source(n), f"<llgrad record {op}>", {}, "rec")
     cls, saves = _node_classes.get((op, None, None)) or _node_class(op, None, None)
-    save_all, digits, save_for, keeps_layout, save_out = _save_plans.get((op, saves)) or _save_plan(
-        op, saves
-    )
+    plan = _save_plans.get((op, saves)) or _save_plan(op, saves)
+    keeps_layout = plan[3]
     tensor = [isinstance(o, Tensor) for o in operands]
     meta: list[Any] = []
     for o in operands:
         meta += [o._shape, o._dtype] if isinstance(o, Tensor) else [None, None]
-    lines = ["node = new(CLS)"]
-    for i in range(n):
-        if tensor[i]:
-            lines += [
-                f"fn = a{i}.grad_fn",
-                f"e{i} = (fn, a{i}._output_nr) if fn is not None else edge(a{i}) "
-                f"if a{i}._requires_grad else NO_EDGE",
-            ]
-    edges = [f"e{i}" if tensor[i] else "NO_EDGE" for i in range(n)]
-    lines += [
-        f"node.next_functions = ({', '.join(edges)},)",
-        "node._hooks = node._prehooks = node._metadata = node._trace = None",
-        "node._seq = next(sequence)",
-        "node.op = OP",
-        "node.attrs = {}",
-        "node._meta = META",
-        "node._layouts = LAYOUTS",
-        "node._plan = PLAN",
-        "node._released = False",
-    ]
-    if all(tensor):
-        lines.append("node._scalars = None")
-    else:
-        # the numbers, as a tuple shared while the same number objects come (a literal in
-        # a loop: one object), so most calls make no new tuple
-        same = " and ".join(f"last[{i}] is a{i}" for i in range(n) if not tensor[i])
-        lines += [
-            "last = LAST[0]",
-            f"if {same}:",
-            "    node._scalars = last",
-            "else:",
-            "    node._scalars = LAST[0] = ("
-            + "".join(f"a{i}, " if not tensor[i] else "None, " for i in range(n))
-            + ")",
-        ]
-    saved = []
-    for i in range(n):
-        if not tensor[i] or not (save_all or i in digits):
-            saved.append("None")
-            continue
-        readers = [r for r in save_for.get(i, ()) if tensor[r]]
-        if i in save_for and not readers:
-            saved.append("None")  # only numbers read it: nothing needs it
-            continue
-        cond = " or ".join(f"e{r}[0] is not None" for r in readers) if i in save_for else ""
-        body = SavedTensor.source_lines(f"s{i}", f"a{i}", False)
-        if cond:
-            lines += [f"if {cond}:"] + ["    " + b for b in body] + ["else:", f"    s{i} = None"]
-        else:
-            lines += body
-        saved.append(f"s{i}")
-    if save_out:  # (`out` requires grad before it is saved, as `record` orders it)
-        lines += ["out._requires_grad = True"] + SavedTensor.source_lines("so", "out", True)
-    saved.append("so" if save_out else "None")
-    # (a node that saves nothing shares one tuple of Nones: `_saved` is only ever read or
-    # rebound, and checkpoint replaces saved tensors only)
-    lines += [
-        f"node._saved = [{', '.join(saved)}]"
-        if any(x != "None" for x in saved)
-        else "node._saved = NOTHING_SAVED",
-        "out._requires_grad = True",
-        "out.grad_fn = node",
-        "out._output_nr = 0",
-        "return out",
-    ]
     needs = None if sum(tensor) > 1 else tuple(tensor)
     consts = {
         "new": object.__new__,
@@ -178,8 +110,7 @@ def direct_recorder(op: str, operands: Sequence[Any], out: Tensor) -> Callable[.
         "LAST": [tuple(None for _ in range(n))],
         "NOTHING_SAVED": (None,) * (n + 1),
     }
-    source = f"def rec({', '.join(args)}):\n" + "".join(f"    {l}\n" for l in lines)
-    return define(source, f"<llgrad record {op}>", consts, "rec")
+    return define(recorder_source(tensor, plan), f"<llgrad record {op}>", consts, "rec")
 
 
 class Interpreter:

@@ -19,6 +19,7 @@ from ..tensor import Tensor
 from .anomaly import _state as _anomaly
 from .forward_ad import _level as _forward_level
 from .grad_mode import _state as _grad_state
+from ..specialize.record import saved_tensor_lines
 
 _sequence = itertools.count()
 
@@ -103,26 +104,9 @@ class SavedTensor:
         # the output object itself, weakly: forward-mode tangents attach to it later
         self.source = weakref.ref(t)
 
-    @staticmethod
-    def source_lines(var: str, t: str, is_output: bool) -> list[str]:
-        """`var = SavedTensor(<t>, is_output)` written out for generated code (a direct
-        call's recorder, `apply.direct_recorder`) where `<t>` is a plain `Tensor` with a
-        storage; it reads the names `new`, `Saved` and `ref` (`object.__new__`, this
-        class, `weakref.ref`)."""
-        lines = [
-            f"{var} = new(Saved)",
-            f"{var}.is_output = {is_output}",
-            f"{var}.requires_grad = {t}._requires_grad",
-            f"{var}.version = {t}._storage.version",
-        ]
-        if not is_output:
-            return lines + [f"{var}._layout = None", f"{var}._data = {t}", f"{var}.source = None"]
-        return lines + [
-            f"{var}._data = None",
-            f"{var}._layout = ({t}._storage, {t}._offset, {t}._shape, "
-            f"{t}._strides, {t}._dtype, {t}._base)",
-            f"{var}.source = ref({t})",
-        ]
+    # `SavedTensor(t, is_output)` written out for generated code: `var = ...` where `t` is
+    # a plain `Tensor` with a storage (the text lives with the recorder's, in `specialize`)
+    source_lines = staticmethod(saved_tensor_lines)
 
     def _alias(self) -> Tensor:
         """A new tensor over the saved values, without history."""

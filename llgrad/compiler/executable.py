@@ -39,6 +39,7 @@ from ..runtime.storage import allocate
 from ..schedule.layout import contiguous_strides, is_contiguous
 from ..schedule.matmul import MatmulKernel
 from ..schedule.program import PARALLEL_FOR, can_write_in_place, traffic
+from ..specialize.compiled import runner_source
 from ..tensor import DENSE_CLASSES, Tensor
 from .pipeline import build_native
 
@@ -368,8 +369,6 @@ def _extra_address(name: str, threads: int) -> int:
 
 def _generate_runner(g: CompiledGraph, verified: int = 0) -> Any:
     """The source of `g.runner()` (see there), compiled."""
-    n = len(g._params)
-    args = [f"a{i}" for i in range(n)]
     consts: dict[str, Any] = {
         "DENSE": DENSE_CLASSES,
         "general": g._call,
@@ -378,56 +377,27 @@ def _generate_runner(g: CompiledGraph, verified: int = 0) -> Any:
         "pack": g._pack,
         "entry": g._entry,
     }
-    checks = []
     for i, p in enumerate(g._params):
-        if i < verified:
-            checks.append(f"a{i}._strides != {p.strides!r}")
-            continue
-        consts[f"D{i}"] = p.dtype
-        checks.append(
-            f"a{i}.__class__ not in DENSE or a{i}._dtype is not D{i} or "
-            f"a{i}._shape != {p.shape!r} or a{i}._strides != {p.strides!r}"
-        )
-    if g._in_place and n > 1:
-        # an output written into an input's memory: only when no other argument shares
-        # that memory (as `_call` decides; arguments sharing any storage go there)
-        checks.append(f"len({{{', '.join(f'{a}._storage' for a in args)}}}) != {n}")
+        if i >= verified:
+            consts[f"D{i}"] = p.dtype
     in_place = dict(g._in_place)
-    outs = [f"a{in_place[k]}" if k in in_place else f"o{k}" for k in range(len(g._outs))]
-    lines = [f"def run({', '.join(args)}):"]
-    if checks:
-        lines.append("    if (" + " or\n            ".join(checks) + "):")
-        lines.append(f"        return general({', '.join(args)})")
+    makes: dict[int, list[str]] = {}
     for k, (shape, d, strides, _) in enumerate(g._outs):
         if k not in in_place:  # `Tensor._empty` written out, one tag per output
-            make, names = Tensor._empty_source(shape, d, strides, f"o{k}", tag=f"_{k}")
+            makes[k], names = Tensor._empty_source(shape, d, strides, f"o{k}", tag=f"_{k}")
             consts.update(names)
-            lines += [f"    {line}" for line in make]
-    lines += [
-        "    try:",
-        "        block, addr, arena, err = tls.state",
-        "    except AttributeError:",
-        "        block, addr, arena, err = scratch()",
-    ]
-    ptrs = [f"{a}._ptr" for a in args + outs] + ["arena"] + [str(x) for x in g._extras]
-    lines.append(f"    pack(block, 0, {', '.join(ptrs)})")
     if g._err_span is not None:
         consts.update(check=g._check_errors)
     if g._hold_blas:
         consts.update(hold=blas.hold_single_threaded, release=blas.release_single_threaded)
-        lines += [
-            "    hold()",
-            "    try:",
-            "        entry(addr)",
-            "    finally:",
-            "        release()",
-        ]
-    else:
-        lines.append("    entry(addr)")
-    if g._err_span is not None:  # (records are zero unless a kernel failed)
-        lines.append(
-            "    if " + " or ".join(f"err[{offset // 8}]" for offset, _ in g._errors) + ":"
-        )
-        lines.append("        check(err)")
-    lines.append(f"    return [{', '.join(outs)}]")
-    return define("\n".join(lines) + "\n", f"<llgrad runner @{g.graph.name}>", consts, "run")
+    source = runner_source(
+        [(p.shape, p.strides) for p in g._params],
+        verified,
+        in_place,
+        len(g._outs),
+        makes,
+        g._extras,
+        None if g._err_span is None else [offset // 8 for offset, _ in g._errors],
+        g._hold_blas,
+    )
+    return define(source, f"<llgrad runner @{g.graph.name}>", consts, "run")

@@ -32,6 +32,7 @@ from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.node import FREED, Node, SavedTensor, _sequence, edge
 from ..functions import zeros
 from ..ir.graph import Graph
+from ..specialize.compiled import speculative_source
 from ..tensor import Tensor
 from .pipeline import (  # noqa: F401  (re-exported: the compiler's public entry points)
     Compiled,
@@ -140,7 +141,6 @@ def _speculative_call(call: DiffCall) -> Any:
     off, or anomaly mode on (the node records its stack), it is `call` itself."""
     function, spec, wrt = call.function, call.spec, call.wrt
     n_in, n_out = len(function.graph.params), len(function.graph.outputs)
-    args = ", ".join(f"a{i}" for i in range(n_in))
     consts: dict[str, Any] = {
         "spec": spec,
         "slow": call,
@@ -154,42 +154,9 @@ def _speculative_call(call: DiffCall) -> Any:
         "WRT": wrt,
         "META": [(o.shape, o.dtype) for o in function.graph.outputs],
     }
-    lines = [
-        f"def call({args}):",
-        "    if not spec.on or anomaly.enabled:",
-        f"        return slow({args})",
-        f"    outs = run({args})",
-        "    node = new(Backward)",
-        f"    node.next_functions = ({''.join(f'edge(a{i}), ' for i in wrt)})",
-        "    node._hooks = None",
-        "    node._prehooks = None",
-        "    node._seq = next(sequence)",
-        "    node._metadata = None",
-        "    node._trace = None",
-        "    node.function = function",
-        "    node.wrt = WRT",
-        f"    node.inputs = ({args}{',' if n_in == 1 else ''})",
-        f"    node.versions = [{', '.join(f'a{i}._storage.version' for i in range(n_in))}]",
-        "    node.residuals = []",
-        "    node.spec = spec",
-        "    node.precomputed = outs[N:]",
-        "    node.output_meta = META",
-        "    node.diff = None",
-        "    spec.made()",
-    ]
     consts["N"] = n_out
-    for k, carries in enumerate(function.carries_gradient(wrt)):
-        if carries:
-            lines += [
-                f"    r = outs[{k}]",
-                "    r._requires_grad = True",
-                "    r.grad_fn = node",
-                f"    r._output_nr = {k}",
-            ]
-    lines.append("    return outs[:N]")
-    return define(
-        "\n".join(lines) + "\n", f"<llgrad speculative call @{function.graph.name}>", consts, "call"
-    )
+    source = speculative_source(n_in, wrt, function.carries_gradient(wrt))
+    return define(source, f"<llgrad speculative call @{function.graph.name}>", consts, "call")
 
 
 class GraphFunction:

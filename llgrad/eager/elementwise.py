@@ -23,6 +23,7 @@ from ..ir.types import broadcast_shapes
 from ..runtime import cache, launch
 from ..schedule.elementwise import ElementwiseKernel, Expr, ExprNode, out_dtypes
 from ..schedule.layout import broadcast_strides, collapse, contiguous_strides
+from ..specialize.elementwise import launch_source
 from ..tensor import _DEVICE_STORAGE, Tensor
 
 cache.register_builder(ElementwiseKernel, build_text)
@@ -340,61 +341,23 @@ def _generate_launch(
 ) -> Any:
     if not plan.serial:
         return False
-    names = ["out"] + [f"a{i}" for i in range(len(operands))]
-    params = [n for n, o in zip(names[1:], operands) if not bind_numbers or isinstance(o, Tensor)]
-    values = [str(v) for v in plan.template]
-    scalars = []
-    k = 0
-    for i, (slot, name) in enumerate(zip(plan.ptr_slots, names)):
-        if i == 0 or isinstance(operands[i - 1], Tensor):
-            values[slot] = "ptr" if i == 0 and direct else f"{name}._ptr"
-            continue
-        fmt = _SCALAR_FORMATS.get(plan.scalar_dtypes[i - 1].name)
-        if fmt is None:
-            return False
-        scalars.append(f"        spack({fmt!r}, sbuf, {8 * k}, {name})\n")
-        values[slot] = f"saddr + {8 * k}"
-        k += 1
-    fail, done = ("None", "out") if direct else ("False", "True")
-    if direct:
-        head = f"def direct({', '.join(params)}):\n"
-    else:
-        head = "def go(out, ops):\n" + (f"    {', '.join(names[1:])}, = ops\n" if operands else "")
-    numbers = ""
-    if scalars:
-        numbers = (
-            f"    sbuf, saddr = scratch()\n"
-            f"    try:\n{''.join(scalars)}"
-            f"    except (struct.error, TypeError, OverflowError):\n"
-            f"        return {fail}\n"
-        )
-    overflow = (
-        "        return None\n"
-        if direct
-        else "        raise RuntimeError(OP + ': ' + NO_MEMORY) from None\n"
-    )
+    tensor = [isinstance(o, Tensor) for o in operands]
+    formats = [
+        None if t else _SCALAR_FORMATS.get(d.name) for t, d in zip(tensor, plan.scalar_dtypes)
+    ]
+    if any(not t and f is None for t, f in zip(tensor, formats)):
+        return False  # (a number the launch does not pack inline)
     consts: dict[str, Any] = {}
-    make = ""
+    make: list[str] = []
     if direct:  # the output's allocation and fields, written out here
-        lines, consts = Tensor._empty_source(
-            plan.out_shape, plan.out_dtype, plan.out_strides, "out"
-        )
-        make = "".join(f"    {l}\n" for l in lines)
-    source = (
-        f"{head}"
-        f"    if recording:\n"
-        f"        return {fail}\n"
-        f"{numbers}"
-        f"{make}" + f"    buf, addr = block()\n"
-        f"    try:\n"
-        f"        pack(buf, 0, {', '.join(values)})\n"
-        f"    except struct.error:\n"
-        f"{overflow}"
-        f"    fn(addr)\n"
-        f"    return {done}\n"
+        make, consts = Tensor._empty_source(plan.out_shape, plan.out_dtype, plan.out_strides, "out")
+    source = launch_source(
+        plan.template, plan.ptr_slots, tensor, formats, direct, bind_numbers, make
     )
+    if source is None:
+        return False
     if bind_numbers:
-        consts.update({n: o for n, o in zip(names[1:], operands) if not isinstance(o, Tensor)})
+        consts.update({f"a{i}": o for i, o in enumerate(operands) if not tensor[i]})
     consts.update(
         {
             "recording": launch._recording,

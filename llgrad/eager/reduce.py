@@ -44,6 +44,7 @@ from .elementwise import copy_into
 from ..schedule.layout import collapse, contiguous_strides
 from ..schedule.reduce import Loops, ReduceKernel, Slots, make_spec, order_loops, pack, wide_dtype
 from .views import reshape
+from ..specialize.reduce import direct_source
 
 cache.register_builder(ReduceKernel, build)
 cache.register_builder(ExtremeKernel, build_extreme)
@@ -175,31 +176,17 @@ def direct_launch(op: str, x: Tensor, axes: Sequence[int], keepdim: bool) -> Any
     ):
         return None
     stage = plan.stages[0]
-    values = [str(v) for v in stage.template]
-    values[stage.in_slot], values[stage.out_slot] = "a0._ptr", "out._ptr"
     consts = {
         "make_output": Tensor._empty_maker(
             plan.out_shape, plan.out_dtype, contiguous_strides(plan.out_shape)
         ),
         "block": launch.block,
-        "pack": launch.packer(len(values)).pack_into,
+        "pack": launch.packer(len(stage.template)).pack_into,
         "fn": stage.kernel.fn,
         "struct": struct,
         "recording": launch._recording,
     }
-    source = (
-        "def direct(a0):\n"
-        "    if recording:\n"
-        "        return None\n"
-        "    out = make_output()\n"
-        "    buf, addr = block()\n"
-        "    try:\n"
-        f"        pack(buf, 0, {', '.join(values)})\n"
-        "    except struct.error:\n"
-        "        return None\n"
-        "    fn(addr)\n"
-        "    return out\n"
-    )
+    source = direct_source(stage.template, stage.in_slot, stage.out_slot)
     return define(source, f"<llgrad eager direct {op}>", consts, "direct")
 
 

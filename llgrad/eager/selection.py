@@ -41,6 +41,7 @@ from ..ir import dtypes as dt
 from ..ir.types import broadcast_shapes
 from ..runtime import cache, launch
 from ..schedule.layout import broadcast_strides, collapse, contiguous_strides
+from ..specialize.selection import caller_source
 from ..tensor import Tensor as _TensorClass
 from . import views
 from .indexing import _error_block
@@ -74,18 +75,6 @@ def _caller(kernel: cache.Kernel, template: list[int], slots: tuple[int, ...], w
     an argument block of its own, the template's constants already in it, and calls the
     kernel without releasing the GIL; other threads and big calls pack a block as
     `launch.call` does."""
-    names = [f"v{k}" for k in range(len(slots))]
-    fill = "; ".join(f"args[{slot}] = {v}" for slot, v in zip(slots, names)) or "pass"
-    lines = [f"def run({', '.join(names)}):"]
-    if work <= _GIL_WORK:
-        put = "; ".join(f"block[{slot}] = {v}" for slot, v in zip(slots, names)) or "pass"
-        lines += [
-            "    if ident() == THREAD:",
-            f"        {put}",
-            "        fn(ADDRESS)",
-            "        return",
-        ]
-    lines += ["    args = template.copy()", f"    {fill}", "    launch_call(kernel, args)"]
     block = (ctypes.c_int64 * max(len(template), 1))(*template)
     fn = _held_calls.get(kernel)
     if fn is None:
@@ -100,7 +89,8 @@ def _caller(kernel: cache.Kernel, template: list[int], slots: tuple[int, ...], w
         "launch_call": launch.call,
         "kernel": kernel,
     }
-    return define("\n".join(lines) + "\n", f"<llgrad {kernel.name} call>", consts, "run")
+    source = caller_source(slots, work <= _GIL_WORK)
+    return define(source, f"<llgrad {kernel.name} call>", consts, "run")
 
 
 def _keep(key: tuple, plan: Any) -> Any:

@@ -32,6 +32,7 @@ from ..autograd.grad_mode import _state as _grad_state
 from ..functions._out import store
 from ..ir import dtypes as dt
 from ..runtime import lapack
+from ..specialize.output import maker_source, view_lines, zero_lines
 from ..tensor import Tensor, _row_major_strides
 from ..transforms.batching import bottom
 from ._host import (
@@ -376,19 +377,14 @@ def _outputs_maker(specs: list[tuple[Any, ...]]) -> Any:
         lines += body
         nbytes = d.itemsize * _count(shape)
         if zero and nbytes:
-            if nbytes <= 4096:  # a ctypes window's bytes set at once (no foreign call)
-                lines.append(f"ZWIN{i}.from_address(ptr).raw = ZERO{i}")
+            inline = nbytes <= 4096  # a ctypes window's bytes set at once (no foreign call)
+            lines += zero_lines(str(i), nbytes, inline)
+            if inline:
                 consts[f"ZWIN{i}"] = ctypes.c_char * nbytes
                 consts[f"ZERO{i}"] = bytes(nbytes)
-            else:
-                lines.append(f"memset(ptr, 0, {nbytes})")
         consts.update(c)
         names.append(name)
-    source = (
-        "def make():\n"
-        + "".join(f"    {line}\n" for line in lines)
-        + f"    return ({', '.join(names)},)\n"
-    )
+    source = maker_source(lines, f"({', '.join(names)},)")
     return define(source, "<llgrad linalg outputs>", consts, "make")
 
 
@@ -414,26 +410,12 @@ def _transposed_view_source(
     fresh: Any = object.__new__(Tensor)
     fresh._init_state(None)
     set_by_make = ("_storage", "_offset", "_shape", "_strides", "_dtype", "_ptr", "_lkey")
-    lines = [
-        f"{name} = new(Tensor)",
-        f"{name}._storage = st",
-        f"{name}._offset = 0",
-        f"{name}._shape = SHAPE{i}",
-        f"{name}._strides = STRIDES{i}",
-        f"{name}._dtype = DTYPE{i}",
-        f"{name}._ptr = ptr",
-        f"{name}._lkey = LKEY{i}",
+    state = [
+        (k, getattr(fresh, k))
+        for k in getattr(Tensor, "__slots__")
+        if not (k.startswith("__") or k in set_by_make or not hasattr(fresh, k))
     ]
-    for k in getattr(Tensor, "__slots__"):
-        if k.startswith("__") or k in set_by_make or not hasattr(fresh, k):
-            continue
-        if k == "_base":
-            lines.append(f"{name}._base = {base}")
-        elif k == "_inference":
-            lines.append(f"{name}._inference = st.inference")
-        else:
-            lines.append(f"{name}.{k} = {getattr(fresh, k)!r}")
-    return lines
+    return view_lines(name, base, str(i), state)
 
 
 def _info_error(op: str, info: Any, A: Any, kind: str) -> None:
