@@ -1261,7 +1261,8 @@ def _vjp_fmod(ctx: Any, g: Any) -> tuple:
 def _vjp_atan2(ctx: Any, g: Any) -> tuple:
     F = ctx.F
     a, b = ctx.inputs
-    denom = F.add(F.mul(a, a), F.mul(b, b))
+    # (either operand may be a Python number; its square is one too)
+    denom = F.add(*[F.mul(v, v) if _t(v) else v * v for v in (a, b)])
     # at the origin both partials are 0, as PyTorch gives (not 0/0)
     origin = F.eq(denom, 0)
     safe = F.where(origin, F.ones_like(denom), denom)
@@ -1380,8 +1381,13 @@ def _vjp_copysign(ctx: Any, g: Any) -> tuple:
 
 
 def _vjp_nextafter(ctx: Any, g: Any) -> tuple:
-    """PyTorch passes the gradient to the first operand, none to the second."""
-    return (g, ctx.F.mul(g, 0.0) if ctx.needs_input_grad[1] else None)
+    """PyTorch passes the gradient to the first operand where it differs from the second
+    (nextafter(a, a) is a, a constant in b) and none to the second."""
+    F = ctx.F
+    a, b = ctx.inputs
+    zero = F.mul(g, 0.0)
+    ga = F.where(F.ne(a, b), g, zero) if ctx.needs_input_grad[0] else None
+    return (ga, zero if ctx.needs_input_grad[1] else None)
 
 
 def _vjp_frexp_mantissa(ctx: Any, g: Any) -> Any:
@@ -1393,7 +1399,7 @@ def _vjp_frexp_mantissa(ctx: Any, g: Any) -> Any:
 
 defvjp("copysign", _vjp_copysign, "io")
 OPS["copysign"].save_for = {0: (0,), 1: ()}
-defvjp("nextafter", _vjp_nextafter, "")
+defvjp("nextafter", _vjp_nextafter, "i")
 defvjp("frexp_mantissa", _vjp_frexp_mantissa, "i")
 
 # Special functions (PyTorch's formulas).
