@@ -22,7 +22,7 @@ from .tensor import Size, Tensor
 from .functions import *  # noqa: F401,F403
 from .functions import methods as _methods
 from .functions._out import add_out as _add_out, add_out_namespaces as _add_out_namespaces
-from .autograd.grad_mode import (
+from .dispatch.grad_mode import (
     enable_grad,
     inference_mode,
     is_grad_enabled,
@@ -49,6 +49,7 @@ import importlib as _importlib  # noqa: E402
 linalg = _importlib.import_module(".linalg", __name__)
 from . import ir  # noqa: E402,F401
 from .compiler import compile, disable_compile  # noqa: E402,F401  (lg.compile)
+from .eager import cuda as _eager_cuda  # noqa: E402,F401  (CUDA tensors: sets the device hooks)
 from .tracer import make_ir  # noqa: E402,F401
 from .transforms import (  # noqa: E402
     grad,

@@ -16,8 +16,10 @@ import numpy as np
 from ._printing import format_tensor
 from ._source import define
 from .device import CPU, device_type
+from .dispatch.grad_mode import _state as _grad_state
 from .ir import dtypes as dt
 from .ir.dtypes import DType
+from .ir.promotion import register_tensor_class
 from .ir.types import normalize_axis
 from .runtime.storage import (
     BLOCK_MAX,
@@ -666,6 +668,7 @@ class Tensor:
 # argument by checking that its class is one of these, instead of an isinstance walk.
 # A subclass joins by adding itself; one that overrides metadata or holds no data must not.
 DENSE_CLASSES: set[type] = {Tensor}
+register_tensor_class(Tensor)  # tensors promote as tensors, numbers as numbers
 
 
 class SymbolicTensor(Tensor):
@@ -718,8 +721,3 @@ def _rebuild(values: np.ndarray, dtype_name: str, requires_grad: bool) -> Tensor
     from .functions.creation import tensor
 
     return tensor(values, dtype=dt.from_name(dtype_name), requires_grad=requires_grad)
-
-
-# last: the autograd package imports this module (the grad-mode state is read per
-# allocation, to mark memory made under inference_mode)
-from .autograd.grad_mode import _state as _grad_state  # noqa: E402

@@ -8,8 +8,11 @@
 A *layer* is a top-level package of llgrad (`llgrad/runtime/...` is `runtime`) or a top-level
 module (`llgrad/tensor.py` is `tensor`). `FORBIDDEN` lists the directions docs/architecture.md
 rules out. A *circle* is a strongly connected component of the file-level graph of imports
-executed when a module is imported (module-level statements, including those under `try`/`if`,
-but not `if TYPE_CHECKING:` blocks, which never run). An *inline import* is an import statement
+executed when a module is imported: module-level statements (including those under `try`/`if`,
+but not `if TYPE_CHECKING:` blocks, which never run), imports inside the module's functions that
+run while it loads (called from module-level code, class bodies or decorators), and the packages
+Python initializes before an imported module (`from llgrad.a.b import x` runs `llgrad/a/__init__`
+first, unless the importer is inside `llgrad.a`). An *inline import* is an import statement
 inside a function body: it runs on call, so Python's import order does not constrain it;
 The *knot* is the largest circle when inline imports count as edges too. tests/test_layers.py
 holds each count to a ceiling that may only go down.
@@ -53,6 +56,7 @@ class Import:
     line: int
     inline: bool  # inside a function body
     type_only: bool  # under `if TYPE_CHECKING:`
+    at_load: bool = False  # inline, in a function the module calls while it loads
 
 
 @dataclass
@@ -84,12 +88,15 @@ class Report:
         graph: dict[str, set[str]] = {m: set() for m in self.modules}
         for i in self.imports:
             if (
-                (with_inline or not i.inline)
+                (with_inline or not i.inline or i.at_load)
                 and not i.type_only
                 and i.target in graph
                 and i.target != i.source
             ):
                 graph[i.source].add(i.target)
+                graph[i.source].update(
+                    p for p in _packages_run_first(i.target, i.source) if p in graph
+                )
         return [sorted(c) for c in _strongly_connected(graph) if len(c) > 1]
 
 
@@ -105,6 +112,51 @@ def _module_name(path: Path) -> str:
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
+
+
+def _packages_run_first(target: str, source: str) -> list[str]:
+    """The packages whose `__init__` Python runs before `target` when `source` imports it:
+    its parents below the root, except those `source` is inside (already initializing)."""
+    parts = target.split(".")
+    out = []
+    for k in range(2, len(parts)):
+        package = ".".join(parts[:k])
+        if package != source and not source.startswith(package + "."):
+            out.append(package)
+    return out
+
+
+def _run_at_load(tree: ast.Module) -> set[str]:
+    """Names of the module's functions that run while it loads: called from module-level
+    code, class bodies or decorators, and the module functions those call."""
+    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+    def calls(node: ast.AST, top: bool) -> set[str]:
+        found: set[str] = set()
+        todo = [node]
+        while todo:
+            n = todo.pop()
+            for c in ast.iter_child_nodes(n):
+                if top and isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    todo.extend(c.decorator_list)
+                    todo.extend(c.args.defaults)
+                    todo.extend(d for d in c.args.kw_defaults if d is not None)
+                    continue
+                if top and isinstance(c, ast.Lambda):
+                    continue
+                if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in defs:
+                    found.add(c.func.id)
+                todo.append(c)
+        return found
+
+    run = calls(tree, True)
+    todo = list(run)
+    while todo:
+        for g in calls(defs[todo.pop()], False):
+            if g not in run:
+                run.add(g)
+                todo.append(g)
+    return run
 
 
 def _resolve(source: str, is_package: bool, node: ast.ImportFrom) -> str:
@@ -148,11 +200,17 @@ def scan(package: Path = PACKAGE) -> Report:
         source = _module_name(path)
         is_package = path.name == "__init__.py"
         tree = ast.parse(path.read_text(), filename=str(path))
+        at_load = _run_at_load(tree)
+        loading: list[bool] = [False]  # inside a function that runs while the module loads
 
         def visit(node: ast.AST, inline: bool, type_only: bool) -> None:
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                    outer = loading[0]
+                    if node is tree and not isinstance(child, ast.Lambda):
+                        loading[0] = child.name in at_load
                     visit(child, True, type_only)
+                    loading[0] = outer
                 elif isinstance(child, ast.If) and _is_type_checking(child.test):
                     for stmt in child.body:
                         visit(ast.Module(body=[stmt], type_ignores=[]), inline, True)
@@ -163,14 +221,14 @@ def scan(package: Path = PACKAGE) -> Report:
                         if alias.name.split(".")[0] == "llgrad":
                             for t in target_modules(alias.name, []):
                                 report.imports.append(
-                                    Import(source, t, child.lineno, inline, type_only)
+                                    Import(source, t, child.lineno, inline, type_only, loading[0])
                                 )
                 elif isinstance(child, ast.ImportFrom):
                     name = _resolve(source, is_package, child)
                     if name.split(".")[0] == "llgrad":
                         for t in target_modules(name, [a.name for a in child.names]):
                             report.imports.append(
-                                Import(source, t, child.lineno, inline, type_only)
+                                Import(source, t, child.lineno, inline, type_only, loading[0])
                             )
                 else:
                     visit(child, inline, type_only)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..dispatch.grad_mode import no_grad
 from ..tensor import Tensor
 from . import engine
 from .engine import as_list, execute
-from .grad_mode import no_grad
 
 
 def backward(

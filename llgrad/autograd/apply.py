@@ -12,12 +12,12 @@ import weakref
 from typing import Any, Callable, Sequence
 
 from .._source import define
+from ..dispatch.grad_mode import _state as grad_state
+from ..dispatch.grad_mode import is_grad_enabled
 from ..ir import registry
 from ..specialize.record import recorder_source, trivial_recorder_source
 from ..tensor import DENSE_CLASSES, Tensor
 from . import forward_ad
-from .grad_mode import _state as grad_state
-from .grad_mode import is_grad_enabled
 from .node import _NO_EDGE, SavedTensor, _save_plan, _save_plans, _sequence, edge, node_class
 
 

@@ -17,9 +17,9 @@ import heapq
 import sys
 from typing import Any, Callable, Sequence
 
+from ..dispatch.grad_mode import no_grad, set_grad_enabled
 from ..tensor import Tensor
 from . import anomaly, grad_mode
-from .grad_mode import set_grad_enabled, no_grad
 from .node import AccumulateGrad, Node, OpNode, edge
 
 Edge = tuple[Node, int]

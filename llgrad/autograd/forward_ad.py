@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any, Sequence
 
+from ..dispatch.grad_mode import enable_grad
 from ..ir import registry
 from ..ir.registry import ELEMENTWISE
 from ..tensor import Tensor
-from .grad_mode import enable_grad
 
 UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
 

@@ -18,9 +18,9 @@ import functools
 import inspect
 from typing import Any, Callable, Sequence
 
+from ..dispatch.grad_mode import is_grad_enabled, no_grad
 from ..ir import dtypes as dt
 from ..tensor import Tensor
-from .grad_mode import is_grad_enabled, no_grad
 from .node import FREED, Node, SavedTensor, edge
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "InplaceFunction", "once_differentiable"]

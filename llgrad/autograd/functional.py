@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..dispatch.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 from ..tensor import Tensor
-from .grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
+from .api import grad
+from .gradcheck import _one_hot
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
@@ -138,8 +140,6 @@ def _autograd_grad(
     is_grads_batched: bool = False,
 ) -> tuple[Tensor | None, ...]:
     """`autograd.grad` that skips outputs without a graph and allows unused inputs."""
-    from .api import grad
-
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     new_outputs = []
@@ -480,7 +480,6 @@ def _jacobian_forward(
     """One jvp (double-backward trick) per input element; same layout as reverse mode."""
     from ..functions.creation import zeros, zeros_like
     from ..functions.shape import stack
-    from .gradcheck import _one_hot
 
     grad_outputs = tuple(zeros_like(out, requires_grad=True) for out in outputs)
     grad_inputs = _autograd_grad(outputs, ins, grad_outputs, create_graph=True)

@@ -16,10 +16,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..dispatch.grad_mode import no_grad
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..tensor import Tensor
-from .grad_mode import no_grad
+from . import forward_ad as fwAD
+from .api import grad
 from .node import Node, edge
 
 __all__ = [
@@ -226,8 +228,6 @@ def _one_hot(like: Tensor, flat: int) -> Tensor:
 def _vjp(
     output: Tensor, diff_inputs: list[Tensor], grad_output: Tensor
 ) -> tuple[Tensor | None, ...]:
-    from .api import grad
-
     return grad(output, diff_inputs, grad_output, retain_graph=True, allow_unused=True)
 
 
@@ -342,7 +342,6 @@ def _undefined_grad(t: Tensor) -> Tensor:
 
 def _test_undefined_backward(func: Callable[..., Any], inputs: tuple[Any, ...]) -> None:
     """Backward must cope with undefined output gradients (all at once, or one at a time)."""
-    from .api import grad
     from ..functions.creation import zeros_like
 
     diff = [t for _, t in _diff_inputs(inputs)]
@@ -370,7 +369,6 @@ def _test_undefined_backward(func: Callable[..., Any], inputs: tuple[Any, ...]) 
 
 
 def _test_backward_mul_by_grad_output(outputs: tuple[Tensor, ...], inputs: tuple[Any, ...]) -> None:
-    from .api import grad
     from ..functions.creation import zeros_like
 
     diff = [t for _, t in _diff_inputs(inputs)]
@@ -392,7 +390,6 @@ def _test_batched_grad(
     inputs: tuple[Any, ...], output: Tensor, out_idx: int, rtol: float, atol: float
 ) -> None:
     """`is_grads_batched=True` must equal one backward per grad_output."""
-    from .api import grad
     from ..functions.creation import Generator, rand
     from ..functions.shape import stack
 
@@ -663,8 +660,6 @@ def gradgradcheck(
     grad_outputs, create_graph=True)`: second derivatives against finite differences,
     by reverse mode over the backward (`check_rev_over_rev`, default) and/or forward mode
     over it (`check_fwd_over_rev`). `masked` is accepted and ignored (no sparse tensors)."""
-    from .api import grad
-
     if check_undefined_grad and not check_rev_over_rev:
         raise AssertionError(
             "Setting check_undefined_grad=True requires check_rev_over_rev to be True"
@@ -740,8 +735,8 @@ def _random_grad_output(o: Tensor, k: int, noncontiguous: bool) -> Tensor:
     gen = Generator(1234 + k)
     d = o._dtype if _is_float(o) else dt.float64
     if d.is_complex:
-        from ..functions.shape import stack
         from ..functions import view_as_complex
+        from ..functions.shape import stack
 
         part = dt.float64 if d is dt.complex128 else dt.float32
         with no_grad():
@@ -802,7 +797,6 @@ def _forward_columns(
     func: Callable[..., Any], inputs: tuple[Any, ...], index: int, tangent: Tensor
 ) -> list[Tensor | None]:
     """The output tangents of `func` for `tangent` on input `index` (forward mode)."""
-    from . import forward_ad as fwAD
     from ..functions.creation import zeros_like
 
     with fwAD.dual_level():

@@ -9,17 +9,17 @@ itself lives in the op registry; a node only supplies the context the rule reads
 from __future__ import annotations
 
 import itertools
-import weakref
 import traceback
+import weakref
 from typing import Any, Callable
 
+from ..dispatch.grad_mode import _state as _grad_state
 from ..ir import registry
 from ..ir.registry import OPS as _OPS
+from ..specialize.record import saved_tensor_lines
 from ..tensor import Tensor
 from .anomaly import _state as _anomaly
 from .forward_ad import _level as _forward_level
-from .grad_mode import _state as _grad_state
-from ..specialize.record import saved_tensor_lines
 
 _sequence = itertools.count()
 

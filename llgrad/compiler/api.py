@@ -25,9 +25,9 @@ from typing import Any, Callable, Iterator
 from .. import _log
 from .._keys import number_key
 from .._warnings import warn_at_user
-from ..autograd.grad_mode import is_grad_enabled, no_grad
-from ..eager.cuda import CUDA_CLASSES as _CUDA_CLASSES
+from ..dispatch.grad_mode import is_grad_enabled, no_grad
 from ..eager.elementwise import copy_into
+from ..functions._errors import DEVICE_CLASSES as _CUDA_CLASSES
 from ..functions.inplace import overlaps_itself
 from ..ir.dtypes import get_default_dtype
 from ..ir.graph import Graph

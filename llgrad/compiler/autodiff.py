@@ -12,7 +12,7 @@ from typing import Sequence
 
 from ..autograd.apply import apply
 from ..autograd.engine import execute
-from ..autograd.grad_mode import enable_grad, no_grad
+from ..dispatch.grad_mode import enable_grad, no_grad
 from ..ir.graph import Graph, Node, make_node
 from ..tensor import Tensor
 from ..tracer.context import TraceContext, _tls

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from .._keys import number_key
 from .._source import define
-from ..autograd.grad_mode import _state as grad_state
+from ..dispatch.grad_mode import _state as grad_state
 from ..eager.elementwise import copy_into
 from ..ir import dtypes as dt
 from ..schedule.layout import contiguous_strides

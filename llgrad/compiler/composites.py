@@ -33,9 +33,9 @@ from .. import _log, pytree
 from .. import functions as F
 from .._keys import attrs_key, number_key
 from ..autograd import anomaly
-from ..autograd.grad_mode import _state as grad_state
-from ..autograd.grad_mode import enable_grad, is_grad_enabled, no_grad
 from ..autograd.node import OpNode, RuleContext, node_class
+from ..dispatch.grad_mode import _state as grad_state
+from ..dispatch.grad_mode import enable_grad, is_grad_enabled, no_grad
 from ..ir import dtypes as dt
 from ..ir import registry
 from ..tensor import DENSE_CLASSES, Tensor

@@ -9,7 +9,7 @@ in the op registry with llgrad's functions and run here on tracer values.
 from __future__ import annotations
 
 from .. import functions as F
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..ir.graph import Graph, Node, make_node
 from ..ir.registry import Group
 from ..tracer.context import TraceContext

@@ -46,7 +46,7 @@ import numpy as np
 from ..runtime import mpi as _mpi
 from ..runtime.mpi import DistError, DistTimeoutError
 from ..tensor import Tensor
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..ir import dtypes as dt, registry
 from ..tracer.context import current, user_location
 from ..tracer.tensor import GraphBreak
@@ -428,8 +428,6 @@ def all_reduce(
         pending = _post_all_reduce(w, reduce, g)
 
         def back() -> None:
-            from ..autograd.grad_mode import no_grad
-
             with no_grad():
                 r = w / g.size() if name == "avg" else w
                 t.detach().copy_(r)

@@ -34,21 +34,23 @@ from .._printing import format_tensor
 from ..autograd import engine
 from ..autograd.apply import Interpreter, apply, apply_composite, interpreters, needs_grad, record
 from ..autograd.engine import IN_BACKWARD
-from ..autograd.grad_mode import no_grad
 from ..autograd.node import Node, edge
+from ..compiler.decompose import decompose
 from ..device import device, device_type
+from ..dispatch.grad_mode import no_grad
 from ..functions import _errors
 from ..functions.creation import tensor as make_tensor
 from ..ir.dtypes import DType
 from ..ir.registry import VIEW_OPS
 from ..ir.types import broadcast_shapes
 from ..nn.parameter import Parameter
-from ..compiler.decompose import decompose
 from ..runtime.cuda import driver
 from ..schedule.layout import contiguous_strides
 from ..schedule.program import can_write_in_place
 from ..tensor import _DEVICE_STORAGE, SymbolicTensor, Tensor, _row_major_strides
 from ..tracer.make_ir import _unflatten, trace
+from ..compiler.api import CompileError, compile as lg_compile
+from ..compiler.pipeline import optimize
 
 CUDA_DEVICE_NAME = "cuda:0"
 
@@ -358,7 +360,6 @@ class _Compiled:
     """A traced function's GPU executable and its output structure."""
 
     def __init__(self, fn: Callable[..., Any], examples: list[CudaTensor], name: str):
-        from ..compiler.pipeline import optimize
         from ..runtime.cuda.graph import CudaGraph
 
         with no_grad():
@@ -723,9 +724,6 @@ def rerun(fn: Callable[..., Any], op: str, args: tuple, kwargs: dict) -> Any:
     that does not trace into one graph (data-dependent sizes, host computations) runs on
     the host on copies, and its tensors are copied back to the device; the copies are
     recorded (`ToCopyBackward0`), so gradients flow through the host computation."""
-    from ..compiler.api import CompileError
-    from ..compiler.api import compile as lg_compile
-
     compiled = _functions.get(fn)
     if compiled is None:
         compiled = _functions[fn] = lg_compile(fn, fullgraph=True)

@@ -1,4 +1,4 @@
-"""Eager elementwise dispatch: promotion, broadcasting, one kernel launch.
+"""Eager elementwise dispatch: promotion (`ir.promotion`), broadcasting, one kernel launch.
 
 A call builds (once per op, dtypes and attributes) a scalar DAG with the promotion casts
 folded in, picks the kernel for the collapsed rank and stride pattern, and makes one
@@ -19,6 +19,7 @@ from ..codegen.elementwise import build_text
 from ..ir import dtypes as dt
 from ..ir import registry
 from ..ir.dtypes import DType
+from ..ir.promotion import Operand, can_cast, compute_dtype, promote  # noqa: F401
 from ..ir.types import broadcast_shapes
 from ..runtime import cache, launch
 from ..schedule.elementwise import ElementwiseKernel, Expr, ExprNode, out_dtypes
@@ -33,61 +34,6 @@ Scalar = bool | int | float | complex
 
 def is_scalar(x: object) -> bool:
     return isinstance(x, (bool, int, float, complex)) and not isinstance(x, Tensor)
-
-
-# --------------------------------------------------------------------------------------
-# dtypes
-# --------------------------------------------------------------------------------------
-
-
-def promote(operands: Sequence[Any]) -> DType:
-    dims, zero, scalars = [], [], []
-    for o in operands:
-        if isinstance(o, _TENSORS):
-            (dims if o._shape else zero).append(o._dtype)
-        else:
-            scalars.append(dt.scalar_dtype(o))
-    return dt.result_type(dims, zero, scalars)
-
-
-class Operand:
-    """What promotion reads of a tensor operand: its dtype, and whether it has dimensions
-    (a 0-d tensor promotes like a number of its kind). `compute_dtype` takes these in
-    place of tensors for values that exist only symbolically (`autograd.fused`)."""
-
-    __slots__ = ("_dtype", "_shape")
-
-    def __init__(self, dtype: DType, shape: tuple[int, ...]):
-        self._dtype, self._shape = dtype, shape
-
-
-_TENSORS = (Tensor, Operand)
-
-
-def compute_dtype(opdef: registry.OpDef, operands: Sequence[Any]) -> list[DType]:
-    """The dtype each operand (a tensor, an `Operand` or a number) is converted to before
-    the op's scalar rule runs."""
-    rule = opdef.promotion
-    if rule == "none":
-        return [o._dtype if isinstance(o, _TENSORS) else dt.scalar_dtype(o) for o in operands]
-    if rule == "bool":
-        return [dt.bool_] * len(operands)
-    if rule == "where":
-        c = operands[0]
-        if not isinstance(c, _TENSORS) or c._dtype is not dt.bool_:
-            got = c._dtype.name if isinstance(c, _TENSORS) else type(c).__name__
-            raise TypeError(f"where: expected condition to be a bool tensor, got {got}")
-        d = promote(operands[1:])
-        return [dt.bool_] + [d] * (len(operands) - 1)
-    d = promote(operands)
-    if rule == "float" and d.category < 2:
-        d = dt.get_default_dtype()
-    return [d] * len(operands)
-
-
-def can_cast(src: DType, dst: DType) -> bool:
-    """PyTorch's rule for writing a result into an existing tensor (in-place ops)."""
-    return src.category <= dst.category
 
 
 # --------------------------------------------------------------------------------------

@@ -19,12 +19,13 @@ from typing import Any
 from ..codegen.matmul import build
 from ..ir import registry
 from ..ir.dtypes import DType
+from ..ir.promotion import promote
 from ..ir.types import TensorType
 from ..runtime import blas, cache, launch
-from ..tensor import Tensor
-from .elementwise import copy_into, promote
 from ..schedule.layout import broadcast_strides, collapse, contiguous_strides
 from ..schedule.matmul import ALPHA_ONE, MatmulKernel, fold_rows, gemm_layout, panels, uses_blas
+from ..tensor import Tensor
+from .elementwise import copy_into
 from .views import expand, reshape, slice_dims
 
 cache.register_builder(MatmulKernel, build)

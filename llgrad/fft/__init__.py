@@ -35,7 +35,7 @@ import numpy as np
 
 from ..autograd import forward_ad
 from ..autograd.apply import composite_function, interpreters, needs_grad
-from ..autograd.grad_mode import _state as _grad_state
+from ..dispatch.grad_mode import _state as _grad_state
 from ..autograd.node import Node, edge, node_class
 from ..ir import dtypes as dt
 from ..ir.types import normalize_axis

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..autograd import forward_ad
 from ..autograd.apply import interpreters as _interpreters
-from ..autograd.grad_mode import _state as _grad_state
+from ..dispatch.grad_mode import _state as _grad_state
 from ..ir import dtypes as dt
 from ..tensor import Tensor
 from ..tracer.context import _tls as _trace_tls

@@ -22,7 +22,7 @@ import inspect
 import warnings
 from typing import Any, Callable
 
-from ..autograd.grad_mode import is_grad_enabled
+from ..dispatch.grad_mode import is_grad_enabled
 from ..ir import dtypes as dt
 from ..tensor import Tensor
 from ._errors import DEVICE_RERUN

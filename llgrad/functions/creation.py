@@ -11,9 +11,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..autograd.apply import interpreters
-from ..autograd.grad_mode import _state as _grad_state
 from ..device import CPU, check_device
 from ..device import device_type as _device_type
+from ..dispatch.grad_mode import _state as _grad_state
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType

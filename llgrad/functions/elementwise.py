@@ -8,8 +8,8 @@ from typing import Any
 from ..autograd import forward_ad as _forward_ad
 from ..autograd.apply import apply, composite_function
 from ..autograd.apply import interpreters as _interpreters
-from ..autograd.grad_mode import _state as _grad_state
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import _state as _grad_state
+from ..dispatch.grad_mode import no_grad
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..tensor import Tensor

@@ -30,7 +30,7 @@ from typing import Any, Callable
 from .._keys import attrs_key
 from ..autograd import anomaly, forward_ad
 from ..autograd.apply import direct_recorder, interpreters, record
-from ..autograd.grad_mode import _state as grad_state
+from ..dispatch.grad_mode import _state as grad_state
 from ..eager import elementwise as ew
 from ..eager import reduce
 from ..ir import dtypes as dt

@@ -16,9 +16,9 @@ from typing import Any, Callable
 
 from ..autograd import forward_ad
 from ..autograd.apply import needs_grad
-from ..autograd.grad_mode import _state as _grad_state
-from ..autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled, no_grad
 from ..autograd.node import Node, edge, node_class
+from ..dispatch.grad_mode import _state as _grad_state
+from ..dispatch.grad_mode import is_grad_enabled, is_inference_mode_enabled, no_grad
 from ..eager import elementwise as ew
 from ..eager import indexing
 from ..ir import dtypes as dt

@@ -23,15 +23,16 @@ import numpy as np
 from ..autograd import forward_ad
 from ..autograd.apply import composite_function, dispatch_function, interpreters, needs_grad
 from ..autograd.apply import interpreters as _interpreters
-from ..autograd.grad_mode import _state as _grad_state
-from ..autograd.grad_mode import is_grad_enabled
 from ..autograd.node import Node, edge, node_class
+from ..dispatch.grad_mode import _state as _grad_state
+from ..dispatch.grad_mode import is_grad_enabled
 from ..eager import views
 from ..eager import views as _views
-from ..eager.elementwise import copy_into, promote
+from ..eager.elementwise import copy_into
 from ..eager.views import _view_strides
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
+from ..ir.promotion import promote
 from ..ir.types import normalize_axis
 from ..schedule.layout import contiguous_strides
 from ..tensor import Tensor

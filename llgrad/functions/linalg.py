@@ -6,7 +6,7 @@ from typing import Any
 
 from ..autograd import forward_ad
 from ..autograd.apply import apply, composite_function, interpreters, record
-from ..autograd.grad_mode import _state as _grad_state
+from ..dispatch.grad_mode import _state as _grad_state
 from ..eager import linalg
 from ..tensor import DENSE_CLASSES, Tensor
 from ._errors import names_op

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..autograd import forward_ad
 from ..autograd.apply import apply, interpreters
-from ..autograd.grad_mode import _state as grad_state
+from ..dispatch.grad_mode import _state as grad_state
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..schedule.layout import contiguous_strides

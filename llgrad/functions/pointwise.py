@@ -24,7 +24,7 @@ import numpy as _np
 
 from ..autograd.apply import composite_function, needs_grad
 from ..autograd.function import Function
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..ir import dtypes as dt
 from ..tensor import Tensor
 from ..tracer.context import user_location

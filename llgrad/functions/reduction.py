@@ -7,7 +7,7 @@ from typing import Any
 
 from ..autograd import forward_ad
 from ..autograd.apply import _functions, apply, apply_composite, composite_function, interpreters
-from ..autograd.grad_mode import _state as grad_state
+from ..dispatch.grad_mode import _state as grad_state
 from ..eager import reduce
 from ..eager.reduce import extreme_plan
 from ..ir import dtypes as dt

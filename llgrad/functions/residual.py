@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..autograd.apply import composite_function
-from ..autograd.grad_mode import is_grad_enabled
+from ..dispatch.grad_mode import is_grad_enabled
 from ..ir import dtypes as dt
 from ..ir.types import broadcast_shapes
 from ..tensor import Tensor

@@ -28,8 +28,8 @@ import numpy as np
 
 from ..autograd import forward_ad
 from ..autograd.apply import apply, composite_function, interpreters, needs_grad
-from ..autograd.grad_mode import no_grad
 from ..autograd.node import Node, SavedTensor, edge, node_class
+from ..dispatch.grad_mode import no_grad
 from ..eager import indexing, views
 from ..eager import indexing as eager_indexing
 from ..eager import selection as _eager_selection

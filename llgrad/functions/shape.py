@@ -7,8 +7,8 @@ from typing import Any, Callable, Sequence
 
 from ..autograd import forward_ad
 from ..autograd.apply import apply, dispatch_function, interpreters
-from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.node import Node, edge, node_class
+from ..dispatch.grad_mode import _state as _grad_state
 from ..eager import elementwise as ew
 from ..eager import views
 from ..ir.dtypes import DType

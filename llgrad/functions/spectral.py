@@ -19,8 +19,8 @@ import numpy as np
 
 from ..autograd import forward_ad
 from ..autograd.apply import interpreters
-from ..autograd.grad_mode import _state as grad_state
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import _state as grad_state
+from ..dispatch.grad_mode import no_grad
 from ..eager import views
 from ..ir import dtypes as dt
 from ..runtime.storage import Storage, _address

@@ -12,7 +12,6 @@ from typing import Any, Callable
 import numpy as np
 
 from ..autograd.apply import composite_function
-from ..autograd.grad_mode import no_grad
 from ..codegen.histogram import (
     B_MAX,
     B_MIN,
@@ -26,6 +25,7 @@ from ..codegen.histogram import (
     H_STATUS,
     HISTC_STATUS,
 )
+from ..dispatch.grad_mode import no_grad
 from ..eager.reduce import (
     bincount_kernel,
     extreme_plan,

@@ -23,10 +23,10 @@ from ..autograd import forward_ad as _forward_ad
 from ..autograd.anomaly import _state
 from ..autograd.anomaly import is_anomaly_enabled as enabled
 from ..autograd.apply import interpreters as _interpreters
-from ..autograd.grad_mode import _state as _grad_state
-from ..autograd.grad_mode import no_grad
 from ..device import CPU, check_device
 from ..device import check_device as _check_device
+from ..dispatch.grad_mode import _state as _grad_state
+from ..dispatch.grad_mode import no_grad
 from ..eager import elementwise as _ew
 from ..eager import elementwise as ew
 from ..eager import views as _views

@@ -17,8 +17,8 @@ import numpy as np
 from .. import functions as F
 from ..autograd import forward_ad
 from ..autograd.apply import composite_function, interpreters
-from ..autograd.grad_mode import is_grad_enabled as grad_enabled
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import is_grad_enabled as grad_enabled
+from ..dispatch.grad_mode import no_grad
 from ..functions import reduction as _reduction
 from ..functions._out import store
 from ..ir import dtypes as dt

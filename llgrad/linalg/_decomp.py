@@ -28,7 +28,7 @@ from .. import functions as F
 from .._source import define
 from ..autograd import forward_ad
 from ..autograd.apply import composite_function, interpreters, needs_grad
-from ..autograd.grad_mode import _state as _grad_state
+from ..dispatch.grad_mode import _state as _grad_state
 from ..functions._out import store
 from ..ir import dtypes as dt
 from ..runtime import lapack

@@ -24,9 +24,9 @@ from .. import functions
 from ..autograd import forward_ad
 from ..autograd.api import grad
 from ..autograd.apply import _interpreter_for, interpreters
-from ..autograd.grad_mode import _state as _grad_state
-from ..autograd.grad_mode import enable_grad
 from ..autograd.node import FREED, Node, SavedTensor, edge, node_class
+from ..dispatch.grad_mode import _state as _grad_state
+from ..dispatch.grad_mode import enable_grad
 from ..ir import dtypes as dt
 from ..tensor import Tensor
 from ..tracer.context import user_location

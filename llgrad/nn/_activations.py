@@ -13,13 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..autograd.apply import composite_function
 from .. import functions as lg
-from ..autograd.grad_mode import no_grad
+from ..autograd.apply import composite_function
+from ..dispatch.grad_mode import no_grad
 from ..ir import dtypes as dt
 from ..tensor import Tensor
 from ._base import _act, _softmax_dim, _tensor
-
 
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946

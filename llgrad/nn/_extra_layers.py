@@ -6,12 +6,11 @@ gradients and compiled code come from those ops; re-exported by `llgrad.nn.funct
 
 from __future__ import annotations
 
-
 import numpy as np
 
-from ..autograd.apply import composite_function
-from ..autograd.grad_mode import no_grad
 from .. import functions as lg
+from ..autograd.apply import composite_function
+from ..dispatch.grad_mode import no_grad
 from ..functions._host import host_tensor
 from ..functions.layout import shuffle, shuffle_direct
 from ..ir import dtypes as dt

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import functions as lg
 from ..autograd.apply import composite_function
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..eager import selection as eager_selection
 from ..functions._host import host_plain
 from ..ir import dtypes as dt

@@ -22,7 +22,7 @@ from .. import functions as lg
 from ..autograd import forward_ad
 from ..autograd.apply import composite_function, interpreters
 from ..autograd.function import Function, once_differentiable
-from ..autograd.grad_mode import is_grad_enabled, no_grad
+from ..dispatch.grad_mode import is_grad_enabled, no_grad
 from ..ir import dtypes as dt
 from ..ops import nn as nnops
 from ..runtime import cache, launch

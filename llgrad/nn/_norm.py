@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import functions as lg
 from ..autograd.apply import composite_function
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..tensor import Tensor
 from ..typeinfo import finfo
 from ._base import _tensor

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import functions as lg
 from ..autograd.apply import composite_function
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..functions._host import host_empty, host_plain, host_view
 from ..ir import dtypes as dt
 from ..ops import nn as nnops

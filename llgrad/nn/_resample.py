@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import functions as lg
 from ..autograd.apply import composite_function
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..functions.layout import shuffle, shuffle_direct
 from ..ir import dtypes as dt
 from ..ops import nn as nnops

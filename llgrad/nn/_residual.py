@@ -14,9 +14,9 @@ import warnings
 from collections import namedtuple
 from typing import Any, Sequence
 
-from ..autograd.apply import composite_function
 from .. import functions as lg
-from ..autograd.grad_mode import no_grad
+from ..autograd.apply import composite_function
+from ..dispatch.grad_mode import no_grad
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
 from ..tensor import Tensor
@@ -271,6 +271,7 @@ def _chunked(
 
 def _make_modules() -> dict[str, type]:
     """The module classes (made once the modules package is importable)."""
+    from . import functional as F
     from .modules.container import ModuleList, Sequential
     from .modules.lazy import LazyModuleMixin, UninitializedBuffer, UninitializedParameter
     from .modules.linear import Linear
@@ -284,7 +285,6 @@ def _make_modules() -> dict[str, type]:
         InstanceNorm2d,
         InstanceNorm3d,
     )
-    from . import functional as F
 
     class NLLLoss2d(NLLLoss):
         """PyTorch's deprecated name of `NLLLoss` for (N, C, H, W) inputs: the same loss."""

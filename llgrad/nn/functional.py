@@ -17,7 +17,7 @@ from typing import Sequence
 from .. import functions as lg
 from ..autograd import anomaly, forward_ad
 from ..autograd.apply import composite_function, interpreters, needs_grad, record
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..eager import elementwise as ew
 from ..eager.linalg import run_matmul
 from ..ir import dtypes as dt

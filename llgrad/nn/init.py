@@ -12,7 +12,7 @@ import warnings
 from typing import Any, Callable
 
 from .. import functions as lg
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..linalg import qr
 from ..tensor import Tensor
 

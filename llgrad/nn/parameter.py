@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..functions import empty
 from ..tensor import DENSE_CLASSES, Tensor
 

@@ -18,7 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from .. import functions as F
 from .. import pytree
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..ir import dtypes as dt
 from ..ir.graph import Graph, Node, make_node
 from ..ir.interpret import run_node, to_bfloat16_bits

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from .. import functions as lg
-from ..autograd.grad_mode import no_grad
+from ..dispatch.grad_mode import no_grad
 from ..linalg import vector_norm
 from ..tensor import Tensor
 from ..typeinfo import finfo

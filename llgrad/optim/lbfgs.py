@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from .. import functions as lg
-from ..autograd.grad_mode import enable_grad, no_grad
+from ..dispatch.grad_mode import enable_grad, no_grad
 from ..tensor import Tensor
 from ..tracer.context import user_location
 from ..tracer.tensor import GraphBreak, tracing

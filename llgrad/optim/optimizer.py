@@ -15,8 +15,8 @@ from typing import Any, Callable, Iterable
 
 from .. import functions as lg
 from ..autograd.api import zero_grads
-from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.node import RemovableHandle
+from ..dispatch.grad_mode import enable_grad, no_grad
 from ..eager.elementwise import copy_into
 from ..ir import dtypes as dt
 from ..tensor import Tensor

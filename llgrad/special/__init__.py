@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from ..autograd import forward_ad
 from ..autograd.apply import composite_function, interpreters
-from ..autograd.grad_mode import _state as grad_state
+from ..dispatch.grad_mode import _state as grad_state
 from ..functions import elementwise as _E
 from ..functions import fastpath as _fastpath
 from ..functions import pointwise as _P

@@ -1,7 +1,7 @@
 """The trace context: turns op applications on tracers into IR nodes.
 
 `emit(op, operands, attrs)` applies the same promotion rules as eager execution (it asks
-`llgrad.eager.elementwise.compute_dtype`), so a traced graph computes what eager code
+`llgrad.ir.promotion.compute_dtype`), so a traced graph computes what eager code
 computes: Python scalars become `const` nodes of the promoted dtype, promotion casts become
 `cast` nodes, and concrete tensors the function captured (globals, closures, module
 parameters) become extra graph parameters that are read again at every call.
@@ -17,10 +17,10 @@ import weakref
 from typing import Any, Sequence
 
 from ..autograd.apply import Interpreter, interpreters, needs_grad, record
-from ..eager.elementwise import compute_dtype, promote
 from ..ir import dtypes as dt
 from ..ir import registry
 from ..ir.graph import Graph, Node, make_node
+from ..ir.promotion import compute_dtype, promote
 from ..ir.registry import ELEMENTWISE, VIEW_OPS, Group
 from ..ir.types import TensorType
 from ..tensor import Tensor

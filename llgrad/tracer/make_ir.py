@@ -7,7 +7,7 @@ import inspect
 from typing import Any, Callable
 
 from .. import pytree
-from ..autograd.grad_mode import is_grad_enabled
+from ..dispatch.grad_mode import is_grad_enabled
 from ..ir.graph import Graph
 from ..ir.types import TensorType
 from ..tensor import Tensor

@@ -29,11 +29,11 @@ from typing import Any, Callable, Sequence
 from .. import functions as F
 from ..autograd import forward_ad
 from ..autograd.api import grad as autograd_grad
-from ..autograd.grad_mode import enable_grad
 from ..autograd.node import AccumulateGrad
+from ..dispatch.grad_mode import enable_grad
+from ..pytree import TreeDef, flatten, unflatten
 from ..tensor import Tensor
 from .batching import bottom, levels, lift, union_levels, unlift
-from ..pytree import TreeDef, flatten, unflatten
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp"]
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from ... import functions as lg
-from ...autograd.grad_mode import no_grad
 from ...device import check_device
+from ...dispatch.grad_mode import no_grad
 from ...ir.dtypes import DType
 from ...tensor import Tensor
 from ..parameter import Parameter

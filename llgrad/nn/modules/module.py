@@ -20,9 +20,9 @@ from typing import Any, Callable, Iterator, Mapping
 
 from ...autograd.api import zero_grads
 from ...autograd.function import Function
-from ...autograd.grad_mode import is_grad_enabled, no_grad
 from ...autograd.node import RemovableHandle
 from ...device import device_type
+from ...dispatch.grad_mode import is_grad_enabled, no_grad
 from ...functions.misc import parse_to
 from ...ir import dtypes as dt
 from ...tensor import Tensor

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ... import functions as lg
-from ...autograd.grad_mode import no_grad
-from ...ir.dtypes import DType
 from ...device import check_device
+from ...dispatch.grad_mode import no_grad
+from ...ir.dtypes import DType
 from ...tensor import Tensor
 from .. import functional as F
 from .. import init

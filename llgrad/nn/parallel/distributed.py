@@ -32,7 +32,7 @@ from typing import Any, Iterator
 from ... import distributed as dist
 from ... import functions as F
 from ...autograd import engine
-from ...autograd.grad_mode import no_grad
+from ...dispatch.grad_mode import no_grad
 from ...functions._collective import all_reduce
 from ...tensor import Tensor
 from ..modules.module import Module

@@ -14,8 +14,8 @@ import math
 from typing import Iterable
 
 from ... import functions as lg
-from ...autograd.grad_mode import no_grad
-from ...eager.elementwise import promote
+from ...dispatch.grad_mode import no_grad
+from ...ir.promotion import promote
 from ...tensor import Tensor
 
 

@@ -12,7 +12,7 @@ import types
 
 from ... import functions as lg
 from ... import linalg
-from ...autograd.grad_mode import no_grad
+from ...dispatch.grad_mode import no_grad
 from ...ir import dtypes as dt
 from ...tensor import Tensor
 from ...typeinfo import finfo

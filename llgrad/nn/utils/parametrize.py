@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
-from ...autograd.grad_mode import no_grad
+from ...dispatch.grad_mode import no_grad
 from ...tensor import Tensor
 from ..modules.container import ModuleDict, ModuleList
 from ..modules.module import Module

@@ -14,7 +14,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ... import functions as lg
-from ...autograd.grad_mode import no_grad
+from ...dispatch.grad_mode import no_grad
 from ...tensor import Tensor
 from ..modules.module import Module
 

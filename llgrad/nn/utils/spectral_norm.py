@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ... import functions as lg
-from ...autograd.grad_mode import no_grad
+from ...dispatch.grad_mode import no_grad
 from ...tensor import Tensor
 from ..modules.module import Module
 from ..parameter import Parameter

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...autograd.grad_mode import no_grad
+from ...dispatch.grad_mode import no_grad
 from ..modules.module import Module
 from ..parameter import Parameter
 from .parametrizations import _norm_except_dim, _weight_norm
