@@ -27,6 +27,14 @@ from .worker import INVARIANT_BODY
 
 _HALF = (dt.float16, dt.bfloat16)
 
+# ops whose scalar code is one long chain of dependent double-precision steps (log,
+# polynomials, exp, divisions, a Newton step): a loop of them runs at the chain's latency
+# with one vector in flight, since LLVM's cost model does not interleave a body this
+# long. Their innermost loop asks for INTERLEAVE independent vectors per iteration (the
+# same per-element instructions: only the schedule changes).
+INTERLEAVED_OPS = frozenset({"erfinv"})
+INTERLEAVE = 4
+
 
 def evaluate(s: LLVMScalar, expr: Expr, inputs: Sequence[SV]) -> list[SV]:
     """Emit the DAG's scalar code; returns the output values.
@@ -92,6 +100,7 @@ def build(spec: ElementwiseKernel, name: str) -> ir.Module:
             st[-1] = I64(spec.inner[k])
         strides.append(st)
     s = LLVMScalar(b)
+    innermost: list[ir.PhiInstr] = []
 
     def nest(depth: int, offsets: list[ir.Value]) -> None:
         start = lo if depth == 0 else I64(0)
@@ -101,6 +110,7 @@ def build(spec: ElementwiseKernel, name: str) -> ir.Module:
             if depth + 1 < rank:
                 nest(depth + 1, here)
                 return
+            innermost.append(i)
             s._index = here[0]  # the output's element offset: its linear index
             own = [0 if j in spec.in_place else n_out + j for j in range(len(expr.in_dtypes))]
             load_evaluate_store(
@@ -112,7 +122,22 @@ def build(spec: ElementwiseKernel, name: str) -> ir.Module:
 
     nest(0, [I64(0)] * len(dtypes))
     b.ret_void()
+    if any(node.op in INTERLEAVED_OPS for node in expr.nodes):
+        _interleave(module, innermost[0])
     return module
+
+
+def _interleave(module: ir.Module, index: ir.PhiInstr) -> None:
+    """Ask LLVM's loop vectorizer to interleave `INTERLEAVE` vectors in the loop whose
+    induction variable is `index` (loop metadata on its latch, the block that feeds the
+    phi its next value)."""
+    count = module.add_metadata(
+        [ir.MetaDataString(module, "llvm.loop.interleave.count"), ir.IntType(32)(INTERLEAVE)]
+    )
+    loop = module.add_metadata([count])
+    loop.operands = (loop, count)  # (a loop ID refers to itself)
+    latch = index.incomings[-1][1]
+    latch.terminator.set_metadata("llvm.loop", loop)
 
 
 def build_text(spec: ElementwiseKernel, name: str) -> str:

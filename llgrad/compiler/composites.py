@@ -82,6 +82,7 @@ def _lookup(key: tuple, family: tuple, build: Callable[[], Any]) -> Any:
 def clear() -> None:
     _compiled.clear()
     _families.clear()
+    _recent.clear()
 
 
 dt.on_default_dtype_change(clear)  # a decomposition's constants follow it
@@ -242,12 +243,19 @@ def _signature(values: Any, tensors: list[Tensor]) -> tuple | None:
         if c in DENSE_CLASSES:
             tensors.append(v)
             sig.append(v._lkey)
+        elif c is int:
+            sig.append((c, v))  # (`number_key` of an int)
         elif c in _SCALARS:
             sig.append(number_key(v))  # (-0.0 and 0.0 apart: `_keys`)
         elif c is tuple or c is list:
-            inner = _signature(v, tensors)
-            if inner is None:
-                return None
+            for x in v:
+                if x.__class__ is not int:
+                    inner = _signature(v, tensors)
+                    if inner is None:
+                        return None
+                    break
+            else:  # only ints (sizes, strides): their keys as the loop above makes them
+                inner = tuple([(int, x) for x in v])
             sig.append((c, inner))
         else:
             return None
@@ -342,8 +350,18 @@ def function(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     goes through the compiled graph's backward node (`CompiledBackward`). A compiled
     call that raises (a kernel's bounds check) runs `fn` again, which raises eager's
     error. A key whose trace breaks, has side effects (a random draw advances the generator), reads values
-    (guards) or returns an argument's view runs eagerly for good."""
-    tensors: list[Tensor] = []
+    (guards) or returns an argument's view runs eagerly for good. A call that repeats
+    `fn`'s last compiled call (`_recent`: same layouts, the same immutable values) runs
+    its entry without building the key."""
+    recent = _recent.get(fn)
+    if recent is not None and not anomaly._state.enabled:
+        tensors = _recall(recent, args, kwargs)
+        if tensors is not None:
+            try:
+                return recent[0](tensors)
+            except Exception:  # noqa: BLE001 - as below
+                return fn(*args, **kwargs)
+    tensors = []
     sig = _signature(args, tensors)
     if sig is not None and kwargs:
         kw = _signature(kwargs.values(), tensors)
@@ -360,7 +378,62 @@ def function(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         entry = _lookup(key, family, lambda: _build_function(fn, args, kwargs))
     if entry is None or entry is _COLD:
         return fn(*args, **kwargs)
+    _remember(fn, entry, args, kwargs)
     try:
         return entry(tensors)
     except Exception:  # noqa: BLE001 - e.g. an index out of range, which
         return fn(*args, **kwargs)  # the compiled kernel finds: eager's error names it
+
+
+# fn -> its last compiled call, as (the _Composite, per value of the positional then the
+# keyword arguments: the tensor's layout key or the value itself, which of them are
+# tensors, the keywords' names): a call whose tensors have those layout keys and whose
+# other values are those very objects (numbers, strings, dtypes and tuples of them, all
+# immutable) has the same signature, so `function` runs the entry without building the key
+_recent: dict[Callable[..., Any], tuple] = {}
+
+
+def _immutable_value(v: Any) -> bool:
+    """Whether `v`'s signature is fixed by its identity: a number, string, dtype or None,
+    or a tuple of them."""
+    c = v.__class__
+    if c is tuple:
+        return all(x.__class__ in _SCALARS for x in v)
+    return c in _SCALARS
+
+
+def _remember(fn: Callable[..., Any], entry: _Composite, args: tuple, kwargs: dict) -> None:
+    """File `entry` as `fn`'s last compiled call (`_recent`) when every argument is a
+    top-level tensor or an immutable value (`_immutable_value`)."""
+    stored: list[Any] = []
+    is_tensor: list[bool] = []
+    for v in (*args, *kwargs.values()):
+        if v.__class__ in DENSE_CLASSES:
+            stored.append(v._lkey)
+            is_tensor.append(True)
+        elif _immutable_value(v):
+            stored.append(v)
+            is_tensor.append(False)
+        else:
+            return
+    _recent[fn] = (entry, tuple(stored), tuple(is_tensor), tuple(kwargs))
+
+
+def _recall(recent: tuple, args: tuple, kwargs: dict) -> list[Tensor] | None:
+    """The tensors of a call matching `recent` (`_recent`'s entry), in signature order,
+    or None when the call differs."""
+    _, stored, is_tensor, names = recent
+    if len(args) + len(kwargs) != len(stored) or (kwargs and tuple(kwargs) != names):
+        return None
+    tensors: list[Tensor] = []
+    i = 0
+    for values in (args, kwargs.values()) if kwargs else (args,):
+        for v in values:
+            if is_tensor[i]:
+                if v.__class__ not in DENSE_CLASSES or v._lkey != stored[i]:
+                    return None
+                tensors.append(v)
+            elif v is not stored[i]:
+                return None
+            i += 1
+    return tensors

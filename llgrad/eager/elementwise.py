@@ -415,21 +415,30 @@ EXACT_OPS = frozenset(
 )
 
 
+# chains of rounding ops whose one kernel still gives the separate kernels' bits: a
+# product of a difference, `(a - b) * c` (each op rounds at its result, as alone: LLVM
+# contracts a multiply into a following add or subtract only, and the reassociation flag
+# alone does not distribute the product)
+ROUNDING_CHAINS = frozenset({("sub", "mul")})
+
+
 def chain_plan(
     steps: Sequence[tuple[str, tuple[int, ...]]], operands: Sequence[Tensor]
 ) -> Plan | None:
-    """One plan for a chain of exact elementwise ops on tensors, each step `(op, args)`
-    reading operands (`args` 0..n-1) and earlier steps (n, n+1, ...), with the promotion
-    casts each op adds when run alone (`expression`); the last step is the result. The
-    same values as the ops run one by one (each is exact, so no rounding differs).
-    None when a step is not in `EXACT_OPS` or the result is empty."""
+    """One plan for a chain of exact elementwise ops on tensors (or one of
+    `ROUNDING_CHAINS`), each step `(op, args)` reading operands (`args` 0..n-1) and earlier
+    steps (n, n+1, ...), with the promotion casts each op adds when run alone
+    (`expression`); the last step is the result. The same values as the ops run one by
+    one (each is exact, or rounds as it does alone). None when a step is not in
+    `EXACT_OPS` (outside `ROUNDING_CHAINS`) or the result is empty."""
+    exact = tuple(op for op, _ in steps) not in ROUNDING_CHAINS
     n = len(operands)
     values: list[tuple[DType, tuple[int, ...], int]] = [
         (o._dtype, o._shape, i) for i, o in enumerate(operands)
     ]
     nodes: list[ExprNode] = []
     for op, args in steps:
-        if op not in EXACT_OPS:
+        if exact and op not in EXACT_OPS:
             return None
         ins = [values[a] for a in args]
         computed = compute_dtype(registry.get(op), [Operand(d, sh) for d, sh, _ in ins])

@@ -644,6 +644,10 @@ def _kw(kwargs: dict[str, Any], op: str) -> tuple[DType | None, bool]:
     device, the strided layout, no other keyword, an llgrad dtype)."""
     if not kwargs:
         return None, False
+    if len(kwargs) == 1:  # (`dtype=` alone, the common case: nothing else to check)
+        dtype = kwargs.get("dtype")
+        if dtype.__class__ is DType:
+            return dtype, False
     get = kwargs.get
     dtype = get("dtype")
     device = get("device")
@@ -753,7 +757,9 @@ def _like(op: str, input: Tensor, value: Any, kwargs: dict[str, Any]) -> Tensor:
         ctx = getattr(input, "_ctx", None)
         if ctx is not None:  # a tracer: the constant becomes part of the graph
             return ctx.constant(0 if value is None else value, d, input._shape)
-    if value is not None:
+    if value is not None and not (
+        value.__class__ is int and (value == 0 or value == 1) and d is not dt.bool_
+    ):  # (0 and 1 pass `checked_scalar` unchanged for every dtype but bool)
         value = checked_scalar(value, d, op)
     return _create(input._shape, None, value, d, rg)
 

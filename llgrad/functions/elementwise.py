@@ -521,17 +521,21 @@ bitwise_or = _compare("bitwise_or")
 bitwise_xor = _compare("bitwise_xor")
 
 
+# (weight, end, input layout keys) -> the direct launch of `weight * (end - input)` in one
+# kernel (`eager.elementwise.chain_plan`; False: none), for `_lerp_direct`
+_LERP_PRODUCTS = fastpath._table("lerp product")
 _SUB_DIRECT = fastpath._table("sub")
 _MUL_DIRECT = fastpath._table("mul")
 _ADD_ELEMENTWISE = fastpath._ew_table
 
 
 def _lerp_direct(input: Any, end: Any, weight: Any) -> Tensor | None:
-    """`lerp`'s three kernels (end - input, weight * that, input + that) through the
-    direct launches their general calls learned (`functions.fastpath`), for plain
-    tensors (a tensor or Python float/int weight) that autograd does not record; None
-    when one is missing (the general path runs and learns it). Values as the general
-    path's: each launch is the kernel its op runs (a number weight multiplies from the
+    """`lerp`'s kernels (end - input, weight * that, input + that) through the direct
+    launches their general calls learned (`functions.fastpath`), for plain tensors (a
+    tensor or Python float/int weight) that autograd does not record; None when one is
+    missing (the general path runs and learns it). A tensor weight's product of the
+    difference then runs as one kernel (`_LERP_PRODUCTS`). Values as the general path's:
+    each launch computes what its ops' kernels do (a number weight multiplies from the
     right: IEEE multiplication commutes)."""
     if (
         input.__class__ is not Tensor
@@ -547,27 +551,52 @@ def _lerp_direct(input: Any, end: Any, weight: Any) -> Tensor | None:
             input._requires_grad or end._requires_grad or weight._requires_grad
         ):
             return None
+        prod = _lerp_tensor_product(input, end, weight)
     elif c is float or c is int:
         if _grad_state.enabled and (input._requires_grad or end._requires_grad):
             return None
+        prod = _lerp_product(input, end, weight)
     else:
         return None
-    entry = _SUB_DIRECT.get((end._lkey, input._lkey))
-    diff = entry[0](end, input) if entry is not None else None
-    if diff is None:
-        return None
-    if c is Tensor:
-        entry = _MUL_DIRECT.get((weight._lkey, diff._lkey))
-        prod = entry[0](weight, diff) if entry is not None else None
-    else:
-        entry = _MUL_DIRECT.get((diff._lkey, c))
-        prod = entry[0](diff, weight) if entry is not None else None
     if prod is None:
         return None
     entry = _ADD_ELEMENTWISE.get(("add", None, input._lkey, prod._lkey))
     if entry is None or entry is fastpath._NO_DIRECT:
         return None
     return entry[0](input, prod)
+
+
+def _lerp_tensor_product(input: Any, end: Any, weight: Any) -> Tensor | None:
+    """`weight * (end - input)` for a tensor `weight` in one kernel, once the direct
+    launches of these layouts' sub and mul exist (their general calls accepted the
+    operands; until then, and when the launch declines, those launches), or None."""
+    key = (weight._lkey, end._lkey, input._lkey)
+    launch = _LERP_PRODUCTS.get(key)
+    prod = launch(weight, end, input) if launch else None
+    if prod is not None:
+        return prod
+    prod = _lerp_product(input, end, weight)
+    if prod is not None and launch is None and len(_LERP_PRODUCTS) < 256:
+        plan = ew.chain_plan((("sub", (1, 2)), ("mul", (0, 3))), (weight, end, input))
+        _LERP_PRODUCTS[key] = (
+            plan is not None and ew.direct_launch("lerp", plan, (weight, end, input))
+        ) or False
+    return prod
+
+
+def _lerp_product(input: Any, end: Any, weight: Any) -> Tensor | None:
+    """`weight * (end - input)` by the direct launches of sub and mul, or None when one
+    is missing."""
+    entry = _SUB_DIRECT.get((end._lkey, input._lkey))
+    diff = entry[0](end, input) if entry is not None else None
+    if diff is None:
+        return None
+    c = weight.__class__
+    if c is Tensor:
+        entry = _MUL_DIRECT.get((weight._lkey, diff._lkey))
+        return entry[0](weight, diff) if entry is not None else None
+    entry = _MUL_DIRECT.get((diff._lkey, c))
+    return entry[0](diff, weight) if entry is not None else None
 
 
 @names_op("lerp")

@@ -13,6 +13,7 @@ memory, so an in-place write through it is a graph break, as for every traced vi
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import inspect
 import itertools
@@ -488,6 +489,13 @@ def as_strided_scatter(
     """A copy of `input` with `src` written into `input.as_strided(size, stride,
     storage_offset)` (positions outside `input`'s elements are skipped). A graph break
     inside `lg.compile`."""
+    if input.__class__ is Tensor and src.__class__ is Tensor and size.__class__ is tuple:
+        try:
+            pos = _SCATTER_CALLS.get(_scatter_key(input, src, size, stride, storage_offset))
+        except TypeError:  # (an unhashable size or stride)
+            pos = None
+        if pos is not None and host_plain(input, src):
+            return _host_scatter_positions(input, src, pos)
     _tensor("as_strided_scatter", input)
     if _traced(input):
         raise GraphBreak(
@@ -507,8 +515,44 @@ def as_strided_scatter(
         and src._shape == pos.shape
         and host_plain(input, src)
     ):
+        if (
+            size.__class__ is tuple
+            and stride.__class__ is tuple
+            and (storage_offset is None or storage_offset.__class__ is int)
+            and input.__class__ is Tensor
+        ):
+            _remember_scatter(input, src, size, stride, storage_offset, pos)
         return _host_scatter_positions(input, src, pos)
     return _scatter_positions("as_strided_scatter", input, src, pos)
+
+
+# (input's layout key and offset, src's layout key, size, stride, storage_offset) -> the
+# positions `as_strided_scatter` computed for a call of plain int tuples on plain tensors
+# of one dtype (what its checks and positions depend on), for its next such call
+_SCATTER_CALLS: dict[tuple, np.ndarray] = {}
+
+
+def _remember_scatter(
+    input: Any,
+    src: Any,
+    size: tuple,
+    stride: tuple,
+    storage_offset: int | None,
+    pos: np.ndarray,
+) -> None:
+    """File `pos` in `_SCATTER_CALLS` when `size` and `stride` hold only ints (the
+    checks of `shape_arg` pass them as they are)."""
+    for v in (*size, *stride):
+        if v.__class__ is not int:
+            return
+    if len(_SCATTER_CALLS) >= 1024:
+        _SCATTER_CALLS.clear()
+    _SCATTER_CALLS[_scatter_key(input, src, size, stride, storage_offset)] = pos
+
+
+def _scatter_key(input: Any, src: Any, size: tuple, stride: Any, storage_offset: Any) -> tuple:
+    """The `_SCATTER_CALLS` key of an `as_strided_scatter` call on plain tensors."""
+    return (input._lkey, input._offset, src._lkey, size, stride, storage_offset)
 
 
 _KEPT: dict[int, tuple[np.ndarray, Any, np.ndarray]] = {}
@@ -531,10 +575,19 @@ def _host_scatter_positions(input: Tensor, src: Tensor, positions: np.ndarray) -
             _KEPT.clear()
         _KEPT[id(positions)] = kept
     out, arr = host_empty(input._shape, input._dtype)
-    arr[...] = host_view(input)
+    _copy_values(out, arr, input)
     values = host_view(src).reshape(-1)
     arr.reshape(-1)[kept[2]] = values if kept[1] is None else values[kept[1]]
     return out
+
+
+def _copy_values(out: Any, arr: np.ndarray, input: Any) -> None:
+    """Write `input`'s values into `out`, a new row-major tensor of its shape and dtype
+    (`arr`: its NumPy view): when `input` is row-major too, its bytes as they are."""
+    if input._strides == out._strides:
+        ctypes.memmove(out._ptr, input._ptr, out._storage.nbytes)
+    else:
+        arr[...] = host_view(input)
 
 
 # --------------------------------------------------------------------------------------

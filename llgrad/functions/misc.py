@@ -5,14 +5,18 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..autograd.apply import apply, apply_composite, composite_function
+from ..autograd import apply as _apply
+from ..autograd import forward_ad
+from ..autograd.apply import apply, apply_composite, composite_function, interpreters
 from ..device import check_device, device, device_type
+from ..dispatch.grad_mode import _state as _grad_state
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
 from ..ir.types import normalize_axis
 from ..tensor import Tensor
 from . import elementwise as E
+from . import fastpath
 from .creation import full, iota
 from .elementwise import imag, real
 from .reduction import _reduce, all
@@ -203,27 +207,79 @@ def _softmax_input(x: Tensor, dtype: DType | None) -> Tensor:
     return x
 
 
+# (input layout key, dim) -> the compiled forward (`compiler.composites.forward`'s entry)
+# that a call of softmax / log_softmax on a plain floating tensor without `dtype` ran
+_SOFTMAX_DIRECT = fastpath._table("compiled softmax")
+_LOG_SOFTMAX_DIRECT = fastpath._table("compiled log_softmax")
+
+
+def _softmax_direct(table: dict, input: Any, dim: Any, dtype: Any) -> Tensor | None:
+    """The output of the compiled forward that `table` holds for this call (a plain tensor,
+    an int `dim`, no `dtype`) when autograd does not record it and no transform or
+    forward-mode level is active (`apply_composite` would run that forward and record
+    nothing), else None."""
+    c = input.__class__
+    if dtype is not None or c is not Tensor or dim.__class__ is not int:
+        return None
+    fn = table.get((input._lkey, dim))
+    if (
+        fn is None
+        or interpreters
+        or forward_ad._level[0]
+        or (_grad_state.enabled and input._requires_grad)
+        or not _apply.compiled_composites.ENABLED
+    ):
+        return None
+    return fn(input)
+
+
+def _softmax_learn(table: dict, op: str, input: Any, dim: Any, attrs: dict[str, Any]) -> None:
+    """File the compiled forward the call `op(input, dim)` (a plain floating tensor, no
+    `dtype`) just ran under `apply_composite` in `table`, for `_softmax_direct`."""
+    cc = _apply.compiled_composites
+    c = input.__class__
+    if (
+        c is not Tensor
+        or dim.__class__ is not int
+        or cc is None
+        or interpreters
+        or forward_ad._level[0]
+        or len(table) >= 256
+    ):
+        return
+    fn = cc._compiled.get(cc.forward_key(op, attrs, (input,)))
+    if fn is not None and fn is not cc._COLD:
+        table[(input._lkey, dim)] = fn
+
+
 def softmax(input: Tensor, dim: int, dtype: DType | None = None) -> Tensor:
+    out = _softmax_direct(_SOFTMAX_DIRECT, input, dim, dtype)
+    if out is not None:
+        return out
     x = _softmax_input(input, dtype)
     if x.numel() == 0:  # nothing to normalize
         normalize_axis(dim, x.ndim, "softmax")
         return x.clone()
-    return apply_composite(
-        "softmax", (x,), {"dim": normalize_axis(dim, x.ndim, "softmax")}, "SoftmaxBackward0"
-    )
+    attrs = {"dim": normalize_axis(dim, x.ndim, "softmax")}
+    out = apply_composite("softmax", (x,), attrs, "SoftmaxBackward0")
+    if dtype is None and x is input:
+        _softmax_learn(_SOFTMAX_DIRECT, "softmax", x, dim, attrs)
+    return out
 
 
 def log_softmax(input: Tensor, dim: int, dtype: DType | None = None) -> Tensor:
+    out = _softmax_direct(_LOG_SOFTMAX_DIRECT, input, dim, dtype)
+    if out is not None:
+        return out
     x = _softmax_input(input, dtype)
     if x.numel() == 0:
         normalize_axis(dim, x.ndim, "log_softmax")
         return x.clone()
-    return apply_composite(
-        "log_softmax",
-        (x,),
-        {"dim": normalize_axis(dim, x.ndim, "log_softmax")},
-        "LogSoftmaxBackward0",
-    )
+    attrs = {"dim": normalize_axis(dim, x.ndim, "log_softmax")}
+    out = apply_composite("log_softmax", (x,), attrs, "LogSoftmaxBackward0")
+    if dtype is None and x is input:
+        _softmax_learn(_LOG_SOFTMAX_DIRECT, "log_softmax", x, dim, attrs)
+    return out
 
 
 def _tri(input: Tensor, diagonal: int, upper: bool) -> Tensor:

@@ -201,7 +201,10 @@ def embedding_bag(
         if not -vocab <= padding_idx < vocab:
             raise AssertionError("padding_idx must be within the number of embeddings")
         padding_idx %= vocab
-    idx = np.asarray(input.detach().numpy()).astype(np.int64)
+    # a plain tensor's bags summed or averaged: the graph finds each position's bag and
+    # the lookup's kernels check the indices (`_bag_sums_direct`), no host copy of them
+    direct = input.__class__ is Tensor and mode != "max" and max_norm is None
+    idx = None if direct else np.asarray(input.detach().numpy()).astype(np.int64)
     if input.ndim == 2:
         if offsets is not None:
             raise ValueError(
@@ -209,7 +212,11 @@ def embedding_bag(
                 f"treated is a mini-batch of fixed length sequences. However, "
                 f"found offsets of type {type(offsets).__name__}"
             )
-        bags, length = idx.shape
+        bags, length = input.shape
+        if direct and bags and length:
+            return _bag_sums_direct(
+                weight, input, None, per_sample_weights, bags, padding_idx, mode, scale_grad_by_freq
+            )
         starts = np.arange(bags, dtype=np.int64) * length
         last_end = bags * length
         flat = lg.reshape(input, (-1,))
@@ -221,7 +228,7 @@ def embedding_bag(
         if offsets.ndim != 1:
             raise ValueError(f"{op}: offsets has to be a 1D Tensor")
         off = np.asarray(offsets.detach().numpy()).astype(np.int64)
-        total = idx.shape[0]
+        total = input.shape[0]
         if off.shape[0] and off[0] != 0:
             raise RuntimeError(
                 f"{op}: offsets[0] has to be 0, i.e., the first sequence in "
@@ -235,6 +242,17 @@ def embedding_bag(
             )
         if (off[1:] < off[:-1]).any():
             raise RuntimeError(f"{op}: offsets must be non-decreasing, got {off.tolist()}")
+        if direct and total and off.shape[0] and offsets.dtype in nnops.INDEX_DTYPES:
+            return _bag_sums_direct(
+                weight,
+                input,
+                offsets,
+                per_sample_weights,
+                off.shape[0] - 1 if include_last_offset else off.shape[0],
+                padding_idx,
+                mode,
+                scale_grad_by_freq,
+            )
         if include_last_offset:
             starts, last_end = off[:-1], int(off[-1]) if off.shape[0] else 0
         else:
@@ -244,10 +262,10 @@ def embedding_bag(
         raise ValueError(
             f"{op}: input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}"
         )
+    if idx is None:
+        idx = np.asarray(input.detach().numpy()).astype(np.int64)
     flat_idx = idx.reshape(-1)
-    if flat_idx.size and (flat_idx.min() < 0 or flat_idx.max() >= vocab):
-        bad = flat_idx[(flat_idx < 0) | (flat_idx >= vocab)][0]
-        raise IndexError(f"{op}: index {int(bad)} is out of range for num_embeddings {vocab}")
+    _check_bag_indices(flat_idx, vocab)
     if max_norm is not None:
         _embedding_renorm_(weight, flat, max_norm, norm_type)
     bags = starts.shape[0]
@@ -280,6 +298,69 @@ def embedding_bag(
     values = lg.max(picked, 1)[0]
     empty = lg.tensor((counts == 0).reshape(bags, 1))
     return lg.where(empty, lg.zeros_like(values), values)
+
+
+def _check_bag_indices(flat_idx: np.ndarray, vocab: int) -> None:
+    """Raise embedding_bag's IndexError naming the first entry of `flat_idx` outside
+    [0, vocab)."""
+    if flat_idx.size and (flat_idx.min() < 0 or flat_idx.max() >= vocab):
+        bad = flat_idx[(flat_idx < 0) | (flat_idx >= vocab)][0]
+        raise IndexError(
+            f"embedding_bag: index {int(bad)} is out of range for num_embeddings {vocab}"
+        )
+
+
+def _bag_sums_direct(
+    weight: Tensor,
+    input: Tensor,
+    offsets: Tensor | None,
+    psw: Tensor | None,
+    bags: int,
+    padding_idx: int | None,
+    mode: str,
+    scale_grad_by_freq: bool,
+) -> Tensor:
+    """embedding_bag's 'sum' and 'mean' of a non-empty plain `input` (2-D with `offsets`
+    None, or 1-D with checked `offsets` of an index dtype) through `_bag_reduce_direct`;
+    an index out of range, which the lookup's kernels find, raises embedding_bag's
+    IndexError naming the first one."""
+    try:
+        return _bag_reduce_direct(
+            weight, input, offsets, psw, bags, padding_idx, mode == "mean", scale_grad_by_freq
+        )
+    except (IndexError, RuntimeError):
+        _check_bag_indices(input.detach().numpy().reshape(-1), weight.shape[0])
+        raise
+
+
+@composite_function
+def _bag_reduce_direct(
+    weight: Tensor,
+    input: Tensor,
+    offsets: Tensor | None,
+    psw: Tensor | None,
+    bags: int,
+    padding_idx: int | None,
+    mean: bool,
+    scale_grad_by_freq: bool,
+) -> Tensor:
+    """`_bag_reduce` with each position's bag found in the graph: a 2-D `input`'s row
+    (`offsets` None), or for 1-D `input` the number of `offsets` after the first (which
+    is 0) at or before the position, so that with include_last_offset the positions from
+    the last offset on land in bag `bags`, which is dropped; padding entries go there
+    too. Compiled as one graph per signature in eager mode."""
+    total = input.numel()
+    flat = lg.reshape(input, (-1,))
+    if offsets is None:
+        seg = lg.div(lg.arange(total, dtype=dt.int64), input.shape[1], rounding_mode="floor")
+        if psw is not None:
+            psw = lg.reshape(psw, (-1,))
+    else:
+        later = lg.narrow(offsets, 0, 1, offsets.shape[0] - 1)
+        seg = lg.searchsorted(later, lg.arange(total, dtype=offsets.dtype), right=True)
+    if padding_idx is not None:
+        seg = lg.where(lg.eq(flat, padding_idx), bags, seg)
+    return _sum_bags(weight, flat, seg, psw, bags, padding_idx, mean, scale_grad_by_freq)
 
 
 def _bag_sums(
@@ -328,7 +409,22 @@ def _bag_reduce(
     """The rows of `weight` looked up by `flat` (scaled by `psw`) summed per bag `seg`
     (bag `bags` is dropped) with one `index_add`; `mean` divides by each bag's count
     (an empty bag gives zeros). Compiled as one graph per signature in eager mode."""
+    return _sum_bags(weight, flat, seg, psw, bags, padding_idx, mean, scale_grad_by_freq)
 
+
+def _sum_bags(
+    weight: Tensor,
+    flat: Tensor,
+    seg: Tensor,
+    psw: Tensor | None,
+    bags: int,
+    padding_idx: int | None,
+    mean: bool,
+    scale_grad_by_freq: bool,
+) -> Tensor:
+    """The body of `_bag_reduce` and `_bag_reduce_direct`: the looked-up rows (scaled by
+    `psw`) summed per bag `seg` with one `index_add`, bag `bags` dropped; `mean` divides
+    by each bag's count."""
     rows = embedding(flat, weight, padding_idx, None, 2.0, scale_grad_by_freq)  # (T, D)
     if psw is not None:
         rows = lg.mul(rows, lg.unsqueeze(psw, 1))
