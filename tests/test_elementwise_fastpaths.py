@@ -40,8 +40,7 @@ def _same_view(a: lg.Tensor, b: lg.Tensor) -> bool:
 # -- host functions --------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", [lg.float32, lg.float64])
-@pytest.mark.parametrize("name,ref", [("airy_ai", lambda v: sc.airy(v)[0]),
-                                      ("bessel_j0", sc.j0), ("bessel_j1", sc.j1)])
+@pytest.mark.parametrize("name,ref", [("bessel_j0", sc.j0), ("bessel_j1", sc.j1)])
 def test_host_special_direct(name, ref, dtype):
     fn = getattr(lg.special, name)
     for x in _layouts(dtype):
@@ -53,7 +52,7 @@ def test_host_special_direct(name, ref, dtype):
         g = fn(x.detach().requires_grad_())
         assert not g.requires_grad and g.grad_fn is None
         np.testing.assert_array_equal(g.numpy(), r.numpy())
-    big = lg.linspace(-20, 5, 3000, dtype=dtype)          # beyond airy's scratch size
+    big = lg.linspace(-20, 5, 3000, dtype=dtype)
     np.testing.assert_array_equal(
         fn(big).numpy(), ref(big.numpy().astype(np.float64)).astype(big.numpy().dtype))
     assert fn(lg.arange(4)).dtype == lg.get_default_dtype()   # integers: the general path

@@ -279,6 +279,57 @@ def test_derivatives_torch_does_not_have() -> None:
         assert not getattr(lg.special, fn)(lg.tensor([0.5, 2.0], requires_grad=True)).requires_grad
 
 
+def _ulp_steps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Steps between representable values of a and b (0 where both are NaN)."""
+    it = np.int64 if a.dtype == np.float64 else np.int32
+
+    def ordered(v: np.ndarray) -> np.ndarray:
+        i = v.view(it).astype(np.int64)
+        return np.where(i < 0, np.int64(np.iinfo(it).min) - i, i)
+
+    d = np.abs(ordered(a) - ordered(b))
+    return np.where(np.isnan(a) & np.isnan(b), 0, d)
+
+
+@pytest.mark.parametrize("dtype", [lg.float32, lg.float64])
+def test_airy_ai_like_torch(dtype) -> None:
+    """airy_ai follows torch's CPU algorithm in the element type: within 3 (float32) / 4
+    (float64) ULP of torch's values on branch boundaries, special and random inputs
+    (docs/mathlib.md), eager, on views and inside lg.compile; no derivative."""
+    npd = NP_DTYPE[dtype]
+    b = 2.09
+    edges = [0.0, -0.0, 1e-300, -1e-300, 5e-324, 1e-30, -1e-30, 1e-8, -1e-8, b, -b,
+             np.nextafter(b, 0), np.nextafter(-b, 0), np.nextafter(b, 9), np.nextafter(-b, -9),
+             8.3203353, 8.32034, 26.0, 26.5, 103.892, np.nextafter(103.892, 0),
+             np.nextafter(103.892, 200), 103.9, 1e3, 1e300, -2.338107410459767, -1e3, -1e5,
+             -1e8, -1e10, math.inf, -math.inf, math.nan]
+    rng = np.random.default_rng(7)
+    with np.errstate(over="ignore"):
+        parts = [np.array(edges).astype(npd)] + [
+            rng.uniform(lo, hi, 4000).astype(npd)
+            for lo, hi in [(-2.2, 2.2), (-30, -2), (2, 110), (-1e4, -30), (-1e9, -1e4)]]
+    x = np.concatenate(parts)
+    got = lg.special.airy_ai(lg.tensor(x)).numpy()
+    want = torch.special.airy_ai(torch.from_numpy(x)).numpy()
+    assert got.dtype == want.dtype
+    assert (np.isnan(got) == np.isnan(want)).all()
+    assert _ulp_steps(got, want).max() <= (3 if dtype is lg.float32 else 4)
+    exact = ~np.isfinite(want) | (want == 0)            # NaN at +-inf, 0 above 103.892
+    np.testing.assert_array_equal(got[exact], want[exact])
+    grid = lg.tensor(x[: 40 * 50].reshape(40, 50))
+    for view in (grid.t(), grid[::3, 1::2], grid[5]):
+        np.testing.assert_array_equal(lg.special.airy_ai(view).numpy(),
+                                      lg.special.airy_ai(view.contiguous()).numpy())
+    compiled = lg.compile(lambda v: lg.special.airy_ai(v) * 2.0)
+    np.testing.assert_array_equal(compiled(grid).numpy(), (lg.special.airy_ai(grid) * 2.0).numpy())
+    out = lg.empty(grid.shape, dtype=dtype)
+    assert lg.special.airy_ai(grid, out=out) is out
+    np.testing.assert_array_equal(out.numpy(), lg.special.airy_ai(grid).numpy())
+    r = lg.special.airy_ai(grid.detach().requires_grad_())
+    assert not r.requires_grad and r.grad_fn is None
+    assert lg.special.airy_ai(lg.tensor([1, 2])).dtype == lg.get_default_dtype()
+
+
 def test_special_values_like_torch() -> None:
     inf, nan = math.inf, math.nan
     cases = {

@@ -1816,6 +1816,163 @@ def _i1e(e: _Emitter, x: ir.Value) -> ir.Value:
 
 
 # ---------------------------------------------------------------------------------------
+# The Airy function Ai: PyTorch's CPU algorithm (Cephes `airy`, the Ai part), evaluated in
+# the element type with PyTorch's operation order, so results agree with torch's to the
+# last bits (its float32 values are float arithmetic, not double rounded once)
+# ---------------------------------------------------------------------------------------
+# Rational approximations, highest degree first: Ai for x >= 2.09 as a function of
+# 1/zeta (zeta = 2/3 x^(3/2)); the modulus (AFN/AFD) and phase (AGN/AGD) corrections of
+# the oscillating asymptotic form for x < -2.09 as functions of 1/zeta^2.
+_AIRY_AN = (
+    3.46538101525629032477e-01,
+    1.20075952739645805542e01,
+    7.62796053615234516538e01,
+    1.68089224934630576269e02,
+    1.59756391350164413639e02,
+    7.05360906840444183113e01,
+    1.40264691163389668864e01,
+    9.99999999999999995305e-01,
+)
+_AIRY_AD = (
+    5.67594532638770212846e-01,
+    1.47562562584847203173e01,
+    8.45138970141474626562e01,
+    1.77318088145400459522e02,
+    1.64234692871529701831e02,
+    7.14778400825575695274e01,
+    1.40959135607834029598e01,
+    1.00000000000000000470e00,
+)
+_AIRY_AFN = (
+    -1.31696323418331795333e-01,
+    -6.26456544431912369773e-01,
+    -6.93158036036933542233e-01,
+    -2.79779981545119124951e-01,
+    -4.91900132609500318020e-02,
+    -4.06265923594885404393e-03,
+    -1.59276496239262096340e-04,
+    -2.77649108155232920844e-06,
+    -1.67787698489114633780e-08,
+)
+_AIRY_AFD = (
+    1.33560420706553243746e01,
+    3.26825032795224613948e01,
+    2.67367040941499554804e01,
+    9.18707402907259625840e00,
+    1.47529146771666414581e00,
+    1.15687173795188044134e-01,
+    4.40291641615211203805e-03,
+    7.54720348287414296618e-05,
+    4.51850092970580378464e-07,
+)
+_AIRY_AGN = (
+    1.97339932091685679179e-02,
+    3.91103029615688277255e-01,
+    1.06579897599595591108e00,
+    9.39169229816650230044e-01,
+    3.51465656105547619242e-01,
+    6.33888919628925490927e-02,
+    5.85804113048388458567e-03,
+    2.82851600836737019778e-04,
+    6.98793669997260967291e-06,
+    8.11789239554389293311e-08,
+    3.41551784765923618484e-10,
+)
+_AIRY_AGD = (
+    9.30892908077441974853e00,
+    1.98352928718312140417e01,
+    1.55646628932864612953e01,
+    5.47686069422975497931e00,
+    9.54293611618961883998e-01,
+    8.64580826352392193095e-02,
+    4.12656523824222607191e-03,
+    1.01259085116509135510e-04,
+    1.17166733214413521882e-06,
+    4.91834570062930015649e-09,
+)
+_AIRY_C1 = 0.355028053887817239260  # Ai(0)
+_AIRY_C2 = 0.258819403792806798405  # -Ai'(0)
+_AIRY_BOUND = 2.09  # the power series inside (-2.09, 2.09), asymptotic forms outside
+_AIRY_ZERO_ABOVE = 103.892  # Ai underflows to 0 in double beyond
+# power-series terms: the series stops once a term is below eps of its sum, which takes
+# at most 14 (double) / 10 (float) terms on (-2.09, 2.09) away from the zeros of the
+# even part; the margin covers its neighbourhoods
+_AIRY_TERMS = (14, 20)
+
+
+def _horner_desc(e: _Emitter, x: ir.Value, coeffs: Sequence[float]) -> ir.Value:
+    """A polynomial with coefficients highest degree first, Horner with fma."""
+    return e.poly(x, tuple(reversed(coeffs)))
+
+
+def _sin_cos_wide(e: _Emitter, t: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """sin(t), cos(t); float evaluates in double (exact float arguments up to 2^50, the
+    float reduction's 2^24 would lose the phase of large arguments) and rounds once."""
+    if e.is64:
+        return _sin(e, t), _cos(e, t)
+    d = _Emitter(e.b, ir.DoubleType())
+    td = e.b.fpext(t, d.ty)
+    return e.b.fptrunc(_sin(d, td), e.ty), e.b.fptrunc(_cos(d, td), e.ty)
+
+
+def _airy_ai(e: _Emitter, x: ir.Value) -> ir.Value:
+    """The Airy function Ai(x) as PyTorch computes it on CPU (Cephes): a power series
+    c1 f(x) - c2 g(x) for |x| < 2.09, a rational approximation times
+    exp(-zeta) / (2 sqrt(pi) x^(1/4)) for x >= 2.09, and the oscillating asymptotic
+    form with rational modulus/phase corrections for x < -2.09; 0 above 103.892, NaN at
+    +-inf (PyTorch's values). Every branch is evaluated and the result selected."""
+    b = e.b
+    one = e.c(1.0)
+    inv_sqrtpi = 5.64189583547756286948e-01
+
+    # x < -2.09 (non-finite intermediates elsewhere are discarded by the selects)
+    ax = e.neg(x)
+    w = e.div(e.mul(e.mul(x, -2.0), e.sqrt(ax)), 3.0)  # zeta = 2/3 |x|^(3/2)
+    z = e.div(one, w)
+    zz = e.mul(z, z)
+    u = e.add(one, e.div(e.mul(zz, _horner_desc(e, zz, _AIRY_AFN)), _horner_desc(e, zz, _AIRY_AFD)))
+    v = e.div(e.mul(z, _horner_desc(e, zz, _AIRY_AGN)), _horner_desc(e, zz, _AIRY_AGD))
+    t = e.add(w, 0.25 * e.pick(_PI_HI))  # pi/4 in the type
+    st, ct = _sin_cos_wide(e, t)
+    amp = e.div(inv_sqrtpi, e.sqrt(e.sqrt(ax)))
+    negative = e.mul(amp, e.fma(st, u, e.neg(e.mul(ct, v))))
+
+    # x >= 2.09
+    zeta = e.div(e.mul(e.mul(x, 2.0), e.sqrt(x)), 3.0)
+    r = e.div(one, zeta)
+    ratio = e.div(_horner_desc(e, r, _AIRY_AN), _horner_desc(e, r, _AIRY_AD))
+    den = e.mul(e.mul(e.sqrt(e.sqrt(x)), 2.0), _exp(e, zeta))
+    positive = e.div(e.mul(e.c(inv_sqrtpi), ratio), den)
+
+    # |x| < 2.09: f = sum x^(3k) / (2*3)(5*6)..., g = x sum x^(3k) / (3*4)(6*7)...;
+    # terms are added while the previous one was above eps of f (PyTorch's loop)
+    eps = e.c(2.0**-(e.mant))
+    x3 = e.mul(e.mul(x, x), x)
+    f, g, m, n = one, x, one, x
+    active: ir.Value = ir.Constant(ir.IntType(1), 1)
+    k = 1.0
+    for _ in range(_AIRY_TERMS[1] if e.is64 else _AIRY_TERMS[0]):
+        m = e.mul(m, x3)
+        m = e.div(m, k + 1.0)
+        n = e.mul(n, x3)
+        n = e.div(n, k + 2.0)
+        m = e.div(m, k + 2.0)
+        f = e.select(active, e.add(f, m), f)
+        n = e.div(n, k + 3.0)
+        g = e.select(active, e.add(g, n), g)
+        k += 3.0
+        active = b.and_(active, e.gt(e.fabs(e.div(m, f)), eps))
+    series = e.fma(_AIRY_C1, f, e.neg(e.mul(e.c(_AIRY_C2), g)))
+
+    bound = e.c(_AIRY_BOUND)
+    res = e.select(e.lt(x, e.neg(bound)), negative, series)
+    res = e.select(e.ge(x, bound), positive, res)
+    res = e.select(e.gt(x, _AIRY_ZERO_ABOVE), 0.0, res)
+    res = e.select(e.eq(e.fabs(x), math.inf), math.nan, res)
+    return e.select(e.isnan(x), x, res)
+
+
+# ---------------------------------------------------------------------------------------
 # Polygamma of a fixed order (the order is an attribute of the op, known at emission)
 # ---------------------------------------------------------------------------------------
 def _ipow(e: _Emitter, r: ir.Value, s: int) -> ir.Value:
@@ -2156,6 +2313,7 @@ _UNARY.update(
         "i0e": _i0e,
         "i1": _i1,
         "i1e": _i1e,
+        "airy_ai": _airy_ai,
     }
 )
 _BINARY: dict[str, _Binary] = {

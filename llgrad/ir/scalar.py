@@ -62,6 +62,7 @@ MATH_FUNCTIONS = frozenset(
         "i0e",
         "i1",
         "i1e",
+        "airy_ai",
         "polygamma",  # one argument and an int parameter: s.math("polygamma", x, order=n)
         "chebyshev_polynomial_t",
         "chebyshev_polynomial_u",

@@ -614,6 +614,20 @@ def _ref_spherical_bessel_j0(x: np.ndarray) -> np.ndarray:
 unary("special_spherical_bessel_j0", _scalar_spherical_bessel_j0, _ref_spherical_bessel_j0, None)
 
 
+def _ref_airy_ai(x: np.ndarray) -> np.ndarray:
+    """SciPy's Ai, with PyTorch's values at +-inf (NaN) and above 103.892 (0)."""
+    import scipy.special as sc
+
+    with np.errstate(all="ignore"):
+        r = sc.airy(x.astype(np.float64))[0]
+        r = np.where(np.isinf(x), np.nan, np.where(x > 103.892, 0.0, r))
+    return r.astype(x.dtype)
+
+
+# mathlib's Ai (PyTorch's CPU algorithm); no derivative, as in PyTorch
+unary("special_airy_ai", lambda s, x: s.math("airy_ai", x), _ref_airy_ai, None)
+
+
 def _ref_polynomial(name: str) -> Callable[..., np.ndarray]:
     def ref(x: np.ndarray, n: np.ndarray) -> np.ndarray:
         return _numpy_polynomial(name, x, n)

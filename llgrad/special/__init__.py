@@ -2,9 +2,9 @@
 
 The gamma family, erfinv/ndtri, erfcx, log_ndtr and the modified Bessel functions I0/I1
 are ops with inline scalar rules (`codegen.mathlib`; error bounds in docs/mathlib.md),
-differentiable as in PyTorch. The orthogonal polynomials and spherical_bessel_j0 are ops
-too (one kernel, eagerly and inside `lg.compile`; a polynomial's scalar rule loops over
-its degree, which is data); the Bessel functions J0, J1, Y0, Y1, K0, K1 and Airy Ai are
+differentiable as in PyTorch. The orthogonal polynomials, spherical_bessel_j0 and airy_ai
+are ops too (one kernel, eagerly and inside `lg.compile`; a polynomial's scalar rule loops
+over its degree, which is data); the Bessel functions J0, J1, Y0, Y1, K0 and K1 are
 computed on the host with SciPy (a graph break inside `lg.compile`). As in PyTorch, those
 have no derivative: their results never require grad. Later calls with plain tensors of
 a layout seen before take the direct launch (`functions.fastpath.elementwise`).
@@ -208,8 +208,19 @@ def spherical_bessel_j0(x: Tensor) -> Tensor:
     )
 
 
+def airy_ai(x: Tensor) -> Tensor:
+    """Elementwise the Airy function Ai (integers become the default float); one kernel
+    following PyTorch's CPU algorithm in the input's dtype: 0 above 103.892, NaN at
+    +-inf. No derivative (the result never requires grad, as in PyTorch)."""
+    t: Any = x  # (a Tensor's private fields; the class test below would narrow `x`)
+    plain = t.__class__ is Tensor
+    if plain and not t._requires_grad and t._dtype.is_floating_point:
+        return _fastpath.elementwise("special_airy_ai", (x,), _NO_ATTRS, None, _nondiff_general)
+    return _nondiff_general("special_airy_ai", (_float("airy_ai", x),), None, None)
+
+
 # ---------------------------------------------------------------------------------------
-# Bessel and Airy functions on the host (SciPy), without derivatives as in PyTorch
+# Bessel functions on the host (SciPy), without derivatives as in PyTorch
 # ---------------------------------------------------------------------------------------
 
 _HOST_DTYPES = (_dt.float32, _dt.float64)
@@ -280,12 +291,6 @@ def _sc(name: str) -> Callable[[Any], Any]:
     return compute
 
 
-def _airy_ai(x: Any) -> Any:
-    import scipy.special as sc
-
-    return sc.airy(x)[0]
-
-
 def _sc_direct(name: str) -> Callable[[Any, Any], Any]:
     """SciPy's ufunc `name` from an array into `out` (of its shape and dtype)."""
 
@@ -301,32 +306,6 @@ def _sc_direct(name: str) -> Callable[[Any, Any], Any]:
 
 
 _ufuncs: dict[str, Any] = {}
-# (shape, NumPy dtype) -> the three arrays SciPy's airy writes Ai', Bi and Bi' into for
-# a small `airy_ai` (values never read: only Ai is the result; threads may share them)
-_airy_scratch: dict[tuple, tuple] = {}
-
-
-def _airy_ai_direct(x: Any, out: Any) -> Any:
-    airy = _ufuncs.get("airy")
-    if airy is None:
-        import scipy.special as sc
-
-        airy = _ufuncs["airy"] = sc.airy
-    if x.size > 1024:
-        return airy(x, out, None, None, None)
-    key = (x.shape, x.dtype)
-    scratch = _airy_scratch.get(key)
-    if scratch is None:
-        import numpy as np
-
-        scratch = (
-            np.empty(x.shape, x.dtype),
-            np.empty(x.shape, x.dtype),
-            np.empty(x.shape, x.dtype),
-        )
-        if len(_airy_scratch) < 64:
-            _airy_scratch[key] = scratch
-    return airy(x, out, *scratch)
 
 
 def _k(name: str) -> Callable[[Any], Any]:
@@ -355,7 +334,6 @@ def _y(name: str) -> Callable[[Any], Any]:
     return compute
 
 
-airy_ai = _host("airy_ai", _airy_ai, x_named=True, direct=_airy_ai_direct)
 bessel_j0 = _host("bessel_j0", _sc("j0"), direct=_sc_direct("j0"))
 bessel_j1 = _host("bessel_j1", _sc("j1"), direct=_sc_direct("j1"))
 bessel_y0 = _host("bessel_y0", _y("y0"))
@@ -365,7 +343,6 @@ modified_bessel_k1 = _host("modified_bessel_k1", _k("k1"))
 scaled_modified_bessel_k0 = _host("scaled_modified_bessel_k0", _k("k0e"), x_named=True)
 scaled_modified_bessel_k1 = _host("scaled_modified_bessel_k1", _k("k1e"), x_named=True)
 for _f, _what in [
-    (airy_ai, "the Airy function Ai"),
     (bessel_j0, "the Bessel function J0"),
     (bessel_j1, "the Bessel function J1"),
     (bessel_y0, "the Bessel function Y0"),
