@@ -20,11 +20,13 @@ from ..dispatch.grad_mode import is_grad_enabled
 from ..ir import dtypes as dt
 from ..ir.types import broadcast_shapes
 from ..tensor import Tensor
+from ..tracer.context import current as _trace_current
 from ..tracer.context import user_location
 from ..tracer.tensor import GraphBreak
 from . import elementwise as E
+from . import shape as _shape
 from ._errors import names_op
-from .creation import checked_scalar, ones, tensor
+from .creation import checked_scalar, fill_dense, ones, tensor
 from .inplace import _rewrite_inplace, check_inplace, make_inplace_methods
 from .layout import as_strided
 from .legacy import legacy_new
@@ -249,10 +251,10 @@ def fill(input: Tensor, value: Any) -> Tensor:
         # nothing to record: the new tensor and its write (a value that does not
         # convert takes the general path, which raises the error)
         try:
-            value = _creation_fill[0](value, input._dtype, "fill_")
+            value = checked_scalar(value, input._dtype, "fill_")
         except (RuntimeError, OverflowError, TypeError):
             return _fill(input, value)
-        return _creation_fill[1](Tensor._empty(input._shape, input._dtype), value)
+        return fill_dense(Tensor._empty(input._shape, input._dtype), value)
     return _fill(input, value)
 
 
@@ -502,11 +504,3 @@ METHODS: dict[str, Any] = {
     "share_memory_": _share_memory_,
     "is_shared": _is_shared,
 }
-
-
-from ..tracer.context import current as _trace_current  # noqa: E402
-from . import shape as _shape  # noqa: E402
-from .creation import checked_scalar as _checked  # noqa: E402
-from .creation import fill_dense as _fill_dense  # noqa: E402
-
-_creation_fill = (_checked, _fill_dense)

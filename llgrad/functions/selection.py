@@ -29,6 +29,7 @@ import numpy as np
 from ..autograd import forward_ad
 from ..autograd.apply import apply, composite_function, interpreters, needs_grad
 from ..autograd.node import Node, SavedTensor, edge, node_class
+from ..device import check_device as _check_device
 from ..dispatch.grad_mode import no_grad
 from ..eager import indexing, views
 from ..eager import indexing as eager_indexing
@@ -38,6 +39,7 @@ from ..ir.types import broadcast_shapes, normalize_axis
 from ..tensor import Tensor
 from ..tracer.context import user_location
 from ..tracer.tensor import GraphBreak, tracing
+from . import creation as _creation
 from . import elementwise as E
 from ._errors import names_op
 from ._host import host_broadcast, host_empty, host_plain, host_tensor, host_values, host_view
@@ -1295,10 +1297,6 @@ def triu_indices(
     if device is not None and not (device.__class__ is str and device == "cpu"):
         _check_device(device, "triu_indices")
     return _tri_indices("triu_indices", row, col, offset, dtype, True)
-
-
-from ..device import check_device as _check_device  # noqa: E402  (tril/triu_indices)
-from . import creation as _creation  # noqa: E402
 
 
 def unravel_index(indices: Tensor, shape: Any) -> tuple[Tensor, ...]:
