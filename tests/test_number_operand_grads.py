@@ -1,6 +1,7 @@
-"""Every binary op that takes a Python number for one operand differentiates with respect
-to the tensor operand: the backward runs (a rule must not treat the number as a tensor)
-and its gradient equals torch's with the number given as a 0-d tensor."""
+"""Binary ops' gradients at the inputs their rules special-case, against torch's: a Python
+number for one operand (the backward runs -- a rule must not treat the number as a
+tensor -- and equals torch's with the number as a 0-d tensor), and operands that tie
+(equal values, signed zeros: where max/min-like and nextafter-like rules split)."""
 
 import numpy as np
 import pytest
@@ -52,3 +53,30 @@ def test_gradient_with_a_number_operand(name, position, number):
         return
     y.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+TIED_A = [0.3, 2.0, -1.5, 0.0, 0.0, -0.0]
+TIED_B = [1.0, 2.0, -1.5, 0.0, -0.0, 0.0]
+
+
+@pytest.mark.parametrize("name", [n for n in BINARY if callable(getattr(lg, n, None))])
+def test_gradients_where_operands_tie(name):
+    tf = getattr(torch, name, None)
+    if tf is None:
+        pytest.skip(f"torch has no {name}")
+    ta = torch.tensor(TIED_A, dtype=torch.float64, requires_grad=True)
+    tb = torch.tensor(TIED_B, dtype=torch.float64, requires_grad=True)
+    try:
+        tout = tf(ta, tb)
+        if not tout.requires_grad:
+            return  # integer or boolean result: nothing to differentiate
+        tout.sum().backward()
+    except (TypeError, RuntimeError, NotImplementedError):
+        return  # no float64 gradient in torch to compare with
+    a = lg.tensor(TIED_A, dtype=lg.float64, requires_grad=True)
+    b = lg.tensor(TIED_B, dtype=lg.float64, requires_grad=True)
+    getattr(lg, name)(a, b).sum().backward()
+    for got, want in ((a.grad, ta.grad), (b.grad, tb.grad)):
+        assert (got is None) == (want is None)
+        if got is not None:
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-12)
