@@ -335,7 +335,6 @@ def measure(label: str, torch_path: str, llgrad_path: str, rules: Iterable[Rule]
 
 def measure_all() -> list[Report]:
     """Every namespace's coverage (torch must be importable)."""
-    import llgrad  # noqa: F401  (the namespaces below resolve through it)
 
     rules = load_rules()
     return [measure(label, t, l, rules) for label, t, l in NAMESPACES]

@@ -34,6 +34,8 @@ from .ir.export import to_dot
 from .runtime import blas
 from ._system import usable_cpus
 from .runtime.launch import num_threads
+import llgrad as lg
+import llgrad
 
 __all__ = ["main", "parse_arg_spec"]
 
@@ -57,7 +59,6 @@ STAGES = ("traced", "joint", "backward", "optimized", "kernels", "schedule", "ll
 
 def parse_arg_spec(spec: str) -> Any:
     """One `--args` item: a random tensor of that type, or a Python number."""
-    import llgrad as lg
 
     m = re.fullmatch(r"([a-z0-9]+)\[([\d,\s]*)\](!?)", spec.strip())
     if m is None:
@@ -138,8 +139,6 @@ def _stage(report: Any, stage: str) -> str:
 
 
 def _inspect(ns: argparse.Namespace) -> int:
-    import llgrad as lg
-
     fn = _load_function(ns.target)
     cf = fn if isinstance(fn, CompiledFunction) else lg.compile(fn)
     args = [parse_arg_spec(s) for s in ns.args.split()] if ns.args else []
@@ -176,8 +175,6 @@ def environment() -> dict[str, Any]:
     import llvmlite
     import llvmlite.binding as llvm
     import numpy
-
-    import llgrad
 
     t = get_target()
     features = [f[1:] for f in t.features.split(",") if f.startswith("+")]

@@ -79,7 +79,7 @@ from typing import Any
 
 from . import functions as F
 from .autograd import api as autograd_api
-from .autograd import engine
+from .tape import engine
 from .compiler.api import CompiledFunction
 from .compiler.function import CompiledBackward
 from .nn.modules.module import Module

@@ -452,7 +452,7 @@ class Tensor:
 
     def register_hook(self, hook: Any) -> Any:
         """Call `hook(grad)` when this tensor's gradient is computed; it may return a new one."""
-        from .autograd.node import RemovableHandle
+        from .tape.node import RemovableHandle
 
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
@@ -468,7 +468,7 @@ class Tensor:
         return handle
 
     def register_post_accumulate_grad_hook(self, hook: Any) -> Any:
-        from .autograd.node import RemovableHandle
+        from .tape.node import RemovableHandle
 
         if self.grad_fn is not None:
             raise RuntimeError(

@@ -2,7 +2,7 @@
 
 Convolutions of every rank (and the transposed ones) cache each call's checked arguments
 by the operands' layouts and run their decomposition as one compiled graph per signature
-(`autograd.apply.composite_function`); transposed convolutions sum the columns of one
+(`dispatch.apply.composite_function`); transposed convolutions sum the columns of one
 matmul by output phase (`nn._conv.col2im_nd`). These tests compare values and gradients
 with torch over strides, padding, dilation, groups, output_padding, batched and unbatched
 and non-contiguous inputs, the compiled path with the function as written on the same

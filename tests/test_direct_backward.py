@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import llgrad as lg
-from llgrad.autograd import engine
+from llgrad.tape import engine
 from llgrad.compiler.function import CompiledBackward
 
 

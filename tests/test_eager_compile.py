@@ -175,7 +175,7 @@ def test_disable_compile_keeps_new_keys_eager(fresh):
 
 
 # --------------------------------------------------------------------------------------
-# Python-level composites (`autograd.apply.composite_function`)
+# Python-level composites (`dispatch.apply.composite_function`)
 # --------------------------------------------------------------------------------------
 
 def _compiled_functions(table):
@@ -232,7 +232,7 @@ def test_composite_functions_that_cannot_compile_run_eagerly(fresh):
     """A key whose trace breaks (a host op), draws random numbers (a side effect) or
     returns a view of its argument is marked eager for good, and every call of it gives
     eager's result, view and generator state."""
-    from llgrad.autograd.apply import composite_function
+    from llgrad.dispatch.apply import composite_function
 
     @composite_function
     def host(x):

@@ -1,13 +1,13 @@
 """The fast paths of eager autograd give what the general paths give: nodes recorded by a
-direct call's generated recorder (`autograd.apply.direct_recorder`), their plan-cached
-fused rules (`autograd.fused`), and the engine's shortcut when every sink is asked for."""
+direct call's generated recorder (`dispatch.apply.direct_recorder`), their plan-cached
+fused rules (`tape.fused`), and the engine's shortcut when every sink is asked for."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 import llgrad as lg
-from llgrad.autograd.apply import record
+from llgrad.dispatch.apply import record
 from llgrad.functions import fastpath
 
 
@@ -168,7 +168,7 @@ def test_tables_are_cleared_with_the_direct_launches():
 
 
 def test_saved_tensor_source_lines_build_what_saved_tensor_builds():
-    from llgrad.autograd.node import SavedTensor
+    from llgrad.tape.node import SavedTensor
     import weakref
     t = lg.randn(4) * 1.0
     for is_output in (False, True):

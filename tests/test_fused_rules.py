@@ -1,4 +1,4 @@
-"""Fused derivative rules (`llgrad.autograd.fused`): an elementwise op's rule runs as one
+"""Fused derivative rules (`llgrad.tape.fused`): an elementwise op's rule runs as one
 kernel, with the gradients the rule gives as written, PyTorch's, and its errors."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import llgrad as lg
-from llgrad.autograd import fused
+from llgrad.tape import fused
 
 torch = pytest.importorskip("torch")
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import llgrad as lg
-from llgrad.autograd.node import FREED
+from llgrad.tape.node import FREED
 from llgrad.compiler import function
 
 

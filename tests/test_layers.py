@@ -18,8 +18,8 @@ CEILINGS = {
     "forbidden imports": 0,
     "largest circle": 1,
     "files in circles": 0,
-    "largest knot": 172,
-    "inline imports": 189,
+    "largest knot": 174,
+    "inline imports": 155,
 }
 
 

@@ -13,7 +13,7 @@ import pytest
 import llgrad as lg
 import llgrad.functions as F
 from llgrad import profiler
-from llgrad.autograd import engine
+from llgrad.tape import engine
 from llgrad.profiler import ProfilerActivity, profile, record_function
 
 

@@ -9,7 +9,7 @@ identical tensors (dtype, shape, strides, offset, base, autograd fields), identi
 
 | generated path (where it is defined)                  | general path (the switch)     |
 |-------------------------------------------------------|-------------------------------|
-| direct call's recorder (`autograd.apply`)             | `apply.record`                |
+| direct call's recorder (`dispatch.apply`)             | `apply.record`                |
 | output maker (`Tensor._empty_maker`)                  | `Tensor._empty`               |
 | eager elementwise launch (`eager.elementwise`)        | `plan.launch = False`         |
 | eager elementwise direct call (`eager.elementwise`)   | `elementwise.launch_plan`     |
@@ -29,8 +29,8 @@ import numpy as np
 import pytest
 
 import llgrad as lg
-from llgrad.autograd import apply as autograd_apply
-from llgrad.autograd.node import SavedTensor
+from llgrad.dispatch import apply as autograd_apply
+from llgrad.tape.node import SavedTensor
 from llgrad.compiler.callpath import MISS
 from llgrad.eager import elementwise as ew
 from llgrad.eager import reduce as eager_reduce
@@ -139,7 +139,7 @@ def _edges(node) -> list:
 
 
 # --------------------------------------------------------------------------------------
-# autograd.apply.direct_recorder  vs  autograd.apply.record
+# dispatch.apply.direct_recorder  vs  dispatch.apply.record
 # --------------------------------------------------------------------------------------
 
 # (op, arity, dtypes the operands may have): every save plan of the elementwise ops

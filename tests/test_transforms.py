@@ -15,7 +15,7 @@ import pytest
 
 import llgrad as lg
 import llgrad.nn.functional as NF
-from llgrad.autograd.apply import apply_composite, interpreters
+from llgrad.dispatch.apply import apply_composite, interpreters
 from llgrad.autograd.functional import hessian as AH
 from llgrad.autograd.functional import jacobian as AJ
 from llgrad.transforms import (BatchedTensor, BatchingError, grad, hessian, jacfwd, jacrev,
@@ -338,7 +338,7 @@ def test_hessian_of_rosenbrock_float64():
 
 
 # Forward mode under reverse mode through indexing and saved outputs (these were gaps in
-# llgrad's core once; they guard the fixes in functions/indexing.py and autograd/node.py).
+# llgrad's core once; they guard the fixes in functions/indexing.py and tape/node.py).
 CORE_GAPS = {
     "getitem keeps the tangent when it also records for backward":
         lambda x: jacrev(jacfwd(_rosenbrock))(x),

@@ -1,10 +1,17 @@
-"""Tape-based reverse-mode autograd with PyTorch's semantics."""
+"""Tape-based reverse-mode autograd with PyTorch's semantics: `torch.autograd`'s namespace.
 
-from . import forward_ad  # noqa: F401
-from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
+The tape itself (nodes, the engine, forward-mode tangents, custom `Function`s) is
+`llgrad.tape`, below the functions; this package is the public API above them.
+"""
+
+from . import forward_ad, functional  # noqa: F401
+from ..tape.anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
+from ..tape.node import Node
 from .api import backward, grad
+from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
-from .node import Node
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .variable import Variable, is_multithreading_enabled, set_multithreading_enabled
 
 __all__ = [
     "backward",
@@ -18,17 +25,6 @@ __all__ = [
     "inference_mode",
     "is_grad_enabled",
     "Node",
-]
-from .function import Function, FunctionCtx, once_differentiable  # noqa: E402
-from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
-from . import functional  # noqa: E402,F401
-from .variable import (
-    Variable,
-    is_multithreading_enabled,  # noqa: E402
-    set_multithreading_enabled,
-)
-
-__all__ += [
     "Function",
     "FunctionCtx",
     "once_differentiable",

@@ -6,8 +6,9 @@ from typing import Any
 
 from ..dispatch.grad_mode import no_grad
 from ..tensor import Tensor
-from . import engine
-from .engine import as_list, execute
+from ..tape import engine
+from ..tape.engine import as_list, execute
+from .. import functions as F
 
 
 def backward(
@@ -143,8 +144,6 @@ def _results(
                     "desired behavior."
                 )
             if materialize_grads:
-                from .. import functions as F
-
                 g = F.zeros_like(t)
         result.append(g)
     return tuple(result)
@@ -160,7 +159,6 @@ def _batched(
     materialize: bool,
 ) -> tuple[Tensor | None, ...]:
     """`is_grads_batched`: one backward per leading slice of grad_outputs, stacked."""
-    from .. import functions as F
 
     if any(g is None for g in gouts):
         raise RuntimeError("is_grads_batched=True requires grad_outputs for every output")

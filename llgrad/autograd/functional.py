@@ -18,6 +18,8 @@ from ..dispatch.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 from ..tensor import Tensor
 from .api import grad
 from .gradcheck import _one_hot
+from ..functions.creation import zeros_like, eye, zeros
+from ..functions.shape import stack
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
@@ -184,7 +186,6 @@ def _fill_in_zeros(
     stage: str,
 ) -> tuple[Tensor, ...]:
     """Replace missing gradients by zeros (or raise, in strict mode)."""
-    from ..functions.creation import zeros_like
 
     res = []
     for i, g in enumerate(grads):
@@ -248,7 +249,6 @@ def jvp(
     strict: bool = False,
 ) -> tuple[Any, Any]:
     """`(func(inputs), J v)` by the double-backward trick."""
-    from ..functions.creation import zeros_like
 
     with enable_grad():
         is_inputs_tuple, ins = _as_tuple(inputs, "inputs", "jvp")
@@ -367,7 +367,6 @@ def hvp(
     strict: bool = False,
 ) -> tuple[Any, Any]:
     """`(func(inputs), H v)` for a scalar function, by the double-backward trick."""
-    from ..functions.creation import zeros_like
 
     with enable_grad():
         is_inputs_tuple, ins, vs, is_outputs_tuple, outputs, jac = _first_derivative(
@@ -389,7 +388,6 @@ def hvp(
 
 def _basis(numels: tuple[int, ...], like: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
     """Rows of the identity of size sum(numels), split per tensor: (total, numel_k) each."""
-    from ..functions.creation import eye
 
     total = sum(numels)
     out = []
@@ -404,8 +402,6 @@ def _jacobian_rows(
     outputs: tuple[Tensor, ...], ins: tuple[Tensor, ...], create_graph: bool, strict: bool
 ) -> tuple[tuple[Tensor, ...], ...]:
     """One vjp per output element; result[i][j]: outputs[i].shape + ins[j].shape."""
-    from ..functions.creation import zeros_like
-    from ..functions.shape import stack
 
     jacobian = []
     for i, out in enumerate(outputs):
@@ -437,8 +433,6 @@ def _jacobian_rows(
 def _stack_rows(
     rows: list[Tensor], out: Tensor, inp: Tensor, stack: Callable[..., Tensor]
 ) -> Tensor:
-    from ..functions.creation import zeros
-
     shape = tuple(out._shape) + tuple(inp._shape)
     if not rows:
         return zeros(shape, dtype=inp._dtype)
@@ -449,7 +443,6 @@ def _jacobian_vectorized(
     outputs: tuple[Tensor, ...], ins: tuple[Tensor, ...], create_graph: bool
 ) -> tuple[tuple[Tensor, ...], ...]:
     """All vjps at once with `is_grads_batched`."""
-    from ..functions.creation import zeros
 
     numels = tuple(o.numel() for o in outputs)
     total = sum(numels)
@@ -478,8 +471,6 @@ def _jacobian_forward(
     ins: tuple[Tensor, ...], outputs: tuple[Tensor, ...], create_graph: bool
 ) -> tuple[tuple[Tensor, ...], ...]:
     """One jvp (double-backward trick) per input element; same layout as reverse mode."""
-    from ..functions.creation import zeros, zeros_like
-    from ..functions.shape import stack
 
     grad_outputs = tuple(zeros_like(out, requires_grad=True) for out in outputs)
     grad_inputs = _autograd_grad(outputs, ins, grad_outputs, create_graph=True)

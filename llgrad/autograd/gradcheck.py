@@ -20,9 +20,13 @@ from ..dispatch.grad_mode import no_grad
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..tensor import Tensor
-from . import forward_ad as fwAD
+from ..tape import forward as fwAD
 from .api import grad
-from .node import Node, edge
+from ..tape.node import Node, edge
+from ..functions.creation import from_values, zeros, zeros_like, Generator, rand
+from ..functions.misc import allclose
+from ..functions.shape import stack, permute
+from ..functions import view_as_complex, view_as_real
 
 __all__ = [
     "gradcheck",
@@ -91,8 +95,6 @@ def _element(t: Tensor, flat: int) -> Tensor:
 
 
 def _matrix(rows: np.ndarray, dtype: dt.DType) -> Tensor:
-    from ..functions.creation import from_values
-
     return from_values(rows, dtype)
 
 
@@ -217,8 +219,6 @@ def get_numerical_jacobian(
 
 
 def _one_hot(like: Tensor, flat: int) -> Tensor:
-    from ..functions.creation import zeros
-
     g = zeros(like._shape, dtype=like._dtype)
     if g.numel():
         ew.copy_into(_element(g, flat), 1)
@@ -293,8 +293,6 @@ def get_analytical_jacobian(inputs: Any, output: Tensor, nondet_tol: float = 0.0
 
 
 def _allclose(a: Tensor, n: Tensor, rtol: float, atol: float) -> bool:
-    from ..functions.misc import allclose
-
     with no_grad():
         return allclose(a.to(dt.float64), n.to(dt.float64), rtol, atol)
 
@@ -342,7 +340,6 @@ def _undefined_grad(t: Tensor) -> Tensor:
 
 def _test_undefined_backward(func: Callable[..., Any], inputs: tuple[Any, ...]) -> None:
     """Backward must cope with undefined output gradients (all at once, or one at a time)."""
-    from ..functions.creation import zeros_like
 
     diff = [t for _, t in _diff_inputs(inputs)]
 
@@ -369,8 +366,6 @@ def _test_undefined_backward(func: Callable[..., Any], inputs: tuple[Any, ...]) 
 
 
 def _test_backward_mul_by_grad_output(outputs: tuple[Tensor, ...], inputs: tuple[Any, ...]) -> None:
-    from ..functions.creation import zeros_like
-
     diff = [t for _, t in _diff_inputs(inputs)]
     gin = grad(
         outputs, diff, [zeros_like(o) for o in outputs], retain_graph=True, allow_unused=True
@@ -390,8 +385,6 @@ def _test_batched_grad(
     inputs: tuple[Any, ...], output: Tensor, out_idx: int, rtol: float, atol: float
 ) -> None:
     """`is_grads_batched=True` must equal one backward per grad_output."""
-    from ..functions.creation import Generator, rand
-    from ..functions.shape import stack
 
     diff = [t for _, t in _diff_inputs(inputs)]
     gen = Generator(4321 + out_idx)  # private: the user's RNG stream is left alone
@@ -448,8 +441,6 @@ def _slow_gradcheck(
 
 
 def _random_unit(n: int, dtype: dt.DType, generator: Any) -> Tensor:
-    from ..functions.creation import rand
-
     with no_grad():
         v = rand(max(n, 1), generator=generator, dtype=dt.float64)[:n]
         if n:
@@ -469,7 +460,6 @@ def _fast_gradcheck(
     nondet_tol: float,
 ) -> None:
     """Compare v^T (J u) by finite differences with (v^T J) u by backward, for random u, v."""
-    from ..functions.creation import Generator
 
     gen = Generator(0)
     diff = _diff_inputs(inputs)
@@ -729,15 +719,10 @@ def gradgradcheck(
 
 def _random_grad_output(o: Tensor, k: int, noncontiguous: bool) -> Tensor:
     """Uniform in [-1, 1), like PyTorch's make_tensor, from a fixed private generator."""
-    from ..functions.creation import Generator, rand
-    from ..functions.shape import permute
 
     gen = Generator(1234 + k)
     d = o._dtype if _is_float(o) else dt.float64
     if d.is_complex:
-        from ..functions import view_as_complex
-        from ..functions.shape import stack
-
         part = dt.float64 if d is dt.complex128 else dt.float32
         with no_grad():
             pairs = stack([rand(o._shape, generator=gen, dtype=part) * 2 - 1 for _ in range(2)], -1)
@@ -770,7 +755,6 @@ def _realified(
     """`func` over real tensors: each complex input that requires grad becomes a real leaf
     (..., 2) read through `view_as_complex`, and complex outputs are returned through
     `view_as_real`. Its real Jacobian is checked in place of the complex one."""
-    from ..functions import view_as_complex, view_as_real
 
     positions = {
         i
@@ -797,7 +781,6 @@ def _forward_columns(
     func: Callable[..., Any], inputs: tuple[Any, ...], index: int, tangent: Tensor
 ) -> list[Tensor | None]:
     """The output tangents of `func` for `tangent` on input `index` (forward mode)."""
-    from ..functions.creation import zeros_like
 
     with fwAD.dual_level():
         args = list(inputs)
@@ -848,8 +831,6 @@ def _check_batched_forward_grad(
     func: Callable[..., Any], inputs: tuple[Any, ...], rtol: float, atol: float
 ) -> None:
     """JVPs of a batch of two tangents under `vmap` equal one JVP per tangent."""
-    from ..functions.creation import Generator, rand
-    from ..functions.shape import stack
     from ..transforms import jvp, vmap
 
     for i, x in _diff_inputs(inputs):

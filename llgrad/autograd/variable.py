@@ -11,6 +11,7 @@ import warnings
 from typing import Any
 
 from ..tensor import Tensor
+from ..functions.creation import empty
 
 
 class _VariableMeta(type):
@@ -33,8 +34,6 @@ class Variable(metaclass=_VariableMeta):
                 stacklevel=2,
             )
         if data is None:
-            from ..functions.creation import empty
-
             data = empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")

@@ -3,7 +3,7 @@
 from .api import CompileError, CompiledFunction, Report, compile, disable_compile
 from .function import GraphFunction
 from . import composites as _composites
-from ..autograd import apply as _apply
+from ..dispatch import apply as _apply
 from ..tracer import context as _context
 from ..runtime import blas
 from ..tensor import Tensor

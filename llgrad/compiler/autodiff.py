@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..autograd.apply import apply
-from ..autograd.engine import execute
+from ..dispatch.apply import apply
+from ..tape.engine import execute
 from ..dispatch.grad_mode import enable_grad, no_grad
 from ..ir.graph import Graph, Node, make_node
 from ..tensor import Tensor

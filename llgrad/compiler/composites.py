@@ -15,7 +15,7 @@ switching after a few calls would make the third call differ from the first). Co
 costs 20-80 ms per key and direction; to bound that for shapes that keep changing, at most
 `SHAPES_PER_FAMILY` keys per (op, attributes, dtypes, ranks) and `LIMIT` keys in all
 (`LLGRAD_EAGER_COMPILE_LIMIT`, default 256) are compiled, and later keys run the
-decomposition. Python functions marked `autograd.apply.composite_function` (cross,
+decomposition. Python functions marked `dispatch.apply.composite_function` (cross,
 cdist, median, interpolate, pad, pooling, ...) take the same path keyed by their
 arguments (`function` below). A key whose trace or compile fails runs
 eagerly (logged on the `graph_breaks` channel). A backward with `create_graph=True` runs
@@ -29,15 +29,12 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Sequence
 
-from .. import _log, pytree
-from .. import functions as F
+from .. import _log, pytree, functions as F
 from .._keys import attrs_key, number_key
-from ..autograd import anomaly
-from ..autograd.node import OpNode, RuleContext, node_class
-from ..dispatch.grad_mode import _state as grad_state
-from ..dispatch.grad_mode import enable_grad, is_grad_enabled, no_grad
-from ..ir import dtypes as dt
-from ..ir import registry
+from ..tape import anomaly
+from ..tape.node import OpNode, RuleContext, node_class
+from ..dispatch.grad_mode import _state as grad_state, enable_grad, is_grad_enabled, no_grad
+from ..ir import dtypes as dt, registry
 from ..tensor import DENSE_CLASSES, Tensor
 from ..tracer.make_ir import _Leaf, _unflatten, trace
 from .api import compile_disabled
@@ -227,7 +224,7 @@ class CompiledRuleNode(OpNode):
 
 
 # --------------------------------------------------------------------------------------
-# Python-level composites (`autograd.apply.composite_function`)
+# Python-level composites (`dispatch.apply.composite_function`)
 # --------------------------------------------------------------------------------------
 
 _SCALARS = frozenset({int, float, bool, complex, str, type(None), dt.DType})

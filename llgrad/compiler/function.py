@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .._source import define
-from ..autograd.anomaly import _state as _anomaly
-from ..autograd.engine import hand_over, is_seed, plain_leaf
-from ..autograd.node import FREED, Node, SavedTensor, _sequence, edge
+from ..tape.anomaly import _state as _anomaly
+from ..tape.engine import hand_over, is_seed, plain_leaf
+from ..tape.node import FREED, Node, SavedTensor, _sequence, edge
 from ..dispatch.grad_mode import is_grad_enabled
 from ..functions import zeros
 from ..ir.graph import Graph

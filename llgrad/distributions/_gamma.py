@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.apply import needs_grad
-from ..autograd.node import Node, edge, node_class
+from ..dispatch.apply import needs_grad
+from ..tape.node import Node, edge, node_class
 from ..functions.sampling import _host_rng, _no_trace
 from ..tensor import Tensor
 

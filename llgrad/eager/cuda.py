@@ -7,7 +7,7 @@ fields) is a tensor's. Its values are reached only by copying: `.cpu()`, `.item(
 as PyTorch's does.
 
 Eager ops. The first CUDA tensor puts the CUDA interpreter at the bottom of the
-interpreter stack (`autograd.apply.interpreters`), so every op that meets a CUDA tensor
+interpreter stack (`dispatch.apply.interpreters`), so every op that meets a CUDA tensor
 comes here: the op is traced into a one-op graph on its operands' types (the tracer needs
 only dtypes and shapes), compiled once per (op, attributes, operand types) into GPU
 kernels (`runtime.cuda.graph.CudaGraph`: the same fusion, lowering and kernels as a
@@ -31,10 +31,10 @@ import numpy as np
 from .. import _log, pytree
 from .._keys import attrs_key
 from .._printing import format_tensor
-from ..autograd import engine
-from ..autograd.apply import Interpreter, apply, apply_composite, interpreters, needs_grad, record
-from ..autograd.engine import IN_BACKWARD
-from ..autograd.node import Node, edge
+from ..tape import engine
+from ..dispatch.apply import Interpreter, apply, apply_composite, interpreters, needs_grad, record
+from ..tape.engine import IN_BACKWARD
+from ..tape.node import Node, edge
 from ..compiler.decompose import decompose
 from ..device import device, device_type
 from ..dispatch.grad_mode import no_grad

@@ -276,7 +276,7 @@ def direct_launch(op: str, plan: Plan, operands: Sequence[Any], bind_numbers: bo
     being recorded, a number that does not pack). None when the plan has no such launch.
     For `functions.fastpath`, which decides when a call may skip the general path. With
     `bind_numbers`, the numbers among `operands` are constants of the function, which
-    takes the tensors only (`autograd.fused`: a rule's numbers belong to its key)."""
+    takes the tensors only (`tape.fused`: a rule's numbers belong to its key)."""
     if plan.kernel is None:
         return None
     return _generate_launch(op, plan, operands, direct=True, bind_numbers=bind_numbers) or None

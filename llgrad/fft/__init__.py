@@ -33,10 +33,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..autograd import forward_ad
-from ..autograd.apply import composite_function, interpreters, needs_grad
+from ..tape import forward as forward_ad
+from ..dispatch.apply import composite_function, interpreters, needs_grad
 from ..dispatch.grad_mode import _state as _grad_state
-from ..autograd.node import Node, edge, node_class
+from ..tape.node import Node, edge, node_class
 from ..ir import dtypes as dt
 from ..ir.types import normalize_axis
 from ..runtime.storage import Storage, _address

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..autograd.apply import apply
+from ..dispatch.apply import apply
 from ..distributed import _world
 from ..runtime import mpi
 from ..tensor import Tensor

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd import forward_ad
-from ..autograd.apply import interpreters as _interpreters
+from ..tape import forward as forward_ad
+from ..dispatch.apply import interpreters as _interpreters
 from ..dispatch.grad_mode import _state as _grad_state
 from ..ir import dtypes as dt
 from ..tensor import Tensor

@@ -10,9 +10,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..autograd.apply import interpreters
-from ..device import CPU, check_device
-from ..device import device_type as _device_type
+from ..dispatch.apply import interpreters
+from ..device import CPU, check_device, device_type as _device_type
 from ..dispatch.grad_mode import _state as _grad_state
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
@@ -22,13 +21,11 @@ from ..runtime.storage import _slabs
 from ..schedule.layout import contiguous_strides
 from ..tensor import Size, Tensor, _row_major_strides
 from ..tracer import context as _trace
-from ..tracer.context import _tls as _trace_state  # (its `stack`: the traces)
-from ..tracer.context import current
+from ..tracer.context import _tls as _trace_state, current  # (its `stack`: the traces)
 from . import elementwise as E
 from ._errors import _STANDARD, device_aware, names_op, relabel
 from ._switches import _switches
-from .elementwise import add, mul
-from .elementwise import complex as make_complex
+from .elementwise import add, mul, complex as make_complex
 from .shape import select, size_arg
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import string
 from typing import Any, Sequence
 
-from ..autograd.apply import composite_function
+from ..dispatch.apply import composite_function
 from ..ir.dtypes import promote_types
 from ..tensor import Tensor
 from . import linalg, reduction, shape

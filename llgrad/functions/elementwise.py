@@ -5,17 +5,15 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from ..autograd import forward_ad as _forward_ad
-from ..autograd.apply import apply, composite_function
-from ..autograd.apply import interpreters as _interpreters
-from ..dispatch.grad_mode import _state as _grad_state
-from ..dispatch.grad_mode import no_grad
+from ..tape import forward as _forward_ad
+from ..dispatch.apply import apply, composite_function, interpreters as _interpreters
+from ..dispatch.grad_mode import _state as _grad_state, no_grad
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..tensor import Tensor
 from ..tracer.context import user_location
 from ..tracer.tensor import GraphBreak
-from . import fastpath
+from . import fastpath, shape as _shape  # noqa: E402  (imports this module's siblings only)
 from ._errors import names_op
 from .indexing import nonzero
 from .numpy_interop import plain_numbers
@@ -676,9 +674,6 @@ def resolve_conj(input: Tensor) -> Tensor:
 
 def is_conj(input: Tensor) -> bool:
     return False
-
-
-from . import shape as _shape  # noqa: E402  (imports this module's siblings only)
 
 
 def _part_forward(op: str, operands: Any, attrs: Any) -> Tensor:

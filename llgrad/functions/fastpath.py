@@ -1,6 +1,6 @@
 """Direct eager calls: `x + y`, `x * 2.0`, `lg.exp(x)` on small tensors without the layers.
 
-The general path of an elementwise op (`add` -> `elementwise` -> `autograd.apply` ->
+The general path of an elementwise op (`add` -> `elementwise` -> `dispatch.apply` ->
 `eager.elementwise.run`) checks and converts its operands, looks its plan up by a key
 built from them, allocates the output, launches, and records autograd and forward-mode
 history: about ten Python calls around a foreign call. Once a call has gone through it
@@ -10,7 +10,7 @@ allocate, pack, call) under the operands' layout keys; the next call with the sa
 interpreter (vmap, tracing) is active, no forward-mode level is open, anomaly mode is off
 when the call is recorded, and the operands are plain tensors and Python floats or ints.
 A call that autograd records (grad mode on, an operand requires grad) runs directly too
-and records its node through the entry's recorder (`autograd.apply.direct_recorder`,
+and records its node through the entry's recorder (`dispatch.apply.direct_recorder`,
 generated on the entry's first recorded call): the same node the general path records.
 Whole reductions run directly only when not recorded. Anything else, and any call the
 direct launch declines (kernels being recorded, a number that does not pack), takes the
@@ -28,11 +28,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .._keys import attrs_key
-from ..autograd import anomaly, forward_ad
-from ..autograd.apply import direct_recorder, interpreters, record
+from ..tape import anomaly, forward as forward_ad
+from ..dispatch.apply import direct_recorder, interpreters, record
 from ..dispatch.grad_mode import _state as grad_state
-from ..eager import elementwise as ew
-from ..eager import reduce
+from ..eager import elementwise as ew, reduce
 from ..ir import dtypes as dt
 from ..tensor import Tensor
 
@@ -42,7 +41,7 @@ _tables: dict[Any, dict] = {}  # every direct table (cleared with the eager plan
 
 def _learn(table: dict, key: Any, make: Callable[[], Any]) -> None:
     """File `make()` (the direct launch of the call that just succeeded, or None) as the
-    entry `[launch, recorder]` (the recorder, `autograd.apply.direct_recorder`, is made
+    entry `[launch, recorder]` (the recorder, `dispatch.apply.direct_recorder`, is made
     by the first recorded call of the entry)."""
     if interpreters or forward_ad._level[0] or len(table) >= 256:
         return
@@ -275,7 +274,7 @@ def elementwise(
     general: Callable[[str, tuple, dict, str | None], Tensor],
 ) -> Tensor:
     """`general(op, operands, attrs, name)`, the general call of `functions.elementwise`
-    (checks, then `autograd.apply` of `eager.elementwise.run` under node name `name`),
+    (checks, then `dispatch.apply` of `eager.elementwise.run` under node name `name`),
     with a direct path when the operands are plain tensors and Python floats and ints:
     keyed by (op, attributes, the operands' layouts or number classes), the launch the
     general call ran, and the node `record` makes (through a `direct_recorder` when

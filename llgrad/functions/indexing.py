@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..autograd import forward_ad
-from ..autograd.apply import apply, composite_function, dispatch_function, needs_grad
-from ..autograd.node import Node, edge, node_class
+from ..tape import forward as forward_ad
+from ..dispatch.apply import apply, composite_function, dispatch_function, needs_grad
+from ..tape.node import Node, edge, node_class
 from ..dispatch.grad_mode import no_grad
 from ..eager import indexing, views
 from ..eager.indexing import nonzero as run

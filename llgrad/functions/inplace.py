@@ -14,22 +14,23 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..autograd import forward_ad
-from ..autograd.apply import needs_grad
-from ..autograd.node import Node, edge, node_class
-from ..dispatch.grad_mode import _state as _grad_state
-from ..dispatch.grad_mode import is_grad_enabled, is_inference_mode_enabled, no_grad
-from ..eager import elementwise as ew
-from ..eager import indexing
+from ..tape import forward as forward_ad
+from ..dispatch.apply import needs_grad
+from ..tape.node import Node, edge, node_class
+from ..dispatch.grad_mode import (
+    _state as _grad_state,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+)
+from ..eager import elementwise as ew, indexing
 from ..ir import dtypes as dt
 from ..runtime.storage import allocate
 from ..schedule.layout import contiguous_strides
 from ..tensor import DENSE_CLASSES, Tensor
-from ..tracer.context import current, user_location
-from ..tracer.context import current as _trace_context
+from ..tracer.context import current, user_location, current as _trace_context
 from ..tracer.tensor import GraphBreak
-from . import creation as _creation
-from . import elementwise as E
+from . import creation as _creation, elementwise as E
 from ._errors import DEVICE_CLASSES, names_op
 from .creation import _float_max, checked_scalar, iota, rand, randn, zeros
 from .elementwise import no_bool_subtraction, where

@@ -21,14 +21,17 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..autograd import forward_ad
-from ..autograd.apply import composite_function, dispatch_function, interpreters, needs_grad
-from ..autograd.apply import interpreters as _interpreters
-from ..autograd.node import Node, edge, node_class
-from ..dispatch.grad_mode import _state as _grad_state
-from ..dispatch.grad_mode import is_grad_enabled
-from ..eager import views
-from ..eager import views as _views
+from ..tape import forward as forward_ad
+from ..dispatch.apply import (
+    composite_function,
+    dispatch_function,
+    interpreters,
+    needs_grad,
+    interpreters as _interpreters,
+)
+from ..tape.node import Node, edge, node_class
+from ..dispatch.grad_mode import _state as _grad_state, is_grad_enabled
+from ..eager import views, views as _views
 from ..eager.elementwise import copy_into
 from ..eager.views import _view_strides
 from ..ir import dtypes as dt
@@ -39,8 +42,7 @@ from ..schedule.layout import contiguous_strides
 from ..tensor import Tensor
 from ..tracer.context import user_location
 from ..tracer.tensor import GraphBreak
-from . import elementwise as E
-from . import shape as S
+from . import elementwise as E, shape as S
 from ._errors import names_op, serve_on_devices
 from ._host import host_empty, host_plain, host_view
 from .creation import empty, iota, tensor, zeros

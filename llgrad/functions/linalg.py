@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..autograd import forward_ad
-from ..autograd.apply import apply, composite_function, interpreters, record
+from ..tape import forward as forward_ad
+from ..dispatch.apply import apply, composite_function, interpreters, record
 from ..dispatch.grad_mode import _state as _grad_state
 from ..eager import linalg
 from ..tensor import DENSE_CLASSES, Tensor

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..autograd.apply import composite_function
+from ..dispatch.apply import composite_function
 from ..ir import dtypes as dt
 from ..ir.types import normalize_axis
 from ..tensor import Tensor

@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ..autograd import forward_ad
-from ..autograd.apply import apply, interpreters
+from ..tape import forward as forward_ad
+from ..dispatch.apply import apply, interpreters
 from ..dispatch.grad_mode import _state as grad_state
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
@@ -25,8 +25,8 @@ from . import (
     reduction,
     shape,
     sorting,
+    elementwise as E,
 )
-from . import elementwise as E
 from ._errors import names_op
 from .legacy import tensor_type
 from .shape import shape_arg

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..autograd import apply as _apply
-from ..autograd import forward_ad
-from ..autograd.apply import apply, apply_composite, composite_function, interpreters
+from ..dispatch import apply as _apply
+from ..tape import forward as forward_ad
+from ..dispatch.apply import apply, apply_composite, composite_function, interpreters
 from ..device import check_device, device, device_type
 from ..dispatch.grad_mode import _state as _grad_state
 from ..eager import elementwise as ew
@@ -15,8 +15,7 @@ from ..ir import dtypes as dt
 from ..ir.dtypes import DType
 from ..ir.types import normalize_axis
 from ..tensor import Tensor
-from . import elementwise as E
-from . import fastpath
+from . import elementwise as E, fastpath
 from .creation import full, iota
 from .elementwise import imag, real
 from .reduction import _reduce, all

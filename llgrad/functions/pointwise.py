@@ -22,24 +22,21 @@ from typing import Any, Callable
 
 import numpy as _np
 
-from ..autograd.apply import composite_function, needs_grad
-from ..autograd.function import Function
+from ..dispatch.apply import composite_function, needs_grad
+from ..tape.function import Function
 from ..dispatch.grad_mode import no_grad
 from ..ir import dtypes as dt
 from ..tensor import Tensor
 from ..tracer.context import user_location
 from ..tracer.tensor import GraphBreak
 from ..typeinfo import finfo
-from . import creation as _creation
-from . import elementwise as E
-from . import fastpath as _fastpath
+from . import creation as _creation, elementwise as E, fastpath as _fastpath
 from ._errors import names_op
 from .creation import full, rand, tensor
 from .elementwise import elementwise, logical_or
 from .inplace import _rewrite_inplace
 from .numpy_interop import plain_number
-from .reduction import all as all_
-from .reduction import any as any_
+from .reduction import all as all_, any as any_
 
 __all__: list[str] = []
 

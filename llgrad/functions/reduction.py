@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any
 
-from ..autograd import forward_ad
-from ..autograd.apply import _functions, apply, apply_composite, composite_function, interpreters
+from ..tape import forward as forward_ad
+from ..dispatch.apply import _functions, apply, apply_composite, composite_function, interpreters
 from ..dispatch.grad_mode import _state as grad_state
 from ..eager import reduce
 from ..eager.reduce import extreme_plan
-from ..ir import dtypes as dt
-from ..ir import registry
+from ..ir import dtypes as dt, registry
 from ..ir.types import normalize_axis
 from ..runtime import launch
 from ..tensor import Tensor
@@ -19,8 +18,7 @@ from . import fastpath
 from ._errors import names_op
 from ._host import host_plain
 from .creation import full
-from .elementwise import abs as abs_
-from .elementwise import add, eq, exp, log, maximum, minimum, real, sub, where
+from .elementwise import abs as abs_, add, eq, exp, log, maximum, minimum, real, sub, where
 from .indexing import gather
 from .shape import _keyword_shape, reshape, shape_arg
 

@@ -15,16 +15,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..autograd.apply import composite_function
+from ..dispatch.apply import composite_function
 from ..dispatch.grad_mode import is_grad_enabled
 from ..ir import dtypes as dt
 from ..ir.types import broadcast_shapes
 from ..tensor import Tensor
-from ..tracer.context import current as _trace_current
-from ..tracer.context import user_location
+from ..tracer.context import current as _trace_current, user_location
 from ..tracer.tensor import GraphBreak
-from . import elementwise as E
-from . import shape as _shape
+from . import elementwise as E, shape as _shape
 from ._errors import names_op
 from .creation import checked_scalar, fill_dense, ones, tensor
 from .inplace import _rewrite_inplace, check_inplace, make_inplace_methods

@@ -26,8 +26,8 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..autograd.apply import needs_grad
-from ..autograd.node import Node, edge, node_class
+from ..dispatch.apply import needs_grad
+from ..tape.node import Node, edge, node_class
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
 from ..ir.types import broadcast_shapes

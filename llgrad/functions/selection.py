@@ -26,21 +26,18 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..autograd import forward_ad
-from ..autograd.apply import apply, composite_function, interpreters, needs_grad
-from ..autograd.node import Node, SavedTensor, edge, node_class
+from ..tape import forward as forward_ad
+from ..dispatch.apply import apply, composite_function, interpreters, needs_grad
+from ..tape.node import Node, SavedTensor, edge, node_class
 from ..device import check_device as _check_device
 from ..dispatch.grad_mode import no_grad
-from ..eager import indexing, views
-from ..eager import indexing as eager_indexing
-from ..eager import selection as _eager_selection
+from ..eager import indexing, views, indexing as eager_indexing, selection as _eager_selection
 from ..ir import dtypes as dt
 from ..ir.types import broadcast_shapes, normalize_axis
 from ..tensor import Tensor
 from ..tracer.context import user_location
 from ..tracer.tensor import GraphBreak, tracing
-from . import creation as _creation
-from . import elementwise as E
+from . import creation as _creation, elementwise as E
 from ._errors import names_op
 from ._host import host_broadcast, host_empty, host_plain, host_tensor, host_values, host_view
 from .creation import full, full_like, iota, ones, ones_like, tensor, zeros, zeros_like
@@ -61,9 +58,7 @@ from .indexing import (
 )
 from .inplace import _rewrite_inplace
 from .misc import slice_all
-from .reduction import amax, amin, prod
-from .reduction import any as any_
-from .reduction import sum as sum_
+from .reduction import amax, amin, prod, any as any_, sum as sum_
 from .shape import broadcast_tensors, cat, expand, pad_dims, shape_arg, unsqueeze
 
 __all__: list[str] = [
@@ -166,7 +161,6 @@ def _along(index: Tensor, d: int, shape: tuple[int, ...]) -> Tensor:
 
 
 def _dim(op: str, dim: int, ndim: int) -> int:
-
     return normalize_axis(dim, max(ndim, 1), op)
 
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Sequence
 
-from ..autograd import forward_ad
-from ..autograd.apply import apply, dispatch_function, interpreters
-from ..autograd.node import Node, edge, node_class
+from ..tape import forward as forward_ad
+from ..dispatch.apply import apply, dispatch_function, interpreters
+from ..tape.node import Node, edge, node_class
 from ..dispatch.grad_mode import _state as _grad_state
-from ..eager import elementwise as ew
-from ..eager import views
+from ..eager import elementwise as ew, views
 from ..ir.dtypes import DType
 from ..ir.types import TensorType, broadcast_shapes, normalize_axis
 from ..ops.shape import _infer_cat, _infer_pad

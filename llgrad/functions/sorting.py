@@ -24,14 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.apply import apply_composite, composite_function
+from ..dispatch.apply import apply_composite, composite_function
 from ..eager import selection as _eager_selection
 from ..ir import dtypes as dt
 from ..ir.types import normalize_axis
 from ..ops.scan import log_step_scan
 from ..tensor import Tensor
-from ..tracer.context import _tls as _trace_tls
-from ..tracer.context import user_location
+from ..tracer.context import _tls as _trace_tls, user_location
 from ..tracer.tensor import GraphBreak, tracing
 from . import elementwise as E
 from ._errors import names_op

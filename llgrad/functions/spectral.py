@@ -17,10 +17,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..autograd import forward_ad
-from ..autograd.apply import interpreters
-from ..dispatch.grad_mode import _state as grad_state
-from ..dispatch.grad_mode import no_grad
+from ..tape import forward as forward_ad
+from ..dispatch.apply import interpreters
+from ..dispatch.grad_mode import _state as grad_state, no_grad
 from ..eager import views
 from ..ir import dtypes as dt
 from ..runtime.storage import Storage, _address

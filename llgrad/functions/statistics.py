@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..autograd.apply import composite_function
+from ..dispatch.apply import composite_function
 from ..codegen.histogram import (
     B_MAX,
     B_MIN,
@@ -40,8 +40,7 @@ from ..ops.scan import log_step_scan
 from ..runtime import launch
 from ..schedule.layout import collapse
 from ..tensor import Tensor
-from ..tracer.context import _tls as _trace_tls
-from ..tracer.context import user_location
+from ..tracer.context import _tls as _trace_tls, user_location
 from ..tracer.tensor import GraphBreak
 from . import elementwise as E
 from ._errors import names_op, serve_on_devices
@@ -52,8 +51,6 @@ from ._host import (
     host_tensor,
     host_values,
     host_view,
-)
-from ._host import (
     positions_along as _positions_along,
 )
 from ._out import store
@@ -62,10 +59,7 @@ from .indexing import gather
 from .inplace import _rewrite_inplace
 from .linalg import mm
 from .misc import diag
-from .reduction import amax, amin, mean
-from .reduction import any as any_
-from .reduction import norm as norm_
-from .reduction import sum as sum_
+from .reduction import amax, amin, mean, any as any_, norm as norm_, sum as sum_
 from .shape import cat, movedim, reshape, select, slice_dim, squeeze
 from .sorting import _argsort_along, cumprod, cumsum, sort
 

@@ -19,38 +19,26 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..autograd import forward_ad as _forward_ad
-from ..autograd.anomaly import _state
-from ..autograd.anomaly import is_anomaly_enabled as enabled
-from ..autograd.apply import interpreters as _interpreters
-from ..device import CPU, check_device
-from ..device import check_device as _check_device
-from ..dispatch.grad_mode import _state as _grad_state
-from ..dispatch.grad_mode import no_grad
-from ..eager import elementwise as _ew
-from ..eager import elementwise as ew
-from ..eager import views as _views
+from ..tape import forward as _forward_ad
+from ..tape.anomaly import _state, is_anomaly_enabled as enabled
+from ..dispatch.apply import interpreters as _interpreters
+from ..device import CPU, check_device, check_device as _check_device
+from ..dispatch.grad_mode import _state as _grad_state, no_grad
+from ..eager import elementwise as _ew, elementwise as ew, views as _views
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
 from ..runtime.launch import set_threads, threads
-from ..runtime.storage import allocate
-from ..runtime.storage import allocate as _allocate
-from ..schedule.layout import contiguous_strides as _contiguous_strides
-from ..schedule.layout import is_contiguous as _row_major
+from ..runtime.storage import allocate, allocate as _allocate
+from ..schedule.layout import contiguous_strides as _contiguous_strides, is_contiguous as _row_major
 from ..tensor import DENSE_CLASSES, Size, Tensor
 from ..tracer import context as _trace
-from ..tracer.context import _tls as _trace_state  # (its `stack`: the traces)
-from ..tracer.context import user_location
+from ..tracer.context import _tls as _trace_state, user_location  # (its `stack`: the traces)
 from ..tracer.tensor import GraphBreak
-from . import creation as _creation
-from . import elementwise as E
-from . import shape as _shape
+from . import creation as _creation, elementwise as E, shape as _shape
 from ._errors import _STANDARD, device_aware, names_op, relabel
-from ._out import can_cast as allowed
-from ._out import store
+from ._out import can_cast as allowed, store
 from ._switches import _switches
-from .creation import _finish, arange, checked_scalar, empty, from_dlpack, tensor
-from .creation import tensor as make
+from .creation import _finish, arange, checked_scalar, empty, from_dlpack, tensor, tensor as make
 from .elementwise import eq, where
 from .inplace import bump, check_inplace
 from .legacy import tensor_type
@@ -919,7 +907,7 @@ def is_anomaly_enabled() -> bool:
 
 def is_anomaly_check_nan_enabled() -> bool:
     """Whether anomaly detection raises on NaN gradients."""
-    from ..autograd.anomaly import is_anomaly_check_nan_enabled as enabled
+    from ..tape.anomaly import is_anomaly_check_nan_enabled as enabled
 
     return enabled()
 

@@ -28,7 +28,7 @@ def promote(operands: Sequence[Any]) -> DType:
 class Operand:
     """What promotion reads of a tensor operand: its dtype, and whether it has dimensions
     (a 0-d tensor promotes like a number of its kind). `compute_dtype` takes these in
-    place of tensors for values that exist only symbolically (`autograd.fused`)."""
+    place of tensors for values that exist only symbolically (`tape.fused`)."""
 
     __slots__ = ("_dtype", "_shape")
 

@@ -15,10 +15,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import functions as F
-from ..autograd import forward_ad
-from ..autograd.apply import composite_function, interpreters
-from ..dispatch.grad_mode import is_grad_enabled as grad_enabled
-from ..dispatch.grad_mode import no_grad
+from ..tape import forward as forward_ad
+from ..dispatch.apply import composite_function, interpreters
+from ..dispatch.grad_mode import is_grad_enabled as grad_enabled, no_grad
 from ..functions import reduction as _reduction
 from ..functions._out import store
 from ..ir import dtypes as dt

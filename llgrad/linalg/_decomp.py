@@ -26,8 +26,8 @@ import numpy as np
 
 from .. import functions as F
 from .._source import define
-from ..autograd import forward_ad
-from ..autograd.apply import composite_function, interpreters, needs_grad
+from ..tape import forward as forward_ad
+from ..dispatch.apply import composite_function, interpreters, needs_grad
 from ..dispatch.grad_mode import _state as _grad_state
 from ..functions._out import store
 from ..ir import dtypes as dt

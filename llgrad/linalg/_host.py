@@ -21,12 +21,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import functions
-from ..autograd import forward_ad
+from ..tape import forward as forward_ad
 from ..autograd.api import grad
-from ..autograd.apply import _interpreter_for, interpreters
-from ..autograd.node import FREED, Node, SavedTensor, edge, node_class
-from ..dispatch.grad_mode import _state as _grad_state
-from ..dispatch.grad_mode import enable_grad
+from ..dispatch.apply import _interpreter_for, interpreters
+from ..tape.node import FREED, Node, SavedTensor, edge, node_class
+from ..dispatch.grad_mode import _state as _grad_state, enable_grad
 from ..ir import dtypes as dt
 from ..tensor import Tensor
 from ..tracer.context import user_location

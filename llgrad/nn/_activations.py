@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import functions as lg
-from ..autograd.apply import composite_function
+from ..dispatch.apply import composite_function
 from ..dispatch.grad_mode import no_grad
 from ..ir import dtypes as dt
 from ..tensor import Tensor

@@ -12,8 +12,8 @@ import warnings
 from typing import Any, Sequence
 
 from .._keys import attrs_key
-from ..autograd import apply as _apply
-from ..autograd.apply import apply_composite
+from ..dispatch import apply as _apply
+from ..dispatch.apply import apply_composite
 from ..ir import registry
 from ..ir.types import TensorType
 from ..ops import nn as nnops

@@ -23,7 +23,7 @@ import math
 from typing import Any, Sequence
 
 from .. import functions as lg
-from ..autograd.apply import composite_function
+from ..dispatch.apply import composite_function
 from ..ops.nn import im2col
 from ..tensor import DENSE_CLASSES, Tensor
 from ._base import _composite, _tensor

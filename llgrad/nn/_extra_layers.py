@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import functions as lg
-from ..autograd.apply import composite_function
+from ..dispatch.apply import composite_function
 from ..dispatch.grad_mode import no_grad
 from ..functions._host import host_tensor
 from ..functions.layout import shuffle, shuffle_direct

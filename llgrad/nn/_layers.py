@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import functions as lg
-from ..autograd.apply import composite_function
+from ..dispatch.apply import composite_function
 from ..dispatch.grad_mode import no_grad
 from ..eager import selection as eager_selection
 from ..functions._host import host_plain

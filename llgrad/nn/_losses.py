@@ -19,9 +19,9 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import functions as lg
-from ..autograd import forward_ad
-from ..autograd.apply import composite_function, interpreters
-from ..autograd.function import Function, once_differentiable
+from ..tape import forward as forward_ad
+from ..dispatch.apply import composite_function, interpreters
+from ..tape.function import Function, once_differentiable
 from ..dispatch.grad_mode import is_grad_enabled, no_grad
 from ..ir import dtypes as dt
 from ..ops import nn as nnops

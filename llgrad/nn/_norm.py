@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import functions as lg
-from ..autograd.apply import composite_function
+from ..dispatch.apply import composite_function
 from ..dispatch.grad_mode import no_grad
 from ..tensor import Tensor
 from ..typeinfo import finfo

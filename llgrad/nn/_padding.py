@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.apply import composite_function
+from ..dispatch.apply import composite_function
 from .. import functions as lg
 from ..tensor import Tensor
 from ._layers import pad as _pad_constant

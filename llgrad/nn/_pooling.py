@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import functions as lg
-from ..autograd.apply import composite_function
+from ..dispatch.apply import composite_function
 from ..dispatch.grad_mode import no_grad
 from ..functions._host import host_empty, host_plain, host_view
 from ..ir import dtypes as dt

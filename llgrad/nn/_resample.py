@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import functions as lg
-from ..autograd.apply import composite_function
+from ..dispatch.apply import composite_function
 from ..dispatch.grad_mode import no_grad
 from ..functions.layout import shuffle, shuffle_direct
 from ..ir import dtypes as dt

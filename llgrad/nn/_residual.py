@@ -15,7 +15,7 @@ from collections import namedtuple
 from typing import Any, Sequence
 
 from .. import functions as lg
-from ..autograd.apply import composite_function
+from ..dispatch.apply import composite_function
 from ..dispatch.grad_mode import no_grad
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType

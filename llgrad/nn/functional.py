@@ -15,13 +15,12 @@ import warnings
 from typing import Sequence
 
 from .. import functions as lg
-from ..autograd import anomaly, forward_ad
-from ..autograd.apply import composite_function, interpreters, needs_grad, record
+from ..tape import anomaly, forward as forward_ad
+from ..dispatch.apply import composite_function, interpreters, needs_grad, record
 from ..dispatch.grad_mode import no_grad
 from ..eager import elementwise as ew
 from ..eager.linalg import run_matmul
-from ..ir import dtypes as dt
-from ..ir import registry
+from ..ir import dtypes as dt, registry
 from ..ir.types import TensorType
 from ..ops import nn as nnops
 from ..tensor import DENSE_CLASSES, Tensor

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from typing import Any, Sequence
 
-from ..autograd.apply import interpreters
+from ..dispatch.apply import interpreters
 from ..eager import elementwise as ew
 from ..ir import dtypes as dt
 from ..schedule.elementwise import Expr, ExprNode

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable
 
 from .. import functions as lg
 from ..autograd.api import zero_grads
-from ..autograd.node import RemovableHandle
+from ..tape.node import RemovableHandle
 from ..dispatch.grad_mode import enable_grad, no_grad
 from ..eager.elementwise import copy_into
 from ..ir import dtypes as dt

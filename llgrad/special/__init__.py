@@ -15,12 +15,10 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from ..autograd import forward_ad
-from ..autograd.apply import composite_function, interpreters
+from ..tape import forward as forward_ad
+from ..dispatch.apply import composite_function, interpreters
 from ..dispatch.grad_mode import _state as grad_state
-from ..functions import elementwise as _E
-from ..functions import fastpath as _fastpath
-from ..functions import pointwise as _P
+from ..functions import elementwise as _E, fastpath as _fastpath, pointwise as _P
 from ..functions.elementwise import elementwise as _elementwise
 from ..ir import dtypes as _dt
 from ..tensor import Tensor

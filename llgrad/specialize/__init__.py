@@ -3,8 +3,8 @@
 Each fast path that llgrad writes as Python text (run by `llgrad._source.define`) is built
 here from the same plan object its general path follows, one module per family:
 
-- `record`: a direct call's recorder (`autograd.apply.direct_recorder`) from the op's save
-  plan, the node `autograd.apply.record` makes written out;
+- `record`: a direct call's recorder (`dispatch.apply.direct_recorder`) from the op's save
+  plan, the node `dispatch.apply.record` makes written out;
 - `output`: new tensors' fields and allocation written out (`Tensor._empty_maker`, eager
   launches, compiled runners, LAPACK output makers) from a layout;
 - `elementwise`, `reduce`, `selection`: the eager launches from their kernel plans;

@@ -1,5 +1,5 @@
-"""The direct recorder's source: `autograd.apply.record`'s node written out for one call's
-operand kinds, from the op's save plan (`autograd.node._save_plan`)."""
+"""The direct recorder's source: `dispatch.apply.record`'s node written out for one call's
+operand kinds, from the op's save plan (`tape.node._save_plan`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any, Sequence
 def saved_tensor_lines(var: str, t: str, is_output: bool) -> list[str]:
     """`var = SavedTensor(<t>, is_output)` written out for generated code where `<t>` is a
     plain `Tensor` with a storage; the lines read the names `new`, `Saved` and `ref`
-    (`object.__new__`, `autograd.node.SavedTensor`, `weakref.ref`)."""
+    (`object.__new__`, `tape.node.SavedTensor`, `weakref.ref`)."""
     lines = [
         f"{var} = new(Saved)",
         f"{var}.is_output = {is_output}",

@@ -16,9 +16,8 @@ import threading
 import weakref
 from typing import Any, Sequence
 
-from ..autograd.apply import Interpreter, interpreters, needs_grad, record
-from ..ir import dtypes as dt
-from ..ir import registry
+from ..dispatch.apply import Interpreter, interpreters, needs_grad, record
+from ..ir import dtypes as dt, registry
 from ..ir.graph import Graph, Node, make_node
 from ..ir.promotion import compute_dtype, promote
 from ..ir.registry import ELEMENTWISE, VIEW_OPS, Group
@@ -332,7 +331,7 @@ def any_tracer(operands: Sequence[Any]) -> TracerTensor | None:
 
 
 class TraceInterpreter(Interpreter):
-    """The tracer's entry in `llgrad.autograd.apply.interpreters` (only while tracing)."""
+    """The tracer's entry in `llgrad.dispatch.apply.interpreters` (only while tracing)."""
 
     def handles(self, operands: Sequence[Any]) -> bool:
         # inside a trace every op is traced, also ops on captured concrete tensors

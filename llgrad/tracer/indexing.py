@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import functions as F
-from ..autograd.apply import apply
+from ..dispatch.apply import apply
 from ..ir import dtypes as dt
 from ..ir.types import broadcast_shapes
 from ..schedule.layout import contiguous_strides

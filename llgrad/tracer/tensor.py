@@ -1,7 +1,7 @@
 """`TracerTensor`: a tensor that stands for an IR value while a function is traced.
 
 It has a shape and a dtype but no storage. Every llgrad function reaches
-`llgrad.autograd.apply.apply`, which hands ops on tracers to the trace context, so user code
+`llgrad.dispatch.apply.apply`, which hands ops on tracers to the trace context, so user code
 runs unchanged and builds IR. Asking a tracer for data (`bool()`, `item()`, `numpy()`, ...)
 cannot be answered while tracing: it raises `GraphBreak`, which names the user's line.
 """

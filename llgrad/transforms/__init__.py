@@ -2,7 +2,7 @@
 jacfwd, hessian and vmap, on llgrad's eager autograd and forward-mode AD.
 
 They compose with each other (`vmap(grad(f))`, `jacfwd(jacrev(f))`, `grad(grad(f))`);
-vmap works by batching rules through the interpreter stack of `llgrad.autograd.apply`.
+vmap works by batching rules through the interpreter stack of `llgrad.dispatch.apply`.
 """
 
 from .batching import BatchedTensor, BatchingError

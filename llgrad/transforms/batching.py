@@ -4,7 +4,7 @@ A `BatchedTensor` stands, inside one `vmap`, for a whole batch of tensors of its
 *logical* shape: it carries a `_value` whose dimension 0 is the batch (always the front:
 `vmap` moves `in_dims` there) and the `VmapInterpreter` (one per vmap call, its *level*)
 that owns it. Functions see only the logical shape, so user code and llgrad's own
-functions run unchanged; every op reaches `llgrad.autograd.apply.apply`, whose
+functions run unchanged; every op reaches `llgrad.dispatch.apply.apply`, whose
 interpreter stack hands ops with batched operands to the owning interpreter, which looks
 up a rule here by the op's registry group:
 
@@ -42,11 +42,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import functions as F
-from ..autograd.apply import apply, apply_composite, dispatch_function
+from ..dispatch.apply import apply, apply_composite, dispatch_function
 from ..functions.indexing import getitem as plain_getitem
 from ..functions.reduction import _axes, _forward
-from ..ir import dtypes as dt
-from ..ir import registry
+from ..ir import dtypes as dt, registry
 from ..ir.registry import Group
 from ..ir.types import TensorType, broadcast_shapes, normalize_axis
 from ..ops.linalg import matmul_shapes
@@ -129,7 +128,7 @@ class BatchedTensor(SymbolicTensor):
         raise BatchingError(
             f"vmap: {_culprit()} reads the memory of a batched tensor "
             f"directly ({what}) instead of going through "
-            f"llgrad.autograd.apply, so it has no batching rule (in-place "
+            f"llgrad.dispatch.apply, so it has no batching rule (in-place "
             f"ops, data-dependent functions and a few indexing helpers are "
             f"not supported under vmap)"
         )

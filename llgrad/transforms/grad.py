@@ -27,9 +27,9 @@ import functools
 from typing import Any, Callable, Sequence
 
 from .. import functions as F
-from ..autograd import forward_ad
+from ..tape import forward as forward_ad
 from ..autograd.api import grad as autograd_grad
-from ..autograd.node import AccumulateGrad
+from ..tape.node import AccumulateGrad
 from ..dispatch.grad_mode import enable_grad
 from ..pytree import TreeDef, flatten, unflatten
 from ..tensor import Tensor

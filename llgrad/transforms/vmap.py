@@ -2,7 +2,7 @@
 
 `vmap` moves each mapped input's `in_dims` axis to the front, wraps it in a
 `BatchedTensor` owned by a fresh `VmapInterpreter` pushed on the interpreter stack of
-`llgrad.autograd.apply`, calls `f` once, and moves the batch of each output to its
+`llgrad.dispatch.apply`, calls `f` once, and moves the batch of each output to its
 `out_dims` axis. Ops on batched tensors never loop over the batch: `apply` hands them to
 the interpreter, which rewrites them with the rules of `llgrad.transforms.batching` into
 one op on the whole batch. Nested vmaps push one interpreter each (levels).
@@ -20,8 +20,8 @@ import itertools
 from typing import Any, Callable, Sequence
 
 from .. import functions as F
-from ..autograd import forward_ad
-from ..autograd.apply import Interpreter, interpreters
+from ..tape import forward as forward_ad
+from ..dispatch.apply import Interpreter, interpreters
 from ..ir import registry
 from ..ir.registry import ELEMENTWISE
 from ..pytree import broadcast_prefix, flatten, unflatten

@@ -28,10 +28,10 @@ import warnings
 import weakref
 from typing import Any, Callable, Iterable, Iterator
 
-from ..autograd import node as _node
+from ..tape import node as _node
 from ..autograd.api import backward
-from ..autograd.function import Function
-from ..autograd.node import Node, SavedTensor
+from ..tape.function import Function
+from ..tape.node import Node, SavedTensor
 from ..dispatch.grad_mode import enable_grad, is_grad_enabled
 from ..functions.creation import default_generator
 from ..tensor import Tensor

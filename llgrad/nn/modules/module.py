@@ -19,8 +19,8 @@ from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator, Mapping
 
 from ...autograd.api import zero_grads
-from ...autograd.function import Function
-from ...autograd.node import RemovableHandle
+from ...tape.function import Function
+from ...tape.node import RemovableHandle
 from ...device import device_type
 from ...dispatch.grad_mode import is_grad_enabled, no_grad
 from ...functions.misc import parse_to

@@ -22,12 +22,11 @@ import math
 from typing import Any
 
 from ... import functions as lg
-from ...autograd.apply import composite_function
+from ...dispatch.apply import composite_function
 from ...device import check_device
 from ...ir.dtypes import DType
 from ...tensor import Tensor
-from .. import functional as F
-from .. import init
+from .. import functional as F, init
 from ..parameter import Parameter
 from .module import Module
 

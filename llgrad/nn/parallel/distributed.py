@@ -29,9 +29,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
-from ... import distributed as dist
-from ... import functions as F
-from ...autograd import engine
+from ... import distributed as dist, functions as F
+from ...tape import engine
 from ...dispatch.grad_mode import no_grad
 from ...functions._collective import all_reduce
 from ...tensor import Tensor

@@ -19,7 +19,7 @@ from ..ir.registry import OPS as _OPS
 from ..specialize.record import saved_tensor_lines
 from ..tensor import Tensor
 from .anomaly import _state as _anomaly
-from .forward_ad import _level as _forward_level
+from .forward import _level as _forward_level
 
 _sequence = itertools.count()
 
@@ -366,7 +366,7 @@ class OpNode(Node):
         # behaviour: AddBackward0 can be run twice); reading one raises FREED
         g = grads[0]
         opdef = _OPS[self.op]
-        # an elementwise rule as one kernel (`autograd.fused`; a direct call's node, with a
+        # an elementwise rule as one kernel (`tape.fused`; a direct call's node, with a
         # `_plan`, is elementwise and finds it there first). A fused kernel carries no
         # forward-mode tangents: with a level open the rule runs as written
         if (
@@ -399,7 +399,7 @@ class OpNode(Node):
 
 class RuleContext:
     """What a derivative rule reads from its node (`OpNode`'s context), over other
-    values: traced tensors (`compiler.composites`) or symbolic ones (`autograd.fused`)."""
+    values: traced tensors (`compiler.composites`) or symbolic ones (`tape.fused`)."""
 
     def __init__(
         self, inputs: tuple[Any, ...], output: Any, needs: tuple[bool, ...], meta: Any, strides: Any
@@ -419,7 +419,7 @@ _ELEMENTWISE = frozenset({registry.Group.UNARY, registry.Group.BINARY, registry.
 
 
 def _fused_apply(node: OpNode, g: Tensor) -> tuple[Tensor | None, ...] | None:
-    """`autograd.fused.apply` (imported on first use: it needs the eager kernels), which
+    """`tape.fused.apply` (imported on first use: it needs the eager kernels), which
     then takes this name's place."""
     global _fused_apply
     from .fused import apply

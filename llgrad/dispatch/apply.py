@@ -12,13 +12,12 @@ import weakref
 from typing import Any, Callable, Sequence
 
 from .._source import define
-from ..dispatch.grad_mode import _state as grad_state
-from ..dispatch.grad_mode import is_grad_enabled
+from .grad_mode import _state as grad_state, is_grad_enabled
 from ..ir import registry
 from ..specialize.record import recorder_source, trivial_recorder_source
 from ..tensor import DENSE_CLASSES, Tensor
-from . import forward_ad
-from .node import _NO_EDGE, SavedTensor, _save_plan, _save_plans, _sequence, edge, node_class
+from ..tape import forward as forward_ad
+from ..tape.node import _NO_EDGE, SavedTensor, _save_plan, _save_plans, _sequence, edge, node_class
 
 
 def needs_grad(operands: Sequence[Any]) -> bool:
@@ -66,7 +65,7 @@ def _node_class(op: str, name: str | None, base: type | None) -> tuple[type, str
 class DirectPlan:
     """What the nodes one `direct_recorder` makes share: the needs-input-grad flags when
     the operand kinds fix them (None: read from the node), and the node's fused rule per
-    (incoming gradient layout, numbers), filled by `autograd.fused`."""
+    (incoming gradient layout, numbers), filled by `tape.fused`."""
 
     __slots__ = ("needs", "fused")
 

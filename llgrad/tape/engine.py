@@ -19,7 +19,8 @@ from typing import Any, Callable, Sequence
 
 from ..dispatch.grad_mode import no_grad, set_grad_enabled
 from ..tensor import Tensor
-from . import anomaly, grad_mode
+from . import anomaly
+from ..dispatch import grad_mode
 from .node import AccumulateGrad, Node, OpNode, edge
 
 Edge = tuple[Node, int]
