@@ -15,7 +15,6 @@ from ..tracer.context import user_location
 from ..tracer.tensor import GraphBreak
 from . import fastpath, shape as _shape  # noqa: E402  (imports this module's siblings only)
 from ._errors import names_op
-from .indexing import nonzero
 from .numpy_interop import plain_numbers
 from .shape import reinterpret
 
@@ -422,6 +421,8 @@ minimum = fastpath.binary("minimum", minimum, keywords=True)
 
 def where(condition: Tensor, input: Any = None, other: Any = None) -> Tensor:
     if input is None and other is None:
+        from .indexing import nonzero  # indexing builds on this module's ops
+
         return tuple(nonzero(condition).unbind(1))  # type: ignore[return-value]
     return elementwise("where", condition, input, other)
 

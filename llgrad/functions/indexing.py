@@ -23,6 +23,9 @@ from ..tracer.tensor import GraphBreak, tracing
 from ._errors import DEVICE_CLASSES, names_op, serve_on_devices
 from ._host import host_plain
 from .shape import expand
+from .creation import iota, full, zeros
+from . import elementwise as E
+from .elementwise import ne
 
 
 class IndexNode(Node):
@@ -213,7 +216,6 @@ def _gather(
     input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False, name: str | None = None
 ) -> Tensor:
     """`gather` (its general path: every call but an empty index's plain one)."""
-    from .creation import iota
 
     d = normalize_axis(dim, input.ndim, "gather")
     if not isinstance(index, Tensor):
@@ -300,7 +302,6 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
 def _wrap_negative(index: Tensor, size: int) -> Tensor:
     """`index` with values in [-size, 0) counted from the end (others left for the range
     check of the op that takes them)."""
-    from . import elementwise as E
 
     return E.where(E.logical_and(E.lt(index, 0), E.ge(index, -size)), E.add(index, size), index)
 
@@ -348,8 +349,6 @@ def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
 @names_op("masked_fill")
 @composite_function
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
-    from . import elementwise as E
-
     if mask._dtype is not dt.bool_:
         raise RuntimeError(
             f"masked_fill only supports boolean masks, but got mask with dtype {mask._dtype.name}"
@@ -362,8 +361,6 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
             checked_scalar(value.item(), input._dtype, "masked_fill")
         value = value.to(input._dtype)
     else:
-        from .creation import full
-
         value = full((), value, dtype=input._dtype)
     return E.elementwise("where", mask, value, input, name=name)
 
@@ -375,14 +372,10 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     if getattr(input, "_ctx", None) is not None:
         raise GraphBreak("nonzero() (its result size depends on data)", user_location())
     if input._dtype.is_complex:  # nonzero where either part is
-        from .elementwise import ne
-
         input = ne(input, 0)
     out = indexing.nonzero(input)
     if as_tuple:
         if input.ndim == 0:  # a nonzero scalar has one position, 0
-            from .creation import zeros
-
             return (zeros(int(bool(input.item())), dtype=dt.int64),)
         return tuple(out[:, k] for k in range(input.ndim))
     return out
@@ -475,7 +468,6 @@ def _check_index_range(
 def _no_negative(index: Tensor, size: int) -> Tensor:
     """`index` with negative values moved to `size`, past the end, where the indexing
     kernel's bounds check rejects them (instead of counting them from the end)."""
-    from . import elementwise as E
 
     return E.where(E.lt(index, 0), size, index)
 
@@ -484,8 +476,6 @@ def _scatter_offsets(op: str, input: Tensor, dim: int, index: Tensor) -> Tensor:
     """Row-major offsets into `input` of `index`'s positions with dim `dim` replaced by
     its values. An index outside [0, size) maps to `numel`, which the scatter kernels
     reject with IndexError (eagerly it is reported here, naming the value)."""
-    from . import elementwise as E
-    from .creation import iota
 
     d = normalize_axis(dim, max(input.ndim, 1), op)
     if not isinstance(index, Tensor):
@@ -518,7 +508,6 @@ def _scatter_offsets(op: str, input: Tensor, dim: int, index: Tensor) -> Tensor:
 
 
 def _scatter_source(op: str, input: Tensor, index: Tensor, src: Any) -> Tensor:
-    from .creation import full
     from .misc import slice_all
 
     if not isinstance(src, Tensor):
