@@ -33,6 +33,7 @@ from .runtime.storage import (
 )
 from .schedule.layout import contiguous_strides, is_contiguous
 from .specialize.output import empty_lines, maker_source
+from .runtime.dlpack import export_bfloat16
 
 
 class Size(tuple):
@@ -607,8 +608,6 @@ class Tensor:
 
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
         if self._dtype is dt.bfloat16:
-            from .runtime.dlpack import export_bfloat16
-
             return export_bfloat16(self._numpy_view(), *args, **kwargs)
         return self._numpy_view().__dlpack__(*args, **kwargs)
 

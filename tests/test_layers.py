@@ -18,8 +18,8 @@ CEILINGS = {
     "forbidden imports": 0,
     "largest circle": 1,
     "files in circles": 0,
-    "largest knot": 174,
-    "inline imports": 146,
+    "largest knot": 175,
+    "inline imports": 123,
 }
 
 

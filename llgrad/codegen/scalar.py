@@ -22,6 +22,7 @@ from llvmlite import ir
 
 from ..ir import dtypes as dt
 from ..ir.dtypes import DType
+from . import mathlib
 
 FLAGS = ("reassoc", "contract")  # never nnan/ninf: NaN and Inf behave as in NumPy
 
@@ -481,7 +482,6 @@ class LLVMScalar:
             raise TypeError(f"{name}: not defined for {d.name} in generated code")
         if name in self._INTRINSIC_UNARY:
             return self._fix(self._call_unary(self._INTRINSIC_UNARY[name], args[0].value), d)
-        from . import mathlib
 
         return self._fix(mathlib.emit(self.b, name, [a.value for a in args], **params), d)
 
@@ -582,8 +582,6 @@ class _Real:
         return self._intrinsic("llvm.copysign", mag, sign)
 
     def math(self, name: str, *args: Any) -> ir.Value:
-        from . import mathlib
-
         return mathlib.emit(self.b, name, [self.v(a) for a in args])
 
     def lt(self, x: Any, y: Any) -> ir.Value:

@@ -27,6 +27,7 @@ from ._errors import _STANDARD, device_aware, names_op, relabel
 from ._switches import _switches
 from .elementwise import add, mul, complex as make_complex
 from .shape import select, size_arg
+from ..runtime.dlpack import import_array
 
 
 def _finish(t: Tensor, requires_grad: bool) -> Tensor:
@@ -359,7 +360,6 @@ def from_dlpack(obj: Any) -> Tensor:
     included); memory its owner marks read-only is copied, so writes never reach it."""
     if isinstance(obj, Tensor):
         return obj
-    from ..runtime.dlpack import import_array
 
     arr, bf16 = import_array(obj)  # read-only memory comes back copied
     return Tensor._from_numpy(arr, dt.bfloat16) if bf16 else Tensor._from_numpy(arr)

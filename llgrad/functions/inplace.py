@@ -46,6 +46,7 @@ from .indexing import (
 from .numpy_interop import plain_number
 from .reduction import sum_to_size
 from .shape import expand, reshape, view_as_complex
+from ..runtime import overlap
 
 _overlaps: dict[tuple, bool] = {}
 
@@ -193,8 +194,6 @@ def _shares_memory(t: Tensor, operands: Any, alias_ok: bool) -> bool:
         return False
     for a in operands:
         if a.__class__ in (tuple, list) or getattr(a, "_storage", None) is st:
-            from ..runtime import overlap
-
             return overlap.check(t, overlap.tensors_in(operands), alias_ok)
     return False
 

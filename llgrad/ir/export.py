@@ -13,7 +13,10 @@ from pathlib import Path
 
 import networkx as nx
 
-from .graph import Graph, Node
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .graph import Graph, Node
 from .printer import format_type, value_names
 
 __all__ = ["to_networkx", "to_dot", "render"]

@@ -13,6 +13,7 @@ from typing import Any, Iterable
 
 from . import registry
 from .types import TensorType
+from .printer import print_graph
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -82,8 +83,6 @@ class Graph:
         return (self.name, rows, tuple(index[o] for o in self.outputs))
 
     def __str__(self) -> str:
-        from .printer import print_graph
-
         return print_graph(self)
 
     def __repr__(self) -> str:

@@ -20,12 +20,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .dtypes import DType
-from .graph import Graph, Node
+
+if TYPE_CHECKING:
+    from .graph import Graph, Node
 from .types import TensorType
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

@@ -54,11 +54,11 @@ from ..ir.graph import Graph, Node
 from ..ir.printer import format_type, value_names
 from ..ir.registry import ELEMENTWISE, VIEW_OPS, Group
 from ..ops.reduction import normalize_axes
-from ..schedule.elementwise import Expr, ExprNode
-from ..schedule.elementwise import op_cost as schedule_op_cost
+from ..schedule.elementwise import Expr, ExprNode, op_cost as schedule_op_cost
 from ..schedule.layout import Layout, Read, reshape_strides  # noqa: F401
 from ..schedule.matmul import uses_blas
 from .rewrite import uniform_value
+from .rows import find_regions, external_layout, member_read, split_total_reductions
 
 __all__ = [
     "Layout",
@@ -279,7 +279,6 @@ class _Fuser:
         self._ranked = 0  # the highest rank given so far
         self.order = {n: i for i, n in enumerate(g.nodes)}
         self.uses = self._uses()
-        from .rows import find_regions
 
         self.region_of = {m: r for r in find_regions(g, self.uses) for m in r.members}
         self.region_groups: dict[int, KernelGroup] = {}
@@ -459,7 +458,6 @@ class _Fuser:
 
     def row_node(self, n: Node) -> None:
         """A member of a row region joins its region's (one) row group."""
-        from .rows import external_layout, member_read
 
         region = self.region_of[n]
         grp = self.region_groups.get(id(region))
@@ -1214,6 +1212,5 @@ def _at(n: Node) -> str:
 
 def fuse(g: Graph) -> FusionPlan:
     """Partition `g` into kernel groups (see the module docstring for the rules)."""
-    from .rows import split_total_reductions
 
     return _Fuser(split_total_reductions(g)).run()

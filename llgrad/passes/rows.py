@@ -25,10 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir.graph import Graph, Node
-from ..ir.registry import ELEMENTWISE, Group
+from ..ir.registry import ELEMENTWISE, Group, VIEW_OPS
 from ..ir.types import TensorType
 from ..schedule.layout import Layout
-from .fusion import VIEW_OPS, op_cost
+from ..schedule.elementwise import op_cost as schedule_op_cost
 from .rewrite import replace_nodes
 
 ROW_REDUCTIONS = frozenset({"sum", "amax", "amin"})
@@ -112,7 +112,7 @@ def _elementwise(n: Node) -> bool:
 
 
 def _cost(n: Node) -> int:
-    return op_cost(n)
+    return schedule_op_cost(n.op)
 
 
 def find_regions(g: Graph, uses: dict[Node, list[tuple[Node | None, Node]]]) -> list[Region]:

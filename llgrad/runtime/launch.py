@@ -15,6 +15,7 @@ from typing import Sequence
 
 from .._system import usable_cpus
 from .cache import Kernel
+from . import pool
 
 _SLOTS = 1024
 _tls = threading.local()
@@ -121,6 +122,5 @@ def call_split(kernel: Kernel, args: list[int], work: int) -> None:
         return
     if len(args) > _SLOTS:
         raise ValueError(f"{kernel.name}: {len(args)} kernel arguments exceed {_SLOTS}")
-    from . import pool
 
     pool.run_blocks(kernel.address, args, parts)

@@ -97,3 +97,26 @@ def decompose(b: ir.IRBuilder, flat: ir.Value, sizes: Sequence[int], total: int)
     out.append(x)
     out.reverse()
     return [b.zext(v, I64) if narrow else v for v in out]
+
+
+class UnsupportedOnGpu(RuntimeError):
+    """A launch whose kernel family has no GPU generator yet."""
+
+
+@dataclass
+class GemmStep:
+    """A matmul launch: `calls` cuBLAS gemms (column-major arguments, pointers as `Ptr`s
+    plus element offsets), then the epilogue kernel when the matmul has one."""
+
+    dtype: str
+    calls: list[dict[str, Any]]
+    epilogue: KernelLaunch | None = None
+    what: str = ""
+
+    def __str__(self) -> str:
+        shapes = ", ".join(
+            f"{c['m']}x{c['n']}x{c['k']}" + (f" x{c['batch']}" if c["batch"] > 1 else "")
+            for c in self.calls
+        )
+        tail = f"; then {self.epilogue}" if self.epilogue is not None else ""
+        return f"cuBLAS {self.dtype} gemm ({shapes}) ({self.what}){tail}"

@@ -76,9 +76,8 @@ from ...schedule.program import Launch
 from ..gather import INDEX_TYPES, _store_row, _truthy
 from ..loops import I1, I64, for_range
 from ..scalar import LLVMScalar, memory_type
-from .common import Block, Geometry, decompose, grid_for
+from .common import Block, Geometry, decompose, grid_for, UnsupportedOnGpu
 from .kernel import GpuKernel, grid_stride
-from .program import UnsupportedOnGpu
 
 I8, I16, I32 = ir.IntType(8), ir.IntType(16), ir.IntType(32)
 NONZERO_THREADS = 1024  # one block: the prefix sum over the whole input

@@ -19,10 +19,10 @@ from llvmlite import ir
 from ...schedule.elementwise import out_dtypes
 from ...schedule.matmul import MatmulKernel
 from ...schedule.program import Launch
+from .common import GemmStep, UnsupportedOnGpu, KernelLaunch, decompose, grid_for
 from ..elementwise import load_evaluate_store
 from ..loops import I64
 from ..scalar import LLVMScalar
-from .common import KernelLaunch, decompose, grid_for
 from .kernel import GpuKernel, grid_stride
 
 
@@ -83,12 +83,8 @@ def _uniform(lay: _Layout, strides: list[list[int]]) -> list[int] | None:
 
 def plan(launch: Launch, module: ir.Module, symbol: str, mode: str):
     """The gemm calls of a matmul launch, and its epilogue kernel (in `module`)."""
-    from .program import GemmStep
-
     spec: MatmulKernel = launch.spec
     if spec.dtype.name not in ("float32", "float64"):
-        from .program import UnsupportedOnGpu
-
         raise UnsupportedOnGpu(
             f"matmul of {spec.dtype} has no GPU kernel yet (float32 and float64 run on cuBLAS)"
         )

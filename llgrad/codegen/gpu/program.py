@@ -16,68 +16,29 @@ from typing import Any, Union
 
 from llvmlite import ir
 
-from ...passes import fusion as fusion_pass
-from ...passes import lower as lower_pass
-from ...passes import memory as memory_pass
+from ...passes import fusion as fusion_pass, lower as lower_pass, memory as memory_pass
 from ...schedule.elementwise import ElementwiseKernel
 from ...schedule.matmul import MatmulKernel
 from ...schedule.program import Launch, Program, Ptr
 from ...schedule.reduce import ReduceKernel
 from ...schedule.row import RowKernel
-from . import elementwise, matmul
-from .common import Geometry, KernelLaunch, pointer_params
+from ...schedule.index import IndexKernel, NonzeroKernel
+from . import elementwise, index, matmul, reduce, row
+from .common import GemmStep, Geometry, KernelLaunch, UnsupportedOnGpu, pointer_params
 from .kernel import GpuKernel
-
-
-@dataclass
-class GemmStep:
-    """A matmul launch: `calls` cuBLAS gemms (column-major arguments, pointers as `Ptr`s
-    plus element offsets), then the epilogue kernel when the matmul has one."""
-
-    dtype: str
-    calls: list[dict[str, Any]]
-    epilogue: KernelLaunch | None = None
-    what: str = ""
-
-    def __str__(self) -> str:
-        shapes = ", ".join(
-            f"{c['m']}x{c['n']}x{c['k']}" + (f" x{c['batch']}" if c["batch"] > 1 else "")
-            for c in self.calls
-        )
-        tail = f"; then {self.epilogue}" if self.epilogue is not None else ""
-        return f"cuBLAS {self.dtype} gemm ({shapes}) ({self.what}){tail}"
 
 
 Step = Union[KernelLaunch, GemmStep]
 
 
-class UnsupportedOnGpu(RuntimeError):
-    """A launch whose kernel family has no GPU generator yet."""
-
-
 def _families() -> dict[type, Any]:
-    out: dict[type, Any] = {ElementwiseKernel: elementwise}
-    try:
-        from . import reduce
-
-        out[ReduceKernel] = reduce
-    except ImportError:
-        pass
-    try:
-        from . import row
-
-        out[RowKernel] = row
-    except ImportError:
-        pass
-    try:
-        from ...schedule.index import IndexKernel, NonzeroKernel
-        from . import index
-
-        out[IndexKernel] = index
-        out[NonzeroKernel] = index
-    except ImportError:
-        pass
-    return out
+    return {
+        ElementwiseKernel: elementwise,
+        ReduceKernel: reduce,
+        RowKernel: row,
+        IndexKernel: index,
+        NonzeroKernel: index,
+    }
 
 
 @dataclass

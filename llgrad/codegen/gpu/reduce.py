@@ -53,9 +53,8 @@ from ..elementwise import evaluate
 from ..loops import I64, accumulate, for_range
 from ..reduce import arg_update, extreme
 from ..scalar import FLAGS, SV, LLVMScalar, component_type, llvm_type, memory_type
-from .common import MAX_BLOCKS, THREADS, Block, Geometry, decompose
+from .common import MAX_BLOCKS, THREADS, Block, Geometry, decompose, UnsupportedOnGpu
 from .kernel import MAX_THREADS, WARP, GpuKernel, grid_stride
-from .program import UnsupportedOnGpu
 
 SHORT_ROW = 32  # rows this short get a thread per output, not a block
 FILL_BLOCKS = 264  # about two blocks per multiprocessor of an H100/H200

@@ -55,9 +55,8 @@ from ..loops import I64, for_range
 from ..reduce import extreme
 from ..rowwise import _acc_dtypes, _identity
 from ..scalar import FLAGS, SV, LLVMScalar, memory_type
-from .common import MAX_BLOCKS, THREADS, Block, Geometry
+from .common import MAX_BLOCKS, THREADS, Block, Geometry, UnsupportedOnGpu
 from .kernel import MAX_THREADS, WARP, GpuKernel, Private
-from .program import UnsupportedOnGpu
 
 F64 = ir.DoubleType()
 # the most threads a row block grows to for long rows (LLGRAD_GPU_ROW_THREADS lowers it:

@@ -18,14 +18,12 @@ from .activation import (
     Softplus,
     Softsign,
     Tanh,
-)
-from .activation import (
     GLU,
     Hardshrink,
     Hardsigmoid,
     Hardswish,
     PReLU,
-    RReLU,  # noqa: E501
+    RReLU,
     Softmax2d,
     Softmin,
     Softshrink,
@@ -43,18 +41,27 @@ from .conv import (
     Conv2d,
     MaxPool1d,
     MaxPool2d,
-)
-from .dropout import Dropout
+    Conv3d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    ConvTranspose3d,
+)  # noqa: E402
+from .dropout import Dropout, AlphaDropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from .flatten import Flatten, Unflatten
 from .channelshuffle import ChannelShuffle
 from .distance import CosineSimilarity, PairwiseDistance
 from .linear import Bilinear, Identity, Linear
-from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
     CosineEmbeddingLoss,
     CTCLoss,
     GaussianNLLLoss,
-    HingeEmbeddingLoss,  # noqa
+    HingeEmbeddingLoss,
     HuberLoss,
     KLDivLoss,
     MarginRankingLoss,
@@ -68,7 +75,20 @@ from .loss import (
     TripletMarginWithDistanceLoss,
 )
 from .module import Module
-from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm
+from .normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    LayerNorm,
+    BatchNorm3d,
+    CrossMapLRN2d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+    LocalResponseNorm,
+    RMSNorm,
+    SyncBatchNorm,
+)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding, EmbeddingBag
 from .lazy import (
@@ -185,26 +205,7 @@ __all__ += [
 ]
 
 # Convolution, pooling, normalization, padding, resampling, channel dropout (conv/pool files).
-from .conv import Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d  # noqa: E402
-from .dropout import (  # noqa: E402
-    AlphaDropout,
-    Dropout1d,
-    Dropout2d,
-    Dropout3d,  # noqa: E402
-    FeatureAlphaDropout,
-)
 from .fold import Fold, Unfold  # noqa: E402
-from .normalization import (  # noqa: E402
-    BatchNorm3d,
-    CrossMapLRN2d,
-    GroupNorm,  # noqa: E402
-    InstanceNorm1d,
-    InstanceNorm2d,
-    InstanceNorm3d,
-    LocalResponseNorm,
-    RMSNorm,
-    SyncBatchNorm,
-)
 from .padding import (  # noqa: E402
     CircularPad1d,
     CircularPad2d,
@@ -318,9 +319,19 @@ __all__ += [
     "UninitializedParameter",
 ]
 
-# NLLLoss2d, LinearCrossEntropyLoss, AdaptiveLogSoftmaxWithLoss, lazy norms (nn/_residual.py).
-from .._residual import LinearCrossEntropyOptions, MODULES as _RESIDUAL  # noqa: E402
-from .._residual import _make_modules  # noqa: E402
+# NLLLoss2d, LinearCrossEntropyLoss, AdaptiveLogSoftmaxWithLoss, lazy norms.
+from .._residual import LinearCrossEntropyOptions  # noqa: E402
+from .residual import (  # noqa: E402
+    AdaptiveLogSoftmaxWithLoss,
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
+    LinearCrossEntropyLoss,
+    NLLLoss2d,
+    __all__ as _RESIDUAL,
+)
 
-globals().update(_make_modules())
 __all__ += list(_RESIDUAL) + ["LinearCrossEntropyOptions"]
