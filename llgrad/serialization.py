@@ -26,6 +26,7 @@ import numpy as np
 from .ir import dtypes as dt
 from .nn.parameter import Parameter
 from .tensor import Tensor
+from .utils import safetensors
 
 __all__ = ["save", "load"]
 
@@ -155,9 +156,7 @@ def save(
     handle, close = _open(f, "wb")
     try:
         if fmt == "safetensors":
-            from .utils.safetensors import write
-
-            write(obj, handle, metadata)
+            safetensors.write(obj, handle, metadata)
         else:
             if metadata is not None:
                 raise ValueError("save: metadata is written by format='safetensors' only")
@@ -227,9 +226,7 @@ def load(f: Any, map_location: Any = None, weights_only: bool = True) -> Any:
             )
         handle.seek(start)
         if kind == "safetensors":
-            from .utils.safetensors import read
-
-            return read(handle)
+            return safetensors.read(handle)
         unpickler = _WeightsOnlyUnpickler if weights_only else pickle.Unpickler
         try:
             return unpickler(handle).load()

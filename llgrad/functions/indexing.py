@@ -23,7 +23,7 @@ from ..tracer.tensor import GraphBreak, tracing
 from ._errors import DEVICE_CLASSES, names_op, serve_on_devices
 from ._host import host_plain
 from .shape import expand
-from .creation import iota, full, zeros
+from .creation import checked_scalar, full, iota, zeros
 from . import elementwise as E
 from .elementwise import ne
 
@@ -356,8 +356,7 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     name = "MaskedFillBackward1" if isinstance(value, Tensor) else "MaskedFillBackward0"
     if isinstance(value, Tensor):
         if value.__class__ is Tensor and value.ndim == 0 and not value._requires_grad:
-            from .creation import checked_scalar  # PyTorch checks a 0-d value's range
-
+            # PyTorch checks a 0-d value's range
             checked_scalar(value.item(), input._dtype, "masked_fill")
         value = value.to(input._dtype)
     else:

@@ -56,7 +56,7 @@ from .indexing import (
     scatter_add_linear,
     take_along_dim,
 )
-from .inplace import _rewrite_inplace
+from .inplace import _rewrite_inplace, index_put as _inplace_index_put
 from .misc import slice_all
 from .reduction import amax, amin, prod, any as any_, sum as sum_
 from .shape import broadcast_tensors, cat, expand, pad_dims, shape_arg, unsqueeze
@@ -767,8 +767,6 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
                     f"in mask ({source.numel()} < {count})"
                 )
             return out
-    from .inplace import index_put
-
     if _traced(input, mask, source):
         _graph_break("masked_scatter() (how much of source it reads depends on the mask)")
     x, m = broadcast_tensors(input, mask)
@@ -779,7 +777,7 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
             f"in mask ({source.numel()} < {count})"
         )
     values = source.reshape(-1)[:count]
-    return index_put(x, (m,), values)
+    return _inplace_index_put(x, (m,), values)
 
 
 # --------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ..tape import forward as _forward_ad
-from ..tape.anomaly import _state, is_anomaly_enabled as enabled
+from ..tape.anomaly import _state, is_anomaly_check_nan_enabled, is_anomaly_enabled as enabled
 from ..dispatch.apply import interpreters as _interpreters
 from ..device import CPU, check_device, check_device as _check_device
 from ..dispatch.grad_mode import _state as _grad_state, no_grad
@@ -905,11 +905,6 @@ def is_anomaly_enabled() -> bool:
     return enabled()
 
 
-def is_anomaly_check_nan_enabled() -> bool:
-    """Whether anomaly detection raises on NaN gradients."""
-    from ..tape.anomaly import is_anomaly_check_nan_enabled as enabled
-
-    return enabled()
 
 
 def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:

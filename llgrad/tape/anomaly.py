@@ -19,6 +19,7 @@ def is_anomaly_enabled() -> bool:
 
 
 def is_anomaly_check_nan_enabled() -> bool:
+    """Whether anomaly detection raises on NaN gradients."""
     return _state.check_nan
 
 
