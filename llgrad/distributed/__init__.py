@@ -50,6 +50,8 @@ from ..dispatch.grad_mode import no_grad
 from ..ir import dtypes as dt, registry
 from ..tracer.context import current, user_location
 from ..tracer.tensor import GraphBreak
+from .. import functions as _F
+from ..functions._collective import all_reduce as _functional_all_reduce
 
 __all__ = [
     "init_process_group",
@@ -411,10 +413,8 @@ def all_reduce(
     reduce = "sum" if name == "avg" else name
     _mpi.check_reduction(reduce, t._dtype, what)
     if _traced(t):
-        from ..functions._collective import all_reduce as functional
-
         with no_grad():
-            r = functional(t, reduce)
+            r = _functional_all_reduce(t, reduce)
             if name == "avg":
                 r = r / g.size()
             t.copy_(r)
@@ -484,13 +484,10 @@ def broadcast(
     if not isinstance(src, int) or not 0 <= src < g.size():
         raise ValueError(f"{what}: src must be a rank in [0, {g.size()}), got {src!r}")
     if _traced(t):
-        from .. import functions as F
-        from ..functions._collective import all_reduce as functional
-
         with no_grad():
-            mine = t if g.rank() == src else F.zeros_like(t)
+            mine = t if g.rank() == src else _F.zeros_like(t)
             op = "bor" if t._dtype.name == "bool" else "sum"
-            t.copy_(functional(mine, op))
+            t.copy_(_functional_all_reduce(mine, op))
         return _finish(None, g, async_op, [t])
     _contiguous(t, what)
     _agree(g, what, t, "", src)
@@ -554,9 +551,8 @@ def all_gather(
     g = _check_group(group, what)
     _list(tensor_list, g, x, what, "tensor_list")
     _eager_only(what, x, *tensor_list)
-    from .. import functions as F
 
-    flat = F.empty((g.size(),) + tuple(x.shape), dtype=x.dtype)
+    flat = _F.empty((g.size(),) + tuple(x.shape), dtype=x.dtype)
     pending = _pending_of(all_gather_into_tensor(flat, x.detach(), async_op=True))
 
     def scatter_back() -> None:
@@ -630,10 +626,9 @@ def reduce_scatter(
     g = _check_group(group, what)
     _list(input_list, g, out, what, "input_list")
     _eager_only(what, out, *input_list)
-    from .. import functions as F
 
     with no_grad():
-        flat = F.stack([t.detach() for t in input_list])
+        flat = _F.stack([t.detach() for t in input_list])
     return reduce_scatter_tensor(out, flat, op, group, async_op)
 
 

@@ -12,9 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..dispatch.apply import apply
-from ..distributed import _world
 from ..runtime import mpi
 from ..tensor import Tensor
+
+
+def _world(what: str) -> Any:
+    """The default process group (`lg.distributed` raises when it is not initialized)."""
+    from ..distributed import _world as world  # lg.distributed is built on this module
+
+    return world(what)
 
 
 def _forward(op: str, operands: Any, attrs: dict[str, Any]) -> Tensor:

@@ -905,8 +905,6 @@ def is_anomaly_enabled() -> bool:
     return enabled()
 
 
-
-
 def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
     """Turn autograd anomaly detection on or off for this thread."""
     _state.enabled = bool(enabled)
