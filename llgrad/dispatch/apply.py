@@ -18,6 +18,7 @@ from ..specialize.record import recorder_source, trivial_recorder_source
 from ..tensor import DENSE_CLASSES, Tensor
 from ..tape import forward as forward_ad
 from ..tape.node import _NO_EDGE, SavedTensor, _save_plan, _save_plans, _sequence, edge, node_class
+from . import ops
 
 
 def needs_grad(operands: Sequence[Any]) -> bool:
@@ -136,7 +137,7 @@ class Interpreter:
         self, op: str, operands: Sequence[Any], attrs: dict[str, Any], name: str | None
     ) -> Tensor:
         """Default: run the op's decomposition on the interpreter's values."""
-        from .. import functions as F
+        F = ops.F
 
         return registry.get(op).decompose(F, *operands, **attrs)
 
@@ -255,7 +256,7 @@ def apply_composite(
     )
     out = compiled.forward(op, operands, attrs, key) if compiled is not None else None
     if out is None:
-        F = _functions()
+        F = ops.F
         if tangents:
             out = opdef.decompose(F, *operands, **attrs)
         else:  # (no_grad, without a context manager's objects)
@@ -276,20 +277,6 @@ def apply_composite(
             compiled.CompiledRuleNode if compiled is not None else None,
         )
     return out
-
-
-def _functions() -> Any:
-    """`llgrad.functions` (the namespace decompositions are written against), imported
-    on first use: it imports this module."""
-    global _F
-    if _F is None:
-        from .. import functions
-
-        _F = functions
-    return _F
-
-
-_F: Any = None
 
 
 def composite_function(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -319,7 +306,7 @@ def run_function(fn: Callable[..., Any], name: str, args: tuple, kwargs: dict) -
     try:
         return fn(*args, **kwargs)
     except (RuntimeError, TypeError) as e:
-        from ..functions._errors import DEVICE_RERUN
+        DEVICE_RERUN = ops.F._errors.DEVICE_RERUN
 
         failed = DEVICE_RERUN[0]
         if failed is not None and failed(e, args, kwargs):

@@ -4,6 +4,9 @@ Derivative rules and decompositions in the op registry call these through `ctx.F
 the same rule runs on eager tensors (and records under `create_graph=True`).
 """
 
+import sys as _sys
+
+from ..dispatch import ops as _dispatch_ops
 from .creation import (
     arange,
     as_tensor,
@@ -256,3 +259,5 @@ FAMILIES = (
     tensor_extras,
     residual,
 )
+
+_dispatch_ops.provide(_sys.modules[__name__])  # the tape and dispatch layer call ops through it

@@ -6,7 +6,8 @@ from collections import namedtuple
 from typing import Any
 
 from ..tape import forward as forward_ad
-from ..dispatch.apply import _functions, apply, apply_composite, composite_function, interpreters
+from ..dispatch import ops
+from ..dispatch.apply import apply, apply_composite, composite_function, interpreters
 from ..dispatch.grad_mode import _state as grad_state
 from ..eager import reduce
 from ..eager.reduce import extreme_plan
@@ -247,7 +248,7 @@ def mean(
     ):
         # what `apply_composite` runs for a call it does not record: the decomposition
         # (its sum and division take their direct paths)
-        return _MEAN.decompose(_functions(), x, _axes(dim, x.ndim, "mean"), keepdim)
+        return _MEAN.decompose(ops.F, x, _axes(dim, x.ndim, "mean"), keepdim)
     name = "MeanBackward0" if dim is None else "MeanBackward1"
     return apply_composite(
         "mean", (x,), {"axes": _axes(dim, x.ndim, "mean"), "keepdim": keepdim}, name

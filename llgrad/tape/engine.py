@@ -22,12 +22,13 @@ from ..tensor import Tensor
 from . import anomaly
 from ..dispatch import grad_mode
 from .node import AccumulateGrad, Node, OpNode, edge
+from ..dispatch import ops
 
 Edge = tuple[Node, int]
 
 
 def _check_root(i: int, t: Tensor, g: Tensor | None) -> Tensor:
-    from .. import functions as F
+    F = ops.F
 
     if not isinstance(t, Tensor):
         raise TypeError(f"backward: expected a Tensor, got {type(t).__name__}")
@@ -114,7 +115,7 @@ def _reduce_to_input(node: Node, i: int, g: Tensor) -> Tensor:
     shape, dtype = node._meta[2 * i], node._meta[2 * i + 1]
     if shape is None:
         return g
-    from .. import functions as F
+    F = ops.F
 
     if g._shape != shape:
         g = F.sum_to_size(g, shape)
@@ -128,7 +129,7 @@ def _add(a: Tensor | None, b: Tensor) -> Tensor:
 
 
 def _has_nan(g: Tensor) -> bool:
-    from .. import functions as F
+    F = ops.F
 
     with no_grad():
         return bool(F.isnan(g).any().item())
@@ -150,7 +151,7 @@ def _seed(t: Tensor) -> Tensor:
     key = (t._dtype, t._shape, t.__class__ is _CUDA[0])
     s = _seeds.get(key)
     if s is None:
-        from .. import functions as F
+        F = ops.F
 
         s = _seeds[key] = F.ones_like(t.detach())
     return s

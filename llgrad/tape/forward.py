@@ -23,6 +23,7 @@ from ..dispatch.grad_mode import enable_grad
 from ..ir import registry
 from ..ir.registry import ELEMENTWISE
 from ..tensor import Tensor
+from ..dispatch import ops
 
 UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
 
@@ -86,7 +87,7 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
         )
     if not (tensor._dtype.is_floating_point or tensor._dtype.is_complex):
         raise ValueError(f"make_dual: expected a floating point primal, got {tensor._dtype.name}")
-    from ..functions.shape import reshape
+    reshape = ops.F.shape.reshape
 
     # a recorded alias, so reverse-mode gradients of the dual still reach `tensor`
     dual = reshape(tensor, tensor._shape, name="AliasBackward0")
@@ -135,7 +136,7 @@ class _JvpContext:
         self.input_meta = tuple(
             (o._shape, o._dtype) if isinstance(o, Tensor) else None for o in operands
         )
-        from .. import functions
+        functions = ops.F
 
         self.F = functions
 
@@ -182,7 +183,7 @@ def _elementwise_jvp(
     out: Tensor,
     tangents: list[Tensor | None],
 ) -> Tensor | None:
-    from .. import functions as F
+    F = ops.F
 
     total = None
     for i, t in enumerate(tangents):
@@ -207,7 +208,7 @@ def _transposed_vjp(
     tangents: list[Tensor | None],
 ) -> Tensor | None:
     """`J t` from the vjp (linear in g): differentiate <vjp(u), t> with respect to u."""
-    from .. import functions as F
+    F = ops.F
     from ..autograd.api import grad
 
     with enable_grad():

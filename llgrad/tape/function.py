@@ -22,6 +22,7 @@ from ..dispatch.grad_mode import is_grad_enabled, no_grad
 from ..ir import dtypes as dt
 from ..tensor import Tensor
 from .node import FREED, Node, SavedTensor, edge
+from ..dispatch import ops
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "InplaceFunction", "once_differentiable"]
 
@@ -114,7 +115,7 @@ class BackwardCFunction(Node, FunctionCtx):
         return self._check_grads(result)
 
     def _materialize(self, grads: list[Tensor | None]) -> list[Tensor | None]:
-        from .. import functions as F
+        F = ops.F
 
         out: list[Tensor | None] = []
         for g, meta in zip(grads, self._output_meta):
@@ -160,7 +161,7 @@ class BackwardCFunction(Node, FunctionCtx):
         return tuple(out)
 
     def _fit(self, k: int, g: Tensor) -> Tensor:
-        from .. import functions as F
+        F = ops.F
 
         shape, dtype = self._input_meta[k]
         if g._shape != shape:
@@ -353,7 +354,7 @@ def _rebase_dirty(node: BackwardCFunction, t: Tensor, nr: int) -> None:
         raise RuntimeError(
             "a view of a leaf Variable that requires grad is being used in an in-place operation."
         )
-    from ..functions.inplace import rebase
+    rebase = ops.F.inplace.rebase
 
     proxy = Tensor._make(t._storage, t._offset, t._shape, t._strides, t._dtype)
     _attach(proxy, node, nr)

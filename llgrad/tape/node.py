@@ -20,6 +20,7 @@ from ..specialize.record import saved_tensor_lines
 from ..tensor import Tensor
 from .anomaly import _state as _anomaly
 from .forward import _level as _forward_level
+from ..dispatch import ops
 
 _sequence = itertools.count()
 
@@ -30,19 +31,6 @@ FREED = (
     "you need to backward through the graph a second time or if you need to access saved "
     "tensors after calling backward."
 )
-
-
-def _functions():
-    """`llgrad.functions` (what a rule's `ctx.F` is), imported once on first use."""
-    global _functions_module
-    if _functions_module is None:
-        from .. import functions
-
-        _functions_module = functions
-    return _functions_module
-
-
-_functions_module = None
 
 
 class RemovableHandle:
@@ -359,7 +347,7 @@ class OpNode(Node):
 
     @property
     def F(self):
-        return _functions()
+        return ops.F
 
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
         # a released node still runs if its rule reads no saved tensor (PyTorch's
@@ -405,7 +393,7 @@ class RuleContext:
         self, inputs: tuple[Any, ...], output: Any, needs: tuple[bool, ...], meta: Any, strides: Any
     ):
         self.inputs, self._output, self.needs_input_grad = inputs, output, needs
-        self.input_meta, self.input_strides, self.F = meta, strides, _functions()
+        self.input_meta, self.input_strides, self.F = meta, strides, ops.F
 
     @property
     def output(self) -> Any:

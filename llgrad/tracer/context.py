@@ -24,6 +24,7 @@ from ..ir.registry import ELEMENTWISE, VIEW_OPS, Group
 from ..ir.types import TensorType
 from ..tensor import Tensor
 from .tensor import GraphBreak, TracerTensor
+from ..dispatch import ops
 
 # op name -> a callback run with the operands the first time the op is traced in this
 # process (the compiler registers one for matmul that starts building the runtime's gemm
@@ -365,7 +366,7 @@ class TraceInterpreter(Interpreter):
         tracer = any_tracer(operands)
         ctx = tracer._ctx if tracer is not None else current()
         if ctx.expand_composites:
-            from .. import functions as F
+            F = ops.F
 
             return registry.get(op).decompose(F, *operands, **attrs)
         return self.process(op, operands, attrs, None, name)
