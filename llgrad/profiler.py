@@ -431,7 +431,7 @@ _OPTIMIZER_NAMES: dict[str, Callable[[Any], str]] = {
 
 def _plan() -> list[tuple[Any, str, Any, Any]]:
     """(owner, attribute, original, wrapper) for everything a profile replaces."""
-    import llgrad
+    import llgrad  # circle: llgrad -> here
 
     # the functions module first: its attribute names are the canonical ones
     plan = _namespace_plan(F, "")

@@ -129,7 +129,7 @@ class Tensor:
         """PyTorch's legacy constructor: `Tensor([1, 2])` (data in the default dtype),
         `Tensor(2, 3)` (uninitialized, of that size), `Tensor()` (empty). Internally
         tensors are made with `_make`, which never comes here."""
-        from .functions.legacy import legacy_new
+        from .functions.legacy import legacy_new  # circle: functions.legacy -> here
 
         return legacy_new(None, args, kwargs)
 
@@ -355,7 +355,7 @@ class Tensor:
             "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device),
             "cuda()",
         )
-        from .eager.cuda import upload
+        from .eager.cuda import upload  # circle: eager.cuda -> here
 
         return upload(self, non_blocking)
 
@@ -453,7 +453,7 @@ class Tensor:
 
     def register_hook(self, hook: Any) -> Any:
         """Call `hook(grad)` when this tensor's gradient is computed; it may return a new one."""
-        from .tape.node import RemovableHandle
+        from .tape.node import RemovableHandle  # circle: tape.node -> here
 
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
@@ -469,7 +469,7 @@ class Tensor:
         return handle
 
     def register_post_accumulate_grad_hook(self, hook: Any) -> Any:
-        from .tape.node import RemovableHandle
+        from .tape.node import RemovableHandle  # circle: tape.node -> here
 
         if self.grad_fn is not None:
             raise RuntimeError(
@@ -487,7 +487,7 @@ class Tensor:
         create_graph: bool = False,
         inputs: Any = None,
     ) -> None:
-        from .autograd.api import backward
+        from .autograd.api import backward  # circle: autograd.api -> here
 
         backward(
             self,
@@ -521,7 +521,7 @@ class Tensor:
         if here is not there and _DEVICE_STORAGE[0] in (here, there):
             # memory moving to or from the device: the object changes class with it
             # (a Parameter stays the same object, as `module.cuda()` needs)
-            from .eager.cuda import moved_class
+            from .eager.cuda import moved_class  # circle: eager.cuda -> here
 
             self.__class__ = moved_class(self.__class__, there is _DEVICE_STORAGE[0])
         self._storage, self._offset = value._storage, value._offset
@@ -717,6 +717,6 @@ class SymbolicTensor(Tensor):
 
 
 def _rebuild(values: np.ndarray, dtype_name: str, requires_grad: bool) -> Tensor:
-    from .functions.creation import tensor
+    from .functions.creation import tensor  # circle: functions.creation -> here
 
     return tensor(values, dtype=dt.from_name(dtype_name), requires_grad=requires_grad)

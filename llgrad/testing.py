@@ -327,7 +327,7 @@ def make_tensor(
     a larger tensor), `exclude_zero=True` replaces zeros (by 1 for integers, by the
     dtype's tiny value for floats), `memory_format` lays the result out in that format.
     """
-    import llgrad as lg
+    import llgrad as lg  # circle: llgrad -> here
 
     check_device(device, "make_tensor")
     if not isinstance(dtype, DType):

@@ -20,6 +20,7 @@ CEILINGS = {
     "files in circles": 0,
     "largest knot": 175,
     "inline imports": 98,
+    "inline imports without a reason": 0,
 }
 
 
@@ -117,3 +118,32 @@ def test_circles_count_packages_run_first_and_functions_run_at_load(
         ["llgrad.a.high", "llgrad.a.low", "llgrad.b"],
         ["llgrad.c.reg", "llgrad.d"],
     ]
+
+
+def test_inline_imports_need_a_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the comment on an inline import's lines is its reason; lint directives are not
+    root = _package(tmp_path, {
+        "__init__.py": "",
+        "a.py": """\
+            def f():
+                from . import b  # circle: b -> here
+                return b
+            def g():
+                from . import b  # noqa: F401
+            def h():
+                from .b import (
+                    x,  # b loads on first use
+                )
+                return x
+            def k():
+                from . import b
+                return b
+            """,
+        "b.py": "from . import a\nx = 1\n",
+    })
+    monkeypatch.setattr(layers, "ROOT", tmp_path)
+    report = layers.scan(root)
+    reasons = {i.line: i.reason for i in report.inline()}
+    assert reasons == {2: "circle: b -> here", 5: "", 7: "b loads on first use", 12: ""}
+    assert [i.line for i in report.unexplained()] == [5, 12]
+    assert layers.summary(report)["inline imports without a reason"] == 2

@@ -14,6 +14,8 @@ run while it loads (called from module-level code, class bodies or decorators), 
 Python initializes before an imported module (`from llgrad.a.b import x` runs `llgrad/a/__init__`
 first, unless the importer is inside `llgrad.a`). An *inline import* is an import statement
 inside a function body: it runs on call, so Python's import order does not constrain it;
+each carries its reason as a comment on its line (the circle it breaks, or the optional part
+it loads on first use), and the figure of those without one is held at zero.
 The *knot* is the largest circle when inline imports count as edges too. tests/test_layers.py
 holds each count to a ceiling that may only go down.
 """
@@ -57,6 +59,7 @@ class Import:
     inline: bool  # inside a function body
     type_only: bool  # under `if TYPE_CHECKING:`
     at_load: bool = False  # inline, in a function the module calls while it loads
+    reason: str = ""  # an inline import's comment: the circle it breaks, or what it defers
 
 
 @dataclass
@@ -78,6 +81,10 @@ class Report:
     def inline(self) -> list[Import]:
         """Import statements executed inside function bodies."""
         return [i for i in self.imports if i.inline and not i.type_only]
+
+    def unexplained(self) -> list[Import]:
+        """Inline imports whose line carries no comment giving their reason."""
+        return [i for i in self.inline() if not i.reason]
 
     def circles(self, with_inline: bool = False) -> list[list[str]]:
         """Strongly connected components (size > 1) of the module-level import graph.
@@ -199,7 +206,9 @@ def scan(package: Path = PACKAGE) -> Report:
     for path in files:
         source = _module_name(path)
         is_package = path.name == "__init__.py"
-        tree = ast.parse(path.read_text(), filename=str(path))
+        text = path.read_text()
+        tree = ast.parse(text, filename=str(path))
+        lines = text.splitlines()
         at_load = _run_at_load(tree)
         loading: list[bool] = [False]  # inside a function that runs while the module loads
 
@@ -217,24 +226,38 @@ def scan(package: Path = PACKAGE) -> Report:
                     for stmt in child.orelse:
                         visit(ast.Module(body=[stmt], type_ignores=[]), inline, type_only)
                 elif isinstance(child, ast.Import):
+                    why = _reason(lines, child) if inline else ""
                     for alias in child.names:
                         if alias.name.split(".")[0] == "llgrad":
                             for t in target_modules(alias.name, []):
                                 report.imports.append(
-                                    Import(source, t, child.lineno, inline, type_only, loading[0])
+                                    Import(
+                                        source, t, child.lineno, inline, type_only, loading[0], why
+                                    )
                                 )
                 elif isinstance(child, ast.ImportFrom):
+                    why = _reason(lines, child) if inline else ""
                     name = _resolve(source, is_package, child)
                     if name.split(".")[0] == "llgrad":
                         for t in target_modules(name, [a.name for a in child.names]):
                             report.imports.append(
-                                Import(source, t, child.lineno, inline, type_only, loading[0])
+                                Import(source, t, child.lineno, inline, type_only, loading[0], why)
                             )
                 else:
                     visit(child, inline, type_only)
 
         visit(tree, False, False)
     return report
+
+
+def _reason(lines: list[str], node: ast.stmt) -> str:
+    """The comment on an import statement's lines (its reason), without lint directives."""
+    for k in range(node.lineno - 1, node.end_lineno or node.lineno):
+        _, hash_, comment = lines[k].partition("#")
+        comment = comment.strip()
+        if hash_ and comment and not comment.startswith(("noqa", "type:")):
+            return comment
+    return ""
 
 
 def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -292,6 +315,7 @@ def summary(report: Report) -> dict[str, int]:
         "files in circles": sum(len(c) for c in circles),
         "largest knot": max((len(c) for c in report.circles(with_inline=True)), default=1),
         "inline imports": len(report.inline()),
+        "inline imports without a reason": len(report.unexplained()),
     }
 
 
@@ -313,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join("  " + m for m in circles[0]))
     if ns.inline:
         for i in report.inline():
-            print(f"  {i.source}:{i.line} -> {i.target}")
+            print(f"  {i.source}:{i.line} -> {i.target}  # {i.reason or '(no reason given)'}")
     return 0
 
 

@@ -831,7 +831,7 @@ def _check_batched_forward_grad(
     func: Callable[..., Any], inputs: tuple[Any, ...], rtol: float, atol: float
 ) -> None:
     """JVPs of a batch of two tangents under `vmap` equal one JVP per tangent."""
-    from ..transforms import jvp, vmap
+    from ..transforms import jvp, vmap  # circle: transforms -> autograd -> here
 
     for i, x in _diff_inputs(inputs):
         gen = Generator(2468 + i)

@@ -217,7 +217,7 @@ def toolchain() -> str:
     """What the compiled bytes depend on besides their key: llgrad's, llvmlite's and LLVM's
     versions, the target triple, the CPU and its features (the compiler's fingerprint)."""
     if not _toolchain:
-        from .target import get_target
+        from .target import get_target  # circle: codegen.target -> here
 
         _toolchain.append(f"{version_tag()}|{get_target().fingerprint}")
     return _toolchain[0]

@@ -717,8 +717,8 @@ def _stage_texts(
 
 def _for_cuda(report: Report, arch: str) -> Report:
     """`report` with the GPU lowering of its forward graph (see `inspect`)."""
-    from ..codegen.gpu import program as gp
-    from ..codegen.gpu import ptx as ptx_target
+    from ..codegen.gpu import program as gp  # loaded on first use (codegen.gpu.program)
+    from ..codegen.gpu import ptx as ptx_target  # loaded on first use (codegen.gpu.ptx)
 
     lowered = gp.lower_graph(report.optimized, "ptx", f"g_{report.optimized.name}")
     text = ptx_target.to_ptx(lowered.module.ir_text, arch)

@@ -10,7 +10,7 @@ from .distribution import Distribution
 
 
 def lg() -> Any:
-    import llgrad
+    import llgrad  # circle: llgrad -> distributions -> distributions.continuous -> here
 
     return llgrad
 

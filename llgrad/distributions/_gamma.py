@@ -36,7 +36,7 @@ __all__ = ["standard_gamma", "gamma_dx_dalpha", "sample_dirichlet"]
 
 
 def _lg() -> Any:
-    import llgrad
+    import llgrad  # circle: llgrad -> distributions -> distributions.continuous -> here
 
     return llgrad
 

@@ -14,7 +14,7 @@ __all__ = ["Distribution", "ExponentialFamily"]
 
 
 def _lg() -> Any:
-    import llgrad
+    import llgrad  # circle: llgrad -> distributions -> here
 
     return llgrad
 

@@ -47,7 +47,7 @@ __all__ = [
 
 
 def _lg() -> Any:
-    import llgrad
+    import llgrad  # circle: llgrad -> distributions -> here
 
     return llgrad
 

@@ -24,7 +24,7 @@ euler_constant = 0.57721566490153286060  # Euler-Mascheroni constant
 
 
 def _lg() -> Any:
-    import llgrad
+    import llgrad  # circle: llgrad -> distributions -> distributions.continuous -> here
 
     return llgrad
 

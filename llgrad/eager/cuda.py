@@ -299,7 +299,7 @@ _copies: dict[tuple, Any] = {}
 
 def _copy_kernel(dst: CudaTensor, src: CudaTensor) -> None:
     """One elementwise launch from `src` (broadcast to dst's shape) into `dst`."""
-    from ..runtime.cuda.kernels import CopyKernel
+    from ..runtime.cuda.kernels import CopyKernel  # loaded on first use (runtime.cuda.kernels)
 
     rank = max(1, len(dst._shape))
     pad = rank - len(src._shape)
@@ -360,7 +360,7 @@ class _Compiled:
     """A traced function's GPU executable and its output structure."""
 
     def __init__(self, fn: Callable[..., Any], examples: list[CudaTensor], name: str):
-        from ..runtime.cuda.graph import CudaGraph
+        from ..runtime.cuda.graph import CudaGraph  # loaded on first use (runtime.cuda.graph)
 
         with no_grad():
             graph, ctx, structure = trace(fn, tuple(examples), {})
@@ -615,7 +615,7 @@ class CudaExecutable:
     """
 
     def __init__(self, graph: Any):
-        from ..runtime.cuda.graph import CudaGraph
+        from ..runtime.cuda.graph import CudaGraph  # loaded on first use (runtime.cuda.graph)
 
         self.graph = graph
         self.exe = CudaGraph(graph, _symbol(f"graph_{graph.name}"))

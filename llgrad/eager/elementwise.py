@@ -482,11 +482,11 @@ def copy_into(dst: Tensor, src: Tensor | Scalar) -> Tensor:
     """`dst[...] = src` with broadcasting and dtype conversion, in one kernel (a GPU
     kernel when `dst` is in CUDA device memory)."""
     if dst._storage.__class__ is _DEVICE_STORAGE[0]:
-        from .cuda import copy_into as device_copy
+        from .cuda import copy_into as device_copy  # circle: eager.cuda -> compiler.api -> here
 
         return device_copy(dst, src)
     if isinstance(src, Tensor) and src._storage.__class__ is _DEVICE_STORAGE[0]:
-        from .cuda import download  # device values into host memory
+        from .cuda import download  # circle: eager.cuda -> compiler.api -> here
 
         src = download(src)
     d = src._dtype if isinstance(src, Tensor) else dst._dtype

@@ -304,7 +304,7 @@ def tensor(
     if requires_grad and not (d.is_floating_point or d.is_complex):
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
     if device is not None and _device_type(device, "tensor") == "cuda":
-        from ..eager.cuda import upload
+        from ..eager.cuda import upload  # circle: eager.cuda -> here
 
         out = upload(from_values(arr, d))
         return out.requires_grad_(True) if requires_grad else out
@@ -324,7 +324,7 @@ def as_tensor(data: Any, dtype: DType | None = None, device: Any = None) -> Tens
     read-only, misaligned or byte-swapped arrays, and arrays of dtypes llgrad lacks, are
     copied (PyTorch shares read-only memory with a warning)."""
     if device is not None and _device_type(device, "as_tensor") == "cuda":
-        from ..eager.cuda import is_cuda_tensor, upload
+        from ..eager.cuda import is_cuda_tensor, upload  # circle: eager.cuda -> here
 
         if is_cuda_tensor(data):
             return data if dtype is None or dtype is data._dtype else data.to(dtype)
@@ -338,7 +338,7 @@ def as_tensor(data: Any, dtype: DType | None = None, device: Any = None) -> Tens
         return data if dtype is None or dtype is data._dtype else data.to(dtype)
 
     if isinstance(data, np.ndarray) and current() is None:
-        from .tensor_extras import _shareable
+        from .tensor_extras import _shareable  # circle: functions.tensor_extras -> here
 
         if _shareable(data) and (dtype is None or dtype is dt.from_numpy(data.dtype)):
             return Tensor._from_numpy(data)
@@ -1153,7 +1153,9 @@ def _random(op: str, shape: tuple[int, ...], d: DType, generator: Generator | No
     if interpreters:
         per_element = _vmap_randomness(interpreters)
         if per_element:  # randomness="different": one draw per element
-            from ..transforms.batching import unlift
+            from ..transforms.batching import (
+                unlift,
+            )  # circle: transforms.batching -> functions -> here
 
             ordered = sorted(per_element, key=lambda i: i.level)
             full = tuple(i.size for i in ordered) + tuple(shape)

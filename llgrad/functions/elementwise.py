@@ -298,7 +298,7 @@ def _integer_divisor(op: str, input: Any, other: Any) -> None:
         raise GraphBreak(
             f"{op} of integers by a tensor (a zero divisor must raise)", user_location()
         )
-    from .reduction import any as any_
+    from .reduction import any as any_  # circle: functions.reduction -> here
 
     with _no_grad():
         if other.numel() and bool(any_(eq(other, 0)).item()):
@@ -617,7 +617,7 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
 @composite_function
 def xlogy(input: Any, other: Any) -> Tensor:
     if not isinstance(input, Tensor):
-        from .creation import full
+        from .creation import full  # circle: functions.creation -> here
 
         name = "XlogyBackward1"
         input = full((), input, dtype=ew.promote([input, other]))

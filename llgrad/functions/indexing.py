@@ -96,7 +96,7 @@ def getitem(x: Tensor, index: Any, name: str | None = None) -> Tensor:
     if kind is list or kind is range or kind is tuple:
         index = python_index(index)
     if getattr(x, "_ctx", None) is not None or _traced_index(index):
-        from ..tracer import indexing as traced
+        from ..tracer import indexing as traced  # circle: tracer.indexing -> functions -> here
 
         return traced.getitem(x, index)
     if x.__class__ in DEVICE_CLASSES:
@@ -107,7 +107,7 @@ def getitem(x: Tensor, index: Any, name: str | None = None) -> Tensor:
             if out is None:
                 out = indexing.getitem(x, index)
         except (TypeError, RuntimeError):
-            from ..eager.cuda import rerun, upload
+            from ..eager.cuda import rerun, upload  # circle: eager.cuda -> functions -> here
 
             # index tensors on the host are taken to the device, as PyTorch allows them
             items = [
@@ -176,7 +176,7 @@ def index_backward(g: Tensor, shape: tuple[int, ...], index: Any) -> Tensor:
         zeros = ctx.constant(0, g._dtype, shape)
         return scatter_add_linear(zeros, positions, g)
     if g.__class__ in DEVICE_CLASSES:  # a CUDA gradient: traced, on the GPU
-        from ..eager.cuda import rerun
+        from ..eager.cuda import rerun  # circle: eager.cuda -> functions -> here
 
         return rerun(index_backward, "index_backward", (g, shape, index), {})
 
@@ -449,11 +449,11 @@ def _check_index_range(
     negative index is an error, not counted from the end. Checked here when the values
     are known; in a traced function the callers map a bad index where the indexing
     kernel rejects it."""
-    from ..transforms.batching import bottom
+    from ..transforms.batching import bottom  # circle: transforms.batching -> here
 
     values = bottom(index)  # under vmap: every batch element's indices
     if values.numel() and not tracing() and getattr(values, "_ctx", None) is None:
-        from .reduction import amax, amin
+        from .reduction import amax, amin  # circle: functions.reduction -> here
 
         with no_grad():
             lo, hi = int(amin(values).item()), int(amax(values).item())
@@ -507,7 +507,7 @@ def _scatter_offsets(op: str, input: Tensor, dim: int, index: Tensor) -> Tensor:
 
 
 def _scatter_source(op: str, input: Tensor, index: Tensor, src: Any) -> Tensor:
-    from .misc import slice_all
+    from .misc import slice_all  # circle: functions.misc -> functions.reduction -> here
 
     if not isinstance(src, Tensor):
         return full(tuple(index.shape), src, dtype=input._dtype)
@@ -550,7 +550,7 @@ def scatter(
                 f"scatter(): reduce argument must be either add or multiply, got {reduce!r}"
             )
         if reduce == "multiply":
-            from .selection import scatter_reduce
+            from .selection import scatter_reduce  # circle: functions.selection -> here
 
             return scatter_reduce(input, dim, index, _scatter_source(op, input, index, src), "prod")
         return scatter_add(input, dim, index, _scatter_source(op, input, index, src))

@@ -634,7 +634,7 @@ def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
 def tile(input: Tensor, dims: Any) -> Tensor:
     """`input` repeated `dims[i]` times along each dimension (leading ones added to the
     shorter of `dims` and the shape)."""
-    from .methods import _repeat
+    from .methods import _repeat  # circle: functions.methods -> functions -> here
 
     _tensor("tile", input)
     reps = _ints("tile", dims)

@@ -101,7 +101,7 @@ def legacy_new(
     """`Tensor()` (empty), `Tensor(2, 3)` / `Tensor(Size)` (uninitialized, of that size),
     `Tensor(data)` (a copy converted to the type's dtype), `Tensor(tensor)` (the tensor
     itself, which must have that dtype). `d` None means the default dtype."""
-    from .creation import empty, tensor
+    from .creation import empty, tensor  # circle: functions.creation -> functions.shape -> here
 
     kwargs = dict(kwargs)
     check_device(kwargs.pop("device", None), name)
@@ -167,7 +167,7 @@ def tensor_type(
     if extra:
         raise TypeError(f"type() got an unexpected keyword argument '{sorted(extra)[0]}'")
     if memory_format is not None and dtype is not None:
-        from .tensor_extras import _in_format
+        from .tensor_extras import _in_format  # circle: functions.tensor_extras -> here
 
         d = _dtype_of(dtype)
         return _in_format(self if d is self._dtype else self.to(d), memory_format, "type", False)
@@ -176,6 +176,6 @@ def tensor_type(
     d = _dtype_of(dtype)
     if d is self._dtype:
         return self
-    from .misc import to
+    from .misc import to  # circle: functions.misc -> functions.shape -> here
 
     return to(self, d)

@@ -78,7 +78,7 @@ _modules: dict[str, Any] = {}  # llgrad.functions, llgrad.linalg and its parts, 
 def _F() -> Any:
     m = _modules.get("F")
     if m is None:
-        from .. import functions as m
+        from .. import functions as m  # circle: functions -> here
 
         _modules["F"] = m
     return m
@@ -87,7 +87,7 @@ def _F() -> Any:
 def _L() -> Any:
     m = _modules.get("L")
     if m is None:
-        from .. import linalg as m
+        from .. import linalg as m  # circle: linalg -> functions -> here
 
         _modules["L"] = m
     return m
@@ -97,7 +97,7 @@ def _D() -> Any:
     """llgrad.linalg._decomp (the LAPACK-backed ops)."""
     m = _modules.get("D")
     if m is None:
-        from ..linalg import _decomp as m
+        from ..linalg import _decomp as m  # circle: linalg._decomp -> functions -> here
 
         _modules["D"] = m
     return m
@@ -107,7 +107,7 @@ def _H() -> Any:
     """llgrad.linalg._host (checks and helpers shared by the LAPACK-backed ops)."""
     m = _modules.get("H")
     if m is None:
-        from ..linalg import _host as m
+        from ..linalg import _host as m  # circle: linalg._host -> functions -> here
 
         _modules["H"] = m
     return m

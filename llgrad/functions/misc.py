@@ -79,7 +79,7 @@ def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     dtype, copy, where, non_blocking = parse_to(args, kwargs)
     here = "cuda" if input.is_cuda else "cpu"
     if where is not None and where != here:
-        from ..eager import cuda
+        from ..eager import cuda  # circle: eager.cuda -> functions -> here
 
         moved = cuda.upload(input, non_blocking) if where == "cuda" else cuda.to_host(input)
         return moved if dtype is None or dtype is moved._dtype else to(moved, dtype)
@@ -183,7 +183,7 @@ def _plain_cast() -> Any:
     """`tensor_extras._cast` (`misc.to(x, d)` for a plain tensor, with a direct launch),
     imported on first use (tensor_extras imports this module)."""
     if not _plain_casts:
-        from .tensor_extras import _cast
+        from .tensor_extras import _cast  # circle: functions.tensor_extras -> here
 
         _plain_casts.append(_cast)
     return _plain_casts[0]
@@ -308,7 +308,7 @@ def tril(input: Tensor, diagonal: int = 0) -> Tensor:
 
 
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
-    from .layout import diag_embed, diagonal_copy
+    from .layout import diag_embed, diagonal_copy  # circle: functions.layout -> here
 
     if input.ndim == 1:  # (both trace: the matrix is a graph value)
         return diag_embed(input, diagonal, 0, 1)

@@ -400,7 +400,7 @@ def norm(
     if p in ("fro", None):
         p = 2.0
     if p == "nuc":  # the sum of singular values (lg.linalg)
-        from ..linalg import matrix_norm
+        from ..linalg import matrix_norm  # circle: linalg -> functions -> here
 
         return matrix_norm(x, "nuc", tuple(range(x.ndim)) if dim is None else dim, keepdim)
     axes = _axes(dim, x.ndim, "norm")

@@ -78,7 +78,7 @@ has_openmp: bool = False
 
 def _mkl_loaded() -> bool:
     try:
-        from ..backends import mkl
+        from ..backends import mkl  # MKL is optional: asked for only here
 
         return bool(mkl.is_available())
     except Exception:  # no MKL backend module or no library
@@ -449,14 +449,14 @@ def _is_shared(self: Tensor) -> bool:
 
 def _hardshrink(self: Tensor, lambd: float = 0.5) -> Tensor:
     """`F.hardshrink(self, lambd)`: x where |x| > lambd, else 0."""
-    from ..nn import functional as F
+    from ..nn import functional as F  # circle: nn.functional -> functions -> here
 
     return F.hardshrink(self, lambd)
 
 
 def _prelu(self: Tensor, weight: Tensor) -> Tensor:
     """`F.prelu(self, weight)`: max(0, x) + weight * min(0, x), weight per channel."""
-    from ..nn import functional as F
+    from ..nn import functional as F  # circle: nn.functional -> functions -> here
 
     return F.prelu(self, weight)
 

@@ -216,7 +216,7 @@ def _flat_positions(op: str, input: Tensor, index: Tensor) -> Tensor:
     index = _index_tensor(op, index)
     n = input.numel()
     index = _wrap_negative(index, n)
-    from ..transforms.batching import bottom
+    from ..transforms.batching import bottom  # circle: transforms.batching -> functions -> here
 
     values = bottom(index)
     if values.numel() and not tracing() and not _traced(values):

@@ -398,7 +398,7 @@ class _PiecesBackward(Node):
         self.num_outputs = len(sizes)
 
     def apply(self, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
-        from .creation import zeros
+        from .creation import zeros  # circle: functions.creation -> here
 
         d, shape = self.dim, self.shape
         parts = []
@@ -866,7 +866,7 @@ def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
     `memory_format` lays it out as `lg.channels_last` & co. (`lg.preserve_format` keeps a
     dense tensor's memory order; without it the copy is row-major, llgrad's default)."""
     if memory_format is not None:
-        from .tensor_extras import _clone
+        from .tensor_extras import _clone  # circle: functions.tensor_extras -> here
 
         return _clone(input, memory_format=memory_format)
     if _unrecorded(input):  # what `apply` would do: the copy alone

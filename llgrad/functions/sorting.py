@@ -108,7 +108,11 @@ def _argsort_along(x: Tensor, dim: int, descending: bool) -> Tensor:
     if _plain_order(x):  # a plain tensor, eagerly
         arr = host_values(x)  # (bfloat16 widened)
         return host_tensor(_host_order(arr, dim, descending), dt.int64)
-    from ..transforms.batching import levels, lift, unlift
+    from ..transforms.batching import (
+        levels,
+        lift,
+        unlift,
+    )  # circle: transforms.batching -> functions -> here
 
     if tracing():
         if x.shape[dim] <= TRACED_SORT_MAX:
@@ -223,7 +227,7 @@ def cumsum(input: Tensor, dim: int, *, dtype: dt.DType | None = None) -> Tensor:
 
 @composite_function
 def cumprod(input: Tensor, dim: int, *, dtype: dt.DType | None = None) -> Tensor:
-    from .. import functions as F
+    from .. import functions as F  # circle: functions -> here
 
     x = _scan_input("cumprod", input, dtype)
     if x.ndim == 0:

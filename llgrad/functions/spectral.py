@@ -361,7 +361,7 @@ def _stft_general(
     align_to_window: bool | None,
 ) -> Tensor:
     """`stft` made of llgrad ops (differentiable; every check and error)."""
-    from .. import fft as _fft
+    from .. import fft as _fft  # circle: fft -> functions -> here
 
     if not isinstance(input, Tensor):
         raise TypeError(f"stft(): argument 'input' must be a Tensor, not {type(input).__name__}")
@@ -400,7 +400,7 @@ def _stft_general(
     elif align_to_window and win < n_fft:
         # the window's samples start at each frame start: shift the n_fft frames left by
         # the window's offset inside them (zeros outside the signal meet zero weights)
-        from ..nn import functional as NF
+        from ..nn import functional as NF  # circle: nn.functional -> functions -> here
 
         left = (n_fft - win) // 2
         x = NF.pad(x, (left, n_fft - win - left))
@@ -497,7 +497,7 @@ def _istft_general(
     return_complex: bool,
 ) -> Tensor:
     """`istft` made of llgrad ops (differentiable; every check and error)."""
-    from .. import fft as _fft
+    from .. import fft as _fft  # circle: fft -> functions -> here
 
     if not isinstance(input, Tensor):
         raise TypeError(f"istft(): argument 'input' must be a Tensor, not {type(input).__name__}")
@@ -658,7 +658,7 @@ def _stft_plan(
     align_to_window: bool | None,
 ) -> tuple | None:
     """The direct plan of a valid stft call (None: it keeps the general form)."""
-    from .. import fft as _fft
+    from .. import fft as _fft  # circle: fft -> functions -> here
 
     # a complex signal keeps the general form (its window product is complex times real)
     if (
@@ -689,7 +689,7 @@ def _stft_plan(
 
 
 def _stft_direct(plan: tuple, x: Tensor, window: Tensor | None) -> Tensor:
-    from .. import fft as _fft
+    from .. import fft as _fft  # circle: fft -> functions -> here
 
     idx, win, n_fft, inorm, batched = plan
     a = x._numpy_view()
@@ -721,7 +721,7 @@ def _istft_plan(
     return_complex: bool,
 ) -> tuple | None:
     """The direct plan of a valid istft call (None: it keeps the general form)."""
-    from .. import fft as _fft
+    from .. import fft as _fft  # circle: fft -> functions -> here
 
     if (
         not X._dtype.is_complex
@@ -746,7 +746,7 @@ def _istft_plan(
 def _istft_direct(plan: tuple, X: Tensor, window: Tensor | None) -> Tensor | None:
     """The direct istft, or None when the window fails the NOLA check (the general form
     raises it)."""
-    from .. import fft as _fft
+    from .. import fft as _fft  # circle: fft -> functions -> here
 
     idx, win, n_fft, total, start, end, length, keep, inorm, batched = plan
     a = X._numpy_view()

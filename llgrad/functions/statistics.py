@@ -232,7 +232,7 @@ def logcumsumexp(input: Tensor, dim: int, *, out: Any = None) -> Tensor:
 @composite_function
 def _logcumsumexp(input: Tensor, dim: int) -> Tensor:
     """`logcumsumexp` without `out` (a compiled composite: one call per signature)."""
-    from .. import functions as F
+    from .. import functions as F  # circle: functions -> here
 
     x = _tensor("logcumsumexp", input)
     if not (x._dtype.is_floating_point or x._dtype.is_complex):

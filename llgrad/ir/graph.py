@@ -96,17 +96,17 @@ class Graph:
         return out
 
     def to_networkx(self):
-        from .export import to_networkx
+        from .export import to_networkx  # loaded on first use (ir.export)
 
         return to_networkx(self)
 
     def to_dot(self) -> str:
-        from .export import to_dot
+        from .export import to_dot  # loaded on first use (ir.export)
 
         return to_dot(self)
 
     def render(self, path: str) -> str:
-        from .export import render
+        from .export import render  # loaded on first use (ir.export)
 
         return render(self, path)
 

@@ -50,7 +50,7 @@ def scaled_dot_product_attention(
     """softmax(q k^T * scale + mask) v over the last two dimensions (batch dimensions
     broadcast). A boolean `attn_mask` is True where attention is allowed; `is_causal`
     allows position i to see positions <= i (the top-left aligned lower triangle)."""
-    from .functional import dropout
+    from .functional import dropout  # circle: nn.functional -> here
 
     op = "scaled_dot_product_attention"
     for name, t in (("query", query), ("key", key), ("value", value)):
@@ -158,7 +158,7 @@ def multi_head_attention(
     get a column of "allowed" for each added key, as PyTorch's. Returns the (L, N, E)
     output and, with `need_weights`, the attention weights: (N, L, S') averaged over
     heads, or (N, heads, L, S'), S' = S plus the added keys."""
-    from .functional import dropout, linear
+    from .functional import dropout, linear  # circle: nn.functional -> here
 
     op = "multi_head_attention_forward"
     l, n, e = query.shape

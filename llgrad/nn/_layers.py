@@ -64,7 +64,7 @@ def conv1d(
     dilation: Any = 1,
     groups: int = 1,
 ) -> Tensor:
-    from .functional import conv2d
+    from .functional import conv2d  # circle: nn.functional -> here
 
     op = "conv1d"
     _tensor(op, "input", input)
@@ -105,7 +105,7 @@ def max_pool1d(
     ceil_mode: bool = False,
     return_indices: bool = False,
 ) -> Any:
-    from .functional import max_pool2d
+    from .functional import max_pool2d  # circle: nn.functional -> here
 
     op = "max_pool1d"
     k, s, p = _pool1d_args(op, input, kernel_size, stride, padding)

@@ -463,7 +463,7 @@ def multilabel_soft_margin_loss(
 ) -> Tensor:
     """-(y logsigmoid(x) + (1 - y) logsigmoid(-x)), weighted, averaged over the classes
     (the last dimension)."""
-    from .functional import logsigmoid
+    from .functional import logsigmoid  # circle: nn.functional -> here
 
     op = "multilabel_soft_margin_loss"
     _tensor(op, "input", input)
@@ -703,7 +703,7 @@ def _ctc_run(
     work; every array C-contiguous (`lpe`, `out` float64, masks uint8)."""
     if t_hi <= t_lo:
         return
-    from ..codegen.ctc import CtcKernel, build_ctc
+    from ..codegen.ctc import CtcKernel, build_ctc  # loaded on first use (codegen.ctc)
 
     if CtcKernel not in _CTC_REGISTERED:
         cache.register_builder(CtcKernel, build_ctc)
@@ -732,7 +732,7 @@ def _ctc_run(
     args.append(scratch.ctypes.data)
     threads = min(launch.threads(), n)
     if threads > 1 and (t_hi - t_lo) * n * L >= _CTC_PARALLEL_MIN:
-        from ..runtime import pool
+        from ..runtime import pool  # the native thread pool, for long inputs only
 
         pool.run_blocks(kernel.address, args, threads)
     else:
@@ -970,7 +970,7 @@ def torch_binary_cross_entropy_with_logits(
     reduction: int | str = 1,
 ) -> Tensor:
     """`torch.binary_cross_entropy_with_logits`: F's with pos_weight before reduction."""
-    from .functional import binary_cross_entropy_with_logits
+    from .functional import binary_cross_entropy_with_logits  # circle: nn.functional -> here
 
     return binary_cross_entropy_with_logits(
         input, target, weight, reduction=_enum(reduction), pos_weight=pos_weight

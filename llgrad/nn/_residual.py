@@ -29,7 +29,7 @@ def gumbel_softmax(
     draws than PyTorch's). `hard=True` returns the one-hot of the argmax whose gradient is
     the soft sample's (straight-through). `eps` is deprecated and ignored (it warns when
     given), as in PyTorch."""
-    from . import functional as F
+    from . import functional as F  # circle: nn.functional -> here
 
     if not isinstance(logits, Tensor):
         raise TypeError(
@@ -140,7 +140,7 @@ def linear_cross_entropy(
     indices, no K dims, no label smoothing; else the reference path).
     Where llgrad differs: a chunk's logits are kept for its backward, so chunking saves
     less memory than PyTorch's fused kernel."""
-    from . import functional as F
+    from . import functional as F  # circle: nn.functional -> here
 
     for name, t in (("input", input), ("linear_weight", linear_weight), ("target", target)):
         if not isinstance(t, Tensor):
@@ -219,7 +219,7 @@ def _chunked(
 ) -> Tensor:
     """The loss of class-index targets computed over chunks of the batch rows; 'mean'
     divides by the summed class weights of the rows not ignored (cross_entropy's rule)."""
-    from . import functional as F
+    from . import functional as F  # circle: nn.functional -> here
 
     single = input.ndim == 1
     x = lg.unsqueeze(input, 0) if single else input

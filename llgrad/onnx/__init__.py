@@ -85,7 +85,7 @@ def is_in_onnx_export() -> bool:
 
 
 def _supported() -> frozenset[str]:
-    from ._translate import supported_ops
+    from ._translate import supported_ops  # circle: onnx._translate -> here
 
     return supported_ops()
 
@@ -158,7 +158,7 @@ def export(
             "llgrad.onnx.export needs the 'onnx' package: pip install "
             "'llgrad[onnx]' (or pip install onnx onnxruntime)"
         ) from e
-    from ._translate import build_model
+    from ._translate import build_model  # circle: onnx._translate -> here
 
     if opset_version is None:
         opset_version = 17

@@ -209,7 +209,7 @@ def _transposed_vjp(
 ) -> Tensor | None:
     """`J t` from the vjp (linear in g): differentiate <vjp(u), t> with respect to u."""
     F = ops.F
-    from ..autograd.api import grad
+    from ..autograd.api import grad  # circle: autograd -> autograd.forward_ad -> here
 
     with enable_grad():
         u = F.zeros(out._shape, dtype=out._dtype, requires_grad=True)

@@ -410,7 +410,7 @@ def _fused_apply(node: OpNode, g: Tensor) -> tuple[Tensor | None, ...] | None:
     """`tape.fused.apply` (imported on first use: it needs the eager kernels), which
     then takes this name's place."""
     global _fused_apply
-    from .fused import apply
+    from .fused import apply  # circle: tape.fused -> here
 
     _fused_apply = apply
     return apply(node, g)

@@ -38,14 +38,14 @@ class GraphBreak(Exception):
 
 def tracing() -> bool:
     """Whether a trace is running on this thread (code that must not leak state checks it)."""
-    from .context import current
+    from .context import current  # circle: tracer.context -> here
 
     return current() is not None
 
 
 def state_not_ready(what: str) -> None:
     """Raise the retryable break for lazily created state (the first optimizer step)."""
-    from .context import user_location
+    from .context import user_location  # circle: tracer.context -> here
 
     raise GraphBreak(
         what,
@@ -102,7 +102,7 @@ class TracerTensor(SymbolicTensor):
         return super().requires_grad_(requires_grad)
 
     def _cut_in_place(self, what: str) -> None:
-        from .context import user_location
+        from .context import user_location  # circle: tracer.context -> here
 
         raise GraphBreak(
             what,
@@ -112,7 +112,7 @@ class TracerTensor(SymbolicTensor):
         )
 
     def _no_data(self, what: str) -> Any:
-        from .context import user_location
+        from .context import user_location  # circle: tracer.context -> here
 
         raise GraphBreak(what, user_location())
 

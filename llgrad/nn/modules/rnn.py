@@ -86,7 +86,9 @@ def _check_input(name: str, input: Any, input_size: int, batched_ndim: int) -> b
 def _repack(out: Tensor, like: Any) -> Any:
     """(L, N, H) outputs in the original batch order as a PackedSequence with `like`'s
     batch sizes and indices."""
-    from ..utils.rnn import PackedSequence
+    from ..utils.rnn import (
+        PackedSequence,
+    )  # circle: nn.utils -> nn.utils.parametrizations -> nn.modules -> here
 
     if like.sorted_indices is not None:
         out = lg.index_select(out, 1, like.sorted_indices)
@@ -234,7 +236,10 @@ class RNNBase(Module):
         """Run the layers over `input` ((L, N, in), batch first, unbatched (L, in), or a
         PackedSequence, which gives a PackedSequence output with the same batch sizes and
         indices and the last state of each sequence at its own length)."""
-        from ..utils.rnn import PackedSequence, pad_packed_sequence
+        from ..utils.rnn import (
+            PackedSequence,
+            pad_packed_sequence,
+        )  # circle: nn.utils -> nn.utils.parametrizations -> nn.modules -> here
 
         name = self._name()
         packed = input if isinstance(input, PackedSequence) else None

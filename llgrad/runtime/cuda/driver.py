@@ -783,7 +783,7 @@ class CudaBackend(Backend):
         if blas is None:
             with self._blas_lock:
                 if self._blas is None:
-                    from .cublas import Cublas
+                    from .cublas import Cublas  # loaded on first use (runtime.cuda.cublas)
 
                     self._bind()
                     self._blas = Cublas()
@@ -885,7 +885,7 @@ def get() -> Backend:
     with _lock:
         if _backend is None:
             if emulating():
-                from .emulator import EmulatorBackend
+                from .emulator import EmulatorBackend  # circle: runtime.cuda.emulator -> here
 
                 _backend = EmulatorBackend()
             else:
