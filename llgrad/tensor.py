@@ -32,6 +32,8 @@ from .runtime.storage import (
     borrow,
 )
 from .schedule.layout import contiguous_strides, is_contiguous
+from ._hooks import RemovableHandle
+from .dispatch import ops
 from .specialize.output import empty_lines, maker_source
 from .runtime.dlpack import export_bfloat16
 
@@ -129,9 +131,7 @@ class Tensor:
         """PyTorch's legacy constructor: `Tensor([1, 2])` (data in the default dtype),
         `Tensor(2, 3)` (uninitialized, of that size), `Tensor()` (empty). Internally
         tensors are made with `_make`, which never comes here."""
-        from .functions.legacy import legacy_new  # circle: functions.legacy -> here
-
-        return legacy_new(None, args, kwargs)
+        return ops.F.legacy.legacy_new(None, args, kwargs)
 
     # -- construction (internal) ----------------------------------------------------------
     @classmethod
@@ -453,8 +453,6 @@ class Tensor:
 
     def register_hook(self, hook: Any) -> Any:
         """Call `hook(grad)` when this tensor's gradient is computed; it may return a new one."""
-        from .tape.node import RemovableHandle  # circle: tape.node -> here
-
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is not None:
@@ -469,8 +467,6 @@ class Tensor:
         return handle
 
     def register_post_accumulate_grad_hook(self, hook: Any) -> Any:
-        from .tape.node import RemovableHandle  # circle: tape.node -> here
-
         if self.grad_fn is not None:
             raise RuntimeError(
                 "post accumulate grad hooks cannot be registered on non-leaf tensors"
@@ -717,6 +713,4 @@ class SymbolicTensor(Tensor):
 
 
 def _rebuild(values: np.ndarray, dtype_name: str, requires_grad: bool) -> Tensor:
-    from .functions.creation import tensor  # circle: functions.creation -> here
-
-    return tensor(values, dtype=dt.from_name(dtype_name), requires_grad=requires_grad)
+    return ops.F.tensor(values, dtype=dt.from_name(dtype_name), requires_grad=requires_grad)

@@ -684,6 +684,7 @@ CPU: Any
 DENSE_CLASSES: Any
 DType: Any
 def Iterator(*args: Any, **kwargs: Any) -> Any: ...
+RemovableHandle: Any
 SLAB_MAX: Any
 Storage: Any
 class SymbolicTensor(Tensor): ...

@@ -20,6 +20,7 @@ from ..specialize.record import saved_tensor_lines
 from ..tensor import Tensor
 from .anomaly import _state as _anomaly
 from .forward import _level as _forward_level
+from .._hooks import RemovableHandle
 from ..dispatch import ops
 
 _sequence = itertools.count()
@@ -31,23 +32,6 @@ FREED = (
     "you need to backward through the graph a second time or if you need to access saved "
     "tensors after calling backward."
 )
-
-
-class RemovableHandle:
-    _ids = itertools.count()
-
-    def __init__(self, store: dict[int, Callable]):
-        self.id = next(RemovableHandle._ids)
-        self._store = store
-
-    def remove(self) -> None:
-        self._store.pop(self.id, None)
-
-    def __enter__(self) -> "RemovableHandle":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.remove()
 
 
 def _type_name(t: Tensor) -> str:
