@@ -13,6 +13,7 @@ from typing import Any
 from ..schedule.layout import contiguous_strides
 from ..ir.graph import Node
 from ..tensor import SymbolicTensor
+from .state import current, user_location
 
 
 class GraphBreak(Exception):
@@ -38,15 +39,11 @@ class GraphBreak(Exception):
 
 def tracing() -> bool:
     """Whether a trace is running on this thread (code that must not leak state checks it)."""
-    from .context import current  # circle: tracer.context -> here
-
     return current() is not None
 
 
 def state_not_ready(what: str) -> None:
     """Raise the retryable break for lazily created state (the first optimizer step)."""
-    from .context import user_location  # circle: tracer.context -> here
-
     raise GraphBreak(
         what,
         user_location(),
@@ -102,8 +99,6 @@ class TracerTensor(SymbolicTensor):
         return super().requires_grad_(requires_grad)
 
     def _cut_in_place(self, what: str) -> None:
-        from .context import user_location  # circle: tracer.context -> here
-
         raise GraphBreak(
             what,
             user_location(),
@@ -112,8 +107,6 @@ class TracerTensor(SymbolicTensor):
         )
 
     def _no_data(self, what: str) -> Any:
-        from .context import user_location  # circle: tracer.context -> here
-
         raise GraphBreak(what, user_location())
 
     def __repr__(self) -> str:
