@@ -357,6 +357,62 @@ def test_ctc_loss_gradcheck_through_log_softmax_and_errors():
         LF.ctc_loss(LF.log_softmax(x, -1), tg, il, tl, blank=9)
 
 
+def test_ctc_loss_rejects_bad_lengths_and_targets():
+    lp = LF.log_softmax(lg.tensor(RNG.standard_normal((6, 3, 4))), -1)
+    targets = np.array([[1, 2, 3], [3, 1, -1], [2, 2, 9]])  # past each length: padding
+    in_lens, tgt_lens = [6, 5, 6], [3, 2, 2]
+    want = TF.ctc_loss(torch.tensor(lp.numpy()), torch.tensor(np.where(targets < 0, 1, targets)),
+                       in_lens, tgt_lens, reduction="none")
+    got = LF.ctc_loss(lp, lg.tensor(targets), in_lens, tgt_lens, reduction="none")
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+    with pytest.raises(RuntimeError, match="input_lengths to have value at least 0, but got "
+                                           "value -1"):
+        LF.ctc_loss(lp, lg.tensor(targets), [6, -1, 6], tgt_lens)
+    with pytest.raises(RuntimeError, match="target_lengths to have value at least 0, but got "
+                                           "value -2"):
+        LF.ctc_loss(lp, lg.tensor(targets), in_lens, [3, -2, 2])
+    with pytest.raises(RuntimeError, match="targets to have 3 rows"):
+        LF.ctc_loss(lp, lg.tensor(targets[:2]), in_lens, tgt_lens)
+    with pytest.raises(IndexError, match="target 9 of sequence 2 is out of range for 4"):
+        LF.ctc_loss(lp, lg.tensor(targets), in_lens, [3, 2, 3])
+    with pytest.raises(IndexError, match="target -1 of sequence 1"):
+        LF.ctc_loss(lp, lg.tensor(np.array([1, 2, 3, -1, 2])), in_lens, [3, 1, 1])
+    # the lengths are checked before blank, as before any target value
+    with pytest.raises(RuntimeError, match="at most 6"):
+        LF.ctc_loss(lp, lg.tensor(targets), [7, 5, 6], [3, 2, 3], blank=4)
+
+
+def test_ctc_loss_nan_beyond_the_reachable_cells_propagates():
+    """A NaN log-probability in a cell no alignment reaches at its step (the 9th label at
+    step 1) spreads into the reachable cells of later steps, as the full recursion does
+    (and PyTorch's): the pruned and cheap cells of the kernel must keep it."""
+    x = RNG.standard_normal((30, 2, 12))
+    lp = x - np.log(np.exp(x).sum(-1, keepdims=True))
+    targets = np.array([np.arange(1, 11), np.arange(10, 0, -1)])
+    lp[1, 0, targets[0, 8]] = np.nan
+    for grad in (False, True):
+        t = lg.tensor(lp, requires_grad=grad)
+        got = LF.ctc_loss(t, lg.tensor(targets), [30, 30], [10, 10], reduction="none")
+        want = TF.ctc_loss(torch.tensor(lp), torch.tensor(targets), [30, 30], [10, 10],
+                           reduction="none")
+        assert np.isnan(want[0].item()) and np.isfinite(want[1].item())
+        np.testing.assert_allclose(got.detach().numpy(), want.numpy(), rtol=1e-12)
+    # one in a cell that reaches no alignment's end (the first label, a step before the
+    # last): the loss stays finite, the beta recursion carries it to earlier steps
+    lp = x - np.log(np.exp(x).sum(-1, keepdims=True))
+    lp[28, 0, targets[0, 0]] = np.nan
+    t, tt = lg.tensor(lp, requires_grad=True), torch.tensor(lp, requires_grad=True)
+    got = LF.ctc_loss(t, lg.tensor(targets), [30, 30], [10, 10], reduction="sum")
+    want = TF.ctc_loss(tt, torch.tensor(targets), [30, 30], [10, 10], reduction="sum")
+    got.backward()
+    want.backward()
+    # (the steps before the NaN's: after it, PyTorch's gradient keeps some classes finite)
+    g, w = t.grad.numpy()[:28], tt.grad.numpy()[:28]
+    assert np.isfinite(want.item()) and np.isnan(w[:, 0]).any()
+    np.testing.assert_allclose(got.item(), want.item(), rtol=1e-12)
+    np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("name,arrays,kw", [
     ("huber_loss", [A, B], {}), ("multi_margin_loss", [A, CLS], {}),
     ("multilabel_margin_loss", [A, ML], {}), ("cosine_embedding_loss", [A, B, SIGN], {}),

@@ -5,9 +5,9 @@ losses, Poisson and Gaussian NLL, CTC; `cosine_similarity`, `pairwise_distance`,
 Every loss but CTC is a composition of differentiable functions, written so that values
 and gradients equal PyTorch's (also at the kinks: a hinge passes no gradient at exactly 0
 where PyTorch's kernel tests `> 0`, and does where PyTorch calls `clamp_min`). CTC runs
-its alpha/beta recursions on the host (NumPy, float64) inside one autograd node,
-`CtcLossBackward0`, whose gradient is PyTorch's (see `ctc_loss`); inside `lg.compile` it
-is a graph break. They are re-exported by `llgrad.nn.functional`.
+its alpha/beta recursions in one native kernel (`codegen.ctc`, float64) and assembles
+its gradient on the host (NumPy) inside one autograd node, `CtcLossBackward0`, whose
+gradient is PyTorch's (see `ctc_loss`); inside `lg.compile` it is a graph break. They are re-exported by `llgrad.nn.functional`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ..tape.function import Function, once_differentiable
 from ..dispatch.grad_mode import is_grad_enabled, no_grad
 from ..ir import dtypes as dt
 from ..ops import nn as nnops
-from ..runtime import cache, launch
+from ..runtime import cache, launch, pool
 from ..tensor import Tensor
 from ..tracer.context import user_location
 from ..tracer.tensor import GraphBreak, tracing
@@ -626,7 +626,7 @@ def _lengths(op: str, name: str, v: Any, n: int) -> np.ndarray:
     if isinstance(v, Tensor):
         if v._dtype.is_floating_point:
             raise RuntimeError(f"{op}: {name} must be integral, got {v._dtype.name}")
-        arr = np.asarray(v.detach().numpy()).reshape(-1).astype(np.int64)
+        arr = v.detach().numpy().reshape(-1).astype(np.int64)
     else:
         arr = np.asarray(list(v) if not isinstance(v, int) else [v], dtype=np.int64).reshape(-1)
     if arr.shape[0] != n:
@@ -651,19 +651,67 @@ def _logsumexp_np(*arrays: np.ndarray) -> np.ndarray:
         return np.log(total) + safe
 
 
-def _ctc_labels(targets: np.ndarray, tgt_lens: np.ndarray, blank: int) -> np.ndarray:
-    """The (N, S) labels of every sequence, padded with `blank` to the longest target,
-    from padded (N, S') or concatenated 1-D targets."""
-    n = tgt_lens.shape[0]
-    s_max = int(tgt_lens.max()) if n else 0
-    labels = np.full((n, s_max), blank, dtype=np.int64)
-    mask = np.arange(s_max)[None, :] < tgt_lens[:, None]
+def _ctc_check(
+    t_max: int,
+    c: int,
+    blank: int,
+    targets: np.ndarray,
+    in_lens: np.ndarray,
+    tgt_lens: np.ndarray,
+) -> None:
+    """Raise the first error of CTC's inputs, in a fixed order: input lengths, target
+    lengths, the targets' layout and size, blank, the target values. The fast path runs
+    only the checks it needs for memory safety and, when one fails (or the kernel flags a
+    sequence), calls this for the error to report."""
+    op = "ctc_loss"
+    if (in_lens > t_max).any():
+        raise RuntimeError(
+            f"{op}: Expected input_lengths to have value at most {t_max}, but "
+            f"got value {int(in_lens.max())}"
+        )
+    for name, lens in (("input_lengths", in_lens), ("target_lengths", tgt_lens)):
+        if (lens < 0).any():
+            raise RuntimeError(
+                f"{op}: Expected {name} to have value at least 0, but got value {int(lens.min())}"
+            )
+    n = in_lens.shape[0]
     if targets.ndim == 2:
-        labels[mask] = targets[:, :s_max][mask]
+        if targets.shape[0] != n:
+            raise RuntimeError(
+                f"{op}: Expected targets to have {n} rows (one per batch element), got "
+                f"shape {list(targets.shape)}"
+            )
+        if (tgt_lens > targets.shape[1]).any():
+            raise RuntimeError(
+                f"{op}: Expected tensor to have size at least "
+                f"{int(tgt_lens.max())} at dimension 1, but got size "
+                f"{targets.shape[1]} for targets of shape {list(targets.shape)}"
+            )
+    elif targets.ndim == 1:
+        if tgt_lens.sum() > targets.shape[0]:
+            raise RuntimeError(
+                f"{op}: the concatenated targets hold {targets.shape[0]} labels, "
+                f"fewer than the target lengths' sum {int(tgt_lens.sum())}"
+            )
     else:
-        starts = np.concatenate(([0], np.cumsum(tgt_lens)[:-1]))
-        labels[mask] = targets[(starts[:, None] + np.arange(s_max)[None, :])[mask]]
-    return labels
+        raise RuntimeError(
+            f"{op}: targets must be 1-D (concatenated) or 2-D (N, S), got shape "
+            f"{list(targets.shape)}"
+        )
+    if not 0 <= blank < c:
+        raise RuntimeError(f"{op}: blank must be in label range (0 <= blank < {c}), got {blank}")
+    flat = targets.reshape(-1)
+    start = 0
+    for i in range(n):
+        size = int(tgt_lens[i])
+        labels = flat[start : start + size] if targets.ndim == 1 else targets[i, :size]
+        outside = labels[(labels < 0) | (labels >= c)]
+        if outside.size:
+            raise IndexError(
+                f"{op}: target {int(outside[0])} of sequence {i} is out of range for "
+                f"{c} classes (0 <= target < {c})"
+            )
+        start += size
 
 
 def _ctc_forward(
@@ -676,136 +724,187 @@ def _ctc_forward(
     with_grad: bool = True,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Per-sample losses (N,) and (`with_grad`; else None) PyTorch's gradient of each
-    with respect to log_probs (T, N, C): the alpha/beta recursions over the blank-extended
-    labels, one time step for the whole batch at a time (sequences padded to the longest
-    extended label and the longest input; every value a sequence reads is computed as
-    for that sequence alone, so the batch changes no bit of it)."""
+    with respect to log_probs (T, N, C), both float64: the alpha/beta recursions over the
+    blank-extended labels (`codegen.ctc`, every sequence as if alone), from log_probs of
+    any float dtype and layout, and targets (N, S) padded or 1-D concatenated. Invalid
+    lengths, targets or blank raise the error `_ctc_check` reports."""
     t_max, n, c = lp.shape
+    targets = np.ascontiguousarray(targets, dtype=np.int64)
+    in_lens = np.ascontiguousarray(in_lens, dtype=np.int64)
+    tgt_lens = np.ascontiguousarray(tgt_lens, dtype=np.int64)
+    s_max = int(tgt_lens.max()) if n else 0
+    if (
+        targets.ndim not in (1, 2)
+        or (targets.ndim == 2 and targets.shape[0] != n)
+        or s_max > targets.shape[-1]
+        or not 0 <= blank < c
+    ):
+        _ctc_check(t_max, c, blank, targets, in_lens, tgt_lens)
     if n == 0:
-        return np.zeros(n), (np.zeros_like(lp) if with_grad else None)
+        return np.zeros(n), (np.zeros(lp.shape) if with_grad else None)
+    L = 2 * max(s_max, 0) + 1
+    out, empty, invalid, ext, alpha_pad, beta_pad = _ctc_run(
+        lp, targets, in_lens, tgt_lens, blank, L, with_grad
+    )
+    if invalid:
+        _ctc_check(t_max, c, blank, targets, in_lens, tgt_lens)
+    # -log(exp(a) + exp(b)) of the last label's and last blank's alphas, with the larger
+    # (`safe`; 0 when not finite) taken out by the kernel: `_logsumexp_np`'s operations
     with np.errstate(divide="ignore"):  # log(0) = -inf: no alignment
-        return _ctc_batch(lp, targets, in_lens, tgt_lens, blank, zero_infinity, with_grad)
+        terms = np.exp(out[:2])
+        nll = -(np.log(terms[0] + terms[1]) + out[2])
+    # no input steps: only an empty target has an alignment (0, else inf)
+    nll = np.where(empty, out[3], nll)
+    if zero_infinity:
+        keep = ~np.isinf(nll)
+        losses = np.where(keep, nll, 0.0)
+    else:
+        keep, losses = np.ones(n, dtype=bool), nll
+    if not with_grad:
+        return losses, None
+    assert alpha_pad is not None and beta_pad is not None  # with_grad: both computed
+    with np.errstate(divide="ignore"):
+        grad = _ctc_gradient(
+            np.asarray(lp, dtype=np.float64),
+            alpha_pad,
+            beta_pad,
+            ext,
+            2 * tgt_lens + 1,
+            in_lens,
+            nll,
+            keep,
+        )
+    return losses, grad
+
+
+def _ctc_kernel(dtype: str, grad: bool) -> Any:
+    """The CTC kernel (`codegen.ctc`) for log_probs of `dtype`, looked up once per process
+    (the generator is imported on first use: it pulls in the math library's)."""
+    kernel = _CTC_KERNELS.get((dtype, grad))
+    if kernel is None:
+        from ..codegen import ctc  # loaded on first use (codegen.ctc)
+
+        cache.register_builder(ctc.CtcKernel, ctc.build_ctc)
+        kernel = _CTC_KERNELS[dtype, grad] = cache.get(ctc.CtcKernel(dtype, grad))
+    return kernel
+
+
+_CTC_KERNELS: dict[tuple[str, bool], Any] = {}
 
 
 def _ctc_run(
-    reverse: bool,
-    t_lo: int,
-    t_hi: int,
-    lpe: np.ndarray,
-    out: np.ndarray,
-    skip: np.ndarray,
-    ext_lens: np.ndarray,
-    last: np.ndarray | None = None,
-    start: np.ndarray | None = None,
-) -> None:
-    """Rows [t_lo, t_hi) of the alpha (beta with `reverse`) recursion into the padded
-    `out` (see `codegen.ctc`), the sequences split across threads when there is enough
-    work; every array C-contiguous (`lpe`, `out` float64, masks uint8)."""
-    if t_hi <= t_lo:
-        return
-    from ..codegen.ctc import CtcKernel, build_ctc  # loaded on first use (codegen.ctc)
-
-    if CtcKernel not in _CTC_REGISTERED:
-        cache.register_builder(CtcKernel, build_ctc)
-        _CTC_REGISTERED.add(CtcKernel)
-    n, L = skip.shape
-    kernel = cache.get(CtcKernel(reverse))
-    keep = [
-        np.ascontiguousarray(ext_lens, dtype=np.int64),
-        None if last is None else np.ascontiguousarray(last, dtype=np.int64),
-    ]
-    args = [
-        0,
-        n,
-        n,
-        L,
-        t_lo,
-        t_hi,
-        lpe.ctypes.data,
-        out.ctypes.data,
-        skip.ctypes.data,
-        keep[0].ctypes.data,
-        0 if keep[1] is None else keep[1].ctypes.data,
-        0 if start is None else start.ctypes.data,
-    ]
-    scratch = np.empty((n, L))
-    args.append(scratch.ctypes.data)
-    threads = min(launch.threads(), n)
-    if threads > 1 and (t_hi - t_lo) * n * L >= _CTC_PARALLEL_MIN:
-        from ..runtime import pool  # the native thread pool, for long inputs only
-
-        pool.run_blocks(kernel.address, args, threads)
-    else:
-        launch.call(kernel, args)
-
-
-# log-sum-exps of one call below which one thread is faster than several
-_CTC_PARALLEL_MIN = 4096
-_CTC_REGISTERED: set[type] = set()
-
-
-def _ctc_batch(
     lp: np.ndarray,
     targets: np.ndarray,
     in_lens: np.ndarray,
     tgt_lens: np.ndarray,
     blank: int,
-    zero_infinity: bool,
-    with_grad: bool,
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """`_ctc_forward` of a non-empty batch."""
+    L: int,
+    grad: bool,
+) -> tuple[np.ndarray, np.ndarray, bool, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The native recursions (`codegen.ctc`) over every sequence, split across threads
+    when there is enough work: `(out, empty, invalid, ext, alpha, beta)`: the kernel's
+    `out` rows, the mask of the sequences without input steps, whether it flagged an
+    input error, the extended labels, and with `grad` alpha and beta (T, N, L + 2), else
+    None. `targets` is C-contiguous int64."""
     t_max, n, c = lp.shape
-    ninf = -np.inf
-    ext_lens = 2 * tgt_lens + 1
-    L = int(ext_lens.max())
-    ext = np.full((n, L), blank, dtype=np.int64)
-    ext[:, 1::2] = _ctc_labels(targets, tgt_lens, blank)
-    valid = np.arange(L)[None, :] < ext_lens[:, None]  # (N, L)
-    skip = np.zeros((n, L), dtype=bool)  # from s - 2 to s
-    if L > 2:
-        skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2]) & valid[:, 2:]
-    rows = np.arange(n)
-    lpe = lp[:, rows[:, None], ext]  # (T, N, L)
-    last = in_lens - 1  # each sequence's last step
-    pen = np.where(ext_lens > 1, ext_lens - 2, 0)
-    # rows of L + 2: two -inf columns before the labels (alpha) or after them (beta), so
-    # the kernel's moves from s - 1, s - 2 (s + 1, s + 2) stay inside the row
-    lpe = np.ascontiguousarray(lpe, dtype=np.float64)
-    skip_u8 = np.ascontiguousarray(skip, dtype=np.uint8)
-    alpha_pad = np.full((t_max, n, L + 2), ninf)
-    alpha = alpha_pad[:, :, 2:]
-    if t_max:
-        alpha[0, :, 0] = lpe[0, :, 0]
-        if L > 1:
-            alpha[0, :, 1] = np.where(ext_lens > 1, lpe[0, :, 1], ninf)
-        _ctc_run(False, 1, t_max, lpe, alpha_pad, skip_u8, ext_lens)
-        fin = alpha[np.clip(last, 0, None), rows]  # (N, L)
-        nll = -_logsumexp_np(fin[rows, ext_lens - 1], np.where(ext_lens > 1, fin[rows, pen], ninf))
+    code = lp.dtype.char
+    if code != "f" and code != "d":
+        lp, code = lp.astype(np.float64), "d"
+    item = lp.itemsize
+    st, sn, sc = lp.strides
+    if st % item or sn % item or sc % item:
+        lp = np.ascontiguousarray(lp)
+        st, sn, sc = lp.strides
+    kernel = _ctc_kernel("float32" if code == "f" else "float64", grad)
+    # one buffer of N-word rows for every per-sequence array (one pointer to take): out
+    # (rows 0-3), status (4), the input and target lengths (5, 6), the targets' starts
+    # (7), ext (L rows from 8), the five float64 work rows and the skip bytes (`width`
+    # each; the bytes in whole words)
+    width = L // 2 + kernel.spec.SPARE + 4
+    work = 8 + L
+    skip = work + 5 * width
+    buf = np.empty(n * (skip + (width + 7) // 8))
+    words = buf[: 8 * n].view(np.int64).reshape(8, n)
+    out = buf[: 4 * n].reshape(4, n)
+    status = words[4]
+    words[5] = in_lens
+    words[6] = tgt_lens
+    if targets.ndim == 2:
+        row_cap = targets.shape[1]
     else:
-        nll = np.zeros(n)
-    # no input steps: only an empty target has an alignment
-    nll = np.where(in_lens == 0, np.where(ext_lens == 1, 0.0, np.inf), nll)
-    keep = ~(zero_infinity & np.isinf(nll))
-    losses = np.where(keep, nll, 0.0)
-    if not with_grad:
-        return losses, None
-    beta_pad = np.full((t_max, n, L + 2), ninf)
-    beta = beta_pad[:, :, :L]
-    if t_max:
-        # beta starts at each sequence's last step: its last blank and last label
-        start = np.zeros((n, L), dtype=bool)
-        start[rows, ext_lens - 1] = True
-        start[rows, pen] |= ext_lens > 1
-        skip_next = np.zeros((n, L), dtype=np.uint8)  # from s + 2 to s
-        skip_next[:, :-2] = skip[:, 2:]
-        beta[t_max - 1] = np.where(start & (last == t_max - 1)[:, None], lpe[t_max - 1], ninf)
-        _ctc_run(
-            True, 0, t_max - 1, lpe, beta_pad, skip_next, ext_lens, last, start.astype(np.uint8)
-        )
+        row_cap = -1
+        words[7, 0] = 0
+        np.cumsum(tgt_lens[:-1], out=words[7, 1:])
+    ext = buf[8 * n : work * n].view(np.int64).reshape(n, L)
+    base = buf.ctypes.data
+
+    def row(k: int) -> int:
+        return base + 8 * n * k
+
+    alpha = beta = None
+    if grad:
+        alpha = np.full((t_max, n, L + 2), -np.inf)
+        beta = np.full((t_max, n, L + 2), -np.inf)
+    args = [
+        0,
+        n,
+        n,
+        t_max,
+        c,
+        L,
+        lp.ctypes.data,
+        st // item,
+        sn // item,
+        sc // item,
+        targets.ctypes.data,
+        row(7),
+        row_cap,
+        targets.shape[0],
+        row(5),
+        row(6),
+        blank,
+        row(8),
+        row(skip),
+        row(work),
+        row(0),
+        row(4),
+        0 if alpha is None else alpha.ctypes.data,
+        0 if beta is None else beta.ctypes.data,
+    ]
+    threads = min(launch.threads(), n)
+    if threads > 1 and t_max * n * L >= _CTC_PARALLEL_MIN:
+        pool.run_blocks(kernel.address, args, threads)
+    else:
+        launch.call(kernel, args)
+    spec = kernel.spec
+    return out, status == spec.NO_STEPS, status.max() >= spec.INVALID, ext, alpha, beta
+
+
+# cells (steps x sequences x extended labels) of one call below which one thread is
+# faster than several
+_CTC_PARALLEL_MIN = 4096
+
+
+def _ctc_gradient(
+    lp: np.ndarray,
+    alpha_pad: np.ndarray,
+    beta_pad: np.ndarray,
+    ext: np.ndarray,
+    ext_lens: np.ndarray,
+    in_lens: np.ndarray,
+    nll: np.ndarray,
+    keep: np.ndarray,
+) -> np.ndarray:
+    """PyTorch's gradient of the per-sequence losses with respect to log_probs (`lp`,
+    float64 (T, N, C)) from the padded alpha and beta rows of `_ctc_run`."""
+    t_max, n, c = lp.shape
+    L = ext.shape[1]
+    ninf = -np.inf
+    valid = np.arange(L)[None, :] < ext_lens[:, None]  # (N, L)
     # log of sum alpha * beta over the extended positions of each class, accumulated in
     # position order: the k-th position of a class in its sequence (its rank) joins in
     # round k (the first is the sum itself: log-sum-exp with -inf gives it exactly)
-    ab = alpha + beta  # (T, N, L)
+    ab = alpha_pad[:, :, 2:] + beta_pad[:, :, :L]  # (T, N, L)
     lcab = np.full((t_max, n, c), ninf)
     key = np.where(valid, ext, c)
     order = np.argsort(key, axis=1, kind="stable")
@@ -828,7 +927,7 @@ def _ctc_batch(
         g = np.exp(lp) - np.exp(lcab + nll[None, :, None] - lp)
     steps = (np.arange(t_max)[:, None] < in_lens[None, :]) & keep[None, :]  # (T, N)
     grad[steps] = g[steps]
-    return losses, grad
+    return grad
 
 
 def ctc_loss(
@@ -876,42 +975,24 @@ def ctc_loss(
     tgt_lens = _lengths(op, "target_lengths", target_lengths, n)
     if targets._dtype.is_floating_point:
         raise RuntimeError(f"{op}: targets must be integral, got {targets._dtype.name}")
-    tnp = np.asarray(tg.detach().numpy()).astype(np.int64)
-    if (in_lens > t_max).any() or (in_lens < 0).any():
-        raise RuntimeError(
-            f"{op}: Expected input_lengths to have value at most {t_max}, but "
-            f"got value {int(in_lens.max())}"
-        )
-    if tnp.ndim == 2:
-        if (tgt_lens > tnp.shape[1]).any():
-            raise RuntimeError(
-                f"{op}: Expected tensor to have size at least "
-                f"{int(tgt_lens.max())} at dimension 1, but got size "
-                f"{tnp.shape[1]} for targets of shape {list(tg.shape)}"
-            )
-    elif tnp.ndim == 1:
-        if tgt_lens.sum() > tnp.shape[0]:
-            raise RuntimeError(
-                f"{op}: the concatenated targets hold {tnp.shape[0]} labels, "
-                f"fewer than the target lengths' sum {int(tgt_lens.sum())}"
-            )
-    else:
-        raise RuntimeError(
-            f"{op}: targets must be 1-D (concatenated) or 2-D (N, S), got shape {list(tg.shape)}"
-        )
-    if not 0 <= blank < c:
-        raise RuntimeError(f"{op}: blank must be in label range (0 <= blank < {c}), got {blank}")
+    tnp = np.ascontiguousarray(tg.detach().numpy(), dtype=np.int64)
+    dtype = lp._dtype
+    # lengths, targets and blank are checked by `_ctc_forward` (see `_ctc_check`)
     if (lp._requires_grad and is_grad_enabled()) or interpreters or forward_ad._level[0]:
         losses = _CtcLoss.apply(lp, tnp, in_lens, tgt_lens, blank, zero_infinity)
+        if r == "mean":
+            div = lg.tensor(np.maximum(tgt_lens, 1).astype(np.float64), dtype=dtype)
+            return lg.mean(lg.div(losses, div))
     else:  # nothing records it: the losses alone (no beta, no gradient)
-        values = np.asarray(lp.detach().numpy(), dtype=np.float64)
-        losses = lg.tensor(
-            _ctc_forward(values, tnp, in_lens, tgt_lens, blank, zero_infinity, with_grad=False)[0],
-            dtype=lp._dtype,
-        )
-    if r == "mean":
-        div = lg.tensor(np.maximum(tgt_lens, 1).astype(np.float64), dtype=losses._dtype)
-        return lg.mean(lg.div(losses, div))
+        nll = _ctc_forward(
+            lp.detach().numpy(), tnp, in_lens, tgt_lens, blank, zero_infinity, with_grad=False
+        )[0]
+        if r == "mean":  # each loss over its target length, in the losses' dtype
+            div = np.maximum(tgt_lens, 1).astype(np.float64).astype(dtype.np)
+            with np.errstate(over="ignore"):  # a loss beyond the dtype becomes inf
+                each = nll.astype(dtype.np) / div
+            return lg.mean(lg.tensor(each, dtype=dtype))
+        losses = lg.tensor(nll, dtype=dtype)
     if r == "sum":
         return lg.sum(losses)
     return lg.reshape(losses, ()) if unbatched else losses
@@ -932,7 +1013,7 @@ def _make_ctc_function() -> type:
             blank: int,
             zero_infinity: bool,
         ) -> Tensor:
-            values = np.asarray(lp.detach().numpy(), dtype=np.float64)
+            values = lp.detach().numpy()
             losses, grad = _ctc_forward(values, tnp, in_lens, tgt_lens, blank, zero_infinity)
             ctx.grad = lg.tensor(grad, dtype=lp._dtype)
             return lg.tensor(losses, dtype=lp._dtype)
