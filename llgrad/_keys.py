@@ -4,7 +4,7 @@
 specialized for one to a call with the other (`x + c`, `fill(c)`, `pad(value=c)` then give
 +0.0 where -0.0 was asked for). NaN is the opposite case: it equals nothing, so a key
 holding it never hits and each call would specialize again. `number_key` gives the
-signed zeros different keys and every NaN one key.
+signed zeros different keys and every NaN one key; both keep `True` apart from `1`.
 """
 
 from __future__ import annotations
@@ -31,11 +31,12 @@ def number_key(v: Any) -> Any:
 
 def attrs_key(attrs: dict[str, Any] | tuple[tuple[str, Any], ...]) -> tuple:
     """`tuple(attrs.items())` (for a dict, or the items tuple itself) as a cache key: the
-    plain items unless a value is a float zero or NaN, a complex number, a list, or a
-    tuple holding anything but ints (axes, sizes: kept as they are), whose values then go
-    through `number_key`."""
+    plain items (followed by the names of bool values, when there are any) unless a value
+    is a float zero or NaN, a complex number, a list, or a tuple holding anything but ints
+    (axes, sizes: kept as they are), whose values then go through `number_key`."""
     items = tuple(attrs.items()) if attrs.__class__ is dict else tuple(attrs)
-    for _, v in items:
+    flags = None
+    for k, v in items:
         c = v.__class__
         if c is tuple:
             for x in v:
@@ -43,4 +44,9 @@ def attrs_key(attrs: dict[str, Any] | tuple[tuple[str, Any], ...]) -> tuple:
                     return tuple((k, number_key(x)) for k, x in items)
         elif c is float and (v == 0.0 or v != v) or c is complex or c is list:
             return tuple((k, number_key(x)) for k, x in items)
-    return items
+        elif c is bool:
+            flags = (k,) if flags is None else flags + (k,)
+    # `True == 1` and the two hash alike: the names holding bools keep a bool attribute's
+    # key apart from an int's (a cached call must not accept `keepdim=1` where the first
+    # call of that key would reject it)
+    return items if flags is None else items + (("<bools>", flags),)

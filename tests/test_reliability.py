@@ -550,3 +550,33 @@ def test_quantile_differentiates_through_q():
                 assert qq.grad is None or not qq.grad.numpy().any()
             else:
                 np.testing.assert_allclose(qq.grad.numpy(), tq.grad.numpy(), atol=1e-12)
+
+
+# A call's outcome must not depend on what ran before it: caches keyed by argument values
+# see `True == 1` and `0 == 0.0` (equal, and hashed alike), so a plan cached for a valid
+# call must not serve an argument the first call of that key rejects.
+_KEEPDIM_OPS = ("sum", "mean", "prod", "amax", "amin", "std", "var", "nansum", "nanmean",
+                "norm", "count_nonzero", "std_mean", "var_mean", "aminmax", "all", "any",
+                "max", "min", "argmax", "argmin", "logsumexp", "median", "nanmedian", "mode")
+_OUTCOME = """
+import sys, llgrad as lg
+def outcome(name, dim, keepdim):
+    try:
+        getattr(lg, name)(lg.ones(3, 4), dim, keepdim=keepdim)
+        return "ok"
+    except Exception as e:
+        return type(e).__name__
+"""
+
+
+def test_reduction_arguments_checked_whatever_ran_before() -> None:
+    cases = [(n, 0, 1) for n in _KEEPDIM_OPS] + [(n, 0.0, True) for n in _KEEPDIM_OPS]
+    warm = _OUTCOME + textwrap.dedent(f"""
+        for name in {_KEEPDIM_OPS!r}:
+            outcome(name, 0, True)  # the valid call first: its plans are cached
+        print([outcome(*c) for c in {cases!r}])
+        """)
+    fresh = _OUTCOME + f"print([outcome(*c) for c in {cases!r}])"
+    got, want = (subprocess.run([sys.executable, "-c", s], capture_output=True, text=True,
+                                check=True).stdout.strip() for s in (warm, fresh))
+    assert got == want, [c for c, g, w in zip(cases, eval(got), eval(want)) if g != w]

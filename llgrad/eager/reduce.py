@@ -145,11 +145,24 @@ dt.on_default_dtype_change(_plans.clear)
 _PLAN_LIMIT = 4096
 
 
+def _plan_key(op: str, x: Tensor, axes: Sequence[int], keepdim: bool) -> tuple | None:
+    """The plan cache's key, or None for arguments of other types than the plan checks
+    (`1 == True` and `0 == 0.0` hash alike: a cached plan must not accept `keepdim=1` or a
+    float axis that a first call would reject)."""
+    axes = tuple(axes)
+    if keepdim.__class__ is not bool:
+        return None
+    for a in axes:
+        if a.__class__ is not int:
+            return None
+    return (op, x._dtype, x._shape, x._strides, axes, keepdim)
+
+
 def run(op: str, x: Tensor, axes: Sequence[int] = (), keepdim: bool = False) -> Tensor:
     """Reduce `x` with `op` over `axes` (negative allowed; `()` means every axis)."""
     try:
-        key = (op, x._dtype, x._shape, x._strides, tuple(axes), keepdim)
-        plan = _plans.get(key)
+        key = _plan_key(op, x, axes, keepdim)
+        plan = _plans.get(key) if key is not None else None
     except (TypeError, AttributeError):
         key, plan = None, None
     if plan is None:
@@ -167,7 +180,8 @@ def direct_launch(op: str, x: Tensor, axes: Sequence[int], keepdim: bool) -> Any
     returns None having done nothing (kernels being recorded, a pointer that does not
     pack). None when there is no such plan (not run yet, or a plan of two stages, a fill,
     a call split across threads). For `functions.fastpath`."""
-    plan = _plans.get((op, x._dtype, x._shape, x._strides, tuple(axes), keepdim))
+    key = _plan_key(op, x, axes, keepdim)
+    plan = _plans.get(key) if key is not None else None
     if (
         plan is None
         or plan.kind != "one"
