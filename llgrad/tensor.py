@@ -52,18 +52,22 @@ class Size(tuple):
 
 
 _new = object.__new__
-# `Tensor.item`'s reader of one element per dtype (the others go through NumPy)
+# `Tensor.item`'s read of one element by address: a ctypes scalar where one has the
+# dtype's layout (its `value` is the Python number), else the bytes unpacked (`_ITEM`;
+# the other dtypes go through NumPy)
+_ITEM_SCALARS: dict[Any, Any] = {
+    dt.float32: ctypes.c_float,
+    dt.float64: ctypes.c_double,
+    dt.int64: ctypes.c_int64,
+    dt.int32: ctypes.c_int32,
+    dt.int16: ctypes.c_int16,
+    dt.int8: ctypes.c_int8,
+    dt.uint8: ctypes.c_uint8,
+}
 _ITEM = {
     d: struct.Struct("=" + code).unpack
     for d, code in (
-        (dt.float32, "f"),
-        (dt.float64, "d"),
         (dt.float16, "e"),
-        (dt.int64, "q"),
-        (dt.int32, "i"),
-        (dt.int16, "h"),
-        (dt.int8, "b"),
-        (dt.uint8, "B"),
         (dt.bool_, "?"),
     )
 }
@@ -82,6 +86,30 @@ def _row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
         if len(_row_major) < 4096 and all(s.__class__ is int for s in strides):
             _row_major[shape] = strides
     return strides
+
+
+# (shape, dtype) -> how often `recurring_maker` was asked for that row-major layout, or
+# its maker (`Tensor._empty_maker`) from the `_MAKER_AFTER`-th request on
+_recurring: dict[tuple, Any] = {}
+_MAKER_AFTER = 4
+
+
+def recurring_maker(shape: tuple[int, ...], dtype: dt.DType) -> Any:
+    """The generated function making a new row-major tensor of `shape` and `dtype`
+    (`Tensor._empty_maker`: cheaper to call than `Tensor._empty`) once that layout has
+    been asked for `_MAKER_AFTER` times, else None (the caller uses `Tensor._empty`):
+    generating one costs as much as hundreds of allocations, so only layouts that recur
+    get one. Up to 256 layouts are tracked at a time."""
+    key = (shape, dtype)
+    got = _recurring.get(key, 0)
+    if got.__class__ is int:
+        if got < _MAKER_AFTER:
+            if not got and len(_recurring) >= 256:
+                _recurring.clear()
+            _recurring[key] = got + 1
+            return None
+        got = _recurring[key] = Tensor._empty_maker(shape, dtype, _row_major_strides(shape))
+    return got
 
 
 # layout key (`Tensor._lkey`) -> (NumPy dtype, byte strides or None when row-major, item
@@ -594,9 +622,13 @@ class Tensor:
             raise RuntimeError(
                 f"a Tensor with {self.numel()} elements cannot be converted to Scalar"
             )
-        unpack = _ITEM.get(self._dtype)
-        if unpack is not None and self._ptr.__class__ is int:  # read by address
-            return unpack(_string_at(self._ptr, self._dtype.itemsize))[0]
+        if self._ptr.__class__ is int:  # read by address
+            scalar = _ITEM_SCALARS.get(self._dtype)
+            if scalar is not None:
+                return scalar.from_address(self._ptr).value
+            unpack = _ITEM.get(self._dtype)
+            if unpack is not None:
+                return unpack(_string_at(self._ptr, self._dtype.itemsize))[0]
         return self._values().reshape(()).item()
 
     def tolist(self) -> Any:

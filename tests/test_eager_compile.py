@@ -301,3 +301,41 @@ def test_composite_functions_keyed_by_arguments(fresh):
     assert not np.array_equal(a.numpy(), b.numpy())
     keys = [k for k in fresh._compiled if k[0] == "function"]
     assert len(keys) == 3
+
+
+def test_a_repeated_call_with_a_list_of_tensors_runs_its_entry(fresh, monkeypatch):
+    """A call repeating a composite function's last compiled call, with a list or tuple
+    of tensors of the same layouts, runs that entry without building the key (`_recent`);
+    a sequence whose class, length or tensors' layouts changed since (a list mutated in
+    place too) is keyed again, and every call gives eager's values, shape and node."""
+    monkeypatch.setattr(composites, "_recent", {})
+    rng = np.random.default_rng(4)
+    a, b, c = (lg.tensor(rng.standard_normal((2, 3))) for _ in range(3))
+    wide = lg.tensor(rng.standard_normal((2, 5)))
+    lg.hstack([a, b])
+    built = []
+    real = composites._signature
+    monkeypatch.setattr(composites, "_signature",
+                        lambda *args: built.append(1) or real(*args))
+    parts = [a, b]
+    calls = [([c, a], False), ((a, b), True), ((b, c), False), ([a, b, c], True),
+             ([a, wide], True), ([a, wide.t().contiguous().t()], True)]
+    for seq, keyed in calls:
+        del built[:]
+        out = lg.hstack(seq)
+        assert bool(built) == keyed, (seq, built)
+        np.testing.assert_array_equal(out.numpy(),
+                                      np.hstack([t.numpy() for t in seq]))
+    del built[:]
+    out = lg.hstack(parts)
+    assert built  # (the last call's sequence had other layouts)
+    parts[1] = wide  # the same list object, now of other layouts
+    out = lg.hstack(parts)
+    assert out.shape == (2, 8) and built
+    np.testing.assert_array_equal(out.numpy(), np.hstack([a.numpy(), wide.numpy()]))
+    x = a.detach().requires_grad_()
+    lg.hstack([x, b])
+    out = lg.hstack([x, b])
+    assert type(out.grad_fn).__name__ == "CatBackward0"
+    (g,) = lg.autograd.grad(out.sum(), [x])
+    np.testing.assert_array_equal(g.numpy(), np.ones((2, 3)))

@@ -202,6 +202,41 @@ def test_linear_matches_torch(dtype: str, shape: tuple[int, ...], bias: bool) ->
         assert chain(out_l, 1) == chain(out_t, 1) == ["MmBackward0"]
 
 
+@needs_torch
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_repeated_calls_run_directly(bias: bool) -> None:
+    """A call with the layouts of an earlier plain float call runs the product and the
+    bias add directly (`_linear_direct`) when autograd does not record it: torch's
+    values in new memory each call. Calls that record, other layouts and bad arguments
+    take the general path: its nodes, gradients and errors."""
+    r = rng(7)
+    x, w, b = (r.standard_normal(s).astype(np.float32) for s in ((6, 5), (3, 5), (3,)))
+    lx, lw = lg.tensor(x), nn.Parameter(lg.tensor(w), requires_grad=False)
+    lb = lg.tensor(b) if bias else None
+    want = TF.linear(torch.tensor(x), torch.tensor(w), torch.tensor(b) if bias else None)
+    F._LINEAR_DIRECT.clear()
+    first = F.linear(lx, lw, lb)
+    assert F._linear_direct(lx, lw, lb) is not None
+    outs = [F.linear(lx, lw, lb) for _ in range(2)]
+    for out in [first] + outs:
+        np.testing.assert_allclose(out.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+        assert out.shape == (6, 3) and out.is_contiguous() and out.grad_fn is None
+    assert outs[0].data_ptr() != outs[1].data_ptr()
+    np.testing.assert_array_equal(outs[0].numpy(), first.numpy())
+    lt = lg.tensor(np.ascontiguousarray(w.T)).t()  # another layout: the general path
+    np.testing.assert_array_equal(F.linear(lx, lt, lb).numpy(), first.numpy())
+    wg = lg.tensor(w, requires_grad=True)
+    F.linear(lx, wg, lb)
+    out = F.linear(lx, wg, lb)
+    assert type(out.grad_fn).__name__ == ("AddmmBackward0" if bias else "MmBackward0")
+    (g,) = lg.autograd.grad(out.sum(), [wg])
+    np.testing.assert_allclose(g.numpy(), np.ones((6, 3), np.float32).T @ x, rtol=1e-6)
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        F.linear(lg.zeros(6, 4), lw, lb)
+    with pytest.raises(RuntimeError, match="dtype"):
+        F.linear(lx.double(), lw, lb)
+
+
 def test_linear_errors_name_shapes() -> None:
     with pytest.raises(RuntimeError, match=r"\[4, 5\].*\[6, 3\]"):
         F.linear(lg.zeros(4, 5), lg.zeros(3, 6))

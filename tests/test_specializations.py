@@ -328,6 +328,30 @@ def test_output_maker_makes_what_empty_makes(inference):
             assert fast._numpy_view().all() and not again._numpy_view().any()
 
 
+def test_host_output_array_is_the_new_tensor_s_memory():
+    """`host_empty`'s NumPy array (`Storage.array`, made without the storage's 1-d view
+    where it has none) covers exactly the new tensor's memory, for every allocation class
+    and for tensors made by `Tensor._empty` and by `recurring_maker`'s maker alike."""
+    from llgrad.functions._host import host_empty
+    from llgrad.tensor import _MAKER_AFTER
+
+    rng = np.random.default_rng(8)
+    sizes = [1, 5, storage.SLAB_MAX, storage.SLAB_MAX + 1, 4000, storage.BLOCK_MAX + 8,
+             storage.POOL_MIN_BYTES + 64]
+    for n in sizes:
+        for d in (dt.float32, dt.float64, dt.int32, dt.bool_, dt.complex64, dt.bfloat16):
+            shape = (2, max(n // d.itemsize // 2, 1))
+            for _ in range(_MAKER_AFTER + 2):  # (the later ones from the maker)
+                out, arr = host_empty(shape, d)
+                assert _fields(out) == _fields(Tensor._empty(shape, d))
+                assert arr.shape == shape and arr.dtype == d.np and arr.flags.c_contiguous
+                bits = rng.integers(0, 256, out._storage.nbytes, dtype=np.uint8)
+                arr.view(np.uint8).reshape(-1)[...] = bits
+                assert ctypes.string_at(out._ptr, out._storage.nbytes) == bits.tobytes()
+                np.testing.assert_array_equal(out._numpy_view().view(np.uint8).reshape(-1),
+                                              bits)
+
+
 # --------------------------------------------------------------------------------------
 # eager elementwise: generated launch and direct call  vs  the plan's template loop
 # --------------------------------------------------------------------------------------

@@ -75,6 +75,40 @@ def test_numpy_item_tolist():
         lg.ones(2, requires_grad=True).numpy()
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int64", "int32", "int16",
+                                   "int8", "uint8", "bool", "complex64", "bfloat16"])
+def test_item_is_numpys_value_of_the_element(dtype):
+    """`item()` reads the element by address: the Python number NumPy gives for its bits
+    (every bit pattern of the small dtypes, extremes, NaN and signed zeros of the wide
+    ones), from a view at an offset too."""
+    rng = np.random.default_rng(3)
+    d = getattr(lg, dtype)
+    if dtype == "bfloat16":
+        bits = rng.integers(0, 1 << 16, 64, dtype=np.uint16)
+        t = lg.zeros(64, dtype=d)
+        t._numpy_view()[...] = bits
+        want = (bits.astype(np.uint32) << 16).view(np.float32).tolist()
+    else:
+        npd = np.dtype(dtype)
+        if npd.itemsize <= 2 and npd.kind != "b":
+            raw = np.arange(1 << (8 * npd.itemsize), dtype=np.uint64).astype(f"u{npd.itemsize}")
+        else:
+            raw = rng.integers(0, 256, 64 * npd.itemsize, dtype=np.uint8)
+            if npd.kind == "b":
+                raw = raw % 2
+        a = raw.view(npd).copy()
+        if npd.kind in "fc":
+            a[:4] = np.array([np.nan, -0.0, np.inf, np.finfo(npd).max]).astype(npd)
+        elif npd.kind in "iu":
+            a[:2] = [np.iinfo(npd).min, np.iinfo(npd).max]
+        t = lg.tensor(a)
+        want = a.tolist()
+    for i in range(len(want)):
+        got = t[i].item()
+        assert type(got) is type(want[i])
+        assert repr(got) == repr(want[i]) and (got == want[i] or got != got)
+
+
 def test_from_numpy_shares_memory():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     t = lg.from_numpy(a)

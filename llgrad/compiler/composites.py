@@ -263,14 +263,17 @@ class _Composite:
     """A traced and compiled composite: its graph function, the tensors the trace
     captured, and where the outputs go. Calling it with the signature's tensors runs the
     graph: a call autograd does not record goes straight to the graph's generated runner
-    (`GraphFunction.plain().run`), one that it records through `GraphFunction.__call__`
-    (the differentiated graph and its backward node)."""
+    (`GraphFunction.plain().runner`), one that it records through `GraphFunction.__call__`
+    (the differentiated graph and its backward node). The caller has matched the
+    signature's tensors to the key (class, dtype, shape and strides), so the runner checks
+    only their strides (`matched`: how many they are); the captured tensors, after them,
+    it checks in full."""
 
     __slots__ = ("function", "captured", "structure", "run", "single")
 
-    def __init__(self, function: Any, captured: tuple[Tensor, ...], structure: Any):
+    def __init__(self, function: Any, captured: tuple[Tensor, ...], structure: Any, matched: int):
         self.function, self.captured, self.structure = function, captured, structure
-        self.run = function.plain().run
+        self.run = function.plain().runner(matched)
         # the output is the graph's only output, as it is (no tuple or list around it)
         self.single = (
             structure.treedef.kind == "leaf"
@@ -301,7 +304,8 @@ def _aliases_an_input(graph: Any) -> bool:
     return False
 
 
-def _build_function(fn: Callable[..., Any], args: tuple, kwargs: dict) -> _Composite:
+def _build_function(fn: Callable[..., Any], args: tuple, kwargs: dict, n: int) -> _Composite:
+    """`fn` traced on `args` and `kwargs` (whose signature holds `n` tensors) and compiled."""
     graph, ctx, structure = trace(fn, args, kwargs)
     if ctx.effects or ctx.guards:
         raise RuntimeError("the trace has side effects or guards")
@@ -311,7 +315,7 @@ def _build_function(fn: Callable[..., Any], args: tuple, kwargs: dict) -> _Compo
         raise RuntimeError("an output is an argument or a view of one")
     function = GraphFunction(graph)
     function.node_class = node_class(_eager_node_name(fn, args, kwargs), CompiledBackward)
-    return _Composite(function, tuple(ctx.captured), structure)
+    return _Composite(function, tuple(ctx.captured), structure, n)
 
 
 def _eager_node_name(fn: Callable[..., Any], args: tuple, kwargs: dict) -> str:
@@ -372,7 +376,7 @@ def function(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         return fn(*args, **kwargs)
     if entry is None:
         family = ("function", fn, tuple((t._dtype, len(t._shape)) for t in tensors))
-        entry = _lookup(key, family, lambda: _build_function(fn, args, kwargs))
+        entry = _lookup(key, family, lambda: _build_function(fn, args, kwargs, len(tensors)))
     if entry is None or entry is _COLD:
         return fn(*args, **kwargs)
     _remember(fn, entry, args, kwargs)
@@ -383,11 +387,14 @@ def function(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
 
 
 # fn -> its last compiled call, as (the _Composite, per value of the positional then the
-# keyword arguments: the tensor's layout key or the value itself, which of them are
-# tensors, the keywords' names): a call whose tensors have those layout keys and whose
-# other values are those very objects (numbers, strings, dtypes and tuples of them, all
-# immutable) has the same signature, so `function` runs the entry without building the key
+# keyword arguments: the tensor's layout key, the class, length and layout keys of a list
+# or tuple of tensors, or the value itself; which kind each value is (`_VALUE`, `_TENSOR`,
+# `_TENSORS`); the keywords' names): a call whose tensors have those layout keys, whose
+# sequences of tensors are of that class and length, and whose other values are those very
+# objects (numbers, strings, dtypes and tuples of them, all immutable) has the same
+# signature, so `function` runs the entry without building the key
 _recent: dict[Callable[..., Any], tuple] = {}
+_VALUE, _TENSOR, _TENSORS = 0, 1, 2
 
 
 def _immutable_value(v: Any) -> bool:
@@ -401,36 +408,59 @@ def _immutable_value(v: Any) -> bool:
 
 def _remember(fn: Callable[..., Any], entry: _Composite, args: tuple, kwargs: dict) -> None:
     """File `entry` as `fn`'s last compiled call (`_recent`) when every argument is a
-    top-level tensor or an immutable value (`_immutable_value`)."""
+    top-level tensor, a non-empty list or tuple of tensors (cat-like functions), or an
+    immutable value (`_immutable_value`)."""
     stored: list[Any] = []
-    is_tensor: list[bool] = []
+    kinds: list[int] = []
     for v in (*args, *kwargs.values()):
-        if v.__class__ in DENSE_CLASSES:
+        c = v.__class__
+        if c in DENSE_CLASSES:
             stored.append(v._lkey)
-            is_tensor.append(True)
+            kinds.append(_TENSOR)
+        elif (c is tuple or c is list) and v and all(x.__class__ in DENSE_CLASSES for x in v):
+            stored.append((c, len(v), tuple([x._lkey for x in v])))
+            kinds.append(_TENSORS)
         elif _immutable_value(v):
             stored.append(v)
-            is_tensor.append(False)
+            kinds.append(_VALUE)
         else:
             return
-    _recent[fn] = (entry, tuple(stored), tuple(is_tensor), tuple(kwargs))
+    _recent[fn] = (entry, tuple(stored), tuple(kinds), tuple(kwargs))
 
 
 def _recall(recent: tuple, args: tuple, kwargs: dict) -> list[Tensor] | None:
     """The tensors of a call matching `recent` (`_recent`'s entry), in signature order,
     or None when the call differs."""
-    _, stored, is_tensor, names = recent
-    if len(args) + len(kwargs) != len(stored) or (kwargs and tuple(kwargs) != names):
+    _, stored, kinds, names = recent
+    if kwargs:
+        if len(args) + len(kwargs) != len(stored) or tuple(kwargs) != names:
+            return None
+        values: Any = (*args, *kwargs.values())
+    elif len(args) != len(stored):
         return None
+    else:
+        values = args
     tensors: list[Tensor] = []
     i = 0
-    for values in (args, kwargs.values()) if kwargs else (args,):
-        for v in values:
-            if is_tensor[i]:
-                if v.__class__ not in DENSE_CLASSES or v._lkey != stored[i]:
-                    return None
-                tensors.append(v)
-            elif v is not stored[i]:
+    for v in values:
+        kind = kinds[i]
+        s = stored[i]
+        i += 1
+        if kind == _TENSOR:
+            if v.__class__ not in DENSE_CLASSES or v._lkey != s:
                 return None
-            i += 1
+            tensors.append(v)
+        elif kind == _VALUE:
+            if v is not s:
+                return None
+        else:  # (a list may have changed since: its items are checked as they are now)
+            if v.__class__ is not s[0] or len(v) != s[1]:
+                return None
+            keys = s[2]
+            j = 0
+            for x in v:
+                if x.__class__ not in DENSE_CLASSES or x._lkey != keys[j]:
+                    return None
+                j += 1
+            tensors += v
     return tensors

@@ -14,7 +14,7 @@ from ..tape import forward as forward_ad
 from ..dispatch.apply import interpreters as _interpreters
 from ..dispatch.grad_mode import _state as _grad_state
 from ..ir import dtypes as dt
-from ..tensor import Tensor
+from ..tensor import Tensor, recurring_maker
 from ..tracer.context import _tls as _trace_tls
 
 
@@ -71,10 +71,12 @@ def host_broadcast(a: Any, shape: tuple[int, ...]) -> Any:
 def host_empty(shape: tuple[int, ...], dtype: dt.DType) -> tuple[Tensor, Any]:
     """A new contiguous tensor of `shape` and `dtype` (uninitialized) and a NumPy array
     over its memory (bfloat16 as uint16 bits), for a host computation to write its
-    result straight into."""
-    out = Tensor._empty(shape, dtype)
-    if out._storage.nbytes:
-        return out, out._storage.buffer.view(dtype.np).reshape(shape)
+    result straight into during the call (`Storage.array`: the array must not be kept)."""
+    make = recurring_maker(shape, dtype)
+    out = make() if make is not None else Tensor._empty(shape, dtype)
+    st = out._storage
+    if st.nbytes:
+        return out, st.array(shape, dtype.np)
     return out, np.empty(shape, dtype.np)
 
 

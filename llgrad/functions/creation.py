@@ -19,7 +19,7 @@ from ..ir.dtypes import DType
 from ..runtime import launch as _launch
 from ..runtime.storage import _slabs
 from ..schedule.layout import contiguous_strides
-from ..tensor import Size, Tensor, _row_major_strides
+from ..tensor import Size, Tensor, _row_major_strides, recurring_maker
 from ..tracer import context as _trace
 from ..tracer.context import _tls as _trace_state, current  # (its `stack`: the traces)
 from . import elementwise as E
@@ -462,21 +462,25 @@ _slab_view: list = [(None, None, 0)]
 
 
 def _write(out: Tensor, data: bytes) -> None:
-    """Copy `data` to the start of `out`'s memory (`out`: a tensor `Tensor._empty` just
-    made). A tiny tensor cut from this thread's current slab (`runtime.storage.
-    allocate_small`) is written through a memoryview of the slab (cheaper than a foreign
-    call), any other by a memmove."""
-    st = out._storage
-    owner = st.owner
+    """Copy `data` to `out`'s memory from its first element (`out`: a row-major tensor,
+    such as one `Tensor._empty` just made). A tiny tensor cut from this thread's current
+    slab (`runtime.storage.allocate_small`) or a small one in a block of its own (a
+    ctypes array, `runtime.storage.allocate`) is written through a memoryview of that
+    memory (cheaper than a foreign call), any other by a memmove."""
+    owner = out._storage.owner
+    ptr = out._ptr
     if owner is _slabs.state[0] and owner is not None:
         view = _slab_view[0]
         if view[0] is not owner:
             view = (owner, memoryview(owner), owner.__array_interface__["data"][0])
             _slab_view[0] = view
-        start = st.ptr - view[2]
+        start = ptr - view[2]
         view[1][start : start + len(data)] = data
+    elif isinstance(owner, ctypes.Array):
+        start = ptr - ctypes.addressof(owner)
+        memoryview(owner).cast("B")[start : start + len(data)] = data
     elif data:
-        ctypes.memmove(out._ptr, data, len(data))
+        ctypes.memmove(ptr, data, len(data))
 
 
 _SMALL_INTS: dict[tuple[DType, int], bytes] = {}  # (dtype, 0 or 1) -> its element
@@ -525,10 +529,13 @@ def fill_dense(t: Tensor, value: Any) -> Tensor:
             for s in t._shape:
                 n *= s
             if n <= _HOST_BYTES:
-                if one is _ZERO:
+                if one is not _ZERO:
+                    if n:
+                        _write(t, one * (n // len(one)))
+                elif n <= _ZEROS_WRITTEN:
+                    _write(t, bytes(n))
+                else:
                     ctypes.memset(t._ptr, 0, n)
-                elif n:
-                    ctypes.memmove(t._ptr, one * (n // len(one)), n)
                 return t
         elif (c is int or c is bool or c is float and value == value) and len(_FILL_ELEMENTS) < 256:
             try:
@@ -544,6 +551,9 @@ def fill_dense(t: Tensor, value: Any) -> Tensor:
     return t
 
 
+# zero fills up to here are written as zero bytes by `_write` (through a memoryview for
+# the small blocks llgrad allocates), larger ones by a memset
+_ZEROS_WRITTEN = 1 << 12
 # (dtype, class, number) -> the bytes of one element of that dtype holding the number
 # (`_element`), or `_ZERO` when they are all zero: `fill_dense`'s usual values (not NaN,
 # which is no key, nor a float zero, whose sign the key cannot tell)
@@ -574,7 +584,9 @@ def _put_values(out: Tensor, values: Any) -> bool:
     return True
 
 
-_images: dict[tuple, tuple[tuple[int, ...], bytes]] = {}
+# key -> [shape, bytes of the row-major values, `recurring_maker`'s maker of that layout
+# once it has one]
+_images: dict[tuple, list] = {}
 _IMAGE_BYTES = 1 << 14
 
 
@@ -582,19 +594,22 @@ def _imaged(key: tuple, d: DType, make: Any) -> Tensor | None:
     """A new tensor of dtype `d` made from `make()`'s (shape, bytes of the row-major
     values), remembered under `key` (which must fix them: ints and dtypes only) when up
     to _IMAGE_BYTES: for functions whose values depend only on their integer arguments
-    (eye, tril/triu_indices), a repeated call is an allocation and a copy. None (the
-    caller takes its general code) while tracing or while kernels or copies are
-    recorded."""
+    (eye, tril/triu_indices), a repeated call is an allocation (`recurring_maker`'s, for
+    a layout that recurs) and a copy. None (the caller takes its general code) while
+    tracing or while kernels or copies are recorded."""
     if ew.copy_log is not None or _trace_state.stack or _launch._recording:
         return None
     got = _images.get(key)
     if got is None:
-        got = make()
+        got = [*make(), None]
         if len(got[1]) <= _IMAGE_BYTES:
             if len(_images) >= 256:
                 _images.clear()
             _images[key] = got
-    out = Tensor._empty(got[0], d)
+    maker = got[2]
+    if maker is None:
+        maker = got[2] = recurring_maker(got[0], d)
+    out = maker() if maker is not None else Tensor._empty(got[0], d)
     _write(out, got[1])
     return out
 

@@ -547,7 +547,27 @@ def make_inplace_methods() -> dict[str, Callable[..., Any]]:
             operands=(min, max),
         )
 
+    def fill_unrecorded(self: Tensor, value: Any) -> bool:
+        """Write the checked number `value` into `self` when there is nothing to record
+        (`run_inplace`'s unrecorded write, decided up front); False, having written
+        nothing, otherwise."""
+        if (
+            self.__class__ is Tensor
+            and not self._requires_grad
+            and not forward_ad._level[0]
+            and (self._base is None or not self._base._requires_grad)
+            and _trace_context() is None
+        ):
+            check_inplace(self, True)
+            _creation.fill_dense(self, value)
+            bump(self)
+            return True
+        return False
+
     def zero_(self: Tensor) -> Tensor:
+        # (0 is stored as zero bytes in every dtype: `fill_`'s conversion check passes)
+        if fill_unrecorded(self, 0):
+            return self
         return fill_(self, 0)
 
     def fill_(self: Tensor, value: Any) -> Tensor:
@@ -561,17 +581,7 @@ def make_inplace_methods() -> dict[str, Callable[..., Any]]:
                 return copy_(self, value.expand(self._shape))
             value = value.to(self._dtype).item()  # a tensor's value converts as a cast
         value = _creation.checked_scalar(plain_number(value), self._dtype, "fill_")
-        if (
-            self.__class__ is Tensor
-            and not self._requires_grad
-            and not forward_ad._level[0]
-            and (self._base is None or not self._base._requires_grad)
-            and _trace_context() is None
-        ):
-            # nothing to record: `run_inplace`'s unrecorded write, decided up front
-            check_inplace(self, True)
-            _creation.fill_dense(self, value)
-            bump(self)
+        if fill_unrecorded(self, value):
             return self
 
         def functional(x: Tensor) -> Tensor:

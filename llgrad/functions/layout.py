@@ -1310,7 +1310,9 @@ native_channel_shuffle = channel_shuffle
 # nothing (a plain tensor that autograd does not record, no transform, no forward mode)
 # with a (function, input layout, factor) seen before makes its result as the general
 # path made it: the permuted view of the input, then the final reshape's view of it, or
-# of its row-major copy when the reshape copied (the same kernel: `views.contiguous`).
+# of its row-major copy when the reshape copied (the same kernel: `views.contiguous`,
+# whose launch the first direct call records and later ones replay from the input's
+# memory: `views.record_copies`).
 _shuffles: dict[tuple, tuple] = {}
 _SHUFFLE_LIMIT = 4096
 
@@ -1333,11 +1335,17 @@ def shuffle_direct(key: tuple, input: Any) -> Tensor | None:
     if plan is None:
         return None
     at, shape, strides, out_at, out_shape, out_strides, copies = plan
-    x = _views.view_of(input, input._offset + at, shape, strides)
-    if copies:
-        c = _views.contiguous(x)
-        return _views.view_of(c, c._offset, out_shape, out_strides)
-    return _views.view_of(x, input._offset + out_at, out_shape, out_strides)
+    if copies is False:
+        x = _views.view_of(input, input._offset + at, shape, strides)
+        return _views.view_of(x, input._offset + out_at, out_shape, out_strides)
+    if copies is True:  # (the copy's replay is not recorded yet)
+        x = _views.view_of(input, input._offset + at, shape, strides)
+        c, replay = _views.record_copies(lambda: _views.contiguous(x), (input,))
+        if replay is not None:
+            _shuffles[key] = plan[:-1] + (replay,)
+    else:
+        c = copies.run((input,))
+    return _views.view_of(c, c._offset, out_shape, out_strides)
 
 
 def shuffle(

@@ -1233,9 +1233,10 @@ def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
 
 
 def _tri_indices(op: str, row: int, col: int, offset: int, dtype: Any, upper: bool) -> Tensor:
-    for name, v in (("row", row), ("col", col)):
-        if not isinstance(v, int) or v < 0:
-            raise RuntimeError(f"{op}(): {name} must be a non-negative integer, got {v!r}")
+    if row.__class__ is not int or col.__class__ is not int or row < 0 or col < 0:
+        for name, v in (("row", row), ("col", col)):
+            if not isinstance(v, int) or v < 0:
+                raise RuntimeError(f"{op}(): {name} must be a non-negative integer, got {v!r}")
     dtype = dt.int64 if dtype is None else dtype
     if dtype not in (dt.int64, dt.int32):
         raise RuntimeError(f"{op}(): dtype must be int32 or int64, got {dtype.name}")

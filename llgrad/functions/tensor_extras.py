@@ -327,18 +327,25 @@ def logspace(
         start, end = int(start), int(end)  # as PyTorch: the ends truncated first
     wide = dt.complex128 if d.is_complex else dt.float64
     base = float(base) if not isinstance(base, complex) else base
-    if not _interpreters and not _trace_state.stack:
-        keys = _number_key(start), _number_key(end), _number_key(base)
-        if None not in keys and steps * d.itemsize <= _creation._IMAGE_BYTES:
+    if (
+        not _interpreters
+        and not _trace_state.stack
+        and steps * d.itemsize <= _creation._IMAGE_BYTES
+    ):
+        k0, k1, k2 = _number_key(start), _number_key(end), _number_key(base)
+        if k0 is not None and k1 is not None and k2 is not None:
             # the values depend on the numbers only: computed once, then copied
             out = _creation._imaged(
-                ("logspace",) + keys + (steps, d),
+                ("logspace", k0, k1, k2, steps, d),
                 d,
                 lambda: _image_of(_logspace(start, end, steps, base, wide, d)),
             )
             if out is not None:
                 return _creation._finish(out, requires_grad)
     return _creation._finish(_logspace(start, end, steps, base, wide, d), requires_grad)
+
+
+_pack_double = struct.Struct("=d").pack
 
 
 def _number_key(v: Any) -> Any:
@@ -348,7 +355,7 @@ def _number_key(v: Any) -> Any:
     if c is int:
         return v
     if c is float:
-        return struct.pack("=d", v)
+        return _pack_double(v)
     return None
 
 

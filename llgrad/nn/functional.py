@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Sequence
+from typing import Any, Sequence
 
 from .. import functions as lg
 from ..tape import anomaly, forward as forward_ad
 from ..dispatch.apply import composite_function, interpreters, needs_grad, record
+from ..dispatch.grad_mode import _state as grad_state
 from ..dispatch.grad_mode import no_grad
 from ..eager import elementwise as ew
+from ..eager import views
 from ..eager.linalg import run_matmul
+from ..functions import fastpath
 from ..ir import dtypes as dt, registry
 from ..ir.types import TensorType
 from ..ops import nn as nnops
@@ -227,7 +230,12 @@ def log_softmax(
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """`input @ weight.T + bias`, recorded as PyTorch records it: `AddmmBackward0` over a
     2-D view of the input (with a bias), `MmBackward0` without one. Integer and complex
-    inputs run as matmul then add (a complex result's grad_fn is `AddBackward0`)."""
+    inputs run as matmul then add (a complex result's grad_fn is `AddBackward0`). A
+    call of layouts seen before that autograd does not record runs directly
+    (`_linear_direct`)."""
+    out = _linear_direct(input, weight, bias)
+    if out is not None:
+        return out
     _tensor("linear", "input", input)
     _tensor("linear", "weight", weight)
     xs, ws = input._shape, weight._shape
@@ -255,21 +263,87 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             )
     x2 = input if len(xs) == 2 else lg.reshape(input, (-1, xs[-1]))
     wt = lg.t(weight)
+    direct = False  # the product and the bias ran as `_linear_direct` runs them
     if bias is not None and not input._dtype.is_floating_point:
         out = lg.add(lg.matmul(x2, wt), bias)  # integer and complex: matmul, add
     elif bias is not None:
         out = _addmm_direct(bias, x2, wt)
+        direct = out is not None
         if out is None:
             out = _composite("addmm", (bias, x2, wt), {})
     else:
         out = lg.matmul(x2, wt)
+        direct = input._dtype.is_floating_point
     if len(xs) == 2:
+        if direct:
+            _learn_linear(input, weight, bias, wt, out)
         return out
     name = "ViewBackward0" if bias is not None else "UnsafeViewBackward0"
     return lg.reshape(out, tuple(xs[:-1]) + (ws[0],), name=name)
 
 
 _ADDMM_ATTRS = {"beta": 1.0, "alpha": 1.0}
+
+# (input, weight, bias layout keys; None without a bias) -> (the shape and strides of the
+# weight's transposed view, the eager plan of the bias added in place into the product or
+# None) of a `linear` call on a 2-D float input that passed its checks and ran the
+# product (`eager.linalg.run_matmul`) and the add as `_addmm_direct` does: what decides
+# the checks, the kernels and the result is in the key (cleared with the eager plans,
+# `functions.fastpath`)
+_LINEAR_DIRECT = fastpath._table("linear")
+
+
+def _linear_direct(input: Any, weight: Any, bias: Any) -> Tensor | None:
+    """`linear` of plain tensors whose layouts `_LINEAR_DIRECT` holds, when autograd does
+    not record it and no transform, forward-mode level or anomaly mode is active: the
+    product's and the add's kernels, without the checks (a call of those layouts passed
+    them); None otherwise (the general path runs)."""
+    if (
+        input.__class__ not in DENSE_CLASSES
+        or weight.__class__ not in DENSE_CLASSES
+        or interpreters
+        or forward_ad._level[0]
+        or anomaly._state.enabled
+    ):
+        return None
+    recorded = input._requires_grad or weight._requires_grad
+    if bias is None:
+        bkey = None
+    elif bias.__class__ in DENSE_CLASSES:
+        bkey = bias._lkey
+        recorded = recorded or bias._requires_grad
+    else:
+        return None
+    if recorded and grad_state.enabled:
+        return None
+    entry = _LINEAR_DIRECT.get((input._lkey, weight._lkey, bkey))
+    if entry is None:
+        return None
+    shape, strides, add = entry
+    out = run_matmul(input, views.view_of(weight, weight._offset, shape, strides))
+    if add is not None:
+        ew.launch_plan("add", add, (out, bias), out)
+    return out
+
+
+def _learn_linear(input: Any, weight: Any, bias: Any, wt: Any, out: Any) -> None:
+    """File the call that just returned `out` in `_LINEAR_DIRECT` (see there)."""
+    if (
+        input.__class__ not in DENSE_CLASSES
+        or weight.__class__ not in DENSE_CLASSES
+        or (bias is not None and bias.__class__ not in DENSE_CLASSES)
+        or interpreters
+        or forward_ad._level[0]
+        or len(_LINEAR_DIRECT) >= 256
+    ):
+        return
+    add = None
+    if bias is not None:
+        add = ew._plans.get(ew._key("add", (out, bias), None, out))
+        if add is None:
+            return
+    key = (input._lkey, weight._lkey, None if bias is None else bias._lkey)
+    _LINEAR_DIRECT[key] = (wt._shape, wt._strides, add)
 
 
 def _addmm_direct(bias: Tensor, x: Tensor, wt: Tensor) -> Tensor | None:

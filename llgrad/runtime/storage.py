@@ -69,6 +69,23 @@ class Storage:
             b = self._buffer = slab[start : start + self.nbytes]
         return b
 
+    def array(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """A row-major NumPy array of `shape` and `dtype` over this storage's memory from
+        its start, for a host computation to write a new tensor's values into during one
+        call. Before the 1-d view (`buffer`) exists it is made on the block the memory
+        was cut from, without making that view: such an array is not seen as a view of
+        the storage (`buffer`'s references are what tells), so it must not be kept."""
+        owner = self.owner
+        if self._buffer is None and owner is not None:
+            if owner.__class__ is np.ndarray:  # a slab (`allocate_small`)
+                last = _last_slab[0]
+                if last[0] is not owner:
+                    last = _last_slab[0] = (owner, _address(owner))
+                return np.ndarray(shape, dtype, owner, self.ptr - last[1])
+            # a ctypes block (`allocate`)
+            return np.ndarray(shape, dtype, owner, self.ptr - ctypes.addressof(owner))
+        return self.buffer.view(dtype).reshape(shape)
+
     def __repr__(self) -> str:
         return f"<Storage {self.nbytes} bytes at {self.ptr:#x}>"
 

@@ -21,8 +21,9 @@ from ..dispatch.grad_mode import _state as grad_state
 from ..functions import elementwise as _E, fastpath as _fastpath, pointwise as _P
 from ..functions.elementwise import elementwise as _elementwise
 from ..ir import dtypes as _dt
-from ..tensor import Tensor
+from ..tensor import Tensor, recurring_maker
 from ..functions._errors import serve_on_devices
+from ..functions._host import host_empty
 from ..functions.creation import tensor
 from ..functions.misc import log_softmax as _log_softmax, softmax as _softmax
 from ..functions.reduction import logsumexp as _logsumexp
@@ -222,6 +223,27 @@ def airy_ai(x: Tensor) -> Tensor:
 # ---------------------------------------------------------------------------------------
 
 _HOST_DTYPES = (_dt.float32, _dt.float64)
+# input layout key -> (the maker of the row-major result of that shape and dtype, once
+# `recurring_maker` has one; the result's NumPy dtype), for `_host_output`
+_host_outputs: dict[tuple, tuple] = {}
+
+
+def _host_output(x: Any) -> tuple[Tensor, Any]:
+    """`host_empty(x._shape, x._dtype)` (the result of a host function's direct path and
+    a NumPy array to write it into), through the maker filed under x's layout once its
+    shape and dtype have one."""
+    got = _host_outputs.get(x._lkey)
+    if got is not None:  # (filed for layouts with elements only)
+        out = got[0]()
+        return out, out._storage.array(x._shape, got[1])
+    shape, d = x._shape, x._dtype
+    make = recurring_maker(shape, d)
+    if make is None or 0 in shape:
+        return host_empty(shape, d)
+    if len(_host_outputs) < 1024:
+        _host_outputs[x._lkey] = (make, d.np)
+    out = make()
+    return out, out._storage.array(shape, d.np)
 
 
 def _host(
@@ -254,16 +276,16 @@ def _host(
 
         def fn(x: Tensor) -> Tensor:
             if x.__class__ is Tensor and x._dtype in _HOST_DTYPES:
-                out = _empty(x._shape, x._dtype)
-                direct(x._numpy_view(), out._numpy_view())
+                out, values = _host_output(x)
+                direct(x._numpy_view(), values)
                 return out
             return general(x)
     else:
 
         def fn(input: Tensor) -> Tensor:
             if input.__class__ is Tensor and input._dtype in _HOST_DTYPES:
-                out = _empty(input._shape, input._dtype)
-                direct(input._numpy_view(), out._numpy_view())
+                out, values = _host_output(input)
+                direct(input._numpy_view(), values)
                 return out
             return general(input)
 
@@ -275,9 +297,6 @@ def _host(
         fn = fn_x
     fn.__name__ = fn.__qualname__ = op
     return fn
-
-
-_empty = Tensor._empty
 
 
 def _sc(name: str) -> Callable[[Any], Any]:
