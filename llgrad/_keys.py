@@ -35,7 +35,7 @@ def attrs_key(attrs: dict[str, Any] | tuple[tuple[str, Any], ...]) -> tuple:
     is a float zero or NaN, a complex number, a list, or a tuple holding anything but ints
     (axes, sizes: kept as they are), whose values then go through `number_key`."""
     items = tuple(attrs.items()) if attrs.__class__ is dict else tuple(attrs)
-    flags = None
+    flags: tuple[Any, ...] | None = None
     for k, v in items:
         c = v.__class__
         if c is tuple:

@@ -10,6 +10,8 @@ import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from .context import TraceContext
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -44,7 +46,7 @@ def user_location() -> str | None:
     a replay set, `_tls.location`)."""
     if _tls.location is not None:
         return _tls.location
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         name = _user_file(frame.f_code.co_filename)
         if name is not None:
